@@ -1,0 +1,49 @@
+/**
+ * Byte helpers for the crypto core: zeroing secrets, constant-time comparison,
+ * base64url, randomness. No I/O.
+ */
+import { equalBytes, randomBytes as nobleRandomBytes } from '@noble/ciphers/utils.js';
+
+/** Overwrites every given buffer with zeros. Call on every secret buffer when done. */
+export function zeroize(...buffers: Array<Uint8Array | undefined | null>): void {
+  for (const b of buffers) b?.fill(0);
+}
+
+/**
+ * Runs `fn` with `secret` and zeroes the secret afterwards, whether `fn` returns,
+ * throws or its promise rejects.
+ */
+export async function withSecret<T>(secret: Uint8Array, fn: (secret: Uint8Array) => Promise<T> | T): Promise<T> {
+  try {
+    return await fn(secret);
+  } finally {
+    secret.fill(0);
+  }
+}
+
+/** Constant-time equality for equal-length inputs; unequal lengths return false at once. */
+export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
+  return equalBytes(a, b);
+}
+
+/** CSPRNG bytes (crypto.getRandomValues underneath). */
+export function randomBytes(length: number): Uint8Array {
+  return nobleRandomBytes(length);
+}
+
+export function toBase64Url(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64url');
+}
+
+const BASE64URL = /^[A-Za-z0-9_-]*$/;
+
+/** Strict base64url (no padding) decoder: returns undefined on any non-alphabet character. */
+export function fromBase64Url(text: string): Uint8Array | undefined {
+  if (!BASE64URL.test(text) || text.length % 4 === 1) return undefined;
+  return new Uint8Array(Buffer.from(text, 'base64url'));
+}
+
+export const utf8 = {
+  encode: (s: string): Uint8Array => new TextEncoder().encode(s),
+  decode: (b: Uint8Array): string => new TextDecoder('utf-8', { fatal: true }).decode(b),
+};

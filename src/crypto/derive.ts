@@ -1,0 +1,24 @@
+/**
+ * Subkeys derived from a root secret (RFC 5869 HKDF-SHA256) and keyed hashes
+ * (RFC 2104 HMAC-SHA256). Used for the subject-id hash (how the database names a
+ * subject without holding its id) and the audit chain's MAC key.
+ */
+import { hkdf } from '@noble/hashes/hkdf.js';
+import { hmac } from '@noble/hashes/hmac.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { utf8 } from './bytes.js';
+
+export type SubkeyLabel = 'subject-hash' | 'audit-chain';
+
+/** A 32-byte subkey of `root` for one purpose; the caller zeroes it when done. */
+export function deriveSubkey(root: Uint8Array, label: SubkeyLabel): Uint8Array {
+  return hkdf(sha256, root, undefined, utf8.encode(`lethe/v1/subkey/${label}`), 32);
+}
+
+export function keyedHash(key: Uint8Array, message: Uint8Array): Uint8Array {
+  return hmac(sha256, key, message);
+}
+
+export function sha256Digest(message: Uint8Array): Uint8Array {
+  return sha256(message);
+}

@@ -1,0 +1,5 @@
+export * from './bytes.js';
+export * from './context.js';
+export * from './derive.js';
+export * from './envelope.js';
+export * from './wrap.js';

@@ -1,0 +1,2 @@
+/** Placeholder until the PostgreSQL harness lands; replaced below. */
+export default function setup(): void {}
