@@ -1,0 +1,166 @@
+#!/usr/bin/env node
+/**
+ * The lethe CLI. Every command reads the same environment configuration as the
+ * service, prints results as JSON on stdout (logs go to stderr), and exits non-zero
+ * with a plain message on bad input or failure.
+ */
+import { randomBytes } from 'node:crypto';
+import { Command, CommanderError } from 'commander';
+import { CONFIG_VARIABLES, ConfigError, type Config, loadConfig, ROLES, type Role } from '../config/index.js';
+import { isLetheError } from '../errors.js';
+import { tokenDigest } from '../http/auth.js';
+import { startServer } from '../http/server.js';
+import { createLogger, type Logger } from '../observability/logger.js';
+import { openVault, type Vault } from '../vault/vault.js';
+
+function out(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+class ExitError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message);
+  }
+}
+
+function config(): Config {
+  return loadConfig(process.env);
+}
+
+async function withVault<T>(fn: (vault: Vault, logger: Logger) => Promise<T>, options: { logLevel?: string } = {}): Promise<T> {
+  const cfg = config();
+  const logger = createLogger(options.logLevel ?? (cfg.logLevel === 'info' ? 'warn' : cfg.logLevel));
+  const vault = await openVault(cfg, { logger, listen: false });
+  try {
+    return await fn(vault, logger);
+  } finally {
+    await vault.close();
+  }
+}
+
+export function buildProgram(): Command {
+  const program = new Command()
+    .name('lethe')
+    .description('Crypto-shredding key vault for AI-agent memory.')
+    .showHelpAfterError()
+    .addHelpText('after', `\nConfiguration comes from the environment: ${CONFIG_VARIABLES.join(', ')}.\nSee README.md.`);
+
+  program
+    .command('serve')
+    .description('Run the HTTP service (embedded PGlite + local keyring unless DATABASE_URL is set).')
+    .action(async () => {
+      const cfg = config();
+      const logger = createLogger(cfg.logLevel);
+      const server = await startServer(cfg, logger);
+      const stop = (signal: string) => {
+        logger.info({ signal }, 'shutting down');
+        server.close().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+      };
+      process.once('SIGINT', () => stop('SIGINT'));
+      process.once('SIGTERM', () => stop('SIGTERM'));
+    });
+
+  program
+    .command('migrate')
+    .description('Apply database migrations from drizzle/ and make sure an active KEK epoch exists.')
+    .action(async () => {
+      await withVault(async (vault) => {
+        const active = (await vault.epochs.list()).find((e) => e.state === 'active');
+        out({ migrated: true, database: vault.db.kind, activeEpoch: active?.epoch ?? null });
+      });
+    });
+
+  const kek = program.command('kek').description('Key-encryption-key epochs.');
+  kek
+    .command('rotate')
+    .description('Create a new KEK epoch, re-wrap every live DEK under it, retire epochs nothing references. Safe to interrupt and re-run.')
+    .option('--quiet', 'no progress on stderr')
+    .action(async (opts: { quiet?: boolean }) => {
+      const cfg = config();
+      const logger = createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel);
+      const progress = !opts.quiet && process.stderr.isTTY;
+      const vault = await openVault(cfg, {
+        logger,
+        listen: false,
+        onRewrapBatch: (n) => {
+          if (progress) process.stderr.write(`\rre-wrapped ${n} keys`);
+        },
+      });
+      try {
+        const result = await vault.epochs.rotate('cli');
+        if (progress) process.stderr.write('\n');
+        out(result);
+      } finally {
+        await vault.close();
+      }
+    });
+  kek
+    .command('list')
+    .description('List KEK epochs with their state and how many live keys each wraps.')
+    .action(async () => {
+      await withVault(async (vault) => out({ epochs: await vault.epochs.list() }));
+    });
+
+  const audit = program.command('audit').description('The MAC-chained audit log.');
+  audit
+    .command('verify')
+    .description('Walk the audit chain and report the first edited, inserted or deleted row. Exits 1 when broken.')
+    .action(async () => {
+      const result = await withVault((vault) => vault.audit.verify(vault.db.db));
+      out(result);
+      if (!result.ok) throw new ExitError(`audit chain broken at row ${result.brokenAt}: ${result.problem}`, 1);
+    });
+
+  const token = program.command('token').description('API tokens.');
+  token
+    .command('new')
+    .description('Generate a token for a role: prints the token and the line for LETHE_TOKENS_FILE.')
+    .argument('<role>', `one of ${ROLES.join(', ')}`)
+    .action((role: string) => {
+      if (!(ROLES as readonly string[]).includes(role)) throw new ExitError(`role must be one of ${ROLES.join(', ')}`, 2);
+      const value = randomBytes(32).toString('base64url');
+      out({ role: role as Role, token: value, tokensFileLine: `${role}=sha256:${tokenDigest(value).toString('hex')}` });
+    });
+
+  return program;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  program.exitOverride();
+  program.configureOutput({ writeErr: (s) => process.stderr.write(s) });
+  try {
+    await program.parseAsync(argv);
+    return 0;
+  } catch (e) {
+    if (e instanceof CommanderError) return e.code === 'commander.helpDisplayed' || e.code === 'commander.version' ? 0 : 2;
+    if (e instanceof ExitError) {
+      process.stderr.write(`lethe: ${e.message}\n`);
+      return e.exitCode;
+    }
+    if (e instanceof ConfigError) {
+      process.stderr.write(`lethe: ${e.message}\n`);
+      return 2;
+    }
+    if (isLetheError(e)) {
+      process.stderr.write(`lethe: ${e.code}: ${e.message}\n`);
+      return e.code === 'validation_failed' ? 2 : 1;
+    }
+    process.stderr.write(`lethe: ${(e as Error).message ?? String(e)}\n`);
+    return 1;
+  }
+}
+
+const isEntryPoint = process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href;
+if (isEntryPoint || process.argv[1]?.endsWith('/cli/main.ts') || process.argv[1]?.endsWith('/cli/main.js')) {
+  main(process.argv).then((code) => {
+    // serve keeps running; everything else exits with its code
+    if (code !== 0 || !process.argv.includes('serve')) process.exitCode = code;
+  });
+}

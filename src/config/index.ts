@@ -1,0 +1,169 @@
+/**
+ * Configuration: every setting comes from the environment, parsed once at start-up by
+ * one zod schema. A bad value is refused loudly with the variable's name (never its
+ * value: some of these are secrets).
+ */
+import path from 'node:path';
+import { z } from 'zod';
+
+export const ROLES = ['writer', 'backup', 'eraser', 'admin'] as const;
+export type Role = (typeof ROLES)[number];
+
+const int = (def: number, min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max))
+    .optional()
+    .transform((v) => v ?? def);
+
+const tokenPairs = z
+  .string()
+  .transform((raw, ctx) => {
+    const out: Array<{ role: Role; token: string }> = [];
+    for (const part of raw.split(',').map((p) => p.trim()).filter((p) => p.length > 0)) {
+      const eq = part.indexOf('=');
+      const role = part.slice(0, eq);
+      const token = part.slice(eq + 1);
+      if (eq <= 0 || !(ROLES as readonly string[]).includes(role)) {
+        ctx.addIssue({ code: 'custom', message: `each entry must be role=token with role one of ${ROLES.join(', ')}` });
+        return z.NEVER;
+      }
+      if (token.length < 8) {
+        ctx.addIssue({ code: 'custom', message: `the ${role} token must be at least 8 characters` });
+        return z.NEVER;
+      }
+      out.push({ role: role as Role, token });
+    }
+    return out;
+  })
+  .optional()
+  .transform((v) => v ?? []);
+
+const rootKey = z
+  .string()
+  .trim()
+  .transform((raw, ctx) => {
+    const bytes = Buffer.from(raw, raw.includes('-') || raw.includes('_') ? 'base64url' : 'base64');
+    if (bytes.length !== 32) {
+      ctx.addIssue({ code: 'custom', message: 'must be 32 bytes, base64 encoded' });
+      return z.NEVER;
+    }
+    return new Uint8Array(bytes);
+  })
+  .optional();
+
+const envSchema = z.object({
+  PORT: int(8787, 0, 65535),
+  HOST: z.string().trim().min(1).optional().default('127.0.0.1'),
+  NODE_ENV: z.string().optional().default('development'),
+  LETHE_TOKENS: tokenPairs,
+  LETHE_TOKENS_FILE: z.string().trim().min(1).optional(),
+  DATABASE_URL: z
+    .string()
+    .trim()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  LETHE_DB_POOL_SIZE: int(10, 1, 200),
+  LETHE_DATA_DIR: z.string().trim().min(1).optional().default('./.lethe'),
+  LETHE_KEYRING_DIR: z.string().trim().min(1).optional(),
+  LETHE_ROOT_KEY: rootKey,
+  LETHE_ROOT_KEY_FILE: z.string().trim().min(1).optional(),
+  LETHE_LEASE_TTL_SECONDS: int(300, 1, 86_400),
+  LETHE_PROBE_THRESHOLD: z
+    .string()
+    .trim()
+    .transform(Number)
+    .pipe(z.number().min(0).max(1))
+    .optional()
+    .transform((v) => v ?? 0.15),
+  LETHE_BODY_LIMIT_BYTES: int(1024 * 1024, 1024, 64 * 1024 * 1024),
+  LETHE_DEK_CACHE_MAX_ENTRIES: int(10_000, 0, 10_000_000),
+  LETHE_DEK_CACHE_TTL_SECONDS: int(60, 0, 86_400),
+  LETHE_REWRAP_BATCH_SIZE: int(500, 1, 10_000),
+  LETHE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional().default('info'),
+});
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly production: boolean;
+  readonly tokens: ReadonlyArray<{ role: Role; token: string }>;
+  readonly tokensFile: string | undefined;
+  readonly databaseUrl: string | undefined;
+  readonly dbPoolSize: number;
+  readonly dataDir: string;
+  readonly keyringDir: string;
+  /** 32-byte root key from LETHE_ROOT_KEY; the key provider takes ownership and zeroes it. */
+  readonly rootKey: Uint8Array | undefined;
+  readonly rootKeyFile: string | undefined;
+  readonly leaseTtlSeconds: number;
+  readonly probeThreshold: number;
+  readonly bodyLimitBytes: number;
+  readonly dekCacheMaxEntries: number;
+  readonly dekCacheTtlSeconds: number;
+  readonly rewrapBatchSize: number;
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+export class ConfigError extends Error {
+  readonly problems: ReadonlyArray<{ variable: string; message: string }>;
+  constructor(problems: ReadonlyArray<{ variable: string; message: string }>) {
+    super(`invalid configuration:\n${problems.map((p) => `  ${p.variable}: ${p.message}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+/** Parses the environment. Throws ConfigError naming every bad variable. */
+export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): Config {
+  const picked: Record<string, string> = {};
+  for (const key of Object.keys(envSchema.shape)) {
+    const v = env[key];
+    if (v !== undefined && v !== '') picked[key] = v;
+  }
+  const parsed = envSchema.safeParse(picked);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => ({ variable: String(i.path[0] ?? '?'), message: i.message })));
+  }
+  const e = parsed.data;
+  const problems: Array<{ variable: string; message: string }> = [];
+  if (e.LETHE_ROOT_KEY && e.LETHE_ROOT_KEY_FILE) {
+    problems.push({ variable: 'LETHE_ROOT_KEY_FILE', message: 'set either LETHE_ROOT_KEY or LETHE_ROOT_KEY_FILE, not both' });
+  }
+  if (e.LETHE_TOKENS.length > 0 && e.LETHE_TOKENS_FILE) {
+    problems.push({ variable: 'LETHE_TOKENS_FILE', message: 'set either LETHE_TOKENS or LETHE_TOKENS_FILE, not both' });
+  }
+  const seen = new Set<string>();
+  for (const t of e.LETHE_TOKENS) {
+    if (seen.has(t.token)) problems.push({ variable: 'LETHE_TOKENS', message: 'the same token is given for two roles' });
+    seen.add(t.token);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  const dataDir = path.resolve(e.LETHE_DATA_DIR);
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    production: e.NODE_ENV === 'production',
+    tokens: e.LETHE_TOKENS,
+    tokensFile: e.LETHE_TOKENS_FILE,
+    databaseUrl: e.DATABASE_URL,
+    dbPoolSize: e.LETHE_DB_POOL_SIZE,
+    dataDir,
+    keyringDir: path.resolve(e.LETHE_KEYRING_DIR ?? path.join(dataDir, 'keyring')),
+    rootKey: e.LETHE_ROOT_KEY,
+    rootKeyFile: e.LETHE_ROOT_KEY_FILE,
+    leaseTtlSeconds: e.LETHE_LEASE_TTL_SECONDS,
+    probeThreshold: e.LETHE_PROBE_THRESHOLD,
+    bodyLimitBytes: e.LETHE_BODY_LIMIT_BYTES,
+    dekCacheMaxEntries: e.LETHE_DEK_CACHE_MAX_ENTRIES,
+    dekCacheTtlSeconds: e.LETHE_DEK_CACHE_TTL_SECONDS,
+    rewrapBatchSize: e.LETHE_REWRAP_BATCH_SIZE,
+    logLevel: e.LETHE_LOG_LEVEL,
+  };
+}
+
+/** The variables this module reads, for --help output and the README. */
+export const CONFIG_VARIABLES = Object.keys(envSchema.shape);

@@ -1,0 +1,109 @@
+/**
+ * The database handle: drizzle over postgres.js (DATABASE_URL) or over PGlite (the
+ * embedded default). Services receive a `Db` and never open connections themselves.
+ */
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+import type { SQL } from 'drizzle-orm';
+import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
+import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
+import postgres from 'postgres';
+import * as schema from './schema.js';
+
+export type Schema = typeof schema;
+export type Database = PgDatabase<PgQueryResultHKT, Schema>;
+export type Transaction = PgTransaction<PgQueryResultHKT, Schema, any>;
+/** Anything that runs queries: the database or an open transaction. */
+export type Executor = Database | Transaction;
+
+/** Where migrations live: drizzle/ at the package root, from src/ and from dist/ alike. */
+export const MIGRATIONS_DIR = fileURLToPath(new URL('../../drizzle', import.meta.url));
+
+/** The one channel replicas use to tell each other to drop cached key material. */
+export const EVENTS_CHANNEL = 'lethe_events';
+
+export interface Db {
+  readonly db: Database;
+  readonly kind: 'postgres' | 'pglite';
+  /** Applies pending migrations from drizzle/. */
+  migrate(): Promise<void>;
+  /**
+   * Subscribes to NOTIFY on `channel`. `onReconnect` runs whenever the listening
+   * connection was re-established (notifications may have been missed meanwhile).
+   */
+  listen(channel: string, onPayload: (payload: string) => void, onReconnect?: () => void): Promise<() => Promise<void>>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Rows of a raw `execute` on either driver (postgres.js returns an array, PGlite `{ rows }`). */
+export async function queryRows<T>(exec: Executor, query: SQL): Promise<T[]> {
+  const result: unknown = await exec.execute(query);
+  if (Array.isArray(result)) return result as T[];
+  return ((result as { rows?: T[] }).rows ?? []) as T[];
+}
+
+export interface OpenDbOptions {
+  readonly databaseUrl?: string | undefined;
+  /** PGlite data directory; `memory://` (or undefined) for an in-memory database. */
+  readonly dataDir?: string | undefined;
+  readonly poolSize?: number;
+}
+
+export async function openDb(options: OpenDbOptions): Promise<Db> {
+  return options.databaseUrl ? openPostgres(options.databaseUrl, options.poolSize ?? 10) : openPglite(options.dataDir);
+}
+
+async function openPostgres(url: string, max: number): Promise<Db> {
+  const client = postgres(url, {
+    max,
+    onnotice: () => {},
+    // Keep failures fast and legible instead of hanging on a dead server.
+    connect_timeout: 10,
+    connection: { application_name: 'lethe' },
+  });
+  const db = drizzlePostgres(client, { schema }) as unknown as Database;
+  return {
+    db,
+    kind: 'postgres',
+    migrate: () => migratePostgres(db as never, { migrationsFolder: MIGRATIONS_DIR }),
+    async listen(channel, onPayload, onReconnect) {
+      let first = true;
+      const sub = await client.listen(channel, onPayload, () => {
+        if (!first) onReconnect?.();
+        first = false;
+      });
+      return () => sub.unlisten();
+    },
+    async ping() {
+      await client`select 1`;
+    },
+    close: () => client.end({ timeout: 5 }),
+  };
+}
+
+async function openPglite(dataDir: string | undefined): Promise<Db> {
+  const inMemory = dataDir === undefined || dataDir.startsWith('memory://');
+  if (!inMemory) mkdirSync(path.dirname(dataDir), { recursive: true });
+  const client = new PGlite(inMemory ? undefined : dataDir);
+  await client.waitReady;
+  const db = drizzlePglite(client, { schema }) as unknown as Database;
+  return {
+    db,
+    kind: 'pglite',
+    migrate: () => migratePglite(db as never, { migrationsFolder: MIGRATIONS_DIR }),
+    async listen(channel, onPayload) {
+      const unlisten = await client.listen(channel, onPayload);
+      return () => unlisten();
+    },
+    async ping() {
+      await client.query('select 1');
+    },
+    close: () => client.close(),
+  };
+}

@@ -1,0 +1,164 @@
+/**
+ * The Hono application: middleware (request metrics and logs, body limit), the
+ * feature routes, the OpenAPI document generated from their zod schemas, and the one
+ * error handler that turns every failure into problem+json.
+ */
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { swaggerUI } from '@hono/swagger-ui';
+import { bodyLimit } from 'hono/body-limit';
+import { HTTPException } from 'hono/http-exception';
+import { routePath } from 'hono/route';
+import { isLetheError } from '../errors.js';
+import type { Vault } from '../vault/vault.js';
+import type { AuthEnv, TokenStore } from './auth.js';
+import { problem } from './problem.js';
+import { registerAdminRoutes } from './routes/admin.js';
+import { registerKeyRoutes } from './routes/keys.js';
+import { json } from './schemas.js';
+
+export interface AppOptions {
+  readonly vault: Vault;
+  readonly tokens: TokenStore;
+  /** Extra readiness checks (the object store, once it exists). */
+  readonly readinessChecks?: ReadonlyArray<{ name: string; check: () => Promise<void> }>;
+}
+
+export function createApp(options: AppOptions): OpenAPIHono<AuthEnv> {
+  const { vault, tokens } = options;
+  const { metrics, logger, config } = vault;
+
+  const app = new OpenAPIHono<AuthEnv>({
+    defaultHook: (result, c) => {
+      if (result.success) return;
+      const issue = result.error.issues[0];
+      const field = issue ? [result.target, ...issue.path].join('.') : result.target;
+      return problem(c, 'validation_failed', `${field}: ${issue?.message ?? 'invalid'}`);
+    },
+  });
+
+  app.use('*', async (c, next) => {
+    const started = performance.now();
+    await next();
+    const route = routePath(c, -1);
+    const label = route === '/*' || route === '*' ? 'unmatched' : route;
+    const status = c.res.status;
+    metrics.httpRequests.inc({ method: c.req.method, route: label, status: String(status) });
+    metrics.httpDuration.observe({ method: c.req.method, route: label }, (performance.now() - started) / 1000);
+    if (status >= 500) logger.error({ method: c.req.method, route: label, status }, 'request failed');
+    else if (logger.isLevelEnabled('debug')) logger.debug({ method: c.req.method, route: label, status }, 'request');
+  });
+
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: config.bodyLimitBytes,
+      onError: (c) => problem(c, 'payload_too_large', `request bodies are limited to ${config.bodyLimitBytes} bytes`),
+    }),
+  );
+
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/healthz',
+      tags: ['service'],
+      summary: 'Liveness',
+      responses: { 200: json(z.object({ status: z.literal('ok') }), 'The process answers') },
+    }),
+    (c) => c.json({ status: 'ok' as const }, 200),
+  );
+
+  const ReadyResponse = z.object({
+    status: z.enum(['ok', 'unavailable']),
+    checks: z.record(z.string(), z.enum(['ok', 'failed'])),
+  });
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/readyz',
+      tags: ['service'],
+      summary: 'Readiness: the database and the object store answer',
+      responses: { 200: json(ReadyResponse, 'Ready'), 503: json(ReadyResponse, 'Not ready') },
+    }),
+    async (c) => {
+      const checks = [{ name: 'database', check: () => vault.db.ping() }, ...(options.readinessChecks ?? [])];
+      const results: Record<string, 'ok' | 'failed'> = {};
+      await Promise.all(
+        checks.map(async ({ name, check }) => {
+          try {
+            await withTimeout(check(), 2000);
+            results[name] = 'ok';
+          } catch (e) {
+            logger.warn({ check: name, err: (e as Error).message }, 'readiness check failed');
+            results[name] = 'failed';
+          }
+        }),
+      );
+      const ok = Object.values(results).every((r) => r === 'ok');
+      return c.json({ status: ok ? ('ok' as const) : ('unavailable' as const), checks: results }, ok ? 200 : 503);
+    },
+  );
+
+  app.get('/metrics', async (c) => {
+    c.header('content-type', metrics.registry.contentType);
+    return c.body(await metrics.registry.metrics());
+  });
+
+  registerKeyRoutes(app, vault, tokens);
+  registerAdminRoutes(app, vault, tokens);
+
+  app.doc31('/openapi.json', {
+    openapi: '3.1.0',
+    info: {
+      title: 'lethe',
+      version: '1',
+      description: 'Crypto-shredding key vault for AI-agent memory. Errors are RFC 9457 problem documents.',
+    },
+  });
+  app.get('/docs', swaggerUI({ url: '/openapi.json' }));
+
+  app.notFound((c) => problem(c, 'not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`));
+
+  app.onError((err, c) => {
+    if (isLetheError(err)) {
+      if (err.code === 'internal' || err.code === 'decrypt_failed' || err.code === 'key_commitment_mismatch') {
+        logger.error({ code: err.code, err: err.message }, 'integrity or internal error');
+      }
+      return problem(c, err.code, err.message);
+    }
+    if (err instanceof HTTPException) {
+      // Hono's validator raises 400 for malformed JSON bodies.
+      if (err.status === 400) return problem(c, 'validation_failed', `body: ${err.message || 'malformed JSON'}`);
+      if (err.status === 413) return problem(c, 'payload_too_large', err.message);
+      if (err.status === 401) return problem(c, 'unauthorized', 'a valid bearer token is required');
+    }
+    if (isDatabaseUnavailable(err)) {
+      logger.error({ err: (err as Error).message }, 'database unavailable');
+      return problem(c, 'unavailable', 'the database is not answering; try again');
+    }
+    logger.error({ err: err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err) }, 'unhandled error');
+    return problem(c, 'internal', 'internal error');
+  });
+
+  return app;
+}
+
+function isDatabaseUnavailable(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return code === 'ECONNREFUSED' || code === 'CONNECT_TIMEOUT' || code === 'CONNECTION_CLOSED' || code === 'CONNECTION_ENDED' || code === '57P01';
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

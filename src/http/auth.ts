@@ -1,0 +1,87 @@
+/**
+ * Bearer-token roles. Tokens come from LETHE_TOKENS (role=token pairs) or, in
+ * production, LETHE_TOKENS_FILE holding only SHA-256 digests (role=sha256:HEX per
+ * line). Presented tokens are hashed and compared against every known digest in
+ * constant time, so neither the match position nor a prefix leaks through timing.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { MiddlewareHandler } from 'hono';
+import { ROLES, type Role } from '../config/index.js';
+import { LetheError } from '../errors.js';
+import { problem } from './problem.js';
+
+export interface TokenEntry {
+  readonly role: Role;
+  readonly digest: Buffer;
+}
+
+export function tokenDigest(token: string): Buffer {
+  return createHash('sha256').update(token, 'utf8').digest();
+}
+
+export class TokenStore {
+  readonly #entries: readonly TokenEntry[];
+
+  constructor(entries: readonly TokenEntry[]) {
+    this.#entries = entries;
+  }
+
+  static fromPairs(pairs: ReadonlyArray<{ role: Role; token: string }>): TokenStore {
+    return new TokenStore(pairs.map((p) => ({ role: p.role, digest: tokenDigest(p.token) })));
+  }
+
+  /** Parses a hashed-token file: `role=sha256:<64 hex>` per line, `#` comments. */
+  static fromFile(file: string): TokenStore {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (cause) {
+      throw new LetheError('validation_failed', `LETHE_TOKENS_FILE cannot be read: ${(cause as Error).message}`);
+    }
+    const entries: TokenEntry[] = [];
+    text.split('\n').forEach((raw, i) => {
+      const line = raw.trim();
+      if (line === '' || line.startsWith('#')) return;
+      const m = /^([a-z]+)=sha256:([0-9a-f]{64})$/.exec(line);
+      if (!m || !(ROLES as readonly string[]).includes(m[1]!)) {
+        throw new LetheError('validation_failed', `LETHE_TOKENS_FILE line ${i + 1}: expected role=sha256:<64 hex digits> with role one of ${ROLES.join(', ')}`);
+      }
+      entries.push({ role: m[1] as Role, digest: Buffer.from(m[2]!, 'hex') });
+    });
+    return new TokenStore(entries);
+  }
+
+  get size(): number {
+    return this.#entries.length;
+  }
+
+  /** The role of a presented token, or undefined. Constant time in the token's content. */
+  roleOf(token: string): Role | undefined {
+    const digest = tokenDigest(token);
+    let found: Role | undefined;
+    for (const e of this.#entries) {
+      // no early exit: every entry is compared
+      if (timingSafeEqual(digest, e.digest) && found === undefined) found = e.role;
+    }
+    return found;
+  }
+}
+
+export type AuthEnv = { Variables: { role: Role } };
+
+/** The roles allowed on a route; admin may do everything. */
+export function authorize(tokens: TokenStore, ...allowed: Role[]): MiddlewareHandler<AuthEnv> {
+  const roles = new Set<Role>([...allowed, 'admin']);
+  return async (c, next) => {
+    const header = c.req.header('authorization') ?? '';
+    const m = /^Bearer ([\x21-\x7e]+)$/.exec(header);
+    const role = m ? tokens.roleOf(m[1]!) : undefined;
+    if (!role) {
+      return problem(c, 'unauthorized', 'a valid bearer token is required', { 'www-authenticate': 'Bearer realm="lethe"' });
+    }
+    if (!roles.has(role)) return problem(c, 'forbidden', `the ${role} role may not call this endpoint`);
+    c.set('role', role);
+    await next();
+  };
+}

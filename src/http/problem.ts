@@ -1,0 +1,82 @@
+/**
+ * RFC 9457 problem documents. One exhaustive switch maps every domain error code to
+ * its HTTP status; adding a code without a status fails to compile.
+ */
+import type { Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { ErrorCode } from '../errors.js';
+
+export function statusOf(code: ErrorCode): ContentfulStatusCode {
+  switch (code) {
+    case 'validation_failed':
+      return 400;
+    case 'unauthorized':
+      return 401;
+    case 'forbidden':
+      return 403;
+    case 'not_found':
+      return 404;
+    case 'conflict':
+    case 'erasure_in_progress':
+    case 'illegal_transition':
+      return 409;
+    case 'subject_erased':
+    case 'key_destroyed':
+      return 410;
+    case 'payload_too_large':
+      return 413;
+    case 'envelope_malformed':
+    case 'envelope_unsupported':
+    case 'decrypt_failed':
+    case 'key_commitment_mismatch':
+    case 'internal':
+      return 500;
+    case 'epoch_unavailable':
+    case 'unavailable':
+      return 503;
+    default: {
+      const unreachable: never = code;
+      return unreachable;
+    }
+  }
+}
+
+const TITLES: Record<ErrorCode, string> = {
+  validation_failed: 'Request is not valid',
+  unauthorized: 'Authentication required',
+  forbidden: 'Not allowed for this role',
+  not_found: 'Not found',
+  conflict: 'Conflict',
+  erasure_in_progress: 'Erasure in progress',
+  illegal_transition: 'Illegal state transition',
+  subject_erased: 'Subject erased',
+  key_destroyed: 'Key destroyed',
+  payload_too_large: 'Payload too large',
+  envelope_malformed: 'Stored ciphertext is malformed',
+  envelope_unsupported: 'Stored ciphertext has an unsupported format',
+  decrypt_failed: 'Stored ciphertext failed authentication',
+  key_commitment_mismatch: 'Stored ciphertext is not committed to its key',
+  internal: 'Internal error',
+  epoch_unavailable: 'Key-encryption key unavailable',
+  unavailable: 'Service unavailable',
+};
+
+export interface Problem {
+  readonly type: string;
+  readonly title: string;
+  readonly status: number;
+  readonly detail: string;
+  readonly code: ErrorCode;
+}
+
+export function problemBody(code: ErrorCode, detail: string): Problem {
+  return { type: `urn:lethe:problem:${code}`, title: TITLES[code], status: statusOf(code), detail, code };
+}
+
+export function problem(c: Context, code: ErrorCode, detail: string, headers?: Record<string, string>): Response {
+  const body = problemBody(code, detail);
+  return new Response(JSON.stringify(body), {
+    status: body.status,
+    headers: { 'content-type': 'application/problem+json', ...headers },
+  });
+}

@@ -1,0 +1,119 @@
+/** Admin: KEK rotation and epochs; break-glass key destruction. */
+import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
+import type { Vault } from '../../vault/vault.js';
+import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
+import { authErrors, json, jsonBody, KeyIdSchema, problemResponse, security } from '../schemas.js';
+
+const RotateResponse = z
+  .object({
+    epoch: z.number().int(),
+    rewrapped: z.number().int(),
+    retired: z.array(z.number().int()),
+    resumed: z.boolean(),
+  })
+  .openapi('KekRotation');
+
+const EpochSchema = z
+  .object({
+    epoch: z.number().int(),
+    state: z.enum(['pending', 'active', 'retiring', 'retired']),
+    createdAt: z.string().openapi({ format: 'date-time' }),
+    activatedAt: z.string().optional(),
+    retiredAt: z.string().optional(),
+    keys: z.number().int().openapi({ description: 'live DEKs wrapped under this epoch' }),
+  })
+  .openapi('KekEpoch');
+
+const DestroyRequest = z
+  .object({ reason: z.string().trim().min(1).max(500) })
+  .openapi('KeyDestroyRequest');
+
+const DestroyResponse = z
+  .object({
+    keyId: z.string(),
+    state: z.literal('destroyed'),
+    destroyedAt: z.string(),
+    wrappedEpoch: z.number().int().openapi({ description: 'copies of the wrapped key in database backups stay inert once this epoch is retired' }),
+    leasedUntil: z.string().optional().openapi({ description: 'leases handed out before destruction stay usable by their holders until this time' }),
+  })
+  .openapi('KeyDestruction');
+
+export function registerAdminRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, tokens: TokenStore): void {
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/admin/kek/rotate',
+      tags: ['admin'],
+      summary: 'New KEK epoch; re-wrap live DEKs; retire unreferenced epochs',
+      security,
+      middleware: [authorize(tokens, 'admin')] as const,
+      responses: { 200: json(RotateResponse, 'Rotation finished'), ...authErrors },
+    }),
+    async (c) => c.json(await vault.epochs.rotate(c.get('role')), 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/admin/kek',
+      tags: ['admin'],
+      summary: 'KEK epochs',
+      security,
+      middleware: [authorize(tokens, 'admin')] as const,
+      responses: { 200: json(z.object({ epochs: z.array(EpochSchema) }), 'Every epoch, oldest first'), ...authErrors },
+    }),
+    async (c) => {
+      const list = await vault.epochs.list();
+      return c.json(
+        {
+          epochs: list.map((e) => ({
+            epoch: e.epoch,
+            state: e.state,
+            createdAt: e.createdAt.toISOString(),
+            ...(e.activatedAt ? { activatedAt: e.activatedAt.toISOString() } : {}),
+            ...(e.retiredAt ? { retiredAt: e.retiredAt.toISOString() } : {}),
+            keys: e.keys,
+          })),
+        },
+        200,
+      );
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/admin/keys/{keyId}/destroy',
+      tags: ['admin'],
+      summary: 'Destroy one key now (break-glass; erasures are the normal path)',
+      description:
+        'Removes the wrapped DEK, records the destruction in the ledger and the audit log, and tells every replica to drop it. Idempotent.',
+      security,
+      middleware: [authorize(tokens, 'admin')] as const,
+      request: {
+        params: z.object({ keyId: KeyIdSchema.openapi({ param: { name: 'keyId', in: 'path' } }) }),
+        body: jsonBody(DestroyRequest),
+      },
+      responses: {
+        200: json(DestroyResponse, 'The key is destroyed'),
+        404: problemResponse('not_found: no such key'),
+        ...authErrors,
+      },
+    }),
+    async (c) => {
+      const { keyId } = c.req.valid('param');
+      const { reason } = c.req.valid('json');
+      const d = await vault.keys.destroyKey(keyId, { reason, actor: c.get('role') });
+      return c.json(
+        {
+          keyId: d.keyId,
+          state: 'destroyed' as const,
+          destroyedAt: d.destroyedAt.toISOString(),
+          wrappedEpoch: d.wrappedEpoch,
+          ...(d.leasedUntil ? { leasedUntil: d.leasedUntil.toISOString() } : {}),
+        },
+        200,
+      );
+    },
+  );
+}

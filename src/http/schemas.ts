@@ -1,0 +1,47 @@
+/** Shared zod schemas: they validate requests and produce the OpenAPI document. */
+import { z } from '@hono/zod-openapi';
+import { SUBJECT_ID_PATTERN } from '../vault/subjects.js';
+
+export const ProblemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    code: z.string().openapi({ example: 'validation_failed' }),
+  })
+  .openapi('Problem');
+
+export const problemResponse = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: ProblemSchema } },
+});
+
+/** The error responses every authenticated route can give. */
+export const authErrors = {
+  400: problemResponse('validation_failed: malformed JSON or a schema violation'),
+  401: problemResponse('unauthorized: missing or unknown token'),
+  403: problemResponse('forbidden: the token\'s role may not call this'),
+  413: problemResponse('payload_too_large'),
+} as const;
+
+export const SubjectParam = z.object({
+  subject: z
+    .string()
+    .regex(SUBJECT_ID_PATTERN, 'subject must be 1 to 200 characters of A-Z a-z 0-9 . _ : @ + -')
+    .openapi({ param: { name: 'subject', in: 'path' }, example: 'user:42' }),
+});
+
+export const KeyIdSchema = z.string().min(1).max(255);
+
+export const security = [{ bearer: [] }];
+
+export const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+
+export const jsonBody = <T extends z.ZodType>(schema: T) => ({
+  required: true,
+  content: { 'application/json': { schema } },
+});

@@ -1,0 +1,206 @@
+/**
+ * The local keyring provider (the embedded default): one file per epoch KEK in a
+ * directory outside the database, each an envelope sealed under the root key with
+ * the epoch number as associated data.
+ *
+ * Destroying an epoch overwrites its file with random bytes, flushes, unlinks it and
+ * flushes the directory. (On copy-on-write or journaling file systems and SSDs an
+ * overwrite is best effort; the guarantee that matters is that no KEK file survives
+ * in the keyring or in anything that copies it afterwards. Keep the keyring out of
+ * database backups.)
+ */
+import { randomBytes as nodeRandomBytes } from 'node:crypto';
+import { constants as fsConstants } from 'node:fs';
+import { link, mkdir, open as openFile, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  deriveSubkey,
+  encodeContext,
+  open,
+  randomBytes,
+  seal,
+  type SubkeyLabel,
+  unwrapKey,
+  wrapKey,
+  zeroize,
+} from '../crypto/index.js';
+import { LetheError, isLetheError } from '../errors.js';
+import { type KeyProvider, kekId } from './provider.js';
+
+const FILE_PATTERN = /^epoch-(\d{8})\.kek$/;
+const ROOT_KEY_ID = 'root';
+
+function fileName(epoch: number): string {
+  return `epoch-${String(epoch).padStart(8, '0')}.kek`;
+}
+
+function checkEpoch(epoch: number): void {
+  if (!Number.isSafeInteger(epoch) || epoch < 1 || epoch > 99_999_999) {
+    throw new LetheError('validation_failed', 'epoch must be an integer from 1 to 99999999');
+  }
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  const handle = await openFile(dir, fsConstants.O_RDONLY);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+export class LocalKeyringProvider implements KeyProvider {
+  readonly name = 'local-keyring';
+  readonly #dir: string;
+  readonly #root: Uint8Array;
+  readonly #keks = new Map<number, Uint8Array>();
+
+  /** Takes ownership of `rootKey` (zeroed on close). */
+  private constructor(dir: string, rootKey: Uint8Array) {
+    this.#dir = dir;
+    this.#root = rootKey;
+  }
+
+  static async open(dir: string, rootKey: Uint8Array): Promise<LocalKeyringProvider> {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const provider = new LocalKeyringProvider(dir, rootKey);
+    // Fail at start-up, not at the first request, when the root key does not match.
+    const epochs = await provider.listEpochs();
+    const last = epochs.at(-1);
+    if (last !== undefined) zeroize(await provider.#kek(last));
+    return provider;
+  }
+
+  async createEpoch(epoch: number): Promise<void> {
+    checkEpoch(epoch);
+    const file = path.join(this.#dir, fileName(epoch));
+    const kek = randomBytes(32);
+    const sealed = seal({
+      key: this.#root,
+      keyId: ROOT_KEY_ID,
+      plaintext: kek,
+      associatedData: encodeContext('epoch-kek', { epoch }),
+    });
+    const tmp = `${file}.${nodeRandomBytes(6).toString('hex')}.tmp`;
+    try {
+      await writeFile(tmp, sealed, { mode: 0o600, flag: 'wx' });
+      const h = await openFile(tmp, 'r');
+      await h.sync();
+      await h.close();
+      // link-then-unlink is atomic and never replaces an existing epoch file
+      try {
+        await link(tmp, file);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      }
+      await fsyncDir(this.#dir);
+    } finally {
+      zeroize(kek);
+      await unlink(tmp).catch(() => {});
+    }
+  }
+
+  async wrap(epoch: number, dek: Uint8Array, keyId: string): Promise<Uint8Array> {
+    const kek = await this.#kek(epoch);
+    try {
+      return wrapKey({ kek, kekId: kekId(epoch), dek, keyId });
+    } finally {
+      zeroize(kek);
+    }
+  }
+
+  async unwrap(epoch: number, wrapped: Uint8Array, keyId: string): Promise<Uint8Array> {
+    const kek = await this.#kek(epoch);
+    try {
+      return unwrapKey({ kek, kekId: kekId(epoch), wrapped, keyId });
+    } finally {
+      zeroize(kek);
+    }
+  }
+
+  async destroyEpoch(epoch: number): Promise<void> {
+    checkEpoch(epoch);
+    this.forget(epoch);
+    const file = path.join(this.#dir, fileName(epoch));
+    let handle;
+    try {
+      handle = await openFile(file, 'r+');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw e;
+    }
+    try {
+      const { size } = await handle.stat();
+      await handle.write(nodeRandomBytes(Math.max(size, 1)), 0, Math.max(size, 1), 0);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    // Rename before unlink so a crash in between leaves no file under the epoch's name.
+    const doomed = `${file}.destroyed`;
+    await rename(file, doomed);
+    await unlink(doomed);
+    await fsyncDir(this.#dir);
+  }
+
+  async listEpochs(): Promise<number[]> {
+    const names = await readdir(this.#dir);
+    return names
+      .map((n) => FILE_PATTERN.exec(n)?.[1])
+      .filter((n): n is string => n !== undefined)
+      .map(Number)
+      .sort((a, b) => a - b);
+  }
+
+  forget(epoch: number): void {
+    const kek = this.#keks.get(epoch);
+    if (kek) zeroize(kek);
+    this.#keks.delete(epoch);
+  }
+
+  async deriveSystemKey(label: SubkeyLabel): Promise<Uint8Array> {
+    return deriveSubkey(this.#root, label);
+  }
+
+  async close(): Promise<void> {
+    for (const epoch of [...this.#keks.keys()]) this.forget(epoch);
+    zeroize(this.#root);
+  }
+
+  /**
+   * A private copy of the epoch's KEK, taken synchronously from the cache so that a
+   * concurrent forget() (which zeroes the cached copy) can never hand a zeroed key to
+   * wrap. The caller zeroes the copy.
+   */
+  async #kek(epoch: number): Promise<Uint8Array> {
+    checkEpoch(epoch);
+    const cached = this.#keks.get(epoch);
+    if (cached) return cached.slice();
+    let sealed: Uint8Array;
+    try {
+      sealed = new Uint8Array(await readFile(path.join(this.#dir, fileName(epoch))));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
+        throw new LetheError('epoch_unavailable', `KEK epoch ${epoch} does not exist in the keyring (destroyed or never created)`);
+      }
+      throw e;
+    }
+    let kek: Uint8Array;
+    try {
+      kek = open({ key: this.#root, envelope: sealed, expectedKeyId: ROOT_KEY_ID, associatedData: encodeContext('epoch-kek', { epoch }) });
+    } catch (e) {
+      if (isLetheError(e)) {
+        throw new LetheError('epoch_unavailable', `KEK epoch ${epoch} cannot be unsealed: the root key does not match this keyring`);
+      }
+      throw e;
+    }
+    // Another caller may have loaded it meanwhile; keep one copy.
+    const again = this.#keks.get(epoch);
+    if (again) {
+      zeroize(kek);
+      return again.slice();
+    }
+    this.#keks.set(epoch, kek);
+    return kek.slice();
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * Prometheus metrics, one registry per service instance (tests run several in one
+ * process). Labels never carry key ids, subject ids or tokens.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+export interface Metrics {
+  readonly registry: Registry;
+  readonly httpRequests: Counter<'method' | 'route' | 'status'>;
+  readonly httpDuration: Histogram<'method' | 'route'>;
+  readonly leases: Counter<'outcome'>;
+  readonly keysCreated: Counter;
+  readonly keysDestroyed: Counter;
+  readonly dekCacheEntries: Gauge;
+  readonly dekCacheLookups: Counter<'result'>;
+  readonly dekCacheInvalidations: Counter<'source'>;
+  readonly rewrapped: Counter;
+}
+
+export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
+  const registry = new Registry();
+  if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'lethe_' });
+  const registers = [registry];
+  return {
+    registry,
+    httpRequests: new Counter({
+      name: 'lethe_http_requests_total',
+      help: 'HTTP requests by method, route pattern and status',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    }),
+    httpDuration: new Histogram({
+      name: 'lethe_http_request_duration_seconds',
+      help: 'HTTP request duration by method and route pattern',
+      labelNames: ['method', 'route'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    }),
+    leases: new Counter({ name: 'lethe_key_leases_total', help: 'Key lease requests by outcome', labelNames: ['outcome'], registers }),
+    keysCreated: new Counter({ name: 'lethe_keys_created_total', help: 'Subject keys created', registers }),
+    keysDestroyed: new Counter({ name: 'lethe_keys_destroyed_total', help: 'Subject keys destroyed by this replica', registers }),
+    dekCacheEntries: new Gauge({ name: 'lethe_dek_cache_entries', help: 'DEKs held in the in-memory cache', registers }),
+    dekCacheLookups: new Counter({
+      name: 'lethe_dek_cache_lookups_total',
+      help: 'DEK cache lookups by result',
+      labelNames: ['result'],
+      registers,
+    }),
+    dekCacheInvalidations: new Counter({
+      name: 'lethe_dek_cache_invalidations_total',
+      help: 'Cached DEKs dropped because a key was destroyed or fenced (source: local or replica notification)',
+      labelNames: ['source'],
+      registers,
+    }),
+    rewrapped: new Counter({ name: 'lethe_dek_rewrapped_total', help: 'DEKs re-wrapped under a new KEK epoch', registers }),
+  };
+}

@@ -1,0 +1,240 @@
+/**
+ * KEK epochs: creation, rotation (re-wrap every live DEK under a new epoch KEK) and
+ * retirement (destroy the old KEK in the provider once nothing references it).
+ *
+ * Every step is safe to interrupt and re-run, and safe to run on two replicas at
+ * once:
+ * - the epochs table is locked while an epoch is chosen, so there is one pending or
+ *   active newest epoch at a time; a re-run resumes it instead of making another;
+ * - provider.createEpoch never overwrites an existing KEK;
+ * - key creation holds FOR SHARE on the active epoch row, so once the new epoch is
+ *   active no key can still be wrapped under the old one;
+ * - re-wrap takes rows FOR NO KEY UPDATE SKIP LOCKED in bounded batches walked by
+ *   (epoch, key_id): memory stays flat whatever the number of keys;
+ * - an epoch is destroyed in the provider only after no key row references it, and
+ *   marked retired in the database only after it is destroyed: the database may
+ *   under-claim (retiring but gone), never over-claim.
+ */
+import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
+import { zeroize } from '../crypto/index.js';
+import { type Db, queryRows } from '../db/client.js';
+import { epochs, subjectKeys, type EpochRow, type EpochState } from '../db/schema.js';
+import { LetheError } from '../errors.js';
+import type { KeyProvider } from '../keyprovider/provider.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { AuditLog } from './audit.js';
+import { notify } from './events.js';
+import { assertEpochTransition } from './lifecycle.js';
+
+export interface RotationResult {
+  /** The epoch now active. */
+  readonly epoch: number;
+  /** DEKs re-wrapped by this call. */
+  readonly rewrapped: number;
+  /** Epochs destroyed in the provider by this call. */
+  readonly retired: number[];
+  /** True when this call finished an earlier, interrupted rotation instead of starting one. */
+  readonly resumed: boolean;
+}
+
+export interface EpochInfo {
+  readonly epoch: number;
+  readonly state: EpochState;
+  readonly createdAt: Date;
+  readonly activatedAt: Date | null;
+  readonly retiredAt: Date | null;
+  readonly keys: number;
+}
+
+export interface EpochServiceDeps {
+  readonly db: Db;
+  readonly provider: KeyProvider;
+  readonly audit: AuditLog;
+  readonly metrics: Metrics;
+  readonly batchSize: number;
+  readonly now?: () => Date;
+  /** Called after each re-wrap batch (progress output, tests that interrupt). */
+  readonly onBatch?: (rewrappedSoFar: number) => void | Promise<void>;
+}
+
+export class EpochService {
+  readonly #d: EpochServiceDeps;
+  readonly #now: () => Date;
+
+  constructor(deps: EpochServiceDeps) {
+    this.#d = deps;
+    this.#now = deps.now ?? (() => new Date());
+  }
+
+  /**
+   * Makes sure an active epoch exists (first start creates epoch 1) and that the
+   * provider holds its KEK. Returns the active epoch.
+   */
+  async ensureActive(actor: string): Promise<number> {
+    const [active] = await this.#d.db.db.select().from(epochs).where(eq(epochs.state, 'active'));
+    if (active) {
+      const present = await this.#d.provider.listEpochs();
+      if (!present.includes(active.epoch)) {
+        throw new LetheError(
+          'epoch_unavailable',
+          `the active KEK epoch ${active.epoch} is not in the ${this.#d.provider.name} provider: wrong keyring or root key?`,
+        );
+      }
+      return active.epoch;
+    }
+    const { epoch } = await this.#prepare(actor);
+    await this.#activate(epoch, actor);
+    return epoch;
+  }
+
+  async list(): Promise<EpochInfo[]> {
+    const rows = await this.#d.db.db.select().from(epochs).orderBy(asc(epochs.epoch));
+    const counts = await queryRows<{ epoch: number; n: string | number }>(
+      this.#d.db.db,
+      sql`select epoch, count(*) as n from subject_keys group by epoch`,
+    );
+    const byEpoch = new Map(counts.map((c) => [Number(c.epoch), Number(c.n)]));
+    return rows.map((r) => ({
+      epoch: r.epoch,
+      state: r.state,
+      createdAt: r.createdAt,
+      activatedAt: r.activatedAt,
+      retiredAt: r.retiredAt,
+      keys: byEpoch.get(r.epoch) ?? 0,
+    }));
+  }
+
+  /** Rotates the KEK (or finishes an interrupted rotation). */
+  async rotate(actor: string): Promise<RotationResult> {
+    const { epoch, resumed } = await this.#prepare(actor);
+    await this.#activate(epoch, actor);
+    const rewrapped = await this.#rewrapAll(epoch);
+    const retired = await this.#retireUnreferenced(epoch, actor);
+    await this.#d.db.db.transaction((tx) =>
+      this.#d.audit.append(tx, [{ actor, action: 'kek.rotate', epoch, detail: { rewrapped, retired: retired.join(','), resumed } }]),
+    );
+    return { epoch, rewrapped, retired, resumed };
+  }
+
+  /** Chooses the epoch to rotate to: a pending one, the active one with retirements left, or a new one. */
+  async #prepare(actor: string): Promise<{ epoch: number; resumed: boolean }> {
+    const chosen = await this.#d.db.db.transaction(async (tx) => {
+      await tx.execute(sql`lock table epochs in share row exclusive mode`);
+      const rows = await tx.select().from(epochs).orderBy(asc(epochs.epoch));
+      const pending = rows.find((r) => r.state === 'pending');
+      if (pending) return { epoch: pending.epoch, resumed: true, created: false };
+      const active = rows.find((r) => r.state === 'active');
+      if (active && rows.some((r) => r.state === 'retiring')) return { epoch: active.epoch, resumed: true, created: false };
+      const epoch = (rows.at(-1)?.epoch ?? 0) + 1;
+      await tx.insert(epochs).values({ epoch, state: 'pending', createdAt: this.#now() });
+      return { epoch, resumed: false, created: true };
+    });
+    // Idempotent: a resumed pending epoch may or may not have reached the provider.
+    await this.#d.provider.createEpoch(chosen.epoch);
+    if (chosen.created) {
+      await this.#d.db.db.transaction((tx) =>
+        this.#d.audit.append(tx, [{ actor, action: 'kek.epoch.create', epoch: chosen.epoch, detail: { provider: this.#d.provider.name } }]),
+      );
+    }
+    return { epoch: chosen.epoch, resumed: chosen.resumed };
+  }
+
+  /** pending → active, previous active → retiring, atomically. */
+  async #activate(epoch: number, actor: string): Promise<void> {
+    await this.#d.db.db.transaction(async (tx) => {
+      await tx.execute(sql`lock table epochs in share row exclusive mode`);
+      const [target] = await tx.select().from(epochs).where(eq(epochs.epoch, epoch));
+      if (!target) throw new LetheError('internal', `epoch ${epoch} vanished`);
+      if (target.state !== 'pending') return;
+      const [previous] = await tx.select().from(epochs).where(eq(epochs.state, 'active'));
+      const now = this.#now();
+      if (previous) {
+        assertEpochTransition(previous.state, 'retiring');
+        await tx.update(epochs).set({ state: 'retiring' }).where(eq(epochs.epoch, previous.epoch));
+      }
+      assertEpochTransition(target.state, 'active');
+      await tx.update(epochs).set({ state: 'active', activatedAt: now }).where(eq(epochs.epoch, epoch));
+      await this.#d.audit.append(tx, [
+        { actor, action: 'kek.rotate', epoch, detail: { phase: 'activated', previous: previous?.epoch ?? null } },
+      ]);
+    });
+  }
+
+  /** Re-wraps every DEK not under `target`, batch by batch. Returns how many. */
+  async #rewrapAll(target: number): Promise<number> {
+    const { db, provider, metrics, batchSize, onBatch } = this.#d;
+    let total = 0;
+    for (let pass = 0; ; pass++) {
+      const old = await db.db
+        .select({ epoch: epochs.epoch })
+        .from(epochs)
+        .where(and(inArray(epochs.state, ['retiring', 'active']), sql`${epochs.epoch} <> ${target}`));
+      let skippedLocked = false;
+      for (const { epoch } of old) {
+        let after = '';
+        for (;;) {
+          const done = await db.db.transaction(async (tx) => {
+            const rows = await tx
+              .select({ keyId: subjectKeys.keyId, wrappedDek: subjectKeys.wrappedDek })
+              .from(subjectKeys)
+              .where(and(eq(subjectKeys.epoch, epoch), gt(subjectKeys.keyId, after)))
+              .orderBy(asc(subjectKeys.keyId))
+              .limit(batchSize)
+              .for('no key update', { skipLocked: true });
+            if (rows.length === 0) return { n: 0, last: after };
+            const updates: Array<{ key_id: string; w: string }> = [];
+            for (const row of rows) {
+              const dek = await provider.unwrap(epoch, row.wrappedDek, row.keyId);
+              try {
+                const wrapped = await provider.wrap(target, dek, row.keyId);
+                updates.push({ key_id: row.keyId, w: Buffer.from(wrapped).toString('hex') });
+              } finally {
+                zeroize(dek);
+              }
+            }
+            await tx.execute(sql`update subject_keys as sk
+                                    set wrapped_dek = decode(v.w, 'hex'), epoch = ${target}, updated_at = now()
+                                   from json_to_recordset(${JSON.stringify(updates)}::json) as v(key_id text, w text)
+                                  where sk.key_id = v.key_id and sk.epoch = ${epoch}`);
+            return { n: rows.length, last: rows.at(-1)!.keyId };
+          });
+          if (done.n === 0) break;
+          after = done.last;
+          total += done.n;
+          metrics.rewrapped.inc(done.n);
+          await onBatch?.(total);
+        }
+        const [left] = await queryRows<{ n: string | number }>(db.db, sql`select count(*) as n from subject_keys where epoch = ${epoch}`);
+        if (Number(left?.n ?? 0) > 0) skippedLocked = true;
+      }
+      if (!skippedLocked) return total;
+      if (pass > 600) throw new LetheError('unavailable', 'keys stayed locked during re-wrap; run the rotation again');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** Destroys, then marks retired, every retiring epoch no key references any more. */
+  async #retireUnreferenced(active: number, actor: string): Promise<number[]> {
+    const { db, provider } = this.#d;
+    const retiring = await db.db.select().from(epochs).where(eq(epochs.state, 'retiring')).orderBy(asc(epochs.epoch));
+    const retired: number[] = [];
+    for (const row of retiring) {
+      if (row.epoch === active) continue;
+      const [left] = await queryRows<{ n: string | number }>(db.db, sql`select count(*) as n from subject_keys where epoch = ${row.epoch}`);
+      if (Number(left?.n ?? 0) > 0) continue;
+      await provider.destroyEpoch(row.epoch);
+      await db.db.transaction(async (tx) => {
+        const [fresh] = await tx.select().from(epochs).where(eq(epochs.epoch, row.epoch)).for('update');
+        if (!fresh || fresh.state === 'retired') return;
+        assertEpochTransition(fresh.state, 'retired');
+        await tx.update(epochs).set({ state: 'retired', retiredAt: this.#now() }).where(eq(epochs.epoch, row.epoch));
+        await this.#d.audit.append(tx, [{ actor, action: 'kek.epoch.retire', epoch: row.epoch, detail: { provider: provider.name } }]);
+        await notify(tx, { t: 'epoch', epoch: row.epoch });
+      });
+      retired.push(row.epoch);
+    }
+    return retired;
+  }
+}
+
+export type { EpochRow };

@@ -1,0 +1,318 @@
+/**
+ * Subject keys: creation, leases, fencing, destruction and validity.
+ *
+ * - A subject has at most one live key (unique subject_hash). A destroyed key's row
+ *   is removed and a ledger row written in the same transaction; the subject's next
+ *   key is a new key with a new id.
+ * - The plaintext DEK exists only in this process's memory (cache, request), is
+ *   handed out only in a lease, and is zeroed when dropped.
+ */
+import { eq, sql } from 'drizzle-orm';
+import { randomBytes, toBase64Url, zeroize } from '../crypto/index.js';
+import { type Db, queryRows } from '../db/client.js';
+import { destructionLedger, epochs, subjectKeys, type SubjectKeyRow } from '../db/schema.js';
+import { LetheError, isLetheError } from '../errors.js';
+import type { KeyProvider } from '../keyprovider/provider.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { AuditLog } from './audit.js';
+import type { DekCache } from './cache.js';
+import { notify } from './events.js';
+import { newId } from './ids.js';
+import { LeaseRecorder } from './leases.js';
+import { assertKeyTransition, type KeyState } from './lifecycle.js';
+import { hashHex, type SubjectHasher } from './subjects.js';
+
+export interface SubjectKeyInfo {
+  readonly keyId: string;
+  readonly state: 'active' | 'fenced';
+  readonly createdAt: Date;
+  /** True when this call created the key. */
+  readonly created: boolean;
+}
+
+export interface Lease {
+  readonly keyId: string;
+  /** The plaintext DEK. The caller zeroes it once it has been sent. */
+  readonly dek: Uint8Array;
+  readonly leaseId: string;
+  readonly expiresAt: Date;
+}
+
+export interface Destruction {
+  readonly keyId: string;
+  readonly destroyedAt: Date;
+  readonly wrappedEpoch: number;
+  readonly leasedUntil: Date | null;
+  /** False when the key had already been destroyed (the call is idempotent). */
+  readonly destroyedNow: boolean;
+}
+
+export type Validity = 'active' | 'destroyed' | 'unknown';
+
+export const MAX_VALIDITY_IDS = 10_000;
+
+export interface KeyServiceDeps {
+  readonly db: Db;
+  readonly provider: KeyProvider;
+  readonly hasher: SubjectHasher;
+  readonly audit: AuditLog;
+  readonly cache: DekCache;
+  readonly metrics: Metrics;
+  readonly leaseTtlSeconds: number;
+  readonly now?: () => Date;
+}
+
+export class KeyService {
+  readonly #d: KeyServiceDeps;
+  readonly #leases: LeaseRecorder;
+  readonly #now: () => Date;
+
+  constructor(deps: KeyServiceDeps) {
+    this.#d = deps;
+    this.#leases = new LeaseRecorder(deps.db, deps.audit);
+    this.#now = deps.now ?? (() => new Date());
+  }
+
+  /** PUT /v1/subjects/{subject}/key: the subject's live key, created when there is none. */
+  async ensureKey(subject: string, actor: string): Promise<SubjectKeyInfo> {
+    const subjectHash = this.#d.hasher.hash(subject);
+    const existing = await this.#find(subjectHash);
+    if (existing) return { keyId: existing.keyId, state: existing.state, createdAt: existing.createdAt, created: false };
+    const made = await this.#create(subjectHash, actor);
+    zeroize(made.dek);
+    return made.info;
+  }
+
+  /** Hands out the subject's DEK for the lease TTL, creating the key when needed. */
+  async lease(subject: string, actor: string): Promise<Lease> {
+    const subjectHash = this.#d.hasher.hash(subject);
+    const subjectHex = hashHex(subjectHash);
+    const { cache, metrics } = this.#d;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      let current = cache.get(subjectHex);
+      metrics.dekCacheLookups.inc({ result: current ? 'hit' : 'miss' });
+      if (!current) current = await this.#loadOrCreate(subjectHash, subjectHex, actor);
+      const leaseId = newId('lease');
+      const expiresAt = new Date(this.#now().getTime() + this.#d.leaseTtlSeconds * 1000);
+      let outcome;
+      try {
+        outcome = await this.#leases.record({ keyId: current.keyId, subjectHash, leaseId, expiresAt, actor });
+      } catch (e) {
+        zeroize(current.dek);
+        throw e;
+      }
+      if (outcome === 'ok') {
+        metrics.leases.inc({ outcome: 'granted' });
+        return { keyId: current.keyId, dek: current.dek, leaseId, expiresAt };
+      }
+      zeroize(current.dek);
+      if (cache.dropKey(current.keyId)) metrics.dekCacheInvalidations.inc({ source: 'lease-check' });
+      metrics.dekCacheEntries.set(cache.size);
+      if (outcome === 'fenced') {
+        metrics.leases.inc({ outcome: 'fenced' });
+        throw new LetheError('erasure_in_progress', 'the subject is being erased; no new leases are handed out');
+      }
+      // 'gone': the cached key was destroyed meanwhile; look again.
+    }
+    throw new LetheError('unavailable', 'the subject key changed repeatedly during the lease; try again');
+  }
+
+  /** The DEK of a live key by id (for services that decrypt: log, artifacts). Caller zeroes. */
+  async dekFor(keyId: string): Promise<{ dek: Uint8Array; state: 'active' | 'fenced' }> {
+    const [row] = await this.#d.db.db.select().from(subjectKeys).where(eq(subjectKeys.keyId, keyId));
+    if (!row) {
+      const destroyed = await this.#ledgerEntry(keyId);
+      if (destroyed) throw new LetheError('key_destroyed', 'the key was destroyed');
+      throw new LetheError('not_found', 'no such key');
+    }
+    return { dek: await this.#unwrapRow(row), state: row.state };
+  }
+
+  /**
+   * Destroys a key: removes its wrapped DEK row, writes the destruction ledger and
+   * the audit row in the same transaction, and tells every replica to drop it.
+   * Idempotent: destroying a destroyed key returns the original destruction.
+   */
+  async destroyKey(keyId: string, options: { reason: string; actor: string }): Promise<Destruction> {
+    const result = await this.#d.db.db.transaction(async (tx) => {
+      const [row] = await tx.select().from(subjectKeys).where(eq(subjectKeys.keyId, keyId)).for('update');
+      if (!row) {
+        const [prior] = await tx.select().from(destructionLedger).where(eq(destructionLedger.keyId, keyId));
+        if (!prior) throw new LetheError('not_found', 'no such key');
+        return { keyId, destroyedAt: prior.destroyedAt, wrappedEpoch: prior.wrappedEpoch, leasedUntil: prior.leasedUntil, destroyedNow: false };
+      }
+      assertKeyTransition(row.state, 'destroyed');
+      const destroyedAt = this.#now();
+      await tx.delete(subjectKeys).where(eq(subjectKeys.keyId, keyId));
+      await tx.insert(destructionLedger).values({
+        keyId,
+        subjectHash: row.subjectHash,
+        destroyedAt,
+        reason: options.reason,
+        wrappedEpoch: row.epoch,
+        leasedUntil: row.leasedUntil,
+      });
+      await this.#d.audit.append(tx, [
+        {
+          actor: options.actor,
+          action: 'key.destroy',
+          keyId,
+          subjectHash: row.subjectHash,
+          epoch: row.epoch,
+          detail: { reason: options.reason, leasedUntil: row.leasedUntil?.toISOString() ?? null },
+        },
+      ]);
+      await notify(tx, { t: 'key', keyId });
+      return { keyId, destroyedAt, wrappedEpoch: row.epoch, leasedUntil: row.leasedUntil, destroyedNow: true };
+    });
+    if (this.#d.cache.dropKey(keyId)) this.#d.metrics.dekCacheInvalidations.inc({ source: 'local' });
+    this.#d.metrics.dekCacheEntries.set(this.#d.cache.size);
+    if (result.destroyedNow) this.#d.metrics.keysDestroyed.inc();
+    return result;
+  }
+
+  /** Blocks new leases for the key (the erasure engine's fence step). */
+  fenceKey(keyId: string, actor: string): Promise<void> {
+    return this.#transition(keyId, 'fenced', actor);
+  }
+
+  /** Lifts a fence (an erasure that was abandoned before destruction). */
+  unfenceKey(keyId: string, actor: string): Promise<void> {
+    return this.#transition(keyId, 'active', actor);
+  }
+
+  /** The state of each key id, in one round trip. */
+  async validity(keyIds: readonly string[]): Promise<Record<string, Validity>> {
+    if (keyIds.length > MAX_VALIDITY_IDS) throw new LetheError('validation_failed', `keyIds: at most ${MAX_VALIDITY_IDS} ids per request`);
+    const unique = [...new Set(keyIds)];
+    const out: Record<string, Validity> = {};
+    if (unique.length === 0) return out;
+    const rows = await queryRows<{ id: string; state: Validity }>(
+      this.#d.db.db,
+      sql`select v.id,
+                 case when sk.key_id is not null then 'active'
+                      when dl.key_id is not null then 'destroyed'
+                      else 'unknown' end as state
+            from json_array_elements_text(${JSON.stringify(unique)}::json) as v(id)
+            left join subject_keys sk on sk.key_id = v.id
+            left join destruction_ledger dl on dl.key_id = v.id`,
+    );
+    for (const r of rows) out[r.id] = r.state;
+    return out;
+  }
+
+  /** The subject's live key without creating one, or undefined. */
+  async findKey(subject: string): Promise<{ keyId: string; state: 'active' | 'fenced' } | undefined> {
+    const row = await this.#find(this.#d.hasher.hash(subject));
+    return row ? { keyId: row.keyId, state: row.state } : undefined;
+  }
+
+  async #find(subjectHash: Uint8Array): Promise<SubjectKeyRow | undefined> {
+    const [row] = await this.#d.db.db.select().from(subjectKeys).where(eq(subjectKeys.subjectHash, subjectHash));
+    return row;
+  }
+
+  async #ledgerEntry(keyId: string) {
+    const [row] = await this.#d.db.db.select().from(destructionLedger).where(eq(destructionLedger.keyId, keyId));
+    return row;
+  }
+
+  async #transition(keyId: string, to: KeyState, actor: string): Promise<void> {
+    await this.#d.db.db.transaction(async (tx) => {
+      const [row] = await tx.select().from(subjectKeys).where(eq(subjectKeys.keyId, keyId)).for('update');
+      if (!row) {
+        const [prior] = await tx.select().from(destructionLedger).where(eq(destructionLedger.keyId, keyId));
+        if (prior) assertKeyTransition('destroyed', to);
+        throw new LetheError('not_found', 'no such key');
+      }
+      if (row.state === to) return;
+      assertKeyTransition(row.state, to);
+      await tx
+        .update(subjectKeys)
+        .set({ state: to as 'active' | 'fenced', updatedAt: this.#now() })
+        .where(eq(subjectKeys.keyId, keyId));
+      await this.#d.audit.append(tx, [
+        { actor, action: to === 'fenced' ? 'key.fence' : 'key.unfence', keyId, subjectHash: row.subjectHash },
+      ]);
+      await notify(tx, { t: 'key', keyId });
+    });
+    if (this.#d.cache.dropKey(keyId)) this.#d.metrics.dekCacheInvalidations.inc({ source: 'local' });
+    this.#d.metrics.dekCacheEntries.set(this.#d.cache.size);
+  }
+
+  async #loadOrCreate(subjectHash: Uint8Array, subjectHex: string, actor: string): Promise<{ keyId: string; dek: Uint8Array }> {
+    const row = await this.#find(subjectHash);
+    let keyId: string;
+    let dek: Uint8Array;
+    if (row) {
+      if (row.state === 'fenced') {
+        this.#d.metrics.leases.inc({ outcome: 'fenced' });
+        throw new LetheError('erasure_in_progress', 'the subject is being erased; no new leases are handed out');
+      }
+      keyId = row.keyId;
+      dek = await this.#unwrapRow(row);
+    } else {
+      const made = await this.#create(subjectHash, actor);
+      keyId = made.info.keyId;
+      dek = made.dek;
+    }
+    this.#d.cache.set(subjectHex, keyId, dek);
+    this.#d.metrics.dekCacheEntries.set(this.#d.cache.size);
+    return { keyId, dek };
+  }
+
+  /** Unwraps a row's DEK; re-reads once if a rotation moved the row meanwhile. */
+  async #unwrapRow(row: SubjectKeyRow): Promise<Uint8Array> {
+    try {
+      return await this.#d.provider.unwrap(row.epoch, row.wrappedDek, row.keyId);
+    } catch (e) {
+      if (!isLetheError(e, 'epoch_unavailable')) throw e;
+      const [fresh] = await this.#d.db.db.select().from(subjectKeys).where(eq(subjectKeys.keyId, row.keyId));
+      if (!fresh) throw new LetheError('key_destroyed', 'the key was destroyed');
+      if (fresh.epoch === row.epoch) throw e;
+      return this.#d.provider.unwrap(fresh.epoch, fresh.wrappedDek, fresh.keyId);
+    }
+  }
+
+  async #create(subjectHash: Uint8Array, actor: string): Promise<{ info: SubjectKeyInfo; dek: Uint8Array }> {
+    const keyId = newId('key');
+    const dek = randomBytes(32);
+    try {
+      const inserted = await this.#d.db.db.transaction(async (tx) => {
+        // FOR SHARE: a rotation cannot switch epochs under a key being wrapped.
+        const [active] = await tx.select().from(epochs).where(eq(epochs.state, 'active')).for('share');
+        if (!active) throw new LetheError('unavailable', 'no active KEK epoch: run `lethe migrate` or start the service once');
+        const wrappedDek = await this.#d.provider.wrap(active.epoch, dek, keyId);
+        const now = this.#now();
+        const [row] = await tx
+          .insert(subjectKeys)
+          .values({ keyId, subjectHash, state: 'active', epoch: active.epoch, wrappedDek, createdAt: now, updatedAt: now })
+          .onConflictDoNothing({ target: subjectKeys.subjectHash })
+          .returning();
+        if (!row) return undefined;
+        await this.#d.audit.append(tx, [{ actor, action: 'key.create', keyId, subjectHash, epoch: active.epoch }]);
+        return row;
+      });
+      if (inserted) {
+        this.#d.metrics.keysCreated.inc();
+        return { info: { keyId, state: 'active', createdAt: inserted.createdAt, created: true }, dek };
+      }
+    } catch (e) {
+      zeroize(dek);
+      throw e;
+    }
+    // Another request created the subject's key first: use that one.
+    zeroize(dek);
+    const winner = await this.#find(subjectHash);
+    if (!winner) throw new LetheError('unavailable', 'the subject key changed during creation; try again');
+    return {
+      info: { keyId: winner.keyId, state: winner.state, createdAt: winner.createdAt, created: false },
+      dek: await this.#unwrapRow(winner),
+    };
+  }
+}
+
+/** base64url of a DEK for the wire; zeroes nothing (the caller owns the buffer). */
+export function encodeDek(dek: Uint8Array): string {
+  return toBase64Url(dek);
+}
