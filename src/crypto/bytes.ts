@@ -37,10 +37,15 @@ export function toBase64Url(bytes: Uint8Array): string {
 
 const BASE64URL = /^[A-Za-z0-9_-]*$/;
 
-/** Strict base64url (no padding) decoder: returns undefined on any non-alphabet character. */
+/**
+ * Strict base64url (no padding) decoder: returns undefined on any non-alphabet
+ * character and on non-canonical input (stray bits in the last character).
+ */
 export function fromBase64Url(text: string): Uint8Array | undefined {
   if (!BASE64URL.test(text) || text.length % 4 === 1) return undefined;
-  return new Uint8Array(Buffer.from(text, 'base64url'));
+  const bytes = new Uint8Array(Buffer.from(text, 'base64url'));
+  if (toBase64Url(bytes) !== text) return undefined;
+  return bytes;
 }
 
 export const utf8 = {

@@ -4,7 +4,8 @@
  * A context is a purpose (what kind of thing is encrypted: "dek", "epoch-kek",
  * "frame", ...) and named fields (key id, subject hash, entry id, sequence...).
  * Encoding: "lethe-ad/1", then the purpose, then the fields sorted by name, each as a
- * u16 length-prefixed name and a u32 length-prefixed UTF-8 value. Two different
+ * u16 length-prefixed name and a u32 length-prefixed UTF-8 value. Values are
+ * encoded as text, so 1, 1n and "1" are the same value; otherwise two different
  * contexts never encode to the same bytes, and field order in the caller's object
  * does not matter.
  */
@@ -18,12 +19,13 @@ const PREFIX = utf8.encode('lethe-ad/1');
 export function encodeContext(purpose: string, fields: Readonly<Record<string, ContextValue>> = {}): Uint8Array {
   if (purpose.length === 0) throw new LetheError('validation_failed', 'context purpose must not be empty');
   const names = Object.keys(fields).sort();
+  if (names.length > 0xffff) throw new LetheError('validation_failed', 'context has too many fields');
   const chunks: Uint8Array[] = [PREFIX];
   const push = (bytes: Uint8Array, width: 2 | 4): void => {
     const len = new Uint8Array(width);
     const view = new DataView(len.buffer);
     if (width === 2) {
-      if (bytes.length > 0xffff) throw new LetheError('validation_failed', 'context name too long');
+      if (bytes.length > 0xffff) throw new LetheError('validation_failed', 'context purpose or field name too long');
       view.setUint16(0, bytes.length);
     } else {
       view.setUint32(0, bytes.length);

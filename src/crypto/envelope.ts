@@ -119,7 +119,7 @@ export function seal(input: SealInput): Uint8Array {
   if (!(input.plaintext instanceof Uint8Array)) throw new LetheError('validation_failed', 'plaintext must be bytes');
   if (!(input.associatedData instanceof Uint8Array)) throw new LetheError('validation_failed', 'associatedData must be bytes');
   const nonce = input.nonce ?? randomBytes(NONCE_LENGTH);
-  if (nonce.length !== NONCE_LENGTH) throw new LetheError('validation_failed', `nonce must be ${NONCE_LENGTH} bytes`);
+  if (!(nonce instanceof Uint8Array) || nonce.length !== NONCE_LENGTH) throw new LetheError('validation_failed', `nonce must be ${NONCE_LENGTH} bytes`);
 
   const { encKey, commitment } = deriveKeys(input.key, nonce);
   try {
@@ -144,7 +144,8 @@ export function seal(input: SealInput): Uint8Array {
 }
 
 /**
- * Parses an envelope without decrypting it. Every length is checked against the
+ * Parses an envelope without decrypting it. The returned byte fields are views into
+ * `envelope`, not copies: copy them before changing either. Every length is checked against the
  * input; unknown versions and algorithms are a typed error, never a crash.
  */
 export function parseEnvelope(envelope: Uint8Array): EnvelopeParts {
@@ -183,6 +184,7 @@ export function parseEnvelope(envelope: Uint8Array): EnvelopeParts {
 /** Decrypts an envelope; returns a fresh plaintext buffer the caller owns. */
 export function open(input: OpenInput): Uint8Array {
   checkKey(input.key);
+  if (!(input.associatedData instanceof Uint8Array)) throw new LetheError('validation_failed', 'associatedData must be bytes');
   const parts = parseEnvelope(input.envelope);
   if (input.expectedKeyId !== undefined && parts.keyId !== input.expectedKeyId) {
     throw new LetheError('decrypt_failed', 'envelope names a different key id than expected');
