@@ -1,2 +1,32 @@
-/** Placeholder until the PostgreSQL harness lands; replaced below. */
-export default function setup(): void {}
+/**
+ * Runs once before the suite: PostgreSQL must answer (DATABASE_URL, else
+ * 127.0.0.1:5432). Integration tests never skip: when it is missing, the run stops
+ * here and says so plainly.
+ */
+import postgres from 'postgres';
+import type { TestProject } from 'vitest/node';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    pgAdminUrl: string;
+  }
+}
+
+export const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export default async function setup(project: TestProject): Promise<void> {
+  const url = process.env.DATABASE_URL || DEFAULT_PG_URL;
+  const sql = postgres(url, { max: 1, connect_timeout: 5, onnotice: () => {} });
+  try {
+    const [row] = await sql<{ v: string }[]>`select current_setting('server_version') as v`;
+    process.stderr.write(`lethe tests: PostgreSQL ${row?.v} at ${new URL(url).host}\n`);
+  } catch (e) {
+    throw new Error(
+      `lethe tests need PostgreSQL and could not reach it at ${new URL(url).host} (${(e as Error).message}). ` +
+        'Start it (pg_ctlcluster <version> main start) or set DATABASE_URL to a server where this user may CREATE DATABASE.',
+    );
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
+  project.provide('pgAdminUrl', url);
+}

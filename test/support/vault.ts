@@ -1,0 +1,110 @@
+/**
+ * Test fixtures: a configuration, an opened vault and a Hono app over a real
+ * PostgreSQL database (or PGlite when asked), with a private data dir and keyring.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { type Config, loadConfig } from '../../src/config/index.js';
+import { createApp } from '../../src/http/app.js';
+import { type AuthEnv, TokenStore } from '../../src/http/auth.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { openVault, type OpenVaultOptions, type Vault } from '../../src/vault/vault.js';
+import { createTestDatabase, type TestDatabase } from './pg.js';
+
+export const TOKENS = {
+  writer: 'writer-token-0001',
+  backup: 'backup-token-0001',
+  eraser: 'eraser-token-0001',
+  admin: 'admin-token-00001',
+} as const;
+
+export type TestRole = keyof typeof TOKENS;
+
+export const TOKENS_ENV = Object.entries(TOKENS)
+  .map(([role, token]) => `${role}=${token}`)
+  .join(',');
+
+export function tempDir(prefix = 'lethe-test-'): string {
+  return mkdtempSync(path.join(tmpdir(), prefix));
+}
+
+/** Environment for a vault on `databaseUrl` (PGlite when undefined) in `dataDir`. */
+export function testEnv(options: { databaseUrl?: string | undefined; dataDir: string; rootKey?: string; extra?: Record<string, string> }): Record<string, string> {
+  return {
+    ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
+    LETHE_DATA_DIR: options.dataDir,
+    LETHE_ROOT_KEY: options.rootKey ?? randomBytes(32).toString('base64'),
+    LETHE_TOKENS: TOKENS_ENV,
+    LETHE_LOG_LEVEL: 'silent',
+    ...options.extra,
+  };
+}
+
+export interface TestVault {
+  readonly vault: Vault;
+  readonly config: Config;
+  readonly env: Record<string, string>;
+  readonly db: TestDatabase | undefined;
+  readonly dataDir: string;
+  /** Opens a second vault on the same database and keyring (another replica). */
+  reopen(options?: Partial<OpenVaultOptions>, extraEnv?: Record<string, string>): Promise<Vault>;
+  close(): Promise<void>;
+}
+
+export async function openTestVault(
+  options: { embedded?: boolean; extraEnv?: Record<string, string>; vault?: Partial<OpenVaultOptions> } = {},
+): Promise<TestVault> {
+  const db = options.embedded ? undefined : await createTestDatabase();
+  const dataDir = tempDir();
+  const env = testEnv({ databaseUrl: db?.url, dataDir, ...(options.extraEnv ? { extra: options.extraEnv } : {}) });
+  const config = loadConfig(env);
+  const logger = createLogger('silent');
+  const vault = await openVault(config, { logger, ...options.vault });
+  const others: Vault[] = [];
+  return {
+    vault,
+    config,
+    env,
+    db,
+    dataDir,
+    async reopen(more = {}, extraEnv = {}) {
+      const v = await openVault(loadConfig({ ...env, ...extraEnv }), { logger, ...more });
+      others.push(v);
+      return v;
+    },
+    async close() {
+      for (const v of others) await v.close().catch(() => {});
+      await vault.close();
+      await db?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface TestApp extends TestVault {
+  readonly app: OpenAPIHono<AuthEnv>;
+  /** app.request with the role's bearer token (or none). */
+  call(method: string, path: string, options?: { role?: TestRole | 'none'; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<Response>;
+}
+
+export async function openTestApp(options: Parameters<typeof openTestVault>[0] = {}): Promise<TestApp> {
+  const tv = await openTestVault(options);
+  const app = createApp({ vault: tv.vault, tokens: TokenStore.fromPairs(tv.config.tokens) });
+  return {
+    ...tv,
+    app,
+    call(method, p, o = {}) {
+      const headers: Record<string, string> = { ...o.headers };
+      const role = o.role ?? 'writer';
+      if (role !== 'none') headers.authorization = `Bearer ${TOKENS[role]}`;
+      let body: string | undefined;
+      if (o.rawBody !== undefined) body = o.rawBody;
+      else if (o.body !== undefined) body = JSON.stringify(o.body);
+      if (body !== undefined) headers['content-type'] ??= 'application/json';
+      return Promise.resolve(app.request(p, { method, headers, ...(body !== undefined ? { body } : {}) }));
+    },
+  };
+}
