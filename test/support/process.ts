@@ -1,0 +1,80 @@
+/** Spawning `lethe` processes (the CLI or the service) for tests that need real processes. */
+import { type ChildProcess, spawn } from 'node:child_process';
+
+export interface Spawned {
+  readonly child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code. */
+  exited: Promise<number | null>;
+}
+
+export const CLI = ['--import', 'tsx', 'src/cli/main.ts'];
+
+export function spawnProcess(command: string, args: string[], env: Record<string, string>): Spawned {
+  const child = spawn(command, args, {
+    cwd: process.cwd(),
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Runs the CLI to completion. */
+export async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const p = spawnProcess(process.execPath, [...CLI, ...args], env);
+  const code = await p.exited;
+  return { code, stdout: p.stdout(), stderr: p.stderr() };
+}
+
+export interface RunningService extends Spawned {
+  readonly port: number;
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+/** Starts a service process and waits for its "lethe listening" log line. */
+export async function startService(command: string, args: string[], env: Record<string, string>, timeoutMs = 90_000): Promise<RunningService> {
+  const p = spawnProcess(command, args, { PORT: '0', LETHE_LOG_LEVEL: 'info', ...env });
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`service did not start in ${timeoutMs} ms:\n${p.stderr()}`)), timeoutMs);
+    const check = () => {
+      for (const line of p.stderr().split('\n')) {
+        if (!line.includes('lethe listening')) continue;
+        try {
+          const parsed = JSON.parse(line) as { port?: number };
+          if (parsed.port) {
+            clearTimeout(timer);
+            resolve(parsed.port);
+            return;
+          }
+        } catch {
+          // not a JSON line
+        }
+      }
+    };
+    p.child.stderr?.on('data', check);
+    p.exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`service exited with ${code} before listening:\n${p.stderr()}`));
+    });
+  });
+  return {
+    ...p,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    async stop() {
+      if (p.child.exitCode === null && p.child.signalCode === null) {
+        p.child.kill('SIGTERM');
+        const t = setTimeout(() => p.child.kill('SIGKILL'), 10_000);
+        await p.exited;
+        clearTimeout(t);
+      }
+    },
+  };
+}
