@@ -16,6 +16,8 @@ export function spawnProcess(command: string, args: string[], env: Record<string
     cwd: process.cwd(),
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // its own process group, so stopping `npm start` also stops the node it runs
+    detached: true,
   });
   let out = '';
   let err = '';
@@ -40,7 +42,7 @@ export interface RunningService extends Spawned {
 
 /** Starts a service process and waits for its "lethe listening" log line. */
 export async function startService(command: string, args: string[], env: Record<string, string>, timeoutMs = 90_000): Promise<RunningService> {
-  const p = spawnProcess(command, args, { PORT: '0', LETHE_LOG_LEVEL: 'info', ...env });
+  const p = spawnProcess(command, args, { PORT: '0', ...env, LETHE_LOG_LEVEL: 'info' });
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`service did not start in ${timeoutMs} ms:\n${p.stderr()}`)), timeoutMs);
     const check = () => {
@@ -70,9 +72,25 @@ export async function startService(command: string, args: string[], env: Record<
     url: `http://127.0.0.1:${port}`,
     async stop() {
       if (p.child.exitCode === null && p.child.signalCode === null) {
-        p.child.kill('SIGTERM');
-        const t = setTimeout(() => p.child.kill('SIGKILL'), 10_000);
+        const group = (signal: NodeJS.Signals) => {
+          try {
+            process.kill(-p.child.pid!, signal);
+          } catch {
+            // already gone
+          }
+        };
+        group('SIGTERM');
+        const t = setTimeout(() => group('SIGKILL'), 10_000);
         await p.exited;
+        // wait for the whole group (npm's child too) to be gone
+        for (let i = 0; i < 200; i++) {
+          try {
+            process.kill(-p.child.pid!, 0);
+          } catch {
+            break;
+          }
+          await new Promise((r) => setTimeout(r, 50));
+        }
         clearTimeout(t);
       }
     },
