@@ -10,7 +10,7 @@ import { CONFIG_VARIABLES, ConfigError, type Config, loadConfig, ROLES, type Rol
 import { isLetheError } from '../errors.js';
 import { tokenDigest } from '../http/auth.js';
 import { startServer } from '../http/server.js';
-import { createLogger, type Logger } from '../observability/logger.js';
+import { createLogger, describeError, type Logger } from '../observability/logger.js';
 import { openVault, type Vault } from '../vault/vault.js';
 
 function out(value: unknown): void {
@@ -152,7 +152,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`lethe: ${e.code}: ${e.message}\n`);
       return e.code === 'validation_failed' ? 2 : 1;
     }
-    process.stderr.write(`lethe: ${(e as Error).message ?? String(e)}\n`);
+    process.stderr.write(`lethe: ${describeError(e).message}\n`);
     return 1;
   }
 }

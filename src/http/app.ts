@@ -9,6 +9,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { routePath } from 'hono/route';
 import { isLetheError } from '../errors.js';
+import { describeError } from '../observability/logger.js';
 import type { Vault } from '../vault/vault.js';
 import type { AuthEnv, TokenStore } from './auth.js';
 import { problem } from './problem.js';
@@ -90,7 +91,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AuthEnv> {
             await withTimeout(check(), 2000);
             results[name] = 'ok';
           } catch (e) {
-            logger.warn({ check: name, err: (e as Error).message }, 'readiness check failed');
+            logger.warn({ check: name, err: describeError(e) }, 'readiness check failed');
             results[name] = 'failed';
           }
         }),
@@ -134,10 +135,10 @@ export function createApp(options: AppOptions): OpenAPIHono<AuthEnv> {
       if (err.status === 401) return problem(c, 'unauthorized', 'a valid bearer token is required');
     }
     if (isDatabaseUnavailable(err)) {
-      logger.error({ err: (err as Error).message }, 'database unavailable');
+      logger.error({ err: describeError(err) }, 'database unavailable');
       return problem(c, 'unavailable', 'the database is not answering; try again');
     }
-    logger.error({ err: err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err) }, 'unhandled error');
+    logger.error({ err: describeError(err) }, 'unhandled error');
     return problem(c, 'internal', 'internal error');
   });
 
@@ -145,7 +146,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AuthEnv> {
 }
 
 function isDatabaseUnavailable(err: unknown): boolean {
-  const code = (err as { code?: unknown } | undefined)?.code;
+  const code = describeError(err).code;
   return code === 'ECONNREFUSED' || code === 'CONNECT_TIMEOUT' || code === 'CONNECTION_CLOSED' || code === 'CONNECTION_ENDED' || code === '57P01';
 }
 
