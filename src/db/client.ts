@@ -2,7 +2,7 @@
  * The database handle: drizzle over postgres.js (DATABASE_URL) or over PGlite (the
  * embedded default). Services receive a `Db` and never open connections themselves.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
@@ -13,6 +13,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
+import { LetheError } from '../errors.js';
 import * as schema from './schema.js';
 
 export type Schema = typeof schema;
@@ -87,11 +88,58 @@ async function openPostgres(url: string, max: number): Promise<Db> {
   };
 }
 
+/**
+ * PGlite is one process's database: a second process opening the same directory
+ * would corrupt it. A lock file holding the owner's pid keeps a second `lethe`
+ * (a CLI command while `npm start` runs) out, with a clear message; a lock left by a
+ * dead process is taken over.
+ */
+function lockDataDir(dataDir: string): () => void {
+  const lockFile = `${dataDir}.lock`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(lockFile, String(process.pid), { flag: 'wx', mode: 0o600 });
+      return () => rmSync(lockFile, { force: true });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      const owner = Number(readFileSync(lockFile, 'utf8').trim());
+      // our own pid: this process already has it open (the lock is removed on close)
+      let alive = owner === process.pid;
+      try {
+        if (!alive && Number.isSafeInteger(owner) && owner > 0) {
+          process.kill(owner, 0);
+          alive = true;
+        }
+      } catch {
+        alive = false;
+      }
+      if (alive) {
+        throw new LetheError(
+          'unavailable',
+          `the embedded database ${dataDir} is in use by process ${owner}: stop it first, or use DATABASE_URL for more than one process`,
+        );
+      }
+      rmSync(lockFile, { force: true });
+    }
+  }
+  throw new LetheError('unavailable', `cannot lock the embedded database ${dataDir}`);
+}
+
 async function openPglite(dataDir: string | undefined): Promise<Db> {
   const inMemory = dataDir === undefined || dataDir.startsWith('memory://');
-  if (!inMemory) mkdirSync(path.dirname(dataDir), { recursive: true });
-  const client = new PGlite(inMemory ? undefined : dataDir);
-  await client.waitReady;
+  let unlock = () => {};
+  if (!inMemory) {
+    mkdirSync(path.dirname(dataDir), { recursive: true });
+    unlock = lockDataDir(dataDir);
+  }
+  let client: PGlite;
+  try {
+    client = new PGlite(inMemory ? undefined : dataDir);
+    await client.waitReady;
+  } catch (e) {
+    unlock();
+    throw e;
+  }
   const db = drizzlePglite(client, { schema }) as unknown as Database;
   return {
     db,
@@ -104,6 +152,12 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
     async ping() {
       await client.query('select 1');
     },
-    close: () => client.close(),
+    async close() {
+      try {
+        await client.close();
+      } finally {
+        unlock();
+      }
+    },
   };
 }

@@ -1,0 +1,39 @@
+/** The vault on the embedded default: PGlite in LETHE_DATA_DIR with the local keyring. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/index.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { openVault } from '../../src/vault/vault.js';
+import { openTestVault, type TestVault } from '../support/vault.js';
+
+describe('the vault on PGlite', () => {
+  let tv: TestVault;
+  beforeAll(async () => {
+    tv = await openTestVault({ embedded: true });
+  }, 120_000);
+  afterAll(async () => {
+    await tv?.close();
+  });
+
+  it('runs the key lifecycle: lease, rotate, destroy, validity, audit', async () => {
+    expect(tv.vault.db.kind).toBe('pglite');
+    const a = await tv.vault.keys.lease('user:a', 'writer');
+    const b = await tv.vault.keys.lease('user:b', 'writer');
+    const rotation = await tv.vault.epochs.rotate('admin');
+    expect(rotation).toMatchObject({ epoch: 2, rewrapped: 2, retired: [1] });
+    const again = await tv.vault.keys.dekFor(a.keyId);
+    expect(Buffer.from(again.dek)).toEqual(Buffer.from(a.dek));
+    await tv.vault.keys.destroyKey(b.keyId, { reason: 'embedded test', actor: 'admin' });
+    expect(await tv.vault.keys.validity([a.keyId, b.keyId, 'key_nope'])).toEqual({
+      [a.keyId]: 'active',
+      [b.keyId]: 'destroyed',
+      key_nope: 'unknown',
+    });
+    expect(await tv.vault.audit.verify(tv.vault.db.db)).toMatchObject({ ok: true });
+  });
+
+  it('a second process cannot open the same embedded database while the first holds it', async () => {
+    const err = await openVault(loadConfig(tv.env), { logger: createLogger('silent') }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'unavailable' });
+    expect((err as Error).message).toMatch(/in use by process \d+/);
+  });
+});
