@@ -43,6 +43,9 @@ async function withVault<T>(fn: (vault: Vault, logger: Logger) => Promise<T>, op
 
 export function buildProgram(): Command {
   const program = new Command()
+    // before any subcommand is added: commander copies these settings into each one
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) })
     .name('lethe')
     .description('Crypto-shredding key vault for AI-agent memory.')
     .showHelpAfterError()
@@ -133,8 +136,6 @@ export function buildProgram(): Command {
 
 export async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
-  program.exitOverride();
-  program.configureOutput({ writeErr: (s) => process.stderr.write(s) });
   try {
     await program.parseAsync(argv);
     return 0;

@@ -75,6 +75,7 @@ const envSchema = z.object({
   LETHE_PROBE_THRESHOLD: z
     .string()
     .trim()
+    .regex(/^\d+(\.\d+)?$/, 'must be a decimal number from 0 to 1')
     .transform(Number)
     .pipe(z.number().min(0).max(1))
     .optional()
@@ -122,26 +123,28 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   const picked: Record<string, string> = {};
   for (const key of Object.keys(envSchema.shape)) {
     const v = env[key];
-    if (v !== undefined && v !== '') picked[key] = v;
+    // blank means unset, for every variable alike
+    if (v !== undefined && v.trim() !== '') picked[key] = v;
   }
   const parsed = envSchema.safeParse(picked);
-  if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((i) => ({ variable: String(i.path[0] ?? '?'), message: i.message })));
-  }
-  const e = parsed.data;
-  const problems: Array<{ variable: string; message: string }> = [];
-  if (e.LETHE_ROOT_KEY && e.LETHE_ROOT_KEY_FILE) {
+  const problems: Array<{ variable: string; message: string }> = parsed.success
+    ? []
+    : parsed.error.issues.map((i) => ({ variable: String(i.path[0] ?? '?'), message: i.message }));
+  // Checks across variables run on the raw values, so they are reported alongside
+  // any per-variable problem.
+  if (picked.LETHE_ROOT_KEY && picked.LETHE_ROOT_KEY_FILE) {
     problems.push({ variable: 'LETHE_ROOT_KEY_FILE', message: 'set either LETHE_ROOT_KEY or LETHE_ROOT_KEY_FILE, not both' });
   }
-  if (e.LETHE_TOKENS.length > 0 && e.LETHE_TOKENS_FILE) {
+  if (picked.LETHE_TOKENS && picked.LETHE_TOKENS_FILE) {
     problems.push({ variable: 'LETHE_TOKENS_FILE', message: 'set either LETHE_TOKENS or LETHE_TOKENS_FILE, not both' });
   }
-  const seen = new Set<string>();
-  for (const t of e.LETHE_TOKENS) {
-    if (seen.has(t.token)) problems.push({ variable: 'LETHE_TOKENS', message: 'the same token is given for two roles' });
-    seen.add(t.token);
+  const tokens = (picked.LETHE_TOKENS ?? '').split(',').map((p) => p.trim()).filter((p) => p.includes('='));
+  const values = tokens.map((p) => p.slice(p.indexOf('=') + 1));
+  if (new Set(values).size !== values.length) {
+    problems.push({ variable: 'LETHE_TOKENS', message: 'the same token is given for two roles' });
   }
-  if (problems.length > 0) throw new ConfigError(problems);
+  if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
+  const e = parsed.data;
   const dataDir = path.resolve(e.LETHE_DATA_DIR);
   return {
     port: e.PORT,

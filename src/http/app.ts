@@ -24,6 +24,9 @@ export interface AppOptions {
   readonly readinessChecks?: ReadonlyArray<{ name: string; check: () => Promise<void> }>;
 }
 
+/** How the problem detail names where a bad field was. */
+const TARGET_NAMES: Record<string, string> = { json: 'body', param: 'path', query: 'query', header: 'header' };
+
 export function createApp(options: AppOptions): OpenAPIHono<AuthEnv> {
   const { vault, tokens } = options;
   const { metrics, logger, config } = vault;
@@ -32,7 +35,8 @@ export function createApp(options: AppOptions): OpenAPIHono<AuthEnv> {
     defaultHook: (result, c) => {
       if (result.success) return;
       const issue = result.error.issues[0];
-      const field = issue ? [result.target, ...issue.path].join('.') : result.target;
+      const target = TARGET_NAMES[result.target] ?? result.target;
+      const field = issue ? [target, ...issue.path].join('.') : target;
       return problem(c, 'validation_failed', `${field}: ${issue?.message ?? 'invalid'}`);
     },
   });
@@ -119,7 +123,8 @@ export function createApp(options: AppOptions): OpenAPIHono<AuthEnv> {
   });
   app.get('/docs', swaggerUI({ url: '/openapi.json' }));
 
-  app.notFound((c) => problem(c, 'not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`));
+  // The path is not echoed: it may carry a subject id.
+  app.notFound((c) => problem(c, 'not_found', `no route for this ${c.req.method} request path`));
 
   app.onError((err, c) => {
     if (isLetheError(err)) {
@@ -130,9 +135,11 @@ export function createApp(options: AppOptions): OpenAPIHono<AuthEnv> {
     }
     if (err instanceof HTTPException) {
       // Hono's validator raises 400 for malformed JSON bodies.
-      if (err.status === 400) return problem(c, 'validation_failed', `body: ${err.message || 'malformed JSON'}`);
       if (err.status === 413) return problem(c, 'payload_too_large', err.message);
       if (err.status === 401) return problem(c, 'unauthorized', 'a valid bearer token is required');
+      // 400 malformed JSON, 415 a body that is not application/json: both are bad input
+      if (err.status === 415) return problem(c, 'validation_failed', 'body: content-type must be application/json');
+      if (err.status < 500) return problem(c, 'validation_failed', `body: ${err.message || 'malformed request'}`);
     }
     if (isDatabaseUnavailable(err)) {
       logger.error({ err: describeError(err) }, 'database unavailable');

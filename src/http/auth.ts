@@ -75,7 +75,7 @@ export function authorize(tokens: TokenStore, ...allowed: Role[]): MiddlewareHan
   const roles = new Set<Role>([...allowed, 'admin']);
   return async (c, next) => {
     const header = c.req.header('authorization') ?? '';
-    const m = /^Bearer ([\x21-\x7e]+)$/.exec(header);
+    const m = /^Bearer +([\x21-\x7e]+)$/i.exec(header);
     const role = m ? tokens.roleOf(m[1]!) : undefined;
     if (!role) {
       return problem(c, 'unauthorized', 'a valid bearer token is required', { 'www-authenticate': 'Bearer realm="lethe"' });

@@ -1,0 +1,252 @@
+/**
+ * The lethe CLI as a child process (`node --import tsx src/cli/main.ts …`) against a
+ * real PostgreSQL database: help, exit codes, migrate, KEK rotation and listing, the
+ * audit chain (including tampering), and token generation — plus a service started
+ * with the generated hashed-token file.
+ */
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config/index.js';
+import { TokenStore } from '../src/http/auth.js';
+import { startServer } from '../src/http/server.js';
+import { createLogger } from '../src/observability/logger.js';
+import { openVault } from '../src/vault/vault.js';
+import { createTestDatabase, type TestDatabase } from './support/pg.js';
+import { tempDir, testEnv, TOKENS } from './support/vault.js';
+
+const CLI_TIMEOUT_MS = 60_000;
+const TEST_TIMEOUT_MS = 90_000;
+
+interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+let db: TestDatabase;
+let dataDir: string;
+let env: Record<string, string>;
+
+/** Runs the CLI with the test environment (plus `extra`) and collects its output. */
+function cli(args: string[], extra: Record<string, string> = {}): Promise<Run> {
+  const base: Record<string, string> = {};
+  for (const k of ['PATH', 'HOME', 'TMPDIR', 'SYSTEMROOT']) {
+    const v = process.env[k];
+    if (v !== undefined) base[k] = v;
+  }
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/main.ts', ...args],
+      { cwd: process.cwd(), env: { ...base, ...env, ...extra }, timeout: CLI_TIMEOUT_MS, maxBuffer: 8 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        if (error && typeof error.code !== 'number') {
+          reject(new Error(`lethe ${args.join(' ')} did not exit normally (${error.signal ?? error.message}); stderr:\n${stderr}`));
+          return;
+        }
+        resolve({ code: error ? (error.code as number) : 0, stdout, stderr });
+      },
+    );
+  });
+}
+
+function json<T>(run: Run): T {
+  try {
+    return JSON.parse(run.stdout) as T;
+  } catch {
+    throw new Error(`stdout is not JSON:\n${run.stdout}\nstderr:\n${run.stderr}`);
+  }
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  dataDir = tempDir('lethe-cli-');
+  env = testEnv({ databaseUrl: db.url, dataDir });
+});
+afterAll(async () => {
+  await db?.drop();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('help and usage errors', () => {
+  it.concurrent('`lethe --help` exits 0 and prints usage, the description and the configuration variables', { timeout: TEST_TIMEOUT_MS }, async () => {
+    const run = await cli(['--help']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain('Usage: lethe');
+    expect(run.stdout).toContain('Crypto-shredding key vault');
+    for (const command of ['serve', 'migrate', 'kek', 'audit', 'token']) expect(run.stdout).toMatch(new RegExp(`^\\s+${command}\\b`, 'm'));
+    expect(run.stdout).toContain('LETHE_TOKENS');
+  });
+
+  const HELP: ReadonlyArray<{ args: string[]; says: RegExp }> = [
+    { args: ['serve'], says: /Run the HTTP service/ },
+    { args: ['migrate'], says: /Apply database migrations/ },
+    { args: ['kek', 'rotate'], says: /Create a new KEK epoch/ },
+    { args: ['kek', 'list'], says: /List KEK epochs/ },
+    { args: ['audit', 'verify'], says: /Walk the audit chain/ },
+    { args: ['token', 'new'], says: /Generate a token for a role/ },
+  ];
+  for (const { args, says } of HELP) {
+    it.concurrent(`\`lethe ${args.join(' ')} --help\` exits 0 and prints usage with a description`, { timeout: TEST_TIMEOUT_MS }, async () => {
+      const run = await cli([...args, '--help']);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toContain(`Usage: lethe ${args.join(' ')}`);
+      expect(run.stdout).toMatch(says);
+    });
+  }
+
+  it.concurrent('an unknown command exits non-zero and says the command is unknown', { timeout: TEST_TIMEOUT_MS }, async () => {
+    const run = await cli(['frobnicate']);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toMatch(/unknown command 'frobnicate'/);
+  });
+
+  it.concurrent('a usage error on a subcommand (missing role) exits 2, like one on the program', { timeout: TEST_TIMEOUT_MS }, async () => {
+    const [sub, top] = await Promise.all([cli(['token', 'new']), cli(['--bogus'])]);
+    expect(top.code).toBe(2);
+    expect(sub.stderr).toMatch(/missing required argument 'role'/);
+    expect(sub.code).toBe(2);
+  });
+
+  it.concurrent('a bad environment (PORT=abc) exits 2, names PORT on stderr and prints no secret', { timeout: TEST_TIMEOUT_MS }, async () => {
+    const run = await cli(['migrate'], { PORT: 'abc' });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/\bPORT\b/);
+    expect(run.stdout).toBe('');
+    for (const secret of [env.LETHE_ROOT_KEY!, ...Object.values(TOKENS)]) expect(run.stderr).not.toContain(secret);
+  });
+});
+
+describe('migrate, kek and audit against PostgreSQL', () => {
+  let dekBefore = '';
+
+  it('`migrate` exits 0 and prints JSON with activeEpoch 1', { timeout: TEST_TIMEOUT_MS }, async () => {
+    const run = await cli(['migrate']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(json(run)).toEqual({ migrated: true, database: 'postgres', activeEpoch: 1 });
+  });
+
+  it('`kek rotate` exits 0 and prints epoch 2, re-wrapping the live key', { timeout: TEST_TIMEOUT_MS }, async () => {
+    // one live key, created in-process with the same environment
+    const vault = await openVault(loadConfig(env), { logger: createLogger('silent'), listen: false });
+    try {
+      const lease = await vault.keys.lease('user:cli', 'writer');
+      dekBefore = Buffer.from(lease.dek).toString('hex');
+    } finally {
+      await vault.close();
+    }
+    const run = await cli(['kek', 'rotate', '--quiet']);
+    expect(run.code, run.stderr).toBe(0);
+    const result = json<{ epoch: number; rewrapped: number; retired: number[]; resumed: boolean }>(run);
+    expect(result.epoch).toBe(2);
+    expect(result.rewrapped).toBe(1);
+    expect(result.retired).toEqual([1]);
+    expect(result.resumed).toBe(false);
+  });
+
+  it('after the CLI rotation the key still opens to the same DEK', async () => {
+    expect(dekBefore).not.toBe('');
+    const vault = await openVault(loadConfig(env), { logger: createLogger('silent'), listen: false });
+    try {
+      const lease = await vault.keys.lease('user:cli', 'writer');
+      expect(Buffer.from(lease.dek).toString('hex')).toBe(dekBefore);
+    } finally {
+      await vault.close();
+    }
+  });
+
+  it('`kek list` shows epoch 1 retired and epoch 2 active holding the key', { timeout: TEST_TIMEOUT_MS }, async () => {
+    const run = await cli(['kek', 'list']);
+    expect(run.code, run.stderr).toBe(0);
+    const { epochs } = json<{ epochs: Array<{ epoch: number; state: string; keys: number; retiredAt: string | null }> }>(run);
+    expect(epochs.map((e) => [e.epoch, e.state])).toEqual([
+      [1, 'retired'],
+      [2, 'active'],
+    ]);
+    expect(epochs[0]!.retiredAt).toEqual(expect.any(String));
+    expect(epochs[1]!.keys).toBe(1);
+  });
+
+  it('`audit verify` exits 0 with ok: true over the whole chain', { timeout: TEST_TIMEOUT_MS }, async () => {
+    const run = await cli(['audit', 'verify']);
+    expect(run.code, run.stderr).toBe(0);
+    const result = json<{ ok: boolean; rows: number; headSeq: number }>(run);
+    expect(result.ok).toBe(true);
+    expect(result.rows).toBeGreaterThanOrEqual(2);
+    expect(result.headSeq).toBe(result.rows);
+  });
+
+  it('`audit verify` exits 1 naming row 2 after that row is edited in the database', { timeout: TEST_TIMEOUT_MS }, async () => {
+    const sql = postgres(db.url, { max: 1, onnotice: () => {} });
+    try {
+      const changed = await sql`update audit_log set actor = 'mallory' where seq = 2`;
+      expect(changed.count).toBe(1);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+    const run = await cli(['audit', 'verify']);
+    expect(run.code).toBe(1);
+    expect(json(run)).toMatchObject({ ok: false, brokenAt: 2 });
+    expect(run.stderr).toMatch(/row 2\b/);
+  });
+});
+
+describe('token new', () => {
+  let token = '';
+  let line = '';
+
+  it('`token new writer` prints a token and its LETHE_TOKENS_FILE line', { timeout: TEST_TIMEOUT_MS }, async () => {
+    const run = await cli(['token', 'new', 'writer']);
+    expect(run.code, run.stderr).toBe(0);
+    const out = json<{ role: string; token: string; tokensFileLine: string }>(run);
+    expect(out.role).toBe('writer');
+    expect(out.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(out.tokensFileLine).toMatch(/^writer=sha256:[0-9a-f]{64}$/);
+    expect(out.tokensFileLine).toBe(`writer=sha256:${createHash('sha256').update(out.token).digest('hex')}`);
+    expect(out.tokensFileLine).not.toContain(out.token);
+    token = out.token;
+    line = out.tokensFileLine;
+  });
+
+  it('`token new wizard` exits non-zero naming the roles', { timeout: TEST_TIMEOUT_MS }, async () => {
+    const run = await cli(['token', 'new', 'wizard']);
+    expect(run.code).not.toBe(0);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/writer, backup, eraser, admin/);
+  });
+
+  it('a token file holding that line gives the token the writer role and nothing else', () => {
+    expect(line).not.toBe('');
+    const file = path.join(dataDir, 'tokens');
+    writeFileSync(file, `# generated by lethe token new\n${line}\n`);
+    const store = TokenStore.fromFile(file);
+    expect(store.size).toBe(1);
+    expect(store.roleOf(token)).toBe('writer');
+    expect(store.roleOf(`${token}x`)).toBeUndefined();
+    expect(store.roleOf(line)).toBeUndefined();
+  });
+
+  it('a service started with LETHE_TOKENS_FILE accepts the generated token', { timeout: TEST_TIMEOUT_MS }, async () => {
+    expect(line).not.toBe('');
+    const file = path.join(dataDir, 'tokens-service');
+    writeFileSync(file, `${line}\n`);
+    const { LETHE_TOKENS: _unused, ...withoutTokens } = env;
+    const config = loadConfig({ ...withoutTokens, LETHE_TOKENS_FILE: file, PORT: '0', HOST: '127.0.0.1' });
+    const server = await startServer(config, createLogger('silent'));
+    try {
+      const base = `http://127.0.0.1:${server.port}`;
+      const ok = await fetch(`${base}/v1/subjects/user:token-file/key`, { method: 'PUT', headers: { authorization: `Bearer ${token}` } });
+      expect(ok.status, await ok.text()).toBe(201);
+      const refused = await fetch(`${base}/v1/subjects/user:token-file/key`, { method: 'PUT', headers: { authorization: `Bearer ${TOKENS.writer}` } });
+      expect(refused.status).toBe(401);
+      const forbidden = await fetch(`${base}/v1/admin/kek`, { headers: { authorization: `Bearer ${token}` } });
+      expect(forbidden.status).toBe(403);
+    } finally {
+      await server.close();
+    }
+  });
+});

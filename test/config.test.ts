@@ -1,0 +1,178 @@
+/**
+ * loadConfig: defaults, and refusal of bad values with a ConfigError that names each
+ * bad variable and never repeats a secret value.
+ */
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config/index.js';
+
+const ROOT_KEY_32 = Buffer.alloc(32, 7).toString('base64');
+
+function refusal(env: Record<string, string>): ConfigError {
+  let caught: unknown;
+  try {
+    loadConfig(env);
+  } catch (e) {
+    caught = e;
+  }
+  expect(caught, `loadConfig(${Object.keys(env).join(', ')}) should throw`).toBeInstanceOf(ConfigError);
+  return caught as ConfigError;
+}
+
+function variablesOf(e: ConfigError): string[] {
+  return [...new Set(e.problems.map((p) => p.variable))].sort();
+}
+
+describe('loadConfig defaults', () => {
+  it('an empty environment gives the documented defaults', () => {
+    const c = loadConfig({});
+    expect(c.port).toBe(8787);
+    expect(c.host).toBe('127.0.0.1');
+    expect(c.leaseTtlSeconds).toBe(300);
+    expect(c.probeThreshold).toBe(0.15);
+    expect(c.bodyLimitBytes).toBe(1024 * 1024);
+    expect(c.tokens).toEqual([]);
+    expect(c.tokensFile).toBeUndefined();
+    expect(c.databaseUrl).toBeUndefined();
+    expect(c.rootKey).toBeUndefined();
+    expect(c.production).toBe(false);
+    expect(c.dataDir).toMatch(/\.lethe$/);
+  });
+
+  it('empty strings count as unset and give the defaults', () => {
+    const c = loadConfig({ PORT: '', HOST: '', LETHE_LEASE_TTL_SECONDS: '', LETHE_PROBE_THRESHOLD: '', LETHE_TOKENS: '' });
+    expect(c.port).toBe(8787);
+    expect(c.host).toBe('127.0.0.1');
+    expect(c.leaseTtlSeconds).toBe(300);
+    expect(c.probeThreshold).toBe(0.15);
+    expect(c.tokens).toEqual([]);
+  });
+
+  it('reads valid values: port, host, TTL, threshold, body limit, tokens, database URL and root key', () => {
+    const c = loadConfig({
+      PORT: '9000',
+      HOST: '0.0.0.0',
+      LETHE_LEASE_TTL_SECONDS: '60',
+      LETHE_PROBE_THRESHOLD: '0.3',
+      LETHE_BODY_LIMIT_BYTES: '2048',
+      LETHE_TOKENS: 'writer=writer-token-1, admin=admin-token-1',
+      DATABASE_URL: 'postgresql://u@h/db',
+      LETHE_ROOT_KEY: ROOT_KEY_32,
+    });
+    expect(c).toMatchObject({ port: 9000, host: '0.0.0.0', leaseTtlSeconds: 60, probeThreshold: 0.3, bodyLimitBytes: 2048 });
+    expect(c.tokens).toEqual([
+      { role: 'writer', token: 'writer-token-1' },
+      { role: 'admin', token: 'admin-token-1' },
+    ]);
+    expect(c.databaseUrl).toBe('postgresql://u@h/db');
+    expect(c.rootKey).toHaveLength(32);
+    expect(Buffer.from(c.rootKey!).equals(Buffer.alloc(32, 7))).toBe(true);
+  });
+
+  it('accepts the root key in base64url as well as base64', () => {
+    const bytes = Buffer.alloc(32, 0xfb);
+    const c = loadConfig({ LETHE_ROOT_KEY: bytes.toString('base64url') });
+    expect(Buffer.from(c.rootKey!).equals(bytes)).toBe(true);
+  });
+});
+
+describe('loadConfig refuses bad values, naming the variable', () => {
+  const CASES: ReadonlyArray<{ name: string; env: Record<string, string>; variable: string; secret?: string }> = [
+    { name: 'a root key of 16 bytes', env: { LETHE_ROOT_KEY: Buffer.alloc(16, 9).toString('base64') }, variable: 'LETHE_ROOT_KEY', secret: Buffer.alloc(16, 9).toString('base64') },
+    { name: 'a root key of 33 bytes', env: { LETHE_ROOT_KEY: Buffer.alloc(33, 9).toString('base64') }, variable: 'LETHE_ROOT_KEY', secret: Buffer.alloc(33, 9).toString('base64') },
+    { name: 'a token with an unknown role', env: { LETHE_TOKENS: 'writer=good-token-aaa1,wizard=supersecrettoken' }, variable: 'LETHE_TOKENS', secret: 'supersecrettoken' },
+    { name: 'a token entry without a role', env: { LETHE_TOKENS: 'lonely-token-value' }, variable: 'LETHE_TOKENS', secret: 'lonely-token-value' },
+    { name: 'a token shorter than 8 characters', env: { LETHE_TOKENS: 'writer=Zq9xK' }, variable: 'LETHE_TOKENS', secret: 'Zq9xK' },
+    { name: 'the same token for two roles', env: { LETHE_TOKENS: 'writer=dupe-token-123,backup=dupe-token-123' }, variable: 'LETHE_TOKENS', secret: 'dupe-token-123' },
+    { name: 'PORT=abc', env: { PORT: 'abc' }, variable: 'PORT' },
+    { name: 'PORT=70000', env: { PORT: '70000' }, variable: 'PORT' },
+    { name: 'PORT=-1', env: { PORT: '-1' }, variable: 'PORT' },
+    { name: 'a mysql DATABASE_URL', env: { DATABASE_URL: 'mysql://x' }, variable: 'DATABASE_URL' },
+    { name: 'a non-postgres DATABASE_URL with a password', env: { DATABASE_URL: 'mysql://root:hunter2pass@db/x' }, variable: 'DATABASE_URL', secret: 'hunter2pass' },
+    { name: 'LETHE_PROBE_THRESHOLD=2', env: { LETHE_PROBE_THRESHOLD: '2' }, variable: 'LETHE_PROBE_THRESHOLD' },
+    { name: 'LETHE_PROBE_THRESHOLD=-0.1', env: { LETHE_PROBE_THRESHOLD: '-0.1' }, variable: 'LETHE_PROBE_THRESHOLD' },
+    { name: 'LETHE_PROBE_THRESHOLD=abc', env: { LETHE_PROBE_THRESHOLD: 'abc' }, variable: 'LETHE_PROBE_THRESHOLD' },
+    { name: 'LETHE_LEASE_TTL_SECONDS=0', env: { LETHE_LEASE_TTL_SECONDS: '0' }, variable: 'LETHE_LEASE_TTL_SECONDS' },
+    { name: 'LETHE_LEASE_TTL_SECONDS=1.5', env: { LETHE_LEASE_TTL_SECONDS: '1.5' }, variable: 'LETHE_LEASE_TTL_SECONDS' },
+    { name: 'LETHE_BODY_LIMIT_BYTES below 1 KiB', env: { LETHE_BODY_LIMIT_BYTES: '100' }, variable: 'LETHE_BODY_LIMIT_BYTES' },
+    { name: 'an unknown log level', env: { LETHE_LOG_LEVEL: 'loud' }, variable: 'LETHE_LOG_LEVEL' },
+    {
+      name: 'both LETHE_ROOT_KEY and LETHE_ROOT_KEY_FILE',
+      env: { LETHE_ROOT_KEY: ROOT_KEY_32, LETHE_ROOT_KEY_FILE: '/etc/lethe/root.key' },
+      variable: 'LETHE_ROOT_KEY_FILE',
+      secret: ROOT_KEY_32,
+    },
+    {
+      name: 'both LETHE_TOKENS and LETHE_TOKENS_FILE',
+      env: { LETHE_TOKENS: 'writer=writer-token-1', LETHE_TOKENS_FILE: '/etc/lethe/tokens' },
+      variable: 'LETHE_TOKENS_FILE',
+      secret: 'writer-token-1',
+    },
+  ];
+
+  for (const { name, env, variable, secret } of CASES) {
+    const title = secret === undefined ? `${name}: ConfigError naming ${variable}` : `${name}: ConfigError naming ${variable}, without the secret value`;
+    it(title, () => {
+      const e = refusal(env);
+      expect(variablesOf(e)).toEqual([variable]);
+      expect(e.message).toContain(variable);
+      expect(e.name).toBe('ConfigError');
+      if (secret !== undefined) {
+        expect(e.message).not.toContain(secret);
+        expect(JSON.stringify(e.problems)).not.toContain(secret);
+      }
+    });
+  }
+
+  it('the root-key conflict message tells the operator to pick one of the two variables', () => {
+    const e = refusal({ LETHE_ROOT_KEY: ROOT_KEY_32, LETHE_ROOT_KEY_FILE: '/etc/lethe/root.key' });
+    expect(e.message).toContain('LETHE_ROOT_KEY ');
+    expect(e.message).toContain('LETHE_ROOT_KEY_FILE');
+  });
+
+  it('no refusal repeats any other variable\'s value either', () => {
+    const good = { LETHE_TOKENS: 'admin=good-admin-token-zz', LETHE_ROOT_KEY: ROOT_KEY_32 };
+    const e = refusal({ ...good, PORT: 'abc' });
+    expect(e.message).not.toContain('good-admin-token-zz');
+    expect(e.message).not.toContain(ROOT_KEY_32);
+  });
+
+  it('a blank LETHE_PROBE_THRESHOLD is refused or treated as unset, never read as 0', () => {
+    let threshold: number | undefined;
+    try {
+      threshold = loadConfig({ LETHE_PROBE_THRESHOLD: '  ' }).probeThreshold;
+    } catch (e) {
+      expect(e).toBeInstanceOf(ConfigError);
+      expect((e as ConfigError).message).toContain('LETHE_PROBE_THRESHOLD');
+      return;
+    }
+    expect(threshold).toBe(0.15);
+  });
+});
+
+describe('several bad variables at once', () => {
+  it('names every bad variable of the schema in one error', () => {
+    const e = refusal({
+      PORT: 'abc',
+      DATABASE_URL: 'mysql://x',
+      LETHE_PROBE_THRESHOLD: '2',
+      LETHE_LEASE_TTL_SECONDS: '0',
+      LETHE_TOKENS: 'wizard=supersecrettoken',
+      LETHE_ROOT_KEY: 'dG9vIHNob3J0',
+    });
+    expect(variablesOf(e)).toEqual(['DATABASE_URL', 'LETHE_LEASE_TTL_SECONDS', 'LETHE_PROBE_THRESHOLD', 'LETHE_ROOT_KEY', 'LETHE_TOKENS', 'PORT']);
+    for (const v of variablesOf(e)) expect(e.message).toContain(`${v}:`);
+    expect(e.message).not.toContain('supersecrettoken');
+    expect(e.message).not.toContain('dG9vIHNob3J0');
+  });
+
+  it('names the cross-variable conflicts too when other variables are also bad', () => {
+    const e = refusal({
+      PORT: 'abc',
+      LETHE_TOKENS: 'writer=dupe-token-123,backup=dupe-token-123',
+      LETHE_ROOT_KEY: ROOT_KEY_32,
+      LETHE_ROOT_KEY_FILE: '/etc/lethe/root.key',
+    });
+    expect(variablesOf(e)).toEqual(['LETHE_ROOT_KEY_FILE', 'LETHE_TOKENS', 'PORT']);
+    expect(e.message).not.toContain('dupe-token-123');
+  });
+});

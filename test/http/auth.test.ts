@@ -1,0 +1,218 @@
+/**
+ * Authentication and authorization over every /v1 route: who may call what, what a
+ * missing, unknown or malformed credential gets, and that the public service
+ * endpoints answer without one. The route table is checked against the OpenAPI
+ * document, so a new /v1 route without a row here fails this file.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openTestApp, type TestApp, type TestRole, TOKENS } from '../support/vault.js';
+
+const ROLES: readonly TestRole[] = ['writer', 'backup', 'eraser', 'admin'];
+
+interface RouteCase {
+  readonly method: 'GET' | 'PUT' | 'POST';
+  /** The path as the OpenAPI document spells it. */
+  readonly template: string;
+  /** Roles that may call it (API.md: admin may call everything). */
+  readonly allowed: readonly TestRole[];
+  /** A concrete path for a valid request. */
+  path(): string;
+  /** A valid body, when the route takes one. */
+  body?(): unknown;
+}
+
+let t: TestApp;
+let destroyKeyId = '';
+let liveKeyId = '';
+
+const ROUTES: readonly RouteCase[] = [
+  {
+    method: 'PUT',
+    template: '/v1/subjects/{subject}/key',
+    allowed: ['writer', 'admin'],
+    path: () => '/v1/subjects/user:auth-table/key',
+  },
+  {
+    method: 'POST',
+    template: '/v1/subjects/{subject}/key/lease',
+    allowed: ['writer', 'admin'],
+    path: () => '/v1/subjects/user:auth-table/key/lease',
+  },
+  {
+    method: 'POST',
+    template: '/v1/keys/validity',
+    allowed: ['backup', 'admin'],
+    path: () => '/v1/keys/validity',
+    body: () => ({ keyIds: [liveKeyId, 'key_unknown'] }),
+  },
+  {
+    method: 'POST',
+    template: '/v1/admin/kek/rotate',
+    allowed: ['admin'],
+    path: () => '/v1/admin/kek/rotate',
+  },
+  {
+    method: 'GET',
+    template: '/v1/admin/kek',
+    allowed: ['admin'],
+    path: () => '/v1/admin/kek',
+  },
+  {
+    method: 'POST',
+    template: '/v1/admin/keys/{keyId}/destroy',
+    allowed: ['admin'],
+    path: () => `/v1/admin/keys/${destroyKeyId}/destroy`,
+    body: () => ({ reason: 'auth table test' }),
+  },
+];
+
+beforeAll(async () => {
+  t = await openTestApp();
+  liveKeyId = (await t.vault.keys.ensureKey('user:auth-live', 'writer')).keyId;
+  destroyKeyId = (await t.vault.keys.ensureKey('user:auth-destroy', 'writer')).keyId;
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+function send(route: RouteCase, who: TestRole | 'none', headers?: Record<string, string>): Promise<Response> {
+  return t.call(route.method, route.path(), {
+    role: who,
+    ...(route.body ? { body: route.body() } : {}),
+    ...(headers ? { headers } : {}),
+  });
+}
+
+async function expectProblem(res: Response, status: number, code: string): Promise<Record<string, unknown>> {
+  const text = await res.text();
+  expect(res.status, text).toBe(status);
+  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  const body = JSON.parse(text) as Record<string, unknown>;
+  expect(body).toMatchObject({ status, code });
+  expect(typeof body.type).toBe('string');
+  expect(typeof body.title).toBe('string');
+  expect(typeof body.detail).toBe('string');
+  return body;
+}
+
+const BAD_CREDENTIALS: ReadonlyArray<{ name: string; headers?: Record<string, string> }> = [
+  { name: 'no Authorization header' },
+  { name: 'an unknown bearer token', headers: { authorization: 'Bearer not-a-known-token-0001' } },
+  { name: 'a Basic Authorization header', headers: { authorization: `Basic ${Buffer.from(`writer:${TOKENS.writer}`).toString('base64')}` } },
+  { name: 'the Basic scheme carrying a valid token', headers: { authorization: `Basic ${TOKENS.admin}` } },
+  { name: '"Bearer" with nothing after it', headers: { authorization: 'Bearer' } },
+  { name: '"Bearer " with an empty token', headers: { authorization: 'Bearer ' } },
+  { name: 'a valid token without a scheme', headers: { authorization: TOKENS.admin } },
+  { name: 'a valid token with trailing garbage', headers: { authorization: `Bearer ${TOKENS.admin} extra` } },
+];
+
+for (const route of ROUTES) {
+  describe(`${route.method} ${route.template}`, () => {
+    for (const { name, headers } of BAD_CREDENTIALS) {
+      it(`refuses ${name} with 401 unauthorized and a WWW-Authenticate challenge`, async () => {
+        const res = await send(route, 'none', headers);
+        await expectProblem(res, 401, 'unauthorized');
+        expect(res.headers.get('www-authenticate')).toMatch(/^Bearer\b/);
+      });
+    }
+
+    for (const role of ROLES.filter((r) => !route.allowed.includes(r))) {
+      it(`refuses the ${role} role with 403 forbidden`, async () => {
+        const res = await send(route, role);
+        const body = await expectProblem(res, 403, 'forbidden');
+        expect(res.headers.get('www-authenticate')).toBeNull();
+        expect(JSON.stringify(body)).not.toContain(TOKENS[role]);
+      });
+    }
+
+    for (const role of route.allowed) {
+      it(`lets the ${role} role through with a 2xx answer`, async () => {
+        const res = await send(route, role);
+        const text = await res.text();
+        expect(res.status, text).toBeGreaterThanOrEqual(200);
+        expect(res.status, text).toBeLessThan(300);
+        expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      });
+    }
+  });
+}
+
+describe('the route table', () => {
+  it('admin is allowed on every route, as API.md says', () => {
+    for (const route of ROUTES) expect(route.allowed, `${route.method} ${route.template}`).toContain('admin');
+  });
+
+  it('covers every /v1 operation in the OpenAPI document, and every row is in the document', async () => {
+    const res = await t.call('GET', '/openapi.json', { role: 'none' });
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as { paths: Record<string, Record<string, unknown>> };
+    const methods = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options']);
+    const documented = Object.entries(doc.paths)
+      .filter(([p]) => p.startsWith('/v1/'))
+      .flatMap(([p, ops]) => Object.keys(ops).filter((m) => methods.has(m)).map((m) => `${m.toUpperCase()} ${p}`))
+      .sort();
+    const table = ROUTES.map((r) => `${r.method} ${r.template}`).sort();
+    const uncovered = documented.filter((op) => !table.includes(op));
+    expect(uncovered, 'documented /v1 operations without a row in the auth table').toEqual([]);
+    expect(table.filter((op) => !documented.includes(op)), 'table rows missing from openapi.json').toEqual([]);
+  });
+
+  it('every /v1 operation in the OpenAPI document declares bearer security and a 401 and 403 answer', async () => {
+    const res = await t.call('GET', '/openapi.json', { role: 'none' });
+    const doc = (await res.json()) as {
+      paths: Record<string, Record<string, { security?: Array<Record<string, unknown>>; responses?: Record<string, unknown> }>>;
+      components?: { securitySchemes?: Record<string, { type?: string; scheme?: string }> };
+    };
+    expect(doc.components?.securitySchemes?.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    const v1 = Object.entries(doc.paths).filter(([p]) => p.startsWith('/v1/'));
+    expect(v1.length).toBeGreaterThan(0);
+    for (const [p, ops] of v1) {
+      for (const [m, op] of Object.entries(ops)) {
+        expect(op.security, `${m} ${p}`).toEqual([{ bearer: [] }]);
+        expect(Object.keys(op.responses ?? {}), `${m} ${p}`).toEqual(expect.arrayContaining(['401', '403']));
+      }
+    }
+  });
+});
+
+describe('public service endpoints', () => {
+  it('GET /healthz answers 200 {status: ok} without a token', async () => {
+    const res = await t.call('GET', '/healthz', { role: 'none' });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: 'ok' });
+  });
+
+  it('GET /readyz answers 200 with the database check ok without a token', async () => {
+    const res = await t.call('GET', '/readyz', { role: 'none' });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ status: 'ok', checks: { database: 'ok' } });
+  });
+
+  it('GET /metrics answers Prometheus text without a token', async () => {
+    const res = await t.call('GET', '/metrics', { role: 'none' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(await res.text()).toContain('# TYPE lethe_http_requests_total counter');
+  });
+
+  it('GET /openapi.json answers an OpenAPI 3.1 document without a token', async () => {
+    const res = await t.call('GET', '/openapi.json', { role: 'none' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(await res.json()).toMatchObject({ openapi: '3.1.0', info: { title: 'lethe' } });
+  });
+
+  it('GET /docs answers the HTML reference without a token', async () => {
+    const res = await t.call('GET', '/docs', { role: 'none' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await res.text()).toContain('/openapi.json');
+  });
+
+  it('public endpoints ignore a bogus Authorization header instead of refusing it', async () => {
+    for (const p of ['/healthz', '/readyz', '/metrics', '/openapi.json', '/docs']) {
+      const res = await t.call('GET', p, { role: 'none', headers: { authorization: 'Bearer not-a-known-token-0001' } });
+      expect(res.status, p).toBe(200);
+    }
+  });
+});
