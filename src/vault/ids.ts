@@ -7,4 +7,3 @@ export function newId(prefix: IdPrefix): string {
   return `${prefix}_${toBase64Url(randomBytes(16))}`;
 }
 
-export const KEY_ID_PATTERN = /^key_[A-Za-z0-9_-]{22}$/;

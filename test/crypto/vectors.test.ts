@@ -5,28 +5,7 @@ import type { ErrorCode } from '../../src/errors.js';
 import { ERROR_CODES } from '../../src/errors.js';
 import { expectLetheError, hex, unhex } from './helpers.js';
 import { refSealEnvelope } from './reference.js';
-
-interface EnvelopeVector {
-  name: string;
-  description: string;
-  key: string;
-  keyId: string;
-  nonce: string;
-  plaintext: string;
-  associatedData: string;
-  context?: { purpose: string; fields: Record<string, string> };
-  envelope: string;
-}
-
-interface InvalidEnvelopeVector {
-  name: string;
-  description: string;
-  key: string;
-  associatedData: string;
-  expectedKeyId?: string;
-  envelope: string;
-  expectedCode: ErrorCode;
-}
+import type { EnvelopeVector, InvalidEnvelopeVector } from '../vectors/generate-envelope-vectors.js';
 
 function loadJson(file: string): unknown {
   return JSON.parse(readFileSync(new URL(`../vectors/${file}`, import.meta.url), 'utf8'));

@@ -15,7 +15,7 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ContextValue } from '../../src/crypto/index.js';
 import { encodeContext, open, seal } from '../../src/crypto/index.js';
-import { LetheError } from '../../src/errors.js';
+import { type ErrorCode, LetheError } from '../../src/errors.js';
 
 export interface EnvelopeVector {
   name: string;
@@ -40,7 +40,7 @@ export interface InvalidEnvelopeVector {
   expectedKeyId?: string;
   envelope: string;
   /** The LetheError code open() must throw. */
-  expectedCode: string;
+  expectedCode: ErrorCode;
 }
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
@@ -201,7 +201,7 @@ export function buildInvalidVectors(valid: readonly EnvelopeVector[]): InvalidEn
     name: string,
     description: string,
     envelope: Uint8Array,
-    expectedCode: string,
+    expectedCode: ErrorCode,
     extra: Partial<InvalidEnvelopeVector> = {},
   ): InvalidEnvelopeVector => ({
     name,
