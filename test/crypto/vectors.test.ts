@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { encodeContext, open, parseEnvelope, seal, unwrapKey } from '../../src/crypto/index.js';
-import type { ErrorCode } from '../../src/errors.js';
 import { ERROR_CODES } from '../../src/errors.js';
 import { expectLetheError, hex, unhex } from './helpers.js';
 import { refSealEnvelope } from './reference.js';
