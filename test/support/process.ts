@@ -44,7 +44,15 @@ export interface RunningService extends Spawned {
 export async function startService(command: string, args: string[], env: Record<string, string>, timeoutMs = 90_000): Promise<RunningService> {
   const p = spawnProcess(command, args, { PORT: '0', ...env, LETHE_LOG_LEVEL: 'info' });
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`service did not start in ${timeoutMs} ms:\n${p.stderr()}`)), timeoutMs);
+    const timer = setTimeout(() => {
+      // never leave a half-started service behind
+      try {
+        process.kill(-p.child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      reject(new Error(`service did not start in ${timeoutMs} ms:\n${p.stderr()}`));
+    }, timeoutMs);
     const check = () => {
       for (const line of p.stderr().split('\n')) {
         if (!line.includes('lethe listening')) continue;
