@@ -9,18 +9,6 @@ export function zeroize(...buffers: Array<Uint8Array | undefined | null>): void 
   for (const b of buffers) b?.fill(0);
 }
 
-/**
- * Runs `fn` with `secret` and zeroes the secret afterwards, whether `fn` returns,
- * throws or its promise rejects.
- */
-export async function withSecret<T>(secret: Uint8Array, fn: (secret: Uint8Array) => Promise<T> | T): Promise<T> {
-  try {
-    return await fn(secret);
-  } finally {
-    secret.fill(0);
-  }
-}
-
 /** Constant-time equality for equal-length inputs; unequal lengths return false at once. */
 export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
   return equalBytes(a, b);

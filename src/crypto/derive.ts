@@ -18,7 +18,3 @@ export function deriveSubkey(root: Uint8Array, label: SubkeyLabel): Uint8Array {
 export function keyedHash(key: Uint8Array, message: Uint8Array): Uint8Array {
   return hmac(sha256, key, message);
 }
-
-export function sha256Digest(message: Uint8Array): Uint8Array {
-  return sha256(message);
-}
