@@ -41,11 +41,11 @@ CREATE TABLE "subject_keys" (
 	"epoch" integer NOT NULL,
 	"wrapped_dek" "bytea" NOT NULL,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
-	"updated_at" timestamp with time zone DEFAULT now() NOT NULL,
-	"leased_until" timestamp with time zone
+	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
 ALTER TABLE "subject_keys" ADD CONSTRAINT "subject_keys_epoch_epochs_epoch_fk" FOREIGN KEY ("epoch") REFERENCES "public"."epochs"("epoch") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
+CREATE INDEX "audit_log_key_at" ON "audit_log" USING btree ("key_id","at");--> statement-breakpoint
 CREATE INDEX "destruction_ledger_subject_hash" ON "destruction_ledger" USING btree ("subject_hash","destroyed_at");--> statement-breakpoint
 CREATE UNIQUE INDEX "epochs_one_active" ON "epochs" USING btree ("state") WHERE "epochs"."state" = 'active';--> statement-breakpoint
 CREATE UNIQUE INDEX "subject_keys_subject_hash" ON "subject_keys" USING btree ("subject_hash");--> statement-breakpoint

@@ -18,3 +18,24 @@ export function deriveSubkey(root: Uint8Array, label: SubkeyLabel): Uint8Array {
 export function keyedHash(key: Uint8Array, message: Uint8Array): Uint8Array {
   return hmac(sha256, key, message);
 }
+
+/**
+ * HMAC-SHA256 under one long-lived key, keyed once: each message clones the keyed
+ * state instead of re-deriving the inner and outer pads. Same output as keyedHash.
+ */
+export class KeyedHasher {
+  readonly #keyed: ReturnType<typeof hmac.create>;
+
+  constructor(key: Uint8Array) {
+    this.#keyed = hmac.create(sha256, key);
+  }
+
+  hash(message: Uint8Array): Uint8Array {
+    return this.#keyed.clone().update(message).digest();
+  }
+
+  /** Wipes the keyed state. */
+  destroy(): void {
+    this.#keyed.destroy();
+  }
+}

@@ -4,6 +4,8 @@
  * Invariants (see src/vault/README.md):
  * - No plaintext subject content and no subject id is stored: subjects are named by
  *   a keyed hash (HMAC-SHA256 under a subkey of the root key).
+ * - subject_keys holds only live keys and is not written by leases (a lease is an
+ *   audit row: the lease path takes only shared row locks and never contends).
  * - subject_keys holds only live keys. Destroying a key removes its row; the
  *   destruction ledger records that it happened, never what the key was.
  * - audit_log is append-only and MAC-chained; audit_head holds the chain's tip.
@@ -50,8 +52,6 @@ export const subjectKeys = pgTable(
     wrappedDek: bytea('wrapped_dek').notNull(),
     createdAt: tstz('created_at').notNull().defaultNow(),
     updatedAt: tstz('updated_at').notNull().defaultNow(),
-    /** Latest expiry of any lease handed out for this key. */
-    leasedUntil: tstz('leased_until'),
   },
   (t) => [
     uniqueIndex('subject_keys_subject_hash').on(t.subjectHash),
@@ -74,7 +74,9 @@ export const destructionLedger = pgTable(
   (t) => [index('destruction_ledger_subject_hash').on(t.subjectHash, t.destroyedAt)],
 );
 
-export const auditLog = pgTable('audit_log', {
+export const auditLog = pgTable(
+  'audit_log',
+  {
   seq: bigint('seq', { mode: 'number' }).primaryKey(),
   at: tstz('at').notNull(),
   actor: text('actor').notNull(),
@@ -86,7 +88,10 @@ export const auditLog = pgTable('audit_log', {
   detail: text('detail').notNull(),
   prevMac: bytea('prev_mac').notNull(),
   mac: bytea('mac').notNull(),
-});
+  },
+  // a key's history, and the leases still outstanding when it is destroyed
+  (t) => [index('audit_log_key_at').on(t.keyId, t.at)],
+);
 
 export const auditHead = pgTable('audit_head', {
   id: integer('id').primaryKey(),

@@ -5,6 +5,7 @@
  */
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { swaggerUI } from '@hono/swagger-ui';
+import type { Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { routePath } from 'hono/route';
@@ -53,13 +54,19 @@ export function createApp(options: AppOptions): OpenAPIHono<AuthEnv> {
     else if (logger.isLevelEnabled('debug')) logger.debug({ method: c.req.method, route: label, status }, 'request');
   });
 
-  app.use(
-    '*',
-    bodyLimit({
-      maxSize: config.bodyLimitBytes,
-      onError: (c) => problem(c, 'payload_too_large', `request bodies are limited to ${config.bodyLimitBytes} bytes`),
-    }),
-  );
+  const tooLarge = (c: Context) => problem(c, 'payload_too_large', `request bodies are limited to ${config.bodyLimitBytes} bytes`);
+  const streamingLimit = bodyLimit({ maxSize: config.bodyLimitBytes, onError: tooLarge });
+  app.use('*', async (c, next) => {
+    // On the Node server, decide from the raw headers when possible: asking the Fetch
+    // Request for its body would make the adapter build one for every call.
+    const headers = c.env?.incoming?.headers;
+    if (headers && headers['transfer-encoding'] === undefined) {
+      const length = Number(headers['content-length'] ?? 0);
+      if (length > config.bodyLimitBytes) return tooLarge(c);
+      return next();
+    }
+    return streamingLimit(c, next);
+  });
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
 

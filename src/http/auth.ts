@@ -6,7 +6,8 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { MiddlewareHandler } from 'hono';
+import type { IncomingMessage } from 'node:http';
+import type { Context, MiddlewareHandler } from 'hono';
 import { ROLES, type Role } from '../config/index.js';
 import { LetheError } from '../errors.js';
 import { problem } from './problem.js';
@@ -68,13 +69,23 @@ export class TokenStore {
   }
 }
 
-export type AuthEnv = { Variables: { role: Role } };
+export type AuthEnv = { Variables: { role: Role }; Bindings: { incoming?: IncomingMessage } };
+
+/**
+ * The Authorization header. On the Node server it is read from the raw request:
+ * going through the Fetch Request would make the adapter build one (with an
+ * AbortController and a body stream) for every call.
+ */
+function authorizationHeader(c: Context<AuthEnv>): string | undefined {
+  const raw = c.env?.incoming?.headers.authorization;
+  return typeof raw === 'string' ? raw : c.req.header('authorization');
+}
 
 /** The roles allowed on a route; admin may do everything. */
 export function authorize(tokens: TokenStore, ...allowed: Role[]): MiddlewareHandler<AuthEnv> {
   const roles = new Set<Role>([...allowed, 'admin']);
   return async (c, next) => {
-    const header = c.req.header('authorization') ?? '';
+    const header = authorizationHeader(c) ?? '';
     const m = /^Bearer +([\x21-\x7e]+)$/i.exec(header);
     const role = m ? tokens.roleOf(m[1]!) : undefined;
     if (!role) {

@@ -137,8 +137,14 @@ export class LocalKeyringProvider implements KeyProvider {
       await handle.close();
     }
     // Rename before unlink so a crash in between leaves no file under the epoch's name.
-    const doomed = `${file}.destroyed`;
-    await rename(file, doomed);
+    // A concurrent destroyer (another replica) may have renamed it first: that is done.
+    const doomed = `${file}.${nodeRandomBytes(6).toString('hex')}.destroyed`;
+    try {
+      await rename(file, doomed);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw e;
+    }
     await unlink(doomed);
     await fsyncDir(this.#dir);
   }

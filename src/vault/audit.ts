@@ -9,9 +9,9 @@
  * commit together or not at all. Appends serialize on the audit_head row lock.
  */
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { asc, eq, gt } from 'drizzle-orm';
-import { constantTimeEqual, keyedHash, utf8, zeroize } from '../crypto/index.js';
-import type { Executor, Transaction } from '../db/client.js';
+import { asc, eq, gt, type SQL, sql } from 'drizzle-orm';
+import { constantTimeEqual, KeyedHasher, utf8, zeroize } from '../crypto/index.js';
+import { type Executor, queryRows, type Transaction } from '../db/client.js';
 import { auditHead, auditLog, type AuditRow } from '../db/schema.js';
 
 export type AuditAction =
@@ -37,6 +37,26 @@ export interface AuditEvent {
 
 const GENESIS: Uint8Array = new Uint8Array(32);
 
+/** The chain's tip: the last row's sequence number and MAC. */
+export interface AuditTip {
+  readonly seq: number;
+  readonly mac: Uint8Array;
+}
+
+/**
+ * The INSERT of a JSON array of chained rows: one statement with one parameter,
+ * whatever the number of rows, so the server reuses its prepared statement.
+ */
+function insertRows(json: string, where: SQL = sql``): SQL {
+  return sql`insert into audit_log (seq, at, actor, action, key_id, subject_hash, epoch, detail, prev_mac, mac)
+    select v.seq, v.at, v.actor, v.action, v.key_id, decode(v.subject_hash, 'hex'), v.epoch, v.detail,
+           decode(v.prev_mac, 'hex'), decode(v.mac, 'hex')
+      from json_to_recordset(${json}::json) as v(seq bigint, at timestamptz, actor text, action text, key_id text,
+           subject_hash text, epoch integer, detail text, prev_mac text, mac text)
+      ${where}
+    returning 1`;
+}
+
 function canonicalDetail(detail: AuditDetail | undefined): string {
   const d = detail ?? {};
   return JSON.stringify(Object.fromEntries(Object.keys(d).sort().map((k) => [k, d[k]])));
@@ -57,12 +77,12 @@ function macInput(row: Pick<AuditRow, 'seq' | 'at' | 'actor' | 'action' | 'keyId
   );
 }
 
-function rowMac(key: Uint8Array, prevMac: Uint8Array, row: Parameters<typeof macInput>[0]): Uint8Array {
+function rowMac(key: KeyedHasher, prevMac: Uint8Array, row: Parameters<typeof macInput>[0]): Uint8Array {
   const body = macInput(row);
   const input = new Uint8Array(prevMac.length + body.length);
   input.set(prevMac, 0);
   input.set(body, prevMac.length);
-  return keyedHash(key, input);
+  return key.hash(input);
 }
 
 export interface AuditVerifyResult {
@@ -75,22 +95,66 @@ export interface AuditVerifyResult {
 }
 
 export class AuditLog {
-  readonly #key: Uint8Array;
+  readonly #key: KeyedHasher;
 
-  /** Takes ownership of the MAC key. */
+  /** Consumes the MAC key: it is zeroed once keyed. */
   constructor(macKey: Uint8Array) {
-    this.#key = macKey;
+    this.#key = new KeyedHasher(macKey);
+    zeroize(macKey);
   }
 
-  /** Appends events in order, inside `tx`. */
+  /** Appends events in order, inside `tx`, after locking the chain's head. */
   async append(tx: Transaction, events: readonly AuditEvent[]): Promise<void> {
     if (events.length === 0) return;
     const [head] = await tx.select().from(auditHead).where(eq(auditHead.id, 1)).for('update');
     if (!head) throw new Error('audit_head row is missing: run migrations');
-    let seq = head.seq;
-    let prev = head.mac;
+    const chained = this.chain(events, head);
+    await tx.execute(sql`
+      with inserted as (${insertRows(chained.json)})
+      update audit_head set seq = ${chained.tip.seq}, mac = decode(${bytesToHex(chained.tip.mac)}, 'hex') where id = 1`);
+  }
+
+  /**
+   * Appends events in ONE statement (no explicit transaction, one round trip), on
+   * two conditions checked by the database as the statement runs: the chain's head is
+   * still `expected` (compare-and-set; a waiting statement re-checks it after the
+   * holder commits), and `guard` — a boolean SQL expression — holds. When either
+   * fails nothing is written. `lockFirst` is a locking SELECT run in the same
+   * statement (e.g. shared locks on the rows the events are about).
+   */
+  async appendIfHead(
+    exec: Executor,
+    events: readonly AuditEvent[],
+    expected: AuditTip,
+    prelude: { lockFirst: SQL; guard: SQL },
+  ): Promise<{ appended: boolean; tip: AuditTip; locked: unknown }> {
+    const chained = this.chain(events, expected);
+    const [row] = await queryRows<{ appended: boolean; locked: unknown }>(
+      exec,
+      sql`with locked as (${prelude.lockFirst}),
+               head as (
+                 update audit_head set seq = ${chained.tip.seq}, mac = decode(${bytesToHex(chained.tip.mac)}, 'hex')
+                  where id = 1 and seq = ${expected.seq} and mac = decode(${bytesToHex(expected.mac)}, 'hex') and (${prelude.guard})
+                 returning 1),
+               inserted as (${insertRows(chained.json, sql`where exists (select 1 from head)`)})
+          select exists (select 1 from head) as appended, (select json_agg(locked) from locked) as locked`,
+    );
+    return { appended: row?.appended === true, tip: chained.tip, locked: row?.locked ?? null };
+  }
+
+  /** The chain's head as the database holds it now. */
+  async head(exec: Executor): Promise<AuditTip> {
+    const [head] = await exec.select().from(auditHead).where(eq(auditHead.id, 1));
+    if (!head) throw new Error('audit_head row is missing: run migrations');
+    return { seq: head.seq, mac: head.mac };
+  }
+
+  /** MACs `events` onto the chain after `from`; the rows as one JSON parameter. */
+  chain(events: readonly AuditEvent[], from: AuditTip): { json: string; tip: AuditTip } {
+    let seq = from.seq;
+    let prev = from.mac;
     const at = new Date();
-    const rows: AuditRow[] = [];
+    const rows: Array<Record<string, unknown>> = [];
     for (const e of events) {
       seq += 1;
       const base = {
@@ -104,12 +168,21 @@ export class AuditLog {
         detail: canonicalDetail(e.detail),
       };
       const mac = rowMac(this.#key, prev, base);
-      rows.push({ ...base, prevMac: prev, mac });
+      rows.push({
+        seq,
+        at: at.toISOString(),
+        actor: base.actor,
+        action: base.action,
+        key_id: base.keyId,
+        subject_hash: base.subjectHash ? bytesToHex(base.subjectHash) : null,
+        epoch: base.epoch,
+        detail: base.detail,
+        prev_mac: bytesToHex(prev),
+        mac: bytesToHex(mac),
+      });
       prev = mac;
     }
-    // Bounded chunks keep each statement under PostgreSQL's parameter limit.
-    for (let i = 0; i < rows.length; i += 1000) await tx.insert(auditLog).values(rows.slice(i, i + 1000));
-    await tx.update(auditHead).set({ seq, mac: prev }).where(eq(auditHead.id, 1));
+    return { json: JSON.stringify(rows), tip: { seq, mac: prev } };
   }
 
   /** Walks the whole chain in bounded batches. */
@@ -159,6 +232,6 @@ export class AuditLog {
   }
 
   close(): void {
-    zeroize(this.#key);
+    this.#key.destroy();
   }
 }

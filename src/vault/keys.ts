@@ -18,7 +18,7 @@ import type { AuditLog } from './audit.js';
 import type { DekCache } from './cache.js';
 import { notify } from './events.js';
 import { newId } from './ids.js';
-import { LeaseRecorder } from './leases.js';
+import { LeaseRecorder, leasedUntil } from './leases.js';
 import { assertKeyTransition, type KeyState } from './lifecycle.js';
 import { hashHex, type SubjectHasher } from './subjects.js';
 
@@ -142,6 +142,8 @@ export class KeyService {
         return { keyId, destroyedAt: prior.destroyedAt, wrappedEpoch: prior.wrappedEpoch, leasedUntil: prior.leasedUntil, destroyedNow: false };
       }
       assertKeyTransition(row.state, 'destroyed');
+      // FOR UPDATE waited for every lease batch holding the row: all its leases are visible
+      const until = await leasedUntil(tx, keyId);
       const destroyedAt = this.#now();
       await tx.delete(subjectKeys).where(eq(subjectKeys.keyId, keyId));
       await tx.insert(destructionLedger).values({
@@ -150,7 +152,7 @@ export class KeyService {
         destroyedAt,
         reason: options.reason,
         wrappedEpoch: row.epoch,
-        leasedUntil: row.leasedUntil,
+        leasedUntil: until,
       });
       await this.#d.audit.append(tx, [
         {
@@ -159,11 +161,11 @@ export class KeyService {
           keyId,
           subjectHash: row.subjectHash,
           epoch: row.epoch,
-          detail: { reason: options.reason, leasedUntil: row.leasedUntil?.toISOString() ?? null },
+          detail: { reason: options.reason, leasedUntil: until?.toISOString() ?? null },
         },
       ]);
       await notify(tx, { t: 'key', keyId });
-      return { keyId, destroyedAt, wrappedEpoch: row.epoch, leasedUntil: row.leasedUntil, destroyedNow: true };
+      return { keyId, destroyedAt, wrappedEpoch: row.epoch, leasedUntil: until, destroyedNow: true };
     });
     if (this.#d.cache.dropKey(keyId)) this.#d.metrics.dekCacheInvalidations.inc({ source: 'local' });
     this.#d.metrics.dekCacheEntries.set(this.#d.cache.size);

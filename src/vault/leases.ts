@@ -1,16 +1,20 @@
 /**
- * Group commit for key leases. A lease must be durable (its expiry recorded on the
- * key, its audit row written) before the DEK leaves the service, but one transaction
- * per lease would serialize every lease on the audit chain's lock. Instead, leases
- * that arrive while a batch is committing wait for the next batch: one transaction
- * records them all. At low load a batch is a single lease and adds no latency.
+ * Group commit for key leases. A lease must be durable — its audit row, which
+ * carries the lease id and expiry, committed — before the DEK leaves the service,
+ * but one transaction per lease would serialize every lease on the audit chain's
+ * lock. Instead, leases that arrive while batches are committing wait for the next
+ * batch: one transaction records them all. At low load a batch is a single lease
+ * and adds no latency.
  *
- * The batch transaction is also the authority on key state: a key is leased only if
- * its row is still `active` at commit, whatever the DEK cache believed.
+ * A batch is one statement, one round trip: it takes shared locks on the key rows
+ * (FOR KEY SHARE: a destruction waits for the batch, then sees its audit rows), and
+ * appends the audit rows by compare-and-set on the chain's head. The statement is
+ * the authority on key state: a key is leased only if its row is still `active`
+ * when the batch commits, whatever the DEK cache believed.
  */
 import { sql } from 'drizzle-orm';
 import { type Db, queryRows } from '../db/client.js';
-import type { AuditLog } from './audit.js';
+import type { AuditEvent, AuditLog, AuditTip } from './audit.js';
 
 export interface LeaseRequest {
   readonly keyId: string;
@@ -30,12 +34,16 @@ interface Pending {
 }
 
 const MAX_BATCH = 512;
+/** Compare-and-set attempts before a batch falls back to locking the audit head. */
+const CAS_ATTEMPTS = 4;
 
 export class LeaseRecorder {
   readonly #db: Db;
   readonly #audit: AuditLog;
   #queue: Pending[] = [];
   #running = false;
+  /** Where this process believes the audit chain ends; refreshed when it is wrong. */
+  #tip: AuditTip | undefined;
 
   constructor(db: Db, audit: AuditLog) {
     this.#db = db;
@@ -55,8 +63,11 @@ export class LeaseRecorder {
     const batch = this.#queue.splice(0, MAX_BATCH);
     this.#commit(batch)
       .then(
-        (outcomes) => batch.forEach((p, i) => p.resolve(outcomes[i]!)),
-        (error: unknown) => batch.forEach((p) => p.reject(error)),
+        (outcomes) => batch.forEach((p) => p.resolve(outcomes.get(p)!)),
+        (error: unknown) => {
+          this.#tip = undefined;
+          batch.forEach((p) => p.reject(error));
+        },
       )
       .finally(() => {
         this.#running = false;
@@ -64,46 +75,83 @@ export class LeaseRecorder {
       });
   }
 
-  async #commit(batch: readonly Pending[]): Promise<LeaseOutcome[]> {
-    const until = new Map<string, Date>();
-    for (const { request } of batch) {
-      const prev = until.get(request.keyId);
-      if (!prev || prev < request.expiresAt) until.set(request.keyId, request.expiresAt);
-    }
-    const values = JSON.stringify([...until].map(([key_id, exp]) => ({ key_id, exp: exp.toISOString() })));
-    return this.#db.db.transaction(async (tx) => {
-      const leased = await queryRows<{ key_id: string }>(
-        tx,
-        sql`update subject_keys as sk
-              set leased_until = greatest(sk.leased_until, v.exp)
-             from json_to_recordset(${values}::json) as v(key_id text, exp timestamptz)
-            where sk.key_id = v.key_id and sk.state = 'active'
-        returning sk.key_id`,
-      );
-      const ok = new Set(leased.map((r) => r.key_id));
-      const missing = [...until.keys()].filter((k) => !ok.has(k));
-      const fenced = new Set<string>();
-      if (missing.length > 0) {
-        const rows = await queryRows<{ key_id: string }>(
-          tx,
-          sql`select key_id from subject_keys
-               where key_id in (select json_array_elements_text(${JSON.stringify(missing)}::json)) and state = 'fenced'`,
-        );
-        for (const r of rows) fenced.add(r.key_id);
+  /**
+   * Records a batch in one statement: shared locks on its keys, a check that every
+   * key is still active, and the audit rows chained onto the head this process
+   * expects (compare-and-set). Keys that are no longer active leave the batch; a head
+   * moved by another writer is re-read. After a few lost races the batch takes the
+   * head's lock in a transaction instead, so it always finishes.
+   */
+  async #commit(batch: readonly Pending[]): Promise<Map<Pending, LeaseOutcome>> {
+    const outcomes = new Map<Pending, LeaseOutcome>();
+    let pending = [...batch];
+    for (let attempt = 0; attempt < CAS_ATTEMPTS && pending.length > 0; attempt++) {
+      this.#tip ??= await this.#audit.head(this.#db.db);
+      const keyIds = [...new Set(pending.map((p) => p.request.keyId))];
+      const result = await this.#audit.appendIfHead(this.#db.db, pending.map(leaseEvent), this.#tip, {
+        lockFirst: sql`select key_id, state from subject_keys
+                        where key_id in (select json_array_elements_text(${JSON.stringify(keyIds)}::json))
+                        for key share`,
+        guard: sql`(select count(*) from locked where state = 'active') = ${keyIds.length}`,
+      });
+      if (result.appended) {
+        this.#tip = result.tip;
+        for (const p of pending) outcomes.set(p, 'ok');
+        return outcomes;
       }
-      await this.#audit.append(
+      const states = new Map(((result.locked ?? []) as Array<{ key_id: string; state: string }>).map((r) => [r.key_id, r.state]));
+      const inactive = pending.filter((p) => states.get(p.request.keyId) !== 'active');
+      if (inactive.length === 0) {
+        this.#tip = undefined; // another writer moved the head
+        continue;
+      }
+      for (const p of inactive) outcomes.set(p, states.get(p.request.keyId) === 'fenced' ? 'fenced' : 'gone');
+      pending = pending.filter((p) => states.get(p.request.keyId) === 'active');
+    }
+    if (pending.length === 0) return outcomes;
+    // Contended head: lock it, like every other audited change.
+    this.#tip = undefined;
+    const rest = pending;
+    const states = await this.#db.db.transaction(async (tx) => {
+      const keyIds = JSON.stringify([...new Set(rest.map((p) => p.request.keyId))]);
+      const rows = await queryRows<{ key_id: string; state: string }>(
         tx,
-        batch
-          .filter((p) => ok.has(p.request.keyId))
-          .map(({ request }) => ({
-            actor: request.actor,
-            action: 'key.lease' as const,
-            keyId: request.keyId,
-            subjectHash: request.subjectHash,
-            detail: { leaseId: request.leaseId, expiresAt: request.expiresAt.toISOString() },
-          })),
+        sql`select key_id, state from subject_keys
+             where key_id in (select json_array_elements_text(${keyIds}::json)) for key share`,
       );
-      return batch.map(({ request }) => (ok.has(request.keyId) ? 'ok' : fenced.has(request.keyId) ? 'fenced' : 'gone'));
+      const byKey = new Map(rows.map((r) => [r.key_id, r.state]));
+      await this.#audit.append(tx, rest.filter((p) => byKey.get(p.request.keyId) === 'active').map(leaseEvent));
+      return byKey;
     });
+    for (const p of rest) {
+      const state = states.get(p.request.keyId);
+      outcomes.set(p, state === 'active' ? 'ok' : state === 'fenced' ? 'fenced' : 'gone');
+    }
+    return outcomes;
   }
+}
+
+function leaseEvent({ request }: Pending): AuditEvent {
+  return {
+    actor: request.actor,
+    action: 'key.lease',
+    keyId: request.keyId,
+    subjectHash: request.subjectHash,
+    detail: { leaseId: request.leaseId, expiresAt: request.expiresAt.toISOString() },
+  };
+}
+
+/**
+ * The latest expiry of the leases handed out for a key, from its audit rows. Leases
+ * live at most a day (the configuration's bound on LETHE_LEASE_TTL_SECONDS), so only
+ * the last day of the key's history is read.
+ */
+export async function leasedUntil(exec: Parameters<typeof queryRows>[0], keyId: string): Promise<Date | null> {
+  const [row] = await queryRows<{ until: string | Date | null }>(
+    exec,
+    sql`select max((detail::json ->> 'expiresAt')::timestamptz) as until
+          from audit_log
+         where key_id = ${keyId} and action = 'key.lease' and at > now() - interval '1 day'`,
+  );
+  return row?.until ? new Date(row.until) : null;
 }

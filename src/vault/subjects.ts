@@ -5,7 +5,7 @@
  * ledger names an erased subject only by a value its reader cannot invert.
  */
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { keyedHash, utf8, zeroize } from '../crypto/index.js';
+import { KeyedHasher, utf8, zeroize } from '../crypto/index.js';
 import { LetheError } from '../errors.js';
 
 export const SUBJECT_ID_PATTERN = /^[A-Za-z0-9._:@+-]{1,200}$/;
@@ -17,20 +17,21 @@ export function assertSubjectId(subject: string): void {
 }
 
 export class SubjectHasher {
-  readonly #key: Uint8Array;
+  readonly #hmac: KeyedHasher;
 
-  /** Takes ownership of `key`. */
+  /** Consumes `key`: it is zeroed once keyed. */
   constructor(key: Uint8Array) {
-    this.#key = key;
+    this.#hmac = new KeyedHasher(key);
+    zeroize(key);
   }
 
   hash(subject: string): Uint8Array {
     assertSubjectId(subject);
-    return keyedHash(this.#key, utf8.encode(subject));
+    return this.#hmac.hash(utf8.encode(subject));
   }
 
   close(): void {
-    zeroize(this.#key);
+    this.#hmac.destroy();
   }
 }
 

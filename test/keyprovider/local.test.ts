@@ -52,7 +52,9 @@ describe('the local keyring provider', () => {
     await p.createEpoch(1);
     await p.createEpoch(2);
     const wrapped = await p.wrap(1, randomBytes(32), 'key_a');
-    await p.destroyEpoch(1);
+    const other = await LocalKeyringProvider.open(dir, root());
+    await Promise.all([p.destroyEpoch(1), other.destroyEpoch(1)]); // two replicas at once
+    await other.close();
     await p.destroyEpoch(1); // idempotent
     expect(await readdir(dir)).toEqual(['epoch-00000002.kek']);
     const err = await p.unwrap(1, wrapped, 'key_a').catch((e: unknown) => e);

@@ -82,4 +82,36 @@ describe('two lethe serve processes on one database', () => {
     };
     expect(after.dek).toBe(before.dek);
   });
+
+  it('the body limit holds on the real server, for declared and for chunked bodies, and loses nothing', async () => {
+    const big = JSON.stringify({ keyIds: Array.from({ length: 100_000 }, (_, i) => `key_${i}`) });
+    const declared = await fetch(`${a.url}/v1/keys/validity`, {
+      method: 'POST',
+      headers: { ...auth('backup'), 'content-type': 'application/json' },
+      body: big,
+    });
+    expect(declared.status, 'declared length').toBe(413);
+    expect(declared.headers.get('content-type')).toBe('application/problem+json');
+    expect(((await declared.json()) as { code: string }).code).toBe('payload_too_large');
+    const bytes = new TextEncoder().encode(big);
+    expect(bytes.length).toBeGreaterThan(1024 * 1024);
+    const chunked = await fetch(`${a.url}/v1/keys/validity`, {
+      method: 'POST',
+      headers: { ...auth('backup'), 'content-type': 'application/json' },
+      body: new ReadableStream({
+        start(controller) {
+          for (let i = 0; i < bytes.length; i += 64 * 1024) controller.enqueue(bytes.subarray(i, i + 64 * 1024));
+          controller.close();
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+    expect(chunked.status, await chunked.clone().text()).toBe(413);
+    const small = await fetch(`${a.url}/v1/keys/validity`, {
+      method: 'POST',
+      headers: { ...auth('backup'), 'content-type': 'application/json' },
+      body: JSON.stringify({ keyIds: ['key_x'] }),
+    });
+    expect(await small.json()).toEqual({ keys: { key_x: 'unknown' } });
+  });
 });

@@ -1,7 +1,7 @@
-import { eq, sql } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
-import { destructionLedger, subjectKeys } from '../../src/db/schema.js';
+import { auditLog, destructionLedger, subjectKeys } from '../../src/db/schema.js';
 import { LetheError } from '../../src/errors.js';
 import { hashHex } from '../../src/vault/subjects.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
@@ -32,7 +32,7 @@ describe('subject keys on PostgreSQL', () => {
     expect(rows).toHaveLength(1);
   });
 
-  it('a lease hands out the DEK, records its expiry on the key and expires after the configured TTL', async () => {
+  it('a lease hands out the DEK, is audited with its id and expiry, and expires after the configured TTL', async () => {
     const before = Date.now();
     const lease = await tv.vault.keys.lease('user:bob', 'writer');
     expect(lease.dek).toHaveLength(32);
@@ -40,8 +40,11 @@ describe('subject keys on PostgreSQL', () => {
     const ttl = lease.expiresAt.getTime() - before;
     expect(ttl).toBeGreaterThanOrEqual(119_000);
     expect(ttl).toBeLessThanOrEqual(121_000);
-    const [row] = await tv.vault.db.db.select().from(subjectKeys).where(eq(subjectKeys.keyId, lease.keyId));
-    expect(row?.leasedUntil?.getTime()).toBe(lease.expiresAt.getTime());
+    const [audit] = await tv.vault.db.db
+      .select()
+      .from(auditLog)
+      .where(and(eq(auditLog.keyId, lease.keyId), eq(auditLog.action, 'key.lease')));
+    expect(JSON.parse(audit!.detail)).toEqual({ leaseId: lease.leaseId, expiresAt: lease.expiresAt.toISOString() });
   });
 
   it('the same DEK comes back from the cache, from the database and from another replica', async () => {
