@@ -4,10 +4,10 @@
  * Invariants (see src/vault/README.md):
  * - No plaintext subject content and no subject id is stored: subjects are named by
  *   a keyed hash (HMAC-SHA256 under a subkey of the root key).
- * - subject_keys holds only live keys and is not written by leases (a lease is an
- *   audit row: the lease path takes only shared row locks and never contends).
  * - subject_keys holds only live keys. Destroying a key removes its row; the
  *   destruction ledger records that it happened, never what the key was.
+ * - Leases do not write subject_keys: a lease is an audit row (lease id, expiry),
+ *   and the lease path takes only shared row locks.
  * - audit_log is append-only and MAC-chained; audit_head holds the chain's tip.
  */
 import { sql } from 'drizzle-orm';
