@@ -1,0 +1,168 @@
+/**
+ * `npm run bench`: the three benchmarks in sequence, each in its own Node process,
+ * then one summary. Prints human tables on stdout (progress on stderr) and writes
+ * bench/results.json.
+ *
+ *   1. lease    POST .../key/lease req/s vs GET /healthz req/s (service as a child process)
+ *   2. envelope lethe seal+open MB/s vs node:crypto AES-256-GCM, 64 B .. 1 MiB
+ *   3. rewrap   KEK rotation keys/s vs crypto-only unwrap+wrap; peak heap, BENCH_KEYS vs BENCH_KEYS/10
+ *
+ * Every figure is a ratio against a baseline measured in the same run, next to the
+ * absolute numbers. Nothing here asserts on timings.
+ *
+ * Environment: BENCH_KEYS (default 1000000) keys for the re-wrap benchmark;
+ * BENCH_QUICK=1 for a smoke run (small counts, short durations); BENCH_ONLY=lease,envelope
+ * to run a subset; BENCH_PG_ADMIN_URL (default postgres://postgres@127.0.0.1:5432/postgres)
+ * for the server that holds the scratch lethe_bench_* databases.
+ */
+import { writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { type EnvelopeResult, formatEnvelope } from './envelope.js';
+import { formatLease, type LeaseResult } from './lease.js';
+import { BENCH_DIR, benchKeys, fmtBytes, fmtNum, fmtRatio, fmtSeconds, progress, QUICK, runChild, table } from './lib.js';
+import { formatRewrap, type RewrapResult } from './rewrap.js';
+
+type Name = 'lease' | 'envelope' | 'rewrap';
+
+interface Section<T> {
+  readonly ok: boolean;
+  readonly seconds: number;
+  readonly loadAvg1: [number, number];
+  readonly result?: T;
+  readonly error?: string;
+}
+
+const ALL: Name[] = ['lease', 'envelope', 'rewrap'];
+const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean) as Name[] | undefined;
+const selected = ALL.filter((n) => !only || only.includes(n));
+
+const started = new Date();
+const t0 = performance.now();
+const keys = benchKeys();
+progress(`lethe benchmarks${QUICK ? ' (BENCH_QUICK)' : ''}: ${selected.join(', ')}; BENCH_KEYS=${keys}; ${os.cpus().length} CPUs; load ${os.loadavg()[0]!.toFixed(2)}`);
+
+async function section<T>(name: Name): Promise<Section<T>> {
+  const load0 = os.loadavg()[0]!;
+  const s0 = performance.now();
+  try {
+    const result = await runChild<T>(path.join(BENCH_DIR, `${name}.ts`));
+    return { ok: true, seconds: (performance.now() - s0) / 1000, loadAvg1: [load0, os.loadavg()[0]!], result };
+  } catch (e) {
+    progress(`${name} FAILED: ${(e as Error).message}`);
+    return { ok: false, seconds: (performance.now() - s0) / 1000, loadAvg1: [load0, os.loadavg()[0]!], error: (e as Error).message };
+  }
+}
+
+const sections: Partial<Record<Name, Section<unknown>>> = {};
+for (const name of selected) {
+  progress(`=== ${name}`);
+  sections[name] = await section(name);
+}
+const lease = sections.lease as Section<LeaseResult> | undefined;
+const envelope = sections.envelope as Section<EnvelopeResult> | undefined;
+const rewrap = sections.rewrap as Section<RewrapResult> | undefined;
+const totalSeconds = (performance.now() - t0) / 1000;
+
+// ------------------------------------------------------------------ report
+const out: string[] = [];
+const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+out.push('');
+out.push(
+  `lethe benchmarks${QUICK ? ' — BENCH_QUICK smoke run, figures are not meaningful' : ''} — ${started.toISOString()} — ` +
+    `Node ${process.version}, ${os.cpus().length} x ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB`,
+);
+const sectionLine = (name: string, s: Section<unknown> | undefined) =>
+  s ? `(${name}: ${fmtSeconds(s.seconds)}, 1-min load average ${fmtNum(s.loadAvg1[0], 2)} -> ${fmtNum(s.loadAvg1[1], 2)})` : '';
+
+out.push('');
+out.push('== 1. Lease throughput ==');
+if (lease?.result) out.push(formatLease(lease.result), sectionLine('lease', lease));
+else out.push(lease ? `FAILED: ${lease.error}` : 'skipped');
+
+out.push('');
+out.push('== 2. Envelope throughput ==');
+if (envelope?.result) out.push(formatEnvelope(envelope.result), sectionLine('envelope', envelope));
+else out.push(envelope ? `FAILED: ${envelope.error}` : 'skipped');
+
+out.push('');
+out.push('== 3. KEK rotation (re-wrap) ==');
+if (rewrap?.result) out.push(formatRewrap(rewrap.result), sectionLine('rewrap', rewrap));
+else out.push(rewrap ? `FAILED: ${rewrap.error}` : 'skipped');
+
+const summary: string[][] = [];
+if (lease?.result) {
+  const r = lease.result;
+  summary.push([
+    'lease req/s ÷ /healthz req/s',
+    `${fmtNum(r.lease.reqPerSec, 0)} / ${fmtNum(r.healthz.reqPerSec, 0)}`,
+    fmtRatio(r.ratio),
+    `target >= ${r.target}: ${r.ratio >= r.target ? 'met' : 'NOT met'}${r.valid ? '' : '; INVALID RUN (errors)'}`,
+  ]);
+}
+if (envelope?.result) {
+  for (const s of envelope.result.sizes) {
+    summary.push([
+      `envelope ${fmtBytes(s.sizeBytes)}: lethe MB/s ÷ AES-256-GCM MB/s`,
+      `${fmtNum(s.lethe.mbPerSec, 2)} / ${fmtNum(s.aesGcm.mbPerSec, 2)}`,
+      fmtRatio(s.ratio),
+      '',
+    ]);
+  }
+}
+if (rewrap?.result) {
+  const r = rewrap.result;
+  summary.push([
+    `rotation keys/s ÷ crypto-only keys/s (${r.keys.toLocaleString('en-US')} keys)`,
+    `${fmtNum(r.large.rotation.keysPerSec, 0)} / ${fmtNum(r.crypto.keysPerSec, 0)}`,
+    fmtRatio(r.rotationVsCrypto),
+    `rotation ${fmtSeconds(r.large.rotation.seconds)}, crypto alone ~${fmtSeconds(r.cryptoSecondsExtrapolated)}`,
+  ]);
+  summary.push([
+    `peak heapUsed ${r.large.keys.toLocaleString('en-US')} ÷ ${r.small.keys.toLocaleString('en-US')} keys`,
+    `${(r.large.memoryPeak.heapUsed / 2 ** 20).toFixed(1)} / ${(r.small.memoryPeak.heapUsed / 2 ** 20).toFixed(1)} MiB`,
+    fmtRatio(r.peakHeapRatio),
+    Math.abs(r.peakHeapRatio - 1) <= 0.2 ? 'flat' : 'NOT flat',
+  ]);
+  summary.push([
+    'rotation verified (sample unwraps, old epoch retired)',
+    '',
+    '',
+    r.small.verification.ok && r.large.verification.ok ? 'ok' : 'FAILED',
+  ]);
+}
+out.push('');
+out.push('== Summary (ratio = measured ÷ same-run baseline) ==');
+out.push(table(['figure', 'measured / baseline', 'ratio', 'note'], summary));
+const failed = Object.entries(sections).filter(([, s]) => !s.ok).map(([n]) => n);
+out.push(`total run time ${fmtSeconds(totalSeconds)}${failed.length ? `; FAILED: ${failed.join(', ')}` : ''}`);
+const maxLoad = Math.max(...Object.values(sections).flatMap((s) => s.loadAvg1));
+if (maxLoad > os.cpus().length) {
+  out.push(
+    `NOTE: the 1-min load average reached ${fmtNum(maxLoad, 2)} on ${os.cpus().length} CPUs: other work shared the machine; ` +
+      'the ratios compare figures measured under the same conditions, the absolute numbers are lower than on an idle machine.',
+  );
+}
+process.stdout.write(`${out.join('\n')}\n`);
+
+const resultsFile = path.join(BENCH_DIR, 'results.json');
+await writeFile(
+  resultsFile,
+  `${JSON.stringify(
+    {
+      startedAt: started.toISOString(),
+      finishedAt: new Date().toISOString(),
+      totalSeconds,
+      quick: QUICK,
+      benchKeys: keys,
+      machine: { node: process.version, platform: `${os.platform()} ${os.release()}`, cpus: os.cpus().length, cpuModel: cpu, totalMemBytes: os.totalmem() },
+      lease: lease ?? null,
+      envelope: envelope ?? null,
+      rewrap: rewrap ?? null,
+    },
+    null,
+    2,
+  )}\n`,
+);
+progress(`wrote ${path.relative(process.cwd(), resultsFile)}`);
+if (failed.length > 0) process.exitCode = 1;
