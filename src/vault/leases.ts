@@ -12,7 +12,7 @@
  * the authority on key state: a key is leased only if its row is still `active`
  * when the batch commits, whatever the DEK cache believed.
  */
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import { type Db, queryRows } from '../db/client.js';
 import type { AuditEvent, AuditLog, AuditTip } from './audit.js';
 
@@ -89,9 +89,7 @@ export class LeaseRecorder {
       this.#tip ??= await this.#audit.head(this.#db.db);
       const keyIds = [...new Set(pending.map((p) => p.request.keyId))];
       const result = await this.#audit.appendIfHead(this.#db.db, pending.map(leaseEvent), this.#tip, {
-        lockFirst: sql`select key_id, state from subject_keys
-                        where key_id in (select json_array_elements_text(${JSON.stringify(keyIds)}::json))
-                        for key share`,
+        lockFirst: lockKeys(keyIds),
         guard: sql`(select count(*) from locked where state = 'active') = ${keyIds.length}`,
       });
       if (result.appended) {
@@ -113,12 +111,7 @@ export class LeaseRecorder {
     this.#tip = undefined;
     const rest = pending;
     const states = await this.#db.db.transaction(async (tx) => {
-      const keyIds = JSON.stringify([...new Set(rest.map((p) => p.request.keyId))]);
-      const rows = await queryRows<{ key_id: string; state: string }>(
-        tx,
-        sql`select key_id, state from subject_keys
-             where key_id in (select json_array_elements_text(${keyIds}::json)) for key share`,
-      );
+      const rows = await queryRows<{ key_id: string; state: string }>(tx, lockKeys([...new Set(rest.map((p) => p.request.keyId))]));
       const byKey = new Map(rows.map((r) => [r.key_id, r.state]));
       await this.#audit.append(tx, rest.filter((p) => byKey.get(p.request.keyId) === 'active').map(leaseEvent));
       return byKey;
@@ -129,6 +122,13 @@ export class LeaseRecorder {
     }
     return outcomes;
   }
+}
+
+/** The keys' rows under shared locks: a destruction (FOR UPDATE) waits for them. */
+function lockKeys(keyIds: readonly string[]): SQL {
+  return sql`select key_id, state from subject_keys
+              where key_id in (select json_array_elements_text(${JSON.stringify(keyIds)}::json))
+              for key share`;
 }
 
 function leaseEvent({ request }: Pending): AuditEvent {

@@ -143,4 +143,22 @@ describe('subject keys on PostgreSQL', () => {
       await expect(tv.vault.keys.lease(bad, 'writer')).rejects.toMatchObject({ code: 'validation_failed' });
     }
   });
+
+  it('two replicas leasing and creating keys at once keep one valid audit chain with every lease in it', async () => {
+    const other = await tv.reopen({ listen: false });
+    const before = await tv.vault.audit.head(tv.vault.db.db);
+    const subjects = Array.from({ length: 40 }, (_, i) => `user:contended${i}`);
+    const results = await Promise.all(
+      subjects.flatMap((s, i) => [tv.vault.keys.lease(s, 'writer'), other.keys.lease(subjects[(i + 7) % subjects.length]!, 'writer')]),
+    );
+    expect(results).toHaveLength(80);
+    const leaseRows = await tv.vault.db.db
+      .select()
+      .from(auditLog)
+      .where(and(eq(auditLog.action, 'key.lease'), sql`${auditLog.seq} > ${before.seq}`));
+    expect(new Set(leaseRows.map((r) => (JSON.parse(r.detail) as { leaseId: string }).leaseId))).toEqual(
+      new Set(results.map((r) => r.leaseId)),
+    );
+    expect(await tv.vault.audit.verify(tv.vault.db.db)).toMatchObject({ ok: true });
+  });
 });
