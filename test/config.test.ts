@@ -176,3 +176,43 @@ describe('several bad variables at once', () => {
     expect(e.message).not.toContain('dupe-token-123');
   });
 });
+describe('object store configuration', () => {
+  const problemsOf = (env: Record<string, string>) => {
+    try {
+      loadConfig(env);
+    } catch (e) {
+      return (e as ConfigError).problems.map((p) => p.variable);
+    }
+    return [];
+  };
+
+  it('defaults to the local filesystem store with the lethe and lethe-backups buckets', () => {
+    const c = loadConfig({});
+    expect(c.s3).toBeUndefined();
+    expect([c.bucket, c.backupBucket]).toEqual(['lethe', 'lethe-backups']);
+  });
+
+  it('switches to MinIO / S3 with an endpoint and both keys', () => {
+    const c = loadConfig({ S3_ENDPOINT: 'http://127.0.0.1:9000', S3_ACCESS_KEY: 'ak', S3_SECRET_KEY: 'sk-secret', S3_BUCKET: 'my-bucket' });
+    expect(c.s3).toEqual({ endpoint: 'http://127.0.0.1:9000', accessKey: 'ak', secretKey: 'sk-secret', region: 'us-east-1' });
+    expect(c.bucket).toBe('my-bucket');
+  });
+
+  it('names the missing keys, a bad endpoint, bad bucket names and equal buckets', () => {
+    expect(problemsOf({ S3_ENDPOINT: 'http://127.0.0.1:9000' })).toEqual(['S3_ACCESS_KEY', 'S3_SECRET_KEY']);
+    expect(problemsOf({ S3_ENDPOINT: 'ftp://x' })).toContain('S3_ENDPOINT');
+    expect(problemsOf({ S3_BUCKET: 'Bad_Bucket' })).toContain('S3_BUCKET');
+    expect(problemsOf({ S3_BUCKET: 'same-one', S3_BACKUP_BUCKET: 'same-one' })).toContain('S3_BACKUP_BUCKET');
+  });
+
+  it('never echoes the secret key in a configuration error', () => {
+    let message = '';
+    try {
+      loadConfig({ S3_ENDPOINT: 'nope', S3_ACCESS_KEY: 'ak', S3_SECRET_KEY: 'very-secret-s3-key' });
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message).toContain('S3_ENDPOINT');
+    expect(message).not.toContain('very-secret-s3-key');
+  });
+});

@@ -67,6 +67,26 @@ const envSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
     .optional(),
   LETHE_DB_POOL_SIZE: int(10, 1, 200),
+  S3_ENDPOINT: z
+    .string()
+    .trim()
+    .regex(/^https?:\/\/[^/\s]+\/?$/, 'must be http(s)://host[:port]')
+    .optional(),
+  S3_ACCESS_KEY: z.string().trim().min(1).optional(),
+  S3_SECRET_KEY: z.string().min(1).optional(),
+  S3_REGION: z.string().trim().min(1).optional().default('us-east-1'),
+  S3_BUCKET: z
+    .string()
+    .trim()
+    .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid S3 bucket name')
+    .optional()
+    .default('lethe'),
+  S3_BACKUP_BUCKET: z
+    .string()
+    .trim()
+    .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid S3 bucket name')
+    .optional()
+    .default('lethe-backups'),
   LETHE_DATA_DIR: z.string().trim().min(1).optional().default('./.lethe'),
   LETHE_KEYRING_DIR: z.string().trim().min(1).optional(),
   LETHE_ROOT_KEY: rootKey,
@@ -95,6 +115,10 @@ export interface Config {
   readonly tokensFile: string | undefined;
   readonly databaseUrl: string | undefined;
   readonly dbPoolSize: number;
+  /** MinIO / S3; undefined: the local filesystem store under dataDir/objects. */
+  readonly s3: { endpoint: string; accessKey: string; secretKey: string; region: string } | undefined;
+  readonly bucket: string;
+  readonly backupBucket: string;
   readonly dataDir: string;
   readonly keyringDir: string;
   /** 32-byte root key from LETHE_ROOT_KEY; the key provider takes ownership and zeroes it. */
@@ -135,6 +159,14 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   if (picked.LETHE_ROOT_KEY && picked.LETHE_ROOT_KEY_FILE) {
     problems.push({ variable: 'LETHE_ROOT_KEY_FILE', message: 'set either LETHE_ROOT_KEY or LETHE_ROOT_KEY_FILE, not both' });
   }
+  if (picked.S3_ENDPOINT) {
+    for (const v of ['S3_ACCESS_KEY', 'S3_SECRET_KEY'] as const) {
+      if (!picked[v]) problems.push({ variable: v, message: 'is required when S3_ENDPOINT is set' });
+    }
+  }
+  if (picked.S3_BUCKET && picked.S3_BUCKET === picked.S3_BACKUP_BUCKET) {
+    problems.push({ variable: 'S3_BACKUP_BUCKET', message: 'must differ from S3_BUCKET' });
+  }
   if (picked.LETHE_TOKENS && picked.LETHE_TOKENS_FILE) {
     problems.push({ variable: 'LETHE_TOKENS_FILE', message: 'set either LETHE_TOKENS or LETHE_TOKENS_FILE, not both' });
   }
@@ -154,6 +186,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     tokensFile: e.LETHE_TOKENS_FILE,
     databaseUrl: e.DATABASE_URL,
     dbPoolSize: e.LETHE_DB_POOL_SIZE,
+    s3:
+      e.S3_ENDPOINT && e.S3_ACCESS_KEY && e.S3_SECRET_KEY
+        ? { endpoint: e.S3_ENDPOINT, accessKey: e.S3_ACCESS_KEY, secretKey: e.S3_SECRET_KEY, region: e.S3_REGION }
+        : undefined,
+    bucket: e.S3_BUCKET,
+    backupBucket: e.S3_BACKUP_BUCKET,
     dataDir,
     keyringDir: path.resolve(e.LETHE_KEYRING_DIR ?? path.join(dataDir, 'keyring')),
     rootKey: e.LETHE_ROOT_KEY,

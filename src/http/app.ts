@@ -21,8 +21,6 @@ import { json } from './schemas.js';
 export interface AppOptions {
   readonly vault: Vault;
   readonly tokens: TokenStore;
-  /** Extra readiness checks (the object store, once it exists). */
-  readonly readinessChecks?: ReadonlyArray<{ name: string; check: () => Promise<void> }>;
 }
 
 /** How the problem detail names where a bad field was. */
@@ -94,7 +92,10 @@ export function createApp(options: AppOptions): OpenAPIHono<AuthEnv> {
       responses: { 200: json(ReadyResponse, 'Ready'), 503: json(ReadyResponse, 'Not ready') },
     }),
     async (c) => {
-      const checks = [{ name: 'database', check: () => vault.db.ping() }, ...(options.readinessChecks ?? [])];
+      const checks = [
+        { name: 'database', check: () => vault.db.ping() },
+        { name: 'objectStore', check: () => vault.objects.ping() },
+      ];
       const results: Record<string, 'ok' | 'failed'> = {};
       await Promise.all(
         checks.map(async ({ name, check }) => {

@@ -17,11 +17,16 @@ import { EpochService } from './epochs.js';
 import { listenForInvalidations } from './events.js';
 import { KeyService } from './keys.js';
 import { SubjectHasher } from './subjects.js';
+import { FsObjectStore } from '../storage/fs.js';
+import { S3ObjectStore } from '../storage/s3.js';
+import type { ObjectStore } from '../storage/store.js';
 
 export interface Vault {
   readonly config: Config;
   readonly db: Db;
   readonly provider: KeyProvider;
+  /** Where ciphertext objects live (MinIO / S3, or the local filesystem). */
+  readonly objects: ObjectStore;
   readonly keys: KeyService;
   readonly epochs: EpochService;
   readonly audit: AuditLog;
@@ -66,10 +71,14 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
       batchSize: config.rewrapBatchSize,
       ...(options.onRewrapBatch ? { onBatch: options.onRewrapBatch } : {}),
     });
+    const objects: ObjectStore = config.s3
+      ? new S3ObjectStore({ ...config.s3, bucket: config.bucket })
+      : new FsObjectStore(`${config.dataDir}/objects`, config.bucket);
     if (options.prepare ?? true) {
+      await objects.ensureBucket({ versioned: true });
       await db.migrate();
       const epoch = await epochs.ensureActive('system');
-      logger.info({ epoch, database: db.kind, provider: provider.name }, 'vault ready');
+      logger.info({ epoch, database: db.kind, provider: provider.name, objectStore: objects.kind }, 'vault ready');
     }
     const unlisten = options.listen ?? true ? await listenForInvalidations({ db, cache, provider, metrics, logger }) : undefined;
     const openedDb = db;
@@ -78,6 +87,7 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
       config,
       db,
       provider,
+      objects,
       keys,
       epochs,
       audit,

@@ -31,7 +31,7 @@ describe('npm start on the embedded default (PGlite, local keyring, development 
     expect(statSync(path.join(dataDir, 'pgdata')).isDirectory()).toBe(true);
     const ready = await fetch(`${service!.url}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: 'ok', checks: { database: 'ok' } });
+    expect(await ready.json()).toEqual({ status: 'ok', checks: { database: 'ok', objectStore: 'ok' } });
   });
 
   it('creates keys and leases, and hands out the same DEK after a restart', async () => {

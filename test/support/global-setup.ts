@@ -1,20 +1,23 @@
 /**
  * Runs once before the suite: PostgreSQL must answer (DATABASE_URL, else
- * 127.0.0.1:5432). Integration tests never skip: when it is missing, the run stops
- * here and says so plainly.
+ * 127.0.0.1:5432), and a real MinIO is started (built from source by
+ * infra/minio.sh the first time). Integration tests never skip: when either is
+ * missing, the run stops here and says so plainly.
  */
 import postgres from 'postgres';
 import type { TestProject } from 'vitest/node';
+import { minioBinary, startMinio } from './minio.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     pgAdminUrl: string;
+    minio: { endpoint: string; accessKey: string; secretKey: string };
   }
 }
 
 export const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
-export default async function setup(project: TestProject): Promise<void> {
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const url = process.env.DATABASE_URL || DEFAULT_PG_URL;
   const sql = postgres(url, { max: 1, connect_timeout: 5, onnotice: () => {} });
   try {
@@ -29,4 +32,9 @@ export default async function setup(project: TestProject): Promise<void> {
     await sql.end({ timeout: 1 });
   }
   project.provide('pgAdminUrl', url);
+
+  const minio = await startMinio(minioBinary());
+  process.stderr.write(`lethe tests: MinIO at ${minio.endpoint}\n`);
+  project.provide('minio', { endpoint: minio.endpoint, accessKey: minio.accessKey, secretKey: minio.secretKey });
+  return () => minio.stop();
 }

@@ -1,0 +1,135 @@
+/**
+ * The MinIO / S3 object store, through the `minio` client. Failures are mapped to
+ * domain errors: a missing object is not_found; an unreachable endpoint or refused
+ * credentials are unavailable (retryable), with a message that names the endpoint
+ * and never the secret.
+ */
+import { Client } from 'minio';
+import { LetheError, isLetheError } from '../errors.js';
+import { assertObjectKey, type ObjectStore, type StoredObject } from './store.js';
+
+export interface S3Options {
+  /** http(s)://host:port */
+  readonly endpoint: string;
+  readonly accessKey: string;
+  readonly secretKey: string;
+  readonly bucket: string;
+  readonly region?: string;
+}
+
+const CREDENTIAL_CODES = new Set(['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'AccessDenied', 'InvalidToken']);
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
+
+export class S3ObjectStore implements ObjectStore {
+  readonly kind = 's3' as const;
+  readonly bucket: string;
+  readonly #client: Client;
+  readonly #endpoint: string;
+  readonly #region: string;
+
+  constructor(options: S3Options) {
+    const url = new URL(options.endpoint);
+    this.bucket = options.bucket;
+    this.#endpoint = url.origin;
+    this.#region = options.region ?? 'us-east-1';
+    this.#client = new Client({
+      endPoint: url.hostname,
+      port: url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80,
+      useSSL: url.protocol === 'https:',
+      accessKey: options.accessKey,
+      secretKey: options.secretKey,
+      region: this.#region,
+      pathStyle: true,
+    });
+  }
+
+  async ensureBucket(options: { versioned?: boolean } = {}): Promise<void> {
+    await this.#call(async () => {
+      if (!(await this.#client.bucketExists(this.bucket))) {
+        try {
+          await this.#client.makeBucket(this.bucket, this.#region);
+        } catch (e) {
+          // another replica created it first
+          if ((e as { code?: string }).code !== 'BucketAlreadyOwnedByYou') throw e;
+        }
+      }
+      if (options.versioned) await this.#client.setBucketVersioning(this.bucket, { Status: 'Enabled' });
+    });
+  }
+
+  async put(key: string, body: Uint8Array): Promise<void> {
+    assertObjectKey(key);
+    await this.#call(() => this.#client.putObject(this.bucket, key, Buffer.from(body.buffer, body.byteOffset, body.byteLength), body.byteLength));
+  }
+
+  async get(key: string): Promise<Uint8Array> {
+    assertObjectKey(key);
+    return this.#call(async () => {
+      const stream = await this.#client.getObject(this.bucket, key);
+      const chunks: Buffer[] = [];
+      for await (const chunk of stream) chunks.push(chunk as Buffer);
+      return new Uint8Array(Buffer.concat(chunks));
+    }, key);
+  }
+
+  async head(key: string): Promise<StoredObject | undefined> {
+    assertObjectKey(key);
+    try {
+      const s = await this.#call(() => this.#client.statObject(this.bucket, key), key);
+      return { key, size: s.size };
+    } catch (e) {
+      if (isLetheError(e, 'not_found')) return undefined;
+      throw e;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    assertObjectKey(key);
+    await this.#call(() => this.#client.removeObject(this.bucket, key));
+  }
+
+  async *list(prefix: string): AsyncIterable<StoredObject> {
+    const items: StoredObject[] = await this.#call(
+      () =>
+        new Promise<StoredObject[]>((resolve, reject) => {
+          const out: StoredObject[] = [];
+          const stream = this.#client.listObjectsV2(this.bucket, prefix, true);
+          stream.on('data', (item) => {
+            if (item.name) out.push({ key: item.name, size: item.size ?? 0 });
+          });
+          stream.on('error', reject);
+          stream.on('end', () => resolve(out));
+        }),
+    );
+    items.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    yield* items;
+  }
+
+  async ping(): Promise<void> {
+    await this.#call(async () => {
+      if (!(await this.#client.bucketExists(this.bucket))) {
+        throw new LetheError('unavailable', `bucket ${this.bucket} does not exist at ${this.#endpoint}`);
+      }
+    });
+  }
+
+  async #call<T>(fn: () => Promise<T>, key?: string): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      if (isLetheError(e)) throw e;
+      const code = String((e as { code?: unknown }).code ?? '');
+      if (code === 'NoSuchKey' || code === 'NotFound') {
+        throw new LetheError('not_found', `no object ${key ?? ''} in ${this.bucket}`.replace('  ', ' '));
+      }
+      if (code === 'NoSuchBucket') throw new LetheError('unavailable', `bucket ${this.bucket} does not exist at ${this.#endpoint}`);
+      if (CREDENTIAL_CODES.has(code)) {
+        throw new LetheError('unavailable', `the object store at ${this.#endpoint} refused the credentials (${code})`);
+      }
+      if (NETWORK_CODES.has(code) || (e as Error).name === 'AggregateError') {
+        throw new LetheError('unavailable', `the object store at ${this.#endpoint} is unreachable (${code || 'network error'})`);
+      }
+      throw new LetheError('unavailable', `the object store at ${this.#endpoint} failed: ${code || (e as Error).message}`, { cause: e });
+    }
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * The object-store port: where log segments, artifact versions and backups live.
+ * Two adapters: MinIO / S3 (`s3.ts`) and the local filesystem (`fs.ts`, the embedded
+ * default). One contract test suite runs against both (test/storage).
+ *
+ * Everything stored here is already ciphertext; the store never sees a key.
+ * A `put` resolves only once the object is durably stored: nothing is acknowledged
+ * that was not stored.
+ */
+import { LetheError } from '../errors.js';
+
+export interface StoredObject {
+  readonly key: string;
+  readonly size: number;
+}
+
+export interface ObjectStore {
+  /** "fs" or "s3", for logs and /readyz. */
+  readonly kind: 'fs' | 's3';
+  readonly bucket: string;
+  /** Creates the bucket when it is missing (versioned when asked); checks access. */
+  ensureBucket(options?: { versioned?: boolean }): Promise<void>;
+  put(key: string, body: Uint8Array): Promise<void>;
+  /** The object's bytes; not_found when there is none. */
+  get(key: string): Promise<Uint8Array>;
+  /** Size of the object, or undefined when there is none. */
+  head(key: string): Promise<StoredObject | undefined>;
+  /** Removes the object (its current version); absent objects are not an error. */
+  delete(key: string): Promise<void>;
+  /** Objects whose key starts with `prefix`, in key order. */
+  list(prefix: string): AsyncIterable<StoredObject>;
+  /** Answers when the store is reachable and the bucket accessible. */
+  ping(): Promise<void>;
+}
+
+const KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,1023}$/;
+
+/** Object keys are plain relative paths: no "..", no empty segment, no leading slash. */
+export function assertObjectKey(key: string): void {
+  if (!KEY_PATTERN.test(key) || key.split('/').some((seg) => seg === '' || seg === '.' || seg === '..')) {
+    throw new LetheError('validation_failed', 'object key must be a relative path of A-Z a-z 0-9 . _ - / without empty, "." or ".." segments');
+  }
+}

@@ -1,0 +1,36 @@
+/** /readyz follows the object store: a vault on its own MinIO, which is then stopped. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { minioBinary, type MinioServer, startMinio } from '../support/minio.js';
+import { openTestApp, type TestApp } from '../support/vault.js';
+
+describe('readiness with MinIO', () => {
+  let minio: MinioServer;
+  let t: TestApp;
+  beforeAll(async () => {
+    minio = await startMinio(minioBinary());
+    t = await openTestApp({
+      extraEnv: { S3_ENDPOINT: minio.endpoint, S3_ACCESS_KEY: minio.accessKey, S3_SECRET_KEY: minio.secretKey, S3_BUCKET: 'lethe-ready' },
+    });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await minio?.stop();
+  });
+
+  it('creates its bucket at start-up and is ready while MinIO answers', async () => {
+    expect(t.vault.objects.kind).toBe('s3');
+    const res = await t.call('GET', '/readyz', { role: 'none' });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: 'ok', checks: { database: 'ok', objectStore: 'ok' } });
+  });
+
+  it('answers 503 naming the object store once MinIO is gone, and keys still lease', async () => {
+    const lease = await t.vault.keys.lease('user:ready', 'writer');
+    await minio.stop();
+    const res = await t.call('GET', '/readyz', { role: 'none' });
+    expect(res.status).toBe(503);
+    expect(await res.json()).toEqual({ status: 'unavailable', checks: { database: 'ok', objectStore: 'failed' } });
+    const again = await t.vault.keys.lease('user:ready', 'writer');
+    expect(again.keyId).toBe(lease.keyId);
+  });
+});

@@ -1,0 +1,86 @@
+/**
+ * A real MinIO server for the tests: installed from source by infra/minio.sh (cached
+ * after the first build), started on a free loopback port with a temporary data
+ * directory, stopped afterwards.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+export interface MinioServer {
+  readonly endpoint: string;
+  readonly accessKey: string;
+  readonly secretKey: string;
+  stop(): Promise<void>;
+}
+
+/** The MinIO binary, building it from source the first time. Throws a plain message when it cannot. */
+export function minioBinary(): string {
+  try {
+    return execFileSync('bash', [path.resolve('infra/minio.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  } catch (e) {
+    throw new Error(`MinIO is needed by the tests and infra/minio.sh could not provide it: ${(e as Error).message}`);
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+export async function startMinio(binary: string): Promise<MinioServer> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'lethe-minio-'));
+  const accessKey = 'lethe-test-access';
+  const secretKey = `lethe-test-secret-${process.pid}`;
+  const port = await freePort();
+  const consolePort = await freePort();
+  const child: ChildProcess = spawn(
+    binary,
+    ['server', dataDir, '--address', `127.0.0.1:${port}`, '--console-address', `127.0.0.1:${consolePort}`, '--quiet'],
+    {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', MINIO_ROOT_USER: accessKey, MINIO_ROOT_PASSWORD: secretKey, MINIO_BROWSER: 'off' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const endpoint = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`MinIO exited with ${child.exitCode}: ${stderr}`);
+    try {
+      const res = await fetch(`${endpoint}/minio/health/ready`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`MinIO did not become ready in 60 s: ${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    endpoint,
+    accessKey,
+    secretKey,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        await exited;
+        clearTimeout(t);
+      }
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
