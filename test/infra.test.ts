@@ -1,0 +1,56 @@
+/** infra/ stays in step with the configuration the code reads (no Docker engine runs here). */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CONFIG_VARIABLES, loadConfig } from '../src/config/index.js';
+import { tempDir } from './support/vault.js';
+
+function composeEnvironment(service: string): Record<string, string> {
+  const lines = readFileSync('infra/docker-compose.yml', 'utf8').split('\n');
+  const start = lines.findIndex((l) => l === `  ${service}:`);
+  const env: Record<string, string> = {};
+  let inEnv = false;
+  for (const line of lines.slice(start + 1)) {
+    if (/^ {2}\S/.test(line) || /^\S/.test(line)) break; // next service or top-level key
+    if (/^ {4}environment:\s*$/.test(line)) {
+      inEnv = true;
+      continue;
+    }
+    if (inEnv && /^ {4}\S/.test(line)) inEnv = false;
+    const m = inEnv ? /^ {6}([A-Z0-9_]+):\s*(.*)$/.exec(line) : null;
+    if (m) env[m[1]!] = m[2]!.trim();
+  }
+  return env;
+}
+
+describe('infra', () => {
+  it('docker-compose gives lethe only variables the configuration reads, and a configuration that loads', () => {
+    const env = composeEnvironment('lethe');
+    expect(Object.keys(env).length).toBeGreaterThan(5);
+    for (const name of Object.keys(env)) expect(CONFIG_VARIABLES).toContain(name);
+    const keyFile = path.join(tempDir(), 'root.key');
+    writeFileSync(keyFile, Buffer.alloc(32, 1).toString('base64'));
+    const config = loadConfig({ ...env, LETHE_ROOT_KEY_FILE: keyFile, NODE_ENV: 'production' });
+    expect(config.databaseUrl).toMatch(/^postgres:\/\/.*@postgres:5432\/lethe$/);
+    expect(config.s3?.endpoint).toBe('http://minio:9000');
+    expect(config.tokens.map((t) => t.role).sort()).toEqual(['admin', 'backup', 'eraser', 'writer']);
+  });
+
+  it('the MinIO credentials in docker-compose are the ones lethe is given', () => {
+    const minio = composeEnvironment('minio');
+    const lethe = composeEnvironment('lethe');
+    expect(lethe.S3_ACCESS_KEY).toBe(minio.MINIO_ROOT_USER);
+    expect(lethe.S3_SECRET_KEY).toBe(minio.MINIO_ROOT_PASSWORD);
+  });
+
+  it('the Dockerfile sets only variables the configuration reads and runs the built CLI', () => {
+    const dockerfile = readFileSync('infra/Dockerfile', 'utf8');
+    const envBlock = /ENV ([\s\S]*?)\nWORKDIR/.exec(dockerfile)?.[1] ?? '';
+    const names = [...envBlock.matchAll(/([A-Z_]+)=/g)].map((m) => m[1]!);
+    expect(names.length).toBeGreaterThan(2);
+    for (const name of names) expect([...CONFIG_VARIABLES, 'NODE_ENV']).toContain(name);
+    expect(dockerfile).toContain('ENTRYPOINT ["node", "dist/cli/main.js"]');
+    const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { bin: Record<string, string> };
+    expect(pkg.bin.lethe).toBe('dist/cli/main.js');
+  });
+});
