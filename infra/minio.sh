@@ -12,6 +12,12 @@
 #   LETHE_MINIO_BIN       use this binary instead (nothing is built)
 set -euo pipefail
 
+# go needs a home for its caches; some CI environments start without HOME
+if [ -z "${HOME:-}" ]; then
+  HOME=$(getent passwd "$(id -u)" | cut -d: -f6)
+  export HOME="${HOME:-/tmp}"
+fi
+
 version="${LETHE_MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}"
 cache="${LETHE_MINIO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lethe}"
 
