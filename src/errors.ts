@@ -18,6 +18,7 @@ export const ERROR_CODES = [
   'subject_erased',
   'key_destroyed',
   'illegal_transition',
+  'segment_malformed',
   'envelope_malformed',
   'envelope_unsupported',
   'decrypt_failed',

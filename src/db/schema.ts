@@ -52,6 +52,8 @@ export const subjectKeys = pgTable(
     wrappedDek: bytea('wrapped_dek').notNull(),
     createdAt: tstz('created_at').notNull().defaultNow(),
     updatedAt: tstz('updated_at').notNull().defaultNow(),
+    /** The next log sequence number under this key. */
+    nextSeq: integer('next_seq').notNull().default(1),
   },
   (t) => [
     uniqueIndex('subject_keys_subject_hash').on(t.subjectHash),
@@ -72,6 +74,26 @@ export const destructionLedger = pgTable(
     leasedUntil: tstz('leased_until'),
   },
   (t) => [index('destruction_ledger_subject_hash').on(t.subjectHash, t.destroyedAt)],
+);
+
+/**
+ * The episodic log's index: where each entry's frame is. Nothing here comes from the
+ * entry's content: no text, no kind, no metadata, no length of anything but the
+ * ciphertext frame.
+ */
+export const logEntries = pgTable(
+  'log_entries',
+  {
+    entryId: text('entry_id').primaryKey(),
+    subjectHash: bytea('subject_hash').notNull(),
+    keyId: text('key_id').notNull(),
+    seq: integer('seq').notNull(),
+    segment: text('segment').notNull(),
+    frameOffset: integer('frame_offset').notNull(),
+    frameLength: integer('frame_length').notNull(),
+    createdAt: tstz('created_at').notNull(),
+  },
+  (t) => [uniqueIndex('log_entries_key_seq').on(t.keyId, t.seq), index('log_entries_subject').on(t.subjectHash)],
 );
 
 export const auditLog = pgTable(
@@ -103,3 +125,4 @@ export type EpochRow = typeof epochs.$inferSelect;
 export type SubjectKeyRow = typeof subjectKeys.$inferSelect;
 export type LedgerRow = typeof destructionLedger.$inferSelect;
 export type AuditRow = typeof auditLog.$inferSelect;
+export type LogEntryRow = typeof logEntries.$inferSelect;

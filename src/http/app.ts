@@ -16,6 +16,7 @@ import type { AuthEnv, TokenStore } from './auth.js';
 import { problem } from './problem.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerKeyRoutes } from './routes/keys.js';
+import { registerLogRoutes } from './routes/log.js';
 import { json } from './schemas.js';
 
 export interface AppOptions {
@@ -120,6 +121,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AuthEnv> {
 
   registerKeyRoutes(app, vault, tokens);
   registerAdminRoutes(app, vault, tokens);
+  registerLogRoutes(app, vault, tokens);
 
   app.doc31('/openapi.json', {
     openapi: '3.1.0',

@@ -25,6 +25,7 @@ export function statusOf(code: ErrorCode): ContentfulStatusCode {
       return 410;
     case 'payload_too_large':
       return 413;
+    case 'segment_malformed':
     case 'envelope_malformed':
     case 'envelope_unsupported':
     case 'decrypt_failed':
@@ -52,6 +53,7 @@ const TITLES: Record<ErrorCode, string> = {
   subject_erased: 'Subject erased',
   key_destroyed: 'Key destroyed',
   payload_too_large: 'Payload too large',
+  segment_malformed: 'Stored log segment is malformed',
   envelope_malformed: 'Stored ciphertext is malformed',
   envelope_unsupported: 'Stored ciphertext has an unsupported format',
   decrypt_failed: 'Stored ciphertext failed authentication',

@@ -117,6 +117,32 @@ export class KeyService {
     throw new LetheError('unavailable', 'the subject key changed repeatedly during the lease; try again');
   }
 
+  /**
+   * The subject's current key and DEK for writing (created when needed), without a
+   * lease: for the service's own encryption. Caller zeroes the DEK.
+   */
+  async writingKey(subject: string, actor: string): Promise<{ keyId: string; dek: Uint8Array; subjectHash: Uint8Array }> {
+    const subjectHash = this.#d.hasher.hash(subject);
+    const subjectHex = hashHex(subjectHash);
+    const cached = this.#d.cache.get(subjectHex);
+    this.#d.metrics.dekCacheLookups.inc({ result: cached ? 'hit' : 'miss' });
+    const current = cached ?? (await this.#loadOrCreate(subjectHash, subjectHex, actor));
+    return { ...current, subjectHash };
+  }
+
+  /** Whether the subject has a live key, had one destroyed, or was never seen. */
+  async subjectStatus(subject: string): Promise<{ subjectHash: Uint8Array; key?: { keyId: string; state: 'active' | 'fenced' }; erased: boolean }> {
+    const subjectHash = this.#d.hasher.hash(subject);
+    const row = await this.#find(subjectHash);
+    if (row) return { subjectHash, key: { keyId: row.keyId, state: row.state }, erased: false };
+    const [destroyed] = await this.#d.db.db
+      .select({ keyId: destructionLedger.keyId })
+      .from(destructionLedger)
+      .where(eq(destructionLedger.subjectHash, subjectHash))
+      .limit(1);
+    return { subjectHash, erased: destroyed !== undefined };
+  }
+
   /** The DEK of a live key by id (for services that decrypt: log, artifacts). Caller zeroes. */
   async dekFor(keyId: string): Promise<{ dek: Uint8Array; state: 'active' | 'fenced' }> {
     const [row] = await this.#d.db.db.select().from(subjectKeys).where(eq(subjectKeys.keyId, keyId));

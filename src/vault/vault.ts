@@ -17,6 +17,7 @@ import { EpochService } from './epochs.js';
 import { listenForInvalidations } from './events.js';
 import { KeyService } from './keys.js';
 import { SubjectHasher } from './subjects.js';
+import { LogService } from '../log/service.js';
 import { FsObjectStore } from '../storage/fs.js';
 import { S3ObjectStore } from '../storage/s3.js';
 import type { ObjectStore } from '../storage/store.js';
@@ -28,6 +29,7 @@ export interface Vault {
   /** Where ciphertext objects live (MinIO / S3, or the local filesystem). */
   readonly objects: ObjectStore;
   readonly keys: KeyService;
+  readonly log: LogService;
   readonly epochs: EpochService;
   readonly audit: AuditLog;
   readonly cache: DekCache;
@@ -74,6 +76,7 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
     const objects: ObjectStore = config.s3
       ? new S3ObjectStore({ ...config.s3, bucket: config.bucket })
       : new FsObjectStore(`${config.dataDir}/objects`, config.bucket);
+    const log = new LogService({ db, keys, objects });
     if (options.prepare ?? true) {
       await objects.ensureBucket({ versioned: true });
       await db.migrate();
@@ -89,6 +92,7 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
       provider,
       objects,
       keys,
+      log,
       epochs,
       audit,
       cache,

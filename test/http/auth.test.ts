@@ -24,6 +24,7 @@ interface RouteCase {
 let t: TestApp;
 let destroyKeyId = '';
 let liveKeyId = '';
+let entryId = '';
 
 const ROUTES: readonly RouteCase[] = [
   {
@@ -64,12 +65,32 @@ const ROUTES: readonly RouteCase[] = [
     path: () => `/v1/admin/keys/${destroyKeyId}/destroy`,
     body: () => ({ reason: 'auth table test' }),
   },
+  {
+    method: 'POST',
+    template: '/v1/subjects/{subject}/entries',
+    allowed: ['writer', 'admin'],
+    path: () => '/v1/subjects/user:auth-live/entries',
+    body: () => ({ text: 'auth table entry' }),
+  },
+  {
+    method: 'GET',
+    template: '/v1/subjects/{subject}/entries',
+    allowed: ['writer', 'admin'],
+    path: () => '/v1/subjects/user:auth-live/entries',
+  },
+  {
+    method: 'GET',
+    template: '/v1/entries/{entryId}',
+    allowed: ['writer', 'admin'],
+    path: () => `/v1/entries/${entryId}`,
+  },
 ];
 
 beforeAll(async () => {
   t = await openTestApp();
   liveKeyId = (await t.vault.keys.ensureKey('user:auth-live', 'writer')).keyId;
   destroyKeyId = (await t.vault.keys.ensureKey('user:auth-destroy', 'writer')).keyId;
+  entryId = (await t.vault.log.append('user:auth-live', { text: 'seed' }, 'writer')).entryId;
 });
 afterAll(async () => {
   await t?.close();

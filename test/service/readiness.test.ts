@@ -1,5 +1,6 @@
 /** /readyz follows the object store: a vault on its own MinIO, which is then stopped. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { logEntries } from '../../src/db/schema.js';
 import { minioBinary, type MinioServer, startMinio } from '../support/minio.js';
 import { openTestApp, type TestApp } from '../support/vault.js';
 
@@ -32,5 +33,14 @@ describe('readiness with MinIO', () => {
     expect(await res.json()).toEqual({ status: 'unavailable', checks: { database: 'ok', objectStore: 'failed' } });
     const again = await t.vault.keys.lease('user:ready', 'writer');
     expect(again.keyId).toBe(lease.keyId);
+  });
+
+  it('an append while MinIO is gone answers 503 problem+json and records nothing', async () => {
+    const res = await t.call('POST', '/v1/subjects/user:ready/entries', { body: { text: 'not stored' } });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect(((await res.json()) as { code: string }).code).toBe('unavailable');
+    const rows = await t.vault.db.db.select().from(logEntries);
+    expect(rows).toEqual([]);
   });
 });

@@ -31,6 +31,17 @@ describe('the vault on PGlite', () => {
     expect(await tv.vault.audit.verify(tv.vault.db.db)).toMatchObject({ ok: true });
   });
 
+  it('appends and reads the episodic log on the local filesystem store', async () => {
+    expect(tv.vault.objects.kind).toBe('fs');
+    const a = await tv.vault.log.append('user:log', { text: 'first' }, 'writer');
+    await tv.vault.log.append('user:log', { text: 'second', kind: 'note' }, 'writer');
+    expect((await tv.vault.log.list('user:log')).map((e) => [e.seq, e.text, e.kind])).toEqual([
+      [1, 'first', null],
+      [2, 'second', 'note'],
+    ]);
+    expect((await tv.vault.log.get(a.entryId)).text).toBe('first');
+  });
+
   it('a second process cannot open the same embedded database while the first holds it', async () => {
     const err = await openVault(loadConfig(tv.env), { logger: createLogger('silent') }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'unavailable' });
