@@ -5,7 +5,7 @@
  * committed; an object-store failure answers unavailable and indexes nothing.
  */
 import { and, asc, eq, sql } from 'drizzle-orm';
-import { zeroize } from '../crypto/index.js';
+import { randomBytes, zeroize } from '../crypto/index.js';
 import { type Db, queryRows } from '../db/client.js';
 import { logEntries } from '../db/schema.js';
 import { LetheError, isLetheError } from '../errors.js';
@@ -64,11 +64,12 @@ export class LogService {
         sql`insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at)
             select ${entryId}, decode(${Buffer.from(subjectHash).toString('hex')}, 'hex'), ${keyId}, ${seq}, ${segment},
                    ${place.offset}, ${place.length}, now()
-             where exists (select 1 from subject_keys where key_id = ${keyId})
+             where exists (select 1 from subject_keys where key_id = ${keyId} for key share)
             returning entry_id`,
       );
       if (inserted.length === 0) {
-        // destroyed between encryption and indexing: the stored frame is already unreadable
+        // destroyed between encryption and indexing (FOR KEY SHARE waited for any re-key or
+      // destruction holding the row): the stored frame is already unreadable
         throw new LetheError('erasure_in_progress', 'the subject key was destroyed during the append; nothing was recorded');
       }
       return { entryId, keyId, seq };
@@ -122,6 +123,78 @@ export class LogService {
       return this.#open(dek, row, await this.#objects.get(row.segment));
     } finally {
       zeroize(dek);
+    }
+  }
+
+  /**
+   * Rewrites the subject's surviving frames under a new DEK and destroys the old
+   * one: the way one entry of a living subject is erased for real, and what erasure
+   * redactions use. The old key is fenced first (no appends or leases meanwhile); the
+   * new frames are stored before the switch, which commits in one transaction with
+   * the old key's destruction. A failure before the switch lifts the fence and loses
+   * nothing.
+   */
+  async rekeySubject(
+    subject: string,
+    options: { exclude?: readonly string[]; actor: string; reason?: string },
+  ): Promise<{ oldKeyId: string; newKeyId: string; rewritten: number; removed: number }> {
+    const status = await this.#keys.subjectStatus(subject);
+    if (!status.key) throw new LetheError(status.erased ? 'subject_erased' : 'not_found', 'the subject has no live key');
+    const oldKeyId = status.key.keyId;
+    const rows = await this.#db.db.select().from(logEntries).where(eq(logEntries.keyId, oldKeyId)).orderBy(asc(logEntries.seq));
+    const exclude = new Set(options.exclude ?? []);
+    const unknown = [...exclude].filter((id) => !rows.some((r) => r.entryId === id));
+    if (unknown.length > 0) throw new LetheError('validation_failed', `exclude: ${unknown.length} id(s) are not entries of this subject under its live key`);
+    const wasActive = status.key.state === 'active';
+    if (wasActive) await this.#keys.fenceKey(oldKeyId, options.actor);
+    const newKeyId = newId('key');
+    const newDek = randomBytes(32);
+    let oldDek: Uint8Array | undefined;
+    try {
+      ({ dek: oldDek } = await this.#keys.dekFor(oldKeyId));
+      const survivors = rows.filter((r) => !exclude.has(r.entryId));
+      const frames: Uint8Array[] = [];
+      const segments = new Map<string, Uint8Array>();
+      for (const row of survivors) {
+        let bytes = segments.get(row.segment);
+        if (!bytes) {
+          bytes = await this.#objects.get(row.segment);
+          segments.set(row.segment, bytes);
+        }
+        const payload = openFrame(oldDek, { keyId: row.keyId, entryId: row.entryId, seq: row.seq }, frameAt(bytes, { offset: row.frameOffset, length: row.frameLength }));
+        frames.push(sealFrame(newDek, { keyId: newKeyId, entryId: row.entryId, seq: row.seq }, payload));
+      }
+      const segment = `log/${newId('seg')}`;
+      const { bytes, places } = encodeSegment(frames);
+      if (frames.length > 0) await this.#objects.put(segment, bytes);
+      const moved = JSON.stringify(survivors.map((r, i) => ({ entry_id: r.entryId, offset: places[i]!.offset, length: places[i]!.length })));
+      const removed = JSON.stringify([...exclude]);
+      await this.#keys.replaceKey(oldKeyId, {
+        reason: options.reason ?? 'rekey',
+        actor: options.actor,
+        newKeyId,
+        newDek,
+        migrate: async (tx) => {
+          await tx.execute(sql`update log_entries as e
+                                  set key_id = ${newKeyId}, segment = ${segment}, frame_offset = v.offset, frame_length = v.length
+                                 from json_to_recordset(${moved}::json) as v(entry_id text, "offset" integer, length integer)
+                                where e.entry_id = v.entry_id and e.key_id = ${oldKeyId}`);
+          await tx.execute(sql`delete from log_entries
+                                where key_id = ${oldKeyId} and entry_id in (select json_array_elements_text(${removed}::json))`);
+          // An append that started before the fence may have indexed a frame since we
+          // read: destroying the key now would lose an acknowledged entry. Refuse.
+          const [left] = await queryRows<{ n: string | number }>(tx, sql`select count(*) as n from log_entries where key_id = ${oldKeyId}`);
+          if (Number(left?.n ?? 0) > 0) {
+            throw new LetheError('conflict', 'an entry was appended during the re-key; run it again', { retryable: true });
+          }
+        },
+      });
+      return { oldKeyId, newKeyId, rewritten: survivors.length, removed: exclude.size };
+    } catch (e) {
+      if (wasActive) await this.#keys.unfenceKey(oldKeyId, options.actor).catch(() => {});
+      throw e;
+    } finally {
+      zeroize(newDek, oldDek);
     }
   }
 

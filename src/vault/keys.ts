@@ -9,7 +9,7 @@
  */
 import { eq, sql } from 'drizzle-orm';
 import { randomBytes, toBase64Url, zeroize } from '../crypto/index.js';
-import { type Db, queryRows } from '../db/client.js';
+import { type Db, queryRows, type Transaction } from '../db/client.js';
 import { destructionLedger, epochs, subjectKeys, type SubjectKeyRow } from '../db/schema.js';
 import { LetheError, isLetheError } from '../errors.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
@@ -167,36 +167,97 @@ export class KeyService {
         if (!prior) throw new LetheError('not_found', 'no such key');
         return { keyId, destroyedAt: prior.destroyedAt, wrappedEpoch: prior.wrappedEpoch, leasedUntil: prior.leasedUntil, destroyedNow: false };
       }
-      assertKeyTransition(row.state, 'destroyed');
-      // FOR UPDATE waited for every lease batch holding the row: all its leases are visible
-      const until = await leasedUntil(tx, keyId);
-      const destroyedAt = this.#now();
-      await tx.delete(subjectKeys).where(eq(subjectKeys.keyId, keyId));
-      await tx.insert(destructionLedger).values({
-        keyId,
-        subjectHash: row.subjectHash,
-        destroyedAt,
-        reason: options.reason,
-        wrappedEpoch: row.epoch,
-        leasedUntil: until,
-      });
-      await this.#d.audit.append(tx, [
-        {
-          actor: options.actor,
-          action: 'key.destroy',
-          keyId,
-          subjectHash: row.subjectHash,
-          epoch: row.epoch,
-          detail: { reason: options.reason, leasedUntil: until?.toISOString() ?? null },
-        },
-      ]);
-      await notify(tx, { t: 'key', keyId });
-      return { keyId, destroyedAt, wrappedEpoch: row.epoch, leasedUntil: until, destroyedNow: true };
+      return this.#destroyLocked(tx, row, options);
     });
     if (this.#d.cache.dropKey(keyId)) this.#d.metrics.dekCacheInvalidations.inc({ source: 'local' });
     this.#d.metrics.dekCacheEntries.set(this.#d.cache.size);
     if (result.destroyedNow) this.#d.metrics.keysDestroyed.inc();
     return result;
+  }
+
+  /**
+   * Replaces a subject's key with a new one in one transaction: the old key is
+   * destroyed (ledger, audit, notification, as destroyKey), the new key — whose DEK
+   * the caller already used to re-encrypt what survives — becomes the subject's live
+   * key, and `migrate` moves the caller's records onto it inside the same
+   * transaction. The old key may be fenced (the caller fences it first).
+   */
+  async replaceKey(
+    oldKeyId: string,
+    options: {
+      reason: string;
+      actor: string;
+      newKeyId: string;
+      newDek: Uint8Array;
+      migrate: (tx: Transaction) => Promise<void>;
+    },
+  ): Promise<Destruction> {
+    const result = await this.#d.db.db.transaction(async (tx) => {
+      const [row] = await tx.select().from(subjectKeys).where(eq(subjectKeys.keyId, oldKeyId)).for('update');
+      if (!row) throw new LetheError('key_destroyed', 'the key to replace no longer exists');
+      const [active] = await tx.select().from(epochs).where(eq(epochs.state, 'active')).for('share');
+      if (!active) throw new LetheError('unavailable', 'no active KEK epoch');
+      const wrappedDek = await this.#d.provider.wrap(active.epoch, options.newDek, options.newKeyId);
+      const destruction = await this.#destroyLocked(tx, row, options);
+      const now = this.#now();
+      await tx.insert(subjectKeys).values({
+        keyId: options.newKeyId,
+        subjectHash: row.subjectHash,
+        state: 'active',
+        epoch: active.epoch,
+        wrappedDek,
+        createdAt: now,
+        updatedAt: now,
+        nextSeq: row.nextSeq,
+      });
+      await this.#d.audit.append(tx, [
+        {
+          actor: options.actor,
+          action: 'key.create',
+          keyId: options.newKeyId,
+          subjectHash: row.subjectHash,
+          epoch: active.epoch,
+          detail: { replaces: oldKeyId },
+        },
+      ]);
+      await options.migrate(tx);
+      return destruction;
+    });
+    if (this.#d.cache.dropKey(oldKeyId)) this.#d.metrics.dekCacheInvalidations.inc({ source: 'local' });
+    this.#d.metrics.dekCacheEntries.set(this.#d.cache.size);
+    this.#d.metrics.keysDestroyed.inc();
+    this.#d.metrics.keysCreated.inc();
+    return result;
+  }
+
+  /** Destroys a key whose row `tx` holds FOR UPDATE. */
+  async #destroyLocked(tx: Transaction, row: SubjectKeyRow, options: { reason: string; actor: string }): Promise<Destruction> {
+    const keyId = row.keyId;
+    assertKeyTransition(row.state, 'destroyed');
+    // FOR UPDATE waited for every lease batch holding the row: all its leases are visible
+    const until = await leasedUntil(tx, keyId);
+    const destroyedAt = this.#now();
+    await tx.delete(subjectKeys).where(eq(subjectKeys.keyId, keyId));
+    await tx.insert(destructionLedger).values({
+      keyId,
+      subjectHash: row.subjectHash,
+      destroyedAt,
+      reason: options.reason,
+      wrappedEpoch: row.epoch,
+      leasedUntil: until,
+    });
+    await this.#d.audit.append(tx, [
+      {
+        actor: options.actor,
+        action: 'key.destroy',
+        keyId,
+        subjectHash: row.subjectHash,
+        epoch: row.epoch,
+        detail: { reason: options.reason, leasedUntil: until?.toISOString() ?? null },
+      },
+    ]);
+    await notify(tx, { t: 'key', keyId });
+    return { keyId, destroyedAt, wrappedEpoch: row.epoch, leasedUntil: until, destroyedNow: true };
   }
 
   /** Blocks new leases for the key (the erasure engine's fence step). */

@@ -146,3 +146,67 @@ describe('the episodic log on MinIO', () => {
     expect(after[0]!.n).toBe(before[0]!.n);
   });
 });
+
+describe('re-keying a subject', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    const minio = inject('minio');
+    t = await openTestApp({
+      extraEnv: {
+        S3_ENDPOINT: minio.endpoint,
+        S3_ACCESS_KEY: minio.accessKey,
+        S3_SECRET_KEY: minio.secretKey,
+        S3_BUCKET: `lethe-rekey-${randomBytes(4).toString('hex')}`,
+      },
+    });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('rewrites the surviving entries under a new key, erases the excluded ones for real, and destroys the old key', async () => {
+    const ids: string[] = [];
+    for (let i = 1; i <= 5; i++) ids.push((await t.vault.log.append('user:rekey', { text: `entry ${i}` }, 'writer')).entryId);
+    const before = await t.vault.log.list('user:rekey');
+    const oldKeyId = (await t.vault.keys.findKey('user:rekey'))!.keyId;
+    const { dek: oldDek } = await t.vault.keys.dekFor(oldKeyId);
+    const rawCopy = new Map<string, Uint8Array>();
+    for await (const o of t.vault.objects.list('log/')) rawCopy.set(o.key, await t.vault.objects.get(o.key));
+
+    const result = await t.vault.log.rekeySubject('user:rekey', { exclude: [ids[1]!, ids[3]!], actor: 'eraser' });
+    expect(result).toMatchObject({ oldKeyId, rewritten: 3, removed: 2 });
+    expect(result.newKeyId).not.toBe(oldKeyId);
+
+    const after = await t.vault.log.list('user:rekey');
+    expect(after.map((e) => [e.entryId, e.seq, e.text])).toEqual(
+      before.filter((e) => e.entryId !== ids[1] && e.entryId !== ids[3]).map((e) => [e.entryId, e.seq, e.text]),
+    );
+    expect(await t.vault.keys.validity([oldKeyId, result.newKeyId])).toEqual({ [oldKeyId]: 'destroyed', [result.newKeyId]: 'active' });
+    await expect(t.vault.log.get(ids[1]!)).rejects.toMatchObject({ code: 'not_found' });
+    // the excluded entries' frames, in the copy taken before, open under no key lethe holds
+    const { dek: newDek } = await t.vault.keys.dekFor(result.newKeyId);
+    let tried = 0;
+    for (const bytes of rawCopy.values()) {
+      for (const f of decodeSegment(bytes)) {
+        for (const [i, id] of [[2, ids[1]!], [4, ids[3]!]] as const) {
+          expect(() => openFrame(newDek, { keyId: oldKeyId, entryId: id, seq: i }, f.envelope)).toThrow();
+          tried += 1;
+        }
+      }
+    }
+    expect(tried).toBeGreaterThan(0);
+    oldDek.fill(0);
+    // appends continue under the new key after the highest sequence number
+    expect(await t.vault.log.append('user:rekey', { text: 'after' }, 'writer')).toMatchObject({ keyId: result.newKeyId, seq: 6 });
+  });
+
+  it('refuses ids that are not the subject\'s entries, and leaves the key active', async () => {
+    await t.vault.log.append('user:rekey2', { text: 'keep me' }, 'writer');
+    const keyId = (await t.vault.keys.findKey('user:rekey2'))!.keyId;
+    await expect(t.vault.log.rekeySubject('user:rekey2', { exclude: ['entry_not_mine'], actor: 'eraser' })).rejects.toMatchObject({
+      code: 'validation_failed',
+    });
+    expect(await t.vault.keys.findKey('user:rekey2')).toEqual({ keyId, state: 'active' });
+    expect((await t.vault.log.list('user:rekey2')).map((e) => e.text)).toEqual(['keep me']);
+  });
+});
