@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { Command, CommanderError } from 'commander';
 import { CONFIG_VARIABLES, ConfigError, type Config, loadConfig, ROLES, type Role } from '../config/index.js';
 import { isLetheError } from '../errors.js';
+import { compact, fsck } from '../log/maintenance.js';
 import { tokenDigest } from '../http/auth.js';
 import { startServer } from '../http/server.js';
 import { createLogger, describeError, type Logger } from '../observability/logger.js';
@@ -108,6 +109,31 @@ export function buildProgram(): Command {
     .description('List KEK epochs with their state and how many live keys each wraps.')
     .action(async () => {
       await withVault(async (vault) => out({ epochs: await vault.epochs.list() }));
+    });
+
+  const log = program.command('log').description('The episodic log in the object store.');
+  log
+    .command('fsck')
+    .description(
+      'Check that the object store and the index agree: segments stored but not indexed (orphans), indexed but missing (lost). Exits 1 when anything indexed is missing or misplaced.',
+    )
+    .option('--repair', 'delete orphan segments older than the grace period (they hold nothing acknowledged)')
+    .option('--grace-seconds <n>', 'orphans younger than this may belong to an append in flight', '3600')
+    .option('--deep', 'also read every segment and check each indexed frame fits it')
+    .action(async (opts: { repair?: boolean; graceSeconds: string; deep?: boolean }) => {
+      const grace = Number(opts.graceSeconds);
+      if (!Number.isSafeInteger(grace) || grace < 0) throw new ExitError('--grace-seconds must be a whole number of seconds', 2);
+      const report = await withVault((vault) =>
+        fsck({ db: vault.db, objects: vault.objects }, { repair: opts.repair ?? false, graceSeconds: grace, deep: opts.deep ?? false }),
+      );
+      out(report);
+      if (!report.ok) throw new ExitError(`${report.missing.length} indexed segment(s) missing, ${report.badFrames.length} misplaced frame(s)`, 1);
+    });
+  log
+    .command('compact')
+    .description('Rewrite segments without the frames of destroyed keys (storage hygiene; erasure does not depend on it).')
+    .action(async () => {
+      out(await withVault((vault) => compact({ db: vault.db, objects: vault.objects })));
     });
 
   const audit = program.command('audit').description('The MAC-chained audit log.');

@@ -86,7 +86,8 @@ export class FsObjectStore implements ObjectStore {
         if (!key.startsWith(prefix) && !prefix.startsWith(`${key}/`)) continue;
         if (entry.isDirectory()) await walk(path.join(dir, entry.name), key);
         else if (entry.isFile() && !entry.name.endsWith(TMP_SUFFIX)) {
-          all.push({ key, size: (await stat(path.join(dir, entry.name))).size });
+          const s = await stat(path.join(dir, entry.name));
+          all.push({ key, size: s.size, modifiedAt: s.mtime });
         }
       }
     };

@@ -95,7 +95,7 @@ export class S3ObjectStore implements ObjectStore {
           const out: StoredObject[] = [];
           const stream = this.#client.listObjectsV2(this.bucket, prefix, true);
           stream.on('data', (item) => {
-            if (item.name) out.push({ key: item.name, size: item.size ?? 0 });
+            if (item.name) out.push({ key: item.name, size: item.size ?? 0, ...(item.lastModified ? { modifiedAt: new Date(item.lastModified) } : {}) });
           });
           stream.on('error', reject);
           stream.on('end', () => resolve(out));

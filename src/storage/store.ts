@@ -12,6 +12,8 @@ import { LetheError } from '../errors.js';
 export interface StoredObject {
   readonly key: string;
   readonly size: number;
+  /** When the object was last written (listings only). */
+  readonly modifiedAt?: Date;
 }
 
 export interface ObjectStore {

@@ -1,0 +1,74 @@
+import { randomBytes } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryRows } from '../../src/db/client.js';
+import { compact, fsck } from '../../src/log/maintenance.js';
+import { encodeSegment } from '../../src/log/segment.js';
+import { runCli } from '../support/process.js';
+import { openTestVault, type TestVault } from '../support/vault.js';
+
+describe('log fsck and compaction', () => {
+  let tv: TestVault;
+  beforeAll(async () => {
+    tv = await openTestVault();
+  });
+  afterAll(async () => {
+    await tv?.close();
+  });
+
+  it('fsck finds orphan segments and missing ones, repairs orphans past the grace period, and never touches indexed data', async () => {
+    const { vault } = tv;
+    const deps = { db: vault.db, objects: vault.objects };
+    for (const s of ['user:f1', 'user:f2']) for (let i = 0; i < 3; i++) await vault.log.append(s, { text: `${s} ${i}` }, 'writer');
+    expect(await fsck(deps)).toMatchObject({ ok: true, segmentsStored: 6, segmentsIndexed: 6, orphans: [], missing: [] });
+
+    // a writer that crashed between upload and index
+    await vault.objects.put('log/seg_crashed', encodeSegment([randomBytes(80)]).bytes);
+    const young = await fsck(deps, { repair: true, graceSeconds: 3600 });
+    expect(young.orphans).toEqual([{ segment: 'log/seg_crashed', size: expect.any(Number), action: 'kept: younger than the grace period' }]);
+    const repaired = await fsck(deps, { repair: true, graceSeconds: 0 });
+    expect(repaired.orphans).toEqual([{ segment: 'log/seg_crashed', size: expect.any(Number), action: 'deleted' }]);
+    expect(await vault.objects.head('log/seg_crashed')).toBeUndefined();
+
+    // an indexed segment that went missing is reported, not repaired
+    const [row] = await queryRows<{ segment: string }>(vault.db.db, sql`select segment from log_entries order by seq limit 1`);
+    const saved = await vault.objects.get(row!.segment);
+    await vault.objects.delete(row!.segment);
+    const lost = await fsck(deps, { repair: true, graceSeconds: 0, deep: true });
+    expect(lost.ok).toBe(false);
+    expect(lost.missing).toEqual([{ segment: row!.segment, entries: 1 }]);
+    await vault.objects.put(row!.segment, saved);
+    expect((await fsck(deps, { deep: true })).ok).toBe(true);
+    expect((await vault.log.list('user:f1')).map((e) => e.text)).toEqual(['user:f1 0', 'user:f1 1', 'user:f1 2']);
+  });
+
+  it('compaction removes the frames of destroyed keys and keeps every live entry readable', async () => {
+    const { vault } = tv;
+    const deps = { db: vault.db, objects: vault.objects };
+    const doomed = (await vault.keys.findKey('user:f2'))!.keyId;
+    const doomedEntry = (await vault.log.list('user:f2'))[0]!.entryId;
+    await vault.keys.destroyKey(doomed, { reason: 'compaction test', actor: 'admin' });
+    const report = await compact(deps);
+    expect(report).toMatchObject({ segmentsExamined: 3, segmentsRemoved: 3, framesDropped: 3 });
+    expect(await compact(deps)).toMatchObject({ segmentsExamined: 0 });
+    const stored: string[] = [];
+    for await (const o of vault.objects.list('log/')) stored.push(o.key);
+    expect(stored).toHaveLength(3);
+    await expect(vault.log.get(doomedEntry)).rejects.toMatchObject({ code: 'key_destroyed' });
+    expect((await vault.log.list('user:f1')).map((e) => e.text)).toEqual(['user:f1 0', 'user:f1 1', 'user:f1 2']);
+    expect((await fsck(deps, { deep: true })).ok).toBe(true);
+  });
+
+  it('the CLI runs fsck and compact, and refuses a bad grace period', async () => {
+    const env = { ...tv.env };
+    const ok = await runCli(['log', 'fsck', '--deep'], env);
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ ok: true });
+    const bad = await runCli(['log', 'fsck', '--grace-seconds', 'soon'], env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--grace-seconds');
+    const c = await runCli(['log', 'compact'], env);
+    expect(c.code).toBe(0);
+    expect(JSON.parse(c.stdout)).toMatchObject({ segmentsExamined: 0 });
+  }, 60_000);
+});
