@@ -16,6 +16,8 @@ import { type FramePayload, openFrame, sealFrame } from './frame.js';
 import { encodeSegment, frameAt } from './segment.js';
 
 export const MAX_ENTRY_TEXT_BYTES = 64 * 1024;
+export const MAX_RESERVATION = 10_000;
+export const SEGMENT_KEY = /^log\/seg_[A-Za-z0-9_-]{22}$/;
 
 export interface AppendInput {
   readonly text: string;
@@ -76,6 +78,79 @@ export class LogService {
     } finally {
       zeroize(dek);
     }
+  }
+
+  /**
+   * Reserves `count` sequence numbers under the subject's live key for a writer
+   * that encrypts locally (the frame's associated data binds its sequence number, so
+   * the writer needs it before sealing). Gaps left by a writer that dies are fine:
+   * sequence numbers are ordered, not dense.
+   */
+  async reserve(subject: string, count: number, actor: string): Promise<{ keyId: string; firstSeq: number; count: number }> {
+    if (!Number.isSafeInteger(count) || count < 1 || count > MAX_RESERVATION) {
+      throw new LetheError('validation_failed', `count must be 1 to ${MAX_RESERVATION}`);
+    }
+    const { keyId, dek } = await this.#keys.writingKey(subject, actor);
+    zeroize(dek);
+    const [reserved] = await queryRows<{ first: number }>(
+      this.#db.db,
+      sql`update subject_keys set next_seq = next_seq + ${count}, updated_at = now()
+           where key_id = ${keyId} and state = 'active' returning next_seq - ${count} as first`,
+    );
+    if (!reserved) throw new LetheError('erasure_in_progress', 'the subject is being erased; no new entries are accepted');
+    return { keyId, firstSeq: Number(reserved.first), count };
+  }
+
+  /**
+   * Indexes frames a writer sealed and uploaded itself. Each entry must name its
+   * subject's live, active key and a sequence number reserved under it, and fit the
+   * stored segment; entries of a key destroyed or fenced meanwhile are refused
+   * (their frames are unreadable or about to be). Idempotent per entry id.
+   */
+  async register(
+    segment: string,
+    entries: ReadonlyArray<{ entryId: string; subject: string; keyId: string; seq: number; offset: number; length: number }>,
+  ): Promise<Array<{ entryId: string; status: 'registered' | 'key_destroyed' | 'erasure_in_progress' }>> {
+    if (!SEGMENT_KEY.test(segment)) throw new LetheError('validation_failed', 'segment must be log/seg_<22 base64url characters>');
+    const stored = await this.#objects.head(segment);
+    if (!stored) throw new LetheError('validation_failed', 'segment: no such object in the store (upload it first)');
+    const rows = entries.map((e) => {
+      if (e.offset < 16 || e.length < 1 || e.offset + e.length > stored.size) {
+        throw new LetheError('validation_failed', `entries: ${e.entryId} does not fit the stored segment`);
+      }
+      return { ...e, subjectHash: Buffer.from(this.#keys.subjectHash(e.subject)).toString('hex') };
+    });
+    const json = JSON.stringify(
+      rows.map((r) => ({ entry_id: r.entryId, subject_hash: r.subjectHash, key_id: r.keyId, seq: r.seq, offset: r.offset, length: r.length })),
+    );
+    const result = await queryRows<{ entry_id: string; status: string }>(
+      this.#db.db,
+      sql`with v as (
+            select * from json_to_recordset(${json}::json)
+              as v(entry_id text, subject_hash text, key_id text, seq integer, "offset" integer, length integer)),
+          keys as (
+            select key_id, subject_hash, state, next_seq from subject_keys
+             where key_id in (select key_id from v) for key share),
+          ok as (
+            select v.* from v join keys k on k.key_id = v.key_id
+             where k.state = 'active' and k.subject_hash = decode(v.subject_hash, 'hex') and v.seq >= 1 and v.seq < k.next_seq),
+          ins as (
+            insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at)
+            select entry_id, decode(subject_hash, 'hex'), key_id, seq, ${segment}, "offset", length, now() from ok
+            on conflict (entry_id) do nothing
+            returning entry_id)
+          select v.entry_id,
+                 case when exists (select 1 from ok where ok.entry_id = v.entry_id) then 'registered'
+                      when k.key_id is null then 'key_destroyed'
+                      when k.state = 'fenced' then 'erasure_in_progress'
+                      else 'invalid' end as status
+            from v left join keys k on k.key_id = v.key_id`,
+    );
+    const invalid = result.filter((r) => r.status === 'invalid');
+    if (invalid.length > 0) {
+      throw new LetheError('validation_failed', `entries: ${invalid.length} entr(y/ies) name a key of another subject or a sequence number never reserved`);
+    }
+    return result.map((r) => ({ entryId: r.entry_id, status: r.status as 'registered' | 'key_destroyed' | 'erasure_in_progress' }));
   }
 
   /** The subject's readable entries (under its live key) in append order. */

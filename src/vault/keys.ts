@@ -130,6 +130,11 @@ export class KeyService {
     return { ...current, subjectHash };
   }
 
+  /** The keyed hash that names the subject in the database. */
+  subjectHash(subject: string): Uint8Array {
+    return this.#d.hasher.hash(subject);
+  }
+
   /** Whether the subject has a live key, had one destroyed, or was never seen. */
   async subjectStatus(subject: string): Promise<{ subjectHash: Uint8Array; key?: { keyId: string; state: 'active' | 'fenced' }; erased: boolean }> {
     const subjectHash = this.#d.hasher.hash(subject);

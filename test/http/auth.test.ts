@@ -5,6 +5,8 @@
  * document, so a new /v1 route without a row here fails this file.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sealFrame } from '../../src/log/frame.js';
+import { encodeSegment } from '../../src/log/segment.js';
 import { openTestApp, type TestApp, type TestRole, TOKENS } from '../support/vault.js';
 
 const ROLES: readonly TestRole[] = ['writer', 'backup', 'eraser', 'admin'];
@@ -25,6 +27,7 @@ let t: TestApp;
 let destroyKeyId = '';
 let liveKeyId = '';
 let entryId = '';
+let registration: unknown;
 
 const ROUTES: readonly RouteCase[] = [
   {
@@ -79,6 +82,20 @@ const ROUTES: readonly RouteCase[] = [
     path: () => '/v1/subjects/user:auth-live/entries',
   },
   {
+    method: 'POST',
+    template: '/v1/subjects/{subject}/entries/reservations',
+    allowed: ['writer', 'admin'],
+    path: () => '/v1/subjects/user:auth-live/entries/reservations',
+    body: () => ({ count: 2 }),
+  },
+  {
+    method: 'POST',
+    template: '/v1/segments',
+    allowed: ['writer', 'admin'],
+    path: () => '/v1/segments',
+    body: () => registration,
+  },
+  {
     method: 'GET',
     template: '/v1/entries/{entryId}',
     allowed: ['writer', 'admin'],
@@ -91,6 +108,14 @@ beforeAll(async () => {
   liveKeyId = (await t.vault.keys.ensureKey('user:auth-live', 'writer')).keyId;
   destroyKeyId = (await t.vault.keys.ensureKey('user:auth-destroy', 'writer')).keyId;
   entryId = (await t.vault.log.append('user:auth-live', { text: 'seed' }, 'writer')).entryId;
+  // a segment a writer uploaded itself, registered (idempotently) by every allowed role
+  const { keyId, firstSeq } = await t.vault.log.reserve('user:auth-live', 1, 'writer');
+  const { dek } = await t.vault.keys.dekFor(keyId);
+  const ownEntryId = `entry_${'A'.repeat(22)}`;
+  const { bytes, places } = encodeSegment([sealFrame(dek, { keyId, entryId: ownEntryId, seq: firstSeq }, { text: 'own', kind: null, metadata: null })]);
+  const segment = `log/seg_${'B'.repeat(22)}`;
+  await t.vault.objects.put(segment, bytes);
+  registration = { segment, entries: [{ entryId: ownEntryId, subject: 'user:auth-live', keyId, seq: firstSeq, ...places[0]! }] };
 });
 afterAll(async () => {
   await t?.close();

@@ -1,6 +1,6 @@
 /** Episodic log: POST/GET /v1/subjects/{subject}/entries, GET /v1/entries/{entryId}. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import type { Entry } from '../../log/service.js';
+import { type Entry, MAX_RESERVATION, SEGMENT_KEY } from '../../log/service.js';
 import type { Vault } from '../../vault/vault.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
 import { authErrors, json, jsonBody, problemResponse, security, SubjectParam } from '../schemas.js';
@@ -104,6 +104,70 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, token
       const entry = await vault.log.get(c.req.valid('param').entryId);
       c.header('cache-control', 'no-store');
       return c.json(shape(entry), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/subjects/{subject}/entries/reservations',
+      tags: ['log'],
+      summary: 'Reserve sequence numbers under the subject\'s key (writers that encrypt locally)',
+      security,
+      middleware: [authorize(tokens, 'writer')] as const,
+      request: { params: SubjectParam, body: jsonBody(z.object({ count: z.number().int().min(1).max(MAX_RESERVATION) }).openapi('ReservationRequest')) },
+      responses: {
+        201: json(z.object({ keyId: z.string(), firstSeq: z.number().int(), count: z.number().int() }).openapi('Reservation'), 'Reserved'),
+        409: problemResponse('erasure_in_progress'),
+        ...authErrors,
+      },
+    }),
+    async (c) => {
+      const { subject } = c.req.valid('param');
+      return c.json(await vault.log.reserve(subject, c.req.valid('json').count, c.get('role')), 201);
+    },
+  );
+
+  const RegisterRequest = z
+    .object({
+      segment: z.string().regex(SEGMENT_KEY, 'must be log/seg_<22 base64url characters>'),
+      entries: z
+        .array(
+          z.object({
+            entryId: z.string().regex(/^entry_[A-Za-z0-9_-]{22}$/, 'must be entry_<22 base64url characters>'),
+            subject: SubjectParam.shape.subject,
+            keyId: z.string().min(1).max(100),
+            seq: z.number().int().min(1),
+            offset: z.number().int().min(0),
+            length: z.number().int().min(1),
+          }),
+        )
+        .min(1)
+        .max(10_000),
+    })
+    .openapi('RegisterSegmentRequest');
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/segments',
+      tags: ['log'],
+      summary: 'Index the frames of a segment a writer sealed and uploaded itself',
+      description: 'An append made by a writer is acknowledged only once this answers registered for it.',
+      security,
+      middleware: [authorize(tokens, 'writer')] as const,
+      request: { body: jsonBody(RegisterRequest) },
+      responses: {
+        201: json(
+          z.object({ results: z.array(z.object({ entryId: z.string(), status: z.enum(['registered', 'key_destroyed', 'erasure_in_progress']) })) }),
+          'Per-entry outcome',
+        ),
+        ...authErrors,
+      },
+    }),
+    async (c) => {
+      const { segment, entries } = c.req.valid('json');
+      return c.json({ results: await vault.log.register(segment, entries) }, 201);
     },
   );
 }
