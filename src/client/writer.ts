@@ -80,6 +80,11 @@ export class LetheWriter {
     this.#sweeper.unref();
   }
 
+  /** How many subjects' DEKs the writer holds right now (each zeroed when its lease ends). */
+  get leasesHeld(): number {
+    return this.#leases.size;
+  }
+
   /** Seals the entry locally and resolves once it is stored and registered. */
   async append(subject: string, entry: { text: string; kind?: string; metadata?: Record<string, unknown> }): Promise<AppendedEntry> {
     if (this.#closed) throw new LetheError('validation_failed', 'the writer is closed');

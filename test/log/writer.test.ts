@@ -159,4 +159,43 @@ describe('the writer client', () => {
     await w.close();
     expect((await server.vault.log.list('user:flight')).map((e) => e.text)).toEqual(['three']);
   });
+
+  it('renews a lease before it lapses, and drops (zeroes) DEKs whose lease ended or when it closes', async () => {
+    const short = await createTestDatabase();
+    const env = testEnv({
+      databaseUrl: short.url,
+      dataDir: tempDir(),
+      extra: {
+        PORT: '0',
+        LETHE_LEASE_TTL_SECONDS: '2',
+        S3_ENDPOINT: minio.endpoint,
+        S3_ACCESS_KEY: minio.accessKey,
+        S3_SECRET_KEY: minio.secretKey,
+        S3_BUCKET: `${bucket}-ttl`,
+      },
+    });
+    const svc = await startServer(loadConfig(env), createLogger('silent'));
+    try {
+      const w = new LetheWriter({ baseUrl: `http://127.0.0.1:${svc.port}`, token: TOKENS.writer, store: new S3ObjectStore({ ...minio, bucket: `${bucket}-ttl` }), segmentMaxAgeMs: 10 });
+      const first = await w.append('user:ttl', { text: 'one' });
+      await new Promise((r) => setTimeout(r, 1700)); // past the renewal point (TTL - TTL/5)
+      await w.append('user:ttl', { text: 'two' });
+      const leases = await queryRows<{ n: string }>(
+        svc.vault.db.db,
+        sql`select count(*) as n from audit_log where action = 'key.lease' and key_id = ${first.keyId}`,
+      );
+      expect(Number(leases[0]!.n)).toBe(2);
+      expect(w.leasesHeld).toBe(1);
+      await new Promise((r) => setTimeout(r, 3200)); // lease over; the sweep drops it
+      expect(w.leasesHeld).toBe(0);
+      await w.append('user:ttl', { text: 'three' });
+      expect(w.leasesHeld).toBe(1);
+      await w.close();
+      expect(w.leasesHeld).toBe(0);
+      expect((await svc.vault.log.list('user:ttl')).map((e) => e.text)).toEqual(['one', 'two', 'three']);
+    } finally {
+      await svc.close();
+      await short.drop();
+    }
+  });
 });

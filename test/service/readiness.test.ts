@@ -23,11 +23,12 @@ describe('readiness with MinIO', () => {
     const res = await t.call('GET', '/readyz', { role: 'none' });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: 'ok', checks: { database: 'ok', objectStore: 'ok' } });
+    expect((await t.call('POST', '/v1/subjects/user:ready/entries', { body: { text: 'before the outage' } })).status).toBe(201);
   });
 
   it('answers 503 naming the object store once MinIO is gone, and keys still lease', async () => {
     const lease = await t.vault.keys.lease('user:ready', 'writer');
-    await minio.stop();
+    await minio.stop({ keepData: true });
     const res = await t.call('GET', '/readyz', { role: 'none' });
     expect(res.status).toBe(503);
     expect(await res.json()).toEqual({ status: 'unavailable', checks: { database: 'ok', objectStore: 'failed' } });
@@ -41,6 +42,17 @@ describe('readiness with MinIO', () => {
     expect(res.headers.get('content-type')).toBe('application/problem+json');
     expect(((await res.json()) as { code: string }).code).toBe('unavailable');
     const rows = await t.vault.db.db.select().from(logEntries);
-    expect(rows).toEqual([]);
+    expect(rows).toHaveLength(1); // only the entry acknowledged before the outage
+  });
+
+  it('once MinIO is back, appends resume and everything acknowledged before is readable', async () => {
+    const refused = await t.vault.log.append('user:ready', { text: 'refused while down' }, 'writer').catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'unavailable' });
+    minio = await startMinio(minioBinary(), minio);
+    const res = await t.call('GET', '/readyz', { role: 'none' });
+    expect(res.status).toBe(200);
+    const after = await t.call('POST', '/v1/subjects/user:ready/entries', { body: { text: 'after the outage' } });
+    expect(after.status).toBe(201);
+    expect((await t.vault.log.list('user:ready')).map((e) => e.text)).toEqual(['before the outage', 'after the outage']);
   });
 });

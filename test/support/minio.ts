@@ -13,7 +13,10 @@ export interface MinioServer {
   readonly endpoint: string;
   readonly accessKey: string;
   readonly secretKey: string;
-  stop(): Promise<void>;
+  readonly port: number;
+  readonly dataDir: string;
+  /** Stops the server; its data directory is removed unless `keepData`. */
+  stop(options?: { keepData?: boolean }): Promise<void>;
 }
 
 /** The MinIO binary, building it from source the first time. Throws a plain message when it cannot. */
@@ -36,11 +39,12 @@ async function freePort(): Promise<number> {
   });
 }
 
-export async function startMinio(binary: string): Promise<MinioServer> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'lethe-minio-'));
-  const accessKey = 'lethe-test-access';
-  const secretKey = `lethe-test-secret-${process.pid}`;
-  const port = await freePort();
+/** Starts MinIO; pass `again` (a stopped server kept with keepData) to restart it in place. */
+export async function startMinio(binary: string, again?: MinioServer): Promise<MinioServer> {
+  const dataDir = again?.dataDir ?? mkdtempSync(path.join(tmpdir(), 'lethe-minio-'));
+  const accessKey = again?.accessKey ?? 'lethe-test-access';
+  const secretKey = again?.secretKey ?? `lethe-test-secret-${process.pid}`;
+  const port = again?.port ?? (await freePort());
   const consolePort = await freePort();
   const child: ChildProcess = spawn(
     binary,
@@ -72,7 +76,9 @@ export async function startMinio(binary: string): Promise<MinioServer> {
     endpoint,
     accessKey,
     secretKey,
-    async stop() {
+    port,
+    dataDir,
+    async stop(options = {}) {
       if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((r) => child.once('exit', r));
         child.kill('SIGTERM');
@@ -80,7 +86,7 @@ export async function startMinio(binary: string): Promise<MinioServer> {
         await exited;
         clearTimeout(t);
       }
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!options.keepData) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
