@@ -16,6 +16,7 @@ import { decodeSegment } from '../../src/log/segment.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { S3ObjectStore } from '../../src/storage/s3.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
+import { filesContaining } from '../support/files.js';
 import { TOKENS, tempDir, testEnv } from '../support/vault.js';
 
 const SUBJECTS = Array.from({ length: 12 }, (_, i) => `user:w${i}`);
@@ -99,7 +100,10 @@ describe('the writer client', () => {
       sql`select entry_id, key_id, seq, segment, frame_offset from log_entries`,
     );
     let victimFrames = 0;
-    for (const [name, bytes] of [...rawCopy, [`${victimSegment!.segment}`, new Uint8Array(Buffer.concat(chunks))] as const]) {
+    const current: Array<[string, Uint8Array]> = [];
+    for await (const o of store.list('log/')) current.push([o.key, await store.get(o.key)]);
+    const sources: Array<readonly [string, Uint8Array]> = [...current, ...rawCopy, [victimSegment!.segment, new Uint8Array(Buffer.concat(chunks))]];
+    for (const [name, bytes] of sources) {
       const frames = decodeSegment(bytes);
       for (const row of rows.filter((r) => r.segment === name)) {
         const frame = frames.find((f) => f.offset === row.frame_offset)!;
@@ -113,11 +117,11 @@ describe('the writer client', () => {
         }
       }
     }
-    expect(victimFrames).toBeGreaterThanOrEqual(6);
+    expect(victimFrames).toBeGreaterThanOrEqual(11); // 5 current + 5 in the raw copy + at least one noncurrent
     await expect(vault.log.list(victim)).rejects.toMatchObject({ code: 'subject_erased' });
   });
 
-  it('a canary written through the writer is in no plain bytes at rest: not in the MinIO objects, not in a pg_dump', async () => {
+  it('a canary written through the writer is in no plain bytes at rest: not in the MinIO data directory, not in a pg_dump', async () => {
     const canary = `CANARY-${randomBytes(8).toString('hex')}`;
     const w = writer();
     await w.append('user:canary', { text: `the secret is ${canary}`, metadata: { note: canary } });
@@ -126,6 +130,9 @@ describe('the writer client', () => {
     execFileSync('pg_dump', ['--format=plain', `--file=${dumpFile}`, db.url]);
     expect(readFileSync(dumpFile, 'utf8')).not.toContain(canary);
     for await (const o of store.list('')) expect(Buffer.from(await store.get(o.key)).includes(Buffer.from(canary))).toBe(false);
+    const onDisk = filesContaining(minio.dataDir, canary);
+    expect(onDisk.filesRead).toBeGreaterThan(0);
+    expect(onDisk.hits).toEqual([]);
     expect((await server.vault.log.list('user:canary'))[0]!.text).toBe(`the secret is ${canary}`);
   });
 

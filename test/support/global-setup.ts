@@ -11,7 +11,7 @@ import { minioBinary, startMinio } from './minio.js';
 declare module 'vitest' {
   export interface ProvidedContext {
     pgAdminUrl: string;
-    minio: { endpoint: string; accessKey: string; secretKey: string };
+    minio: { endpoint: string; accessKey: string; secretKey: string; dataDir: string };
   }
 }
 
@@ -35,6 +35,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
 
   const minio = await startMinio(minioBinary());
   process.stderr.write(`lethe tests: MinIO at ${minio.endpoint}\n`);
-  project.provide('minio', { endpoint: minio.endpoint, accessKey: minio.accessKey, secretKey: minio.secretKey });
+  project.provide('minio', { endpoint: minio.endpoint, accessKey: minio.accessKey, secretKey: minio.secretKey, dataDir: minio.dataDir });
   return () => minio.stop();
 }
