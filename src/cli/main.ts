@@ -130,6 +130,17 @@ export function buildProgram(): Command {
       if (!report.ok) throw new ExitError(`${report.missing.length} indexed segment(s) missing, ${report.badFrames.length} misplaced frame(s)`, 1);
     });
   log
+    .command('rekey')
+    .description(
+      "Rewrite a subject's surviving entries under a new key and destroy the old one; --exclude erases those entries for real.",
+    )
+    .argument('<subject>', 'the subject id')
+    .option('--exclude <entryId...>', 'entries to erase')
+    .option('--reason <text>', 'recorded in the destruction ledger', 'rekey')
+    .action(async (subject: string, opts: { exclude?: string[]; reason: string }) => {
+      out(await withVault((vault) => vault.log.rekeySubject(subject, { exclude: opts.exclude ?? [], actor: 'cli', reason: opts.reason })));
+    });
+  log
     .command('compact')
     .description('Rewrite segments without the frames of destroyed keys (storage hygiene; erasure does not depend on it).')
     .action(async () => {

@@ -70,5 +70,13 @@ describe('log fsck and compaction', () => {
     const c = await runCli(['log', 'compact'], env);
     expect(c.code).toBe(0);
     expect(JSON.parse(c.stdout)).toMatchObject({ segmentsExamined: 0 });
-  }, 60_000);
+    const [first] = await tv.vault.log.list('user:f1');
+    const r = await runCli(['log', 'rekey', 'user:f1', '--exclude', first!.entryId], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ rewritten: 2, removed: 1 });
+    expect((await tv.vault.log.list('user:f1')).map((e) => e.text)).toEqual(['user:f1 1', 'user:f1 2']);
+    const unknown = await runCli(['log', 'rekey', 'user:nobody'], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('not_found');
+  }, 90_000);
 });
