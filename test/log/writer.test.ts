@@ -17,6 +17,7 @@ import { createLogger } from '../../src/observability/logger.js';
 import { S3ObjectStore } from '../../src/storage/s3.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
 import { filesContaining } from '../support/files.js';
+import { spawnProcess } from '../support/process.js';
 import { TOKENS, tempDir, testEnv } from '../support/vault.js';
 
 const SUBJECTS = Array.from({ length: 12 }, (_, i) => `user:w${i}`);
@@ -136,24 +137,29 @@ describe('the writer client', () => {
     expect((await server.vault.log.list('user:canary'))[0]!.text).toBe(`the secret is ${canary}`);
   });
 
-  it('a writer that dies between upload and registration acknowledges nothing; fsck reports the orphan and repairs it', async () => {
+  it('a writer killed between upload and registration acknowledges nothing; fsck reports the orphan and repairs it', async () => {
     const ok = writer();
     const kept = await ok.append('user:crash', { text: 'acknowledged' });
     await ok.close();
-    const crashing = writer({
-      beforeRegister: async () => {
-        throw new Error('writer killed');
-      },
+    const crash = spawnProcess(process.execPath, ['--import', 'tsx', 'test/support/crash-writer.ts'], {
+      CRASH_BASE_URL: `http://127.0.0.1:${server.port}`,
+      CRASH_TOKEN: TOKENS.writer,
+      CRASH_S3: JSON.stringify({ endpoint: minio.endpoint, accessKey: minio.accessKey, secretKey: minio.secretKey, bucket }),
+      CRASH_SUBJECT: 'user:crash',
     });
-    await expect(crashing.append('user:crash', { text: 'never acknowledged' })).rejects.toThrow('writer killed');
-    await crashing.close();
+    await crash.exited;
+    expect(crash.child.signalCode).toBe('SIGKILL');
+    expect(crash.stdout()).toMatch(/^uploaded log\/seg_/);
+    expect(crash.stdout()).not.toContain('acknowledged');
     const deps = { db: server.vault.db, objects: server.vault.objects };
+    const found = await fsck(deps);
+    expect(found.orphans.map((o) => [o.segment, o.action])).toEqual([[crash.stdout().split(' ')[1]!.trim(), 'reported']]);
     const report = await fsck(deps, { repair: true, graceSeconds: 0 });
     expect(report.ok).toBe(true);
-    expect(report.orphans).toHaveLength(1);
-    expect(report.orphans[0]!.action).toBe('deleted');
+    expect(report.orphans.map((o) => o.action)).toEqual(['deleted']);
+    expect((await fsck(deps)).orphans).toEqual([]);
     expect((await server.vault.log.list('user:crash')).map((e) => [e.entryId, e.text])).toEqual([[kept.entryId, 'acknowledged']]);
-  });
+  }, 60_000);
 
   it('an append for a subject whose key is destroyed in flight is refused, and the next one uses the new key', async () => {
     const w = writer();
