@@ -1,11 +1,14 @@
 /**
- * `npm run bench`: the three benchmarks in sequence, each in its own Node process,
+ * `npm run bench`: the four benchmarks in sequence, each in its own Node process,
  * then one summary. Prints human tables on stdout (progress on stderr) and writes
- * bench/results.json.
+ * bench/results.json (a full run) or bench/results-<names>.json (a BENCH_ONLY subset,
+ * e.g. bench/results-append.json), so a partial run never overwrites the full figures.
  *
  *   1. lease    POST .../key/lease req/s vs GET /healthz req/s (service as a child process)
  *   2. envelope lethe seal+open MB/s vs node:crypto AES-256-GCM, 64 B .. 1 MiB
  *   3. rewrap   KEK rotation keys/s vs crypto-only unwrap+wrap; peak heap, BENCH_KEYS vs BENCH_KEYS/10
+ *   4. append   LetheWriter appends/s vs plain store.put with the same batching (real MinIO);
+ *               entries/s read back through GET .../entries; stored bytes of overhead per frame
  *
  * Every figure is a ratio against a baseline measured in the same run, next to the
  * absolute numbers. Nothing here asserts on timings.
@@ -18,12 +21,13 @@
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { type AppendResult, formatAppend } from './append.js';
 import { type EnvelopeResult, formatEnvelope } from './envelope.js';
 import { formatLease, type LeaseResult } from './lease.js';
 import { BENCH_DIR, benchKeys, fmtBytes, fmtNum, fmtRatio, fmtSeconds, progress, QUICK, runChild, table } from './lib.js';
 import { formatRewrap, type RewrapResult } from './rewrap.js';
 
-type Name = 'lease' | 'envelope' | 'rewrap';
+type Name = 'lease' | 'envelope' | 'rewrap' | 'append';
 
 interface Section<T> {
   readonly ok: boolean;
@@ -33,7 +37,7 @@ interface Section<T> {
   readonly error?: string;
 }
 
-const ALL: Name[] = ['lease', 'envelope', 'rewrap'];
+const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append'];
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean) as Name[] | undefined;
 const selected = ALL.filter((n) => !only || only.includes(n));
 
@@ -62,6 +66,7 @@ for (const name of selected) {
 const lease = sections.lease as Section<LeaseResult> | undefined;
 const envelope = sections.envelope as Section<EnvelopeResult> | undefined;
 const rewrap = sections.rewrap as Section<RewrapResult> | undefined;
+const append = sections.append as Section<AppendResult> | undefined;
 const totalSeconds = (performance.now() - t0) / 1000;
 
 // ------------------------------------------------------------------ report
@@ -89,6 +94,11 @@ out.push('');
 out.push('== 3. KEK rotation (re-wrap) ==');
 if (rewrap?.result) out.push(formatRewrap(rewrap.result), sectionLine('rewrap', rewrap));
 else out.push(rewrap ? `FAILED: ${rewrap.error}` : 'skipped');
+
+out.push('');
+out.push('== 4. Appends through the writer client ==');
+if (append?.result) out.push(formatAppend(append.result), sectionLine('append', append));
+else out.push(append ? `FAILED: ${append.error}` : 'skipped');
 
 const summary: string[][] = [];
 if (lease?.result) {
@@ -131,6 +141,27 @@ if (rewrap?.result) {
     r.small.verification.ok && r.large.verification.ok ? 'ok' : 'FAILED',
   ]);
 }
+if (append?.result) {
+  const r = append.result;
+  summary.push([
+    'append entries/s: LetheWriter ÷ plain put, same batching',
+    `${fmtNum(r.writer.entriesPerSec, 0)} / ${fmtNum(r.baseline.entriesPerSec, 0)}`,
+    fmtRatio(r.ratio),
+    `target >= ${r.target}: ${r.ratio >= r.target ? 'met' : 'NOT met'}; writer ${fmtNum(r.writer.mbPerSec, 2)} MB/s of text${r.valid ? '' : '; INVALID RUN (see warnings)'}`,
+  ]);
+  summary.push([
+    `read entries/s (GET .../entries, ${r.read.subjects.toLocaleString('en-US')} subjects)`,
+    fmtNum(r.read.entriesPerSec, 0),
+    '',
+    `${fmtNum(r.read.segmentGetsPerRequest, 1)} segments fetched per request; ${fmtRatio(r.read.readAmplification)} bytes fetched per text byte`,
+  ]);
+  summary.push([
+    'stored bytes of overhead per frame (512 B entries)',
+    fmtNum(r.overhead.perFrame, 1),
+    '',
+    `envelope fixed ${r.overhead.envelopeFixed} B (key id ${r.overhead.keyIdLength} B); predicted ${fmtNum(r.overhead.predictedPerFrame, 1)} B`,
+  ]);
+}
 out.push('');
 out.push('== Summary (ratio = measured ÷ same-run baseline) ==');
 out.push(table(['figure', 'measured / baseline', 'ratio', 'note'], summary));
@@ -145,7 +176,8 @@ if (maxLoad > os.cpus().length) {
 }
 process.stdout.write(`${out.join('\n')}\n`);
 
-const resultsFile = path.join(BENCH_DIR, 'results.json');
+// a BENCH_ONLY subset goes to its own file: bench/results.json keeps the last full run
+const resultsFile = path.join(BENCH_DIR, only ? `results-${selected.join('-') || 'none'}.json` : 'results.json');
 await writeFile(
   resultsFile,
   `${JSON.stringify(
@@ -159,6 +191,7 @@ await writeFile(
       lease: lease ?? null,
       envelope: envelope ?? null,
       rewrap: rewrap ?? null,
+      append: append ?? null,
     },
     null,
     2,
