@@ -81,3 +81,22 @@ export function frameAt(bytes: Uint8Array, place: FramePlace): Uint8Array {
   if (declared !== length) throw new LetheError('segment_malformed', 'indexed frame length does not match the segment');
   return bytes.subarray(offset, offset + length);
 }
+
+/**
+ * The byte range to fetch for one indexed frame without reading its segment: the
+ * frame's length prefix and the frame.
+ */
+export function frameRange(place: FramePlace): { offset: number; length: number } {
+  if (!Number.isSafeInteger(place.offset) || !Number.isSafeInteger(place.length) || place.offset < HEADER + 4 || place.length < 1) {
+    throw new LetheError('segment_malformed', 'indexed frame lies outside any segment');
+  }
+  return { offset: place.offset - 4, length: place.length + 4 };
+}
+
+/** The envelope in bytes fetched by frameRange, after checking its length prefix. */
+export function frameFromRange(bytes: Uint8Array, place: FramePlace): Uint8Array {
+  if (bytes.length !== place.length + 4) throw new LetheError('segment_malformed', 'indexed frame lies outside its segment');
+  const declared = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(0);
+  if (declared !== place.length) throw new LetheError('segment_malformed', 'indexed frame length does not match the segment');
+  return bytes.subarray(4);
+}

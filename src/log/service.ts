@@ -13,10 +13,25 @@ import type { ObjectStore } from '../storage/store.js';
 import { newId } from '../vault/ids.js';
 import type { KeyService } from '../vault/keys.js';
 import { type FramePayload, openFrame, sealFrame } from './frame.js';
-import { encodeSegment, frameAt } from './segment.js';
+import { encodeSegment, frameAt, frameFromRange, frameRange } from './segment.js';
 
 export const MAX_ENTRY_TEXT_BYTES = 64 * 1024;
 export const MAX_RESERVATION = 10_000;
+const READ_CONCURRENCY = 8;
+
+/** `fn` over `items` with at most `limit` calls in flight; results in input order. */
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
 export const SEGMENT_KEY = /^log\/seg_[A-Za-z0-9_-]{22}$/;
 
 export interface AppendInput {
@@ -168,17 +183,9 @@ export class LogService {
     if (rows.length === 0) return [];
     const { dek } = await this.#keys.dekFor(status.key.keyId);
     try {
-      const segments = new Map<string, Uint8Array>();
-      const out: Entry[] = [];
-      for (const row of rows) {
-        let bytes = segments.get(row.segment);
-        if (!bytes) {
-          bytes = await this.#objects.get(row.segment);
-          segments.set(row.segment, bytes);
-        }
-        out.push(this.#open(dek, row, bytes));
-      }
-      return out;
+      // ranged reads of just the subject's frames, a few at a time, in append order
+      const envelopes = await mapLimit(rows, READ_CONCURRENCY, (row) => this.#fetchFrame(row));
+      return rows.map((row, i) => this.#open(dek, row, envelopes[i]!));
     } finally {
       zeroize(dek);
     }
@@ -195,10 +202,16 @@ export class LogService {
       throw e;
     }
     try {
-      return this.#open(dek, row, await this.#objects.get(row.segment));
+      return this.#open(dek, row, await this.#fetchFrame(row));
     } finally {
       zeroize(dek);
     }
+  }
+
+  async #fetchFrame(row: typeof logEntries.$inferSelect): Promise<Uint8Array> {
+    const place = { offset: row.frameOffset, length: row.frameLength };
+    const range = frameRange(place);
+    return frameFromRange(await this.#objects.getRange(row.segment, range.offset, range.length), place);
   }
 
   /**
@@ -273,8 +286,7 @@ export class LogService {
     }
   }
 
-  #open(dek: Uint8Array, row: typeof logEntries.$inferSelect, segment: Uint8Array): Entry {
-    const envelope = frameAt(segment, { offset: row.frameOffset, length: row.frameLength });
+  #open(dek: Uint8Array, row: typeof logEntries.$inferSelect, envelope: Uint8Array): Entry {
     const payload = openFrame(dek, { keyId: row.keyId, entryId: row.entryId, seq: row.seq }, envelope);
     return { entryId: row.entryId, seq: row.seq, createdAt: row.createdAt, text: payload.text, kind: payload.kind, metadata: payload.metadata };
   }

@@ -56,6 +56,23 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
+  async getRange(key: string, offset: number, length: number): Promise<Uint8Array> {
+    let handle;
+    try {
+      handle = await open(this.#path(key), 'r');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new LetheError('not_found', `no object ${key} in ${this.bucket}`);
+      throw e;
+    }
+    try {
+      const out = new Uint8Array(length);
+      const { bytesRead } = await handle.read(out, 0, length, offset);
+      return out.subarray(0, bytesRead);
+    } finally {
+      await handle.close();
+    }
+  }
+
   async head(key: string): Promise<StoredObject | undefined> {
     try {
       const s = await stat(this.#path(key));

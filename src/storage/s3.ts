@@ -72,6 +72,17 @@ export class S3ObjectStore implements ObjectStore {
     }, key);
   }
 
+  async getRange(key: string, offset: number, length: number): Promise<Uint8Array> {
+    assertObjectKey(key);
+    if (length === 0) return new Uint8Array(0);
+    return this.#call(async () => {
+      const stream = await this.#client.getPartialObject(this.bucket, key, offset, length);
+      const chunks: Buffer[] = [];
+      for await (const chunk of stream) chunks.push(chunk as Buffer);
+      return new Uint8Array(Buffer.concat(chunks));
+    }, key);
+  }
+
   async head(key: string): Promise<StoredObject | undefined> {
     assertObjectKey(key);
     try {

@@ -25,6 +25,8 @@ export interface ObjectStore {
   put(key: string, body: Uint8Array): Promise<void>;
   /** The object's bytes; not_found when there is none. */
   get(key: string): Promise<Uint8Array>;
+  /** `length` bytes of the object from `offset`; not_found when there is none. */
+  getRange(key: string, offset: number, length: number): Promise<Uint8Array>;
   /** Size of the object, or undefined when there is none. */
   head(key: string): Promise<StoredObject | undefined>;
   /** Removes the object (its current version); absent objects are not an error. */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { randomBytes } from '../../src/crypto/index.js';
 import { LetheError } from '../../src/errors.js';
 import { openFrame, sealFrame } from '../../src/log/frame.js';
-import { decodeSegment, encodeSegment, frameAt } from '../../src/log/segment.js';
+import { decodeSegment, encodeSegment, frameAt, frameFromRange, frameRange } from '../../src/log/segment.js';
 
 describe('log segments', () => {
   it('round-trip many frames, and the recorded places find each frame alone', () => {
@@ -11,6 +11,19 @@ describe('log segments', () => {
     const decoded = decodeSegment(bytes);
     expect(decoded.map((d) => Buffer.from(d.envelope))).toEqual(frames.map((f) => Buffer.from(f)));
     places.forEach((p, i) => expect(frameAt(bytes, p)).toEqual(frames[i]));
+  });
+
+  it('a frame can be fetched by its range alone, with its length prefix checked', () => {
+    const frames = [randomBytes(10), randomBytes(33)];
+    const { bytes, places } = encodeSegment(frames);
+    places.forEach((p, i) => {
+      const r = frameRange(p);
+      expect(frameFromRange(bytes.subarray(r.offset, r.offset + r.length), p)).toEqual(frames[i]);
+    });
+    const r = frameRange(places[1]!);
+    expect(() => frameFromRange(bytes.subarray(r.offset, r.offset + r.length - 1), places[1]!)).toThrow(LetheError);
+    expect(() => frameFromRange(bytes.subarray(r.offset + 1, r.offset + r.length + 1), places[1]!)).toThrow(LetheError);
+    expect(() => frameRange({ offset: 2, length: 5 })).toThrow(LetheError);
   });
 
   it('every truncation and a wrong magic, version or indexed place is a segment_malformed error', () => {

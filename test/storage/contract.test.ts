@@ -34,6 +34,16 @@ describe.each(stores)('the object store contract on %s', (_, make) => {
     expect(await store.head('seg/big')).toEqual({ key: 'seg/big', size: big.length });
   });
 
+  it('reads a byte range of an object, and not_found for a missing one', async () => {
+    const store = await make();
+    await store.ensureBucket();
+    const bytes = randomBytes(4096);
+    await store.put('ranged/obj', bytes);
+    expect(Buffer.from(await store.getRange('ranged/obj', 100, 37)).equals(bytes.subarray(100, 137))).toBe(true);
+    expect(Buffer.from(await store.getRange('ranged/obj', 0, 4096)).equals(bytes)).toBe(true);
+    await expect(store.getRange('ranged/none', 0, 4)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
   it('answers not_found for a missing object and undefined from head', async () => {
     const store = await make();
     await store.ensureBucket();
