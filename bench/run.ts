@@ -153,7 +153,7 @@ if (append?.result) {
     `read entries/s (GET .../entries, ${r.read.subjects.toLocaleString('en-US')} subjects)`,
     fmtNum(r.read.entriesPerSec, 0),
     '',
-    `${fmtNum(r.read.segmentGetsPerRequest, 1)} segments fetched per request; ${fmtRatio(r.read.readAmplification)} bytes fetched per text byte`,
+    `${fmtNum(r.read.segmentGetsPerRequest, 1)} ranged GETs per request (one per frame); ${fmtRatio(r.read.readAmplification)} bytes fetched per text byte`,
   ]);
   summary.push([
     'stored bytes of overhead per frame (512 B entries)',
