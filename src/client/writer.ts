@@ -89,21 +89,28 @@ export class LetheWriter {
   async append(subject: string, entry: { text: string; kind?: string; metadata?: Record<string, unknown> }): Promise<AppendedEntry> {
     if (this.#closed) throw new LetheError('validation_failed', 'the writer is closed');
     for (let attempt = 0; attempt < 3; attempt++) {
-      const lease = await this.#lease(subject);
-      const seq = await this.#nextSeq(subject, lease.keyId);
-      if (seq === undefined) {
-        // the subject's key changed since the lease (erased and re-keyed): lease again
-        this.#forget(subject);
-        continue;
-      }
+      const held = await this.#lease(subject);
+      // A private copy, taken before the next await: a renewal or the expiry sweep may
+      // zero the held DEK while this append waits for its sequence number.
+      const keyId = held.keyId;
+      const dek = held.dek.slice();
+      let envelope: Uint8Array;
+      let seq: number | undefined;
       const id = entryId();
-      const envelope = sealFrame(lease.dek, { keyId: lease.keyId, entryId: id, seq }, {
-        text: entry.text,
-        kind: entry.kind ?? null,
-        metadata: entry.metadata ?? null,
-      });
+      try {
+        seq = await this.#nextSeq(subject, keyId);
+        if (seq === undefined) {
+          // the subject's key changed since the lease (erased and re-keyed): lease again
+          this.#forget(subject);
+          continue;
+        }
+        envelope = sealFrame(dek, { keyId, entryId: id, seq }, { text: entry.text, kind: entry.kind ?? null, metadata: entry.metadata ?? null });
+      } finally {
+        zeroize(dek);
+      }
+      const reservedSeq = seq;
       return new Promise<AppendedEntry>((resolve, reject) => {
-        this.#pending.push({ subject, entryId: id, keyId: lease.keyId, seq, envelope, resolve, reject });
+        this.#pending.push({ subject, entryId: id, keyId, seq: reservedSeq, envelope, resolve, reject });
         this.#pendingBytes += envelope.length + 4;
         if (this.#pendingBytes >= this.#o.segmentMaxBytes) this.#startFlush();
         else this.#timer ??= setTimeout(() => this.#startFlush(), this.#o.segmentMaxAgeMs);
