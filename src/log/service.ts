@@ -61,15 +61,8 @@ export class LogService {
     if (Buffer.byteLength(input.text, 'utf8') > MAX_ENTRY_TEXT_BYTES) {
       throw new LetheError('payload_too_large', `text is limited to ${MAX_ENTRY_TEXT_BYTES} bytes`);
     }
-    const { keyId, dek, subjectHash } = await this.#keys.writingKey(subject, actor);
+    const { keyId, dek, subjectHash, firstSeq: seq } = await this.#reserveSeqs(subject, 1, actor);
     try {
-      const [reserved] = await queryRows<{ seq: number }>(
-        this.#db.db,
-        sql`update subject_keys set next_seq = next_seq + 1, updated_at = now()
-             where key_id = ${keyId} and state = 'active' returning next_seq - 1 as seq`,
-      );
-      if (!reserved) throw new LetheError('erasure_in_progress', 'the subject is being erased; no new entries are accepted');
-      const seq = Number(reserved.seq);
       const entryId = newId('entry');
       const frame = sealFrame(dek, { keyId, entryId, seq }, { text: input.text, kind: input.kind ?? null, metadata: input.metadata ?? null });
       const { bytes, places } = encodeSegment([frame]);
@@ -85,8 +78,8 @@ export class LogService {
             returning entry_id`,
       );
       if (inserted.length === 0) {
-        // destroyed between encryption and indexing (FOR KEY SHARE waited for any re-key or
-      // destruction holding the row): the stored frame is already unreadable
+        // destroyed between encryption and indexing (FOR KEY SHARE waited for any re-key
+        // or destruction holding the row): the stored frame is already unreadable
         throw new LetheError('erasure_in_progress', 'the subject key was destroyed during the append; nothing was recorded');
       }
       return { entryId, keyId, seq };
@@ -105,15 +98,31 @@ export class LogService {
     if (!Number.isSafeInteger(count) || count < 1 || count > MAX_RESERVATION) {
       throw new LetheError('validation_failed', `count must be 1 to ${MAX_RESERVATION}`);
     }
-    const { keyId, dek } = await this.#keys.writingKey(subject, actor);
+    const { keyId, dek, firstSeq } = await this.#reserveSeqs(subject, count, actor);
     zeroize(dek);
-    const [reserved] = await queryRows<{ first: number }>(
-      this.#db.db,
-      sql`update subject_keys set next_seq = next_seq + ${count}, updated_at = now()
-           where key_id = ${keyId} and state = 'active' returning next_seq - ${count} as first`,
-    );
-    if (!reserved) throw new LetheError('erasure_in_progress', 'the subject is being erased; no new entries are accepted');
-    return { keyId, firstSeq: Number(reserved.first), count };
+    return { keyId, firstSeq, count };
+  }
+
+  /**
+   * The subject's key and DEK (the caller zeroes it) with `count` sequence numbers
+   * reserved under it. A cached key that was destroyed elsewhere is dropped and the
+   * subject's current key used instead; a fenced key means an erasure is running.
+   */
+  async #reserveSeqs(subject: string, count: number, actor: string) {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const key = await this.#keys.writingKey(subject, actor);
+      const [reserved] = await queryRows<{ first: number }>(
+        this.#db.db,
+        sql`update subject_keys set next_seq = next_seq + ${count}, updated_at = now()
+             where key_id = ${key.keyId} and state = 'active' returning next_seq - ${count} as first`,
+      );
+      if (reserved) return { ...key, firstSeq: Number(reserved.first) };
+      zeroize(key.dek);
+      const current = await this.#keys.findKey(subject);
+      if (current?.keyId === key.keyId) throw new LetheError('erasure_in_progress', 'the subject is being erased; no new entries are accepted');
+      this.#keys.invalidate(key.keyId);
+    }
+    throw new LetheError('unavailable', 'the subject key changed during the append; try again');
   }
 
   /**

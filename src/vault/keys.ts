@@ -130,6 +130,12 @@ export class KeyService {
     return { ...current, subjectHash };
   }
 
+  /** Drops a cached DEK this replica found stale (its key was destroyed elsewhere). */
+  invalidate(keyId: string): void {
+    if (this.#d.cache.dropKey(keyId)) this.#d.metrics.dekCacheInvalidations.inc({ source: 'lease-check' });
+    this.#d.metrics.dekCacheEntries.set(this.#d.cache.size);
+  }
+
   /** The keyed hash that names the subject in the database. */
   subjectHash(subject: string): Uint8Array {
     return this.#d.hasher.hash(subject);

@@ -80,3 +80,21 @@ describe('log fsck and compaction', () => {
     expect(unknown.stderr).toContain('not_found');
   }, 90_000);
 });
+
+describe('appends on a replica whose DEK cache is stale', () => {
+  it('use the subject\'s new key when the cached one was destroyed elsewhere, and refuse while it is fenced', async () => {
+    const tv = await openTestVault();
+    try {
+      const replica = await tv.reopen({ listen: false }); // hears no invalidations
+      const first = await replica.log.append('user:stale', { text: 'one' }, 'writer');
+      await tv.vault.keys.destroyKey(first.keyId, { reason: 'stale cache test', actor: 'admin' });
+      const second = await replica.log.append('user:stale', { text: 'two' }, 'writer');
+      expect(second.keyId).not.toBe(first.keyId);
+      expect((await tv.vault.log.list('user:stale')).map((e) => e.text)).toEqual(['two']);
+      await tv.vault.keys.fenceKey(second.keyId, 'eraser');
+      await expect(replica.log.append('user:stale', { text: 'three' }, 'writer')).rejects.toMatchObject({ code: 'erasure_in_progress' });
+    } finally {
+      await tv.close();
+    }
+  });
+});
