@@ -15,13 +15,9 @@ export function deriveSubkey(root: Uint8Array, label: SubkeyLabel): Uint8Array {
   return hkdf(sha256, root, undefined, utf8.encode(`lethe/v1/subkey/${label}`), 32);
 }
 
-export function keyedHash(key: Uint8Array, message: Uint8Array): Uint8Array {
-  return hmac(sha256, key, message);
-}
-
 /**
  * HMAC-SHA256 under one long-lived key, keyed once: each message clones the keyed
- * state instead of re-deriving the inner and outer pads. Same output as keyedHash.
+ * state instead of re-deriving the inner and outer pads.
  */
 export class KeyedHasher {
   readonly #keyed: ReturnType<typeof hmac.create>;

@@ -68,9 +68,9 @@ export async function fsck(
     for (const segment of indexed.keys()) {
       if (!stored.has(segment)) continue;
       const bytes = await deps.objects.get(segment);
-      const rows = await queryRows<IndexRow>(
+      const rows = await queryRows<Pick<IndexRow, 'entry_id' | 'frame_offset' | 'frame_length'>>(
         deps.db.db,
-        sql`select entry_id, segment, frame_offset, frame_length from log_entries where segment = ${segment}`,
+        sql`select entry_id, frame_offset, frame_length from log_entries where segment = ${segment}`,
       );
       for (const r of rows) {
         try {

@@ -4,10 +4,10 @@
  * An append is acknowledged only after its segment is stored and its index row
  * committed; an object-store failure answers unavailable and indexes nothing.
  */
-import { and, asc, eq, sql } from 'drizzle-orm';
+import { asc, eq, sql } from 'drizzle-orm';
 import { randomBytes, zeroize } from '../crypto/index.js';
 import { type Db, queryRows } from '../db/client.js';
-import { logEntries } from '../db/schema.js';
+import { logEntries, type LogEntryRow } from '../db/schema.js';
 import { LetheError, isLetheError } from '../errors.js';
 import type { ObjectStore } from '../storage/store.js';
 import { newId } from '../vault/ids.js';
@@ -201,7 +201,7 @@ export class LogService {
   }
 
   async get(entryId: string): Promise<Entry> {
-    const [row] = await this.#db.db.select().from(logEntries).where(and(eq(logEntries.entryId, entryId)));
+    const [row] = await this.#db.db.select().from(logEntries).where(eq(logEntries.entryId, entryId));
     if (!row) throw new LetheError('not_found', 'no such entry');
     let dek: Uint8Array;
     try {
@@ -217,7 +217,7 @@ export class LogService {
     }
   }
 
-  async #fetchFrame(row: typeof logEntries.$inferSelect): Promise<Uint8Array> {
+  async #fetchFrame(row: LogEntryRow): Promise<Uint8Array> {
     const place = { offset: row.frameOffset, length: row.frameLength };
     const range = frameRange(place);
     return frameFromRange(await this.#objects.getRange(row.segment, range.offset, range.length), place);
@@ -295,7 +295,7 @@ export class LogService {
     }
   }
 
-  #open(dek: Uint8Array, row: typeof logEntries.$inferSelect, envelope: Uint8Array): Entry {
+  #open(dek: Uint8Array, row: LogEntryRow, envelope: Uint8Array): Entry {
     const payload = openFrame(dek, { keyId: row.keyId, entryId: row.entryId, seq: row.seq }, envelope);
     return { entryId: row.entryId, seq: row.seq, createdAt: row.createdAt, text: payload.text, kind: payload.kind, metadata: payload.metadata };
   }

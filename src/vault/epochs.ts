@@ -18,7 +18,7 @@
 import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
 import { zeroize } from '../crypto/index.js';
 import { type Db, queryRows } from '../db/client.js';
-import { epochs, subjectKeys, type EpochRow, type EpochState } from '../db/schema.js';
+import { epochs, subjectKeys, type EpochState } from '../db/schema.js';
 import { LetheError } from '../errors.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -237,4 +237,3 @@ export class EpochService {
   }
 }
 
-export type { EpochRow };
