@@ -104,6 +104,13 @@ const envSchema = z.object({
   LETHE_DEK_CACHE_MAX_ENTRIES: int(10_000, 0, 10_000_000),
   LETHE_DEK_CACHE_TTL_SECONDS: int(60, 0, 86_400),
   LETHE_REWRAP_BATCH_SIZE: int(500, 1, 10_000),
+  LETHE_EMBEDDING_DIMENSIONS: int(384, 16, 4096),
+  LETHE_EMBEDDINGS_URL: z.string().trim().regex(/^https?:\/\/\S+$/, 'must be an http(s):// URL').optional(),
+  LETHE_EMBEDDINGS_MODEL: z.string().trim().min(1).optional(),
+  LETHE_EMBEDDINGS_API_KEY: z.string().trim().min(1).optional(),
+  LETHE_REGENERATOR_URL: z.string().trim().regex(/^https?:\/\/\S+$/, 'must be an http(s):// URL').optional(),
+  LETHE_REGENERATOR_MODEL: z.string().trim().min(1).optional(),
+  LETHE_REGENERATOR_API_KEY: z.string().trim().min(1).optional(),
   LETHE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional().default('info'),
 });
 
@@ -131,6 +138,11 @@ export interface Config {
   readonly dekCacheTtlSeconds: number;
   readonly rewrapBatchSize: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** The built-in hashing embedder with this many dimensions, or an OpenAI-compatible endpoint's model. */
+  readonly embeddingDimensions: number;
+  readonly embeddings: { url: string; model: string; apiKey: string | undefined } | undefined;
+  /** An OpenAI-compatible chat-completions endpoint; undefined: the built-in extractive regenerator. */
+  readonly regenerator: { url: string; model: string; apiKey: string | undefined } | undefined;
 }
 
 export class ConfigError extends Error {
@@ -166,6 +178,15 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   }
   if (picked.S3_BUCKET && picked.S3_BUCKET === picked.S3_BACKUP_BUCKET) {
     problems.push({ variable: 'S3_BACKUP_BUCKET', message: 'must differ from S3_BUCKET' });
+  }
+  if (picked.LETHE_EMBEDDINGS_URL && !picked.LETHE_EMBEDDINGS_MODEL) {
+    problems.push({ variable: 'LETHE_EMBEDDINGS_MODEL', message: 'is required when LETHE_EMBEDDINGS_URL is set' });
+  }
+  if (picked.LETHE_EMBEDDINGS_URL && !picked.LETHE_EMBEDDING_DIMENSIONS) {
+    problems.push({ variable: 'LETHE_EMBEDDING_DIMENSIONS', message: "is required when LETHE_EMBEDDINGS_URL is set (the model's output size)" });
+  }
+  if (picked.LETHE_REGENERATOR_URL && !picked.LETHE_REGENERATOR_MODEL) {
+    problems.push({ variable: 'LETHE_REGENERATOR_MODEL', message: 'is required when LETHE_REGENERATOR_URL is set' });
   }
   if (picked.LETHE_TOKENS && picked.LETHE_TOKENS_FILE) {
     problems.push({ variable: 'LETHE_TOKENS_FILE', message: 'set either LETHE_TOKENS or LETHE_TOKENS_FILE, not both' });
@@ -203,6 +224,15 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     dekCacheTtlSeconds: e.LETHE_DEK_CACHE_TTL_SECONDS,
     rewrapBatchSize: e.LETHE_REWRAP_BATCH_SIZE,
     logLevel: e.LETHE_LOG_LEVEL,
+    embeddingDimensions: e.LETHE_EMBEDDING_DIMENSIONS,
+    embeddings:
+      e.LETHE_EMBEDDINGS_URL && e.LETHE_EMBEDDINGS_MODEL
+        ? { url: e.LETHE_EMBEDDINGS_URL, model: e.LETHE_EMBEDDINGS_MODEL, apiKey: e.LETHE_EMBEDDINGS_API_KEY }
+        : undefined,
+    regenerator:
+      e.LETHE_REGENERATOR_URL && e.LETHE_REGENERATOR_MODEL
+        ? { url: e.LETHE_REGENERATOR_URL, model: e.LETHE_REGENERATOR_MODEL, apiKey: e.LETHE_REGENERATOR_API_KEY }
+        : undefined,
   };
 }
 

@@ -11,7 +11,7 @@
  * - audit_log is append-only and MAC-chained; audit_head holds the chain's tip.
  */
 import { sql } from 'drizzle-orm';
-import { bigint, customType, index, integer, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, customType, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 /** bytea as Uint8Array on both drivers (postgres.js returns Buffer, PGlite Uint8Array). */
 export const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({
@@ -65,7 +65,10 @@ export const destructionLedger = pgTable(
   'destruction_ledger',
   {
     keyId: text('key_id').primaryKey(),
-    subjectHash: bytea('subject_hash').notNull(),
+    /** What the key encrypted: a subject's records, or one version of a derived artifact. */
+    keyKind: text('key_kind', { enum: ['subject', 'artifact-version'] }).notNull().default('subject'),
+    /** The subject a subject key belonged to; null for artifact-version keys. */
+    subjectHash: bytea('subject_hash'),
     destroyedAt: tstz('destroyed_at').notNull(),
     reason: text('reason').notNull(),
     /** The epoch whose KEK wrapped the key's last copy: old copies die when it retires. */
@@ -94,6 +97,109 @@ export const logEntries = pgTable(
     createdAt: tstz('created_at').notNull(),
   },
   (t) => [uniqueIndex('log_entries_key_seq').on(t.keyId, t.seq), index('log_entries_subject').on(t.subjectHash)],
+);
+
+export const ARTIFACT_KINDS = ['summary', 'fact', 'digest'] as const;
+export type ArtifactKind = (typeof ARTIFACT_KINDS)[number];
+
+/**
+ * Derived artifacts. The text of each version lives in the object store, sealed under
+ * that version's own key (artifact_keys); nothing here comes from the text. `height`
+ * is 1 + the greatest height among the artifact's artifact sources (entries count 0):
+ * ordering by it is a topological order of the provenance graph.
+ */
+export const artifacts = pgTable(
+  'artifacts',
+  {
+    artifactId: text('artifact_id').primaryKey(),
+    kind: text('kind', { enum: ARTIFACT_KINDS }).notNull(),
+    state: text('state', { enum: ['live', 'erased'] }).notNull(),
+    version: integer('version').notNull(),
+    height: integer('height').notNull(),
+    /** The current version's key and object; null once erased. */
+    keyId: text('key_id'),
+    object: text('object'),
+    generator: text('generator'),
+    createdAt: tstz('created_at').notNull(),
+    updatedAt: tstz('updated_at').notNull(),
+  },
+);
+
+/** One key per artifact version, wrapped under an epoch KEK like a subject DEK. */
+export const artifactKeys = pgTable(
+  'artifact_keys',
+  {
+    keyId: text('key_id').primaryKey(),
+    artifactId: text('artifact_id').notNull(),
+    version: integer('version').notNull(),
+    epoch: integer('epoch')
+      .notNull()
+      .references(() => epochs.epoch),
+    wrappedDek: bytea('wrapped_dek').notNull(),
+    createdAt: tstz('created_at').notNull(),
+  },
+  (t) => [index('artifact_keys_epoch_key').on(t.epoch, t.keyId), uniqueIndex('artifact_keys_version').on(t.artifactId, t.version)],
+);
+
+/**
+ * Provenance edges of each artifact's current version: artifact ← source. Indexed both
+ * ways, so the closure below an artifact and the artifacts above a source each cost
+ * what they touch.
+ */
+export const provenance = pgTable(
+  'provenance',
+  {
+    artifactId: text('artifact_id').notNull(),
+    sourceId: text('source_id').notNull(),
+    sourceType: text('source_type', { enum: ['entry', 'artifact'] }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.artifactId, t.sourceId] }), index('provenance_source').on(t.sourceId, t.artifactId)],
+);
+
+/**
+ * Embeddings, sealed under the same key as the text they were computed from (the
+ * subject's DEK for an entry, the version key for an artifact): they die with it.
+ */
+export const embeddings = pgTable(
+  'embeddings',
+  {
+    recordId: text('record_id').primaryKey(),
+    recordType: text('record_type', { enum: ['entry', 'artifact'] }).notNull(),
+    keyId: text('key_id').notNull(),
+    model: text('model').notNull(),
+    sealed: bytea('sealed').notNull(),
+  },
+  (t) => [index('embeddings_key').on(t.keyId)],
+);
+
+/** Registered fine-tuning or distillation corpora (the erasure class C decision). */
+export const trainingExposures = pgTable('training_exposures', {
+  exposureId: text('exposure_id').primaryKey(),
+  corpus: text('corpus').notNull(),
+  model: text('model'),
+  createdAt: tstz('created_at').notNull(),
+});
+
+export const trainingExposureRecords = pgTable(
+  'training_exposure_records',
+  {
+    exposureId: text('exposure_id').notNull(),
+    recordId: text('record_id').notNull(),
+    recordType: text('record_type', { enum: ['entry', 'artifact'] }).notNull(),
+    /** The artifact version that went into the corpus (null for entries). */
+    version: integer('version'),
+  },
+  (t) => [primaryKey({ columns: [t.exposureId, t.recordId] }), index('training_exposure_records_record').on(t.recordId)],
+);
+
+/** The subjects whose content a corpus held, as it stood at registration. */
+export const trainingExposureSubjects = pgTable(
+  'training_exposure_subjects',
+  {
+    subjectHash: bytea('subject_hash').notNull(),
+    exposureId: text('exposure_id').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.subjectHash, t.exposureId] })],
 );
 
 export const auditLog = pgTable(
@@ -126,3 +232,5 @@ export type SubjectKeyRow = typeof subjectKeys.$inferSelect;
 export type LedgerRow = typeof destructionLedger.$inferSelect;
 export type AuditRow = typeof auditLog.$inferSelect;
 export type LogEntryRow = typeof logEntries.$inferSelect;
+export type ArtifactRow = typeof artifacts.$inferSelect;
+export type ArtifactKeyRow = typeof artifactKeys.$inferSelect;

@@ -15,6 +15,7 @@ import type { Vault } from '../vault/vault.js';
 import type { AuthEnv, TokenStore } from './auth.js';
 import { problem } from './problem.js';
 import { registerAdminRoutes } from './routes/admin.js';
+import { registerArtifactRoutes } from './routes/artifacts.js';
 import { registerKeyRoutes } from './routes/keys.js';
 import { registerLogRoutes } from './routes/log.js';
 import { json } from './schemas.js';
@@ -122,6 +123,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AuthEnv> {
   registerKeyRoutes(app, vault, tokens);
   registerAdminRoutes(app, vault, tokens);
   registerLogRoutes(app, vault, tokens);
+  registerArtifactRoutes(app, vault, tokens);
 
   app.doc31('/openapi.json', {
     openapi: '3.1.0',

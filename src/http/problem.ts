@@ -19,10 +19,15 @@ export function statusOf(code: ErrorCode): ContentfulStatusCode {
     case 'conflict':
     case 'erasure_in_progress':
     case 'illegal_transition':
+    case 'source_erased':
       return 409;
     case 'subject_erased':
     case 'key_destroyed':
+    case 'artifact_erased':
       return 410;
+    case 'provenance_required':
+    case 'unknown_source':
+      return 422;
     case 'payload_too_large':
       return 413;
     case 'segment_malformed':
@@ -51,6 +56,10 @@ const TITLES: Record<ErrorCode, string> = {
   erasure_in_progress: 'Erasure in progress',
   illegal_transition: 'Illegal state transition',
   subject_erased: 'Subject erased',
+  artifact_erased: 'Artifact erased',
+  source_erased: 'A source was erased',
+  provenance_required: 'Provenance required',
+  unknown_source: 'Unknown source',
   key_destroyed: 'Key destroyed',
   payload_too_large: 'Payload too large',
   segment_malformed: 'Stored log segment is malformed',

@@ -4,11 +4,13 @@
  * An append is acknowledged only after its segment is stored and its index row
  * committed; an object-store failure answers unavailable and indexes nothing.
  */
-import { asc, eq, sql } from 'drizzle-orm';
+import { asc, eq, inArray, sql } from 'drizzle-orm';
 import { randomBytes, zeroize } from '../crypto/index.js';
-import { type Db, queryRows } from '../db/client.js';
+import { EVENTS_CHANNEL, type Db, queryRows } from '../db/client.js';
 import { logEntries, type LogEntryRow } from '../db/schema.js';
 import { LetheError, isLetheError } from '../errors.js';
+import { embeddingsJson, upsertEmbeddings } from '../search/embeddings.js';
+import type { SearchService } from '../search/service.js';
 import type { ObjectStore } from '../storage/store.js';
 import { newId } from '../vault/ids.js';
 import type { KeyService } from '../vault/keys.js';
@@ -42,19 +44,28 @@ export interface AppendInput {
 
 export interface Entry extends FramePayload {
   readonly entryId: string;
+  /** The subject key it was read under (what a read fence of it covers). */
+  readonly keyId: string;
   readonly seq: number;
   readonly createdAt: Date;
+}
+
+/** The key ids a read of these entries covers (for its read fence). */
+export function entryFenceKeys(entries: ReadonlyArray<{ keyId: string }>): string[] {
+  return [...new Set(entries.map((e) => e.keyId))];
 }
 
 export class LogService {
   readonly #db: Db;
   readonly #keys: KeyService;
   readonly #objects: ObjectStore;
+  readonly #search: SearchService;
 
-  constructor(deps: { db: Db; keys: KeyService; objects: ObjectStore }) {
+  constructor(deps: { db: Db; keys: KeyService; objects: ObjectStore; search: SearchService }) {
     this.#db = deps.db;
     this.#keys = deps.keys;
     this.#objects = deps.objects;
+    this.#search = deps.search;
   }
 
   async append(subject: string, input: AppendInput, actor: string): Promise<{ entryId: string; keyId: string; seq: number }> {
@@ -67,21 +78,33 @@ export class LogService {
       const frame = sealFrame(dek, { keyId, entryId, seq }, { text: input.text, kind: input.kind ?? null, metadata: input.metadata ?? null });
       const { bytes, places } = encodeSegment([frame]);
       const segment = `log/${newId('seg')}`;
+      const [embedding] = await this.#search.seal([{ recordId: entryId, recordType: 'entry', text: input.text }], keyId, dek);
       await this.#objects.put(segment, bytes);
       const place = places[0]!;
-      const inserted = await queryRows<{ entry_id: string }>(
+      // the index row and the sealed embedding commit together, or neither does
+      const inserted = await queryRows<{ record_id: string }>(
         this.#db.db,
-        sql`insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at)
-            select ${entryId}, decode(${Buffer.from(subjectHash).toString('hex')}, 'hex'), ${keyId}, ${seq}, ${segment},
-                   ${place.offset}, ${place.length}, now()
-             where exists (select 1 from subject_keys where key_id = ${keyId} for key share)
-            returning entry_id`,
+        sql`with ins as (
+              insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at)
+              select ${entryId}, decode(${Buffer.from(subjectHash).toString('hex')}, 'hex'), ${keyId}, ${seq}, ${segment},
+                     ${place.offset}, ${place.length}, now()
+               where exists (select 1 from subject_keys where key_id = ${keyId} for key share)
+              returning entry_id),
+            emb as (
+              insert into embeddings (record_id, record_type, key_id, model, sealed)
+              select v.record_id, v.record_type, v.key_id, v.model, decode(v.sealed, 'hex')
+                from json_to_recordset(${embeddingsJson([embedding!])}::json)
+                     as v(record_id text, record_type text, key_id text, model text, sealed text)
+                join ins on ins.entry_id = v.record_id
+              returning record_id)
+            select record_id, pg_notify(${EVENTS_CHANNEL}, json_build_object('t', 'embedding', 'id', record_id)::text) from emb`,
       );
       if (inserted.length === 0) {
         // destroyed between encryption and indexing (FOR KEY SHARE waited for any re-key
         // or destruction holding the row): the stored frame is already unreadable
         throw new LetheError('erasure_in_progress', 'the subject key was destroyed during the append; nothing was recorded');
       }
+      this.#search.publish([{ ...embedding!, vector: embedding!.vector }]);
       return { entryId, keyId, seq };
     } finally {
       zeroize(dek);
@@ -147,6 +170,7 @@ export class LogService {
     const json = JSON.stringify(
       rows.map((r) => ({ entry_id: r.entryId, subject_hash: r.subjectHash, key_id: r.keyId, seq: r.seq, offset: r.offset, length: r.length })),
     );
+    const sealed = await this.#embedRegistered(segment, entries);
     const result = await queryRows<{ entry_id: string; status: string }>(
       this.#db.db,
       sql`with v as (
@@ -162,7 +186,15 @@ export class LogService {
             insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at)
             select entry_id, decode(subject_hash, 'hex'), key_id, seq, ${segment}, "offset", length, now() from ok
             on conflict (entry_id) do nothing
-            returning entry_id)
+            returning entry_id),
+          emb as (
+            insert into embeddings (record_id, record_type, key_id, model, sealed)
+            select e.record_id, e.record_type, e.key_id, e.model, decode(e.sealed, 'hex')
+              from json_to_recordset(${embeddingsJson(sealed)}::json)
+                   as e(record_id text, record_type text, key_id text, model text, sealed text)
+              join ins on ins.entry_id = e.record_id
+            on conflict (record_id) do nothing
+            returning record_id)
           select v.entry_id,
                  case when exists (select 1 from ok where ok.entry_id = v.entry_id) then 'registered'
                       when k.key_id is null then 'key_destroyed'
@@ -174,11 +206,62 @@ export class LogService {
     if (invalid.length > 0) {
       throw new LetheError('validation_failed', `entries: ${invalid.length} entr(y/ies) name a key of another subject or a sequence number never reserved`);
     }
+    const registered = new Set(result.filter((r) => r.status === 'registered').map((r) => r.entry_id));
+    const published = sealed.filter((e) => registered.has(e.recordId));
+    this.#search.publish(published);
+    if (published.length > 0) {
+      await this.#db.db.execute(sql`select pg_notify(${EVENTS_CHANNEL}, json_build_object('t', 'embedding', 'id', id)::text)
+                                      from json_array_elements_text(${JSON.stringify(published.map((e) => e.recordId))}::json) as v(id)`);
+    }
     return result.map((r) => ({ entryId: r.entry_id, status: r.status as 'registered' | 'key_destroyed' | 'erasure_in_progress' }));
+  }
+
+  /**
+   * Opens the frames a writer registers (the service holds their keys) and embeds
+   * them: a frame that does not open under the key it names is refused, and the
+   * entry's embedding is sealed under the same key. Entries of keys already gone are
+   * left to the registration statement to answer.
+   */
+  async #embedRegistered(segment: string, entries: ReadonlyArray<{ entryId: string; keyId: string; seq: number; offset: number; length: number }>) {
+    const bytes = await this.#objects.get(segment);
+    const byKey = new Map<string, typeof entries[number][]>();
+    for (const e of entries) {
+      const list = byKey.get(e.keyId) ?? [];
+      list.push(e);
+      byKey.set(e.keyId, list);
+    }
+    const out: Awaited<ReturnType<SearchService['seal']>> = [];
+    for (const [keyId, list] of byKey) {
+      let dek: Uint8Array;
+      try {
+        ({ dek } = await this.#keys.dekFor(keyId));
+      } catch (e) {
+        if (isLetheError(e, 'key_destroyed') || isLetheError(e, 'not_found')) continue;
+        throw e;
+      }
+      try {
+        const texts = list.map((e) => {
+          try {
+            return openFrame(dek, { keyId, entryId: e.entryId, seq: e.seq }, frameAt(bytes, { offset: e.offset, length: e.length })).text;
+          } catch {
+            throw new LetheError('validation_failed', `entries: ${e.entryId} does not open under the key it names at the place it names`);
+          }
+        });
+        out.push(...(await this.#search.seal(list.map((e, i) => ({ recordId: e.entryId, recordType: 'entry' as const, text: texts[i]! })), keyId, dek)));
+      } finally {
+        zeroize(dek);
+      }
+    }
+    return out;
   }
 
   /** The subject's readable entries (under its live key) in append order. */
   async list(subject: string): Promise<Entry[]> {
+    return (await this.read(subject)).entries;
+  }
+
+  /** The subject's readable entries and the key they were read under (for a read fence). */
+  async read(subject: string): Promise<{ entries: Entry[]; keyId: string }> {
     const status = await this.#keys.subjectStatus(subject);
     if (!status.key) {
       if (status.erased) throw new LetheError('subject_erased', 'the subject was erased and has no new key');
@@ -189,15 +272,44 @@ export class LogService {
       .from(logEntries)
       .where(eq(logEntries.keyId, status.key.keyId))
       .orderBy(asc(logEntries.seq));
-    if (rows.length === 0) return [];
-    const { dek } = await this.#keys.dekFor(status.key.keyId);
+    const keyId = status.key.keyId;
+    if (rows.length === 0) return { entries: [], keyId };
+    const { dek } = await this.#keys.dekFor(keyId);
     try {
       // ranged reads of just the subject's frames, a few at a time, in append order
       const envelopes = await mapLimit(rows, READ_CONCURRENCY, (row) => this.#fetchFrame(row));
-      return rows.map((row, i) => this.#open(dek, row, envelopes[i]!));
+      return { entries: rows.map((row, i) => this.#open(dek, row, envelopes[i]!)), keyId };
     } finally {
       zeroize(dek);
     }
+  }
+
+  /**
+   * The readable entries among `ids` (entries whose key was destroyed, or that do not
+   * exist, are left out), one key unwrap per key.
+   */
+  async readMany(ids: readonly string[]): Promise<Map<string, Entry>> {
+    const out = new Map<string, Entry>();
+    if (ids.length === 0) return out;
+    const rows = await this.#db.db.select().from(logEntries).where(inArray(logEntries.entryId, [...new Set(ids)]));
+    const byKey = new Map<string, LogEntryRow[]>();
+    for (const row of rows) byKey.set(row.keyId, [...(byKey.get(row.keyId) ?? []), row]);
+    for (const [keyId, list] of byKey) {
+      let dek: Uint8Array;
+      try {
+        ({ dek } = await this.#keys.dekFor(keyId));
+      } catch (e) {
+        if (isLetheError(e, 'key_destroyed') || isLetheError(e, 'not_found')) continue;
+        throw e;
+      }
+      try {
+        const envelopes = await mapLimit(list, READ_CONCURRENCY, (row) => this.#fetchFrame(row));
+        list.forEach((row, i) => out.set(row.entryId, this.#open(dek, row, envelopes[i]!)));
+      } finally {
+        zeroize(dek);
+      }
+    }
+    return out;
   }
 
   async get(entryId: string): Promise<Entry> {
@@ -251,6 +363,7 @@ export class LogService {
       ({ dek: oldDek } = await this.#keys.dekFor(oldKeyId));
       const survivors = rows.filter((r) => !exclude.has(r.entryId));
       const frames: Uint8Array[] = [];
+      const texts: string[] = [];
       const segments = new Map<string, Uint8Array>();
       for (const row of survivors) {
         let bytes = segments.get(row.segment);
@@ -260,6 +373,13 @@ export class LogService {
         }
         const payload = openFrame(oldDek, { keyId: row.keyId, entryId: row.entryId, seq: row.seq }, frameAt(bytes, { offset: row.frameOffset, length: row.frameLength }));
         frames.push(sealFrame(newDek, { keyId: newKeyId, entryId: row.entryId, seq: row.seq }, payload));
+        texts.push(payload.text);
+      }
+      // the survivors' embeddings move to the new key (re-embedded from the text just read)
+      const embedded: Awaited<ReturnType<SearchService['seal']>> = [];
+      for (let i = 0; i < survivors.length; i += 256) {
+        const chunk = survivors.slice(i, i + 256).map((r, j) => ({ recordId: r.entryId, recordType: 'entry' as const, text: texts[i + j]! }));
+        embedded.push(...(await this.#search.seal(chunk, newKeyId, newDek)));
       }
       const segment = `log/${newId('seg')}`;
       const { bytes, places } = encodeSegment(frames);
@@ -276,16 +396,24 @@ export class LogService {
                                   set key_id = ${newKeyId}, segment = ${segment}, frame_offset = v.offset, frame_length = v.length
                                  from json_to_recordset(${moved}::json) as v(entry_id text, "offset" integer, length integer)
                                 where e.entry_id = v.entry_id and e.key_id = ${oldKeyId}`);
-          await tx.execute(sql`delete from log_entries
-                                where key_id = ${oldKeyId} and entry_id in (select json_array_elements_text(${removed}::json))`);
+          // The excluded entries stay indexed under the old key, which is destroyed below:
+          // they answer key_destroyed from now on, and cite as erased.
+          await tx.execute(sql`delete from embeddings where key_id = ${oldKeyId}`);
+          await upsertEmbeddings(tx, embedded);
           // An append that started before the fence may have indexed a frame since we
           // read: destroying the key now would lose an acknowledged entry. Refuse.
-          const [left] = await queryRows<{ n: string | number }>(tx, sql`select count(*) as n from log_entries where key_id = ${oldKeyId}`);
+          const [left] = await queryRows<{ n: string | number }>(
+            tx,
+            sql`select count(*) as n from log_entries
+                 where key_id = ${oldKeyId} and entry_id not in (select json_array_elements_text(${removed}::json))`,
+          );
           if (Number(left?.n ?? 0) > 0) {
             throw new LetheError('conflict', 'an entry was appended during the re-key; run it again', { retryable: true });
           }
         },
       });
+      this.#search.removeKey(oldKeyId);
+      this.#search.publish(embedded);
       return { oldKeyId, newKeyId, rewritten: survivors.length, removed: exclude.size };
     } catch (e) {
       if (wasActive) await this.#keys.unfenceKey(oldKeyId, options.actor).catch(() => {});
@@ -297,6 +425,6 @@ export class LogService {
 
   #open(dek: Uint8Array, row: LogEntryRow, envelope: Uint8Array): Entry {
     const payload = openFrame(dek, { keyId: row.keyId, entryId: row.entryId, seq: row.seq }, envelope);
-    return { entryId: row.entryId, seq: row.seq, createdAt: row.createdAt, text: payload.text, kind: payload.kind, metadata: payload.metadata };
+    return { entryId: row.entryId, keyId: row.keyId, seq: row.seq, createdAt: row.createdAt, text: payload.text, kind: payload.kind, metadata: payload.metadata };
   }
 }

@@ -15,6 +15,8 @@ export interface Metrics {
   readonly dekCacheLookups: Counter<'result'>;
   readonly dekCacheInvalidations: Counter<'source'>;
   readonly rewrapped: Counter;
+  readonly indexVectors: Gauge;
+  readonly artifactsWritten: Counter<'operation'>;
 }
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
@@ -53,5 +55,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       registers,
     }),
     rewrapped: new Counter({ name: 'lethe_dek_rewrapped_total', help: 'DEKs re-wrapped under a new KEK epoch', registers }),
+    indexVectors: new Gauge({ name: 'lethe_index_vectors', help: 'Vectors in the in-memory search index', registers }),
+    artifactsWritten: new Counter({
+      name: 'lethe_artifact_versions_total',
+      help: 'Artifact versions by operation (write, regenerate, erase)',
+      labelNames: ['operation'],
+      registers,
+    }),
   };
 }

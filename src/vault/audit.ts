@@ -22,7 +22,12 @@ export type AuditAction =
   | 'key.destroy'
   | 'kek.epoch.create'
   | 'kek.rotate'
-  | 'kek.epoch.retire';
+  | 'kek.epoch.retire'
+  | 'artifact.write'
+  | 'artifact.regenerate'
+  | 'artifact.erase'
+  | 'artifact.key.destroy'
+  | 'training.exposure';
 
 export type AuditDetail = Readonly<Record<string, string | number | boolean | null>>;
 

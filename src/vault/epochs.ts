@@ -10,7 +10,8 @@
  * - key creation holds FOR SHARE on the active epoch row, so once the new epoch is
  *   active no key can still be wrapped under the old one;
  * - re-wrap takes rows FOR NO KEY UPDATE SKIP LOCKED in bounded batches walked by
- *   (epoch, key_id): memory stays flat whatever the number of keys;
+ *   (epoch, key_id): memory stays flat whatever the number of keys. Subject DEKs
+ *   and artifact-version keys are wrapped alike and re-wrapped alike;
  * - an epoch is destroyed in the provider only after no key row references it, and
  *   marked retired in the database only after it is destroyed: the database may
  *   under-claim (retiring but gone), never over-claim.
@@ -18,7 +19,7 @@
 import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
 import { zeroize } from '../crypto/index.js';
 import { type Db, queryRows } from '../db/client.js';
-import { epochs, subjectKeys, type EpochState } from '../db/schema.js';
+import { artifactKeys, epochs, subjectKeys, type EpochState } from '../db/schema.js';
 import { LetheError } from '../errors.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -91,7 +92,7 @@ export class EpochService {
     const rows = await this.#d.db.db.select().from(epochs).orderBy(asc(epochs.epoch));
     const counts = await queryRows<{ epoch: number; n: string | number }>(
       this.#d.db.db,
-      sql`select epoch, count(*) as n from subject_keys group by epoch`,
+      sql`select epoch, count(*) as n from (select epoch from subject_keys union all select epoch from artifact_keys) k group by epoch`,
     );
     const byEpoch = new Map(counts.map((c) => [Number(c.epoch), Number(c.n)]));
     return rows.map((r) => ({
@@ -160,56 +161,70 @@ export class EpochService {
     });
   }
 
-  /** Re-wraps every DEK not under `target`, batch by batch. Returns how many. */
+  /** Re-wraps every wrapped key (subject DEKs, artifact-version keys) not under `target`. Returns how many. */
   async #rewrapAll(target: number): Promise<number> {
-    const { db, provider, metrics, batchSize, onBatch } = this.#d;
     let total = 0;
     for (let pass = 0; ; pass++) {
-      const old = await db.db
+      const old = await this.#d.db.db
         .select({ epoch: epochs.epoch })
         .from(epochs)
         .where(and(inArray(epochs.state, ['retiring', 'active']), sql`${epochs.epoch} <> ${target}`));
       let skippedLocked = false;
       for (const { epoch } of old) {
-        let after = '';
-        for (;;) {
-          const done = await db.db.transaction(async (tx) => {
-            const rows = await tx
-              .select({ keyId: subjectKeys.keyId, wrappedDek: subjectKeys.wrappedDek })
-              .from(subjectKeys)
-              .where(and(eq(subjectKeys.epoch, epoch), gt(subjectKeys.keyId, after)))
-              .orderBy(asc(subjectKeys.keyId))
-              .limit(batchSize)
-              .for('no key update', { skipLocked: true });
-            if (rows.length === 0) return { n: 0, last: after };
-            const updates: Array<{ key_id: string; w: string }> = [];
-            for (const row of rows) {
-              const dek = await provider.unwrap(epoch, row.wrappedDek, row.keyId);
-              try {
-                const wrapped = await provider.wrap(target, dek, row.keyId);
-                updates.push({ key_id: row.keyId, w: Buffer.from(wrapped).toString('hex') });
-              } finally {
-                zeroize(dek);
-              }
-            }
-            await tx.execute(sql`update subject_keys as sk
-                                    set wrapped_dek = decode(v.w, 'hex'), epoch = ${target}, updated_at = now()
-                                   from json_to_recordset(${JSON.stringify(updates)}::json) as v(key_id text, w text)
-                                  where sk.key_id = v.key_id and sk.epoch = ${epoch}`);
-            return { n: rows.length, last: rows.at(-1)!.keyId };
-          });
-          if (done.n === 0) break;
-          after = done.last;
-          total += done.n;
-          metrics.rewrapped.inc(done.n);
-          await onBatch?.(total);
+        for (const table of WRAPPED_KEY_TABLES) {
+          total = await this.#rewrapTable(table, epoch, target, total);
+          if ((await countWrapped(this.#d.db, epoch, table)) > 0) skippedLocked = true;
         }
-        const [left] = await queryRows<{ n: string | number }>(db.db, sql`select count(*) as n from subject_keys where epoch = ${epoch}`);
-        if (Number(left?.n ?? 0) > 0) skippedLocked = true;
       }
       if (!skippedLocked) return total;
       if (pass > 600) throw new LetheError('unavailable', 'keys stayed locked during re-wrap; run the rotation again');
       await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  async #rewrapTable(table: WrappedKeyTable, epoch: number, target: number, total: number): Promise<number> {
+    const { db, provider, metrics, batchSize, onBatch } = this.#d;
+    const t = table === 'subject_keys' ? subjectKeys : artifactKeys;
+    let after = '';
+    for (;;) {
+      const done = await db.db.transaction(async (tx) => {
+        const rows = await tx
+          .select({ keyId: t.keyId, wrappedDek: t.wrappedDek })
+          .from(t)
+          .where(and(eq(t.epoch, epoch), gt(t.keyId, after)))
+          .orderBy(asc(t.keyId))
+          .limit(batchSize)
+          .for('no key update', { skipLocked: true });
+        if (rows.length === 0) return { n: 0, last: after };
+        const updates: Array<{ key_id: string; w: string }> = [];
+        for (const row of rows) {
+          const dek = await provider.unwrap(epoch, row.wrappedDek, row.keyId);
+          try {
+            const wrapped = await provider.wrap(target, dek, row.keyId);
+            updates.push({ key_id: row.keyId, w: Buffer.from(wrapped).toString('hex') });
+          } finally {
+            zeroize(dek);
+          }
+        }
+        const json = JSON.stringify(updates);
+        if (table === 'subject_keys') {
+          await tx.execute(sql`update subject_keys as sk
+                                  set wrapped_dek = decode(v.w, 'hex'), epoch = ${target}, updated_at = now()
+                                 from json_to_recordset(${json}::json) as v(key_id text, w text)
+                                where sk.key_id = v.key_id and sk.epoch = ${epoch}`);
+        } else {
+          await tx.execute(sql`update artifact_keys as ak
+                                  set wrapped_dek = decode(v.w, 'hex'), epoch = ${target}
+                                 from json_to_recordset(${json}::json) as v(key_id text, w text)
+                                where ak.key_id = v.key_id and ak.epoch = ${epoch}`);
+        }
+        return { n: rows.length, last: rows.at(-1)!.keyId };
+      });
+      if (done.n === 0) return total;
+      after = done.last;
+      total += done.n;
+      metrics.rewrapped.inc(done.n);
+      await onBatch?.(total);
     }
   }
 
@@ -220,8 +235,9 @@ export class EpochService {
     const retired: number[] = [];
     for (const row of retiring) {
       if (row.epoch === active) continue;
-      const [left] = await queryRows<{ n: string | number }>(db.db, sql`select count(*) as n from subject_keys where epoch = ${row.epoch}`);
-      if (Number(left?.n ?? 0) > 0) continue;
+      let referenced = false;
+      for (const table of WRAPPED_KEY_TABLES) if ((await countWrapped(db, row.epoch, table)) > 0) referenced = true;
+      if (referenced) continue;
       await provider.destroyEpoch(row.epoch);
       await db.db.transaction(async (tx) => {
         const [fresh] = await tx.select().from(epochs).where(eq(epochs.epoch, row.epoch)).for('update');
@@ -237,3 +253,17 @@ export class EpochService {
   }
 }
 
+
+/** The tables holding keys wrapped under an epoch KEK. */
+const WRAPPED_KEY_TABLES = ['subject_keys', 'artifact_keys'] as const;
+type WrappedKeyTable = (typeof WRAPPED_KEY_TABLES)[number];
+
+async function countWrapped(db: Db, epoch: number, table: WrappedKeyTable): Promise<number> {
+  const [left] = await queryRows<{ n: string | number }>(
+    db.db,
+    table === 'subject_keys'
+      ? sql`select count(*) as n from subject_keys where epoch = ${epoch}`
+      : sql`select count(*) as n from artifact_keys where epoch = ${epoch}`,
+  );
+  return Number(left?.n ?? 0);
+}

@@ -12,7 +12,18 @@ import type { Metrics } from '../observability/metrics.js';
 import type { Logger } from '../observability/logger.js';
 import type { DekCache } from './cache.js';
 
-export type VaultEvent = { readonly t: 'key'; readonly keyId: string } | { readonly t: 'epoch'; readonly epoch: number };
+export type VaultEvent =
+  | { readonly t: 'key'; readonly keyId: string }
+  | { readonly t: 'epoch'; readonly epoch: number }
+  /** A record's sealed embedding was written: other replicas load it into their index. */
+  | { readonly t: 'embedding'; readonly id: string };
+
+/** What else a replica does with notifications besides dropping cached keys (the search index). */
+export interface EventHooks {
+  onKeyChanged?(keyId: string): void;
+  onEmbedding?(recordId: string): void;
+  onReconnect?(): void;
+}
 
 export async function notify(exec: Executor, event: VaultEvent): Promise<void> {
   await exec.execute(sql`select pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify(event)})`);
@@ -24,8 +35,9 @@ export async function listenForInvalidations(deps: {
   provider: KeyProvider;
   metrics: Metrics;
   logger: Logger;
+  hooks?: EventHooks;
 }): Promise<() => Promise<void>> {
-  const { cache, provider, metrics, logger } = deps;
+  const { cache, provider, metrics, logger, hooks } = deps;
   return deps.db.listen(
     EVENTS_CHANNEL,
     (payload) => {
@@ -39,14 +51,18 @@ export async function listenForInvalidations(deps: {
       if (event.t === 'key' && typeof event.keyId === 'string') {
         if (cache.dropKey(event.keyId)) metrics.dekCacheInvalidations.inc({ source: 'notification' });
         metrics.dekCacheEntries.set(cache.size);
+        hooks?.onKeyChanged?.(event.keyId);
       } else if (event.t === 'epoch' && Number.isSafeInteger(event.epoch)) {
         provider.forget(event.epoch);
+      } else if (event.t === 'embedding' && typeof event.id === 'string') {
+        hooks?.onEmbedding?.(event.id);
       }
     },
     () => {
       logger.warn('invalidation listener reconnected: dropping the whole DEK cache');
       cache.clear();
       metrics.dekCacheEntries.set(0);
+      hooks?.onReconnect?.();
     },
   );
 }

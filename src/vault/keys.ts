@@ -66,11 +66,21 @@ export class KeyService {
   readonly #d: KeyServiceDeps;
   readonly #leases: LeaseRecorder;
   readonly #now: () => Date;
+  readonly #destroyedListeners: Array<(keyId: string) => void> = [];
 
   constructor(deps: KeyServiceDeps) {
     this.#d = deps;
     this.#leases = new LeaseRecorder(deps.db, deps.audit);
     this.#now = deps.now ?? (() => new Date());
+  }
+
+  /** Runs `fn` after this replica commits a key's destruction (other replicas hear of it over NOTIFY). */
+  onDestroyed(fn: (keyId: string) => void): void {
+    this.#destroyedListeners.push(fn);
+  }
+
+  #destroyed(keyId: string): void {
+    for (const fn of this.#destroyedListeners) fn(keyId);
   }
 
   /** PUT /v1/subjects/{subject}/key: the subject's live key, created when there is none. */
@@ -182,7 +192,10 @@ export class KeyService {
     });
     if (this.#d.cache.dropKey(keyId)) this.#d.metrics.dekCacheInvalidations.inc({ source: 'local' });
     this.#d.metrics.dekCacheEntries.set(this.#d.cache.size);
-    if (result.destroyedNow) this.#d.metrics.keysDestroyed.inc();
+    if (result.destroyedNow) {
+      this.#d.metrics.keysDestroyed.inc();
+      this.#destroyed(keyId);
+    }
     return result;
   }
 
@@ -238,6 +251,7 @@ export class KeyService {
     this.#d.metrics.dekCacheEntries.set(this.#d.cache.size);
     this.#d.metrics.keysDestroyed.inc();
     this.#d.metrics.keysCreated.inc();
+    this.#destroyed(oldKeyId);
     return result;
   }
 

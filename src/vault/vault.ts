@@ -5,7 +5,8 @@
  */
 import type { Config } from '../config/index.js';
 import { zeroize } from '../crypto/index.js';
-import { type Db, openDb } from '../db/client.js';
+import { sql } from 'drizzle-orm';
+import { type Db, openDb, queryRows } from '../db/client.js';
 import { LocalKeyringProvider } from '../keyprovider/local.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
 import { loadRootKey } from '../keyprovider/root-key.js';
@@ -18,6 +19,15 @@ import { listenForInvalidations } from './events.js';
 import { KeyService } from './keys.js';
 import { SubjectHasher } from './subjects.js';
 import { LogService } from '../log/service.js';
+import { ReadFences } from '../artifacts/fences.js';
+import { ArtifactKeys } from '../artifacts/keys.js';
+import { ArtifactService } from '../artifacts/service.js';
+import { TrainingExposures } from '../artifacts/exposures.js';
+import { ChatRegenerator, ExtractiveRegenerator, type Regenerator } from '../artifacts/regenerator.js';
+import { type Embedder, HashingEmbedder } from '../search/embedder.js';
+import { OpenAiEmbedder } from '../search/openai-embedder.js';
+import { SearchService } from '../search/service.js';
+import { describeError } from '../observability/logger.js';
 import { FsObjectStore } from '../storage/fs.js';
 import { S3ObjectStore } from '../storage/s3.js';
 import type { ObjectStore } from '../storage/store.js';
@@ -30,6 +40,11 @@ export interface Vault {
   readonly objects: ObjectStore;
   readonly keys: KeyService;
   readonly log: LogService;
+  readonly artifacts: ArtifactService;
+  readonly artifactKeys: ArtifactKeys;
+  readonly exposures: TrainingExposures;
+  readonly search: SearchService;
+  readonly fences: ReadFences;
   readonly epochs: EpochService;
   readonly audit: AuditLog;
   readonly cache: DekCache;
@@ -45,6 +60,11 @@ export interface OpenVaultOptions {
   readonly prepare?: boolean;
   /** Listen for replica invalidations (default true). */
   readonly listen?: boolean;
+  /** Rebuild the in-memory search index by decrypting the stored embeddings (default: as `listen`). */
+  readonly searchIndex?: boolean;
+  /** Replace the configured embedder or regenerator (tests). */
+  readonly embedder?: Embedder;
+  readonly regenerator?: Regenerator;
   readonly onRewrapBatch?: (rewrappedSoFar: number) => void | Promise<void>;
 }
 
@@ -76,14 +96,66 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
     const objects: ObjectStore = config.s3
       ? new S3ObjectStore({ ...config.s3, bucket: config.bucket })
       : new FsObjectStore(`${config.dataDir}/objects`, config.bucket);
-    const log = new LogService({ db, keys, objects });
+    const embedder: Embedder =
+      options.embedder ??
+      (config.embeddings
+        ? new OpenAiEmbedder({ ...config.embeddings, dimensions: config.embeddingDimensions })
+        : new HashingEmbedder(config.embeddingDimensions));
+    const regenerator: Regenerator = options.regenerator ?? (config.regenerator ? new ChatRegenerator(config.regenerator) : new ExtractiveRegenerator());
+    const search = new SearchService({ db, embedder, logger, metrics });
+    const log = new LogService({ db, keys, objects, search });
+    const fences = new ReadFences(await provider.deriveSystemKey('read-fence'));
+    const artifactKeys = new ArtifactKeys({ db, provider, audit });
+    const artifacts = new ArtifactService({ db, keys, artifactKeys, objects, search, log, fences, regenerator, audit, metrics, logger });
+    const exposures = new TrainingExposures({ db, audit });
+    search.connect({
+      keyFor: async (type, keyId) => (type === 'entry' ? (await keys.dekFor(keyId)).dek : artifactKeys.unwrap(keyId)),
+      texts: async (ids) => {
+        const entries = await log.readMany(ids.filter((i) => i.type === 'entry').map((i) => i.id));
+        const arts = await artifacts.readMany(ids.filter((i) => i.type === 'artifact').map((i) => i.id));
+        const out = new Map<string, { text: string; fenceKeys: readonly string[] }>(arts);
+        for (const [id, e] of entries) out.set(id, { text: e.text, fenceKeys: [e.keyId] });
+        return out;
+      },
+      issueFence: (keyIds) => fences.issue(keyIds),
+    });
+    keys.onDestroyed((keyId) => search.removeKey(keyId));
     if (options.prepare ?? true) {
       await objects.ensureBucket({ versioned: true });
       await db.migrate();
       const epoch = await epochs.ensureActive('system');
       logger.info({ epoch, database: db.kind, provider: provider.name, objectStore: objects.kind }, 'vault ready');
     }
-    const unlisten = options.listen ?? true ? await listenForInvalidations({ db, cache, provider, metrics, logger }) : undefined;
+    const listening = options.listen ?? true;
+    const unlisten = listening
+      ? await listenForInvalidations({
+          db,
+          cache,
+          provider,
+          metrics,
+          logger,
+          hooks: {
+            // fence, unfence and destruction all notify: drop vectors only of keys that are gone
+            onKeyChanged: (keyId) => {
+              if (search.index.idsOfKey(keyId).length === 0) return;
+              void keyGone(db!, keyId)
+                .then((gone) => gone && search.removeKey(keyId))
+                .catch((e: unknown) => logger.warn({ err: describeError(e) }, 'could not check a key after a notification'));
+            },
+            onEmbedding: (recordId) => {
+              void search.load(recordId).catch((e: unknown) => logger.warn({ err: describeError(e) }, 'could not load an embedding another replica wrote'));
+            },
+            onReconnect: () => {
+              void search.rebuild().catch((e: unknown) => logger.error({ err: describeError(e) }, 'search index rebuild failed'));
+            },
+          },
+        })
+      : undefined;
+    if (options.searchIndex ?? listening) {
+      const started = performance.now();
+      const rebuilt = await search.rebuild();
+      logger.info({ ...rebuilt, ms: Math.round(performance.now() - started) }, 'search index rebuilt');
+    }
     const openedDb = db;
     const openedProvider = provider;
     return {
@@ -93,6 +165,11 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
       objects,
       keys,
       log,
+      artifacts,
+      artifactKeys,
+      exposures,
+      search,
+      fences,
       epochs,
       audit,
       cache,
@@ -101,6 +178,8 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
       async close() {
         await unlisten?.().catch(() => {});
         cache.clear();
+        search.index.clear();
+        fences.close();
         hasher.close();
         audit.close();
         await openedDb.close();
@@ -113,4 +192,12 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
     else zeroize(root.key);
     throw e;
   }
+}
+
+async function keyGone(db: Db, keyId: string): Promise<boolean> {
+  const rows = await queryRows<{ one: number }>(
+    db.db,
+    sql`select 1 as one from subject_keys where key_id = ${keyId} union all select 1 from artifact_keys where key_id = ${keyId}`,
+  );
+  return rows.length === 0;
 }

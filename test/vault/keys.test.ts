@@ -83,8 +83,9 @@ describe('subject keys on PostgreSQL', () => {
     expect(rows).toEqual([]);
     const [ledger] = await tv.vault.db.db.select().from(destructionLedger).where(eq(destructionLedger.keyId, lease.keyId));
     expect(ledger).toBeDefined();
-    expect(Object.keys(ledger!).sort()).toEqual(['destroyedAt', 'keyId', 'leasedUntil', 'reason', 'subjectHash', 'wrappedEpoch']);
-    expect(hashHex(ledger!.subjectHash)).toBe(hashHex(before!.subjectHash));
+    expect(Object.keys(ledger!).sort()).toEqual(['destroyedAt', 'keyId', 'keyKind', 'leasedUntil', 'reason', 'subjectHash', 'wrappedEpoch']);
+    expect(ledger!.keyKind).toBe('subject');
+    expect(hashHex(ledger!.subjectHash!)).toBe(hashHex(before!.subjectHash));
 
     const again = await tv.vault.keys.destroyKey(lease.keyId, { reason: 'twice', actor: 'admin' });
     expect(again.destroyedNow).toBe(false);

@@ -70,7 +70,7 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, token
       middleware: [authorize(tokens, 'writer')] as const,
       request: { params: SubjectParam },
       responses: {
-        200: json(z.object({ entries: z.array(EntrySchema) }), 'Entries under the subject\'s live key'),
+        200: json(z.object({ entries: z.array(EntrySchema), readFence: z.string() }), 'Entries under the subject\'s live key, and a read fence covering them'),
         404: problemResponse('not_found: a subject lethe has never seen'),
         410: problemResponse('subject_erased'),
         ...authErrors,
@@ -78,9 +78,9 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, token
     }),
     async (c) => {
       const { subject } = c.req.valid('param');
-      const entries = await vault.log.list(subject);
+      const { entries, keyId } = await vault.log.read(subject);
       c.header('cache-control', 'no-store');
-      return c.json({ entries: entries.map(shape) }, 200);
+      return c.json({ entries: entries.map(shape), readFence: vault.fences.issue([keyId]) }, 200);
     },
   );
 
@@ -94,7 +94,7 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, token
       middleware: [authorize(tokens, 'writer')] as const,
       request: { params: z.object({ entryId: z.string().min(1).max(100).openapi({ param: { name: 'entryId', in: 'path' } }) }) },
       responses: {
-        200: json(EntrySchema, 'The entry'),
+        200: json(EntrySchema.extend({ readFence: z.string() }), 'The entry, and a read fence covering it'),
         404: problemResponse('not_found'),
         410: problemResponse('key_destroyed'),
         ...authErrors,
@@ -103,7 +103,7 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, token
     async (c) => {
       const entry = await vault.log.get(c.req.valid('param').entryId);
       c.header('cache-control', 'no-store');
-      return c.json(shape(entry), 200);
+      return c.json({ ...shape(entry), readFence: vault.fences.issue([entry.keyId]) }, 200);
     },
   );
 

@@ -1,0 +1,121 @@
+/**
+ * Provenance queries: recursive CTEs over the `provenance` edges of artifacts'
+ * current versions. Every query starts from what it is asked about and follows the
+ * two indexes (artifact → sources by the primary key, source → artifacts by
+ * `provenance_source`), so its cost follows the part of the graph it touches, never
+ * the size of the store. Depth is bounded by MAX_HEIGHT (enforced on write).
+ */
+import { sql } from 'drizzle-orm';
+import { type Executor, queryRows } from '../db/client.js';
+
+/** The deepest chain of artifacts of artifacts accepted. */
+export const MAX_HEIGHT = 64;
+
+export interface ClosureNode {
+  readonly id: string;
+  readonly type: 'entry' | 'artifact';
+  /** Shortest number of provenance edges from the start. */
+  readonly depth: number;
+}
+
+const idsJson = (ids: readonly string[]) => JSON.stringify([...new Set(ids)]);
+
+/** Everything below the given artifacts: their sources, their sources' sources... */
+export async function closure(exec: Executor, artifactIds: readonly string[]): Promise<ClosureNode[]> {
+  if (artifactIds.length === 0) return [];
+  const rows = await queryRows<{ id: string; type: 'entry' | 'artifact'; depth: number }>(
+    exec,
+    sql`with recursive c(id, type, depth) as (
+          select p.source_id, p.source_type, 1
+            from provenance p where p.artifact_id in (select json_array_elements_text(${idsJson(artifactIds)}::json))
+          union
+          select p.source_id, p.source_type, c.depth + 1
+            from c join provenance p on p.artifact_id = c.id
+           where c.type = 'artifact' and c.depth < ${MAX_HEIGHT + 1})
+        select id, min(type) as type, min(depth)::int as depth from c group by id order by min(depth), id`,
+  );
+  return rows.map((r) => ({ id: r.id, type: r.type, depth: Number(r.depth) }));
+}
+
+/**
+ * The subjects (keyed hashes, hex) and the subject keys under which the entries in
+ * the closure of the given artifacts were written.
+ */
+export async function closureSubjects(
+  exec: Executor,
+  artifactIds: readonly string[],
+): Promise<{ subjects: string[]; keyIds: string[] }> {
+  if (artifactIds.length === 0) return { subjects: [], keyIds: [] };
+  const rows = await queryRows<{ subject: string; key_id: string }>(
+    exec,
+    sql`with recursive c(id, type, depth) as (
+          select p.source_id, p.source_type, 1
+            from provenance p where p.artifact_id in (select json_array_elements_text(${idsJson(artifactIds)}::json))
+          union
+          select p.source_id, p.source_type, c.depth + 1
+            from c join provenance p on p.artifact_id = c.id
+           where c.type = 'artifact' and c.depth < ${MAX_HEIGHT + 1})
+        select distinct encode(e.subject_hash, 'hex') as subject, e.key_id
+          from (select distinct id from c where type = 'entry') x join log_entries e on e.entry_id = x.id`,
+  );
+  return { subjects: [...new Set(rows.map((r) => r.subject))].sort(), keyIds: [...new Set(rows.map((r) => r.key_id))].sort() };
+}
+
+export interface TouchingArtifact {
+  readonly artifactId: string;
+  /** Shortest number of provenance edges from one of the subject's entries. */
+  readonly depth: number;
+}
+
+/** Every artifact whose closure holds an entry of the subject, with the depth at which it does. */
+export async function touchingSubject(exec: Executor, subjectHash: Uint8Array): Promise<TouchingArtifact[]> {
+  const rows = await queryRows<{ artifact_id: string; depth: number }>(
+    exec,
+    sql`with recursive t(artifact_id, depth) as (
+          select p.artifact_id, 1
+            from log_entries e join provenance p on p.source_id = e.entry_id
+           where e.subject_hash = decode(${Buffer.from(subjectHash).toString('hex')}, 'hex')
+          union
+          select p.artifact_id, t.depth + 1
+            from t join provenance p on p.source_id = t.artifact_id
+           where t.depth < ${MAX_HEIGHT + 1})
+        select artifact_id, min(depth)::int as depth from t group by artifact_id order by min(depth), artifact_id`,
+  );
+  return rows.map((r) => ({ artifactId: r.artifact_id, depth: Number(r.depth) }));
+}
+
+/** Every artifact whose closure holds one of the given records (entries or artifacts). */
+export async function touchingRecords(exec: Executor, recordIds: readonly string[]): Promise<TouchingArtifact[]> {
+  if (recordIds.length === 0) return [];
+  const rows = await queryRows<{ artifact_id: string; depth: number }>(
+    exec,
+    sql`with recursive t(artifact_id, depth) as (
+          select p.artifact_id, 1
+            from provenance p where p.source_id in (select json_array_elements_text(${idsJson(recordIds)}::json))
+          union
+          select p.artifact_id, t.depth + 1
+            from t join provenance p on p.source_id = t.artifact_id
+           where t.depth < ${MAX_HEIGHT + 1})
+        select artifact_id, min(depth)::int as depth from t group by artifact_id order by min(depth), artifact_id`,
+  );
+  return rows.map((r) => ({ artifactId: r.artifact_id, depth: Number(r.depth) }));
+}
+
+/** The given artifacts and every artifact above them, in topological order (height, then id). */
+export async function upwardClosure(exec: Executor, artifactIds: readonly string[]): Promise<Array<{ artifactId: string; height: number }>> {
+  if (artifactIds.length === 0) return [];
+  const rows = await queryRows<{ artifact_id: string; height: number }>(
+    exec,
+    sql`with recursive u(artifact_id, depth) as (
+          select a, 0 from json_array_elements_text(${idsJson(artifactIds)}::json) as r(a)
+          union
+          select p.artifact_id, u.depth + 1
+            from u join provenance p on p.source_id = u.artifact_id
+           where u.depth < ${MAX_HEIGHT + 1})
+        select a.artifact_id, a.height from (select distinct artifact_id from u) x
+          join artifacts a on a.artifact_id = x.artifact_id
+         where a.state = 'live'
+         order by a.height, a.artifact_id`,
+  );
+  return rows.map((r) => ({ artifactId: r.artifact_id, height: Number(r.height) }));
+}

@@ -1,0 +1,216 @@
+/** Derived artifacts, search and training exposures. */
+import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
+import { ARTIFACT_KINDS } from '../../db/schema.js';
+import { MAX_EXPOSURE_IDS } from '../../artifacts/exposures.js';
+import { MAX_SOURCES } from '../../artifacts/service.js';
+import { MAX_SEARCH_K } from '../../search/service.js';
+import type { Vault } from '../../vault/vault.js';
+import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
+import { authErrors, json, jsonBody, problemResponse, security } from '../schemas.js';
+
+const RecordId = z.string().min(1).max(100);
+const ArtifactIdParam = z.object({
+  artifactId: z.string().min(1).max(100).openapi({ param: { name: 'artifactId', in: 'path' }, example: 'art_3q2-7wEXAMPLE0000000000' }),
+});
+const ReadFence = z.string().min(1).max(8 * 1024 * 1024);
+
+const WriteArtifact = z
+  .object({
+    kind: z.enum(ARTIFACT_KINDS),
+    text: z.string().min(1).openapi({ description: 'at most 64 KiB of UTF-8 (413 above)' }),
+    sources: z.array(RecordId).max(MAX_SOURCES).openapi({ description: 'entry and artifact ids it was derived from; empty: 422 provenance_required' }),
+    generator: z.string().min(1).max(200).optional(),
+    readFence: ReadFence.optional().openapi({ description: 'the readFence of the read this artifact was made from' }),
+    readFences: z.array(ReadFence).max(1000).optional().openapi({ description: 'addition: several reads\' fences at once' }),
+  })
+  .openapi('WriteArtifactRequest');
+
+const ArtifactSchema = z
+  .object({
+    artifactId: z.string(),
+    kind: z.enum(ARTIFACT_KINDS),
+    version: z.number().int(),
+    text: z.string(),
+    sources: z.array(z.string()),
+    generator: z.string().nullable(),
+    createdAt: z.string().openapi({ format: 'date-time' }),
+    updatedAt: z.string().openapi({ format: 'date-time' }),
+    readFence: z.string(),
+  })
+  .openapi('Artifact');
+
+export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, tokens: TokenStore): void {
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/artifacts',
+      tags: ['artifacts'],
+      summary: 'Write a derived artifact with its provenance',
+      description:
+        'The text is sealed under a key of its own (this version\'s), its embedding under the same key. Refused when a source is unknown (422), ' +
+        'erased (409 source_erased) or being erased (409 erasure_in_progress), and when anything a presented read fence covers was erased since the read.',
+      security,
+      middleware: [authorize(tokens, 'writer')] as const,
+      request: { body: jsonBody(WriteArtifact) },
+      responses: {
+        201: json(z.object({ artifactId: z.string(), version: z.literal(1), subjects: z.number().int() }).openapi('WrittenArtifact'), 'Stored'),
+        409: problemResponse('source_erased or erasure_in_progress'),
+        422: problemResponse('provenance_required or unknown_source'),
+        ...authErrors,
+      },
+    }),
+    async (c) => {
+      const body = c.req.valid('json');
+      const readFences = [...(body.readFence ? [body.readFence] : []), ...(body.readFences ?? [])];
+      const written = await vault.artifacts.write(
+        { kind: body.kind, text: body.text, sources: body.sources, generator: body.generator, readFences },
+        c.get('role'),
+      );
+      return c.json(written, 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/artifacts/{artifactId}',
+      tags: ['artifacts'],
+      summary: 'The artifact\'s current version, with a read fence',
+      security,
+      middleware: [authorize(tokens, 'writer')] as const,
+      request: { params: ArtifactIdParam },
+      responses: {
+        200: json(ArtifactSchema, 'The current version'),
+        404: problemResponse('not_found'),
+        410: problemResponse('artifact_erased: no source survived an erasure'),
+        ...authErrors,
+      },
+    }),
+    async (c) => {
+      const a = await vault.artifacts.get(c.req.valid('param').artifactId);
+      c.header('cache-control', 'no-store');
+      return c.json({ ...a, createdAt: a.createdAt.toISOString(), updatedAt: a.updatedAt.toISOString() }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/artifacts/{artifactId}/provenance',
+      tags: ['artifacts'],
+      summary: 'Addition: the transitive closure of the artifact\'s sources and its number of distinct subjects',
+      security,
+      middleware: [authorize(tokens, 'writer', 'eraser')] as const,
+      request: { params: ArtifactIdParam },
+      responses: {
+        200: json(
+          z
+            .object({
+              artifactId: z.string(),
+              sources: z.array(z.object({ id: z.string(), type: z.enum(['entry', 'artifact']), depth: z.number().int() })),
+              subjects: z.number().int(),
+            })
+            .openapi('Provenance'),
+          'The closure, nearest first',
+        ),
+        404: problemResponse('not_found'),
+        ...authErrors,
+      },
+    }),
+    async (c) => {
+      const { artifactId } = c.req.valid('param');
+      const p = await vault.artifacts.provenance(artifactId);
+      return c.json({ artifactId, sources: p.nodes.map((n) => ({ ...n })), subjects: p.subjects.length }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/artifacts/{artifactId}/regenerate',
+      tags: ['artifacts'],
+      summary: 'Addition: rewrite the artifact, and every artifact above it, from the surviving sources',
+      description:
+        'Sources named in `excluding`, unreadable or erased are dropped. Each affected artifact gets exactly one new version under a new key ' +
+        '(the previous version\'s key is destroyed); one left with no surviving source is erased.',
+      security,
+      middleware: [authorize(tokens, 'writer', 'eraser')] as const,
+      request: {
+        params: ArtifactIdParam,
+        body: { required: false, content: { 'application/json': { schema: z.object({ excluding: z.array(RecordId).max(MAX_SOURCES).optional() }).openapi('RegenerateRequest') } } },
+      },
+      responses: {
+        200: json(
+          z
+            .object({ regenerated: z.array(z.object({ artifactId: z.string(), version: z.number().int() })), removed: z.array(z.string()) })
+            .openapi('Regeneration'),
+          'What was rewritten and what was erased',
+        ),
+        404: problemResponse('not_found'),
+        ...authErrors,
+      },
+    }),
+    async (c) => {
+      const { artifactId } = c.req.valid('param');
+      const body = c.req.header('content-length') === '0' || !c.req.header('content-type') ? {} : c.req.valid('json');
+      const result = await vault.artifacts.regenerate([artifactId], { excluding: body.excluding ?? [], actor: c.get('role'), reason: 'requested' });
+      return c.json(result, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/search',
+      tags: ['search'],
+      summary: 'Nearest entries and artifacts to a query, with their text and a read fence',
+      security,
+      middleware: [authorize(tokens, 'writer')] as const,
+      request: {
+        body: jsonBody(z.object({ query: z.string().min(1).openapi({ description: 'at most 8 KiB' }), k: z.number().int().min(1).max(MAX_SEARCH_K).optional() }).openapi('SearchRequest')),
+      },
+      responses: {
+        200: json(
+          z
+            .object({
+              hits: z.array(z.object({ id: z.string(), type: z.enum(['entry', 'artifact']), score: z.number(), text: z.string() })),
+              readFence: z.string().openapi({ description: 'addition: covers every hit' }),
+            })
+            .openapi('SearchResult'),
+          'Best first',
+        ),
+        ...authErrors,
+      },
+    }),
+    async (c) => {
+      const { query, k } = c.req.valid('json');
+      const result = await vault.search.search(query, k ?? 10);
+      c.header('cache-control', 'no-store');
+      return c.json(result, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/training-exposures',
+      tags: ['artifacts'],
+      summary: 'Record that entries or artifacts went into a fine-tuning or distillation corpus',
+      security,
+      middleware: [authorize(tokens, 'writer')] as const,
+      request: {
+        body: jsonBody(
+          z
+            .object({ corpus: z.string().min(1).max(200), model: z.string().min(1).max(200).optional(), ids: z.array(RecordId).min(1).max(MAX_EXPOSURE_IDS) })
+            .openapi('TrainingExposureRequest'),
+        ),
+      },
+      responses: {
+        201: json(z.object({ exposureId: z.string(), records: z.number().int(), subjects: z.number().int() }).openapi('TrainingExposure'), 'Recorded'),
+        422: problemResponse('unknown_source'),
+        ...authErrors,
+      },
+    }),
+    async (c) => c.json(await vault.exposures.register(c.req.valid('json'), c.get('role')), 201),
+  );
+}

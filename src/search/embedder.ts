@@ -1,0 +1,107 @@
+/**
+ * The embedder port, and the built-in embedder that needs no network and no model.
+ *
+ * The built-in embedder is feature hashing (Weinberger et al., 2009): each text becomes
+ * a bag of features — content words, crude stems, word bigrams and character
+ * trigrams of each word — hashed into a fixed number of signed dimensions, weighted by
+ * sublinear term frequency, and L2-normalised, so the dot product of two vectors is
+ * their cosine similarity. It matches paraphrases that share words or word stems
+ * ("moved to Lisbon" / "relocating to lisbon"), not ones that share only meaning; a
+ * model behind the OpenAI-compatible adapter does that.
+ */
+import { LetheError } from '../errors.js';
+
+export interface Embedder {
+  /** Names the vector space: vectors of different models are never compared. */
+  readonly model: string;
+  readonly dimensions: number;
+  /** One unit-length vector per text, in order. */
+  embed(texts: readonly string[]): Promise<Float32Array[]>;
+}
+
+const STOP_WORDS = new Set(
+  (
+    'a an and are as at be been being but by did do does for from had has have he her hers him his i if in into is it its ' +
+    'me my of on or our ours she so than that the their them they this those to too us was we were what when where which ' +
+    'who whom will with would you your yours about after again all also am any because before both can could each few ' +
+    'just more most no nor not now only other out over own same should some such then there these through under until up ' +
+    'very while why'
+  ).split(' '),
+);
+
+const SUFFIXES = ['ational', 'ization', 'fulness', 'ousness', 'iveness', 'ments', 'ingly', 'ation', 'ness', 'ment', 'ing', 'ies', 'ied', 'ed', 'es', 'ly', 's'];
+
+/** A crude suffix-stripping stemmer: enough to meet "moving" and "moved" at "mov". */
+export function stem(word: string): string {
+  for (const suffix of SUFFIXES) {
+    if (word.length - suffix.length >= 3 && word.endsWith(suffix)) return word.slice(0, -suffix.length);
+  }
+  return word;
+}
+
+export function tokenize(text: string): string[] {
+  return text.toLowerCase().normalize('NFKD').replace(/[\u0300-\u036f]/g, '').match(/[\p{L}\p{N}]+/gu) ?? [];
+}
+
+/** FNV-1a, 32 bits: a fast non-cryptographic hash for feature buckets (not a secret). */
+function fnv1a(text: string, seed: number): number {
+  let h = (0x811c9dc5 ^ seed) >>> 0;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+export class HashingEmbedder implements Embedder {
+  readonly model: string;
+  readonly dimensions: number;
+
+  constructor(dimensions = 384) {
+    if (!Number.isInteger(dimensions) || dimensions < 16 || dimensions > 4096) {
+      throw new LetheError('validation_failed', 'embedding dimensions must be an integer from 16 to 4096');
+    }
+    this.dimensions = dimensions;
+    this.model = `lethe-hash-v1-${dimensions}`;
+  }
+
+  async embed(texts: readonly string[]): Promise<Float32Array[]> {
+    return texts.map((t) => this.embedOne(t));
+  }
+
+  embedOne(text: string): Float32Array {
+    // feature → [weight, occurrences]
+    const features = new Map<string, [number, number]>();
+    const add = (feature: string, weight: number) => {
+      const seen = features.get(feature);
+      if (seen) seen[1]++;
+      else features.set(feature, [weight, 1]);
+    };
+    const words = tokenize(text).filter((w) => !STOP_WORDS.has(w));
+    let previous: string | undefined;
+    for (const word of words) {
+      const stemmed = stem(word);
+      add(`w:${word}`, 1);
+      add(`s:${stemmed}`, 1);
+      if (previous !== undefined) add(`b:${previous} ${stemmed}`, 0.7);
+      previous = stemmed;
+      const padded = `<${word}>`;
+      for (let i = 0; i + 3 <= padded.length; i++) add(`c:${padded.slice(i, i + 3)}`, 0.25);
+    }
+    const vector = new Float32Array(this.dimensions);
+    for (const [feature, [weight, count]] of features) {
+      const h = fnv1a(feature, 0);
+      const sign = fnv1a(feature, 0x9e3779b9) & 1 ? 1 : -1;
+      vector[h % this.dimensions]! += sign * weight * (1 + Math.log(count));
+    }
+    return normalize(vector);
+  }
+}
+
+export function normalize(vector: Float32Array): Float32Array {
+  let norm = 0;
+  for (let i = 0; i < vector.length; i++) norm += vector[i]! * vector[i]!;
+  norm = Math.sqrt(norm);
+  if (norm > 0) for (let i = 0; i < vector.length; i++) vector[i]! /= norm;
+  return vector;
+}

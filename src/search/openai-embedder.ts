@@ -1,0 +1,67 @@
+/**
+ * Embedder adapter for an OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, vLLM,
+ * Ollama, llama.cpp server, text-embeddings-inference...). The text leaves the
+ * process: point it only at an endpoint the operator trusts with subject content.
+ */
+import { LetheError } from '../errors.js';
+import { type Embedder, normalize } from './embedder.js';
+
+export interface OpenAiEmbedderOptions {
+  /** Base URL, e.g. http://127.0.0.1:11434 (the adapter appends /v1/embeddings). */
+  readonly url: string;
+  readonly model: string;
+  readonly apiKey?: string | undefined;
+  /** The model's output dimensions; learned from the first answer when omitted. */
+  readonly dimensions: number;
+  readonly timeoutMs?: number;
+  readonly fetch?: typeof fetch;
+}
+
+export class OpenAiEmbedder implements Embedder {
+  readonly model: string;
+  readonly dimensions: number;
+  readonly #o: OpenAiEmbedderOptions;
+
+  constructor(options: OpenAiEmbedderOptions) {
+    this.#o = options;
+    this.model = `openai:${options.model}`;
+    this.dimensions = options.dimensions;
+  }
+
+  async embed(texts: readonly string[]): Promise<Float32Array[]> {
+    if (texts.length === 0) return [];
+    const doFetch = this.#o.fetch ?? fetch;
+    let response: Response;
+    try {
+      response = await doFetch(`${this.#o.url.replace(/\/+$/, '')}/v1/embeddings`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...(this.#o.apiKey ? { authorization: `Bearer ${this.#o.apiKey}` } : {}),
+        },
+        body: JSON.stringify({ model: this.#o.model, input: texts }),
+        signal: AbortSignal.timeout(this.#o.timeoutMs ?? 30_000),
+      });
+    } catch (e) {
+      throw new LetheError('unavailable', 'the embeddings endpoint did not answer', { cause: e });
+    }
+    // The body may echo the input: never put it in an error.
+    if (!response.ok) throw new LetheError('unavailable', `the embeddings endpoint answered ${response.status}`);
+    const body = (await response.json().catch(() => undefined)) as { data?: Array<{ index?: number; embedding?: unknown }> } | undefined;
+    const data = body?.data;
+    if (!Array.isArray(data) || data.length !== texts.length) {
+      throw new LetheError('unavailable', 'the embeddings endpoint answered with the wrong number of vectors');
+    }
+    const out = new Array<Float32Array>(texts.length);
+    data.forEach((item, i) => {
+      const at = typeof item.index === 'number' ? item.index : i;
+      const values = item.embedding;
+      if (!Array.isArray(values) || values.length !== this.dimensions || !values.every((v) => typeof v === 'number' && Number.isFinite(v))) {
+        throw new LetheError('unavailable', `the embeddings endpoint answered a vector that is not ${this.dimensions} finite numbers`);
+      }
+      if (at < 0 || at >= texts.length || out[at]) throw new LetheError('unavailable', 'the embeddings endpoint answered a bad index');
+      out[at] = normalize(Float32Array.from(values as number[]));
+    });
+    return out;
+  }
+}

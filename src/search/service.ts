@@ -1,0 +1,206 @@
+/**
+ * Search: the embedder, the in-memory vector index, and keeping the index true to
+ * what is readable. Writers of entries and artifacts embed and seal through here; the
+ * index is rebuilt by decrypting every sealed embedding at start-up, updated on
+ * every write (and on other replicas' writes, over NOTIFY), and loses a key's
+ * vectors as soon as the key is destroyed. A hit is answered only after its text was
+ * read back through its key, so a vector that outlived its key is never served.
+ */
+import { and, asc, eq, gt, or, sql } from 'drizzle-orm';
+import { zeroize } from '../crypto/index.js';
+import { type Db, queryRows } from '../db/client.js';
+import { embeddings } from '../db/schema.js';
+import { isLetheError, LetheError } from '../errors.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { Embedder } from './embedder.js';
+import { openEmbedding, type SealedEmbedding, sealEmbedding } from './embeddings.js';
+import { type RecordType, VectorIndex } from './vector-index.js';
+
+export const MAX_SEARCH_K = 100;
+export const MAX_QUERY_BYTES = 8 * 1024;
+
+/** How the search service reaches the keys that seal embeddings and the texts hits return. */
+export interface SearchBackends {
+  /** The plaintext key protecting a record's embedding; key_destroyed/not_found when gone. Caller zeroes. */
+  keyFor(type: RecordType, keyId: string): Promise<Uint8Array>;
+  /** Readable texts of the given records (unreadable ones are left out), each with the keys a read fence of it covers. */
+  texts(ids: ReadonlyArray<{ id: string; type: RecordType }>): Promise<Map<string, { text: string; fenceKeys: readonly string[] }>>;
+  issueFence(keyIds: Iterable<string>): string;
+}
+
+export interface SearchHit {
+  readonly id: string;
+  readonly type: RecordType;
+  readonly score: number;
+  readonly text: string;
+}
+
+export class SearchService {
+  readonly embedder: Embedder;
+  readonly index: VectorIndex;
+  readonly #db: Db;
+  readonly #logger: Logger;
+  readonly #metrics: Metrics;
+  #backends: SearchBackends | undefined;
+
+  constructor(deps: { db: Db; embedder: Embedder; logger: Logger; metrics: Metrics }) {
+    this.#db = deps.db;
+    this.embedder = deps.embedder;
+    this.#logger = deps.logger;
+    this.#metrics = deps.metrics;
+    this.index = new VectorIndex(deps.embedder.dimensions);
+  }
+
+  /** Wired once the services that own keys and texts exist. */
+  connect(backends: SearchBackends): void {
+    this.#backends = backends;
+  }
+
+  /** Embeds texts and seals each vector under `key` (the key of its text). */
+  async seal(
+    records: ReadonlyArray<{ recordId: string; recordType: RecordType; text: string }>,
+    keyId: string,
+    key: Uint8Array,
+  ): Promise<Array<SealedEmbedding & { vector: Float32Array }>> {
+    const vectors = await this.embedder.embed(records.map((r) => r.text));
+    const model = this.embedder.model;
+    return records.map((r, i) => ({
+      recordId: r.recordId,
+      recordType: r.recordType,
+      keyId,
+      model,
+      sealed: sealEmbedding(key, { recordId: r.recordId, keyId, model }, vectors[i]!),
+      vector: vectors[i]!,
+    }));
+  }
+
+  /** Puts committed vectors into this replica's index. */
+  publish(records: ReadonlyArray<{ recordId: string; recordType: RecordType; keyId: string; vector: Float32Array }>): void {
+    for (const r of records) this.index.upsert(r.recordId, r.recordType, r.keyId, r.vector);
+    this.#metrics.indexVectors.set(this.index.size);
+  }
+
+  unpublish(recordIds: Iterable<string>): void {
+    for (const id of recordIds) this.index.remove(id);
+    this.#metrics.indexVectors.set(this.index.size);
+  }
+
+  /** A key was destroyed: its vectors leave the index now. */
+  removeKey(keyId: string): number {
+    const n = this.index.removeKey(keyId);
+    this.#metrics.indexVectors.set(this.index.size);
+    return n;
+  }
+
+  /**
+   * Rebuilds the index from the sealed embeddings: keyset pages ordered by key id,
+   * one key unwrap per key. Vectors of destroyed keys and of another model are
+   * skipped (counted).
+   */
+  async rebuild(pageSize = 2000): Promise<{ loaded: number; destroyed: number; otherModel: number }> {
+    const backends = this.#need();
+    this.index.clear();
+    let loaded = 0;
+    let destroyed = 0;
+    let after = { keyId: '', recordId: '' };
+    const model = this.embedder.model;
+    for (;;) {
+      const rows = await this.#db.db
+        .select()
+        .from(embeddings)
+        .where(
+          and(
+            eq(embeddings.model, model),
+            or(gt(embeddings.keyId, after.keyId), and(eq(embeddings.keyId, after.keyId), gt(embeddings.recordId, after.recordId))),
+          ),
+        )
+        .orderBy(asc(embeddings.keyId), asc(embeddings.recordId))
+        .limit(pageSize);
+      if (rows.length === 0) break;
+      let i = 0;
+      while (i < rows.length) {
+        const keyId = rows[i]!.keyId;
+        let j = i;
+        while (j < rows.length && rows[j]!.keyId === keyId) j++;
+        let key: Uint8Array | undefined;
+        try {
+          key = await backends.keyFor(rows[i]!.recordType, keyId);
+        } catch (e) {
+          if (!isLetheError(e, 'key_destroyed') && !isLetheError(e, 'not_found')) throw e;
+        }
+        if (!key) destroyed += j - i;
+        else {
+          try {
+            for (let r = i; r < j; r++) {
+              const row = rows[r]!;
+              const vector = openEmbedding(key, { recordId: row.recordId, keyId, model }, row.sealed, this.embedder.dimensions);
+              this.index.upsert(row.recordId, row.recordType, keyId, vector);
+              loaded++;
+            }
+          } finally {
+            zeroize(key);
+          }
+        }
+        i = j;
+      }
+      const last = rows.at(-1)!;
+      after = { keyId: last.keyId, recordId: last.recordId };
+    }
+    const [other] = await queryRows<{ n: string | number }>(this.#db.db, sql`select count(*) as n from embeddings where model <> ${model}`);
+    const otherModel = Number(other?.n ?? 0);
+    if (otherModel > 0) {
+      this.#logger.warn({ otherModel, model }, 'some stored embeddings were made by another embedder model and are not searchable');
+    }
+    this.#metrics.indexVectors.set(this.index.size);
+    return { loaded, destroyed, otherModel };
+  }
+
+  /** Loads one record's sealed embedding (another replica wrote it). */
+  async load(recordId: string): Promise<void> {
+    const [row] = await this.#db.db.select().from(embeddings).where(eq(embeddings.recordId, recordId));
+    if (!row || row.model !== this.embedder.model) return;
+    let key: Uint8Array;
+    try {
+      key = await this.#need().keyFor(row.recordType, row.keyId);
+    } catch (e) {
+      if (isLetheError(e, 'key_destroyed') || isLetheError(e, 'not_found')) return;
+      throw e;
+    }
+    try {
+      const vector = openEmbedding(key, { recordId, keyId: row.keyId, model: row.model }, row.sealed, this.embedder.dimensions);
+      this.publish([{ recordId, recordType: row.recordType, keyId: row.keyId, vector }]);
+    } finally {
+      zeroize(key);
+    }
+  }
+
+  /**
+   * The `k` records nearest the query, with their text read back through their keys,
+   * and a read fence covering them.
+   */
+  async search(query: string, k: number): Promise<{ hits: SearchHit[]; readFence: string }> {
+    if (Buffer.byteLength(query, 'utf8') > MAX_QUERY_BYTES) throw new LetheError('payload_too_large', `query is limited to ${MAX_QUERY_BYTES} bytes`);
+    if (!Number.isInteger(k) || k < 1 || k > MAX_SEARCH_K) throw new LetheError('validation_failed', `k must be 1 to ${MAX_SEARCH_K}`);
+    const backends = this.#need();
+    const [vector] = await this.embedder.embed([query]);
+    // over-fetch: a few hits may turn out unreadable (destroyed a moment ago)
+    const candidates = this.index.search(vector!, Math.min(k * 2 + 4, this.index.size));
+    const texts = await backends.texts(candidates.map((c) => ({ id: c.id, type: c.type })));
+    const hits: SearchHit[] = [];
+    const fenceKeys = new Set<string>();
+    for (const c of candidates) {
+      const read = texts.get(c.id);
+      if (read === undefined) continue;
+      hits.push({ id: c.id, type: c.type, score: Math.round(c.score * 1e6) / 1e6, text: read.text });
+      for (const key of read.fenceKeys) fenceKeys.add(key);
+      if (hits.length === k) break;
+    }
+    return { hits, readFence: backends.issueFence(fenceKeys) };
+  }
+
+  #need(): SearchBackends {
+    if (!this.#backends) throw new LetheError('internal', 'search is not connected to the log and artifacts');
+    return this.#backends;
+  }
+}

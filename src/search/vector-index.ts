@@ -1,0 +1,153 @@
+/**
+ * The in-memory vector index: brute-force cosine similarity over unit vectors kept
+ * in one contiguous Float32Array. Exact (no recall loss), O(n·d) per query, 4·d bytes
+ * per vector plus about 150 bytes of bookkeeping (id strings, maps). It holds
+ * plaintext vectors in memory only; at rest they are sealed (see embeddings.ts), and
+ * the index is rebuilt by decrypting at start-up.
+ *
+ * Removing by key id is how destruction reaches the index: every vector is filed
+ * under the key its sealed copy depends on.
+ */
+import { LetheError } from '../errors.js';
+
+export type RecordType = 'entry' | 'artifact';
+
+export interface IndexHit {
+  readonly id: string;
+  readonly type: RecordType;
+  readonly keyId: string;
+  readonly score: number;
+}
+
+export class VectorIndex {
+  readonly dimensions: number;
+  #vectors: Float32Array;
+  #ids: string[] = [];
+  #types: RecordType[] = [];
+  #keys: string[] = [];
+  readonly #slot = new Map<string, number>();
+  readonly #byKey = new Map<string, Set<string>>();
+
+  constructor(dimensions: number, initialCapacity = 1024) {
+    this.dimensions = dimensions;
+    this.#vectors = new Float32Array(dimensions * initialCapacity);
+  }
+
+  get size(): number {
+    return this.#ids.length;
+  }
+
+  /** Adds or replaces the vector of record `id`. */
+  upsert(id: string, type: RecordType, keyId: string, vector: Float32Array): void {
+    if (vector.length !== this.dimensions) throw new LetheError('internal', `vector has ${vector.length} dimensions, the index ${this.dimensions}`);
+    let slot = this.#slot.get(id);
+    if (slot === undefined) {
+      slot = this.#ids.length;
+      if ((slot + 1) * this.dimensions > this.#vectors.length) {
+        const grown = new Float32Array(Math.max(this.#vectors.length * 2, (slot + 1) * this.dimensions));
+        grown.set(this.#vectors);
+        this.#vectors.fill(0);
+        this.#vectors = grown;
+      }
+      this.#ids.push(id);
+      this.#types.push(type);
+      this.#keys.push(keyId);
+      this.#slot.set(id, slot);
+    } else {
+      this.#unfile(this.#keys[slot]!, id);
+      this.#types[slot] = type;
+      this.#keys[slot] = keyId;
+    }
+    this.#vectors.set(vector, slot * this.dimensions);
+    let ids = this.#byKey.get(keyId);
+    if (!ids) this.#byKey.set(keyId, (ids = new Set()));
+    ids.add(id);
+  }
+
+  has(id: string): boolean {
+    return this.#slot.has(id);
+  }
+
+  /** Removes one record; true when it was there. */
+  remove(id: string): boolean {
+    const slot = this.#slot.get(id);
+    if (slot === undefined) return false;
+    this.#unfile(this.#keys[slot]!, id);
+    const last = this.#ids.length - 1;
+    const d = this.dimensions;
+    if (slot !== last) {
+      // move the last vector into the hole
+      this.#vectors.copyWithin(slot * d, last * d, (last + 1) * d);
+      const movedId = this.#ids[last]!;
+      this.#ids[slot] = movedId;
+      this.#types[slot] = this.#types[last]!;
+      this.#keys[slot] = this.#keys[last]!;
+      this.#slot.set(movedId, slot);
+    }
+    this.#vectors.fill(0, last * d, (last + 1) * d);
+    this.#ids.pop();
+    this.#types.pop();
+    this.#keys.pop();
+    this.#slot.delete(id);
+    return true;
+  }
+
+  /** Removes every record filed under the key (it was destroyed); returns how many. */
+  removeKey(keyId: string): number {
+    const ids = this.#byKey.get(keyId);
+    if (!ids) return 0;
+    let n = 0;
+    for (const id of [...ids]) if (this.remove(id)) n++;
+    this.#byKey.delete(keyId);
+    return n;
+  }
+
+  /** The ids filed under a key. */
+  idsOfKey(keyId: string): string[] {
+    return [...(this.#byKey.get(keyId) ?? [])];
+  }
+
+  /** The `k` nearest records by cosine similarity, best first. */
+  search(query: Float32Array, k: number, filter?: (id: string, type: RecordType) => boolean): IndexHit[] {
+    if (query.length !== this.dimensions) throw new LetheError('internal', 'query vector has the wrong dimensions');
+    if (k <= 0 || this.#ids.length === 0) return [];
+    const d = this.dimensions;
+    const v = this.#vectors;
+    // a small sorted array beats a heap for the k values we serve (≤ 100)
+    const topScores: number[] = [];
+    const topSlots: number[] = [];
+    for (let slot = 0, n = this.#ids.length; slot < n; slot++) {
+      let dot = 0;
+      const base = slot * d;
+      for (let i = 0; i < d; i++) dot += v[base + i]! * query[i]!;
+      if (topScores.length === k && dot <= topScores[k - 1]!) continue;
+      if (filter && !filter(this.#ids[slot]!, this.#types[slot]!)) continue;
+      let at = topScores.length;
+      while (at > 0 && topScores[at - 1]! < dot) at--;
+      topScores.splice(at, 0, dot);
+      topSlots.splice(at, 0, slot);
+      if (topScores.length > k) {
+        topScores.pop();
+        topSlots.pop();
+      }
+    }
+    return topSlots.map((slot, i) => ({ id: this.#ids[slot]!, type: this.#types[slot]!, keyId: this.#keys[slot]!, score: topScores[i]! }));
+  }
+
+  /** Zeroes and drops everything. */
+  clear(): void {
+    this.#vectors.fill(0);
+    this.#ids = [];
+    this.#types = [];
+    this.#keys = [];
+    this.#slot.clear();
+    this.#byKey.clear();
+  }
+
+  #unfile(keyId: string, id: string): void {
+    const ids = this.#byKey.get(keyId);
+    if (!ids) return;
+    ids.delete(id);
+    if (ids.size === 0) this.#byKey.delete(keyId);
+  }
+}
