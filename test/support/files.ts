@@ -3,8 +3,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 /** Files under `dir` (recursively) whose bytes contain `needle`; also how many files were read. */
-export function filesContaining(dir: string, needle: string): { hits: string[]; filesRead: number } {
-  const bytes = Buffer.from(needle);
+export function filesContaining(dir: string, needle: string | Uint8Array): { hits: string[]; filesRead: number } {
+  const bytes = typeof needle === 'string' ? Buffer.from(needle) : Buffer.from(needle.buffer, needle.byteOffset, needle.byteLength);
   const hits: string[] = [];
   let filesRead = 0;
   const walk = (d: string) => {
