@@ -67,6 +67,7 @@ export class ArtifactKeys {
   async destroy(tx: Transaction, keyId: string, options: { reason: string; actor: string; artifactId: string }): Promise<boolean> {
     const [row] = await tx.delete(artifactKeys).where(eq(artifactKeys.keyId, keyId)).returning();
     if (!row) return false;
+    await tx.execute(sql`delete from embeddings where key_id = ${keyId}`);
     await tx
       .insert(destructionLedger)
       .values({ keyId, keyKind: 'artifact-version', subjectHash: null, destroyedAt: new Date(), reason: options.reason, wrappedEpoch: row.epoch, leasedUntil: null })

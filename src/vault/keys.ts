@@ -263,6 +263,8 @@ export class KeyService {
     const until = await leasedUntil(tx, keyId);
     const destroyedAt = this.#now();
     await tx.delete(subjectKeys).where(eq(subjectKeys.keyId, keyId));
+    // the sealed embeddings died with the key; drop their rows so nothing tries to open them
+    await tx.execute(sql`delete from embeddings where key_id = ${keyId}`);
     await tx.insert(destructionLedger).values({
       keyId,
       subjectHash: row.subjectHash,

@@ -27,6 +27,7 @@ let t: TestApp;
 let destroyKeyId = '';
 let liveKeyId = '';
 let entryId = '';
+let artifactId = '';
 let registration: unknown;
 
 const ROUTES: readonly RouteCase[] = [
@@ -101,6 +102,46 @@ const ROUTES: readonly RouteCase[] = [
     allowed: ['writer', 'admin'],
     path: () => `/v1/entries/${entryId}`,
   },
+  {
+    method: 'POST',
+    template: '/v1/artifacts',
+    allowed: ['writer', 'admin'],
+    path: () => '/v1/artifacts',
+    body: () => ({ kind: 'fact', text: 'auth table fact', sources: [entryId] }),
+  },
+  {
+    method: 'GET',
+    template: '/v1/artifacts/{artifactId}',
+    allowed: ['writer', 'admin'],
+    path: () => `/v1/artifacts/${artifactId}`,
+  },
+  {
+    method: 'GET',
+    template: '/v1/artifacts/{artifactId}/provenance',
+    allowed: ['writer', 'eraser', 'admin'],
+    path: () => `/v1/artifacts/${artifactId}/provenance`,
+  },
+  {
+    method: 'POST',
+    template: '/v1/artifacts/{artifactId}/regenerate',
+    allowed: ['writer', 'eraser', 'admin'],
+    path: () => `/v1/artifacts/${artifactId}/regenerate`,
+    body: () => ({}),
+  },
+  {
+    method: 'POST',
+    template: '/v1/search',
+    allowed: ['writer', 'admin'],
+    path: () => '/v1/search',
+    body: () => ({ query: 'seed', k: 3 }),
+  },
+  {
+    method: 'POST',
+    template: '/v1/training-exposures',
+    allowed: ['writer', 'admin'],
+    path: () => '/v1/training-exposures',
+    body: () => ({ corpus: 'auth-table-corpus', ids: [entryId] }),
+  },
 ];
 
 beforeAll(async () => {
@@ -108,6 +149,7 @@ beforeAll(async () => {
   liveKeyId = (await t.vault.keys.ensureKey('user:auth-live', 'writer')).keyId;
   destroyKeyId = (await t.vault.keys.ensureKey('user:auth-destroy', 'writer')).keyId;
   entryId = (await t.vault.log.append('user:auth-live', { text: 'seed' }, 'writer')).entryId;
+  artifactId = (await t.vault.artifacts.write({ kind: 'summary', text: 'seed summary', sources: [entryId] }, 'writer')).artifactId;
   // a segment a writer uploaded itself, registered (idempotently) by every allowed role
   const { keyId, firstSeq } = await t.vault.log.reserve('user:auth-live', 1, 'writer');
   const { dek } = await t.vault.keys.dekFor(keyId);

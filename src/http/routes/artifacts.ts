@@ -3,6 +3,7 @@ import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { ARTIFACT_KINDS } from '../../db/schema.js';
 import { MAX_EXPOSURE_IDS } from '../../artifacts/exposures.js';
 import { MAX_SOURCES } from '../../artifacts/service.js';
+import { LetheError } from '../../errors.js';
 import { MAX_SEARCH_K } from '../../search/service.js';
 import type { Vault } from '../../vault/vault.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
@@ -152,7 +153,14 @@ export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, 
     }),
     async (c) => {
       const { artifactId } = c.req.valid('param');
-      const body = c.req.header('content-length') === '0' || !c.req.header('content-type') ? {} : c.req.valid('json');
+      // The body is optional. Without a content type the validator does not run (and
+      // there is nothing to read); with another content type, refuse rather than
+      // regenerate without the exclusions the caller meant to send.
+      const type = c.req.header('content-type');
+      if (type !== undefined && !/^application\/json\b/i.test(type)) {
+        throw new LetheError('validation_failed', 'body: content-type must be application/json');
+      }
+      const body = (type === undefined ? undefined : c.req.valid('json')) ?? {};
       const result = await vault.artifacts.regenerate([artifactId], { excluding: body.excluding ?? [], actor: c.get('role'), reason: 'requested' });
       return c.json(result, 200);
     },
