@@ -158,6 +158,7 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
     }
     const openedDb = db;
     const openedProvider = provider;
+    let closed = false;
     return {
       config,
       db,
@@ -176,6 +177,9 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
       metrics,
       logger,
       async close() {
+        // idempotent: a second close (shutdown racing a test's cleanup) does nothing
+        if (closed) return;
+        closed = true;
         await unlisten?.().catch(() => {});
         cache.clear();
         search.index.clear();
