@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the four benchmarks in sequence, each in its own Node process,
+ * `npm run bench`: the five benchmarks in sequence, each in its own Node process,
  * then one summary. Prints human tables on stdout (progress on stderr) and writes
  * bench/results.json (a full run) or bench/results-<names>.json (a BENCH_ONLY subset,
  * e.g. bench/results-append.json), so a partial run never overwrites the full figures.
@@ -9,6 +9,9 @@
  *   3. rewrap   KEK rotation keys/s vs crypto-only unwrap+wrap; peak heap, BENCH_KEYS vs BENCH_KEYS/10
  *   4. append   LetheWriter appends/s vs plain store.put with the same batching (real MinIO);
  *               entries/s read back through GET .../entries; stored bytes of overhead per frame
+ *   5. provenance touchingSubject (one subject feeding 100 artifacts) median/p95 in graphs of 10,000 and
+ *               1,000,000 provenance edges (ratio; EXPLAIN ANALYZE buffers); artifacts regenerated/s
+ *               by the built-in regenerator vs vault.artifacts.write/s
  *
  * Every figure is a ratio against a baseline measured in the same run, next to the
  * absolute numbers. Nothing here asserts on timings.
@@ -24,10 +27,11 @@ import path from 'node:path';
 import { type AppendResult, formatAppend } from './append.js';
 import { type EnvelopeResult, formatEnvelope } from './envelope.js';
 import { formatLease, type LeaseResult } from './lease.js';
-import { BENCH_DIR, benchKeys, fmtBytes, fmtNum, fmtRatio, fmtSeconds, progress, QUICK, runChild, table } from './lib.js';
+import { BENCH_DIR, benchKeys, fmtBytes, fmtInt, fmtNum, fmtRatio, fmtSeconds, progress, QUICK, runChild, table } from './lib.js';
+import { formatProvenance, type ProvenanceResult } from './provenance.js';
 import { formatRewrap, type RewrapResult } from './rewrap.js';
 
-type Name = 'lease' | 'envelope' | 'rewrap' | 'append';
+type Name = 'lease' | 'envelope' | 'rewrap' | 'append' | 'provenance';
 
 interface Section<T> {
   readonly ok: boolean;
@@ -37,7 +41,7 @@ interface Section<T> {
   readonly error?: string;
 }
 
-const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append'];
+const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance'];
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean) as Name[] | undefined;
 const selected = ALL.filter((n) => !only || only.includes(n));
 
@@ -67,6 +71,7 @@ const lease = sections.lease as Section<LeaseResult> | undefined;
 const envelope = sections.envelope as Section<EnvelopeResult> | undefined;
 const rewrap = sections.rewrap as Section<RewrapResult> | undefined;
 const append = sections.append as Section<AppendResult> | undefined;
+const provenance = sections.provenance as Section<ProvenanceResult> | undefined;
 const totalSeconds = (performance.now() - t0) / 1000;
 
 // ------------------------------------------------------------------ report
@@ -99,6 +104,11 @@ out.push('');
 out.push('== 4. Appends through the writer client ==');
 if (append?.result) out.push(formatAppend(append.result), sectionLine('append', append));
 else out.push(append ? `FAILED: ${append.error}` : 'skipped');
+
+out.push('');
+out.push('== 5. Provenance: touching query and regeneration ==');
+if (provenance?.result) out.push(formatProvenance(provenance.result), sectionLine('provenance', provenance));
+else out.push(provenance ? `FAILED: ${provenance.error}` : 'skipped');
 
 const summary: string[][] = [];
 if (lease?.result) {
@@ -162,6 +172,33 @@ if (append?.result) {
     `envelope fixed ${r.overhead.envelopeFixed} B (key id ${r.overhead.keyIdLength} B); predicted ${fmtNum(r.overhead.predictedPerFrame, 1)} B`,
   ]);
 }
+if (provenance?.result) {
+  const t = provenance.result.touching;
+  const g = provenance.result.regeneration;
+  summary.push([
+    `touchingSubject median ms, ${fmtInt(t.large.edges)} ÷ ${fmtInt(t.small.edges)} edges (${t.expected} artifacts)`,
+    `${fmtNum(t.large.query.medianMs, 2)} / ${fmtNum(t.small.query.medianMs, 2)}`,
+    fmtRatio(t.ratio),
+    `aim <= ${t.target}: ${t.ratio <= t.target ? 'met' : 'NOT met'}; p95 ${fmtNum(t.large.query.p95Ms, 2)} / ${fmtNum(t.small.query.p95Ms, 2)} ms; ` +
+      `plan at ${fmtInt(t.large.edges)}: ${fmtInt(t.large.plan.sharedHit + t.large.plan.sharedRead)} buffers, ` +
+      `${t.large.plan.seqScans.length ? `whole-table scans: ${t.large.plan.seqScans.join(', ')}` : 'index scans only'}` +
+      (t.small.plan.seqScans.length ? `; the ${fmtInt(t.small.edges)}-edge plan hashes the whole provenance table` : ''),
+  ]);
+  if (t.small.indexPathQuery && t.indexPathRatio !== null) {
+    summary.push([
+      `  same, ${fmtInt(t.small.edges)}-edge graph forced onto the index path (enable_seqscan off)`,
+      `${fmtNum(t.large.query.medianMs, 2)} / ${fmtNum(t.small.indexPathQuery.medianMs, 2)}`,
+      fmtRatio(t.indexPathRatio),
+      `aim <= ${t.target}: ${t.indexPathRatio <= t.target ? 'met' : 'NOT met'}`,
+    ]);
+  }
+  summary.push([
+    'artifacts regenerated/s ÷ artifacts written/s (built-in regenerator)',
+    `${fmtNum(g.regenerate.perSec, 1)} / ${fmtNum(g.write.perSec, 1)}`,
+    fmtRatio(g.ratio),
+    `${fmtInt(g.regenerate.regenerated)} regenerated; verification ${g.verification.ok ? 'ok' : 'FAILED'}`,
+  ]);
+}
 out.push('');
 out.push('== Summary (ratio = measured ÷ same-run baseline) ==');
 out.push(table(['figure', 'measured / baseline', 'ratio', 'note'], summary));
@@ -192,6 +229,7 @@ await writeFile(
       envelope: envelope ?? null,
       rewrap: rewrap ?? null,
       append: append ?? null,
+      provenance: provenance ?? null,
     },
     null,
     2,
