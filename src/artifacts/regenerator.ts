@@ -5,7 +5,8 @@
  *
  * The built-in extractive regenerator is deterministic and needs nothing installed:
  * it keeps each surviving source's first sentences, in source order, without
- * repeats, up to the artifact size limit. What it keeps is exactly what the sources
+ * repeats, each source within an equal share of the artifact size limit (a first
+ * sentence longer than its share is cut at a character boundary). What it keeps is exactly what the sources
  * say; it never paraphrases, so it cannot launder erased content it was not given.
  */
 import type { ArtifactKind } from '../db/schema.js';
@@ -52,22 +53,42 @@ export class ExtractiveRegenerator implements Regenerator {
     const seen = new Set<string>();
     const kept: string[] = [];
     let bytes = 0;
+    // every source gets a fair share of the size limit, so one huge source cannot crowd out the rest
+    const share = Math.floor(MAX_ARTIFACT_TEXT_BYTES / Math.max(1, input.sources.length));
     for (const source of input.sources) {
       let taken = 0;
+      let used = 0;
       for (const sentence of sentences(source.text)) {
         if (taken >= this.#perSource) break;
         const norm = sentence.toLowerCase().replace(/\s+/g, ' ');
         if (seen.has(norm)) continue;
-        const size = Buffer.byteLength(sentence, 'utf8') + 1;
-        if (bytes + size > MAX_ARTIFACT_TEXT_BYTES) return kept.join(' ');
+        const separator = kept.length > 0 ? 1 : 0;
+        // separators count against the whole limit, not against a source's share
+        const room = Math.min(share - used, MAX_ARTIFACT_TEXT_BYTES - bytes - separator);
+        if (room <= 0) break;
+        let text = sentence;
+        if (Buffer.byteLength(text, 'utf8') > room) {
+          if (taken > 0) break; // the source already contributed; stop at a sentence boundary
+          text = truncateUtf8(text, room); // its first sentence alone is too long: keep what fits
+          if (text.length === 0) break;
+        }
+        const size = Buffer.byteLength(text, 'utf8');
         seen.add(norm);
-        kept.push(sentence);
-        bytes += size;
+        kept.push(text);
+        bytes += size + separator;
+        used += size;
         taken++;
       }
     }
     return kept.join(' ');
   }
+}
+
+/** The longest prefix of `text` that is at most `maxBytes` of UTF-8, cut between characters. */
+function truncateUtf8(text: string, maxBytes: number): string {
+  let out = Buffer.from(text, 'utf8').subarray(0, maxBytes).toString('utf8');
+  while (out.endsWith('\uFFFD') && !text.startsWith(out)) out = out.slice(0, -1);
+  return out.trimEnd();
 }
 
 export interface ChatRegeneratorOptions {

@@ -187,20 +187,37 @@ export class ArtifactService {
     throw new LetheError('unavailable', 'the artifact changed repeatedly during the read; try again');
   }
 
-  /** The current texts of the live artifacts among `ids` (others left out). */
+  /** The current texts of the live artifacts among `ids` (others left out), each with the keys a fence of it covers. */
   async readMany(ids: readonly string[]): Promise<Map<string, { text: string; fenceKeys: string[] }>> {
+    const texts = await this.#readCurrent(ids);
     const out = new Map<string, { text: string; fenceKeys: string[] }>();
-    if (ids.length === 0) return out;
-    const rows = await this.#d.db.db.select().from(artifacts).where(inArray(artifacts.artifactId, [...new Set(ids)]));
-    for (const row of rows) {
-      if (row.state !== 'live') continue;
-      try {
-        const payload = await this.#readVersion(row);
-        out.set(row.artifactId, { text: payload.text, fenceKeys: await this.fenceKeys([row]) });
-      } catch (e) {
-        if (!isLetheError(e, 'key_destroyed') && !isLetheError(e, 'not_found')) throw e;
+    for (const [id, { row, text }] of texts) out.set(id, { text, fenceKeys: await this.fenceKeys([row]) });
+    return out;
+  }
+
+  /**
+   * The current version's text of each live artifact among `ids`. An artifact that
+   * was regenerated while we read (its version key destroyed under us) is read again
+   * at its new version — never mistaken for an erased one.
+   */
+  async #readCurrent(ids: readonly string[]): Promise<Map<string, { row: ArtifactRow; text: string }>> {
+    const out = new Map<string, { row: ArtifactRow; text: string }>();
+    let pending = [...new Set(ids)];
+    for (let attempt = 0; attempt < 5 && pending.length > 0; attempt++) {
+      const rows = await this.#d.db.db.select().from(artifacts).where(inArray(artifacts.artifactId, pending));
+      const retry: string[] = [];
+      for (const row of rows) {
+        if (row.state !== 'live') continue;
+        try {
+          out.set(row.artifactId, { row, text: (await this.#readVersion(row)).text });
+        } catch (e) {
+          if (!isLetheError(e, 'key_destroyed') && !isLetheError(e, 'not_found') && !isLetheError(e, 'artifact_erased')) throw e;
+          retry.push(row.artifactId);
+        }
       }
+      pending = retry;
     }
+    if (pending.length > 0) throw new LetheError('unavailable', 'artifacts kept changing during the read; try again', { retryable: true });
     return out;
   }
 
@@ -268,14 +285,14 @@ export class ArtifactService {
       if (!row || row.state !== 'live') return 'skipped';
       const edges = await this.#d.db.db.select().from(provenance).where(eq(provenance.artifactId, artifactId)).orderBy(asc(provenance.sourceId));
       const candidates = edges.filter((e) => !excluded.has(e.sourceId) && !removed.has(e.sourceId));
-      const readable = await this.#readSources(candidates);
+      const { sources: readable, versionKeys } = await this.#readSources(candidates);
       try {
         if (readable.length === 0) {
           await this.#erase(row, options);
           return 'removed';
         }
         const text = await this.#d.regenerator.regenerate({ artifactId, kind: row.kind, sources: readable });
-        return await this.#writeVersion(row, text, readable, options);
+        return await this.#writeVersion(row, text, readable, versionKeys, options);
       } catch (e) {
         // a source was erased, or the artifact changed, meanwhile: look again
         if (isLetheError(e, 'source_erased') || isLetheError(e, 'conflict')) continue;
@@ -285,21 +302,32 @@ export class ArtifactService {
     throw new LetheError('unavailable', 'the artifact kept changing during regeneration; run it again', { retryable: true });
   }
 
-  /** The sources' current texts, in edge order; unreadable ones are left out. */
-  async #readSources(edges: ReadonlyArray<{ sourceId: string; sourceType: 'entry' | 'artifact' }>): Promise<RegenerationSource[]> {
+  /**
+   * The sources' current texts, in edge order (unreadable ones left out), and the
+   * version key each artifact source was read under.
+   */
+  async #readSources(
+    edges: ReadonlyArray<{ sourceId: string; sourceType: 'entry' | 'artifact' }>,
+  ): Promise<{ sources: RegenerationSource[]; versionKeys: Map<string, string> }> {
     const entryIds = edges.filter((e) => e.sourceType === 'entry').map((e) => e.sourceId);
     const artifactIds = edges.filter((e) => e.sourceType === 'artifact').map((e) => e.sourceId);
     const entries = await this.#d.log.readMany(entryIds);
-    const arts = await this.readMany(artifactIds);
-    const out: RegenerationSource[] = [];
+    const arts = await this.#readCurrent(artifactIds);
+    const sources: RegenerationSource[] = [];
     for (const e of edges) {
       const text = e.sourceType === 'entry' ? entries.get(e.sourceId)?.text : arts.get(e.sourceId)?.text;
-      if (text !== undefined) out.push({ id: e.sourceId, type: e.sourceType, text });
+      if (text !== undefined) sources.push({ id: e.sourceId, type: e.sourceType, text });
     }
-    return out;
+    return { sources, versionKeys: new Map([...arts].map(([id, a]) => [id, a.row.keyId!])) };
   }
 
-  async #writeVersion(row: ArtifactRow, text: string, sources: readonly RegenerationSource[], options: { actor: string; reason?: string }): Promise<number> {
+  async #writeVersion(
+    row: ArtifactRow,
+    text: string,
+    sources: readonly RegenerationSource[],
+    versionKeys: ReadonlyMap<string, string>,
+    options: { actor: string; reason?: string },
+  ): Promise<number> {
     const version = row.version + 1;
     const { keyId, key } = this.#d.artifactKeys.fresh();
     const object = objectName(row.artifactId, version);
@@ -310,7 +338,8 @@ export class ArtifactService {
         await this.#d.db.db.transaction(async (tx) => {
           const [locked] = await tx.select().from(artifacts).where(eq(artifacts.artifactId, row.artifactId)).for('update');
           if (!locked || locked.version !== row.version || locked.state !== 'live') throw new LetheError('conflict', 'the artifact changed during regeneration');
-          const { sourceRows } = await this.#checkSources(tx, sources.map((s) => s.id), []);
+          // the artifact sources must still be at the versions we read (else we built from stale text)
+          const { sourceRows } = await this.#checkSources(tx, sources.map((s) => s.id), [...versionKeys.values()]);
           await tx
             .update(artifacts)
             .set({ version, keyId, object, generator: this.#d.regenerator.name, updatedAt: new Date() })

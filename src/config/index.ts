@@ -104,7 +104,7 @@ const envSchema = z.object({
   LETHE_DEK_CACHE_MAX_ENTRIES: int(10_000, 0, 10_000_000),
   LETHE_DEK_CACHE_TTL_SECONDS: int(60, 0, 86_400),
   LETHE_REWRAP_BATCH_SIZE: int(500, 1, 10_000),
-  LETHE_EMBEDDING_DIMENSIONS: int(384, 16, 4096),
+  LETHE_EMBEDDING_DIMENSIONS: int(512, 16, 4096),
   LETHE_EMBEDDINGS_URL: z.string().trim().regex(/^https?:\/\/\S+$/, 'must be an http(s):// URL').optional(),
   LETHE_EMBEDDINGS_MODEL: z.string().trim().min(1).optional(),
   LETHE_EMBEDDINGS_API_KEY: z.string().trim().min(1).optional(),

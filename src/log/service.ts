@@ -286,28 +286,44 @@ export class LogService {
 
   /**
    * The readable entries among `ids` (entries whose key was destroyed, or that do not
-   * exist, are left out), one key unwrap per key.
+   * exist, are left out), one key unwrap per key. An entry whose key was replaced
+   * while we read (a re-key moved it to a new key) is read again under its new key,
+   * not mistaken for an erased one.
    */
   async readMany(ids: readonly string[]): Promise<Map<string, Entry>> {
     const out = new Map<string, Entry>();
-    if (ids.length === 0) return out;
-    const rows = await this.#db.db.select().from(logEntries).where(inArray(logEntries.entryId, [...new Set(ids)]));
-    const byKey = new Map<string, LogEntryRow[]>();
-    for (const row of rows) byKey.set(row.keyId, [...(byKey.get(row.keyId) ?? []), row]);
-    for (const [keyId, list] of byKey) {
-      let dek: Uint8Array;
-      try {
-        ({ dek } = await this.#keys.dekFor(keyId));
-      } catch (e) {
-        if (isLetheError(e, 'key_destroyed') || isLetheError(e, 'not_found')) continue;
-        throw e;
+    let pending = [...new Set(ids)];
+    let seenKeys = new Map<string, string>();
+    for (let pass = 0; pass < 3 && pending.length > 0; pass++) {
+      const rows = (await this.#db.db.select().from(logEntries).where(inArray(logEntries.entryId, pending))).filter(
+        // on a second pass, only rows that moved to another key are worth another try
+        (row) => pass === 0 || seenKeys.get(row.entryId) !== row.keyId,
+      );
+      const byKey = new Map<string, LogEntryRow[]>();
+      for (const row of rows) byKey.set(row.keyId, [...(byKey.get(row.keyId) ?? []), row]);
+      const retry: string[] = [];
+      const keys = new Map<string, string>();
+      for (const [keyId, list] of byKey) {
+        let dek: Uint8Array;
+        try {
+          ({ dek } = await this.#keys.dekFor(keyId));
+        } catch (e) {
+          if (!isLetheError(e, 'key_destroyed') && !isLetheError(e, 'not_found')) throw e;
+          for (const row of list) {
+            retry.push(row.entryId);
+            keys.set(row.entryId, keyId);
+          }
+          continue;
+        }
+        try {
+          const envelopes = await mapLimit(list, READ_CONCURRENCY, (row) => this.#fetchFrame(row));
+          list.forEach((row, i) => out.set(row.entryId, this.#open(dek, row, envelopes[i]!)));
+        } finally {
+          zeroize(dek);
+        }
       }
-      try {
-        const envelopes = await mapLimit(list, READ_CONCURRENCY, (row) => this.#fetchFrame(row));
-        list.forEach((row, i) => out.set(row.entryId, this.#open(dek, row, envelopes[i]!)));
-      } finally {
-        zeroize(dek);
-      }
+      pending = retry;
+      seenKeys = keys;
     }
     return out;
   }
@@ -400,6 +416,9 @@ export class LogService {
           // they answer key_destroyed from now on, and cite as erased.
           await tx.execute(sql`delete from embeddings where key_id = ${oldKeyId}`);
           await upsertEmbeddings(tx, embedded);
+          // other replicas drop the old key's vectors and load the survivors' new ones
+          await tx.execute(sql`select pg_notify(${EVENTS_CHANNEL}, json_build_object('t', 'embedding', 'id', id)::text)
+                                 from json_array_elements_text(${JSON.stringify(embedded.map((e) => e.recordId))}::json) as v(id)`);
           // An append that started before the fence may have indexed a frame since we
           // read: destroying the key now would lose an acknowledged entry. Refuse.
           const [left] = await queryRows<{ n: string | number }>(

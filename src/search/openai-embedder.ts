@@ -11,7 +11,7 @@ export interface OpenAiEmbedderOptions {
   readonly url: string;
   readonly model: string;
   readonly apiKey?: string | undefined;
-  /** The model's output dimensions; learned from the first answer when omitted. */
+  /** The model's output dimensions (every answer is checked against it). */
   readonly dimensions: number;
   readonly timeoutMs?: number;
   readonly fetch?: typeof fetch;
@@ -54,7 +54,9 @@ export class OpenAiEmbedder implements Embedder {
     }
     const out = new Array<Float32Array>(texts.length);
     data.forEach((item, i) => {
-      const at = typeof item.index === 'number' ? item.index : i;
+      if (typeof item !== 'object' || item === null) throw new LetheError('unavailable', 'the embeddings endpoint answered an item that is not an object');
+      const at = item.index === undefined ? i : item.index;
+      if (!Number.isInteger(at)) throw new LetheError('unavailable', 'the embeddings endpoint answered a bad index');
       const values = item.embedding;
       if (!Array.isArray(values) || values.length !== this.dimensions || !values.every((v) => typeof v === 'number' && Number.isFinite(v))) {
         throw new LetheError('unavailable', `the embeddings endpoint answered a vector that is not ${this.dimensions} finite numbers`);
@@ -62,6 +64,7 @@ export class OpenAiEmbedder implements Embedder {
       if (at < 0 || at >= texts.length || out[at]) throw new LetheError('unavailable', 'the embeddings endpoint answered a bad index');
       out[at] = normalize(Float32Array.from(values as number[]));
     });
+    if (out.some((v) => v === undefined) || out.length !== texts.length) throw new LetheError('unavailable', 'the embeddings endpoint left an input without a vector');
     return out;
   }
 }

@@ -184,6 +184,8 @@ export class SearchService {
     if (!Number.isInteger(k) || k < 1 || k > MAX_SEARCH_K) throw new LetheError('validation_failed', `k must be 1 to ${MAX_SEARCH_K}`);
     const backends = this.#need();
     const [vector] = await this.embedder.embed([query]);
+    // a query with nothing to match on (only stop words) finds nothing, rather than k arbitrary records
+    if (!vector!.some((x) => x !== 0)) return { hits: [], readFence: backends.issueFence([]) };
     // over-fetch: a few hits may turn out unreadable (destroyed a moment ago)
     const candidates = this.index.search(vector!, Math.min(k * 2 + 4, this.index.size));
     const texts = await backends.texts(candidates.map((c) => ({ id: c.id, type: c.type })));

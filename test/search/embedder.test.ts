@@ -49,17 +49,17 @@ describe('tokenize and stem', () => {
 });
 
 describe('HashingEmbedder', () => {
-  it('has the configured dimensions and names its model by them (384 by default)', async () => {
+  it('has the configured dimensions and names its model by them (512 by default)', async () => {
     const small = new HashingEmbedder(64);
     expect(small.dimensions).toBe(64);
-    expect(small.model).toBe('lethe-hash-v1-64');
+    expect(small.model).toBe('lethe-hash-v2-64');
     const [v] = await small.embed(['prefers window seats']);
     expect(v).toBeInstanceOf(Float32Array);
     expect(v!.length).toBe(64);
     const standard = new HashingEmbedder();
-    expect(standard.dimensions).toBe(384);
-    expect(standard.model).toBe('lethe-hash-v1-384');
-    expect(standard.embedOne('prefers window seats').length).toBe(384);
+    expect(standard.dimensions).toBe(512);
+    expect(standard.model).toBe('lethe-hash-v2-512');
+    expect(standard.embedOne('prefers window seats').length).toBe(512);
   });
 
   it('refuses dimensions that are not an integer from 16 to 4096', () => {
