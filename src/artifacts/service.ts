@@ -14,7 +14,7 @@
  */
 import { asc, eq, inArray, sql } from 'drizzle-orm';
 import { encodeContext, open, seal, utf8, zeroize } from '../crypto/index.js';
-import { type Db, EVENTS_CHANNEL, queryRows, type Transaction } from '../db/client.js';
+import { type Db, queryRows, type Transaction } from '../db/client.js';
 import { ARTIFACT_KINDS, type ArtifactKind, type ArtifactRow, artifacts, provenance } from '../db/schema.js';
 import { isLetheError, LetheError } from '../errors.js';
 import type { LogService } from '../log/service.js';
@@ -24,6 +24,7 @@ import { upsertEmbeddings } from '../search/embeddings.js';
 import type { SearchService } from '../search/service.js';
 import type { ObjectStore } from '../storage/store.js';
 import type { AuditLog } from '../vault/audit.js';
+import { notifyEmbeddings } from '../vault/events.js';
 import { newId } from '../vault/ids.js';
 import type { KeyService } from '../vault/keys.js';
 import { assertKeysLive, type ReadFences } from './fences.js';
@@ -141,7 +142,7 @@ export class ArtifactService {
           await this.#insertEdges(tx, artifactId, sourceRows);
           await upsertEmbeddings(tx, [embedding!]);
           await this.#d.audit.append(tx, [{ actor, action: 'artifact.write', keyId, detail: { artifactId, version: 1, sources: sources.length } }]);
-          await this.#notifyEmbedding(tx, artifactId);
+          await this.#notifyEmbedding(tx, artifactId, keyId);
           return (await closureSubjects(tx, [artifactId])).subjects.length;
         });
       } catch (e) {
@@ -263,15 +264,23 @@ export class ArtifactService {
     const existing = await this.#d.db.db.select({ id: artifacts.artifactId }).from(artifacts).where(inArray(artifacts.artifactId, [...new Set(artifactIds)]));
     if (existing.length !== new Set(artifactIds).size) throw new LetheError('not_found', 'no such artifact');
     const excluded = new Set(options.excluding ?? []);
-    const order = await upwardClosure(this.#d.db.db, artifactIds);
     const regenerated: Array<{ artifactId: string; version: number }> = [];
     const removed: string[] = [];
-    for (const { artifactId } of order) {
-      const outcome = await this.#regenerateOne(artifactId, excluded, new Set(removed), options);
-      if (outcome === 'removed') removed.push(artifactId);
-      else if (outcome !== 'skipped') regenerated.push({ artifactId, version: outcome });
+    const done = new Set<string>();
+    // An artifact written above one of ours while we worked (it committed before a
+    // version key we destroy, so its own check passed) is not in the first closure:
+    // look again until a pass finds nothing new.
+    for (let pass = 0; pass < 10; pass++) {
+      const order = (await upwardClosure(this.#d.db.db, artifactIds)).filter((a) => !done.has(a.artifactId));
+      if (order.length === 0) return { regenerated, removed };
+      for (const { artifactId } of order) {
+        done.add(artifactId);
+        const outcome = await this.#regenerateOne(artifactId, excluded, new Set(removed), options);
+        if (outcome === 'removed') removed.push(artifactId);
+        else if (outcome !== 'skipped') regenerated.push({ artifactId, version: outcome });
+      }
     }
-    return { regenerated, removed };
+    throw new LetheError('unavailable', 'artifacts kept appearing above the regenerated ones; run the regeneration again', { retryable: true });
   }
 
   async #regenerateOne(
@@ -352,7 +361,7 @@ export class ArtifactService {
           await this.#d.audit.append(tx, [
             { actor: options.actor, action: 'artifact.regenerate', keyId, detail: { artifactId: row.artifactId, version, sources: sources.length, reason: options.reason ?? null } },
           ]);
-          await this.#notifyEmbedding(tx, row.artifactId);
+          await this.#notifyEmbedding(tx, row.artifactId, keyId);
         });
       } catch (e) {
         await this.#d.objects.delete(object).catch(() => {});
@@ -431,8 +440,8 @@ export class ArtifactService {
              as v(source_id text, source_type text)`);
   }
 
-  async #notifyEmbedding(tx: Transaction, recordId: string): Promise<void> {
-    await tx.execute(sql`select pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify({ t: 'embedding', id: recordId })})`);
+  async #notifyEmbedding(tx: Transaction, recordId: string, keyId: string): Promise<void> {
+    await notifyEmbeddings(tx, [{ recordId, keyId }]);
   }
 
   async #row(artifactId: string, options: { allowErased?: boolean } = {}): Promise<ArtifactRow> {

@@ -13,6 +13,7 @@ import { embeddingsJson, upsertEmbeddings } from '../search/embeddings.js';
 import type { SearchService } from '../search/service.js';
 import type { ObjectStore } from '../storage/store.js';
 import { newId } from '../vault/ids.js';
+import { notifyEmbeddings } from '../vault/events.js';
 import type { KeyService } from '../vault/keys.js';
 import { type FramePayload, openFrame, sealFrame } from './frame.js';
 import { encodeSegment, frameAt, frameFromRange, frameRange } from './segment.js';
@@ -97,7 +98,8 @@ export class LogService {
                      as v(record_id text, record_type text, key_id text, model text, sealed text)
                 join ins on ins.entry_id = v.record_id
               returning record_id)
-            select record_id, pg_notify(${EVENTS_CHANNEL}, json_build_object('t', 'embedding', 'id', record_id)::text) from emb`,
+            select record_id, pg_notify(${EVENTS_CHANNEL},
+                     json_build_object('t', 'embeddings', 'r', json_build_array(json_build_array(record_id, ${keyId}::text)))::text) from emb`,
       );
       if (inserted.length === 0) {
         // destroyed between encryption and indexing (FOR KEY SHARE waited for any re-key
@@ -209,10 +211,7 @@ export class LogService {
     const registered = new Set(result.filter((r) => r.status === 'registered').map((r) => r.entry_id));
     const published = sealed.filter((e) => registered.has(e.recordId));
     this.#search.publish(published);
-    if (published.length > 0) {
-      await this.#db.db.execute(sql`select pg_notify(${EVENTS_CHANNEL}, json_build_object('t', 'embedding', 'id', id)::text)
-                                      from json_array_elements_text(${JSON.stringify(published.map((e) => e.recordId))}::json) as v(id)`);
-    }
+    await notifyEmbeddings(this.#db.db, published);
     return result.map((r) => ({ entryId: r.entry_id, status: r.status as 'registered' | 'key_destroyed' | 'erasure_in_progress' }));
   }
 
@@ -230,29 +229,27 @@ export class LogService {
       list.push(e);
       byKey.set(e.keyId, list);
     }
-    const out: Awaited<ReturnType<SearchService['seal']>> = [];
-    for (const [keyId, list] of byKey) {
-      let dek: Uint8Array;
-      try {
-        ({ dek } = await this.#keys.dekFor(keyId));
-      } catch (e) {
-        if (isLetheError(e, 'key_destroyed') || isLetheError(e, 'not_found')) continue;
-        throw e;
-      }
-      try {
-        const texts = list.map((e) => {
+    const deks = await this.#keys.deksFor([...byKey.keys()]);
+    try {
+      const records: Array<{ recordId: string; recordType: 'entry'; text: string; keyId: string; key: Uint8Array }> = [];
+      for (const [keyId, list] of byKey) {
+        const dek = deks.get(keyId);
+        if (!dek) continue; // destroyed: the registration statement answers key_destroyed
+        for (const e of list) {
+          let text: string;
           try {
-            return openFrame(dek, { keyId, entryId: e.entryId, seq: e.seq }, frameAt(bytes, { offset: e.offset, length: e.length })).text;
+            text = openFrame(dek, { keyId, entryId: e.entryId, seq: e.seq }, frameAt(bytes, { offset: e.offset, length: e.length })).text;
           } catch {
             throw new LetheError('validation_failed', `entries: ${e.entryId} does not open under the key it names at the place it names`);
           }
-        });
-        out.push(...(await this.#search.seal(list.map((e, i) => ({ recordId: e.entryId, recordType: 'entry' as const, text: texts[i]! })), keyId, dek)));
-      } finally {
-        zeroize(dek);
+          records.push({ recordId: e.entryId, recordType: 'entry', text, keyId, key: dek });
+        }
       }
+      // one embedder call for the whole segment
+      return await this.#search.sealEach(records);
+    } finally {
+      for (const dek of deks.values()) zeroize(dek);
     }
-    return out;
   }
 
   /** The subject's readable entries (under its live key) in append order. */
@@ -303,24 +300,22 @@ export class LogService {
       for (const row of rows) byKey.set(row.keyId, [...(byKey.get(row.keyId) ?? []), row]);
       const retry: string[] = [];
       const keys = new Map<string, string>();
-      for (const [keyId, list] of byKey) {
-        let dek: Uint8Array;
-        try {
-          ({ dek } = await this.#keys.dekFor(keyId));
-        } catch (e) {
-          if (!isLetheError(e, 'key_destroyed') && !isLetheError(e, 'not_found')) throw e;
-          for (const row of list) {
-            retry.push(row.entryId);
-            keys.set(row.entryId, keyId);
+      const deks = await this.#keys.deksFor([...byKey.keys()]);
+      try {
+        for (const [keyId, list] of byKey) {
+          const dek = deks.get(keyId);
+          if (!dek) {
+            for (const row of list) {
+              retry.push(row.entryId);
+              keys.set(row.entryId, keyId);
+            }
+            continue;
           }
-          continue;
-        }
-        try {
           const envelopes = await mapLimit(list, READ_CONCURRENCY, (row) => this.#fetchFrame(row));
           list.forEach((row, i) => out.set(row.entryId, this.#open(dek, row, envelopes[i]!)));
-        } finally {
-          zeroize(dek);
         }
+      } finally {
+        for (const dek of deks.values()) zeroize(dek);
       }
       pending = retry;
       seenKeys = keys;
@@ -417,8 +412,7 @@ export class LogService {
           await tx.execute(sql`delete from embeddings where key_id = ${oldKeyId}`);
           await upsertEmbeddings(tx, embedded);
           // other replicas drop the old key's vectors and load the survivors' new ones
-          await tx.execute(sql`select pg_notify(${EVENTS_CHANNEL}, json_build_object('t', 'embedding', 'id', id)::text)
-                                 from json_array_elements_text(${JSON.stringify(embedded.map((e) => e.recordId))}::json) as v(id)`);
+          await notifyEmbeddings(tx, embedded);
           // An append that started before the fence may have indexed a frame since we
           // read: destroying the key now would lose an acknowledged entry. Refuse.
           const [left] = await queryRows<{ n: string | number }>(

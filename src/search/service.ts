@@ -14,7 +14,7 @@ import { isLetheError, LetheError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Embedder } from './embedder.js';
-import { openEmbedding, type SealedEmbedding, sealEmbedding } from './embeddings.js';
+import { openEmbedding, type SealedEmbedding, sealEmbedding, storedForm } from './embeddings.js';
 import { type RecordType, VectorIndex } from './vector-index.js';
 
 export const MAX_SEARCH_K = 100;
@@ -58,20 +58,29 @@ export class SearchService {
   }
 
   /** Embeds texts and seals each vector under `key` (the key of its text). */
-  async seal(
+  seal(
     records: ReadonlyArray<{ recordId: string; recordType: RecordType; text: string }>,
     keyId: string,
     key: Uint8Array,
   ): Promise<Array<SealedEmbedding & { vector: Float32Array }>> {
+    return this.sealEach(records.map((r) => ({ ...r, keyId, key })));
+  }
+
+  /** Embeds all texts in one embedder call, and seals each vector under its own record's key. */
+  async sealEach(
+    records: ReadonlyArray<{ recordId: string; recordType: RecordType; text: string; keyId: string; key: Uint8Array }>,
+  ): Promise<Array<SealedEmbedding & { vector: Float32Array }>> {
+    if (records.length === 0) return [];
     const vectors = await this.embedder.embed(records.map((r) => r.text));
     const model = this.embedder.model;
     return records.map((r, i) => ({
       recordId: r.recordId,
       recordType: r.recordType,
-      keyId,
+      keyId: r.keyId,
       model,
-      sealed: sealEmbedding(key, { recordId: r.recordId, keyId, model }, vectors[i]!),
-      vector: vectors[i]!,
+      sealed: sealEmbedding(r.key, { recordId: r.recordId, keyId: r.keyId, model }, vectors[i]!),
+      // what a restart will read back, so scores do not move across restarts
+      vector: storedForm(vectors[i]!),
     }));
   }
 

@@ -68,6 +68,12 @@ export class VectorIndex {
     return this.#slot.has(id);
   }
 
+  /** The key a record's vector is filed under, or undefined. */
+  keyOf(id: string): string | undefined {
+    const slot = this.#slot.get(id);
+    return slot === undefined ? undefined : this.#keys[slot];
+  }
+
   /** Removes one record; true when it was there. */
   remove(id: string): boolean {
     const slot = this.#slot.get(id);

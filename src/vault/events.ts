@@ -15,13 +15,24 @@ import type { DekCache } from './cache.js';
 export type VaultEvent =
   | { readonly t: 'key'; readonly keyId: string }
   | { readonly t: 'epoch'; readonly epoch: number }
-  /** A record's sealed embedding was written: other replicas load it into their index. */
-  | { readonly t: 'embedding'; readonly id: string };
+  /** Records' sealed embeddings were written (record id, key id): other replicas load them into their index. */
+  | { readonly t: 'embeddings'; readonly r: ReadonlyArray<readonly [string, string]> };
+
+/** Records per embeddings notification (a NOTIFY payload is limited to 8,000 bytes). */
+export const EMBEDDINGS_PER_NOTIFY = 100;
+
+/** Tells other replicas about written embeddings, in as few notifications as fit. */
+export async function notifyEmbeddings(exec: Executor, records: ReadonlyArray<{ recordId: string; keyId: string }>): Promise<void> {
+  for (let i = 0; i < records.length; i += EMBEDDINGS_PER_NOTIFY) {
+    const r = records.slice(i, i + EMBEDDINGS_PER_NOTIFY).map((x) => [x.recordId, x.keyId] as const);
+    await notify(exec, { t: 'embeddings', r });
+  }
+}
 
 /** What else a replica does with notifications besides dropping cached keys (the search index). */
 export interface EventHooks {
   onKeyChanged?(keyId: string): void;
-  onEmbedding?(recordId: string): void;
+  onEmbeddings?(records: ReadonlyArray<readonly [string, string]>): void;
   onReconnect?(): void;
 }
 
@@ -54,8 +65,8 @@ export async function listenForInvalidations(deps: {
         hooks?.onKeyChanged?.(event.keyId);
       } else if (event.t === 'epoch' && Number.isSafeInteger(event.epoch)) {
         provider.forget(event.epoch);
-      } else if (event.t === 'embedding' && typeof event.id === 'string') {
-        hooks?.onEmbedding?.(event.id);
+      } else if (event.t === 'embeddings' && Array.isArray(event.r)) {
+        hooks?.onEmbeddings?.(event.r.filter((x) => Array.isArray(x) && typeof x[0] === 'string' && typeof x[1] === 'string'));
       }
     },
     () => {

@@ -7,7 +7,7 @@
  * - The plaintext DEK exists only in this process's memory (cache, request), is
  *   handed out only in a lease, and is zeroed when dropped.
  */
-import { eq, sql } from 'drizzle-orm';
+import { eq, inArray, sql } from 'drizzle-orm';
 import { randomBytes, toBase64Url, zeroize } from '../crypto/index.js';
 import { type Db, queryRows, type Transaction } from '../db/client.js';
 import { destructionLedger, epochs, subjectKeys, type SubjectKeyRow } from '../db/schema.js';
@@ -176,6 +176,25 @@ export class KeyService {
   }
 
   /**
+   * The DEKs of the live keys among `keyIds`, one query for all (keys not live are
+   * absent from the answer). The caller zeroes every DEK.
+   */
+  async deksFor(keyIds: readonly string[]): Promise<Map<string, Uint8Array>> {
+    const out = new Map<string, Uint8Array>();
+    const unique = [...new Set(keyIds)];
+    if (unique.length === 0) return out;
+    const rows = await this.#d.db.db.select().from(subjectKeys).where(inArray(subjectKeys.keyId, unique));
+    try {
+      for (const row of rows) out.set(row.keyId, await this.#unwrapRow(row));
+    } catch (e) {
+      for (const dek of out.values()) zeroize(dek);
+      if (isLetheError(e, 'key_destroyed')) return this.deksFor(unique); // destroyed mid-read: look again
+      throw e;
+    }
+    return out;
+  }
+
+  /**
    * Destroys a key: removes its wrapped DEK row, writes the destruction ledger and
    * the audit row in the same transaction, and tells every replica to drop it.
    * Idempotent: destroying a destroyed key returns the original destruction.
@@ -297,7 +316,7 @@ export class KeyService {
     return this.#transition(keyId, 'active', actor);
   }
 
-  /** The state of each key id, in one round trip. */
+  /** The state of each key id (subject DEKs and artifact-version keys alike), in one round trip. */
   async validity(keyIds: readonly string[]): Promise<Record<string, Validity>> {
     if (keyIds.length > MAX_VALIDITY_IDS) throw new LetheError('validation_failed', `keyIds: at most ${MAX_VALIDITY_IDS} ids per request`);
     const unique = [...new Set(keyIds)];
@@ -306,11 +325,12 @@ export class KeyService {
     const rows = await queryRows<{ id: string; state: Validity }>(
       this.#d.db.db,
       sql`select v.id,
-                 case when sk.key_id is not null then 'active'
+                 case when sk.key_id is not null or ak.key_id is not null then 'active'
                       when dl.key_id is not null then 'destroyed'
                       else 'unknown' end as state
             from json_array_elements_text(${JSON.stringify(unique)}::json) as v(id)
             left join subject_keys sk on sk.key_id = v.id
+            left join artifact_keys ak on ak.key_id = v.id
             left join destruction_ledger dl on dl.key_id = v.id`,
     );
     for (const r of rows) out[r.id] = r.state;

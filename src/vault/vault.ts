@@ -142,8 +142,12 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
                 .then((gone) => gone && search.removeKey(keyId))
                 .catch((e: unknown) => logger.warn({ err: describeError(e) }, 'could not check a key after a notification'));
             },
-            onEmbedding: (recordId) => {
-              void search.load(recordId).catch((e: unknown) => logger.warn({ err: describeError(e) }, 'could not load an embedding another replica wrote'));
+            onEmbeddings: (records) => {
+              // our own writes come back too: skip what the index already holds under that key
+              for (const [recordId, keyId] of records) {
+                if (search.index.keyOf(recordId) === keyId) continue;
+                void search.load(recordId).catch((e: unknown) => logger.warn({ err: describeError(e) }, 'could not load an embedding another replica wrote'));
+              }
             },
             onReconnect: () => {
               void search.rebuild().catch((e: unknown) => logger.error({ err: describeError(e) }, 'search index rebuild failed'));

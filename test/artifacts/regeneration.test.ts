@@ -116,6 +116,9 @@ describe('regenerating a summary and the digest above it without subject A (MinI
     // version 1's keys are destroyed: in the ledger, gone from artifact_keys
     const validity = await v.keys.validity(v1Keys.map((k) => k.key_id));
     expect(Object.values(validity)).toEqual(['destroyed', 'destroyed']);
+    // and the version 2 keys answer active to a backup job's validity check
+    const v2Keys = await queryRows<{ key_id: string }>(v.db.db, sql`select key_id from artifacts`);
+    expect(Object.values(await v.keys.validity(v2Keys.map((k) => k.key_id)))).toEqual(['active', 'active']);
 
     // the raw copy and every noncurrent version MinIO still keeps: version 1 opens under no key lethe holds
     const keys = await everyLiveKey(tv);
