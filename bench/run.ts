@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the five benchmarks in sequence, each in its own Node process,
+ * `npm run bench`: the six benchmarks in sequence, each in its own Node process,
  * then one summary. Prints human tables on stdout (progress on stderr) and writes
  * bench/results.json (a full run) or bench/results-<names>.json (a BENCH_ONLY subset,
  * e.g. bench/results-append.json), so a partial run never overwrites the full figures.
@@ -12,6 +12,11 @@
  *   5. provenance touchingSubject (one subject feeding 100 artifacts) median/p95 in graphs of 10,000 and
  *               1,000,000 provenance edges (ratio; EXPLAIN ANALYZE buffers); artifacts regenerated/s
  *               by the built-in regenerator vs vault.artifacts.write/s
+ *   6. search     VectorIndex memory per vector at 100,000 and 500,000 vectors (heapUsed + arrayBuffers
+ *               after gc; node --expose-gc); index.search(q, 10) median/p95 vs a bare dot-product loop
+ *               over the same values; HashingEmbedder.embedOne and sealEmbedding+openEmbedding texts/s
+ *               vs AES-256-GCM of the vector's 2,048 float32 bytes; vault.search.rebuild() vectors/s vs a plain
+ *               select of the sealed rows
  *
  * Every figure is a ratio against a baseline measured in the same run, next to the
  * absolute numbers. Nothing here asserts on timings.
@@ -30,8 +35,9 @@ import { formatLease, type LeaseResult } from './lease.js';
 import { BENCH_DIR, benchKeys, fmtBytes, fmtInt, fmtNum, fmtRatio, fmtSeconds, progress, QUICK, runChild, table } from './lib.js';
 import { formatProvenance, type ProvenanceResult } from './provenance.js';
 import { formatRewrap, type RewrapResult } from './rewrap.js';
+import { formatSearch, type SearchResult } from './search.js';
 
-type Name = 'lease' | 'envelope' | 'rewrap' | 'append' | 'provenance';
+type Name = 'lease' | 'envelope' | 'rewrap' | 'append' | 'provenance' | 'search';
 
 interface Section<T> {
   readonly ok: boolean;
@@ -41,7 +47,7 @@ interface Section<T> {
   readonly error?: string;
 }
 
-const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance'];
+const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search'];
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean) as Name[] | undefined;
 const selected = ALL.filter((n) => !only || only.includes(n));
 
@@ -54,7 +60,8 @@ async function section<T>(name: Name): Promise<Section<T>> {
   const load0 = os.loadavg()[0]!;
   const s0 = performance.now();
   try {
-    const result = await runChild<T>(path.join(BENCH_DIR, `${name}.ts`));
+    // search measures memory after forced garbage collections
+    const result = await runChild<T>(path.join(BENCH_DIR, `${name}.ts`), name === 'search' ? { nodeArgs: ['--expose-gc'] } : {});
     return { ok: true, seconds: (performance.now() - s0) / 1000, loadAvg1: [load0, os.loadavg()[0]!], result };
   } catch (e) {
     progress(`${name} FAILED: ${(e as Error).message}`);
@@ -72,6 +79,7 @@ const envelope = sections.envelope as Section<EnvelopeResult> | undefined;
 const rewrap = sections.rewrap as Section<RewrapResult> | undefined;
 const append = sections.append as Section<AppendResult> | undefined;
 const provenance = sections.provenance as Section<ProvenanceResult> | undefined;
+const search = sections.search as Section<SearchResult> | undefined;
 const totalSeconds = (performance.now() - t0) / 1000;
 
 // ------------------------------------------------------------------ report
@@ -109,6 +117,11 @@ out.push('');
 out.push('== 5. Provenance: touching query and regeneration ==');
 if (provenance?.result) out.push(formatProvenance(provenance.result), sectionLine('provenance', provenance));
 else out.push(provenance ? `FAILED: ${provenance.error}` : 'skipped');
+
+out.push('');
+out.push('== 6. Search: index memory and queries, embedding, rebuild ==');
+if (search?.result) out.push(formatSearch(search.result), sectionLine('search', search));
+else out.push(search ? `FAILED: ${search.error}` : 'skipped');
 
 const summary: string[][] = [];
 if (lease?.result) {
@@ -199,6 +212,47 @@ if (provenance?.result) {
     `${fmtInt(g.regenerate.regenerated)} regenerated; verification ${g.verification.ok ? 'ok' : 'FAILED'}`,
   ]);
 }
+if (search?.result) {
+  const r = search.result;
+  const l = r.large;
+  summary.push([
+    `index memory per vector at ${fmtInt(l.vectors)} ÷ raw 4 x ${r.dimensions} B`,
+    `${fmtNum(l.memory.bytesPerVector, 0)} / ${4 * r.dimensions} B`,
+    fmtRatio(l.memory.bytesPerVector / (4 * r.dimensions)),
+    `${fmtNum(l.memory.gibPerMillion, 2)} GiB per million extrapolated; ${fmtNum(l.memory.bookkeepingPerVector, 0)} B/vector besides the array ` +
+      `(${fmtInt(l.memory.capacity)} slots); at ${fmtInt(r.small.vectors)}: ${fmtNum(r.small.memory.bytesPerVector, 0)} B/vector`,
+  ]);
+  for (const m of [r.small, l]) {
+    summary.push([
+      `search(q, 10) median ms at ${fmtInt(m.vectors)} vectors ÷ bare dot-product loop`,
+      `${fmtNum(m.index.medianMs, 2)} / ${fmtNum(m.baseline.medianMs, 2)}`,
+      fmtRatio(m.ratio),
+      `p95 ${fmtNum(m.index.p95Ms, 2)} / ${fmtNum(m.baseline.p95Ms, 2)} ms (${fmtRatio(m.p95Ratio)}); ${fmtNum(m.queriesPerSec, 1)} queries/s` +
+        (m.topScoresAgree ? '' : '; TOP SCORES DISAGREE'),
+    ]);
+  }
+  const e = r.embedding;
+  summary.push([
+    'embedOne texts/s ÷ AES-256-GCM round trips/s (2,048 B)',
+    `${fmtNum(e.embed.perSec, 0)} / ${fmtNum(e.aesGcm.perSec, 0)}`,
+    fmtRatio(e.embedRatio),
+    `~${fmtNum(e.meanChars, 0)}-character sentences`,
+  ]);
+  summary.push([
+    'sealEmbedding+openEmbedding /s ÷ AES-256-GCM round trips/s',
+    `${fmtNum(e.sealOpen.perSec, 0)} / ${fmtNum(e.aesGcm.perSec, 0)}`,
+    fmtRatio(e.sealOpenRatio),
+    `int8-quantised, ${e.quantisedPlaintextBytes} B sealed as ${e.sealedBytes} B; vs AES-256-GCM of ${e.quantisedPlaintextBytes} B: ` +
+      `${fmtRatio(e.sealOpen.perSec / e.aesGcmQuantisedSize.perSec)}${e.roundTripsOk ? '' : '; ROUND TRIP FAILED'}`,
+  ]);
+  const b = r.rebuild;
+  summary.push([
+    `rebuild vectors/s ÷ select rows/s (${fmtInt(b.records)} embeddings)`,
+    `${fmtNum(b.rebuild.perSec, 0)} / ${fmtNum(b.select.perSec, 0)}`,
+    fmtRatio(b.ratio),
+    `loaded all every run: ${b.loadedEveryRun ? 'yes' : 'NO'}`,
+  ]);
+}
 out.push('');
 out.push('== Summary (ratio = measured ÷ same-run baseline) ==');
 out.push(table(['figure', 'measured / baseline', 'ratio', 'note'], summary));
@@ -230,6 +284,7 @@ await writeFile(
       rewrap: rewrap ?? null,
       append: append ?? null,
       provenance: provenance ?? null,
+      search: search ?? null,
     },
     null,
     2,
