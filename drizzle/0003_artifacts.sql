@@ -61,6 +61,6 @@ ALTER TABLE "destruction_ledger" ADD COLUMN "key_kind" text DEFAULT 'subject' NO
 ALTER TABLE "artifact_keys" ADD CONSTRAINT "artifact_keys_epoch_epochs_epoch_fk" FOREIGN KEY ("epoch") REFERENCES "public"."epochs"("epoch") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
 CREATE INDEX "artifact_keys_epoch_key" ON "artifact_keys" USING btree ("epoch","key_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "artifact_keys_version" ON "artifact_keys" USING btree ("artifact_id","version");--> statement-breakpoint
-CREATE INDEX "embeddings_key" ON "embeddings" USING btree ("key_id");--> statement-breakpoint
+CREATE INDEX "embeddings_key" ON "embeddings" USING btree ("key_id","record_id");--> statement-breakpoint
 CREATE INDEX "provenance_source" ON "provenance" USING btree ("source_id","artifact_id");--> statement-breakpoint
 CREATE INDEX "training_exposure_records_record" ON "training_exposure_records" USING btree ("record_id");

@@ -169,7 +169,8 @@ export const embeddings = pgTable(
     model: text('model').notNull(),
     sealed: bytea('sealed').notNull(),
   },
-  (t) => [index('embeddings_key').on(t.keyId)],
+  // (key id, record id): rebuild pages walk it; destruction deletes by its prefix
+  (t) => [index('embeddings_key').on(t.keyId, t.recordId)],
 );
 
 /** Registered fine-tuning or distillation corpora (the erasure class C decision). */

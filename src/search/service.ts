@@ -6,7 +6,7 @@
  * vectors as soon as the key is destroyed. A hit is answered only after its text was
  * read back through its key, so a vector that outlived its key is never served.
  */
-import { and, asc, eq, gt, or, sql } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import { zeroize } from '../crypto/index.js';
 import { type Db, queryRows } from '../db/client.js';
 import { embeddings } from '../db/schema.js';
@@ -36,20 +36,31 @@ export interface SearchHit {
   readonly text: string;
 }
 
+/** How many recently destroyed key ids a replica remembers (to refuse a late load of their vectors). */
+const DESTROYED_MEMORY = 10_000;
+
 export class SearchService {
   readonly embedder: Embedder;
-  readonly index: VectorIndex;
   readonly #db: Db;
   readonly #logger: Logger;
   readonly #metrics: Metrics;
   #backends: SearchBackends | undefined;
+  #index: VectorIndex;
+  /** The index a rebuild is filling; writes and removals reach it too, and it replaces #index when done. */
+  #building: VectorIndex | undefined;
+  readonly #destroyed = new Set<string>();
 
   constructor(deps: { db: Db; embedder: Embedder; logger: Logger; metrics: Metrics }) {
     this.#db = deps.db;
     this.embedder = deps.embedder;
     this.#logger = deps.logger;
     this.#metrics = deps.metrics;
-    this.index = new VectorIndex(deps.embedder.dimensions);
+    this.#index = new VectorIndex(deps.embedder.dimensions);
+  }
+
+  /** The index searches answer from. */
+  get index(): VectorIndex {
+    return this.#index;
   }
 
   /** Wired once the services that own keys and texts exist. */
@@ -86,20 +97,33 @@ export class SearchService {
 
   /** Puts committed vectors into this replica's index. */
   publish(records: ReadonlyArray<{ recordId: string; recordType: RecordType; keyId: string; vector: Float32Array }>): void {
-    for (const r of records) this.index.upsert(r.recordId, r.recordType, r.keyId, r.vector);
-    this.#metrics.indexVectors.set(this.index.size);
+    for (const r of records) {
+      if (this.#destroyed.has(r.keyId)) continue;
+      for (const index of this.#indexes()) index.upsert(r.recordId, r.recordType, r.keyId, r.vector);
+    }
+    this.#metrics.indexVectors.set(this.#index.size);
   }
 
   unpublish(recordIds: Iterable<string>): void {
-    for (const id of recordIds) this.index.remove(id);
-    this.#metrics.indexVectors.set(this.index.size);
+    for (const id of recordIds) for (const index of this.#indexes()) index.remove(id);
+    this.#metrics.indexVectors.set(this.#index.size);
   }
 
-  /** A key was destroyed: its vectors leave the index now. */
+  /**
+   * A key was destroyed: its vectors leave the index now, and a load or rebuild
+   * that was already decrypting them will not put them back.
+   */
   removeKey(keyId: string): number {
-    const n = this.index.removeKey(keyId);
-    this.#metrics.indexVectors.set(this.index.size);
+    this.#destroyed.add(keyId);
+    if (this.#destroyed.size > DESTROYED_MEMORY) this.#destroyed.delete(this.#destroyed.values().next().value!);
+    let n = 0;
+    for (const index of this.#indexes()) n = Math.max(n, index.removeKey(keyId));
+    this.#metrics.indexVectors.set(this.#index.size);
     return n;
+  }
+
+  #indexes(): VectorIndex[] {
+    return this.#building ? [this.#index, this.#building] : [this.#index];
   }
 
   /**
@@ -109,59 +133,66 @@ export class SearchService {
    */
   async rebuild(pageSize = 2000): Promise<{ loaded: number; destroyed: number; otherModel: number }> {
     const backends = this.#need();
-    this.index.clear();
+    // Searches keep answering from the current index while the new one fills;
+    // writes and destructions meanwhile reach both.
+    const building = new VectorIndex(this.embedder.dimensions);
+    this.#building = building;
     let loaded = 0;
     let destroyed = 0;
-    let after = { keyId: '', recordId: '' };
+    let after: { keyId: string; recordId: string } | undefined;
     const model = this.embedder.model;
-    for (;;) {
-      const rows = await this.#db.db
-        .select()
-        .from(embeddings)
-        .where(
-          and(
-            eq(embeddings.model, model),
-            or(gt(embeddings.keyId, after.keyId), and(eq(embeddings.keyId, after.keyId), gt(embeddings.recordId, after.recordId))),
-          ),
-        )
-        .orderBy(asc(embeddings.keyId), asc(embeddings.recordId))
-        .limit(pageSize);
-      if (rows.length === 0) break;
-      let i = 0;
-      while (i < rows.length) {
-        const keyId = rows[i]!.keyId;
-        let j = i;
-        while (j < rows.length && rows[j]!.keyId === keyId) j++;
-        let key: Uint8Array | undefined;
-        try {
-          key = await backends.keyFor(rows[i]!.recordType, keyId);
-        } catch (e) {
-          if (!isLetheError(e, 'key_destroyed') && !isLetheError(e, 'not_found')) throw e;
-        }
-        if (!key) destroyed += j - i;
-        else {
+    try {
+      for (;;) {
+        const rows = await queryRows<{ record_id: string; record_type: RecordType; key_id: string; sealed: Uint8Array }>(
+          this.#db.db,
+          sql`select record_id, record_type, key_id, sealed from embeddings
+               where model = ${model} ${after ? sql`and (key_id, record_id) > (${after.keyId}, ${after.recordId})` : sql``}
+               order by key_id, record_id limit ${pageSize}`,
+        );
+        if (rows.length === 0) break;
+        let i = 0;
+        while (i < rows.length) {
+          const keyId = rows[i]!.key_id;
+          let j = i;
+          while (j < rows.length && rows[j]!.key_id === keyId) j++;
+          let key: Uint8Array | undefined;
           try {
-            for (let r = i; r < j; r++) {
-              const row = rows[r]!;
-              const vector = openEmbedding(key, { recordId: row.recordId, keyId, model }, row.sealed, this.embedder.dimensions);
-              this.index.upsert(row.recordId, row.recordType, keyId, vector);
-              loaded++;
-            }
-          } finally {
-            zeroize(key);
+            key = await backends.keyFor(rows[i]!.record_type, keyId);
+          } catch (e) {
+            if (!isLetheError(e, 'key_destroyed') && !isLetheError(e, 'not_found')) throw e;
           }
+          if (!key || this.#destroyed.has(keyId)) destroyed += j - i;
+          else {
+            try {
+              for (let r = i; r < j; r++) {
+                const row = rows[r]!;
+                const sealed = new Uint8Array(row.sealed.buffer, row.sealed.byteOffset, row.sealed.byteLength);
+                const vector = openEmbedding(key, { recordId: row.record_id, keyId, model }, sealed, this.embedder.dimensions);
+                // a newer write (published meanwhile) wins over what this page read
+                if (!building.has(row.record_id)) building.upsert(row.record_id, row.record_type, keyId, vector);
+                loaded++;
+              }
+            } finally {
+              zeroize(key);
+            }
+          }
+          i = j;
         }
-        i = j;
+        const last = rows.at(-1)!;
+        after = { keyId: last.key_id, recordId: last.record_id };
       }
-      const last = rows.at(-1)!;
-      after = { keyId: last.keyId, recordId: last.recordId };
+      const previous = this.#index;
+      this.#index = building;
+      previous.clear();
+    } finally {
+      this.#building = undefined;
     }
     const [other] = await queryRows<{ n: string | number }>(this.#db.db, sql`select count(*) as n from embeddings where model <> ${model}`);
     const otherModel = Number(other?.n ?? 0);
     if (otherModel > 0) {
       this.#logger.warn({ otherModel, model }, 'some stored embeddings were made by another embedder model and are not searchable');
     }
-    this.#metrics.indexVectors.set(this.index.size);
+    this.#metrics.indexVectors.set(this.#index.size);
     return { loaded, destroyed, otherModel };
   }
 
@@ -178,7 +209,7 @@ export class SearchService {
     }
     try {
       const vector = openEmbedding(key, { recordId, keyId: row.keyId, model: row.model }, row.sealed, this.embedder.dimensions);
-      this.publish([{ recordId, recordType: row.recordType, keyId: row.keyId, vector }]);
+      this.publish([{ recordId, recordType: row.recordType, keyId: row.keyId, vector }]); // skips a key destroyed meanwhile
     } finally {
       zeroize(key);
     }
@@ -196,7 +227,7 @@ export class SearchService {
     // a query with nothing to match on (only stop words) finds nothing, rather than k arbitrary records
     if (!vector!.some((x) => x !== 0)) return { hits: [], readFence: backends.issueFence([]) };
     // over-fetch: a few hits may turn out unreadable (destroyed a moment ago)
-    const candidates = this.index.search(vector!, Math.min(k * 2 + 4, this.index.size));
+    const candidates = this.#index.search(vector!, Math.min(k * 2 + 4, this.#index.size));
     const texts = await backends.texts(candidates.map((c) => ({ id: c.id, type: c.type })));
     const hits: SearchHit[] = [];
     const fenceKeys = new Set<string>();

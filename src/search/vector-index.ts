@@ -140,9 +140,10 @@ export class VectorIndex {
     return topSlots.map((slot, i) => ({ id: this.#ids[slot]!, type: this.#types[slot]!, keyId: this.#keys[slot]!, score: topScores[i]! }));
   }
 
-  /** Zeroes and drops everything. */
+  /** Zeroes and drops everything, and gives the memory back. */
   clear(): void {
     this.#vectors.fill(0);
+    this.#vectors = new Float32Array(this.dimensions * 1024);
     this.#ids = [];
     this.#types = [];
     this.#keys = [];

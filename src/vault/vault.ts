@@ -137,7 +137,7 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
           hooks: {
             // fence, unfence and destruction all notify: drop vectors only of keys that are gone
             onKeyChanged: (keyId) => {
-              if (search.index.idsOfKey(keyId).length === 0) return;
+              // checked even when the index holds nothing under the key: a load may be decrypting it now
               void keyGone(db!, keyId)
                 .then((gone) => gone && search.removeKey(keyId))
                 .catch((e: unknown) => logger.warn({ err: describeError(e) }, 'could not check a key after a notification'));
