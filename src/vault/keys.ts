@@ -185,7 +185,15 @@ export class KeyService {
     if (unique.length === 0) return out;
     const rows = await this.#d.db.db.select().from(subjectKeys).where(inArray(subjectKeys.keyId, unique));
     try {
-      for (const row of rows) out.set(row.keyId, await this.#unwrapRow(row));
+      for (const row of rows) {
+        // the row says the key is live; the cache, when it holds this very key, saves the unwrap
+        const cached = this.#d.cache.get(hashHex(row.subjectHash));
+        if (cached && cached.keyId === row.keyId) out.set(row.keyId, cached.dek);
+        else {
+          if (cached) zeroize(cached.dek);
+          out.set(row.keyId, await this.#unwrapRow(row));
+        }
+      }
     } catch (e) {
       for (const dek of out.values()) zeroize(dek);
       if (isLetheError(e, 'key_destroyed')) return this.deksFor(unique); // destroyed mid-read: look again
