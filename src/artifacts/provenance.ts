@@ -5,7 +5,7 @@
  * `provenance_source`), so its cost follows the part of the graph it touches, never
  * the size of the store. Depth is bounded by MAX_HEIGHT (enforced on write).
  */
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import { type Executor, queryRows } from '../db/client.js';
 
 /** The deepest chain of artifacts of artifacts accepted. */
@@ -20,18 +20,33 @@ export interface ClosureNode {
 
 const idsJson = (ids: readonly string[]) => JSON.stringify([...new Set(ids)]);
 
-/** Everything below the given artifacts: their sources, their sources' sources... */
-export async function closure(exec: Executor, artifactIds: readonly string[]): Promise<ClosureNode[]> {
-  if (artifactIds.length === 0) return [];
-  const rows = await queryRows<{ id: string; type: 'entry' | 'artifact'; depth: number }>(
-    exec,
-    sql`with recursive c(id, type, depth) as (
+/** `with recursive c(id, type, depth)`: everything below the given artifacts, at every depth it is reached. */
+function closureCte(artifactIds: readonly string[]): SQL {
+  return sql`with recursive c(id, type, depth) as (
           select p.source_id, p.source_type, 1
             from provenance p where p.artifact_id in (select json_array_elements_text(${idsJson(artifactIds)}::json))
           union
           select p.source_id, p.source_type, c.depth + 1
             from c join provenance p on p.artifact_id = c.id
-           where c.type = 'artifact' and c.depth < ${MAX_HEIGHT + 1})
+           where c.type = 'artifact' and c.depth < ${MAX_HEIGHT + 1})`;
+}
+
+/** `with recursive t(artifact_id, depth)`: every artifact above `start` (rows of `artifact_id` at depth 1). */
+function upwardCte(start: SQL): SQL {
+  return sql`with recursive t(artifact_id, depth) as (
+          ${start}
+          union
+          select p.artifact_id, t.depth + 1
+            from t join provenance p on p.source_id = t.artifact_id
+           where t.depth < ${MAX_HEIGHT + 1})`;
+}
+
+/** Everything below the given artifacts: their sources, their sources' sources... */
+export async function closure(exec: Executor, artifactIds: readonly string[]): Promise<ClosureNode[]> {
+  if (artifactIds.length === 0) return [];
+  const rows = await queryRows<{ id: string; type: 'entry' | 'artifact'; depth: number }>(
+    exec,
+    sql`${closureCte(artifactIds)}
         select id, min(type) as type, min(depth)::int as depth from c group by id order by min(depth), id`,
   );
   return rows.map((r) => ({ id: r.id, type: r.type, depth: Number(r.depth) }));
@@ -48,13 +63,7 @@ export async function closureSubjects(
   if (artifactIds.length === 0) return { subjects: [], keyIds: [] };
   const rows = await queryRows<{ subject: string; key_id: string }>(
     exec,
-    sql`with recursive c(id, type, depth) as (
-          select p.source_id, p.source_type, 1
-            from provenance p where p.artifact_id in (select json_array_elements_text(${idsJson(artifactIds)}::json))
-          union
-          select p.source_id, p.source_type, c.depth + 1
-            from c join provenance p on p.artifact_id = c.id
-           where c.type = 'artifact' and c.depth < ${MAX_HEIGHT + 1})
+    sql`${closureCte(artifactIds)}
         select distinct encode(e.subject_hash, 'hex') as subject, e.key_id
           from (select distinct id from c where type = 'entry') x join log_entries e on e.entry_id = x.id`,
   );
@@ -69,33 +78,28 @@ export interface TouchingArtifact {
 
 /** Every artifact whose closure holds an entry of the subject, with the depth at which it does. */
 export async function touchingSubject(exec: Executor, subjectHash: Uint8Array): Promise<TouchingArtifact[]> {
-  const rows = await queryRows<{ artifact_id: string; depth: number }>(
+  return touching(
     exec,
-    sql`with recursive t(artifact_id, depth) as (
-          select p.artifact_id, 1
-            from log_entries e join provenance p on p.source_id = e.entry_id
-           where e.subject_hash = decode(${Buffer.from(subjectHash).toString('hex')}, 'hex')
-          union
-          select p.artifact_id, t.depth + 1
-            from t join provenance p on p.source_id = t.artifact_id
-           where t.depth < ${MAX_HEIGHT + 1})
-        select artifact_id, min(depth)::int as depth from t group by artifact_id order by min(depth), artifact_id`,
+    sql`select p.artifact_id, 1
+          from log_entries e join provenance p on p.source_id = e.entry_id
+         where e.subject_hash = decode(${Buffer.from(subjectHash).toString('hex')}, 'hex')`,
   );
-  return rows.map((r) => ({ artifactId: r.artifact_id, depth: Number(r.depth) }));
 }
 
 /** Every artifact whose closure holds one of the given records (entries or artifacts). */
 export async function touchingRecords(exec: Executor, recordIds: readonly string[]): Promise<TouchingArtifact[]> {
   if (recordIds.length === 0) return [];
+  return touching(
+    exec,
+    sql`select p.artifact_id, 1
+          from provenance p where p.source_id in (select json_array_elements_text(${idsJson(recordIds)}::json))`,
+  );
+}
+
+async function touching(exec: Executor, start: SQL): Promise<TouchingArtifact[]> {
   const rows = await queryRows<{ artifact_id: string; depth: number }>(
     exec,
-    sql`with recursive t(artifact_id, depth) as (
-          select p.artifact_id, 1
-            from provenance p where p.source_id in (select json_array_elements_text(${idsJson(recordIds)}::json))
-          union
-          select p.artifact_id, t.depth + 1
-            from t join provenance p on p.source_id = t.artifact_id
-           where t.depth < ${MAX_HEIGHT + 1})
+    sql`${upwardCte(start)}
         select artifact_id, min(depth)::int as depth from t group by artifact_id order by min(depth), artifact_id`,
   );
   return rows.map((r) => ({ artifactId: r.artifact_id, depth: Number(r.depth) }));
