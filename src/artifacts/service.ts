@@ -89,6 +89,8 @@ export interface ArtifactServiceDeps {
   readonly audit: AuditLog;
   readonly metrics: Metrics;
   readonly logger: Logger;
+  /** Told after a commit destroyed artifact-version keys (backup manifests learn of it). */
+  readonly onKeysDestroyed?: (keyIds: string[]) => void;
 }
 
 export class ArtifactService {
@@ -368,7 +370,10 @@ export class ArtifactService {
         throw e;
       }
       this.#d.search.publish([embedding!]);
-      if (row.keyId) this.#d.search.removeKey(row.keyId);
+      if (row.keyId) {
+        this.#d.search.removeKey(row.keyId);
+        this.#d.onKeysDestroyed?.([row.keyId]);
+      }
       if (row.object) await this.#d.objects.delete(row.object).catch((e) => this.#d.logger.warn({ err: String(e) }, 'could not delete a superseded artifact object (its key is destroyed)'));
       this.#d.metrics.artifactsWritten.inc({ operation: 'regenerate' });
       return version;
@@ -391,6 +396,7 @@ export class ArtifactService {
       await this.#d.audit.append(tx, [{ actor: options.actor, action: 'artifact.erase', keyId: locked.keyId ?? undefined, detail: { artifactId: row.artifactId, version: row.version } }]);
     });
     this.#d.search.unpublish([row.artifactId]);
+    if (row.keyId) this.#d.onKeysDestroyed?.([row.keyId]);
     if (row.object) await this.#d.objects.delete(row.object).catch(() => {});
     this.#d.metrics.artifactsWritten.inc({ operation: 'erase' });
   }

@@ -111,6 +111,7 @@ const envSchema = z.object({
   LETHE_REGENERATOR_URL: z.string().trim().regex(/^https?:\/\/\S+$/, 'must be an http(s):// URL').optional(),
   LETHE_REGENERATOR_MODEL: z.string().trim().min(1).optional(),
   LETHE_REGENERATOR_API_KEY: z.string().trim().min(1).optional(),
+  LETHE_BACKUP_PROPAGATE_SECONDS: int(60, 1, 86_400),
   LETHE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional().default('info'),
 });
 
@@ -143,6 +144,8 @@ export interface Config {
   readonly embeddings: { url: string; model: string; apiKey: string | undefined } | undefined;
   /** An OpenAI-compatible chat-completions endpoint; undefined: the built-in extractive regenerator. */
   readonly regenerator: { url: string; model: string; apiKey: string | undefined } | undefined;
+  /** How often a replica catches up on key destructions not yet marked in backup manifests. */
+  readonly backupPropagateSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -225,6 +228,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     rewrapBatchSize: e.LETHE_REWRAP_BATCH_SIZE,
     logLevel: e.LETHE_LOG_LEVEL,
     embeddingDimensions: e.LETHE_EMBEDDING_DIMENSIONS,
+    backupPropagateSeconds: e.LETHE_BACKUP_PROPAGATE_SECONDS,
     embeddings:
       e.LETHE_EMBEDDINGS_URL && e.LETHE_EMBEDDINGS_MODEL
         ? { url: e.LETHE_EMBEDDINGS_URL, model: e.LETHE_EMBEDDINGS_MODEL, apiKey: e.LETHE_EMBEDDINGS_API_KEY }

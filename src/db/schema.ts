@@ -203,6 +203,47 @@ export const trainingExposureSubjects = pgTable(
   (t) => [primaryKey({ columns: [t.subjectHash, t.exposureId] })],
 );
 
+/**
+ * Backups taken into the backup bucket. The manifest itself (objects, sha256, key ids,
+ * key states) lives in the bucket; this row is the index that finds it and the
+ * version last written.
+ */
+export const backups = pgTable('backups', {
+  backupId: text('backup_id').primaryKey(),
+  createdAt: tstz('created_at').notNull(),
+  manifestVersion: integer('manifest_version').notNull(),
+  objects: integer('objects').notNull(),
+  keys: integer('keys').notNull(),
+});
+
+/** Which backups hold data of which key: how a destruction finds the manifests to update. */
+export const backupKeys = pgTable(
+  'backup_keys',
+  {
+    keyId: text('key_id').notNull(),
+    backupId: text('backup_id').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.backupId] })],
+);
+
+/** Destructions already written into a backup's manifest (the propagation's progress). */
+export const backupPropagations = pgTable(
+  'backup_propagations',
+  {
+    keyId: text('key_id').notNull(),
+    backupId: text('backup_id').notNull(),
+    manifestVersion: integer('manifest_version').notNull(),
+    propagatedAt: tstz('propagated_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.backupId] })],
+);
+
+/** Ledger rows already copied into the backup bucket (append-only, one object per destruction). */
+export const ledgerExports = pgTable('ledger_exports', {
+  keyId: text('key_id').primaryKey(),
+  exportedAt: tstz('exported_at').notNull(),
+});
+
 export const auditLog = pgTable(
   'audit_log',
   {

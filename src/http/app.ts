@@ -16,6 +16,7 @@ import type { AuthEnv, TokenStore } from './auth.js';
 import { problem } from './problem.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerArtifactRoutes } from './routes/artifacts.js';
+import { registerBackupRoutes } from './routes/backups.js';
 import { registerKeyRoutes } from './routes/keys.js';
 import { registerLogRoutes } from './routes/log.js';
 import { json } from './schemas.js';
@@ -124,6 +125,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AuthEnv> {
   registerAdminRoutes(app, vault, tokens);
   registerLogRoutes(app, vault, tokens);
   registerArtifactRoutes(app, vault, tokens);
+  registerBackupRoutes(app, vault, tokens);
 
   app.doc31('/openapi.json', {
     openapi: '3.1.0',

@@ -5,7 +5,7 @@
  */
 import { randomBytes, toBase64Url } from '../crypto/index.js';
 
-export type IdPrefix = 'key' | 'lease' | 'entry' | 'seg' | 'art' | 'exp';
+export type IdPrefix = 'key' | 'lease' | 'entry' | 'seg' | 'art' | 'exp' | 'bak';
 
 const ID_BYTES = 16;
 const POOL_IDS = 256;

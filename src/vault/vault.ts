@@ -23,6 +23,7 @@ import { ReadFences } from '../artifacts/fences.js';
 import { ArtifactKeys } from '../artifacts/keys.js';
 import { ArtifactService } from '../artifacts/service.js';
 import { TrainingExposures } from '../artifacts/exposures.js';
+import { BackupService } from '../backups/service.js';
 import { ChatRegenerator, ExtractiveRegenerator, type Regenerator } from '../artifacts/regenerator.js';
 import { type Embedder, HashingEmbedder } from '../search/embedder.js';
 import { OpenAiEmbedder } from '../search/openai-embedder.js';
@@ -45,6 +46,7 @@ export interface Vault {
   readonly exposures: TrainingExposures;
   readonly search: SearchService;
   readonly fences: ReadFences;
+  readonly backups: BackupService;
   readonly epochs: EpochService;
   readonly audit: AuditLog;
   readonly cache: DekCache;
@@ -106,7 +108,24 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
     const log = new LogService({ db, keys, objects, search });
     const fences = new ReadFences(await provider.deriveSystemKey('read-fence'));
     const artifactKeys = new ArtifactKeys({ db, provider, audit });
-    const artifacts = new ArtifactService({ db, keys, artifactKeys, objects, search, log, fences, regenerator, audit, metrics, logger });
+    const backupObjects: ObjectStore = config.s3
+      ? new S3ObjectStore({ ...config.s3, bucket: config.backupBucket })
+      : new FsObjectStore(`${config.dataDir}/objects`, config.backupBucket);
+    const backups = new BackupService({ db, keys, objects, backupObjects, logger });
+    const artifacts = new ArtifactService({
+      db,
+      keys,
+      artifactKeys,
+      objects,
+      search,
+      log,
+      fences,
+      regenerator,
+      audit,
+      metrics,
+      logger,
+      onKeysDestroyed: (keyIds) => backups.propagateSoon(keyIds),
+    });
     const exposures = new TrainingExposures({ db, audit });
     search.connect({
       keyFor: async (type, keyId) => (type === 'entry' ? (await keys.dekFor(keyId)).dek : artifactKeys.unwrap(keyId)),
@@ -119,9 +138,13 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
       },
       issueFence: (keyIds) => fences.issue(keyIds),
     });
-    keys.onDestroyed((keyId) => search.removeKey(keyId));
+    keys.onDestroyed((keyId) => {
+      search.removeKey(keyId);
+      backups.propagateSoon([keyId]);
+    });
     if (options.prepare ?? true) {
       await objects.ensureBucket({ versioned: true });
+      await backupObjects.ensureBucket({ versioned: true });
       await db.migrate();
       const epoch = await epochs.ensureActive('system');
       logger.info({ epoch, database: db.kind, provider: provider.name, objectStore: objects.kind }, 'vault ready');
@@ -155,6 +178,14 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
           },
         })
       : undefined;
+    // destructions this replica did not see through its own hook (another replica
+    // crashed mid-propagation, a key destroyed by the CLI) reach the manifests here
+    let catchUp: NodeJS.Timeout | undefined;
+    if (listening) {
+      backups.propagateSoon();
+      catchUp = setInterval(() => backups.propagateSoon(), config.backupPropagateSeconds * 1000);
+      catchUp.unref();
+    }
     if (options.searchIndex ?? listening) {
       const started = performance.now();
       const rebuilt = await search.rebuild();
@@ -175,6 +206,7 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
       exposures,
       search,
       fences,
+      backups,
       epochs,
       audit,
       cache,
@@ -184,6 +216,7 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
         // idempotent: a second close (shutdown racing a test's cleanup) does nothing
         if (closed) return;
         closed = true;
+        clearInterval(catchUp);
         await unlisten?.().catch(() => {});
         cache.clear();
         search.index.clear();

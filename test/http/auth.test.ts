@@ -28,6 +28,7 @@ let destroyKeyId = '';
 let liveKeyId = '';
 let entryId = '';
 let artifactId = '';
+let backupId = '';
 let registration: unknown;
 
 const ROUTES: readonly RouteCase[] = [
@@ -137,6 +138,24 @@ const ROUTES: readonly RouteCase[] = [
   },
   {
     method: 'POST',
+    template: '/v1/backups',
+    allowed: ['backup', 'admin'],
+    path: () => '/v1/backups',
+  },
+  {
+    method: 'GET',
+    template: '/v1/backups',
+    allowed: ['backup', 'admin'],
+    path: () => '/v1/backups',
+  },
+  {
+    method: 'GET',
+    template: '/v1/backups/{backupId}/manifest',
+    allowed: ['backup', 'admin'],
+    path: () => `/v1/backups/${backupId}/manifest`,
+  },
+  {
+    method: 'POST',
     template: '/v1/training-exposures',
     allowed: ['writer', 'admin'],
     path: () => '/v1/training-exposures',
@@ -150,6 +169,7 @@ beforeAll(async () => {
   destroyKeyId = (await t.vault.keys.ensureKey('user:auth-destroy', 'writer')).keyId;
   entryId = (await t.vault.log.append('user:auth-live', { text: 'seed' }, 'writer')).entryId;
   artifactId = (await t.vault.artifacts.write({ kind: 'summary', text: 'seed summary', sources: [entryId] }, 'writer')).artifactId;
+  backupId = (await t.vault.backups.run()).backupId;
   // a segment a writer uploaded itself, registered (idempotently) by every allowed role
   const { keyId, firstSeq } = await t.vault.log.reserve('user:auth-live', 1, 'writer');
   const { dek } = await t.vault.keys.dekFor(keyId);

@@ -1,0 +1,66 @@
+/**
+ * The backup manifest: what a backup holds, self-described, in the backup bucket.
+ * Every object with its sha256 and the key ids whose data it holds (read from the
+ * ciphertext's own envelope headers, not from the database), and every key with its
+ * state. A destruction after the backup writes a new version of the manifest marking
+ * the key destroyed. Keys are named by key id only — never by subject.
+ */
+export const MANIFEST_FORMAT = 'lethe-backup-manifest/1';
+
+export interface ManifestObject {
+  /** The object's key in the live bucket. */
+  readonly key: string;
+  readonly sha256: string;
+  readonly size: number;
+  /** Where its bytes are in the backup bucket (content-addressed, shared by backups). */
+  readonly stored: string;
+  readonly keyIds: string[];
+}
+
+export interface ManifestKey {
+  readonly keyId: string;
+  readonly kind: 'subject' | 'artifact-version' | 'unknown';
+  readonly state: 'active' | 'destroyed';
+  readonly destroyedAt?: string;
+}
+
+export interface Manifest {
+  readonly format: typeof MANIFEST_FORMAT;
+  readonly backupId: string;
+  readonly version: number;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  /** The export of the key table (wrapped keys and their epochs) in the backup bucket. */
+  readonly keyTable: { readonly key: string; readonly sha256: string; readonly keys: number };
+  readonly objects: ManifestObject[];
+  readonly keys: ManifestKey[];
+}
+
+export function manifestKey(backupId: string): string {
+  return `backups/${backupId}/manifest.json`;
+}
+
+export function keyTableKey(backupId: string): string {
+  return `backups/${backupId}/keys.json`;
+}
+
+export function storedObjectKey(sha256: string): string {
+  return `objects/${sha256}`;
+}
+
+export function ledgerObjectKey(keyId: string): string {
+  return `ledger/${keyId}.json`;
+}
+
+/** The manifest with `destroyed` marked on the given keys, as the next version. */
+export function markDestroyed(manifest: Manifest, destroyed: ReadonlyMap<string, Date>, now: Date): Manifest {
+  return {
+    ...manifest,
+    version: manifest.version + 1,
+    updatedAt: now.toISOString(),
+    keys: manifest.keys.map((k) => {
+      const at = destroyed.get(k.keyId);
+      return at && k.state !== 'destroyed' ? { ...k, state: 'destroyed' as const, destroyedAt: at.toISOString() } : k;
+    }),
+  };
+}

@@ -1,0 +1,292 @@
+/**
+ * Backups: a copy of every ciphertext object (log segments, artifact versions) in the
+ * backup bucket, an export of the key table as it stands (wrapped keys only), and a
+ * manifest — and the propagation that writes a new manifest version whenever a key
+ * a backup holds is destroyed. The job never needs a plaintext key: object key ids
+ * come from the envelope headers, key states from the validity check.
+ *
+ * - Incremental: objects are stored content-addressed (objects/<sha256>); an object
+ *   already in the backup bucket is referenced, not copied again.
+ * - Propagation is durable: which (key, backup) pairs were written is recorded in
+ *   PostgreSQL after the manifest version is stored, so a crash in between only
+ *   writes the same marks again in one more version. A destruction finds its backups
+ *   through backup_keys (key id → backups): the cost follows the backups affected.
+ * - The destruction ledger is copied into the backup bucket, one object per destroyed
+ *   key, never overwritten: a lost database does not lose it.
+ */
+import { createHash } from 'node:crypto';
+import { eq, inArray, sql } from 'drizzle-orm';
+import { envelopeKeyId, toBase64Url } from '../crypto/index.js';
+import { type Db, queryRows } from '../db/client.js';
+import { backupKeys, backupPropagations, backups, destructionLedger } from '../db/schema.js';
+import { isLetheError, LetheError } from '../errors.js';
+import { decodeSegment } from '../log/segment.js';
+import type { Logger } from '../observability/logger.js';
+import { describeError } from '../observability/logger.js';
+import type { ObjectStore } from '../storage/store.js';
+import { newId } from '../vault/ids.js';
+import type { KeyService } from '../vault/keys.js';
+import { type Manifest, MANIFEST_FORMAT, type ManifestKey, type ManifestObject, keyTableKey, ledgerObjectKey, manifestKey, markDestroyed, storedObjectKey } from './manifest.js';
+
+const VALIDITY_BATCH = 10_000;
+/** What the backup copies from the live bucket. */
+const BACKED_UP_PREFIXES = ['log/', 'artifacts/'] as const;
+
+export interface BackupSummary {
+  readonly backupId: string;
+  readonly createdAt: Date;
+  readonly objects: number;
+  readonly keys: number;
+  readonly manifestVersion: number;
+}
+
+export interface BackupProgress {
+  readonly phase: 'objects' | 'keys' | 'manifest';
+  readonly done: number;
+  readonly copied: number;
+  readonly reused: number;
+}
+
+const sha256Hex = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+export class BackupService {
+  readonly #db: Db;
+  readonly #keys: KeyService;
+  readonly #live: ObjectStore;
+  readonly #backup: ObjectStore;
+  readonly #logger: Logger;
+
+  constructor(deps: { db: Db; keys: KeyService; objects: ObjectStore; backupObjects: ObjectStore; logger: Logger }) {
+    this.#db = deps.db;
+    this.#keys = deps.keys;
+    this.#live = deps.objects;
+    this.#backup = deps.backupObjects;
+    this.#logger = deps.logger;
+  }
+
+  /** The backup bucket (or folder). */
+  get store(): ObjectStore {
+    return this.#backup;
+  }
+
+  /** Takes a backup. */
+  async run(options: { onProgress?: (p: BackupProgress) => void } = {}): Promise<BackupSummary> {
+    const backupId = newId('bak');
+    const createdAt = new Date();
+    const objects: ManifestObject[] = [];
+    let copied = 0;
+    let reused = 0;
+    for (const prefix of BACKED_UP_PREFIXES) {
+      for await (const o of this.#live.list(prefix)) {
+        let bytes: Uint8Array;
+        try {
+          bytes = await this.#live.get(o.key);
+        } catch (e) {
+          if (isLetheError(e, 'not_found')) continue; // deleted since the listing (a superseded artifact version)
+          throw e;
+        }
+        const sha256 = sha256Hex(bytes);
+        const stored = storedObjectKey(sha256);
+        if (await this.#backup.head(stored)) reused++;
+        else {
+          await this.#backup.put(stored, bytes);
+          copied++;
+        }
+        objects.push({ key: o.key, sha256, size: bytes.length, stored, keyIds: keyIdsOf(o.key, bytes) });
+        options.onProgress?.({ phase: 'objects', done: objects.length, copied, reused });
+      }
+    }
+
+    // the key table as it stands: wrapped keys and their epochs, never a plaintext key
+    const table = await queryRows<{ key_id: string; kind: 'subject' | 'artifact-version'; epoch: number; wrapped: Uint8Array }>(
+      this.#db.db,
+      sql`select key_id, 'subject' as kind, epoch, wrapped_dek as wrapped from subject_keys
+          union all
+          select key_id, 'artifact-version' as kind, epoch, wrapped_dek as wrapped from artifact_keys
+          order by key_id`,
+    );
+    const tableBytes = Buffer.from(
+      JSON.stringify({
+        format: 'lethe-key-table/1',
+        backupId,
+        createdAt: createdAt.toISOString(),
+        keys: table.map((k) => ({ keyId: k.key_id, kind: k.kind, epoch: Number(k.epoch), wrappedKey: toBase64Url(new Uint8Array(k.wrapped)) })),
+      }),
+    );
+    await this.#backup.put(keyTableKey(backupId), tableBytes);
+    options.onProgress?.({ phase: 'keys', done: table.length, copied, reused });
+
+    // every key the backup holds data of or wrapped, with its state now
+    const kinds = new Map<string, ManifestKey['kind']>(table.map((k) => [k.key_id, k.kind]));
+    for (const o of objects) for (const k of o.keyIds) if (!kinds.has(k)) kinds.set(k, o.key.startsWith('artifacts/') ? 'artifact-version' : 'subject');
+    const ids = [...kinds.keys()].sort();
+    const states = new Map<string, ManifestKey['state']>();
+    for (let i = 0; i < ids.length; i += VALIDITY_BATCH) {
+      const v = await this.#keys.validity(ids.slice(i, i + VALIDITY_BATCH));
+      for (const [id, state] of Object.entries(v)) states.set(id, state === 'active' ? 'active' : 'destroyed');
+    }
+    const destroyedAt = await this.#destroyedAt(ids.filter((id) => states.get(id) === 'destroyed'));
+    const keys: ManifestKey[] = ids.map((keyId) => {
+      const at = destroyedAt.get(keyId);
+      return { keyId, kind: kinds.get(keyId)!, state: states.get(keyId)!, ...(at ? { destroyedAt: at.toISOString() } : {}) };
+    });
+
+    const manifest: Manifest = {
+      format: MANIFEST_FORMAT,
+      backupId,
+      version: 1,
+      createdAt: createdAt.toISOString(),
+      updatedAt: createdAt.toISOString(),
+      keyTable: { key: keyTableKey(backupId), sha256: sha256Hex(tableBytes), keys: table.length },
+      objects,
+      keys,
+    };
+    await this.#backup.put(manifestKey(backupId), Buffer.from(JSON.stringify(manifest)));
+    options.onProgress?.({ phase: 'manifest', done: 1, copied, reused });
+
+    await this.#db.db.transaction(async (tx) => {
+      await tx.insert(backups).values({ backupId, createdAt, manifestVersion: 1, objects: objects.length, keys: keys.length });
+      await tx.execute(sql`insert into backup_keys (key_id, backup_id)
+                           select k, ${backupId} from json_array_elements_text(${JSON.stringify(ids)}::json) as v(k)`);
+      // keys already destroyed when the backup was taken are marked in version 1
+      const already = keys.filter((k) => k.state === 'destroyed').map((k) => k.keyId);
+      if (already.length > 0) {
+        await tx.execute(sql`insert into backup_propagations (key_id, backup_id, manifest_version, propagated_at)
+                             select k, ${backupId}, 1, now() from json_array_elements_text(${JSON.stringify(already)}::json) as v(k)`);
+      }
+    });
+    // anything destroyed while we copied is marked now
+    await this.propagate({ backupIds: [backupId] });
+    return { backupId, createdAt, objects: objects.length, keys: keys.length, manifestVersion: 1 };
+  }
+
+  async list(): Promise<BackupSummary[]> {
+    const rows = await this.#db.db.select().from(backups).orderBy(backups.createdAt, backups.backupId);
+    return rows.map((r) => ({ backupId: r.backupId, createdAt: r.createdAt, objects: r.objects, keys: r.keys, manifestVersion: r.manifestVersion }));
+  }
+
+  /** The current manifest version. */
+  async manifest(backupId: string): Promise<Manifest> {
+    const [row] = await this.#db.db.select().from(backups).where(eq(backups.backupId, backupId));
+    if (!row) throw new LetheError('not_found', 'no such backup');
+    return this.#readManifest(backupId);
+  }
+
+  /**
+   * Writes a new manifest version for every backup holding a destroyed key not yet
+   * marked there. With `keyIds`, only those keys' backups are looked at (through the
+   * key id → backups index); with `backupIds`, only those backups; with neither,
+   * everything pending (start-up and the periodic catch-up). Also copies new ledger
+   * rows into the backup bucket.
+   */
+  async propagate(options: { keyIds?: readonly string[]; backupIds?: readonly string[] } = {}): Promise<{ backups: number; keys: number }> {
+    const filter = options.keyIds
+      ? sql`and bk.key_id in (select json_array_elements_text(${JSON.stringify(options.keyIds)}::json))`
+      : options.backupIds
+        ? sql`and bk.backup_id in (select json_array_elements_text(${JSON.stringify(options.backupIds)}::json))`
+        : sql``;
+    const pending = await queryRows<{ backup_id: string; key_id: string; destroyed_at: Date | string }>(
+      this.#db.db,
+      sql`select bk.backup_id, bk.key_id, dl.destroyed_at
+            from backup_keys bk
+            join destruction_ledger dl on dl.key_id = bk.key_id
+           where not exists (select 1 from backup_propagations bp where bp.key_id = bk.key_id and bp.backup_id = bk.backup_id)
+           ${filter}
+           order by bk.backup_id`,
+    );
+    const byBackup = new Map<string, Map<string, Date>>();
+    for (const p of pending) {
+      const m = byBackup.get(p.backup_id) ?? new Map<string, Date>();
+      m.set(p.key_id, new Date(p.destroyed_at));
+      byBackup.set(p.backup_id, m);
+    }
+    let keys = 0;
+    for (const [backupId, destroyed] of byBackup) {
+      await this.#db.db.transaction(async (tx) => {
+        // one writer of a backup's manifest at a time
+        const [row] = await tx.select().from(backups).where(eq(backups.backupId, backupId)).for('update');
+        if (!row) return;
+        const current = await this.#readManifest(backupId);
+        const next = markDestroyed(current, destroyed, new Date());
+        await this.#backup.put(manifestKey(backupId), Buffer.from(JSON.stringify(next)));
+        await tx.update(backups).set({ manifestVersion: next.version }).where(eq(backups.backupId, backupId));
+        const rows = [...destroyed.keys()].map((keyId) => ({ keyId, backupId, manifestVersion: next.version, propagatedAt: new Date() }));
+        await tx.insert(backupPropagations).values(rows).onConflictDoNothing();
+      });
+      keys += destroyed.size;
+    }
+    await this.exportLedger();
+    return { backups: byBackup.size, keys };
+  }
+
+  /** Copies destruction-ledger rows not yet in the backup bucket there, one object each. */
+  async exportLedger(): Promise<number> {
+    const rows = await queryRows<{
+      key_id: string;
+      key_kind: string;
+      subject_hash: Uint8Array | null;
+      destroyed_at: Date | string;
+      reason: string;
+      wrapped_epoch: number;
+      leased_until: Date | string | null;
+    }>(
+      this.#db.db,
+      sql`select dl.* from destruction_ledger dl
+           where not exists (select 1 from ledger_exports le where le.key_id = dl.key_id)
+           order by dl.destroyed_at, dl.key_id limit 10000`,
+    );
+    for (const r of rows) {
+      const key = ledgerObjectKey(r.key_id);
+      // append-only: an existing copy is never overwritten
+      if (!(await this.#backup.head(key))) {
+        const body = {
+          format: 'lethe-ledger-entry/1',
+          keyId: r.key_id,
+          keyKind: r.key_kind,
+          subjectHash: r.subject_hash ? Buffer.from(r.subject_hash).toString('hex') : null,
+          destroyedAt: new Date(r.destroyed_at).toISOString(),
+          reason: r.reason,
+          wrappedEpoch: Number(r.wrapped_epoch),
+          leasedUntil: r.leased_until ? new Date(r.leased_until).toISOString() : null,
+        };
+        await this.#backup.put(key, Buffer.from(JSON.stringify(body)));
+      }
+      await this.#db.db.execute(sql`insert into ledger_exports (key_id, exported_at) values (${r.key_id}, now()) on conflict do nothing`);
+    }
+    return rows.length;
+  }
+
+  /** Propagation in the background: errors are logged, never thrown (the periodic catch-up retries). */
+  propagateSoon(keyIds?: readonly string[]): void {
+    void this.propagate(keyIds ? { keyIds } : {}).catch((e: unknown) =>
+      this.#logger.warn({ err: describeError(e) }, 'backup manifest propagation failed; the periodic catch-up will retry'),
+    );
+  }
+
+  async #readManifest(backupId: string): Promise<Manifest> {
+    const bytes = await this.#backup.get(manifestKey(backupId));
+    const parsed = JSON.parse(Buffer.from(bytes).toString('utf8')) as Manifest;
+    if (parsed.format !== MANIFEST_FORMAT || parsed.backupId !== backupId) {
+      throw new LetheError('internal', 'the stored manifest is not this backup\'s');
+    }
+    return parsed;
+  }
+
+  async #destroyedAt(keyIds: readonly string[]): Promise<Map<string, Date>> {
+    const out = new Map<string, Date>();
+    for (let i = 0; i < keyIds.length; i += VALIDITY_BATCH) {
+      const rows = await this.#db.db
+        .select({ keyId: destructionLedger.keyId, destroyedAt: destructionLedger.destroyedAt })
+        .from(destructionLedger)
+        .where(inArray(destructionLedger.keyId, keyIds.slice(i, i + VALIDITY_BATCH)));
+      for (const r of rows) out.set(r.keyId, r.destroyedAt);
+    }
+    return out;
+  }
+}
+
+/** The key ids whose data an object holds, read from its envelopes' own headers. */
+export function keyIdsOf(objectKey: string, bytes: Uint8Array): string[] {
+  if (objectKey.startsWith('log/')) return [...new Set(decodeSegment(bytes).map((f) => envelopeKeyId(f.envelope)))].sort();
+  return [envelopeKeyId(bytes)];
+}

@@ -1,0 +1,95 @@
+/** Backups: POST/GET /v1/backups, GET /v1/backups/{backupId}/manifest. */
+import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
+import type { Vault } from '../../vault/vault.js';
+import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
+import { authErrors, json, problemResponse, security } from '../schemas.js';
+
+const BackupIdParam = z.object({
+  backupId: z.string().min(1).max(100).openapi({ param: { name: 'backupId', in: 'path' }, example: 'bak_3q2-7wEXAMPLE0000000000' }),
+});
+
+const ManifestSchema = z
+  .object({
+    format: z.string(),
+    backupId: z.string(),
+    version: z.number().int(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    keyTable: z.object({ key: z.string(), sha256: z.string(), keys: z.number().int() }),
+    objects: z.array(z.object({ key: z.string(), sha256: z.string(), size: z.number().int(), stored: z.string(), keyIds: z.array(z.string()) })),
+    keys: z.array(
+      z.object({
+        keyId: z.string(),
+        kind: z.enum(['subject', 'artifact-version', 'unknown']),
+        state: z.enum(['active', 'destroyed']),
+        destroyedAt: z.string().optional(),
+      }),
+    ),
+  })
+  .openapi('BackupManifest');
+
+export function registerBackupRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, tokens: TokenStore): void {
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/backups',
+      tags: ['backups'],
+      summary: 'Take a backup: ciphertext objects (incremental), the wrapped key table, a manifest',
+      security,
+      middleware: [authorize(tokens, 'backup')] as const,
+      responses: {
+        201: json(z.object({ backupId: z.string(), objects: z.number().int(), keys: z.number().int() }).openapi('BackupTaken'), 'Stored'),
+        503: problemResponse('unavailable: the object store or database did not answer'),
+        ...authErrors,
+      },
+    }),
+    async (c) => {
+      const b = await vault.backups.run();
+      return c.json({ backupId: b.backupId, objects: b.objects, keys: b.keys }, 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/backups',
+      tags: ['backups'],
+      summary: 'The backups taken, oldest first',
+      security,
+      middleware: [authorize(tokens, 'backup')] as const,
+      responses: {
+        200: json(
+          z.object({
+            backups: z.array(
+              z.object({ backupId: z.string(), createdAt: z.string(), objects: z.number().int(), keys: z.number().int(), manifestVersion: z.number().int() }),
+            ),
+          }),
+          'Backups',
+        ),
+        ...authErrors,
+      },
+    }),
+    async (c) => {
+      const list = await vault.backups.list();
+      return c.json({ backups: list.map((b) => ({ ...b, createdAt: b.createdAt.toISOString() })) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/backups/{backupId}/manifest',
+      tags: ['backups'],
+      summary: 'The current version of a backup\'s manifest',
+      security,
+      middleware: [authorize(tokens, 'backup')] as const,
+      request: { params: BackupIdParam },
+      responses: {
+        200: json(ManifestSchema, 'The manifest'),
+        404: problemResponse('not_found'),
+        ...authErrors,
+      },
+    }),
+    async (c) => c.json(await vault.backups.manifest(c.req.valid('param').backupId), 200),
+  );
+}
