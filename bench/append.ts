@@ -38,6 +38,7 @@ import { createLogger } from '../src/observability/logger.js';
 import type { StoredObject } from '../src/storage/store.js';
 import { minioBinary, type MinioServer, startMinio } from '../test/support/minio.js';
 import {
+  cpuSeconds,
   createScratchDatabase,
   dropScratchDatabase,
   fmtInt,
@@ -164,11 +165,6 @@ function percentile(sorted: Float64Array, p: number): number {
 function latency(samples: Float64Array): { p50: number; p99: number; max: number } {
   const sorted = samples.slice().sort();
   return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] ?? NaN };
-}
-
-function cpuSeconds(since: NodeJS.CpuUsage): number {
-  const d = process.cpuUsage(since);
-  return (d.user + d.system) / 1e6;
 }
 
 async function listAll(store: S3ObjectStore, prefix: string): Promise<StoredObject[]> {

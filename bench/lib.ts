@@ -1,6 +1,7 @@
 /**
  * Shared helpers for the benchmarks: settings from the environment, scratch
- * databases, child processes that report JSON, and plain-text tables.
+ * databases and vaults, timing statistics, child processes that report JSON, and
+ * plain-text tables.
  *
  * Benchmarks never assert on timings: they measure, compare against a baseline
  * measured in the same run, and print.
@@ -12,6 +13,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
+import { loadConfig } from '../src/config/index.js';
+import { createLogger } from '../src/observability/logger.js';
+import { openVault, type Vault } from '../src/vault/vault.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
@@ -19,15 +23,18 @@ export const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 /** BENCH_QUICK=1: small counts and short durations, for a smoke run. */
 export const QUICK = process.env.BENCH_QUICK === '1' || process.env.BENCH_QUICK === 'true';
 
+/** A whole number >= `min` from the environment variable `name` (`_` and `,` allowed as separators), else `fallback`. */
+export function envInt(name: string, fallback: number, min: number): number {
+  const raw = process.env[name]?.trim();
+  if (!raw) return fallback;
+  const n = Number(raw.replace(/[_,]/g, ''));
+  if (!Number.isSafeInteger(n) || n < min) throw new Error(`${name} must be a whole number >= ${min}`);
+  return n;
+}
+
 /** Number of keys for the re-wrap benchmark (BENCH_KEYS, default 1,000,000; 20,000 when quick). */
 export function benchKeys(): number {
-  const raw = process.env.BENCH_KEYS?.trim();
-  if (raw) {
-    const n = Number(raw.replace(/[_,]/g, ''));
-    if (!Number.isSafeInteger(n) || n < 10) throw new Error('BENCH_KEYS must be a whole number >= 10');
-    return n;
-  }
-  return QUICK ? 20_000 : 1_000_000;
+  return envInt('BENCH_KEYS', QUICK ? 20_000 : 1_000_000, 10);
 }
 
 /** Server holding the scratch databases (admin connection; trust auth). */
@@ -92,6 +99,91 @@ export async function removeDir(dir: string): Promise<void> {
 /** A random root key in the form LETHE_ROOT_KEY expects. */
 export function randomRootKey(): string {
   return randomBytes(32).toString('base64');
+}
+
+export interface ScratchVault {
+  readonly vault: Vault;
+  readonly db: { readonly name: string; readonly url: string };
+  readonly dataDir: string;
+  /** Closes the vault, drops the database and removes the data directory; a failing step is reported, not thrown. */
+  readonly cleanup: () => Promise<void>;
+}
+
+/**
+ * Opens a vault on a fresh scratch database (migrations run; local filesystem object
+ * store under a fresh temp dir; no listener, so no search index rebuild at open).
+ */
+export async function scratchVault(label: string): Promise<ScratchVault> {
+  const db = await createScratchDatabase(label);
+  const dataDir = await makeTempDir(label);
+  const env: Record<string, string> = { DATABASE_URL: db.url, LETHE_DATA_DIR: dataDir, LETHE_ROOT_KEY: randomRootKey(), LETHE_LOG_LEVEL: 'warn' };
+  let vault: Vault;
+  try {
+    // no S3_* variables: the local filesystem object store under dataDir; listen false: no rebuild at open
+    vault = await openVault(loadConfig(env), { logger: createLogger('warn', process.stderr), listen: false });
+  } catch (e) {
+    await dropScratchDatabase(db.name).catch(() => {});
+    await removeDir(dataDir);
+    throw e;
+  }
+  return {
+    vault,
+    db,
+    dataDir,
+    cleanup: async () => {
+      for (const [name, step] of [
+        ['vault', () => vault.close()],
+        ['database', () => dropScratchDatabase(db.name)],
+        ['data dir', () => removeDir(dataDir)],
+      ] as Array<[string, () => Promise<unknown>]>) {
+        try {
+          await step();
+        } catch (e) {
+          progress(`${label}: cleanup of the ${name} failed: ${(e as Error).message}`);
+        }
+      }
+    },
+  };
+}
+
+// ---------------------------------------------------------------- statistics
+
+/** Latency figures of a series of timed calls, in milliseconds. */
+export interface LatencyStats {
+  readonly runs: number;
+  readonly warmups: number;
+  readonly medianMs: number;
+  readonly p95Ms: number;
+  readonly minMs: number;
+  readonly maxMs: number;
+  readonly meanMs: number;
+}
+
+/** The median (mean of the middle two for an even count). */
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+}
+
+/** Latency figures of `samples` (ms; nearest-rank p95); `warmups` is only recorded. */
+export function stats(samples: number[], warmups: number): LatencyStats {
+  const s = [...samples].sort((a, b) => a - b);
+  const at = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+  return {
+    runs: s.length,
+    warmups,
+    medianMs: median(s),
+    p95Ms: at(95),
+    minMs: s[0]!,
+    maxMs: s[s.length - 1]!,
+    meanMs: s.reduce((a, b) => a + b, 0) / s.length,
+  };
+}
+
+/** user + system CPU seconds of this process since `since` (a process.cpuUsage() reading). */
+export function cpuSeconds(since: NodeJS.CpuUsage): number {
+  const d = process.cpuUsage(since);
+  return (d.user + d.system) / 1e6;
 }
 
 /** Progress for humans, on stderr (stdout carries the tables). */

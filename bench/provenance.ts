@@ -49,24 +49,22 @@ import type { SQL } from 'drizzle-orm';
 import { sql as dsql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { touchingRecords, touchingSubject } from '../src/artifacts/provenance.js';
-import { loadConfig } from '../src/config/index.js';
 import { type Executor, queryRows } from '../src/db/client.js';
-import { createLogger } from '../src/observability/logger.js';
-import { openVault, type Vault } from '../src/vault/vault.js';
+import type { Vault } from '../src/vault/vault.js';
 import {
-  createScratchDatabase,
-  dropScratchDatabase,
+  cpuSeconds,
+  envInt,
   fmtInt,
   fmtNum,
   fmtRatio,
   fmtSeconds,
   isMain,
-  makeTempDir,
+  type LatencyStats,
   progress,
   QUICK,
-  randomRootKey,
-  removeDir,
   reportResult,
+  scratchVault,
+  stats,
   table,
 } from './lib.js';
 
@@ -95,16 +93,6 @@ export interface PlanSummary {
   readonly seqScans: string[];
   /** Plan nodes, one line each, indented (the text form of the JSON plan, trimmed). */
   readonly outline: string[];
-}
-
-export interface LatencyStats {
-  readonly runs: number;
-  readonly warmups: number;
-  readonly medianMs: number;
-  readonly p95Ms: number;
-  readonly minMs: number;
-  readonly maxMs: number;
-  readonly meanMs: number;
 }
 
 export interface TouchingRun {
@@ -200,76 +188,9 @@ export interface ProvenanceResult {
 
 // ------------------------------------------------------------------ helpers
 
-function envInt(name: string, fallback: number, min: number): number {
-  const raw = process.env[name]?.trim();
-  if (!raw) return fallback;
-  const n = Number(raw.replace(/[_,]/g, ''));
-  if (!Number.isSafeInteger(n) || n < min) throw new Error(`${name} must be a whole number >= ${min}`);
-  return n;
-}
-
-function stats(samples: number[], warmups: number): LatencyStats {
-  const s = [...samples].sort((a, b) => a - b);
-  const at = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
-  const median = s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-  return {
-    runs: s.length,
-    warmups,
-    medianMs: median,
-    p95Ms: at(95),
-    minMs: s[0]!,
-    maxMs: s[s.length - 1]!,
-    meanMs: s.reduce((a, b) => a + b, 0) / s.length,
-  };
-}
-
-function cpuSeconds(since: NodeJS.CpuUsage): number {
-  const d = process.cpuUsage(since);
-  return (d.user + d.system) / 1e6;
-}
-
 function int(n: number): string {
   if (!Number.isSafeInteger(n)) throw new Error(`not an integer: ${n}`);
   return String(n);
-}
-
-/** Opens a vault on a fresh scratch database (migrations run; local filesystem object store). */
-async function scratchVault(label: string): Promise<{ vault: Vault; db: { name: string; url: string }; dataDir: string; cleanup: () => Promise<void> }> {
-  const db = await createScratchDatabase(label);
-  const dataDir = await makeTempDir(label);
-  const env: Record<string, string> = {
-    DATABASE_URL: db.url,
-    LETHE_DATA_DIR: dataDir,
-    LETHE_ROOT_KEY: randomRootKey(),
-    LETHE_LOG_LEVEL: 'warn',
-  };
-  let vault: Vault;
-  try {
-    // no S3_* variables: the local filesystem object store under dataDir
-    vault = await openVault(loadConfig(env), { logger: createLogger('warn', process.stderr), listen: false });
-  } catch (e) {
-    await dropScratchDatabase(db.name).catch(() => {});
-    await removeDir(dataDir);
-    throw e;
-  }
-  return {
-    vault,
-    db,
-    dataDir,
-    cleanup: async () => {
-      for (const [name, step] of [
-        ['vault', () => vault.close()],
-        ['database', () => dropScratchDatabase(db.name)],
-        ['data dir', () => removeDir(dataDir)],
-      ] as Array<[string, () => Promise<unknown>]>) {
-        try {
-          await step();
-        } catch (e) {
-          progress(`provenance: cleanup of the ${name} failed: ${(e as Error).message}`);
-        }
-      }
-    },
-  };
 }
 
 // ------------------------------------------------------------------ 1. touching query

@@ -33,6 +33,7 @@ import { newId } from '../src/vault/ids.js';
 import { openVault } from '../src/vault/vault.js';
 import {
   benchKeys,
+  cpuSeconds,
   createScratchDatabase,
   dropScratchDatabase,
   fmtInt,
@@ -191,8 +192,7 @@ class CryptoBaseline {
     const t0 = performance.now();
     for (let i = 0; i < n; i++) await this.#step(i);
     this.seconds += (performance.now() - t0) / 1000;
-    const cpu = process.cpuUsage(cpu0);
-    this.cpuSeconds += (cpu.user + cpu.system) / 1e6;
+    this.cpuSeconds += cpuSeconds(cpu0);
     this.ops += n;
   }
 
@@ -316,7 +316,7 @@ async function rotateWorker(keys: number, cryptoSample: number): Promise<RotateR
       t0 = performance.now();
       const result = await vault.epochs.rotate('bench');
       const rotationSeconds = (performance.now() - t0) / 1000;
-      const cpu = process.cpuUsage(cpu0);
+      const rotationCpuSeconds = cpuSeconds(cpu0);
       const load1 = os.loadavg()[0]!;
       gc();
       gc();
@@ -406,7 +406,7 @@ async function rotateWorker(keys: number, cryptoSample: number): Promise<RotateR
           fromEpoch,
           toEpoch: result.epoch,
           retired: result.retired,
-          nodeCpuSeconds: (cpu.user + cpu.system) / 1e6,
+          nodeCpuSeconds: rotationCpuSeconds,
           loadAvg1: [load0, load1],
         },
         crypto:

@@ -59,44 +59,32 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { and, asc, eq, gt, or } from 'drizzle-orm';
 import { sql as dsql } from 'drizzle-orm';
 import postgres from 'postgres';
-import { loadConfig } from '../src/config/index.js';
 import { encodeContext } from '../src/crypto/index.js';
 import { queryRows } from '../src/db/client.js';
 import { embeddings } from '../src/db/schema.js';
-import { createLogger } from '../src/observability/logger.js';
 import { HashingEmbedder } from '../src/search/embedder.js';
 import { type EmbeddingPlace, openEmbedding, type SealedEmbedding, sealEmbedding, storedForm, upsertEmbeddings } from '../src/search/embeddings.js';
 import { VectorIndex } from '../src/search/vector-index.js';
 import { newId } from '../src/vault/ids.js';
-import { openVault, type Vault } from '../src/vault/vault.js';
 import {
-  createScratchDatabase,
-  dropScratchDatabase,
+  cpuSeconds,
+  envInt,
   fmtInt,
   fmtNum,
   fmtRatio,
   fmtSeconds,
   isMain,
-  makeTempDir,
+  type LatencyStats,
+  median,
   progress,
   QUICK,
-  randomRootKey,
-  removeDir,
   reportResult,
+  scratchVault,
+  stats,
   table,
 } from './lib.js';
 
 // ------------------------------------------------------------------ result types
-
-export interface LatencyStats {
-  readonly runs: number;
-  readonly warmups: number;
-  readonly medianMs: number;
-  readonly p95Ms: number;
-  readonly minMs: number;
-  readonly maxMs: number;
-  readonly meanMs: number;
-}
 
 export interface IndexRun {
   readonly vectors: number;
@@ -205,31 +193,6 @@ export interface SearchResult {
 }
 
 // ------------------------------------------------------------------ helpers
-
-function envInt(name: string, fallback: number, min: number): number {
-  const raw = process.env[name]?.trim();
-  if (!raw) return fallback;
-  const n = Number(raw.replace(/[_,]/g, ''));
-  if (!Number.isSafeInteger(n) || n < min) throw new Error(`${name} must be a whole number >= ${min}`);
-  return n;
-}
-
-function stats(samples: number[], warmups: number): LatencyStats {
-  const s = [...samples].sort((a, b) => a - b);
-  const at = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
-  const median = s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-  return { runs: s.length, warmups, medianMs: median, p95Ms: at(95), minMs: s[0]!, maxMs: s[s.length - 1]!, meanMs: s.reduce((a, b) => a + b, 0) / s.length };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-}
-
-function cpuSeconds(since: NodeJS.CpuUsage): number {
-  const d = process.cpuUsage(since);
-  return (d.user + d.system) / 1e6;
-}
 
 /** mulberry32: a small seeded PRNG, so every run builds the same vectors. */
 function prng(seed: number): () => number {
@@ -538,43 +501,11 @@ interface RawPlanNode {
   Plans?: RawPlanNode[];
 }
 
-async function scratchVault(label: string): Promise<{ vault: Vault; url: string; cleanup: () => Promise<void> }> {
-  const db = await createScratchDatabase(label);
-  const dataDir = await makeTempDir(label);
-  const env: Record<string, string> = { DATABASE_URL: db.url, LETHE_DATA_DIR: dataDir, LETHE_ROOT_KEY: randomRootKey(), LETHE_LOG_LEVEL: 'warn' };
-  let vault: Vault;
-  try {
-    // no S3_* variables: the local filesystem object store under dataDir; listen false: no rebuild at open
-    vault = await openVault(loadConfig(env), { logger: createLogger('warn', process.stderr), listen: false });
-  } catch (e) {
-    await dropScratchDatabase(db.name).catch(() => {});
-    await removeDir(dataDir);
-    throw e;
-  }
-  return {
-    vault,
-    url: db.url,
-    cleanup: async () => {
-      for (const [name, step] of [
-        ['vault', () => vault.close()],
-        ['database', () => dropScratchDatabase(db.name)],
-        ['data dir', () => removeDir(dataDir)],
-      ] as Array<[string, () => Promise<unknown>]>) {
-        try {
-          await step();
-        } catch (e) {
-          progress(`search: cleanup of the ${name} failed: ${(e as Error).message}`);
-        }
-      }
-    },
-  };
-}
-
 async function measureRebuild(records: number, runs: number): Promise<RebuildRun> {
   const subjects = 100;
   if (records < subjects) throw new Error(`BENCH_SEARCH_REBUILD must be >= ${subjects}`);
-  const { vault, url, cleanup } = await scratchVault('search');
-  const pg = postgres(url, { max: 1, onnotice: () => {} });
+  const { vault, db, cleanup } = await scratchVault('search');
+  const pg = postgres(db.url, { max: 1, onnotice: () => {} });
   try {
     progress(`search: ${subjects} subjects, one entry each through vault.log.append, then ${fmtInt(records - subjects)} sealed embeddings inserted`);
     const s0 = performance.now();
