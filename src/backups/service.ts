@@ -16,7 +16,9 @@
  */
 import { createHash } from 'node:crypto';
 import { eq, inArray, sql } from 'drizzle-orm';
-import { envelopeKeyId, toBase64Url } from '../crypto/index.js';
+import { envelopeKeyId, fromBase64Url, isCommittedTo, toBase64Url, zeroize } from '../crypto/index.js';
+import type { ArtifactKeys } from '../artifacts/keys.js';
+import type { KeyProvider } from '../keyprovider/provider.js';
 import { type Db, queryRows } from '../db/client.js';
 import { backupKeys, backupPropagations, backups, destructionLedger } from '../db/schema.js';
 import { isLetheError, LetheError } from '../errors.js';
@@ -40,6 +42,32 @@ export interface BackupSummary {
   readonly manifestVersion: number;
 }
 
+export interface VerifiedKey {
+  readonly keyId: string;
+  /** The key's state in the manifest. */
+  readonly state: 'active' | 'destroyed';
+  /** decrypts: a live key lethe holds opens the key's data in this backup; unreadable: nothing lethe holds does. */
+  readonly data: 'decrypts' | 'unreadable';
+  /**
+   * The backup's own key-table copy of the wrapped key: none (not in the export),
+   * inert (its epoch is gone), or unwraps (its epoch still exists: the residual lasts
+   * until that epoch is retired).
+   */
+  readonly wrappedCopy: 'none' | 'inert' | 'unwraps';
+  readonly wrappedEpoch?: number;
+}
+
+export interface Verification {
+  readonly backupId: string;
+  readonly manifestVersion: number;
+  readonly objectsChecked: number;
+  /** Objects whose stored bytes are missing or do not match their sha256. */
+  readonly corrupted: Array<{ key: string; stored: string; reason: 'missing' | 'sha256-mismatch' }>;
+  readonly keys: VerifiedKey[];
+  /** Every object intact, every active key's data decrypts, every destroyed key's data unreadable. */
+  readonly ok: boolean;
+}
+
 export interface BackupProgress {
   readonly phase: 'objects' | 'keys' | 'manifest';
   readonly done: number;
@@ -56,9 +84,22 @@ export class BackupService {
   readonly #backup: ObjectStore;
   readonly #logger: Logger;
 
-  constructor(deps: { db: Db; keys: KeyService; objects: ObjectStore; backupObjects: ObjectStore; logger: Logger }) {
+  readonly #artifactKeys: ArtifactKeys;
+  readonly #provider: KeyProvider;
+
+  constructor(deps: {
+    db: Db;
+    keys: KeyService;
+    artifactKeys: ArtifactKeys;
+    provider: KeyProvider;
+    objects: ObjectStore;
+    backupObjects: ObjectStore;
+    logger: Logger;
+  }) {
     this.#db = deps.db;
     this.#keys = deps.keys;
+    this.#artifactKeys = deps.artifactKeys;
+    this.#provider = deps.provider;
     this.#live = deps.objects;
     this.#backup = deps.backupObjects;
     this.#logger = deps.logger;
@@ -256,6 +297,90 @@ export class BackupService {
     return rows.length;
   }
 
+  /**
+   * Checks a backup: every stored object against its sha256, and for every key in
+   * the manifest whether its data in the backup still decrypts with what lethe holds
+   * (checked by the envelopes' key-commitment tags: nothing is decrypted) and whether
+   * the backup's own wrapped copy of the key still unwraps.
+   */
+  async verify(backupId: string): Promise<Verification> {
+    const manifest = await this.manifest(backupId);
+    const corrupted: Verification['corrupted'] = [];
+    // one envelope per key, to check against the live key
+    const sample = new Map<string, Uint8Array>();
+    for (const o of manifest.objects) {
+      let bytes: Uint8Array;
+      try {
+        bytes = await this.#backup.get(o.stored);
+      } catch (e) {
+        if (!isLetheError(e, 'not_found')) throw e;
+        corrupted.push({ key: o.key, stored: o.stored, reason: 'missing' });
+        continue;
+      }
+      if (sha256Hex(bytes) !== o.sha256) {
+        corrupted.push({ key: o.key, stored: o.stored, reason: 'sha256-mismatch' });
+        continue;
+      }
+      for (const envelope of envelopesOf(o.key, bytes)) {
+        const keyId = envelopeKeyId(envelope);
+        if (!sample.has(keyId)) sample.set(keyId, envelope);
+      }
+    }
+    const table = await this.#readKeyTable(manifest);
+    const deks = await this.#keys.deksFor(manifest.keys.filter((k) => k.kind !== 'artifact-version').map((k) => k.keyId));
+    const keys: VerifiedKey[] = [];
+    try {
+      for (const k of manifest.keys) {
+        let live = deks.get(k.keyId);
+        if (!live && k.kind === 'artifact-version') {
+          live = await this.#artifactKeys.unwrap(k.keyId).catch((e: unknown) => {
+            if (isLetheError(e, 'key_destroyed')) return undefined;
+            throw e;
+          });
+        }
+        const envelope = sample.get(k.keyId);
+        const decrypts = live !== undefined && envelope !== undefined && isCommittedTo(live, envelope);
+        if (live && k.kind === 'artifact-version') zeroize(live);
+        const copy = table.get(k.keyId);
+        let wrappedCopy: VerifiedKey['wrappedCopy'] = 'none';
+        if (copy) {
+          try {
+            zeroize(await this.#provider.unwrap(copy.epoch, copy.wrapped, k.keyId));
+            wrappedCopy = 'unwraps';
+          } catch (e) {
+            if (!isLetheError(e, 'epoch_unavailable')) throw e;
+            wrappedCopy = 'inert';
+          }
+        }
+        keys.push({ keyId: k.keyId, state: k.state, data: decrypts ? 'decrypts' : 'unreadable', wrappedCopy, ...(copy ? { wrappedEpoch: copy.epoch } : {}) });
+      }
+    } finally {
+      for (const dek of deks.values()) zeroize(dek);
+    }
+    const ok =
+      corrupted.length === 0 &&
+      keys.every((k) => (k.state === 'active' ? k.data === 'decrypts' : k.data === 'unreadable'));
+    return { backupId, manifestVersion: manifest.version, objectsChecked: manifest.objects.length, corrupted, keys, ok };
+  }
+
+  async #readKeyTable(manifest: Manifest): Promise<Map<string, { epoch: number; wrapped: Uint8Array }>> {
+    const out = new Map<string, { epoch: number; wrapped: Uint8Array }>();
+    let bytes: Uint8Array;
+    try {
+      bytes = await this.#backup.get(manifest.keyTable.key);
+    } catch (e) {
+      if (isLetheError(e, 'not_found')) return out;
+      throw e;
+    }
+    if (sha256Hex(bytes) !== manifest.keyTable.sha256) throw new LetheError('internal', 'the backup\'s key table does not match its sha256');
+    const parsed = JSON.parse(Buffer.from(bytes).toString('utf8')) as { keys: Array<{ keyId: string; epoch: number; wrappedKey: string }> };
+    for (const k of parsed.keys) {
+      const wrapped = fromBase64Url(k.wrappedKey);
+      if (wrapped) out.set(k.keyId, { epoch: k.epoch, wrapped });
+    }
+    return out;
+  }
+
   /** Propagation in the background: errors are logged, never thrown (the periodic catch-up retries). */
   propagateSoon(keyIds?: readonly string[]): void {
     void this.propagate(keyIds ? { keyIds } : {}).catch((e: unknown) =>
@@ -285,8 +410,12 @@ export class BackupService {
   }
 }
 
+/** The envelopes an object holds: a segment's frames, or the object itself. */
+function envelopesOf(objectKey: string, bytes: Uint8Array): Uint8Array[] {
+  return objectKey.startsWith('log/') ? decodeSegment(bytes).map((f) => f.envelope) : [bytes];
+}
+
 /** The key ids whose data an object holds, read from its envelopes' own headers. */
 export function keyIdsOf(objectKey: string, bytes: Uint8Array): string[] {
-  if (objectKey.startsWith('log/')) return [...new Set(decodeSegment(bytes).map((f) => envelopeKeyId(f.envelope)))].sort();
-  return [envelopeKeyId(bytes)];
+  return [...new Set(envelopesOf(objectKey, bytes).map(envelopeKeyId))].sort();
 }

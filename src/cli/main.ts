@@ -147,6 +147,44 @@ export function buildProgram(): Command {
       out(await withVault((vault) => compact({ db: vault.db, objects: vault.objects })));
     });
 
+  const backup = program.command('backup').description('Backups in the backup bucket (S3_BACKUP_BUCKET, or a folder of the local store).');
+  backup
+    .command('run')
+    .description(
+      'Ask the running service to take a backup (POST /v1/backups), as a client with the backup role: the job never holds a key. ' +
+        'LETHE_URL (default http://127.0.0.1:8787) and LETHE_BACKUP_TOKEN name the service and the token.',
+    )
+    .action(async () => {
+      out(await callService('POST', '/v1/backups'));
+    });
+  backup
+    .command('list')
+    .description('The backups taken (GET /v1/backups, backup role; LETHE_URL and LETHE_BACKUP_TOKEN).')
+    .action(async () => {
+      out(await callService('GET', '/v1/backups'));
+    });
+  backup
+    .command('verify')
+    .description(
+      "Check a backup: every object's sha256, and per key whether its data still decrypts (live keys must, destroyed keys must not) " +
+        'and whether the backup\'s wrapped copy of the key still unwraps. Exits 1 when anything fails.',
+    )
+    .argument('<backupId>', 'the backup')
+    .action(async (backupId: string) => {
+      const result = await withVault((vault) => vault.backups.verify(backupId));
+      out(result);
+      if (!result.ok) {
+        const bad = result.keys.filter((k) => (k.state === 'active' ? k.data !== 'decrypts' : k.data !== 'unreadable'));
+        throw new ExitError(`backup ${backupId} failed verification: ${result.corrupted.length} corrupted object(s)${result.corrupted.map((c) => ` ${c.key} (${c.reason})`).join(',')}, ${bad.length} key(s) in the wrong state`, 1);
+      }
+    });
+  backup
+    .command('propagate')
+    .description('Write new manifest versions for key destructions not yet marked in the backups that hold them (the service does this on its own too).')
+    .action(async () => {
+      out(await withVault((vault) => vault.backups.propagate()));
+    });
+
   const audit = program.command('audit').description('The MAC-chained audit log.');
   audit
     .command('verify')
@@ -169,6 +207,23 @@ export function buildProgram(): Command {
     });
 
   return program;
+}
+
+/** A call to the running service with the backup role's token (never taken from the command line, where `ps` shows it). */
+async function callService(method: 'GET' | 'POST', path: string): Promise<unknown> {
+  const base = (process.env.LETHE_URL ?? 'http://127.0.0.1:8787').replace(/\/+$/, '');
+  const token = process.env.LETHE_BACKUP_TOKEN;
+  if (!token) throw new ExitError('set LETHE_BACKUP_TOKEN to a token of the backup role', 2);
+  if (!/^https?:\/\/\S+$/.test(base)) throw new ExitError('LETHE_URL must be an http(s):// URL', 2);
+  let res: Response;
+  try {
+    res = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(3_600_000) });
+  } catch (e) {
+    throw new ExitError(`the service at ${base} did not answer: ${describeError(e).message}`, 1);
+  }
+  const body = (await res.json().catch(() => undefined)) as { detail?: string; code?: string } | undefined;
+  if (!res.ok) throw new ExitError(`the service answered ${res.status}${body?.code ? ` ${body.code}` : ''}: ${body?.detail ?? 'no detail'}`, 1);
+  return body;
 }
 
 export async function main(argv: string[]): Promise<number> {

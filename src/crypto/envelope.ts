@@ -205,6 +205,22 @@ export function open(input: OpenInput): Uint8Array {
   }
 }
 
+/**
+ * Whether the envelope is committed to `key`: its key-commitment tag matches, so it
+ * opens under this key and under no other. Decrypts nothing (and needs no associated
+ * data): a backup can be checked against a key without reading a record.
+ */
+export function isCommittedTo(key: Uint8Array, envelope: Uint8Array): boolean {
+  checkKey(key);
+  const parts = parseEnvelope(envelope);
+  const { encKey, commitment } = deriveKeys(key, parts.nonce);
+  try {
+    return constantTimeEqual(commitment, parts.commitment);
+  } finally {
+    zeroize(encKey, commitment);
+  }
+}
+
 /** The key id an envelope names, without decrypting it. */
 export function envelopeKeyId(envelope: Uint8Array): string {
   return parseEnvelope(envelope).keyId;
