@@ -32,6 +32,10 @@ export interface Manifest {
   readonly updatedAt: string;
   /** The export of the key table (wrapped keys and their epochs) in the backup bucket. */
   readonly keyTable: { readonly key: string; readonly sha256: string; readonly keys: number };
+  /** The export of lethe's tables (ciphertext and metadata only) a restore loads. */
+  readonly database: { readonly key: string; readonly sha256: string };
+  /** Destruction-ledger rows when the backup was taken; each is also a ledger/<keyId>.json object. */
+  readonly ledgerEntries: number;
   readonly objects: ManifestObject[];
   readonly keys: ManifestKey[];
 }
@@ -43,6 +47,16 @@ export function manifestKey(backupId: string): string {
 export function keyTableKey(backupId: string): string {
   return `backups/${backupId}/keys.json`;
 }
+
+export function databaseKey(backupId: string): string {
+  return `backups/${backupId}/database.json`;
+}
+
+/**
+ * Written once, when the backup bucket's ledger copy starts, and never again: a
+ * ledger copy without it has been removed, not merely found empty.
+ */
+export const LEDGER_GENESIS_KEY = 'ledger/genesis.json';
 
 export function storedObjectKey(sha256: string): string {
   return `objects/${sha256}`;

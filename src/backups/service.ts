@@ -28,7 +28,21 @@ import { describeError } from '../observability/logger.js';
 import type { ObjectStore } from '../storage/store.js';
 import { newId } from '../vault/ids.js';
 import type { KeyService } from '../vault/keys.js';
-import { type Manifest, MANIFEST_FORMAT, type ManifestKey, type ManifestObject, keyTableKey, ledgerObjectKey, manifestKey, markDestroyed, storedObjectKey } from './manifest.js';
+import type { AuditLog } from '../vault/audit.js';
+import { exportDatabase, importDatabase, occupiedTables, parseDatabaseExport } from './database.js';
+import {
+  databaseKey,
+  keyTableKey,
+  LEDGER_GENESIS_KEY,
+  ledgerObjectKey,
+  type Manifest,
+  MANIFEST_FORMAT,
+  type ManifestKey,
+  type ManifestObject,
+  manifestKey,
+  markDestroyed,
+  storedObjectKey,
+} from './manifest.js';
 
 const VALIDITY_BATCH = 10_000;
 /** What the backup copies from the live bucket. */
@@ -68,6 +82,33 @@ export interface Verification {
   readonly ok: boolean;
 }
 
+export interface RestoreResult {
+  readonly backupId: string;
+  readonly manifestVersion: number;
+  readonly objects: number;
+  /** Keys restored live. */
+  readonly keys: number;
+  readonly entries: number;
+  readonly artifacts: number;
+  /** Keys known destroyed (ledger copy, manifest, the backup's own ledger): left out. */
+  readonly destroyedKeys: number;
+  /** Destructions written into the restored ledger that the backup's own rows did not have. */
+  readonly replayed: number;
+  readonly ledger: 'replayed' | 'forced';
+  /** What a forced restore could not guarantee. */
+  readonly warnings: string[];
+}
+
+interface LedgerCopy {
+  readonly keyId: string;
+  readonly keyKind: string;
+  readonly subjectHash: string | null;
+  readonly destroyedAt: string;
+  readonly reason: string;
+  readonly wrappedEpoch: number;
+  readonly leasedUntil: string | null;
+}
+
 export interface BackupProgress {
   readonly phase: 'objects' | 'keys' | 'manifest';
   readonly done: number;
@@ -86,12 +127,14 @@ export class BackupService {
 
   readonly #artifactKeys: ArtifactKeys;
   readonly #provider: KeyProvider;
+  readonly #audit: AuditLog;
 
   constructor(deps: {
     db: Db;
     keys: KeyService;
     artifactKeys: ArtifactKeys;
     provider: KeyProvider;
+    audit: AuditLog;
     objects: ObjectStore;
     backupObjects: ObjectStore;
     logger: Logger;
@@ -100,6 +143,7 @@ export class BackupService {
     this.#keys = deps.keys;
     this.#artifactKeys = deps.artifactKeys;
     this.#provider = deps.provider;
+    this.#audit = deps.audit;
     this.#live = deps.objects;
     this.#backup = deps.backupObjects;
     this.#logger = deps.logger;
@@ -155,6 +199,15 @@ export class BackupService {
       }),
     );
     await this.#backup.put(keyTableKey(backupId), tableBytes);
+    // what a restore loads: the tables as they stand, in one consistent snapshot
+    const dump = await this.#db.db.transaction(async (tx) => {
+      await tx.execute(sql`set transaction isolation level repeatable read, read only`);
+      return exportDatabase(tx);
+    });
+    const databaseBytes = Buffer.from(JSON.stringify(dump));
+    await this.#backup.put(databaseKey(backupId), databaseBytes);
+    // the ledger copy holds every destruction the backup knows of before the manifest names them
+    await this.exportLedger();
     options.onProgress?.({ phase: 'keys', done: table.length, copied, reused });
 
     // every key the backup holds data of or wrapped, with its state now
@@ -179,6 +232,8 @@ export class BackupService {
       createdAt: createdAt.toISOString(),
       updatedAt: createdAt.toISOString(),
       keyTable: { key: keyTableKey(backupId), sha256: sha256Hex(tableBytes), keys: table.length },
+      database: { key: databaseKey(backupId), sha256: sha256Hex(databaseBytes) },
+      ledgerEntries: dump.tables.destruction_ledger.length,
       objects,
       keys,
     };
@@ -247,6 +302,13 @@ export class BackupService {
         // one writer of a backup's manifest at a time
         const [row] = await tx.select().from(backups).where(eq(backups.backupId, backupId)).for('update');
         if (!row) return;
+        // another propagation may have marked them while we waited for the lock
+        const done = await tx
+          .select({ keyId: backupPropagations.keyId })
+          .from(backupPropagations)
+          .where(sql`${backupPropagations.backupId} = ${backupId} and ${backupPropagations.keyId} in (select json_array_elements_text(${JSON.stringify([...destroyed.keys()])}::json))`);
+        for (const d of done) destroyed.delete(d.keyId);
+        if (destroyed.size === 0) return;
         const current = await this.#readManifest(backupId);
         const next = markDestroyed(current, destroyed, new Date());
         await this.#backup.put(manifestKey(backupId), Buffer.from(JSON.stringify(next)));
@@ -262,6 +324,9 @@ export class BackupService {
 
   /** Copies destruction-ledger rows not yet in the backup bucket there, one object each. */
   async exportLedger(): Promise<number> {
+    if (!(await this.#backup.head(LEDGER_GENESIS_KEY))) {
+      await this.#backup.put(LEDGER_GENESIS_KEY, Buffer.from(JSON.stringify({ format: 'lethe-ledger-copy/1', startedAt: new Date().toISOString() })));
+    }
     const rows = await queryRows<{
       key_id: string;
       key_kind: string;
@@ -379,6 +444,122 @@ export class BackupService {
       if (wrapped) out.set(k.keyId, { epoch: k.epoch, wrapped });
     }
     return out;
+  }
+
+  /**
+   * Restores a backup into this vault's database and live bucket, which must both be
+   * empty of lethe data. The destruction ledger is replayed first: every key the
+   * backup bucket's ledger copy, the manifest or the backup's own ledger rows say was
+   * destroyed is left out of the restored key tables (its data, restored byte for
+   * byte, stays unreadable) and recorded in the restored ledger. Without a readable
+   * ledger copy the restore refuses, unless `force` — and then says what it could not
+   * guarantee.
+   */
+  async restore(backupId: string, options: { force?: boolean; actor: string }): Promise<RestoreResult> {
+    const manifest = await this.#readManifest(backupId).catch((e: unknown) => {
+      if (isLetheError(e, 'not_found')) throw new LetheError('not_found', `no manifest for backup ${backupId} in the backup bucket`);
+      throw e;
+    });
+    const occupied = await occupiedTables(this.#db.db);
+    if (occupied.length > 0) throw new LetheError('conflict', `the target database is not empty (${occupied.join(', ')}): restore into a fresh one`);
+    for (const prefix of BACKED_UP_PREFIXES) {
+      for await (const _ of this.#live.list(prefix)) throw new LetheError('conflict', `the target bucket already holds ${prefix} objects: restore into an empty one`);
+    }
+
+    const databaseBytes = await this.#backup.get(manifest.database.key);
+    if (sha256Hex(databaseBytes) !== manifest.database.sha256) throw new LetheError('validation_failed', 'the backup\'s database export does not match its sha256');
+    const dump = parseDatabaseExport(databaseBytes);
+
+    // the ledger: the append-only copy in the backup bucket, checked against what the backup knew
+    const warnings: string[] = [];
+    const destroyed = new Map<string, LedgerCopy>();
+    const genesis = await this.#backup.head(LEDGER_GENESIS_KEY);
+    for await (const o of this.#backup.list('ledger/')) {
+      if (o.key === LEDGER_GENESIS_KEY) continue;
+      const entry = JSON.parse(Buffer.from(await this.#backup.get(o.key)).toString('utf8')) as LedgerCopy;
+      if (typeof entry.keyId === 'string') destroyed.set(entry.keyId, entry);
+    }
+    const knownAtBackup = dump.tables.destruction_ledger.map((r) => String(r.keyId));
+    const missing = knownAtBackup.filter((k) => !destroyed.has(k));
+    if (!genesis || missing.length > 0) {
+      const problem = !genesis
+        ? 'the ledger copy in the backup bucket is gone (ledger/genesis.json is missing)'
+        : `the ledger copy in the backup bucket lacks ${missing.length} destruction(s) the backup itself records`;
+      if (!options.force) {
+        throw new LetheError('conflict', `${problem}: refusing to restore, since a key destroyed after this backup could come back. Restore with --force-without-ledger to proceed anyway.`);
+      }
+      warnings.push(
+        `${problem}. Proceeding because forced: keys destroyed after this backup and recorded only in the lost ledger ARE RESTORED AS LIVE unless the manifest marks them; erase them again.`,
+      );
+    }
+    // the manifest's marks and the backup's own ledger rows count as destructions too
+    for (const k of manifest.keys) {
+      if (k.state === 'destroyed' && !destroyed.has(k.keyId)) {
+        destroyed.set(k.keyId, { keyId: k.keyId, keyKind: k.kind, subjectHash: null, destroyedAt: k.destroyedAt ?? manifest.updatedAt, reason: 'manifest', wrappedEpoch: -1, leasedUntil: null });
+      }
+    }
+
+    // epochs: the keyring must still hold the export's active epoch, or every restored key is inert
+    const activeEpoch = dump.tables.epochs.find((e) => e.state === 'active')?.epoch as number | undefined;
+    const present = await this.#provider.listEpochs();
+    if (activeEpoch === undefined || !present.includes(activeEpoch)) {
+      throw new LetheError('conflict', `the key provider no longer holds epoch ${activeEpoch ?? '?'}, under which this backup's keys are wrapped: they are inert and nothing would decrypt`);
+    }
+
+    const restoredKeyIds = new Set<string>();
+    const counts = await this.#db.db.transaction(async (tx) => {
+      // a fresh database has its own first epoch and audit rows: the backup's replace them
+      await tx.execute(sql`delete from audit_log`);
+      await tx.execute(sql`delete from audit_head`);
+      await tx.execute(sql`delete from epochs`);
+      const imported = await importDatabase(tx, dump, (table, row) => {
+        if (table === 'subject_keys' || table === 'artifact_keys') {
+          const keep = !destroyed.has(String(row.keyId));
+          if (keep) restoredKeyIds.add(String(row.keyId));
+          return keep;
+        }
+        if (table === 'embeddings') return !destroyed.has(String(row.keyId));
+        return true;
+      });
+      const inLedger = new Set(knownAtBackup);
+      const replay = [...destroyed.values()].filter((d) => !inLedger.has(d.keyId));
+      for (const d of replay) {
+        await tx.execute(sql`insert into destruction_ledger (key_id, key_kind, subject_hash, destroyed_at, reason, wrapped_epoch, leased_until)
+          values (${d.keyId}, ${d.keyKind === 'artifact-version' ? 'artifact-version' : 'subject'},
+                  ${d.subjectHash ? sql`decode(${d.subjectHash}, 'hex')` : sql`null`}, ${d.destroyedAt}, ${`replayed at restore: ${d.reason}`},
+                  ${d.wrappedEpoch}, ${d.leasedUntil})
+          on conflict (key_id) do nothing`);
+      }
+      await this.#audit.append(tx, [
+        {
+          actor: options.actor,
+          action: 'backup.restore',
+          detail: { backupId, manifestVersion: manifest.version, replayed: replay.length, forced: options.force === true && warnings.length > 0 },
+        },
+      ]);
+      return { imported, replayed: replay.length };
+    });
+
+    // the objects, byte for byte (frames of destroyed keys included: nothing opens them)
+    let objects = 0;
+    for (const o of manifest.objects) {
+      const bytes = await this.#backup.get(o.stored);
+      if (sha256Hex(bytes) !== o.sha256) throw new LetheError('validation_failed', `backup object ${o.stored} (${o.key}) does not match its sha256`);
+      await this.#live.put(o.key, bytes);
+      objects++;
+    }
+    return {
+      backupId,
+      manifestVersion: manifest.version,
+      objects,
+      keys: restoredKeyIds.size,
+      entries: counts.imported.log_entries,
+      artifacts: counts.imported.artifacts,
+      destroyedKeys: destroyed.size,
+      replayed: counts.replayed,
+      ledger: warnings.length > 0 ? 'forced' : 'replayed',
+      warnings,
+    };
   }
 
   /** Propagation in the background: errors are logged, never thrown (the periodic catch-up retries). */

@@ -179,6 +179,19 @@ export function buildProgram(): Command {
       }
     });
   backup
+    .command('restore')
+    .description(
+      "Restore a backup into this configuration's (empty) database and bucket. The destruction ledger copied into the backup bucket is " +
+        'replayed first, so no destroyed key comes back; without it the restore refuses unless --force-without-ledger.',
+    )
+    .argument('<backupId>', 'the backup')
+    .option('--force-without-ledger', 'proceed when the ledger copy cannot be read, and say what that leaves unguaranteed')
+    .action(async (backupId: string, opts: { forceWithoutLedger?: boolean }) => {
+      const result = await withVault((vault) => vault.backups.restore(backupId, { force: opts.forceWithoutLedger ?? false, actor: 'cli' }));
+      for (const w of result.warnings) process.stderr.write(`lethe: WARNING: ${w}\n`);
+      out(result);
+    });
+  backup
     .command('propagate')
     .description('Write new manifest versions for key destructions not yet marked in the backups that hold them (the service does this on its own too).')
     .action(async () => {

@@ -27,7 +27,8 @@ export type AuditAction =
   | 'artifact.regenerate'
   | 'artifact.erase'
   | 'artifact.key.destroy'
-  | 'training.exposure';
+  | 'training.exposure'
+  | 'backup.restore';
 
 export type AuditDetail = Readonly<Record<string, string | number | boolean | null>>;
 

@@ -111,7 +111,7 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
     const backupObjects: ObjectStore = config.s3
       ? new S3ObjectStore({ ...config.s3, bucket: config.backupBucket })
       : new FsObjectStore(`${config.dataDir}/objects`, config.backupBucket);
-    const backups = new BackupService({ db, keys, artifactKeys, provider, objects, backupObjects, logger });
+    const backups = new BackupService({ db, keys, artifactKeys, provider, audit, objects, backupObjects, logger });
     const artifacts = new ArtifactService({
       db,
       keys,
