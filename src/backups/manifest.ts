@@ -53,8 +53,8 @@ export function databaseKey(backupId: string): string {
 }
 
 /**
- * Written once, when the backup bucket's ledger copy starts, and never again: a
- * ledger copy without it has been removed, not merely found empty.
+ * Written once, by the first backup job, and never again: a ledger copy without it
+ * has been removed, not merely found empty.
  */
 export const LEDGER_GENESIS_KEY = 'ledger/genesis.json';
 

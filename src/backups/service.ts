@@ -206,7 +206,11 @@ export class BackupService {
     });
     const databaseBytes = Buffer.from(JSON.stringify(dump));
     await this.#backup.put(databaseKey(backupId), databaseBytes);
-    // the ledger copy holds every destruction the backup knows of before the manifest names them
+    // the ledger copy holds every destruction the backup knows of before the manifest names
+    // them; only a backup job starts the copy, so a copy that was removed stays missing
+    if (!(await this.#backup.head(LEDGER_GENESIS_KEY))) {
+      await this.#backup.put(LEDGER_GENESIS_KEY, Buffer.from(JSON.stringify({ format: 'lethe-ledger-copy/1', startedAt: new Date().toISOString() })));
+    }
     await this.exportLedger();
     options.onProgress?.({ phase: 'keys', done: table.length, copied, reused });
 
@@ -324,9 +328,6 @@ export class BackupService {
 
   /** Copies destruction-ledger rows not yet in the backup bucket there, one object each. */
   async exportLedger(): Promise<number> {
-    if (!(await this.#backup.head(LEDGER_GENESIS_KEY))) {
-      await this.#backup.put(LEDGER_GENESIS_KEY, Buffer.from(JSON.stringify({ format: 'lethe-ledger-copy/1', startedAt: new Date().toISOString() })));
-    }
     const rows = await queryRows<{
       key_id: string;
       key_kind: string;
