@@ -112,6 +112,8 @@ const envSchema = z.object({
   LETHE_REGENERATOR_MODEL: z.string().trim().min(1).optional(),
   LETHE_REGENERATOR_API_KEY: z.string().trim().min(1).optional(),
   LETHE_BACKUP_PROPAGATE_SECONDS: int(60, 1, 86_400),
+  LETHE_BACKUP_OBJECT_LOCK: z.enum(['off', 'governance', 'compliance']).optional().default('off'),
+  LETHE_BACKUP_RETENTION_DAYS: int(30, 1, 36_500),
   LETHE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional().default('info'),
 });
 
@@ -146,6 +148,8 @@ export interface Config {
   readonly regenerator: { url: string; model: string; apiKey: string | undefined } | undefined;
   /** How often a replica catches up on key destructions not yet marked in backup manifests. */
   readonly backupPropagateSeconds: number;
+  /** Object Lock on the backup bucket (MinIO / S3 only): mode and default retention. */
+  readonly backupObjectLock: { mode: 'governance' | 'compliance'; days: number } | undefined;
 }
 
 export class ConfigError extends Error {
@@ -229,6 +233,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     logLevel: e.LETHE_LOG_LEVEL,
     embeddingDimensions: e.LETHE_EMBEDDING_DIMENSIONS,
     backupPropagateSeconds: e.LETHE_BACKUP_PROPAGATE_SECONDS,
+    backupObjectLock: e.LETHE_BACKUP_OBJECT_LOCK === 'off' ? undefined : { mode: e.LETHE_BACKUP_OBJECT_LOCK, days: e.LETHE_BACKUP_RETENTION_DAYS },
     embeddings:
       e.LETHE_EMBEDDINGS_URL && e.LETHE_EMBEDDINGS_MODEL
         ? { url: e.LETHE_EMBEDDINGS_URL, model: e.LETHE_EMBEDDINGS_MODEL, apiKey: e.LETHE_EMBEDDINGS_API_KEY }

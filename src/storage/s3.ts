@@ -6,7 +6,7 @@
  */
 import { Client } from 'minio';
 import { LetheError, isLetheError } from '../errors.js';
-import { assertObjectKey, type ObjectStore, type StoredObject } from './store.js';
+import { assertObjectKey, type ObjectLock, type ObjectStore, type StoredObject } from './store.js';
 
 export interface S3Options {
   /** http(s)://host:port */
@@ -43,17 +43,27 @@ export class S3ObjectStore implements ObjectStore {
     });
   }
 
-  async ensureBucket(options: { versioned?: boolean } = {}): Promise<void> {
+  async ensureBucket(options: { versioned?: boolean; objectLock?: ObjectLock } = {}): Promise<void> {
+    const lock = options.objectLock;
     await this.#call(async () => {
       if (!(await this.#client.bucketExists(this.bucket))) {
         try {
-          await this.#client.makeBucket(this.bucket, this.#region);
+          await this.#client.makeBucket(this.bucket, this.#region, lock ? { ObjectLocking: true } : undefined);
         } catch (e) {
           // another replica created it first
           if ((e as { code?: string }).code !== 'BucketAlreadyOwnedByYou') throw e;
         }
       }
-      if (options.versioned) await this.#client.setBucketVersioning(this.bucket, { Status: 'Enabled' });
+      if (options.versioned || lock) await this.#client.setBucketVersioning(this.bucket, { Status: 'Enabled' });
+      if (lock) {
+        const current = await (this.#client.getObjectLockConfig(this.bucket) as unknown as Promise<unknown>).catch(() => undefined);
+        if (!current || (current as { objectLockEnabled?: string }).objectLockEnabled !== 'Enabled') {
+          throw new LetheError('unavailable', `bucket ${this.bucket} exists without Object Lock, which can only be turned on when a bucket is created: use a new bucket name`, {
+            retryable: false,
+          });
+        }
+        await this.#client.setObjectLockConfig(this.bucket, { mode: lock.mode === 'compliance' ? 'COMPLIANCE' : 'GOVERNANCE', unit: 'Days', validity: lock.days } as never);
+      }
     });
   }
 

@@ -16,12 +16,22 @@ export interface StoredObject {
   readonly modifiedAt?: Date;
 }
 
+/** Object Lock: every new object version is retained for `days`, in this mode. */
+export interface ObjectLock {
+  readonly mode: 'governance' | 'compliance';
+  readonly days: number;
+}
+
 export interface ObjectStore {
   /** "fs" or "s3", for logs and /readyz. */
   readonly kind: 'fs' | 's3';
   readonly bucket: string;
-  /** Creates the bucket when it is missing (versioned when asked); checks access. */
-  ensureBucket(options?: { versioned?: boolean }): Promise<void>;
+  /**
+   * Creates the bucket when it is missing (versioned when asked; with Object Lock and
+   * a default retention when asked — S3 can only turn Object Lock on at creation, so
+   * an existing bucket without it is refused); checks access.
+   */
+  ensureBucket(options?: { versioned?: boolean; objectLock?: ObjectLock }): Promise<void>;
   put(key: string, body: Uint8Array): Promise<void>;
   /** The object's bytes; not_found when there is none. */
   get(key: string): Promise<Uint8Array>;

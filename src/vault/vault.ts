@@ -144,7 +144,10 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
     });
     if (options.prepare ?? true) {
       await objects.ensureBucket({ versioned: true });
-      await backupObjects.ensureBucket({ versioned: true });
+      await backupObjects.ensureBucket({ versioned: true, ...(config.backupObjectLock ? { objectLock: config.backupObjectLock } : {}) });
+      if (config.backupObjectLock && backupObjects.kind === 'fs') {
+        logger.warn('LETHE_BACKUP_OBJECT_LOCK is set but backups go to a local folder, which cannot enforce Object Lock');
+      }
       await db.migrate();
       const epoch = await epochs.ensureActive('system');
       logger.info({ epoch, database: db.kind, provider: provider.name, objectStore: objects.kind }, 'vault ready');
