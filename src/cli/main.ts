@@ -152,10 +152,14 @@ export function buildProgram(): Command {
     .command('run')
     .description(
       'Ask the running service to take a backup (POST /v1/backups), as a client with the backup role: the job never holds a key. ' +
-        'LETHE_URL (default http://127.0.0.1:8787) and LETHE_BACKUP_TOKEN name the service and the token.',
+        'LETHE_URL (default http://127.0.0.1:8787) and LETHE_BACKUP_TOKEN name the service and the token. A progress bar on a terminal; ' +
+        'otherwise JSON lines on stdout, the result last.',
     )
     .action(async () => {
-      out(await callService('POST', '/v1/backups'));
+      const result = await runBackupThroughService();
+      // on a terminal the result as usual; otherwise the last of the JSON lines
+      if (process.stderr.isTTY) out(result);
+      else process.stdout.write(`${JSON.stringify(result)}\n`);
     });
   backup
     .command('list')
@@ -223,20 +227,64 @@ export function buildProgram(): Command {
 }
 
 /** A call to the running service with the backup role's token (never taken from the command line, where `ps` shows it). */
-async function callService(method: 'GET' | 'POST', path: string): Promise<unknown> {
+async function serviceFetch(method: 'GET' | 'POST', path: string, accept = 'application/json'): Promise<Response> {
   const base = (process.env.LETHE_URL ?? 'http://127.0.0.1:8787').replace(/\/+$/, '');
   const token = process.env.LETHE_BACKUP_TOKEN;
   if (!token) throw new ExitError('set LETHE_BACKUP_TOKEN to a token of the backup role', 2);
   if (!/^https?:\/\/\S+$/.test(base)) throw new ExitError('LETHE_URL must be an http(s):// URL', 2);
   let res: Response;
   try {
-    res = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(3_600_000) });
+    res = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${token}`, accept }, signal: AbortSignal.timeout(3_600_000) });
   } catch (e) {
     throw new ExitError(`the service at ${base} did not answer: ${describeError(e).message}`, 1);
   }
-  const body = (await res.json().catch(() => undefined)) as { detail?: string; code?: string } | undefined;
-  if (!res.ok) throw new ExitError(`the service answered ${res.status}${body?.code ? ` ${body.code}` : ''}: ${body?.detail ?? 'no detail'}`, 1);
-  return body;
+  if (!res.ok) {
+    const body = (await res.json().catch(() => undefined)) as { detail?: string; code?: string } | undefined;
+    throw new ExitError(`the service answered ${res.status}${body?.code ? ` ${body.code}` : ''}: ${body?.detail ?? 'no detail'}`, 1);
+  }
+  return res;
+}
+
+async function callService(method: 'GET' | 'POST', path: string): Promise<unknown> {
+  return (await serviceFetch(method, path)).json();
+}
+
+/**
+ * POST /v1/backups with progress: a bar on stderr when it is a terminal, the
+ * progress JSON lines on stdout otherwise. Answers the result.
+ */
+async function runBackupThroughService(): Promise<unknown> {
+  const res = await serviceFetch('POST', '/v1/backups', 'application/x-ndjson');
+  const tty = process.stderr.isTTY === true;
+  let result: unknown;
+  let buffered = '';
+  const decoder = new TextDecoder();
+  const handle = (line: string) => {
+    if (line.trim() === '') return;
+    const msg = JSON.parse(line) as { progress?: { phase: string; done: number; copied: number; reused: number }; error?: { code: string; detail: string } };
+    if (msg.error) throw new ExitError(`the backup failed: ${msg.error.code}: ${msg.error.detail}`, 1);
+    if (msg.progress) {
+      const p = msg.progress;
+      if (tty) {
+        const filled = Math.min(30, Math.floor(Math.log2(p.done + 1) * 2));
+        process.stderr.write(`\r[${'#'.repeat(filled)}${' '.repeat(30 - filled)}] ${p.phase}: ${p.done} (copied ${p.copied}, already there ${p.reused})  `);
+      } else process.stdout.write(`${JSON.stringify(msg)}\n`);
+      return;
+    }
+    result = msg;
+  };
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    buffered += decoder.decode(chunk, { stream: true });
+    let at: number;
+    while ((at = buffered.indexOf('\n')) >= 0) {
+      handle(buffered.slice(0, at));
+      buffered = buffered.slice(at + 1);
+    }
+  }
+  handle(buffered);
+  if (tty) process.stderr.write('\n');
+  if (!result) throw new ExitError('the service closed the backup stream without a result', 1);
+  return result;
 }
 
 export async function main(argv: string[]): Promise<number> {

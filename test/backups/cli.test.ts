@@ -33,7 +33,12 @@ describe('lethe backup', () => {
   it('`run` takes a backup through the service, `list` shows it, `verify` passes, and after a destruction `propagate` and `verify` show the key destroyed and its data unreadable', { timeout: TIMEOUT }, async () => {
     const run = await runCli(['backup', 'run'], env);
     expect(run.code, run.stderr).toBe(0);
-    const taken = JSON.parse(run.stdout) as { backupId: string; objects: number; keys: number };
+    // not a terminal: JSON lines on stdout, progress first, the result last
+    const lines = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.length).toBeGreaterThan(2);
+    expect(lines.slice(0, -1).every((l) => typeof l.progress === 'object')).toBe(true);
+    expect(lines.slice(0, -1).map((l) => (l.progress as { phase: string }).phase)).toContain('objects');
+    const taken = lines.at(-1) as { backupId: string; objects: number; keys: number };
     expect(taken).toMatchObject({ objects: 2, keys: 2 });
 
     const list = await runCli(['backup', 'list'], env);

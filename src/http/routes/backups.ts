@@ -1,5 +1,6 @@
 /** Backups: POST/GET /v1/backups, GET /v1/backups/{backupId}/manifest. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
+import { isLetheError } from '../../errors.js';
 import type { Vault } from '../../vault/vault.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
 import { authErrors, json, problemResponse, security } from '../schemas.js';
@@ -35,6 +36,7 @@ export function registerBackupRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, to
       path: '/v1/backups',
       tags: ['backups'],
       summary: 'Take a backup: ciphertext objects (incremental), the wrapped key table, a manifest',
+      description: 'With `Accept: application/x-ndjson` the answer streams `{ progress }` lines while the job runs and the result (or `{ error }`) last.',
       security,
       middleware: [authorize(tokens, 'backup')] as const,
       responses: {
@@ -44,6 +46,25 @@ export function registerBackupRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, to
       },
     }),
     async (c) => {
+      // `Accept: application/x-ndjson`: progress as JSON lines while it runs, the result last
+      if ((c.req.header('accept') ?? '').includes('application/x-ndjson')) {
+        const encoder = new TextEncoder();
+        const line = (value: unknown) => encoder.encode(`${JSON.stringify(value)}\n`);
+        const body = new ReadableStream<Uint8Array>({
+          async start(controller) {
+            try {
+              const b = await vault.backups.run({ onProgress: (progress) => controller.enqueue(line({ progress })) });
+              controller.enqueue(line({ backupId: b.backupId, objects: b.objects, keys: b.keys }));
+            } catch (e) {
+              // the status is already sent: the error is the last line
+              const code = isLetheError(e) ? e.code : 'internal';
+              controller.enqueue(line({ error: { code, detail: isLetheError(e) ? e.message : 'internal error' } }));
+            }
+            controller.close();
+          },
+        });
+        return new Response(body, { status: 201, headers: { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' } }) as never;
+      }
       const b = await vault.backups.run();
       return c.json({ backupId: b.backupId, objects: b.objects, keys: b.keys }, 201);
     },
