@@ -1,0 +1,128 @@
+/**
+ * Propagation when the replica that destroyed a key could not write the manifests
+ * (its backup bucket is elsewhere): another replica catches up at start-up or on its
+ * periodic tick; and two replicas catching up at once write one new version, not two.
+ * PostgreSQL and a real, versioned MinIO.
+ */
+import { Writable } from 'node:stream';
+import postgres from 'postgres';
+import type { Client } from 'minio';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ledgerObjectKey, manifestKey } from '../../src/backups/manifest.js';
+import { createLogger } from '../../src/observability/logger.js';
+import type { Vault } from '../../src/vault/vault.js';
+import { openTestVault, type TestVault } from '../support/vault.js';
+import { allVersions, hex, keyState, minioClient, minioEnv, storedManifest, until } from './support.js';
+
+const FAILED = 'backup manifest propagation failed';
+
+describe('propagating destructions the destroying replica could not write', () => {
+  let tv: TestVault;
+  let client: Client;
+  /** A replica whose backup bucket is not the backups' one: its own propagation fails (and says so in its log). */
+  let broken: Vault;
+  const brokenLog: Array<{ msg?: string }> = [];
+  const { env, backupBucket } = minioEnv();
+
+  const versionOf = async (vault: Vault, backupId: string) => (await vault.backups.list()).find((b) => b.backupId === backupId)?.manifestVersion;
+
+  /** A subject with one entry, and a backup holding its key. */
+  async function backedUpSubject(): Promise<{ keyId: string; backupId: string }> {
+    const { keyId } = await tv.vault.log.append(`user:p-${hex()}`, { text: 'Something worth backing up.' }, 'writer');
+    const { backupId } = await tv.vault.backups.run();
+    expect(keyState(await storedManifest(tv.vault.backups.store, backupId), keyId)?.state).toBe('active');
+    return { keyId, backupId };
+  }
+
+  /** Destroys the key on the broken replica and waits for its propagation attempt to have failed. */
+  async function destroyWithoutPropagating(keyId: string, backupId: string, options: { othersRunning?: boolean } = {}): Promise<void> {
+    const failedBefore = brokenLog.filter((l) => l.msg?.startsWith(FAILED)).length;
+    await broken.keys.destroyKey(keyId, { reason: 'erasure', actor: 'eraser' });
+    await until('the broken replica to give up propagating', async () => brokenLog.filter((l) => l.msg?.startsWith(FAILED)).length, (n) => n > failedBefore);
+    if (options.othersRunning) return; // a ticking replica may already have caught up
+    expect(await versionOf(tv.vault, backupId)).toBe(1);
+    expect(await tv.vault.backups.store.head(ledgerObjectKey(keyId))).toBeUndefined();
+  }
+
+  const untilMarked = (keyId: string, backupId: string) =>
+    until(
+      `${keyId} marked destroyed in ${backupId}`,
+      async () => ({
+        listed: await versionOf(tv.vault, backupId),
+        stored: keyState(await storedManifest(tv.vault.backups.store, backupId), keyId)?.state,
+        ledger: (await tv.vault.backups.store.head(ledgerObjectKey(keyId))) !== undefined,
+      }),
+      (s) => s.listed === 2 && s.stored === 'destroyed' && s.ledger,
+    );
+
+  beforeAll(async () => {
+    // this replica never ticks during the test: it catches up only when told to
+    tv = await openTestVault({ extraEnv: { ...env, LETHE_BACKUP_PROPAGATE_SECONDS: '86400' } });
+    client = minioClient();
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) brokenLog.push(JSON.parse(line) as { msg?: string });
+        done();
+      },
+    });
+    broken = await tv.reopen({ listen: false, logger: createLogger('warn', sink) }, { S3_BACKUP_BUCKET: `lethe-elsewhere-${hex()}` });
+  });
+  afterAll(async () => {
+    await tv?.close();
+  });
+
+  it('writes one new manifest version when two replicas catch up on the same destruction at once', async () => {
+    const { keyId, backupId } = await backedUpSubject();
+    await destroyWithoutPropagating(keyId, backupId);
+    const other = await tv.reopen({ listen: false });
+
+    // hold the backup's row so both catch-ups have found the pending destruction before either writes
+    const sql = postgres(tv.db!.url, { max: 2, onnotice: () => {} });
+    let results: Array<{ backups: number; keys: number }> = [];
+    try {
+      let both!: Promise<Array<{ backups: number; keys: number }>>;
+      await sql.begin(async (tx) => {
+        await tx`select 1 from backups where backup_id = ${backupId} for update`;
+        both = Promise.all([tv.vault.backups.propagate(), other.backups.propagate()]);
+        await until(
+          'both catch-ups to wait on the backup row',
+          async () => Number((await sql`select count(*)::int as n from pg_stat_activity where datname = ${tv.db!.name} and wait_event_type = 'Lock'`)[0]!.n),
+          (n) => n >= 2,
+        );
+      });
+      results = await both;
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+    expect(results.reduce((n, r) => n + r.backups, 0)).toBeGreaterThanOrEqual(1);
+
+    const m = await storedManifest(tv.vault.backups.store, backupId);
+    expect(keyState(m, keyId)?.state).toBe('destroyed');
+    expect(m.version).toBe(2);
+    expect(await versionOf(tv.vault, backupId)).toBe(2);
+    expect(await allVersions(client, backupBucket, manifestKey(backupId))).toHaveLength(2);
+    expect(await allVersions(client, backupBucket, ledgerObjectKey(keyId))).toHaveLength(1);
+  });
+
+  it('marks a destruction at start-up of a replica when the destroying replica could not', async () => {
+    const { keyId, backupId } = await backedUpSubject();
+    await destroyWithoutPropagating(keyId, backupId);
+    const starting = await tv.reopen();
+    try {
+      await untilMarked(keyId, backupId);
+    } finally {
+      await starting.close();
+    }
+  });
+
+  it('marks a destruction on the periodic catch-up of a replica already running', async () => {
+    const ticking = await tv.reopen({}, { LETHE_BACKUP_PROPAGATE_SECONDS: '1' });
+    try {
+      const { keyId, backupId } = await backedUpSubject();
+      await destroyWithoutPropagating(keyId, backupId, { othersRunning: true });
+      await untilMarked(keyId, backupId);
+    } finally {
+      await ticking.close();
+    }
+  });
+});
