@@ -21,6 +21,8 @@ CREATE TABLE "backups" (
 );
 --> statement-breakpoint
 CREATE TABLE "ledger_exports" (
-	"key_id" text PRIMARY KEY NOT NULL,
-	"exported_at" timestamp with time zone NOT NULL
+	"bucket" text NOT NULL,
+	"key_id" text NOT NULL,
+	"exported_at" timestamp with time zone NOT NULL,
+	CONSTRAINT "ledger_exports_bucket_key_id_pk" PRIMARY KEY("bucket","key_id")
 );

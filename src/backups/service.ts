@@ -326,41 +326,48 @@ export class BackupService {
     return { backups: byBackup.size, keys };
   }
 
-  /** Copies destruction-ledger rows not yet in the backup bucket there, one object each. */
+  /** Copies destruction-ledger rows not yet in this backup bucket there, one object each. */
   async exportLedger(): Promise<number> {
-    const rows = await queryRows<{
-      key_id: string;
-      key_kind: string;
-      subject_hash: Uint8Array | null;
-      destroyed_at: Date | string;
-      reason: string;
-      wrapped_epoch: number;
-      leased_until: Date | string | null;
-    }>(
-      this.#db.db,
-      sql`select dl.* from destruction_ledger dl
-           where not exists (select 1 from ledger_exports le where le.key_id = dl.key_id)
-           order by dl.destroyed_at, dl.key_id limit 10000`,
-    );
-    for (const r of rows) {
-      const key = ledgerObjectKey(r.key_id);
-      // append-only: an existing copy is never overwritten
-      if (!(await this.#backup.head(key))) {
-        const body = {
-          format: 'lethe-ledger-entry/1',
-          keyId: r.key_id,
-          keyKind: r.key_kind,
-          subjectHash: r.subject_hash ? Buffer.from(r.subject_hash).toString('hex') : null,
-          destroyedAt: new Date(r.destroyed_at).toISOString(),
-          reason: r.reason,
-          wrappedEpoch: Number(r.wrapped_epoch),
-          leasedUntil: r.leased_until ? new Date(r.leased_until).toISOString() : null,
-        };
-        await this.#backup.put(key, Buffer.from(JSON.stringify(body)));
+    const bucket = this.#backup.bucket;
+    let total = 0;
+    for (;;) {
+      const rows = await queryRows<{
+        key_id: string;
+        key_kind: string;
+        subject_hash: Uint8Array | null;
+        destroyed_at: Date | string;
+        reason: string;
+        wrapped_epoch: number;
+        leased_until: Date | string | null;
+      }>(
+        this.#db.db,
+        sql`select dl.* from destruction_ledger dl
+             where not exists (select 1 from ledger_exports le where le.bucket = ${bucket} and le.key_id = dl.key_id)
+             order by dl.destroyed_at, dl.key_id limit 1000`,
+      );
+      if (rows.length === 0) return total;
+      for (const r of rows) {
+        const key = ledgerObjectKey(r.key_id);
+        // append-only: an existing copy is never overwritten
+        if (!(await this.#backup.head(key))) {
+          const body = {
+            format: 'lethe-ledger-entry/1',
+            keyId: r.key_id,
+            keyKind: r.key_kind,
+            subjectHash: r.subject_hash ? Buffer.from(r.subject_hash).toString('hex') : null,
+            destroyedAt: new Date(r.destroyed_at).toISOString(),
+            reason: r.reason,
+            wrappedEpoch: Number(r.wrapped_epoch),
+            leasedUntil: r.leased_until ? new Date(r.leased_until).toISOString() : null,
+          };
+          await this.#backup.put(key, Buffer.from(JSON.stringify(body)));
+        }
       }
-      await this.#db.db.execute(sql`insert into ledger_exports (key_id, exported_at) values (${r.key_id}, now()) on conflict do nothing`);
+      await this.#db.db.execute(sql`insert into ledger_exports (bucket, key_id, exported_at)
+                                   select ${bucket}, k, now() from json_array_elements_text(${JSON.stringify(rows.map((r) => r.key_id))}::json) as v(k)
+                                   on conflict do nothing`);
+      total += rows.length;
     }
-    return rows.length;
   }
 
   /**

@@ -183,7 +183,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       if (!picked[v]) problems.push({ variable: v, message: 'is required when S3_ENDPOINT is set' });
     }
   }
-  if (picked.S3_BUCKET && picked.S3_BUCKET === picked.S3_BACKUP_BUCKET) {
+  // after defaults and trimming: the live bucket's default may be named as the backup bucket, and the other way round
+  if (parsed.success && parsed.data.S3_BUCKET === parsed.data.S3_BACKUP_BUCKET) {
     problems.push({ variable: 'S3_BACKUP_BUCKET', message: 'must differ from S3_BUCKET' });
   }
   if (picked.LETHE_EMBEDDINGS_URL && !picked.LETHE_EMBEDDINGS_MODEL) {

@@ -238,11 +238,16 @@ export const backupPropagations = pgTable(
   (t) => [primaryKey({ columns: [t.keyId, t.backupId] })],
 );
 
-/** Ledger rows already copied into the backup bucket (append-only, one object per destruction). */
-export const ledgerExports = pgTable('ledger_exports', {
-  keyId: text('key_id').primaryKey(),
-  exportedAt: tstz('exported_at').notNull(),
-});
+/** Ledger rows already copied into a backup bucket (append-only, one object per destruction). */
+export const ledgerExports = pgTable(
+  'ledger_exports',
+  {
+    bucket: text('bucket').notNull(),
+    keyId: text('key_id').notNull(),
+    exportedAt: tstz('exported_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.bucket, t.keyId] })],
+);
 
 export const auditLog = pgTable(
   'audit_log',

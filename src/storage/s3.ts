@@ -54,15 +54,26 @@ export class S3ObjectStore implements ObjectStore {
           if ((e as { code?: string }).code !== 'BucketAlreadyOwnedByYou') throw e;
         }
       }
-      if (options.versioned || lock) await this.#client.setBucketVersioning(this.bucket, { Status: 'Enabled' });
+      let current: { objectLockEnabled?: string; mode?: string; validity?: number } | undefined;
       if (lock) {
-        const current = await (this.#client.getObjectLockConfig(this.bucket) as unknown as Promise<unknown>).catch(() => undefined);
-        if (!current || (current as { objectLockEnabled?: string }).objectLockEnabled !== 'Enabled') {
+        try {
+          current = (await (this.#client.getObjectLockConfig(this.bucket) as unknown as Promise<typeof current>)) ?? {};
+        } catch (e) {
+          // only "this bucket has no lock configuration" means no lock; anything else is an error to report as it is
+          if ((e as { code?: string }).code !== 'ObjectLockConfigurationNotFoundError') throw e;
+        }
+        if (current?.objectLockEnabled !== 'Enabled') {
           throw new LetheError('unavailable', `bucket ${this.bucket} exists without Object Lock, which can only be turned on when a bucket is created: use a new bucket name`, {
             retryable: false,
           });
         }
-        await this.#client.setObjectLockConfig(this.bucket, { mode: lock.mode === 'compliance' ? 'COMPLIANCE' : 'GOVERNANCE', unit: 'Days', validity: lock.days } as never);
+      }
+      if (options.versioned || lock) await this.#client.setBucketVersioning(this.bucket, { Status: 'Enabled' });
+      if (lock) {
+        const mode = lock.mode === 'compliance' ? 'COMPLIANCE' : 'GOVERNANCE';
+        // never weaken an existing default (compliance to governance, or a shorter retention)
+        const weaker = (current?.mode === 'COMPLIANCE' && mode === 'GOVERNANCE') || (current?.validity !== undefined && lock.days < current.validity && current.mode === mode);
+        if (!weaker) await this.#client.setObjectLockConfig(this.bucket, { mode, unit: 'Days', validity: lock.days } as never);
       }
     });
   }
