@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the six benchmarks in sequence, each in its own Node process,
+ * `npm run bench`: the seven benchmarks in sequence, each in its own Node process,
  * then one summary. Prints human tables on stdout (progress on stderr) and writes
  * bench/results.json (a full run) or bench/results-<names>.json (a BENCH_ONLY subset,
  * e.g. bench/results-append.json), so a partial run never overwrites the full figures.
@@ -17,6 +17,9 @@
  *               over the same values; HashingEmbedder.embedOne and sealEmbedding+openEmbedding texts/s
  *               vs AES-256-GCM of the vector's 2,048 float32 bytes; vault.search.rebuild() vectors/s vs a plain
  *               select of the sealed rows
+ *   7. backup   vault.backups.run() objects/s and MB/s vs a plain copy of the same objects with the minio
+ *               client (real MinIO); a second, incremental run; propagation ms of a destroyed key held
+ *               by 1 backup and by 1,000 backups (the propagate call destroyKey's hook starts)
  *
  * Every figure is a ratio against a baseline measured in the same run, next to the
  * absolute numbers. Nothing here asserts on timings.
@@ -30,6 +33,7 @@ import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { type AppendResult, formatAppend } from './append.js';
+import { type BackupResult, formatBackup } from './backup.js';
 import { type EnvelopeResult, formatEnvelope } from './envelope.js';
 import { formatLease, type LeaseResult } from './lease.js';
 import { BENCH_DIR, benchKeys, fmtBytes, fmtInt, fmtNum, fmtRatio, fmtSeconds, progress, QUICK, runChild, table } from './lib.js';
@@ -37,7 +41,7 @@ import { formatProvenance, type ProvenanceResult } from './provenance.js';
 import { formatRewrap, type RewrapResult } from './rewrap.js';
 import { formatSearch, type SearchResult } from './search.js';
 
-type Name = 'lease' | 'envelope' | 'rewrap' | 'append' | 'provenance' | 'search';
+type Name = 'lease' | 'envelope' | 'rewrap' | 'append' | 'provenance' | 'search' | 'backup';
 
 interface Section<T> {
   readonly ok: boolean;
@@ -47,7 +51,7 @@ interface Section<T> {
   readonly error?: string;
 }
 
-const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search'];
+const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup'];
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean) as Name[] | undefined;
 const selected = ALL.filter((n) => !only || only.includes(n));
 
@@ -80,6 +84,7 @@ const rewrap = sections.rewrap as Section<RewrapResult> | undefined;
 const append = sections.append as Section<AppendResult> | undefined;
 const provenance = sections.provenance as Section<ProvenanceResult> | undefined;
 const search = sections.search as Section<SearchResult> | undefined;
+const backup = sections.backup as Section<BackupResult> | undefined;
 const totalSeconds = (performance.now() - t0) / 1000;
 
 // ------------------------------------------------------------------ report
@@ -122,6 +127,11 @@ out.push('');
 out.push('== 6. Search: index memory and queries, embedding, rebuild ==');
 if (search?.result) out.push(formatSearch(search.result), sectionLine('search', search));
 else out.push(search ? `FAILED: ${search.error}` : 'skipped');
+
+out.push('');
+out.push('== 7. Backups: throughput and propagation ==');
+if (backup?.result) out.push(formatBackup(backup.result), sectionLine('backup', backup));
+else out.push(backup ? `FAILED: ${backup.error}` : 'skipped');
 
 const summary: string[][] = [];
 if (lease?.result) {
@@ -253,6 +263,30 @@ if (search?.result) {
     `loaded all every run: ${b.loadedEveryRun ? 'yes' : 'NO'}`,
   ]);
 }
+if (backup?.result) {
+  const r = backup.result;
+  const p = r.propagation;
+  summary.push([
+    `backup objects/s ÷ plain copy objects/s (${fmtInt(r.live.objects)} objects, ${fmtNum(r.live.bytes / 1e6, 1)} MB)`,
+    `${fmtNum(r.full.objectsPerSec, 0)} / ${fmtNum(r.baseline.objectsPerSec, 0)}`,
+    fmtRatio(r.ratio),
+    `${fmtNum(r.full.mbPerSec, 3)} / ${fmtNum(r.baseline.mbPerSec, 3)} MB/s; copy = mean of one before and one after ` +
+      `(${fmtNum(r.copies.before.seconds, 1)} / ${fmtNum(r.copies.after.seconds, 1)} s); objects phase alone ${fmtRatio(r.objectsPhaseRatio)}`,
+  ]);
+  summary.push([
+    'incremental backup (nothing new) seconds ÷ full backup seconds',
+    `${fmtNum(r.incremental.seconds, 1)} / ${fmtNum(r.full.seconds, 1)}`,
+    fmtRatio(r.incremental.seconds / r.full.seconds),
+    `${fmtInt(r.incremental.copied)} copied, ${fmtInt(r.incremental.reused)} reused; ${fmtNum(r.incremental.objectsPerSec, 0)} objects/s`,
+  ]);
+  summary.push([
+    `propagation ms: key in ${fmtInt(p.holders)} backups ÷ key in 1 backup`,
+    `${fmtNum(p.many.medianPropagateMs, 0)} / ${fmtNum(p.one.medianPropagateMs, 1)}`,
+    fmtRatio(p.ratio),
+    `${fmtNum(p.many.msPerBackup, 1)} ms per backup (${fmtNum(p.manifestBytes / 1e6, 2)} MB manifests); ${fmtInt(p.extraBackups)} extra holders ${p.extras}; ` +
+      `checks ${[...p.one.samples, ...p.many.samples].every((s) => s.ok) ? 'ok' : 'FAILED'}${r.valid ? '' : '; INVALID RUN (see warnings)'}`,
+  ]);
+}
 out.push('');
 out.push('== Summary (ratio = measured ÷ same-run baseline) ==');
 out.push(table(['figure', 'measured / baseline', 'ratio', 'note'], summary));
@@ -285,6 +319,7 @@ await writeFile(
       append: append ?? null,
       provenance: provenance ?? null,
       search: search ?? null,
+      backup: backup ?? null,
     },
     null,
     2,

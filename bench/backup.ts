@@ -1,0 +1,712 @@
+/**
+ * Backups against a real MinIO, in one run: backup throughput against a plain copy of
+ * the same objects, and how long a key's destruction takes to reach the manifests of
+ * the backups holding it, for a key held by 1 backup and by BENCH_BACKUP_HOLDERS
+ * backups (default 1,000; 50 when quick).
+ *
+ *   setup       a MinIO server started here (test/support/minio.ts), a fresh lethe_bench_*
+ *               database, the vault opened in this process with openVault on fresh live
+ *               and backup buckets (S3_BUCKET, S3_BACKUP_BUCKET) and `listen: false`: no
+ *               replica listener and no periodic propagation catch-up. Filled through the
+ *               vault's own paths: BENCH_BACKUP_SUBJECTS subjects (default 200; 20 when
+ *               quick) x BENCH_BACKUP_ENTRIES entries each (default 25; 10 when quick) of
+ *               512 B of random printable text through vault.log.append (one segment
+ *               object per entry, as the HTTP append writes them), 16 in flight; then
+ *               BENCH_BACKUP_ARTIFACTS artifacts (default 100; 20 when quick) of 2 KiB
+ *               through vault.artifacts.write, each citing 5 entries, 8 in flight.
+ *   1. copy     baseline: a plain copy of the same objects (log/ and artifacts/ of the live
+ *               bucket) into a fresh versioned bucket with the minio client — listing, then
+ *               getObject + putObject one object at a time, as the backup job copies.
+ *               Unmeasured warm-up: the first 50 objects copied the same way into another
+ *               fresh bucket. Measured twice, into two fresh buckets: before the full backup
+ *               and right after it (A-B-A, since the machine may be shared); the baseline is
+ *               the mean of the two times.
+ *   2. full     vault.backups.run(), the first backup (every object copied). Its phases are
+ *               timed through onProgress: objects (get, sha256, head, put, key ids from the
+ *               envelope headers), key table + database export + ledger copy, key states +
+ *               manifest, then the index rows and its own propagation. Figure: objects/s and
+ *               MB/s of live object bytes over the whole run, ÷ the plain copy's.
+ *   3. incremental  vault.backups.run() again with nothing new: every object is read and
+ *               hashed, none copied.
+ *   4. propagation  holders: the first two backups, then H − 3 more, then a third taken after
+ *               BENCH_BACKUP_SINGLE subjects (default 5; 3 when quick) of 10 entries each were
+ *               written. Each original subject key is then held by exactly H backups; each
+ *               of the late subjects' keys by exactly 1 (the last). The H − 3 extra backups
+ *               are real vault.backups.run() calls when (H − 3) x the incremental run's time
+ *               fits in BENCH_BACKUP_REAL_LIMIT_SECONDS (default 180); otherwise synthetic:
+ *               the first backup's manifest copied to H − 3 new backup ids (its backupId
+ *               changed) under backups/<id>/manifest.json in the backup bucket, and its
+ *               `backups` and `backup_keys` rows copied to the new ids in SQL (the key table
+ *               and database export are not copied: propagation reads only the manifest).
+ *               BENCH_BACKUP_EXTRAS=real|synthetic forces either.
+ *               Then each late subject's key, and one original subject key, is destroyed
+ *               with vault.keys.destroyKey. destroyKey's onDestroyed hook calls
+ *               backups.propagateSoon([keyId]) itself, which starts propagate({ keyIds:
+ *               [keyId] }) in the background — a second, explicit propagate would race it
+ *               (two workers splitting the backups). So the hook's call is what is timed:
+ *               propagateSoon is replaced on this vault's BackupService instance by the same
+ *               call (`propagate(keyIds ? { keyIds } : {})`, errors logged) that also records
+ *               when that promise settles. Figures: propagate ms from its start until it
+ *               returns, and from destroyKey's call until then; ms per backup. Checked each
+ *               time: propagate reports exactly the holders; in PostgreSQL exactly their
+ *               manifest_version went up by one; the holders' manifests (all of them for the
+ *               1-backup key, 10 of them for the H-backup key) mark the key destroyed at the
+ *               next version. Around each group (the 1-backup keys, the H-backup key): every
+ *               backup's manifest object versions, listed with the minio client, grew by
+ *               exactly the number of destroyed keys it holds (the last backup by one per
+ *               1-backup key, no other backup at all; every holder by one for the H-backup key).
+ *
+ * Everything runs in this one process except MinIO and PostgreSQL, on the same machine.
+ * 1 MB = 10^6 bytes.
+ */
+import { randomBytes } from 'node:crypto';
+import { Client } from 'minio';
+import postgres from 'postgres';
+import type { Manifest } from '../src/backups/manifest.js';
+import { manifestKey } from '../src/backups/manifest.js';
+import type { BackupProgress, BackupSummary } from '../src/backups/service.js';
+import { loadConfig } from '../src/config/index.js';
+import { createLogger, describeError } from '../src/observability/logger.js';
+import { newId } from '../src/vault/ids.js';
+import { openVault, type Vault } from '../src/vault/vault.js';
+import { minioBinary, type MinioServer, startMinio } from '../test/support/minio.js';
+import {
+  cpuSeconds,
+  createScratchDatabase,
+  dropScratchDatabase,
+  envInt,
+  fmtInt,
+  fmtNum,
+  fmtRatio,
+  fmtSeconds,
+  isMain,
+  makeTempDir,
+  median,
+  progress,
+  QUICK,
+  randomRootKey,
+  removeDir,
+  reportResult,
+  table,
+} from './lib.js';
+
+// ------------------------------------------------------------------ result types
+
+export interface CopyPhase {
+  readonly label: string;
+  readonly objects: number;
+  /** Live object bytes (what both the copy and the backup move). */
+  readonly bytes: number;
+  readonly seconds: number;
+  readonly objectsPerSec: number;
+  readonly mbPerSec: number;
+  /** user + system CPU of this process during the phase. */
+  readonly cpuSeconds: number;
+}
+
+export interface BackupRunPhase extends CopyPhase {
+  readonly backupId: string;
+  readonly copied: number;
+  readonly reused: number;
+  /** Seconds per phase of the run (from onProgress). */
+  readonly breakdown: {
+    readonly objects: number;
+    readonly keyTableDatabaseLedger: number;
+    readonly manifest: number;
+    readonly indexAndPropagate: number;
+  };
+  /** Objects phase alone: objects/s. */
+  readonly objectsPhasePerSec: number;
+}
+
+export interface PropagationSample {
+  readonly keyId: string;
+  readonly holders: number;
+  /** What propagate returned. */
+  readonly reported: { readonly backups: number; readonly keys: number };
+  /** propagate({ keyIds: [keyId] }) started by the onDestroyed hook, until it returned. */
+  readonly propagateMs: number;
+  /** From the destroyKey call until that propagate returned. */
+  readonly destroyToDoneMs: number;
+  /** destroyKey's own call (its transaction; the hook fires before it returns). */
+  readonly destroyMs: number;
+  readonly msPerBackup: number;
+  /** Manifests with one new object version / manifest_version + 1: all holders, nothing else. */
+  readonly bucketVersionsOk: boolean;
+  readonly databaseVersionsOk: boolean;
+  readonly manifestsChecked: number;
+  readonly manifestsMarkDestroyed: boolean;
+  readonly ok: boolean;
+}
+
+export interface PropagationFigure {
+  readonly holders: number;
+  readonly samples: PropagationSample[];
+  readonly medianPropagateMs: number;
+  readonly medianDestroyToDoneMs: number;
+  readonly msPerBackup: number;
+}
+
+export interface BackupResult {
+  readonly subjects: number;
+  readonly entriesPerSubject: number;
+  readonly entryBytes: number;
+  readonly artifacts: number;
+  readonly fill: { readonly entries: number; readonly seconds: number; readonly entriesPerSec: number; readonly artifactsSeconds: number };
+  readonly live: { readonly objects: number; readonly bytes: number; readonly logObjects: number; readonly artifactObjects: number };
+  /** The plain copy's mean time over its two runs (before and after the full backup). */
+  readonly baseline: CopyPhase;
+  readonly copies: { readonly before: CopyPhase; readonly after: CopyPhase };
+  readonly full: BackupRunPhase;
+  readonly incremental: BackupRunPhase;
+  /** Full backup objects/s ÷ plain copy objects/s (the same objects, so also the MB/s ratio). */
+  readonly ratio: number;
+  /** The backup's objects phase alone ÷ the plain copy. */
+  readonly objectsPhaseRatio: number;
+  /** Bytes the first backup wrote besides the objects. */
+  readonly backupExtras: { readonly manifestBytes: number; readonly keyTableBytes: number; readonly databaseBytes: number };
+  readonly propagation: {
+    readonly holders: number;
+    readonly extras: 'real' | 'synthetic';
+    /** How the H − 3 extra backups were made, and how long it took. */
+    readonly extraBackups: number;
+    readonly extrasSeconds: number;
+    /** (H − 3) x the incremental run, the estimate the choice was made on. */
+    readonly projectedRealSeconds: number;
+    readonly realLimitSeconds: number;
+    /** Size of a holder's manifest (what each propagation reads and writes once per backup). */
+    readonly manifestBytes: number;
+    readonly one: PropagationFigure;
+    readonly many: PropagationFigure;
+    /** many.medianPropagateMs ÷ one.medianPropagateMs. */
+    readonly ratio: number;
+  };
+  readonly valid: boolean;
+  readonly warnings: string[];
+}
+
+// ------------------------------------------------------------------ helpers
+
+const ENTRY_BYTES = 512;
+const ARTIFACT_BYTES = 2048;
+const BACKED_UP = ['log/', 'artifacts/'] as const;
+// printable ASCII
+const CHARSET = Buffer.from(Array.from({ length: 0x7f - 0x20 }, (_, i) => 0x20 + i));
+
+function randomText(bytes: number): string {
+  const raw = randomBytes(bytes);
+  for (let i = 0; i < raw.length; i++) raw[i] = CHARSET[raw[i]! % CHARSET.length]!;
+  return raw.toString('latin1');
+}
+
+/** Runs fn(0..count-1) with at most `limit` in flight. */
+async function pool(count: number, limit: number, fn: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, count) }, async () => {
+      while (next < count) await fn(next++);
+    }),
+  );
+}
+
+function minioClient(m: MinioServer): Client {
+  const url = new URL(m.endpoint);
+  return new Client({ endPoint: url.hostname, port: Number(url.port), useSSL: false, accessKey: m.accessKey, secretKey: m.secretKey, region: 'us-east-1', pathStyle: true });
+}
+
+async function listNames(client: Client, bucket: string, prefix: string): Promise<Array<{ name: string; size: number }>> {
+  return new Promise((resolve, reject) => {
+    const out: Array<{ name: string; size: number }> = [];
+    const stream = client.listObjectsV2(bucket, prefix, true);
+    stream.on('data', (o) => {
+      if (o.name) out.push({ name: o.name, size: o.size ?? 0 });
+    });
+    stream.on('error', reject);
+    stream.on('end', () => resolve(out));
+  });
+}
+
+/** Stored versions (delete markers left out) of one object. */
+async function versionCount(client: Client, bucket: string, name: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let n = 0;
+    const stream = client.listObjects(bucket, name, false, { IncludeVersion: true } as never);
+    stream.on('data', (v) => {
+      const o = v as { name?: string; versionId?: string; isDeleteMarker?: boolean };
+      if (o.name === name && !o.isDeleteMarker) n++;
+    });
+    stream.on('error', reject);
+    stream.on('end', () => resolve(n));
+  });
+}
+
+/**
+ * Stored versions of each backup's manifest, by backup id. One listing per manifest:
+ * minio-js 8 sends a paginated version listing's key-marker unescaped, and MinIO
+ * refuses the signature of a key-marker holding "/" (SignatureDoesNotMatch).
+ */
+async function manifestVersions(client: Client, bucket: string, backupIds: readonly string[]): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  await pool(backupIds.length, 16, async (i) => {
+    counts.set(backupIds[i]!, await versionCount(client, bucket, manifestKey(backupIds[i]!)));
+  });
+  return counts;
+}
+
+async function getBytes(client: Client, bucket: string, name: string): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of await client.getObject(bucket, name)) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+function copyPhase(label: string, objects: number, bytes: number, seconds: number, cpu: number): CopyPhase {
+  return { label, objects, bytes, seconds, objectsPerSec: objects / seconds, mbPerSec: bytes / seconds / 1e6, cpuSeconds: cpu };
+}
+
+async function timedBackup(vault: Vault, label: string, liveBytes: number): Promise<BackupRunPhase> {
+  const marks: Partial<Record<BackupProgress['phase'], number>> = {};
+  let last: BackupProgress | undefined;
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const summary: BackupSummary = await vault.backups.run({
+    onProgress: (p) => {
+      marks[p.phase] = performance.now();
+      last = p;
+    },
+  });
+  const t1 = performance.now();
+  const cpu = cpuSeconds(cpu0);
+  const seconds = (t1 - t0) / 1000;
+  const tObjects = marks.objects ?? t0;
+  const tKeys = marks.keys ?? tObjects;
+  const tManifest = marks.manifest ?? tKeys;
+  const base = copyPhase(label, summary.objects, liveBytes, seconds, cpu);
+  return {
+    ...base,
+    backupId: summary.backupId,
+    copied: last?.copied ?? 0,
+    reused: last?.reused ?? 0,
+    breakdown: {
+      objects: (tObjects - t0) / 1000,
+      keyTableDatabaseLedger: (tKeys - tObjects) / 1000,
+      manifest: (tManifest - tKeys) / 1000,
+      indexAndPropagate: (t1 - tManifest) / 1000,
+    },
+    objectsPhasePerSec: summary.objects / ((tObjects - t0) / 1000),
+  };
+}
+
+// ------------------------------------------------------------------ the benchmark
+
+export async function runBackup(): Promise<BackupResult> {
+  const subjects = envInt('BENCH_BACKUP_SUBJECTS', QUICK ? 20 : 200, 2);
+  const perSubject = envInt('BENCH_BACKUP_ENTRIES', QUICK ? 10 : 25, 1);
+  const nArtifacts = envInt('BENCH_BACKUP_ARTIFACTS', QUICK ? 20 : 100, 1);
+  const holders = envInt('BENCH_BACKUP_HOLDERS', QUICK ? 50 : 1000, 4);
+  const singles = envInt('BENCH_BACKUP_SINGLE', QUICK ? 3 : 5, 1);
+  const realLimitSeconds = envInt('BENCH_BACKUP_REAL_LIMIT_SECONDS', 180, 0);
+  const extrasMode = process.env.BENCH_BACKUP_EXTRAS ?? 'auto';
+  if (!['auto', 'real', 'synthetic'].includes(extrasMode)) throw new Error('BENCH_BACKUP_EXTRAS must be auto, real or synthetic');
+  const tag = randomBytes(4).toString('hex');
+  const bucket = `lethe-bench-live-${tag}`;
+  const backupBucket = `lethe-bench-bak-${tag}`;
+  const copyBucket = `lethe-bench-copy-${tag}`;
+  const warnings: string[] = [];
+
+  let minio: MinioServer | undefined;
+  let db: { name: string; url: string } | undefined;
+  let dataDir: string | undefined;
+  let vault: Vault | undefined;
+  let sql: postgres.Sql | undefined;
+  try {
+    progress('backup: starting MinIO');
+    minio = await startMinio(minioBinary());
+    db = await createScratchDatabase('backup');
+    dataDir = await makeTempDir('backup');
+    const logger = createLogger('warn', process.stderr);
+    vault = await openVault(
+      loadConfig({
+        DATABASE_URL: db.url,
+        LETHE_DATA_DIR: dataDir,
+        LETHE_ROOT_KEY: randomRootKey(),
+        LETHE_LOG_LEVEL: 'warn',
+        S3_ENDPOINT: minio.endpoint,
+        S3_ACCESS_KEY: minio.accessKey,
+        S3_SECRET_KEY: minio.secretKey,
+        S3_BUCKET: bucket,
+        S3_BACKUP_BUCKET: backupBucket,
+      }),
+      // listen false: no replica listener, no start-up or periodic propagation catch-up
+      { logger, listen: false },
+    );
+    const v = vault;
+    sql = postgres(db.url, { max: 2, onnotice: () => {} });
+    const q = sql;
+    const client = minioClient(minio);
+
+    // ------------------------------------------------------------ fill
+    const entries = subjects * perSubject;
+    progress(`backup: appending ${fmtInt(subjects)} subjects x ${perSubject} entries x ${ENTRY_BYTES} B through vault.log.append, 16 in flight`);
+    const subjectName = (i: number) => `bench-backup-subject-${String(i).padStart(5, '0')}`;
+    const subjectKeys = new Array<string>(subjects);
+    const entryIds = new Array<string>(entries);
+    const f0 = performance.now();
+    await pool(entries, 16, async (i) => {
+      const s = i % subjects;
+      const r = await v.log.append(subjectName(s), { text: randomText(ENTRY_BYTES) }, 'bench');
+      subjectKeys[s] = r.keyId;
+      entryIds[i] = r.entryId;
+    });
+    const fillSeconds = (performance.now() - f0) / 1000;
+    progress(`backup: ${fmtInt(entries)} entries in ${fmtSeconds(fillSeconds)}; writing ${nArtifacts} artifacts of ${ARTIFACT_BYTES} B, 8 in flight`);
+    const a0 = performance.now();
+    await pool(nArtifacts, 8, async (i) => {
+      const sources = Array.from({ length: 5 }, (_, k) => entryIds[(i * 37 + k * 101) % entries]!);
+      await v.artifacts.write({ kind: 'summary', text: randomText(ARTIFACT_BYTES), sources }, 'bench');
+    });
+    const artifactsSeconds = (performance.now() - a0) / 1000;
+
+    const liveObjects = (await Promise.all(BACKED_UP.map((p) => listNames(client, bucket, p)))).flat().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const liveBytes = liveObjects.reduce((n, o) => n + o.size, 0);
+    const logObjects = liveObjects.filter((o) => o.name.startsWith('log/')).length;
+    const artifactObjects = liveObjects.length - logObjects;
+    if (logObjects !== entries) warnings.push(`${logObjects} segment objects under log/, expected ${entries} (one per append)`);
+    if (artifactObjects !== nArtifacts) warnings.push(`${artifactObjects} objects under artifacts/, expected ${nArtifacts}`);
+
+    // ------------------------------------------------------------ 1. plain copy
+    progress(`backup: plain copy of ${fmtInt(liveObjects.length)} objects (${fmtNum(liveBytes / 1e6, 2)} MB) with the minio client, one at a time`);
+    for (const b of [copyBucket, `${copyBucket}-warm`]) {
+      await client.makeBucket(b, 'us-east-1');
+      await client.setBucketVersioning(b, { Status: 'Enabled' });
+    }
+    for (const o of liveObjects.slice(0, 50)) {
+      const bytes = await getBytes(client, bucket, o.name);
+      await client.putObject(`${copyBucket}-warm`, o.name, bytes, bytes.length);
+    }
+    const plainCopy = async (target: string, label: string): Promise<CopyPhase> => {
+      const c0cpu = process.cpuUsage();
+      const c0 = performance.now();
+      let copiedBytes = 0;
+      let copiedObjects = 0;
+      for (const p of BACKED_UP) {
+        // the listing is part of the job, as in the backup
+        for (const o of await listNames(client, bucket, p)) {
+          const bytes = await getBytes(client, bucket, o.name);
+          await client.putObject(target, o.name, bytes, bytes.length);
+          copiedBytes += bytes.length;
+          copiedObjects++;
+        }
+      }
+      if (copiedObjects !== liveObjects.length) warnings.push(`plain copy moved ${copiedObjects} objects, the live bucket holds ${liveObjects.length}`);
+      return copyPhase(label, copiedObjects, copiedBytes, (performance.now() - c0) / 1000, cpuSeconds(c0cpu));
+    };
+    const copyBefore = await plainCopy(copyBucket, 'plain copy before the full backup: list, getObject + putObject (minio client)');
+
+    // ------------------------------------------------------------ 2. full backup
+    progress('backup: vault.backups.run(), first (full) backup');
+    const full = await timedBackup(v, 'vault.backups.run(), first (full)', liveBytes);
+    if (full.objects !== liveObjects.length) warnings.push(`the full backup holds ${full.objects} objects, the live bucket ${liveObjects.length}`);
+    if (full.copied + full.reused !== full.objects) warnings.push(`full backup: copied ${full.copied} + reused ${full.reused} != ${full.objects} objects`);
+    const b1 = full.backupId;
+    const b1ManifestBytes = await getBytes(client, backupBucket, manifestKey(b1));
+    const b1Manifest = JSON.parse(b1ManifestBytes.toString('utf8')) as Manifest;
+    const backupExtras = {
+      manifestBytes: b1ManifestBytes.length,
+      keyTableBytes: (await client.statObject(backupBucket, b1Manifest.keyTable.key)).size,
+      databaseBytes: (await client.statObject(backupBucket, b1Manifest.database.key)).size,
+    };
+    progress('backup: plain copy again, after the full backup');
+    await client.makeBucket(`${copyBucket}-2`, 'us-east-1');
+    await client.setBucketVersioning(`${copyBucket}-2`, { Status: 'Enabled' });
+    const copyAfter = await plainCopy(`${copyBucket}-2`, 'plain copy after the full backup: the same');
+    const meanCopySeconds = (copyBefore.seconds + copyAfter.seconds) / 2;
+    const baseline = copyPhase(
+      'plain copy, mean of the two (baseline)',
+      copyBefore.objects,
+      copyBefore.bytes,
+      meanCopySeconds,
+      (copyBefore.cpuSeconds + copyAfter.cpuSeconds) / 2,
+    );
+    progress(
+      `backup: full ${fmtSeconds(full.seconds)} (${fmtNum(full.objectsPerSec, 0)} objects/s, ${fmtNum(full.mbPerSec, 2)} MB/s) vs plain copy ` +
+        `${fmtSeconds(copyBefore.seconds)} before, ${fmtSeconds(copyAfter.seconds)} after (mean ${fmtNum(baseline.objectsPerSec, 0)} objects/s); ` +
+        `manifest ${fmtNum(backupExtras.manifestBytes / 1e6, 2)} MB, database export ${fmtNum(backupExtras.databaseBytes / 1e6, 2)} MB`,
+    );
+
+    // ------------------------------------------------------------ 3. incremental
+    progress('backup: vault.backups.run() again, nothing new (incremental)');
+    const incremental = await timedBackup(v, 'vault.backups.run(), second (nothing new)', liveBytes);
+    if (incremental.copied !== 0) warnings.push(`the incremental backup copied ${incremental.copied} objects, expected none`);
+
+    // ------------------------------------------------------------ 4. holders
+    const extraCount = holders - 3;
+    const projectedRealSeconds = extraCount * incremental.seconds;
+    const extras: 'real' | 'synthetic' =
+      extrasMode === 'real' || (extrasMode === 'auto' && projectedRealSeconds <= realLimitSeconds) ? 'real' : 'synthetic';
+    progress(
+      `backup: ${fmtInt(extraCount)} more backups holding every original key: ${extras} ` +
+        `(${fmtInt(extraCount)} real runs would take ~${fmtSeconds(projectedRealSeconds)}; limit ${realLimitSeconds} s)`,
+    );
+    const e0 = performance.now();
+    if (extras === 'real') {
+      for (let i = 0; i < extraCount; i++) await v.backups.run();
+    } else {
+      const ids = Array.from({ length: extraCount }, () => newId('bak'));
+      // the manifests first, so no index row names a backup without one
+      await pool(ids.length, 4, async (i) => {
+        const m: Manifest = { ...b1Manifest, backupId: ids[i]! };
+        await v.backups.store.put(manifestKey(ids[i]!), Buffer.from(JSON.stringify(m)));
+      });
+      await q.begin(async (tx) => {
+        await tx`insert into backups (backup_id, created_at, manifest_version, objects, keys)
+                 select s.id, b.created_at, b.manifest_version, b.objects, b.keys
+                   from backups b cross join unnest(${ids}::text[]) as s(id) where b.backup_id = ${b1}`;
+        await tx`insert into backup_keys (key_id, backup_id)
+                 select bk.key_id, s.id from backup_keys bk cross join unnest(${ids}::text[]) as s(id) where bk.backup_id = ${b1}`;
+        await tx`insert into backup_propagations (key_id, backup_id, manifest_version, propagated_at)
+                 select bp.key_id, s.id, bp.manifest_version, bp.propagated_at
+                   from backup_propagations bp cross join unnest(${ids}::text[]) as s(id) where bp.backup_id = ${b1}`;
+      });
+      await q`analyze backups, backup_keys, backup_propagations`;
+    }
+    const extrasSeconds = (performance.now() - e0) / 1000;
+
+    // late subjects: held only by the last backup
+    const singleKeys: string[] = [];
+    for (let s = 0; s < singles; s++) {
+      let keyId = '';
+      for (let k = 0; k < 10; k++) keyId = (await v.log.append(`bench-backup-late-${s}`, { text: randomText(ENTRY_BYTES) }, 'bench')).keyId;
+      singleKeys.push(keyId);
+    }
+    progress('backup: the last holder backup (after the late subjects)');
+    const last = await v.backups.run();
+    const lastManifestBytes = (await client.statObject(backupBucket, manifestKey(last.backupId))).size;
+    const manyKeys = [subjectKeys[0]!];
+
+    const holderCount = async (keyId: string) => Number((await q`select count(*)::int as n from backup_keys where key_id = ${keyId}`)[0]!.n);
+    for (const k of singleKeys) {
+      const n = await holderCount(k);
+      if (n !== 1) warnings.push(`late key ${k} is held by ${n} backups, expected 1`);
+    }
+    for (const k of manyKeys) {
+      const n = await holderCount(k);
+      if (n !== holders) warnings.push(`key ${k} is held by ${n} backups, expected ${holders}`);
+    }
+
+    // ------------------------------------------------------------ 5. propagation
+    // the hook's own call, instrumented: the same propagate call propagateSoon makes
+    const hookCalls: Array<{ keyIds: readonly string[] | undefined; started: number; done: Promise<{ result: { backups: number; keys: number }; ended: number }> }> = [];
+    const backups = v.backups;
+    backups.propagateSoon = (keyIds?: readonly string[]) => {
+      const started = performance.now();
+      const p = backups.propagate(keyIds ? { keyIds } : {});
+      hookCalls.push({ keyIds, started, done: p.then((result) => ({ result, ended: performance.now() })) });
+      p.catch((e: unknown) => logger.warn({ err: describeError(e) }, 'backup manifest propagation failed'));
+    };
+
+    const measure = async (keyId: string): Promise<PropagationSample> => {
+      const holderIds = (await q`select backup_id from backup_keys where key_id = ${keyId}`).map((r) => String(r.backup_id));
+      const holderSet = new Set(holderIds);
+      const dbBefore = new Map((await q`select backup_id, manifest_version from backups`).map((r) => [String(r.backup_id), Number(r.manifest_version)]));
+      hookCalls.length = 0;
+      const d0 = performance.now();
+      await v.keys.destroyKey(keyId, { reason: 'bench: backup propagation', actor: 'bench' });
+      const d1 = performance.now();
+      if (hookCalls.length !== 1 || hookCalls[0]!.keyIds?.length !== 1 || hookCalls[0]!.keyIds[0] !== keyId) {
+        throw new Error(`destroyKey's onDestroyed hook made ${hookCalls.length} propagation calls, expected one for ${keyId}`);
+      }
+      const call = hookCalls[0]!;
+      const { result, ended } = await call.done;
+      const propagateMs = ended - call.started;
+
+      const dbAfter = await q`select backup_id, manifest_version from backups`;
+      let dbOk = dbAfter.length === dbBefore.size;
+      for (const r of dbAfter) {
+        const id = String(r.backup_id);
+        if (Number(r.manifest_version) !== (dbBefore.get(id) ?? NaN) + (holderSet.has(id) ? 1 : 0)) dbOk = false;
+      }
+      const toCheck = holderIds.length <= 10 ? holderIds : holderIds.filter((_, i) => i % Math.ceil(holderIds.length / 10) === 0).slice(0, 10);
+      let marked = true;
+      for (const id of toCheck) {
+        const m = JSON.parse((await getBytes(client, backupBucket, manifestKey(id))).toString('utf8')) as Manifest;
+        const k = m.keys.find((x) => x.keyId === keyId);
+        if (!k || k.state !== 'destroyed' || m.version !== dbBefore.get(id)! + 1) marked = false;
+      }
+      const reportedOk = result.backups === holderIds.length && result.keys === holderIds.length;
+      if (!reportedOk) warnings.push(`propagate for ${keyId} reported ${result.backups} backups / ${result.keys} marks, expected ${holderIds.length}`);
+      if (!dbOk) warnings.push(`after destroying ${keyId}: backups.manifest_version is not exactly +1 for its ${holderIds.length} holders`);
+      if (!marked) warnings.push(`after destroying ${keyId}: a checked manifest does not mark it destroyed at the next version`);
+      progress(`backup: key held by ${fmtInt(holderIds.length)} backup(s): propagate ${fmtNum(propagateMs, 1)} ms, destroy → done ${fmtNum(ended - d0, 1)} ms`);
+      return {
+        keyId,
+        holders: holderIds.length,
+        reported: result,
+        propagateMs,
+        destroyToDoneMs: ended - d0,
+        destroyMs: d1 - d0,
+        msPerBackup: propagateMs / holderIds.length,
+        bucketVersionsOk: false, // set by the group check
+        databaseVersionsOk: dbOk,
+        manifestsChecked: toCheck.length,
+        manifestsMarkDestroyed: marked,
+        ok: reportedOk && dbOk && marked,
+      };
+    };
+    const figure = (samples: PropagationSample[]): PropagationFigure => {
+      const m = median(samples.map((s) => s.propagateMs));
+      return {
+        holders: samples[0]!.holders,
+        samples,
+        medianPropagateMs: m,
+        medianDestroyToDoneMs: median(samples.map((s) => s.destroyToDoneMs)),
+        msPerBackup: m / samples[0]!.holders,
+      };
+    };
+    /**
+     * Destroys the keys one after the other; around the group, the stored versions of every
+     * backup's manifest: each must have gained exactly one version per destroyed key it holds.
+     */
+    const group = async (keys: readonly string[]): Promise<PropagationSample[]> => {
+      const allIds = (await q`select backup_id from backups`).map((r) => String(r.backup_id));
+      const before = await manifestVersions(client, backupBucket, allIds);
+      const expectedDelta = new Map<string, number>();
+      const samples: PropagationSample[] = [];
+      for (const k of keys) {
+        for (const r of await q`select backup_id from backup_keys where key_id = ${k}`) {
+          expectedDelta.set(String(r.backup_id), (expectedDelta.get(String(r.backup_id)) ?? 0) + 1);
+        }
+        samples.push(await measure(k));
+      }
+      const after = await manifestVersions(client, backupBucket, allIds);
+      let ok = true;
+      let changed = 0;
+      for (const id of allIds) {
+        const d = (after.get(id) ?? 0) - (before.get(id) ?? 0);
+        if (d !== (expectedDelta.get(id) ?? 0)) ok = false;
+        if (d > 0) changed++;
+      }
+      if (!ok) warnings.push(`manifest object versions in the backup bucket did not grow by exactly one per destroyed key held (keys ${keys.join(', ')})`);
+      progress(`backup: ${fmtInt(changed)} of ${fmtInt(allIds.length)} manifests got new object versions, as expected: ${ok ? 'yes' : 'NO'}`);
+      return samples.map((s) => ({ ...s, bucketVersionsOk: ok, ok: s.ok && ok }));
+    };
+    progress(`backup: destroying ${singles} keys held by 1 backup each`);
+    const oneSamples = await group(singleKeys);
+    progress(`backup: destroying ${manyKeys.length} key(s) held by ${fmtInt(holders)} backups`);
+    const manySamples = await group(manyKeys);
+    const one = figure(oneSamples);
+    const many = figure(manySamples);
+
+    return {
+      subjects,
+      entriesPerSubject: perSubject,
+      entryBytes: ENTRY_BYTES,
+      artifacts: nArtifacts,
+      fill: { entries, seconds: fillSeconds, entriesPerSec: entries / fillSeconds, artifactsSeconds },
+      live: { objects: liveObjects.length, bytes: liveBytes, logObjects, artifactObjects },
+      baseline,
+      copies: { before: copyBefore, after: copyAfter },
+      full,
+      incremental,
+      ratio: full.objectsPerSec / baseline.objectsPerSec,
+      objectsPhaseRatio: full.objectsPhasePerSec / baseline.objectsPerSec,
+      backupExtras,
+      propagation: {
+        holders,
+        extras,
+        extraBackups: extraCount,
+        extrasSeconds,
+        projectedRealSeconds,
+        realLimitSeconds,
+        manifestBytes: Math.max(backupExtras.manifestBytes, lastManifestBytes),
+        one,
+        many,
+        ratio: many.medianPropagateMs / one.medianPropagateMs,
+      },
+      valid: warnings.length === 0,
+      warnings,
+    };
+  } finally {
+    const steps: Array<[string, () => Promise<unknown>]> = [
+      ['sql', async () => sql?.end({ timeout: 5 })],
+      ['vault', async () => vault?.close()],
+      ['database', async () => db && dropScratchDatabase(db.name)],
+      ['MinIO', async () => minio?.stop()],
+      ['data dir', async () => dataDir && removeDir(dataDir)],
+    ];
+    for (const [name, step] of steps) {
+      try {
+        await step();
+      } catch (e) {
+        progress(`backup: cleanup of the ${name} failed: ${(e as Error).message}`);
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------ report
+
+export function formatBackup(r: BackupResult): string {
+  const row = (p: CopyPhase, extra: string) => [
+    p.label,
+    fmtInt(p.objects),
+    fmtNum(p.seconds, 2),
+    fmtNum(p.objectsPerSec, 0),
+    fmtNum(p.mbPerSec, 3),
+    fmtNum(p.cpuSeconds, 1),
+    extra,
+  ];
+  const br = (b: BackupRunPhase) =>
+    `copied ${fmtInt(b.copied)}, reused ${fmtInt(b.reused)}; objects ${fmtNum(b.breakdown.objects, 2)} s, key table+database+ledger ` +
+    `${fmtNum(b.breakdown.keyTableDatabaseLedger, 2)} s, manifest ${fmtNum(b.breakdown.manifest, 2)} s, index+propagate ${fmtNum(b.breakdown.indexAndPropagate, 2)} s`;
+  const p = r.propagation;
+  const prow = (label: string, f: PropagationFigure) => [
+    label,
+    fmtInt(f.holders),
+    fmtInt(f.samples.length),
+    fmtNum(f.medianPropagateMs, 1),
+    fmtNum(f.msPerBackup, 2),
+    fmtNum(f.medianDestroyToDoneMs, 1),
+    fmtNum(median(f.samples.map((s) => s.destroyMs)), 1),
+    f.samples.map((s) => fmtNum(s.propagateMs, 1)).join(', '),
+    f.samples.every((s) => s.ok) ? 'ok' : 'FAILED',
+  ];
+  const lines = [
+    `Backup throughput vs a plain copy of the same objects; real MinIO, vault in-process; ${fmtInt(r.subjects)} subjects x ${r.entriesPerSubject} entries x ` +
+      `${r.entryBytes} B (vault.log.append, one segment each) + ${fmtInt(r.artifacts)} artifacts of 2 KiB: ${fmtInt(r.live.objects)} objects, ` +
+      `${fmtNum(r.live.bytes / 1e6, 2)} MB (mean ${fmtInt(r.live.bytes / r.live.objects)} B); fill ${fmtNum(r.fill.entriesPerSec, 0)} appends/s`,
+    table(
+      ['path', 'objects', 'seconds', 'objects/s', 'MB/s', 'CPU s', 'note'],
+      [
+        row(r.copies.before, 'sequential'),
+        row(r.copies.after, 'sequential'),
+        row(r.baseline, 'baseline for the ratio'),
+        row(r.full, br(r.full)),
+        row(r.incremental, br(r.incremental)),
+      ],
+    ),
+    `full backup ÷ plain copy = ${fmtRatio(r.ratio)} (÷ the copy before ${fmtRatio(r.full.objectsPerSec / r.copies.before.objectsPerSec)}, ` +
+      `÷ the copy after ${fmtRatio(r.full.objectsPerSec / r.copies.after.objectsPerSec)}; objects phase alone ${fmtRatio(r.objectsPhaseRatio)}); incremental run ${fmtSeconds(r.incremental.seconds)} ` +
+      `= ${fmtRatio(r.incremental.seconds / r.full.seconds)} of the full run's time`,
+    `besides the objects, each backup writes a manifest of ${fmtNum(r.backupExtras.manifestBytes / 1e6, 2)} MB, a key table of ` +
+      `${fmtNum(r.backupExtras.keyTableBytes / 1e3, 1)} kB and a database export of ${fmtNum(r.backupExtras.databaseBytes / 1e6, 2)} MB`,
+    '',
+    `Propagation: destroyKey, then the propagate({ keyIds: [keyId] }) its onDestroyed hook starts, timed until it returns; ` +
+      `${fmtInt(p.holders)} holders = 3 real backups + ${fmtInt(p.extraBackups)} ${p.extras === 'real' ? 'real vault.backups.run() calls' : 'synthetic copies of the first manifest (SQL rows + manifest objects)'} ` +
+      `(made in ${fmtSeconds(p.extrasSeconds)}; ${fmtInt(p.extraBackups)} real runs estimated at ${fmtSeconds(p.projectedRealSeconds)}, limit ${p.realLimitSeconds} s); ` +
+      `manifest ${fmtNum(p.manifestBytes / 1e6, 2)} MB`,
+    table(
+      ['key held by', 'backups', 'samples', 'propagate ms (median)', 'ms per backup', 'destroy → done ms', 'destroyKey ms', 'samples ms', 'checks'],
+      [prow('1 backup', p.one), prow(`${fmtInt(p.holders)} backups`, p.many)],
+    ),
+    `${fmtInt(p.holders)} ÷ 1 backup = ${fmtRatio(p.ratio)}; checks: propagate's count, one new manifest object version and manifest_version + 1 for exactly the holders, ` +
+      `the key marked destroyed in the holders' manifests (all for 1 backup, 10 for ${fmtInt(p.holders)})`,
+  ];
+  for (const w of r.warnings) lines.push(`WARNING: ${w}`);
+  return lines.join('\n');
+}
+
+if (isMain(import.meta.url)) {
+  const result = await runBackup();
+  await reportResult(result);
+  if (!process.env.BENCH_CHILD) process.stdout.write(`${formatBackup(result)}\n`);
+}
