@@ -158,30 +158,6 @@ export class BackupService {
   async run(options: { onProgress?: (p: BackupProgress) => void } = {}): Promise<BackupSummary> {
     const backupId = newId('bak');
     const createdAt = new Date();
-    const objects: ManifestObject[] = [];
-    let copied = 0;
-    let reused = 0;
-    for (const prefix of BACKED_UP_PREFIXES) {
-      for await (const o of this.#live.list(prefix)) {
-        let bytes: Uint8Array;
-        try {
-          bytes = await this.#live.get(o.key);
-        } catch (e) {
-          if (isLetheError(e, 'not_found')) continue; // deleted since the listing (a superseded artifact version)
-          throw e;
-        }
-        const sha256 = sha256Hex(bytes);
-        const stored = storedObjectKey(sha256);
-        if (await this.#backup.head(stored)) reused++;
-        else {
-          await this.#backup.put(stored, bytes);
-          copied++;
-        }
-        objects.push({ key: o.key, sha256, size: bytes.length, stored, keyIds: keyIdsOf(o.key, bytes) });
-        options.onProgress?.({ phase: 'objects', done: objects.length, copied, reused });
-      }
-    }
-
     // the key table as it stands: wrapped keys and their epochs, never a plaintext key
     const table = await queryRows<{ key_id: string; kind: 'subject' | 'artifact-version'; epoch: number; wrapped: Uint8Array }>(
       this.#db.db,
@@ -212,7 +188,33 @@ export class BackupService {
       await this.#backup.put(LEDGER_GENESIS_KEY, Buffer.from(JSON.stringify({ format: 'lethe-ledger-copy/1', startedAt: new Date().toISOString() })));
     }
     await this.exportLedger();
-    options.onProgress?.({ phase: 'keys', done: table.length, copied, reused });
+    options.onProgress?.({ phase: 'keys', done: table.length, copied: 0, reused: 0 });
+
+    // Objects after the snapshot of the tables: every segment an exported index row
+    // names was stored before the row was committed, so it is in the listing below.
+    const objects: ManifestObject[] = [];
+    let copied = 0;
+    let reused = 0;
+    for (const prefix of BACKED_UP_PREFIXES) {
+      for await (const o of this.#live.list(prefix)) {
+        let bytes: Uint8Array;
+        try {
+          bytes = await this.#live.get(o.key);
+        } catch (e) {
+          if (isLetheError(e, 'not_found')) continue; // deleted since the listing (a superseded artifact version)
+          throw e;
+        }
+        const sha256 = sha256Hex(bytes);
+        const stored = storedObjectKey(sha256);
+        if (await this.#backup.head(stored)) reused++;
+        else {
+          await this.#backup.put(stored, bytes);
+          copied++;
+        }
+        objects.push({ key: o.key, sha256, size: bytes.length, stored, keyIds: keyIdsOf(o.key, bytes) });
+        options.onProgress?.({ phase: 'objects', done: objects.length, copied, reused });
+      }
+    }
 
     // every key the backup holds data of or wrapped, with its state now
     const kinds = new Map<string, ManifestKey['kind']>(table.map((k) => [k.key_id, k.kind]));
