@@ -38,19 +38,19 @@ import { createLogger } from '../src/observability/logger.js';
 import type { StoredObject } from '../src/storage/store.js';
 import { minioBinary, type MinioServer, startMinio } from '../test/support/minio.js';
 import {
+  cleanup,
   cpuSeconds,
   createScratchDatabase,
   dropScratchDatabase,
   fmtInt,
   fmtNum,
   fmtRatio,
-  isMain,
   makeTempDir,
   progress,
   QUICK,
   randomRootKey,
   removeDir,
-  reportResult,
+  runIfMain,
   table,
 } from './lib.js';
 
@@ -490,20 +490,13 @@ export async function runAppend(): Promise<AppendResult> {
       warnings,
     };
   } finally {
-    const steps: Array<[string, () => Promise<unknown>]> = [
+    await cleanup('append', [
       ['writer', async () => writer?.close()],
       ['service', async () => server?.close()],
       ['database', async () => db && dropScratchDatabase(db.name)],
       ['MinIO', async () => minio?.stop()],
       ['data dir', async () => dataDir && removeDir(dataDir)],
-    ];
-    for (const [name, step] of steps) {
-      try {
-        await step();
-      } catch (e) {
-        progress(`append: cleanup of the ${name} failed: ${(e as Error).message}`);
-      }
-    }
+    ]);
   }
 }
 
@@ -566,8 +559,4 @@ export function formatAppend(r: AppendResult): string {
   return lines.join('\n');
 }
 
-if (isMain(import.meta.url)) {
-  const result = await runAppend();
-  await reportResult(result);
-  if (!process.env.BENCH_CHILD) process.stdout.write(`${formatAppend(result)}\n`);
-}
+await runIfMain(import.meta.url, runAppend, formatAppend);

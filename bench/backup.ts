@@ -71,6 +71,7 @@ import { newId } from '../src/vault/ids.js';
 import { openVault, type Vault } from '../src/vault/vault.js';
 import { minioBinary, type MinioServer, startMinio } from '../test/support/minio.js';
 import {
+  cleanup,
   cpuSeconds,
   createScratchDatabase,
   dropScratchDatabase,
@@ -79,14 +80,13 @@ import {
   fmtNum,
   fmtRatio,
   fmtSeconds,
-  isMain,
   makeTempDir,
   median,
   progress,
   QUICK,
   randomRootKey,
   removeDir,
-  reportResult,
+  runIfMain,
   table,
 } from './lib.js';
 
@@ -626,20 +626,13 @@ export async function runBackup(): Promise<BackupResult> {
       warnings,
     };
   } finally {
-    const steps: Array<[string, () => Promise<unknown>]> = [
+    await cleanup('backup', [
       ['sql', async () => sql?.end({ timeout: 5 })],
       ['vault', async () => vault?.close()],
       ['database', async () => db && dropScratchDatabase(db.name)],
       ['MinIO', async () => minio?.stop()],
       ['data dir', async () => dataDir && removeDir(dataDir)],
-    ];
-    for (const [name, step] of steps) {
-      try {
-        await step();
-      } catch (e) {
-        progress(`backup: cleanup of the ${name} failed: ${(e as Error).message}`);
-      }
-    }
+    ]);
   }
 }
 
@@ -705,8 +698,4 @@ export function formatBackup(r: BackupResult): string {
   return lines.join('\n');
 }
 
-if (isMain(import.meta.url)) {
-  const result = await runBackup();
-  await reportResult(result);
-  if (!process.env.BENCH_CHILD) process.stdout.write(`${formatBackup(result)}\n`);
-}
+await runIfMain(import.meta.url, runBackup, formatBackup);

@@ -11,7 +11,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { encodeContext, open, seal } from '../src/crypto/index.js';
 import { newId } from '../src/vault/ids.js';
-import { fmtBytes, fmtInt, fmtNum, fmtRatio, isMain, progress, QUICK, reportResult, table } from './lib.js';
+import { fmtBytes, fmtInt, fmtNum, fmtRatio, progress, QUICK, runIfMain, table } from './lib.js';
 
 export const ENVELOPE_SIZES = [64, 1024, 64 * 1024, 1024 * 1024] as const;
 
@@ -144,8 +144,4 @@ export function formatEnvelope(r: EnvelopeResult): string {
   ].join('\n');
 }
 
-if (isMain(import.meta.url)) {
-  const result = await runEnvelope();
-  await reportResult(result);
-  if (!process.env.BENCH_CHILD) process.stdout.write(`${formatEnvelope(result)}\n`);
-}
+await runIfMain(import.meta.url, runEnvelope, formatEnvelope);

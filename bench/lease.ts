@@ -23,14 +23,13 @@ import {
   fmtInt,
   fmtNum,
   fmtRatio,
-  isMain,
   makeTempDir,
   progress,
   QUICK,
   randomRootKey,
   removeDir,
   REPO_ROOT,
-  reportResult,
+  runIfMain,
   table,
 } from './lib.js';
 
@@ -303,8 +302,4 @@ export function formatLease(r: LeaseResult): string {
   return lines.join('\n');
 }
 
-if (isMain(import.meta.url)) {
-  const result = await runLease();
-  await reportResult(result);
-  if (!process.env.BENCH_CHILD) process.stdout.write(`${formatLease(result)}\n`);
-}
+await runIfMain(import.meta.url, runLease, formatLease);

@@ -130,20 +130,27 @@ export async function scratchVault(label: string): Promise<ScratchVault> {
     vault,
     db,
     dataDir,
-    cleanup: async () => {
-      for (const [name, step] of [
+    cleanup: () =>
+      cleanup(label, [
         ['vault', () => vault.close()],
         ['database', () => dropScratchDatabase(db.name)],
         ['data dir', () => removeDir(dataDir)],
-      ] as Array<[string, () => Promise<unknown>]>) {
-        try {
-          await step();
-        } catch (e) {
-          progress(`${label}: cleanup of the ${name} failed: ${(e as Error).message}`);
-        }
-      }
-    },
+      ]),
   };
+}
+
+/**
+ * Runs cleanup steps in order. A step that fails is reported on stderr as
+ * `<label>: cleanup of the <name> failed: <message>`, not thrown, and the next step still runs.
+ */
+export async function cleanup(label: string, steps: Array<[string, () => Promise<unknown>]>): Promise<void> {
+  for (const [name, step] of steps) {
+    try {
+      await step();
+    } catch (e) {
+      progress(`${label}: cleanup of the ${name} failed: ${(e as Error).message}`);
+    }
+  }
 }
 
 // ---------------------------------------------------------------- statistics
@@ -230,6 +237,18 @@ export async function reportResult(result: unknown): Promise<void> {
 export function isMain(importMetaUrl: string): boolean {
   const entry = process.argv[1];
   return entry !== undefined && path.resolve(entry) === fileURLToPath(importMetaUrl);
+}
+
+/**
+ * A benchmark script's entry point: when `importMetaUrl` is the script node was started
+ * with, runs the benchmark, hands the result back (reportResult) and, unless it runs as
+ * a child of run.ts (BENCH_CHILD), prints it formatted on stdout.
+ */
+export async function runIfMain<T>(importMetaUrl: string, run: () => Promise<T>, format: (r: T) => string): Promise<void> {
+  if (!isMain(importMetaUrl)) return;
+  const result = await run();
+  await reportResult(result);
+  if (!process.env.BENCH_CHILD) process.stdout.write(`${format(result)}\n`);
 }
 
 // ---------------------------------------------------------------- formatting

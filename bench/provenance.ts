@@ -58,11 +58,10 @@ import {
   fmtNum,
   fmtRatio,
   fmtSeconds,
-  isMain,
   type LatencyStats,
   progress,
   QUICK,
-  reportResult,
+  runIfMain,
   scratchVault,
   stats,
   table,
@@ -763,8 +762,4 @@ export function formatProvenance(r: ProvenanceResult): string {
   return lines.join('\n');
 }
 
-if (isMain(import.meta.url)) {
-  const result = await runProvenance();
-  await reportResult(result);
-  if (!process.env.BENCH_CHILD) process.stdout.write(`${formatProvenance(result)}\n`);
-}
+await runIfMain(import.meta.url, runProvenance, formatProvenance);

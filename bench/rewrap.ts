@@ -49,6 +49,7 @@ import {
   removeDir,
   reportResult,
   runChild,
+  runIfMain,
   table,
 } from './lib.js';
 
@@ -512,14 +513,9 @@ export function formatRewrap(r: RewrapResult): string {
   return lines.join('\n');
 }
 
-if (isMain(import.meta.url)) {
-  const [mode, n] = process.argv.slice(2);
-  if (mode === 'rotate') {
-    await reportResult(await rotateWorker(Number(n), Number(process.argv[4] ?? 0)));
-  } else {
-    const result = await runRewrap();
-    await reportResult(result);
-    if (!process.env.BENCH_CHILD) process.stdout.write(`${formatRewrap(result)}\n`);
-  }
+if (isMain(import.meta.url) && process.argv[2] === 'rotate') {
+  await reportResult(await rotateWorker(Number(process.argv[3]), Number(process.argv[4] ?? 0)));
+} else {
+  await runIfMain(import.meta.url, runRewrap, formatRewrap);
 }
 

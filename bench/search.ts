@@ -73,12 +73,11 @@ import {
   fmtNum,
   fmtRatio,
   fmtSeconds,
-  isMain,
   type LatencyStats,
   median,
   progress,
   QUICK,
-  reportResult,
+  runIfMain,
   scratchVault,
   stats,
   table,
@@ -776,8 +775,4 @@ export function formatSearch(r: SearchResult): string {
   return lines.join('\n');
 }
 
-if (isMain(import.meta.url)) {
-  const result = await runSearch();
-  await reportResult(result);
-  if (!process.env.BENCH_CHILD) process.stdout.write(`${formatSearch(result)}\n`);
-}
+await runIfMain(import.meta.url, runSearch, formatSearch);
