@@ -243,10 +243,6 @@ export class ArtifactService {
     return touchingSubject(this.#d.db.db, this.#d.keys.subjectHash(subject));
   }
 
-  touchingSubjectHash(subjectHash: Uint8Array): Promise<TouchingArtifact[]> {
-    return touchingSubject(this.#d.db.db, subjectHash);
-  }
-
   touchingRecords(recordIds: readonly string[]): Promise<TouchingArtifact[]> {
     return touchingRecords(this.#d.db.db, recordIds);
   }
