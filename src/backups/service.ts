@@ -328,30 +328,42 @@ export class BackupService {
     return { backups: byBackup.size, keys };
   }
 
-  /** Copies destruction-ledger rows not yet in this backup bucket there, one object each. */
+  /**
+   * Copies destruction-ledger rows not yet in this backup bucket there, one object
+   * each. Rows are claimed in the same transaction that writes their objects, so two
+   * replicas never both write one (the second waits on the first's claim, then skips
+   * it), and a failed write releases the claim.
+   */
   async exportLedger(): Promise<number> {
     const bucket = this.#backup.bucket;
     let total = 0;
     for (;;) {
-      const rows = await queryRows<{
-        key_id: string;
-        key_kind: string;
-        subject_hash: Uint8Array | null;
-        destroyed_at: Date | string;
-        reason: string;
-        wrapped_epoch: number;
-        leased_until: Date | string | null;
-      }>(
-        this.#db.db,
-        sql`select dl.* from destruction_ledger dl
-             where not exists (select 1 from ledger_exports le where le.bucket = ${bucket} and le.key_id = dl.key_id)
-             order by dl.destroyed_at, dl.key_id limit 1000`,
-      );
-      if (rows.length === 0) return total;
-      for (const r of rows) {
-        const key = ledgerObjectKey(r.key_id);
-        // append-only: an existing copy is never overwritten
-        if (!(await this.#backup.head(key))) {
+      const n = await this.#db.db.transaction(async (tx) => {
+        const rows = await queryRows<{
+          key_id: string;
+          key_kind: string;
+          subject_hash: Uint8Array | null;
+          destroyed_at: Date | string;
+          reason: string;
+          wrapped_epoch: number;
+          leased_until: Date | string | null;
+        }>(
+          tx,
+          sql`with candidates as (
+                select dl.* from destruction_ledger dl
+                 where not exists (select 1 from ledger_exports le where le.bucket = ${bucket} and le.key_id = dl.key_id)
+                 order by dl.destroyed_at, dl.key_id limit 1000),
+              claimed as (
+                insert into ledger_exports (bucket, key_id, exported_at)
+                select ${bucket}, key_id, now() from candidates
+                on conflict do nothing
+                returning key_id)
+              select c.* from candidates c join claimed using (key_id)`,
+        );
+        for (const r of rows) {
+          const key = ledgerObjectKey(r.key_id);
+          // append-only: an existing copy is never overwritten
+          if (await this.#backup.head(key)) continue;
           const body = {
             format: 'lethe-ledger-entry/1',
             keyId: r.key_id,
@@ -364,11 +376,11 @@ export class BackupService {
           };
           await this.#backup.put(key, Buffer.from(JSON.stringify(body)));
         }
-      }
-      await this.#db.db.execute(sql`insert into ledger_exports (bucket, key_id, exported_at)
-                                   select ${bucket}, k, now() from json_array_elements_text(${JSON.stringify(rows.map((r) => r.key_id))}::json) as v(k)
-                                   on conflict do nothing`);
-      total += rows.length;
+        return rows.length;
+      });
+      // nothing claimed: done, or another replica holds the rest and will write them
+      if (n === 0) return total;
+      total += n;
     }
   }
 
