@@ -5,9 +5,13 @@
  * with a plain message on bad input or failure.
  */
 import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { Command, CommanderError } from 'commander';
 import { CONFIG_VARIABLES, ConfigError, type Config, loadConfig, ROLES, type Role } from '../config/index.js';
+import { deriveSubkey, toBase64Url, zeroize } from '../crypto/index.js';
+import { certificatePublicKey, verifyCertificate } from '../erasure/certificate.js';
 import { isLetheError } from '../errors.js';
+import { loadRootKey } from '../keyprovider/root-key.js';
 import { compact, fsck } from '../log/maintenance.js';
 import { tokenDigest } from '../http/auth.js';
 import { startServer } from '../http/server.js';
@@ -200,6 +204,37 @@ export function buildProgram(): Command {
     .description('Write new manifest versions for key destructions not yet marked in the backups that hold them (the service does this on its own too).')
     .action(async () => {
       out(await withVault((vault) => vault.backups.propagate()));
+    });
+
+  const certificate = program.command('certificate').description('Erasure certificates (Ed25519 over canonical JSON).');
+  certificate
+    .command('verify')
+    .description('Check a certificate file offline: exit 0 when its signature holds over its payload, 1 when not, 2 when the file is unreadable.')
+    .argument('<file>', 'a certificate as JSON: { payload, signature, publicKey, algorithm }')
+    .option('--public-key <base64url>', "also require this signer (lethe's key: `lethe certificate public-key`)")
+    .action(async (file: string, opts: { publicKey?: string }) => {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(await readFile(file, 'utf8'));
+      } catch (e) {
+        throw new ExitError(`cannot read a JSON certificate from ${file}: ${describeError(e).message}`, 2);
+      }
+      const result = verifyCertificate(parsed, opts.publicKey);
+      out(result);
+      if (!result.valid) throw new ExitError(`certificate does not verify: ${result.reason}`, 1);
+    });
+  certificate
+    .command('public-key')
+    .description("This vault's certificate-signing public key (derived from the root key), base64url.")
+    .action(async () => {
+      const cfg = config();
+      const root = loadRootKey(cfg, (message) => process.stderr.write(`lethe: ${message}\n`));
+      const secret = deriveSubkey(root.key, 'certificate-signing');
+      try {
+        out({ algorithm: 'Ed25519', publicKey: toBase64Url(certificatePublicKey(secret)) });
+      } finally {
+        zeroize(secret, root.key);
+      }
     });
 
   const audit = program.command('audit').description('The MAC-chained audit log.');
