@@ -19,7 +19,6 @@ import { LetheError } from '../errors.js';
 
 const PREFIX = 'rf1';
 const MAC_BYTES = 16;
-export const MAX_FENCE_KEYS = 100_000;
 
 export class ReadFences {
   readonly #mac: KeyedHasher;

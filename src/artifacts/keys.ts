@@ -7,7 +7,7 @@
  */
 import { eq, sql } from 'drizzle-orm';
 import { randomBytes } from '../crypto/index.js';
-import { type Db, queryRows, type Transaction } from '../db/client.js';
+import type { Db, Transaction } from '../db/client.js';
 import { artifactKeys, destructionLedger, epochs } from '../db/schema.js';
 import { LetheError } from '../errors.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
@@ -77,15 +77,5 @@ export class ArtifactKeys {
     ]);
     await notify(tx, { t: 'key', keyId });
     return true;
-  }
-
-  /** Whether each key id is a live artifact-version key (locks them FOR KEY SHARE in `tx`). */
-  async lockLive(tx: Transaction, keyIds: readonly string[]): Promise<Set<string>> {
-    if (keyIds.length === 0) return new Set();
-    const rows = await queryRows<{ key_id: string }>(
-      tx,
-      sql`select key_id from artifact_keys where key_id in (select json_array_elements_text(${JSON.stringify(keyIds)}::json)) for key share`,
-    );
-    return new Set(rows.map((r) => r.key_id));
   }
 }

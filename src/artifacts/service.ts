@@ -144,7 +144,7 @@ export class ArtifactService {
           await this.#insertEdges(tx, artifactId, sourceRows);
           await upsertEmbeddings(tx, [embedding!]);
           await this.#d.audit.append(tx, [{ actor, action: 'artifact.write', keyId, detail: { artifactId, version: 1, sources: sources.length } }]);
-          await this.#notifyEmbedding(tx, artifactId, keyId);
+          await notifyEmbeddings(tx, [{ recordId: artifactId, keyId }]);
           return (await closureSubjects(tx, [artifactId])).subjects.length;
         });
       } catch (e) {
@@ -190,11 +190,10 @@ export class ArtifactService {
     throw new LetheError('unavailable', 'the artifact changed repeatedly during the read; try again');
   }
 
-  /** The current texts of the live artifacts among `ids` (others left out), each with the keys a fence of it covers. */
-  async readMany(ids: readonly string[]): Promise<Map<string, { text: string; fenceKeys: string[] }>> {
-    const texts = await this.#readCurrent(ids);
-    const out = new Map<string, { text: string; fenceKeys: string[] }>();
-    for (const [id, { row, text }] of texts) out.set(id, { text, fenceKeys: await this.fenceKeys([row]) });
+  /** The current texts of the live artifacts among `ids` (others left out), each with the version key it was read under. */
+  async readMany(ids: readonly string[]): Promise<Map<string, { text: string; keyId: string }>> {
+    const out = new Map<string, { text: string; keyId: string }>();
+    for (const [id, { row, text }] of await this.#readCurrent(ids)) out.set(id, { text, keyId: row.keyId! });
     return out;
   }
 
@@ -224,7 +223,7 @@ export class ArtifactService {
     return out;
   }
 
-  /** The keys a read of these artifact versions depends on: their version keys and their closures' subject keys. */
+  /** The keys a read of these artifact versions depends on: their version keys and their closures' subject keys (one query). */
   async fenceKeys(rows: ReadonlyArray<Pick<ArtifactRow, 'artifactId' | 'keyId'>>): Promise<string[]> {
     const { keyIds } = await closureSubjects(this.#d.db.db, rows.map((r) => r.artifactId));
     return [...rows.flatMap((r) => (r.keyId ? [r.keyId] : [])), ...keyIds];
@@ -359,7 +358,7 @@ export class ArtifactService {
           await this.#d.audit.append(tx, [
             { actor: options.actor, action: 'artifact.regenerate', keyId, detail: { artifactId: row.artifactId, version, sources: sources.length, reason: options.reason ?? null } },
           ]);
-          await this.#notifyEmbedding(tx, row.artifactId, keyId);
+          await notifyEmbeddings(tx, [{ recordId: row.artifactId, keyId }]);
         });
       } catch (e) {
         await this.#d.objects.delete(object).catch(() => {});
@@ -440,10 +439,6 @@ export class ArtifactService {
       select ${artifactId}, v.source_id, v.source_type
         from json_to_recordset(${JSON.stringify(rows.map((r) => ({ source_id: r.sourceId, source_type: r.sourceType })))}::json)
              as v(source_id text, source_type text)`);
-  }
-
-  async #notifyEmbedding(tx: Transaction, recordId: string, keyId: string): Promise<void> {
-    await notifyEmbeddings(tx, [{ recordId, keyId }]);
   }
 
   async #row(artifactId: string, options: { allowErased?: boolean } = {}): Promise<ArtifactRow> {

@@ -20,7 +20,7 @@ import { envelopeKeyId, fromBase64Url, isCommittedTo, toBase64Url, zeroize } fro
 import type { ArtifactKeys } from '../artifacts/keys.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
 import { type Db, queryRows } from '../db/client.js';
-import { backupKeys, backupPropagations, backups, destructionLedger } from '../db/schema.js';
+import { backupPropagations, backups, destructionLedger } from '../db/schema.js';
 import { isLetheError, LetheError } from '../errors.js';
 import { decodeSegment } from '../log/segment.js';
 import type { Logger } from '../observability/logger.js';

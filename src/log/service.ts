@@ -51,11 +51,6 @@ export interface Entry extends FramePayload {
   readonly createdAt: Date;
 }
 
-/** The key ids a read of these entries covers (for its read fence). */
-export function entryFenceKeys(entries: ReadonlyArray<{ keyId: string }>): string[] {
-  return [...new Set(entries.map((e) => e.keyId))];
-}
-
 export class LogService {
   readonly #db: Db;
   readonly #keys: KeyService;
@@ -409,7 +404,7 @@ export class LogService {
                                 where e.entry_id = v.entry_id and e.key_id = ${oldKeyId}`);
           // The excluded entries stay indexed under the old key, which is destroyed below:
           // they answer key_destroyed from now on, and cite as erased.
-          await tx.execute(sql`delete from embeddings where key_id = ${oldKeyId}`);
+          // (the old key's embedding rows went with its destruction, earlier in this transaction)
           await upsertEmbeddings(tx, embedded);
           // other replicas drop the old key's vectors and load the survivors' new ones
           await notifyEmbeddings(tx, embedded);

@@ -24,9 +24,10 @@ export const MAX_QUERY_BYTES = 8 * 1024;
 export interface SearchBackends {
   /** The plaintext key protecting a record's embedding; key_destroyed/not_found when gone. Caller zeroes. */
   keyFor(type: RecordType, keyId: string): Promise<Uint8Array>;
-  /** Readable texts of the given records (unreadable ones are left out), each with the keys a read fence of it covers. */
-  texts(ids: ReadonlyArray<{ id: string; type: RecordType }>): Promise<Map<string, { text: string; fenceKeys: readonly string[] }>>;
-  issueFence(keyIds: Iterable<string>): string;
+  /** Readable texts of the given records (unreadable ones are left out), each with the key it was read under. */
+  texts(ids: ReadonlyArray<{ id: string; type: RecordType }>): Promise<Map<string, { text: string; keyId: string }>>;
+  /** A read fence covering what these hits were read from. */
+  fence(hits: ReadonlyArray<{ id: string; type: RecordType; keyId: string }>): Promise<string>;
 }
 
 export interface SearchHit {
@@ -225,20 +226,21 @@ export class SearchService {
     const backends = this.#need();
     const [vector] = await this.embedder.embed([query]);
     // a query with nothing to match on (only stop words) finds nothing, rather than k arbitrary records
-    if (!vector!.some((x) => x !== 0)) return { hits: [], readFence: backends.issueFence([]) };
+    if (!vector!.some((x) => x !== 0)) return { hits: [], readFence: await backends.fence([]) };
     // over-fetch: a few hits may turn out unreadable (destroyed a moment ago)
     const candidates = this.#index.search(vector!, Math.min(k * 2 + 4, this.#index.size));
     const texts = await backends.texts(candidates.map((c) => ({ id: c.id, type: c.type })));
     const hits: SearchHit[] = [];
-    const fenceKeys = new Set<string>();
+    const read: Array<{ id: string; type: RecordType; keyId: string }> = [];
     for (const c of candidates) {
-      const read = texts.get(c.id);
-      if (read === undefined) continue;
-      hits.push({ id: c.id, type: c.type, score: Math.round(c.score * 1e6) / 1e6, text: read.text });
-      for (const key of read.fenceKeys) fenceKeys.add(key);
+      const t = texts.get(c.id);
+      if (t === undefined) continue;
+      hits.push({ id: c.id, type: c.type, score: Math.round(c.score * 1e6) / 1e6, text: t.text });
+      read.push({ id: c.id, type: c.type, keyId: t.keyId });
       if (hits.length === k) break;
     }
-    return { hits, readFence: backends.issueFence(fenceKeys) };
+    // the fence covers the hits returned, not every candidate read
+    return { hits, readFence: await backends.fence(read) };
   }
 
   #need(): SearchBackends {

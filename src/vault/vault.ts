@@ -131,12 +131,14 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
       keyFor: async (type, keyId) => (type === 'entry' ? (await keys.dekFor(keyId)).dek : artifactKeys.unwrap(keyId)),
       texts: async (ids) => {
         const entries = await log.readMany(ids.filter((i) => i.type === 'entry').map((i) => i.id));
-        const arts = await artifacts.readMany(ids.filter((i) => i.type === 'artifact').map((i) => i.id));
-        const out = new Map<string, { text: string; fenceKeys: readonly string[] }>(arts);
-        for (const [id, e] of entries) out.set(id, { text: e.text, fenceKeys: [e.keyId] });
+        const out = await artifacts.readMany(ids.filter((i) => i.type === 'artifact').map((i) => i.id));
+        for (const [id, e] of entries) out.set(id, { text: e.text, keyId: e.keyId });
         return out;
       },
-      issueFence: (keyIds) => fences.issue(keyIds),
+      fence: async (hits) => {
+        const arts = hits.filter((h) => h.type === 'artifact').map((h) => ({ artifactId: h.id, keyId: h.keyId }));
+        return fences.issue([...hits.filter((h) => h.type === 'entry').map((h) => h.keyId), ...(await artifacts.fenceKeys(arts))]);
+      },
     });
     keys.onDestroyed((keyId) => {
       search.removeKey(keyId);

@@ -18,8 +18,8 @@ import { type Manifest, LEDGER_GENESIS_KEY, ledgerObjectKey, manifestKey } from 
 import { envelopeKeyId, isCommittedTo } from '../../src/crypto/index.js';
 import { queryRows } from '../../src/db/client.js';
 import { decodeSegment } from '../../src/log/segment.js';
-import type { ObjectStore } from '../../src/storage/store.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
+import { readJson, until } from './support.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const sha256Hex = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
@@ -69,21 +69,6 @@ async function versionBytes(client: Client, bucket: string, v: Version): Promise
   const chunks: Buffer[] = [];
   for await (const c of await client.getObject(bucket, v.name, { versionId: v.versionId })) chunks.push(c as Buffer);
   return new Uint8Array(Buffer.concat(chunks));
-}
-
-async function readJson<T>(store: ObjectStore, key: string): Promise<T> {
-  return JSON.parse(Buffer.from(await store.get(key)).toString('utf8')) as T;
-}
-
-/** Polls `probe` until `ok` holds; fails naming `what` and the last value seen. */
-async function until<T>(what: string, probe: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last seen: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /**
