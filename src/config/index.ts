@@ -100,6 +100,16 @@ const envSchema = z.object({
     .pipe(z.number().min(0).max(1))
     .optional()
     .transform((v) => v ?? 0.15),
+  LETHE_PROBE_SIMILARITY: z
+    .string()
+    .trim()
+    .regex(/^\d+(\.\d+)?$/, 'must be a decimal number from 0 to 1')
+    .transform(Number)
+    .pipe(z.number().min(0).max(1))
+    .optional()
+    .transform((v) => v ?? 0.9),
+  LETHE_ERASURE_CLAIM_SECONDS: int(30, 1, 3600),
+  LETHE_ERASURE_POLL_MS: int(1000, 10, 60_000),
   LETHE_BODY_LIMIT_BYTES: int(1024 * 1024, 1024, 64 * 1024 * 1024),
   LETHE_DEK_CACHE_MAX_ENTRIES: int(10_000, 0, 10_000_000),
   LETHE_DEK_CACHE_TTL_SECONDS: int(60, 0, 86_400),
@@ -136,6 +146,12 @@ export interface Config {
   readonly rootKeyFile: string | undefined;
   readonly leaseTtlSeconds: number;
   readonly probeThreshold: number;
+  /** Cosine at or above which an embedding neighbour counts as carrying the erased text. */
+  readonly probeSimilarity: number;
+  /** How long a replica's claim on an erasure lasts without a heartbeat (a crashed replica's work is taken over after it). */
+  readonly erasureClaimSeconds: number;
+  /** How often each replica looks for erasure work it can claim. */
+  readonly erasurePollMs: number;
   readonly bodyLimitBytes: number;
   readonly dekCacheMaxEntries: number;
   readonly dekCacheTtlSeconds: number;
@@ -227,6 +243,9 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     rootKeyFile: e.LETHE_ROOT_KEY_FILE,
     leaseTtlSeconds: e.LETHE_LEASE_TTL_SECONDS,
     probeThreshold: e.LETHE_PROBE_THRESHOLD,
+    probeSimilarity: e.LETHE_PROBE_SIMILARITY,
+    erasureClaimSeconds: e.LETHE_ERASURE_CLAIM_SECONDS,
+    erasurePollMs: e.LETHE_ERASURE_POLL_MS,
     bodyLimitBytes: e.LETHE_BODY_LIMIT_BYTES,
     dekCacheMaxEntries: e.LETHE_DEK_CACHE_MAX_ENTRIES,
     dekCacheTtlSeconds: e.LETHE_DEK_CACHE_TTL_SECONDS,

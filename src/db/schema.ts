@@ -11,7 +11,7 @@
  * - audit_log is append-only and MAC-chained; audit_head holds the chain's tip.
  */
 import { sql } from 'drizzle-orm';
-import { bigint, customType, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, bigserial, customType, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 /** bytea as Uint8Array on both drivers (postgres.js returns Buffer, PGlite Uint8Array). */
 export const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({
@@ -274,6 +274,67 @@ export const auditHead = pgTable('audit_head', {
   mac: bytea('mac').notNull(),
 });
 
+/**
+ * Erasure requests: a durable state machine (src/erasure/README.md). `step` is the
+ * next step to run; a replica claims the row (claimed_by/claimed_until) with FOR
+ * UPDATE SKIP LOCKED and runs that step. One open erasure per subject. The request's
+ * free text (reason, public attributes) and the probe fingerprints are sealed under
+ * the erasure's own key (an artifact_keys row keyed by the erasure id), destroyed
+ * when nothing needs them any more; `state` holds step outputs (counts, ids, times)
+ * and never content.
+ */
+export const erasures = pgTable(
+  'erasures',
+  {
+    erasureId: text('erasure_id').primaryKey(),
+    subjectHash: bytea('subject_hash').notNull(),
+    status: text('status', { enum: ['pending', 'running', 'completed', 'incomplete', 'failed'] }).notNull(),
+    class: text('class', { enum: ['A', 'B', 'C'] }),
+    /** The next step to run; null once the erasure is finished. */
+    step: text('step'),
+    legalBasis: text('legal_basis'),
+    /** { method, bound } when the requester states an unlearning bound (class C). */
+    unlearning: jsonb('unlearning'),
+    /** The erasure's key (wrapped in artifact_keys) sealing the request text and the fingerprints; null once destroyed. */
+    sealKeyId: text('seal_key_id'),
+    sealedRequest: bytea('sealed_request'),
+    sealedFingerprints: bytea('sealed_fingerprints'),
+    state: jsonb('state').notNull(),
+    certificate: jsonb('certificate'),
+    certificateState: text('certificate_state', { enum: ['provisional', 'final'] }),
+    attempts: integer('attempts').notNull().default(0),
+    lastError: text('last_error'),
+    claimedBy: text('claimed_by'),
+    claimedUntil: tstz('claimed_until'),
+    notBefore: tstz('not_before').notNull(),
+    createdAt: tstz('created_at').notNull(),
+    updatedAt: tstz('updated_at').notNull(),
+    finishedAt: tstz('finished_at'),
+  },
+  (t) => [
+    uniqueIndex('erasures_open_subject').on(t.subjectHash).where(sql`${t.status} in ('pending', 'running')`),
+    index('erasures_claimable').on(t.notBefore).where(sql`${t.status} in ('pending', 'running')`),
+    index('erasures_subject').on(t.subjectHash, t.createdAt),
+    index('erasures_provisional').on(t.erasureId).where(sql`${t.certificateState} = 'provisional'`),
+  ],
+);
+
+/** One row per transition of an erasure's state machine (the timeline, and the events stream). */
+export const erasureTransitions = pgTable(
+  'erasure_transitions',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    erasureId: text('erasure_id').notNull(),
+    fromStep: text('from_step'),
+    toStep: text('to_step'),
+    status: text('status').notNull(),
+    at: tstz('at').notNull(),
+    replica: text('replica').notNull(),
+    detail: text('detail'),
+  },
+  (t) => [index('erasure_transitions_erasure').on(t.erasureId, t.id)],
+);
+
 export type EpochRow = typeof epochs.$inferSelect;
 export type SubjectKeyRow = typeof subjectKeys.$inferSelect;
 export type LedgerRow = typeof destructionLedger.$inferSelect;
@@ -281,3 +342,4 @@ export type AuditRow = typeof auditLog.$inferSelect;
 export type LogEntryRow = typeof logEntries.$inferSelect;
 export type ArtifactRow = typeof artifacts.$inferSelect;
 export type ArtifactKeyRow = typeof artifactKeys.$inferSelect;
+export type ErasureRow = typeof erasures.$inferSelect;

@@ -17,6 +17,7 @@ import { problem } from './problem.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerArtifactRoutes } from './routes/artifacts.js';
 import { registerBackupRoutes } from './routes/backups.js';
+import { registerErasureRoutes } from './routes/erasures.js';
 import { registerKeyRoutes } from './routes/keys.js';
 import { registerLogRoutes } from './routes/log.js';
 import { json } from './schemas.js';
@@ -126,6 +127,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AuthEnv> {
   registerLogRoutes(app, vault, tokens);
   registerArtifactRoutes(app, vault, tokens);
   registerBackupRoutes(app, vault, tokens);
+  registerErasureRoutes(app, vault, tokens);
 
   app.doc31('/openapi.json', {
     openapi: '3.1.0',

@@ -355,12 +355,23 @@ export class LogService {
   ): Promise<{ oldKeyId: string; newKeyId: string; rewritten: number; removed: number }> {
     const status = await this.#keys.subjectStatus(subject);
     if (!status.key) throw new LetheError(status.erased ? 'subject_erased' : 'not_found', 'the subject has no live key');
-    const oldKeyId = status.key.keyId;
+    return this.rekeyKey(status.key.keyId, status.key.state, options);
+  }
+
+  /**
+   * rekeySubject for a subject known only by its live key (the erasure engine's
+   * redactions: lethe never holds the other subjects' ids, only their keys).
+   */
+  async rekeyKey(
+    oldKeyId: string,
+    state: 'active' | 'fenced',
+    options: { exclude?: readonly string[]; actor: string; reason?: string },
+  ): Promise<{ oldKeyId: string; newKeyId: string; rewritten: number; removed: number }> {
     const rows = await this.#db.db.select().from(logEntries).where(eq(logEntries.keyId, oldKeyId)).orderBy(asc(logEntries.seq));
     const exclude = new Set(options.exclude ?? []);
     const unknown = [...exclude].filter((id) => !rows.some((r) => r.entryId === id));
     if (unknown.length > 0) throw new LetheError('validation_failed', `exclude: ${unknown.length} id(s) are not entries of this subject under its live key`);
-    const wasActive = status.key.state === 'active';
+    const wasActive = state === 'active';
     if (wasActive) await this.#keys.fenceKey(oldKeyId, options.actor);
     const newKeyId = newId('key');
     const newDek = randomBytes(32);

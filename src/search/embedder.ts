@@ -19,7 +19,7 @@ export interface Embedder {
   embed(texts: readonly string[]): Promise<Float32Array[]>;
 }
 
-const STOP_WORDS = new Set(
+export const STOP_WORDS: ReadonlySet<string> = new Set(
   (
     'a an and are as at be been being but by did do does for from had has have he her hers him his i if in into is it its ' +
     'me my of on or our ours she so than that the their them they this those to too us was we were what when where which ' +

@@ -109,6 +109,13 @@ export class VectorIndex {
   }
 
   /** The ids filed under a key. */
+  /** A copy of record `id`'s vector (the probe compares it), or undefined. */
+  vectorOf(id: string): Float32Array | undefined {
+    const slot = this.#slot.get(id);
+    if (slot === undefined) return undefined;
+    return this.#vectors.slice(slot * this.dimensions, (slot + 1) * this.dimensions);
+  }
+
   idsOfKey(keyId: string): string[] {
     return [...(this.#byKey.get(keyId) ?? [])];
   }

@@ -5,7 +5,7 @@
  */
 import { randomBytes, toBase64Url } from '../crypto/index.js';
 
-export type IdPrefix = 'key' | 'lease' | 'entry' | 'seg' | 'art' | 'exp' | 'bak';
+export type IdPrefix = 'key' | 'lease' | 'entry' | 'seg' | 'art' | 'exp' | 'bak' | 'ers';
 
 const ID_BYTES = 16;
 const POOL_IDS = 256;

@@ -426,6 +426,12 @@ export class KeyService {
         // FOR SHARE: a rotation cannot switch epochs under a key being wrapped.
         const [active] = await tx.select().from(epochs).where(eq(epochs.state, 'active')).for('share');
         if (!active) throw new LetheError('unavailable', 'no active KEK epoch: run `lethe migrate` or start the service once');
+        // an open erasure fences the subject itself, not only its key: no new key until it ends
+        const [erasing] = await queryRows<{ one: number }>(
+          tx,
+          sql`select 1 as one from erasures where subject_hash = ${subjectHash} and status in ('pending', 'running') limit 1`,
+        );
+        if (erasing) throw new LetheError('erasure_in_progress', 'the subject is being erased; no new key is created until the erasure ends');
         const wrappedDek = await this.#d.provider.wrap(active.epoch, dek, keyId);
         const now = this.#now();
         const [row] = await tx

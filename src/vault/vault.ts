@@ -24,6 +24,7 @@ import { ArtifactKeys } from '../artifacts/keys.js';
 import { ArtifactService } from '../artifacts/service.js';
 import { TrainingExposures } from '../artifacts/exposures.js';
 import { BackupService } from '../backups/service.js';
+import { ErasureEngine } from '../erasure/engine.js';
 import { ChatRegenerator, ExtractiveRegenerator, type Regenerator } from '../artifacts/regenerator.js';
 import { type Embedder, HashingEmbedder } from '../search/embedder.js';
 import { OpenAiEmbedder } from '../search/openai-embedder.js';
@@ -47,6 +48,7 @@ export interface Vault {
   readonly search: SearchService;
   readonly fences: ReadFences;
   readonly backups: BackupService;
+  readonly erasures: ErasureEngine;
   readonly epochs: EpochService;
   readonly audit: AuditLog;
   readonly cache: DekCache;
@@ -68,14 +70,30 @@ export interface OpenVaultOptions {
   readonly embedder?: Embedder;
   readonly regenerator?: Regenerator;
   readonly onRewrapBatch?: (rewrappedSoFar: number) => void | Promise<void>;
+  /** Claim and run erasures in the background (default: as `listen`). */
+  readonly erasureWorker?: boolean;
+}
+
+/**
+ * Test fault injection: LETHE_FAILPOINT=<name> kills this process (SIGKILL, no
+ * clean-up) when the erasure engine reaches that point. Ignored in production.
+ */
+function failpointFor(config: Config): ((name: string) => void) | undefined {
+  const wanted = process.env.LETHE_FAILPOINT;
+  if (!wanted || config.production) return undefined;
+  return (name) => {
+    if (name === wanted) process.kill(process.pid, 'SIGKILL');
+  };
 }
 
 export async function openVault(config: Config, options: OpenVaultOptions): Promise<Vault> {
   const { logger } = options;
   const metrics = options.metrics ?? createMetrics();
   const root = loadRootKey(config, (message) => logger.warn(message));
+  const failpoint = failpointFor(config);
   let provider: KeyProvider | undefined;
   let db: Db | undefined;
+  let signingKey: Uint8Array | undefined;
   try {
     provider = await LocalKeyringProvider.open(config.keyringDir, root.key);
     const hasher = new SubjectHasher(await provider.deriveSystemKey('subject-hash'));
@@ -124,9 +142,30 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
       audit,
       metrics,
       logger,
-      onKeysDestroyed: (keyIds) => backups.propagateSoon(keyIds),
+      onKeysDestroyed: (keyIds) => {
+        backups.propagateSoon(keyIds);
+        failpoint?.('cascade-regenerated');
+      },
     });
     const exposures = new TrainingExposures({ db, audit });
+    signingKey = await provider.deriveSystemKey('certificate-signing');
+    const erasures = new ErasureEngine({
+      db,
+      keys,
+      log,
+      artifacts,
+      artifactKeys,
+      search,
+      backups,
+      exposures,
+      logger,
+      signingKey,
+      probeThreshold: config.probeThreshold,
+      probeSimilarity: config.probeSimilarity,
+      claimSeconds: config.erasureClaimSeconds,
+      pollMs: config.erasurePollMs,
+      ...(failpoint ? { failpoint } : {}),
+    });
     search.connect({
       keyFor: async (type, keyId) => (type === 'entry' ? (await keys.dekFor(keyId)).dek : artifactKeys.unwrap(keyId)),
       texts: async (ids) => {
@@ -196,8 +235,10 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
       const rebuilt = await search.rebuild();
       logger.info({ ...rebuilt, ms: Math.round(performance.now() - started) }, 'search index rebuilt');
     }
+    if (options.erasureWorker ?? listening) erasures.start();
     const openedDb = db;
     const openedProvider = provider;
+    const openedSigningKey = signingKey;
     let closed = false;
     return {
       config,
@@ -212,6 +253,7 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
       search,
       fences,
       backups,
+      erasures,
       epochs,
       audit,
       cache,
@@ -222,6 +264,7 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
         if (closed) return;
         closed = true;
         clearInterval(catchUp);
+        await erasures.stop();
         await unlisten?.().catch(() => {});
         cache.clear();
         search.index.clear();
@@ -230,10 +273,12 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
         audit.close();
         await openedDb.close();
         await openedProvider.close();
+        zeroize(openedSigningKey);
       },
     };
   } catch (e) {
     await db?.close().catch(() => {});
+    zeroize(signingKey);
     if (provider) await provider.close();
     else zeroize(root.key);
     throw e;
