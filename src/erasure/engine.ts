@@ -146,6 +146,7 @@ export class ErasureEngine {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #stopped = false;
+  #started = false;
   readonly #listeners = new Set<() => void>();
 
   /** base64url of the Ed25519 key that verifies this vault's certificates. */
@@ -332,6 +333,7 @@ export class ErasureEngine {
   /** Starts claiming work every pollMs (and at once when kicked). */
   start(): void {
     this.#stopped = false;
+    this.#started = true;
     const tick = () => {
       if (this.#stopped) return;
       this.kick();
@@ -347,9 +349,9 @@ export class ErasureEngine {
     await this.#running?.catch(() => {});
   }
 
-  /** Looks for claimable work now (one drain at a time per replica). */
+  /** Looks for claimable work now, when the worker runs (one drain at a time per replica). */
   kick(): void {
-    if (this.#running || this.#stopped) return;
+    if (!this.#started || this.#running || this.#stopped) return;
     this.#running = this.drain()
       .then(() => undefined)
       .catch((e: unknown) => this.#d.logger.error({ err: describeError(e) }, 'erasure worker failed'))
@@ -405,8 +407,25 @@ export class ErasureEngine {
     return this.#row(rows[0].erasure_id);
   }
 
-  async #run(initial: ErasureRow): Promise<void> {
+  /**
+   * Claims one erasure and runs only its next step, then hands it back (operators
+   * stepping through an erasure, and tests). Returns the step run, if any.
+   */
+  async stepOnce(): Promise<StepName | undefined> {
+    const row = await this.#claim();
+    if (!row) return undefined;
+    const step = row.step as StepName;
+    await this.#run(row, 1);
+    await this.#d.db.db
+      .update(erasures)
+      .set({ claimedBy: null, claimedUntil: null })
+      .where(and(eq(erasures.erasureId, row.erasureId), eq(erasures.claimedBy, this.replica)));
+    return step;
+  }
+
+  async #run(initial: ErasureRow, maxSteps = Number.POSITIVE_INFINITY): Promise<void> {
     let row = initial;
+    let ran = 0;
     const heartbeat = setInterval(() => {
       void this.#d.db.db
         .update(erasures)
@@ -416,7 +435,7 @@ export class ErasureEngine {
     }, Math.max(200, (this.#d.claimSeconds * 1000) / 3));
     heartbeat.unref();
     try {
-      while (row.step && !this.#stopped) {
+      while (row.step && !this.#stopped && ran++ < maxSteps) {
         const step = row.step as StepName;
         const state = row.state as ErasureState;
         const startedAt = new Date().toISOString();
