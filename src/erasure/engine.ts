@@ -33,6 +33,7 @@ import type { KeyService } from '../vault/keys.js';
 import { newId } from '../vault/ids.js';
 import { hashHex } from '../vault/subjects.js';
 import { certificatePublicKey, type Json, signCertificate } from './certificate.js';
+import { artifactsTier, backupsTier, keyTableTier, logTier, type ProbeFinding, type Tier, type TierName, type TierScope, vectorIndexTier } from './tiers.js';
 import { decodeFingerprints, encodeFingerprints, type Fingerprints, keyedShingles, type ProbeCandidate, type RecordFingerprint, scoreProbe } from './probe.js';
 import {
   type ErasureClass,
@@ -79,7 +80,6 @@ export interface ErasureRequest {
   readonly unlearning?: { readonly method: string; readonly bound: number };
 }
 
-type TierName = 'key-table' | 'log' | 'vector-index' | 'artifacts' | 'backups';
 
 interface StepRecord {
   status: StepView['status'];
@@ -152,9 +152,27 @@ export class ErasureEngine {
   /** base64url of the Ed25519 key that verifies this vault's certificates. */
   readonly publicKey: string;
 
+  readonly #tiers: Readonly<Record<TierName, Tier>>;
+  /** The running cascade's erasure and state, so the artifacts tier can checkpoint the version keys it will destroy. */
+  #cascading: { erasureId: string; state: ErasureState } | undefined;
+
   constructor(deps: ErasureEngineDeps) {
     this.#d = deps;
     this.publicKey = toBase64Url(certificatePublicKey(deps.signingKey));
+    this.#tiers = {
+      'key-table': keyTableTier(deps),
+      log: logTier(deps),
+      'vector-index': vectorIndexTier(deps),
+      artifacts: artifactsTier(deps, {
+        beforeRegenerate: async (keys) => {
+          const c = this.#cascading;
+          if (!c) return;
+          c.state.versionKeys = [...new Set([...(c.state.versionKeys ?? []), ...keys])];
+          await this.#checkpoint(c.erasureId, {}, c.state);
+        },
+      }),
+      backups: backupsTier(deps),
+    };
   }
 
   // ---------------------------------------------------------------- requests
@@ -576,7 +594,7 @@ export class ErasureEngine {
       case 'cascade':
         return { detail: await this.#cascade(row, state) };
       case 'propagate':
-        return { detail: await this.#propagate(state) };
+        return { detail: await this.#propagate(row, state) };
       case 'probe':
         return { detail: await this.#probe(row, state) };
       case 'certify':
@@ -600,15 +618,11 @@ export class ErasureEngine {
     const h = row.subjectHash;
     const key = await this.#liveKey(h);
     const keyId = key?.keyId ?? null;
+    const scope = { erasureId: row.erasureId, subjectHash: h, keyId };
+    const contributions = {} as Record<TierName, number>;
+    for (const tier of Object.values(this.#tiers)) contributions[tier.name] = await tier.contributions(scope);
     const touching = await touchingSubject(this.#d.db.db, h);
     const exposures = await this.#d.exposures.forSubjectHash(h);
-    const contributions: Record<TierName, number> = {
-      'key-table': key ? 1 : 0,
-      log: keyId ? await this.#count(sql`select count(*) as n from log_entries where key_id = ${keyId}`) : 0,
-      'vector-index': keyId ? await this.#count(sql`select count(*) as n from embeddings where key_id = ${keyId}`) : 0,
-      artifacts: touching.length,
-      backups: keyId ? await this.#count(sql`select count(*) as n from backup_keys where key_id = ${keyId}`) : 0,
-    };
     const affectedIds = touching.length ? (await upwardClosure(this.#d.db.db, touching.map((t) => t.artifactId))).map((a) => a.artifactId) : [];
     const versions = affectedIds.length
       ? await this.#d.db.db.select({ artifactId: artifacts.artifactId, version: artifacts.version, kind: artifacts.kind }).from(artifacts).where(inArray(artifacts.artifactId, affectedIds))
@@ -620,9 +634,29 @@ export class ErasureEngine {
     state.graph = await this.#graph(h, versions);
     const cls: ErasureClass = exposures.length > 0 ? 'C' : touching.length > 0 ? 'B' : 'A';
     const detail =
-      `class ${cls}: ${contributions.log} entries under ${keyId ? 'the live key' : 'no live key'}, ${touching.length} derived artifact(s) touch the subject ` +
-      `(${affectedIds.length} to regenerate with what lies above them), ${contributions.backups} backup(s) hold the key, ${exposures.length} training exposure(s)`;
+      `class ${cls}: ${contributions.log} entries under ${keyId ? 'the live key' : 'no live key'}, ${contributions['vector-index']} vector(s), ` +
+      `${touching.length} derived artifact(s) touch the subject (${affectedIds.length} to regenerate with what lies above them), ` +
+      `${contributions.backups} backup(s) hold the key, ${exposures.length} training exposure(s)`;
     return { detail, cls };
+  }
+
+  /** Runs one tier's erasure against what it was recorded to hold, failing hard on a zero-removal or a leftover. */
+  async #eraseTier(name: TierName, row: ErasureRow, state: ErasureState): Promise<string> {
+    const contributed = state.contributions?.[name] ?? 0;
+    const scope: TierScope = {
+      erasureId: row.erasureId,
+      subjectHash: row.subjectHash,
+      keyId: state.keyId ?? null,
+      contributed,
+      otherKeys: [...(state.versionKeys ?? []), ...(state.redactedKeys ?? [])],
+    };
+    const result = await this.#tiers[name].erase(scope);
+    if (contributed > 0 && result.removed === 0) {
+      throw new TierFailure(`tier ${name} reported 0 removals for a subject that contributed ${contributed} record(s) to it`);
+    }
+    if (result.left > 0) throw new TierFailure(`tier ${name} still holds ${result.left} readable record(s) of the subject after erasing`);
+    state.removed = { ...state.removed, [name]: result.removed };
+    return result.detail;
   }
 
   /** The provenance graph of the affected artifacts and their direct sources (bounded). */
@@ -726,36 +760,16 @@ export class ErasureEngine {
   }
 
   async #destroy(row: ErasureRow, state: ErasureState): Promise<string> {
-    const c = state.contributions ?? {};
-    if (!state.keyId) {
-      this.#tierCheck('key-table', c['key-table'] ?? 0, 0, 0);
-      return 'no live key (nothing to destroy)';
-    }
     const keyId = state.keyId;
-    const d = await this.#d.keys.destroyKey(keyId, { reason: `erasure ${row.erasureId}`, actor: 'erasure' });
-    state.destruction = { keyId, destroyedAt: d.destroyedAt.toISOString(), wrappedEpoch: d.wrappedEpoch, leasedUntil: d.leasedUntil?.toISOString() ?? null };
-    this.#d.search.removeKey(keyId);
-    this.#d.failpoint?.('destroy-committed');
-    // the tiers the destruction erases, each checked: cumulative, so a re-run reports the same
-    const live = await this.#liveKey(row.subjectHash);
-    const keyRemoved = await this.#count(sql`select count(*) as n from destruction_ledger where key_id = ${keyId}`);
-    this.#tierCheck('key-table', c['key-table'] ?? 0, keyRemoved, live ? 1 : 0);
-    const unreadable = keyRemoved ? await this.#count(sql`select count(*) as n from log_entries where key_id = ${keyId}`) : 0;
-    const readable = await this.#count(sql`select count(*) as n from log_entries e join subject_keys k on k.key_id = e.key_id where e.subject_hash = ${row.subjectHash}`);
-    this.#tierCheck('log', c.log ?? 0, unreadable, readable);
-    const vectorsLeft = (await this.#count(sql`select count(*) as n from embeddings where key_id = ${keyId}`)) + this.#d.search.index.idsOfKey(keyId).length;
-    const vectorsRemoved = Math.max(0, (c['vector-index'] ?? 0) - vectorsLeft);
-    this.#tierCheck('vector-index', c['vector-index'] ?? 0, vectorsRemoved, vectorsLeft);
-    state.removed = { ...state.removed, 'key-table': keyRemoved, log: unreadable, 'vector-index': vectorsRemoved };
-    return `key ${keyId} destroyed (wrapped under epoch ${d.wrappedEpoch}); ${unreadable} entr${unreadable === 1 ? 'y' : 'ies'} unreadable, ${vectorsRemoved} vector(s) removed from the index and at rest`;
-  }
-
-  /** A tier that provenance says the subject contributed to must report removals and nothing left. */
-  #tierCheck(tier: TierName, contributed: number, removed: number, left: number): void {
-    if (contributed > 0 && removed === 0) {
-      throw new TierFailure(`tier ${tier} reported 0 removals for a subject that contributed ${contributed} record(s) to it`);
+    if (keyId) {
+      const d = await this.#d.keys.destroyKey(keyId, { reason: `erasure ${row.erasureId}`, actor: 'erasure' });
+      state.destruction = { keyId, destroyedAt: d.destroyedAt.toISOString(), wrappedEpoch: d.wrappedEpoch, leasedUntil: d.leasedUntil?.toISOString() ?? null };
+      this.#d.failpoint?.('destroy-committed');
     }
-    if (left > 0) throw new TierFailure(`tier ${tier} still holds ${left} readable record(s) of the subject after erasing`);
+    // the tiers the destruction erases, each checked (cumulative: a re-run reports the same)
+    const details = [];
+    for (const name of ['key-table', 'log', 'vector-index'] as const) details.push(await this.#eraseTier(name, row, state));
+    return keyId ? `${details.join('; ')} (the key was wrapped under epoch ${state.destruction?.wrappedEpoch})` : 'no live key (nothing to destroy)';
   }
 
   #drain(state: ErasureState): { detail: string } | Park {
@@ -765,33 +779,14 @@ export class ErasureEngine {
   }
 
   async #cascade(row: ErasureRow, state: ErasureState): Promise<string> {
-    const contributed = state.contributions?.artifacts ?? 0;
-    const touching = await touchingSubject(this.#d.db.db, row.subjectHash);
-    let regenerated = 0;
-    let removed = 0;
-    if (touching.length > 0) {
-      const upward = await upwardClosure(this.#d.db.db, touching.map((t) => t.artifactId));
-      const current = await this.#d.db.db
-        .select({ keyId: artifacts.keyId })
-        .from(artifacts)
-        .where(inArray(artifacts.artifactId, upward.map((u) => u.artifactId)));
-      state.versionKeys = [...new Set([...(state.versionKeys ?? []), ...current.map((c) => c.keyId).filter((k): k is string => k !== null)])];
-      await this.#checkpoint(row.erasureId, {}, state);
-      const result = await this.#d.artifacts.regenerate(
-        touching.map((t) => t.artifactId),
-        { actor: 'erasure', reason: `erasure ${row.erasureId}` },
-      );
-      regenerated = result.regenerated.length;
-      removed = result.removed.length;
+    this.#cascading = { erasureId: row.erasureId, state };
+    try {
+      const detail = await this.#eraseTier('artifacts', row, state);
+      await this.#outcomes(state);
+      return detail;
+    } finally {
+      this.#cascading = undefined;
     }
-    const left = (await touchingSubject(this.#d.db.db, row.subjectHash)).length;
-    const cumulative = Math.max(0, contributed - left);
-    this.#tierCheck('artifacts', contributed, cumulative, left);
-    state.removed = { ...state.removed, artifacts: cumulative };
-    await this.#outcomes(state);
-    return contributed === 0
-      ? 'no derived artifact depended on the subject'
-      : `${regenerated} artifact(s) regenerated from surviving sources and re-embedded, ${removed} removed (no surviving source); old version keys destroyed`;
   }
 
   /** Marks each graph artifact regenerated / removed / unchanged against its version at classification. */
@@ -814,27 +809,15 @@ export class ErasureEngine {
     };
   }
 
-  async #propagate(state: ErasureState): Promise<string> {
-    const keyIds = [...new Set([...(state.keyId ? [state.keyId] : []), ...(state.versionKeys ?? []), ...(state.redactedKeys ?? [])])];
-    const destroyed = keyIds.length
-      ? (await this.#d.db.db.select({ keyId: destructionLedger.keyId }).from(destructionLedger).where(inArray(destructionLedger.keyId, keyIds))).map((r) => r.keyId)
-      : [];
-    const result = destroyed.length ? await this.#d.backups.propagate({ keyIds: destroyed }) : { backups: 0, keys: 0 };
-    if (state.keyId) {
-      const listed = await this.#count(sql`select count(*) as n from backup_keys where key_id = ${state.keyId}`);
-      const marked = await this.#count(sql`select count(*) as n from backup_propagations where key_id = ${state.keyId}`);
-      this.#tierCheck('backups', state.contributions?.backups ?? 0, marked, listed - marked);
-      state.removed = { ...state.removed, backups: marked };
-    }
-    const held = destroyed.length
-      ? await this.#count(sql`select count(distinct backup_id) as n from backup_keys where key_id in (select json_array_elements_text(${JSON.stringify(destroyed)}::json))`)
-      : 0;
-    return `${held} backup manifest(s) mark the destroyed keys (${result.backups} written now)`;
+  async #propagate(row: ErasureRow, state: ErasureState): Promise<string> {
+    return this.#eraseTier('backups', row, state);
   }
 
   async #probe(row: ErasureRow, state: ErasureState): Promise<string> {
-    const live = await this.#liveKey(row.subjectHash);
-    if (live) throw new TierFailure(`tier key-table: the subject has a live key (${live.keyId}) after its destruction`);
+    const scope: TierScope = { erasureId: row.erasureId, subjectHash: row.subjectHash, keyId: state.keyId ?? null, contributed: 0 };
+    for (const f of await this.#tiers['key-table'].probe(scope, { vectors: [], records: [], neighbours: 0 })) {
+      if (f.kind === 'live-key') throw new TierFailure(`tier key-table: the subject has a live key (${f.keyId}) after its destruction`);
+    }
     if (!row.sealedFingerprints) throw new TierFailure('the probe fingerprints are missing: the probe cannot run');
     const key = await this.#sealKey(row);
     const shingleKey = hkdf(sha256, key, undefined, utf8.encode('lethe/v1/erasure/shingles'), 32);
@@ -843,39 +826,26 @@ export class ErasureEngine {
       fp = decodeFingerprints(this.#open(key, row.sealKeyId!, row.erasureId, 'fingerprints', row.sealedFingerprints));
       const embedder = this.#d.search.embedder;
       const sameModel = fp.model === embedder.model;
-      const index = this.#d.search.index;
-      // candidates: the index's neighbours of every fingerprint and of every public attribute, and the affected artifacts
-      const near = new Map<string, { type: 'entry' | 'artifact'; cosine: number }>();
-      const queries: Float32Array[] = sameModel ? fp.records.map((r) => r.vector) : [];
-      if (fp.attributes.length) queries.push(...(await embedder.embed(fp.attributes)));
-      for (const q of queries) {
-        if (!q.some((x) => x !== 0)) continue;
-        for (const hit of index.search(q, Math.min(PROBE_NEIGHBOURS, index.size))) {
-          const prev = near.get(hit.id);
-          if (!prev || hit.score > prev.cosine) near.set(hit.id, { type: hit.type, cosine: hit.score });
-        }
-      }
-      for (const n of state.graph?.nodes ?? []) if (n.type === 'artifact' && !near.has(n.id)) near.set(n.id, { type: 'artifact', cosine: 0 });
+      // candidates: the index's neighbours of every fingerprint and every public attribute, and the affected artifacts
+      const vectors: Float32Array[] = sameModel ? fp.records.map((r) => r.vector) : [];
+      if (fp.attributes.length) vectors.push(...(await embedder.embed(fp.attributes)));
+      const found = await this.#tiers['vector-index'].probe(scope, { vectors, records: [], neighbours: PROBE_NEIGHBOURS });
+      const records = new Map<string, 'entry' | 'artifact'>();
+      for (const f of found) if (f.kind === 'neighbour') records.set(f.id, f.type);
+      for (const n of state.graph?.nodes ?? []) if (n.type === 'artifact') records.set(n.id, 'artifact');
       this.#d.failpoint?.('probe-candidates');
-      const entryIds = [...near].filter(([, v]) => v.type === 'entry').map(([id]) => id);
-      const artifactIds = [...near].filter(([, v]) => v.type === 'artifact').map(([id]) => id);
-      const texts = new Map<string, { text: string; type: 'entry' | 'artifact' }>();
-      for (const [id, e] of await this.#d.log.readMany(entryIds)) texts.set(id, { text: e.text, type: 'entry' });
-      for (const [id, a] of await this.#d.artifacts.readMany(artifactIds)) texts.set(id, { text: a.text, type: 'artifact' });
-      const ordered = [...texts];
-      const vectors = ordered.length ? await embedder.embed(ordered.map(([, t]) => t.text)) : [];
-      const candidates: ProbeCandidate[] = ordered.map(([id, t], i) => ({
-        id,
-        tier: t.type === 'entry' ? 'log' : 'artifacts',
-        vector: sameModel ? vectors[i]! : new Float32Array(0),
+      const query = { vectors: [], records: [...records].map(([id, type]) => ({ id, type })), neighbours: 0 };
+      const texts = [...(await this.#tiers.log.probe(scope, query)), ...(await this.#tiers.artifacts.probe(scope, query))].filter(
+        (f): f is Extract<ProbeFinding, { kind: 'text' }> => f.kind === 'text',
+      );
+      const textVectors = texts.length ? await embedder.embed(texts.map((t) => t.text)) : [];
+      const candidates: ProbeCandidate[] = texts.map((t, i) => ({
+        id: t.id,
+        tier: t.tier,
+        vector: sameModel ? textVectors[i]! : new Float32Array(0),
         shingles: keyedShingles(t.text, shingleKey),
       }));
-      // a vector still in the index whose text is unreadable: the index outlived the key
-      for (const [id] of near) {
-        if (texts.has(id) || index.keyOf(id) === undefined) continue;
-        const v = index.vectorOf(id);
-        if (v) candidates.push({ id, tier: 'vector-index', vector: v, shingles: new Set() });
-      }
+      for (const f of found) if (f.kind === 'vector') candidates.push({ id: f.id, tier: 'vector-index', vector: f.vector, shingles: new Set() });
       const { recovered, matches } = scoreProbe(fp.records, candidates, this.#d.probeSimilarity);
       state.probe = { recovered, threshold: this.#d.probeThreshold, matches };
       return `recovered ${recovered} of the subject's private content (threshold ${this.#d.probeThreshold}) from ${candidates.length} readable candidate record(s); ${matches.length} match(es)`;
