@@ -426,7 +426,7 @@ function graphSection(graph: ErasureGraph): string {
   if (graph.nodes.length === 0) {
     return `<section id="graph">
 <h2>Provenance graph</h2>
-<p id="graph-empty">No derived artifacts were affected (class A).</p>
+<p id="graph-empty">No derived artifacts were affected (class A)</p>
 ${graph.truncated ? '<p class="warn">The graph was cut when it was captured; it may not be complete.</p>' : ''}
 </section>`;
   }
@@ -482,7 +482,7 @@ function legend(): string {
 function svg(layout: GraphLayout): string {
   const edges = layout.edges
     .map((e) => {
-      const d = e.points.map((p, i) => `${i === 0 ? 'M' : 'L'}${num(p.x)},${num(p.y)}`).join(' ');
+      const d = basisPath(e.points);
       const colour = e.erased ? ERASED_EDGE : PLAIN_EDGE;
       return `<path class="edge" data-from="${escapeHtml(e.from)}" data-to="${escapeHtml(e.to)}" d="${d}" fill="none" stroke="${colour}" stroke-width="1.5" marker-end="url(#${e.erased ? 'arrow-erased' : 'arrow'})"/>`;
     })
@@ -521,6 +521,33 @@ function nodeSvg({ node, x, y }: LaidOutNode): string {
 <text x="${num(x)}" y="${num(top + 16)}" text-anchor="middle" fill="#111827"${struck ? ' text-decoration="line-through"' : ''}>${escapeHtml(shortId(node.id))}</text>
 <text x="${num(x)}" y="${num(top + 31)}" text-anchor="middle" fill="#4b5563" font-size="10">${escapeHtml(second)}</text>
 </g>`;
+}
+
+/**
+ * A uniform B-spline through dagre's edge points (d3's curveBasis, as dagre-d3 draws):
+ * it starts on the source's border, ends on the target's, and stays inside the convex
+ * hull of the points, so inside the canvas.
+ */
+function basisPath(points: readonly { x: number; y: number }[]): string {
+  const p = points.filter((q) => Number.isFinite(q.x) && Number.isFinite(q.y));
+  if (p.length === 0) return '';
+  const pt = (x: number, y: number) => `${num(x)},${num(y)}`;
+  const parts = [`M${pt(p[0]!.x, p[0]!.y)}`];
+  if (p.length === 2) parts.push(`L${pt(p[1]!.x, p[1]!.y)}`);
+  if (p.length > 2) {
+    parts.push(`L${pt((5 * p[0]!.x + p[1]!.x) / 6, (5 * p[0]!.y + p[1]!.y) / 6)}`);
+    for (let i = 2; i <= p.length; i++) {
+      const a = p[i - 2]!;
+      const b = p[i - 1]!;
+      const c = p[Math.min(i, p.length - 1)]!;
+      parts.push(
+        `C${pt((2 * a.x + b.x) / 3, (2 * a.y + b.y) / 3)} ${pt((a.x + 2 * b.x) / 3, (a.y + 2 * b.y) / 3)} ${pt((a.x + 4 * b.x + c.x) / 6, (a.y + 4 * b.y + c.y) / 6)}`,
+      );
+    }
+    const last = p.at(-1)!;
+    parts.push(`L${pt(last.x, last.y)}`);
+  }
+  return parts.join(' ');
 }
 
 // --- formatting ----------------------------------------------------------------
