@@ -1,0 +1,48 @@
+/** Erasure on the embedded default: PGlite and the local object store, with the background worker. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyCertificate } from '../../src/erasure/certificate.js';
+import { openTestVault, type TestVault } from '../support/vault.js';
+
+describe('erasure on PGlite and the local object store', () => {
+  let tv: TestVault;
+  beforeAll(async () => {
+    tv = await openTestVault({ embedded: true, extraEnv: { LETHE_ERASURE_POLL_MS: '50' } });
+  }, 120_000);
+  afterAll(async () => {
+    await tv?.close();
+  });
+
+  it('the background worker runs a class B erasure to completion, and the result survives a restart', async () => {
+    const v = tv.vault;
+    expect([v.db.kind, v.objects.kind]).toEqual(['pglite', 'fs']);
+    const a = await v.log.append('user:emb-a', { text: 'Anna keeps her spare key under the blue flowerpot near the gate.' }, 'writer');
+    const b = await v.log.append('user:emb-b', { text: 'Ben is training for a half marathon in October.' }, 'writer');
+    const s = await v.artifacts.write({ kind: 'summary', text: 'Anna: spare key under the blue flowerpot near the gate. Ben: half marathon in October.', sources: [a.entryId, b.entryId] }, 'writer');
+    const { erasureId, status } = await v.erasures.request({ subject: 'user:emb-a', publicAttributes: ['Anna'] }, 'eraser');
+    expect(status).toBe('pending');
+    // no settle(): the worker started with the vault claims and runs it
+    const deadline = Date.now() + 30_000;
+    let view = await v.erasures.get(erasureId);
+    while ((view.status === 'pending' || view.status === 'running') && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      view = await v.erasures.get(erasureId);
+    }
+    expect(view).toMatchObject({ status: 'completed', class: 'B' });
+    const summary = await v.artifacts.get(s.artifactId);
+    expect(summary.version).toBe(2);
+    expect(summary.text).not.toMatch(/flowerpot/);
+    expect(summary.text).toContain('half marathon');
+    expect((await v.search.search('spare key blue flowerpot gate', 5)).hits.map((h) => h.text).join(' ')).not.toMatch(/flowerpot/);
+    expect(verifyCertificate({ ...view.certificate, algorithm: 'Ed25519' }, v.erasures.publicKey).valid).toBe(true);
+
+    await v.close();
+    const reopened = await tv.reopen();
+    const again = await reopened.erasures.get(erasureId);
+    expect(again.status).toBe('completed');
+    expect(again.certificate?.signature).toBe(view.certificate?.signature);
+    // the subject may come back after its erasure: a new key, nothing of the old one
+    const fresh = await reopened.log.append('user:emb-a', { text: 'new beginning' }, 'writer');
+    expect(fresh.keyId).not.toBe(a.keyId);
+    expect((await reopened.log.list('user:emb-a')).map((e) => e.text)).toEqual(['new beginning']);
+  });
+});
