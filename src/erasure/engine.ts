@@ -33,7 +33,7 @@ import type { KeyService } from '../vault/keys.js';
 import { newId } from '../vault/ids.js';
 import { hashHex } from '../vault/subjects.js';
 import { certificatePublicKey, type Json, signCertificate } from './certificate.js';
-import { artifactsTier, backupsTier, keyTableTier, logTier, type ProbeFinding, type Tier, type TierName, type TierScope, vectorIndexTier } from './tiers.js';
+import { artifactsTier, backupsTier, keyTableTier, logTier, type ProbeFinding, staleSince, type Tier, type TierName, type TierScope, vectorIndexTier } from './tiers.js';
 import { decodeFingerprints, encodeFingerprints, type Fingerprints, keyedShingles, type ProbeCandidate, type RecordFingerprint, scoreProbe } from './probe.js';
 import {
   type ErasureClass,
@@ -103,7 +103,7 @@ interface ErasureState {
   versionKeys?: string[];
   /** Keys of other subjects destroyed by redactions. */
   redactedKeys?: string[];
-  redactions?: Array<{ ids: string[]; orderedAt: string; done?: string }>;
+  redactions?: Array<{ ids: string[]; orderedAt: string; affected?: string[]; rekeyedAt?: string; done?: string }>;
   pendingRedaction?: string[];
   probe?: ProbeView;
   residuals?: Residual[];
@@ -310,7 +310,7 @@ export class ErasureEngine {
       if (name === 'redact' && !s) continue;
       steps.push({ name, status: s?.status ?? 'pending', ...(s?.detail ? { detail: s.detail } : {}), ...(s?.startedAt ? { startedAt: s.startedAt } : {}), ...(s?.finishedAt ? { finishedAt: s.finishedAt } : {}) });
     }
-    const certificate = row.certificate as { payload: Record<string, unknown>; signature: string; publicKey: string } | null;
+    const certificate = row.certificate as { payload: Record<string, unknown>; signature: string; publicKey: string; algorithm: 'Ed25519' } | null;
     return {
       erasureId: row.erasureId,
       status: row.status,
@@ -322,7 +322,7 @@ export class ErasureEngine {
       steps,
       residuals: state.residuals ?? [],
       probe: state.probe ?? { recovered: 0, threshold: this.#d.probeThreshold, matches: [] },
-      ...(certificate ? { certificate: { payload: certificate.payload, signature: certificate.signature, publicKey: certificate.publicKey } } : {}),
+      ...(certificate ? { certificate: { payload: certificate.payload, signature: certificate.signature, publicKey: certificate.publicKey, algorithm: certificate.algorithm } } : {}),
       ...(row.certificateState ? { certificateState: row.certificateState } : {}),
       graph: state.graph ?? { nodes: [], edges: [] },
     };
@@ -649,6 +649,8 @@ export class ErasureEngine {
       keyId: state.keyId ?? null,
       contributed,
       otherKeys: [...(state.versionKeys ?? []), ...(state.redactedKeys ?? [])],
+      affected: (state.affected ?? []).map((a) => a.artifactId),
+      ...(state.destruction ? { since: new Date(state.destruction.destroyedAt) } : {}),
     };
     const result = await this.#tiers[name].erase(scope);
     if (contributed > 0 && result.removed === 0) {
@@ -1006,6 +1008,14 @@ export class ErasureEngine {
 
   async #redact(row: ErasureRow, state: ErasureState): Promise<string> {
     const ids = state.pendingRedaction ?? [];
+    const round = state.redactions?.at(-1);
+    // what was derived from the named records, recorded before their keys are destroyed:
+    // a re-run after a crash still finds an artifact above one already regenerated
+    if (round && !round.affected) {
+      const touching = ids.length ? await touchingRecords(this.#d.db.db, ids) : [];
+      round.affected = touching.length ? (await upwardClosure(this.#d.db.db, touching.map((t) => t.artifactId))).map((a) => a.artifactId) : [];
+      await this.#checkpoint(row.erasureId, {}, state);
+    }
     const rows = ids.length
       ? await queryRows<{ entry_id: string; key_id: string; state: 'active' | 'fenced' | null }>(
           this.#d.db.db,
@@ -1026,23 +1036,31 @@ export class ErasureEngine {
       state.redactedKeys = [...new Set([...(state.redactedKeys ?? []), result.oldKeyId])];
       await this.#checkpoint(row.erasureId, {}, state);
     }
+    if (round && !round.rekeyedAt) {
+      round.rekeyedAt = new Date().toISOString();
+      await this.#checkpoint(row.erasureId, {}, state);
+    }
     // what was derived from the redacted records is regenerated without them
-    const touching = ids.length ? await touchingRecords(this.#d.db.db, ids) : [];
+    const pending = async () => {
+      const touching = ids.length ? (await touchingRecords(this.#d.db.db, ids)).map((t) => t.artifactId) : [];
+      const stale = await staleSince(this.#d.db, round?.affected ?? [], round?.rekeyedAt ? new Date(round.rekeyedAt) : undefined);
+      return [...new Set([...touching, ...stale])];
+    };
+    const roots = await pending();
     let regenerated = 0;
     let removed = 0;
-    if (touching.length) {
-      const upward = await upwardClosure(this.#d.db.db, touching.map((t) => t.artifactId));
+    if (roots.length) {
+      const upward = await upwardClosure(this.#d.db.db, roots);
       const current = await this.#d.db.db.select({ keyId: artifacts.keyId }).from(artifacts).where(inArray(artifacts.artifactId, upward.map((u) => u.artifactId)));
       state.versionKeys = [...new Set([...(state.versionKeys ?? []), ...current.map((c) => c.keyId).filter((k): k is string => k !== null)])];
       await this.#checkpoint(row.erasureId, {}, state);
-      const result = await this.#d.artifacts.regenerate(touching.map((t) => t.artifactId), { actor: 'erasure', reason: `redaction for erasure ${row.erasureId}` });
+      const result = await this.#d.artifacts.regenerate(roots, { actor: 'erasure', reason: `redaction for erasure ${row.erasureId}` });
       regenerated = result.regenerated.length;
       removed = result.removed.length;
     }
-    const left = ids.length ? (await touchingRecords(this.#d.db.db, ids)).length : 0;
+    const left = (await pending()).length;
     if (left > 0) throw new TierFailure(`tier artifacts still derives ${left} artifact(s) from redacted records`);
-    const last = state.redactions?.at(-1);
-    if (last) last.done = new Date().toISOString();
+    if (round) round.done = new Date().toISOString();
     state.pendingRedaction = [];
     return `${ids.length} record(s) redacted by re-keying ${byKey.size} subject log(s) (old keys destroyed); ${regenerated} artifact(s) regenerated, ${removed} removed`;
   }

@@ -2,8 +2,8 @@
  * The reconstruction probe's pure parts: fingerprints of the subject's content and
  * the score of what survives.
  *
- * A fingerprint of one record is its embedding and its word shingles: pairs of
- * consecutive content words (stop words dropped, crude stems), each stored only as a
+ * A fingerprint of one record is its embedding and its word shingles: content words
+ * and pairs of consecutive ones (stop words dropped, crude stems), each stored only as a
  * keyed hash (HMAC-SHA256 under the erasure's own key, 8 bytes). Neither holds the
  * text; both are sealed under the erasure key at rest and die with it.
  *
@@ -46,14 +46,17 @@ export interface ProbeCandidate {
   readonly shingles: ReadonlySet<string>;
 }
 
-/** Word shingles of a text: consecutive content-word pairs (a lone content word when there is one). */
+/**
+ * Word shingles of a text: its content words (stop words dropped, stemmed) and the
+ * pairs of consecutive ones. Single words catch a summary that rearranges the text
+ * ("birdwatching ACME-42" from "loves birdwatching in the marshes, ACME-42"); pairs
+ * weigh wording that survives intact.
+ */
 export function shingleTexts(text: string): string[] {
   const words = tokenize(text)
     .filter((w) => !STOP_WORDS.has(w))
     .map(stem);
-  if (words.length === 0) return [];
-  if (words.length === 1) return [words[0]!];
-  const out = new Set<string>();
+  const out = new Set<string>(words);
   for (let i = 0; i + 1 < words.length; i++) out.add(`${words[i]} ${words[i + 1]}`);
   return [...out];
 }

@@ -31,6 +31,22 @@ export interface TierScope {
   readonly contributed: number;
   /** Keys of derived versions and other subjects that this erasure destroyed (their backups are marked too). */
   readonly otherKeys?: readonly string[];
+  /** Artifacts classified as affected (the upward closure of what touched the subject). */
+  readonly affected?: readonly string[];
+  /** When the subject's key was destroyed: a version written before it may hold the subject's content. */
+  readonly since?: Date;
+}
+
+/** The live artifacts among `ids` whose current version was written before `since`. */
+export async function staleSince(db: Db, ids: readonly string[], since: Date | undefined): Promise<string[]> {
+  if (!since || ids.length === 0) return [];
+  const rows = await queryRows<{ artifact_id: string }>(
+    db.db,
+    sql`select artifact_id from artifacts
+         where artifact_id in (select json_array_elements_text(${JSON.stringify(ids)}::json))
+           and state = 'live' and updated_at < ${since.toISOString()}::timestamptz`,
+  );
+  return rows.map((r) => r.artifact_id);
 }
 
 export interface TierErasure {
@@ -173,19 +189,27 @@ export function artifactsTier(d: TierDeps, hooks: { beforeRegenerate: (versionKe
       return (await touchingSubject(d.db.db, scope.subjectHash)).length;
     },
     async erase(scope) {
-      const touching = await touchingSubject(d.db.db, scope.subjectHash);
+      const pending = async () => {
+        const touching = (await touchingSubject(d.db.db, scope.subjectHash)).map((t) => t.artifactId);
+        // An artifact classified as affected still holding a version written before the key's
+        // destruction carries the subject's content even when it no longer cites the subject
+        // directly (a digest above a summary that a crashed run already regenerated).
+        const stale = await staleSince(d.db, scope.affected ?? [], scope.since);
+        return [...new Set([...touching, ...stale])];
+      };
+      const roots = await pending();
       let detail = 'no derived artifact depends on the subject';
-      if (touching.length > 0) {
-        const upward = await upwardClosure(d.db.db, touching.map((t) => t.artifactId));
+      if (roots.length > 0) {
+        const upward = await upwardClosure(d.db.db, roots);
         const current = await d.db.db.select({ keyId: artifacts.keyId }).from(artifacts).where(inArray(artifacts.artifactId, upward.map((u) => u.artifactId)));
         // recorded before the keys are destroyed, so their backups are marked even if we crash mid-way
         await hooks.beforeRegenerate(current.map((c) => c.keyId).filter((k): k is string => k !== null));
-        const result = await d.artifacts.regenerate(touching.map((t) => t.artifactId), { actor: 'erasure', reason: `erasure ${scope.erasureId}` });
+        const result = await d.artifacts.regenerate(roots, { actor: 'erasure', reason: `erasure ${scope.erasureId}` });
         detail = `${result.regenerated.length} artifact(s) regenerated from surviving sources and re-embedded, ${result.removed.length} removed (no surviving source); old version keys destroyed`;
       } else if (scope.contributed > 0) {
         detail = 'every affected artifact was already regenerated (a re-run)';
       }
-      const left = (await touchingSubject(d.db.db, scope.subjectHash)).length;
+      const left = (await pending()).length;
       return { removed: Math.max(0, scope.contributed - left), left, detail };
     },
     async probe(_scope, query) {

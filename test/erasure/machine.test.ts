@@ -9,7 +9,9 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { verifyCertificate } from '../../src/erasure/certificate.js';
+import { ExtractiveRegenerator, type Regenerator } from '../../src/artifacts/regenerator.js';
 import { FIRST_RUN, TRANSITIONS } from '../../src/erasure/engine.js';
+import { isLetheError, LetheError } from '../../src/errors.js';
 import type { Vault } from '../../src/vault/vault.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
 
@@ -128,6 +130,25 @@ describe('the erasure state machine', () => {
     expect(new Date(view.steps.find((st) => st.name === 'cascade')!.startedAt!).getTime()).toBeGreaterThanOrEqual(lease.expiresAt.getTime() - 50);
   });
 
+  it('a redaction keeps another subject fenced when that subject\'s own erasure is open', async () => {
+    const A = `user:red-a-${tag()}`;
+    const B = `user:red-b-${tag()}`;
+    const secret = words(6);
+    await tv.vault.log.append(A, { text: `the gate code is ${secret}` }, 'writer');
+    const note = (await tv.vault.log.append(B, { text: `A told me the gate code is ${secret}` }, 'writer')).entryId;
+    await tv.vault.log.append(B, { text: words(5) }, 'writer');
+    const first = await tv.vault.erasures.settle((await tv.vault.erasures.request({ subject: A }, 'eraser')).erasureId);
+    expect(first.status).toBe('incomplete');
+    expect(first.probe.matches.map((m) => m.id)).toContain(note);
+    await tv.vault.erasures.redact(first.erasureId, [note], 'eraser');
+    const ofB = await tv.vault.erasures.request({ subject: B }, 'eraser');
+    expect(await tv.vault.erasures.stepOnce()).toBe('redact'); // A's redaction re-keys B's log while B's erasure is open
+    await expect(tv.vault.keys.lease(B, 'writer')).rejects.toSatisfy((e) => isLetheError(e, 'erasure_in_progress'));
+    await expect(tv.vault.log.append(B, { text: 'more' }, 'writer')).rejects.toSatisfy((e) => isLetheError(e, 'erasure_in_progress'));
+    expect((await tv.vault.erasures.settle(first.erasureId)).status).toBe('completed');
+    expect((await tv.vault.erasures.settle(ofB.erasureId)).status).toBe('completed');
+  });
+
   it('signs a provisional certificate, and a final one once the epoch that wrapped the key retires', async () => {
     const s = await subjectWith(1);
     const { erasureId } = await tv.vault.erasures.request({ subject: s }, 'eraser');
@@ -142,10 +163,55 @@ describe('the erasure state machine', () => {
     expect(final.certificateState).toBe('final');
     expect(final.certificate!.payload.certificateState).toBe('final');
     expect(final.certificate!.signature).not.toBe(view.certificate!.signature);
-    expect(verifyCertificate({ ...final.certificate, algorithm: 'Ed25519' }, tv.vault.erasures.publicKey).valid).toBe(true);
+    expect(verifyCertificate(final.certificate, tv.vault.erasures.publicKey).valid).toBe(true);
     expect(final.residuals.find((r) => r.kind === 'wrapped-dek')).toMatchObject({ bound: 0 });
     // a tampered payload no longer verifies
     const forged = { ...final.certificate!, payload: { ...final.certificate!.payload, erasureId: 'ers_someone_else_000000000' }, algorithm: 'Ed25519' };
     expect(verifyCertificate(forged, tv.vault.erasures.publicKey).valid).toBe(false);
+  });
+});
+
+describe('a cascade interrupted half-way (the regenerator fails once)', () => {
+  let tv: TestVault;
+  const failOnce = new Set<string>();
+  const inner = new ExtractiveRegenerator();
+  const flaky: Regenerator = {
+    name: 'flaky-extractive',
+    async regenerate(input) {
+      if (failOnce.delete(input.artifactId)) throw new LetheError('unavailable', 'the regenerator timed out', { retryable: true });
+      return inner.regenerate(input);
+    },
+  };
+
+  beforeAll(async () => {
+    tv = await openTestVault({ vault: { erasureWorker: false, regenerator: flaky } });
+  }, 60_000);
+  afterAll(async () => {
+    await tv?.close();
+  });
+
+  it('still regenerates the digest above a summary the failed attempt already rewrote', async () => {
+    const A = `user:flaky-a-${tag()}`;
+    const B = `user:flaky-b-${tag()}`;
+    const ca = `ACANARY${tag()}`;
+    const a1 = (await tv.vault.log.append(A, { text: `Alice loves birdwatching in the marshes ${ca}.` }, 'writer')).entryId;
+    const b1 = (await tv.vault.log.append(B, { text: 'Bob collects vintage synthesizers.' }, 'writer')).entryId;
+    const summary = await tv.vault.artifacts.write({ kind: 'summary', text: `Interests: birdwatching ${ca}; synthesizers.`, sources: [a1, b1] }, 'writer');
+    const digest = await tv.vault.artifacts.write({ kind: 'digest', text: `Digest: birdwatching ${ca}, synthesizers.`, sources: [summary.artifactId] }, 'writer');
+    failOnce.add(digest.artifactId);
+    const { erasureId } = await tv.vault.erasures.request({ subject: A }, 'eraser');
+    const view = await tv.vault.erasures.settle(erasureId);
+    expect(view.status).toBe('completed');
+    expect(failOnce.size).toBe(0);
+    expect(view.steps.find((s) => s.name === 'cascade')?.status).toBe('done');
+    const d = await tv.vault.artifacts.get(digest.artifactId);
+    expect(d.version).toBe(2);
+    expect(d.text).not.toContain(ca);
+    expect((await tv.vault.artifacts.get(summary.artifactId)).version).toBe(2);
+    const [retries] = await queryRows<{ n: string }>(
+      tv.vault.db.db,
+      sql`select count(*) as n from erasure_transitions where erasure_id = ${erasureId} and from_step = 'cascade' and to_step = 'cascade'`,
+    );
+    expect(Number(retries!.n)).toBe(1);
   });
 });

@@ -30,9 +30,10 @@ async function candidate(id: string, text: string, tier: ProbeCandidate['tier'] 
 
 describe('shingles', () => {
   it('pairs consecutive content words, dropping stop words and stemming', () => {
-    expect(shingleTexts('My home address is 14 Rue des Lilas')).toEqual(['home addres', 'addres 14', '14 rue', 'rue des', 'des lila']);
+    expect(shingleTexts('My home address is 14 Rue des Lilas')).toEqual(['home', 'addres', '14', 'rue', 'des', 'lila', 'home addres', 'addres 14', '14 rue', 'rue des', 'des lila']);
     expect(shingleTexts('the and of')).toEqual([]);
     expect(shingleTexts('Lyon')).toEqual(['lyon']);
+    expect(shingleTexts('Lyon, Lyon')).toEqual(['lyon', 'lyon lyon']);
   });
 
   it('are keyed: the same text gives the same hashes under one key and unrelated ones under another', () => {
