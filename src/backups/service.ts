@@ -90,6 +90,11 @@ export interface RestoreResult {
   readonly keys: number;
   readonly entries: number;
   readonly artifacts: number;
+  /** Artifacts whose current version's key was destroyed after the backup. */
+  readonly staleArtifacts: number;
+  /** Of those, regenerated from the restored sources / erased for want of any. */
+  readonly regeneratedArtifacts: number;
+  readonly removedArtifacts: number;
   /** Keys known destroyed (ledger copy, manifest, the backup's own ledger): left out. */
   readonly destroyedKeys: number;
   /** Destructions written into the restored ledger that the backup's own rows did not have. */
@@ -147,6 +152,16 @@ export class BackupService {
     this.#live = deps.objects;
     this.#backup = deps.backupObjects;
     this.#logger = deps.logger;
+  }
+
+  #repair: ((artifactIds: string[]) => Promise<{ regenerated: number; removed: number }>) | undefined;
+
+  /**
+   * How a restore repairs artifacts whose current version's key was destroyed after the
+   * backup was taken (the vault wires it to regeneration from the restored sources).
+   */
+  repairArtifactsWith(fn: (artifactIds: string[]) => Promise<{ regenerated: number; removed: number }>): void {
+    this.#repair = fn;
   }
 
   /** The backup bucket (or folder). */
@@ -570,10 +585,29 @@ export class BackupService {
       await this.#live.put(o.key, bytes);
       objects++;
     }
+    // An artifact whose current version's key was destroyed after the backup (an erasure's
+    // cascade regenerated it) points at text nothing opens: regenerate it from the
+    // restored sources that survive, as the erasure did, or erase it when none does.
+    const stale = (
+      await queryRows<{ artifact_id: string }>(
+        this.#db.db,
+        sql`select a.artifact_id from artifacts a
+             where a.state = 'live' and a.key_id is not null
+               and not exists (select 1 from artifact_keys k where k.key_id = a.key_id)`,
+      )
+    ).map((r) => r.artifact_id);
+    let repaired = { regenerated: 0, removed: 0 };
+    if (stale.length > 0) {
+      if (this.#repair) repaired = await this.#repair(stale);
+      else warnings.push(`${stale.length} artifact(s) point at version keys destroyed after the backup; regenerate them (POST /v1/artifacts/{id}/regenerate)`);
+    }
     return {
       backupId,
       manifestVersion: manifest.version,
       objects,
+      staleArtifacts: stale.length,
+      regeneratedArtifacts: repaired.regenerated,
+      removedArtifacts: repaired.removed,
       keys: restoredKeyIds.size,
       entries: counts.imported.log_entries,
       artifacts: counts.imported.artifacts,

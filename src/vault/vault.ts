@@ -147,6 +147,10 @@ export async function openVault(config: Config, options: OpenVaultOptions): Prom
         failpoint?.('cascade-regenerated');
       },
     });
+    backups.repairArtifactsWith(async (ids) => {
+      const result = await artifacts.regenerate(ids, { actor: 'restore', reason: 'restore: the version key was destroyed after the backup' });
+      return { regenerated: result.regenerated.length, removed: result.removed.length };
+    });
     const exposures = new TrainingExposures({ db, audit });
     signingKey = await provider.deriveSystemKey('certificate-signing');
     const erasures = new ErasureEngine({
