@@ -80,6 +80,8 @@ export interface CertificateView {
   readonly payload: { readonly [key: string]: unknown };
   readonly signature: string;
   readonly publicKey: string;
+  /** Always Ed25519: the certificate as served verifies as-is (`lethe certificate verify`). */
+  readonly algorithm: 'Ed25519';
 }
 
 export interface ErasureView {

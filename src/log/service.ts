@@ -408,6 +408,8 @@ export class LogService {
         actor: options.actor,
         newKeyId,
         newDek,
+        // a key fenced by someone else (an erasure of this subject) stays fenced under its new id
+        newState: wasActive ? 'active' : 'fenced',
         migrate: async (tx) => {
           await tx.execute(sql`update log_entries as e
                                   set key_id = ${newKeyId}, segment = ${segment}, frame_offset = v.offset, frame_length = v.length

@@ -240,6 +240,8 @@ export class KeyService {
       actor: string;
       newKeyId: string;
       newDek: Uint8Array;
+      /** The new key's state: fenced when an erasure of the subject holds the old one (default active). */
+      newState?: 'active' | 'fenced';
       migrate: (tx: Transaction) => Promise<void>;
     },
   ): Promise<Destruction> {
@@ -254,7 +256,7 @@ export class KeyService {
       await tx.insert(subjectKeys).values({
         keyId: options.newKeyId,
         subjectHash: row.subjectHash,
-        state: 'active',
+        state: options.newState ?? 'active',
         epoch: active.epoch,
         wrappedDek,
         createdAt: now,

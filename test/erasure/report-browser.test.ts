@@ -50,7 +50,7 @@ const classB: ErasureView = {
   ],
   residuals: [{ tier: 'key-table', kind: 'wrapped-dek', detail: '2 wrapped copies in epoch 7', bound: 2, until: '2026-12-31T00:00:00.000Z' }],
   probe: { recovered: 0.04, threshold: 0.15, matches: [{ id: 'entry_other0000000000000001', tier: 'log', score: 0.42 }] },
-  certificate: { payload: { erasureId: 'ers_browser00000000000001', final: false }, signature: 'c2ln', publicKey: 'cHVi' },
+  certificate: { payload: { erasureId: 'ers_browser00000000000001', final: false }, signature: 'c2ln', publicKey: 'cHVi', algorithm: 'Ed25519' },
   certificateState: 'provisional',
   graph: { nodes, edges },
 };
@@ -63,7 +63,7 @@ const hostile: ErasureView = {
   legalBasis: IMG,
   steps: [{ name: 'destroy', status: 'failed', detail: `${PWN}${IMG}` }],
   residuals: [{ tier: PWN, kind: '"onload="window.__pwned=3', detail: IMG, bound: 'unbounded' }],
-  certificate: { payload: { note: PWN, img: IMG }, signature: PWN, publicKey: IMG },
+  certificate: { payload: { note: PWN, img: IMG }, signature: PWN, publicKey: IMG, algorithm: 'Ed25519' },
   graph: {
     nodes: [
       { id: `entry_${PWN}`, type: 'entry', erasedSubject: true },

@@ -44,6 +44,7 @@ const classA: ErasureView = {
     payload: { erasureId: 'ers_classA0000000000000001', class: 'A', final: true, steps: [{ name: 'destroy', at: '2026-11-30T12:00:03.000Z' }] },
     signature: 'c2lnbmF0dXJlLW9mLWNsYXNzLUE',
     publicKey: 'cHVibGljLWtleS1vZi1sZXRoZQ',
+    algorithm: 'Ed25519',
   },
   certificateState: 'final',
   graph: { nodes: [], edges: [] },
@@ -125,7 +126,7 @@ const hostile: ErasureView = {
   steps: [{ name: 'destroy', status: 'failed', detail: `${HOSTILE}${IMG}`, startedAt: ATTR }],
   residuals: [{ tier: HOSTILE, kind: ATTR, detail: IMG, bound: `${HOSTILE}`, until: ATTR }],
   probe: { recovered: Number.NaN, threshold: 0.15, matches: [{ id: `${ATTR}${HOSTILE}`, tier: 'log', score: 1 }] },
-  certificate: { payload: { note: HOSTILE, nested: { attr: ATTR, img: IMG } }, signature: HOSTILE, publicKey: ATTR },
+  certificate: { payload: { note: HOSTILE, nested: { attr: ATTR, img: IMG } }, signature: HOSTILE, publicKey: ATTR, algorithm: 'Ed25519' },
   certificateState: 'provisional',
   graph: {
     nodes: [

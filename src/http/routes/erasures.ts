@@ -12,7 +12,7 @@ import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
 import { authErrors, json, jsonBody, problemResponse, security } from '../schemas.js';
 
 const ErasureIdParam = z.object({
-  erasureId: z.string().min(1).max(100).openapi({ param: { name: 'erasureId', in: 'path' }, example: 'ers_3q2-7wEXAMPLE0000000000' }),
+  erasureId: z.string().min(1).openapi({ param: { name: 'erasureId', in: 'path' }, example: 'ers_3q2-7wEXAMPLE0000000000' }),
 });
 
 const ErasureRequest = z
@@ -58,7 +58,7 @@ const ErasureSchema = z
       threshold: z.number(),
       matches: z.array(z.object({ id: z.string(), tier: z.string(), score: z.number() })),
     }),
-    certificate: z.object({ payload: z.record(z.string(), z.unknown()), signature: z.string(), publicKey: z.string() }).optional(),
+    certificate: z.object({ payload: z.record(z.string(), z.unknown()), signature: z.string(), publicKey: z.string(), algorithm: z.literal('Ed25519') }).optional(),
     certificateState: z.enum(['provisional', 'final']).optional(),
     graph: z.object({
       nodes: z.array(z.object({ id: z.string(), type: z.enum(['entry', 'artifact']), kind: z.string().optional(), erasedSubject: z.boolean(), outcome: z.string().optional() })),
