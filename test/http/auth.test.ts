@@ -17,10 +17,14 @@ interface RouteCase {
   readonly template: string;
   /** Roles that may call it (API.md: admin may call everything). */
   readonly allowed: readonly TestRole[];
-  /** A concrete path for a valid request. */
-  path(): string;
+  /** A concrete path for a valid request (by the role calling, for routes whose valid request is used up). */
+  path(role?: TestRole | 'none'): string;
   /** A valid body, when the route takes one. */
-  body?(): unknown;
+  body?(role?: TestRole | 'none'): unknown;
+  /** The content type of a 2xx answer (default application/json). */
+  readonly contentType?: RegExp;
+  /** Answers without a token: no 401 or 403, every role and no token get a 2xx answer. */
+  readonly public?: true;
 }
 
 let t: TestApp;
@@ -30,6 +34,11 @@ let entryId = '';
 let artifactId = '';
 let backupId = '';
 let registration: unknown;
+/** A finished erasure (GET, events, report). */
+let erasureId = '';
+/** Per allowed role, an incomplete erasure still holding its fingerprints and another subject's readable entry to redact. */
+const redaction: Partial<Record<TestRole | 'none', { erasureId: string; entryId: string }>> = {};
+const redactionFor = (role: TestRole | 'none' = 'eraser') => redaction[role] ?? redaction.eraser!;
 
 const ROUTES: readonly RouteCase[] = [
   {
@@ -161,6 +170,48 @@ const ROUTES: readonly RouteCase[] = [
     path: () => '/v1/training-exposures',
     body: () => ({ corpus: 'auth-table-corpus', ids: [entryId] }),
   },
+  {
+    method: 'POST',
+    template: '/v1/erasures',
+    allowed: ['eraser', 'admin'],
+    path: () => '/v1/erasures',
+    body: () => ({ subject: 'user:auth-erase' }),
+  },
+  {
+    method: 'GET',
+    template: '/v1/erasures/{erasureId}',
+    allowed: ['eraser', 'admin'],
+    path: () => `/v1/erasures/${erasureId}`,
+  },
+  {
+    method: 'GET',
+    template: '/v1/erasures/{erasureId}/events',
+    allowed: ['eraser', 'admin'],
+    path: () => `/v1/erasures/${erasureId}/events`,
+    contentType: /^text\/event-stream/,
+  },
+  {
+    method: 'GET',
+    template: '/v1/erasures/{erasureId}/report',
+    allowed: ['eraser', 'admin'],
+    path: () => `/v1/erasures/${erasureId}/report`,
+    contentType: /^text\/html/,
+  },
+  {
+    method: 'POST',
+    template: '/v1/erasures/{erasureId}/redactions',
+    allowed: ['eraser', 'admin'],
+    // an order sets the erasure running: each allowed role orders on its own erasure
+    path: (role) => `/v1/erasures/${redactionFor(role).erasureId}/redactions`,
+    body: (role) => ({ ids: [redactionFor(role).entryId] }),
+  },
+  {
+    method: 'GET',
+    template: '/v1/certificates/public-key',
+    allowed: ROLES,
+    path: () => '/v1/certificates/public-key',
+    public: true,
+  },
 ];
 
 beforeAll(async () => {
@@ -178,15 +229,30 @@ beforeAll(async () => {
   const segment = `log/seg_${'B'.repeat(22)}`;
   await t.vault.objects.put(segment, bytes);
   registration = { segment, entries: [{ entryId: ownEntryId, subject: 'user:auth-live', keyId, seq: firstSeq, ...places[0]! }] };
+  // erasures: one finished, and per allowed role one left incomplete by another subject's paraphrase of it
+  await t.vault.log.append('user:auth-erase', { text: 'to be erased' }, 'writer');
+  await t.vault.log.append('user:auth-erased', { text: 'erased already' }, 'writer');
+  erasureId = (await t.vault.erasures.request({ subject: 'user:auth-erased' }, 'eraser')).erasureId;
+  await t.vault.erasures.settle(erasureId);
+  for (const [i, role] of (['eraser', 'admin'] as const).entries()) {
+    const num = `${100 + i * 111}`;
+    await t.vault.log.append(`user:auth-para-${role}`, { text: `My home address is ${num} Rue des Lilas, Lyon; I moved there in March.` }, 'writer');
+    const note = await t.vault.log.append(`user:auth-note-${role}`, { text: `Dropped the parcel at Alice's place, ${num} rue des Lilas in Lyon, she moved there in March.` }, 'writer');
+    const requested = await t.vault.erasures.request({ subject: `user:auth-para-${role}`, publicAttributes: ['Alice'] }, 'eraser');
+    const view = await t.vault.erasures.settle(requested.erasureId);
+    expect(view.status, `the ${role}'s redaction fixture`).toBe('incomplete');
+    expect(view.probe.matches.map((m) => m.id)).toContain(note.entryId);
+    redaction[role] = { erasureId: requested.erasureId, entryId: note.entryId };
+  }
 });
 afterAll(async () => {
   await t?.close();
 });
 
 function send(route: RouteCase, who: TestRole | 'none', headers?: Record<string, string>): Promise<Response> {
-  return t.call(route.method, route.path(), {
+  return t.call(route.method, route.path(who), {
     role: who,
-    ...(route.body ? { body: route.body() } : {}),
+    ...(route.body ? { body: route.body(who) } : {}),
     ...(headers ? { headers } : {}),
   });
 }
@@ -214,7 +280,25 @@ const BAD_CREDENTIALS: ReadonlyArray<{ name: string; headers?: Record<string, st
   { name: 'a valid token with trailing garbage', headers: { authorization: `Bearer ${TOKENS.admin} extra` } },
 ];
 
-for (const route of ROUTES) {
+for (const route of ROUTES.filter((r) => r.public)) {
+  describe(`${route.method} ${route.template} (public)`, () => {
+    for (const who of ['none', ...ROLES] as const) {
+      it(`answers 2xx ${who === 'none' ? 'without a token' : `to the ${who} role`}`, async () => {
+        const res = await send(route, who);
+        const text = await res.text();
+        expect(res.status, text).toBeGreaterThanOrEqual(200);
+        expect(res.status, text).toBeLessThan(300);
+        expect(res.headers.get('content-type')).toMatch(route.contentType ?? /^application\/json/);
+      });
+    }
+    it('ignores a bogus Authorization header instead of refusing it', async () => {
+      const res = await send(route, 'none', { authorization: 'Bearer not-a-known-token-0001' });
+      expect(res.status).toBe(200);
+    });
+  });
+}
+
+for (const route of ROUTES.filter((r) => !r.public)) {
   describe(`${route.method} ${route.template}`, () => {
     for (const { name, headers } of BAD_CREDENTIALS) {
       it(`refuses ${name} with 401 unauthorized and a WWW-Authenticate challenge`, async () => {
@@ -239,7 +323,7 @@ for (const route of ROUTES) {
         const text = await res.text();
         expect(res.status, text).toBeGreaterThanOrEqual(200);
         expect(res.status, text).toBeLessThan(300);
-        expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+        expect(res.headers.get('content-type')).toMatch(route.contentType ?? /^application\/json/);
       });
     }
   });
@@ -265,7 +349,7 @@ describe('the route table', () => {
     expect(table.filter((op) => !documented.includes(op)), 'table rows missing from openapi.json').toEqual([]);
   });
 
-  it('every /v1 operation in the OpenAPI document declares bearer security and a 401 and 403 answer', async () => {
+  it('every /v1 operation in the OpenAPI document declares bearer security and a 401 and 403 answer (public rows: none of them)', async () => {
     const res = await t.call('GET', '/openapi.json', { role: 'none' });
     const doc = (await res.json()) as {
       paths: Record<string, Record<string, { security?: Array<Record<string, unknown>>; responses?: Record<string, unknown> }>>;
@@ -274,8 +358,14 @@ describe('the route table', () => {
     expect(doc.components?.securitySchemes?.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
     const v1 = Object.entries(doc.paths).filter(([p]) => p.startsWith('/v1/'));
     expect(v1.length).toBeGreaterThan(0);
+    const publicOps = ROUTES.filter((r) => r.public).map((r) => `${r.method} ${r.template}`);
     for (const [p, ops] of v1) {
       for (const [m, op] of Object.entries(ops)) {
+        if (publicOps.includes(`${m.toUpperCase()} ${p}`)) {
+          expect(op.security ?? [], `${m} ${p}`).toEqual([]);
+          expect(Object.keys(op.responses ?? {}), `${m} ${p}`).not.toContain('401');
+          continue;
+        }
         expect(op.security, `${m} ${p}`).toEqual([{ bearer: [] }]);
         expect(Object.keys(op.responses ?? {}), `${m} ${p}`).toEqual(expect.arrayContaining(['401', '403']));
       }

@@ -1,0 +1,204 @@
+/**
+ * `lethe erase` and `lethe erasure show | watch | report` as child processes against
+ * the real service, itself a child process (`lethe serve` on PostgreSQL): a class A
+ * erasure followed live to `completed` (exit 0), `--no-wait` printing the id, class C
+ * ending `incomplete` (exit 3) without an unlearning bound and `completed` with one;
+ * bad input, a missing token or a bad URL exit 2 with a plain message and no request.
+ * Neither the subject id nor the token is ever printed.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FIRST_RUN, MAX_PUBLIC_ATTRIBUTES } from '../../src/erasure/engine.js';
+import { createTestDatabase, type TestDatabase } from '../support/pg.js';
+import { CLI, type RunningService, runCli, startService } from '../support/process.js';
+import { tempDir, testEnv, TOKENS } from '../support/vault.js';
+
+const TIMEOUT = 60_000;
+const ERASURE_ID = /^ers_[A-Za-z0-9_-]{22}$/;
+const tag = () => randomBytes(5).toString('hex');
+
+let db: TestDatabase;
+let dataDir: string;
+let service: RunningService;
+/** The CLI's environment: the service's URL and the eraser's token, nothing else of the service's. */
+let env: Record<string, string>;
+/** A stand-in service that counts the requests it gets (to prove none was made). */
+let recorder: Server;
+let recorderUrl = '';
+let recorded = 0;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  dataDir = tempDir();
+  service = await startService(process.execPath, [...CLI, 'serve'], testEnv({ databaseUrl: db.url, dataDir, extra: { LETHE_ERASURE_POLL_MS: '100' } }));
+  env = { LETHE_URL: service.url, LETHE_ERASER_TOKEN: TOKENS.eraser };
+  recorder = createServer((_req, res) => {
+    recorded++;
+    res.writeHead(500).end();
+  });
+  await new Promise<void>((resolve) => recorder.listen(0, '127.0.0.1', resolve));
+  const address = recorder.address();
+  recorderUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+}, 120_000);
+
+afterAll(async () => {
+  await service?.stop();
+  await new Promise((resolve) => recorder?.close(resolve));
+  await db?.drop();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** A writer's call to the service (seeding). */
+async function writer<T>(method: string, p: string, body: unknown, status: number): Promise<T> {
+  const res = await fetch(`${service.url}${p}`, {
+    method,
+    headers: { authorization: `Bearer ${TOKENS.writer}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  expect(res.status, text).toBe(status);
+  return JSON.parse(text) as T;
+}
+
+const append = async (subject: string, text: string) => (await writer<{ entryId: string }>('POST', `/v1/subjects/${subject}/entries`, { text }, 201)).entryId;
+
+async function erase(args: string[], extra: Record<string, string> = {}) {
+  return runCli(['erase', ...args], { ...env, ...extra });
+}
+
+function expectPrivate(run: { stdout: string; stderr: string }, subject: string): void {
+  for (const text of [run.stdout, run.stderr]) {
+    expect(text).not.toContain(subject);
+    expect(text).not.toContain(TOKENS.eraser);
+  }
+}
+
+describe('lethe erase', () => {
+  it('follows a class A erasure live, one line per step, to a summary; exit 0; show and report read it back', { timeout: TIMEOUT }, async () => {
+    const s = `user:cli-a-${tag()}`;
+    await append(s, 'Ana parks her car on level 3.');
+    await append(s, 'Ana is allergic to cats.');
+    const run = await erase([s, '--legal-basis', 'gdpr-art17', '--reason', 'Art. 17 request by email']);
+    expect(run.code, run.stderr).toBe(0);
+    expectPrivate(run, s);
+    const lines = run.stdout.trim().split('\n');
+    const accepted = /^erasure (ers_[A-Za-z0-9_-]{22}) accepted \(pending\)$/.exec(lines[0]!);
+    expect(accepted, run.stdout).not.toBeNull();
+    const erasureId = accepted![1]!;
+    // one "done" line per step, in the machine's order
+    const done = lines.map((l) => /^\[(\d+)\/(\d+)\] (\w+) done: /.exec(l)).filter((m) => m !== null);
+    expect(done.map((m) => m[3])).toEqual([...FIRST_RUN]);
+    expect(done.map((m) => Number(m[1]))).toEqual(FIRST_RUN.map((_, i) => i + 1));
+    expect(lines.some((l) => l.startsWith('requested: '))).toBe(true);
+    expect(run.stdout).toContain(`erasure ${erasureId}: completed (class A)`);
+    expect(run.stdout).toMatch(/^probe: recovered 0 \(threshold 0\.15\), 0 match\(es\)$/m);
+    expect(run.stdout).toMatch(/^residuals: \d+$/m);
+
+    const file = path.join(dataDir, 'report.html');
+    const [show, report] = await Promise.all([runCli(['erasure', 'show', erasureId], env), runCli(['erasure', 'report', erasureId, '-o', file], env)]);
+    expect(show.code, show.stderr).toBe(0);
+    const view = JSON.parse(show.stdout) as { erasureId: string; status: string; class: string; legalBasis: string; certificate: { signature: string } };
+    expect(view).toMatchObject({ erasureId, status: 'completed', class: 'A', legalBasis: 'gdpr-art17' });
+    expect(view.certificate.signature).toEqual(expect.any(String));
+    expectPrivate(show, s);
+
+    expect(report.code, report.stderr).toBe(0);
+    expect(JSON.parse(report.stdout)).toMatchObject({ erasureId, report: file, bytes: expect.any(Number) });
+    const html = readFileSync(file, 'utf8');
+    expect(html).toMatch(/^<!doctype html>/i);
+    expect(html).toContain(erasureId);
+    expect(html).not.toContain(s);
+  });
+
+  it('--no-wait prints only the erasure id and exits 0; `erasure watch` then follows it to the end', { timeout: TIMEOUT }, async () => {
+    const s = `user:cli-nowait-${tag()}`;
+    await append(s, 'Nora walks to work.');
+    const run = await erase([s, '--no-wait']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/^ers_[A-Za-z0-9_-]{22}\n$/);
+    const erasureId = run.stdout.trim();
+    const watch = await runCli(['erasure', 'watch', erasureId], env);
+    expect(watch.code, watch.stderr).toBe(0);
+    expect(watch.stdout).toContain(`erasure ${erasureId}: completed (class A)`);
+    expectPrivate(run, s);
+  });
+
+  it('class C without an unlearning bound exits 3 naming the parametric residual; with one, exits 0 (--json lines)', { timeout: TIMEOUT }, async () => {
+    const s = `user:cli-c-${tag()}`;
+    const e1 = await append(s, 'Carl takes warfarin daily.');
+    await writer('POST', '/v1/training-exposures', { corpus: `ft-${tag()}`, model: 'agent-ft', ids: [e1] }, 201);
+    const s2 = `user:cli-c2-${tag()}`;
+    const e2 = await append(s2, 'Cleo saw the Pixies in Oslo last June and kept the ticket stub.');
+    await writer('POST', '/v1/training-exposures', { corpus: `ft-${tag()}`, model: 'agent-ft', ids: [e2] }, 201);
+    const [run, bounded] = await Promise.all([erase([s]), erase([s2, '--unlearning-method', 'SISA retrain of shard 3', '--unlearning-bound', '0.01', '--json'])]);
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(3);
+    expect(run.stdout).toMatch(/: incomplete \(class C\)$/m);
+    expect(run.stdout).toMatch(/^ {2}model-weights parametric: bound unbounded$/m);
+    expect(run.stderr).toMatch(/incomplete \(parametric residual\)/);
+    expectPrivate(run, s);
+
+    expect(bounded.code, bounded.stderr).toBe(0);
+    const lines = bounded.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const steps = lines.slice(0, -1) as Array<{ step: { fromStep: string | null; status: string } }>;
+    expect(steps.length).toBeGreaterThan(FIRST_RUN.length);
+    expect(steps.every((l) => typeof l.step === 'object')).toBe(true);
+    expect(steps.map((l) => l.step.fromStep).filter((x) => x !== null)).toEqual([...FIRST_RUN]);
+    const view = lines.at(-1) as { status: string; class: string; residuals: Array<{ kind: string; bound: unknown }> };
+    expect(view).toMatchObject({ status: 'completed', class: 'C' });
+    expect(view.residuals.find((r) => r.kind === 'parametric')?.bound).toBe(0.01);
+    expectPrivate(bounded, s2);
+  });
+
+  it('an error answer from the service exits 2 with its problem detail: a subject never seen, an unknown erasure', { timeout: TIMEOUT }, async () => {
+    const [unseen, unknown, wrongRole] = await Promise.all([
+      erase([`user:cli-unseen-${tag()}`]),
+      runCli(['erasure', 'show', `ers_${'A'.repeat(22)}`], env),
+      erase([`user:cli-unseen-${tag()}`], { LETHE_ERASER_TOKEN: TOKENS.writer }),
+    ]);
+    expect(unseen.code).toBe(2);
+    expect(unseen.stderr).toMatch(/404 not_found: lethe has never seen this subject/);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('404 not_found');
+    expect(wrongRole.code).toBe(2);
+    expect(wrongRole.stderr).toContain('403 forbidden');
+    expect(wrongRole.stderr).not.toContain(TOKENS.writer);
+  });
+
+  it('bad input exits 2 with a plain message and makes no request', { timeout: TIMEOUT }, async () => {
+    const cases: Array<{ args: string[]; message: RegExp }> = [
+      { args: ['erase', 'user/has space'], message: /subject must be 1 to 200 characters/ },
+      { args: ['erase', 'user:ok', '--unlearning-method', 'SISA', '--unlearning-bound', 'abc'], message: /--unlearning-bound must be a number >= 0/ },
+      { args: ['erase', 'user:ok', '--unlearning-method', 'SISA', '--unlearning-bound', '-1'], message: /--unlearning-bound must be a number >= 0/ },
+      { args: ['erase', 'user:ok', '--legal-basis', 'gdpr-art99'], message: /--legal-basis must be one of gdpr-art17, ccpa-1798.105, contract/ },
+      // the CLI's limit is the service's
+      { args: ['erase', 'user:ok', ...Array.from({ length: MAX_PUBLIC_ATTRIBUTES + 1 }, (_, i) => ['--public-attribute', `a${i}`]).flat()], message: new RegExp(`--public-attribute: at most ${MAX_PUBLIC_ATTRIBUTES}$`, 'm') },
+      { args: ['erasure', 'show', 'not-an-erasure'], message: /an erasure id is ers_/ },
+    ];
+    const runs = await Promise.all(cases.map((c) => runCli(c.args, { ...env, LETHE_URL: recorderUrl })));
+    runs.forEach((run, i) => {
+      const c = cases[i]!;
+      expect(run.code, c.args.join(' ')).toBe(2);
+      expect(run.stderr, c.args.join(' ')).toMatch(c.message);
+      expect(run.stdout, c.args.join(' ')).toBe('');
+    });
+    expect(recorded).toBe(0);
+  });
+
+  it('a missing token or an unusable LETHE_URL exits 2 with a clear message and makes no request', { timeout: TIMEOUT }, async () => {
+    const [noToken, badUrl, emptyUrl] = await Promise.all([
+      runCli(['erase', 'user:ok'], { LETHE_URL: recorderUrl }),
+      runCli(['erase', 'user:ok'], { ...env, LETHE_URL: 'ftp://nowhere' }),
+      runCli(['erase', 'user:ok'], { ...env, LETHE_URL: '' }),
+    ]);
+    expect(noToken.code).toBe(2);
+    expect(noToken.stderr).toContain('set LETHE_ERASER_TOKEN to a token of the eraser role');
+    for (const run of [badUrl, emptyUrl]) {
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain('LETHE_URL must be an http(s):// URL');
+    }
+    expect(recorded).toBe(0);
+  });
+});
