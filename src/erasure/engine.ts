@@ -149,6 +149,10 @@ export class ErasureEngine {
   #started = false;
   readonly #listeners = new Set<() => void>();
 
+  /** Retired epochs at the last finalize pass (-1: never looked), and whether that pass left provisional rows unread. */
+  #retiredSeen = -1;
+  #finalizeMore = false;
+
   /** base64url of the Ed25519 key that verifies this vault's certificates. */
   readonly publicKey: string;
 
@@ -168,7 +172,7 @@ export class ErasureEngine {
           const c = this.#cascading;
           if (!c) return;
           c.state.versionKeys = [...new Set([...(c.state.versionKeys ?? []), ...keys])];
-          await this.#checkpoint(c.erasureId, {}, c.state);
+          await this.#checkpoint(c.erasureId, c.state);
         },
       }),
       backups: backupsTier(deps),
@@ -458,7 +462,7 @@ export class ErasureEngine {
         const state = row.state as ErasureState;
         const startedAt = new Date().toISOString();
         state.steps[step] = { status: 'running', startedAt };
-        await this.#checkpoint(row.erasureId, { [`steps.${step}`]: state.steps[step] }, state);
+        await this.#checkpoint(row.erasureId, state);
         let outcome: { detail: string; cls?: ErasureClass; final?: { status: ErasureStatus; certificate: unknown; certificateState: 'provisional' | 'final'; destroySealKey: boolean } } | Park;
         try {
           outcome = await this.#step(step, row, state);
@@ -562,7 +566,8 @@ export class ErasureEngine {
     this.#emit();
   }
 
-  async #checkpoint(erasureId: string, _what: Record<string, unknown>, state: ErasureState): Promise<void> {
+  /** Saves the running step's progress (only while this replica holds the claim). */
+  async #checkpoint(erasureId: string, state: ErasureState): Promise<void> {
     await this.#d.db.db
       .update(erasures)
       .set({ state, updatedAt: new Date() })
@@ -1014,7 +1019,7 @@ export class ErasureEngine {
     if (round && !round.affected) {
       const touching = ids.length ? await touchingRecords(this.#d.db.db, ids) : [];
       round.affected = touching.length ? (await upwardClosure(this.#d.db.db, touching.map((t) => t.artifactId))).map((a) => a.artifactId) : [];
-      await this.#checkpoint(row.erasureId, {}, state);
+      await this.#checkpoint(row.erasureId, state);
     }
     const rows = ids.length
       ? await queryRows<{ entry_id: string; key_id: string; state: 'active' | 'fenced' | null }>(
@@ -1034,11 +1039,11 @@ export class ErasureEngine {
     for (const [keyId, g] of byKey) {
       const result = await this.#d.log.rekeyKey(keyId, g.state, { exclude: g.ids, actor: 'erasure', reason: `redaction for erasure ${row.erasureId}` });
       state.redactedKeys = [...new Set([...(state.redactedKeys ?? []), result.oldKeyId])];
-      await this.#checkpoint(row.erasureId, {}, state);
+      await this.#checkpoint(row.erasureId, state);
     }
     if (round && !round.rekeyedAt) {
       round.rekeyedAt = new Date().toISOString();
-      await this.#checkpoint(row.erasureId, {}, state);
+      await this.#checkpoint(row.erasureId, state);
     }
     // what was derived from the redacted records is regenerated without them
     const pending = async () => {
@@ -1053,7 +1058,7 @@ export class ErasureEngine {
       const upward = await upwardClosure(this.#d.db.db, roots);
       const current = await this.#d.db.db.select({ keyId: artifacts.keyId }).from(artifacts).where(inArray(artifacts.artifactId, upward.map((u) => u.artifactId)));
       state.versionKeys = [...new Set([...(state.versionKeys ?? []), ...current.map((c) => c.keyId).filter((k): k is string => k !== null)])];
-      await this.#checkpoint(row.erasureId, {}, state);
+      await this.#checkpoint(row.erasureId, state);
       const result = await this.#d.artifacts.regenerate(roots, { actor: 'erasure', reason: `redaction for erasure ${row.erasureId}` });
       regenerated = result.regenerated.length;
       removed = result.removed.length;
@@ -1069,7 +1074,12 @@ export class ErasureEngine {
 
   /** Re-signs provisional certificates as final once every epoch they wait on is retired. */
   async finalizeCertificates(): Promise<number> {
-    const rows = await this.#d.db.db.select().from(erasures).where(eq(erasures.certificateState, 'provisional')).limit(100);
+    // nothing can turn final unless an epoch retired since the last look (the worker calls this every poll)
+    const [retired] = await queryRows<{ n: string | number }>(this.#d.db.db, sql`select count(*) as n from epochs where state = 'retired'`);
+    const retiredNow = Number(retired?.n ?? 0);
+    if (retiredNow === this.#retiredSeen && !this.#finalizeMore) return 0;
+    this.#retiredSeen = retiredNow;
+    const rows = await this.#d.db.db.select().from(erasures).where(eq(erasures.certificateState, 'provisional')).orderBy(asc(erasures.finishedAt)).limit(100);
     let done = 0;
     for (const row of rows) {
       const state = row.state as ErasureState;
@@ -1093,6 +1103,8 @@ export class ErasureEngine {
         await this.#d.db.db.insert(erasureTransitions).values({ erasureId: row.erasureId, fromStep: null, toStep: null, status: row.status, at: new Date(), replica: this.replica, detail: 'certificate final: every epoch that wrapped a destroyed key is retired' });
       }
     }
+    // a full batch that all turned final may have more behind it (older erasures finalize first)
+    this.#finalizeMore = rows.length === 100 && done === rows.length;
     if (done) this.#emit();
     return done;
   }
