@@ -599,7 +599,7 @@ export class BackupService {
     let repaired = { regenerated: 0, removed: 0 };
     if (stale.length > 0) {
       if (this.#repair) repaired = await this.#repair(stale);
-      else warnings.push(`${stale.length} artifact(s) point at version keys destroyed after the backup; regenerate them (POST /v1/artifacts/{id}/regenerate)`);
+      else this.#logger.warn({ artifacts: stale.length }, 'restored artifacts point at version keys destroyed after the backup; regenerate them (POST /v1/artifacts/{id}/regenerate)');
     }
     return {
       backupId,

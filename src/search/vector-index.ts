@@ -108,7 +108,6 @@ export class VectorIndex {
     return n;
   }
 
-  /** The ids filed under a key. */
   /** A copy of record `id`'s vector (the probe compares it), or undefined. */
   vectorOf(id: string): Float32Array | undefined {
     const slot = this.#slot.get(id);
@@ -116,6 +115,7 @@ export class VectorIndex {
     return this.#vectors.slice(slot * this.dimensions, (slot + 1) * this.dimensions);
   }
 
+  /** The ids filed under a key. */
   idsOfKey(keyId: string): string[] {
     return [...(this.#byKey.get(keyId) ?? [])];
   }
