@@ -339,7 +339,8 @@ export class BackupService {
       });
       keys += destroyed.size;
     }
-    await this.exportLedger();
+    // a targeted propagation copies only its own keys' ledger rows (the full scan is the catch-up's)
+    await this.exportLedger(options.keyIds);
     return { backups: byBackup.size, keys };
   }
 
@@ -349,8 +350,10 @@ export class BackupService {
    * replicas never both write one (the second waits on the first's claim, then skips
    * it), and a failed write releases the claim.
    */
-  async exportLedger(): Promise<number> {
+  async exportLedger(keyIds?: readonly string[]): Promise<number> {
     const bucket = this.#backup.bucket;
+    // key ids are [A-Za-z0-9_-] (newId): safe inside an array literal; anything else cannot be a key id
+    const only = keyIds ? sql`and dl.key_id = any(${`{${keyIds.filter((k) => /^[A-Za-z0-9_-]+$/.test(k)).join(',')}}`}::text[])` : sql``;
     let total = 0;
     for (;;) {
       const n = await this.#db.db.transaction(async (tx) => {
@@ -367,6 +370,7 @@ export class BackupService {
           sql`with candidates as (
                 select dl.* from destruction_ledger dl
                  where not exists (select 1 from ledger_exports le where le.bucket = ${bucket} and le.key_id = dl.key_id)
+                 ${only}
                  order by dl.destroyed_at, dl.key_id limit 1000),
               claimed as (
                 insert into ledger_exports (bucket, key_id, exported_at)
@@ -618,11 +622,32 @@ export class BackupService {
     };
   }
 
-  /** Propagation in the background: errors are logged, never thrown (the periodic catch-up retries). */
+  #soonKeys = new Set<string>();
+  #soonAll = false;
+  #soonRunning: Promise<void> | undefined;
+
+  /**
+   * Propagation in the background: errors are logged, never thrown (the periodic
+   * catch-up retries). Calls that arrive while one runs are coalesced into the next
+   * run (a cascade destroys one version key per regenerated artifact).
+   */
   propagateSoon(keyIds?: readonly string[]): void {
-    void this.propagate(keyIds ? { keyIds } : {}).catch((e: unknown) =>
-      this.#logger.warn({ err: describeError(e) }, 'backup manifest propagation failed; the periodic catch-up will retry'),
-    );
+    if (keyIds) for (const k of keyIds) this.#soonKeys.add(k);
+    else this.#soonAll = true;
+    if (this.#soonRunning) return;
+    this.#soonRunning = (async () => {
+      while (this.#soonAll || this.#soonKeys.size > 0) {
+        const all = this.#soonAll;
+        const keys = [...this.#soonKeys];
+        this.#soonAll = false;
+        this.#soonKeys.clear();
+        await this.propagate(all ? {} : { keyIds: keys }).catch((e: unknown) =>
+          this.#logger.warn({ err: describeError(e) }, 'backup manifest propagation failed; the periodic catch-up will retry'),
+        );
+      }
+    })().finally(() => {
+      this.#soonRunning = undefined;
+    });
   }
 
   async #readManifest(backupId: string): Promise<Manifest> {

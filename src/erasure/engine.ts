@@ -69,7 +69,15 @@ export const MAX_PUBLIC_ATTRIBUTES = 32;
 export const MAX_REDACTION_IDS = 1000;
 /** Nearest neighbours looked at per fingerprint vector and per public attribute. */
 const PROBE_NEIGHBOURS = 8;
+/** Fingerprinted records used as nearest-neighbour queries (every record is still scored against every candidate). */
+export const PROBE_MAX_QUERIES = 128;
 const GRAPH_NODE_LIMIT = 300;
+
+/** At most `n` items of `list`, evenly spread over it. */
+function spread<T>(list: readonly T[], n: number): T[] {
+  if (list.length <= n) return [...list];
+  return Array.from({ length: n }, (_, i) => list[Math.floor((i * list.length) / n)]!);
+}
 const MAX_ATTEMPTS = 5;
 
 export interface ErasureRequest {
@@ -834,7 +842,8 @@ export class ErasureEngine {
       const embedder = this.#d.search.embedder;
       const sameModel = fp.model === embedder.model;
       // candidates: the index's neighbours of every fingerprint and every public attribute, and the affected artifacts
-      const vectors: Float32Array[] = sameModel ? fp.records.map((r) => r.vector) : [];
+      // at most PROBE_MAX_QUERIES of the records, evenly spread, query the index (each query is a full pass of it)
+      const vectors: Float32Array[] = sameModel ? spread(fp.records, PROBE_MAX_QUERIES).map((r) => r.vector) : [];
       if (fp.attributes.length) vectors.push(...(await embedder.embed(fp.attributes)));
       const found = await this.#tiers['vector-index'].probe(scope, { vectors, records: [], neighbours: PROBE_NEIGHBOURS });
       const records = new Map<string, 'entry' | 'artifact'>();

@@ -163,6 +163,8 @@ export function vectorIndexTier(d: TierDeps): Tier {
           const prev = near.get(hit.id);
           if (!prev || hit.score > prev.cosine) near.set(hit.id, { type: hit.type, cosine: hit.score });
         }
+        // each search is a brute-force pass: let requests (and the claim's heartbeat) run between them
+        await new Promise((resolve) => setImmediate(resolve));
       }
       const out: ProbeFinding[] = [...near].map(([id, v]) => ({ kind: 'neighbour' as const, id, type: v.type, cosine: v.cosine }));
       // a vector whose text is unreadable (its key destroyed) but still indexed: the index outlived the key
