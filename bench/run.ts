@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the seven benchmarks in sequence, each in its own Node process,
+ * `npm run bench`: the eight benchmarks in sequence, each in its own Node process,
  * then one summary. Prints human tables on stdout (progress on stderr) and writes
  * bench/results.json (a full run) or bench/results-<names>.json (a BENCH_ONLY subset,
  * e.g. bench/results-append.json), so a partial run never overwrites the full figures.
@@ -20,6 +20,10 @@
  *   7. backup   vault.backups.run() objects/s and MB/s vs a plain copy of the same objects with the minio
  *               client (real MinIO); a second, incremental run; propagation ms of a destroyed key held
  *               by 1 backup and by 1,000 backups (the propagate call destroyKey's hook starts)
+ *   8. erasure  one subject's erasure (1,000 entries, 100 summaries + 10 digests), request → settled,
+ *               median of 3 subjects in stores of 10,000 and 1,000,000 entries (ratio); per-step times;
+ *               vs a scan-and-delete baseline (sequential scans, rows and objects deleted) over the
+ *               same store; the probe's vector search projected at store scale
  *
  * Every figure is a ratio against a baseline measured in the same run, next to the
  * absolute numbers. Nothing here asserts on timings.
@@ -35,13 +39,14 @@ import path from 'node:path';
 import { type AppendResult, formatAppend } from './append.js';
 import { type BackupResult, formatBackup } from './backup.js';
 import { type EnvelopeResult, formatEnvelope } from './envelope.js';
+import { type ErasureResult, formatErasure } from './erasure.js';
 import { formatLease, type LeaseResult } from './lease.js';
 import { BENCH_DIR, benchKeys, fmtBytes, fmtInt, fmtNum, fmtRatio, fmtSeconds, progress, QUICK, runChild, table } from './lib.js';
 import { formatProvenance, type ProvenanceResult } from './provenance.js';
 import { formatRewrap, type RewrapResult } from './rewrap.js';
 import { formatSearch, type SearchResult } from './search.js';
 
-type Name = 'lease' | 'envelope' | 'rewrap' | 'append' | 'provenance' | 'search' | 'backup';
+type Name = 'lease' | 'envelope' | 'rewrap' | 'append' | 'provenance' | 'search' | 'backup' | 'erasure';
 
 interface Section<T> {
   readonly ok: boolean;
@@ -51,7 +56,7 @@ interface Section<T> {
   readonly error?: string;
 }
 
-const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup'];
+const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup', 'erasure'];
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean) as Name[] | undefined;
 const selected = ALL.filter((n) => !only || only.includes(n));
 
@@ -85,6 +90,7 @@ const append = sections.append as Section<AppendResult> | undefined;
 const provenance = sections.provenance as Section<ProvenanceResult> | undefined;
 const search = sections.search as Section<SearchResult> | undefined;
 const backup = sections.backup as Section<BackupResult> | undefined;
+const erasure = sections.erasure as Section<ErasureResult> | undefined;
 const totalSeconds = (performance.now() - t0) / 1000;
 
 // ------------------------------------------------------------------ report
@@ -132,6 +138,11 @@ out.push('');
 out.push('== 7. Backups: throughput and propagation ==');
 if (backup?.result) out.push(formatBackup(backup.result), sectionLine('backup', backup));
 else out.push(backup ? `FAILED: ${backup.error}` : 'skipped');
+
+out.push('');
+out.push('== 8. Erasure: one subject, 10,000 vs 1,000,000 entries, vs scan-and-delete ==');
+if (erasure?.result) out.push(formatErasure(erasure.result), sectionLine('erasure', erasure));
+else out.push(erasure ? `FAILED: ${erasure.error}` : 'skipped');
 
 const summary: string[][] = [];
 if (lease?.result) {
@@ -287,6 +298,26 @@ if (backup?.result) {
       `checks ${[...p.one.samples, ...p.many.samples].every((s) => s.ok) ? 'ok' : 'FAILED'}${r.valid ? '' : '; INVALID RUN (see warnings)'}`,
   ]);
 }
+if (erasure?.result) {
+  const r = erasure.result;
+  const shape = `${fmtInt(r.shape.entriesPerSubject)} entries, ${r.shape.summariesPerSubject + r.shape.digestsPerSubject} artifacts`;
+  summary.push([
+    `erasure median ms (${shape}), ${fmtInt(r.large.counts.entries)} ÷ ${fmtInt(r.small.counts.entries)} entries`,
+    `${fmtNum(r.large.medianWallMs, 0)} / ${fmtNum(r.small.medianWallMs, 0)}`,
+    fmtRatio(r.ratio),
+    `aim <= ${r.target}: ${r.ratio <= r.target ? 'met' : 'NOT met'}; engine time ${fmtRatio(r.engineRatio)}` +
+      (r.projectedRatio !== null ? `; with a store-size vector index (projected) ${fmtRatio(r.projectedRatio)}` : '') +
+      (r.valid ? '' : '; INVALID RUN (see warnings)'),
+  ]);
+  for (const x of [r.small, r.large]) {
+    summary.push([
+      `  erasure ÷ scan-and-delete baseline at ${fmtInt(x.counts.entries)} entries`,
+      `${fmtNum(x.medianWallMs, 0)} / ${fmtNum(x.baselineMedianMs, 0)}`,
+      fmtRatio(x.ratioToBaseline),
+      `baseline: sequential scans of log_entries and provenance, rows + ${x.baseline[0]?.objects ?? 0} objects deleted`,
+    ]);
+  }
+}
 out.push('');
 out.push('== Summary (ratio = measured ÷ same-run baseline) ==');
 out.push(table(['figure', 'measured / baseline', 'ratio', 'note'], summary));
@@ -320,6 +351,7 @@ await writeFile(
       provenance: provenance ?? null,
       search: search ?? null,
       backup: backup ?? null,
+      erasure: erasure ?? null,
     },
     null,
     2,
