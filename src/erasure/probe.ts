@@ -9,10 +9,11 @@
  *
  * A surviving record c carries private record r to the degree
  *   score(r, c) = max(containment(r, c), cosine(r, c) when ≥ the similarity setting)
- * where containment is the fraction of r's shingles found in c. The probe's
- * `recovered` is the mean over the subject's records of their best score, weighted
- * by shingle count: the fraction of the subject's private content recoverable from
- * what remains readable.
+ * where containment is the fraction of r's shingles found in c; a score below
+ * MATCH_MIN_SCORE is shared vocabulary and counts as 0. The probe's `recovered` is the
+ * mean over the subject's records of their best score, weighted by shingle count: the
+ * fraction of the subject's private content recoverable from what remains readable.
+ * Every record that contributes to it is named in `matches`.
  */
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
@@ -111,8 +112,11 @@ export function scoreProbe(
     let top = 0;
     for (const c of candidates) {
       const score = pairScore(r, c, similarity);
+      // below the match floor a score is shared vocabulary, not the record: it counts for nothing,
+      // so whatever `recovered` reports is carried by a record `matches` names
+      if (score < MATCH_MIN_SCORE) continue;
       if (score > top) top = score;
-      if (score >= MATCH_MIN_SCORE && score > (best.get(c.id)?.score ?? 0)) best.set(c.id, { id: c.id, tier: c.tier, score: round(score) });
+      if (score > (best.get(c.id)?.score ?? 0)) best.set(c.id, { id: c.id, tier: c.tier, score: round(score) });
     }
     const weight = Math.max(1, r.shingles.size);
     weighted += weight * top;

@@ -61,6 +61,13 @@ describe('scoreProbe', () => {
     expect(matches.map((m) => m.id)).toEqual(['entry_b1']);
   });
 
+  it('counts shared vocabulary below the match floor as nothing', async () => {
+    const erased = [await record('entry_a1', 'Carl walks the dog every morning before work near the old harbour lighthouse.')];
+    const { recovered, matches } = scoreProbe(erased, [await candidate('entry_c1', 'Dana walks to work.')], 0.9);
+    expect(recovered).toBe(0);
+    expect(matches).toEqual([]);
+  });
+
   it('reports nothing when only unrelated text survives', async () => {
     const erased = [await record('entry_a1', 'Alice keeps her spare key under the blue flowerpot.')];
     const { recovered, matches } = scoreProbe(erased, [await candidate('entry_c1', 'Quarterly revenue grew by four percent.')], 0.9);
@@ -97,6 +104,8 @@ describe('scoreProbe', () => {
         expect(recovered).toBeLessThanOrEqual(1);
         for (const m of matches) expect(m.score).toBeGreaterThanOrEqual(MATCH_MIN_SCORE);
         if (candidates.length === 0) expect(recovered).toBe(0);
+        // whatever is recovered is carried by a named record
+        if (recovered > 0) expect(matches.length).toBeGreaterThan(0);
       }),
       { numRuns: 60 },
     );
