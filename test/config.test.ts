@@ -44,6 +44,7 @@ describe('loadConfig defaults', () => {
     expect(c.host).toBe('127.0.0.1');
     expect(c.leaseTtlSeconds).toBe(300);
     expect(c.probeThreshold).toBe(0.15);
+    expect([c.probeSimilarity, c.erasureClaimSeconds, c.erasurePollMs]).toEqual([0.9, 30, 1000]);
     expect(c.tokens).toEqual([]);
   });
 
@@ -91,6 +92,9 @@ describe('loadConfig refuses bad values, naming the variable', () => {
     { name: 'LETHE_PROBE_THRESHOLD=2', env: { LETHE_PROBE_THRESHOLD: '2' }, variable: 'LETHE_PROBE_THRESHOLD' },
     { name: 'LETHE_PROBE_THRESHOLD=-0.1', env: { LETHE_PROBE_THRESHOLD: '-0.1' }, variable: 'LETHE_PROBE_THRESHOLD' },
     { name: 'LETHE_PROBE_THRESHOLD=abc', env: { LETHE_PROBE_THRESHOLD: 'abc' }, variable: 'LETHE_PROBE_THRESHOLD' },
+    { name: 'LETHE_PROBE_SIMILARITY=1.5', env: { LETHE_PROBE_SIMILARITY: '1.5' }, variable: 'LETHE_PROBE_SIMILARITY' },
+    { name: 'LETHE_ERASURE_CLAIM_SECONDS=0', env: { LETHE_ERASURE_CLAIM_SECONDS: '0' }, variable: 'LETHE_ERASURE_CLAIM_SECONDS' },
+    { name: 'LETHE_ERASURE_POLL_MS=5', env: { LETHE_ERASURE_POLL_MS: '5' }, variable: 'LETHE_ERASURE_POLL_MS' },
     { name: 'LETHE_LEASE_TTL_SECONDS=0', env: { LETHE_LEASE_TTL_SECONDS: '0' }, variable: 'LETHE_LEASE_TTL_SECONDS' },
     { name: 'LETHE_LEASE_TTL_SECONDS=1.5', env: { LETHE_LEASE_TTL_SECONDS: '1.5' }, variable: 'LETHE_LEASE_TTL_SECONDS' },
     { name: 'LETHE_BODY_LIMIT_BYTES below 1 KiB', env: { LETHE_BODY_LIMIT_BYTES: '100' }, variable: 'LETHE_BODY_LIMIT_BYTES' },

@@ -19,6 +19,17 @@ const int = (def: number, min: number, max: number) =>
     .optional()
     .transform((v) => v ?? def);
 
+/** A decimal from 0 to 1. */
+const fraction = (def: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+(\.\d+)?$/, 'must be a decimal number from 0 to 1')
+    .transform(Number)
+    .pipe(z.number().min(0).max(1))
+    .optional()
+    .transform((v) => v ?? def);
+
 const tokenPairs = z
   .string()
   .transform((raw, ctx) => {
@@ -92,22 +103,8 @@ const envSchema = z.object({
   LETHE_ROOT_KEY: rootKey,
   LETHE_ROOT_KEY_FILE: z.string().trim().min(1).optional(),
   LETHE_LEASE_TTL_SECONDS: int(300, 1, 86_400),
-  LETHE_PROBE_THRESHOLD: z
-    .string()
-    .trim()
-    .regex(/^\d+(\.\d+)?$/, 'must be a decimal number from 0 to 1')
-    .transform(Number)
-    .pipe(z.number().min(0).max(1))
-    .optional()
-    .transform((v) => v ?? 0.15),
-  LETHE_PROBE_SIMILARITY: z
-    .string()
-    .trim()
-    .regex(/^\d+(\.\d+)?$/, 'must be a decimal number from 0 to 1')
-    .transform(Number)
-    .pipe(z.number().min(0).max(1))
-    .optional()
-    .transform((v) => v ?? 0.9),
+  LETHE_PROBE_THRESHOLD: fraction(0.15),
+  LETHE_PROBE_SIMILARITY: fraction(0.9),
   LETHE_ERASURE_CLAIM_SECONDS: int(30, 1, 3600),
   LETHE_ERASURE_POLL_MS: int(1000, 10, 60_000),
   LETHE_BODY_LIMIT_BYTES: int(1024 * 1024, 1024, 64 * 1024 * 1024),
