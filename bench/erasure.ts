@@ -122,25 +122,17 @@ import postgres from 'postgres';
 import { VectorIndex } from '../src/search/vector-index.js';
 import { PROBE_MAX_QUERIES } from '../src/erasure/engine.js';
 import type { ErasureView } from '../src/erasure/types.js';
-import { loadConfig } from '../src/config/index.js';
-import { createLogger } from '../src/observability/logger.js';
-import { openVault, type Vault } from '../src/vault/vault.js';
+import type { Vault } from '../src/vault/vault.js';
 import {
-  cleanup,
-  createScratchDatabase,
-  dropScratchDatabase,
   envInt,
   fmtInt,
   fmtNum,
   fmtRatio,
   fmtSeconds,
-  makeTempDir,
   median,
   PG_ADMIN_URL,
   progress,
   QUICK,
-  randomRootKey,
-  removeDir,
   runIfMain,
   type ScratchVault,
   scratchVault,
@@ -694,29 +686,19 @@ async function openStore(label: string): Promise<ScratchVault> {
   const explainMs = process.env.BENCH_ERASURE_AUTO_EXPLAIN;
   if (!explainMs) return scratchVault(label);
   if (!/^\d+$/.test(explainMs)) throw new Error('BENCH_ERASURE_AUTO_EXPLAIN must be a number of milliseconds');
-  const db = await createScratchDatabase(label);
-  const admin = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => {} });
-  try {
-    await admin.unsafe(`alter database ${db.name} set session_preload_libraries = 'auto_explain'`);
-    await admin.unsafe(`alter database ${db.name} set auto_explain.log_min_duration = '${explainMs}ms'`);
-  } finally {
-    await admin.end({ timeout: 5 });
-  }
-  const dataDir = await makeTempDir(label);
-  const env: Record<string, string> = { DATABASE_URL: db.url, LETHE_DATA_DIR: dataDir, LETHE_ROOT_KEY: randomRootKey(), LETHE_LOG_LEVEL: 'warn' };
-  const vault = await openVault(loadConfig(env), { logger: createLogger('warn', process.stderr), listen: false });
-  progress(`erasure: auto_explain on for ${db.name} (statements over ${explainMs} ms, server log)`);
-  return {
-    vault,
-    db,
-    dataDir,
-    cleanup: () =>
-      cleanup(label, [
-        ['vault', () => vault.close()],
-        ['database', () => dropScratchDatabase(db.name)],
-        ['data dir', () => removeDir(dataDir)],
-      ]),
-  };
+  const store = await scratchVault(label, {
+    beforeOpen: async (db) => {
+      const admin = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => {} });
+      try {
+        await admin.unsafe(`alter database ${db.name} set session_preload_libraries = 'auto_explain'`);
+        await admin.unsafe(`alter database ${db.name} set auto_explain.log_min_duration = '${explainMs}ms'`);
+      } finally {
+        await admin.end({ timeout: 5 });
+      }
+    },
+  });
+  progress(`erasure: auto_explain on for ${store.db.name} (statements over ${explainMs} ms, server log)`);
+  return store;
 }
 
 async function bulkLoad(pg: postgres.Sql, bulkEntries: number, model: string, backupBucket: string): Promise<{ subjects: number; artifacts: number; seconds: number }> {

@@ -113,12 +113,17 @@ export interface ScratchVault {
  * Opens a vault on a fresh scratch database (migrations run; local filesystem object
  * store under a fresh temp dir; no listener, so no search index rebuild at open).
  */
-export async function scratchVault(label: string): Promise<ScratchVault> {
+export async function scratchVault(
+  label: string,
+  options: { beforeOpen?: (db: { readonly name: string; readonly url: string }) => Promise<void> } = {},
+): Promise<ScratchVault> {
   const db = await createScratchDatabase(label);
   const dataDir = await makeTempDir(label);
   const env: Record<string, string> = { DATABASE_URL: db.url, LETHE_DATA_DIR: dataDir, LETHE_ROOT_KEY: randomRootKey(), LETHE_LOG_LEVEL: 'warn' };
   let vault: Vault;
   try {
+    // database settings that must be in place before the vault's sessions connect
+    await options.beforeOpen?.(db);
     // no S3_* variables: the local filesystem object store under dataDir; listen false: no rebuild at open
     vault = await openVault(loadConfig(env), { logger: createLogger('warn', process.stderr), listen: false });
   } catch (e) {

@@ -17,7 +17,6 @@ import { CLI, type RunningService, runCli, startService } from '../support/proce
 import { tempDir, testEnv, TOKENS } from '../support/vault.js';
 
 const TIMEOUT = 60_000;
-const ERASURE_ID = /^ers_[A-Za-z0-9_-]{22}$/;
 const tag = () => randomBytes(5).toString('hex');
 
 let db: TestDatabase;

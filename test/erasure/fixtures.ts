@@ -11,7 +11,7 @@ import { type Db, queryRows } from '../../src/db/client.js';
 import { createApp } from '../../src/http/app.js';
 import { TokenStore } from '../../src/http/auth.js';
 import type { Vault } from '../../src/vault/vault.js';
-import { type TestApp, TOKENS } from '../support/vault.js';
+import { requestInit, type TestApp } from '../support/vault.js';
 
 export const tag = (n = 5) => randomBytes(n).toString('hex');
 
@@ -20,31 +20,13 @@ export type Call = TestApp['call'];
 
 /** Calls a running service over the network. */
 export function callService(baseUrl: string): Call {
-  return (method, p, o = {}) => {
-    const headers: Record<string, string> = { ...o.headers };
-    const role = o.role ?? 'writer';
-    if (role !== 'none') headers.authorization = `Bearer ${TOKENS[role]}`;
-    let body: string | undefined;
-    if (o.rawBody !== undefined) body = o.rawBody;
-    else if (o.body !== undefined) body = JSON.stringify(o.body);
-    if (body !== undefined) headers['content-type'] ??= 'application/json';
-    return fetch(`${baseUrl}${p}`, { method, headers, ...(body !== undefined ? { body } : {}) });
-  };
+  return (method, p, o = {}) => fetch(`${baseUrl}${p}`, requestInit(method, o));
 }
 
 /** Calls the HTTP API of an opened vault in process (app.request). */
 export function callVault(vault: Vault): Call {
   const app = createApp({ vault, tokens: TokenStore.fromPairs(vault.config.tokens) });
-  return (method, p, o = {}) => {
-    const headers: Record<string, string> = { ...o.headers };
-    const role = o.role ?? 'writer';
-    if (role !== 'none') headers.authorization = `Bearer ${TOKENS[role]}`;
-    let body: string | undefined;
-    if (o.rawBody !== undefined) body = o.rawBody;
-    else if (o.body !== undefined) body = JSON.stringify(o.body);
-    if (body !== undefined) headers['content-type'] ??= 'application/json';
-    return Promise.resolve(app.request(p, { method, headers, ...(body !== undefined ? { body } : {}) }));
-  };
+  return (method, p, o = {}) => Promise.resolve(app.request(p, requestInit(method, o)));
 }
 
 /** The body of a reply that must have `status`; the failure message shows what came instead. */

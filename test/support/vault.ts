@@ -84,10 +84,24 @@ export async function openTestVault(
   };
 }
 
+export type CallOptions = { role?: TestRole | 'none'; body?: unknown; rawBody?: string; headers?: Record<string, string> };
+
+/** The fetch init of a test call: the role's bearer token (or none), a JSON or raw body. */
+export function requestInit(method: string, o: CallOptions = {}): RequestInit {
+  const headers: Record<string, string> = { ...o.headers };
+  const role = o.role ?? 'writer';
+  if (role !== 'none') headers.authorization = `Bearer ${TOKENS[role]}`;
+  let body: string | undefined;
+  if (o.rawBody !== undefined) body = o.rawBody;
+  else if (o.body !== undefined) body = JSON.stringify(o.body);
+  if (body !== undefined) headers['content-type'] ??= 'application/json';
+  return { method, headers, ...(body !== undefined ? { body } : {}) };
+}
+
 export interface TestApp extends TestVault {
   readonly app: OpenAPIHono<AuthEnv>;
   /** app.request with the role's bearer token (or none). */
-  call(method: string, path: string, options?: { role?: TestRole | 'none'; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<Response>;
+  call(method: string, path: string, options?: CallOptions): Promise<Response>;
 }
 
 export async function openTestApp(options: Parameters<typeof openTestVault>[0] = {}): Promise<TestApp> {
@@ -97,14 +111,7 @@ export async function openTestApp(options: Parameters<typeof openTestVault>[0] =
     ...tv,
     app,
     call(method, p, o = {}) {
-      const headers: Record<string, string> = { ...o.headers };
-      const role = o.role ?? 'writer';
-      if (role !== 'none') headers.authorization = `Bearer ${TOKENS[role]}`;
-      let body: string | undefined;
-      if (o.rawBody !== undefined) body = o.rawBody;
-      else if (o.body !== undefined) body = JSON.stringify(o.body);
-      if (body !== undefined) headers['content-type'] ??= 'application/json';
-      return Promise.resolve(app.request(p, { method, headers, ...(body !== undefined ? { body } : {}) }));
+      return Promise.resolve(app.request(p, requestInit(method, o)));
     },
   };
 }
