@@ -13,7 +13,7 @@ import { Command, CommanderError } from 'commander';
 import { CONFIG_VARIABLES, ConfigError, type Config, loadConfig, ROLES, type Role } from '../config/index.js';
 import { deriveSubkey, toBase64Url, zeroize } from '../crypto/index.js';
 import { certificatePublicKey, verifyCertificate } from '../erasure/certificate.js';
-import { STEP_NAMES } from '../erasure/types.js';
+import { type ErasureTransition, STEP_NAMES } from '../erasure/types.js';
 import { isLetheError } from '../errors.js';
 import { loadRootKey } from '../keyprovider/root-key.js';
 import { createLogger, describeError, type Logger } from '../observability/logger.js';
@@ -456,14 +456,6 @@ function erasureRequestBody(subject: string, options: EraseOptions): Record<stri
   };
 }
 
-interface ErasureTransition {
-  id: number;
-  fromStep: string | null;
-  toStep: string | null;
-  status: string;
-  at: string;
-  detail: string | null;
-}
 
 interface ErasureSummary {
   erasureId: string;

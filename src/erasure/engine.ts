@@ -19,7 +19,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
 import { encodeContext, open, randomBytes, seal, toBase64Url, utf8, zeroize } from '../crypto/index.js';
 import { type Db, queryRows, type Transaction } from '../db/client.js';
-import { artifacts, destructionLedger, epochs, erasures, erasureTransitions, type ErasureRow, logEntries, subjectKeys } from '../db/schema.js';
+import { artifacts, destructionLedger, epochs, erasures, erasureTransitions, type ErasureRow, logEntries } from '../db/schema.js';
 import { isLetheError, LetheError } from '../errors.js';
 import type { ArtifactKeys } from '../artifacts/keys.js';
 import type { ArtifactService } from '../artifacts/service.js';
@@ -33,12 +33,13 @@ import type { KeyService } from '../vault/keys.js';
 import { newId } from '../vault/ids.js';
 import { hashHex } from '../vault/subjects.js';
 import { certificatePublicKey, type Json, signCertificate } from './certificate.js';
-import { artifactsTier, backupsTier, keyTableTier, logTier, type ProbeFinding, staleSince, type Tier, type TierName, type TierScope, vectorIndexTier } from './tiers.js';
+import { artifactsTier, backupsTier, count, keyTableTier, liveKey, logTier, type ProbeFinding, regenerateDerived, staleSince, type Tier, type TierName, type TierScope, vectorIndexTier } from './tiers.js';
 import { decodeFingerprints, encodeFingerprints, type Fingerprints, keyedShingles, type ProbeCandidate, type RecordFingerprint, scoreProbe } from './probe.js';
 import {
   type ErasureClass,
   type ErasureGraph,
   type ErasureStatus,
+  type ErasureTransition,
   type ErasureView,
   type GraphNode,
   type ProbeView,
@@ -341,7 +342,7 @@ export class ErasureEngine {
   }
 
   /** Transitions after `afterId`, oldest first (the events stream). */
-  async transitions(erasureId: string, afterId = 0): Promise<Array<{ id: number; fromStep: string | null; toStep: string | null; status: string; at: string; detail: string | null }>> {
+  async transitions(erasureId: string, afterId = 0): Promise<ErasureTransition[]> {
     await this.#row(erasureId);
     const rows = await this.#d.db.db
       .select()
@@ -617,19 +618,9 @@ export class ErasureEngine {
     }
   }
 
-  async #liveKey(subjectHash: Uint8Array): Promise<{ keyId: string; state: 'active' | 'fenced' } | undefined> {
-    const [k] = await this.#d.db.db.select({ keyId: subjectKeys.keyId, state: subjectKeys.state }).from(subjectKeys).where(eq(subjectKeys.subjectHash, subjectHash));
-    return k;
-  }
-
-  async #count(query: ReturnType<typeof sql>): Promise<number> {
-    const [r] = await queryRows<{ n: string | number }>(this.#d.db.db, query);
-    return Number(r?.n ?? 0);
-  }
-
   async #classify(row: ErasureRow, state: ErasureState) {
     const h = row.subjectHash;
-    const key = await this.#liveKey(h);
+    const key = await liveKey(this.#d.db, h);
     const keyId = key?.keyId ?? null;
     const scope = { erasureId: row.erasureId, subjectHash: h, keyId };
     const contributions = {} as Record<TierName, number>;
@@ -757,7 +748,7 @@ export class ErasureEngine {
 
   async #fence(row: ErasureRow, state: ErasureState): Promise<string> {
     if (!state.keyId) return 'no live key to fence (the subject was erased before)';
-    const live = await this.#liveKey(row.subjectHash);
+    const live = await liveKey(this.#d.db, row.subjectHash);
     if (!live || live.keyId !== state.keyId) {
       // the classified key is gone (destroyed by a crash-resumed run of this step? no: by someone else); re-classify
       if (!live) return 'the key was already destroyed';
@@ -765,7 +756,7 @@ export class ErasureEngine {
     }
     await this.#d.keys.fenceKey(state.keyId, 'erasure');
     // entries appended between fingerprint and fence are fingerprinted too
-    const now = await this.#count(sql`select count(*) as n from log_entries where key_id = ${state.keyId}`);
+    const now = await count(this.#d.db, sql`select count(*) as n from log_entries where key_id = ${state.keyId}`);
     let extra = '';
     if (now !== state.fingerprinted) {
       await this.#fingerprint(row, state);
@@ -776,14 +767,16 @@ export class ErasureEngine {
 
   async #destroy(row: ErasureRow, state: ErasureState): Promise<string> {
     const keyId = state.keyId;
+    // the key table tier destroys the key; then the tiers the destruction erased are checked
+    // (cumulative: a re-run reports the same)
+    const details = [await this.#eraseTier('key-table', row, state)];
     if (keyId) {
-      const d = await this.#d.keys.destroyKey(keyId, { reason: `erasure ${row.erasureId}`, actor: 'erasure' });
+      const [d] = await this.#d.db.db.select().from(destructionLedger).where(eq(destructionLedger.keyId, keyId));
+      if (!d) throw new TierFailure(`tier key-table: key ${keyId} is not in the destruction ledger after its destruction`);
       state.destruction = { keyId, destroyedAt: d.destroyedAt.toISOString(), wrappedEpoch: d.wrappedEpoch, leasedUntil: d.leasedUntil?.toISOString() ?? null };
       this.#d.failpoint?.('destroy-committed');
     }
-    // the tiers the destruction erases, each checked (cumulative: a re-run reports the same)
-    const details = [];
-    for (const name of ['key-table', 'log', 'vector-index'] as const) details.push(await this.#eraseTier(name, row, state));
+    for (const name of ['log', 'vector-index'] as const) details.push(await this.#eraseTier(name, row, state));
     return keyId ? `${details.join('; ')} (the key was wrapped under epoch ${state.destruction?.wrappedEpoch})` : 'no live key (nothing to destroy)';
   }
 
@@ -962,7 +955,7 @@ export class ErasureEngine {
     if (d) {
       const [epoch] = await this.#d.db.db.select().from(epochs).where(eq(epochs.epoch, d.wrappedEpoch));
       const retired = epoch?.state === 'retired';
-      const backups = await this.#count(sql`select count(*) as n from backup_keys where key_id = ${d.keyId}`);
+      const backups = await count(this.#d.db, sql`select count(*) as n from backup_keys where key_id = ${d.keyId}`);
       const until = retired ? iso(epoch?.retiredAt) : undefined;
       const bound = retired ? 0 : `until epoch ${d.wrappedEpoch} is retired (not scheduled: rotate the KEK with POST /v1/admin/kek/rotate)`;
       out.push({
@@ -1060,19 +1053,13 @@ export class ErasureEngine {
       const stale = await staleSince(this.#d.db, round?.affected ?? [], round?.rekeyedAt ? new Date(round.rekeyedAt) : undefined);
       return [...new Set([...touching, ...stale])];
     };
-    const roots = await pending();
-    let regenerated = 0;
-    let removed = 0;
-    if (roots.length) {
-      const upward = await upwardClosure(this.#d.db.db, roots);
-      const current = await this.#d.db.db.select({ keyId: artifacts.keyId }).from(artifacts).where(inArray(artifacts.artifactId, upward.map((u) => u.artifactId)));
-      state.versionKeys = [...new Set([...(state.versionKeys ?? []), ...current.map((c) => c.keyId).filter((k): k is string => k !== null)])];
-      await this.#checkpoint(row.erasureId, state);
-      const result = await this.#d.artifacts.regenerate(roots, { actor: 'erasure', reason: `redaction for erasure ${row.erasureId}` });
-      regenerated = result.regenerated.length;
-      removed = result.removed.length;
-    }
-    const left = (await pending()).length;
+    const { regenerated, removed, left } = await regenerateDerived(this.#d, pending, {
+      reason: `redaction for erasure ${row.erasureId}`,
+      beforeRegenerate: async (keys) => {
+        state.versionKeys = [...new Set([...(state.versionKeys ?? []), ...keys])];
+        await this.#checkpoint(row.erasureId, state);
+      },
+    });
     if (left > 0) throw new TierFailure(`tier artifacts still derives ${left} artifact(s) from redacted records`);
     if (round) round.done = new Date().toISOString();
     state.pendingRedaction = [];

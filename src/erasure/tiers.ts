@@ -89,13 +89,41 @@ export interface TierDeps {
   readonly backups: BackupService;
 }
 
-async function count(db: Db, query: ReturnType<typeof sql>): Promise<number> {
+export async function count(db: Db, query: ReturnType<typeof sql>): Promise<number> {
   const [r] = await queryRows<{ n: string | number }>(db.db, query);
   return Number(r?.n ?? 0);
 }
 
-const liveKeyOf = (db: Db, subjectHash: Uint8Array) =>
-  queryRows<{ key_id: string }>(db.db, sql`select key_id from subject_keys where subject_hash = ${subjectHash}`);
+/** The subject's live key, if it has one (a subject has at most one). */
+export async function liveKey(db: Db, subjectHash: Uint8Array): Promise<{ keyId: string; state: 'active' | 'fenced' } | undefined> {
+  const [k] = await queryRows<{ key_id: string; state: 'active' | 'fenced' }>(db.db, sql`select key_id, state from subject_keys where subject_hash = ${subjectHash}`);
+  return k ? { keyId: k.key_id, state: k.state } : undefined;
+}
+
+/**
+ * Regenerates what `pending` names (and everything above it), after handing the
+ * version keys about to be destroyed to `beforeRegenerate` (recorded so that their
+ * backups are marked even if we crash mid-way). `pending` is asked again afterwards:
+ * `left` is what still needs it.
+ */
+export async function regenerateDerived(
+  d: TierDeps,
+  pending: () => Promise<string[]>,
+  options: { reason: string; beforeRegenerate: (versionKeys: string[]) => Promise<void> },
+): Promise<{ roots: number; regenerated: number; removed: number; left: number }> {
+  const roots = await pending();
+  let regenerated = 0;
+  let removed = 0;
+  if (roots.length > 0) {
+    const upward = await upwardClosure(d.db.db, roots);
+    const current = await d.db.db.select({ keyId: artifacts.keyId }).from(artifacts).where(inArray(artifacts.artifactId, upward.map((u) => u.artifactId)));
+    await options.beforeRegenerate(current.map((c) => c.keyId).filter((k): k is string => k !== null));
+    const result = await d.artifacts.regenerate(roots, { actor: 'erasure', reason: options.reason });
+    regenerated = result.regenerated.length;
+    removed = result.removed.length;
+  }
+  return { roots: roots.length, regenerated, removed, left: (await pending()).length };
+}
 
 /** The key table: the subject's wrapped DEK. Erased by destroying the key (row gone, ledger row, replicas told). */
 export function keyTableTier(d: TierDeps): Tier {
@@ -107,11 +135,12 @@ export function keyTableTier(d: TierDeps): Tier {
     async erase(scope) {
       if (scope.keyId) await d.keys.destroyKey(scope.keyId, { reason: `erasure ${scope.erasureId}`, actor: 'erasure' });
       const removed = scope.keyId ? await count(d.db, sql`select count(*) as n from destruction_ledger where key_id = ${scope.keyId}`) : 0;
-      const left = (await liveKeyOf(d.db, scope.subjectHash)).length;
+      const left = (await liveKey(d.db, scope.subjectHash)) ? 1 : 0;
       return { removed, left, detail: scope.keyId ? `key ${scope.keyId} destroyed` : 'no live key' };
     },
     async probe(scope) {
-      return (await liveKeyOf(d.db, scope.subjectHash)).map((k) => ({ kind: 'live-key' as const, keyId: k.key_id }));
+      const k = await liveKey(d.db, scope.subjectHash);
+      return k ? [{ kind: 'live-key' as const, keyId: k.keyId }] : [];
     },
   };
 }
@@ -199,19 +228,14 @@ export function artifactsTier(d: TierDeps, hooks: { beforeRegenerate: (versionKe
         const stale = await staleSince(d.db, scope.affected ?? [], scope.since);
         return [...new Set([...touching, ...stale])];
       };
-      const roots = await pending();
-      let detail = 'no derived artifact depends on the subject';
-      if (roots.length > 0) {
-        const upward = await upwardClosure(d.db.db, roots);
-        const current = await d.db.db.select({ keyId: artifacts.keyId }).from(artifacts).where(inArray(artifacts.artifactId, upward.map((u) => u.artifactId)));
-        // recorded before the keys are destroyed, so their backups are marked even if we crash mid-way
-        await hooks.beforeRegenerate(current.map((c) => c.keyId).filter((k): k is string => k !== null));
-        const result = await d.artifacts.regenerate(roots, { actor: 'erasure', reason: `erasure ${scope.erasureId}` });
-        detail = `${result.regenerated.length} artifact(s) regenerated from surviving sources and re-embedded, ${result.removed.length} removed (no surviving source); old version keys destroyed`;
-      } else if (scope.contributed > 0) {
-        detail = 'every affected artifact was already regenerated (a re-run)';
-      }
-      const left = (await pending()).length;
+      const r = await regenerateDerived(d, pending, { reason: `erasure ${scope.erasureId}`, beforeRegenerate: hooks.beforeRegenerate });
+      const detail =
+        r.roots > 0
+          ? `${r.regenerated} artifact(s) regenerated from surviving sources and re-embedded, ${r.removed} removed (no surviving source); old version keys destroyed`
+          : scope.contributed > 0
+            ? 'every affected artifact was already regenerated (a re-run)'
+            : 'no derived artifact depends on the subject';
+      const left = r.left;
       return { removed: Math.max(0, scope.contributed - left), left, detail };
     },
     async probe(_scope, query) {

@@ -101,3 +101,13 @@ export interface ErasureView {
   readonly certificateState?: 'provisional' | 'final';
   readonly graph: ErasureGraph;
 }
+
+/** One transition of an erasure's state machine: a row of the timeline, an event of the stream. */
+export interface ErasureTransition {
+  readonly id: number;
+  readonly fromStep: string | null;
+  readonly toStep: string | null;
+  readonly status: string;
+  readonly at: string;
+  readonly detail: string | null;
+}

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { verifyCertificate } from '../../src/erasure/certificate.js';
 import { FIRST_RUN } from '../../src/erasure/engine.js';
+import type { ErasureTransition } from '../../src/erasure/types.js';
 import { openTestApp, type TestApp, type TestRole } from '../support/vault.js';
 
 const tag = () => randomBytes(5).toString('hex');
@@ -52,14 +53,7 @@ interface SseEvent {
   readonly data: string;
 }
 
-interface Transition {
-  id: number;
-  fromStep: string | null;
-  toStep: string | null;
-  status: string;
-  at: string;
-  detail: string | null;
-}
+type Transition = ErasureTransition;
 
 let t: TestApp;
 /** Every body an erasure route answered in this file: none may carry a subject id. */
