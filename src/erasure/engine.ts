@@ -911,6 +911,10 @@ export class ErasureEngine {
       steps,
       probe: { recovered: state.probe?.recovered ?? 1, threshold: state.probe?.threshold ?? this.#d.probeThreshold, matches: (state.probe?.matches ?? []).map((m) => ({ ...m })) },
       residuals: (state.residuals ?? []).map((r) => ({ ...r })) as Json,
+      // what each tier held of the subject at classification and reported removed
+      tiers: Object.fromEntries(
+        Object.entries(state.contributions ?? {}).map(([tier, contributed]) => [tier, { contributed: contributed ?? 0, removed: state.removed?.[tier as TierName] ?? 0 }]),
+      ),
       wrappedEpochs: held.epochs,
       epochsRetiredAt: held.retiredAt,
     };

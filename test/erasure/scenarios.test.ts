@@ -90,6 +90,13 @@ describe('erasure scenarios (PostgreSQL + MinIO)', () => {
     expect(dig.text).toContain(cb);
     expect(dig.text).toContain(cc);
     expect(view.graph.nodes.find((n) => n.id === a1)?.erasedSubject).toBe(true);
+    // the certificate states what each tier held and removed
+    expect(view.certificate!.payload.tiers).toMatchObject({
+      'key-table': { contributed: 1, removed: 1 },
+      log: { contributed: 1, removed: 1 },
+      'vector-index': { contributed: 1, removed: 1 },
+      artifacts: { contributed: 2, removed: 2 },
+    });
     expect(view.graph.nodes.find((n) => n.id === interest.artifactId)?.outcome).toBe('regenerated');
     expect(view.graph.edges).toEqual(expect.arrayContaining([{ from: a1, to: interest.artifactId }, { from: interest.artifactId, to: digest.artifactId }]));
     expect(await searchTexts([ca, 'birdwatching marshes'])).not.toContain(ca);
