@@ -67,6 +67,7 @@ export const TRANSITIONS: Readonly<Record<StepName, StepName | null>> = {
 export const FIRST_RUN: readonly StepName[] = STEP_NAMES.filter((s) => s !== 'redact');
 
 export const MAX_PUBLIC_ATTRIBUTES = 32;
+const ERASURE_ID = /^ers_[A-Za-z0-9_-]{22}$/;
 export const MAX_REDACTION_IDS = 1000;
 /** Nearest neighbours looked at per fingerprint vector and per public attribute. */
 const PROBE_NEIGHBOURS = 8;
@@ -305,7 +306,7 @@ export class ErasureEngine {
   // ---------------------------------------------------------------- reading
 
   async #row(erasureId: string): Promise<ErasureRow> {
-    if (!/^ers_[A-Za-z0-9_-]{22}$/.test(erasureId)) throw new LetheError('not_found', 'no such erasure');
+    if (!ERASURE_ID.test(erasureId)) throw new LetheError('not_found', 'no such erasure');
     const [row] = await this.#d.db.db.select().from(erasures).where(eq(erasures.erasureId, erasureId));
     if (!row) throw new LetheError('not_found', 'no such erasure');
     return row;
@@ -342,8 +343,16 @@ export class ErasureEngine {
   }
 
   /** Transitions after `afterId`, oldest first (the events stream). */
+  /** The erasure's status alone (what a follower polls). */
+  async status(erasureId: string): Promise<ErasureStatus> {
+    if (!ERASURE_ID.test(erasureId)) throw new LetheError('not_found', 'no such erasure');
+    const [row] = await this.#d.db.db.select({ status: erasures.status }).from(erasures).where(eq(erasures.erasureId, erasureId));
+    if (!row) throw new LetheError('not_found', 'no such erasure');
+    return row.status;
+  }
+
   async transitions(erasureId: string, afterId = 0): Promise<ErasureTransition[]> {
-    await this.#row(erasureId);
+    await this.status(erasureId);
     const rows = await this.#d.db.db
       .select()
       .from(erasureTransitions)

@@ -126,24 +126,21 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, t
       const { erasureId } = c.req.valid('param');
       const lastId = Number(c.req.header('last-event-id') ?? 0);
       let after = Number.isInteger(lastId) && lastId > 0 ? lastId : 0;
-      await vault.erasures.get(erasureId); // 404 before the stream starts
+      await vault.erasures.status(erasureId); // 404 before the stream starts
       return streamSSE(c, async (stream) => {
         let wake: (() => void) | undefined;
         const off = vault.erasures.onTransition(() => wake?.());
         stream.onAbort(() => wake?.());
         try {
           while (!stream.aborted) {
+            // status first: a finished erasure's last transition commits with its status, so it is read below
+            const status = await vault.erasures.status(erasureId);
             for (const t of await vault.erasures.transitions(erasureId, after)) {
               await stream.writeSSE({ event: 'step', id: String(t.id), data: JSON.stringify(t) });
               after = t.id;
             }
-            const view = await vault.erasures.get(erasureId);
-            if (TERMINAL.has(view.status)) {
-              const rest = await vault.erasures.transitions(erasureId, after);
-              for (const t of rest) {
-                await stream.writeSSE({ event: 'step', id: String(t.id), data: JSON.stringify(t) });
-                after = t.id;
-              }
+            if (TERMINAL.has(status)) {
+              const view = await vault.erasures.get(erasureId);
               await stream.writeSSE({ event: 'end', data: JSON.stringify({ erasureId, status: view.status, class: view.class ?? null, recovered: view.probe.recovered }) });
               return;
             }
