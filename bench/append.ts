@@ -33,7 +33,7 @@ import postgres from 'postgres';
 import { LetheWriter, S3ObjectStore } from '../src/client/index.js';
 import { loadConfig } from '../src/config/index.js';
 import { COMMITMENT_LENGTH, NONCE_LENGTH, seal, TAG_LENGTH } from '../src/crypto/envelope.js';
-import { startServer, type RunningServer } from '../src/http/server.js';
+import { startServer, type RunningServer } from '../src/app/serve.js';
 import { createLogger } from '../src/observability/logger.js';
 import type { StoredObject } from '../src/storage/store.js';
 import { minioBinary, type MinioServer, startMinio } from '../test/support/minio.js';

@@ -5,7 +5,7 @@
  * backups (default 1,000; 50 when quick).
  *
  *   setup       a MinIO server started here (test/support/minio.ts), a fresh lethe_bench_*
- *               database, the vault opened in this process with openVault on fresh live
+ *               database, the vault opened in this process with openApp on fresh live
  *               and backup buckets (S3_BUCKET, S3_BACKUP_BUCKET) and `listen: false`: no
  *               replica listener and no periodic propagation catch-up. Filled through the
  *               vault's own paths: BENCH_BACKUP_SUBJECTS subjects (default 200; 20 when
@@ -67,8 +67,8 @@ import { manifestKey } from '../src/backups/manifest.js';
 import type { BackupProgress, BackupSummary } from '../src/backups/service.js';
 import { loadConfig } from '../src/config/index.js';
 import { createLogger, describeError } from '../src/observability/logger.js';
-import { newId } from '../src/vault/ids.js';
-import { openVault, type Vault } from '../src/vault/vault.js';
+import { newId } from '../src/ids.js';
+import { openApp, type App } from '../src/app/open.js';
 import { minioBinary, type MinioServer, startMinio } from '../test/support/minio.js';
 import {
   cleanup,
@@ -263,7 +263,7 @@ function copyPhase(label: string, objects: number, bytes: number, seconds: numbe
   return { label, objects, bytes, seconds, objectsPerSec: objects / seconds, mbPerSec: bytes / seconds / 1e6, cpuSeconds: cpu };
 }
 
-async function timedBackup(vault: Vault, label: string, liveBytes: number): Promise<BackupRunPhase> {
+async function timedBackup(vault: App, label: string, liveBytes: number): Promise<BackupRunPhase> {
   const marks: Partial<Record<BackupProgress['phase'], number>> = {};
   let last: BackupProgress | undefined;
   const cpu0 = process.cpuUsage();
@@ -316,7 +316,7 @@ export async function runBackup(): Promise<BackupResult> {
   let minio: MinioServer | undefined;
   let db: { name: string; url: string } | undefined;
   let dataDir: string | undefined;
-  let vault: Vault | undefined;
+  let vault: App | undefined;
   let sql: postgres.Sql | undefined;
   try {
     progress('backup: starting MinIO');
@@ -324,7 +324,7 @@ export async function runBackup(): Promise<BackupResult> {
     db = await createScratchDatabase('backup');
     dataDir = await makeTempDir('backup');
     const logger = createLogger('warn', process.stderr);
-    vault = await openVault(
+    vault = await openApp(
       loadConfig({
         DATABASE_URL: db.url,
         LETHE_DATA_DIR: dataDir,

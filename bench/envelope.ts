@@ -10,7 +10,7 @@
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { encodeContext, open, seal } from '../src/crypto/index.js';
-import { newId } from '../src/vault/ids.js';
+import { newId } from '../src/ids.js';
 import { fmtBytes, fmtInt, fmtNum, fmtRatio, progress, QUICK, runIfMain, table } from './lib.js';
 
 export const ENVELOPE_SIZES = [64, 1024, 64 * 1024, 1024 * 1024] as const;

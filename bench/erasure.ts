@@ -119,10 +119,10 @@
 import { randomBytes } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import postgres from 'postgres';
-import { VectorIndex } from '../src/search/vector-index.js';
+import { VectorIndex } from '../src/vectors/vector-index.js';
 import { PROBE_MAX_QUERIES } from '../src/erasure/engine.js';
-import type { ErasureView } from '../src/erasure/types.js';
-import type { Vault } from '../src/vault/vault.js';
+import type { ErasureView } from '../src/erasure/view.js';
+import type { App } from '../src/app/open.js';
 import {
   envInt,
   fmtInt,
@@ -360,7 +360,7 @@ interface WrittenSubject {
   readonly digestIds: string[];
 }
 
-async function appendAll(vault: Vault, subject: string, label: string, count: number, texts?: Map<string, string>): Promise<string[]> {
+async function appendAll(vault: App, subject: string, label: string, count: number, texts?: Map<string, string>): Promise<string[]> {
   const ids = new Array<string>(count);
   // the first append creates the subject's key; the rest may run side by side
   const first = entryText(label, 0);
@@ -381,7 +381,7 @@ async function appendAll(vault: Vault, subject: string, label: string, count: nu
  * entries, and ceil(summaries / 10) digests each citing up to 10 of its summaries.
  */
 async function writeSubject(
-  vault: Vault,
+  vault: App,
   label: string,
   shape: { entries: number; summaries: number; perSummary: number },
   neighbours: { ids: string[]; texts: Map<string, string> },
@@ -447,8 +447,8 @@ function countIn(detail: string | undefined, re: RegExp): number {
   return m ? Number(m[1]) : 0;
 }
 
-async function eraseOne(vault: Vault, pg: postgres.Sql, s: WrittenSubject, expectedArtifacts: number): Promise<ErasureSample> {
-  const indexVectors = vault.search.index.size;
+async function eraseOne(vault: App, pg: postgres.Sql, s: WrittenSubject, expectedArtifacts: number): Promise<ErasureSample> {
+  const indexVectors = vault.vectors.index.size;
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
   const t0 = performance.now();
@@ -511,7 +511,7 @@ function scanOn(raw: unknown, relation: string): string {
   return found.join(', ') || 'none';
 }
 
-async function baselineOne(vault: Vault, pg: postgres.Sql, s: WrittenSubject): Promise<BaselineSample> {
+async function baselineOne(vault: App, pg: postgres.Sql, s: WrittenSubject): Promise<BaselineSample> {
   const hashHex = Buffer.from(vault.keys.subjectHash(s.subject)).toString('hex');
   const t0 = performance.now();
   const found = await pg.begin(async (tx) => {
@@ -609,14 +609,14 @@ function timeSearches(index: VectorIndex, queries: Float32Array[]): number {
   return median(times);
 }
 
-async function probeAtScale(vault: Vault, storeVectors: number, texts: string[], fingerprinted: number, medianErasureMs: number): Promise<ProbeAtScale> {
+async function probeAtScale(vault: App, storeVectors: number, texts: string[], fingerprinted: number, medianErasureMs: number): Promise<ProbeAtScale> {
   const nQueries = envInt('BENCH_ERASURE_PROBE_QUERIES', storeVectors >= 500_000 ? 5 : 20, 1);
-  const queries = await vault.search.embedder.embed(texts.slice(0, nQueries));
-  const vaultIndexVectors = vault.search.index.size;
-  const vaultIndexMedianMs = timeSearches(vault.search.index, queries);
-  progress(`erasure: filling a vector index of ${fmtInt(storeVectors)} vectors (${fmtNum((storeVectors * vault.search.embedder.dimensions * 4) / 2 ** 30, 2)} GiB)`);
+  const queries = await vault.vectors.embedder.embed(texts.slice(0, nQueries));
+  const vaultIndexVectors = vault.vectors.index.size;
+  const vaultIndexMedianMs = timeSearches(vault.vectors.index, queries);
+  progress(`erasure: filling a vector index of ${fmtInt(storeVectors)} vectors (${fmtNum((storeVectors * vault.vectors.embedder.dimensions * 4) / 2 ** 30, 2)} GiB)`);
   const f0 = performance.now();
-  let index: VectorIndex | undefined = filledIndex(vault.search.embedder.dimensions, storeVectors);
+  let index: VectorIndex | undefined = filledIndex(vault.vectors.embedder.dimensions, storeVectors);
   const fillSeconds = (performance.now() - f0) / 1000;
   const storeIndexMedianMs = timeSearches(index, queries);
   index.clear();
@@ -638,7 +638,7 @@ async function probeAtScale(vault: Vault, storeVectors: number, texts: string[],
   };
 }
 
-async function timeDrains(vault: Vault, runs: number): Promise<number> {
+async function timeDrains(vault: App, runs: number): Promise<number> {
   await vault.erasures.drain();
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
@@ -650,7 +650,7 @@ async function timeDrains(vault: Vault, runs: number): Promise<number> {
   return median(times);
 }
 
-async function measureIdleDrain(vault: Vault, pg: postgres.Sql, target: number): Promise<IdleDrain> {
+async function measureIdleDrain(vault: App, pg: postgres.Sql, target: number): Promise<IdleDrain> {
   const [c] = await pg<{ n: number; state: number; cert: number }[]>`
     select count(*)::int as n, coalesce(avg(pg_column_size(state)), 0)::float8 as state, coalesce(avg(pg_column_size(certificate)), 0)::float8 as cert
       from erasures where certificate_state = 'provisional'`;
@@ -771,7 +771,7 @@ async function bulkLoad(pg: postgres.Sql, bulkEntries: number, model: string, ba
 
 interface Store {
   readonly targetEntries: number;
-  readonly vault: Vault;
+  readonly vault: App;
   readonly pg: postgres.Sql;
   readonly cleanup: () => Promise<void>;
   readonly measured: WrittenSubject[];
@@ -803,7 +803,7 @@ async function prepareStore(targetEntries: number): Promise<Store> {
   const pg = postgres(db.url, { max: 1, onnotice: () => {} });
   try {
     progress(`erasure: store of ${fmtInt(targetEntries)} entries — ${fmtInt(bulkEntries)} bulk (SQL), ${fmtInt(serviceEntries)} through the service`);
-    const bulk = await bulkLoad(pg, bulkEntries, vault.search.embedder.model, vault.config.backupBucket);
+    const bulk = await bulkLoad(pg, bulkEntries, vault.vectors.embedder.model, vault.config.backupBucket);
     // planner statistics for the bulk before the service writes plan against it
     for (const t of BULK_TABLES) await pg.unsafe(`vacuum analyze ${t}`);
 

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { loadConfig } from '../src/config/index.js';
 import { createLogger } from '../src/observability/logger.js';
-import { openVault, type Vault } from '../src/vault/vault.js';
+import { openApp, type App } from '../src/app/open.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
@@ -102,7 +102,7 @@ export function randomRootKey(): string {
 }
 
 export interface ScratchVault {
-  readonly vault: Vault;
+  readonly vault: App;
   readonly db: { readonly name: string; readonly url: string };
   readonly dataDir: string;
   /** Closes the vault, drops the database and removes the data directory; a failing step is reported, not thrown. */
@@ -120,12 +120,12 @@ export async function scratchVault(
   const db = await createScratchDatabase(label);
   const dataDir = await makeTempDir(label);
   const env: Record<string, string> = { DATABASE_URL: db.url, LETHE_DATA_DIR: dataDir, LETHE_ROOT_KEY: randomRootKey(), LETHE_LOG_LEVEL: 'warn' };
-  let vault: Vault;
+  let vault: App;
   try {
     // database settings that must be in place before the vault's sessions connect
     await options.beforeOpen?.(db);
     // no S3_* variables: the local filesystem object store under dataDir; listen false: no rebuild at open
-    vault = await openVault(loadConfig(env), { logger: createLogger('warn', process.stderr), listen: false });
+    vault = await openApp(loadConfig(env), { logger: createLogger('warn', process.stderr), listen: false });
   } catch (e) {
     await dropScratchDatabase(db.name).catch(() => {});
     await removeDir(dataDir);

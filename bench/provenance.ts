@@ -2,7 +2,7 @@
  * Provenance: the touching query's cost against the size of the graph, and
  * regeneration throughput with the built-in (extractive) regenerator.
  *
- *   1. touching  a fresh lethe_bench_* database, the vault opened on it with openVault
+ *   1. touching  a fresh lethe_bench_* database, the vault opened on it with openApp
  *                (migrations run; local filesystem object store). A synthetic provenance
  *                graph is loaded straight into log_entries, artifacts and provenance with
  *                set-based SQL (generate_series), at two sizes: BENCH_PROVENANCE_SMALL
@@ -50,7 +50,7 @@ import { sql as dsql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { touchingRecords, touchingSubject } from '../src/artifacts/provenance.js';
 import { type Executor, queryRows } from '../src/db/client.js';
-import type { Vault } from '../src/vault/vault.js';
+import type { App } from '../src/app/open.js';
 import {
   cpuSeconds,
   envInt,
@@ -361,7 +361,7 @@ async function touchingSql(subjectHash: Uint8Array): Promise<SQL> {
   return captured;
 }
 
-async function measureTouching(vault: Vault, pg: postgres.Sql, edges: number, runs: number): Promise<TouchingRun> {
+async function measureTouching(vault: App, pg: postgres.Sql, edges: number, runs: number): Promise<TouchingRun> {
   const warmups = 10;
   const target = new Uint8Array(randomBytes(32));
   progress(`provenance: loading a graph of ~${fmtInt(edges)} edges`);

@@ -5,7 +5,7 @@
  * with --expose-gc so it can start its measurement from a collected heap):
  *
  *   rotate  BENCH_KEYS/10 keys, then BENCH_KEYS keys: a fresh lethe_bench_* database,
- *           the vault opened with openVault, keys bulk-loaded with COPY (DEKs wrapped
+ *           the vault opened with openApp, keys bulk-loaded with COPY (DEKs wrapped
  *           by vault.provider.wrap, bypassing the HTTP API), `vault.epochs.rotate()`
  *           with process.memoryUsage() sampled in the onRewrapBatch hook, then checks:
  *           a sample of keys unwraps under the new epoch to the original DEK, and the
@@ -29,8 +29,8 @@ import { zeroize } from '../src/crypto/index.js';
 import { isLetheError } from '../src/errors.js';
 import { LocalKeyringProvider } from '../src/keyprovider/local.js';
 import { createLogger } from '../src/observability/logger.js';
-import { newId } from '../src/vault/ids.js';
-import { openVault } from '../src/vault/vault.js';
+import { newId } from '../src/ids.js';
+import { openApp } from '../src/app/open.js';
 import {
   benchKeys,
   cpuSeconds,
@@ -231,7 +231,7 @@ async function rotateWorker(keys: number, cryptoSample: number): Promise<RotateR
     let batches = 0;
     const timeline: Array<{ t: number; n: number }> = [];
     let t0 = 0;
-    const vault = await openVault(config, {
+    const vault = await openApp(config, {
       logger: createLogger('warn'),
       listen: false,
       onRewrapBatch: (n) => {

@@ -15,7 +15,7 @@
  *   6. search     VectorIndex memory per vector at 100,000 and 500,000 vectors (heapUsed + arrayBuffers
  *               after gc; node --expose-gc); index.search(q, 10) median/p95 vs a bare dot-product loop
  *               over the same values; HashingEmbedder.embedOne and sealEmbedding+openEmbedding texts/s
- *               vs AES-256-GCM of the vector's 2,048 float32 bytes; vault.search.rebuild() vectors/s vs a plain
+ *               vs AES-256-GCM of the vector's 2,048 float32 bytes; vault.vectors.rebuild() vectors/s vs a plain
  *               select of the sealed rows
  *   7. backup   vault.backups.run() objects/s and MB/s vs a plain copy of the same objects with the minio
  *               client (real MinIO); a second, incremental run; propagation ms of a destroyed key held

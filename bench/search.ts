@@ -37,17 +37,17 @@
  *               associated data. Also, for reference, AES-256-GCM of 517 bytes (the size of
  *               the quantised plaintext lethe seals). Figures: texts/s of each and its
  *               ratio to the baseline.
- *   4. rebuild  a fresh lethe_bench_* database, the vault opened on it with openVault
+ *   4. rebuild  a fresh lethe_bench_* database, the vault opened on it with openApp
  *               (migrations run; local filesystem object store; no listener, so no rebuild
  *               at open). 100 subjects each get one entry through vault.log.append (which
  *               creates the subject's key and stores the entry's sealed embedding); the
  *               other M - 100 embeddings (M = BENCH_SEARCH_REBUILD, default 5,000; 1,000
  *               when quick) are embedded from generated sentences and sealed with
- *               vault.search.seal under the subject's DEK (vault.keys.dekFor) and inserted
+ *               vault.vectors.seal under the subject's DEK (vault.keys.dekFor) and inserted
  *               with upsertEmbeddings, 500 rows a statement (no log_entries rows: the
  *               rebuild reads only embeddings). Then VACUUM ANALYZE, and in interleaved
  *               rounds (one unmeasured of each first, then BENCH_SEARCH_REBUILD_RUNS,
- *               default 5; 3 when quick): vault.search.rebuild() (vectors/s; it must load
+ *               default 5; 3 when quick): vault.vectors.rebuild() (vectors/s; it must load
  *               exactly M) and the baseline, a plain `select record_id, sealed from
  *               embeddings` through the vault's database handle (rows/s). Figure: median
  *               rebuild vectors/s ÷ median select rows/s. Also EXPLAIN (ANALYZE, BUFFERS)
@@ -62,10 +62,10 @@ import postgres from 'postgres';
 import { encodeContext } from '../src/crypto/index.js';
 import { queryRows } from '../src/db/client.js';
 import { embeddings } from '../src/db/schema.js';
-import { HashingEmbedder } from '../src/search/embedder.js';
-import { type EmbeddingPlace, openEmbedding, type SealedEmbedding, sealEmbedding, storedForm, upsertEmbeddings } from '../src/search/embeddings.js';
-import { VectorIndex } from '../src/search/vector-index.js';
-import { newId } from '../src/vault/ids.js';
+import { HashingEmbedder } from '../src/vectors/embedder.js';
+import { type EmbeddingPlace, openEmbedding, type SealedEmbedding, sealEmbedding, storedForm, upsertEmbeddings } from '../src/vectors/embeddings.js';
+import { VectorIndex } from '../src/vectors/vector-index.js';
+import { newId } from '../src/ids.js';
 import {
   cpuSeconds,
   envInt,
@@ -521,7 +521,7 @@ async function measureRebuild(records: number, runs: number): Promise<RebuildRun
     for (let s = 0; s < subjects; s++) {
       const { dek } = await vault.keys.dekFor(keyOf[s]!);
       try {
-        const sealed = await vault.search.seal(
+        const sealed = await vault.vectors.seal(
           perSubject[s]!.map((i) => ({ recordId: newId('entry'), recordType: 'entry' as const, text: texts[i]! })),
           keyOf[s]!,
           dek,
@@ -554,10 +554,10 @@ async function measureRebuild(records: number, runs: number): Promise<RebuildRun
     for (let r = 0; r <= runs; r++) {
       const cpu0 = process.cpuUsage();
       const a0 = performance.now();
-      const result = await vault.search.rebuild();
+      const result = await vault.vectors.rebuild();
       const a1 = performance.now();
       const cpu = cpuSeconds(cpu0);
-      if (result.loaded !== records || vault.search.index.size !== records) loadedEveryRun = false;
+      if (result.loaded !== records || vault.vectors.index.size !== records) loadedEveryRun = false;
       const b0 = performance.now();
       const rows = await queryRows<{ record_id: string; sealed: Uint8Array }>(vault.db.db, dsql`select record_id, sealed from embeddings`);
       const b1 = performance.now();
@@ -576,7 +576,7 @@ async function measureRebuild(records: number, runs: number): Promise<RebuildRun
     const keys = [...new Set(keyOf)].sort();
     const afterKeyId = keys[Math.floor(keys.length / 2)]!;
     const after = { keyId: afterKeyId, recordId: '' };
-    const model = vault.search.embedder.model;
+    const model = vault.vectors.embedder.model;
     const page = vault.db.db
       .select()
       .from(embeddings)
@@ -751,7 +751,7 @@ export function formatSearch(r: SearchResult): string {
       ['operation', 'median s', 'min / max s', 'per second', 'note'],
       [
         [
-          'vault.search.rebuild()',
+          'vault.vectors.rebuild()',
           fmtNum(b.rebuild.medianSeconds, 3),
           `${fmtNum(b.rebuild.minSeconds, 3)} / ${fmtNum(b.rebuild.maxSeconds, 3)}`,
           `${fmtNum(b.rebuild.perSec, 0)} vectors/s`,

@@ -12,9 +12,9 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/index.js';
 import { TokenStore } from '../src/http/auth.js';
-import { startServer } from '../src/http/server.js';
+import { startServer } from '../src/app/serve.js';
 import { createLogger } from '../src/observability/logger.js';
-import { openVault } from '../src/vault/vault.js';
+import { openApp } from '../src/app/open.js';
 import { createTestDatabase, type TestDatabase } from './support/pg.js';
 import { tempDir, testEnv, TOKENS } from './support/vault.js';
 
@@ -132,7 +132,7 @@ describe('migrate, kek and audit against PostgreSQL', () => {
 
   it('`kek rotate` exits 0 and prints epoch 2, re-wrapping the live key', { timeout: TEST_TIMEOUT_MS }, async () => {
     // one live key, created in-process with the same environment
-    const vault = await openVault(loadConfig(env), { logger: createLogger('silent'), listen: false });
+    const vault = await openApp(loadConfig(env), { logger: createLogger('silent'), listen: false });
     try {
       const lease = await vault.keys.lease('user:cli', 'writer');
       dekBefore = Buffer.from(lease.dek).toString('hex');
@@ -150,7 +150,7 @@ describe('migrate, kek and audit against PostgreSQL', () => {
 
   it('after the CLI rotation the key still opens to the same DEK', async () => {
     expect(dekBefore).not.toBe('');
-    const vault = await openVault(loadConfig(env), { logger: createLogger('silent'), listen: false });
+    const vault = await openApp(loadConfig(env), { logger: createLogger('silent'), listen: false });
     try {
       const lease = await vault.keys.lease('user:cli', 'writer');
       expect(Buffer.from(lease.dek).toString('hex')).toBe(dekBefore);

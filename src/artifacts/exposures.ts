@@ -7,13 +7,12 @@
  * keyed hash, so a later regeneration does not hide that an earlier version was used.
  */
 import { sql } from 'drizzle-orm';
-import { type Db, queryRows } from '../db/client.js';
+import { type Database, queryRows } from '../db/client.js';
 import { trainingExposures } from '../db/schema.js';
 import { LetheError } from '../errors.js';
+import { isId, newId } from '../ids.js';
 import type { AuditLog } from '../vault/audit.js';
-import { newId } from '../vault/ids.js';
 import { closureSubjects } from './provenance.js';
-import { ARTIFACT_ID, ENTRY_ID } from './service.js';
 
 export const MAX_EXPOSURE_IDS = 100_000;
 
@@ -31,10 +30,10 @@ export interface Exposure {
 }
 
 export class TrainingExposures {
-  readonly #db: Db;
+  readonly #db: Database;
   readonly #audit: AuditLog;
 
-  constructor(deps: { db: Db; audit: AuditLog }) {
+  constructor(deps: { db: Database; audit: AuditLog }) {
     this.#db = deps.db;
     this.#audit = deps.audit;
   }
@@ -43,11 +42,11 @@ export class TrainingExposures {
     const ids = [...new Set(input.ids)];
     if (ids.length === 0) throw new LetheError('validation_failed', 'ids: name at least one entry or artifact');
     if (ids.length > MAX_EXPOSURE_IDS) throw new LetheError('validation_failed', `ids: at most ${MAX_EXPOSURE_IDS}`);
-    const malformed = ids.filter((id) => !ENTRY_ID.test(id) && !ARTIFACT_ID.test(id));
+    const malformed = ids.filter((id) => !isId('entry', id) && !isId('art', id));
     if (malformed.length > 0) throw new LetheError('unknown_source', `ids: ${malformed.length} id(s) are neither entry nor artifact ids`);
     const exposureId = newId('exp');
     const idsJson = JSON.stringify(ids);
-    return this.#db.db.transaction(async (tx) => {
+    return this.#db.transaction(async (tx) => {
       // Erased records are accepted: a corpus built before an erasure still holds them.
       const entries = await queryRows<{ entry_id: string; subject: string }>(
         tx,
@@ -82,7 +81,7 @@ export class TrainingExposures {
   /** The registered corpora that hold content of the subject (the class C test). */
   async forSubjectHash(subjectHash: Uint8Array): Promise<Exposure[]> {
     const rows = await queryRows<{ exposure_id: string; corpus: string; model: string | null; created_at: Date | string }>(
-      this.#db.db,
+      this.#db,
       sql`select e.exposure_id, e.corpus, e.model, e.created_at
             from training_exposure_subjects s join training_exposures e on e.exposure_id = s.exposure_id
            where s.subject_hash = decode(${Buffer.from(subjectHash).toString('hex')}, 'hex')

@@ -17,18 +17,20 @@
 import { createHash } from 'node:crypto';
 import { eq, inArray, sql } from 'drizzle-orm';
 import { envelopeKeyId, fromBase64Url, isCommittedTo, toBase64Url, zeroize } from '../crypto/index.js';
-import type { ArtifactKeys } from '../artifacts/keys.js';
+import type { ArtifactService } from '../artifacts/service.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
-import { type Db, queryRows } from '../db/client.js';
+import { type Database, queryRows } from '../db/client.js';
 import { backupPropagations, backups, destructionLedger } from '../db/schema.js';
 import { isLetheError, LetheError } from '../errors.js';
+import { idArrayLiteral, newId } from '../ids.js';
 import { decodeSegment } from '../log/segment.js';
 import type { Logger } from '../observability/logger.js';
 import { describeError } from '../observability/logger.js';
 import type { ObjectStore } from '../storage/store.js';
-import { newId } from '../vault/ids.js';
-import type { KeyService } from '../vault/keys.js';
 import type { AuditLog } from '../vault/audit.js';
+import type { KeyService } from '../vault/keys.js';
+import { clearForRestore, replayDestructions } from '../vault/restore.js';
+import type { VersionKeys } from '../vault/version-keys.js';
 import { exportDatabase, importDatabase, occupiedTables, parseDatabaseExport } from './database.js';
 import {
   databaseKey,
@@ -124,20 +126,22 @@ export interface BackupProgress {
 const sha256Hex = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 export class BackupService {
-  readonly #db: Db;
+  readonly #db: Database;
   readonly #keys: KeyService;
   readonly #live: ObjectStore;
   readonly #backup: ObjectStore;
   readonly #logger: Logger;
 
-  readonly #artifactKeys: ArtifactKeys;
+  readonly #versionKeys: VersionKeys;
+  readonly #artifacts: ArtifactService;
   readonly #provider: KeyProvider;
   readonly #audit: AuditLog;
 
   constructor(deps: {
-    db: Db;
+    db: Database;
     keys: KeyService;
-    artifactKeys: ArtifactKeys;
+    versionKeys: VersionKeys;
+    artifacts: ArtifactService;
     provider: KeyProvider;
     audit: AuditLog;
     objects: ObjectStore;
@@ -146,22 +150,13 @@ export class BackupService {
   }) {
     this.#db = deps.db;
     this.#keys = deps.keys;
-    this.#artifactKeys = deps.artifactKeys;
+    this.#versionKeys = deps.versionKeys;
+    this.#artifacts = deps.artifacts;
     this.#provider = deps.provider;
     this.#audit = deps.audit;
     this.#live = deps.objects;
     this.#backup = deps.backupObjects;
     this.#logger = deps.logger;
-  }
-
-  #repair: ((artifactIds: string[]) => Promise<{ regenerated: number; removed: number }>) | undefined;
-
-  /**
-   * How a restore repairs artifacts whose current version's key was destroyed after the
-   * backup was taken (the vault wires it to regeneration from the restored sources).
-   */
-  repairArtifactsWith(fn: (artifactIds: string[]) => Promise<{ regenerated: number; removed: number }>): void {
-    this.#repair = fn;
   }
 
   /** The backup bucket (or folder). */
@@ -175,7 +170,7 @@ export class BackupService {
     const createdAt = new Date();
     // the key table as it stands: wrapped keys and their epochs, never a plaintext key
     const table = await queryRows<{ key_id: string; kind: 'subject' | 'artifact-version'; epoch: number; wrapped: Uint8Array }>(
-      this.#db.db,
+      this.#db,
       sql`select key_id, 'subject' as kind, epoch, wrapped_dek as wrapped from subject_keys
           union all
           select key_id, 'artifact-version' as kind, epoch, wrapped_dek as wrapped from artifact_keys
@@ -191,7 +186,7 @@ export class BackupService {
     );
     await this.#backup.put(keyTableKey(backupId), tableBytes);
     // what a restore loads: the tables as they stand, in one consistent snapshot
-    const dump = await this.#db.db.transaction(async (tx) => {
+    const dump = await this.#db.transaction(async (tx) => {
       await tx.execute(sql`set transaction isolation level repeatable read, read only`);
       return exportDatabase(tx);
     });
@@ -261,7 +256,7 @@ export class BackupService {
     await this.#backup.put(manifestKey(backupId), Buffer.from(JSON.stringify(manifest)));
     options.onProgress?.({ phase: 'manifest', done: 1, copied, reused });
 
-    await this.#db.db.transaction(async (tx) => {
+    await this.#db.transaction(async (tx) => {
       await tx.insert(backups).values({ backupId, createdAt, manifestVersion: 1, objects: objects.length, keys: keys.length });
       await tx.execute(sql`insert into backup_keys (key_id, backup_id)
                            select k, ${backupId} from json_array_elements_text(${JSON.stringify(ids)}::json) as v(k)`);
@@ -278,13 +273,13 @@ export class BackupService {
   }
 
   async list(): Promise<BackupSummary[]> {
-    const rows = await this.#db.db.select().from(backups).orderBy(backups.createdAt, backups.backupId);
+    const rows = await this.#db.select().from(backups).orderBy(backups.createdAt, backups.backupId);
     return rows.map((r) => ({ backupId: r.backupId, createdAt: r.createdAt, objects: r.objects, keys: r.keys, manifestVersion: r.manifestVersion }));
   }
 
   /** The current manifest version. */
   async manifest(backupId: string): Promise<Manifest> {
-    const [row] = await this.#db.db.select().from(backups).where(eq(backups.backupId, backupId));
+    const [row] = await this.#db.select().from(backups).where(eq(backups.backupId, backupId));
     if (!row) throw new LetheError('not_found', 'no such backup');
     return this.#readManifest(backupId);
   }
@@ -303,7 +298,7 @@ export class BackupService {
         ? sql`and bk.backup_id in (select json_array_elements_text(${JSON.stringify(options.backupIds)}::json))`
         : sql``;
     const pending = await queryRows<{ backup_id: string; key_id: string; destroyed_at: Date | string }>(
-      this.#db.db,
+      this.#db,
       sql`select bk.backup_id, bk.key_id, dl.destroyed_at
             from backup_keys bk
             join destruction_ledger dl on dl.key_id = bk.key_id
@@ -319,7 +314,7 @@ export class BackupService {
     }
     let keys = 0;
     for (const [backupId, destroyed] of byBackup) {
-      await this.#db.db.transaction(async (tx) => {
+      await this.#db.transaction(async (tx) => {
         // one writer of a backup's manifest at a time
         const [row] = await tx.select().from(backups).where(eq(backups.backupId, backupId)).for('update');
         if (!row) return;
@@ -352,11 +347,10 @@ export class BackupService {
    */
   async exportLedger(keyIds?: readonly string[]): Promise<number> {
     const bucket = this.#backup.bucket;
-    // key ids are [A-Za-z0-9_-] (newId): safe inside an array literal; anything else cannot be a key id
-    const only = keyIds ? sql`and dl.key_id = any(${`{${keyIds.filter((k) => /^[A-Za-z0-9_-]+$/.test(k)).join(',')}}`}::text[])` : sql``;
+    const only = keyIds ? sql`and dl.key_id = any(${idArrayLiteral(keyIds)}::text[])` : sql``;
     let total = 0;
     for (;;) {
-      const n = await this.#db.db.transaction(async (tx) => {
+      const n = await this.#db.transaction(async (tx) => {
         const rows = await queryRows<{
           key_id: string;
           key_kind: string;
@@ -439,7 +433,7 @@ export class BackupService {
       for (const k of manifest.keys) {
         let live = deks.get(k.keyId);
         if (!live && k.kind === 'artifact-version') {
-          live = await this.#artifactKeys.unwrap(k.keyId).catch((e: unknown) => {
+          live = await this.#versionKeys.unwrap(k.keyId).catch((e: unknown) => {
             if (isLetheError(e, 'key_destroyed')) return undefined;
             throw e;
           });
@@ -501,7 +495,7 @@ export class BackupService {
       if (isLetheError(e, 'not_found')) throw new LetheError('not_found', `no manifest for backup ${backupId} in the backup bucket`);
       throw e;
     });
-    const occupied = await occupiedTables(this.#db.db);
+    const occupied = await occupiedTables(this.#db);
     if (occupied.length > 0) throw new LetheError('conflict', `the target database is not empty (${occupied.join(', ')}): restore into a fresh one`);
     for (const prefix of BACKED_UP_PREFIXES) {
       for await (const _ of this.#live.list(prefix)) throw new LetheError('conflict', `the target bucket already holds ${prefix} objects: restore into an empty one`);
@@ -548,11 +542,9 @@ export class BackupService {
     }
 
     const restoredKeyIds = new Set<string>();
-    const counts = await this.#db.db.transaction(async (tx) => {
+    const counts = await this.#db.transaction(async (tx) => {
       // a fresh database has its own first epoch and audit rows: the backup's replace them
-      await tx.execute(sql`delete from audit_log`);
-      await tx.execute(sql`delete from audit_head`);
-      await tx.execute(sql`delete from epochs`);
+      await clearForRestore(tx);
       const imported = await importDatabase(tx, dump, (table, row) => {
         if (table === 'subject_keys' || table === 'artifact_keys') {
           const keep = !destroyed.has(String(row.keyId));
@@ -564,13 +556,18 @@ export class BackupService {
       });
       const inLedger = new Set(knownAtBackup);
       const replay = [...destroyed.values()].filter((d) => !inLedger.has(d.keyId));
-      for (const d of replay) {
-        await tx.execute(sql`insert into destruction_ledger (key_id, key_kind, subject_hash, destroyed_at, reason, wrapped_epoch, leased_until)
-          values (${d.keyId}, ${d.keyKind === 'artifact-version' ? 'artifact-version' : 'subject'},
-                  ${d.subjectHash ? sql`decode(${d.subjectHash}, 'hex')` : sql`null`}, ${d.destroyedAt}, ${`replayed at restore: ${d.reason}`},
-                  ${d.wrappedEpoch}, ${d.leasedUntil})
-          on conflict (key_id) do nothing`);
-      }
+      await replayDestructions(
+        tx,
+        replay.map((d) => ({
+          keyId: d.keyId,
+          keyKind: d.keyKind === 'artifact-version' ? 'artifact-version' : 'subject',
+          subjectHash: d.subjectHash ? Buffer.from(d.subjectHash, 'hex') : null,
+          destroyedAt: new Date(d.destroyedAt),
+          reason: `replayed at restore: ${d.reason}`,
+          wrappedEpoch: d.wrappedEpoch,
+          leasedUntil: d.leasedUntil ? new Date(d.leasedUntil) : null,
+        })),
+      );
       await this.#audit.append(tx, [
         {
           actor: options.actor,
@@ -594,7 +591,7 @@ export class BackupService {
     // restored sources that survive, as the erasure did, or erase it when none does.
     const stale = (
       await queryRows<{ artifact_id: string }>(
-        this.#db.db,
+        this.#db,
         sql`select a.artifact_id from artifacts a
              where a.state = 'live' and a.key_id is not null
                and not exists (select 1 from artifact_keys k where k.key_id = a.key_id)`,
@@ -602,8 +599,8 @@ export class BackupService {
     ).map((r) => r.artifact_id);
     let repaired = { regenerated: 0, removed: 0 };
     if (stale.length > 0) {
-      if (this.#repair) repaired = await this.#repair(stale);
-      else this.#logger.warn({ artifacts: stale.length }, 'restored artifacts point at version keys destroyed after the backup; regenerate them (POST /v1/artifacts/{id}/regenerate)');
+      const result = await this.#artifacts.regenerate(stale, { actor: 'restore', reason: 'restore: the version key was destroyed after the backup' });
+      repaired = { regenerated: result.regenerated.length, removed: result.removed.length };
     }
     return {
       backupId,
@@ -662,7 +659,7 @@ export class BackupService {
   async #destroyedAt(keyIds: readonly string[]): Promise<Map<string, Date>> {
     const out = new Map<string, Date>();
     for (let i = 0; i < keyIds.length; i += VALIDITY_BATCH) {
-      const rows = await this.#db.db
+      const rows = await this.#db
         .select({ keyId: destructionLedger.keyId, destroyedAt: destructionLedger.destroyedAt })
         .from(destructionLedger)
         .where(inArray(destructionLedger.keyId, keyIds.slice(i, i + VALIDITY_BATCH)));

@@ -13,17 +13,19 @@ import { Command, CommanderError } from 'commander';
 import { CONFIG_VARIABLES, ConfigError, type Config, loadConfig, ROLES, type Role } from '../config/index.js';
 import { deriveSubkey, toBase64Url, zeroize } from '../crypto/index.js';
 import { certificatePublicKey, verifyCertificate } from '../erasure/certificate.js';
-import { type ErasureTransition, STEP_NAMES } from '../erasure/types.js';
+import { FIRST_RUN } from '../erasure/machine.js';
+import { ERASURE_ID_PATTERN, LEGAL_BASES, MAX_PUBLIC_ATTRIBUTES } from '../erasure/request.js';
+import type { ErasureTransition } from '../erasure/view.js';
 import { isLetheError } from '../errors.js';
 import { loadRootKey } from '../keyprovider/root-key.js';
 import { createLogger, describeError, type Logger } from '../observability/logger.js';
-import { SUBJECT_ID_PATTERN } from '../vault/subjects.js';
-import type { Vault } from '../vault/vault.js';
+import { SUBJECT_ID_PATTERN } from '../ids.js';
+import type { App } from '../app/open.js';
 
 // The service, the vault and the database client load on first use: the commands that
 // are HTTP clients of a running service (backup run, erase, erasure …) start without them.
-const openVault: typeof import('../vault/vault.js').openVault = async (...args) => (await import('../vault/vault.js')).openVault(...args);
-const startServer: typeof import('../http/server.js').startServer = async (...args) => (await import('../http/server.js')).startServer(...args);
+const openApp: typeof import('../app/open.js').openApp = async (...args) => (await import('../app/open.js')).openApp(...args);
+const startServer: typeof import('../app/serve.js').startServer = async (...args) => (await import('../app/serve.js')).startServer(...args);
 const fsck: typeof import('../log/maintenance.js').fsck = async (...args) => (await import('../log/maintenance.js')).fsck(...args);
 const compact: typeof import('../log/maintenance.js').compact = async (...args) => (await import('../log/maintenance.js')).compact(...args);
 
@@ -44,10 +46,10 @@ function config(): Config {
   return loadConfig(process.env);
 }
 
-async function withVault<T>(fn: (vault: Vault, logger: Logger) => Promise<T>, options: { logLevel?: string } = {}): Promise<T> {
+async function withVault<T>(fn: (vault: App, logger: Logger) => Promise<T>, options: { logLevel?: string } = {}): Promise<T> {
   const cfg = config();
   const logger = createLogger(options.logLevel ?? (cfg.logLevel === 'info' ? 'warn' : cfg.logLevel));
-  const vault = await openVault(cfg, { logger, listen: false });
+  const vault = await openApp(cfg, { logger, listen: false });
   try {
     return await fn(vault, logger);
   } finally {
@@ -102,7 +104,7 @@ export function buildProgram(): Command {
       const cfg = config();
       const logger = createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel);
       const progress = !opts.quiet && process.stderr.isTTY;
-      const vault = await openVault(cfg, {
+      const vault = await openApp(cfg, {
         logger,
         listen: false,
         onRewrapBatch: (n) => {
@@ -137,7 +139,7 @@ export function buildProgram(): Command {
       const grace = Number(opts.graceSeconds);
       if (!Number.isSafeInteger(grace) || grace < 0) throw new ExitError('--grace-seconds must be a whole number of seconds', 2);
       const report = await withVault((vault) =>
-        fsck({ db: vault.db, objects: vault.objects }, { repair: opts.repair ?? false, graceSeconds: grace, deep: opts.deep ?? false }),
+        fsck({ db: vault.db.db, objects: vault.objects }, { repair: opts.repair ?? false, graceSeconds: grace, deep: opts.deep ?? false }),
       );
       out(report);
       if (!report.ok) throw new ExitError(`${report.missing.length} indexed segment(s) missing, ${report.badFrames.length} misplaced frame(s)`, 1);
@@ -157,7 +159,7 @@ export function buildProgram(): Command {
     .command('compact')
     .description('Rewrite segments without the frames of destroyed keys (storage hygiene; erasure does not depend on it).')
     .action(async () => {
-      out(await withVault((vault) => compact({ db: vault.db, objects: vault.objects })));
+      out(await withVault((vault) => compact({ db: vault.db.db, objects: vault.objects })));
     });
 
   const backup = program.command('backup').description('Backups in the backup bucket (S3_BACKUP_BUCKET, or a folder of the local store).');
@@ -404,12 +406,6 @@ async function serviceResponse(method: 'GET' | 'POST', path: string, o: ServiceC
 
 /** `lethe erase` and `lethe erasure watch` exit codes. */
 const ERASE_EXIT = { completed: 0, lost: 1, input: 2, incomplete: 3, failed: 4 } as const;
-const LEGAL_BASES = ['gdpr-art17', 'ccpa-1798.105', 'contract'] as const;
-const ERASURE_ID = /^ers_[A-Za-z0-9_-]{22}$/;
-/** The steps of an erasure's first run (redact comes only with a redaction order), as src/erasure/engine.ts runs them. */
-const FIRST_RUN = STEP_NAMES.filter((s) => s !== 'redact');
-/** The service's limit (MAX_PUBLIC_ATTRIBUTES in src/erasure/engine.ts, not imported: it would load the engine); the service checks it too. */
-const MAX_PUBLIC_ATTRIBUTES = 32;
 
 interface EraseOptions {
   reason?: string;
@@ -426,7 +422,7 @@ function collect(value: string, previous: string[] | undefined): string[] {
 }
 
 function checkErasureId(erasureId: string): string {
-  if (!ERASURE_ID.test(erasureId)) throw new ExitError('an erasure id is ers_ followed by 22 characters of A-Z a-z 0-9 _ -', ERASE_EXIT.input);
+  if (!ERASURE_ID_PATTERN.test(erasureId)) throw new ExitError('an erasure id is ers_ followed by 22 characters of A-Z a-z 0-9 _ -', ERASE_EXIT.input);
   return erasureId;
 }
 

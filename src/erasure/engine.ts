@@ -18,57 +18,31 @@ import { hkdf } from '@noble/hashes/hkdf.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
 import { encodeContext, open, randomBytes, seal, toBase64Url, utf8, zeroize } from '../crypto/index.js';
-import { type Db, queryRows, type Transaction } from '../db/client.js';
+import { type Database, queryRows, type Transaction } from '../db/client.js';
 import { artifacts, destructionLedger, epochs, erasures, erasureTransitions, type ErasureRow, logEntries } from '../db/schema.js';
 import { isLetheError, LetheError } from '../errors.js';
-import type { ArtifactKeys } from '../artifacts/keys.js';
 import type { ArtifactService } from '../artifacts/service.js';
 import type { TrainingExposures } from '../artifacts/exposures.js';
 import { touchingRecords, touchingSubject, upwardClosure } from '../artifacts/provenance.js';
 import type { BackupService } from '../backups/service.js';
 import type { LogService } from '../log/service.js';
 import { describeError, type Logger } from '../observability/logger.js';
-import type { SearchService } from '../search/service.js';
+import type { KeyDestructions } from '../vault/destructions.js';
+import type { EpochService } from '../vault/epochs.js';
 import type { KeyService } from '../vault/keys.js';
-import { newId } from '../vault/ids.js';
+import type { VersionKeys } from '../vault/version-keys.js';
+import type { Vectors } from '../vectors/service.js';
+import { isId, newId } from '../ids.js';
 import { hashHex } from '../vault/subjects.js';
 import { certificatePublicKey, type Json, signCertificate } from './certificate.js';
 import { artifactsTier, backupsTier, count, keyTableTier, liveKey, logTier, type ProbeFinding, regenerateDerived, staleSince, type Tier, type TierName, type TierScope, vectorIndexTier } from './tiers.js';
 import { decodeFingerprints, encodeFingerprints, type Fingerprints, keyedShingles, type ProbeCandidate, type RecordFingerprint, scoreProbe } from './probe.js';
-import {
-  type ErasureClass,
-  type ErasureGraph,
-  type ErasureStatus,
-  type ErasureTransition,
-  type ErasureView,
-  type GraphNode,
-  type ProbeView,
-  type Residual,
-  STEP_NAMES,
-  type StepName,
-  type StepView,
-} from './types.js';
+import { type ErasureClass, type ErasureStatus, FIRST_RUN, STEP_NAMES, type StepName, TRANSITIONS } from './machine.js';
+import type { ErasureRequest } from './request.js';
+import { MAX_REDACTION_IDS } from './request.js';
+import { type ErasureState, parseState } from './state.js';
+import type { ErasureGraph, ErasureTransition, ErasureView, GraphNode, ProbeView, Residual, StepView } from './view.js';
 
-/** The transition table: each step and the step that follows it. `certify` ends the machine; `redact` re-enters it. */
-export const TRANSITIONS: Readonly<Record<StepName, StepName | null>> = {
-  classify: 'fingerprint',
-  fingerprint: 'fence',
-  fence: 'destroy',
-  destroy: 'drain_leases',
-  drain_leases: 'cascade',
-  cascade: 'propagate',
-  propagate: 'probe',
-  probe: 'certify',
-  certify: null,
-  redact: 'propagate',
-};
-
-/** Steps an erasure's first run goes through (redact only after a redaction order). */
-export const FIRST_RUN: readonly StepName[] = STEP_NAMES.filter((s) => s !== 'redact');
-
-export const MAX_PUBLIC_ATTRIBUTES = 32;
-const ERASURE_ID = /^ers_[A-Za-z0-9_-]{22}$/;
-export const MAX_REDACTION_IDS = 1000;
 /** Nearest neighbours looked at per fingerprint vector and per public attribute. */
 const PROBE_NEIGHBOURS = 8;
 /** Fingerprinted records used as nearest-neighbour queries (every record is still scored against every candidate). */
@@ -82,44 +56,6 @@ function spread<T>(list: readonly T[], n: number): T[] {
 }
 const MAX_ATTEMPTS = 5;
 
-export interface ErasureRequest {
-  readonly subject: string;
-  readonly reason?: string;
-  readonly legalBasis?: 'gdpr-art17' | 'ccpa-1798.105' | 'contract';
-  readonly publicAttributes?: readonly string[];
-  readonly unlearning?: { readonly method: string; readonly bound: number };
-}
-
-
-interface StepRecord {
-  status: StepView['status'];
-  detail?: string;
-  startedAt?: string;
-  finishedAt?: string;
-}
-
-/** What the steps learn, as JSON in erasures.state: ids, counts and times, never content. */
-interface ErasureState {
-  steps: Partial<Record<StepName, StepRecord>>;
-  keyId?: string | null;
-  contributions?: Partial<Record<TierName, number>>;
-  removed?: Partial<Record<TierName, number>>;
-  exposures?: string[];
-  affected?: Array<{ artifactId: string; version: number }>;
-  graph?: ErasureGraph;
-  fingerprinted?: number;
-  destruction?: { keyId: string; destroyedAt: string; wrappedEpoch: number; leasedUntil: string | null };
-  /** Artifact version keys the cascade and redactions destroyed (their backups are marked too). */
-  versionKeys?: string[];
-  /** Keys of other subjects destroyed by redactions. */
-  redactedKeys?: string[];
-  redactions?: Array<{ ids: string[]; orderedAt: string; affected?: string[]; rekeyedAt?: string; done?: string }>;
-  pendingRedaction?: string[];
-  probe?: ProbeView;
-  residuals?: Residual[];
-  wrappedEpochs?: number[];
-}
-
 /** A tier's hard failure: it reported nothing removed (or something left) for a subject provenance says contributed. */
 class TierFailure extends Error {}
 
@@ -129,14 +65,16 @@ class Park {
 }
 
 export interface ErasureEngineDeps {
-  readonly db: Db;
+  readonly db: Database;
   readonly keys: KeyService;
+  readonly destructions: KeyDestructions;
   readonly log: LogService;
   readonly artifacts: ArtifactService;
-  readonly artifactKeys: ArtifactKeys;
-  readonly search: SearchService;
+  readonly versionKeys: VersionKeys;
+  readonly vectors: Vectors;
   readonly backups: BackupService;
   readonly exposures: TrainingExposures;
+  readonly epochs: EpochService;
   readonly logger: Logger;
   /** Ed25519 secret key signing certificates (derived from the root key); the vault zeroes it. */
   readonly signingKey: Uint8Array;
@@ -198,15 +136,15 @@ export class ErasureEngine {
     const open = await this.#openFor(subjectHash);
     if (open) return { erasureId: open.erasureId, status: open.status, created: false };
     if (!status.key && !status.erased) {
-      const [seen] = await queryRows<{ one: number }>(this.#d.db.db, sql`select 1 as one from log_entries where subject_hash = ${subjectHash} limit 1`);
+      const [seen] = await queryRows<{ one: number }>(this.#d.db, sql`select 1 as one from log_entries where subject_hash = ${subjectHash} limit 1`);
       if (!seen) throw new LetheError('not_found', 'lethe has never seen this subject');
     }
     const erasureId = newId('ers');
-    const { keyId: sealKeyId, key } = this.#d.artifactKeys.fresh();
+    const { keyId: sealKeyId, key } = this.#d.versionKeys.fresh();
     try {
       const sealedRequest = this.#seal(key, sealKeyId, erasureId, 'request', utf8.encode(JSON.stringify({ reason: input.reason ?? null, publicAttributes: input.publicAttributes ?? [] })));
       const now = new Date();
-      const inserted = await this.#d.db.db.transaction(async (tx) => {
+      const inserted = await this.#d.db.transaction(async (tx) => {
         const rows = await tx
           .insert(erasures)
           .values({
@@ -226,7 +164,7 @@ export class ErasureEngine {
           .onConflictDoNothing()
           .returning({ erasureId: erasures.erasureId });
         if (rows.length === 0) return false;
-        await this.#d.artifactKeys.store(tx, { keyId: sealKeyId, key, artifactId: erasureId, version: 0 });
+        await this.#d.versionKeys.store(tx, { keyId: sealKeyId, key, artifactId: erasureId, version: 0 });
         await this.#transition(tx, erasureId, null, 'classify', 'pending', `requested by ${actor}`);
         return true;
       });
@@ -249,8 +187,21 @@ export class ErasureEngine {
     return { erasureId, status: 'pending', created: true };
   }
 
+  /**
+   * The key-creation guard (KeyService.guardCreation): an open erasure fences the
+   * subject itself, not only its key — no new key until it ends. Runs in the
+   * transaction that inserts the key.
+   */
+  async refuseKeyWhileOpen(tx: Transaction, subjectHash: Uint8Array): Promise<void> {
+    const [erasing] = await queryRows<{ one: number }>(
+      tx,
+      sql`select 1 as one from erasures where subject_hash = ${subjectHash} and status in ('pending', 'running') limit 1`,
+    );
+    if (erasing) throw new LetheError('erasure_in_progress', 'the subject is being erased; no new key is created until the erasure ends');
+  }
+
   async #openFor(subjectHash: Uint8Array): Promise<{ erasureId: string; status: ErasureStatus } | undefined> {
-    const [row] = await this.#d.db.db
+    const [row] = await this.#d.db
       .select({ erasureId: erasures.erasureId, status: erasures.status })
       .from(erasures)
       .where(and(eq(erasures.subjectHash, subjectHash), inArray(erasures.status, ['pending', 'running'])));
@@ -271,7 +222,7 @@ export class ErasureEngine {
       throw new LetheError('validation_failed', `ids: ${notEntries.length} id(s) are not log entries (derived artifacts are regenerated from their sources: redact the sources)`);
     }
     const rows = await queryRows<{ entry_id: string; subject_hash: Uint8Array; live: boolean }>(
-      this.#d.db.db,
+      this.#d.db,
       sql`select e.entry_id, e.subject_hash, (k.key_id is not null) as live
             from log_entries e left join subject_keys k on k.key_id = e.key_id
            where e.entry_id in (select json_array_elements_text(${JSON.stringify(unique)}::json))`,
@@ -281,10 +232,10 @@ export class ErasureEngine {
     if (own.length > 0) throw new LetheError('validation_failed', `ids: ${own.length} id(s) are the erased subject's own entries (already unreadable)`);
     const dead = rows.filter((r) => !r.live);
     if (dead.length > 0) throw new LetheError('validation_failed', `ids: ${dead.length} id(s) are already unreadable (their key was destroyed)`);
-    await this.#d.db.db.transaction(async (tx) => {
+    await this.#d.db.transaction(async (tx) => {
       const [locked] = await tx.select().from(erasures).where(eq(erasures.erasureId, erasureId)).for('update');
       if (!locked || (locked.status !== 'completed' && locked.status !== 'incomplete')) throw new LetheError('conflict', 'the erasure changed meanwhile; try again');
-      const state = locked.state as ErasureState;
+      const state = parseState(locked.state);
       state.pendingRedaction = unique;
       state.redactions = [...(state.redactions ?? []), { ids: unique, orderedAt: new Date().toISOString() }];
       for (const s of ['redact', 'propagate', 'probe', 'certify'] as const) state.steps[s] = { status: 'pending' };
@@ -306,8 +257,8 @@ export class ErasureEngine {
   // ---------------------------------------------------------------- reading
 
   async #row(erasureId: string): Promise<ErasureRow> {
-    if (!ERASURE_ID.test(erasureId)) throw new LetheError('not_found', 'no such erasure');
-    const [row] = await this.#d.db.db.select().from(erasures).where(eq(erasures.erasureId, erasureId));
+    if (!isId('ers', erasureId)) throw new LetheError('not_found', 'no such erasure');
+    const [row] = await this.#d.db.select().from(erasures).where(eq(erasures.erasureId, erasureId));
     if (!row) throw new LetheError('not_found', 'no such erasure');
     return row;
   }
@@ -317,7 +268,7 @@ export class ErasureEngine {
   }
 
   #view(row: ErasureRow): ErasureView {
-    const state = row.state as ErasureState;
+    const state = parseState(row.state);
     const steps: StepView[] = [];
     for (const name of STEP_NAMES) {
       const s = state.steps[name];
@@ -345,15 +296,15 @@ export class ErasureEngine {
   /** Transitions after `afterId`, oldest first (the events stream). */
   /** The erasure's status alone (what a follower polls). */
   async status(erasureId: string): Promise<ErasureStatus> {
-    if (!ERASURE_ID.test(erasureId)) throw new LetheError('not_found', 'no such erasure');
-    const [row] = await this.#d.db.db.select({ status: erasures.status }).from(erasures).where(eq(erasures.erasureId, erasureId));
+    if (!isId('ers', erasureId)) throw new LetheError('not_found', 'no such erasure');
+    const [row] = await this.#d.db.select({ status: erasures.status }).from(erasures).where(eq(erasures.erasureId, erasureId));
     if (!row) throw new LetheError('not_found', 'no such erasure');
     return row.status;
   }
 
   async transitions(erasureId: string, afterId = 0): Promise<ErasureTransition[]> {
     await this.status(erasureId);
-    const rows = await this.#d.db.db
+    const rows = await this.#d.db
       .select()
       .from(erasureTransitions)
       .where(and(eq(erasureTransitions.erasureId, erasureId), gt(erasureTransitions.id, afterId)))
@@ -428,7 +379,7 @@ export class ErasureEngine {
 
   async #claim(): Promise<ErasureRow | undefined> {
     const rows = await queryRows<{ erasure_id: string }>(
-      this.#d.db.db,
+      this.#d.db,
       sql`update erasures
              set claimed_by = ${this.replica},
                  claimed_until = now() + make_interval(secs => ${this.#d.claimSeconds}),
@@ -456,7 +407,7 @@ export class ErasureEngine {
     if (!row) return undefined;
     const step = row.step as StepName;
     await this.#run(row, 1);
-    await this.#d.db.db
+    await this.#d.db
       .update(erasures)
       .set({ claimedBy: null, claimedUntil: null })
       .where(and(eq(erasures.erasureId, row.erasureId), eq(erasures.claimedBy, this.replica)));
@@ -467,7 +418,7 @@ export class ErasureEngine {
     let row = initial;
     let ran = 0;
     const heartbeat = setInterval(() => {
-      void this.#d.db.db
+      void this.#d.db
         .update(erasures)
         .set({ claimedUntil: sql`now() + make_interval(secs => ${this.#d.claimSeconds})` })
         .where(and(eq(erasures.erasureId, row.erasureId), eq(erasures.claimedBy, this.replica)))
@@ -477,7 +428,7 @@ export class ErasureEngine {
     try {
       while (row.step && !this.#stopped && ran++ < maxSteps) {
         const step = row.step as StepName;
-        const state = row.state as ErasureState;
+        const state = parseState(row.state);
         const startedAt = new Date().toISOString();
         state.steps[step] = { status: 'running', startedAt };
         await this.#checkpoint(row.erasureId, state);
@@ -490,7 +441,7 @@ export class ErasureEngine {
         }
         if (outcome instanceof Park) {
           state.steps[step] = { status: 'running', startedAt, detail: outcome.detail };
-          const parked = await this.#d.db.db.transaction(async (tx) => {
+          const parked = await this.#d.db.transaction(async (tx) => {
             const r = await tx
               .update(erasures)
               .set({ state, notBefore: outcome.until, claimedBy: null, claimedUntil: null, updatedAt: new Date() })
@@ -505,7 +456,7 @@ export class ErasureEngine {
         this.#d.failpoint?.(step);
         const next = TRANSITIONS[step];
         state.steps[step] = { status: 'done', startedAt, finishedAt: new Date().toISOString(), detail: outcome.detail };
-        const committed = await this.#d.db.db.transaction(async (tx) => {
+        const committed = await this.#d.destructions.transaction(async (tx) => {
           const finished = outcome.final;
           const status: ErasureStatus = finished ? finished.status : 'running';
           const r = await tx
@@ -533,7 +484,7 @@ export class ErasureEngine {
             .returning();
           if (r.length === 0) return undefined;
           if (finished?.destroySealKey && row.sealKeyId) {
-            await this.#d.artifactKeys.destroy(tx, row.sealKeyId, { reason: 'erasure fingerprints no longer needed', actor: 'erasure', artifactId: row.erasureId });
+            await this.#d.versionKeys.destroy(tx, row.sealKeyId, { reason: 'erasure fingerprints no longer needed', actor: 'erasure', artifactId: row.erasureId });
           }
           await this.#transition(tx, row.erasureId, step, next, status, outcome.detail);
           return r[0];
@@ -549,7 +500,7 @@ export class ErasureEngine {
       clearInterval(heartbeat);
       if (this.#stopped) {
         // shutting down between steps: hand the erasure over now rather than when the claim lapses
-        await this.#d.db.db
+        await this.#d.db
           .update(erasures)
           .set({ claimedBy: null, claimedUntil: null })
           .where(and(eq(erasures.erasureId, row.erasureId), eq(erasures.claimedBy, this.replica)))
@@ -565,7 +516,7 @@ export class ErasureEngine {
     const give_up = hard || attempts >= MAX_ATTEMPTS || (isLetheError(e) && !e.retryable && e.code !== 'conflict');
     this.#d.logger.warn({ erasureId: row.erasureId, step, attempts, err: describeError(e) }, give_up ? 'erasure step failed' : 'erasure step will be retried');
     state.steps[step] = { ...state.steps[step], status: give_up ? 'failed' : 'running', detail: give_up ? message : `attempt ${attempts} failed (${message}); retrying` };
-    await this.#d.db.db.transaction(async (tx) => {
+    await this.#d.db.transaction(async (tx) => {
       const r = await tx
         .update(erasures)
         .set({
@@ -586,7 +537,7 @@ export class ErasureEngine {
 
   /** Saves the running step's progress (only while this replica holds the claim). */
   async #checkpoint(erasureId: string, state: ErasureState): Promise<void> {
-    await this.#d.db.db
+    await this.#d.db
       .update(erasures)
       .set({ state, updatedAt: new Date() })
       .where(and(eq(erasures.erasureId, erasureId), eq(erasures.claimedBy, this.replica)));
@@ -634,11 +585,11 @@ export class ErasureEngine {
     const scope = { erasureId: row.erasureId, subjectHash: h, keyId };
     const contributions = {} as Record<TierName, number>;
     for (const tier of Object.values(this.#tiers)) contributions[tier.name] = await tier.contributions(scope);
-    const touching = await touchingSubject(this.#d.db.db, h);
+    const touching = await touchingSubject(this.#d.db, h);
     const exposures = await this.#d.exposures.forSubjectHash(h);
-    const affectedIds = touching.length ? (await upwardClosure(this.#d.db.db, touching.map((t) => t.artifactId))).map((a) => a.artifactId) : [];
+    const affectedIds = touching.length ? (await upwardClosure(this.#d.db, touching.map((t) => t.artifactId))).map((a) => a.artifactId) : [];
     const versions = affectedIds.length
-      ? await this.#d.db.db.select({ artifactId: artifacts.artifactId, version: artifacts.version, kind: artifacts.kind }).from(artifacts).where(inArray(artifacts.artifactId, affectedIds))
+      ? await this.#d.db.select({ artifactId: artifacts.artifactId, version: artifacts.version, kind: artifacts.kind }).from(artifacts).where(inArray(artifacts.artifactId, affectedIds))
       : [];
     state.keyId = keyId;
     state.contributions = contributions;
@@ -679,7 +630,7 @@ export class ErasureEngine {
     if (affected.length === 0) return { nodes: [], edges: [] };
     const ids = affected.slice(0, GRAPH_NODE_LIMIT).map((a) => a.artifactId);
     const edges = await queryRows<{ artifact_id: string; source_id: string; source_type: 'entry' | 'artifact'; erased: boolean | null; kind: string | null }>(
-      this.#d.db.db,
+      this.#d.db,
       sql`select p.artifact_id, p.source_id, p.source_type, (e.subject_hash = ${subjectHash}) as erased, a.kind
             from provenance p
             left join log_entries e on p.source_type = 'entry' and e.entry_id = p.source_id
@@ -709,7 +660,7 @@ export class ErasureEngine {
   /** The erasure's own key (the caller zeroes it) and the shingle key derived from it. */
   async #sealKey(row: ErasureRow): Promise<Uint8Array> {
     if (!row.sealKeyId) throw new LetheError('conflict', 'the erasure key was destroyed');
-    return this.#d.artifactKeys.unwrap(row.sealKeyId);
+    return this.#d.versionKeys.unwrap(row.sealKeyId);
   }
 
   #seal(key: Uint8Array, keyId: string, erasureId: string, what: string, plaintext: Uint8Array): Uint8Array {
@@ -731,18 +682,18 @@ export class ErasureEngine {
       const request = JSON.parse(utf8.decode(this.#open(key, row.sealKeyId!, row.erasureId, 'request', row.sealedRequest!))) as { publicAttributes: string[] };
       const records: RecordFingerprint[] = [];
       if (state.keyId) {
-        const ids = (await this.#d.db.db.select({ id: logEntries.entryId }).from(logEntries).where(eq(logEntries.keyId, state.keyId)).orderBy(asc(logEntries.seq))).map((r) => r.id);
+        const ids = (await this.#d.db.select({ id: logEntries.entryId }).from(logEntries).where(eq(logEntries.keyId, state.keyId)).orderBy(asc(logEntries.seq))).map((r) => r.id);
         for (let i = 0; i < ids.length; i += 256) {
           const chunk = ids.slice(i, i + 256);
           const entries = await this.#d.log.readMany(chunk);
           const readable = chunk.filter((id) => entries.has(id));
-          const vectors = await this.#d.search.embedder.embed(readable.map((id) => entries.get(id)!.text));
+          const vectors = await this.#d.vectors.embedder.embed(readable.map((id) => entries.get(id)!.text));
           readable.forEach((id, j) => records.push({ id, vector: vectors[j]!, shingles: keyedShingles(entries.get(id)!.text, shingleKey) }));
         }
       }
-      const fingerprints: Fingerprints = { model: this.#d.search.embedder.model, records, attributes: request.publicAttributes };
+      const fingerprints: Fingerprints = { model: this.#d.vectors.embedder.model, records, attributes: request.publicAttributes };
       const sealed = this.#seal(key, row.sealKeyId!, row.erasureId, 'fingerprints', encodeFingerprints(fingerprints));
-      await this.#d.db.db
+      await this.#d.db
         .update(erasures)
         .set({ sealedFingerprints: sealed })
         .where(and(eq(erasures.erasureId, row.erasureId), eq(erasures.claimedBy, this.replica)));
@@ -780,7 +731,7 @@ export class ErasureEngine {
     // (cumulative: a re-run reports the same)
     const details = [await this.#eraseTier('key-table', row, state)];
     if (keyId) {
-      const [d] = await this.#d.db.db.select().from(destructionLedger).where(eq(destructionLedger.keyId, keyId));
+      const [d] = await this.#d.db.select().from(destructionLedger).where(eq(destructionLedger.keyId, keyId));
       if (!d) throw new TierFailure(`tier key-table: key ${keyId} is not in the destruction ledger after its destruction`);
       state.destruction = { keyId, destroyedAt: d.destroyedAt.toISOString(), wrappedEpoch: d.wrappedEpoch, leasedUntil: d.leasedUntil?.toISOString() ?? null };
       this.#d.failpoint?.('destroy-committed');
@@ -813,7 +764,7 @@ export class ErasureEngine {
     const before = new Map((state.affected ?? []).map((a) => [a.artifactId, a.version]));
     const ids = graph.nodes.filter((n) => n.type === 'artifact').map((n) => n.id);
     const now = new Map(
-      (await this.#d.db.db.select({ id: artifacts.artifactId, version: artifacts.version, state: artifacts.state }).from(artifacts).where(inArray(artifacts.artifactId, ids))).map((r) => [r.id, r]),
+      (await this.#d.db.select({ id: artifacts.artifactId, version: artifacts.version, state: artifacts.state }).from(artifacts).where(inArray(artifacts.artifactId, ids))).map((r) => [r.id, r]),
     );
     state.graph = {
       ...graph,
@@ -841,7 +792,7 @@ export class ErasureEngine {
     let fp: Fingerprints | undefined;
     try {
       fp = decodeFingerprints(this.#open(key, row.sealKeyId!, row.erasureId, 'fingerprints', row.sealedFingerprints));
-      const embedder = this.#d.search.embedder;
+      const embedder = this.#d.vectors.embedder;
       const sameModel = fp.model === embedder.model;
       // candidates: the index's neighbours of every fingerprint and every public attribute, and the affected artifacts
       // at most PROBE_MAX_QUERIES of the records, evenly spread, query the index (each query is a full pass of it)
@@ -934,15 +885,15 @@ export class ErasureEngine {
     const keyIds = [...new Set([...(state.keyId ? [state.keyId] : []), ...(state.versionKeys ?? []), ...(state.redactedKeys ?? [])])];
     const set = new Set<number>();
     if (keyIds.length) {
-      const rows = await this.#d.db.db.select({ epoch: destructionLedger.wrappedEpoch }).from(destructionLedger).where(inArray(destructionLedger.keyId, keyIds));
+      const rows = await this.#d.db.select({ epoch: destructionLedger.wrappedEpoch }).from(destructionLedger).where(inArray(destructionLedger.keyId, keyIds));
       for (const r of rows) set.add(r.epoch);
     }
     if (keptSealKey) {
-      const [k] = await queryRows<{ epoch: number }>(this.#d.db.db, sql`select epoch from artifact_keys where key_id = ${keptSealKey}`);
+      const [k] = await queryRows<{ epoch: number }>(this.#d.db, sql`select epoch from artifact_keys where key_id = ${keptSealKey}`);
       if (k) set.add(k.epoch);
     }
     const list = [...set].sort((a, b) => a - b);
-    const states = list.length ? await this.#d.db.db.select().from(epochs).where(inArray(epochs.epoch, list)) : [];
+    const states = list.length ? await this.#d.db.select().from(epochs).where(inArray(epochs.epoch, list)) : [];
     const retiredAt: Record<string, string> = {};
     for (const e of states) if (e.state === 'retired' && e.retiredAt) retiredAt[String(e.epoch)] = e.retiredAt.toISOString();
     return { epochs: list, allRetired: list.every((e) => retiredAt[String(e)] !== undefined), retiredAt };
@@ -966,7 +917,7 @@ export class ErasureEngine {
     });
     const d = state.destruction;
     if (d) {
-      const [epoch] = await this.#d.db.db.select().from(epochs).where(eq(epochs.epoch, d.wrappedEpoch));
+      const [epoch] = await this.#d.db.select().from(epochs).where(eq(epochs.epoch, d.wrappedEpoch));
       const retired = epoch?.state === 'retired';
       const backups = await count(this.#d.db, sql`select count(*) as n from backup_keys where key_id = ${d.keyId}`);
       const until = retired ? iso(epoch?.retiredAt) : undefined;
@@ -1032,13 +983,13 @@ export class ErasureEngine {
     // what was derived from the named records, recorded before their keys are destroyed:
     // a re-run after a crash still finds an artifact above one already regenerated
     if (round && !round.affected) {
-      const touching = ids.length ? await touchingRecords(this.#d.db.db, ids) : [];
-      round.affected = touching.length ? (await upwardClosure(this.#d.db.db, touching.map((t) => t.artifactId))).map((a) => a.artifactId) : [];
+      const touching = ids.length ? await touchingRecords(this.#d.db, ids) : [];
+      round.affected = touching.length ? (await upwardClosure(this.#d.db, touching.map((t) => t.artifactId))).map((a) => a.artifactId) : [];
       await this.#checkpoint(row.erasureId, state);
     }
     const rows = ids.length
       ? await queryRows<{ entry_id: string; key_id: string; state: 'active' | 'fenced' | null }>(
-          this.#d.db.db,
+          this.#d.db,
           sql`select e.entry_id, e.key_id, k.state from log_entries e left join subject_keys k on k.key_id = e.key_id
                where e.entry_id in (select json_array_elements_text(${JSON.stringify(ids)}::json))`,
         )
@@ -1062,7 +1013,7 @@ export class ErasureEngine {
     }
     // what was derived from the redacted records is regenerated without them
     const pending = async () => {
-      const touching = ids.length ? (await touchingRecords(this.#d.db.db, ids)).map((t) => t.artifactId) : [];
+      const touching = ids.length ? (await touchingRecords(this.#d.db, ids)).map((t) => t.artifactId) : [];
       const stale = await staleSince(this.#d.db, round?.affected ?? [], round?.rekeyedAt ? new Date(round.rekeyedAt) : undefined);
       return [...new Set([...touching, ...stale])];
     };
@@ -1084,14 +1035,14 @@ export class ErasureEngine {
   /** Re-signs provisional certificates as final once every epoch they wait on is retired. */
   async finalizeCertificates(): Promise<number> {
     // nothing can turn final unless an epoch retired since the last look (the worker calls this every poll)
-    const [retired] = await queryRows<{ n: string | number }>(this.#d.db.db, sql`select count(*) as n from epochs where state = 'retired'`);
+    const [retired] = await queryRows<{ n: string | number }>(this.#d.db, sql`select count(*) as n from epochs where state = 'retired'`);
     const retiredNow = Number(retired?.n ?? 0);
     if (retiredNow === this.#retiredSeen && !this.#finalizeMore) return 0;
     this.#retiredSeen = retiredNow;
-    const rows = await this.#d.db.db.select().from(erasures).where(eq(erasures.certificateState, 'provisional')).orderBy(asc(erasures.finishedAt)).limit(100);
+    const rows = await this.#d.db.select().from(erasures).where(eq(erasures.certificateState, 'provisional')).orderBy(asc(erasures.finishedAt)).limit(100);
     let done = 0;
     for (const row of rows) {
-      const state = row.state as ErasureState;
+      const state = parseState(row.state);
       const held = await this.#wrappedEpochs(state, row.sealKeyId);
       if (!held.allRetired) continue;
       const previous = row.certificate as { payload: { [key: string]: Json } } | null;
@@ -1102,14 +1053,14 @@ export class ErasureEngine {
       state.residuals = residuals;
       payload.residuals = residuals.map((r) => ({ ...r })) as Json;
       const certificate = signCertificate(payload, this.#d.signingKey);
-      const updated = await this.#d.db.db
+      const updated = await this.#d.db
         .update(erasures)
         .set({ certificate: certificate as unknown as Json, certificateState: 'final', state, updatedAt: new Date() })
         .where(and(eq(erasures.erasureId, row.erasureId), eq(erasures.certificateState, 'provisional')))
         .returning({ id: erasures.erasureId });
       if (updated.length) {
         done++;
-        await this.#d.db.db.insert(erasureTransitions).values({ erasureId: row.erasureId, fromStep: null, toStep: null, status: row.status, at: new Date(), replica: this.replica, detail: 'certificate final: every epoch that wrapped a destroyed key is retired' });
+        await this.#d.db.insert(erasureTransitions).values({ erasureId: row.erasureId, fromStep: null, toStep: null, status: row.status, at: new Date(), replica: this.replica, detail: 'certificate final: every epoch that wrapped a destroyed key is retired' });
       }
     }
     // a full batch that all turned final may have more behind it (older erasures finalize first)

@@ -18,8 +18,8 @@
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { toBase64Url, utf8 } from '../crypto/index.js';
-import { STOP_WORDS, stem, tokenize } from '../search/embedder.js';
-import type { ProbeMatch } from './types.js';
+import { STOP_WORDS, stem, tokenize } from '../vectors/embedder.js';
+import type { ProbeMatch } from './view.js';
 
 /** Candidates reported as matches score at least this much against some private record. */
 export const MATCH_MIN_SCORE = 0.25;

@@ -10,14 +10,13 @@
  * failure of the erasure: never a silent `deleted: 0`.
  */
 import { inArray, sql } from 'drizzle-orm';
-import type { Db } from '../db/client.js';
-import { queryRows } from '../db/client.js';
+import { type Database, queryRows } from '../db/client.js';
 import { artifacts, destructionLedger } from '../db/schema.js';
 import type { ArtifactService } from '../artifacts/service.js';
 import { touchingSubject, upwardClosure } from '../artifacts/provenance.js';
 import type { BackupService } from '../backups/service.js';
 import type { LogService } from '../log/service.js';
-import type { SearchService } from '../search/service.js';
+import type { Vectors } from '../vectors/service.js';
 import type { KeyService } from '../vault/keys.js';
 
 export type TierName = 'key-table' | 'log' | 'vector-index' | 'artifacts' | 'backups';
@@ -38,10 +37,10 @@ export interface TierScope {
 }
 
 /** The live artifacts among `ids` whose current version was written before `since`. */
-export async function staleSince(db: Db, ids: readonly string[], since: Date | undefined): Promise<string[]> {
+export async function staleSince(db: Database, ids: readonly string[], since: Date | undefined): Promise<string[]> {
   if (!since || ids.length === 0) return [];
   const rows = await queryRows<{ artifact_id: string }>(
-    db.db,
+    db,
     sql`select artifact_id from artifacts
          where artifact_id in (select json_array_elements_text(${JSON.stringify(ids)}::json))
            and state = 'live' and updated_at < ${since.toISOString()}::timestamptz`,
@@ -81,22 +80,24 @@ export interface Tier {
 }
 
 export interface TierDeps {
-  readonly db: Db;
+  readonly db: Database;
   readonly keys: KeyService;
   readonly log: LogService;
   readonly artifacts: ArtifactService;
-  readonly search: SearchService;
+  readonly vectors: Vectors;
   readonly backups: BackupService;
+  /** Test fault injection (never honoured in production). */
+  readonly failpoint?: (name: string) => void;
 }
 
-export async function count(db: Db, query: ReturnType<typeof sql>): Promise<number> {
-  const [r] = await queryRows<{ n: string | number }>(db.db, query);
+export async function count(db: Database, query: ReturnType<typeof sql>): Promise<number> {
+  const [r] = await queryRows<{ n: string | number }>(db, query);
   return Number(r?.n ?? 0);
 }
 
 /** The subject's live key, if it has one (a subject has at most one). */
-export async function liveKey(db: Db, subjectHash: Uint8Array): Promise<{ keyId: string; state: 'active' | 'fenced' } | undefined> {
-  const [k] = await queryRows<{ key_id: string; state: 'active' | 'fenced' }>(db.db, sql`select key_id, state from subject_keys where subject_hash = ${subjectHash}`);
+export async function liveKey(db: Database, subjectHash: Uint8Array): Promise<{ keyId: string; state: 'active' | 'fenced' } | undefined> {
+  const [k] = await queryRows<{ key_id: string; state: 'active' | 'fenced' }>(db, sql`select key_id, state from subject_keys where subject_hash = ${subjectHash}`);
   return k ? { keyId: k.key_id, state: k.state } : undefined;
 }
 
@@ -115,10 +116,10 @@ export async function regenerateDerived(
   let regenerated = 0;
   let removed = 0;
   if (roots.length > 0) {
-    const upward = await upwardClosure(d.db.db, roots);
-    const current = await d.db.db.select({ keyId: artifacts.keyId }).from(artifacts).where(inArray(artifacts.artifactId, upward.map((u) => u.artifactId)));
+    const upward = await upwardClosure(d.db, roots);
+    const current = await d.db.select({ keyId: artifacts.keyId }).from(artifacts).where(inArray(artifacts.artifactId, upward.map((u) => u.artifactId)));
     await options.beforeRegenerate(current.map((c) => c.keyId).filter((k): k is string => k !== null));
-    const result = await d.artifacts.regenerate(roots, { actor: 'erasure', reason: options.reason });
+    const result = await d.artifacts.regenerate(roots, { actor: 'erasure', reason: options.reason, onCommitted: () => d.failpoint?.('cascade-regenerated') });
     regenerated = result.regenerated.length;
     removed = result.removed.length;
   }
@@ -170,21 +171,20 @@ export function logTier(d: TierDeps): Tier {
 /** The vector index: the subject's embeddings at rest (sealed under its key) and in every replica's memory. */
 export function vectorIndexTier(d: TierDeps): Tier {
   const left = async (keyId: string | null) =>
-    keyId ? (await count(d.db, sql`select count(*) as n from embeddings where key_id = ${keyId}`)) + d.search.index.idsOfKey(keyId).length : 0;
+    keyId ? (await count(d.db, sql`select count(*) as n from embeddings where key_id = ${keyId}`)) + d.vectors.index.idsOfKey(keyId).length : 0;
   return {
     name: 'vector-index',
     async contributions(scope) {
       return scope.keyId ? count(d.db, sql`select count(*) as n from embeddings where key_id = ${scope.keyId}`) : 0;
     },
     async erase(scope) {
-      // the rows went with the key's destruction; this replica's index drops the vectors (others over NOTIFY)
-      if (scope.keyId) d.search.removeKey(scope.keyId);
+      // the rows went with the key's destruction, and the destruction event dropped the vectors from the index
       const remaining = await left(scope.keyId);
       const removed = Math.max(0, scope.contributed - remaining);
       return { removed, left: remaining, detail: `${removed} vector(s) removed from the index and at rest` };
     },
     async probe(_scope, query) {
-      const index = d.search.index;
+      const index = d.vectors.index;
       const near = new Map<string, { type: 'entry' | 'artifact'; cosine: number }>();
       for (const q of query.vectors) {
         if (q.length !== index.dimensions || !q.some((x) => x !== 0)) continue;
@@ -217,11 +217,11 @@ export function artifactsTier(d: TierDeps, hooks: { beforeRegenerate: (versionKe
   return {
     name: 'artifacts',
     async contributions(scope) {
-      return (await touchingSubject(d.db.db, scope.subjectHash)).length;
+      return (await touchingSubject(d.db, scope.subjectHash)).length;
     },
     async erase(scope) {
       const pending = async () => {
-        const touching = (await touchingSubject(d.db.db, scope.subjectHash)).map((t) => t.artifactId);
+        const touching = (await touchingSubject(d.db, scope.subjectHash)).map((t) => t.artifactId);
         // An artifact classified as affected still holding a version written before the key's
         // destruction carries the subject's content even when it no longer cites the subject
         // directly (a digest above a summary that a crashed run already regenerated).
@@ -257,7 +257,7 @@ export function backupsTier(d: TierDeps): Tier {
     async erase(scope) {
       const keyIds = [...new Set([...(scope.keyId ? [scope.keyId] : []), ...(scope.otherKeys ?? [])])];
       const destroyed = keyIds.length
-        ? (await d.db.db.select({ keyId: destructionLedger.keyId }).from(destructionLedger).where(inArray(destructionLedger.keyId, keyIds))).map((r) => r.keyId)
+        ? (await d.db.select({ keyId: destructionLedger.keyId }).from(destructionLedger).where(inArray(destructionLedger.keyId, keyIds))).map((r) => r.keyId)
         : [];
       const written = destroyed.length ? await d.backups.propagate({ keyIds: destroyed }) : { backups: 0, keys: 0 };
       const listed = scope.keyId ? await count(d.db, sql`select count(*) as n from backup_keys where key_id = ${scope.keyId}`) : 0;

@@ -11,7 +11,6 @@ import { HTTPException } from 'hono/http-exception';
 import { routePath } from 'hono/route';
 import { isLetheError } from '../errors.js';
 import { describeError } from '../observability/logger.js';
-import type { Vault } from '../vault/vault.js';
 import type { AuthEnv, TokenStore } from './auth.js';
 import { problem } from './problem.js';
 import { registerAdminRoutes } from './routes/admin.js';
@@ -21,18 +20,19 @@ import { registerErasureRoutes } from './routes/erasures.js';
 import { registerKeyRoutes } from './routes/keys.js';
 import { registerLogRoutes } from './routes/log.js';
 import { json } from './schemas.js';
+import type { Services } from './services.js';
 
-export interface AppOptions {
-  readonly vault: Vault;
+export interface HttpAppOptions {
+  readonly services: Services;
   readonly tokens: TokenStore;
 }
 
 /** How the problem detail names where a bad field was. */
 const TARGET_NAMES: Record<string, string> = { json: 'body', param: 'path', query: 'query', header: 'header' };
 
-export function createApp(options: AppOptions): OpenAPIHono<AuthEnv> {
-  const { vault, tokens } = options;
-  const { metrics, logger, config } = vault;
+export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
+  const { services, tokens } = options;
+  const { metrics, logger, config } = services;
 
   const app = new OpenAPIHono<AuthEnv>({
     defaultHook: (result, c) => {
@@ -97,8 +97,8 @@ export function createApp(options: AppOptions): OpenAPIHono<AuthEnv> {
     }),
     async (c) => {
       const checks = [
-        { name: 'database', check: () => vault.db.ping() },
-        { name: 'objectStore', check: () => vault.objects.ping() },
+        { name: 'database', check: () => services.db.ping() },
+        { name: 'objectStore', check: () => services.objects.ping() },
       ];
       const results: Record<string, 'ok' | 'failed'> = {};
       await Promise.all(
@@ -122,12 +122,12 @@ export function createApp(options: AppOptions): OpenAPIHono<AuthEnv> {
     return c.body(await metrics.registry.metrics());
   });
 
-  registerKeyRoutes(app, vault, tokens);
-  registerAdminRoutes(app, vault, tokens);
-  registerLogRoutes(app, vault, tokens);
-  registerArtifactRoutes(app, vault, tokens);
-  registerBackupRoutes(app, vault, tokens);
-  registerErasureRoutes(app, vault, tokens);
+  registerKeyRoutes(app, services, tokens);
+  registerAdminRoutes(app, services, tokens);
+  registerLogRoutes(app, services, tokens);
+  registerArtifactRoutes(app, services, tokens);
+  registerBackupRoutes(app, services, tokens);
+  registerErasureRoutes(app, services, tokens);
 
   app.doc31('/openapi.json', {
     openapi: '3.1.0',

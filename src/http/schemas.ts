@@ -1,6 +1,6 @@
 /** Shared zod schemas: they validate requests and produce the OpenAPI document. */
 import { z } from '@hono/zod-openapi';
-import { SUBJECT_ID_PATTERN } from '../vault/subjects.js';
+import { SUBJECT_ID_PATTERN, SUBJECT_ID_RULE } from '../ids.js';
 
 export const ProblemSchema = z
   .object({
@@ -28,7 +28,7 @@ export const authErrors = {
 export const SubjectParam = z.object({
   subject: z
     .string()
-    .regex(SUBJECT_ID_PATTERN, 'subject must be 1 to 200 characters of A-Z a-z 0-9 . _ : @ + -')
+    .regex(SUBJECT_ID_PATTERN, SUBJECT_ID_RULE)
     .openapi({ param: { name: 'subject', in: 'path' }, example: 'user:42' }),
 });
 

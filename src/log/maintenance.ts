@@ -6,9 +6,9 @@
  * live keys are copied byte for byte (no decryption) before an old segment goes.
  */
 import { sql } from 'drizzle-orm';
-import { type Db, queryRows } from '../db/client.js';
+import { type Database, queryRows } from '../db/client.js';
 import type { ObjectStore } from '../storage/store.js';
-import { newId } from '../vault/ids.js';
+import { newSegmentKey } from '../ids.js';
 import { encodeSegment, frameAt } from './segment.js';
 
 export interface FsckReport {
@@ -36,7 +36,7 @@ interface IndexRow {
 }
 
 export async function fsck(
-  deps: { db: Db; objects: ObjectStore },
+  deps: { db: Database; objects: ObjectStore },
   options: { repair?: boolean; graceSeconds?: number; deep?: boolean } = {},
 ): Promise<FsckReport> {
   const grace = (options.graceSeconds ?? 3600) * 1000;
@@ -44,13 +44,13 @@ export async function fsck(
   for await (const o of deps.objects.list('log/')) stored.set(o.key, o);
   // Frames of destroyed keys are not losses: only entries under live keys must be stored.
   const counts = await queryRows<{ segment: string; n: string | number }>(
-    deps.db.db,
+    deps.db,
     sql`select e.segment, count(*) as n from log_entries e
          where e.segment <> ${COMPACTED} and exists (select 1 from subject_keys k where k.key_id = e.key_id)
          group by e.segment`,
   );
   const referenced = new Set(
-    (await queryRows<{ segment: string }>(deps.db.db, sql`select distinct segment from log_entries`)).map((r) => r.segment),
+    (await queryRows<{ segment: string }>(deps.db, sql`select distinct segment from log_entries`)).map((r) => r.segment),
   );
   const indexed = new Map(counts.map((c) => [c.segment, Number(c.n)]));
   const orphans: FsckReport['orphans'] = [];
@@ -69,7 +69,7 @@ export async function fsck(
       if (!stored.has(segment)) continue;
       const bytes = await deps.objects.get(segment);
       const rows = await queryRows<Pick<IndexRow, 'entry_id' | 'frame_offset' | 'frame_length'>>(
-        deps.db.db,
+        deps.db,
         sql`select entry_id, frame_offset, frame_length from log_entries where segment = ${segment}`,
       );
       for (const r of rows) {
@@ -92,9 +92,9 @@ export interface CompactReport {
 }
 
 /** Rewrites or removes every segment holding frames of destroyed keys. */
-export async function compact(deps: { db: Db; objects: ObjectStore }): Promise<CompactReport> {
+export async function compact(deps: { db: Database; objects: ObjectStore }): Promise<CompactReport> {
   const rows = await queryRows<IndexRow>(
-    deps.db.db,
+    deps.db,
     sql`select e.entry_id, e.key_id, e.segment, e.frame_offset, e.frame_length, (k.key_id is not null) as live
           from log_entries e left join subject_keys k on k.key_id = e.key_id
          where e.segment in (select l.segment from log_entries l
@@ -113,17 +113,17 @@ export async function compact(deps: { db: Db; objects: ObjectStore }): Promise<C
     if (live.length > 0) {
       const bytes = await deps.objects.get(segment);
       const { bytes: next, places } = encodeSegment(live.map((f) => frameAt(bytes, { offset: f.frame_offset, length: f.frame_length }).slice()));
-      const target = `log/${newId('seg')}`;
+      const target = newSegmentKey();
       await deps.objects.put(target, next);
       const moved = JSON.stringify(live.map((f, i) => ({ entry_id: f.entry_id, offset: places[i]!.offset, length: places[i]!.length })));
-      await deps.db.db.execute(sql`update log_entries as e
+      await deps.db.execute(sql`update log_entries as e
                                       set segment = ${target}, frame_offset = v.offset, frame_length = v.length
                                      from json_to_recordset(${moved}::json) as v(entry_id text, "offset" integer, length integer)
                                     where e.entry_id = v.entry_id and e.segment = ${segment}`);
       rewritten += 1;
     } else removed += 1;
     // Index rows of destroyed keys stay (they answer 410 key_destroyed) but no longer point at stored bytes.
-    await deps.db.db.execute(sql`update log_entries set frame_offset = 0, frame_length = 0, segment = ${COMPACTED}
+    await deps.db.execute(sql`update log_entries set frame_offset = 0, frame_length = 0, segment = ${COMPACTED}
                                   where segment = ${segment} and not exists (select 1 from subject_keys k where k.key_id = log_entries.key_id)`);
     await deps.objects.delete(segment);
   }

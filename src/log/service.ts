@@ -6,15 +6,14 @@
  */
 import { asc, eq, inArray, sql } from 'drizzle-orm';
 import { randomBytes, zeroize } from '../crypto/index.js';
-import { EVENTS_CHANNEL, type Db, queryRows } from '../db/client.js';
+import { type Database, queryRows } from '../db/client.js';
 import { logEntries, type LogEntryRow } from '../db/schema.js';
 import { LetheError, isLetheError } from '../errors.js';
-import { embeddingsJson, upsertEmbeddings } from '../search/embeddings.js';
-import type { SearchService } from '../search/service.js';
+import { newId, newSegmentKey, SEGMENT_KEY_PATTERN } from '../ids.js';
 import type { ObjectStore } from '../storage/store.js';
-import { newId } from '../vault/ids.js';
-import { notifyEmbeddings } from '../vault/events.js';
 import type { KeyService } from '../vault/keys.js';
+import { insertEmbeddingsCte, notifyEmbeddings, notifyInsertedEmbeddings, upsertEmbeddings } from '../vectors/embeddings.js';
+import type { Vectors } from '../vectors/service.js';
 import { type FramePayload, openFrame, sealFrame } from './frame.js';
 import { encodeSegment, frameAt, frameFromRange, frameRange } from './segment.js';
 
@@ -35,7 +34,6 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return out;
 }
-export const SEGMENT_KEY = /^log\/seg_[A-Za-z0-9_-]{22}$/;
 
 export interface AppendInput {
   readonly text: string;
@@ -52,16 +50,16 @@ export interface Entry extends FramePayload {
 }
 
 export class LogService {
-  readonly #db: Db;
+  readonly #db: Database;
   readonly #keys: KeyService;
   readonly #objects: ObjectStore;
-  readonly #search: SearchService;
+  readonly #vectors: Vectors;
 
-  constructor(deps: { db: Db; keys: KeyService; objects: ObjectStore; search: SearchService }) {
+  constructor(deps: { db: Database; keys: KeyService; objects: ObjectStore; vectors: Vectors }) {
     this.#db = deps.db;
     this.#keys = deps.keys;
     this.#objects = deps.objects;
-    this.#search = deps.search;
+    this.#vectors = deps.vectors;
   }
 
   async append(subject: string, input: AppendInput, actor: string): Promise<{ entryId: string; keyId: string; seq: number }> {
@@ -73,35 +71,28 @@ export class LogService {
       const entryId = newId('entry');
       const frame = sealFrame(dek, { keyId, entryId, seq }, { text: input.text, kind: input.kind ?? null, metadata: input.metadata ?? null });
       const { bytes, places } = encodeSegment([frame]);
-      const segment = `log/${newId('seg')}`;
-      const [embedding] = await this.#search.seal([{ recordId: entryId, recordType: 'entry', text: input.text }], keyId, dek);
+      const segment = newSegmentKey();
+      const [embedding] = await this.#vectors.seal([{ recordId: entryId, recordType: 'entry', text: input.text }], keyId, dek);
       await this.#objects.put(segment, bytes);
       const place = places[0]!;
       // the index row and the sealed embedding commit together, or neither does
       const inserted = await queryRows<{ record_id: string }>(
-        this.#db.db,
+        this.#db,
         sql`with ins as (
               insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at)
               select ${entryId}, decode(${Buffer.from(subjectHash).toString('hex')}, 'hex'), ${keyId}, ${seq}, ${segment},
                      ${place.offset}, ${place.length}, now()
                where exists (select 1 from subject_keys where key_id = ${keyId} for key share)
               returning entry_id),
-            emb as (
-              insert into embeddings (record_id, record_type, key_id, model, sealed)
-              select v.record_id, v.record_type, v.key_id, v.model, decode(v.sealed, 'hex')
-                from json_to_recordset(${embeddingsJson([embedding!])}::json)
-                     as v(record_id text, record_type text, key_id text, model text, sealed text)
-                join ins on ins.entry_id = v.record_id
-              returning record_id)
-            select record_id, pg_notify(${EVENTS_CHANNEL},
-                     json_build_object('t', 'embeddings', 'r', json_build_array(json_build_array(record_id, ${keyId}::text)))::text) from emb`,
+            ${insertEmbeddingsCte([embedding!], 'ins')}
+            ${notifyInsertedEmbeddings}`,
       );
       if (inserted.length === 0) {
         // destroyed between encryption and indexing (FOR KEY SHARE waited for any re-key
         // or destruction holding the row): the stored frame is already unreadable
         throw new LetheError('erasure_in_progress', 'the subject key was destroyed during the append; nothing was recorded');
       }
-      this.#search.publish([{ ...embedding!, vector: embedding!.vector }]);
+      this.#vectors.publish([{ ...embedding!, vector: embedding!.vector }]);
       return { entryId, keyId, seq };
     } finally {
       zeroize(dek);
@@ -131,12 +122,8 @@ export class LogService {
   async #reserveSeqs(subject: string, count: number, actor: string) {
     for (let attempt = 0; attempt < 2; attempt++) {
       const key = await this.#keys.writingKey(subject, actor);
-      const [reserved] = await queryRows<{ first: number }>(
-        this.#db.db,
-        sql`update subject_keys set next_seq = next_seq + ${count}, updated_at = now()
-             where key_id = ${key.keyId} and state = 'active' returning next_seq - ${count} as first`,
-      );
-      if (reserved) return { ...key, firstSeq: Number(reserved.first) };
+      const firstSeq = await this.#keys.reserveSeqs(key.keyId, count);
+      if (firstSeq !== undefined) return { ...key, firstSeq };
       zeroize(key.dek);
       const current = await this.#keys.findKey(subject);
       if (current?.keyId === key.keyId) throw new LetheError('erasure_in_progress', 'the subject is being erased; no new entries are accepted');
@@ -155,7 +142,7 @@ export class LogService {
     segment: string,
     entries: ReadonlyArray<{ entryId: string; subject: string; keyId: string; seq: number; offset: number; length: number }>,
   ): Promise<Array<{ entryId: string; status: 'registered' | 'key_destroyed' | 'erasure_in_progress' }>> {
-    if (!SEGMENT_KEY.test(segment)) throw new LetheError('validation_failed', 'segment must be log/seg_<22 base64url characters>');
+    if (!SEGMENT_KEY_PATTERN.test(segment)) throw new LetheError('validation_failed', 'segment must be log/seg_<22 base64url characters>');
     const stored = await this.#objects.head(segment);
     if (!stored) throw new LetheError('validation_failed', 'segment: no such object in the store (upload it first)');
     const rows = entries.map((e) => {
@@ -169,7 +156,7 @@ export class LogService {
     );
     const sealed = await this.#embedRegistered(segment, entries);
     const result = await queryRows<{ entry_id: string; status: string }>(
-      this.#db.db,
+      this.#db,
       sql`with v as (
             select * from json_to_recordset(${json}::json)
               as v(entry_id text, subject_hash text, key_id text, seq integer, "offset" integer, length integer)),
@@ -184,14 +171,7 @@ export class LogService {
             select entry_id, decode(subject_hash, 'hex'), key_id, seq, ${segment}, "offset", length, now() from ok
             on conflict (entry_id) do nothing
             returning entry_id),
-          emb as (
-            insert into embeddings (record_id, record_type, key_id, model, sealed)
-            select e.record_id, e.record_type, e.key_id, e.model, decode(e.sealed, 'hex')
-              from json_to_recordset(${embeddingsJson(sealed)}::json)
-                   as e(record_id text, record_type text, key_id text, model text, sealed text)
-              join ins on ins.entry_id = e.record_id
-            on conflict (record_id) do nothing
-            returning record_id)
+          ${insertEmbeddingsCte(sealed, 'ins')}
           select v.entry_id,
                  case when exists (select 1 from ok where ok.entry_id = v.entry_id) then 'registered'
                       when k.key_id is null then 'key_destroyed'
@@ -205,8 +185,8 @@ export class LogService {
     }
     const registered = new Set(result.filter((r) => r.status === 'registered').map((r) => r.entry_id));
     const published = sealed.filter((e) => registered.has(e.recordId));
-    this.#search.publish(published);
-    await notifyEmbeddings(this.#db.db, published);
+    this.#vectors.publish(published);
+    await notifyEmbeddings(this.#db, published);
     return result.map((r) => ({ entryId: r.entry_id, status: r.status as 'registered' | 'key_destroyed' | 'erasure_in_progress' }));
   }
 
@@ -241,7 +221,7 @@ export class LogService {
         }
       }
       // one embedder call for the whole segment
-      return await this.#search.sealEach(records);
+      return await this.#vectors.sealEach(records);
     } finally {
       for (const dek of deks.values()) zeroize(dek);
     }
@@ -259,7 +239,7 @@ export class LogService {
       if (status.erased) throw new LetheError('subject_erased', 'the subject was erased and has no new key');
       throw new LetheError('not_found', 'no such subject');
     }
-    const rows = await this.#db.db
+    const rows = await this.#db
       .select()
       .from(logEntries)
       .where(eq(logEntries.keyId, status.key.keyId))
@@ -287,7 +267,7 @@ export class LogService {
     let pending = [...new Set(ids)];
     let seenKeys = new Map<string, string>();
     for (let pass = 0; pass < 3 && pending.length > 0; pass++) {
-      const rows = (await this.#db.db.select().from(logEntries).where(inArray(logEntries.entryId, pending))).filter(
+      const rows = (await this.#db.select().from(logEntries).where(inArray(logEntries.entryId, pending))).filter(
         // on a second pass, only rows that moved to another key are worth another try
         (row) => pass === 0 || seenKeys.get(row.entryId) !== row.keyId,
       );
@@ -318,8 +298,45 @@ export class LogService {
     return out;
   }
 
+  /** How many entries are indexed under a key (readable or not). */
+  async countByKey(keyId: string): Promise<number> {
+    const [row] = await queryRows<{ n: string | number }>(this.#db, sql`select count(*) as n from log_entries where key_id = ${keyId}`);
+    return Number(row?.n ?? 0);
+  }
+
+  /** How many of the subject's entries are still readable (indexed under a live key of the subject). */
+  async countReadable(subjectHash: Uint8Array): Promise<number> {
+    const [row] = await queryRows<{ n: string | number }>(
+      this.#db,
+      sql`select count(*) as n from log_entries e join subject_keys k on k.key_id = e.key_id where e.subject_hash = ${subjectHash}`,
+    );
+    return Number(row?.n ?? 0);
+  }
+
+  /** The ids of the entries indexed under a key, in append order. */
+  async entryIdsOf(keyId: string): Promise<string[]> {
+    const rows = await this.#db.select({ id: logEntries.entryId }).from(logEntries).where(eq(logEntries.keyId, keyId)).orderBy(asc(logEntries.seq));
+    return rows.map((r) => r.id);
+  }
+
+  /** Where each of the given entries is indexed: its subject (keyed hash) and key (unknown ids are absent). */
+  async locate(ids: readonly string[]): Promise<Array<{ entryId: string; subjectHash: Uint8Array; keyId: string }>> {
+    const unique = [...new Set(ids)];
+    if (unique.length === 0) return [];
+    return this.#db
+      .select({ entryId: logEntries.entryId, subjectHash: logEntries.subjectHash, keyId: logEntries.keyId })
+      .from(logEntries)
+      .where(inArray(logEntries.entryId, unique));
+  }
+
+  /** Whether lethe ever indexed an entry of the subject (an erasure of a subject never seen is refused). */
+  async hasEntries(subjectHash: Uint8Array): Promise<boolean> {
+    const [row] = await queryRows<{ one: number }>(this.#db, sql`select 1 as one from log_entries where subject_hash = ${subjectHash} limit 1`);
+    return row !== undefined;
+  }
+
   async get(entryId: string): Promise<Entry> {
-    const [row] = await this.#db.db.select().from(logEntries).where(eq(logEntries.entryId, entryId));
+    const [row] = await this.#db.select().from(logEntries).where(eq(logEntries.entryId, entryId));
     if (!row) throw new LetheError('not_found', 'no such entry');
     let dek: Uint8Array;
     try {
@@ -367,7 +384,7 @@ export class LogService {
     state: 'active' | 'fenced',
     options: { exclude?: readonly string[]; actor: string; reason?: string },
   ): Promise<{ oldKeyId: string; newKeyId: string; rewritten: number; removed: number }> {
-    const rows = await this.#db.db.select().from(logEntries).where(eq(logEntries.keyId, oldKeyId)).orderBy(asc(logEntries.seq));
+    const rows = await this.#db.select().from(logEntries).where(eq(logEntries.keyId, oldKeyId)).orderBy(asc(logEntries.seq));
     const exclude = new Set(options.exclude ?? []);
     const unknown = [...exclude].filter((id) => !rows.some((r) => r.entryId === id));
     if (unknown.length > 0) throw new LetheError('validation_failed', `exclude: ${unknown.length} id(s) are not entries of this subject under its live key`);
@@ -393,12 +410,12 @@ export class LogService {
         texts.push(payload.text);
       }
       // the survivors' embeddings move to the new key (re-embedded from the text just read)
-      const embedded: Awaited<ReturnType<SearchService['seal']>> = [];
+      const embedded: Awaited<ReturnType<Vectors['seal']>> = [];
       for (let i = 0; i < survivors.length; i += 256) {
         const chunk = survivors.slice(i, i + 256).map((r, j) => ({ recordId: r.entryId, recordType: 'entry' as const, text: texts[i + j]! }));
-        embedded.push(...(await this.#search.seal(chunk, newKeyId, newDek)));
+        embedded.push(...(await this.#vectors.seal(chunk, newKeyId, newDek)));
       }
-      const segment = `log/${newId('seg')}`;
+      const segment = newSegmentKey();
       const { bytes, places } = encodeSegment(frames);
       if (frames.length > 0) await this.#objects.put(segment, bytes);
       const moved = JSON.stringify(survivors.map((r, i) => ({ entry_id: r.entryId, offset: places[i]!.offset, length: places[i]!.length })));
@@ -433,8 +450,7 @@ export class LogService {
           }
         },
       });
-      this.#search.removeKey(oldKeyId);
-      this.#search.publish(embedded);
+      this.#vectors.publish(embedded);
       return { oldKeyId, newKeyId, rewritten: survivors.length, removed: exclude.size };
     } catch (e) {
       if (wasActive) await this.#keys.unfenceKey(oldKeyId, options.actor).catch(() => {});

@@ -18,8 +18,8 @@
  */
 import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
 import { zeroize } from '../crypto/index.js';
-import { type Db, queryRows } from '../db/client.js';
-import { artifactKeys, epochs, subjectKeys, type EpochState } from '../db/schema.js';
+import { type Database, queryRows } from '../db/client.js';
+import { artifactKeys, epochs, type EpochRow, subjectKeys, type EpochState } from '../db/schema.js';
 import { LetheError } from '../errors.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -48,7 +48,7 @@ export interface EpochInfo {
 }
 
 export interface EpochServiceDeps {
-  readonly db: Db;
+  readonly db: Database;
   readonly provider: KeyProvider;
   readonly audit: AuditLog;
   readonly metrics: Metrics;
@@ -72,7 +72,7 @@ export class EpochService {
    * provider holds its KEK. Returns the active epoch.
    */
   async ensureActive(actor: string): Promise<number> {
-    const [active] = await this.#d.db.db.select().from(epochs).where(eq(epochs.state, 'active'));
+    const [active] = await this.#d.db.select().from(epochs).where(eq(epochs.state, 'active'));
     if (active) {
       const present = await this.#d.provider.listEpochs();
       if (!present.includes(active.epoch)) {
@@ -89,9 +89,9 @@ export class EpochService {
   }
 
   async list(): Promise<EpochInfo[]> {
-    const rows = await this.#d.db.db.select().from(epochs).orderBy(asc(epochs.epoch));
+    const rows = await this.#d.db.select().from(epochs).orderBy(asc(epochs.epoch));
     const counts = await queryRows<{ epoch: number; n: string | number }>(
-      this.#d.db.db,
+      this.#d.db,
       sql`select epoch, count(*) as n from (select epoch from subject_keys union all select epoch from artifact_keys) k group by epoch`,
     );
     const byEpoch = new Map(counts.map((c) => [Number(c.epoch), Number(c.n)]));
@@ -105,13 +105,26 @@ export class EpochService {
     }));
   }
 
+  /** The rows of the given epochs (those that exist). */
+  async rows(epochNumbers: readonly number[]): Promise<EpochRow[]> {
+    const unique = [...new Set(epochNumbers)];
+    if (unique.length === 0) return [];
+    return this.#d.db.select().from(epochs).where(inArray(epochs.epoch, unique));
+  }
+
+  /** How many epochs are retired (it only grows: a cheap "did anything retire?" check). */
+  async retiredCount(): Promise<number> {
+    const [row] = await queryRows<{ n: string | number }>(this.#d.db, sql`select count(*) as n from epochs where state = 'retired'`);
+    return Number(row?.n ?? 0);
+  }
+
   /** Rotates the KEK (or finishes an interrupted rotation). */
   async rotate(actor: string): Promise<RotationResult> {
     const { epoch, resumed } = await this.#prepare(actor);
     await this.#activate(epoch, actor);
     const rewrapped = await this.#rewrapAll(epoch);
     const retired = await this.#retireUnreferenced(epoch, actor);
-    await this.#d.db.db.transaction((tx) =>
+    await this.#d.db.transaction((tx) =>
       this.#d.audit.append(tx, [{ actor, action: 'kek.rotate', epoch, detail: { rewrapped, retired: retired.join(','), resumed } }]),
     );
     return { epoch, rewrapped, retired, resumed };
@@ -119,7 +132,7 @@ export class EpochService {
 
   /** Chooses the epoch to rotate to: a pending one, the active one with retirements left, or a new one. */
   async #prepare(actor: string): Promise<{ epoch: number; resumed: boolean }> {
-    const chosen = await this.#d.db.db.transaction(async (tx) => {
+    const chosen = await this.#d.db.transaction(async (tx) => {
       await tx.execute(sql`lock table epochs in share row exclusive mode`);
       const rows = await tx.select().from(epochs).orderBy(asc(epochs.epoch));
       const pending = rows.find((r) => r.state === 'pending');
@@ -133,7 +146,7 @@ export class EpochService {
     // Idempotent: a resumed pending epoch may or may not have reached the provider.
     await this.#d.provider.createEpoch(chosen.epoch);
     if (chosen.created) {
-      await this.#d.db.db.transaction((tx) =>
+      await this.#d.db.transaction((tx) =>
         this.#d.audit.append(tx, [{ actor, action: 'kek.epoch.create', epoch: chosen.epoch, detail: { provider: this.#d.provider.name } }]),
       );
     }
@@ -142,7 +155,7 @@ export class EpochService {
 
   /** pending → active, previous active → retiring, atomically. */
   async #activate(epoch: number, actor: string): Promise<void> {
-    await this.#d.db.db.transaction(async (tx) => {
+    await this.#d.db.transaction(async (tx) => {
       await tx.execute(sql`lock table epochs in share row exclusive mode`);
       const [target] = await tx.select().from(epochs).where(eq(epochs.epoch, epoch));
       if (!target) throw new LetheError('internal', `epoch ${epoch} vanished`);
@@ -165,7 +178,7 @@ export class EpochService {
   async #rewrapAll(target: number): Promise<number> {
     let total = 0;
     for (let pass = 0; ; pass++) {
-      const old = await this.#d.db.db
+      const old = await this.#d.db
         .select({ epoch: epochs.epoch })
         .from(epochs)
         .where(and(inArray(epochs.state, ['retiring', 'active']), sql`${epochs.epoch} <> ${target}`));
@@ -187,7 +200,7 @@ export class EpochService {
     const t = table === 'subject_keys' ? subjectKeys : artifactKeys;
     let after = '';
     for (;;) {
-      const done = await db.db.transaction(async (tx) => {
+      const done = await db.transaction(async (tx) => {
         const rows = await tx
           .select({ keyId: t.keyId, wrappedDek: t.wrappedDek })
           .from(t)
@@ -231,7 +244,7 @@ export class EpochService {
   /** Destroys, then marks retired, every retiring epoch no key references any more. */
   async #retireUnreferenced(active: number, actor: string): Promise<number[]> {
     const { db, provider } = this.#d;
-    const retiring = await db.db.select().from(epochs).where(eq(epochs.state, 'retiring')).orderBy(asc(epochs.epoch));
+    const retiring = await db.select().from(epochs).where(eq(epochs.state, 'retiring')).orderBy(asc(epochs.epoch));
     const retired: number[] = [];
     for (const row of retiring) {
       if (row.epoch === active) continue;
@@ -239,7 +252,7 @@ export class EpochService {
       for (const table of WRAPPED_KEY_TABLES) if ((await countWrapped(db, row.epoch, table)) > 0) referenced = true;
       if (referenced) continue;
       await provider.destroyEpoch(row.epoch);
-      await db.db.transaction(async (tx) => {
+      await db.transaction(async (tx) => {
         const [fresh] = await tx.select().from(epochs).where(eq(epochs.epoch, row.epoch)).for('update');
         if (!fresh || fresh.state === 'retired') return;
         assertEpochTransition(fresh.state, 'retired');
@@ -258,9 +271,9 @@ export class EpochService {
 const WRAPPED_KEY_TABLES = ['subject_keys', 'artifact_keys'] as const;
 type WrappedKeyTable = (typeof WRAPPED_KEY_TABLES)[number];
 
-async function countWrapped(db: Db, epoch: number, table: WrappedKeyTable): Promise<number> {
+async function countWrapped(db: Database, epoch: number, table: WrappedKeyTable): Promise<number> {
   const [left] = await queryRows<{ n: string | number }>(
-    db.db,
+    db,
     table === 'subject_keys'
       ? sql`select count(*) as n from subject_keys where epoch = ${epoch}`
       : sql`select count(*) as n from artifact_keys where epoch = ${epoch}`,

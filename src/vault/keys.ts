@@ -9,18 +9,20 @@
  */
 import { eq, inArray, sql } from 'drizzle-orm';
 import { randomBytes, toBase64Url, zeroize } from '../crypto/index.js';
-import { type Db, queryRows, type Transaction } from '../db/client.js';
-import { destructionLedger, epochs, subjectKeys, type SubjectKeyRow } from '../db/schema.js';
+import { type Database, queryRows, type Transaction } from '../db/client.js';
+import { destructionLedger, subjectKeys, type SubjectKeyRow } from '../db/schema.js';
 import { LetheError, isLetheError } from '../errors.js';
+import { newId } from '../ids.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { AuditLog } from './audit.js';
 import type { DekCache } from './cache.js';
+import type { KeyDestructions } from './destructions.js';
 import { notify } from './events.js';
-import { newId } from './ids.js';
 import { LeaseRecorder, leasedUntil } from './leases.js';
 import { assertKeyTransition, type KeyState } from './lifecycle.js';
 import { hashHex, type SubjectHasher } from './subjects.js';
+import { unwrapCurrent, wrapUnderActive } from './wrapping.js';
 
 export interface SubjectKeyInfo {
   readonly keyId: string;
@@ -49,14 +51,34 @@ export interface Destruction {
 
 export type Validity = 'active' | 'destroyed' | 'unknown';
 
+export interface LiveKey {
+  readonly keyId: string;
+  readonly state: 'active' | 'fenced';
+}
+
+export interface SubjectStatus {
+  readonly subjectHash: Uint8Array;
+  /** The subject's live key, if it has one. */
+  readonly key?: LiveKey;
+  /** True when it has no live key and one of its keys was destroyed. */
+  readonly erased: boolean;
+}
+
 export const MAX_VALIDITY_IDS = 10_000;
 
+/**
+ * A check that runs in the transaction creating a subject's key, before the insert:
+ * it throws to refuse the key (an erasure of the subject is open).
+ */
+export type KeyCreationGuard = (tx: Transaction, subjectHash: Uint8Array) => Promise<void>;
+
 export interface KeyServiceDeps {
-  readonly db: Db;
+  readonly db: Database;
   readonly provider: KeyProvider;
   readonly hasher: SubjectHasher;
   readonly audit: AuditLog;
   readonly cache: DekCache;
+  readonly destructions: KeyDestructions;
   readonly metrics: Metrics;
   readonly leaseTtlSeconds: number;
   readonly now?: () => Date;
@@ -66,7 +88,7 @@ export class KeyService {
   readonly #d: KeyServiceDeps;
   readonly #leases: LeaseRecorder;
   readonly #now: () => Date;
-  readonly #destroyedListeners: Array<(keyId: string) => void> = [];
+  readonly #guards: KeyCreationGuard[] = [];
 
   constructor(deps: KeyServiceDeps) {
     this.#d = deps;
@@ -74,13 +96,9 @@ export class KeyService {
     this.#now = deps.now ?? (() => new Date());
   }
 
-  /** Runs `fn` after this replica commits a key's destruction (other replicas hear of it over NOTIFY). */
-  onDestroyed(fn: (keyId: string) => void): void {
-    this.#destroyedListeners.push(fn);
-  }
-
-  #destroyed(keyId: string): void {
-    for (const fn of this.#destroyedListeners) fn(keyId);
+  /** Adds a check to every key creation (the erasure engine: no new key while the subject's erasure is open). */
+  guardCreation(guard: KeyCreationGuard): void {
+    this.#guards.push(guard);
   }
 
   /** PUT /v1/subjects/{subject}/key: the subject's live key, created when there is none. */
@@ -152,11 +170,15 @@ export class KeyService {
   }
 
   /** Whether the subject has a live key, had one destroyed, or was never seen. */
-  async subjectStatus(subject: string): Promise<{ subjectHash: Uint8Array; key?: { keyId: string; state: 'active' | 'fenced' }; erased: boolean }> {
-    const subjectHash = this.#d.hasher.hash(subject);
+  subjectStatus(subject: string): Promise<SubjectStatus> {
+    return this.statusOf(this.#d.hasher.hash(subject));
+  }
+
+  /** subjectStatus for a subject known by its keyed hash. */
+  async statusOf(subjectHash: Uint8Array): Promise<SubjectStatus> {
     const row = await this.#find(subjectHash);
     if (row) return { subjectHash, key: { keyId: row.keyId, state: row.state }, erased: false };
-    const [destroyed] = await this.#d.db.db
+    const [destroyed] = await this.#d.db
       .select({ keyId: destructionLedger.keyId })
       .from(destructionLedger)
       .where(eq(destructionLedger.subjectHash, subjectHash))
@@ -166,9 +188,9 @@ export class KeyService {
 
   /** The DEK of a live key by id (for services that decrypt: log, artifacts). Caller zeroes. */
   async dekFor(keyId: string): Promise<{ dek: Uint8Array; state: 'active' | 'fenced' }> {
-    const [row] = await this.#d.db.db.select().from(subjectKeys).where(eq(subjectKeys.keyId, keyId));
+    const [row] = await this.#d.db.select().from(subjectKeys).where(eq(subjectKeys.keyId, keyId));
     if (!row) {
-      const destroyed = await this.#ledgerEntry(keyId);
+      const destroyed = await this.#d.destructions.get(keyId);
       if (destroyed) throw new LetheError('key_destroyed', 'the key was destroyed');
       throw new LetheError('not_found', 'no such key');
     }
@@ -183,7 +205,7 @@ export class KeyService {
     const out = new Map<string, Uint8Array>();
     const unique = [...new Set(keyIds)];
     if (unique.length === 0) return out;
-    const rows = await this.#d.db.db.select().from(subjectKeys).where(inArray(subjectKeys.keyId, unique));
+    const rows = await this.#d.db.select().from(subjectKeys).where(inArray(subjectKeys.keyId, unique));
     try {
       for (const row of rows) {
         // the row says the key is live; the cache, when it holds this very key, saves the unwrap
@@ -208,7 +230,7 @@ export class KeyService {
    * Idempotent: destroying a destroyed key returns the original destruction.
    */
   async destroyKey(keyId: string, options: { reason: string; actor: string }): Promise<Destruction> {
-    const result = await this.#d.db.db.transaction(async (tx) => {
+    const result = await this.#d.destructions.transaction(async (tx) => {
       const [row] = await tx.select().from(subjectKeys).where(eq(subjectKeys.keyId, keyId)).for('update');
       if (!row) {
         const [prior] = await tx.select().from(destructionLedger).where(eq(destructionLedger.keyId, keyId));
@@ -219,10 +241,7 @@ export class KeyService {
     });
     if (this.#d.cache.dropKey(keyId)) this.#d.metrics.dekCacheInvalidations.inc({ source: 'local' });
     this.#d.metrics.dekCacheEntries.set(this.#d.cache.size);
-    if (result.destroyedNow) {
-      this.#d.metrics.keysDestroyed.inc();
-      this.#destroyed(keyId);
-    }
+    if (result.destroyedNow) this.#d.metrics.keysDestroyed.inc();
     return result;
   }
 
@@ -245,12 +264,11 @@ export class KeyService {
       migrate: (tx: Transaction) => Promise<void>;
     },
   ): Promise<Destruction> {
-    const result = await this.#d.db.db.transaction(async (tx) => {
+    const result = await this.#d.destructions.transaction(async (tx) => {
       const [row] = await tx.select().from(subjectKeys).where(eq(subjectKeys.keyId, oldKeyId)).for('update');
       if (!row) throw new LetheError('key_destroyed', 'the key to replace no longer exists');
-      const [active] = await tx.select().from(epochs).where(eq(epochs.state, 'active')).for('share');
-      if (!active) throw new LetheError('unavailable', 'no active KEK epoch');
-      const wrappedDek = await this.#d.provider.wrap(active.epoch, options.newDek, options.newKeyId);
+      const active = await wrapUnderActive(tx, this.#d.provider, options.newKeyId, options.newDek);
+      const wrappedDek = active.wrappedDek;
       const destruction = await this.#destroyLocked(tx, row, options);
       const now = this.#now();
       await tx.insert(subjectKeys).values({
@@ -280,7 +298,6 @@ export class KeyService {
     this.#d.metrics.dekCacheEntries.set(this.#d.cache.size);
     this.#d.metrics.keysDestroyed.inc();
     this.#d.metrics.keysCreated.inc();
-    this.#destroyed(oldKeyId);
     return result;
   }
 
@@ -292,17 +309,9 @@ export class KeyService {
     const until = await leasedUntil(tx, keyId);
     const destroyedAt = this.#now();
     await tx.delete(subjectKeys).where(eq(subjectKeys.keyId, keyId));
-    // the sealed embeddings died with the key; drop their rows so nothing tries to open them
-    await tx.execute(sql`delete from embeddings where key_id = ${keyId}`);
-    await tx.insert(destructionLedger).values({
-      keyId,
-      subjectHash: row.subjectHash,
-      destroyedAt,
-      reason: options.reason,
-      wrappedEpoch: row.epoch,
-      leasedUntil: until,
-    });
-    await this.#d.audit.append(tx, [
+    await this.#d.destructions.record(
+      tx,
+      { keyId, keyKind: 'subject', subjectHash: row.subjectHash, destroyedAt, reason: options.reason, wrappedEpoch: row.epoch, leasedUntil: until },
       {
         actor: options.actor,
         action: 'key.destroy',
@@ -311,8 +320,7 @@ export class KeyService {
         epoch: row.epoch,
         detail: { reason: options.reason, leasedUntil: until?.toISOString() ?? null },
       },
-    ]);
-    await notify(tx, { t: 'key', keyId });
+    );
     return { keyId, destroyedAt, wrappedEpoch: row.epoch, leasedUntil: until, destroyedNow: true };
   }
 
@@ -333,7 +341,7 @@ export class KeyService {
     const out: Record<string, Validity> = {};
     if (unique.length === 0) return out;
     const rows = await queryRows<{ id: string; state: Validity }>(
-      this.#d.db.db,
+      this.#d.db,
       sql`select v.id,
                  case when sk.key_id is not null or ak.key_id is not null then 'active'
                       when dl.key_id is not null then 'destroyed'
@@ -348,23 +356,45 @@ export class KeyService {
   }
 
   /** The subject's live key without creating one, or undefined. */
-  async findKey(subject: string): Promise<{ keyId: string; state: 'active' | 'fenced' } | undefined> {
-    const row = await this.#find(this.#d.hasher.hash(subject));
+  findKey(subject: string): Promise<LiveKey | undefined> {
+    return this.liveKeyOf(this.#d.hasher.hash(subject));
+  }
+
+  /** findKey for a subject known by its keyed hash (a subject has at most one live key). */
+  async liveKeyOf(subjectHash: Uint8Array): Promise<LiveKey | undefined> {
+    const row = await this.#find(subjectHash);
     return row ? { keyId: row.keyId, state: row.state } : undefined;
   }
 
-  async #find(subjectHash: Uint8Array): Promise<SubjectKeyRow | undefined> {
-    const [row] = await this.#d.db.db.select().from(subjectKeys).where(eq(subjectKeys.subjectHash, subjectHash));
-    return row;
+  /** The state of each live key among `keyIds` (destroyed and unknown keys are absent). */
+  async states(keyIds: readonly string[]): Promise<Map<string, LiveKey['state']>> {
+    const unique = [...new Set(keyIds)];
+    if (unique.length === 0) return new Map();
+    const rows = await this.#d.db.select({ keyId: subjectKeys.keyId, state: subjectKeys.state }).from(subjectKeys).where(inArray(subjectKeys.keyId, unique));
+    return new Map(rows.map((r) => [r.keyId, r.state]));
   }
 
-  async #ledgerEntry(keyId: string) {
-    const [row] = await this.#d.db.db.select().from(destructionLedger).where(eq(destructionLedger.keyId, keyId));
+  /**
+   * Reserves `count` log sequence numbers under a live, active key: the first one, or
+   * undefined when the key is fenced or gone (sequence numbers are ordered per key,
+   * not dense).
+   */
+  async reserveSeqs(keyId: string, count: number): Promise<number | undefined> {
+    const [reserved] = await queryRows<{ first: number }>(
+      this.#d.db,
+      sql`update subject_keys set next_seq = next_seq + ${count}, updated_at = now()
+           where key_id = ${keyId} and state = 'active' returning next_seq - ${count} as first`,
+    );
+    return reserved ? Number(reserved.first) : undefined;
+  }
+
+  async #find(subjectHash: Uint8Array): Promise<SubjectKeyRow | undefined> {
+    const [row] = await this.#d.db.select().from(subjectKeys).where(eq(subjectKeys.subjectHash, subjectHash));
     return row;
   }
 
   async #transition(keyId: string, to: KeyState, actor: string): Promise<void> {
-    await this.#d.db.db.transaction(async (tx) => {
+    await this.#d.db.transaction(async (tx) => {
       const [row] = await tx.select().from(subjectKeys).where(eq(subjectKeys.keyId, keyId)).for('update');
       if (!row) {
         const [prior] = await tx.select().from(destructionLedger).where(eq(destructionLedger.keyId, keyId));
@@ -408,33 +438,23 @@ export class KeyService {
   }
 
   /** Unwraps a row's DEK; re-reads once if a rotation moved the row meanwhile. */
-  async #unwrapRow(row: SubjectKeyRow): Promise<Uint8Array> {
-    try {
-      return await this.#d.provider.unwrap(row.epoch, row.wrappedDek, row.keyId);
-    } catch (e) {
-      if (!isLetheError(e, 'epoch_unavailable')) throw e;
-      const [fresh] = await this.#d.db.db.select().from(subjectKeys).where(eq(subjectKeys.keyId, row.keyId));
-      if (!fresh) throw new LetheError('key_destroyed', 'the key was destroyed');
-      if (fresh.epoch === row.epoch) throw e;
-      return this.#d.provider.unwrap(fresh.epoch, fresh.wrappedDek, fresh.keyId);
-    }
+  #unwrapRow(row: SubjectKeyRow): Promise<Uint8Array> {
+    return unwrapCurrent(
+      this.#d.provider,
+      row,
+      async () => (await this.#d.db.select().from(subjectKeys).where(eq(subjectKeys.keyId, row.keyId)))[0],
+      () => new LetheError('key_destroyed', 'the key was destroyed'),
+    );
   }
 
   async #create(subjectHash: Uint8Array, actor: string): Promise<{ info: SubjectKeyInfo; dek: Uint8Array }> {
     const keyId = newId('key');
     const dek = randomBytes(32);
     try {
-      const inserted = await this.#d.db.db.transaction(async (tx) => {
-        // FOR SHARE: a rotation cannot switch epochs under a key being wrapped.
-        const [active] = await tx.select().from(epochs).where(eq(epochs.state, 'active')).for('share');
-        if (!active) throw new LetheError('unavailable', 'no active KEK epoch: run `lethe migrate` or start the service once');
-        // an open erasure fences the subject itself, not only its key: no new key until it ends
-        const [erasing] = await queryRows<{ one: number }>(
-          tx,
-          sql`select 1 as one from erasures where subject_hash = ${subjectHash} and status in ('pending', 'running') limit 1`,
-        );
-        if (erasing) throw new LetheError('erasure_in_progress', 'the subject is being erased; no new key is created until the erasure ends');
-        const wrappedDek = await this.#d.provider.wrap(active.epoch, dek, keyId);
+      const inserted = await this.#d.db.transaction(async (tx) => {
+        for (const guard of this.#guards) await guard(tx, subjectHash);
+        const active = await wrapUnderActive(tx, this.#d.provider, keyId, dek);
+        const wrappedDek = active.wrappedDek;
         const now = this.#now();
         const [row] = await tx
           .insert(subjectKeys)

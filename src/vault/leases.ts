@@ -13,7 +13,7 @@
  * when the batch commits, whatever the DEK cache believed.
  */
 import { type SQL, sql } from 'drizzle-orm';
-import { type Db, queryRows } from '../db/client.js';
+import { type Database, queryRows } from '../db/client.js';
 import type { AuditEvent, AuditLog, AuditTip } from './audit.js';
 
 export interface LeaseRequest {
@@ -38,14 +38,14 @@ const MAX_BATCH = 512;
 const CAS_ATTEMPTS = 4;
 
 export class LeaseRecorder {
-  readonly #db: Db;
+  readonly #db: Database;
   readonly #audit: AuditLog;
   #queue: Pending[] = [];
   #running = false;
   /** Where this process believes the audit chain ends; refreshed when it is wrong. */
   #tip: AuditTip | undefined;
 
-  constructor(db: Db, audit: AuditLog) {
+  constructor(db: Database, audit: AuditLog) {
     this.#db = db;
     this.#audit = audit;
   }
@@ -86,9 +86,9 @@ export class LeaseRecorder {
     const outcomes = new Map<Pending, LeaseOutcome>();
     let pending = [...batch];
     for (let attempt = 0; attempt < CAS_ATTEMPTS && pending.length > 0; attempt++) {
-      this.#tip ??= await this.#audit.head(this.#db.db);
+      this.#tip ??= await this.#audit.head(this.#db);
       const keyIds = [...new Set(pending.map((p) => p.request.keyId))];
-      const result = await this.#audit.appendIfHead(this.#db.db, pending.map(leaseEvent), this.#tip, {
+      const result = await this.#audit.appendIfHead(this.#db, pending.map(leaseEvent), this.#tip, {
         lockFirst: lockKeys(keyIds),
         guard: sql`(select count(*) from locked where state = 'active') = ${keyIds.length}`,
       });
@@ -110,7 +110,7 @@ export class LeaseRecorder {
     // Contended head: lock it, like every other audited change.
     this.#tip = undefined;
     const rest = pending;
-    const states = await this.#db.db.transaction(async (tx) => {
+    const states = await this.#db.transaction(async (tx) => {
       const rows = await queryRows<{ key_id: string; state: string }>(tx, lockKeys([...new Set(rest.map((p) => p.request.keyId))]));
       const byKey = new Map(rows.map((r) => [r.key_id, r.state]));
       await this.#audit.append(tx, rest.filter((p) => byKey.get(p.request.keyId) === 'active').map(leaseEvent));

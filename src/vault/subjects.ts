@@ -6,15 +6,7 @@
  */
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { KeyedHasher, utf8, zeroize } from '../crypto/index.js';
-import { LetheError } from '../errors.js';
-
-export const SUBJECT_ID_PATTERN = /^[A-Za-z0-9._:@+-]{1,200}$/;
-
-export function assertSubjectId(subject: string): void {
-  if (typeof subject !== 'string' || !SUBJECT_ID_PATTERN.test(subject)) {
-    throw new LetheError('validation_failed', 'subject must be 1 to 200 characters of A-Z a-z 0-9 . _ : @ + -');
-  }
-}
+import { assertSubjectId } from '../ids.js';
 
 export class SubjectHasher {
   readonly #hmac: KeyedHasher;

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { HashingEmbedder } from '../../src/search/embedder.js';
+import { HashingEmbedder } from '../../src/vectors/embedder.js';
 import { filesContaining } from '../support/files.js';
 import { openTestVault, type TestVault, tempDir } from '../support/vault.js';
 

@@ -44,6 +44,6 @@ describe('artifacts on PGlite and the local object store', () => {
     const again = (await reopened.search.search('half marathon training', 3)).hits.map((h) => h.id);
     expect(again).toContain(b.entryId);
     expect(again).toContain(s.artifactId);
-    expect(reopened.search.index.has(a.entryId)).toBe(false);
+    expect(reopened.vectors.index.has(a.entryId)).toBe(false);
   });
 });

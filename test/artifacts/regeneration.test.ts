@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { Client } from 'minio';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { objectName } from '../../src/artifacts/service.js';
+import { objectName } from '../../src/artifacts/texts.js';
 import { encodeContext, envelopeKeyId, open } from '../../src/crypto/index.js';
 import { queryRows } from '../../src/db/client.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
@@ -37,7 +37,7 @@ async function everyLiveKey(tv: TestVault): Promise<Uint8Array[]> {
   const art = await queryRows<{ key_id: string }>(tv.vault.db.db, sql`select key_id from artifact_keys`);
   const sub = await queryRows<{ key_id: string }>(tv.vault.db.db, sql`select key_id from subject_keys`);
   return [
-    ...(await Promise.all(art.map((r) => tv.vault.artifactKeys.unwrap(r.key_id)))),
+    ...(await Promise.all(art.map((r) => tv.vault.versionKeys.unwrap(r.key_id)))),
     ...(await Promise.all(sub.map(async (r) => (await tv.vault.keys.dekFor(r.key_id)).dek))),
   ];
 }
@@ -185,13 +185,13 @@ describe('regeneration cascades in dependency order, each artifact exactly once'
     const s = await v.artifacts.write({ kind: 'summary', text: 'Only A is here.', sources: [a] }, 'writer');
     const d = await v.artifacts.write({ kind: 'digest', text: 'Only A is here. C stays.', sources: [s.artifactId, c] }, 'writer');
     const [row] = await queryRows<{ key_id: string }>(v.db.db, sql`select key_id from artifacts where artifact_id = ${s.artifactId}`);
-    expect(v.search.index.has(s.artifactId)).toBe(true);
+    expect(v.vectors.index.has(s.artifactId)).toBe(true);
 
     const result = await v.artifacts.regenerate([s.artifactId], { excluding: [a], actor: 'eraser' });
     expect(result).toEqual({ regenerated: [{ artifactId: d.artifactId, version: 2 }], removed: [s.artifactId] });
     await expect(v.artifacts.get(s.artifactId)).rejects.toMatchObject({ code: 'artifact_erased' });
     expect(await v.keys.validity([row!.key_id])).toEqual({ [row!.key_id]: 'destroyed' });
-    expect(v.search.index.has(s.artifactId)).toBe(false);
+    expect(v.vectors.index.has(s.artifactId)).toBe(false);
     expect(await v.objects.head(objectName(s.artifactId, 1))).toBeUndefined();
     const d2 = await v.artifacts.get(d.artifactId);
     expect(d2.text).toBe('C stays.');

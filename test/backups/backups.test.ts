@@ -181,7 +181,7 @@ describe('backups into a versioned MinIO bucket', () => {
     const deks: Array<[string, Uint8Array]> = [
       ['A', (await v().keys.dekFor(keyA)).dek],
       ['B', (await v().keys.dekFor(keyB)).dek],
-      ['artifact v1', await v().artifactKeys.unwrap(artifactKeyV1)],
+      ['artifact v1', await v().versionKeys.unwrap(artifactKeyV1)],
     ];
     const everything = await keysUnder(backupStore(), '');
     expect(everything).toContain(m.keyTable.key);

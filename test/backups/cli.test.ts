@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
-import { startServer, type RunningServer } from '../../src/http/server.js';
+import { startServer, type RunningServer } from '../../src/app/serve.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { runCli } from '../support/process.js';
 import { openTestVault, type TestVault, TOKENS } from '../support/vault.js';

@@ -10,7 +10,7 @@ import type { Client } from 'minio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ledgerObjectKey, manifestKey } from '../../src/backups/manifest.js';
 import { createLogger } from '../../src/observability/logger.js';
-import type { Vault } from '../../src/vault/vault.js';
+import type { App } from '../../src/app/open.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
 import { allVersions, hex, keyState, minioClient, minioEnv, storedManifest, until } from './support.js';
 
@@ -20,11 +20,11 @@ describe('propagating destructions the destroying replica could not write', () =
   let tv: TestVault;
   let client: Client;
   /** A replica whose backup bucket is not the backups' one: its own propagation fails (and says so in its log). */
-  let broken: Vault;
+  let broken: App;
   const brokenLog: Array<{ msg?: string }> = [];
   const { env, backupBucket } = minioEnv();
 
-  const versionOf = async (vault: Vault, backupId: string) => (await vault.backups.list()).find((b) => b.backupId === backupId)?.manifestVersion;
+  const versionOf = async (vault: App, backupId: string) => (await vault.backups.list()).find((b) => b.backupId === backupId)?.manifestVersion;
 
   /** A subject with one entry, and a backup holding its key. */
   async function backedUpSubject(): Promise<{ keyId: string; backupId: string }> {

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { envelopeKeyId, isCommittedTo } from '../../src/crypto/index.js';
 import { queryRows } from '../../src/db/client.js';
 import { decodeSegment } from '../../src/log/segment.js';
-import type { Vault } from '../../src/vault/vault.js';
+import type { App } from '../../src/app/open.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
 
@@ -25,7 +25,7 @@ describe('restoring a backup taken before an erasure', () => {
   let backupId = '';
 
   /** A fresh database and live bucket with the source's keyring, root key and backup bucket. */
-  async function target(): Promise<Vault> {
+  async function target(): Promise<App> {
     const db = await createTestDatabase();
     targets.push(db);
     return source.reopen({}, { DATABASE_URL: db.url, S3_BUCKET: bucket('lethe-rlive') });

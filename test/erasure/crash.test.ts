@@ -13,8 +13,8 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
-import { FIRST_RUN, TRANSITIONS } from '../../src/erasure/engine.js';
-import type { StepName } from '../../src/erasure/types.js';
+import { FIRST_RUN, TRANSITIONS } from '../../src/erasure/machine.js';
+import type { StepName } from '../../src/erasure/machine.js';
 import { minioEnv } from '../backups/support.js';
 import { CLI, type RunningService, startService } from '../support/process.js';
 import { openTestVault, type TestVault } from '../support/vault.js';

@@ -8,9 +8,9 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { expect } from 'vitest';
 import { type Db, queryRows } from '../../src/db/client.js';
-import { createApp } from '../../src/http/app.js';
+import { createHttpApp } from '../../src/http/app.js';
 import { TokenStore } from '../../src/http/auth.js';
-import type { Vault } from '../../src/vault/vault.js';
+import type { App } from '../../src/app/open.js';
 import { requestInit, type TestApp } from '../support/vault.js';
 
 export const tag = (n = 5) => randomBytes(n).toString('hex');
@@ -24,8 +24,8 @@ export function callService(baseUrl: string): Call {
 }
 
 /** Calls the HTTP API of an opened vault in process (app.request). */
-export function callVault(vault: Vault): Call {
-  const app = createApp({ vault, tokens: TokenStore.fromPairs(vault.config.tokens) });
+export function callVault(vault: App): Call {
+  const app = createHttpApp({ services: vault, tokens: TokenStore.fromPairs(vault.config.tokens) });
   return (method, p, o = {}) => Promise.resolve(app.request(p, requestInit(method, o)));
 }
 
@@ -89,7 +89,7 @@ export interface ClassB {
 }
 
 /** The seeds' class B scenario, written through the vault in process. */
-export async function classB(vault: Vault, label: string): Promise<ClassB> {
+export async function classB(vault: App, label: string): Promise<ClassB> {
   const t = tag();
   const A = `user:${label}-a-${t}`;
   const B = `user:${label}-b-${t}`;

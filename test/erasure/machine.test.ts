@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { verifyCertificate } from '../../src/erasure/certificate.js';
 import { ExtractiveRegenerator, type Regenerator } from '../../src/artifacts/regenerator.js';
-import { FIRST_RUN, TRANSITIONS } from '../../src/erasure/engine.js';
+import { FIRST_RUN, TRANSITIONS } from '../../src/erasure/machine.js';
 import { isLetheError, LetheError } from '../../src/errors.js';
-import type { Vault } from '../../src/vault/vault.js';
+import type { App } from '../../src/app/open.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
 
 const tag = () => randomBytes(5).toString('hex');
@@ -21,7 +21,7 @@ const words = (n: number) => Array.from({ length: n }, () => `w${randomBytes(4).
 
 describe('the erasure state machine', () => {
   let tv: TestVault;
-  let other: Vault;
+  let other: App;
 
   beforeAll(async () => {
     tv = await openTestVault({ extraEnv: { LETHE_LEASE_TTL_SECONDS: '2', LETHE_ERASURE_CLAIM_SECONDS: '1' }, vault: { erasureWorker: false } });

@@ -13,7 +13,7 @@ import {
   scoreProbe,
   shingleTexts,
 } from '../../src/erasure/probe.js';
-import { HashingEmbedder } from '../../src/search/embedder.js';
+import { HashingEmbedder } from '../../src/vectors/embedder.js';
 
 const key = randomBytes(32);
 const embedder = new HashingEmbedder(512);

@@ -10,8 +10,8 @@ import { existsSync } from 'node:fs';
 import { inflateSync } from 'node:zlib';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NODE_HEIGHT, NODE_STYLES, type NodeStyleName, NODE_WIDTH, renderReport } from '../../src/erasure/report.js';
-import type { ErasureView, GraphEdge, GraphNode } from '../../src/erasure/types.js';
+import { NODE_HEIGHT, NODE_STYLES, type NodeStyleName, NODE_WIDTH, renderReport } from '../../src/erasure/report/index.js';
+import type { ErasureView, GraphEdge, GraphNode } from '../../src/erasure/view.js';
 
 const CHROMIUM = process.env.LETHE_CHROMIUM || '/usr/bin/chromium';
 const generatedAt = new Date('2026-12-01T09:00:00.000Z');

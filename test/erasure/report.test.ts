@@ -6,8 +6,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { escapeHtml, MAX_GRAPH_NODES, NODE_STYLES, renderReport, shortId } from '../../src/erasure/report.js';
-import { type ErasureView, type GraphEdge, type GraphNode, STEP_NAMES, type StepView } from '../../src/erasure/types.js';
+import { escapeHtml, MAX_GRAPH_NODES, NODE_STYLES, renderReport, shortId } from '../../src/erasure/report/index.js';
+import { STEP_NAMES } from '../../src/erasure/machine.js';
+import type { ErasureView, GraphEdge, GraphNode, StepView } from '../../src/erasure/view.js';
 
 const generatedAt = new Date('2026-12-01T09:00:00.000Z');
 

@@ -18,7 +18,7 @@ describe('log fsck and compaction', () => {
 
   it('fsck finds orphan segments and missing ones, repairs orphans past the grace period, and never touches indexed data', async () => {
     const { vault } = tv;
-    const deps = { db: vault.db, objects: vault.objects };
+    const deps = { db: vault.db.db, objects: vault.objects };
     for (const s of ['user:f1', 'user:f2']) for (let i = 0; i < 3; i++) await vault.log.append(s, { text: `${s} ${i}` }, 'writer');
     expect(await fsck(deps)).toMatchObject({ ok: true, segmentsStored: 6, segmentsIndexed: 6, orphans: [], missing: [] });
 
@@ -44,7 +44,7 @@ describe('log fsck and compaction', () => {
 
   it('compaction removes the frames of destroyed keys and keeps every live entry readable', async () => {
     const { vault } = tv;
-    const deps = { db: vault.db, objects: vault.objects };
+    const deps = { db: vault.db.db, objects: vault.objects };
     const doomed = (await vault.keys.findKey('user:f2'))!.keyId;
     const doomedEntry = (await vault.log.list('user:f2'))[0]!.entryId;
     await vault.keys.destroyKey(doomed, { reason: 'compaction test', actor: 'admin' });

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { LetheWriter } from '../../src/client/index.js';
 import { loadConfig } from '../../src/config/index.js';
 import { queryRows } from '../../src/db/client.js';
-import { startServer, type RunningServer } from '../../src/http/server.js';
+import { startServer, type RunningServer } from '../../src/app/serve.js';
 import { fsck } from '../../src/log/maintenance.js';
 import { openFrame } from '../../src/log/frame.js';
 import { decodeSegment } from '../../src/log/segment.js';
@@ -60,7 +60,7 @@ describe('the writer client', () => {
       ),
     );
     await w.close();
-    const vault = server.vault;
+    const vault = server.app;
     const shared = await queryRows<{ n: string }>(
       vault.db.db,
       sql`select count(*) as n from (select segment from log_entries group by segment having count(distinct subject_hash) > 1) x`,
@@ -134,7 +134,7 @@ describe('the writer client', () => {
     const onDisk = filesContaining(minio.dataDir, canary);
     expect(onDisk.filesRead).toBeGreaterThan(0);
     expect(onDisk.hits).toEqual([]);
-    expect((await server.vault.log.list('user:canary'))[0]!.text).toBe(`the secret is ${canary}`);
+    expect((await server.app.log.list('user:canary'))[0]!.text).toBe(`the secret is ${canary}`);
   });
 
   it('a writer killed between upload and registration acknowledges nothing; fsck reports the orphan and repairs it', async () => {
@@ -151,26 +151,26 @@ describe('the writer client', () => {
     expect(crash.child.signalCode).toBe('SIGKILL');
     expect(crash.stdout()).toMatch(/^uploaded log\/seg_/);
     expect(crash.stdout()).not.toContain('acknowledged');
-    const deps = { db: server.vault.db, objects: server.vault.objects };
+    const deps = { db: server.app.db.db, objects: server.app.objects };
     const found = await fsck(deps);
     expect(found.orphans.map((o) => [o.segment, o.action])).toEqual([[crash.stdout().split(' ')[1]!.trim(), 'reported']]);
     const report = await fsck(deps, { repair: true, graceSeconds: 0 });
     expect(report.ok).toBe(true);
     expect(report.orphans.map((o) => o.action)).toEqual(['deleted']);
     expect((await fsck(deps)).orphans).toEqual([]);
-    expect((await server.vault.log.list('user:crash')).map((e) => [e.entryId, e.text])).toEqual([[kept.entryId, 'acknowledged']]);
+    expect((await server.app.log.list('user:crash')).map((e) => [e.entryId, e.text])).toEqual([[kept.entryId, 'acknowledged']]);
   }, 60_000);
 
   it('an append for a subject whose key is destroyed in flight is refused, and the next one uses the new key', async () => {
     const w = writer();
     const first = await w.append('user:flight', { text: 'one' });
-    await server.vault.keys.destroyKey(first.keyId, { reason: 'in flight', actor: 'admin' });
+    await server.app.keys.destroyKey(first.keyId, { reason: 'in flight', actor: 'admin' });
     // the writer still holds the old lease and block: the registration refuses the frame
     await expect(w.append('user:flight', { text: 'two' })).rejects.toMatchObject({ code: 'key_destroyed' });
     const third = await w.append('user:flight', { text: 'three' });
     expect(third.keyId).not.toBe(first.keyId);
     await w.close();
-    expect((await server.vault.log.list('user:flight')).map((e) => e.text)).toEqual(['three']);
+    expect((await server.app.log.list('user:flight')).map((e) => e.text)).toEqual(['three']);
   });
 
   it('renews a lease before it lapses, and drops (zeroes) DEKs whose lease ended or when it closes', async () => {
@@ -194,7 +194,7 @@ describe('the writer client', () => {
       await new Promise((r) => setTimeout(r, 1700)); // past the renewal point (TTL - TTL/5)
       await w.append('user:ttl', { text: 'two' });
       const leases = await queryRows<{ n: string }>(
-        svc.vault.db.db,
+        svc.app.db.db,
         sql`select count(*) as n from audit_log where action = 'key.lease' and key_id = ${first.keyId}`,
       );
       expect(Number(leases[0]!.n)).toBe(2);
@@ -205,7 +205,7 @@ describe('the writer client', () => {
       expect(w.leasesHeld).toBe(1);
       await w.close();
       expect(w.leasesHeld).toBe(0);
-      expect((await svc.vault.log.list('user:ttl')).map((e) => e.text)).toEqual(['one', 'two', 'three']);
+      expect((await svc.app.log.list('user:ttl')).map((e) => e.text)).toEqual(['one', 'two', 'three']);
     } finally {
       await svc.close();
       await short.drop();

@@ -2,8 +2,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isLetheError, LetheError } from '../../src/errors.js';
-import { HashingEmbedder, normalize, stem, tokenize } from '../../src/search/embedder.js';
-import { OpenAiEmbedder } from '../../src/search/openai-embedder.js';
+import { HashingEmbedder, normalize, stem, tokenize } from '../../src/vectors/embedder.js';
+import { OpenAiEmbedder } from '../../src/vectors/openai-embedder.js';
 import { allMessages, type FakeServer, startFakeServer, thrown } from './fake-server.js';
 
 function dot(a: Float32Array, b: Float32Array): number {

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { isLetheError } from '../../src/errors.js';
 import { MAX_QUERY_BYTES, MAX_SEARCH_K } from '../../src/search/service.js';
-import type { Vault } from '../../src/vault/vault.js';
+import type { App } from '../../src/app/open.js';
 import { openTestApp, openTestVault, type TestApp, type TestVault } from '../support/vault.js';
 import { thrown } from './fake-server.js';
 
@@ -23,7 +23,7 @@ async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 1
   }
 }
 
-async function hitIds(vault: Vault, query: string, k = 10): Promise<string[]> {
+async function hitIds(vault: App, query: string, k = 10): Promise<string[]> {
   return (await vault.search.search(query, k)).hits.map((h) => h.id);
 }
 
@@ -40,7 +40,7 @@ const ENTRIES: ReadonlyArray<[subject: string, text: string]> = [
 
 describe('the search index on two replicas of one vault', () => {
   let tv: TestVault;
-  let replica: Vault;
+  let replica: App;
   const written: Array<{ subject: string; text: string; entryId: string; keyId: string }> = [];
   const idsOf = (subject: string) => written.filter((w) => w.subject === subject).map((w) => w.entryId);
   const keyOf = (subject: string) => written.find((w) => w.subject === subject)!.keyId;
@@ -78,18 +78,18 @@ describe('the search index on two replicas of one vault', () => {
     const { entryId, keyId } = await replica.log.append('user:kite', { text: 'Goes kitesurfing at Tarifa every August.' }, 'writer');
     written.push({ subject: 'user:kite', text: 'Goes kitesurfing at Tarifa every August.', entryId, keyId });
     expect(await eventually(async () => (await hitIds(tv.vault, 'kitesurfing in Tarifa', 1))[0] === entryId)).toBe(true);
-    expect(tv.vault.search.index.has(entryId)).toBe(true);
+    expect(tv.vault.vectors.index.has(entryId)).toBe(true);
   });
 
   it('a vault opened later rebuilds the index by decrypting the stored embeddings and answers the same hits', async () => {
     const fresh = await tv.reopen();
-    expect(fresh.search.index.size).toBe(written.length);
+    expect(fresh.vectors.index.size).toBe(written.length);
     for (const query of ['moving to lisbon', 'peanut allergy', 'jazz saxophone', 'tomato allotment', 'kitesurfing']) {
       const before = await tv.vault.search.search(query, 5);
       const after = await fresh.search.search(query, 5);
       expect(after.hits, query).toEqual(before.hits);
     }
-    expect(await fresh.search.rebuild()).toEqual({ loaded: written.length, destroyed: 0, otherModel: 0 });
+    expect(await fresh.vectors.rebuild()).toEqual({ loaded: written.length, destroyed: 0, otherModel: 0 });
   });
 
   it('embeddings are stored sealed: no row holds the vector\'s bytes in the clear', async () => {
@@ -98,7 +98,7 @@ describe('the search index on two replicas of one vault', () => {
     for (const w of written) {
       const row = rows.find((r) => r.record_id === w.entryId)!;
       expect(row.key_id).toBe(w.keyId);
-      const [vector] = await tv.vault.search.embedder.embed([w.text]);
+      const [vector] = await tv.vault.vectors.embedder.embed([w.text]);
       const clear = Buffer.from(vector!.buffer, vector!.byteOffset, vector!.byteLength);
       // any 16-byte window of the plaintext vector that is not all zeros
       let window = 0;
@@ -119,14 +119,14 @@ describe('the search index on two replicas of one vault', () => {
 
     await tv.vault.keys.destroyKey(keyId, { reason: 'search test', actor: 'admin' });
 
-    expect(tv.vault.search.index.idsOfKey(keyId)).toEqual([]);
-    for (const id of ids) expect(tv.vault.search.index.has(id)).toBe(false);
+    expect(tv.vault.vectors.index.idsOfKey(keyId)).toEqual([]);
+    for (const id of ids) expect(tv.vault.vectors.index.has(id)).toBe(false);
     const here = await hitIds(tv.vault, 'peanut allergy cashews adrenaline pen', 10);
     expect(here.length).toBe(written.length - ids.length);
     for (const id of ids) expect(here).not.toContain(id);
 
     // the replica hears the destruction over NOTIFY and drops the vectors themselves
-    expect(await eventually(() => replica.search.index.idsOfKey(keyId).length === 0 && ids.every((id) => !replica.search.index.has(id)))).toBe(true);
+    expect(await eventually(() => replica.vectors.index.idsOfKey(keyId).length === 0 && ids.every((id) => !replica.vectors.index.has(id)))).toBe(true);
     const there = await hitIds(replica, 'peanut allergy cashews adrenaline pen', 10);
     for (const id of ids) expect(there).not.toContain(id);
     // the other subjects are untouched on both
@@ -147,10 +147,10 @@ describe('the search index on two replicas of one vault', () => {
     expect(Number(left!.n)).toBe(ids.length);
 
     const restarted = await tv.reopen();
-    for (const id of ids) expect(restarted.search.index.has(id)).toBe(false);
-    expect(restarted.search.index.idsOfKey(keyOf('user:peanut'))).toEqual([]);
-    expect(restarted.search.index.size).toBe(written.length - ids.length);
-    expect(await restarted.search.rebuild()).toEqual({ loaded: written.length - ids.length, destroyed: ids.length, otherModel: 0 });
+    for (const id of ids) expect(restarted.vectors.index.has(id)).toBe(false);
+    expect(restarted.vectors.index.idsOfKey(keyOf('user:peanut'))).toEqual([]);
+    expect(restarted.vectors.index.size).toBe(written.length - ids.length);
+    expect(await restarted.vectors.rebuild()).toEqual({ loaded: written.length - ids.length, destroyed: ids.length, otherModel: 0 });
     const hits = await hitIds(restarted, 'peanut allergy', 10);
     for (const id of ids) expect(hits).not.toContain(id);
   });
@@ -164,11 +164,11 @@ describe('the search index on two replicas of one vault', () => {
     expect(onPrimary).toContain(kept1);
     expect(onPrimary).toContain(kept2);
     expect(onPrimary).not.toContain(excluded);
-    expect(tv.vault.search.index.idsOfKey(result.newKeyId).sort()).toEqual([kept1!, kept2!].sort());
+    expect(tv.vault.vectors.index.idsOfKey(result.newKeyId).sort()).toEqual([kept1!, kept2!].sort());
 
     const restarted = await tv.reopen();
-    expect(restarted.search.index.idsOfKey(result.newKeyId).sort()).toEqual([kept1!, kept2!].sort());
-    expect(restarted.search.index.has(excluded!)).toBe(false);
+    expect(restarted.vectors.index.idsOfKey(result.newKeyId).sort()).toEqual([kept1!, kept2!].sort());
+    expect(restarted.vectors.index.has(excluded!)).toBe(false);
 
     // the replica that was running during the re-key
     const replicaCaughtUp = await eventually(
@@ -178,8 +178,8 @@ describe('the search index on two replicas of one vault', () => {
       },
       5_000,
     );
-    expect(replica.search.index.has(excluded!)).toBe(false);
-    expect(replicaCaughtUp, `replica index holds ${JSON.stringify(replica.search.index.idsOfKey(result.newKeyId))} under the new key`).toBe(true);
+    expect(replica.vectors.index.has(excluded!)).toBe(false);
+    expect(replicaCaughtUp, `replica index holds ${JSON.stringify(replica.vectors.index.idsOfKey(result.newKeyId))} under the new key`).toBe(true);
   });
 
   it('search refuses k outside 1..100 and a query over 8 KiB (counted in UTF-8 bytes)', async () => {

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stem, tokenize } from '../../src/search/embedder.js';
+import { stem, tokenize } from '../../src/vectors/embedder.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
 
 interface Pair {
@@ -82,7 +82,7 @@ describe('paraphrased questions find their entry with the built-in embedder', ()
     const mrr = ranks.reduce((sum, r) => sum + (r.rank ? 1 / r.rank : 0), 0) / n;
     const misses = ranks.filter((r) => r.rank !== 1).map((r) => `  ${r.subject}: rank ${r.rank ?? '>5'}, first was "${r.top}"`);
     console.log(
-      `paraphrase retrieval (${tv.vault.search.embedder.model}, ${n} entries): top-1 hit rate ${top1}/${n} = ${(top1 / n).toFixed(3)}, ` +
+      `paraphrase retrieval (${tv.vault.vectors.embedder.model}, ${n} entries): top-1 hit rate ${top1}/${n} = ${(top1 / n).toFixed(3)}, ` +
         `MRR@5 ${mrr.toFixed(3)}${misses.length ? `\n${misses.join('\n')}` : ''}`,
     );
     expect(top1 / n).toBeGreaterThanOrEqual(MIN_TOP1);

@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isLetheError } from '../../src/errors.js';
-import { type RecordType, VectorIndex } from '../../src/search/vector-index.js';
+import { type RecordType, VectorIndex } from '../../src/vectors/vector-index.js';
 
 const D = 8;
 

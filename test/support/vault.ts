@@ -8,10 +8,10 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { type Config, loadConfig } from '../../src/config/index.js';
-import { createApp } from '../../src/http/app.js';
+import { createHttpApp } from '../../src/http/app.js';
 import { type AuthEnv, TokenStore } from '../../src/http/auth.js';
 import { createLogger } from '../../src/observability/logger.js';
-import { openVault, type OpenVaultOptions, type Vault } from '../../src/vault/vault.js';
+import { openApp, type OpenAppOptions, type App } from '../../src/app/open.js';
 import { createTestDatabase, type TestDatabase } from './pg.js';
 
 export const TOKENS = {
@@ -44,26 +44,26 @@ export function testEnv(options: { databaseUrl?: string | undefined; dataDir: st
 }
 
 export interface TestVault {
-  readonly vault: Vault;
+  readonly vault: App;
   readonly config: Config;
   readonly env: Record<string, string>;
   readonly db: TestDatabase | undefined;
   readonly dataDir: string;
   /** Opens a second vault on the same database and keyring (another replica). */
-  reopen(options?: Partial<OpenVaultOptions>, extraEnv?: Record<string, string>): Promise<Vault>;
+  reopen(options?: Partial<OpenAppOptions>, extraEnv?: Record<string, string>): Promise<App>;
   close(): Promise<void>;
 }
 
 export async function openTestVault(
-  options: { embedded?: boolean; extraEnv?: Record<string, string>; vault?: Partial<OpenVaultOptions> } = {},
+  options: { embedded?: boolean; extraEnv?: Record<string, string>; vault?: Partial<OpenAppOptions> } = {},
 ): Promise<TestVault> {
   const db = options.embedded ? undefined : await createTestDatabase();
   const dataDir = tempDir();
   const env = testEnv({ databaseUrl: db?.url, dataDir, ...(options.extraEnv ? { extra: options.extraEnv } : {}) });
   const config = loadConfig(env);
   const logger = createLogger('silent');
-  const vault = await openVault(config, { logger, ...options.vault });
-  const others: Vault[] = [];
+  const vault = await openApp(config, { logger, ...options.vault });
+  const others: App[] = [];
   return {
     vault,
     config,
@@ -71,7 +71,7 @@ export async function openTestVault(
     db,
     dataDir,
     async reopen(more = {}, extraEnv = {}) {
-      const v = await openVault(loadConfig({ ...env, ...extraEnv }), { logger, ...more });
+      const v = await openApp(loadConfig({ ...env, ...extraEnv }), { logger, ...more });
       others.push(v);
       return v;
     },
@@ -106,7 +106,7 @@ export interface TestApp extends TestVault {
 
 export async function openTestApp(options: Parameters<typeof openTestVault>[0] = {}): Promise<TestApp> {
   const tv = await openTestVault(options);
-  const app = createApp({ vault: tv.vault, tokens: TokenStore.fromPairs(tv.config.tokens) });
+  const app = createHttpApp({ services: tv.vault, tokens: TokenStore.fromPairs(tv.config.tokens) });
   return {
     ...tv,
     app,

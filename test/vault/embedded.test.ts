@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import { createLogger } from '../../src/observability/logger.js';
-import { openVault } from '../../src/vault/vault.js';
+import { openApp } from '../../src/app/open.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
 
 describe('the vault on PGlite', () => {
@@ -43,7 +43,7 @@ describe('the vault on PGlite', () => {
   });
 
   it('a second process cannot open the same embedded database while the first holds it', async () => {
-    const err = await openVault(loadConfig(tv.env), { logger: createLogger('silent') }).catch((e: unknown) => e);
+    const err = await openApp(loadConfig(tv.env), { logger: createLogger('silent') }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'unavailable' });
     expect((err as Error).message).toMatch(/in use by process \d+/);
   });

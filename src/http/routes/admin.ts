@@ -1,6 +1,6 @@
 /** Admin: KEK rotation and epochs; break-glass key destruction. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import type { Vault } from '../../vault/vault.js';
+import type { Services } from '../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
 import { authErrors, json, jsonBody, KeyIdSchema, problemResponse, security } from '../schemas.js';
 
@@ -38,7 +38,7 @@ const DestroyResponse = z
   })
   .openapi('KeyDestruction');
 
-export function registerAdminRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, tokens: TokenStore): void {
+export function registerAdminRoutes(app: OpenAPIHono<AuthEnv>, services: Services, tokens: TokenStore): void {
   app.openapi(
     createRoute({
       method: 'post',
@@ -49,7 +49,7 @@ export function registerAdminRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, tok
       middleware: [authorize(tokens, 'admin')] as const,
       responses: { 200: json(RotateResponse, 'Rotation finished'), ...authErrors },
     }),
-    async (c) => c.json(await vault.epochs.rotate(c.get('role')), 200),
+    async (c) => c.json(await services.epochs.rotate(c.get('role')), 200),
   );
 
   app.openapi(
@@ -63,7 +63,7 @@ export function registerAdminRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, tok
       responses: { 200: json(z.object({ epochs: z.array(EpochSchema) }), 'Every epoch, oldest first'), ...authErrors },
     }),
     async (c) => {
-      const list = await vault.epochs.list();
+      const list = await services.epochs.list();
       return c.json(
         {
           epochs: list.map((e) => ({
@@ -103,7 +103,7 @@ export function registerAdminRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, tok
     async (c) => {
       const { keyId } = c.req.valid('param');
       const { reason } = c.req.valid('json');
-      const d = await vault.keys.destroyKey(keyId, { reason, actor: c.get('role') });
+      const d = await services.keys.destroyKey(keyId, { reason, actor: c.get('role') });
       return c.json(
         {
           keyId: d.keyId,

@@ -1,11 +1,10 @@
 /** Derived artifacts, search and training exposures. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import { ARTIFACT_KINDS } from '../../db/schema.js';
 import { MAX_EXPOSURE_IDS } from '../../artifacts/exposures.js';
-import { MAX_SOURCES } from '../../artifacts/service.js';
+import { ARTIFACT_KINDS, MAX_SOURCES } from '../../artifacts/service.js';
 import { LetheError } from '../../errors.js';
 import { MAX_SEARCH_K } from '../../search/service.js';
-import type { Vault } from '../../vault/vault.js';
+import type { Services } from '../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
 import { authErrors, json, jsonBody, problemResponse, security } from '../schemas.js';
 
@@ -40,7 +39,7 @@ const ArtifactSchema = z
   })
   .openapi('Artifact');
 
-export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, tokens: TokenStore): void {
+export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, services: Services, tokens: TokenStore): void {
   app.openapi(
     createRoute({
       method: 'post',
@@ -63,7 +62,7 @@ export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, 
     async (c) => {
       const body = c.req.valid('json');
       const readFences = [...(body.readFence ? [body.readFence] : []), ...(body.readFences ?? [])];
-      const written = await vault.artifacts.write(
+      const written = await services.artifacts.write(
         { kind: body.kind, text: body.text, sources: body.sources, generator: body.generator, readFences },
         c.get('role'),
       );
@@ -88,7 +87,7 @@ export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, 
       },
     }),
     async (c) => {
-      const a = await vault.artifacts.get(c.req.valid('param').artifactId);
+      const a = await services.artifacts.get(c.req.valid('param').artifactId);
       c.header('cache-control', 'no-store');
       return c.json({ ...a, createdAt: a.createdAt.toISOString(), updatedAt: a.updatedAt.toISOString() }, 200);
     },
@@ -120,7 +119,7 @@ export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, 
     }),
     async (c) => {
       const { artifactId } = c.req.valid('param');
-      const p = await vault.artifacts.provenance(artifactId);
+      const p = await services.artifacts.provenance(artifactId);
       return c.json({ artifactId, sources: p.nodes.map((n) => ({ ...n })), subjects: p.subjects.length }, 200);
     },
   );
@@ -161,7 +160,7 @@ export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, 
         throw new LetheError('validation_failed', 'body: content-type must be application/json');
       }
       const body = (type === undefined ? undefined : c.req.valid('json')) ?? {};
-      const result = await vault.artifacts.regenerate([artifactId], { excluding: body.excluding ?? [], actor: c.get('role'), reason: 'requested' });
+      const result = await services.artifacts.regenerate([artifactId], { excluding: body.excluding ?? [], actor: c.get('role'), reason: 'requested' });
       return c.json(result, 200);
     },
   );
@@ -192,7 +191,7 @@ export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, 
     }),
     async (c) => {
       const { query, k } = c.req.valid('json');
-      const result = await vault.search.search(query, k ?? 10);
+      const result = await services.search.search(query, k ?? 10);
       c.header('cache-control', 'no-store');
       return c.json(result, 200);
     },
@@ -219,6 +218,6 @@ export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, 
         ...authErrors,
       },
     }),
-    async (c) => c.json(await vault.exposures.register(c.req.valid('json'), c.get('role')), 201),
+    async (c) => c.json(await services.exposures.register(c.req.valid('json'), c.get('role')), 201),
   );
 }

@@ -1,7 +1,7 @@
 /** Backups: POST/GET /v1/backups, GET /v1/backups/{backupId}/manifest. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { isLetheError } from '../../errors.js';
-import type { Vault } from '../../vault/vault.js';
+import type { Services } from '../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
 import { authErrors, json, problemResponse, security } from '../schemas.js';
 
@@ -29,7 +29,7 @@ const ManifestSchema = z
   })
   .openapi('BackupManifest');
 
-export function registerBackupRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, tokens: TokenStore): void {
+export function registerBackupRoutes(app: OpenAPIHono<AuthEnv>, services: Services, tokens: TokenStore): void {
   app.openapi(
     createRoute({
       method: 'post',
@@ -53,7 +53,7 @@ export function registerBackupRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, to
         const body = new ReadableStream<Uint8Array>({
           async start(controller) {
             try {
-              const b = await vault.backups.run({ onProgress: (progress) => controller.enqueue(line({ progress })) });
+              const b = await services.backups.run({ onProgress: (progress) => controller.enqueue(line({ progress })) });
               controller.enqueue(line({ backupId: b.backupId, objects: b.objects, keys: b.keys }));
             } catch (e) {
               // the status is already sent: the error is the last line
@@ -65,7 +65,7 @@ export function registerBackupRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, to
         });
         return new Response(body, { status: 201, headers: { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' } }) as never;
       }
-      const b = await vault.backups.run();
+      const b = await services.backups.run();
       return c.json({ backupId: b.backupId, objects: b.objects, keys: b.keys }, 201);
     },
   );
@@ -91,7 +91,7 @@ export function registerBackupRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, to
       },
     }),
     async (c) => {
-      const list = await vault.backups.list();
+      const list = await services.backups.list();
       return c.json({ backups: list.map((b) => ({ ...b, createdAt: b.createdAt.toISOString() })) }, 200);
     },
   );
@@ -111,6 +111,6 @@ export function registerBackupRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, to
         ...authErrors,
       },
     }),
-    async (c) => c.json(await vault.backups.manifest(c.req.valid('param').backupId), 200),
+    async (c) => c.json(await services.backups.manifest(c.req.valid('param').backupId), 200),
   );
 }

@@ -2,7 +2,7 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { zeroize } from '../../crypto/index.js';
 import { encodeDek, MAX_VALIDITY_IDS } from '../../vault/keys.js';
-import type { Vault } from '../../vault/vault.js';
+import type { Services } from '../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
 import { authErrors, json, jsonBody, KeyIdSchema, problemResponse, security, SubjectParam } from '../schemas.js';
 
@@ -32,7 +32,7 @@ const ValidityResponse = z
   .object({ keys: z.record(z.string(), z.enum(['active', 'destroyed', 'unknown'])) })
   .openapi('KeyValidity');
 
-export function registerKeyRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, tokens: TokenStore): void {
+export function registerKeyRoutes(app: OpenAPIHono<AuthEnv>, services: Services, tokens: TokenStore): void {
   app.openapi(
     createRoute({
       method: 'put',
@@ -50,7 +50,7 @@ export function registerKeyRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, token
     }),
     async (c) => {
       const { subject } = c.req.valid('param');
-      const info = await vault.keys.ensureKey(subject, c.get('role'));
+      const info = await services.keys.ensureKey(subject, c.get('role'));
       return c.json(
         { subject, keyId: info.keyId, state: info.state, createdAt: info.createdAt.toISOString() },
         info.created ? 201 : 200,
@@ -75,7 +75,7 @@ export function registerKeyRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, token
     }),
     async (c) => {
       const { subject } = c.req.valid('param');
-      const lease = await vault.keys.lease(subject, c.get('role'));
+      const lease = await services.keys.lease(subject, c.get('role'));
       let dek: string;
       try {
         dek = encodeDek(lease.dek);
@@ -100,7 +100,7 @@ export function registerKeyRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, token
     }),
     async (c) => {
       const { keyIds } = c.req.valid('json');
-      return c.json({ keys: await vault.keys.validity(keyIds) }, 200);
+      return c.json({ keys: await services.keys.validity(keyIds) }, 200);
     },
   );
 }

@@ -1,7 +1,8 @@
 /** Episodic log: POST/GET /v1/subjects/{subject}/entries, GET /v1/entries/{entryId}. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import { type Entry, MAX_RESERVATION, SEGMENT_KEY } from '../../log/service.js';
-import type { Vault } from '../../vault/vault.js';
+import { ID_PATTERNS, SEGMENT_KEY_PATTERN } from '../../ids.js';
+import { type Entry, MAX_RESERVATION } from '../../log/service.js';
+import type { Services } from '../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
 import { authErrors, json, jsonBody, problemResponse, security, SubjectParam } from '../schemas.js';
 
@@ -35,7 +36,7 @@ const shape = (e: Entry) => ({
   createdAt: e.createdAt.toISOString(),
 });
 
-export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, tokens: TokenStore): void {
+export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, services: Services, tokens: TokenStore): void {
   app.openapi(
     createRoute({
       method: 'post',
@@ -55,7 +56,7 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, token
     async (c) => {
       const { subject } = c.req.valid('param');
       const body = c.req.valid('json');
-      const appended = await vault.log.append(subject, body, c.get('role'));
+      const appended = await services.log.append(subject, body, c.get('role'));
       return c.json(appended, 201);
     },
   );
@@ -78,9 +79,9 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, token
     }),
     async (c) => {
       const { subject } = c.req.valid('param');
-      const { entries, keyId } = await vault.log.read(subject);
+      const { entries, keyId } = await services.log.read(subject);
       c.header('cache-control', 'no-store');
-      return c.json({ entries: entries.map(shape), readFence: vault.fences.issue([keyId]) }, 200);
+      return c.json({ entries: entries.map(shape), readFence: services.fences.issue([keyId]) }, 200);
     },
   );
 
@@ -101,9 +102,9 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, token
       },
     }),
     async (c) => {
-      const entry = await vault.log.get(c.req.valid('param').entryId);
+      const entry = await services.log.get(c.req.valid('param').entryId);
       c.header('cache-control', 'no-store');
-      return c.json({ ...shape(entry), readFence: vault.fences.issue([entry.keyId]) }, 200);
+      return c.json({ ...shape(entry), readFence: services.fences.issue([entry.keyId]) }, 200);
     },
   );
 
@@ -124,17 +125,17 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, token
     }),
     async (c) => {
       const { subject } = c.req.valid('param');
-      return c.json(await vault.log.reserve(subject, c.req.valid('json').count, c.get('role')), 201);
+      return c.json(await services.log.reserve(subject, c.req.valid('json').count, c.get('role')), 201);
     },
   );
 
   const RegisterRequest = z
     .object({
-      segment: z.string().regex(SEGMENT_KEY, 'must be log/seg_<22 base64url characters>'),
+      segment: z.string().regex(SEGMENT_KEY_PATTERN, 'must be log/seg_<22 base64url characters>'),
       entries: z
         .array(
           z.object({
-            entryId: z.string().regex(/^entry_[A-Za-z0-9_-]{22}$/, 'must be entry_<22 base64url characters>'),
+            entryId: z.string().regex(ID_PATTERNS.entry, 'must be entry_<22 base64url characters>'),
             subject: SubjectParam.shape.subject,
             keyId: z.string().min(1).max(100),
             seq: z.number().int().min(1),
@@ -167,7 +168,7 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, vault: Vault, token
     }),
     async (c) => {
       const { segment, entries } = c.req.valid('json');
-      return c.json({ results: await vault.log.register(segment, entries) }, 201);
+      return c.json({ results: await services.log.register(segment, entries) }, 201);
     },
   );
 }

@@ -4,10 +4,11 @@
  * record id, key id and model as associated data. A vector is never stored in the
  * clear, and destroying the key destroys it.
  */
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import { encodeContext, open, seal } from '../crypto/index.js';
-import type { Executor } from '../db/client.js';
+import { EVENTS_CHANNEL, type Executor } from '../db/client.js';
 import { LetheError } from '../errors.js';
+import { notify } from '../vault/events.js';
 import type { RecordType } from './vector-index.js';
 
 export interface EmbeddingPlace {
@@ -102,4 +103,43 @@ export async function upsertEmbeddings(exec: Executor, rows: readonly SealedEmbe
       from json_to_recordset(${embeddingsJson(rows)}::json) as v(record_id text, record_type text, key_id text, model text, sealed text)
     on conflict (record_id) do update set record_type = excluded.record_type, key_id = excluded.key_id,
                                           model = excluded.model, sealed = excluded.sealed`);
+}
+
+/**
+ * `emb as (insert …)`: a CTE inserting the sealed embeddings of the records that the
+ * CTE `gate` returned (`entry_id`), for a caller that indexes records and their
+ * embeddings in one statement (they commit together, or neither does). Pair it with
+ * `notifyInsertedEmbeddings` as the statement's final select.
+ */
+export function insertEmbeddingsCte(rows: readonly SealedEmbedding[], gate: string): SQL {
+  return sql`emb as (
+    insert into embeddings (record_id, record_type, key_id, model, sealed)
+    select e.record_id, e.record_type, e.key_id, e.model, decode(e.sealed, 'hex')
+      from json_to_recordset(${embeddingsJson(rows)}::json)
+           as e(record_id text, record_type text, key_id text, model text, sealed text)
+      join ${sql.identifier(gate)} g on g.entry_id = e.record_id
+    on conflict (record_id) do nothing
+    returning record_id, key_id)`;
+}
+
+/** The final select after `insertEmbeddingsCte`: the inserted record ids, each announced to the other replicas. */
+export const notifyInsertedEmbeddings: SQL = sql`select record_id,
+    pg_notify(${EVENTS_CHANNEL}, json_build_object('t', 'embeddings', 'r', json_build_array(json_build_array(record_id, key_id)))::text)
+  from emb`;
+
+/** Records per embeddings notification (a NOTIFY payload is limited to 8,000 bytes). */
+export const EMBEDDINGS_PER_NOTIFY = 100;
+
+/** Tells other replicas about written embeddings, in as few notifications as fit. */
+export async function notifyEmbeddings(exec: Executor, records: ReadonlyArray<{ recordId: string; keyId: string }>): Promise<void> {
+  for (let i = 0; i < records.length; i += EMBEDDINGS_PER_NOTIFY) {
+    const r = records.slice(i, i + EMBEDDINGS_PER_NOTIFY).map((x) => [x.recordId, x.keyId] as const);
+    await notify(exec, { t: 'embeddings', r });
+  }
+}
+
+/** The records of an `embeddings` event, checked (a notification is untrusted input). */
+export function embeddingsOfEvent(event: Readonly<Record<string, unknown>>): Array<readonly [string, string]> {
+  if (!Array.isArray(event.r)) return [];
+  return event.r.filter((x): x is [string, string] => Array.isArray(x) && typeof x[0] === 'string' && typeof x[1] === 'string');
 }

@@ -1,15 +1,15 @@
-/** `lethe serve`: the vault behind the Hono app on a Node HTTP server. */
+/** `lethe serve`: the app behind the Hono routes on a Node HTTP server. */
 import type { AddressInfo } from 'node:net';
 import { serve as serveNode, type ServerType } from '@hono/node-server';
 import type { Config } from '../config/index.js';
+import { createHttpApp } from '../http/app.js';
+import { TokenStore } from '../http/auth.js';
 import type { Logger } from '../observability/logger.js';
 import { createMetrics } from '../observability/metrics.js';
-import { openVault, type Vault } from '../vault/vault.js';
-import { TokenStore } from './auth.js';
-import { createApp } from './app.js';
+import { type App, openApp } from './open.js';
 
 export interface RunningServer {
-  readonly vault: Vault;
+  readonly app: App;
   readonly port: number;
   readonly host: string;
   close(): Promise<void>;
@@ -20,17 +20,17 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   if (tokens.size === 0) {
     logger.warn('no tokens configured (LETHE_TOKENS or LETHE_TOKENS_FILE): every /v1 endpoint will answer 401');
   }
-  const vault = await openVault(config, { logger, metrics: createMetrics({ defaultMetrics: true }) });
-  const app = createApp({ vault, tokens });
+  const app = await openApp(config, { logger, metrics: createMetrics({ defaultMetrics: true }) });
+  const http = createHttpApp({ services: app, tokens });
   let server: ServerType;
   const port = await new Promise<number>((resolve, reject) => {
-    server = serveNode({ fetch: app.fetch, port: config.port, hostname: config.host }, (info: AddressInfo) => resolve(info.port));
+    server = serveNode({ fetch: http.fetch, port: config.port, hostname: config.host }, (info: AddressInfo) => resolve(info.port));
     server.once('error', reject);
   });
   logger.info({ host: config.host, port }, 'lethe listening');
   let closing: Promise<void> | undefined;
   return {
-    vault,
+    app,
     port,
     host: config.host,
     close() {
@@ -40,7 +40,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
           // idle keep-alive connections would otherwise hold close() open
           (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
         });
-        await vault.close();
+        await app.close();
       })();
       return closing;
     },

@@ -16,6 +16,7 @@ import { sql } from 'drizzle-orm';
 import { constantTimeEqual, fromBase64Url, KeyedHasher, toBase64Url, utf8, zeroize } from '../crypto/index.js';
 import { queryRows, type Transaction } from '../db/client.js';
 import { LetheError } from '../errors.js';
+import { idArrayLiteral } from '../ids.js';
 
 const PREFIX = 'rf1';
 const MAC_BYTES = 16;
@@ -68,10 +69,7 @@ export class ReadFences {
  */
 export async function assertKeysLive(tx: Transaction, keyIds: readonly string[], what: string): Promise<void> {
   if (keyIds.length === 0) return;
-  // an array literal (key ids are [A-Za-z0-9_-]): `= any(array)` is planned by the primary key at
-  // any table size, where `in (select json_array_elements_text(…))` was costed at 100 rows and
-  // scanned subject_keys whole on every check
-  const ids = `{${[...new Set(keyIds)].filter((k) => /^[A-Za-z0-9_-]+$/.test(k)).join(',')}}`;
+  const ids = idArrayLiteral(keyIds);
   const subjectRows = await queryRows<{ key_id: string; state: string }>(
     tx,
     sql`select key_id, state from subject_keys where key_id = any(${ids}::text[]) order by key_id for key share`,

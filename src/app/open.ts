@@ -1,0 +1,240 @@
+/**
+ * The composition root: root key → key provider → system subkeys → database
+ * (migrated) → active epoch → services → subscribers → replica events → workers.
+ * `lethe serve`, the CLI and the tests all start here; nothing below imports it.
+ */
+import type { Config } from '../config/index.js';
+import { zeroize } from '../crypto/index.js';
+import { ArtifactService } from '../artifacts/service.js';
+import { TrainingExposures } from '../artifacts/exposures.js';
+import { ChatRegenerator, ExtractiveRegenerator, type Regenerator } from '../artifacts/regenerator.js';
+import { BackupService } from '../backups/service.js';
+import { type Db, openDb } from '../db/client.js';
+import { ErasureEngine } from '../erasure/engine.js';
+import { LocalKeyringProvider } from '../keyprovider/local.js';
+import type { KeyProvider } from '../keyprovider/provider.js';
+import { loadRootKey } from '../keyprovider/root-key.js';
+import { LogService } from '../log/service.js';
+import type { Logger } from '../observability/logger.js';
+import { createMetrics, type Metrics } from '../observability/metrics.js';
+import { Search } from '../search/service.js';
+import { FsObjectStore } from '../storage/fs.js';
+import { S3ObjectStore } from '../storage/s3.js';
+import type { ObjectStore } from '../storage/store.js';
+import { AuditLog } from '../vault/audit.js';
+import { DekCache } from '../vault/cache.js';
+import { KeyDestructions } from '../vault/destructions.js';
+import { EpochService } from '../vault/epochs.js';
+import { ReplicaEvents } from '../vault/events.js';
+import { ReadFences } from '../vault/fences.js';
+import { KeyService } from '../vault/keys.js';
+import { SubjectHasher } from '../vault/subjects.js';
+import { VersionKeys } from '../vault/version-keys.js';
+import { type Embedder, HashingEmbedder } from '../vectors/embedder.js';
+import { OpenAiEmbedder } from '../vectors/openai-embedder.js';
+import { Vectors } from '../vectors/service.js';
+import { handleReplicaEvents, subscribe } from './subscribers.js';
+
+export interface App {
+  readonly config: Config;
+  readonly db: Db;
+  readonly provider: KeyProvider;
+  /** Where ciphertext objects live (MinIO / S3, or the local filesystem). */
+  readonly objects: ObjectStore;
+  readonly keys: KeyService;
+  readonly versionKeys: VersionKeys;
+  readonly destructions: KeyDestructions;
+  readonly epochs: EpochService;
+  readonly audit: AuditLog;
+  readonly cache: DekCache;
+  readonly fences: ReadFences;
+  readonly events: ReplicaEvents;
+  readonly vectors: Vectors;
+  readonly log: LogService;
+  readonly artifacts: ArtifactService;
+  readonly exposures: TrainingExposures;
+  readonly search: Search;
+  readonly backups: BackupService;
+  readonly erasures: ErasureEngine;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  close(): Promise<void>;
+}
+
+export interface OpenAppOptions {
+  readonly logger: Logger;
+  readonly metrics?: Metrics;
+  /** Apply migrations and make sure an active epoch exists (default true). */
+  readonly prepare?: boolean;
+  /** Listen for other replicas' events (default true). */
+  readonly listen?: boolean;
+  /** Rebuild the in-memory search index by decrypting the stored embeddings (default: as `listen`). */
+  readonly searchIndex?: boolean;
+  /** Replace the configured embedder or regenerator (tests). */
+  readonly embedder?: Embedder;
+  readonly regenerator?: Regenerator;
+  readonly onRewrapBatch?: (rewrappedSoFar: number) => void | Promise<void>;
+  /** Claim and run erasures in the background (default: as `listen`). */
+  readonly erasureWorker?: boolean;
+}
+
+/**
+ * Test fault injection: LETHE_FAILPOINT=<name> kills this process (SIGKILL, no
+ * clean-up) when the erasure engine reaches that point. Ignored in production.
+ */
+function failpointFor(config: Config): ((name: string) => void) | undefined {
+  const wanted = process.env.LETHE_FAILPOINT;
+  if (!wanted || config.production) return undefined;
+  return (name) => {
+    if (name === wanted) process.kill(process.pid, 'SIGKILL');
+  };
+}
+
+function objectStore(config: Config, bucket: string): ObjectStore {
+  return config.s3 ? new S3ObjectStore({ ...config.s3, bucket }) : new FsObjectStore(`${config.dataDir}/objects`, bucket);
+}
+
+export async function openApp(config: Config, options: OpenAppOptions): Promise<App> {
+  const { logger } = options;
+  const metrics = options.metrics ?? createMetrics();
+  const root = loadRootKey(config, (message) => logger.warn(message));
+  const failpoint = failpointFor(config);
+  let provider: KeyProvider | undefined;
+  let db: Db | undefined;
+  let signingKey: Uint8Array | undefined;
+  try {
+    provider = await LocalKeyringProvider.open(config.keyringDir, root.key);
+    const hasher = new SubjectHasher(await provider.deriveSystemKey('subject-hash'));
+    const audit = new AuditLog(await provider.deriveSystemKey('audit-chain'));
+    db = await openDb({ databaseUrl: config.databaseUrl, dataDir: `${config.dataDir}/pgdata`, poolSize: config.dbPoolSize });
+    const database = db.db;
+    const cache = new DekCache({ maxEntries: config.dekCacheMaxEntries, maxAgeMs: config.dekCacheTtlSeconds * 1000 });
+    const destructions = new KeyDestructions({ db: database, audit });
+    const keys = new KeyService({ db: database, provider, hasher, audit, cache, destructions, metrics, leaseTtlSeconds: config.leaseTtlSeconds });
+    const versionKeys = new VersionKeys({ db: database, provider, destructions });
+    const epochs = new EpochService({
+      db: database,
+      provider,
+      audit,
+      metrics,
+      batchSize: config.rewrapBatchSize,
+      ...(options.onRewrapBatch ? { onBatch: options.onRewrapBatch } : {}),
+    });
+    const fences = new ReadFences(await provider.deriveSystemKey('read-fence'));
+    const events = new ReplicaEvents(logger);
+    const objects = objectStore(config, config.bucket);
+    const backupObjects = objectStore(config, config.backupBucket);
+    const embedder: Embedder =
+      options.embedder ??
+      (config.embeddings ? new OpenAiEmbedder({ ...config.embeddings, dimensions: config.embeddingDimensions }) : new HashingEmbedder(config.embeddingDimensions));
+    const regenerator: Regenerator = options.regenerator ?? (config.regenerator ? new ChatRegenerator(config.regenerator) : new ExtractiveRegenerator());
+    const vectors = new Vectors({ db: database, embedder, keys, versionKeys, logger, metrics });
+    const log = new LogService({ db: database, keys, objects, vectors });
+    const artifacts = new ArtifactService({ db: database, keys, versionKeys, destructions, objects, vectors, log, fences, regenerator, audit, metrics, logger });
+    const exposures = new TrainingExposures({ db: database, audit });
+    const search = new Search({ vectors, log, artifacts, fences });
+    const backups = new BackupService({ db: database, keys, versionKeys, artifacts, provider, audit, objects, backupObjects, logger });
+    signingKey = await provider.deriveSystemKey('certificate-signing');
+    const erasures = new ErasureEngine({
+      db: database,
+      keys,
+      destructions,
+      log,
+      artifacts,
+      versionKeys,
+      vectors,
+      backups,
+      exposures,
+      epochs,
+      logger,
+      signingKey,
+      probeThreshold: config.probeThreshold,
+      probeSimilarity: config.probeSimilarity,
+      claimSeconds: config.erasureClaimSeconds,
+      pollMs: config.erasurePollMs,
+      ...(failpoint ? { failpoint } : {}),
+    });
+    const parts = { keys, destructions, vectors, backups, erasures, cache, provider, metrics, logger, events };
+    subscribe(parts);
+    if (options.prepare ?? true) {
+      await objects.ensureBucket({ versioned: true });
+      await backupObjects.ensureBucket({ versioned: true, ...(config.backupObjectLock ? { objectLock: config.backupObjectLock } : {}) });
+      if (config.backupObjectLock && backupObjects.kind === 'fs') {
+        logger.warn('LETHE_BACKUP_OBJECT_LOCK is set but backups go to a local folder, which cannot enforce Object Lock');
+      }
+      await db.migrate();
+      const epoch = await epochs.ensureActive('system');
+      logger.info({ epoch, database: db.kind, provider: provider.name, objectStore: objects.kind }, 'vault ready');
+    }
+    const listening = options.listen ?? true;
+    let unlisten: (() => Promise<void>) | undefined;
+    if (listening) {
+      handleReplicaEvents(parts);
+      unlisten = await events.listen(db);
+    }
+    // destructions this replica did not see through its own event (another replica
+    // crashed mid-propagation, a key destroyed by the CLI) reach the manifests here
+    let catchUp: NodeJS.Timeout | undefined;
+    if (listening) {
+      backups.propagateSoon();
+      catchUp = setInterval(() => backups.propagateSoon(), config.backupPropagateSeconds * 1000);
+      catchUp.unref();
+    }
+    if (options.searchIndex ?? listening) {
+      const started = performance.now();
+      const rebuilt = await vectors.rebuild();
+      logger.info({ ...rebuilt, ms: Math.round(performance.now() - started) }, 'search index rebuilt');
+    }
+    if (options.erasureWorker ?? listening) erasures.start();
+    const openedDb = db;
+    const openedProvider = provider;
+    const openedSigningKey = signingKey;
+    let closed = false;
+    return {
+      config,
+      db,
+      provider,
+      objects,
+      keys,
+      versionKeys,
+      destructions,
+      epochs,
+      audit,
+      cache,
+      fences,
+      events,
+      vectors,
+      log,
+      artifacts,
+      exposures,
+      search,
+      backups,
+      erasures,
+      metrics,
+      logger,
+      async close() {
+        // idempotent: a second close (shutdown racing a test's cleanup) does nothing
+        if (closed) return;
+        closed = true;
+        clearInterval(catchUp);
+        await erasures.stop();
+        await unlisten?.().catch(() => {});
+        cache.clear();
+        vectors.index.clear();
+        fences.close();
+        hasher.close();
+        audit.close();
+        await openedDb.close();
+        await openedProvider.close();
+        zeroize(openedSigningKey);
+      },
+    };
+  } catch (e) {
+    await db?.close().catch(() => {});
+    zeroize(signingKey);
+    if (provider) await provider.close();
+    else zeroize(root.key);
+    throw e;
+  }
+}
+

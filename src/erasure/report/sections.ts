@@ -1,0 +1,170 @@
+/**
+ * The report's sections other than the provenance graph: the summary under the title
+ * (status, class, subject hash, legal basis, times), the step timeline, the
+ * reconstruction probe with its bar, the residuals, and the certificate. Each returns
+ * HTML with every string from the view escaped.
+ */
+import type { ErasureStatus } from '../machine.js';
+import type { CertificateView, ErasureView, ProbeView, Residual, StepView } from '../view.js';
+import { barWidth, escapeHtml, formatNumber, percent, time } from './html.js';
+import { CLASS_MEANING, STATUS_COLOURS, STATUS_MEANING, STEP_COLOURS } from './style.js';
+
+export function summary(view: ErasureView, generatedAt: Date): string {
+  const cls = view.class;
+  const classRow =
+    cls && cls in CLASS_MEANING
+      ? `<span class="class-badge" data-class="${escapeHtml(cls)}">Class ${escapeHtml(cls)} · ${CLASS_MEANING[cls].name}</span>
+<p class="explain" id="class-meaning">${escapeHtml(CLASS_MEANING[cls].sentence)}</p>`
+      : cls
+        ? `<span class="class-badge">Class ${escapeHtml(String(cls))}</span>`
+        : '<span class="muted">not yet classified</span>';
+  return `<dl class="summary">
+<dt>Status</dt><dd>${statusBadge(view.status)}<p class="explain" id="status-meaning">${escapeHtml(STATUS_MEANING[view.status] ?? '')}</p></dd>
+<dt>Class</dt><dd>${classRow}</dd>
+<dt>Subject (keyed hash)</dt><dd><code class="hash">${escapeHtml(view.subjectHash)}</code></dd>
+<dt>Legal basis</dt><dd>${view.legalBasis ? escapeHtml(view.legalBasis) : '<span class="muted">not stated</span>'}</dd>
+<dt>Requested</dt><dd>${time(view.createdAt)}</dd>
+<dt>Finished</dt><dd>${view.finishedAt ? time(view.finishedAt) : '<span class="muted">not finished</span>'}</dd>
+<dt>Report generated</dt><dd>${time(generatedAt.toISOString())}</dd>
+</dl>`;
+}
+
+function statusBadge(status: ErasureStatus): string {
+  const c = STATUS_COLOURS[status] ?? { bg: '#6b7280', fg: '#ffffff' };
+  return `<span class="badge status" data-status="${escapeHtml(status)}" style="background:${c.bg};color:${c.fg}">${escapeHtml(status)}</span>`;
+}
+
+export function stepsSection(steps: readonly StepView[]): string {
+  const rows = steps
+    .map((s) => {
+      const c = STEP_COLOURS[s.status] ?? STEP_COLOURS.pending;
+      return `<tr data-step="${escapeHtml(s.name)}">
+<td><code>${escapeHtml(s.name)}</code></td>
+<td><span class="badge" style="background:${c.bg};color:${c.fg}">${escapeHtml(s.status)}</span></td>
+<td>${s.startedAt ? time(s.startedAt) : '<span class="muted">—</span>'}</td>
+<td>${s.finishedAt ? time(s.finishedAt) : '<span class="muted">—</span>'}</td>
+<td>${s.detail ? escapeHtml(s.detail) : ''}</td>
+</tr>`;
+    })
+    .join('\n');
+  return `<section id="steps">
+<h2>Timeline</h2>
+${
+  steps.length === 0
+    ? '<p class="muted">No step has run yet.</p>'
+    : `<table>
+<thead><tr><th>Step</th><th>Status</th><th>Started</th><th>Finished</th><th>Detail</th></tr></thead>
+<tbody>
+${rows}
+</tbody>
+</table>`
+}
+</section>`;
+}
+
+export function probeSection(probe: ProbeView): string {
+  const above = probe.recovered > probe.threshold;
+  const fill = above ? '#b42318' : '#1d7a43';
+  const rows = probe.matches
+    .map(
+      (m) => `<tr>
+<td><code title="${escapeHtml(m.id)}">${escapeHtml(m.id)}</code></td>
+<td>${escapeHtml(m.tier)}</td>
+<td class="num">${escapeHtml(formatNumber(m.score))}</td>
+</tr>`,
+    )
+    .join('\n');
+  return `<section id="probe">
+<h2>Reconstruction probe</h2>
+<p>Recovered <strong class="num" id="probe-recovered">${escapeHtml(formatNumber(probe.recovered))}</strong> (${escapeHtml(percent(probe.recovered))}) of the subject's private content; threshold <strong class="num" id="probe-threshold">${escapeHtml(formatNumber(probe.threshold))}</strong> (${escapeHtml(percent(probe.threshold))}).
+<span class="verdict" style="color:${fill}">${above ? 'Above the threshold: content is still recoverable.' : 'At or below the threshold.'}</span></p>
+<div class="bar" role="img" aria-label="recovered ${escapeHtml(percent(probe.recovered))} against a threshold of ${escapeHtml(percent(probe.threshold))}">
+<div class="bar-fill" style="width:${barWidth(probe.recovered)}%;background:${fill}"></div>
+<div class="bar-threshold" style="left:${barWidth(probe.threshold)}%" title="threshold"></div>
+</div>
+<div class="bar-scale"><span>0</span><span>threshold ${escapeHtml(percent(probe.threshold))}</span><span>100%</span></div>
+<h3>Records that still carry the subject's content</h3>
+${
+  probe.matches.length === 0
+    ? '<p class="muted">None: no readable record matched the subject\'s fingerprints.</p>'
+    : `<table>
+<thead><tr><th>Record</th><th>Tier</th><th>Score</th></tr></thead>
+<tbody>
+${rows}
+</tbody>
+</table>`
+}
+</section>`;
+}
+
+export function residualsSection(residuals: readonly Residual[]): string {
+  const rows = residuals
+    .map(
+      (r) => `<tr>
+<td>${escapeHtml(r.tier)}</td>
+<td><code>${escapeHtml(r.kind)}</code></td>
+<td>${escapeHtml(r.detail)}</td>
+<td class="num">${bound(r.bound)}</td>
+<td>${r.until ? time(r.until) : '<span class="muted">no end date</span>'}</td>
+</tr>`,
+    )
+    .join('\n');
+  return `<section id="residuals">
+<h2>Residuals</h2>
+<p class="explain">What remains after the erasure, where, how much at most, and until when. "unbounded" means no bound can honestly be stated.</p>
+${
+  residuals.length === 0
+    ? '<p class="muted">No residual was recorded.</p>'
+    : `<table>
+<thead><tr><th>Tier</th><th>Kind</th><th>Detail</th><th>Bound</th><th>Until</th></tr></thead>
+<tbody>
+${rows}
+</tbody>
+</table>`
+}
+</section>`;
+}
+
+function bound(value: number | string): string {
+  if (typeof value === 'number') return escapeHtml(formatNumber(value));
+  if (value.trim().toLowerCase() === 'unbounded') {
+    return '<strong class="unbounded" title="no bound can be stated">unbounded</strong>';
+  }
+  return escapeHtml(value);
+}
+
+export function certificateSection(cert: CertificateView | undefined, state: 'provisional' | 'final' | undefined): string {
+  const stateLine = state
+    ? `<p><span class="badge cert-state" data-state="${escapeHtml(state)}" style="${state === 'final' ? 'background:#1d7a43;color:#fff' : 'background:#b25e00;color:#fff'}">${escapeHtml(state)}</span> ${
+        state === 'final'
+          ? 'Final: the key epoch that held the last wrapped copy of the subject\'s key has retired.'
+          : 'Provisional until the key epoch holding the last wrapped copy of the subject\'s key retires; then it becomes final.'
+      }</p>`
+    : '';
+  if (!cert) {
+    return `<section id="certificate">
+<h2>Certificate</h2>
+${stateLine}
+<p class="muted">No certificate has been issued for this erasure yet.</p>
+</section>`;
+  }
+  return `<section id="certificate">
+<h2>Certificate</h2>
+${stateLine}
+<p class="explain">Ed25519 over the canonical JSON of the payload; it verifies offline with <code>lethe certificate verify</code> and the public key alone.</p>
+<dl class="cert">
+<dt>Public key</dt><dd><code class="wrap">${escapeHtml(cert.publicKey)}</code></dd>
+<dt>Signature</dt><dd><code class="wrap">${escapeHtml(cert.signature)}</code></dd>
+</dl>
+<h3>Payload</h3>
+<pre id="certificate-payload">${escapeHtml(prettyJson(cert.payload))}</pre>
+</section>`;
+}
+
+function prettyJson(value: unknown): string {
+  try {
+    return JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2) ?? 'null';
+  } catch {
+    return '(the payload could not be written as JSON)';
+  }
+}

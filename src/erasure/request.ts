@@ -1,0 +1,43 @@
+/**
+ * What an erasure request and a redaction order look like: one schema, its limits
+ * and the legal bases, imported by the route (which validates and documents it),
+ * the CLI (which checks its flags against it before any request) and the engine.
+ * Pure: no I/O, nothing that loads the database.
+ */
+import { z } from 'zod';
+import { ID_PATTERNS, SUBJECT_ID_PATTERN, SUBJECT_ID_RULE } from '../ids.js';
+
+export const LEGAL_BASES = ['gdpr-art17', 'ccpa-1798.105', 'contract'] as const;
+export type LegalBasis = (typeof LEGAL_BASES)[number];
+
+export const MAX_REASON_CHARS = 2000;
+export const MAX_PUBLIC_ATTRIBUTES = 32;
+export const MAX_PUBLIC_ATTRIBUTE_CHARS = 1000;
+export const MAX_UNLEARNING_METHOD_CHARS = 500;
+export const MAX_REDACTION_IDS = 1000;
+
+export const UnlearningSchema = z
+  .object({
+    method: z.string().min(1).max(MAX_UNLEARNING_METHOD_CHARS),
+    bound: z.number({ error: 'must be a number >= 0' }).finite().min(0, 'must be a number >= 0'),
+  })
+  .strict();
+
+export const ErasureRequestSchema = z
+  .object({
+    subject: z.string().regex(SUBJECT_ID_PATTERN, SUBJECT_ID_RULE),
+    reason: z.string().max(MAX_REASON_CHARS).optional(),
+    legalBasis: z.enum(LEGAL_BASES, { error: `must be one of ${LEGAL_BASES.join(', ')}` }).optional(),
+    publicAttributes: z.array(z.string().min(1).max(MAX_PUBLIC_ATTRIBUTE_CHARS)).max(MAX_PUBLIC_ATTRIBUTES, `at most ${MAX_PUBLIC_ATTRIBUTES}`).optional(),
+    unlearning: UnlearningSchema.optional(),
+  })
+  .strict();
+
+export type ErasureRequest = z.infer<typeof ErasureRequestSchema>;
+
+export const RedactionRequestSchema = z.object({ ids: z.array(z.string().min(1).max(100)).min(1).max(MAX_REDACTION_IDS) }).strict();
+
+export type RedactionRequest = z.infer<typeof RedactionRequestSchema>;
+
+/** An erasure id is `ers_` and 22 base64url characters. */
+export const ERASURE_ID_PATTERN = ID_PATTERNS.ers;

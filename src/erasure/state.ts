@@ -1,0 +1,55 @@
+/**
+ * What an erasure's steps record, kept as JSON in `erasures.state` — ids, counts and
+ * times, never content — and parsed against this shape on every read, never cast.
+ * Pure: no I/O.
+ */
+import { z } from 'zod';
+import { LetheError } from '../errors.js';
+import { STEP_NAMES, STEP_STATUSES, TIER_NAMES } from './machine.js';
+import { ErasureGraphSchema, ProbeViewSchema, ResidualSchema } from './view.js';
+
+const StepRecordSchema = z.object({
+  status: z.enum(STEP_STATUSES),
+  detail: z.string().optional(),
+  startedAt: z.string().optional(),
+  finishedAt: z.string().optional(),
+});
+export type StepRecord = z.infer<typeof StepRecordSchema>;
+
+const tierCounts = z.partialRecord(z.enum(TIER_NAMES), z.number());
+
+/** What the steps learn, kept in `erasures.state`: ids, counts and times, never content. */
+export const ErasureStateSchema = z.looseObject({
+  steps: z.partialRecord(z.enum(STEP_NAMES), StepRecordSchema),
+  /** The subject's key this erasure fences and destroys (null: it had none left). */
+  keyId: z.string().nullable().optional(),
+  /** What each tier held of the subject at classification. */
+  contributions: tierCounts.optional(),
+  /** What each tier reported removed. */
+  removed: tierCounts.optional(),
+  exposures: z.array(z.string()).optional(),
+  /** The artifacts classified as affected, at their version then. */
+  affected: z.array(z.object({ artifactId: z.string(), version: z.number() })).optional(),
+  graph: ErasureGraphSchema.optional(),
+  fingerprinted: z.number().optional(),
+  destruction: z.object({ keyId: z.string(), destroyedAt: z.string(), wrappedEpoch: z.number(), leasedUntil: z.string().nullable() }).optional(),
+  /** Artifact version keys the cascade and redactions destroyed (their backups are marked too). */
+  versionKeys: z.array(z.string()).optional(),
+  /** Keys of other subjects destroyed by redactions. */
+  redactedKeys: z.array(z.string()).optional(),
+  redactions: z
+    .array(z.object({ ids: z.array(z.string()), orderedAt: z.string(), affected: z.array(z.string()).optional(), rekeyedAt: z.string().optional(), done: z.string().optional() }))
+    .optional(),
+  pendingRedaction: z.array(z.string()).optional(),
+  probe: ProbeViewSchema.optional(),
+  residuals: z.array(ResidualSchema).optional(),
+  wrappedEpochs: z.array(z.number()).optional(),
+});
+export type ErasureState = z.infer<typeof ErasureStateSchema>;
+
+/** `erasures.state` as read from the database, checked against its shape. */
+export function parseState(value: unknown): ErasureState {
+  const parsed = ErasureStateSchema.safeParse(value);
+  if (!parsed.success) throw new LetheError('internal', `an erasure's recorded state does not have its shape (${parsed.error.issues[0]?.path.join('.') ?? '?'})`);
+  return parsed.data;
+}

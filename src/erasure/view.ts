@@ -1,0 +1,115 @@
+/**
+ * The erasure as the API answers it (`GET /v1/erasures/{id}`), the report draws it
+ * and the CLI prints it: one zod schema, from which the route's validation and
+ * OpenAPI document and every TypeScript type below are derived. Nothing here holds
+ * subject content: records are named by id, the subject only by its keyed hash.
+ * Pure: no I/O.
+ */
+import { z } from 'zod';
+import { ERASURE_CLASSES, ERASURE_STATUSES, STEP_NAMES, STEP_STATUSES } from './machine.js';
+
+export const StepViewSchema = z.object({
+  name: z.enum(STEP_NAMES),
+  status: z.enum(STEP_STATUSES),
+  /** A sentence a person reads: counts and ids, never content. */
+  detail: z.string().optional(),
+  startedAt: z.string().optional(),
+  finishedAt: z.string().optional(),
+});
+export type StepView = z.infer<typeof StepViewSchema>;
+
+export const ResidualSchema = z.object({
+  /** key-table, log, artifacts, vector-index, backups, caches, model-weights, erasure */
+  tier: z.string(),
+  /** gist, wrapped-dek, lease, cross-subject, parametric, fingerprints */
+  kind: z.string(),
+  detail: z.string(),
+  /** ISO time the residual ends, when it has a date. */
+  until: z.string().optional(),
+  /** A concrete bound (a fraction, a count) or the honest word "unbounded". */
+  bound: z.union([z.number(), z.string()]),
+});
+export type Residual = z.infer<typeof ResidualSchema>;
+
+export const ProbeMatchSchema = z.object({
+  /** The record that still carries the subject's content (entry or artifact id). */
+  id: z.string(),
+  tier: z.enum(['log', 'artifacts', 'vector-index']),
+  score: z.number(),
+});
+export type ProbeMatch = z.infer<typeof ProbeMatchSchema>;
+
+export const ProbeViewSchema = z.object({
+  recovered: z.number(),
+  threshold: z.number(),
+  matches: z.array(ProbeMatchSchema),
+});
+export type ProbeView = z.infer<typeof ProbeViewSchema>;
+
+/** A node of the provenance graph of what the erasure affected, captured at classification. */
+export const GraphNodeSchema = z.object({
+  id: z.string(),
+  type: z.enum(['entry', 'artifact']),
+  /** Artifact kind (summary, fact, digest). */
+  kind: z.string().optional(),
+  /** True for the erased subject's own entries. */
+  erasedSubject: z.boolean(),
+  /** For artifacts after the cascade: regenerated (new version), removed (no survivor) or unchanged. */
+  outcome: z.enum(['regenerated', 'removed', 'unchanged']).optional(),
+});
+export type GraphNode = z.infer<typeof GraphNodeSchema>;
+
+/** An edge from a source (entry or artifact) to the artifact derived from it. */
+export const GraphEdgeSchema = z.object({ from: z.string(), to: z.string() });
+export type GraphEdge = z.infer<typeof GraphEdgeSchema>;
+
+export const ErasureGraphSchema = z.object({
+  nodes: z.array(GraphNodeSchema),
+  edges: z.array(GraphEdgeSchema),
+  /** True when the graph was cut at the node limit. */
+  truncated: z.boolean().optional(),
+});
+export type ErasureGraph = z.infer<typeof ErasureGraphSchema>;
+
+export const CertificateViewSchema = z.object({
+  payload: z.record(z.string(), z.unknown()),
+  signature: z.string(),
+  publicKey: z.string(),
+  /** Always Ed25519: the certificate as served verifies as-is (`lethe certificate verify`). */
+  algorithm: z.literal('Ed25519'),
+});
+export type CertificateView = z.infer<typeof CertificateViewSchema>;
+
+export const ErasureViewSchema = z.object({
+  erasureId: z.string(),
+  status: z.enum(ERASURE_STATUSES),
+  class: z.enum(ERASURE_CLASSES).optional(),
+  /** Hex of the keyed hash that names the subject (never the subject id). */
+  subjectHash: z.string(),
+  legalBasis: z.string().optional(),
+  createdAt: z.string(),
+  finishedAt: z.string().optional(),
+  steps: z.array(StepViewSchema),
+  residuals: z.array(ResidualSchema),
+  probe: ProbeViewSchema,
+  certificate: CertificateViewSchema.optional(),
+  /** provisional until the epoch holding the last wrapped copy retires, then final. */
+  certificateState: z.enum(['provisional', 'final']).optional(),
+  graph: ErasureGraphSchema,
+});
+export type ErasureView = z.infer<typeof ErasureViewSchema>;
+
+/** One transition of an erasure's state machine: a row of the timeline, an event of the stream. */
+export const ErasureTransitionSchema = z.object({
+  id: z.number().int(),
+  fromStep: z.string().nullable(),
+  toStep: z.string().nullable(),
+  status: z.string(),
+  at: z.string(),
+  detail: z.string().nullable(),
+});
+export type ErasureTransition = z.infer<typeof ErasureTransitionSchema>;
+
+/** `POST /v1/erasures` and redaction orders answer the erasure's id and status. */
+export const ErasureAcceptedSchema = z.object({ erasureId: z.string(), status: z.enum(ERASURE_STATUSES) });
+export type ErasureAccepted = z.infer<typeof ErasureAcceptedSchema>;

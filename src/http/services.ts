@@ -1,0 +1,35 @@
+/**
+ * What the routes call: one service per feature, handed in by the composition root
+ * (src/app). Routes parse, authorize, call one service method and shape the reply;
+ * they never reach the database.
+ */
+import type { ArtifactService } from '../artifacts/service.js';
+import type { TrainingExposures } from '../artifacts/exposures.js';
+import type { BackupService } from '../backups/service.js';
+import type { Config } from '../config/index.js';
+import type { ErasureEngine } from '../erasure/engine.js';
+import type { LogService } from '../log/service.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { Search } from '../search/service.js';
+import type { EpochService } from '../vault/epochs.js';
+import type { ReadFences } from '../vault/fences.js';
+import type { KeyService } from '../vault/keys.js';
+
+export interface Services {
+  readonly config: Config;
+  /** Readiness: the database and the object store answer. */
+  readonly db: { ping(): Promise<void> };
+  readonly objects: { ping(): Promise<void> };
+  readonly keys: KeyService;
+  readonly epochs: EpochService;
+  readonly fences: ReadFences;
+  readonly log: LogService;
+  readonly artifacts: ArtifactService;
+  readonly exposures: TrainingExposures;
+  readonly search: Search;
+  readonly backups: BackupService;
+  readonly erasures: ErasureEngine;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+}

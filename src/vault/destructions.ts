@@ -1,0 +1,131 @@
+/**
+ * Key destruction: how it is recorded, and the one event that tells everyone else.
+ *
+ * Every destruction — a subject key, an artifact-version key, an erasure's own key —
+ * is recorded by `record` inside a transaction opened by `transaction`: the ledger
+ * row, the audit row, the `within` work of the modules that hold rows sealed under
+ * the key (their rows go in the same transaction), and a notification that other
+ * replicas hear on commit. Once the transaction commits, the destroyed key ids are
+ * published to subscribers on this replica; another replica publishes them when it
+ * hears the notification and finds the key gone. A destruction recorded outside
+ * `transaction` is a programming error (it would never be published) and throws.
+ *
+ * Subscribers (search's index, backup propagation) are told each key at least once
+ * per replica; they must be idempotent.
+ */
+import { inArray, sql } from 'drizzle-orm';
+import { type Database, queryRows, type Transaction } from '../db/client.js';
+import { destructionLedger, type LedgerRow } from '../db/schema.js';
+import { LetheError } from '../errors.js';
+import type { AuditEvent, AuditLog } from './audit.js';
+import { notify } from './events.js';
+
+/** Where a published destruction was committed: here, or on another replica. */
+export type DestructionOrigin = 'local' | 'replica';
+
+export type DestructionListener = (keyIds: readonly string[], origin: DestructionOrigin) => void;
+
+/** Work that must commit together with a destruction (rows sealed under the destroyed keys). */
+export type WithinDestruction = (tx: Transaction, keyIds: readonly string[]) => Promise<void>;
+
+export interface DestructionRecord {
+  readonly keyId: string;
+  readonly keyKind: LedgerRow['keyKind'];
+  /** The subject a subject key belonged to; null for artifact-version keys. */
+  readonly subjectHash: Uint8Array | null;
+  readonly wrappedEpoch: number;
+  readonly reason: string;
+  readonly destroyedAt: Date;
+  /** Leases handed out before the destruction stay usable by their holders until then. */
+  readonly leasedUntil: Date | null;
+}
+
+/** How many destroyed key ids a replica remembers having published (a late notification is not published twice). */
+const PUBLISHED_MEMORY = 10_000;
+
+export class KeyDestructions {
+  readonly #db: Database;
+  readonly #audit: AuditLog;
+  readonly #within: WithinDestruction[] = [];
+  readonly #listeners = new Set<DestructionListener>();
+  readonly #open = new WeakMap<Transaction, string[]>();
+  readonly #published = new Set<string>();
+
+  constructor(deps: { db: Database; audit: AuditLog }) {
+    this.#db = deps.db;
+    this.#audit = deps.audit;
+  }
+
+  /** Registers work that commits with every destruction (a module dropping its rows sealed under the key). */
+  within(work: WithinDestruction): void {
+    this.#within.push(work);
+  }
+
+  /** Told once a destruction committed on this replica, or was heard of from another one. */
+  subscribe(listener: DestructionListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Runs `fn` in one transaction; the keys it destroys are published once it commits. */
+  async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+    let destroyed: string[] = [];
+    const result = await this.#db.transaction(async (tx) => {
+      destroyed = [];
+      this.#open.set(tx, destroyed);
+      return fn(tx);
+    });
+    if (destroyed.length > 0) this.#publish(destroyed, 'local');
+    return result;
+  }
+
+  /**
+   * Records a destruction in `tx` (opened by `transaction`): the ledger row, the
+   * audit row, the work registered with `within`, and the replicas' notification.
+   * The caller has already removed the wrapped key. A key already in the ledger is
+   * left as it was (its first destruction stands).
+   */
+  async record(tx: Transaction, record: DestructionRecord, audit: AuditEvent): Promise<void> {
+    const pending = this.#open.get(tx);
+    if (!pending) throw new LetheError('internal', 'a key destruction was recorded outside KeyDestructions.transaction');
+    await tx.insert(destructionLedger).values(record).onConflictDoNothing();
+    for (const work of this.#within) await work(tx, [record.keyId]);
+    await this.#audit.append(tx, [audit]);
+    await notify(tx, { t: 'key', keyId: record.keyId });
+    pending.push(record.keyId);
+  }
+
+  /**
+   * Another replica changed a key (fenced, unfenced, re-wrapped or destroyed it):
+   * published here when the key is gone. Checked even when nothing here holds the
+   * key: a load may be decrypting it right now.
+   */
+  async heard(keyId: string): Promise<void> {
+    if (this.#published.has(keyId)) return;
+    const rows = await queryRows<{ one: number }>(
+      this.#db,
+      sql`select 1 as one from subject_keys where key_id = ${keyId} union all select 1 from artifact_keys where key_id = ${keyId}`,
+    );
+    if (rows.length === 0) this.#publish([keyId], 'replica');
+  }
+
+  /** The ledger rows of the destroyed keys among `keyIds`. */
+  async ledger(keyIds: readonly string[]): Promise<LedgerRow[]> {
+    const unique = [...new Set(keyIds)];
+    if (unique.length === 0) return [];
+    return this.#db.select().from(destructionLedger).where(inArray(destructionLedger.keyId, unique));
+  }
+
+  /** The ledger row of one key, if it was destroyed. */
+  async get(keyId: string): Promise<LedgerRow | undefined> {
+    return (await this.ledger([keyId]))[0];
+  }
+
+  #publish(keyIds: readonly string[], origin: DestructionOrigin): void {
+    for (const k of keyIds) {
+      this.#published.add(k);
+      if (this.#published.size > PUBLISHED_MEMORY) this.#published.delete(this.#published.values().next().value!);
+    }
+    for (const listener of this.#listeners) listener(keyIds, origin);
+  }
+}

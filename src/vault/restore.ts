@@ -1,0 +1,23 @@
+/**
+ * What a restore asks of the vault's tables (src/backups/restore.ts loads the rest):
+ * a fresh database's own first epoch and audit rows make way for the backup's, and
+ * destructions the backup did not know of are written into the restored ledger
+ * before anything reads it.
+ */
+import { sql } from 'drizzle-orm';
+import type { Transaction } from '../db/client.js';
+import { destructionLedger, type LedgerRow } from '../db/schema.js';
+
+/** Empties the tables a fresh database fills at start-up (epochs, the audit chain), inside the restore's transaction. */
+export async function clearForRestore(tx: Transaction): Promise<void> {
+  await tx.execute(sql`delete from audit_log`);
+  await tx.execute(sql`delete from audit_head`);
+  await tx.execute(sql`delete from epochs`);
+}
+
+/** Writes destructions into the restored ledger; a key already there keeps its row. */
+export async function replayDestructions(tx: Transaction, rows: readonly LedgerRow[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += 500) {
+    await tx.insert(destructionLedger).values(rows.slice(i, i + 500)).onConflictDoNothing();
+  }
+}

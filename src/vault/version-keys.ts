@@ -1,0 +1,73 @@
+/**
+ * Version keys: one random 32-byte key per version of a derived artifact (and one
+ * per erasure, sealing its request and probe fingerprints), wrapped under the
+ * active epoch KEK exactly like a subject DEK, re-wrapped by KEK rotation, and
+ * destroyed when the version is superseded or the artifact erased. Rows live in
+ * `artifact_keys`; destruction removes the row and records it (ledger, audit,
+ * notification) in the caller's transaction.
+ */
+import { eq } from 'drizzle-orm';
+import { randomBytes } from '../crypto/index.js';
+import type { Database, Transaction } from '../db/client.js';
+import { artifactKeys } from '../db/schema.js';
+import { LetheError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { KeyProvider } from '../keyprovider/provider.js';
+import type { KeyDestructions } from './destructions.js';
+import { unwrapCurrent, wrapUnderActive } from './wrapping.js';
+
+export class VersionKeys {
+  readonly #db: Database;
+  readonly #provider: KeyProvider;
+  readonly #destructions: KeyDestructions;
+
+  constructor(deps: { db: Database; provider: KeyProvider; destructions: KeyDestructions }) {
+    this.#db = deps.db;
+    this.#provider = deps.provider;
+    this.#destructions = deps.destructions;
+  }
+
+  /** A fresh key (plaintext for the caller to seal with and zero) and its id. */
+  fresh(): { keyId: string; key: Uint8Array } {
+    return { keyId: newId('key'), key: randomBytes(32) };
+  }
+
+  /** Stores `key` wrapped under the active epoch, inside `tx`. */
+  async store(tx: Transaction, input: { keyId: string; key: Uint8Array; artifactId: string; version: number }): Promise<void> {
+    const { epoch, wrappedDek } = await wrapUnderActive(tx, this.#provider, input.keyId, input.key);
+    await tx.insert(artifactKeys).values({ keyId: input.keyId, artifactId: input.artifactId, version: input.version, epoch, wrappedDek, createdAt: new Date() });
+  }
+
+  /** The plaintext key of a live version; the caller zeroes it. */
+  async unwrap(keyId: string): Promise<Uint8Array> {
+    const gone = () => new LetheError('key_destroyed', 'the artifact version key was destroyed');
+    const row = await this.#row(keyId);
+    if (!row) throw gone();
+    return unwrapCurrent(this.#provider, row, () => this.#row(keyId), gone);
+  }
+
+  /** The epoch a live version key is wrapped under (undefined once destroyed). */
+  async epochOf(keyId: string): Promise<number | undefined> {
+    return (await this.#row(keyId))?.epoch;
+  }
+
+  /**
+   * Destroys a version key inside `tx`, which KeyDestructions.transaction opened (row
+   * gone, ledger row, audit row, notification). Idempotent: false when it was gone.
+   */
+  async destroy(tx: Transaction, keyId: string, options: { reason: string; actor: string; artifactId: string }): Promise<boolean> {
+    const [row] = await tx.delete(artifactKeys).where(eq(artifactKeys.keyId, keyId)).returning();
+    if (!row) return false;
+    await this.#destructions.record(
+      tx,
+      { keyId, keyKind: 'artifact-version', subjectHash: null, destroyedAt: new Date(), reason: options.reason, wrappedEpoch: row.epoch, leasedUntil: null },
+      { actor: options.actor, action: 'artifact.key.destroy', keyId, epoch: row.epoch, detail: { artifactId: options.artifactId, version: row.version, reason: options.reason } },
+    );
+    return true;
+  }
+
+  async #row(keyId: string) {
+    const [row] = await this.#db.select().from(artifactKeys).where(eq(artifactKeys.keyId, keyId));
+    return row;
+  }
+}
