@@ -1,0 +1,223 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { check, format, README, readTree, REPO, SCHEMA, type Violation } from './check.js';
+import { MODULES } from './rules.js';
+
+// The real ownership table and schema; each test adds the files it needs.
+const base = {
+  [README]: readFileSync(path.join(REPO, README), 'utf8'),
+  [SCHEMA]: readFileSync(path.join(REPO, SCHEMA), 'utf8'),
+};
+const violations = (files: Record<string, string>, exceptions = {}) => check({ ...base, ...files }, { modules: MODULES, exceptions });
+const importViolation = (file: string, line: number, message: string): Violation => ({ file, line, rule: 'import', message });
+const writeViolation = (file: string, line: number, message: string): Violation => ({ file, line, rule: 'table-write', message });
+
+describe('the source tree', () => {
+  it('has no architecture violations', () => {
+    // Fails until the restructure lands: the list is the to-do list.
+    expect(check(readTree()).map(format)).toEqual([]);
+  });
+});
+
+describe('imports', () => {
+  it('the base (README and schema alone) is clean', () => {
+    expect(violations({})).toEqual([]);
+  });
+
+  it('flags an upward import', () => {
+    const keys = `import { LetheError } from '../errors.js';\nimport { openApp } from '../app/open.js';\n`;
+    expect(violations({ 'src/vault/keys.ts': keys })).toEqual([
+      importViolation('src/vault/keys.ts', 2, "vault may not import app: '../app/open.js' (src/app/open.ts)"),
+    ]);
+  });
+
+  it('flags a route importing the database, across a multi-line import with comments', () => {
+    const route = [
+      "import { Hono } from 'hono';",
+      'import {',
+      '  // the handle',
+      '  type Db, /* and a helper */',
+      '  queryRows,',
+      "} from '../../db/client.js';",
+      "import { openVault } from '../../vault/vault.js';",
+    ].join('\n');
+    expect(violations({ 'src/http/routes/keys.ts': route })).toEqual([
+      importViolation('src/http/routes/keys.ts', 2, "http may not import db: '../../db/client.js' (src/db/client.ts)"),
+    ]);
+  });
+
+  it('flags dynamic imports and typeof import() types', () => {
+    const src = [
+      "type Vault = typeof import('../vault/vault.js').Vault;",
+      'export async function load() {',
+      "  return (await import(\n    '../vault/vault.js'\n  )).openVault;",
+      '}',
+    ].join('\n');
+    expect(violations({ 'src/crypto/lazy.ts': src })).toEqual([
+      importViolation('src/crypto/lazy.ts', 1, "crypto may not import vault: '../vault/vault.js' (src/vault/vault.ts)"),
+      importViolation('src/crypto/lazy.ts', 3, "crypto may not import vault: '../vault/vault.js' (src/vault/vault.ts)"),
+    ]);
+  });
+
+  it('flags re-exports and side-effect imports', () => {
+    const src = ["export { openVault } from '../vault/vault.js';", "export * as frames from '../log/frame.js';", "import '../app/boot.js';"].join('\n');
+    expect(violations({ 'src/storage/index.ts': src })).toEqual([
+      importViolation('src/storage/index.ts', 1, "storage may not import vault: '../vault/vault.js' (src/vault/vault.ts)"),
+      importViolation('src/storage/index.ts', 2, "storage may not import log: '../log/frame.js' (src/log/frame.ts)"),
+      importViolation('src/storage/index.ts', 3, "storage may not import app: '../app/boot.js' (src/app/boot.ts)"),
+    ]);
+  });
+
+  it('lets the client import only its listed files from other modules', () => {
+    const src = [
+      "import { encodeFrame } from '../log/frame.js';",
+      "import type { ErasureView } from '../erasure/view.js';",
+      "import { LogService } from '../log/service.js';",
+      "import { sealed } from '../crypto/envelope.js';",
+    ].join('\n');
+    expect(violations({ 'src/client/index.ts': src })).toEqual([
+      importViolation(
+        'src/client/index.ts',
+        3,
+        "client may not import log: '../log/service.js' (src/log/service.ts) (nor is src/log/service.ts one of its allowed files)",
+      ),
+    ]);
+  });
+
+  it('only cli imports app, and cli never imports db', () => {
+    const cli = "import { openApp } from '../app/open.js';\nimport { openDb } from '../db/client.js';\n";
+    const app = "import { openDb } from '../db/client.js';\nimport { main } from '../cli/main.js';\n";
+    expect(violations({ 'src/cli/main.ts': cli, 'src/app/open.ts': app })).toEqual([
+      importViolation('src/app/open.ts', 2, "app may not import cli: '../cli/main.js' (src/cli/main.ts)"),
+      importViolation('src/cli/main.ts', 2, "cli may not import db: '../db/client.js' (src/db/client.ts)"),
+    ]);
+  });
+
+  it('flags a module missing from the rules and an import from outside src/', () => {
+    expect(violations({ 'src/vectors2/index.ts': 'export const x = 1;\n', 'src/util.ts': "import { x } from '../test/support/db.js';\n" })).toEqual([
+      importViolation('src/util.ts', 1, 'module util is not in the rules (test/architecture/rules.ts): place it before using it'),
+      importViolation('src/vectors2/index.ts', 1, 'module vectors2 is not in the rules (test/architecture/rules.ts): place it before using it'),
+    ]);
+    expect(violations({ 'src/vault/x.ts': "import data from '../../package.json' with { type: 'json' };\n" })).toEqual([
+      importViolation('src/vault/x.ts', 1, "'../../package.json' resolves outside src/ (package.json)"),
+    ]);
+  });
+
+  it('does not flag packages, built-ins, allowed type imports, the own module, or text that only looks like an import', () => {
+    const src = [
+      "import { readFile } from 'node:fs/promises';",
+      "import { eq } from 'drizzle-orm';",
+      "import type { Db } from '../db/client.js';",
+      "import { LetheError } from '../errors.js';",
+      "import { SubjectCache } from './cache.js';",
+      "import { newId } from '../ids.js';",
+      "// import { openApp } from '../app/open.js';",
+      "/* export * from '../http/app.js'; */",
+      "const hint = \"import('../app/open.js')\";",
+      "const doc = `export { x } from '../cli/main.js'`;",
+      "const re = /'|\\/\\*/; // a regex holding a quote and a comment opener",
+      "const later = 'import x from \"../app/open.js\"';",
+    ].join('\n');
+    expect(violations({ 'src/vault/keys.ts': src })).toEqual([]);
+  });
+});
+
+describe('table writes', () => {
+  it('flags a raw-SQL update of another module’s table, with its line', () => {
+    const src = [
+      "import { sql } from 'drizzle-orm';",
+      'export async function reserve(tx: any, keyId: string, count: number) {',
+      '  await tx.execute(',
+      '    sql`update subject_keys set next_seq = next_seq + ${count}, updated_at = now()',
+      '        where key_id = ${keyId}`,',
+      '  );',
+      '}',
+    ].join('\n');
+    expect(violations({ 'src/log/service.ts': src })).toEqual([
+      writeViolation('src/log/service.ts', 4, "log writes subject_keys (SQL update), which vault owns: call the owner's service"),
+    ]);
+  });
+
+  it('flags drizzle builder writes of other modules’ tables', () => {
+    const src = [
+      'export async function meddle(tx: any, schema: any) {',
+      "  await tx.insert(subjectKeys).values({ keyId: 'k' });",
+      '  await tx',
+      '    .update(embeddings)',
+      "    .set({ model: 'm' });",
+      '  await tx.delete( schema.artifactKeys ).where(1);',
+      '}',
+    ].join('\n');
+    expect(violations({ 'src/search/meddle.ts': src })).toEqual([
+      writeViolation('src/search/meddle.ts', 2, "search writes subject_keys (drizzle .insert(subjectKeys)), which vault owns: call the owner's service"),
+      writeViolation('src/search/meddle.ts', 4, "search writes embeddings (drizzle .update(embeddings)), which vectors owns: call the owner's service"),
+      writeViolation('src/search/meddle.ts', 6, "search writes artifact_keys (drizzle .delete(artifactKeys)), which vault owns: call the owner's service"),
+    ]);
+  });
+
+  it('flags an insert inside a CTE, an interpolated drizzle table and a truncate list', () => {
+    const src = [
+      'const q = sql`with entry as (',
+      '    insert into log_entries (entry_id) values (${id}) returning entry_id',
+      '  )',
+      '  INSERT INTO "embeddings" (record_id) select entry_id from entry`;',
+      'const r = sql`update ${subjectKeys} as sk set state = ${s}`;',
+      'const t = sql`truncate table audit_log, public.audit_head restart identity`;',
+    ].join('\n');
+    expect(violations({ 'src/log/service.ts': src })).toEqual([
+      writeViolation('src/log/service.ts', 4, "log writes embeddings (SQL insert into), which vectors owns: call the owner's service"),
+      writeViolation('src/log/service.ts', 5, "log writes subject_keys (SQL update), which vault owns: call the owner's service"),
+      writeViolation('src/log/service.ts', 6, "log writes audit_head (SQL truncate), which vault owns: call the owner's service"),
+      writeViolation('src/log/service.ts', 6, "log writes audit_log (SQL truncate), which vault owns: call the owner's service"),
+    ]);
+  });
+
+  it('does not flag reads, row locks, upserts of the own table, owners, comments or other .update() calls', () => {
+    const log = [
+      '/** Appends entries: update the manifest, then insert into embeddings via the vectors service. */',
+      'const a = sql`select key_id, next_seq from subject_keys where key_id = ${k} for update`;',
+      'const b = sql`select * from subject_keys sk where sk.epoch = ${e} for no key update skip locked`;',
+      'const c = sql`select 1 from embeddings for update of embeddings`;',
+      "const d = await tx.select().from(subjectKeys).where(eq(subjectKeys.keyId, k)).for('update');",
+      'const e = sql`insert into log_entries (entry_id) values (${id})',
+      '  on conflict (entry_id) do update set segment = excluded.segment`;',
+      "const f = createHash('sha256').update(bytes).digest();",
+      'cache.delete(keyId); seen.delete(embeddingId);',
+      '// delete from subject_keys where … (the vault does this)',
+      "const msg = 'could not update the manifest';",
+    ].join('\n');
+    const vault = "await tx.insert(subjectKeys).values(row);\nawait tx.execute(sql`delete from destruction_ledger where key_id = ${k}`);\n";
+    const vectors = 'await exec.execute(sql`insert into embeddings (record_id) values (${id}) on conflict (record_id) do update set sealed = excluded.sealed`);\n';
+    const schema = base[SCHEMA] + '\n// a writer-looking line in schema.ts is not a write: update subject_keys set x = 1\n';
+    expect(violations({ 'src/log/service.ts': log, 'src/vault/keys.ts': vault, 'src/vectors/store.ts': vectors, [SCHEMA]: schema })).toEqual([]);
+  });
+
+  it('allows a write listed in the exceptions', () => {
+    const src = 'await tx.execute(sql`delete from audit_log`);\nawait tx.execute(sql`delete from epochs`);\n';
+    const exceptions = { 'src/backups/service.ts': { tables: ['audit_log'], reason: 'restore replaces the audit chain' } };
+    expect(violations({ 'src/backups/service.ts': src }, exceptions)).toEqual([
+      writeViolation('src/backups/service.ts', 2, "backups writes epochs (SQL delete from), which vault owns: call the owner's service"),
+    ]);
+  });
+});
+
+describe('the ownership table', () => {
+  const schema = "export const subjectKeys = pgTable(\n  'subject_keys',\n  {},\n);\nexport const orphans = pgTable('orphans', {});\n";
+  const readme = ['| table | owner | what it holds |', '|---|---|---|', '| `subject_keys` | vault | keys |', '| `ghosts` | vault | nothing |', '| `subject_keys_extra` | nobody | x |'].join('\n');
+
+  it('flags a README table schema.ts lacks, a schema table the README lacks, and an owner that is no module', () => {
+    expect(check({ [README]: readme, [SCHEMA]: schema })).toEqual([
+      writeViolation(README, 4, `table ghosts is not defined in ${SCHEMA}`),
+      writeViolation(README, 5, `table subject_keys_extra is not defined in ${SCHEMA}`),
+      writeViolation(README, 5, 'table subject_keys_extra: owner nobody is not a module in the rules'),
+      writeViolation(SCHEMA, 5, `table orphans has no owner in ${README}`),
+    ]);
+  });
+
+  it('flags a write to a table nobody owns', () => {
+    expect(check({ [README]: readme, [SCHEMA]: schema, 'src/vault/x.ts': 'await tx.insert(orphans).values({});\n' })).toContainEqual(
+      writeViolation('src/vault/x.ts', 1, `vault writes orphans (drizzle .insert(orphans)), which has no owner in ${README}: call the owner's service`),
+    );
+  });
+});

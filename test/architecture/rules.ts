@@ -1,0 +1,64 @@
+/**
+ * The architecture rules, as data. `check.ts` enforces them; edit them here.
+ *
+ * A module is a top-level folder of src/ (src/vault/keys.ts is in `vault`) or one of
+ * the root files src/errors.ts and src/ids.ts (modules `errors` and `ids`). A module
+ * may always import itself, npm packages and `node:` built-ins; anything else must be
+ * listed below. A folder (or root file) missing from this table is itself a
+ * violation: a new module has to be placed before it can be used.
+ *
+ * Which module owns which table is not here: it is parsed from src/db/README.md, so
+ * the README and the check cannot disagree.
+ */
+
+export interface ModuleRule {
+  /** The modules this one may import, or every module but the listed ones. */
+  readonly imports: readonly string[] | { readonly allExcept: readonly string[] };
+  /** Single files it may import from modules not in `imports` (repo-relative paths). */
+  readonly files?: readonly string[];
+}
+
+export const MODULES: Readonly<Record<string, ModuleRule>> = {
+  errors: { imports: [] },
+  ids: { imports: ['crypto', 'errors'] },
+  crypto: { imports: ['errors'] },
+  config: { imports: ['errors'] },
+  observability: { imports: [] },
+  db: { imports: ['errors'] },
+  storage: { imports: ['errors', 'observability'] },
+  keyprovider: { imports: ['crypto', 'errors', 'config'] },
+  vault: { imports: ['crypto', 'db', 'errors', 'ids', 'keyprovider', 'observability', 'config'] },
+  vectors: { imports: ['vault', 'crypto', 'db', 'errors', 'ids', 'observability'] },
+  log: { imports: ['vectors', 'vault', 'storage', 'crypto', 'db', 'errors', 'ids', 'observability'] },
+  artifacts: { imports: ['log', 'vectors', 'vault', 'storage', 'crypto', 'db', 'errors', 'ids', 'observability'] },
+  search: { imports: ['artifacts', 'log', 'vectors', 'vault', 'crypto', 'errors', 'ids', 'observability'] },
+  backups: {
+    imports: ['artifacts', 'log', 'vectors', 'vault', 'storage', 'keyprovider', 'crypto', 'db', 'errors', 'ids', 'observability', 'config'],
+  },
+  erasure: {
+    imports: ['backups', 'search', 'artifacts', 'log', 'vectors', 'vault', 'storage', 'keyprovider', 'crypto', 'db', 'errors', 'ids', 'observability', 'config'],
+  },
+  // Routes never touch the database (no db), and nothing below the composition root
+  // imports it (no app, client, cli).
+  http: {
+    imports: ['erasure', 'backups', 'search', 'artifacts', 'log', 'vectors', 'vault', 'storage', 'keyprovider', 'crypto', 'errors', 'ids', 'config', 'observability'],
+  },
+  // The composition root: it wires everything; only cli imports it.
+  app: { imports: { allExcept: ['cli', 'client'] } },
+  // The client ships to writers: it shares the frame format and the erasure request
+  // and view types with the server, nothing else.
+  client: {
+    imports: ['crypto', 'errors', 'ids', 'storage'],
+    files: ['src/log/frame.ts', 'src/log/segment.ts', 'src/erasure/request.ts', 'src/erasure/view.ts', 'src/erasure/machine.ts'],
+  },
+  cli: { imports: { allExcept: ['db'] } },
+};
+
+/**
+ * Files allowed to write a table their module does not own. Each entry needs a reason
+ * a reviewer can check; prefer calling the owner's service instead.
+ *
+ * Example:
+ *   'src/backups/service.ts': { tables: ['audit_log'], reason: 'restore replays the audit chain verbatim' },
+ */
+export const WRITE_EXCEPTIONS: Readonly<Record<string, { readonly tables: readonly string[]; readonly reason: string }>> = {};
