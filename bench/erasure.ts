@@ -120,7 +120,7 @@ import { randomBytes } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import postgres from 'postgres';
 import { VectorIndex } from '../src/vectors/vector-index.js';
-import { PROBE_MAX_QUERIES } from '../src/erasure/engine.js';
+import { PROBE_MAX_QUERIES } from '../src/erasure/probe.js';
 import type { ErasureView } from '../src/erasure/view.js';
 import type { App } from '../src/app/open.js';
 import {

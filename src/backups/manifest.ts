@@ -4,7 +4,13 @@
  * ciphertext's own envelope headers, not from the database), and every key with its
  * state. A destruction after the backup writes a new version of the manifest marking
  * the key destroyed. Keys are named by key id only — never by subject.
+ *
+ * Also the backup bucket's layout (where each part of a backup is stored) and reading
+ * a manifest's current version back from it.
  */
+import { LetheError } from '../errors.js';
+import type { ObjectStore } from '../storage/store.js';
+
 export const MANIFEST_FORMAT = 'lethe-backup-manifest/1';
 
 export interface ManifestObject {
@@ -42,6 +48,16 @@ export interface Manifest {
 
 export function manifestKey(backupId: string): string {
   return `backups/${backupId}/manifest.json`;
+}
+
+/** The manifest's current version, as stored in the backup bucket. */
+export async function readManifest(store: ObjectStore, backupId: string): Promise<Manifest> {
+  const bytes = await store.get(manifestKey(backupId));
+  const parsed = JSON.parse(Buffer.from(bytes).toString('utf8')) as Manifest;
+  if (parsed.format !== MANIFEST_FORMAT || parsed.backupId !== backupId) {
+    throw new LetheError('internal', 'the stored manifest is not this backup\'s');
+  }
+  return parsed;
 }
 
 export function keyTableKey(backupId: string): string {

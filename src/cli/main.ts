@@ -12,7 +12,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { Command, CommanderError } from 'commander';
 import { CONFIG_VARIABLES, ConfigError, type Config, loadConfig, ROLES, type Role } from '../config/index.js';
 import { deriveSubkey, toBase64Url, zeroize } from '../crypto/index.js';
-import { certificatePublicKey, verifyCertificate } from '../erasure/certificate.js';
+import { certificatePublicKey, verifyCertificate } from '../crypto/certificate.js';
 import { FIRST_RUN } from '../erasure/machine.js';
 import { ERASURE_ID_PATTERN, LEGAL_BASES, MAX_PUBLIC_ATTRIBUTES } from '../erasure/request.js';
 import type { ErasureTransition } from '../erasure/view.js';

@@ -1,4 +1,5 @@
 export * from './bytes.js';
+export * from './certificate.js';
 export * from './context.js';
 export * from './derive.js';
 export * from './envelope.js';

@@ -85,3 +85,10 @@ export type ErasureClass = (typeof ERASURE_CLASSES)[number];
 /** The places an erasure reaches (src/erasure/tiers). */
 export const TIER_NAMES = ['key-table', 'log', 'vector-index', 'artifacts', 'backups'] as const;
 export type TierName = (typeof TIER_NAMES)[number];
+
+/** `erasures.step` as read from the database: a step name, or null once the erasure is finished. */
+export function parseStep(value: string | null): StepName | null {
+  if (value === null) return null;
+  if (!(STEP_NAMES as readonly string[]).includes(value)) throw new LetheError('internal', `an erasure is at an unknown step ${JSON.stringify(value)}`);
+  return value as StepName;
+}

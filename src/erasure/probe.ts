@@ -15,14 +15,24 @@
  * fraction of the subject's private content recoverable from what remains readable.
  * Every record that contributes to it is named in `matches`.
  */
-import { hmac } from '@noble/hashes/hmac.js';
-import { sha256 } from '@noble/hashes/sha2.js';
-import { toBase64Url, utf8 } from '../crypto/index.js';
+import { KeyedHasher, toBase64Url, utf8 } from '../crypto/index.js';
 import { STOP_WORDS, stem, tokenize } from '../vectors/embedder.js';
 import type { ProbeMatch } from './view.js';
 
 /** Candidates reported as matches score at least this much against some private record. */
 export const MATCH_MIN_SCORE = 0.25;
+
+/** Nearest neighbours looked at per fingerprint vector and per public attribute. */
+export const PROBE_NEIGHBOURS = 8;
+
+/** Fingerprinted records used as nearest-neighbour queries (every record is still scored against every candidate). */
+export const PROBE_MAX_QUERIES = 128;
+
+/** At most `n` items of `list`, evenly spread over it. */
+export function spread<T>(list: readonly T[], n: number): T[] {
+  if (list.length <= n) return [...list];
+  return Array.from({ length: n }, (_, i) => list[Math.floor((i * list.length) / n)]!);
+}
 
 export interface RecordFingerprint {
   readonly id: string;
@@ -62,13 +72,16 @@ export function shingleTexts(text: string): string[] {
   return [...out];
 }
 
-/** Keyed hashes (8 bytes, base64url) of a text's shingles. */
-export function keyedShingles(text: string, key: Uint8Array): Set<string> {
-  const keyed = hmac.create(sha256, key);
+/** How many bytes of each shingle's HMAC are kept. */
+const SHINGLE_HASH_BYTES = 8;
+
+/** Keyed hashes (8 bytes, base64url) of a text's shingles, under `key` or an already keyed hasher. */
+export function keyedShingles(text: string, key: Uint8Array | KeyedHasher): Set<string> {
+  const hasher = key instanceof KeyedHasher ? key : new KeyedHasher(key);
   try {
-    return new Set(shingleTexts(text).map((s) => toBase64Url(keyed.clone().update(utf8.encode(s)).digest().subarray(0, 8))));
+    return hasher.truncated(shingleTexts(text), SHINGLE_HASH_BYTES);
   } finally {
-    keyed.destroy();
+    if (hasher !== key) hasher.destroy();
   }
 }
 

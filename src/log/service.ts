@@ -3,19 +3,24 @@
  * subject's DEK, stores the frame in a segment object, and indexes it in PostgreSQL.
  * An append is acknowledged only after its segment is stored and its index row
  * committed; an object-store failure answers unavailable and indexes nothing.
+ * Writers that seal locally register their segments (registration.ts); re-keying a
+ * subject's log is rekey.ts.
  */
 import { asc, eq, inArray, sql } from 'drizzle-orm';
-import { randomBytes, zeroize } from '../crypto/index.js';
+import { zeroize } from '../crypto/index.js';
 import { type Database, queryRows } from '../db/client.js';
 import { logEntries, type LogEntryRow } from '../db/schema.js';
 import { LetheError, isLetheError } from '../errors.js';
-import { newId, newSegmentKey, SEGMENT_KEY_PATTERN } from '../ids.js';
+import { newId, newSegmentKey } from '../ids.js';
 import type { ObjectStore } from '../storage/store.js';
 import type { KeyService } from '../vault/keys.js';
-import { insertEmbeddingsCte, notifyEmbeddings, notifyInsertedEmbeddings, upsertEmbeddings } from '../vectors/embeddings.js';
+import { insertEmbeddingsCte, notifyInsertedEmbeddings } from '../vectors/embeddings.js';
 import type { Vectors } from '../vectors/service.js';
+import type { LogDeps } from './deps.js';
+import { rekeyKey, type RekeyOptions, type RekeyResult } from './rekey.js';
+import { register, type RegisteredEntry, type RegistrationResult } from './registration.js';
 import { type FramePayload, openFrame, sealFrame } from './frame.js';
-import { encodeSegment, frameAt, frameFromRange, frameRange } from './segment.js';
+import { encodeSegment, frameFromRange, frameRange } from './segment.js';
 
 export const MAX_ENTRY_TEXT_BYTES = 64 * 1024;
 export const MAX_RESERVATION = 10_000;
@@ -50,12 +55,14 @@ export interface Entry extends FramePayload {
 }
 
 export class LogService {
+  readonly #deps: LogDeps;
   readonly #db: Database;
   readonly #keys: KeyService;
   readonly #objects: ObjectStore;
   readonly #vectors: Vectors;
 
-  constructor(deps: { db: Database; keys: KeyService; objects: ObjectStore; vectors: Vectors }) {
+  constructor(deps: LogDeps) {
+    this.#deps = deps;
     this.#db = deps.db;
     this.#keys = deps.keys;
     this.#objects = deps.objects;
@@ -133,98 +140,11 @@ export class LogService {
   }
 
   /**
-   * Indexes frames a writer sealed and uploaded itself. Each entry must name its
-   * subject's live, active key and a sequence number reserved under it, and fit the
-   * stored segment; entries of a key destroyed or fenced meanwhile are refused
-   * (their frames are unreadable or about to be). Idempotent per entry id.
+   * Indexes frames a writer sealed and uploaded itself (registration.ts). Idempotent
+   * per entry id.
    */
-  async register(
-    segment: string,
-    entries: ReadonlyArray<{ entryId: string; subject: string; keyId: string; seq: number; offset: number; length: number }>,
-  ): Promise<Array<{ entryId: string; status: 'registered' | 'key_destroyed' | 'erasure_in_progress' }>> {
-    if (!SEGMENT_KEY_PATTERN.test(segment)) throw new LetheError('validation_failed', 'segment must be log/seg_<22 base64url characters>');
-    const stored = await this.#objects.head(segment);
-    if (!stored) throw new LetheError('validation_failed', 'segment: no such object in the store (upload it first)');
-    const rows = entries.map((e) => {
-      if (e.offset < 16 || e.length < 1 || e.offset + e.length > stored.size) {
-        throw new LetheError('validation_failed', `entries: ${e.entryId} does not fit the stored segment`);
-      }
-      return { ...e, subjectHash: Buffer.from(this.#keys.subjectHash(e.subject)).toString('hex') };
-    });
-    const json = JSON.stringify(
-      rows.map((r) => ({ entry_id: r.entryId, subject_hash: r.subjectHash, key_id: r.keyId, seq: r.seq, offset: r.offset, length: r.length })),
-    );
-    const sealed = await this.#embedRegistered(segment, entries);
-    const result = await queryRows<{ entry_id: string; status: string }>(
-      this.#db,
-      sql`with v as (
-            select * from json_to_recordset(${json}::json)
-              as v(entry_id text, subject_hash text, key_id text, seq integer, "offset" integer, length integer)),
-          keys as (
-            select key_id, subject_hash, state, next_seq from subject_keys
-             where key_id in (select key_id from v) for key share),
-          ok as (
-            select v.* from v join keys k on k.key_id = v.key_id
-             where k.state = 'active' and k.subject_hash = decode(v.subject_hash, 'hex') and v.seq >= 1 and v.seq < k.next_seq),
-          ins as (
-            insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at)
-            select entry_id, decode(subject_hash, 'hex'), key_id, seq, ${segment}, "offset", length, now() from ok
-            on conflict (entry_id) do nothing
-            returning entry_id),
-          ${insertEmbeddingsCte(sealed, 'ins')}
-          select v.entry_id,
-                 case when exists (select 1 from ok where ok.entry_id = v.entry_id) then 'registered'
-                      when k.key_id is null then 'key_destroyed'
-                      when k.state = 'fenced' then 'erasure_in_progress'
-                      else 'invalid' end as status
-            from v left join keys k on k.key_id = v.key_id`,
-    );
-    const invalid = result.filter((r) => r.status === 'invalid');
-    if (invalid.length > 0) {
-      throw new LetheError('validation_failed', `entries: ${invalid.length} entr(y/ies) name a key of another subject or a sequence number never reserved`);
-    }
-    const registered = new Set(result.filter((r) => r.status === 'registered').map((r) => r.entry_id));
-    const published = sealed.filter((e) => registered.has(e.recordId));
-    this.#vectors.publish(published);
-    await notifyEmbeddings(this.#db, published);
-    return result.map((r) => ({ entryId: r.entry_id, status: r.status as 'registered' | 'key_destroyed' | 'erasure_in_progress' }));
-  }
-
-  /**
-   * Opens the frames a writer registers (the service holds their keys) and embeds
-   * them: a frame that does not open under the key it names is refused, and the
-   * entry's embedding is sealed under the same key. Entries of keys already gone are
-   * left to the registration statement to answer.
-   */
-  async #embedRegistered(segment: string, entries: ReadonlyArray<{ entryId: string; keyId: string; seq: number; offset: number; length: number }>) {
-    const bytes = await this.#objects.get(segment);
-    const byKey = new Map<string, typeof entries[number][]>();
-    for (const e of entries) {
-      const list = byKey.get(e.keyId) ?? [];
-      list.push(e);
-      byKey.set(e.keyId, list);
-    }
-    const deks = await this.#keys.deksFor([...byKey.keys()]);
-    try {
-      const records: Array<{ recordId: string; recordType: 'entry'; text: string; keyId: string; key: Uint8Array }> = [];
-      for (const [keyId, list] of byKey) {
-        const dek = deks.get(keyId);
-        if (!dek) continue; // destroyed: the registration statement answers key_destroyed
-        for (const e of list) {
-          let text: string;
-          try {
-            text = openFrame(dek, { keyId, entryId: e.entryId, seq: e.seq }, frameAt(bytes, { offset: e.offset, length: e.length })).text;
-          } catch {
-            throw new LetheError('validation_failed', `entries: ${e.entryId} does not open under the key it names at the place it names`);
-          }
-          records.push({ recordId: e.entryId, recordType: 'entry', text, keyId, key: dek });
-        }
-      }
-      // one embedder call for the whole segment
-      return await this.#vectors.sealEach(records);
-    } finally {
-      for (const dek of deks.values()) zeroize(dek);
-    }
+  register(segment: string, entries: readonly RegisteredEntry[]): Promise<RegistrationResult[]> {
+    return register(this.#deps, segment, entries);
   }
 
   /** The subject's readable entries (under its live key) in append order. */
@@ -366,10 +286,7 @@ export class LogService {
    * the old key's destruction. A failure before the switch lifts the fence and loses
    * nothing.
    */
-  async rekeySubject(
-    subject: string,
-    options: { exclude?: readonly string[]; actor: string; reason?: string },
-  ): Promise<{ oldKeyId: string; newKeyId: string; rewritten: number; removed: number }> {
+  async rekeySubject(subject: string, options: RekeyOptions): Promise<RekeyResult> {
     const status = await this.#keys.subjectStatus(subject);
     if (!status.key) throw new LetheError(status.erased ? 'subject_erased' : 'not_found', 'the subject has no live key');
     return this.rekeyKey(status.key.keyId, status.key.state, options);
@@ -379,85 +296,8 @@ export class LogService {
    * rekeySubject for a subject known only by its live key (the erasure engine's
    * redactions: lethe never holds the other subjects' ids, only their keys).
    */
-  async rekeyKey(
-    oldKeyId: string,
-    state: 'active' | 'fenced',
-    options: { exclude?: readonly string[]; actor: string; reason?: string },
-  ): Promise<{ oldKeyId: string; newKeyId: string; rewritten: number; removed: number }> {
-    const rows = await this.#db.select().from(logEntries).where(eq(logEntries.keyId, oldKeyId)).orderBy(asc(logEntries.seq));
-    const exclude = new Set(options.exclude ?? []);
-    const unknown = [...exclude].filter((id) => !rows.some((r) => r.entryId === id));
-    if (unknown.length > 0) throw new LetheError('validation_failed', `exclude: ${unknown.length} id(s) are not entries of this subject under its live key`);
-    const wasActive = state === 'active';
-    if (wasActive) await this.#keys.fenceKey(oldKeyId, options.actor);
-    const newKeyId = newId('key');
-    const newDek = randomBytes(32);
-    let oldDek: Uint8Array | undefined;
-    try {
-      ({ dek: oldDek } = await this.#keys.dekFor(oldKeyId));
-      const survivors = rows.filter((r) => !exclude.has(r.entryId));
-      const frames: Uint8Array[] = [];
-      const texts: string[] = [];
-      const segments = new Map<string, Uint8Array>();
-      for (const row of survivors) {
-        let bytes = segments.get(row.segment);
-        if (!bytes) {
-          bytes = await this.#objects.get(row.segment);
-          segments.set(row.segment, bytes);
-        }
-        const payload = openFrame(oldDek, { keyId: row.keyId, entryId: row.entryId, seq: row.seq }, frameAt(bytes, { offset: row.frameOffset, length: row.frameLength }));
-        frames.push(sealFrame(newDek, { keyId: newKeyId, entryId: row.entryId, seq: row.seq }, payload));
-        texts.push(payload.text);
-      }
-      // the survivors' embeddings move to the new key (re-embedded from the text just read)
-      const embedded: Awaited<ReturnType<Vectors['seal']>> = [];
-      for (let i = 0; i < survivors.length; i += 256) {
-        const chunk = survivors.slice(i, i + 256).map((r, j) => ({ recordId: r.entryId, recordType: 'entry' as const, text: texts[i + j]! }));
-        embedded.push(...(await this.#vectors.seal(chunk, newKeyId, newDek)));
-      }
-      const segment = newSegmentKey();
-      const { bytes, places } = encodeSegment(frames);
-      if (frames.length > 0) await this.#objects.put(segment, bytes);
-      const moved = JSON.stringify(survivors.map((r, i) => ({ entry_id: r.entryId, offset: places[i]!.offset, length: places[i]!.length })));
-      const removed = JSON.stringify([...exclude]);
-      await this.#keys.replaceKey(oldKeyId, {
-        reason: options.reason ?? 'rekey',
-        actor: options.actor,
-        newKeyId,
-        newDek,
-        // a key fenced by someone else (an erasure of this subject) stays fenced under its new id
-        newState: wasActive ? 'active' : 'fenced',
-        migrate: async (tx) => {
-          await tx.execute(sql`update log_entries as e
-                                  set key_id = ${newKeyId}, segment = ${segment}, frame_offset = v.offset, frame_length = v.length
-                                 from json_to_recordset(${moved}::json) as v(entry_id text, "offset" integer, length integer)
-                                where e.entry_id = v.entry_id and e.key_id = ${oldKeyId}`);
-          // The excluded entries stay indexed under the old key, which is destroyed below:
-          // they answer key_destroyed from now on, and cite as erased.
-          // (the old key's embedding rows went with its destruction, earlier in this transaction)
-          await upsertEmbeddings(tx, embedded);
-          // other replicas drop the old key's vectors and load the survivors' new ones
-          await notifyEmbeddings(tx, embedded);
-          // An append that started before the fence may have indexed a frame since we
-          // read: destroying the key now would lose an acknowledged entry. Refuse.
-          const [left] = await queryRows<{ n: string | number }>(
-            tx,
-            sql`select count(*) as n from log_entries
-                 where key_id = ${oldKeyId} and entry_id not in (select json_array_elements_text(${removed}::json))`,
-          );
-          if (Number(left?.n ?? 0) > 0) {
-            throw new LetheError('conflict', 'an entry was appended during the re-key; run it again', { retryable: true });
-          }
-        },
-      });
-      this.#vectors.publish(embedded);
-      return { oldKeyId, newKeyId, rewritten: survivors.length, removed: exclude.size };
-    } catch (e) {
-      if (wasActive) await this.#keys.unfenceKey(oldKeyId, options.actor).catch(() => {});
-      throw e;
-    } finally {
-      zeroize(newDek, oldDek);
-    }
+  rekeyKey(oldKeyId: string, state: 'active' | 'fenced', options: RekeyOptions): Promise<RekeyResult> {
+    return rekeyKey(this.#deps, oldKeyId, state, options);
   }
 
   #open(dek: Uint8Array, row: LogEntryRow, envelope: Uint8Array): Entry {

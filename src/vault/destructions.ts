@@ -10,8 +10,10 @@
  * hears the notification and finds the key gone. A destruction recorded outside
  * `transaction` is a programming error (it would never be published) and throws.
  *
- * Subscribers (search's index, backup propagation) are told each key at least once
- * per replica; they must be idempotent.
+ * A replica publishes each destruction once: its own notification of a key it is
+ * destroying is not published again. Subscribers (the vector index, backup
+ * propagation) must still be idempotent: a destruction heard from a replica before
+ * this one committed its own of the same key is published twice.
  */
 import { inArray, sql } from 'drizzle-orm';
 import { type Database, queryRows, type Transaction } from '../db/client.js';
@@ -49,6 +51,8 @@ export class KeyDestructions {
   readonly #within: WithinDestruction[] = [];
   readonly #listeners = new Set<DestructionListener>();
   readonly #open = new WeakMap<Transaction, string[]>();
+  /** Keys destroyed by a transaction of this replica still committing: its own notification must not publish them first. */
+  readonly #committing = new Set<string>();
   readonly #published = new Set<string>();
 
   constructor(deps: { db: Database; audit: AuditLog }) {
@@ -70,13 +74,17 @@ export class KeyDestructions {
   /** Runs `fn` in one transaction; the keys it destroys are published once it commits. */
   async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
     let destroyed: string[] = [];
-    const result = await this.#db.transaction(async (tx) => {
-      destroyed = [];
-      this.#open.set(tx, destroyed);
-      return fn(tx);
-    });
-    if (destroyed.length > 0) this.#publish(destroyed, 'local');
-    return result;
+    try {
+      const result = await this.#db.transaction(async (tx) => {
+        destroyed = [];
+        this.#open.set(tx, destroyed);
+        return fn(tx);
+      });
+      if (destroyed.length > 0) this.#publish(destroyed, 'local');
+      return result;
+    } finally {
+      for (const k of destroyed) this.#committing.delete(k);
+    }
   }
 
   /**
@@ -93,6 +101,7 @@ export class KeyDestructions {
     await this.#audit.append(tx, [audit]);
     await notify(tx, { t: 'key', keyId: record.keyId });
     pending.push(record.keyId);
+    this.#committing.add(record.keyId);
   }
 
   /**
@@ -101,12 +110,13 @@ export class KeyDestructions {
    * key: a load may be decrypting it right now.
    */
   async heard(keyId: string): Promise<void> {
-    if (this.#published.has(keyId)) return;
+    if (this.#published.has(keyId) || this.#committing.has(keyId)) return;
     const rows = await queryRows<{ one: number }>(
       this.#db,
       sql`select 1 as one from subject_keys where key_id = ${keyId} union all select 1 from artifact_keys where key_id = ${keyId}`,
     );
-    if (rows.length === 0) this.#publish([keyId], 'replica');
+    // published by this replica's own commit while we looked: not again
+    if (rows.length === 0 && !this.#published.has(keyId)) this.#publish([keyId], 'replica');
   }
 
   /** The ledger rows of the destroyed keys among `keyIds`. */

@@ -104,6 +104,20 @@ describe('propagating destructions the destroying replica could not write', () =
     expect(await allVersions(client, backupBucket, ledgerObjectKey(keyId))).toHaveLength(1);
   });
 
+  it('counts the backups holding a key and those whose manifest marks its destruction', async () => {
+    const { keyId, backupId } = await backedUpSubject();
+    const { keyId: unbacked } = await tv.vault.log.append(`user:p-${hex()}`, { text: 'Written after the backup.' }, 'writer');
+    const b = tv.vault.backups;
+    await destroyWithoutPropagating(keyId, backupId);
+    expect({ holding: await b.holding(keyId), marked: await b.marked(keyId) }).toEqual({ holding: 1, marked: 0 });
+
+    await b.propagate({ keyIds: [keyId] });
+    expect({ holding: await b.holding(keyId), marked: await b.marked(keyId) }).toEqual({ holding: 1, marked: 1 });
+    expect(await b.holdingAny([keyId, unbacked])).toBe(1);
+    expect({ holding: await b.holding(unbacked), marked: await b.marked(unbacked), any: await b.holdingAny([unbacked]) }).toEqual({ holding: 0, marked: 0, any: 0 });
+    expect(await b.holdingAny([])).toBe(0);
+  });
+
   it('marks a destruction at start-up of a replica when the destroying replica could not', async () => {
     const { keyId, backupId } = await backedUpSubject();
     await destroyWithoutPropagating(keyId, backupId);

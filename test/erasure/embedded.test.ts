@@ -1,6 +1,6 @@
 /** Erasure on the embedded default: PGlite and the local object store, with the background worker. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyCertificate } from '../../src/erasure/certificate.js';
+import { verifyCertificate } from '../../src/crypto/certificate.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
 
 describe('erasure on PGlite and the local object store', () => {

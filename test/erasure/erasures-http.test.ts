@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
-import { verifyCertificate } from '../../src/erasure/certificate.js';
+import { verifyCertificate } from '../../src/crypto/certificate.js';
 import { FIRST_RUN } from '../../src/erasure/machine.js';
 import type { ErasureTransition } from '../../src/erasure/view.js';
 import { openTestApp, type TestApp, type TestRole } from '../support/vault.js';

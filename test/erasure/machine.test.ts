@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
-import { verifyCertificate } from '../../src/erasure/certificate.js';
+import { verifyCertificate } from '../../src/crypto/certificate.js';
 import { ExtractiveRegenerator, type Regenerator } from '../../src/artifacts/regenerator.js';
 import { FIRST_RUN, TRANSITIONS } from '../../src/erasure/machine.js';
 import { isLetheError, LetheError } from '../../src/errors.js';

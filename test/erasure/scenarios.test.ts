@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { verifyCertificate } from '../../src/erasure/certificate.js';
+import { verifyCertificate } from '../../src/crypto/certificate.js';
 import { isLetheError } from '../../src/errors.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
 

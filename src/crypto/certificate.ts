@@ -6,11 +6,12 @@
  * differently, no undefined). The same payload always signs the same bytes, so a
  * certificate verifies offline with nothing but the public key.
  *
- * No I/O here; the signing key is derived from the root key by the caller.
+ * No I/O here; the signing key is derived from the root key by the caller (the
+ * key provider's `certificate-signing` subkey).
  */
 import { ed25519 } from '@noble/curves/ed25519.js';
-import { fromBase64Url, toBase64Url, utf8 } from '../crypto/index.js';
 import { LetheError } from '../errors.js';
+import { fromBase64Url, toBase64Url, utf8 } from './bytes.js';
 
 export const CERTIFICATE_ALGORITHM = 'Ed25519';
 

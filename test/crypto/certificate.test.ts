@@ -7,7 +7,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deriveSubkey, fromBase64Url, randomBytes } from '../../src/crypto/index.js';
-import { canonicalJson, type Certificate, signCertificate, verifyCertificate } from '../../src/erasure/certificate.js';
+import { canonicalJson, type Certificate, signCertificate, verifyCertificate } from '../../src/crypto/certificate.js';
 import { runCli } from '../support/process.js';
 import { tempDir, testEnv } from '../support/vault.js';
 

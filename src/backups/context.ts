@@ -1,0 +1,33 @@
+/**
+ * What every backup operation works with: lethe's database, the vault services keys
+ * are read through, and the two buckets. The façade (service.ts) builds it once from
+ * its constructor's deps and hands it to each operation, so none takes a long list of
+ * arguments and none holds state of its own.
+ */
+import type { ArtifactService } from '../artifacts/service.js';
+import type { Database } from '../db/client.js';
+import type { KeyProvider } from '../keyprovider/provider.js';
+import type { Logger } from '../observability/logger.js';
+import type { ObjectStore } from '../storage/store.js';
+import type { AuditLog } from '../vault/audit.js';
+import type { KeyService } from '../vault/keys.js';
+import type { VersionKeys } from '../vault/version-keys.js';
+
+export interface BackupContext {
+  readonly db: Database;
+  /** Key states for a backup's manifest; live DEKs for verify. */
+  readonly keys: KeyService;
+  /** Artifact-version keys, for verify. */
+  readonly versionKeys: VersionKeys;
+  /** Regenerates the artifacts a restore finds stale. */
+  readonly artifacts: ArtifactService;
+  /** Unwraps a backup's own key-table copies (verify); the epochs it holds (restore). */
+  readonly provider: KeyProvider;
+  /** Records a restore in the restored audit chain. */
+  readonly audit: AuditLog;
+  /** The live bucket: objects are copied from it and restored into it. */
+  readonly live: ObjectStore;
+  /** The backup bucket (or folder). */
+  readonly backup: ObjectStore;
+  readonly logger: Logger;
+}

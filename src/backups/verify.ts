@@ -1,0 +1,99 @@
+/**
+ * Verifying a backup: every stored object against its sha256, and for every key in the
+ * manifest whether its data in the backup still decrypts with what lethe holds and
+ * whether the backup's own wrapped copy of the key still unwraps. Nothing is
+ * decrypted: a live key is checked against an envelope's key-commitment tag, and keys
+ * unwrapped to check them are zeroized at once.
+ */
+import { envelopeKeyId, isCommittedTo, zeroize } from '../crypto/index.js';
+import { isLetheError } from '../errors.js';
+import type { BackupContext } from './context.js';
+import { readKeyTable } from './key-table.js';
+import type { Manifest } from './manifest.js';
+import { envelopesOf, sha256Hex } from './objects.js';
+
+export interface VerifiedKey {
+  readonly keyId: string;
+  /** The key's state in the manifest. */
+  readonly state: 'active' | 'destroyed';
+  /** decrypts: a live key lethe holds opens the key's data in this backup; unreadable: nothing lethe holds does. */
+  readonly data: 'decrypts' | 'unreadable';
+  /**
+   * The backup's own key-table copy of the wrapped key: none (not in the export),
+   * inert (its epoch is gone), or unwraps (its epoch still exists: the residual lasts
+   * until that epoch is retired).
+   */
+  readonly wrappedCopy: 'none' | 'inert' | 'unwraps';
+  readonly wrappedEpoch?: number;
+}
+
+export interface Verification {
+  readonly backupId: string;
+  readonly manifestVersion: number;
+  readonly objectsChecked: number;
+  /** Objects whose stored bytes are missing or do not match their sha256. */
+  readonly corrupted: Array<{ key: string; stored: string; reason: 'missing' | 'sha256-mismatch' }>;
+  readonly keys: VerifiedKey[];
+  /** Every object intact, every active key's data decrypts, every destroyed key's data unreadable. */
+  readonly ok: boolean;
+}
+
+/** Checks the backup `manifest` (its current version) describes. */
+export async function verifyBackup(ctx: BackupContext, manifest: Manifest): Promise<Verification> {
+  const corrupted: Verification['corrupted'] = [];
+  // one envelope per key, to check against the live key
+  const sample = new Map<string, Uint8Array>();
+  for (const o of manifest.objects) {
+    let bytes: Uint8Array;
+    try {
+      bytes = await ctx.backup.get(o.stored);
+    } catch (e) {
+      if (!isLetheError(e, 'not_found')) throw e;
+      corrupted.push({ key: o.key, stored: o.stored, reason: 'missing' });
+      continue;
+    }
+    if (sha256Hex(bytes) !== o.sha256) {
+      corrupted.push({ key: o.key, stored: o.stored, reason: 'sha256-mismatch' });
+      continue;
+    }
+    for (const envelope of envelopesOf(o.key, bytes)) {
+      const keyId = envelopeKeyId(envelope);
+      if (!sample.has(keyId)) sample.set(keyId, envelope);
+    }
+  }
+  const table = await readKeyTable(ctx.backup, manifest);
+  const deks = await ctx.keys.deksFor(manifest.keys.filter((k) => k.kind !== 'artifact-version').map((k) => k.keyId));
+  const keys: VerifiedKey[] = [];
+  try {
+    for (const k of manifest.keys) {
+      let live = deks.get(k.keyId);
+      if (!live && k.kind === 'artifact-version') {
+        live = await ctx.versionKeys.unwrap(k.keyId).catch((e: unknown) => {
+          if (isLetheError(e, 'key_destroyed')) return undefined;
+          throw e;
+        });
+      }
+      const envelope = sample.get(k.keyId);
+      const decrypts = live !== undefined && envelope !== undefined && isCommittedTo(live, envelope);
+      if (live && k.kind === 'artifact-version') zeroize(live);
+      const copy = table.get(k.keyId);
+      let wrappedCopy: VerifiedKey['wrappedCopy'] = 'none';
+      if (copy) {
+        try {
+          zeroize(await ctx.provider.unwrap(copy.epoch, copy.wrapped, k.keyId));
+          wrappedCopy = 'unwraps';
+        } catch (e) {
+          if (!isLetheError(e, 'epoch_unavailable')) throw e;
+          wrappedCopy = 'inert';
+        }
+      }
+      keys.push({ keyId: k.keyId, state: k.state, data: decrypts ? 'decrypts' : 'unreadable', wrappedCopy, ...(copy ? { wrappedEpoch: copy.epoch } : {}) });
+    }
+  } finally {
+    for (const dek of deks.values()) zeroize(dek);
+  }
+  const ok =
+    corrupted.length === 0 &&
+    keys.every((k) => (k.state === 'active' ? k.data === 'decrypts' : k.data === 'unreadable'));
+  return { backupId: manifest.backupId, manifestVersion: manifest.version, objectsChecked: manifest.objects.length, corrupted, keys, ok };
+}

@@ -1,0 +1,143 @@
+/**
+ * Certificates: what an erasure signs (Ed25519 over canonical JSON, src/crypto/
+ * certificate.ts) and when it turns final. A certificate is provisional until every
+ * epoch that wrapped a key the erasure destroyed (or keeps: its own key while
+ * matches remain) is retired — until then a database backup's wrapped copy could
+ * still unwrap. The finalizer re-signs it final once they all are.
+ */
+import { and, asc, eq } from 'drizzle-orm';
+import { type Certificate, type Json, signCertificate } from '../crypto/index.js';
+import { type ErasureRow, erasures } from '../db/schema.js';
+import { describeError } from '../observability/logger.js';
+import { hashHex } from '../vault/subjects.js';
+import { assertCertificateTransition, type CertificateState, type ErasureClass, type ErasureStatus, STEP_NAMES } from './machine.js';
+import type { ErasureResources } from './resources.js';
+import { endWrappedCopies } from './residuals.js';
+import { type ErasureState, parseState } from './state.js';
+
+/** The epochs an erasure's certificate waits on, and when each retired. */
+export interface WrappedEpochs {
+  readonly epochs: number[];
+  readonly allRetired: boolean;
+  readonly retiredAt: Record<string, string>;
+}
+
+/** The epochs that wrapped every key this erasure destroyed (or keeps), and whether all are retired. */
+export async function wrappedEpochs(res: Pick<ErasureResources, 'destructions' | 'versionKeys' | 'epochs'>, state: ErasureState, keptSealKey: string | null): Promise<WrappedEpochs> {
+  const keyIds = [...(state.keyId ? [state.keyId] : []), ...(state.versionKeys ?? []), ...(state.redactedKeys ?? [])];
+  const set = new Set<number>();
+  for (const r of await res.destructions.ledger(keyIds)) set.add(r.wrappedEpoch);
+  if (keptSealKey) {
+    const epoch = await res.versionKeys.epochOf(keptSealKey);
+    if (epoch !== undefined) set.add(epoch);
+  }
+  const list = [...set].sort((a, b) => a - b);
+  const retiredAt: Record<string, string> = {};
+  for (const e of await res.epochs.rows(list)) if (e.state === 'retired' && e.retiredAt) retiredAt[String(e.epoch)] = e.retiredAt.toISOString();
+  return { epochs: list, allRetired: list.every((e) => retiredAt[String(e)] !== undefined), retiredAt };
+}
+
+/** The signed statement: what the erasure did, what each tier held and removed, what remains and how long. */
+export function certificatePayload(
+  row: ErasureRow,
+  state: ErasureState,
+  outcome: { cls: ErasureClass; status: ErasureStatus; certificateState: CertificateState; probeThreshold: number },
+  held: WrappedEpochs,
+): { [key: string]: Json } {
+  const steps = STEP_NAMES.flatMap((name) => {
+    const s = state.steps[name];
+    if (!s) return [];
+    return [{ name, status: s.status, ...(s.startedAt ? { startedAt: s.startedAt } : {}), ...(s.finishedAt ? { finishedAt: s.finishedAt } : {}) }];
+  });
+  return {
+    format: 'lethe-erasure-certificate/1',
+    erasureId: row.erasureId,
+    subjectHash: hashHex(row.subjectHash),
+    class: outcome.cls,
+    status: outcome.status,
+    certificateState: outcome.certificateState,
+    legalBasis: row.legalBasis,
+    requestedAt: row.createdAt.toISOString(),
+    issuedAt: new Date().toISOString(),
+    steps,
+    probe: {
+      recovered: state.probe?.recovered ?? 1,
+      threshold: state.probe?.threshold ?? outcome.probeThreshold,
+      matches: (state.probe?.matches ?? []).map((m) => ({ ...m })),
+    },
+    residuals: (state.residuals ?? []).map((r) => ({ ...r })) as Json,
+    // what each tier held of the subject at classification and reported removed
+    tiers: Object.fromEntries(
+      Object.entries(state.contributions ?? {}).map(([tier, contributed]) => [
+        tier,
+        { contributed: contributed ?? 0, removed: state.removed?.[tier as keyof NonNullable<ErasureState['removed']>] ?? 0 },
+      ]),
+    ),
+    wrappedEpochs: held.epochs,
+    epochsRetiredAt: held.retiredAt,
+  };
+}
+
+const FINALIZE_BATCH = 100;
+
+/** Re-signs provisional certificates as final once every epoch they wait on is retired. */
+export class CertificateFinalizer {
+  readonly #res: ErasureResources;
+  readonly #emit: () => void;
+  /** Retired epochs at the last pass (-1: never looked), and whether that pass left provisional rows unread. */
+  #retiredSeen = -1;
+  #more = false;
+
+  constructor(res: ErasureResources, emit: () => void) {
+    this.#res = res;
+    this.#emit = emit;
+  }
+
+  /** One pass (the worker runs it after each drain); answers how many turned final. */
+  async run(): Promise<number> {
+    const { records, epochs, signingKey } = this.#res;
+    // nothing can turn final unless an epoch retired since the last look
+    const retiredNow = await epochs.retiredCount();
+    if (retiredNow === this.#retiredSeen && !this.#more) return 0;
+    this.#retiredSeen = retiredNow;
+    const db = records.db;
+    const rows = await db.select().from(erasures).where(eq(erasures.certificateState, 'provisional')).orderBy(asc(erasures.finishedAt)).limit(FINALIZE_BATCH);
+    let done = 0;
+    for (const row of rows) {
+      const state = parseState(row.state);
+      const held = await wrappedEpochs(this.#res, state, row.sealKeyId);
+      const previous = row.certificate as Certificate | null;
+      if (!held.allRetired || !previous) continue;
+      assertCertificateTransition('finalize', row.certificateState, 'final');
+      // residuals bounded by those epochs end at their retirement
+      state.residuals = endWrappedCopies(state.residuals ?? [], Object.values(held.retiredAt).sort().at(-1)!);
+      const payload: { [key: string]: Json } = {
+        ...previous.payload,
+        certificateState: 'final',
+        issuedAt: new Date().toISOString(),
+        wrappedEpochs: held.epochs,
+        epochsRetiredAt: held.retiredAt,
+        residuals: state.residuals.map((r) => ({ ...r })) as Json,
+      };
+      const certificate = signCertificate(payload, signingKey);
+      const updated = await db
+        .update(erasures)
+        .set({ certificate: certificate as unknown as Json, certificateState: 'final', state, updatedAt: new Date() })
+        .where(and(eq(erasures.erasureId, row.erasureId), eq(erasures.certificateState, 'provisional')))
+        .returning({ id: erasures.erasureId });
+      if (updated.length) {
+        done++;
+        await records.transition(db, row.erasureId, null, null, row.status, 'certificate final: every epoch that wrapped a destroyed key is retired');
+      }
+    }
+    // a full batch that all turned final may have more behind it (older erasures finalize first)
+    this.#more = rows.length === FINALIZE_BATCH && done === rows.length;
+    if (done) this.#emit();
+    return done;
+  }
+
+  /** A pass whose failure is logged, not thrown (the worker's periodic call). */
+  async runQuietly(): Promise<void> {
+    await this.run().catch((e: unknown) => this.#res.logger.warn({ err: describeError(e) }, 'could not finalize certificates'));
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * The erasure module's tables: `erasures` (one row per request, the durable state
+ * machine) and `erasure_transitions` (one row per transition: the timeline and the
+ * events stream). Reads and the writes every part of the engine shares; the worker's
+ * claim-guarded commits are in worker.ts. Every write of a running erasure's row is
+ * guarded by `claimed_by = <this replica>`: a replica that lost its claim writes nothing.
+ */
+import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
+import { type Database, queryRows, type Transaction } from '../db/client.js';
+import { type ErasureRow, erasures, erasureTransitions } from '../db/schema.js';
+import { LetheError } from '../errors.js';
+import { isId } from '../ids.js';
+import { type ErasureStatus, OPEN_STATUSES } from './machine.js';
+import type { ErasureState } from './state.js';
+import type { ErasureTransition } from './view.js';
+
+export class ErasureRecords {
+  readonly #db: Database;
+  /** This replica's name in claims and transition rows. */
+  readonly replica: string;
+
+  constructor(db: Database, replica: string) {
+    this.#db = db;
+    this.replica = replica;
+  }
+
+  get db(): Database {
+    return this.#db;
+  }
+
+  /** The erasure's row; not_found for an id that is not one (any length) or unknown. */
+  async row(erasureId: string): Promise<ErasureRow> {
+    if (!isId('ers', erasureId)) throw new LetheError('not_found', 'no such erasure');
+    const [row] = await this.#db.select().from(erasures).where(eq(erasures.erasureId, erasureId));
+    if (!row) throw new LetheError('not_found', 'no such erasure');
+    return row;
+  }
+
+  /** The erasure's status alone (what a follower polls). */
+  async status(erasureId: string): Promise<ErasureStatus> {
+    if (!isId('ers', erasureId)) throw new LetheError('not_found', 'no such erasure');
+    const [row] = await this.#db.select({ status: erasures.status }).from(erasures).where(eq(erasures.erasureId, erasureId));
+    if (!row) throw new LetheError('not_found', 'no such erasure');
+    return row.status;
+  }
+
+  /** The subject's open erasure, if any (there is at most one). */
+  async openFor(subjectHash: Uint8Array, exec: Database | Transaction = this.#db): Promise<{ erasureId: string; status: ErasureStatus } | undefined> {
+    const [row] = await exec
+      .select({ erasureId: erasures.erasureId, status: erasures.status })
+      .from(erasures)
+      .where(and(eq(erasures.subjectHash, subjectHash), inArray(erasures.status, [...OPEN_STATUSES])))
+      .limit(1);
+    return row;
+  }
+
+  /** Inserts a new erasure unless the subject already has an open one (false then). */
+  async insert(tx: Transaction, row: typeof erasures.$inferInsert): Promise<boolean> {
+    const rows = await tx.insert(erasures).values(row).onConflictDoNothing().returning({ erasureId: erasures.erasureId });
+    return rows.length > 0;
+  }
+
+  /** Transitions after `afterId`, oldest first (at most 500: the events stream pages). */
+  async transitions(erasureId: string, afterId = 0): Promise<ErasureTransition[]> {
+    await this.status(erasureId);
+    const rows = await this.#db
+      .select()
+      .from(erasureTransitions)
+      .where(and(eq(erasureTransitions.erasureId, erasureId), gt(erasureTransitions.id, afterId)))
+      .orderBy(asc(erasureTransitions.id))
+      .limit(500);
+    return rows.map((r) => ({ id: r.id, fromStep: r.fromStep, toStep: r.toStep, status: r.status, at: r.at.toISOString(), detail: r.detail }));
+  }
+
+  /** One row of the timeline, in the caller's transaction. */
+  async transition(exec: Database | Transaction, erasureId: string, from: string | null, to: string | null, status: string, detail: string): Promise<void> {
+    await exec.insert(erasureTransitions).values({ erasureId, fromStep: from, toStep: to, status, at: new Date(), replica: this.replica, detail });
+  }
+
+  /** Saves a running step's progress (only while this replica holds the claim). */
+  async checkpoint(erasureId: string, state: ErasureState): Promise<void> {
+    await this.#db.update(erasures).set({ state, updatedAt: new Date() }).where(and(eq(erasures.erasureId, erasureId), eq(erasures.claimedBy, this.replica)));
+  }
+
+  /** Stores the sealed probe fingerprints (only while this replica holds the claim). */
+  async saveFingerprints(erasureId: string, sealed: Uint8Array): Promise<void> {
+    await this.#db.update(erasures).set({ sealedFingerprints: sealed }).where(and(eq(erasures.erasureId, erasureId), eq(erasures.claimedBy, this.replica)));
+  }
+
+  /** Whether the subject has an open erasure, inside the caller's transaction (the key-creation guard). */
+  async isOpen(tx: Transaction, subjectHash: Uint8Array): Promise<boolean> {
+    const [row] = await queryRows<{ one: number }>(
+      tx,
+      sql`select 1 as one from erasures where subject_hash = ${subjectHash} and status in ('pending', 'running') limit 1`,
+    );
+    return row !== undefined;
+  }
+}

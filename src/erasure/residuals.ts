@@ -1,0 +1,103 @@
+/**
+ * The residual ledger: what an erasure could not remove and how long it lasts, each
+ * with a bound (a number, a date, or the honest word "unbounded"). Listed on every
+ * erasure and signed into its certificate.
+ */
+import type { EpochService } from '../vault/epochs.js';
+import type { BackupService } from '../backups/service.js';
+import type { ErasureClass } from './machine.js';
+import type { ErasureState } from './state.js';
+import type { ProbeView, Residual } from './view.js';
+
+export interface ResidualInputs {
+  readonly state: ErasureState;
+  readonly cls: ErasureClass;
+  readonly probe: ProbeView;
+  readonly unlearning: { readonly method: string; readonly bound: number } | null;
+  /** The erasure key kept (matches remain): its sealed fingerprints are a residual. */
+  readonly fingerprintsKept: boolean;
+  readonly sealKeyId: string | null;
+}
+
+export async function residuals(d: { epochs: EpochService; backups: BackupService }, input: ResidualInputs): Promise<Residual[]> {
+  const { state, cls, probe, unlearning } = input;
+  const out: Residual[] = [];
+  out.push({
+    tier: 'vector-index',
+    kind: 'gist',
+    detail:
+      'The erased records\' embeddings were deleted with their key and dropped from every replica\'s index. Their gist stays a property of the embedding model\'s vector space: text elsewhere that says the same lands near it. The probe measured what remains recoverable.',
+    bound: probe.recovered,
+  });
+  const destruction = state.destruction;
+  if (destruction) {
+    const [epoch] = await d.epochs.rows([destruction.wrappedEpoch]);
+    const retired = epoch?.state === 'retired';
+    const backups = await d.backups.holding(destruction.keyId);
+    const until = retired && epoch?.retiredAt ? epoch.retiredAt.toISOString() : undefined;
+    const bound = retired ? 0 : `until epoch ${destruction.wrappedEpoch} is retired (not scheduled: rotate the KEK with POST /v1/admin/kek/rotate)`;
+    out.push({
+      tier: 'key-table',
+      kind: 'wrapped-dek',
+      detail: `Copies of the destroyed key ${destruction.keyId}, wrapped under epoch ${destruction.wrappedEpoch}'s KEK, may remain in PostgreSQL dead tuples, WAL and database backups; they unwrap only while that epoch's KEK exists.`,
+      ...(until ? { until } : {}),
+      bound,
+    });
+    if (backups > 0) {
+      out.push({
+        tier: 'backups',
+        kind: 'wrapped-dek',
+        detail: `${backups} lethe backup(s) hold the destroyed key's wrapped copy in their key table and database export (their manifests mark it destroyed); it unwraps only while epoch ${destruction.wrappedEpoch}'s KEK exists.`,
+        ...(until ? { until } : {}),
+        bound,
+      });
+    }
+    if (destruction.leasedUntil) {
+      out.push({
+        tier: 'caches',
+        kind: 'lease',
+        detail: 'Writers that leased the key before the fence could hold the DEK in memory until their lease expired; lethe refuses every write under the destroyed key.',
+        until: destruction.leasedUntil,
+        bound: destruction.leasedUntil,
+      });
+    }
+  }
+  for (const m of probe.matches) {
+    out.push({
+      tier: m.tier,
+      kind: 'cross-subject',
+      detail: `Record ${m.id} (not the subject's) still carries the erased content (score ${m.score}). ${
+        m.tier === 'log'
+          ? 'Order a redaction (POST /v1/erasures/{id}/redactions) to re-key its subject\'s log without it.'
+          : m.tier === 'artifacts'
+            ? 'It is derived from surviving sources that carry the content: redact those.'
+            : 'The index still holds its vector.'
+      }`,
+      bound: 'unbounded until redacted',
+    });
+  }
+  if (cls === 'C') {
+    out.push({
+      tier: 'model-weights',
+      kind: 'parametric',
+      detail: unlearning
+        ? `The subject's records were in ${state.exposures?.length ?? 0} registered training exposure(s); the requester states unlearning by "${unlearning.method}" with bound ${unlearning.bound}.`
+        : `The subject's records were in ${state.exposures?.length ?? 0} registered training exposure(s) and no unlearning bound was stated: what the weights retain is bounded only by model capacity.`,
+      bound: unlearning ? unlearning.bound : 'unbounded',
+    });
+  }
+  if (input.fingerprintsKept) {
+    out.push({
+      tier: 'erasure',
+      kind: 'fingerprints',
+      detail: `The probe fingerprints (keyed shingle hashes and embeddings of the erased records) stay sealed under the erasure's key ${input.sealKeyId} so a redaction can be probed again; the key is destroyed once a probe finds no match.`,
+      bound: 'until no probe match remains',
+    });
+  }
+  return out;
+}
+
+/** Once every epoch an erasure waits on is retired, its wrapped-key residuals end at the last retirement. */
+export function endWrappedCopies(list: readonly Residual[], lastRetiredAt: string): Residual[] {
+  return list.map((r) => (r.kind === 'wrapped-dek' ? { ...r, bound: 0, until: lastRetiredAt } : r));
+}

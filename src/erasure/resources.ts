@@ -1,0 +1,50 @@
+/**
+ * What the engine's parts share: the services an erasure reaches through, its
+ * tables, the tiers, and its settings. Built once by the engine; steps, the worker
+ * and the certificate finalizer read from it.
+ */
+import type { TrainingExposures } from '../artifacts/exposures.js';
+import type { ArtifactService } from '../artifacts/service.js';
+import type { BackupService } from '../backups/service.js';
+import type { LogService } from '../log/service.js';
+import type { Logger } from '../observability/logger.js';
+import type { KeyDestructions } from '../vault/destructions.js';
+import type { EpochService } from '../vault/epochs.js';
+import type { KeyService } from '../vault/keys.js';
+import type { VersionKeys } from '../vault/version-keys.js';
+import type { Vectors } from '../vectors/service.js';
+import type { ErasureRecords } from './records.js';
+import type { Tiers } from './tiers/index.js';
+
+export interface ErasureSettings {
+  /** An erasure whose probe recovers more than this fraction ends incomplete. */
+  readonly probeThreshold: number;
+  /** Cosine at or above which an embedding neighbour counts as carrying an erased record. */
+  readonly probeSimilarity: number;
+  /** How long a claim lasts without a heartbeat. */
+  readonly claimSeconds: number;
+  /** How often the worker looks for work. */
+  readonly pollMs: number;
+}
+
+export interface ErasureServices {
+  readonly keys: KeyService;
+  readonly destructions: KeyDestructions;
+  readonly versionKeys: VersionKeys;
+  readonly epochs: EpochService;
+  readonly vectors: Vectors;
+  readonly log: LogService;
+  readonly artifacts: ArtifactService;
+  readonly exposures: TrainingExposures;
+  readonly backups: BackupService;
+  readonly logger: Logger;
+  /** Test fault injection: kill the process at a named point (never honoured in production). */
+  readonly failpoint?: ((name: string) => void) | undefined;
+}
+
+export interface ErasureResources extends ErasureServices, ErasureSettings {
+  readonly records: ErasureRecords;
+  readonly tiers: Tiers;
+  /** Ed25519 secret key signing certificates (derived from the root key); the app zeroes it. */
+  readonly signingKey: Uint8Array;
+}

@@ -1,0 +1,38 @@
+/**
+ * certify: the status (completed only when every step succeeded, the probe recovered
+ * no more than the threshold, and the class is A or B, or C with a stated unlearning
+ * bound), the residual ledger, and the signed certificate — provisional until every
+ * epoch that wrapped a destroyed key is retired. The worker commits it; the commit
+ * is guarded by the claim, so a re-run signs again and only one commit lands.
+ */
+import { signCertificate } from '../../crypto/index.js';
+import { certificatePayload, wrappedEpochs } from '../certificates.js';
+import { assertCertificateTransition, type ErasureClass, type ErasureStatus } from '../machine.js';
+import { UnlearningSchema } from '../request.js';
+import { residuals } from '../residuals.js';
+import type { Step } from './step.js';
+
+export const certify: Step = {
+  name: 'certify',
+  async run({ res, row, state }) {
+    const cls: ErasureClass = row.class ?? 'A';
+    const probe = state.probe ?? { recovered: 1, threshold: res.probeThreshold, matches: [] };
+    const unlearning = row.unlearning === null ? null : UnlearningSchema.parse(row.unlearning);
+    const ok = probe.recovered <= probe.threshold && (cls !== 'C' || unlearning !== null);
+    const status: ErasureStatus = ok ? 'completed' : 'incomplete';
+    // the fingerprints stay (sealed) only while a redaction could still need them
+    const destroySealKey = probe.matches.length === 0;
+    state.residuals = await residuals(res, { state, cls, probe, unlearning, fingerprintsKept: !destroySealKey, sealKeyId: row.sealKeyId });
+    const held = await wrappedEpochs(res, state, destroySealKey ? null : row.sealKeyId);
+    state.wrappedEpochs = held.epochs;
+    const certificateState = held.allRetired ? 'final' : 'provisional';
+    assertCertificateTransition('issue', row.certificateState, certificateState);
+    const now = new Date().toISOString();
+    state.steps.certify = { status: 'done', startedAt: state.steps.certify?.startedAt ?? now, finishedAt: now };
+    const certificate = signCertificate(certificatePayload(row, state, { cls, status, certificateState, probeThreshold: res.probeThreshold }, held), res.signingKey);
+    return {
+      detail: `${status}; certificate ${certificateState} (${certificateState === 'final' ? 'every epoch that wrapped a destroyed key is retired' : `until epoch(s) ${held.epochs.join(', ')} retire`})`,
+      final: { status, certificate, certificateState, destroySealKey },
+    };
+  },
+};

@@ -1,0 +1,23 @@
+/**
+ * destroy: the key-table tier destroys the subject's DEK; then the tiers the
+ * destruction erased (log, vector index) must report their removals. destroyKey is
+ * idempotent and tiers report cumulative figures: safe to run again.
+ */
+import { eraseTier, type Step, TierFailure } from './step.js';
+
+export const destroy: Step = {
+  name: 'destroy',
+  async run(ctx) {
+    const { res, state } = ctx;
+    const keyId = state.keyId;
+    const details = [await eraseTier(ctx, 'key-table')];
+    if (keyId) {
+      const d = await res.destructions.get(keyId);
+      if (!d) throw new TierFailure(`tier key-table: key ${keyId} is not in the destruction ledger after its destruction`);
+      state.destruction = { keyId, destroyedAt: d.destroyedAt.toISOString(), wrappedEpoch: d.wrappedEpoch, leasedUntil: d.leasedUntil?.toISOString() ?? null };
+      res.failpoint?.('destroy-committed');
+    }
+    for (const name of ['log', 'vector-index'] as const) details.push(await eraseTier(ctx, name));
+    return { detail: keyId ? `${details.join('; ')} (the key was wrapped under epoch ${state.destruction?.wrappedEpoch})` : 'no live key (nothing to destroy)' };
+  },
+};

@@ -1,0 +1,26 @@
+/**
+ * fence: the subject's key takes no new leases, appends or keys (the request already
+ * fenced it; this confirms it after a crash). Entries appended between fingerprint
+ * and fence are fingerprinted too. Fencing a fenced key is a no-op: safe to run again.
+ */
+import { takeFingerprints } from './fingerprint.js';
+import type { Step } from './step.js';
+
+export const fence: Step = {
+  name: 'fence',
+  async run(ctx) {
+    const { res, row, state } = ctx;
+    if (!state.keyId) return { detail: 'no live key to fence (the subject was erased before)' };
+    const live = await res.keys.liveKeyOf(row.subjectHash);
+    if (!live) return { detail: 'the key was already destroyed' };
+    // the classified key was replaced meanwhile (a re-key): fence the subject's key now
+    if (live.keyId !== state.keyId) state.keyId = live.keyId;
+    await res.keys.fenceKey(state.keyId, 'erasure');
+    let extra = '';
+    if ((await res.log.countByKey(state.keyId)) !== state.fingerprinted) {
+      await takeFingerprints(ctx);
+      extra = `; ${state.fingerprinted} record(s) fingerprinted again after late appends`;
+    }
+    return { detail: `key ${state.keyId} fenced: no new leases, appends or keys for the subject${extra}` };
+  },
+};

@@ -1,0 +1,67 @@
+/** Derived artifacts: regenerated from surviving sources by provenance, or removed when none survives. */
+import type { ArtifactService } from '../../artifacts/service.js';
+import type { ProbeFinding, Tier } from './port.js';
+
+export interface RegenerationDeps {
+  readonly artifacts: ArtifactService;
+  /** Test fault injection (never honoured in production). */
+  readonly failpoint?: ((name: string) => void) | undefined;
+}
+
+/**
+ * Regenerates what `pending` names (and everything above it), after handing the
+ * version keys about to be destroyed to `beforeRegenerate` (recorded so that their
+ * backups are marked even if we crash mid-way). `pending` is asked again afterwards:
+ * `left` is what still needs it. The cascade and redactions both come here.
+ */
+export async function regenerateDerived(
+  d: RegenerationDeps,
+  pending: () => Promise<string[]>,
+  options: { reason: string; beforeRegenerate?: ((versionKeys: string[]) => Promise<void>) | undefined },
+): Promise<{ roots: number; regenerated: number; removed: number; left: number }> {
+  const roots = await pending();
+  let regenerated = 0;
+  let removed = 0;
+  if (roots.length > 0) {
+    const upward = await d.artifacts.upwardClosure(roots);
+    const current = await d.artifacts.current(upward.map((u) => u.artifactId));
+    await options.beforeRegenerate?.(current.map((c) => c.keyId).filter((k): k is string => k !== null));
+    const result = await d.artifacts.regenerate(roots, { actor: 'erasure', reason: options.reason, onCommitted: () => d.failpoint?.('cascade-regenerated') });
+    regenerated = result.regenerated.length;
+    removed = result.removed.length;
+  }
+  return { roots: roots.length, regenerated, removed, left: (await pending()).length };
+}
+
+export function artifactsTier(d: RegenerationDeps): Tier {
+  return {
+    name: 'artifacts',
+    async contributions(scope) {
+      return (await d.artifacts.touchingSubject(scope.subjectHash)).length;
+    },
+    async erase(scope) {
+      const pending = async () => {
+        const touching = (await d.artifacts.touchingSubject(scope.subjectHash)).map((t) => t.artifactId);
+        // An artifact classified as affected still holding a version written before the key's
+        // destruction carries the subject's content even when it no longer cites the subject
+        // directly (a digest above a summary that a crashed run already regenerated).
+        const stale = await d.artifacts.staleSince(scope.affected ?? [], scope.since);
+        return [...new Set([...touching, ...stale])];
+      };
+      const r = await regenerateDerived(d, pending, { reason: `erasure ${scope.erasureId}`, beforeRegenerate: scope.beforeRegenerate });
+      const detail =
+        r.roots > 0
+          ? `${r.regenerated} artifact(s) regenerated from surviving sources and re-embedded, ${r.removed} removed (no surviving source); old version keys destroyed`
+          : scope.contributed > 0
+            ? 'every affected artifact was already regenerated (a re-run)'
+            : 'no derived artifact depends on the subject';
+      return { removed: Math.max(0, scope.contributed - r.left), left: r.left, detail };
+    },
+    async probe(_scope, query) {
+      const ids = query.records.filter((r) => r.type === 'artifact').map((r) => r.id);
+      const out: ProbeFinding[] = [];
+      for (const [id, a] of await d.artifacts.readMany(ids)) out.push({ kind: 'text', id, tier: 'artifacts', text: a.text });
+      return out;
+    },
+  };
+}
