@@ -9,6 +9,7 @@ import { ArtifactService } from '../artifacts/service.js';
 import { TrainingExposures } from '../artifacts/exposures.js';
 import { ChatRegenerator, ExtractiveRegenerator, type Regenerator } from '../artifacts/regenerator.js';
 import { BackupService } from '../backups/service.js';
+import type { Services } from '../http/services.js';
 import { type Db, openDb } from '../db/client.js';
 import { ErasureEngine } from '../erasure/engine.js';
 import { LocalKeyringProvider } from '../keyprovider/local.js';
@@ -35,29 +36,18 @@ import { OpenAiEmbedder } from '../vectors/openai-embedder.js';
 import { Vectors } from '../vectors/service.js';
 import { handleReplicaEvents, subscribe } from './subscribers.js';
 
-export interface App {
-  readonly config: Config;
+/** Everything the app holds: what the routes call (Services) and what only the app and the CLI reach. */
+export interface App extends Services {
   readonly db: Db;
   readonly provider: KeyProvider;
   /** Where ciphertext objects live (MinIO / S3, or the local filesystem). */
   readonly objects: ObjectStore;
-  readonly keys: KeyService;
   readonly versionKeys: VersionKeys;
   readonly destructions: KeyDestructions;
-  readonly epochs: EpochService;
   readonly audit: AuditLog;
   readonly cache: DekCache;
-  readonly fences: ReadFences;
   readonly events: ReplicaEvents;
   readonly vectors: Vectors;
-  readonly log: LogService;
-  readonly artifacts: ArtifactService;
-  readonly exposures: TrainingExposures;
-  readonly search: Search;
-  readonly backups: BackupService;
-  readonly erasures: ErasureEngine;
-  readonly metrics: Metrics;
-  readonly logger: Logger;
   close(): Promise<void>;
 }
 

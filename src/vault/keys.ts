@@ -19,10 +19,13 @@ import type { AuditLog } from './audit.js';
 import type { DekCache } from './cache.js';
 import type { KeyDestructions } from './destructions.js';
 import { notify } from './events.js';
-import { LeaseRecorder, leasedUntil } from './leases.js';
+import { destroySubjectKey, type Destruction, type Replacement, replaceSubjectKey } from './key-destruction.js';
+import { LeaseRecorder } from './leases.js';
 import { assertKeyTransition, type KeyState } from './lifecycle.js';
 import { hashHex, type SubjectHasher } from './subjects.js';
 import { unwrapCurrent, wrapUnderActive } from './wrapping.js';
+
+export type { Destruction, Replacement } from './key-destruction.js';
 
 export interface SubjectKeyInfo {
   readonly keyId: string;
@@ -38,15 +41,6 @@ export interface Lease {
   readonly dek: Uint8Array;
   readonly leaseId: string;
   readonly expiresAt: Date;
-}
-
-export interface Destruction {
-  readonly keyId: string;
-  readonly destroyedAt: Date;
-  readonly wrappedEpoch: number;
-  readonly leasedUntil: Date | null;
-  /** False when the key had already been destroyed (the call is idempotent). */
-  readonly destroyedNow: boolean;
 }
 
 export type Validity = 'active' | 'destroyed' | 'unknown';
@@ -230,17 +224,8 @@ export class KeyService {
    * Idempotent: destroying a destroyed key returns the original destruction.
    */
   async destroyKey(keyId: string, options: { reason: string; actor: string }): Promise<Destruction> {
-    const result = await this.#d.destructions.transaction(async (tx) => {
-      const [row] = await tx.select().from(subjectKeys).where(eq(subjectKeys.keyId, keyId)).for('update');
-      if (!row) {
-        const [prior] = await tx.select().from(destructionLedger).where(eq(destructionLedger.keyId, keyId));
-        if (!prior) throw new LetheError('not_found', 'no such key');
-        return { keyId, destroyedAt: prior.destroyedAt, wrappedEpoch: prior.wrappedEpoch, leasedUntil: prior.leasedUntil, destroyedNow: false };
-      }
-      return this.#destroyLocked(tx, row, options);
-    });
-    if (this.#d.cache.dropKey(keyId)) this.#d.metrics.dekCacheInvalidations.inc({ source: 'local' });
-    this.#d.metrics.dekCacheEntries.set(this.#d.cache.size);
+    const result = await destroySubjectKey(this.#d, keyId, options);
+    this.#dropCached(keyId);
     if (result.destroyedNow) this.#d.metrics.keysDestroyed.inc();
     return result;
   }
@@ -252,76 +237,17 @@ export class KeyService {
    * key, and `migrate` moves the caller's records onto it inside the same
    * transaction. The old key may be fenced (the caller fences it first).
    */
-  async replaceKey(
-    oldKeyId: string,
-    options: {
-      reason: string;
-      actor: string;
-      newKeyId: string;
-      newDek: Uint8Array;
-      /** The new key's state: fenced when an erasure of the subject holds the old one (default active). */
-      newState?: 'active' | 'fenced';
-      migrate: (tx: Transaction) => Promise<void>;
-    },
-  ): Promise<Destruction> {
-    const result = await this.#d.destructions.transaction(async (tx) => {
-      const [row] = await tx.select().from(subjectKeys).where(eq(subjectKeys.keyId, oldKeyId)).for('update');
-      if (!row) throw new LetheError('key_destroyed', 'the key to replace no longer exists');
-      const active = await wrapUnderActive(tx, this.#d.provider, options.newKeyId, options.newDek);
-      const wrappedDek = active.wrappedDek;
-      const destruction = await this.#destroyLocked(tx, row, options);
-      const now = this.#now();
-      await tx.insert(subjectKeys).values({
-        keyId: options.newKeyId,
-        subjectHash: row.subjectHash,
-        state: options.newState ?? 'active',
-        epoch: active.epoch,
-        wrappedDek,
-        createdAt: now,
-        updatedAt: now,
-        nextSeq: row.nextSeq,
-      });
-      await this.#d.audit.append(tx, [
-        {
-          actor: options.actor,
-          action: 'key.create',
-          keyId: options.newKeyId,
-          subjectHash: row.subjectHash,
-          epoch: active.epoch,
-          detail: { replaces: oldKeyId },
-        },
-      ]);
-      await options.migrate(tx);
-      return destruction;
-    });
-    if (this.#d.cache.dropKey(oldKeyId)) this.#d.metrics.dekCacheInvalidations.inc({ source: 'local' });
-    this.#d.metrics.dekCacheEntries.set(this.#d.cache.size);
+  async replaceKey(oldKeyId: string, options: Replacement): Promise<Destruction> {
+    const result = await replaceSubjectKey(this.#d, oldKeyId, options);
+    this.#dropCached(oldKeyId);
     this.#d.metrics.keysDestroyed.inc();
     this.#d.metrics.keysCreated.inc();
     return result;
   }
 
-  /** Destroys a key whose row `tx` holds FOR UPDATE. */
-  async #destroyLocked(tx: Transaction, row: SubjectKeyRow, options: { reason: string; actor: string }): Promise<Destruction> {
-    const keyId = row.keyId;
-    assertKeyTransition(row.state, 'destroyed');
-    // FOR UPDATE waited for every lease batch holding the row: all its leases are visible
-    const until = await leasedUntil(tx, keyId);
-    const destroyedAt = this.#now();
-    await tx.delete(subjectKeys).where(eq(subjectKeys.keyId, keyId));
-    await this.#d.destructions.record(
-      tx,
-      { keyId, keyKind: 'subject', subjectHash: row.subjectHash, destroyedAt, reason: options.reason, wrappedEpoch: row.epoch, leasedUntil: until },
-      {
-        actor: options.actor,
-        action: 'key.destroy',
-        keyId,
-        subjectHash: row.subjectHash,
-        epoch: row.epoch,
-        detail: { reason: options.reason, leasedUntil: until?.toISOString() ?? null },
-      },
-    );
-    return { keyId, destroyedAt, wrappedEpoch: row.epoch, leasedUntil: until, destroyedNow: true };
+  #dropCached(keyId: string): void {
+    if (this.#d.cache.dropKey(keyId)) this.#d.metrics.dekCacheInvalidations.inc({ source: 'local' });
+    this.#d.metrics.dekCacheEntries.set(this.#d.cache.size);
   }
 
   /** Blocks new leases for the key (the erasure engine's fence step). */
