@@ -1,7 +1,7 @@
 /**
  * Appends through the writer client against a real MinIO, in one run:
  *
- *   setup     a MinIO server started here (test/support/minio.ts), a fresh lethe_bench_*
+ *   setup     a MinIO server started here (infra/minio-server.ts), a fresh lethe_bench_*
  *             database, the service in this process (startServer, S3 store on a fresh
  *             bucket), an S3ObjectStore on the same bucket for the writer.
  *   1. writer LetheWriter.append of BENCH_APPEND_ENTRIES entries (default 50,000; 2,000
@@ -36,7 +36,7 @@ import { COMMITMENT_LENGTH, NONCE_LENGTH, seal, TAG_LENGTH } from '../src/crypto
 import { startServer, type RunningServer } from '../src/app/serve.js';
 import { createLogger } from '../src/observability/logger.js';
 import type { StoredObject } from '../src/storage/store.js';
-import { minioBinary, type MinioServer, startMinio } from '../test/support/minio.js';
+import { minioBinary, type MinioServer, startMinio } from '../infra/minio-server.js';
 import {
   cleanup,
   cpuSeconds,

@@ -4,7 +4,7 @@
  * the backups holding it, for a key held by 1 backup and by BENCH_BACKUP_HOLDERS
  * backups (default 1,000; 50 when quick).
  *
- *   setup       a MinIO server started here (test/support/minio.ts), a fresh lethe_bench_*
+ *   setup       a MinIO server started here (infra/minio-server.ts), a fresh lethe_bench_*
  *               database, the vault opened in this process with openApp on fresh live
  *               and backup buckets (S3_BUCKET, S3_BACKUP_BUCKET) and `listen: false`: no
  *               replica listener and no periodic propagation catch-up. Filled through the
@@ -69,7 +69,7 @@ import { loadConfig } from '../src/config/index.js';
 import { createLogger, describeError } from '../src/observability/logger.js';
 import { newId } from '../src/ids.js';
 import { openApp, type App } from '../src/app/open.js';
-import { minioBinary, type MinioServer, startMinio } from '../test/support/minio.js';
+import { minioBinary, type MinioServer, startMinio } from '../infra/minio-server.js';
 import {
   cleanup,
   cpuSeconds,

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
+import { expectProblem, ok } from '../support/http.js';
 import { openTestApp, type TestApp, type TestRole, TOKENS } from '../support/vault.js';
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
@@ -51,22 +52,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
 });
-
-async function ok<T>(res: Response, status: number): Promise<T> {
-  const text = await res.text();
-  expect(res.status, text).toBe(status);
-  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-  return JSON.parse(text) as T;
-}
-
-async function expectProblem(res: Response, status: number, code: string): Promise<{ detail: string; text: string }> {
-  const text = await res.text();
-  expect(res.status, text).toBe(status);
-  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  const body = JSON.parse(text) as { detail: string };
-  expect(body).toMatchObject({ type: expect.any(String), title: expect.any(String), status, code, detail: expect.any(String) });
-  return { detail: body.detail, text };
-}
 
 async function append(subject: string, text: string): Promise<Appended> {
   return ok<Appended>(await t.call('POST', `/v1/subjects/${subject}/entries`, { role: 'writer', body: { text } }), 201);

@@ -5,6 +5,7 @@
  * the class C question for a subject: which corpora hold its content.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectProblem, ok } from '../support/http.js';
 import { openTestApp, type TestApp, type TestRole } from '../support/vault.js';
 
 interface Appended {
@@ -24,22 +25,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
 });
-
-async function ok<T>(res: Response, status: number): Promise<T> {
-  const text = await res.text();
-  expect(res.status, text).toBe(status);
-  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-  return JSON.parse(text) as T;
-}
-
-async function expectProblem(res: Response, status: number, code: string): Promise<string> {
-  const text = await res.text();
-  expect(res.status, text).toBe(status);
-  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  const body = JSON.parse(text) as { detail: string };
-  expect(body).toMatchObject({ status, code, detail: expect.any(String) });
-  return body.detail;
-}
 
 async function append(subject: string, text = `${subject} said something.`): Promise<Appended> {
   return ok<Appended>(await t.call('POST', `/v1/subjects/${subject}/entries`, { role: 'writer', body: { text } }), 201);
@@ -177,7 +162,7 @@ describe('refusals', () => {
   ];
   for (const [what, body, field] of INVALID) {
     it(`${what} is 400 validation_failed naming ${field}`, async () => {
-      expect(await expectProblem(await expose(body), 400, 'validation_failed')).toContain(field);
+      expect((await expectProblem(await expose(body), 400, 'validation_failed')).detail).toContain(field);
     });
   }
 

@@ -4,6 +4,7 @@
  * carries a DEK or an entry's text.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectProblem, ok } from '../support/http.js';
 import { openTestApp, type TestApp, type TestRole } from '../support/vault.js';
 import { encodings, hex, minioEnv, until } from './support.js';
 
@@ -37,24 +38,14 @@ describe('backup routes', () => {
   /** Every response body seen in this file, checked for secrets at the end. */
   const bodies: Array<{ what: string; text: string }> = [];
 
-  async function call(what: string, method: string, path: string, role: TestRole | 'none', body?: unknown): Promise<{ status: number; type: string; text: string }> {
-    const res = await t.call(method, path, { role, ...(body !== undefined ? { body } : {}) });
-    const text = await res.text();
-    bodies.push({ what, text });
-    return { status: res.status, type: res.headers.get('content-type') ?? '', text };
+  /** A call whose body is kept in `bodies`. */
+  async function call(what: string, method: string, path: string, role: TestRole | 'none'): Promise<Response> {
+    const res = await t.call(method, path, { role });
+    bodies.push({ what, text: await res.clone().text() });
+    return res;
   }
-  async function ok<T>(what: string, method: string, path: string, role: TestRole, status: number): Promise<T> {
-    const r = await call(what, method, path, role);
-    expect(r.status, r.text).toBe(status);
-    expect(r.type).toMatch(/^application\/json/);
-    return JSON.parse(r.text) as T;
-  }
-  async function refused(what: string, method: string, path: string, role: TestRole | 'none', status: number, code: string): Promise<void> {
-    const r = await call(what, method, path, role);
-    expect(r.status, `${what}: ${r.text}`).toBe(status);
-    expect(r.type).toMatch(/^application\/problem\+json/);
-    expect(JSON.parse(r.text)).toMatchObject({ status, code });
-  }
+  const refused = (what: string, method: string, path: string, role: TestRole | 'none', status: number, code: string) =>
+    expectProblem(call(what, method, path, role), status, code, what);
 
   beforeAll(async () => {
     t = await openTestApp({ extraEnv: minioEnv().env });
@@ -75,19 +66,19 @@ describe('backup routes', () => {
   });
 
   it('POST /v1/backups takes a backup: 201 { backupId, objects, keys }', async () => {
-    taken = await ok<Taken>('take', 'POST', '/v1/backups', 'backup', 201);
+    taken = await ok<Taken>(call('take', 'POST', '/v1/backups', 'backup'), 201);
     expect(taken).toEqual({ backupId: expect.any(String), objects: 1, keys: 1 });
   });
 
   it('GET /v1/backups lists it with createdAt', async () => {
-    const { backups } = await ok<{ backups: Listed[] }>('list', 'GET', '/v1/backups', 'backup', 200);
+    const { backups } = await ok<{ backups: Listed[] }>(call('list', 'GET', '/v1/backups', 'backup'), 200);
     expect(backups).toHaveLength(1);
     expect(backups[0]).toMatchObject({ backupId: taken.backupId, objects: 1, keys: 1 });
     expect(backups[0]!.createdAt).toMatch(RFC3339);
   });
 
   it('GET /v1/backups/{id}/manifest answers the current manifest with the fields of API.md', async () => {
-    const m = await ok<ManifestBody>('manifest', 'GET', `/v1/backups/${taken.backupId}/manifest`, 'backup', 200);
+    const m = await ok<ManifestBody>(call('manifest', 'GET', `/v1/backups/${taken.backupId}/manifest`, 'backup'), 200);
     expect(m).toMatchObject({ backupId: taken.backupId, version: 1 });
     expect(m.createdAt).toMatch(RFC3339);
     expect(m.objects).toHaveLength(1);
@@ -103,10 +94,10 @@ describe('backup routes', () => {
   });
 
   it('lets the backup and admin roles in and refuses writer and eraser (403) and no token (401)', async () => {
-    const byAdmin = await ok<Taken>('take as admin', 'POST', '/v1/backups', 'admin', 201);
+    const byAdmin = await ok<Taken>(call('take as admin', 'POST', '/v1/backups', 'admin'), 201);
     expect(byAdmin.backupId).not.toBe(taken.backupId);
-    expect((await ok<{ backups: Listed[] }>('list as admin', 'GET', '/v1/backups', 'admin', 200)).backups).toHaveLength(2);
-    expect((await ok<ManifestBody>('manifest as admin', 'GET', `/v1/backups/${taken.backupId}/manifest`, 'admin', 200)).backupId).toBe(taken.backupId);
+    expect((await ok<{ backups: Listed[] }>(call('list as admin', 'GET', '/v1/backups', 'admin'), 200)).backups).toHaveLength(2);
+    expect((await ok<ManifestBody>(call('manifest as admin', 'GET', `/v1/backups/${taken.backupId}/manifest`, 'admin'), 200)).backupId).toBe(taken.backupId);
 
     const routes: Array<[string, string]> = [
       ['POST', '/v1/backups'],
@@ -127,7 +118,7 @@ describe('backup routes', () => {
     expect(destroyed.status).toBe(200);
     const m = await until(
       'manifest version 2',
-      () => ok<ManifestBody>('manifest after destruction', 'GET', `/v1/backups/${taken.backupId}/manifest`, 'backup', 200),
+      () => ok<ManifestBody>(call('manifest after destruction', 'GET', `/v1/backups/${taken.backupId}/manifest`, 'backup'), 200),
       (b) => b.version === 2,
     );
     expect(m.keys).toEqual([expect.objectContaining({ keyId, state: 'destroyed' })]);

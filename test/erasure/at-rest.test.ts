@@ -13,8 +13,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { allVersions, encodings, getVersion, minioClient, minioEnv } from '../backups/support.js';
 import { filesContaining } from '../support/files.js';
+import { expectProblem, ok } from '../support/http.js';
 import { openTestApp, type TestApp, tempDir } from '../support/vault.js';
-import { awaitErasure, type ErasureReply, expectJson, expectProblem, searchTexts, tag } from './fixtures.js';
+import { awaitErasure, type ErasureReply, searchTexts, tag } from './fixtures.js';
 
 function pgDump(url: string): Buffer {
   const dir = tempDir('lethe-dump-');
@@ -40,9 +41,9 @@ describe('an erased subject at rest and through the API', () => {
   });
 
   const append = async (subject: string, text: string) =>
-    (await expectJson<{ entryId: string }>(t.call('POST', `/v1/subjects/${subject}/entries`, { body: { text, kind: 'note' } }), 201)).entryId;
+    (await ok<{ entryId: string }>(t.call('POST', `/v1/subjects/${subject}/entries`, { body: { text, kind: 'note' } }), 201)).entryId;
   const write = async (kind: string, text: string, sources: string[]) =>
-    (await expectJson<{ artifactId: string }>(t.call('POST', '/v1/artifacts', { body: { kind, text, sources } }), 201)).artifactId;
+    (await ok<{ artifactId: string }>(t.call('POST', '/v1/artifacts', { body: { kind, text, sources } }), 201)).artifactId;
 
   /** The erasure's row and its transitions, every column as bytes (bytea as is, anything else as JSON). */
   const erasureRows = async (erasureId: string) => {
@@ -86,9 +87,9 @@ describe('an erased subject at rest and through the API', () => {
     const summary = await write('summary', `Interests: birdwatching ${birdCanary}; running shoes ${bCanary}.`, [a2, keep]);
     const digest = await write('digest', `Digest: birdwatching ${birdCanary}; running shoes ${bCanary}; parcel left, door code ${doorCanary}.`, [summary, note]);
     // a backup before the erasure: its objects and database export are at rest too
-    await expectJson(t.call('POST', '/v1/backups', { role: 'backup' }), 201);
+    await ok(t.call('POST', '/v1/backups', { role: 'backup' }), 201);
 
-    const { erasureId } = await expectJson<{ erasureId: string }>(
+    const { erasureId } = await ok<{ erasureId: string }>(
       t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A, legalBasis: 'gdpr-art17', reason: `asked by letter ${reasonCanary}`, publicAttributes: [attribute] } }),
       202,
     );
@@ -101,7 +102,7 @@ describe('an erased subject at rest and through the API', () => {
     expect(sealed.rows[0]!.sealed_request).toBeInstanceOf(Uint8Array);
     expect(sealed.rows[0]!.sealed_fingerprints).toBeInstanceOf(Uint8Array);
     expectNoSecrets(sealed.bytes, 'the erasure rows while incomplete', secrets);
-    await expectJson(t.call('POST', `/v1/erasures/${erasureId}/redactions`, { role: 'eraser', body: { ids: [note] } }), 202);
+    await ok(t.call('POST', `/v1/erasures/${erasureId}/redactions`, { role: 'eraser', body: { ids: [note] } }), 202);
     const done = await awaitErasure(t.call, erasureId);
     expect(done.status, JSON.stringify(done.probe)).toBe('completed');
     expect(done.probe.matches).toEqual([]);
@@ -120,8 +121,8 @@ describe('an erased subject at rest and through the API', () => {
     const bEntries = JSON.parse(await read('GET B entries', t.call('GET', `/v1/subjects/${B}/entries`), 200)) as { entries: Array<{ entryId: string; text: string }> };
     expect(bEntries.entries.map((e) => e.entryId)).toEqual([keep]);
     expect(bEntries.entries[0]!.text).toContain(bCanary);
-    expect(await expectProblem(t.call('GET', `/v1/entries/${note}`), 410)).toBe('key_destroyed');
-    expect(await expectProblem(t.call('GET', `/v1/subjects/${A}/entries`), 410)).toBe('subject_erased');
+    await expectProblem(t.call('GET', `/v1/entries/${note}`), 410, 'key_destroyed');
+    await expectProblem(t.call('GET', `/v1/subjects/${A}/entries`), 410, 'subject_erased');
     const s2 = JSON.parse(await read('GET summary', t.call('GET', `/v1/artifacts/${summary}`), 200)) as { text: string; version: number };
     const d2 = JSON.parse(await read('GET digest', t.call('GET', `/v1/artifacts/${digest}`), 200)) as { text: string; version: number };
     expect(s2.text).toContain(bCanary);
@@ -180,22 +181,22 @@ describe('an erased subject at rest and through the API', () => {
     await append(A, `Ana's allergy is to ${aCanary} pollen.`);
     const b1 = await append(B, `Ben switched teams in May ${tag(4)}.`);
     // the job reads both logs, and a search that returns both
-    const readA = await expectJson<{ readFence: string }>(t.call('GET', `/v1/subjects/${A}/entries`), 200);
-    const readB = await expectJson<{ readFence: string }>(t.call('GET', `/v1/subjects/${B}/entries`), 200);
-    const searched = await expectJson<{ hits: Array<{ id: string }>; readFence: string }>(t.call('POST', '/v1/search', { body: { query: `${aCanary} allergy Ben switched teams`, k: 10 } }), 200);
+    const readA = await ok<{ readFence: string }>(t.call('GET', `/v1/subjects/${A}/entries`), 200);
+    const readB = await ok<{ readFence: string }>(t.call('GET', `/v1/subjects/${B}/entries`), 200);
+    const searched = await ok<{ hits: Array<{ id: string }>; readFence: string }>(t.call('POST', '/v1/search', { body: { query: `${aCanary} allergy Ben switched teams`, k: 10 } }), 200);
     expect(searched.hits.length).toBeGreaterThanOrEqual(2);
 
-    const { erasureId } = await expectJson<{ erasureId: string }>(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A } }), 202);
+    const { erasureId } = await ok<{ erasureId: string }>(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A } }), 202);
     const view: ErasureReply = await awaitErasure(t.call, erasureId);
     expect(view.status).toBe('completed');
 
     const summary = { kind: 'summary', text: 'Ben changed teams this spring.', sources: [b1] };
-    expect(await expectProblem(t.call('POST', '/v1/artifacts', { body: { ...summary, readFences: [readA.readFence, readB.readFence] } }), 409)).toBe('source_erased');
-    expect(await expectProblem(t.call('POST', '/v1/artifacts', { body: { ...summary, readFence: readA.readFence } }), 409)).toBe('source_erased');
-    expect(await expectProblem(t.call('POST', '/v1/artifacts', { body: { ...summary, readFence: searched.readFence } }), 409)).toBe('source_erased');
+    await expectProblem(t.call('POST', '/v1/artifacts', { body: { ...summary, readFences: [readA.readFence, readB.readFence] } }), 409, 'source_erased');
+    await expectProblem(t.call('POST', '/v1/artifacts', { body: { ...summary, readFence: readA.readFence } }), 409, 'source_erased');
+    await expectProblem(t.call('POST', '/v1/artifacts', { body: { ...summary, readFence: searched.readFence } }), 409, 'source_erased');
     // what the job read of B alone still holds; a fresh read of B is fine too
-    await expectJson(t.call('POST', '/v1/artifacts', { body: { ...summary, readFence: readB.readFence } }), 201);
-    const fresh = await expectJson<{ readFence: string }>(t.call('GET', `/v1/subjects/${B}/entries`), 200);
-    await expectJson(t.call('POST', '/v1/artifacts', { body: { ...summary, readFence: fresh.readFence } }), 201);
+    await ok(t.call('POST', '/v1/artifacts', { body: { ...summary, readFence: readB.readFence } }), 201);
+    const fresh = await ok<{ readFence: string }>(t.call('GET', `/v1/subjects/${B}/entries`), 200);
+    await ok(t.call('POST', '/v1/artifacts', { body: { ...summary, readFence: fresh.readFence } }), 201);
   });
 });

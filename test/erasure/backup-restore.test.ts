@@ -10,9 +10,10 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { minioEnv, storedManifest } from '../backups/support.js';
+import { ok } from '../support/http.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
-import { type Call, callVault, type ClassB, classB, type ErasureReply, expectJson, expectLogErasedOthersKept, searchTexts, tag } from './fixtures.js';
+import { type Call, callVault, type ClassB, classB, type ErasureReply, expectLogErasedOthersKept, searchTexts, tag } from './fixtures.js';
 
 describe('a backup taken before a class B erasure', () => {
   let source: TestVault;
@@ -27,10 +28,10 @@ describe('a backup taken before a class B erasure', () => {
     source = await openTestVault({ extraEnv: minioEnv().env, vault: { erasureWorker: false } });
     call = callVault(source.vault);
     s = await classB(source.vault, 'bak');
-    backupId = (await expectJson<{ backupId: string }>(call('POST', '/v1/backups', { role: 'backup' }), 201)).backupId;
-    const manifest = await expectJson<{ keys: Array<{ keyId: string; state: string }> }>(call('GET', `/v1/backups/${backupId}/manifest`, { role: 'backup' }), 200);
+    backupId = (await ok<{ backupId: string }>(call('POST', '/v1/backups', { role: 'backup' }), 201)).backupId;
+    const manifest = await ok<{ keys: Array<{ keyId: string; state: string }> }>(call('GET', `/v1/backups/${backupId}/manifest`, { role: 'backup' }), 200);
     expect(manifest.keys.find((k) => k.keyId === s.aKeyId)?.state).toBe('active');
-    erasureId = (await expectJson<{ erasureId: string }>(call('POST', '/v1/erasures', { role: 'eraser', body: { subject: s.A, legalBasis: 'gdpr-art17' } }), 202)).erasureId;
+    erasureId = (await ok<{ erasureId: string }>(call('POST', '/v1/erasures', { role: 'eraser', body: { subject: s.A, legalBasis: 'gdpr-art17' } }), 202)).erasureId;
     const view = await source.vault.erasures.settle(erasureId);
     expect(view.status, JSON.stringify(view.steps)).toBe('completed');
     expect(view.class).toBe('B');
@@ -43,7 +44,7 @@ describe('a backup taken before a class B erasure', () => {
   });
 
   it("the backup's latest manifest marks A's key and the superseded artifact versions destroyed, and verify reports their data unreadable", async () => {
-    const manifest = await expectJson<{ version: number; keys: Array<{ keyId: string; state: string; destroyedAt?: string }> }>(
+    const manifest = await ok<{ version: number; keys: Array<{ keyId: string; state: string; destroyedAt?: string }> }>(
       call('GET', `/v1/backups/${backupId}/manifest`, { role: 'backup' }),
       200,
     );
@@ -99,7 +100,7 @@ describe('a backup taken before a class B erasure', () => {
   });
 
   it("the erasure's residual ledger names the backup's wrapped copy of the key until its epoch retires; a KEK rotation retires it", async () => {
-    const view = await expectJson<ErasureReply>(call('GET', `/v1/erasures/${erasureId}`, { role: 'eraser' }), 200);
+    const view = await ok<ErasureReply>(call('GET', `/v1/erasures/${erasureId}`, { role: 'eraser' }), 200);
     const residual = view.residuals.find((r) => r.tier === 'backups' && r.kind === 'wrapped-dek');
     expect(residual, JSON.stringify(view.residuals)).toBeDefined();
     expect(residual!.detail).toContain('1 lethe backup(s)');
@@ -109,16 +110,16 @@ describe('a backup taken before a class B erasure', () => {
     expect(view.certificateState).toBe('provisional');
     expect((view.certificate!.payload as { wrappedEpochs: number[] }).wrappedEpochs).toContain(wrappedEpoch);
 
-    const rotated = await expectJson<{ epoch: number }>(call('POST', '/v1/admin/kek/rotate', { role: 'admin' }), 200);
+    const rotated = await ok<{ epoch: number }>(call('POST', '/v1/admin/kek/rotate', { role: 'admin' }), 200);
     expect(rotated.epoch).toBeGreaterThan(wrappedEpoch);
-    const kek = await expectJson<{ epochs: Array<{ epoch: number; state: string }> }>(call('GET', '/v1/admin/kek', { role: 'admin' }), 200);
+    const kek = await ok<{ epochs: Array<{ epoch: number; state: string }> }>(call('GET', '/v1/admin/kek', { role: 'admin' }), 200);
     expect(kek.epochs.find((e) => e.epoch === wrappedEpoch)?.state).toBe('retired');
     const verified = await source.vault.backups.verify(backupId);
     expect(verified.keys.find((k) => k.keyId === s.aKeyId)).toMatchObject({ state: 'destroyed', data: 'unreadable', wrappedCopy: 'inert', wrappedEpoch });
     expect(verified.ok).toBe(true);
     // the certificate becomes final, the residual dated by the retirement
     await source.vault.erasures.finalizeCertificates();
-    const after = await expectJson<ErasureReply>(call('GET', `/v1/erasures/${erasureId}`, { role: 'eraser' }), 200);
+    const after = await ok<ErasureReply>(call('GET', `/v1/erasures/${erasureId}`, { role: 'eraser' }), 200);
     expect(after.certificateState).toBe('final');
     expect(after.residuals.find((r) => r.tier === 'backups' && r.kind === 'wrapped-dek')).toMatchObject({ bound: 0, until: expect.any(String) });
   });

@@ -16,6 +16,7 @@ import { queryRows } from '../../src/db/client.js';
 import { FIRST_RUN, TRANSITIONS } from '../../src/erasure/machine.js';
 import type { StepName } from '../../src/erasure/machine.js';
 import { minioEnv } from '../backups/support.js';
+import { ok } from '../support/http.js';
 import { CLI, type RunningService, startService } from '../support/process.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
 import {
@@ -25,7 +26,6 @@ import {
   type ClassB,
   classB,
   expectArtifactsRegenerated,
-  expectJson,
   expectLogErasedOthersKept,
   transitionsOf,
 } from './fixtures.js';
@@ -140,7 +140,7 @@ describe('an erasure whose service is killed mid-step finishes after a restart',
       const doomed = await serve({ LETHE_FAILPOINT: c.failpoint });
       const body = { subject: s.A, legalBasis: 'gdpr-art17', publicAttributes: ['Alice'] };
       const posted = await callService(doomed.url)('POST', '/v1/erasures', { role: 'eraser', body })
-        .then((r) => expectJson<{ erasureId: string; status: string }>(r, 202))
+        .then((r) => ok<{ erasureId: string; status: string }>(r, 202))
         .catch(() => undefined); // the process may die before its answer leaves it
       const [row] = await queryRows<{ erasure_id: string }>(
         tv.vault.db.db,
@@ -195,7 +195,7 @@ describe('an erasure whose service is killed mid-step finishes after a restart',
       for (const k of s.versionKeys) expect(await ledgerRows(tv, k)).toBe(1);
 
       // the backup taken before the erasure marks the key (and the old version keys) destroyed
-      const manifest = await expectJson<{ version: number; keys: Array<{ keyId: string; state: string }> }>(
+      const manifest = await ok<{ version: number; keys: Array<{ keyId: string; state: string }> }>(
         call('GET', `/v1/backups/${backupId}/manifest`, { role: 'backup' }),
         200,
       );

@@ -17,20 +17,14 @@ import { queryRows } from '../../src/db/client.js';
 import { verifyCertificate } from '../../src/crypto/certificate.js';
 import { FIRST_RUN } from '../../src/erasure/machine.js';
 import type { ErasureTransition } from '../../src/erasure/view.js';
-import { openTestApp, type TestApp, type TestRole } from '../support/vault.js';
+import { expectProblem, ok } from '../support/http.js';
+import { type CallOptions, openTestApp, type TestApp } from '../support/vault.js';
 
 const tag = () => randomBytes(5).toString('hex');
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 const ERASURE_ID = /^ers_[A-Za-z0-9_-]{22}$/;
 const UNKNOWN_ERASURE = `ers_${'A'.repeat(22)}`;
 const UNKNOWN_ENTRY = `entry_${'Q'.repeat(22)}`;
-
-interface Reply {
-  readonly status: number;
-  readonly headers: Headers;
-  readonly text: string;
-  json<T = Record<string, unknown>>(): T;
-}
 
 interface ErasureBody {
   erasureId: string;
@@ -75,30 +69,11 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function call(method: string, path: string, o: { role?: TestRole | 'none'; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
+/** A call as the eraser (unless `o.role` says otherwise); an erasure route's body is kept in `answered`. */
+async function call(method: string, path: string, o: CallOptions = {}): Promise<Response> {
   const res = await t.call(method, path, { role: 'eraser', ...o });
-  const text = await res.text();
-  if (path.startsWith('/v1/erasures')) answered.push({ what: `${method} ${path} → ${res.status}`, text });
-  return {
-    status: res.status,
-    headers: res.headers,
-    text,
-    json: <T>() => JSON.parse(text) as T,
-  };
-}
-
-async function expectProblem(reply: Reply, status: number, code: string): Promise<{ detail: string }> {
-  expect(reply.status, reply.text).toBe(status);
-  expect(reply.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  const body = reply.json<{ detail: string }>();
-  expect(body).toMatchObject({ type: expect.any(String), title: expect.any(String), status, code, detail: expect.any(String) });
-  return body;
-}
-
-function ok<T>(reply: Reply, status: number): T {
-  expect(reply.status, reply.text).toBe(status);
-  expect(reply.headers.get('content-type')).toMatch(/^application\/json/);
-  return reply.json<T>();
+  if (path.startsWith('/v1/erasures')) answered.push({ what: `${method} ${path} → ${res.status}`, text: await res.clone().text() });
+  return res;
 }
 
 async function append(subject: string, text: string): Promise<string> {
@@ -115,15 +90,16 @@ async function erasureCount(): Promise<number> {
 
 async function request(subject: string, extra: Record<string, unknown> = {}): Promise<{ erasureId: string; status: string; code: number }> {
   subjects.push(subject);
-  const reply = await call('POST', '/v1/erasures', { body: { subject, ...extra } });
-  expect([200, 202], reply.text).toContain(reply.status);
-  return { ...reply.json<{ erasureId: string; status: string }>(), code: reply.status };
+  const res = await call('POST', '/v1/erasures', { body: { subject, ...extra } });
+  const text = await res.text();
+  expect([200, 202], text).toContain(res.status);
+  return { ...(JSON.parse(text) as { erasureId: string; status: string }), code: res.status };
 }
 
 /** A finished erasure as GET answers it, after running it to the end in this process. */
 async function finished(erasureId: string): Promise<ErasureBody> {
   await t.vault.erasures.settle(erasureId);
-  return ok<ErasureBody>(await call('GET', `/v1/erasures/${erasureId}`), 200);
+  return ok<ErasureBody>(call('GET', `/v1/erasures/${erasureId}`), 200);
 }
 
 function parseSse(text: string): SseEvent[] {
@@ -148,17 +124,18 @@ function parseSse(text: string): SseEvent[] {
 }
 
 /** The events stream of an erasure, read to its end. */
-async function events(erasureId: string, headers: Record<string, string> = {}): Promise<{ reply: Reply; steps: Array<Transition & { eventId: string }>; end: SseEvent; all: SseEvent[] }> {
-  const reply = await call('GET', `/v1/erasures/${erasureId}/events`, { headers });
-  expect(reply.status, reply.text).toBe(200);
-  expect(reply.headers.get('content-type')).toMatch(/^text\/event-stream/);
-  const all = parseSse(reply.text);
+async function events(erasureId: string, headers: Record<string, string> = {}): Promise<{ steps: Array<Transition & { eventId: string }>; end: SseEvent; all: SseEvent[] }> {
+  const res = await call('GET', `/v1/erasures/${erasureId}/events`, { headers });
+  const text = await res.text();
+  expect(res.status, text).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+  const all = parseSse(text);
   expect(all.length).toBeGreaterThan(0);
   const end = all.at(-1)!;
   expect(end.event).toBe('end');
-  expect(all.slice(0, -1).every((e) => e.event === 'step'), reply.text).toBe(true);
+  expect(all.slice(0, -1).every((e) => e.event === 'step'), text).toBe(true);
   const steps = all.slice(0, -1).map((e) => ({ ...(JSON.parse(e.data) as Transition), eventId: e.id ?? '' }));
-  return { reply, steps, end, all };
+  return { steps, end, all };
 }
 
 describe('POST /v1/erasures', () => {
@@ -174,13 +151,11 @@ describe('POST /v1/erasures', () => {
     expect(first.status).toBe('pending');
 
     const again = await call('POST', '/v1/erasures', { body: { subject: s } });
-    expect(again.status, again.text).toBe(200);
-    expect(again.headers.get('content-type')).toMatch(/^application\/json/);
-    expect(again.json()).toEqual({ erasureId: first.erasureId, status: expect.stringMatching(/^(pending|running)$/) });
+    expect(await ok(again, 200)).toEqual({ erasureId: first.erasureId, status: expect.stringMatching(/^(pending|running)$/) });
 
     // run what can run: it parks at drain_leases and is still the open erasure
     await t.vault.erasures.drain();
-    const view = ok<ErasureBody>(await call('GET', `/v1/erasures/${first.erasureId}`), 200);
+    const view = await ok<ErasureBody>(call('GET', `/v1/erasures/${first.erasureId}`), 200);
     expect(view.status).toBe('running');
     expect(view.steps.find((st) => st.name === 'drain_leases')).toMatchObject({ status: 'running', detail: expect.stringContaining('lease') });
     // the open erasure fences the subject: no appends meanwhile
@@ -189,7 +164,7 @@ describe('POST /v1/erasures', () => {
     expect(((await late.json()) as { code: string }).code).toBe('erasure_in_progress');
     const third = await call('POST', '/v1/erasures', { body: { subject: s, legalBasis: 'contract' } });
     expect(third.status).toBe(200);
-    expect(third.json<{ erasureId: string }>().erasureId).toBe(first.erasureId);
+    expect(((await third.json()) as { erasureId: string }).erasureId).toBe(first.erasureId);
     openErasureId = first.erasureId;
   });
 
@@ -300,14 +275,15 @@ describe('a completed class A erasure', () => {
   });
 
   it('the report is 200 text/html with the erasure id and status, a content-security-policy and no caching', async () => {
-    const reply = await call('GET', `/v1/erasures/${completed.erasureId}/report`);
-    expect(reply.status, reply.text).toBe(200);
-    expect(reply.headers.get('content-type')).toMatch(/^text\/html/);
-    expect(reply.headers.get('content-security-policy')).toMatch(/default-src 'none'/);
-    expect(reply.headers.get('cache-control')).toBe('no-store');
-    expect(reply.text).toMatch(/^<!doctype html>/i);
-    expect(reply.text).toContain(completed.erasureId);
-    expect(reply.text).toContain('completed');
+    const res = await call('GET', `/v1/erasures/${completed.erasureId}/report`);
+    const text = await res.text();
+    expect(res.status, text).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(res.headers.get('content-security-policy')).toMatch(/default-src 'none'/);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(text).toMatch(/^<!doctype html>/i);
+    expect(text).toContain(completed.erasureId);
+    expect(text).toContain('completed');
   });
 });
 
@@ -399,7 +375,7 @@ describe('POST /v1/erasures/{id}/redactions', () => {
 
   it('409 conflict while the erasure is running', async () => {
     expect(openErasureId).toMatch(ERASURE_ID);
-    expect(ok<ErasureBody>(await call('GET', `/v1/erasures/${openErasureId}`), 200).status).toBe('running');
+    expect((await ok<ErasureBody>(call('GET', `/v1/erasures/${openErasureId}`), 200)).status).toBe('running');
     await expectProblem(await call('POST', `/v1/erasures/${openErasureId}/redactions`, { body: { ids: [keep] } }), 409, 'conflict');
   });
 
@@ -426,7 +402,7 @@ describe('POST /v1/erasures/{id}/redactions', () => {
       expect(detail, c.name).toMatch(c.detail);
     }
     // nothing was ordered: the erasure is as it was
-    const view = ok<ErasureBody>(await call('GET', `/v1/erasures/${incomplete.erasureId}`), 200);
+    const view = await ok<ErasureBody>(call('GET', `/v1/erasures/${incomplete.erasureId}`), 200);
     expect(view.status).toBe('incomplete');
     expect(view.steps.some((s) => s.name === 'redact')).toBe(false);
     const entry = await t.call('GET', `/v1/entries/${note}`, { role: 'writer' });
@@ -435,7 +411,7 @@ describe('POST /v1/erasures/{id}/redactions', () => {
 
   it('202 for another subject\'s entry: the redaction runs, the probe reruns, and the erasure completes', async () => {
     const reply = await call('POST', `/v1/erasures/${incomplete.erasureId}/redactions`, { body: { ids: [note] } });
-    expect(ok(reply, 202)).toEqual({ erasureId: incomplete.erasureId, status: 'running' });
+    expect(await ok(reply, 202)).toEqual({ erasureId: incomplete.erasureId, status: 'running' });
     // ordered again while it runs: 409
     await expectProblem(await call('POST', `/v1/erasures/${incomplete.erasureId}/redactions`, { body: { ids: [note] } }), 409, 'conflict');
     const after = await finished(incomplete.erasureId);

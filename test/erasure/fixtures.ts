@@ -11,6 +11,7 @@ import { type Db, queryRows } from '../../src/db/client.js';
 import { createHttpApp } from '../../src/http/app.js';
 import { TokenStore } from '../../src/http/auth.js';
 import type { App } from '../../src/app/open.js';
+import { expectProblem, ok } from '../support/http.js';
 import { requestInit, type TestApp } from '../support/vault.js';
 
 export const tag = (n = 5) => randomBytes(n).toString('hex');
@@ -27,19 +28,6 @@ export function callService(baseUrl: string): Call {
 export function callVault(vault: App): Call {
   const app = createHttpApp({ services: vault, tokens: TokenStore.fromPairs(vault.config.tokens) });
   return (method, p, o = {}) => Promise.resolve(app.request(p, requestInit(method, o)));
-}
-
-/** The body of a reply that must have `status`; the failure message shows what came instead. */
-export async function expectJson<T>(res: Response | Promise<Response>, status: number): Promise<T> {
-  const r = await res;
-  const text = await r.text();
-  expect(r.status, `${r.url || 'response'}: ${text.slice(0, 500)}`).toBe(status);
-  return JSON.parse(text) as T;
-}
-
-/** The problem code of an error reply that must have `status`. */
-export async function expectProblem(res: Response | Promise<Response>, status: number): Promise<string> {
-  return (await expectJson<{ code: string }>(res, status)).code;
 }
 
 export interface ErasureReply {
@@ -59,7 +47,7 @@ export async function awaitErasure(call: Call, erasureId: string, timeoutMs = 60
   const deadline = Date.now() + timeoutMs;
   let last: ErasureReply | undefined;
   for (;;) {
-    last = await expectJson<ErasureReply>(call('GET', `/v1/erasures/${erasureId}`, { role: 'eraser' }), 200);
+    last = await ok<ErasureReply>(call('GET', `/v1/erasures/${erasureId}`, { role: 'eraser' }), 200);
     if (last.status !== 'pending' && last.status !== 'running') return last;
     if (Date.now() > deadline) {
       throw new Error(`erasure ${erasureId} did not finish in ${timeoutMs} ms; steps: ${JSON.stringify(last.steps.map((s) => [s.name, s.status, s.detail]))}`);
@@ -136,7 +124,7 @@ export async function classB(vault: App, label: string): Promise<ClassB> {
 export async function searchTexts(call: Call, queries: readonly string[]): Promise<string> {
   const out: string[] = [];
   for (const query of queries) {
-    const { hits } = await expectJson<{ hits: Array<{ id: string; text: string }> }>(call('POST', '/v1/search', { body: { query, k: 50 } }), 200);
+    const { hits } = await ok<{ hits: Array<{ id: string; text: string }> }>(call('POST', '/v1/search', { body: { query, k: 50 } }), 200);
     out.push(...hits.map((h) => `${h.id} ${h.text}`));
   }
   return out.join('\n');
@@ -148,10 +136,10 @@ export async function searchTexts(call: Call, queries: readonly string[]): Promi
  * and C's entries read back whole.
  */
 export async function expectLogErasedOthersKept(call: Call, s: ClassB): Promise<void> {
-  for (const id of s.aEntries) expect(await expectProblem(call('GET', `/v1/entries/${id}`), 410)).toBe('key_destroyed');
-  expect(await expectProblem(call('GET', `/v1/subjects/${encodeURIComponent(s.A)}/entries`), 410)).toBe('subject_erased');
-  expect((await expectJson<{ text: string }>(call('GET', `/v1/entries/${s.b1}`), 200)).text).toBe(`Bob collects vintage synthesizers ${s.bCanary}.`);
-  expect((await expectJson<{ text: string }>(call('GET', `/v1/entries/${s.c1}`), 200)).text).toBe(`Carol trains for the Berlin marathon ${s.cCanary}.`);
+  for (const id of s.aEntries) await expectProblem(call('GET', `/v1/entries/${id}`), 410, 'key_destroyed');
+  await expectProblem(call('GET', `/v1/subjects/${encodeURIComponent(s.A)}/entries`), 410, 'subject_erased');
+  expect((await ok<{ text: string }>(call('GET', `/v1/entries/${s.b1}`), 200)).text).toBe(`Bob collects vintage synthesizers ${s.bCanary}.`);
+  expect((await ok<{ text: string }>(call('GET', `/v1/entries/${s.c1}`), 200)).text).toBe(`Carol trains for the Berlin marathon ${s.cCanary}.`);
   const found = await searchTexts(call, [...s.aCanaries, 'birdwatching in the marshes', 'locker code notebook', s.bCanary]);
   for (const canary of s.aCanaries) expect(found, `search still returns ${canary}`).not.toContain(canary);
   expect(found, 'search still finds B').toContain(s.b1);
@@ -159,8 +147,8 @@ export async function expectLogErasedOthersKept(call: Call, s: ClassB): Promise<
 
 /** After the cascade: both artifacts at version 2, none of A's canaries, B's and C's content kept. */
 export async function expectArtifactsRegenerated(call: Call, s: ClassB): Promise<void> {
-  const summary = await expectJson<{ version: number; text: string; sources: string[] }>(call('GET', `/v1/artifacts/${s.summary}`), 200);
-  const digest = await expectJson<{ version: number; text: string; sources: string[] }>(call('GET', `/v1/artifacts/${s.digest}`), 200);
+  const summary = await ok<{ version: number; text: string; sources: string[] }>(call('GET', `/v1/artifacts/${s.summary}`), 200);
+  const digest = await ok<{ version: number; text: string; sources: string[] }>(call('GET', `/v1/artifacts/${s.digest}`), 200);
   for (const canary of s.aCanaries) {
     expect(summary.text, `summary v${summary.version}`).not.toContain(canary);
     expect(digest.text, `digest v${digest.version}`).not.toContain(canary);

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sealFrame } from '../../src/log/frame.js';
 import { encodeSegment } from '../../src/log/segment.js';
+import { expectProblem } from '../support/http.js';
 import { openTestApp, type TestApp, type TestRole, TOKENS } from '../support/vault.js';
 
 const ROLES: readonly TestRole[] = ['writer', 'backup', 'eraser', 'admin'];
@@ -257,18 +258,6 @@ function send(route: RouteCase, who: TestRole | 'none', headers?: Record<string,
   });
 }
 
-async function expectProblem(res: Response, status: number, code: string): Promise<Record<string, unknown>> {
-  const text = await res.text();
-  expect(res.status, text).toBe(status);
-  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  const body = JSON.parse(text) as Record<string, unknown>;
-  expect(body).toMatchObject({ status, code });
-  expect(typeof body.type).toBe('string');
-  expect(typeof body.title).toBe('string');
-  expect(typeof body.detail).toBe('string');
-  return body;
-}
-
 const BAD_CREDENTIALS: ReadonlyArray<{ name: string; headers?: Record<string, string> }> = [
   { name: 'no Authorization header' },
   { name: 'an unknown bearer token', headers: { authorization: 'Bearer not-a-known-token-0001' } },
@@ -311,9 +300,9 @@ for (const route of ROUTES.filter((r) => !r.public)) {
     for (const role of ROLES.filter((r) => !route.allowed.includes(r))) {
       it(`refuses the ${role} role with 403 forbidden`, async () => {
         const res = await send(route, role);
-        const body = await expectProblem(res, 403, 'forbidden');
+        const { problem } = await expectProblem(res, 403, 'forbidden');
         expect(res.headers.get('www-authenticate')).toBeNull();
-        expect(JSON.stringify(body)).not.toContain(TOKENS[role]);
+        expect(JSON.stringify(problem)).not.toContain(TOKENS[role]);
       });
     }
 

@@ -4,6 +4,7 @@
  * wrong, never echo tokens or body content, and lose nothing.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectProblem } from '../support/http.js';
 import { openTestApp, type TestApp, TOKENS } from '../support/vault.js';
 
 /** A recognisable secret-looking value planted in request bodies. */
@@ -28,15 +29,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
 });
-
-async function expectProblem(res: Response, status: number, code: string): Promise<{ detail: string; text: string }> {
-  const text = await res.text();
-  expect(res.status, text).toBe(status);
-  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  const body = JSON.parse(text) as { detail: string; code: string; status: number };
-  expect(body).toMatchObject({ status, code, detail: expect.any(String) });
-  return { detail: body.detail, text };
-}
 
 describe('subject ids in the path', () => {
   const BAD_SUBJECTS: ReadonlyArray<[string, string]> = [

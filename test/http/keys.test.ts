@@ -3,6 +3,7 @@
  * from API.md, leases, validity, break-glass destruction and KEK rotation.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectProblem, ok } from '../support/http.js';
 import { openTestApp, type TestApp } from '../support/vault.js';
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
@@ -32,23 +33,6 @@ afterAll(async () => {
 
 /** Every error response seen in this file, checked for problem+json at the end. */
 const errors: Array<{ what: string; res: Response }> = [];
-
-async function ok<T>(res: Response, status: number): Promise<T> {
-  const text = await res.text();
-  expect(res.status, text).toBe(status);
-  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-  return JSON.parse(text) as T;
-}
-
-async function problemOf(what: string, res: Response, status: number, code: string): Promise<{ detail: string; code: string }> {
-  errors.push({ what, res: res.clone() });
-  const text = await res.text();
-  expect(res.status, text).toBe(status);
-  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  const body = JSON.parse(text) as { detail: string; code: string; status: number };
-  expect(body).toMatchObject({ status, code });
-  return body;
-}
 
 const putKey = (subject: string) => t.call('PUT', `/v1/subjects/${subject}/key`, { role: 'writer' });
 const lease = async (subject: string) => ok<Lease>(await t.call('POST', `/v1/subjects/${subject}/key/lease`, { role: 'writer' }), 200);
@@ -166,7 +150,9 @@ describe('POST /v1/keys/validity and POST /v1/admin/keys/{keyId}/destroy', () =>
   });
 
   it('destroying a key that never existed is 404 not_found', async () => {
-    await problemOf('destroy unknown key', await destroy('key_neverexisted0000000000'), 404, 'not_found');
+    const unknown = await destroy('key_neverexisted0000000000');
+    errors.push({ what: 'destroy unknown key', res: unknown.clone() });
+    await expectProblem(unknown, 404, 'not_found');
   });
 });
 

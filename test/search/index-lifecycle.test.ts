@@ -10,6 +10,7 @@ import { queryRows } from '../../src/db/client.js';
 import { isLetheError } from '../../src/errors.js';
 import { MAX_QUERY_BYTES, MAX_SEARCH_K } from '../../src/search/service.js';
 import type { App } from '../../src/app/open.js';
+import { expectProblem } from '../support/http.js';
 import { openTestApp, openTestVault, type TestApp, type TestVault } from '../support/vault.js';
 import { thrown } from './fake-server.js';
 
@@ -224,13 +225,6 @@ describe('POST /v1/search', () => {
   afterAll(async () => {
     await t?.close();
   });
-
-  async function expectProblem(res: Response, status: number, code: string): Promise<void> {
-    const text = await res.text();
-    expect(res.status, text).toBe(status);
-    expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-    expect((JSON.parse(text) as { code: string }).code).toBe(code);
-  }
 
   it('answers {hits: [{id, type, score, text}], readFence}, best first, not cached', async () => {
     const res = await t.call('POST', '/v1/search', { body: { query: 'where in lisbon does she live', k: 3 } });

@@ -1,7 +1,7 @@
 /** /readyz follows the object store: a vault on its own MinIO, which is then stopped. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logEntries } from '../../src/db/schema.js';
-import { minioBinary, type MinioServer, startMinio } from '../support/minio.js';
+import { minioBinary, type MinioServer, startMinio } from '../../infra/minio-server.js';
 import { openTestApp, type TestApp } from '../support/vault.js';
 
 describe('readiness with MinIO', () => {

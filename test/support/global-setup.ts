@@ -6,7 +6,7 @@
  */
 import postgres from 'postgres';
 import type { TestProject } from 'vitest/node';
-import { minioBinary, startMinio } from './minio.js';
+import { minioBinary, startMinio } from '../../infra/minio-server.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -1,13 +1,14 @@
 /**
- * A real MinIO server for the tests: installed from source by infra/minio.sh (cached
- * after the first build), started on a free loopback port with a temporary data
- * directory, stopped afterwards.
+ * A real MinIO server for the tests and the benchmarks: installed from source by
+ * infra/minio.sh (cached after the first build), started on a free loopback port with
+ * a temporary data directory, stopped afterwards.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export interface MinioServer {
   readonly endpoint: string;
@@ -22,7 +23,7 @@ export interface MinioServer {
 /** The MinIO binary, building it from source the first time. Throws a plain message when it cannot. */
 export function minioBinary(): string {
   try {
-    return execFileSync('bash', [path.resolve('infra/minio.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+    return execFileSync('bash', [fileURLToPath(new URL('./minio.sh', import.meta.url))], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
   } catch (e) {
     throw new Error(`MinIO is needed by the tests and infra/minio.sh could not provide it: ${(e as Error).message}`);
   }
