@@ -12,10 +12,11 @@
  */
 import { randomBytes as nodeRandomBytes } from 'node:crypto';
 import { fromBase64Url, zeroize } from '../crypto/index.js';
-import { ERROR_CODES, type ErrorCode, LetheError } from '../errors.js';
+import { LetheError } from '../errors.js';
 import { sealFrame } from '../log/frame.js';
 import { encodeSegment } from '../log/segment.js';
 import type { ObjectStore } from '../storage/store.js';
+import { ServiceClient } from './http.js';
 
 export interface WriterOptions {
   /** The lethe service, e.g. http://127.0.0.1:8787 */
@@ -62,7 +63,8 @@ function entryId(): string {
 }
 
 export class LetheWriter {
-  readonly #o: Required<Omit<WriterOptions, 'beforeRegister'>> & Pick<WriterOptions, 'beforeRegister'>;
+  readonly #o: Required<Omit<WriterOptions, 'baseUrl' | 'token' | 'beforeRegister'>> & Pick<WriterOptions, 'beforeRegister'>;
+  readonly #service: ServiceClient;
   readonly #leases = new Map<string, HeldLease>();
   readonly #leasing = new Map<string, Promise<HeldLease>>();
   readonly #blocks = new Map<string, { keyId: string; next: number; end: number }>();
@@ -75,7 +77,9 @@ export class LetheWriter {
   #closed = false;
 
   constructor(options: WriterOptions) {
-    this.#o = { segmentMaxBytes: 1024 * 1024, segmentMaxAgeMs: 100, reserveBlock: 64, ...options, baseUrl: options.baseUrl.replace(/\/$/, '') };
+    const { baseUrl, token, ...rest } = options;
+    this.#o = { segmentMaxBytes: 1024 * 1024, segmentMaxAgeMs: 100, reserveBlock: 64, ...rest };
+    this.#service = new ServiceClient({ baseUrl, token });
     this.#sweeper = setInterval(() => this.#dropExpiredLeases(), 1000);
     this.#sweeper.unref();
   }
@@ -150,9 +154,11 @@ export class LetheWriter {
       const segment = `log/seg_${nodeRandomBytes(16).toString('base64url')}`;
       await this.#o.store.put(segment, bytes);
       await this.#o.beforeRegister?.(segment);
-      const { results } = await this.#call<{ results: Array<{ entryId: string; status: string }> }>('POST', '/v1/segments', {
-        segment,
-        entries: batch.map((f, i) => ({ entryId: f.entryId, subject: f.subject, keyId: f.keyId, seq: f.seq, ...places[i]! })),
+      const { results } = await this.#service.json<{ results: Array<{ entryId: string; status: string }> }>('POST', '/v1/segments', {
+        body: {
+          segment,
+          entries: batch.map((f, i) => ({ entryId: f.entryId, subject: f.subject, keyId: f.keyId, seq: f.seq, ...places[i]! })),
+        },
       });
       const status = new Map(results.map((r) => [r.entryId, r.status]));
       for (const f of batch) {
@@ -174,7 +180,7 @@ export class LetheWriter {
     let pending = this.#leasing.get(subject);
     if (!pending) {
       pending = (async () => {
-        const body = await this.#call<{ keyId: string; dek: string; expiresAt: string }>(
+        const body = await this.#service.json<{ keyId: string; dek: string; expiresAt: string }>(
           'POST',
           `/v1/subjects/${encodeURIComponent(subject)}/key/lease`,
         );
@@ -202,10 +208,10 @@ export class LetheWriter {
       let reserving = this.#reserving.get(subject);
       if (!reserving) {
         reserving = (async () => {
-          const r = await this.#call<{ keyId: string; firstSeq: number; count: number }>(
+          const r = await this.#service.json<{ keyId: string; firstSeq: number; count: number }>(
             'POST',
             `/v1/subjects/${encodeURIComponent(subject)}/entries/reservations`,
-            { count: this.#o.reserveBlock },
+            { body: { count: this.#o.reserveBlock } },
           );
           this.#blocks.set(subject, { keyId: r.keyId, next: r.firstSeq, end: r.firstSeq + r.count });
         })().finally(() => this.#reserving.delete(subject));
@@ -226,32 +232,5 @@ export class LetheWriter {
   #dropExpiredLeases(): void {
     const now = Date.now();
     for (const [subject, lease] of this.#leases) if (lease.expiresAt <= now) this.#forget(subject);
-  }
-
-  async #call<T>(method: string, path: string, body?: unknown): Promise<T> {
-    let res: Response;
-    try {
-      res = await fetch(`${this.#o.baseUrl}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${this.#o.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-    } catch (cause) {
-      throw new LetheError('unavailable', `the lethe service at ${this.#o.baseUrl} is unreachable`, { cause });
-    }
-    const text = await res.text();
-    if (!res.ok) {
-      let code: ErrorCode = 'unavailable';
-      let detail = text.slice(0, 200);
-      try {
-        const problem = JSON.parse(text) as { code?: string; detail?: string };
-        if (problem.code && (ERROR_CODES as readonly string[]).includes(problem.code)) code = problem.code as ErrorCode;
-        detail = problem.detail ?? detail;
-      } catch {
-        // not a problem document
-      }
-      throw new LetheError(code, `${method} ${path.split('/').slice(0, 3).join('/')}… answered ${res.status}: ${detail}`);
-    }
-    return JSON.parse(text) as T;
   }
 }

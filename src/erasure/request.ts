@@ -16,9 +16,14 @@ export const MAX_PUBLIC_ATTRIBUTE_CHARS = 1000;
 export const MAX_UNLEARNING_METHOD_CHARS = 500;
 export const MAX_REDACTION_IDS = 1000;
 
+// Messages read after the field's name: `body.reason: at most 2000 characters` from
+// the route, `--reason: at most 2000 characters` from the CLI.
+const METHOD_LENGTH = `1 to ${MAX_UNLEARNING_METHOD_CHARS} characters`;
+const ATTRIBUTE_LENGTH = `each 1 to ${MAX_PUBLIC_ATTRIBUTE_CHARS} characters`;
+
 export const UnlearningSchema = z
   .object({
-    method: z.string().min(1).max(MAX_UNLEARNING_METHOD_CHARS),
+    method: z.string().min(1, METHOD_LENGTH).max(MAX_UNLEARNING_METHOD_CHARS, METHOD_LENGTH),
     bound: z.number({ error: 'must be a number >= 0' }).finite().min(0, 'must be a number >= 0'),
   })
   .strict();
@@ -26,9 +31,9 @@ export const UnlearningSchema = z
 export const ErasureRequestSchema = z
   .object({
     subject: z.string().regex(SUBJECT_ID_PATTERN, SUBJECT_ID_RULE),
-    reason: z.string().max(MAX_REASON_CHARS).optional(),
+    reason: z.string().max(MAX_REASON_CHARS, `at most ${MAX_REASON_CHARS} characters`).optional(),
     legalBasis: z.enum(LEGAL_BASES, { error: `must be one of ${LEGAL_BASES.join(', ')}` }).optional(),
-    publicAttributes: z.array(z.string().min(1).max(MAX_PUBLIC_ATTRIBUTE_CHARS)).max(MAX_PUBLIC_ATTRIBUTES, `at most ${MAX_PUBLIC_ATTRIBUTES}`).optional(),
+    publicAttributes: z.array(z.string().min(1, ATTRIBUTE_LENGTH).max(MAX_PUBLIC_ATTRIBUTE_CHARS, ATTRIBUTE_LENGTH)).max(MAX_PUBLIC_ATTRIBUTES, `at most ${MAX_PUBLIC_ATTRIBUTES}`).optional(),
     unlearning: UnlearningSchema.optional(),
   })
   .strict();

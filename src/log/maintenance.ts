@@ -35,10 +35,16 @@ interface IndexRow {
   live: boolean;
 }
 
-export async function fsck(
-  deps: { db: Database; objects: ObjectStore },
-  options: { repair?: boolean; graceSeconds?: number; deep?: boolean } = {},
-): Promise<FsckReport> {
+export interface FsckOptions {
+  /** Delete orphan segments older than the grace period. */
+  readonly repair?: boolean;
+  /** Orphans younger than this may belong to an append in flight (default 3600). */
+  readonly graceSeconds?: number;
+  /** Also read every segment and check each indexed frame fits it. */
+  readonly deep?: boolean;
+}
+
+export async function fsck(deps: { db: Database; objects: ObjectStore }, options: FsckOptions = {}): Promise<FsckReport> {
   const grace = (options.graceSeconds ?? 3600) * 1000;
   const stored = new Map<string, { size: number; modifiedAt?: Date }>();
   for await (const o of deps.objects.list('log/')) stored.set(o.key, o);

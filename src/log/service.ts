@@ -17,6 +17,7 @@ import type { KeyService } from '../vault/keys.js';
 import { insertEmbeddingsCte, notifyInsertedEmbeddings } from '../vectors/embeddings.js';
 import type { Vectors } from '../vectors/service.js';
 import type { LogDeps } from './deps.js';
+import { compact, type CompactReport, fsck, type FsckOptions, type FsckReport } from './maintenance.js';
 import { rekeyKey, type RekeyOptions, type RekeyResult } from './rekey.js';
 import { register, type RegisteredEntry, type RegistrationResult } from './registration.js';
 import { type FramePayload, openFrame, sealFrame } from './frame.js';
@@ -298,6 +299,16 @@ export class LogService {
    */
   rekeyKey(oldKeyId: string, state: 'active' | 'fenced', options: RekeyOptions): Promise<RekeyResult> {
     return rekeyKey(this.#deps, oldKeyId, state, options);
+  }
+
+  /** `lethe log fsck`: the object store and the index agree (maintenance.ts). */
+  fsck(options: FsckOptions = {}): Promise<FsckReport> {
+    return fsck(this.#deps, options);
+  }
+
+  /** `lethe log compact`: segments rewritten without the frames of destroyed keys (maintenance.ts). */
+  compact(): Promise<CompactReport> {
+    return compact(this.#deps);
   }
 
   #open(dek: Uint8Array, row: LogEntryRow, envelope: Uint8Array): Entry {

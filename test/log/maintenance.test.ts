@@ -4,7 +4,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { compact, fsck } from '../../src/log/maintenance.js';
 import { encodeSegment } from '../../src/log/segment.js';
-import { runCli } from '../support/process.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
 
 describe('log fsck and compaction', () => {
@@ -58,27 +57,6 @@ describe('log fsck and compaction', () => {
     expect((await vault.log.list('user:f1')).map((e) => e.text)).toEqual(['user:f1 0', 'user:f1 1', 'user:f1 2']);
     expect((await fsck(deps, { deep: true })).ok).toBe(true);
   });
-
-  it('the CLI runs fsck and compact, and refuses a bad grace period', async () => {
-    const env = { ...tv.env };
-    const ok = await runCli(['log', 'fsck', '--deep'], env);
-    expect(ok.code).toBe(0);
-    expect(JSON.parse(ok.stdout)).toMatchObject({ ok: true });
-    const bad = await runCli(['log', 'fsck', '--grace-seconds', 'soon'], env);
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain('--grace-seconds');
-    const c = await runCli(['log', 'compact'], env);
-    expect(c.code).toBe(0);
-    expect(JSON.parse(c.stdout)).toMatchObject({ segmentsExamined: 0 });
-    const [first] = await tv.vault.log.list('user:f1');
-    const r = await runCli(['log', 'rekey', 'user:f1', '--exclude', first!.entryId], env);
-    expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ rewritten: 2, removed: 1 });
-    expect((await tv.vault.log.list('user:f1')).map((e) => e.text)).toEqual(['user:f1 1', 'user:f1 2']);
-    const unknown = await runCli(['log', 'rekey', 'user:nobody'], env);
-    expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toContain('not_found');
-  }, 90_000);
 });
 
 describe('appends on a replica whose DEK cache is stale', () => {

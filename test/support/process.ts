@@ -27,11 +27,31 @@ export function spawnProcess(command: string, args: string[], env: Record<string
   return { child, stdout: () => out, stderr: () => err, exited };
 }
 
-/** Runs the CLI to completion. */
-export async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export interface CliRun {
+  /** The exit code; null when the process was killed. */
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs the CLI to completion; past `timeoutMs` it is killed (code null, said on stderr). */
+export async function runCli(args: string[], env: Record<string, string>, options: { timeoutMs?: number } = {}): Promise<CliRun> {
   const p = spawnProcess(process.execPath, [...CLI, ...args], env);
+  let timedOut = false;
+  const timer =
+    options.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          timedOut = true;
+          try {
+            process.kill(-p.child.pid!, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        }, options.timeoutMs);
   const code = await p.exited;
-  return { code, stdout: p.stdout(), stderr: p.stderr() };
+  clearTimeout(timer);
+  return { code, stdout: p.stdout(), stderr: timedOut ? `${p.stderr()}\n[lethe ${args.join(' ')} killed after ${options.timeoutMs} ms]` : p.stderr() };
 }
 
 export interface RunningService extends Spawned {

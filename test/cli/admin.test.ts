@@ -4,57 +4,33 @@
  * audit chain (including tampering), and token generation — plus a service started
  * with the generated hashed-token file.
  */
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config/index.js';
-import { TokenStore } from '../src/http/auth.js';
-import { startServer } from '../src/app/serve.js';
-import { createLogger } from '../src/observability/logger.js';
-import { openApp } from '../src/app/open.js';
-import { createTestDatabase, type TestDatabase } from './support/pg.js';
-import { tempDir, testEnv, TOKENS } from './support/vault.js';
+import { loadConfig } from '../../src/config/index.js';
+import { TokenStore } from '../../src/http/auth.js';
+import { startServer } from '../../src/app/serve.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { openApp } from '../../src/app/open.js';
+import { createTestDatabase, type TestDatabase } from '../support/pg.js';
+import { type CliRun, runCli } from '../support/process.js';
+import { tempDir, testEnv, TOKENS } from '../support/vault.js';
 
 const CLI_TIMEOUT_MS = 60_000;
 const TEST_TIMEOUT_MS = 90_000;
-
-interface Run {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
 
 let db: TestDatabase;
 let dataDir: string;
 let env: Record<string, string>;
 
 /** Runs the CLI with the test environment (plus `extra`) and collects its output. */
-function cli(args: string[], extra: Record<string, string> = {}): Promise<Run> {
-  const base: Record<string, string> = {};
-  for (const k of ['PATH', 'HOME', 'TMPDIR', 'SYSTEMROOT']) {
-    const v = process.env[k];
-    if (v !== undefined) base[k] = v;
-  }
-  return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli/main.ts', ...args],
-      { cwd: process.cwd(), env: { ...base, ...env, ...extra }, timeout: CLI_TIMEOUT_MS, maxBuffer: 8 * 1024 * 1024 },
-      (error, stdout, stderr) => {
-        if (error && typeof error.code !== 'number') {
-          reject(new Error(`lethe ${args.join(' ')} did not exit normally (${error.signal ?? error.message}); stderr:\n${stderr}`));
-          return;
-        }
-        resolve({ code: error ? (error.code as number) : 0, stdout, stderr });
-      },
-    );
-  });
+function cli(args: string[], extra: Record<string, string> = {}): Promise<CliRun> {
+  return runCli(args, { ...env, ...extra }, { timeoutMs: CLI_TIMEOUT_MS });
 }
 
-function json<T>(run: Run): T {
+function json<T>(run: CliRun): T {
   try {
     return JSON.parse(run.stdout) as T;
   } catch {

@@ -1,0 +1,92 @@
+/**
+ * `lethe backup`: `run` and `list` ask the running service (backup role: LETHE_URL and
+ * LETHE_BACKUP_TOKEN), so the job never holds a key; `verify`, `restore` and
+ * `propagate` open the app on this configuration.
+ */
+import type { Command } from 'commander';
+import { readNdjson } from '../client/http.js';
+import { ExitError, out, serviceCall, serviceClient, withApp } from './shared.js';
+
+/** `lethe backup run | list | verify | restore | propagate`. */
+export function addBackup(program: Command): void {
+  const backup = program.command('backup').description('Backups in the backup bucket (S3_BACKUP_BUCKET, or a folder of the local store).');
+  backup
+    .command('run')
+    .description(
+      'Ask the running service to take a backup (POST /v1/backups), as a client with the backup role: the job never holds a key. ' +
+        'LETHE_URL (default http://127.0.0.1:8787) and LETHE_BACKUP_TOKEN name the service and the token. A progress bar on a terminal; ' +
+        'otherwise JSON lines on stdout, the result last.',
+    )
+    .action(async () => {
+      const result = await runBackupThroughService();
+      // on a terminal the result as usual; otherwise the last of the JSON lines
+      if (process.stderr.isTTY) out(result);
+      else process.stdout.write(`${JSON.stringify(result)}\n`);
+    });
+  backup
+    .command('list')
+    .description('The backups taken (GET /v1/backups, backup role; LETHE_URL and LETHE_BACKUP_TOKEN).')
+    .action(async () => {
+      out(await serviceCall(serviceClient('backup').json('GET', '/v1/backups'), 1));
+    });
+  backup
+    .command('verify')
+    .description(
+      "Check a backup: every object's sha256, and per key whether its data still decrypts (live keys must, destroyed keys must not) " +
+        'and whether the backup\'s wrapped copy of the key still unwraps. Exits 1 when anything fails.',
+    )
+    .argument('<backupId>', 'the backup')
+    .action(async (backupId: string) => {
+      const result = await withApp((app) => app.backups.verify(backupId));
+      out(result);
+      if (!result.ok) {
+        const bad = result.keys.filter((k) => (k.state === 'active' ? k.data !== 'decrypts' : k.data !== 'unreadable'));
+        throw new ExitError(`backup ${backupId} failed verification: ${result.corrupted.length} corrupted object(s)${result.corrupted.map((c) => ` ${c.key} (${c.reason})`).join(',')}, ${bad.length} key(s) in the wrong state`, 1);
+      }
+    });
+  backup
+    .command('restore')
+    .description(
+      "Restore a backup into this configuration's (empty) database and bucket. The destruction ledger copied into the backup bucket is " +
+        'replayed first, so no destroyed key comes back; without it the restore refuses unless --force-without-ledger.',
+    )
+    .argument('<backupId>', 'the backup')
+    .option('--force-without-ledger', 'proceed when the ledger copy cannot be read, and say what that leaves unguaranteed')
+    .action(async (backupId: string, opts: { forceWithoutLedger?: boolean }) => {
+      const result = await withApp((app) => app.backups.restore(backupId, { force: opts.forceWithoutLedger ?? false, actor: 'cli' }));
+      for (const w of result.warnings) process.stderr.write(`lethe: WARNING: ${w}\n`);
+      out(result);
+    });
+  backup
+    .command('propagate')
+    .description('Write new manifest versions for key destructions not yet marked in the backups that hold them (the service does this on its own too).')
+    .action(async () => {
+      out(await withApp((app) => app.backups.propagate()));
+    });
+}
+
+/**
+ * POST /v1/backups with progress: a bar on stderr when it is a terminal, the
+ * progress JSON lines on stdout otherwise. Answers the result.
+ */
+async function runBackupThroughService(): Promise<unknown> {
+  const res = await serviceCall(serviceClient('backup').request('POST', '/v1/backups', { accept: 'application/x-ndjson' }), 1);
+  const tty = process.stderr.isTTY === true;
+  let result: unknown;
+  type Line = { progress?: { phase: string; done: number; copied: number; reused: number }; error?: { code: string; detail: string } };
+  for await (const msg of readNdjson<Line>(res)) {
+    if (msg.error) throw new ExitError(`the backup failed: ${msg.error.code}: ${msg.error.detail}`, 1);
+    if (msg.progress) {
+      const p = msg.progress;
+      if (tty) {
+        const filled = Math.min(30, Math.floor(Math.log2(p.done + 1) * 2));
+        process.stderr.write(`\r[${'#'.repeat(filled)}${' '.repeat(30 - filled)}] ${p.phase}: ${p.done} (copied ${p.copied}, already there ${p.reused})  `);
+      } else process.stdout.write(`${JSON.stringify(msg)}\n`);
+      continue;
+    }
+    result = msg;
+  }
+  if (tty) process.stderr.write('\n');
+  if (!result) throw new ExitError('the service closed the backup stream without a result', 1);
+  return result;
+}

@@ -1,0 +1,236 @@
+/**
+ * `lethe erase` and `lethe erasure show | watch | report`: clients of the running
+ * service with the eraser role (LETHE_URL and LETHE_ERASER_TOKEN). `erase` checks its
+ * request with the service's own schema before sending it, then follows the
+ * erasure's event stream and prints a summary; the exit code says how it ended.
+ */
+import { writeFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import { readSse, ServiceError, type ServiceClient, UnreachableError } from '../client/http.js';
+import { FIRST_RUN } from '../erasure/machine.js';
+import { ERASURE_ID_PATTERN, type ErasureRequest, ErasureRequestSchema, LEGAL_BASES, MAX_PUBLIC_ATTRIBUTES } from '../erasure/request.js';
+import type { ErasureAccepted, ErasureTransition, ErasureView } from '../erasure/view.js';
+import { idRule } from '../ids.js';
+import { describeError } from '../observability/logger.js';
+import { ExitError, out, serviceCall, serviceClient, serviceExit, unreachable } from './shared.js';
+
+/** `lethe erase` and `lethe erasure watch` exit codes. */
+const ERASE_EXIT = { completed: 0, lost: 1, input: 2, incomplete: 3, failed: 4 } as const;
+
+interface EraseOptions {
+  reason?: string;
+  legalBasis?: string;
+  publicAttribute?: string[];
+  unlearningMethod?: string;
+  unlearningBound?: string;
+  wait: boolean;
+  json?: boolean;
+}
+
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+function checkErasureId(erasureId: string): string {
+  if (!ERASURE_ID_PATTERN.test(erasureId)) throw new ExitError(`an erasure id is ${idRule('ers')}`, ERASE_EXIT.input);
+  return erasureId;
+}
+
+/** Where each field of the erasure request comes from on the command line. */
+const FLAGS: Readonly<Record<string, string>> = {
+  subject: 'the subject',
+  reason: '--reason',
+  legalBasis: '--legal-basis',
+  publicAttributes: '--public-attribute',
+  'unlearning.method': '--unlearning-method',
+  'unlearning.bound': '--unlearning-bound',
+};
+
+/**
+ * The POST /v1/erasures body, checked with the service's own schema (exit 2 before
+ * any request), so the CLI's limits are the service's. The first issue is named by
+ * its flag: `--legal-basis must be one of …` (a message that says what the field
+ * must be, or names the field itself, reads after the flag's name), `--reason: at
+ * most 2000 characters` (a limit follows a colon); a number the CLI converted also
+ * says what it was given.
+ */
+function erasureRequestBody(subject: string, options: EraseOptions): ErasureRequest {
+  const o = { ...options, publicAttribute: options.publicAttribute ?? [] };
+  const paired = o.unlearningMethod !== undefined && o.unlearningBound !== undefined;
+  const body = {
+    subject,
+    ...(o.reason !== undefined ? { reason: o.reason } : {}),
+    ...(o.legalBasis !== undefined ? { legalBasis: o.legalBasis } : {}),
+    ...(o.publicAttribute.length ? { publicAttributes: o.publicAttribute } : {}),
+    ...(paired ? { unlearning: { method: o.unlearningMethod, bound: o.unlearningBound!.trim() === '' ? Number.NaN : Number(o.unlearningBound) } } : {}),
+  };
+  const given: Readonly<Record<string, string | undefined>> = { 'unlearning.bound': o.unlearningBound };
+  const parsed = ErasureRequestSchema.safeParse(body);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = issue.path.filter((p) => typeof p === 'string').join('.');
+    const flag = FLAGS[field] ?? field;
+    const message = issue.message.startsWith(`${field} `) ? issue.message.slice(field.length + 1) : issue.message;
+    const value = given[field];
+    throw new ExitError(`${flag}${/^must\b/.test(message) ? ' ' : ': '}${message}${value !== undefined ? `, not ${JSON.stringify(value)}` : ''}`, ERASE_EXIT.input);
+  }
+  if (!paired && (o.unlearningMethod !== undefined || o.unlearningBound !== undefined)) {
+    throw new ExitError('--unlearning-method and --unlearning-bound go together', ERASE_EXIT.input);
+  }
+  return parsed.data;
+}
+
+/** One line a person reads for a transition: which step finished (or waits, or failed), and its detail. */
+function transitionLine(t: ErasureTransition): string {
+  const detail = t.detail ? `: ${t.detail}` : '';
+  if (t.fromStep === null) return t.toStep === null ? `certificate${detail}` : `requested${detail}`;
+  const at = FIRST_RUN.indexOf(t.fromStep as (typeof FIRST_RUN)[number]);
+  const counter = at >= 0 ? `[${at + 1}/${FIRST_RUN.length}] ` : '';
+  if (t.status === 'failed') return `${counter}${t.fromStep} failed${detail}`;
+  if (t.toStep === t.fromStep) return `${counter}${t.fromStep} ${t.status === 'running' ? 'waiting' : t.status}${detail}`;
+  return `${counter}${t.fromStep} done${detail}`;
+}
+
+/**
+ * Follows GET /v1/erasures/{id}/events until its `end` event, calling `onStep` per
+ * transition. A broken connection is resumed with Last-Event-ID (a few times).
+ */
+async function followErasureEvents(client: ServiceClient, erasureId: string, onStep: (t: ErasureTransition) => void): Promise<void> {
+  let lastId: string | undefined;
+  let broken = 0;
+  for (;;) {
+    let reason = 'the stream ended before the erasure did';
+    try {
+      const res = await client.request('GET', `/v1/erasures/${erasureId}/events`, {
+        accept: 'text/event-stream',
+        ...(lastId ? { headers: { 'last-event-id': lastId } } : {}),
+      });
+      for await (const e of readSse(res)) {
+        if (e.id) lastId = e.id;
+        if (e.event === 'end') return;
+        if (e.event === 'step') {
+          onStep(JSON.parse(e.data) as ErasureTransition);
+          broken = 0;
+        }
+      }
+    } catch (e) {
+      if (e instanceof ServiceError) throw serviceExit(e, ERASE_EXIT.input);
+      reason = e instanceof UnreachableError ? unreachable(e) : describeError(e).message;
+    }
+    if (++broken > 5) {
+      throw new ExitError(`lost the erasure's progress (${reason}); it goes on in the service: lethe erasure watch ${erasureId}`, ERASE_EXIT.lost);
+    }
+    await new Promise((r) => setTimeout(r, 500 * 2 ** broken));
+  }
+}
+
+/** Follows an erasure to its end, prints the summary, and ends with its exit code. */
+async function watchErasure(client: ServiceClient, erasureId: string, json: boolean): Promise<void> {
+  await followErasureEvents(client, erasureId, (t) => {
+    process.stdout.write(json ? `${JSON.stringify({ step: t })}\n` : `${transitionLine(t)}\n`);
+  });
+  const view = await serviceCall(client.json<ErasureView>('GET', `/v1/erasures/${erasureId}`), ERASE_EXIT.input);
+  if (json) process.stdout.write(`${JSON.stringify(view)}\n`);
+  else {
+    const p = view.probe;
+    const lines = [
+      `erasure ${view.erasureId}: ${view.status}${view.class ? ` (class ${view.class})` : ''}`,
+      `probe: recovered ${p.recovered} (threshold ${p.threshold}), ${p.matches.length} match(es)`,
+      ...p.matches.map((m) => `  match: ${m.id} in ${m.tier} (score ${m.score})`),
+      `residuals: ${view.residuals.length}`,
+      ...view.residuals.map((r) => `  ${r.tier} ${r.kind}: bound ${r.bound}`),
+      ...(view.certificateState ? [`certificate: ${view.certificateState}`] : []),
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+  }
+  if (view.status === 'completed') return;
+  if (view.status === 'incomplete') {
+    const kinds = [...new Set(view.residuals.map((r) => r.kind).filter((k) => k === 'cross-subject' || k === 'parametric'))];
+    throw new ExitError(`erasure ${erasureId} is incomplete${kinds.length ? ` (${kinds.join(', ')} residual)` : ''}`, ERASE_EXIT.incomplete);
+  }
+  if (view.status === 'failed') {
+    const step = view.steps.find((s) => s.status === 'failed');
+    throw new ExitError(`erasure ${erasureId} failed${step ? ` at ${step.name}: ${step.detail ?? 'no detail'}` : ''}`, ERASE_EXIT.failed);
+  }
+  throw new ExitError(`erasure ${erasureId} is still ${view.status} after its events ended`, ERASE_EXIT.lost);
+}
+
+/** `lethe erase <subject>`. */
+export function addErase(program: Command): void {
+  program
+    .command('erase')
+    .description(
+      "Erase a subject through the running service, as a client with the eraser role (LETHE_URL, default http://127.0.0.1:8787, and LETHE_ERASER_TOKEN): " +
+        'POST /v1/erasures, then follow its steps live (one line per step transition) and print a summary: status, class, recovered/threshold, residuals and probe matches. ' +
+        'Requesting a subject whose erasure is still open follows that erasure. The subject id is never printed. ' +
+        `Exit codes: ${ERASE_EXIT.completed} completed; ${ERASE_EXIT.incomplete} incomplete (a residual is left: another subject's record still carries the content — order a redaction — ` +
+        `or class C without an unlearning bound); ${ERASE_EXIT.failed} failed; ${ERASE_EXIT.input} bad input, missing LETHE_ERASER_TOKEN or a bad LETHE_URL, the service unreachable, ` +
+        `or an error answer from the service (its problem detail on stderr); ${ERASE_EXIT.lost} accepted, but following it broke off (it goes on: \`lethe erasure watch <erasureId>\`).`,
+    )
+    .argument('<subject>', 'the subject id: 1 to 200 characters of A-Z a-z 0-9 . _ : @ + -')
+    .option('--reason <text>', 'why the subject is erased (sealed with the request)')
+    .option('--legal-basis <basis>', LEGAL_BASES.join(', '))
+    .option('--public-attribute <text>', `something public about the subject that the probe also looks for (repeatable, at most ${MAX_PUBLIC_ATTRIBUTES})`, collect)
+    .option('--unlearning-method <text>', 'class C: how the trained model was made to unlearn the subject (with --unlearning-bound)')
+    .option('--unlearning-bound <number>', 'class C: the bound the method gives, a number >= 0 (with --unlearning-method)')
+    .option('--no-wait', 'print the erasure id once the service accepted the request, and exit 0')
+    .option('--json', 'JSON lines on stdout: {"step": …} per transition, the erasure (as GET /v1/erasures/{id}) last; with --no-wait, {erasureId, status}')
+    .action(async (subject: string, opts: EraseOptions) => {
+      const body = erasureRequestBody(subject, opts);
+      const client = serviceClient('eraser');
+      const res = await serviceCall(client.request('POST', '/v1/erasures', { body }), ERASE_EXIT.input);
+      const accepted = (await res.json()) as ErasureAccepted;
+      if (!opts.wait) {
+        process.stdout.write(opts.json ? `${JSON.stringify(accepted)}\n` : `${accepted.erasureId}\n`);
+        return;
+      }
+      if (!opts.json) {
+        process.stdout.write(
+          res.status === 202
+            ? `erasure ${accepted.erasureId} accepted (${accepted.status})\n`
+            : `erasure ${accepted.erasureId} was already open for this subject (${accepted.status}): following it\n`,
+        );
+      }
+      await watchErasure(client, accepted.erasureId, opts.json ?? false);
+    });
+}
+
+/** `lethe erasure show | watch | report`. */
+export function addErasure(program: Command): void {
+  const erasure = program.command('erasure').description('Erasures through the running service (eraser role: LETHE_URL and LETHE_ERASER_TOKEN).');
+  erasure
+    .command('show')
+    .description('An erasure as JSON (GET /v1/erasures/{id}): status, class, steps, residuals, probe, certificate. Exit 2 for an unknown id.')
+    .argument('<erasureId>', 'the erasure (ers_…)')
+    .action(async (erasureId: string) => {
+      const path = `/v1/erasures/${checkErasureId(erasureId)}`;
+      out(await serviceCall(serviceClient('eraser').json('GET', path), ERASE_EXIT.input));
+    });
+  erasure
+    .command('watch')
+    .description(`Follow an erasure's steps live until it ends, then print its summary; exit codes as \`lethe erase\` (${ERASE_EXIT.completed} completed, ${ERASE_EXIT.incomplete} incomplete, ${ERASE_EXIT.failed} failed, ${ERASE_EXIT.input} bad input or an error answer).`)
+    .argument('<erasureId>', 'the erasure (ers_…)')
+    .option('--json', 'JSON lines on stdout: {"step": …} per transition, the erasure last')
+    .action(async (erasureId: string, opts: { json?: boolean }) => {
+      await watchErasure(serviceClient('eraser'), checkErasureId(erasureId), opts.json ?? false);
+    });
+  erasure
+    .command('report')
+    .description("The erasure's report for a data-protection officer (self-contained HTML with the provenance graph), to stdout or a file.")
+    .argument('<erasureId>', 'the erasure (ers_…)')
+    .option('-o, --output <file>', 'write the HTML to this file (and print {erasureId, report, bytes})')
+    .action(async (erasureId: string, opts: { output?: string }) => {
+      const path = `/v1/erasures/${checkErasureId(erasureId)}/report`;
+      const html = await serviceCall(serviceClient('eraser').text('GET', path, { accept: 'text/html' }), ERASE_EXIT.input);
+      if (!opts.output) {
+        process.stdout.write(html);
+        return;
+      }
+      try {
+        await writeFile(opts.output, html, { mode: 0o600 });
+      } catch (e) {
+        throw new ExitError(`cannot write ${opts.output}: ${describeError(e).message}`, ERASE_EXIT.input);
+      }
+      out({ erasureId, report: opts.output, bytes: Buffer.byteLength(html) });
+    });
+}

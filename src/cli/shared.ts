@@ -1,0 +1,84 @@
+/**
+ * What the parts of the CLI share: printing JSON, the error that ends a command with
+ * an exit code, the configuration, opening the app (loaded on first use), and calling
+ * the running service as a role (its failures in the CLI's words and exit codes).
+ */
+import { type Config, loadConfig } from '../config/index.js';
+import { isLetheError } from '../errors.js';
+import { createLogger, type Logger } from '../observability/logger.js';
+import type { App } from '../app/open.js';
+import { normalizeBaseUrl, ServiceClient, ServiceError, UnreachableError } from '../client/http.js';
+
+// The app (the vault, the services, the database client) loads on first use: the commands
+// that are HTTP clients of a running service (backup run, erase, erasure …) start without it.
+export const openApp: typeof import('../app/open.js').openApp = async (...args) => (await import('../app/open.js')).openApp(...args);
+
+export function out(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** Ends the command: `lethe: <message>` on stderr and this exit code. */
+export class ExitError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message);
+  }
+}
+
+export function config(): Config {
+  return loadConfig(process.env);
+}
+
+/** Opens the app (no listening, no workers), runs `fn`, closes it. */
+export async function withApp<T>(fn: (app: App, logger: Logger) => Promise<T>, options: { logLevel?: string } = {}): Promise<T> {
+  const cfg = config();
+  const logger = createLogger(options.logLevel ?? (cfg.logLevel === 'info' ? 'warn' : cfg.logLevel));
+  const app = await openApp(cfg, { logger, listen: false });
+  try {
+    return await fn(app, logger);
+  } finally {
+    await app.close();
+  }
+}
+
+/**
+ * The running service as a role: LETHE_URL (default http://127.0.0.1:8787) and the
+ * role's token from LETHE_<ROLE>_TOKEN (never from the command line, where `ps`
+ * shows it); exit 2 when either is unusable.
+ */
+export function serviceClient(role: 'backup' | 'eraser'): ServiceClient {
+  const base = normalizeBaseUrl(process.env.LETHE_URL ?? 'http://127.0.0.1:8787');
+  const variable = `LETHE_${role.toUpperCase()}_TOKEN`;
+  const token = process.env[variable];
+  if (!token) throw new ExitError(`set ${variable} to a token of the ${role} role`, 2);
+  if (!/^https?:\/\/\S+$/.test(base)) throw new ExitError('LETHE_URL must be an http(s):// URL', 2);
+  try {
+    return new ServiceClient({ baseUrl: base, token, timeoutMs: 3_600_000 });
+  } catch (e) {
+    if (isLetheError(e, 'validation_failed')) throw new ExitError(`${variable}: ${e.message}`, 2);
+    throw e;
+  }
+}
+
+/** What the CLI says when the service did not answer. */
+export function unreachable(e: UnreachableError): string {
+  return `the service at ${e.baseUrl} did not answer: ${e.reason}`;
+}
+
+/** The client's failures in the CLI's words, ending the command with `exit`: an error answer or no answer. */
+export function serviceExit(e: unknown, exit: number): unknown {
+  if (e instanceof ServiceError) return new ExitError(`the service answered ${e.status}${e.problem?.code ? ` ${e.problem.code}` : ''}: ${e.problem?.detail ?? 'no detail'}`, exit);
+  if (e instanceof UnreachableError) return new ExitError(unreachable(e), exit);
+  return e;
+}
+
+/** A call to the service whose failure ends the command with `exit`. */
+export async function serviceCall<T>(call: Promise<T>, exit: number): Promise<T> {
+  try {
+    return await call;
+  } catch (e) {
+    throw serviceExit(e, exit);
+  }
+}
