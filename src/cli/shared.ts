@@ -32,9 +32,9 @@ export function config(): Config {
 }
 
 /** Opens the app (no listening, no workers), runs `fn`, closes it. */
-export async function withApp<T>(fn: (app: App, logger: Logger) => Promise<T>, options: { logLevel?: string } = {}): Promise<T> {
+export async function withApp<T>(fn: (app: App, logger: Logger) => Promise<T>): Promise<T> {
   const cfg = config();
-  const logger = createLogger(options.logLevel ?? (cfg.logLevel === 'info' ? 'warn' : cfg.logLevel));
+  const logger = createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel);
   const app = await openApp(cfg, { logger, listen: false });
   try {
     return await fn(app, logger);
