@@ -45,8 +45,8 @@ export class ErasureRecords {
   }
 
   /** The subject's open erasure, if any (there is at most one). */
-  async openFor(subjectHash: Uint8Array, exec: Database | Transaction = this.#db): Promise<{ erasureId: string; status: ErasureStatus } | undefined> {
-    const [row] = await exec
+  async openFor(subjectHash: Uint8Array): Promise<{ erasureId: string; status: ErasureStatus } | undefined> {
+    const [row] = await this.#db
       .select({ erasureId: erasures.erasureId, status: erasures.status })
       .from(erasures)
       .where(and(eq(erasures.subjectHash, subjectHash), inArray(erasures.status, [...OPEN_STATUSES])))

@@ -117,7 +117,7 @@ export class Vectors {
    * skipped (counted).
    */
   async rebuild(pageSize = 2000): Promise<{ loaded: number; destroyed: number; otherModel: number }> {
-        // Searches keep answering from the current index while the new one fills;
+    // Searches keep answering from the current index while the new one fills;
     // writes and destructions meanwhile reach both.
     const building = new VectorIndex(this.embedder.dimensions);
     this.#building = building;
