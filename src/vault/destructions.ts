@@ -96,12 +96,27 @@ export class KeyDestructions {
   async record(tx: Transaction, record: DestructionRecord, audit: AuditEvent): Promise<void> {
     const pending = this.#open.get(tx);
     if (!pending) throw new LetheError('internal', 'a key destruction was recorded outside KeyDestructions.transaction');
-    await tx.insert(destructionLedger).values(record).onConflictDoNothing();
+    const row = tx.insert(destructionLedger).values(record);
+    // a subject key meeting its own ledger row while still live is an invariant broken: abort;
+    // a version key's destruction recorded twice is idempotent
+    await (record.keyKind === 'subject' ? row : row.onConflictDoNothing());
     for (const work of this.#within) await work(tx, [record.keyId]);
     await this.#audit.append(tx, [audit]);
     await notify(tx, { t: 'key', keyId: record.keyId });
     pending.push(record.keyId);
     this.#committing.add(record.keyId);
+  }
+
+  /**
+   * A destruction already in the ledger, met again inside `tx` (a destroy call found
+   * the key gone): published after `tx` commits unless this replica already
+   * published it — another replica's destruction whose notification has not arrived
+   * here yet reaches this replica's subscribers now.
+   */
+  confirm(tx: Transaction, keyId: string): void {
+    const pending = this.#open.get(tx);
+    if (!pending) throw new LetheError('internal', 'a key destruction was confirmed outside KeyDestructions.transaction');
+    if (!this.#published.has(keyId)) pending.push(keyId);
   }
 
   /**

@@ -51,6 +51,7 @@ export function destroySubjectKey(d: Deps, keyId: string, options: { reason: str
     if (!row) {
       const [prior] = await tx.select().from(destructionLedger).where(eq(destructionLedger.keyId, keyId));
       if (!prior) throw new LetheError('not_found', 'no such key');
+      d.destructions.confirm(tx, keyId);
       return { keyId, destroyedAt: prior.destroyedAt, wrappedEpoch: prior.wrappedEpoch, leasedUntil: prior.leasedUntil, destroyedNow: false };
     }
     return destroyLocked(d, tx, row, options);

@@ -378,8 +378,9 @@ export class KeyService {
     const dek = randomBytes(32);
     try {
       const inserted = await this.#d.db.transaction(async (tx) => {
-        for (const guard of this.#guards) await guard(tx, subjectHash);
+        // the guards look last, right before the insert: no wait for the epoch lock between their look and it
         const active = await wrapUnderActive(tx, this.#d.provider, keyId, dek);
+        for (const guard of this.#guards) await guard(tx, subjectHash);
         const wrappedDek = active.wrappedDek;
         const now = this.#now();
         const [row] = await tx

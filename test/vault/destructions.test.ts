@@ -79,6 +79,22 @@ describe('the key destruction event', () => {
     expect(replica.vectors.index.keyOf(entryId)).toBeUndefined();
   });
 
+  it('destroying a key another replica already destroyed publishes it here when this replica has not heard of it yet', async () => {
+    const { keyId, entryId } = await tv.vault.log.append('user:d5', { text: 'a vector a deaf replica holds' }, 'writer');
+    // a replica that hears nothing (its notifications lost): it loads the vector at start-up
+    const deaf = await tv.reopen({ listen: false, searchIndex: true });
+    expect(deaf.vectors.index.keyOf(entryId)).toBe(keyId);
+    await tv.vault.keys.destroyKey(keyId, { reason: 'elsewhere', actor: 'admin' });
+    const seen = await published(deaf, async () => {
+      const again = await deaf.keys.destroyKey(keyId, { reason: 'here', actor: 'eraser' });
+      expect(again.destroyedNow).toBe(false);
+    });
+    expect(seen).toEqual([{ keyIds: [keyId], origin: 'local' }]);
+    expect(deaf.vectors.index.keyOf(entryId)).toBeUndefined();
+    // and only once: a third call finds it published
+    expect(await published(deaf, () => deaf.keys.destroyKey(keyId, { reason: 'again', actor: 'eraser' }))).toEqual([]);
+  });
+
   it('a fence is heard by other replicas but is not a destruction', async () => {
     const { keyId } = await tv.vault.log.append('user:d3', { text: 'fenced, not destroyed' }, 'writer');
     const seen = await published(replica, async () => {
