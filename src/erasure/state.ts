@@ -14,7 +14,6 @@ const StepRecordSchema = z.object({
   startedAt: z.string().optional(),
   finishedAt: z.string().optional(),
 });
-export type StepRecord = z.infer<typeof StepRecordSchema>;
 
 const tierCounts = z.partialRecord(z.enum(TIER_NAMES), z.number());
 
