@@ -34,6 +34,7 @@ import { VersionKeys } from '../vault/version-keys.js';
 import { type Embedder, HashingEmbedder } from '../vectors/embedder.js';
 import { OpenAiEmbedder } from '../vectors/openai-embedder.js';
 import { Vectors } from '../vectors/service.js';
+import { ShingleHasher } from '../vectors/shingles.js';
 import { handleReplicaEvents, subscribe } from './subscribers.js';
 
 /** Everything the app holds: what the routes call (Services) and what only the app and the CLI reach. */
@@ -118,7 +119,9 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       options.embedder ??
       (config.embeddings ? new OpenAiEmbedder({ ...config.embeddings, dimensions: config.embeddingDimensions }) : new HashingEmbedder(config.embeddingDimensions));
     const regenerator: Regenerator = options.regenerator ?? (config.regenerator ? new ChatRegenerator(config.regenerator) : new ExtractiveRegenerator());
-    const vectors = new Vectors({ db: database, embedder, keys, versionKeys, logger, metrics });
+    const shingleKey = await provider.deriveSystemKey('shingle-index');
+    const vectors = new Vectors({ db: database, embedder, keys, versionKeys, shingles: new ShingleHasher(shingleKey), logger, metrics });
+    zeroize(shingleKey);
     const log = new LogService({ db: database, keys, objects, vectors });
     const artifacts = new ArtifactService({ db: database, keys, versionKeys, destructions, objects, vectors, log, fences, regenerator, audit, metrics, logger });
     const exposures = new TrainingExposures({ db: database, audit });
@@ -212,6 +215,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
         cache.clear();
         vectors.index.clear();
         fences.close();
+        vectors.close();
         hasher.close();
         audit.close();
         await openedDb.close();

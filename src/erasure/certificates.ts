@@ -60,7 +60,9 @@ export function certificatePayload(
     requestedAt: row.createdAt.toISOString(),
     issuedAt: new Date().toISOString(),
     steps,
+    // the probe as it ran: matches, candidates examined per source, index coverage, the replica, and every dismissal (a human ruling)
     probe: {
+      ...(JSON.parse(JSON.stringify(state.probe ?? {})) as { [key: string]: Json }),
       recovered: state.probe?.recovered ?? 1,
       threshold: state.probe?.threshold ?? outcome.probeThreshold,
       matches: (state.probe?.matches ?? []).map((m) => ({ ...m })),

@@ -16,8 +16,9 @@ import { CertificateFinalizer } from './certificates.js';
 import { sealWithErasureKey } from './erasure-key.js';
 import { type ErasureStatus, isOpen, STEP_NAMES, type StepName } from './machine.js';
 import { ErasureRecords } from './records.js';
+import { dismissMatches } from './dismissal.js';
 import { orderRedaction } from './redaction.js';
-import type { ErasureRequest } from './request.js';
+import type { DismissalRequest, ErasureRequest } from './request.js';
 import type { ErasureResources, ErasureServices, ErasureSettings } from './resources.js';
 import { type ErasureState, parseState } from './state.js';
 import { createTiers } from './tiers/index.js';
@@ -104,6 +105,13 @@ export class ErasureEngine {
   /** POST /v1/erasures/{id}/redactions: re-key other subjects' logs without the named records, then probe again. */
   async redact(erasureId: string, ids: readonly string[], actor: string): Promise<{ erasureId: string; status: ErasureStatus }> {
     await orderRedaction(this.#res, erasureId, ids, actor);
+    this.kick();
+    return { erasureId, status: 'running' };
+  }
+
+  /** POST /v1/erasures/{id}/dismissals: a person rules named matches carry nothing of the subject; probe again without them. */
+  async dismiss(erasureId: string, request: DismissalRequest, role: string): Promise<{ erasureId: string; status: ErasureStatus }> {
+    await dismissMatches(this.#res, erasureId, request, role);
     this.kick();
     return { erasureId, status: 'running' };
   }

@@ -2,11 +2,11 @@
  * An erasure's own key: a version key (an `artifact_keys` row keyed by the erasure
  * id, wrapped under the epoch KEK and re-wrapped by rotation) that seals what the
  * erasure must keep but must not hold in the clear — the request's reason and public
- * attributes, and the probe fingerprints — and keys the shingle hashes (a subkey,
- * so a fingerprint cannot be tested without it). Destroyed when a probe finds no
- * match left; with it the sealed request and fingerprints become noise.
+ * attributes, and the probe fingerprints (embeddings and the lexical index's keyed
+ * shingles of the erased records). Destroyed when a probe finds no match left; with
+ * it the sealed request and fingerprints become noise.
  */
-import { deriveKey, encodeContext, KeyedHasher, open, seal, zeroize } from '../crypto/index.js';
+import { encodeContext, open, seal, zeroize } from '../crypto/index.js';
 import { LetheError } from '../errors.js';
 import type { VersionKeys } from '../vault/version-keys.js';
 
@@ -25,11 +25,10 @@ export function sealWithErasureKey(key: Uint8Array, at: { erasureId: string; key
   }
 }
 
-/** The erasure's key, unwrapped for one step: seal, open, and the shingle hasher. `close()` zeroes it all. */
+/** The erasure's key, unwrapped for one step: seal and open. `close()` zeroes it. */
 export class ErasureKey {
   readonly #key: Uint8Array;
   readonly #at: { erasureId: string; keyId: string };
-  #shingles: KeyedHasher | undefined;
 
   private constructor(key: Uint8Array, at: { erasureId: string; keyId: string }) {
     this.#key = key;
@@ -50,18 +49,7 @@ export class ErasureKey {
     return open({ key: this.#key, envelope, associatedData: context(this.#at.erasureId, what, this.#at.keyId), expectedKeyId: this.#at.keyId });
   }
 
-  /** HMAC under the shingle subkey of the erasure key (the subkey is zeroed once keyed). */
-  get shingles(): KeyedHasher {
-    if (!this.#shingles) {
-      const sub = deriveKey(this.#key, 'lethe/v1/erasure/shingles');
-      this.#shingles = new KeyedHasher(sub);
-      zeroize(sub);
-    }
-    return this.#shingles;
-  }
-
   close(): void {
-    this.#shingles?.destroy();
     zeroize(this.#key);
   }
 }

@@ -30,6 +30,9 @@ export const FIRST_RUN: readonly StepName[] = STEP_NAMES.filter((s) => s !== 're
 /** The steps a redaction order runs again, in order. */
 export const REDACTION_RUN: readonly StepName[] = ['redact', 'propagate', 'probe', 'certify'];
 
+/** The steps a dismissal of probe matches runs again, in order. */
+export const DISMISSAL_RUN: readonly StepName[] = ['probe', 'certify'];
+
 export const STEP_STATUSES = ['pending', 'running', 'done', 'failed', 'skipped'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
 
@@ -39,7 +42,7 @@ export type ErasureStatus = (typeof ERASURE_STATUSES)[number];
 /**
  * pending → running when a replica first claims it; running stays running from step
  * to step, and ends completed, incomplete or failed; a redaction order re-opens a
- * completed or incomplete erasure. A failed erasure stays failed (request a new one).
+ * completed or incomplete erasure, and so does a dismissal of probe matches. A failed erasure stays failed (request a new one).
  */
 export const STATUS_TRANSITIONS: Readonly<Record<ErasureStatus, readonly ErasureStatus[]>> = {
   pending: ['running'],

@@ -1,5 +1,5 @@
 /**
- * What an erasure request and a redaction order look like: one schema, its limits
+ * What an erasure request, a redaction order and a dismissal look like: one schema, its limits
  * and the legal bases, imported by the route (which validates and documents it),
  * the CLI (which checks its flags against it before any request) and the engine.
  * Pure: no I/O, nothing that loads the database.
@@ -43,6 +43,28 @@ export type ErasureRequest = z.infer<typeof ErasureRequestSchema>;
 export const RedactionRequestSchema = z.object({ ids: z.array(z.string().min(1).max(100)).min(1).max(MAX_REDACTION_IDS) }).strict();
 
 export type RedactionRequest = z.infer<typeof RedactionRequestSchema>;
+
+export const MAX_DISMISSALS = 100;
+export const MAX_DISMISSAL_REASON_CHARS = 500;
+const DISMISSAL_REASON = `1 to ${MAX_DISMISSAL_REASON_CHARS} characters (it is signed into the certificate: state the judgement, never the subject's content)`;
+
+export const DismissalRequestSchema = z
+  .object({
+    matches: z
+      .array(
+        z
+          .object({
+            id: z.string().min(1).max(100),
+            reason: z.string().trim().min(1, DISMISSAL_REASON).max(MAX_DISMISSAL_REASON_CHARS, DISMISSAL_REASON),
+          })
+          .strict(),
+      )
+      .min(1, 'name at least one match')
+      .max(MAX_DISMISSALS, `at most ${MAX_DISMISSALS} per request`),
+  })
+  .strict();
+
+export type DismissalRequest = z.infer<typeof DismissalRequestSchema>;
 
 /** An erasure id is `ers_` and 22 base64url characters. */
 export const ERASURE_ID_PATTERN = ID_PATTERNS.ers;

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { LetheError } from '../errors.js';
 import { STEP_NAMES, STEP_STATUSES, TIER_NAMES } from './machine.js';
-import { ErasureGraphSchema, ProbeViewSchema, ResidualSchema } from './view.js';
+import { ErasureGraphSchema, ProbeDismissalSchema, ProbeViewSchema, ResidualSchema } from './view.js';
 
 const StepRecordSchema = z.object({
   status: z.enum(STEP_STATUSES),
@@ -41,6 +41,10 @@ export const ErasureStateSchema = z.looseObject({
     .optional(),
   pendingRedaction: z.array(z.string()).optional(),
   probe: ProbeViewSchema.optional(),
+  /** Times the probe parked for the index to catch up (reset when it runs). */
+  indexWaits: z.number().optional(),
+  /** Matches a person ruled do not carry the subject's content (POST …/dismissals). */
+  dismissals: z.array(ProbeDismissalSchema).optional(),
   residuals: z.array(ResidualSchema).optional(),
   wrappedEpochs: z.array(z.number()).optional(),
 });

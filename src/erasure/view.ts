@@ -39,10 +39,33 @@ export const ProbeMatchSchema = z.object({
 });
 export type ProbeMatch = z.infer<typeof ProbeMatchSchema>;
 
+export const ProbeDismissalSchema = z.object({
+  /** The named record a person ruled does not carry the subject's content. */
+  id: z.string(),
+  /** The role that ruled (the token's role). */
+  role: z.string(),
+  at: z.string(),
+  reason: z.string(),
+});
+export type ProbeDismissal = z.infer<typeof ProbeDismissalSchema>;
+
 export const ProbeViewSchema = z.object({
   recovered: z.number(),
   threshold: z.number(),
   matches: z.array(ProbeMatchSchema),
+  /** Distinct candidate records examined, per source. */
+  examined: z.object({ shingleIndex: z.number(), vectorIndex: z.number(), provenance: z.number() }).optional(),
+  /** Records in the lexical index ÷ records stored, on the replica that ran the probe (it certifies only when equal). */
+  coverage: z.object({ indexed: z.number(), stored: z.number() }).optional(),
+  /** The replica that ran the probe. */
+  replica: z.string().optional(),
+  /** Fingerprint shingles too common to look candidates up by (their posting lists were not read in full). */
+  cappedShingles: z.number().optional(),
+  /**
+   * The rulings that dismissed named matches (a stated human judgement), each with
+   * the score the record would still have: dismissed records are left out of `recovered`.
+   */
+  dismissed: z.array(ProbeDismissalSchema.extend({ score: z.number().optional() })).optional(),
 });
 export type ProbeView = z.infer<typeof ProbeViewSchema>;
 

@@ -1,14 +1,16 @@
 /**
- * Embeddings at rest: each vector sealed under the key of the text it was computed
- * from (the subject's DEK for an entry, the version key for an artifact), with the
- * record id, key id and model as associated data. A vector is never stored in the
- * clear, and destroying the key destroys it.
+ * Embeddings at rest: each vector — and beside it the record's keyed shingle set, what
+ * the lexical index files it under — sealed under the key of the text they were
+ * computed from (the subject's DEK for an entry, the version key for an artifact), with
+ * the record id, key id and model as associated data. Neither is ever stored in the
+ * clear, and destroying the key destroys both.
  */
 import { type SQL, sql } from 'drizzle-orm';
 import { encodeContext, open, seal } from '../crypto/index.js';
 import { EVENTS_CHANNEL, type Executor } from '../db/client.js';
 import { LetheError } from '../errors.js';
 import { notify } from '../vault/events.js';
+import { decodeShingleSet, encodeShingleSet } from './shingles.js';
 import type { RecordType } from './vector-index.js';
 
 export interface EmbeddingPlace {
@@ -29,6 +31,12 @@ function context(place: EmbeddingPlace): Uint8Array {
  * before and after a restart.
  */
 const QUANTISED_INT8 = 1;
+/**
+ * Format 2 puts the record's sorted keyed shingle set (shingles.ts) first — a u32
+ * count and one float64 per shingle — then format 1's scale and bytes: the lexical
+ * index reads the set even from a row of another embedder model.
+ */
+const WITH_SHINGLES = 2;
 
 function quantise(vector: Float32Array): { scale: number; q: Int8Array } {
   let max = 0;
@@ -51,32 +59,51 @@ export function storedForm(vector: Float32Array): Float32Array {
   return dequantise(scale, q);
 }
 
-export function sealEmbedding(key: Uint8Array, place: EmbeddingPlace, vector: Float32Array): Uint8Array {
+export function sealEmbedding(key: Uint8Array, place: EmbeddingPlace, vector: Float32Array, shingles?: Float64Array): Uint8Array {
   const { scale, q } = quantise(vector);
-  const plaintext = new Uint8Array(5 + q.length);
-  const view = new DataView(plaintext.buffer);
-  plaintext[0] = QUANTISED_INT8;
-  view.setFloat32(1, scale, true);
-  plaintext.set(new Uint8Array(q.buffer, q.byteOffset, q.byteLength), 5);
+  const set = shingles ? encodeShingleSet(shingles) : new Uint8Array(0);
+  const plaintext = new Uint8Array(1 + set.length + 4 + q.length);
+  plaintext[0] = shingles ? WITH_SHINGLES : QUANTISED_INT8;
+  plaintext.set(set, 1);
+  new DataView(plaintext.buffer).setFloat32(1 + set.length, scale, true);
+  plaintext.set(new Uint8Array(q.buffer, q.byteOffset, q.byteLength), 5 + set.length);
   try {
     return seal({ key, keyId: place.keyId, plaintext, associatedData: context(place) });
   } finally {
     plaintext.fill(0);
+    set.fill(0);
     q.fill(0);
   }
 }
 
-export function openEmbedding(key: Uint8Array, place: EmbeddingPlace, sealed: Uint8Array, dimensions: number): Float32Array {
+/** What a sealed row holds: the vector (when it has `dimensions`), and the shingle set (absent from rows written before lexical indexing). */
+export interface OpenedRecord {
+  readonly vector: Float32Array | undefined;
+  readonly shingles: Float64Array | undefined;
+}
+
+export function openSealedRecord(key: Uint8Array, place: EmbeddingPlace, sealed: Uint8Array, dimensions: number): OpenedRecord {
   const plaintext = open({ key, envelope: sealed, expectedKeyId: place.keyId, associatedData: context(place) });
   try {
-    if (plaintext[0] !== QUANTISED_INT8 || plaintext.length !== 5 + dimensions) {
-      throw new LetheError('decrypt_failed', 'a stored embedding has another format or the wrong dimensions');
-    }
-    const scale = new DataView(plaintext.buffer, plaintext.byteOffset, plaintext.byteLength).getFloat32(1, true);
-    return dequantise(scale, new Int8Array(plaintext.buffer, plaintext.byteOffset + 5, dimensions));
+    let at = 1;
+    let shingles: Float64Array | undefined;
+    if (plaintext[0] === WITH_SHINGLES) {
+      shingles = decodeShingleSet(plaintext, 1);
+      if (!shingles) throw new LetheError('decrypt_failed', 'a stored shingle set is malformed');
+      at += 4 + shingles.length * 8;
+    } else if (plaintext[0] !== QUANTISED_INT8) throw new LetheError('decrypt_failed', 'a stored embedding has another format');
+    if (plaintext.length !== at + 4 + dimensions) return { vector: undefined, shingles };
+    const scale = new DataView(plaintext.buffer, plaintext.byteOffset, plaintext.byteLength).getFloat32(at, true);
+    return { vector: dequantise(scale, new Int8Array(plaintext.buffer, plaintext.byteOffset + at + 4, dimensions)), shingles };
   } finally {
     plaintext.fill(0);
   }
+}
+
+export function openEmbedding(key: Uint8Array, place: EmbeddingPlace, sealed: Uint8Array, dimensions: number): Float32Array {
+  const { vector } = openSealedRecord(key, place, sealed, dimensions);
+  if (!vector) throw new LetheError('decrypt_failed', 'a stored embedding has the wrong dimensions');
+  return vector;
 }
 
 /** A sealed embedding row ready to insert. */

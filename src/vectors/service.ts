@@ -1,11 +1,12 @@
 /**
- * Vectors: the embedder, the in-memory vector index, and keeping the index true to
- * what is readable. Writers of entries and artifacts embed and seal through here; the
- * index is rebuilt by decrypting every sealed embedding at start-up, updated on
- * every write (and on other replicas' writes, over NOTIFY), and loses a key's
- * vectors as soon as the key is destroyed (the vault's destruction event). The
- * `embeddings` rows of a destroyed key go in the destruction's own transaction.
- * Search (src/search) answers queries from this index.
+ * Vectors: the embedder, the in-memory indexes — the vector index and the lexical
+ * (keyed shingle) index — and keeping them true to what is readable. Writers of
+ * entries and artifacts embed, shingle and seal through here; the indexes are rebuilt
+ * by decrypting every sealed row at start-up, updated on every write (and on other
+ * replicas' writes, over NOTIFY), and lose a key's records as soon as the key is
+ * destroyed (the vault's destruction event). The `embeddings` rows of a destroyed key
+ * go in the destruction's own transaction. Search (src/search) answers queries from
+ * the vector index; the erasure probe reads both.
  */
 import { eq, sql } from 'drizzle-orm';
 import { zeroize } from '../crypto/index.js';
@@ -18,11 +19,18 @@ import type { Metrics } from '../observability/metrics.js';
 import type { KeyService } from '../vault/keys.js';
 import type { VersionKeys } from '../vault/version-keys.js';
 import type { Embedder } from './embedder.js';
-import { openEmbedding, type SealedEmbedding, sealEmbedding, storedForm } from './embeddings.js';
+import { openSealedRecord, type SealedEmbedding, sealEmbedding, storedForm } from './embeddings.js';
+import { ShingleIndex } from './shingle-index.js';
+import type { ShingleHasher, TextShingles } from './shingles.js';
 import { type RecordType, VectorIndex } from './vector-index.js';
 
 /** How many recently destroyed key ids a replica remembers (to refuse a late load of their vectors). */
 const DESTROYED_MEMORY = 10_000;
+
+type SealedRow = { record_id: string; record_type: RecordType; key_id: string; model: string; sealed: Uint8Array };
+
+/** A sealed row with the vector and shingle set it will read back as. */
+export type Sealed = SealedEmbedding & { readonly vector: Float32Array; readonly shingles: Float64Array };
 
 export interface VectorsDeps {
   readonly db: Database;
@@ -30,68 +38,126 @@ export interface VectorsDeps {
   /** Where the keys sealing entries' (subject DEKs) and artifacts' (version keys) embeddings come from. */
   readonly keys: KeyService;
   readonly versionKeys: VersionKeys;
+  /** Keys the shingles under the index's system key ('shingle-index'); destroyed by close(). */
+  readonly shingles: ShingleHasher;
   readonly logger: Logger;
   readonly metrics: Metrics;
+}
+
+/** A record as the indexes take it: its vector (absent: another model's) and shingle set (absent: written before lexical indexing). */
+export interface IndexedRecord {
+  readonly recordId: string;
+  readonly recordType: RecordType;
+  readonly keyId: string;
+  readonly vector?: Float32Array | undefined;
+  readonly shingles?: Float64Array | undefined;
+}
+
+/** The two in-memory indexes, filled and replaced together. */
+interface Indexes {
+  readonly vectors: VectorIndex;
+  readonly lexical: ShingleIndex;
+}
+
+/** How far the lexical index covers what is stored: the probe certifies only at 1. */
+export interface Coverage {
+  /** Records in this replica's lexical index. */
+  readonly indexed: number;
+  /** Records with a sealed row (every readable entry and current artifact version has one). */
+  readonly stored: number;
+  /** A rebuild is filling new indexes. */
+  readonly rebuilding: boolean;
 }
 
 export class Vectors {
   readonly embedder: Embedder;
   readonly #d: VectorsDeps;
-  #index: VectorIndex;
-  /** The index a rebuild is filling; writes and removals reach it too, and it replaces #index when done. */
-  #building: VectorIndex | undefined;
+  #current: Indexes;
+  /** The indexes a rebuild is filling; writes and removals reach them too, and they replace #current when done. */
+  #building: Indexes | undefined;
   readonly #destroyed = new Set<string>();
 
   constructor(deps: VectorsDeps) {
     this.#d = deps;
     this.embedder = deps.embedder;
-    this.#index = new VectorIndex(deps.embedder.dimensions);
+    this.#current = this.#fresh();
   }
 
-  /** The index searches answer from. */
+  /** The vector index searches answer from. */
   get index(): VectorIndex {
-    return this.#index;
+    return this.#current.vectors;
   }
 
-  /** Embeds texts and seals each vector under `key` (the key of its text). */
-  seal(
-    records: ReadonlyArray<{ recordId: string; recordType: RecordType; text: string }>,
-    keyId: string,
-    key: Uint8Array,
-  ): Promise<Array<SealedEmbedding & { vector: Float32Array }>> {
+  /** The lexical index the erasure probe looks candidates up in. */
+  get lexical(): ShingleIndex {
+    return this.#current.lexical;
+  }
+
+  /** A text's keyed shingles in order (what the probe fingerprints). */
+  shinglesOf(text: string): TextShingles {
+    return this.#d.shingles.of(text);
+  }
+
+  /** How far this replica's lexical index covers the stored rows. */
+  async coverage(): Promise<Coverage> {
+    const [row] = await queryRows<{ n: string | number }>(this.#d.db, sql`select count(*) as n from embeddings`);
+    return { indexed: this.#current.lexical.size, stored: Number(row?.n ?? 0), rebuilding: this.#building !== undefined };
+  }
+
+  /** Wipes the shingle key. */
+  close(): void {
+    this.#d.shingles.destroy();
+  }
+
+  #fresh(): Indexes {
+    return { vectors: new VectorIndex(this.embedder.dimensions), lexical: new ShingleIndex() };
+  }
+
+  /** Embeds and shingles texts and seals each vector and shingle set under `key` (the key of its text). */
+  seal(records: ReadonlyArray<{ recordId: string; recordType: RecordType; text: string }>, keyId: string, key: Uint8Array): Promise<Sealed[]> {
     return this.sealEach(records.map((r) => ({ ...r, keyId, key })));
   }
 
-  /** Embeds all texts in one embedder call, and seals each vector under its own record's key. */
-  async sealEach(
-    records: ReadonlyArray<{ recordId: string; recordType: RecordType; text: string; keyId: string; key: Uint8Array }>,
-  ): Promise<Array<SealedEmbedding & { vector: Float32Array }>> {
+  /** Embeds all texts in one embedder call, and seals each vector and shingle set under its own record's key. */
+  async sealEach(records: ReadonlyArray<{ recordId: string; recordType: RecordType; text: string; keyId: string; key: Uint8Array }>): Promise<Sealed[]> {
     if (records.length === 0) return [];
     const vectors = await this.embedder.embed(records.map((r) => r.text));
     const model = this.embedder.model;
-    return records.map((r, i) => ({
-      recordId: r.recordId,
-      recordType: r.recordType,
-      keyId: r.keyId,
-      model,
-      sealed: sealEmbedding(r.key, { recordId: r.recordId, keyId: r.keyId, model }, vectors[i]!),
-      // what a restart will read back, so scores do not move across restarts
-      vector: storedForm(vectors[i]!),
-    }));
+    return records.map((r, i) => {
+      const shingles = this.#d.shingles.setOf(r.text);
+      return {
+        recordId: r.recordId,
+        recordType: r.recordType,
+        keyId: r.keyId,
+        model,
+        sealed: sealEmbedding(r.key, { recordId: r.recordId, keyId: r.keyId, model }, vectors[i]!, shingles),
+        // what a restart will read back, so scores do not move across restarts
+        vector: storedForm(vectors[i]!),
+        shingles,
+      };
+    });
   }
 
-  /** Puts committed vectors into this replica's index. */
-  publish(records: ReadonlyArray<{ recordId: string; recordType: RecordType; keyId: string; vector: Float32Array }>): void {
+  /** Puts committed records into this replica's indexes. */
+  publish(records: readonly IndexedRecord[]): void {
     for (const r of records) {
       if (this.#destroyed.has(r.keyId)) continue;
-      for (const index of this.#indexes()) index.upsert(r.recordId, r.recordType, r.keyId, r.vector);
+      for (const index of this.#indexes()) {
+        if (r.vector) index.vectors.upsert(r.recordId, r.recordType, r.keyId, r.vector);
+        if (r.shingles) index.lexical.upsert(r.recordId, r.recordType, r.keyId, r.shingles);
+      }
     }
-    this.#d.metrics.indexVectors.set(this.#index.size);
+    this.#d.metrics.indexVectors.set(this.index.size);
   }
 
   unpublish(recordIds: Iterable<string>): void {
-    for (const id of recordIds) for (const index of this.#indexes()) index.remove(id);
-    this.#d.metrics.indexVectors.set(this.#index.size);
+    for (const id of recordIds) {
+      for (const index of this.#indexes()) {
+        index.vectors.remove(id);
+        index.lexical.remove(id);
+      }
+    }
+    this.#d.metrics.indexVectors.set(this.index.size);
   }
 
   /**
@@ -102,35 +168,38 @@ export class Vectors {
     this.#destroyed.add(keyId);
     if (this.#destroyed.size > DESTROYED_MEMORY) this.#destroyed.delete(this.#destroyed.values().next().value!);
     let n = 0;
-    for (const index of this.#indexes()) n = Math.max(n, index.removeKey(keyId));
-    this.#d.metrics.indexVectors.set(this.#index.size);
+    for (const index of this.#indexes()) {
+      n = Math.max(n, index.vectors.removeKey(keyId));
+      index.lexical.removeKey(keyId);
+    }
+    this.#d.metrics.indexVectors.set(this.index.size);
     return n;
   }
 
-  #indexes(): VectorIndex[] {
-    return this.#building ? [this.#index, this.#building] : [this.#index];
+  #indexes(): Indexes[] {
+    return this.#building ? [this.#current, this.#building] : [this.#current];
   }
 
   /**
-   * Rebuilds the index from the sealed embeddings: keyset pages ordered by key id,
-   * one key unwrap per key. Vectors of destroyed keys and of another model are
-   * skipped (counted).
+   * Rebuilds both indexes from the sealed rows: keyset pages ordered by key id, one
+   * key unwrap per key. Rows of destroyed keys are skipped (counted); a row of
+   * another embedder model gives its shingle set but no vector (counted).
    */
   async rebuild(pageSize = 2000): Promise<{ loaded: number; destroyed: number; otherModel: number }> {
-    // Searches keep answering from the current index while the new one fills;
+    // Searches keep answering from the current indexes while the new ones fill;
     // writes and destructions meanwhile reach both.
-    const building = new VectorIndex(this.embedder.dimensions);
+    const building = this.#fresh();
     this.#building = building;
     let loaded = 0;
     let destroyed = 0;
+    let otherModel = 0;
     let after: { keyId: string; recordId: string } | undefined;
-    const model = this.embedder.model;
     try {
       for (;;) {
-        const rows = await queryRows<{ record_id: string; record_type: RecordType; key_id: string; sealed: Uint8Array }>(
+        const rows = await queryRows<SealedRow>(
           this.#d.db,
-          sql`select record_id, record_type, key_id, sealed from embeddings
-               where model = ${model} ${after ? sql`and (key_id, record_id) > (${after.keyId}, ${after.recordId})` : sql``}
+          sql`select record_id, record_type, key_id, model, sealed from embeddings
+               ${after ? sql`where (key_id, record_id) > (${after.keyId}, ${after.recordId})` : sql``}
                order by key_id, record_id limit ${pageSize}`,
         );
         if (rows.length === 0) break;
@@ -149,11 +218,11 @@ export class Vectors {
           else {
             try {
               for (let r = i; r < j; r++) {
-                const row = rows[r]!;
-                const sealed = new Uint8Array(row.sealed.buffer, row.sealed.byteOffset, row.sealed.byteLength);
-                const vector = openEmbedding(key, { recordId: row.record_id, keyId, model }, sealed, this.embedder.dimensions);
+                const record = this.#open(rows[r]!, key);
+                if (!record.vector) otherModel++;
                 // a newer write (published meanwhile) wins over what this page read
-                if (!building.has(row.record_id)) building.upsert(row.record_id, row.record_type, keyId, vector);
+                if (record.vector && !building.vectors.has(record.recordId)) building.vectors.upsert(record.recordId, record.recordType, keyId, record.vector);
+                if (record.shingles && !building.lexical.has(record.recordId)) building.lexical.upsert(record.recordId, record.recordType, keyId, record.shingles);
                 loaded++;
               }
             } finally {
@@ -165,38 +234,44 @@ export class Vectors {
         const last = rows.at(-1)!;
         after = { keyId: last.key_id, recordId: last.record_id };
       }
-      const previous = this.#index;
-      this.#index = building;
-      previous.clear();
+      const previous = this.#current;
+      this.#current = building;
+      previous.vectors.clear();
+      previous.lexical.clear();
     } finally {
       this.#building = undefined;
     }
-    const [other] = await queryRows<{ n: string | number }>(this.#d.db, sql`select count(*) as n from embeddings where model <> ${model}`);
-    const otherModel = Number(other?.n ?? 0);
     if (otherModel > 0) {
-      this.#d.logger.warn({ otherModel, model }, 'some stored embeddings were made by another embedder model and are not searchable');
+      this.#d.logger.warn({ otherModel, model: this.embedder.model }, 'some stored embeddings were made by another embedder model and are not searchable');
     }
-    this.#d.metrics.indexVectors.set(this.#index.size);
+    this.#d.metrics.indexVectors.set(this.index.size);
     return { loaded, destroyed, otherModel };
   }
 
-  /** Loads one record's sealed embedding (another replica wrote it). */
+  /** Loads one record's sealed row (another replica wrote it). */
   async load(recordId: string): Promise<void> {
-    const [row] = await this.#d.db.select().from(embeddings).where(eq(embeddings.recordId, recordId));
-    if (!row || row.model !== this.embedder.model) return;
+    const [row] = await queryRows<SealedRow>(this.#d.db, sql`select record_id, record_type, key_id, model, sealed from embeddings where record_id = ${recordId}`);
+    if (!row) return;
     let key: Uint8Array;
     try {
-      key = await this.#keyFor(row.recordType, row.keyId);
+      key = await this.#keyFor(row.record_type, row.key_id);
     } catch (e) {
       if (isLetheError(e, 'key_destroyed') || isLetheError(e, 'not_found')) return;
       throw e;
     }
     try {
-      const vector = openEmbedding(key, { recordId, keyId: row.keyId, model: row.model }, row.sealed, this.embedder.dimensions);
-      this.publish([{ recordId, recordType: row.recordType, keyId: row.keyId, vector }]); // skips a key destroyed meanwhile
+      this.publish([this.#open(row, key)]); // skips a key destroyed meanwhile
     } finally {
       zeroize(key);
     }
+  }
+
+  /** A sealed row opened: its vector when it is of this embedder's model, its shingle set when it has one. */
+  #open(row: SealedRow, key: Uint8Array): IndexedRecord {
+    const sealed = new Uint8Array(row.sealed.buffer, row.sealed.byteOffset, row.sealed.byteLength);
+    const opened = openSealedRecord(key, { recordId: row.record_id, keyId: row.key_id, model: row.model }, sealed, this.embedder.dimensions);
+    const vector = row.model === this.embedder.model ? opened.vector : undefined;
+    return { recordId: row.record_id, recordType: row.record_type, keyId: row.key_id, vector, shingles: opened.shingles };
   }
 
   /** How many sealed embeddings are stored under a key (what a key's destruction must take with it). */
@@ -224,7 +299,7 @@ export class Vectors {
    */
   loadWritten(records: ReadonlyArray<readonly [string, string]>): void {
     for (const [recordId, keyId] of records) {
-      if (this.#index.keyOf(recordId) === keyId) continue;
+      if (this.#current.lexical.keyOf(recordId) === keyId) continue;
       void this.load(recordId).catch((e: unknown) => this.#d.logger.warn({ err: describeError(e) }, 'could not load an embedding another replica wrote'));
     }
   }

@@ -147,6 +147,17 @@ export class VectorIndex {
     return topSlots.map((slot, i) => ({ id: this.#ids[slot]!, type: this.#types[slot]!, keyId: this.#keys[slot]!, score: topScores[i]! }));
   }
 
+  /**
+   * The `k` nearest records, and beyond them every record at or above `floor`, up to
+   * `limit` in all (an adaptive k: as many as are that close), best first.
+   */
+  neighbours(query: Float32Array, options: { k: number; floor: number; limit: number }): IndexHit[] {
+    const hits = this.search(query, Math.max(options.k, options.limit));
+    let n = Math.min(options.k, hits.length);
+    while (n < hits.length && hits[n]!.score >= options.floor) n++;
+    return hits.slice(0, n);
+  }
+
   /** Zeroes and drops everything, and gives the memory back. */
   clear(): void {
     this.#vectors.fill(0);

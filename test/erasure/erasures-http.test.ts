@@ -36,7 +36,14 @@ interface ErasureBody {
   finishedAt?: string;
   steps: Array<{ name: string; status: string; detail?: string; startedAt?: string; finishedAt?: string }>;
   residuals: Array<{ tier: string; kind: string; detail: string; until?: string; bound: number | string }>;
-  probe: { recovered: number; threshold: number; matches: Array<{ id: string; tier: string; score: number }> };
+  probe: {
+    recovered: number;
+    threshold: number;
+    matches: Array<{ id: string; tier: string; score: number }>;
+    examined?: { shingleIndex: number; vectorIndex: number; provenance: number };
+    coverage?: { indexed: number; stored: number };
+    replica?: string;
+  };
   certificate?: { payload: Record<string, unknown>; signature: string; publicKey: string; algorithm: string };
   certificateState?: string;
 }
@@ -245,7 +252,11 @@ describe('a completed class A erasure', () => {
       if (r.until !== undefined) expect(r.until).toMatch(RFC3339);
     }
     expect(v.residuals.map((r) => r.kind)).toEqual(expect.arrayContaining(['gist', 'wrapped-dek']));
-    expect(v.probe).toEqual({ recovered: 0, threshold: 0.15, matches: [] });
+    expect(v.probe).toMatchObject({ recovered: 0, threshold: 0.15, matches: [], cappedShingles: 0, replica: expect.any(String) });
+    // the probe states where its candidates came from and that its index covered every stored record
+    expect(v.probe.examined).toEqual({ shingleIndex: expect.any(Number), vectorIndex: expect.any(Number), provenance: 0 });
+    expect(v.probe.coverage!.indexed).toBe(v.probe.coverage!.stored);
+    expect(v.certificate!.payload.probe).toMatchObject({ coverage: v.probe.coverage, examined: v.probe.examined, replica: v.probe.replica });
     expect(v.certificate).toMatchObject({ payload: expect.any(Object), signature: expect.any(String), publicKey: expect.any(String) });
     expect(v.certificate!.payload).toMatchObject({ erasureId: v.erasureId, subjectHash: v.subjectHash, class: 'A', status: 'completed', legalBasis: 'gdpr-art17' });
     expect(v.certificateState).toMatch(/^(provisional|final)$/);

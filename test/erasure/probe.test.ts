@@ -1,125 +1,213 @@
-/** The reconstruction probe's pure parts: shingles, keyed hashes, scores, the sealed form. */
+/** The reconstruction probe's pure parts: weights, candidates from the lexical index, scores, the sealed form. */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { randomBytes } from '../../src/crypto/index.js';
 import {
-  containment,
+  COMMON_MIN_RECORDS,
   decodeFingerprints,
   encodeFingerprints,
-  keyedShingles,
+  type ExtraCandidate,
   MATCH_MIN_SCORE,
-  type ProbeCandidate,
+  POSTINGS_CAP,
   type RecordFingerprint,
+  RUN_SCORE,
   scoreProbe,
-  shingleTexts,
+  shingleWeight,
 } from '../../src/erasure/probe.js';
 import { HashingEmbedder } from '../../src/vectors/embedder.js';
+import { ShingleIndex } from '../../src/vectors/shingle-index.js';
+import { ShingleHasher } from '../../src/vectors/shingles.js';
+import { LetheError } from '../../src/errors.js';
+import { utf8 } from '../../src/crypto/index.js';
 
-const key = randomBytes(32);
+const hasher = new ShingleHasher(randomBytes(32));
 const embedder = new HashingEmbedder(512);
 
-async function record(id: string, text: string): Promise<RecordFingerprint> {
+async function fingerprint(id: string, text: string): Promise<RecordFingerprint> {
   const [vector] = await embedder.embed([text]);
-  return { id, vector: vector!, shingles: keyedShingles(text, key) };
+  return { id, vector: vector!, ...hasher.of(text) };
 }
 
-async function candidate(id: string, text: string, tier: ProbeCandidate['tier'] = 'log'): Promise<ProbeCandidate> {
-  const [vector] = await embedder.embed([text]);
-  return { id, tier, vector: vector!, shingles: keyedShingles(text, key) };
+/** A store of surviving records (id → text), indexed as the vault indexes them. */
+async function store(records: Record<string, string>) {
+  const index = new ShingleIndex();
+  const vectors = new Map<string, Float32Array>();
+  for (const [id, text] of Object.entries(records)) {
+    index.upsert(id, id.startsWith('art_') ? 'artifact' : 'entry', `key_${id}`, hasher.setOf(text));
+    vectors.set(id, (await embedder.embed([text]))[0]!);
+  }
+  return { index, vectors };
 }
 
-describe('shingles', () => {
-  it('pairs consecutive content words, dropping stop words and stemming', () => {
-    expect(shingleTexts('My home address is 14 Rue des Lilas')).toEqual(['home', 'addres', '14', 'rue', 'des', 'lila', 'home addres', 'addres 14', '14 rue', 'rue des', 'des lila']);
-    expect(shingleTexts('the and of')).toEqual([]);
-    expect(shingleTexts('Lyon')).toEqual(['lyon']);
-    expect(shingleTexts('Lyon, Lyon')).toEqual(['lyon', 'lyon lyon']);
+async function probe(erased: Record<string, string>, survivors: Record<string, string>, options: { extra?: ExtraCandidate[]; dismissed?: string[]; similarity?: number } = {}) {
+  const { index, vectors } = await store(survivors);
+  const records = await Promise.all(Object.entries(erased).map(([id, text]) => fingerprint(id, text)));
+  return scoreProbe({
+    index,
+    records,
+    extra: options.extra ?? [],
+    vectorOf: (id) => vectors.get(id),
+    similarity: options.similarity ?? 0.9,
+    dismissed: new Set(options.dismissed ?? []),
   });
+}
 
-  it('are keyed: the same text gives the same hashes under one key and unrelated ones under another', () => {
-    const text = 'penicillin allergy noted by the clinic';
-    expect([...keyedShingles(text, key)]).toEqual([...keyedShingles(text, key)]);
-    const other = keyedShingles(text, randomBytes(32));
-    expect([...keyedShingles(text, key)].some((h) => other.has(h))).toBe(false);
-    // the hashes never hold the words
-    for (const h of keyedShingles(text, key)) expect(h).not.toMatch(/penicillin|allergy|clinic/);
-  });
+const filler = (n: number, seed: number) =>
+  Array.from({ length: n }, (_, i) => ['project', 'timeline', 'budget', 'review', 'team', 'agreed', 'quarter', 'item', 'discussed', 'owner', 'vendor', 'milestone'][(i * 7 + seed) % 12]).join(' ');
 
-  it('containment is the fraction of the record found in the candidate', () => {
-    expect(containment(new Set(['a', 'b', 'c', 'd']), new Set(['b', 'd', 'x']))).toBe(0.5);
-    expect(containment(new Set(), new Set(['x']))).toBe(0);
+describe('shingle weights', () => {
+  it('weigh rare shingles more, and nothing once a shingle is common', () => {
+    expect(shingleWeight(0, 1000)).toBeGreaterThan(shingleWeight(5, 1000));
+    expect(shingleWeight(5, 1000)).toBeGreaterThan(shingleWeight(COMMON_MIN_RECORDS, 1000));
+    expect(shingleWeight(COMMON_MIN_RECORDS + 1, 1000)).toBe(0);
+    // in a large store the common line is a fraction of it
+    expect(shingleWeight(5000, 1_000_000)).toBeGreaterThan(0);
+    expect(shingleWeight(10_001, 1_000_000)).toBe(0);
+    // a shingle in every record of a small store weighs little; one found nowhere else never weighs 0
+    expect(shingleWeight(3, 3)).toBeLessThan(shingleWeight(0, 3) / 4);
+    expect(shingleWeight(0, 0)).toBeGreaterThan(0);
   });
 });
 
 describe('scoreProbe', () => {
-  it('finds a paraphrase of the erased address in another record and names it', async () => {
-    const erased = [await record('entry_a1', 'My home address is 14 Rue des Lilas, Lyon; I moved there in March.')];
-    const note = await candidate('entry_b1', "Dropped the parcel at Alice's place, 14 rue des Lilas in Lyon, she moved there in March.");
-    const unrelated = await candidate('entry_b2', 'Bob ordered new running shoes for the marathon.');
-    const { recovered, matches } = scoreProbe(erased, [note, unrelated], 0.9);
-    expect(recovered).toBeGreaterThan(0.15);
-    expect(matches.map((m) => m.id)).toEqual(['entry_b1']);
+  it('finds a verbatim sentence inside a long record that only shares words with the decoys', async () => {
+    const secret = 'Walter keeps the vault combination 7741 written inside his grandmother\'s cookbook.';
+    const decoys = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`entry_note${i}`, `Note ${i}: the cookbook club meets Thursday; bring your grandmother's recipes.`]));
+    const result = await probe({ entry_w1: secret }, { entry_long: `${filler(300, 1)} ${secret} ${filler(300, 5)}`, ...decoys });
+    expect(result.matches.map((m) => m.id)).toEqual(['entry_long']);
+    expect(result.recovered).toBe(1);
+    expect(result.examined.shingleIndex).toBeGreaterThanOrEqual(1);
   });
 
-  it('counts shared vocabulary below the match floor as nothing', async () => {
-    const erased = [await record('entry_a1', 'Carl walks the dog every morning before work near the old harbour lighthouse.')];
-    const { recovered, matches } = scoreProbe(erased, [await candidate('entry_c1', 'Dana walks to work.')], 0.9);
-    expect(recovered).toBe(0);
-    expect(matches).toEqual([]);
+  it('does not accuse records that share only template words', async () => {
+    const result = await probe(
+      { entry_a1: 'Alice said her favourite tea is XK-2291.' },
+      { entry_b1: 'Bob said his favourite game is QZ-7713.', art_sum: 'Bob said his favourite game is QZ-7713.' },
+    );
+    expect(result.matches).toEqual([]);
+    expect(result.recovered).toBe(0);
   });
 
-  it('reports nothing when only unrelated text survives', async () => {
-    const erased = [await record('entry_a1', 'Alice keeps her spare key under the blue flowerpot.')];
-    const { recovered, matches } = scoreProbe(erased, [await candidate('entry_c1', 'Quarterly revenue grew by four percent.')], 0.9);
-    expect(recovered).toBe(0);
-    expect(matches).toEqual([]);
+  it('names a partial quote of six content words in order', async () => {
+    const erased = 'During the retreat Priya explained that the Halvorsen acquisition closes quietly next spring, and legal should prepare the Oslo filings before the board meets.';
+    const quote = `${filler(40, 2)} someone mentioned the Halvorsen acquisition closes quietly next spring apparently ${filler(40, 3)}`;
+    const result = await probe({ entry_p1: erased }, { entry_q: quote, entry_other: filler(60, 4) });
+    expect(result.matches.map((m) => m.id)).toEqual(['entry_q']);
+    expect(result.matches[0]!.score).toBeGreaterThanOrEqual(RUN_SCORE);
   });
 
-  it('weighs records by their content: one record of two recovered is about half', async () => {
-    const a = await record('entry_a1', 'Alice keeps her spare key under the blue flowerpot by the door.');
-    const b = await record('entry_a2', 'Alice volunteers at the riverside animal shelter every Sunday morning.');
-    const copy = await candidate('art_x', 'Alice keeps her spare key under the blue flowerpot by the door.', 'artifacts');
-    const { recovered, matches } = scoreProbe([a, b], [copy], 0.99);
-    expect(recovered).toBeGreaterThan(0.4);
-    expect(recovered).toBeLessThan(0.6);
-    expect(matches).toEqual([{ id: 'art_x', tier: 'artifacts', score: 1 }]);
+  it('leaves a dismissed record out of recovered and lists it apart', async () => {
+    const erased = { entry_a1: 'Alice keeps her spare key under the blue flowerpot by the door.' };
+    const survivors = { entry_copy: 'Alice keeps her spare key under the blue flowerpot by the door.', entry_x: 'Quarterly revenue grew.' };
+    expect((await probe(erased, survivors)).recovered).toBe(1);
+    const dismissed = await probe(erased, survivors, { dismissed: ['entry_copy'] });
+    expect(dismissed.recovered).toBe(0);
+    expect(dismissed.matches).toEqual([]);
+    expect(dismissed.dismissedMatches).toEqual([{ id: 'entry_copy', score: 1 }]);
   });
 
-  it('counts a near-identical embedding as recovered only above the similarity setting', async () => {
-    const a = await record('entry_a1', 'Alice keeps her spare key under the blue flowerpot.');
-    const stale: ProbeCandidate = { id: 'entry_gone', tier: 'vector-index', vector: a.vector, shingles: new Set() };
-    expect(scoreProbe([a], [stale], 0.9).recovered).toBe(1);
-    expect(scoreProbe([a], [{ ...stale, vector: new Float32Array(512) }], 0.9).recovered).toBe(0);
+  it('weighs records by their private content: one record of two recovered is about half', async () => {
+    const result = await probe(
+      { entry_a1: 'Alice keeps her spare key under the blue flowerpot by the door.', entry_a2: 'Alice volunteers at the riverside animal shelter every Sunday morning.' },
+      { art_x: 'Alice keeps her spare key under the blue flowerpot by the door.', entry_y: 'Lunch menu: soup.' },
+      { extra: [{ id: 'art_x', source: 'provenance' }] },
+    );
+    expect(result.recovered).toBeGreaterThan(0.4);
+    expect(result.recovered).toBeLessThan(0.6);
+    expect(result.matches).toEqual([{ id: 'art_x', tier: 'artifacts', score: 1 }]);
+    expect(result.examined.provenance).toBe(1);
   });
 
-  it('is bounded 0..1 and only lists candidates scoring at least the match minimum (property)', async () => {
-    const words = ['alice', 'key', 'flowerpot', 'lyon', 'rue', 'march', 'shoes', 'tea', 'clinic', 'penicillin'];
+  it('counts a vector neighbour above the similarity setting, and an unreadable indexed vector', async () => {
+    const text = 'Alice keeps her spare key under the blue flowerpot.';
+    const { index, vectors } = await store({ entry_other: 'Completely different words here.' });
+    const a = await fingerprint('entry_a1', text);
+    const base = { index, records: [a], extra: [], vectorOf: (id: string) => vectors.get(id), similarity: 0.9, dismissed: new Set<string>() };
+    expect(scoreProbe({ ...base, unreadable: [{ id: 'entry_gone', vector: a.vector }] }).matches).toEqual([{ id: 'entry_gone', tier: 'vector-index', score: 1 }]);
+    expect(scoreProbe({ ...base, unreadable: [{ id: 'entry_gone', vector: new Float32Array(512) }] }).recovered).toBe(0);
+  });
+
+  it('reads at most POSTINGS_CAP postings of a shingle and counts the shingles it capped', async () => {
+    const many = Object.fromEntries(Array.from({ length: POSTINGS_CAP + 5 }, (_, i) => [`entry_m${i}`, `zebra ${i}`]));
+    const result = await probe({ entry_a1: 'zebra crossing at Halden station' }, many);
+    expect(result.cappedShingles).toBe(0); // 'zebra' is common here (over 1% and 20 records): it weighs nothing and is not looked up
+    expect(result.examined.shingleIndex).toBe(0);
+  });
+
+  it('is bounded 0..1, names only candidates at or above the match minimum, and names whatever it recovers (property)', async () => {
+    const words = ['alice', 'key', 'flowerpot', 'lyon', 'rue', 'march', 'shoes', 'tea', 'clinic', 'penicillin', 'oslo', '4411'];
     const text = fc.array(fc.constantFrom(...words), { minLength: 1, maxLength: 12 }).map((w) => w.join(' '));
     await fc.assert(
-      fc.asyncProperty(fc.array(text, { minLength: 1, maxLength: 4 }), fc.array(text, { maxLength: 5 }), async (rs, cs) => {
-        const records = await Promise.all(rs.map((t, i) => record(`entry_r${i}`, t)));
-        const candidates = await Promise.all(cs.map((t, i) => candidate(`entry_c${i}`, t)));
-        const { recovered, matches } = scoreProbe(records, candidates, 0.9);
-        expect(recovered).toBeGreaterThanOrEqual(0);
-        expect(recovered).toBeLessThanOrEqual(1);
-        for (const m of matches) expect(m.score).toBeGreaterThanOrEqual(MATCH_MIN_SCORE);
-        if (candidates.length === 0) expect(recovered).toBe(0);
-        // whatever is recovered is carried by a named record
-        if (recovered > 0) expect(matches.length).toBeGreaterThan(0);
+      fc.asyncProperty(fc.array(text, { minLength: 1, maxLength: 4 }), fc.array(text, { maxLength: 6 }), async (rs, cs) => {
+        const result = await probe(Object.fromEntries(rs.map((t, i) => [`entry_r${i}`, t])), Object.fromEntries(cs.map((t, i) => [`entry_c${i}`, t])));
+        expect(result.recovered).toBeGreaterThanOrEqual(0);
+        expect(result.recovered).toBeLessThanOrEqual(1);
+        for (const m of result.matches) expect(m.score).toBeGreaterThanOrEqual(MATCH_MIN_SCORE);
+        if (cs.length === 0) expect(result.recovered).toBe(0);
+        if (result.recovered > 0) expect(result.matches.length).toBeGreaterThan(0);
       }),
       { numRuns: 60 },
     );
   });
 });
 
+describe('ShingleIndex', () => {
+  it('keeps document frequency exact through removals, key destruction and compaction', () => {
+    const index = new ShingleIndex();
+    const shared = hasher.setOf('lighthouse harbour');
+    for (let i = 0; i < 6000; i++) index.upsert(`entry_${i}`, 'entry', `key_${i % 3}`, i % 2 ? shared : hasher.setOf(`record ${i}`));
+    const h = shared[0]!;
+    expect(index.df(h)).toBe(3000);
+    expect(index.removeKey('key_1')).toBe(2000);
+    // key_1 held every third record: of the odd ones (sharing), a third
+    expect(index.df(h)).toBe(2000);
+    for (let i = 0; i < 6000; i++) index.remove(`entry_${i}`); // triggers compactions on the way
+    expect(index.size).toBe(0);
+    expect(index.df(h)).toBe(0);
+    expect(index.distinct).toBe(0);
+    let visited = 0;
+    index.postings(h, 10, () => visited++);
+    expect(visited).toBe(0);
+  });
+
+  it('replaces a record\'s shingles on upsert', () => {
+    const index = new ShingleIndex();
+    const before = hasher.setOf('Lisbon');
+    index.upsert('art_1', 'artifact', 'vk_1', before);
+    index.upsert('art_1', 'artifact', 'vk_2', hasher.setOf('Porto'));
+    expect(index.df(before[0]!)).toBe(0);
+    expect(index.keyOf('art_1')).toBe('vk_2');
+    expect(index.size).toBe(1);
+  });
+});
+
 describe('sealed form', () => {
-  it('round-trips vectors, shingles and attributes', async () => {
-    const r = await record('entry_a1', 'Alice keeps her spare key under the blue flowerpot.');
+  it('round-trips vectors, ordered shingles and attributes', async () => {
+    const r = await fingerprint('entry_a1', 'Alice keeps her spare key under the blue flowerpot.');
     const back = decodeFingerprints(encodeFingerprints({ model: embedder.model, records: [r], attributes: ['Alice Moreau'] }));
     expect(back.model).toBe(embedder.model);
     expect(back.attributes).toEqual(['Alice Moreau']);
     expect(back.records[0]!.id).toBe('entry_a1');
     expect([...back.records[0]!.vector]).toEqual([...r.vector]);
-    expect([...back.records[0]!.shingles]).toEqual([...r.shingles]);
+    expect(back.records[0]!.words).toEqual(r.words);
+    expect(back.records[0]!.pairs).toEqual(r.pairs);
+  });
+
+  it('refuses fingerprints of an older format instead of misreading them', () => {
+    const old = utf8.encode(JSON.stringify({ model: 'm', attributes: [], records: [{ id: 'entry_a', v: '', s: ['abc'] }] }));
+    expect(() => decodeFingerprints(old)).toThrow(LetheError);
+  });
+});
+
+describe('keyed shingles', () => {
+  it('are the same under one key and unrelated under another, and never hold the words', () => {
+    const text = 'penicillin allergy noted by the clinic';
+    expect(hasher.of(text)).toEqual(hasher.of(text));
+    const other = new ShingleHasher(randomBytes(32)).of(text);
+    const mine = new Set([...hasher.of(text).words, ...hasher.of(text).pairs]);
+    expect([...other.words, ...other.pairs].some((h) => mine.has(h))).toBe(false);
+    expect(hasher.of(text).words).toHaveLength(4); // penicillin allergy noted clinic: stop words dropped
+    expect(hasher.of(text).pairs).toHaveLength(3);
+    for (const h of hasher.of(text).words) expect(Number.isSafeInteger(h)).toBe(true);
   });
 });

@@ -94,7 +94,43 @@ ${rows}
 </tbody>
 </table>`
 }
+${probeSources(probe)}
+${dismissalsTable(probe)}
 </section>`;
+}
+
+/** Where the candidates came from, and how far the index covered the store. */
+function probeSources(probe: ProbeView): string {
+  if (!probe.examined) return '';
+  const e = probe.examined;
+  const c = probe.coverage;
+  return `<p id="probe-sources">Candidates examined: <span class="num">${e.shingleIndex}</span> from the shingle index, <span class="num">${e.vectorIndex}</span> from the vector index, <span class="num">${e.provenance}</span> from provenance${
+    c ? `; index coverage <span class="num">${c.indexed}</span> of <span class="num">${c.stored}</span> stored records` : ''
+  }${probe.replica ? ` on replica <code>${escapeHtml(probe.replica)}</code>` : ''}.</p>`;
+}
+
+/** Matches a person dismissed: shown as what they are, a human judgement. */
+function dismissalsTable(probe: ProbeView): string {
+  if (!probe.dismissed?.length) return '';
+  const rows = probe.dismissed
+    .map(
+      (d) => `<tr class="dismissed">
+<td><code>${escapeHtml(d.id)}</code></td>
+<td>${escapeHtml(d.role)}</td>
+<td>${time(d.at)}</td>
+<td>${escapeHtml(d.reason)}</td>
+<td class="num">${d.score === undefined ? '<span class="muted">no longer matches</span>' : escapeHtml(formatNumber(d.score))}</td>
+</tr>`,
+    )
+    .join('\n');
+  return `<h3 id="probe-dismissals">Dismissed by a person (a stated human judgement, not a measurement)</h3>
+<p>These records were named by the probe; the role below ruled that they do not carry the subject's content. They are left out of the recovered figure.</p>
+<table>
+<thead><tr><th>Record</th><th>Ruled by</th><th>When</th><th>Reason</th><th>Score</th></tr></thead>
+<tbody>
+${rows}
+</tbody>
+</table>`;
 }
 
 export function residualsSection(residuals: readonly Residual[]): string {

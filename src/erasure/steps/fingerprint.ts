@@ -1,12 +1,13 @@
 /**
  * fingerprint: reads the subject's entries one last time and keeps of each only its
- * embedding and keyed shingle hashes, sealed under the erasure's own key with the
- * request's public attributes: what the probe later looks for. Overwrites the
- * sealed blob: safe to run again (the fence step runs it again after late appends).
+ * embedding and keyed shingles in text order (the lexical index's keyed hashes),
+ * sealed under the erasure's own key with the request's public attributes: what the
+ * probe later looks for. Overwrites the sealed blob: safe to run again (the fence
+ * step runs it again after late appends).
  */
 import { utf8 } from '../../crypto/index.js';
 import { ErasureKey } from '../erasure-key.js';
-import { encodeFingerprints, type Fingerprints, keyedShingles, type RecordFingerprint } from '../probe.js';
+import { encodeFingerprints, type Fingerprints, type RecordFingerprint } from '../probe.js';
 import type { Step, StepContext } from './step.js';
 
 /** Entries read and embedded per round. */
@@ -27,7 +28,7 @@ export async function takeFingerprints(ctx: StepContext): Promise<string> {
         const entries = await res.log.readMany(chunk);
         const readable = chunk.filter((id) => entries.has(id));
         const vectors = await res.vectors.embedder.embed(readable.map((id) => entries.get(id)!.text));
-        readable.forEach((id, j) => records.push({ id, vector: vectors[j]!, shingles: keyedShingles(entries.get(id)!.text, key.shingles) }));
+        readable.forEach((id, j) => records.push({ id, vector: vectors[j]!, ...res.vectors.shinglesOf(entries.get(id)!.text) }));
       }
     }
     const fingerprints: Fingerprints = { model: res.vectors.embedder.model, records, attributes: request.publicAttributes };

@@ -1,14 +1,41 @@
 /**
- * probe: can the subject still be reconstructed? The index's nearest neighbours of
- * (at most PROBE_MAX_QUERIES of) the fingerprints and of every public attribute,
- * and every affected artifact, are read back where readable and scored against the
- * fingerprints by shingle containment and cosine (src/erasure/probe.ts); a vector
- * still indexed under an unreadable key counts too. Read-only: safe to run again.
+ * probe: can the subject still be reconstructed? Candidates from three sources — the
+ * lexical index (every readable record sharing a distinctive shingle with the
+ * fingerprints), the vector index (adaptive-k neighbours of the fingerprints and of
+ * every public attribute) and the provenance graph (the affected artifacts) — scored
+ * against the fingerprints (src/erasure/probe.ts). A vector still indexed under an
+ * unreadable key counts too; the matches are confirmed readable through their tiers.
+ *
+ * The probe runs only on an index that is caught up: when this replica's lexical
+ * index does not cover every stored record (a rebuild running, a missed notification)
+ * it starts a rebuild and parks; after MAX_INDEX_WAITS it fails the erasure, naming
+ * the coverage. Read-only otherwise: safe to run again.
  */
+import type { Coverage } from '../../vectors/service.js';
 import { ErasureKey } from '../erasure-key.js';
-import { decodeFingerprints, type Fingerprints, keyedShingles, PROBE_MAX_QUERIES, PROBE_NEIGHBOURS, type ProbeCandidate, scoreProbe, spread } from '../probe.js';
+import { decodeFingerprints, type ExtraCandidate, type Fingerprints, PROBE_MAX_QUERIES, scoreProbe, spread, VECTOR_LIMIT, VECTOR_NEIGHBOURS } from '../probe.js';
+import type { ErasureResources } from '../resources.js';
 import type { ProbeFinding, TierScope } from '../tiers/port.js';
-import { type Step, TierFailure } from './step.js';
+import { Park, type Step, TierFailure } from './step.js';
+
+/** Parks while the index catches up, before the probe fails the erasure. */
+export const MAX_INDEX_WAITS = 10;
+const INDEX_WAIT_MS = 2000;
+
+/** Coverage now, after a few short waits for writes committed a moment ago to reach the index. */
+async function settledCoverage(res: ErasureResources): Promise<Coverage> {
+  let coverage = await res.vectors.coverage();
+  for (let i = 0; i < 5 && (coverage.rebuilding || coverage.indexed !== coverage.stored); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    coverage = await res.vectors.coverage();
+  }
+  return coverage;
+}
+
+function scoreOf(list: ReadonlyArray<{ id: string; score: number }>, id: string): { score?: number } {
+  const found = list.find((m) => m.id === id);
+  return found ? { score: found.score } : {};
+}
 
 export const probe: Step = {
   name: 'probe',
@@ -18,43 +45,84 @@ export const probe: Step = {
       if (f.kind === 'live-key') throw new TierFailure(`tier key-table: the subject has a live key (${f.keyId}) after its destruction`);
     }
     if (!row.sealedFingerprints) throw new TierFailure('the probe fingerprints are missing: the probe cannot run');
+    const replica = res.records.replica;
+    const coverage = await settledCoverage(res);
+    if (coverage.rebuilding || coverage.indexed !== coverage.stored) {
+      const waits = (state.indexWaits ?? 0) + 1;
+      const what = `the lexical index on replica ${replica} covers ${coverage.indexed} of ${coverage.stored} stored records${coverage.rebuilding ? ' (a rebuild is running)' : ''}`;
+      if (waits > MAX_INDEX_WAITS) throw new TierFailure(`${what} after ${MAX_INDEX_WAITS} waits: the probe cannot certify on an index that is not caught up`);
+      state.indexWaits = waits;
+      if (!coverage.rebuilding) {
+        void res.vectors.rebuild().catch((e: unknown) => res.logger.warn({ err: String(e) }, 'the probe could not rebuild the index'));
+      }
+      return new Park(new Date(Date.now() + INDEX_WAIT_MS), `${what}: waiting for it to catch up (${waits} of ${MAX_INDEX_WAITS})`);
+    }
+    delete state.indexWaits;
     const key = await ErasureKey.unwrap(res.versionKeys, row);
     let fp: Fingerprints | undefined;
     try {
       const plain = key.open('fingerprints', row.sealedFingerprints);
       fp = decodeFingerprints(plain);
       plain.fill(0);
-      const embedder = res.vectors.embedder;
-      const sameModel = fp.model === embedder.model;
-      // candidates: the index's neighbours of the fingerprints and of every public attribute, and the affected artifacts;
-      // at most PROBE_MAX_QUERIES of the records, evenly spread, query the index (each query is a full pass of it)
-      const vectors: Float32Array[] = sameModel ? spread(fp.records, PROBE_MAX_QUERIES).map((r) => r.vector) : [];
-      if (fp.attributes.length) vectors.push(...(await embedder.embed(fp.attributes)));
-      const found = await res.tiers['vector-index'].probe(scope, { vectors, records: [], neighbours: PROBE_NEIGHBOURS });
-      const records = new Map<string, 'entry' | 'artifact'>();
-      for (const f of found) if (f.kind === 'neighbour') records.set(f.id, f.type);
-      for (const n of state.graph?.nodes ?? []) if (n.type === 'artifact') records.set(n.id, 'artifact');
-      res.failpoint?.('probe-candidates');
-      const query = { vectors: [], records: [...records].map(([id, type]) => ({ id, type })), neighbours: 0 };
-      const texts = [...(await res.tiers.log.probe(scope, query)), ...(await res.tiers.artifacts.probe(scope, query))].filter(
-        (f): f is Extract<ProbeFinding, { kind: 'text' }> => f.kind === 'text',
-      );
-      const textVectors = texts.length ? await embedder.embed(texts.map((t) => t.text)) : [];
-      const candidates: ProbeCandidate[] = texts.map((t, i) => ({
-        id: t.id,
-        tier: t.tier,
-        vector: sameModel ? textVectors[i]! : new Float32Array(0),
-        shingles: keyedShingles(t.text, key.shingles),
-      }));
-      for (const f of found) if (f.kind === 'vector') candidates.push({ id: f.id, tier: 'vector-index', vector: f.vector, shingles: new Set() });
-      const { recovered, matches } = scoreProbe(fp.records, candidates, res.probeSimilarity);
-      state.probe = { recovered, threshold: res.probeThreshold, matches };
-      return {
-        detail: `recovered ${recovered} of the subject's private content (threshold ${res.probeThreshold}) from ${candidates.length} readable candidate record(s); ${matches.length} match(es)`,
-      };
     } finally {
       key.close();
-      for (const r of fp?.records ?? []) r.vector.fill(0);
+    }
+    try {
+      const embedder = res.vectors.embedder;
+      const sameModel = fp.model === embedder.model;
+      // vector queries: at most PROBE_MAX_QUERIES of the records, evenly spread (each is a full pass of the vector index), and every public attribute
+      const vectors: Float32Array[] = sameModel ? spread(fp.records, PROBE_MAX_QUERIES).map((r) => r.vector) : [];
+      if (fp.attributes.length) vectors.push(...(await embedder.embed(fp.attributes)));
+      const found = await res.tiers['vector-index'].probe(scope, {
+        vectors,
+        records: [],
+        neighbours: VECTOR_NEIGHBOURS,
+        above: { similarity: res.probeSimilarity, limit: VECTOR_LIMIT },
+      });
+      const extra = new Map<string, ExtraCandidate>();
+      for (const n of state.graph?.nodes ?? []) if (n.type === 'artifact') extra.set(n.id, { id: n.id, source: 'provenance' });
+      for (const f of found) if (f.kind === 'neighbour') extra.set(f.id, { id: f.id, source: 'vector-index', cosine: f.cosine });
+      const unreadable = found.filter((f): f is Extract<ProbeFinding, { kind: 'vector' }> => f.kind === 'vector');
+      res.failpoint?.('probe-candidates');
+      const dismissed = new Set((state.dismissals ?? []).map((d) => d.id));
+      const index = res.vectors.index;
+      const scored = scoreProbe({
+        index: res.vectors.lexical,
+        records: fp.records,
+        extra: [...extra.values()],
+        vectorOf: (id) => index.vectorOf(id),
+        similarity: res.probeSimilarity,
+        dismissed,
+        unreadable,
+      });
+      // a match is named only when its tier still reads it (or it is an indexed vector whose text is gone)
+      const query = { vectors: [], records: scored.matches.filter((m) => m.tier !== 'vector-index').map((m) => ({ id: m.id, type: m.tier === 'log' ? ('entry' as const) : ('artifact' as const) })), neighbours: 0 };
+      const readable = new Set([...(await res.tiers.log.probe(scope, query)), ...(await res.tiers.artifacts.probe(scope, query))].flatMap((f) => (f.kind === 'text' ? [f.id] : [])));
+      const gone = scored.matches.filter((m) => m.tier !== 'vector-index' && !readable.has(m.id)).length;
+      // a match that became unreadable meanwhile (its key destroyed) carries nothing now: probe again on the index without it
+      if (gone > 0) return new Park(new Date(Date.now() + INDEX_WAIT_MS), `${gone} matched record(s) became unreadable while the probe ran: probing again`);
+      const { matches } = scored;
+      state.probe = {
+        recovered: scored.recovered,
+        threshold: res.probeThreshold,
+        matches,
+        examined: scored.examined,
+        coverage: { indexed: coverage.indexed, stored: coverage.stored },
+        replica,
+        cappedShingles: scored.cappedShingles,
+        ...(state.dismissals?.length
+          ? { dismissed: state.dismissals.map((d) => ({ ...d, ...scoreOf(scored.dismissedMatches, d.id) })) }
+          : {}),
+      };
+      const e = scored.examined;
+      return {
+        detail:
+          `recovered ${scored.recovered} of the subject's private content (threshold ${res.probeThreshold}); ${matches.length} match(es)` +
+          (scored.dismissedMatches.length ? `, ${scored.dismissedMatches.length} dismissed` : '') +
+          `; candidates examined: ${e.shingleIndex} from the shingle index, ${e.vectorIndex} from the vector index, ${e.provenance} from provenance; index coverage ${coverage.indexed}/${coverage.stored} on replica ${replica}`,
+      };
+    } finally {
+      for (const r of fp.records) r.vector.fill(0);
     }
   },
 };

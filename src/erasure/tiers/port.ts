@@ -39,7 +39,10 @@ export interface TierErasure {
 export interface ProbeQuery {
   readonly vectors: readonly Float32Array[];
   readonly records: ReadonlyArray<{ readonly id: string; readonly type: 'entry' | 'artifact' }>;
+  /** Nearest neighbours per vector, at least. */
   readonly neighbours: number;
+  /** And every neighbour at or above `similarity`, up to `limit` per vector (the adaptive k). */
+  readonly above?: { readonly similarity: number; readonly limit: number };
 }
 
 export type ProbeFinding =

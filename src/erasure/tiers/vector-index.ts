@@ -25,7 +25,10 @@ export function vectorIndexTier(d: { vectors: Vectors; log: LogService; artifact
       const near = new Map<string, { type: 'entry' | 'artifact'; cosine: number }>();
       for (const q of query.vectors) {
         if (q.length !== index.dimensions || !q.some((x) => x !== 0)) continue;
-        for (const hit of index.search(q, Math.min(query.neighbours, index.size))) {
+        const hits = query.above
+          ? index.neighbours(q, { k: query.neighbours, floor: query.above.similarity, limit: query.above.limit })
+          : index.search(q, Math.min(query.neighbours, index.size));
+        for (const hit of hits) {
           const prev = near.get(hit.id);
           if (!prev || hit.score > prev.cosine) near.set(hit.id, { type: hit.type, cosine: hit.score });
         }

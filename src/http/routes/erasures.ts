@@ -1,12 +1,12 @@
 /**
  * Erasure: POST /v1/erasures, GET /v1/erasures/{id}, .../events (SSE), .../report
- * (HTML), .../redactions; GET /v1/certificates/public-key (no token: verifiers need it).
+ * (HTML), .../redactions, .../dismissals; GET /v1/certificates/public-key (no token: verifiers need it).
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { streamSSE } from 'hono/streaming';
 import { TERMINAL_STATUSES } from '../../erasure/machine.js';
 import { renderReport } from '../../erasure/report/index.js';
-import { ErasureRequestSchema, RedactionRequestSchema } from '../../erasure/request.js';
+import { DismissalRequestSchema, ErasureRequestSchema, RedactionRequestSchema } from '../../erasure/request.js';
 import { ErasureAcceptedSchema, ErasureViewSchema } from '../../erasure/view.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
 import { authErrors, json, jsonBody, problemResponse, security } from '../schemas.js';
@@ -148,6 +148,32 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Servi
     async (c) => {
       const { erasureId } = c.req.valid('param');
       const result = await services.erasures.redact(erasureId, c.req.valid('json').ids, c.get('role'));
+      return c.json(result, 202);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/erasures/{erasureId}/dismissals',
+      tags: ['erasure'],
+      summary: 'Rule that records the probe named do not carry the erased subject\'s content, then probe again',
+      description:
+        'A stated human judgement: each ruling (record id, role, time, reason) is signed into the certificate and shown in the report. The probe is re-run without the dismissed records, then the erasure is certified again.',
+      security,
+      middleware: [authorize(tokens, 'eraser')] as const,
+      request: { params: ErasureIdParam, body: jsonBody(DismissalRequestSchema.meta({ id: 'DismissalRequest' })) },
+      responses: {
+        202: json(Accepted, 'Accepted: the probe runs again in the background'),
+        404: problemResponse('not_found'),
+        409: problemResponse('conflict: the erasure is running or failed, its fingerprints are gone, or a record was not named by its probe or is the erased subject\'s own'),
+        ...authErrors,
+        400: problemResponse('validation_failed: malformed body'),
+      },
+    }),
+    async (c) => {
+      const { erasureId } = c.req.valid('param');
+      const result = await services.erasures.dismiss(erasureId, c.req.valid('json'), c.get('role'));
       return c.json(result, 202);
     },
   );

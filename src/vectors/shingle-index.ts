@@ -1,0 +1,196 @@
+/**
+ * The in-memory lexical index: keyed shingle → the records that contain it (an
+ * inverted index), and record → its sorted shingle set. It holds keyed hashes only,
+ * never words; at rest each record's set is sealed under the record's own key beside
+ * its embedding (embeddings.ts), and the index is rebuilt by decrypting at start-up.
+ *
+ * Records live in slots. A removed record's slot is marked dead: its single-record
+ * postings go at once, longer posting lists keep the dead slot (skipped on reading,
+ * their live count kept exact) until a compaction renumbers the slots, once dead
+ * slots outnumber the live ones. Document frequency (how many live records hold a
+ * shingle) is exact at every moment.
+ *
+ * Memory: about 8 bytes per shingle of each record (its sorted set) plus 8 per
+ * posting, plus one map entry per distinct shingle (bench: "shingle index").
+ */
+import type { RecordType } from './vector-index.js';
+
+/** A posting: one live slot, or [live count, slot, slot, ...] (slots may be dead). */
+type Posting = number | number[];
+
+/** Posting lists at most this long drop a removed slot at once instead of marking it. */
+const EAGER_REMOVAL = 16;
+
+export interface ShingleRecord {
+  readonly id: string;
+  readonly type: RecordType;
+  readonly keyId: string;
+}
+
+export class ShingleIndex {
+  readonly #slotOf = new Map<string, number>();
+  #records: Array<ShingleRecord | undefined> = [];
+  #sets: Array<Float64Array | undefined> = [];
+  #postings = new Map<number, Posting>();
+  readonly #byKey = new Map<string, Set<string>>();
+  #dead = 0;
+  #shingles = 0;
+
+  /** Live records. */
+  get size(): number {
+    return this.#slotOf.size;
+  }
+
+  /** Shingles filed over all live records (the sum of their set sizes). */
+  get filed(): number {
+    return this.#shingles;
+  }
+
+  /** Distinct shingles with at least one live record. */
+  get distinct(): number {
+    return this.#postings.size;
+  }
+
+  has(id: string): boolean {
+    return this.#slotOf.has(id);
+  }
+
+  keyOf(id: string): string | undefined {
+    const slot = this.#slotOf.get(id);
+    return slot === undefined ? undefined : this.#records[slot]!.keyId;
+  }
+
+  /** Files record `id` under its sorted distinct shingles (replacing what it had). */
+  upsert(id: string, type: RecordType, keyId: string, shingles: Float64Array): void {
+    this.remove(id);
+    const slot = this.#records.length;
+    this.#records.push({ id, type, keyId });
+    this.#sets.push(shingles);
+    this.#slotOf.set(id, slot);
+    this.#shingles += shingles.length;
+    for (let i = 0; i < shingles.length; i++) {
+      const h = shingles[i]!;
+      const p = this.#postings.get(h);
+      if (p === undefined) this.#postings.set(h, slot);
+      else if (typeof p === 'number') this.#postings.set(h, [2, p, slot]);
+      else {
+        p[0]!++;
+        p.push(slot);
+      }
+    }
+    let ids = this.#byKey.get(keyId);
+    if (!ids) this.#byKey.set(keyId, (ids = new Set()));
+    ids.add(id);
+  }
+
+  /** Removes a record; true when it was there. */
+  remove(id: string): boolean {
+    const slot = this.#slotOf.get(id);
+    if (slot === undefined) return false;
+    const record = this.#records[slot]!;
+    const set = this.#sets[slot]!;
+    this.#slotOf.delete(id);
+    this.#records[slot] = undefined;
+    this.#sets[slot] = undefined;
+    this.#shingles -= set.length;
+    this.#dead++;
+    for (let i = 0; i < set.length; i++) {
+      const h = set[i]!;
+      const p = this.#postings.get(h);
+      if (p === undefined) continue;
+      if (typeof p === 'number') {
+        if (p === slot) this.#postings.delete(h);
+        continue;
+      }
+      if (--p[0]! === 0) this.#postings.delete(h);
+      else if (p.length <= EAGER_REMOVAL) {
+        const at = p.indexOf(slot, 1);
+        if (at > 0) p.splice(at, 1);
+      }
+    }
+    const ids = this.#byKey.get(record.keyId);
+    ids?.delete(id);
+    if (ids?.size === 0) this.#byKey.delete(record.keyId);
+    if (this.#dead > Math.max(4096, this.#slotOf.size)) this.#compact();
+    return true;
+  }
+
+  /** Removes every record filed under a destroyed key; returns how many. */
+  removeKey(keyId: string): number {
+    const ids = this.#byKey.get(keyId);
+    if (!ids) return 0;
+    let n = 0;
+    for (const id of [...ids]) if (this.remove(id)) n++;
+    this.#byKey.delete(keyId);
+    return n;
+  }
+
+  /** How many live records hold shingle `h`. */
+  df(h: number): number {
+    const p = this.#postings.get(h);
+    if (p === undefined) return 0;
+    return typeof p === 'number' ? 1 : p[0]!;
+  }
+
+  /**
+   * Calls `visit` with the slot of each live record holding `h`, at most `cap` of
+   * them; returns how many it visited.
+   */
+  postings(h: number, cap: number, visit: (slot: number) => void): number {
+    const p = this.#postings.get(h);
+    if (p === undefined) return 0;
+    if (typeof p === 'number') {
+      visit(p);
+      return 1;
+    }
+    let n = 0;
+    for (let i = 1; i < p.length && n < cap; i++) {
+      const slot = p[i]!;
+      if (this.#sets[slot] === undefined) continue;
+      visit(slot);
+      n++;
+    }
+    return n;
+  }
+
+  /** The live record in a slot. */
+  recordAt(slot: number): ShingleRecord | undefined {
+    return this.#records[slot];
+  }
+
+  /** The sorted shingle set of the live record in a slot. */
+  setAt(slot: number): Float64Array | undefined {
+    return this.#sets[slot];
+  }
+
+  slotOf(id: string): number | undefined {
+    return this.#slotOf.get(id);
+  }
+
+  clear(): void {
+    this.#slotOf.clear();
+    this.#records = [];
+    this.#sets = [];
+    this.#postings = new Map();
+    this.#byKey.clear();
+    this.#dead = 0;
+    this.#shingles = 0;
+  }
+
+  /** Renumbers the live records into dense slots and rebuilds the postings without dead slots. */
+  #compact(): void {
+    const records = this.#records;
+    const sets = this.#sets;
+    this.#records = [];
+    this.#sets = [];
+    this.#postings = new Map();
+    this.#slotOf.clear();
+    this.#byKey.clear();
+    this.#dead = 0;
+    this.#shingles = 0;
+    for (let slot = 0; slot < records.length; slot++) {
+      const r = records[slot];
+      if (r) this.upsert(r.id, r.type, r.keyId, sets[slot]!);
+    }
+  }
+}
