@@ -92,13 +92,13 @@
  *   5. probe at store scale  the engine's probe step runs one exact nearest-neighbour
  *               search over the whole in-memory vector index per fingerprinted record,
  *               at most PROBE_MAX_QUERIES of them (evenly spread)
- *               (src/erasure/engine.ts #probe → VectorIndex.search, brute force, O(n·d)
+ *               (src/erasure/steps/probe.ts → VectorIndex.neighbours, brute force, O(n·d)
  *               per query). In 3 that index holds only the vectors written through the
  *               service in this process (the same few thousand at both sizes); a real
  *               store holds one per entry and live artifact. So, separately: a
  *               VectorIndex (the same class) filled with one random unit vector per
  *               entry and live artifact of the store, timed on BENCH_ERASURE_PROBE_QUERIES
- *               searches (k = 8, the probe's) with the embeddings of a measured subject's
+ *               searches (k = VECTOR_LIMIT, the probe's adaptive k at its ceiling) with the embeddings of a measured subject's
  *               texts, and the same searches on the vault's own index; the probe's extra
  *               cost at store scale is projected as the searches run x (the
  *               difference per search). Exact brute force is linear in the vectors, so
@@ -120,7 +120,7 @@ import { randomBytes } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import postgres from 'postgres';
 import { VectorIndex } from '../src/vectors/vector-index.js';
-import { PROBE_MAX_QUERIES } from '../src/erasure/probe.js';
+import { PROBE_MAX_QUERIES, VECTOR_LIMIT } from '../src/erasure/probe.js';
 import type { ErasureView } from '../src/erasure/view.js';
 import type { App } from '../src/app/open.js';
 import {
@@ -310,8 +310,8 @@ const LEDGER_HISTORY = process.env.BENCH_ERASURE_LEDGER_HISTORY !== '0';
 const APPEND_CONCURRENCY = 8;
 const WRITE_CONCURRENCY = 4;
 const SETTLE_TIMEOUT_MS = 60 * 60 * 1000;
-/** The probe's neighbours per fingerprint vector (PROBE_NEIGHBOURS in src/erasure/engine.ts). */
-const PROBE_K = 8;
+/** The probe's vector neighbours per query: its adaptive k's ceiling (VECTOR_LIMIT in src/erasure/probe.ts), the most one search keeps. */
+const PROBE_K = VECTOR_LIMIT;
 
 // ------------------------------------------------------------------ helpers
 

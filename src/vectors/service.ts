@@ -63,7 +63,7 @@ interface Indexes {
 export interface Coverage {
   /** Records in this replica's lexical index. */
   readonly indexed: number;
-  /** Records with a sealed row (every readable entry and current artifact version has one). */
+  /** Sealed rows of live keys (every readable entry and current artifact version has one). */
   readonly stored: number;
   /** A rebuild is filling new indexes. */
   readonly rebuilding: boolean;
@@ -100,7 +100,11 @@ export class Vectors {
 
   /** How far this replica's lexical index covers the stored rows. */
   async coverage(): Promise<Coverage> {
-    const [row] = await queryRows<{ n: string | number }>(this.#d.db, sql`select count(*) as n from embeddings`);
+    // rows of a key that was destroyed (copies that outlived it, say in a restored database) are never loaded: they do not count
+    const [row] = await queryRows<{ n: string | number }>(
+      this.#d.db,
+      sql`select count(*) as n from embeddings e where not exists (select 1 from destruction_ledger d where d.key_id = e.key_id)`,
+    );
     return { indexed: this.#current.lexical.size, stored: Number(row?.n ?? 0), rebuilding: this.#building !== undefined };
   }
 

@@ -39,7 +39,9 @@ let registration: unknown;
 let erasureId = '';
 /** Per allowed role, an incomplete erasure still holding its fingerprints and another subject's readable entry to redact. */
 const redaction: Partial<Record<TestRole | 'none', { erasureId: string; entryId: string }>> = {};
+const dismissal: Partial<Record<TestRole | 'none', { erasureId: string; entryId: string }>> = {};
 const redactionFor = (role: TestRole | 'none' = 'eraser') => redaction[role] ?? redaction.eraser!;
+const dismissalFor = (role: TestRole | 'none' = 'eraser') => dismissal[role] ?? dismissal.eraser!;
 
 const ROUTES: readonly RouteCase[] = [
   {
@@ -207,6 +209,14 @@ const ROUTES: readonly RouteCase[] = [
     body: (role) => ({ ids: [redactionFor(role).entryId] }),
   },
   {
+    method: 'POST',
+    template: '/v1/erasures/{erasureId}/dismissals',
+    allowed: ['eraser', 'admin'],
+    // a dismissal sets the erasure running: each allowed role dismisses on its own erasure
+    path: (role) => `/v1/erasures/${dismissalFor(role).erasureId}/dismissals`,
+    body: (role) => ({ matches: [{ id: dismissalFor(role).entryId, reason: 'auth table: a ruling' }] }),
+  },
+  {
     method: 'GET',
     template: '/v1/certificates/public-key',
     allowed: ROLES,
@@ -236,14 +246,16 @@ beforeAll(async () => {
   erasureId = (await t.vault.erasures.request({ subject: 'user:auth-erased' }, 'eraser')).erasureId;
   await t.vault.erasures.settle(erasureId);
   for (const [i, role] of (['eraser', 'admin'] as const).entries()) {
-    const num = `${100 + i * 111}`;
-    await t.vault.log.append(`user:auth-para-${role}`, { text: `My home address is ${num} Rue des Lilas, Lyon; I moved there in March.` }, 'writer');
-    const note = await t.vault.log.append(`user:auth-note-${role}`, { text: `Dropped the parcel at Alice's place, ${num} rue des Lilas in Lyon, she moved there in March.` }, 'writer');
-    const requested = await t.vault.erasures.request({ subject: `user:auth-para-${role}`, publicAttributes: ['Alice'] }, 'eraser');
-    const view = await t.vault.erasures.settle(requested.erasureId);
-    expect(view.status, `the ${role}'s redaction fixture`).toBe('incomplete');
-    expect(view.probe.matches.map((m) => m.id)).toContain(note.entryId);
-    redaction[role] = { erasureId: requested.erasureId, entryId: note.entryId };
+    for (const use of ['redaction', 'dismissal'] as const) {
+      const num = `${100 + i * 111 + (use === 'dismissal' ? 500 : 0)}`;
+      await t.vault.log.append(`user:auth-para-${use}-${role}`, { text: `My home address is ${num} Rue des Lilas, Lyon; I moved there in March.` }, 'writer');
+      const note = await t.vault.log.append(`user:auth-note-${use}-${role}`, { text: `Dropped the parcel at Alice's place, ${num} rue des Lilas in Lyon, she moved there in March.` }, 'writer');
+      const requested = await t.vault.erasures.request({ subject: `user:auth-para-${use}-${role}`, publicAttributes: ['Alice'] }, 'eraser');
+      const view = await t.vault.erasures.settle(requested.erasureId);
+      expect(view.status, `the ${role}'s ${use} fixture`).toBe('incomplete');
+      expect(view.probe.matches.map((m) => m.id)).toContain(note.entryId);
+      (use === 'redaction' ? redaction : dismissal)[role] = { erasureId: requested.erasureId, entryId: note.entryId };
+    }
   }
 });
 afterAll(async () => {

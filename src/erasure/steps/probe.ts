@@ -20,7 +20,7 @@ import { Park, type Step, TierFailure } from './step.js';
 
 /** Parks while the index catches up, before the probe fails the erasure. */
 export const MAX_INDEX_WAITS = 10;
-const INDEX_WAIT_MS = 2000;
+const INDEX_WAIT_MS = 1000;
 
 /** Coverage now, after a few short waits for writes committed a moment ago to reach the index. */
 async function settledCoverage(res: ErasureResources): Promise<Coverage> {

@@ -1,0 +1,126 @@
+/**
+ * The lexical (keyed shingle) index over its life, through real vaults on one
+ * PostgreSQL database (two replicas hearing each other over LISTEN/NOTIFY): filled on
+ * append on both replicas, sealed at rest beside each embedding (no shingle hash in
+ * the clear), rebuilt by decrypting at start-up, emptied of a key's records when the
+ * key is destroyed — and the probe's refusal to certify on an index that is not
+ * caught up: it rebuilds and waits, and fails loudly when the index cannot cover what
+ * is stored.
+ */
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryRows } from '../../src/db/client.js';
+import type { App } from '../../src/app/open.js';
+import { sealEmbedding } from '../../src/vectors/embeddings.js';
+import { upsertEmbeddings } from '../../src/vectors/embeddings.js';
+import { MAX_INDEX_WAITS } from '../../src/erasure/steps/probe.js';
+import { openTestVault, type TestVault } from '../support/vault.js';
+
+async function eventually(check: () => boolean, timeoutMs = 15_000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return true;
+}
+
+/** Little-endian float64 bytes of a shingle hash, as the sealed set would hold it in the clear. */
+function bytesOf(h: number): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeDoubleLE(h);
+  return b;
+}
+
+describe('the lexical index on two replicas of one vault', () => {
+  let tv: TestVault;
+  let replica: App;
+  const written: Array<{ subject: string; text: string; entryId: string; keyId: string }> = [];
+
+  beforeAll(async () => {
+    tv = await openTestVault({ vault: { erasureWorker: false } });
+    replica = await tv.reopen({ erasureWorker: false });
+    for (const [subject, text] of [
+      ['user:lex-a', 'Ingrid keeps her bicycle at the Vesterbro depot.'],
+      ['user:lex-a', 'Ingrid is learning the cello on Tuesdays.'],
+      ['user:lex-b', 'Paolo grows basil on a balcony in Trastevere.'],
+    ] as const) {
+      const { entryId, keyId } = await tv.vault.log.append(subject, { text }, 'writer');
+      written.push({ subject, text, entryId, keyId });
+    }
+  }, 60_000);
+  afterAll(async () => {
+    await replica?.close();
+    await tv?.close();
+  });
+
+  it('an appended entry is in the lexical index at once here and soon on the other replica, under its key', async () => {
+    for (const w of written) {
+      expect(tv.vault.vectors.lexical.keyOf(w.entryId)).toBe(w.keyId);
+      // the entry's own rarest shingle finds it
+      const { words } = tv.vault.vectors.shinglesOf(w.text);
+      expect(words.some((h) => tv.vault.vectors.lexical.df(h) === 1)).toBe(true);
+    }
+    expect(await eventually(() => written.every((w) => replica.vectors.lexical.keyOf(w.entryId) === w.keyId))).toBe(true);
+    const coverage = await replica.vectors.coverage();
+    expect(coverage).toEqual({ indexed: coverage.stored, stored: coverage.stored, rebuilding: false });
+  });
+
+  it('shingle sets are sealed at rest: no stored row holds any of its text\'s shingle hashes in the clear', async () => {
+    const rows = await queryRows<{ record_id: string; sealed: Uint8Array }>(tv.vault.db.db, sql`select record_id, sealed from embeddings`);
+    for (const w of written) {
+      const row = rows.find((r) => r.record_id === w.entryId)!;
+      const { words, pairs } = tv.vault.vectors.shinglesOf(w.text);
+      for (const h of [...words, ...pairs]) expect(Buffer.from(row.sealed).includes(bytesOf(h))).toBe(false);
+    }
+  });
+
+  it('a vault opened later rebuilds the lexical index by decrypting the sealed rows', async () => {
+    const later = await tv.reopen({ erasureWorker: false });
+    try {
+      for (const w of written) expect(later.vectors.lexical.keyOf(w.entryId)).toBe(w.keyId);
+      const coverage = await later.vectors.coverage();
+      expect(coverage.indexed).toBe(coverage.stored);
+    } finally {
+      await later.close();
+    }
+  });
+
+  it('a probe on a replica whose index missed a record does not certify on it: it rebuilds, waits, then probes on the whole index', async () => {
+    const missed = written.find((w) => w.subject === 'user:lex-b')!;
+    // a notification this replica never heard: the record is stored but not in its index
+    replica.vectors.lexical.remove(missed.entryId);
+    expect((await replica.vectors.coverage()).indexed).toBe((await replica.vectors.coverage()).stored - 1);
+    const { erasureId } = await replica.erasures.request({ subject: 'user:lex-a' }, 'eraser');
+    const view = await replica.erasures.settle(erasureId, 30_000);
+    expect(view.status).toBe('completed');
+    expect(replica.vectors.lexical.has(missed.entryId)).toBe(true);
+    expect(view.probe.coverage).toEqual({ indexed: view.probe.coverage!.stored, stored: view.probe.coverage!.stored });
+    // the park is in the timeline: the probe waited for the index instead of certifying
+    const timeline = await replica.erasures.transitions(erasureId);
+    expect(timeline.some((t) => /waiting for it to catch up/.test(t.detail ?? ''))).toBe(true);
+    // the erased subject's records left the index on both replicas
+    const gone = written.filter((w) => w.subject === 'user:lex-a');
+    expect(await eventually(() => gone.every((w) => !replica.vectors.lexical.has(w.entryId) && !tv.vault.vectors.lexical.has(w.entryId)))).toBe(true);
+  }, 60_000);
+
+  it('a stored record the index can never hold (written before lexical indexing) fails the erasure loudly, naming the coverage', async () => {
+    const { entryId, keyId } = await tv.vault.log.append('user:lex-old', { text: 'An entry from an older lethe.' }, 'writer');
+    // its row as an older lethe sealed it: the vector alone, no shingle set
+    const { dek } = await tv.vault.keys.dekFor(keyId);
+    const [vector] = await tv.vault.vectors.embedder.embed(['An entry from an older lethe.']);
+    const model = tv.vault.vectors.embedder.model;
+    await upsertEmbeddings(tv.vault.db.db, [{ recordId: entryId, recordType: 'entry', keyId, model, sealed: sealEmbedding(dek, { recordId: entryId, keyId, model }, vector!) }]);
+    dek.fill(0);
+    await tv.vault.vectors.rebuild();
+    expect(tv.vault.vectors.lexical.has(entryId)).toBe(false);
+    await tv.vault.log.append('user:lex-c', { text: 'Someone to erase.' }, 'writer');
+    const { erasureId } = await tv.vault.erasures.request({ subject: 'user:lex-c' }, 'eraser');
+    const view = await tv.vault.erasures.settle(erasureId, (MAX_INDEX_WAITS + 10) * 1500);
+    expect(view.status).toBe('failed');
+    const probe = view.steps.find((s) => s.name === 'probe')!;
+    expect(probe.status).toBe('failed');
+    expect(probe.detail).toMatch(/covers \d+ of \d+ stored records after \d+ waits/);
+    expect(view.certificate).toBeUndefined();
+  }, 60_000);
+});
