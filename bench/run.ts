@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the eight benchmarks in sequence, each in its own Node process,
+ * `npm run bench`: the nine benchmarks in sequence, each in its own Node process,
  * then one summary. Prints human tables on stdout (progress on stderr) and writes
  * bench/results.json (a full run) or bench/results-<names>.json (a BENCH_ONLY subset,
  * e.g. bench/results-append.json), so a partial run never overwrites the full figures.
@@ -24,6 +24,10 @@
  *               median of 3 subjects in stores of 10,000 and 1,000,000 entries (ratio); per-step times;
  *               vs a scan-and-delete baseline (sequential scans, rows and objects deleted) over the
  *               same store; the probe's vector search projected at store scale
+ *   9. probe    the reconstruction probe's recall per category and precision on the labelled evaluation
+ *               set (test/probe-eval); its lexical part (scoreProbe over the shingle index) for one subject
+ *               of 1,000 records in stores of 10,000 and 1,000,000 records (ratio), and the shingle index's
+ *               memory per record (heapUsed + arrayBuffers after gc; node --expose-gc)
  *
  * Every figure is a ratio against a baseline measured in the same run, next to the
  * absolute numbers. Nothing here asserts on timings.
@@ -42,11 +46,12 @@ import { type EnvelopeResult, formatEnvelope } from './envelope.js';
 import { type ErasureResult, formatErasure } from './erasure.js';
 import { formatLease, type LeaseResult } from './lease.js';
 import { BENCH_DIR, benchKeys, fmtBytes, fmtInt, fmtNum, fmtRatio, fmtSeconds, progress, QUICK, runChild, table } from './lib.js';
+import { formatProbe, type ProbeResult } from './probe.js';
 import { formatProvenance, type ProvenanceResult } from './provenance.js';
 import { formatRewrap, type RewrapResult } from './rewrap.js';
 import { formatSearch, type SearchResult } from './search.js';
 
-type Name = 'lease' | 'envelope' | 'rewrap' | 'append' | 'provenance' | 'search' | 'backup' | 'erasure';
+type Name = 'lease' | 'envelope' | 'rewrap' | 'append' | 'provenance' | 'search' | 'backup' | 'erasure' | 'probe';
 
 interface Section<T> {
   readonly ok: boolean;
@@ -56,7 +61,7 @@ interface Section<T> {
   readonly error?: string;
 }
 
-const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup', 'erasure'];
+const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup', 'erasure', 'probe'];
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean) as Name[] | undefined;
 const selected = ALL.filter((n) => !only || only.includes(n));
 
@@ -69,8 +74,9 @@ async function section<T>(name: Name): Promise<Section<T>> {
   const load0 = os.loadavg()[0]!;
   const s0 = performance.now();
   try {
-    // search measures memory after forced garbage collections
-    const result = await runChild<T>(path.join(BENCH_DIR, `${name}.ts`), name === 'search' ? { nodeArgs: ['--expose-gc'] } : {});
+    // search and probe measure memory after forced garbage collections; probe's million-record shingle index needs a larger heap
+    const nodeArgs = name === 'search' ? ['--expose-gc'] : name === 'probe' ? ['--expose-gc', '--max-old-space-size=8192'] : undefined;
+    const result = await runChild<T>(path.join(BENCH_DIR, `${name}.ts`), nodeArgs ? { nodeArgs } : {});
     return { ok: true, seconds: (performance.now() - s0) / 1000, loadAvg1: [load0, os.loadavg()[0]!], result };
   } catch (e) {
     progress(`${name} FAILED: ${(e as Error).message}`);
@@ -91,6 +97,7 @@ const provenance = sections.provenance as Section<ProvenanceResult> | undefined;
 const search = sections.search as Section<SearchResult> | undefined;
 const backup = sections.backup as Section<BackupResult> | undefined;
 const erasure = sections.erasure as Section<ErasureResult> | undefined;
+const probe = sections.probe as Section<ProbeResult> | undefined;
 const totalSeconds = (performance.now() - t0) / 1000;
 
 // ------------------------------------------------------------------ report
@@ -143,6 +150,11 @@ out.push('');
 out.push('== 8. Erasure: one subject, 10,000 vs 1,000,000 entries, vs scan-and-delete ==');
 if (erasure?.result) out.push(formatErasure(erasure.result), sectionLine('erasure', erasure));
 else out.push(erasure ? `FAILED: ${erasure.error}` : 'skipped');
+
+out.push('');
+out.push('== 9. Probe: recall on the evaluation set; lexical probe at 10,000 vs 1,000,000 records ==');
+if (probe?.result) out.push(formatProbe(probe.result), sectionLine('probe', probe));
+else out.push(probe ? `FAILED: ${probe.error}` : 'skipped');
 
 const summary: string[][] = [];
 if (lease?.result) {
@@ -318,6 +330,32 @@ if (erasure?.result) {
     ]);
   }
 }
+if (probe?.result) {
+  const q = probe.result.quality;
+  const s = probe.result.scale;
+  const pct = (x: number | null) => (x === null ? 'n/a' : `${fmtNum(x * 100, 1)}%`);
+  summary.push([
+    `probe recall on the evaluation set (${q.pairs} pairs)`,
+    q.categories.filter((c) => c.positive).map((c) => pct(c.recall)).join(' / '),
+    '',
+    `${q.categories.filter((c) => c.positive).map((c) => c.category).join(' / ')}; false positives ` +
+      `${q.categories.filter((c) => !c.positive).map((c) => `${c.category} ${c.falsePositives}`).join(', ')}; precision ${pct(q.precision)}`,
+  ]);
+  summary.push([
+    `lexical probe median ms (${fmtInt(s.small.subjectRecords)} records), ${fmtInt(s.large.records)} ÷ ${fmtInt(s.small.records)} records`,
+    `${fmtNum(s.large.probe.medianMs, 1)} / ${fmtNum(s.small.probe.medianMs, 1)}`,
+    fmtRatio(s.ratio),
+    `aim <= ${s.target}: ${s.ratio <= s.target ? 'met' : 'NOT met'}; ${fmtInt(s.large.examined)} / ${fmtInt(s.small.examined)} candidates examined` +
+      (probe.result.valid ? '' : '; INVALID RUN (see warnings)'),
+  ]);
+  summary.push([
+    `shingle index bytes per record, ${fmtInt(s.large.records)} ÷ ${fmtInt(s.small.records)} records`,
+    `${fmtNum(s.large.memory.bytesPerRecord, 0)} / ${fmtNum(s.small.memory.bytesPerRecord, 0)}`,
+    fmtRatio(s.memoryRatio),
+    `${fmtNum(s.large.memory.deltaBytes / 2 ** 30, 2)} GiB at ${fmtInt(s.large.records)}; ${fmtInt(s.large.distinct)} posting lists ` +
+      `(${fmtNum((100 * s.large.distinct) / s.mapMaxEntries, 0)}% of one Map's ${fmtInt(s.mapMaxEntries)})`,
+  ]);
+}
 out.push('');
 out.push('== Summary (ratio = measured ÷ same-run baseline) ==');
 out.push(table(['figure', 'measured / baseline', 'ratio', 'note'], summary));
@@ -352,6 +390,7 @@ await writeFile(
       search: search ?? null,
       backup: backup ?? null,
       erasure: erasure ?? null,
+      probe: probe ?? null,
     },
     null,
     2,

@@ -5,7 +5,7 @@
  * matches remain) is retired — until then a database backup's wrapped copy could
  * still unwrap. The finalizer re-signs it final once they all are.
  */
-import { and, asc, eq } from 'drizzle-orm';
+import { and, asc, eq, inArray, type SQL, sql } from 'drizzle-orm';
 import { type Certificate, type Json, signCertificate } from '../crypto/index.js';
 import { type ErasureRow, erasures } from '../db/schema.js';
 import { describeError } from '../observability/logger.js';
@@ -37,6 +37,33 @@ export async function wrappedEpochs(res: Pick<ErasureResources, 'destructions' |
   return { epochs: list, allRetired: list.every((e) => retiredAt[String(e)] !== undefined), retiredAt };
 }
 
+/** What the certificate says of the probe, field by field (a new field of the state is not signed by accident). */
+function probePayload(state: ErasureState, threshold: number): { [key: string]: Json } {
+  const probe = state.probe;
+  return {
+    recovered: probe?.recovered ?? 1,
+    threshold: probe?.threshold ?? threshold,
+    matches: (probe?.matches ?? []).map((m) => ({ id: m.id, tier: m.tier, score: m.score })),
+    ...(probe?.examined ? { examined: { ...probe.examined } } : {}),
+    ...(probe?.coverage ? { coverage: { ...probe.coverage } } : {}),
+    ...(probe?.replica ? { replica: probe.replica } : {}),
+    ...(probe?.cappedShingles !== undefined ? { cappedShingles: probe.cappedShingles } : {}),
+    ...(probe?.dismissed
+      ? {
+          dismissed: probe.dismissed.map((d) => ({
+            id: d.id,
+            role: d.role,
+            at: d.at,
+            reason: d.reason,
+            ruledScore: d.ruledScore,
+            ...(d.score !== undefined ? { score: d.score } : {}),
+            ...(d.lapsed ? { lapsed: true } : {}),
+          })),
+        }
+      : {}),
+  };
+}
+
 /** The signed statement: what the erasure did, what each tier held and removed, what remains and how long. */
 export function certificatePayload(
   row: ErasureRow,
@@ -61,12 +88,7 @@ export function certificatePayload(
     issuedAt: new Date().toISOString(),
     steps,
     // the probe as it ran: matches, candidates examined per source, index coverage, the replica, and every dismissal (a human ruling)
-    probe: {
-      ...(JSON.parse(JSON.stringify(state.probe ?? {})) as { [key: string]: Json }),
-      recovered: state.probe?.recovered ?? 1,
-      threshold: state.probe?.threshold ?? outcome.probeThreshold,
-      matches: (state.probe?.matches ?? []).map((m) => ({ ...m })),
-    },
+    probe: probePayload(state, outcome.probeThreshold),
     residuals: (state.residuals ?? []).map((r) => ({ ...r })) as Json,
     // what each tier held of the subject at classification and reported removed
     tiers: Object.fromEntries(
@@ -81,6 +103,11 @@ export function certificatePayload(
 }
 
 const FINALIZE_BATCH = 100;
+
+/** The column still holds the time read (it is read back at millisecond precision, stored at microseconds). */
+function sameMillisecond(column: typeof erasures.updatedAt, at: Date): SQL {
+  return sql`${column} >= ${at.toISOString()}::timestamptz and ${column} < ${new Date(at.getTime() + 1).toISOString()}::timestamptz`;
+}
 
 /** Re-signs provisional certificates as final once every epoch they wait on is retired. */
 export class CertificateFinalizer {
@@ -103,7 +130,12 @@ export class CertificateFinalizer {
     if (retiredNow === this.#retiredSeen && !this.#more) return 0;
     this.#retiredSeen = retiredNow;
     const db = records.db;
-    const rows = await db.select().from(erasures).where(eq(erasures.certificateState, 'provisional')).orderBy(asc(erasures.finishedAt)).limit(FINALIZE_BATCH);
+    const rows = await db
+      .select()
+      .from(erasures)
+      .where(and(eq(erasures.certificateState, 'provisional'), inArray(erasures.status, ['completed', 'incomplete'])))
+      .orderBy(asc(erasures.finishedAt))
+      .limit(FINALIZE_BATCH);
     let done = 0;
     for (const row of rows) {
       const state = parseState(row.state);
@@ -125,7 +157,8 @@ export class CertificateFinalizer {
       const updated = await db
         .update(erasures)
         .set({ certificate: certificate as unknown as Json, certificateState: 'final', state, updatedAt: new Date() })
-        .where(and(eq(erasures.erasureId, row.erasureId), eq(erasures.certificateState, 'provisional')))
+        // only the row as read: an erasure re-opened meanwhile (a redaction, a dismissal) is certified again by its own run
+        .where(and(eq(erasures.erasureId, row.erasureId), eq(erasures.certificateState, 'provisional'), sameMillisecond(erasures.updatedAt, row.updatedAt), inArray(erasures.status, ['completed', 'incomplete'])))
         .returning({ id: erasures.erasureId });
       if (updated.length) {
         done++;

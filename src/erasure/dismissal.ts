@@ -15,7 +15,20 @@ import { DISMISSAL_RUN } from './machine.js';
 import { assertReopenable, reopenErasure } from './reopen.js';
 import type { DismissalRequest } from './request.js';
 import type { ErasureResources } from './resources.js';
-import { parseState } from './state.js';
+import { type ErasureState, parseState } from './state.js';
+import type { ProbeMatch } from './view.js';
+
+/** The named matches of the last probe, by id; a conflict for any id it did not name or named only as an indexed vector. */
+function assertNamed(state: ErasureState, byId: ReadonlyMap<string, string>): Map<string, ProbeMatch> {
+  const named = new Map((state.probe?.matches ?? []).map((m) => [m.id, m]));
+  const unnamed = [...byId.keys()].filter((id) => !named.has(id));
+  if (unnamed.length > 0) throw new LetheError('conflict', `matches: ${unnamed.length} id(s) were not named as matches by the erasure's last probe`);
+  const stale = [...byId.keys()].filter((id) => named.get(id)!.tier === 'vector-index');
+  if (stale.length > 0) {
+    throw new LetheError('conflict', `matches: ${stale.length} id(s) are vectors still indexed after their key went (an index fault, not a judgement about content); they cannot be dismissed`);
+  }
+  return named;
+}
 
 export async function dismissMatches(res: ErasureResources, erasureId: string, request: DismissalRequest, role: string): Promise<void> {
   const byId = new Map<string, string>();
@@ -29,15 +42,21 @@ export async function dismissMatches(res: ErasureResources, erasureId: string, r
   const own = (await res.log.locate(entries)).filter((e) => Buffer.from(e.subjectHash).equals(Buffer.from(row.subjectHash)));
   if (own.length > 0) throw new LetheError('conflict', `matches: ${own.length} id(s) are the erased subject's own records; they cannot be dismissed`);
   const state = parseState(row.state);
-  const named = new Set((state.probe?.matches ?? []).map((m) => m.id));
-  const unnamed = [...byId.keys()].filter((id) => !named.has(id));
-  if (unnamed.length > 0) throw new LetheError('conflict', `matches: ${unnamed.length} id(s) were not named as matches by the erasure's last probe`);
+  assertNamed(state, byId);
   const at = new Date().toISOString();
   await reopenErasure(res, erasureId, {
     step: 'probe',
     run: DISMISSAL_RUN,
-    update: (s) => {
-      s.dismissals = [...(s.dismissals ?? []), ...[...byId].map(([id, reason]) => ({ id, role, at, reason }))];
+    update: (locked) => {
+      // the probe may have run again since (a redaction): the ruling stands only on matches it still names
+      const named = assertNamed(locked, byId);
+      locked.dismissals = [
+        ...(locked.dismissals ?? []),
+        ...[...byId].map(([id, reason]) => {
+          const keyId = res.vectors.lexical.keyOf(id);
+          return { id, role, at, reason, ruledScore: named.get(id)!.score, ...(keyId ? { keyId } : {}) };
+        }),
+      ];
     },
     detail: `${byId.size} probe match(es) dismissed by ${role}`,
   });

@@ -8,8 +8,10 @@
  *
  * **Candidates.** Every readable record that shares a distinctive shingle with the
  * subject: each fingerprint shingle is looked up in the lexical index and every record
- * on its posting list is considered (up to POSTINGS_CAP per shingle; a shingle on
- * more lists than that is too common to find anything by). Beside them, the vector
+ * on its posting list is considered, rarest shingles first, up to POSTINGS_BUDGET
+ * postings per record (a shingle on more lists than the budget left is too common to
+ * find anything by; when nothing read finds a candidate and a copy could matter, the
+ * record's rarest shingle is read up to FALLBACK_POSTINGS). Beside them, the vector
  * index's neighbours of the fingerprints (adaptive k: every neighbour at or above the
  * similarity setting, up to VECTOR_LIMIT per query, and at least VECTOR_NEIGHBOURS),
  * and the artifacts the provenance graph names.
@@ -49,8 +51,25 @@ export const RUN_WORDS = 6;
 const RUN_MIN_DISTINCT_PAIRS = Math.ceil((RUN_WORDS - 1) / 2);
 /** What a verbatim run scores (at least): a quote of the record carries it. */
 export const RUN_SCORE = 0.5;
-/** Postings read per shingle: a shingle on more lists than this finds nothing by itself. */
-export const POSTINGS_CAP = 512;
+/**
+ * A candidate holding at least this share of the distinct shingles of a record of
+ * RUN_WORDS content words or more is a near copy of it, whatever the weights say:
+ * copying a record into many others does not make it common enough to hide.
+ */
+export const NEAR_COPY = 0.9;
+/**
+ * Postings read per private record, its rarest weighted shingles first: a shingle on
+ * more lists than the budget left is not looked up (it still weighs in the score of
+ * whatever is found). The probe's lexical cost is bounded by records × budget, not by
+ * the store.
+ */
+export const POSTINGS_BUDGET = 512;
+/**
+ * Postings read of one record's rarest shingle when what was read found nothing and
+ * a copy could still matter (an all-common record of RUN_WORDS words or more, or one
+ * whose weight sits in shingles over the budget): near copies are found through it.
+ */
+export const FALLBACK_POSTINGS = 16_384;
 /** A shingle in more readable records than max(this, COMMON_FRACTION · N) is common and weighs 0. */
 export const COMMON_MIN_RECORDS = 20;
 export const COMMON_FRACTION = 0.01;
@@ -109,8 +128,14 @@ export interface ProbeInput {
   /** A candidate's vector (for the semantic score), when the vector index holds it. */
   readonly vectorOf: (id: string) => Float32Array | undefined;
   readonly similarity: number;
-  /** Records a person ruled do not carry the subject's content. */
-  readonly dismissed: ReadonlySet<string>;
+  /**
+   * Records a person ruled do not carry the subject's content, with the score they had
+   * and the key they were under when ruled: a ruling lapses when the record now
+   * scores higher or sits under another key (it was rewritten).
+   */
+  readonly dismissed: ReadonlyMap<string, { readonly score: number; readonly keyId?: string | undefined }>;
+  /** False when the fingerprints came from another embedder model: no cosine is compared. */
+  readonly sameModel?: boolean;
   /** Vectors still indexed although their text can no longer be read (scored by cosine alone). */
   readonly unreadable?: ReadonlyArray<{ readonly id: string; readonly vector: Float32Array }>;
 }
@@ -120,10 +145,14 @@ export interface ProbeScore {
   readonly matches: ProbeMatch[];
   /** Dismissed records that would have matched, with their score. */
   readonly dismissedMatches: Array<{ id: string; score: number }>;
+  /** Dismissals that lapsed: the record now scores higher than when ruled, or was rewritten under another key. */
+  readonly lapsed: string[];
   /** Distinct candidate records examined, per source. */
   readonly examined: { shingleIndex: number; vectorIndex: number; provenance: number };
-  /** Fingerprint shingles whose posting lists were cut at POSTINGS_CAP. */
+  /** Weighted fingerprint shingles not looked up (over the record's postings budget), counted per record. */
   readonly cappedShingles: number;
+  /** Records looked up through their rarest shingle instead (FALLBACK_POSTINGS). */
+  readonly fallbacks: number;
 }
 
 function dot(a: Float32Array, b: Float32Array): number {
@@ -149,10 +178,8 @@ interface Prepared {
   readonly total: number;
   /** Σ outside: the least the denominator of a containment can be. */
   readonly floor: number;
-  /** Inside weight of shingles that count but whose postings were not all read. */
-  readonly unread: number;
-  /** Pairs whose postings were not all read (they may extend a verbatim run). */
-  readonly unreadPairs: number;
+  /** The record's pairs, for telling pairs from words. */
+  readonly pairs: ReadonlySet<number>;
 }
 
 function prepare(index: ShingleIndex, r: RecordFingerprint): Prepared {
@@ -162,7 +189,6 @@ function prepare(index: ShingleIndex, r: RecordFingerprint): Prepared {
   const outside = new Map<number, number>();
   let total = 0;
   let floor = 0;
-  let unread = 0;
   for (const h of [...r.words, ...r.pairs]) {
     if (inside.has(h)) continue;
     const df = index.df(h);
@@ -172,12 +198,8 @@ function prepare(index: ShingleIndex, r: RecordFingerprint): Prepared {
     outside.set(h, wOut);
     total += wIn;
     floor += wOut;
-    if (wIn > 0 && df > POSTINGS_CAP) unread += wIn;
   }
-  // only pairs that count can make a run's distinct half (lexicalScore); common ones need not be read
-  let unreadPairs = 0;
-  for (const h of new Set(r.pairs)) if (inside.get(h)! > 0 && index.df(h) > POSTINGS_CAP) unreadPairs++;
-  return { r, inside, outside, total, floor, unread, unreadPairs };
+  return { r, inside, outside, total, floor, pairs: new Set(r.pairs) };
 }
 
 /** Containment and verbatim run of r in the record whose sorted set is `set`. */
@@ -189,6 +211,12 @@ function lexicalScore(p: Prepared, set: Float64Array): number {
     else missing += p.outside.get(h)!;
   }
   let score = found + missing > 0 ? found / (found + missing) : 0;
+  // a near copy of a record of at least RUN_WORDS content words counts whatever the weights say (copies do not make the record common)
+  if (p.r.words.length >= RUN_WORDS) {
+    let held = 0;
+    for (const h of p.inside.keys()) if (hasShingle(set, h)) held++;
+    if (held / p.inside.size >= NEAR_COPY) score = Math.max(score, held / p.inside.size);
+  }
   // the longest run of r's pairs present in c, in r's order
   let run = 0;
   let distinct = 0;
@@ -213,6 +241,7 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
   const { index, records, extra, vectorOf, similarity, dismissed } = input;
   const touched = new Set<number>();
   let cappedShingles = 0;
+  let fallbacks = 0;
   const near = extra.filter((c) => (c.cosine ?? 0) >= similarity);
   const extraSlots = new Map<number, ExtraCandidate>();
   for (const c of extra) {
@@ -222,19 +251,43 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
   const best = new Map<string, { score: number; tier: ProbeMatch['tier'] }>();
   let weighted = 0;
   let total = 0;
-  for (const r of records) {
-    const p = prepare(index, r);
-    // partial weight and shared pairs of each record reached through the postings of r's distinctive shingles
-    const acc = new Map<number, { w: number; pairs: number }>();
-    const pairSet = new Set(r.pairs);
-    for (const [h, w] of p.inside) {
-      if (w === 0) continue;
-      if (index.df(h) > POSTINGS_CAP) {
+  const prepared = records.map((r) => prepare(index, r));
+  // a record whose every shingle is common carries no measurable private weight: when a near copy carries it, it counts as an average record of the subject
+  const weighed = prepared.filter((p) => p.total > 0);
+  const average = weighed.length ? weighed.reduce((sum, p) => sum + p.total, 0) / weighed.length : 1;
+  const lapsed = new Set<string>();
+  const isDismissed = (id: string, score: number): boolean => {
+    const ruling = dismissed.get(id);
+    if (!ruling) return false;
+    const keyNow = index.keyOf(id);
+    if (score > ruling.score + 1e-4 || (ruling.keyId !== undefined && keyNow !== undefined && keyNow !== ruling.keyId)) {
+      lapsed.add(id);
+      return false;
+    }
+    return true;
+  };
+  const sameModel = input.sameModel ?? true;
+  for (const p of prepared) {
+    const r = p.r;
+    const weight = p.total > 0 ? p.total : average;
+    // partial weight and shared pairs of each record reached through the postings of r's distinctive shingles,
+    // rarest first, at most POSTINGS_BUDGET postings for the record
+    const acc = new Map<number, { w: number; pairs: number; fallback?: boolean }>();
+    const lookups = [...p.inside].filter(([, w]) => w > 0).map(([h, w]) => ({ h, w, df: index.df(h) }));
+    lookups.sort((a, b) => a.df - b.df);
+    let budget = POSTINGS_BUDGET;
+    let read = 0;
+    let unread = 0;
+    for (const { h, w, df } of lookups) {
+      if (df > budget) {
+        unread += w;
         cappedShingles++;
         continue;
       }
-      const isPair = pairSet.has(h);
-      index.postings(h, POSTINGS_CAP, (slot) => {
+      budget -= df;
+      read += w;
+      const isPair = p.pairs.has(h);
+      index.postings(h, df, (slot) => {
         touched.add(slot);
         const a = acc.get(slot);
         if (a) {
@@ -243,22 +296,38 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
         } else acc.set(slot, { w, pairs: isPair ? 1 : 0 });
       });
     }
-    const scoreOf = (slot: number): number => {
+    // nothing read found a candidate, yet a copy could hold the record (an all-common record of some length, or one
+    // whose weight is all in shingles on too many lists): read the postings of its rarest shingle, up to FALLBACK_POSTINGS
+    const copyMatters = p.total === 0 && r.words.length >= RUN_WORDS;
+    const unreadMatters = p.floor === 0 ? unread > 0 : unread / p.floor >= MATCH_MIN_SCORE;
+    if (acc.size === 0 && (copyMatters || unreadMatters)) {
+      let rarest: number | undefined;
+      for (const h of p.inside.keys()) {
+        const df = index.df(h);
+        if (df > 0 && (rarest === undefined || df < index.df(rarest))) rarest = h;
+      }
+      if (rarest !== undefined) {
+        fallbacks++;
+        index.postings(rarest, FALLBACK_POSTINGS, (slot) => {
+          touched.add(slot);
+          if (!acc.has(slot)) acc.set(slot, { w: 0, pairs: 0, fallback: true });
+        });
+      }
+    }
+    const scoreOf = (slot: number, extraCandidate = false): number => {
       const set = index.setAt(slot);
+      if (!set) return 0;
       const a = acc.get(slot);
-      let score = 0;
-      // containment ≤ (what the postings found + what was not read) ÷ Σ outside
-      const reach = (a?.w ?? 0) + p.unread;
-      const could = p.total > 0 && (p.floor === 0 ? reach > 0 : reach / p.floor >= MATCH_MIN_SCORE);
-      // a run of RUN_WORDS words has RUN_WORDS - 1 pairs, at least half of them not common (lexicalScore)
-      const runCould = (a?.pairs ?? 0) + p.unreadPairs >= RUN_MIN_DISTINCT_PAIRS;
-      if (set && (could || runCould)) score = lexicalScore(p, set);
-      return score;
+      // scored in full: a candidate holding a quarter of the weight that was read, three read pairs (a run may
+      // hold them), one reached through the fallback, or one another source named
+      const could = read > 0 && (a?.w ?? 0) / read >= MATCH_MIN_SCORE;
+      const runCould = (a?.pairs ?? 0) >= RUN_MIN_DISTINCT_PAIRS;
+      return could || runCould || a?.fallback || extraCandidate ? lexicalScore(p, set) : 0;
     };
     let top = 0;
     const consider = (id: string, tier: ProbeMatch['tier'], score: number) => {
-      if (score < MATCH_MIN_SCORE || p.total === 0) return;
-      if (!dismissed.has(id) && score > top) top = score;
+      if (score < MATCH_MIN_SCORE) return;
+      if (!isDismissed(id, score) && score > top) top = score;
       const prev = best.get(id);
       if (!prev || score > prev.score) best.set(id, { score, tier });
     };
@@ -267,33 +336,36 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
       if (rec) consider(rec.id, rec.type === 'entry' ? 'log' : 'artifacts', score);
     };
     for (const slot of acc.keys()) considerSlot(slot, scoreOf(slot));
-    for (const [slot] of extraSlots) if (!acc.has(slot)) considerSlot(slot, scoreOf(slot));
+    for (const [slot] of extraSlots) if (!acc.has(slot)) considerSlot(slot, scoreOf(slot, true));
     // semantic: the candidates a vector query found at or above the similarity setting
-    for (const c of near) {
+    for (const c of sameModel ? near : []) {
       const v = vectorOf(c.id);
       const slot = index.slotOf(c.id);
       if (!v || slot === undefined) continue;
       const cosine = dot(r.vector, v);
-      if (cosine >= similarity) considerSlot(slot, Math.max(Math.min(1, cosine), scoreOf(slot)));
+      if (cosine >= similarity) considerSlot(slot, Math.max(Math.min(1, cosine), scoreOf(slot, true)));
     }
-    for (const u of input.unreadable ?? []) {
+    for (const u of sameModel ? (input.unreadable ?? []) : []) {
       const cosine = dot(r.vector, u.vector);
       if (cosine >= similarity) consider(u.id, 'vector-index', Math.min(1, cosine));
     }
-    weighted += p.total * top;
-    total += p.total;
+    // an all-common record weighs in only when something carries it (so everyday messages do not dilute the rest)
+    if (p.total > 0 || top > 0) {
+      weighted += weight * top;
+      total += weight;
+    }
   }
   const matches: ProbeScore['matches'] = [];
   const dismissedMatches: ProbeScore['dismissedMatches'] = [];
   for (const [id, b] of best) {
-    if (dismissed.has(id)) dismissedMatches.push({ id, score: round(b.score) });
+    if (dismissed.has(id) && !lapsed.has(id)) dismissedMatches.push({ id, score: round(b.score) });
     else matches.push({ id, tier: b.tier, score: round(b.score) });
   }
   matches.sort((a, b) => b.score - a.score || a.id.localeCompare(b.id));
   dismissedMatches.sort((a, b) => a.id.localeCompare(b.id));
   const sources = { shingleIndex: touched.size, vectorIndex: 0, provenance: 0 };
   for (const c of extra) sources[c.source === 'vector-index' ? 'vectorIndex' : 'provenance']++;
-  return { recovered: total === 0 ? 0 : round(weighted / total), matches, dismissedMatches, examined: sources, cappedShingles };
+  return { recovered: total === 0 ? 0 : round(weighted / total), matches, dismissedMatches, lapsed: [...lapsed].sort(), examined: sources, cappedShingles, fallbacks };
 }
 
 /** The sealed form's version: fingerprints of another version are refused, never misread. */

@@ -27,6 +27,7 @@ export async function reopenErasure(
     const [locked] = await tx.select().from(erasures).where(eq(erasures.erasureId, erasureId)).for('update');
     if (!locked || (locked.status !== 'completed' && locked.status !== 'incomplete')) throw new LetheError('conflict', 'the erasure changed meanwhile; try again');
     assertStatusTransition(locked.status, 'running');
+    if (!locked.sealKeyId) throw new LetheError('conflict', 'the probe fingerprints were destroyed meanwhile; request a new erasure to probe again');
     const state = parseState(locked.state);
     order.update(state);
     for (const s of order.run) state.steps[s] = { status: 'pending' };

@@ -46,6 +46,10 @@ export const ProbeDismissalSchema = z.object({
   role: z.string(),
   at: z.string(),
   reason: z.string(),
+  /** The score the record had when ruled: the ruling lapses if it scores higher later. */
+  ruledScore: z.number(),
+  /** The key the record was under when ruled: the ruling lapses if it is rewritten under another. */
+  keyId: z.string().optional(),
 });
 export type ProbeDismissal = z.infer<typeof ProbeDismissalSchema>;
 
@@ -65,7 +69,7 @@ export const ProbeViewSchema = z.object({
    * The rulings that dismissed named matches (a stated human judgement), each with
    * the score the record would still have: dismissed records are left out of `recovered`.
    */
-  dismissed: z.array(ProbeDismissalSchema.extend({ score: z.number().optional() })).optional(),
+  dismissed: z.array(ProbeDismissalSchema.extend({ score: z.number().optional(), lapsed: z.boolean().optional() })).optional(),
 });
 export type ProbeView = z.infer<typeof ProbeViewSchema>;
 

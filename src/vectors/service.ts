@@ -59,6 +59,12 @@ interface Indexes {
   readonly lexical: ShingleIndex;
 }
 
+export interface RebuildResult {
+  readonly loaded: number;
+  readonly destroyed: number;
+  readonly otherModel: number;
+}
+
 /** How far the lexical index covers what is stored: the probe certifies only at 1. */
 export interface Coverage {
   /** Records in this replica's lexical index. */
@@ -75,6 +81,7 @@ export class Vectors {
   #current: Indexes;
   /** The indexes a rebuild is filling; writes and removals reach them too, and they replace #current when done. */
   #building: Indexes | undefined;
+  #rebuilding: Promise<RebuildResult> | undefined;
   readonly #destroyed = new Set<string>();
 
   constructor(deps: VectorsDeps) {
@@ -106,6 +113,34 @@ export class Vectors {
       sql`select count(*) as n from embeddings e where not exists (select 1 from destruction_ledger d where d.key_id = e.key_id)`,
     );
     return { indexed: this.#current.lexical.size, stored: Number(row?.n ?? 0), rebuilding: this.#building !== undefined };
+  }
+
+  /**
+   * Makes this replica's lexical index hold every sealed row of a live key stored now
+   * (what a missed notification left out is loaded, what a missed destruction left in
+   * is dropped), and answers the coverage of that snapshot: rows stored when it was
+   * taken, and how many of them the index holds. A row the index cannot hold (written
+   * before lexical indexing, or one that does not open) stays uncovered.
+   */
+  async reconcile(): Promise<Coverage & { loaded: number; dropped: number }> {
+    // the index's ids first: whatever it holds was committed before, so the snapshot below sees it unless it was deleted since
+    const before = new Set(this.#current.lexical.ids());
+    const rows = await queryRows<{ record_id: string }>(
+      this.#d.db,
+      sql`select record_id from embeddings e where not exists (select 1 from destruction_ledger d where d.key_id = e.key_id)`,
+    );
+    const stored = new Set(rows.map((r) => r.record_id));
+    const dropped = [...before].filter((id) => !stored.has(id));
+    this.unpublish(dropped);
+    let loaded = 0;
+    for (const r of rows) {
+      if (this.#current.lexical.has(r.record_id)) continue;
+      await this.load(r.record_id).catch((e: unknown) => this.#d.logger.warn({ err: describeError(e) }, 'could not load a stored record into the index'));
+      if (this.#current.lexical.has(r.record_id)) loaded++;
+    }
+    let indexed = 0;
+    for (const r of rows) if (this.#current.lexical.has(r.record_id)) indexed++;
+    return { indexed, stored: rows.length, rebuilding: this.#building !== undefined, loaded, dropped: dropped.length };
   }
 
   /** Wipes the shingle key. */
@@ -148,7 +183,8 @@ export class Vectors {
       if (this.#destroyed.has(r.keyId)) continue;
       for (const index of this.#indexes()) {
         if (r.vector) index.vectors.upsert(r.recordId, r.recordType, r.keyId, r.vector);
-        if (r.shingles) index.lexical.upsert(r.recordId, r.recordType, r.keyId, r.shingles);
+        // each index owns its copy (it zeroes it when the record leaves)
+        if (r.shingles) index.lexical.upsert(r.recordId, r.recordType, r.keyId, new Float64Array(r.shingles));
       }
     }
     this.#d.metrics.indexVectors.set(this.index.size);
@@ -189,7 +225,15 @@ export class Vectors {
    * key unwrap per key. Rows of destroyed keys are skipped (counted); a row of
    * another embedder model gives its shingle set but no vector (counted).
    */
-  async rebuild(pageSize = 2000): Promise<{ loaded: number; destroyed: number; otherModel: number }> {
+  rebuild(pageSize = 2000): Promise<RebuildResult> {
+    // one rebuild at a time: a second caller (a reconnect, a probe) joins the one running
+    this.#rebuilding ??= this.#rebuild(pageSize).finally(() => {
+      this.#rebuilding = undefined;
+    });
+    return this.#rebuilding;
+  }
+
+  async #rebuild(pageSize: number): Promise<RebuildResult> {
     // Searches keep answering from the current indexes while the new ones fill;
     // writes and destructions meanwhile reach both.
     const building = this.#fresh();
@@ -197,6 +241,7 @@ export class Vectors {
     let loaded = 0;
     let destroyed = 0;
     let otherModel = 0;
+    let unopened = 0;
     let after: { keyId: string; recordId: string } | undefined;
     try {
       for (;;) {
@@ -222,7 +267,15 @@ export class Vectors {
           else {
             try {
               for (let r = i; r < j; r++) {
-                const record = this.#open(rows[r]!, key);
+                let record: IndexedRecord;
+                try {
+                  record = this.#open(rows[r]!, key);
+                } catch (e) {
+                  // one row that does not open (another format, damaged) is left out and counted, not the whole rebuild
+                  if (!isLetheError(e, 'decrypt_failed')) throw e;
+                  unopened++;
+                  continue;
+                }
                 if (!record.vector) otherModel++;
                 // a newer write (published meanwhile) wins over what this page read
                 if (record.vector && !building.vectors.has(record.recordId)) building.vectors.upsert(record.recordId, record.recordType, keyId, record.vector);
@@ -245,6 +298,7 @@ export class Vectors {
     } finally {
       this.#building = undefined;
     }
+    if (unopened > 0) this.#d.logger.warn({ unopened }, 'some stored embeddings did not open under their key and are not indexed');
     if (otherModel > 0) {
       this.#d.logger.warn({ otherModel, model: this.embedder.model }, 'some stored embeddings were made by another embedder model and are not searchable');
     }

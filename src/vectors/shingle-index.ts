@@ -10,8 +10,9 @@
  * slots outnumber the live ones. Document frequency (how many live records hold a
  * shingle) is exact at every moment.
  *
- * Memory: about 8 bytes per shingle of each record (its sorted set) plus 8 per
- * posting, plus one map entry per distinct shingle (bench: "shingle index").
+ * Memory: 8 bytes per shingle of each record (its sorted set) and about 8 per
+ * posting, plus one map entry per distinct shingle, which dominates: the bench
+ * ("probe") measures the whole at a few kilobytes per short record.
  */
 import type { RecordType } from './vector-index.js';
 
@@ -20,6 +21,17 @@ type Posting = number | number[];
 
 /** Posting lists at most this long drop a removed slot at once instead of marking it. */
 const EAGER_REMOVAL = 16;
+
+/**
+ * The postings are spread over this many maps by the shingle's low bits: one V8 Map
+ * holds at most 2^24 entries, and a store of a million records has about fifteen
+ * million distinct shingles.
+ */
+const SHARDS = 256;
+
+function freshShards(): Array<Map<number, Posting>> {
+  return Array.from({ length: SHARDS }, () => new Map<number, Posting>());
+}
 
 export interface ShingleRecord {
   readonly id: string;
@@ -31,7 +43,7 @@ export class ShingleIndex {
   readonly #slotOf = new Map<string, number>();
   #records: Array<ShingleRecord | undefined> = [];
   #sets: Array<Float64Array | undefined> = [];
-  #postings = new Map<number, Posting>();
+  #shards = freshShards();
   readonly #byKey = new Map<string, Set<string>>();
   #dead = 0;
   #shingles = 0;
@@ -48,7 +60,14 @@ export class ShingleIndex {
 
   /** Distinct shingles with at least one live record. */
   get distinct(): number {
-    return this.#postings.size;
+    let n = 0;
+    for (const shard of this.#shards) n += shard.size;
+    return n;
+  }
+
+  /** The ids of the live records. */
+  ids(): IterableIterator<string> {
+    return this.#slotOf.keys();
   }
 
   has(id: string): boolean {
@@ -60,7 +79,7 @@ export class ShingleIndex {
     return slot === undefined ? undefined : this.#records[slot]!.keyId;
   }
 
-  /** Files record `id` under its sorted distinct shingles (replacing what it had). */
+  /** Files record `id` under its sorted distinct shingles (replacing what it had); the index owns `shingles` (it zeroes them on removal). */
   upsert(id: string, type: RecordType, keyId: string, shingles: Float64Array): void {
     this.remove(id);
     const slot = this.#records.length;
@@ -70,9 +89,10 @@ export class ShingleIndex {
     this.#shingles += shingles.length;
     for (let i = 0; i < shingles.length; i++) {
       const h = shingles[i]!;
-      const p = this.#postings.get(h);
-      if (p === undefined) this.#postings.set(h, slot);
-      else if (typeof p === 'number') this.#postings.set(h, [2, p, slot]);
+      const shard = this.#shards[h % SHARDS]!;
+      const p = shard.get(h);
+      if (p === undefined) shard.set(h, slot);
+      else if (typeof p === 'number') shard.set(h, [2, p, slot]);
       else {
         p[0]!++;
         p.push(slot);
@@ -96,18 +116,20 @@ export class ShingleIndex {
     this.#dead++;
     for (let i = 0; i < set.length; i++) {
       const h = set[i]!;
-      const p = this.#postings.get(h);
+      const shard = this.#shards[h % SHARDS]!;
+      const p = shard.get(h);
       if (p === undefined) continue;
       if (typeof p === 'number') {
-        if (p === slot) this.#postings.delete(h);
+        if (p === slot) shard.delete(h);
         continue;
       }
-      if (--p[0]! === 0) this.#postings.delete(h);
+      if (--p[0]! === 0) shard.delete(h);
       else if (p.length <= EAGER_REMOVAL) {
         const at = p.indexOf(slot, 1);
         if (at > 0) p.splice(at, 1);
       }
     }
+    set.fill(0);
     const ids = this.#byKey.get(record.keyId);
     ids?.delete(id);
     if (ids?.size === 0) this.#byKey.delete(record.keyId);
@@ -127,7 +149,7 @@ export class ShingleIndex {
 
   /** How many live records hold shingle `h`. */
   df(h: number): number {
-    const p = this.#postings.get(h);
+    const p = this.#shards[h % SHARDS]!.get(h);
     if (p === undefined) return 0;
     return typeof p === 'number' ? 1 : p[0]!;
   }
@@ -137,7 +159,7 @@ export class ShingleIndex {
    * them; returns how many it visited.
    */
   postings(h: number, cap: number, visit: (slot: number) => void): number {
-    const p = this.#postings.get(h);
+    const p = this.#shards[h % SHARDS]!.get(h);
     if (p === undefined) return 0;
     if (typeof p === 'number') {
       visit(p);
@@ -167,11 +189,13 @@ export class ShingleIndex {
     return this.#slotOf.get(id);
   }
 
+  /** Zeroes every set and drops everything. */
   clear(): void {
+    for (const set of this.#sets) set?.fill(0);
     this.#slotOf.clear();
     this.#records = [];
     this.#sets = [];
-    this.#postings = new Map();
+    this.#shards = freshShards();
     this.#byKey.clear();
     this.#dead = 0;
     this.#shingles = 0;
@@ -183,7 +207,7 @@ export class ShingleIndex {
     const sets = this.#sets;
     this.#records = [];
     this.#sets = [];
-    this.#postings = new Map();
+    this.#shards = freshShards();
     this.#slotOf.clear();
     this.#byKey.clear();
     this.#dead = 0;

@@ -154,7 +154,8 @@ describe('the reconstruction probe end to end (PostgreSQL + MinIO)', () => {
       expect(after.status).toBe('completed');
       expect(after.probe.matches).toEqual([]);
       expect(after.probe.recovered).toBe(0);
-      expect(after.probe.dismissed).toEqual([{ id: notice, role: 'eraser', at: expect.any(String), reason, score: expect.any(Number) }]);
+      const ruled = stranded.probe.matches[0]!.score;
+      expect(after.probe.dismissed).toEqual([{ id: notice, role: 'eraser', at: expect.any(String), reason, ruledScore: ruled, keyId: expect.any(String), score: ruled }]);
       expect(verifyCertificate(after.certificate, t.vault.erasures.publicKey).valid).toBe(true);
       expect(after.certificate!.payload.probe).toMatchObject({ dismissed: [{ id: notice, role: 'eraser', reason }] });
       // the notice itself is untouched: a dismissal is a ruling, not a redaction

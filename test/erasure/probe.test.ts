@@ -8,7 +8,7 @@ import {
   encodeFingerprints,
   type ExtraCandidate,
   MATCH_MIN_SCORE,
-  POSTINGS_CAP,
+  POSTINGS_BUDGET,
   type RecordFingerprint,
   RUN_SCORE,
   scoreProbe,
@@ -48,7 +48,7 @@ async function probe(erased: Record<string, string>, survivors: Record<string, s
     extra: options.extra ?? [],
     vectorOf: (id) => vectors.get(id),
     similarity: options.similarity ?? 0.9,
-    dismissed: new Set(options.dismissed ?? []),
+    dismissed: new Map((options.dismissed ?? []).map((id) => [id, { score: 1 }])),
   });
 }
 
@@ -122,16 +122,64 @@ describe('scoreProbe', () => {
     const text = 'Alice keeps her spare key under the blue flowerpot.';
     const { index, vectors } = await store({ entry_other: 'Completely different words here.' });
     const a = await fingerprint('entry_a1', text);
-    const base = { index, records: [a], extra: [], vectorOf: (id: string) => vectors.get(id), similarity: 0.9, dismissed: new Set<string>() };
+    const base = { index, records: [a], extra: [], vectorOf: (id: string) => vectors.get(id), similarity: 0.9, dismissed: new Map() };
     expect(scoreProbe({ ...base, unreadable: [{ id: 'entry_gone', vector: a.vector }] }).matches).toEqual([{ id: 'entry_gone', tier: 'vector-index', score: 1 }]);
     expect(scoreProbe({ ...base, unreadable: [{ id: 'entry_gone', vector: new Float32Array(512) }] }).recovered).toBe(0);
   });
 
-  it('reads at most POSTINGS_CAP postings of a shingle and counts the shingles it capped', async () => {
-    const many = Object.fromEntries(Array.from({ length: POSTINGS_CAP + 5 }, (_, i) => [`entry_m${i}`, `zebra ${i}`]));
+  it('does not look candidates up by a shingle that is common (in over 1% and 20 of the records)', async () => {
+    const many = Object.fromEntries(Array.from({ length: POSTINGS_BUDGET + 5 }, (_, i) => [`entry_m${i}`, `zebra ${i}`]));
     const result = await probe({ entry_a1: 'zebra crossing at Halden station' }, many);
     expect(result.cappedShingles).toBe(0); // 'zebra' is common here (over 1% and 20 records): it weighs nothing and is not looked up
     expect(result.examined.shingleIndex).toBe(0);
+  });
+
+  it('finds a record copied into more records than the common line, and does not flag everyday short messages copied as often', async () => {
+    const note = 'Alice is on leave for lupus treatment until the end of March.';
+    const survivors: Record<string, string> = {};
+    for (let i = 0; i < 500; i++) survivors[`entry_f${i}`] = filler(12, i);
+    for (let i = 0; i < 30; i++) survivors[`entry_copy${i}`] = `Standup ${i}: ${note}`;
+    for (let i = 0; i < 40; i++) survivors[`entry_ok${i}`] = 'ok thanks see you tomorrow';
+    const result = await probe({ entry_a1: note, entry_a2: 'ok thanks see you tomorrow', entry_a3: 'Alice booked the Halden cabin for 12 June.' }, survivors);
+    // every copy is named; the everyday message is not, and it does not dilute what is recovered
+    expect(result.matches.map((m) => m.id).sort()).toEqual(Object.keys(survivors).filter((id) => id.startsWith('entry_copy')).sort());
+    expect(result.fallbacks).toBeGreaterThanOrEqual(1);
+    expect(result.recovered).toBeGreaterThan(0.4);
+  });
+
+  it('finds a verbatim copy whose every shingle is on more posting lists than POSTINGS_BUDGET, through its rarest shingle', async () => {
+    const text = 'Quentin moved the Ravensburg servers to the Tromso datacentre';
+    const index = new ShingleIndex();
+    const { words, pairs } = hasher.of(text);
+    const subjectShingles = [...words, ...pairs];
+    // 100,000 records; each of the text's shingles is also in 600 unrelated records (over POSTINGS_BUDGET, under 1%)
+    let n = 0;
+    for (let i = 0; i < 100_000; i++) {
+      const own = [hasher.setOf(`filler ${i}`)[0]!];
+      for (const [j, h] of subjectShingles.entries()) if ((i + j * 7919) % 166 === 0) own.push(h);
+      index.upsert(`entry_${n++}`, 'entry', `key_${i}`, Float64Array.from(new Set(own)).sort());
+    }
+    for (const h of subjectShingles) expect(index.df(h)).toBeGreaterThan(POSTINGS_BUDGET);
+    index.upsert('entry_copy', 'entry', 'key_copy', hasher.setOf(`Log: ${text}.`));
+    const [vector] = await embedder.embed([text]);
+    const result = scoreProbe({ index, records: [{ id: 'entry_q', vector: vector!, words, pairs }], extra: [], vectorOf: () => undefined, similarity: 0.9, dismissed: new Map() });
+    expect(result.cappedShingles).toBeGreaterThan(0);
+    expect(result.matches.map((m) => m.id)).toEqual(['entry_copy']);
+  });
+
+  it('a dismissal lapses when the record scores higher than when it was ruled, or was rewritten under another key', async () => {
+    const erased = { entry_a1: 'Alice keeps her spare key under the blue flowerpot by the door.' };
+    const survivors = { entry_copy: 'Alice keeps her spare key under the blue flowerpot by the door.', entry_x: 'Quarterly revenue grew.' };
+    const { index, vectors } = await store(survivors);
+    const records = [await fingerprint('entry_a1', erased.entry_a1)];
+    const base = { index, records, extra: [], vectorOf: (id: string) => vectors.get(id), similarity: 0.9 };
+    expect(scoreProbe({ ...base, dismissed: new Map([['entry_copy', { score: 1, keyId: 'key_entry_copy' }]]) }).matches).toEqual([]);
+    const higher = scoreProbe({ ...base, dismissed: new Map([['entry_copy', { score: 0.3, keyId: 'key_entry_copy' }]]) });
+    expect(higher.matches.map((m) => m.id)).toEqual(['entry_copy']);
+    expect(higher.lapsed).toEqual(['entry_copy']);
+    const rekeyed = scoreProbe({ ...base, dismissed: new Map([['entry_copy', { score: 1, keyId: 'key_before' }]]) });
+    expect(rekeyed.matches.map((m) => m.id)).toEqual(['entry_copy']);
+    expect(rekeyed.recovered).toBe(1);
   });
 
   it('is bounded 0..1, names only candidates at or above the match minimum, and names whatever it recovers (property)', async () => {
@@ -155,7 +203,8 @@ describe('ShingleIndex', () => {
   it('keeps document frequency exact through removals, key destruction and compaction', () => {
     const index = new ShingleIndex();
     const shared = hasher.setOf('lighthouse harbour');
-    for (let i = 0; i < 6000; i++) index.upsert(`entry_${i}`, 'entry', `key_${i % 3}`, i % 2 ? shared : hasher.setOf(`record ${i}`));
+    // the index owns what it is given (it zeroes a record's set when the record leaves): each record its own copy
+    for (let i = 0; i < 6000; i++) index.upsert(`entry_${i}`, 'entry', `key_${i % 3}`, i % 2 ? new Float64Array(shared) : hasher.setOf(`record ${i}`));
     const h = shared[0]!;
     expect(index.df(h)).toBe(3000);
     expect(index.removeKey('key_1')).toBe(2000);
@@ -165,6 +214,11 @@ describe('ShingleIndex', () => {
     expect(index.size).toBe(0);
     expect(index.df(h)).toBe(0);
     expect(index.distinct).toBe(0);
+    // what left was zeroed
+    const gone = hasher.setOf('harbour lighthouse keeper');
+    index.upsert('entry_z', 'entry', 'key_z', gone);
+    index.remove('entry_z');
+    expect([...gone].every((x) => x === 0)).toBe(true);
     let visited = 0;
     index.postings(h, 10, () => visited++);
     expect(visited).toBe(0);

@@ -86,7 +86,7 @@ describe('the lexical index on two replicas of one vault', () => {
     }
   });
 
-  it('a probe on a replica whose index missed a record does not certify on it: it rebuilds, waits, then probes on the whole index', async () => {
+  it('a probe on a replica whose index missed a record does not certify without it: it reconciles the index against the stored rows first', async () => {
     const missed = written.find((w) => w.subject === 'user:lex-b')!;
     // a notification this replica never heard: the record is stored but not in its index
     replica.vectors.lexical.remove(missed.entryId);
@@ -96,13 +96,23 @@ describe('the lexical index on two replicas of one vault', () => {
     expect(view.status).toBe('completed');
     expect(replica.vectors.lexical.has(missed.entryId)).toBe(true);
     expect(view.probe.coverage).toEqual({ indexed: view.probe.coverage!.stored, stored: view.probe.coverage!.stored });
-    // the park is in the timeline: the probe waited for the index instead of certifying
-    const timeline = await replica.erasures.transitions(erasureId);
-    expect(timeline.some((t) => /waiting for it to catch up/.test(t.detail ?? ''))).toBe(true);
+    expect(view.steps.find((s) => s.name === 'probe')!.detail).toMatch(/index coverage (\d+)\/\1/);
     // the erased subject's records left the index on both replicas
     const gone = written.filter((w) => w.subject === 'user:lex-a');
     expect(await eventually(() => gone.every((w) => !replica.vectors.lexical.has(w.entryId) && !tv.vault.vectors.lexical.has(w.entryId)))).toBe(true);
   }, 60_000);
+
+  it('reconcile loads what a missed notification left out and drops what a missed destruction left in', async () => {
+    const kept = written.find((w) => w.subject === 'user:lex-b')!;
+    tv.vault.vectors.lexical.remove(kept.entryId);
+    // a record whose row is gone (its key destroyed where this replica did not hear it)
+    tv.vault.vectors.publish([{ recordId: 'entry_ghostghostghostghost00', recordType: 'entry', keyId: 'key_gone', shingles: Float64Array.of(1, 2, 3) }]);
+    const coverage = await tv.vault.vectors.reconcile();
+    expect(coverage).toMatchObject({ loaded: 1, dropped: 1 });
+    expect(coverage.indexed).toBe(coverage.stored);
+    expect(tv.vault.vectors.lexical.has(kept.entryId)).toBe(true);
+    expect(tv.vault.vectors.lexical.has('entry_ghostghostghostghost00')).toBe(false);
+  });
 
   it('a stored record the index can never hold (written before lexical indexing) fails the erasure loudly, naming the coverage', async () => {
     const { entryId, keyId } = await tv.vault.log.append('user:lex-old', { text: 'An entry from an older lethe.' }, 'writer');

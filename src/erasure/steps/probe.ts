@@ -22,14 +22,16 @@ import { Park, type Step, TierFailure } from './step.js';
 export const MAX_INDEX_WAITS = 10;
 const INDEX_WAIT_MS = 1000;
 
-/** Coverage now, after a few short waits for writes committed a moment ago to reach the index. */
-async function settledCoverage(res: ErasureResources): Promise<Coverage> {
-  let coverage = await res.vectors.coverage();
-  for (let i = 0; i < 5 && (coverage.rebuilding || coverage.indexed !== coverage.stored); i++) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    coverage = await res.vectors.coverage();
-  }
-  return coverage;
+/**
+ * Coverage of what is stored now: the counts when they agree (the usual case), else
+ * this replica's index reconciled against a snapshot of the stored rows (loading what
+ * it missed, dropping what it should not hold), so steady writes on other replicas
+ * cannot keep the counts apart.
+ */
+async function currentCoverage(res: ErasureResources): Promise<Coverage> {
+  const coverage = await res.vectors.coverage();
+  if (coverage.rebuilding || coverage.indexed === coverage.stored) return coverage;
+  return res.vectors.reconcile();
 }
 
 function scoreOf(list: ReadonlyArray<{ id: string; score: number }>, id: string): { score?: number } {
@@ -46,25 +48,27 @@ export const probe: Step = {
     }
     if (!row.sealedFingerprints) throw new TierFailure('the probe fingerprints are missing: the probe cannot run');
     const replica = res.records.replica;
-    const coverage = await settledCoverage(res);
-    if (coverage.rebuilding || coverage.indexed !== coverage.stored) {
+    const coverage = await currentCoverage(res);
+    if (coverage.rebuilding) {
+      // a rebuild is progress: wait for it without counting the wait
+      return new Park(new Date(Date.now() + INDEX_WAIT_MS), `the lexical index on replica ${replica} is being rebuilt: waiting for it to catch up`);
+    }
+    if (coverage.indexed !== coverage.stored) {
       const waits = (state.indexWaits ?? 0) + 1;
-      const what = `the lexical index on replica ${replica} covers ${coverage.indexed} of ${coverage.stored} stored records${coverage.rebuilding ? ' (a rebuild is running)' : ''}`;
+      const what = `the lexical index on replica ${replica} covers ${coverage.indexed} of ${coverage.stored} stored records`;
       if (waits > MAX_INDEX_WAITS) throw new TierFailure(`${what} after ${MAX_INDEX_WAITS} waits: the probe cannot certify on an index that is not caught up`);
       state.indexWaits = waits;
-      if (!coverage.rebuilding) {
-        void res.vectors.rebuild().catch((e: unknown) => res.logger.warn({ err: String(e) }, 'the probe could not rebuild the index'));
-      }
       return new Park(new Date(Date.now() + INDEX_WAIT_MS), `${what}: waiting for it to catch up (${waits} of ${MAX_INDEX_WAITS})`);
     }
     delete state.indexWaits;
     const key = await ErasureKey.unwrap(res.versionKeys, row);
     let fp: Fingerprints | undefined;
+    let plain: Uint8Array | undefined;
     try {
-      const plain = key.open('fingerprints', row.sealedFingerprints);
+      plain = key.open('fingerprints', row.sealedFingerprints);
       fp = decodeFingerprints(plain);
-      plain.fill(0);
     } finally {
+      plain?.fill(0);
       key.close();
     }
     try {
@@ -84,7 +88,7 @@ export const probe: Step = {
       for (const f of found) if (f.kind === 'neighbour') extra.set(f.id, { id: f.id, source: 'vector-index', cosine: f.cosine });
       const unreadable = found.filter((f): f is Extract<ProbeFinding, { kind: 'vector' }> => f.kind === 'vector');
       res.failpoint?.('probe-candidates');
-      const dismissed = new Set((state.dismissals ?? []).map((d) => d.id));
+      const dismissed = new Map((state.dismissals ?? []).map((d) => [d.id, { score: d.ruledScore, keyId: d.keyId }]));
       const index = res.vectors.index;
       const scored = scoreProbe({
         index: res.vectors.lexical,
@@ -94,13 +98,19 @@ export const probe: Step = {
         similarity: res.probeSimilarity,
         dismissed,
         unreadable,
+        sameModel,
       });
       // a match is named only when its tier still reads it (or it is an indexed vector whose text is gone)
       const query = { vectors: [], records: scored.matches.filter((m) => m.tier !== 'vector-index').map((m) => ({ id: m.id, type: m.tier === 'log' ? ('entry' as const) : ('artifact' as const) })), neighbours: 0 };
       const readable = new Set([...(await res.tiers.log.probe(scope, query)), ...(await res.tiers.artifacts.probe(scope, query))].flatMap((f) => (f.kind === 'text' ? [f.id] : [])));
       const gone = scored.matches.filter((m) => m.tier !== 'vector-index' && !readable.has(m.id)).length;
       // a match that became unreadable meanwhile (its key destroyed) carries nothing now: probe again on the index without it
-      if (gone > 0) return new Park(new Date(Date.now() + INDEX_WAIT_MS), `${gone} matched record(s) became unreadable while the probe ran: probing again`);
+      if (gone > 0) {
+        const waits = (state.indexWaits ?? 0) + 1;
+        if (waits > MAX_INDEX_WAITS) throw new TierFailure(`${gone} matched record(s) the index holds cannot be read, after ${MAX_INDEX_WAITS} probes: the probe cannot certify`);
+        state.indexWaits = waits;
+        return new Park(new Date(Date.now() + INDEX_WAIT_MS), `${gone} matched record(s) became unreadable while the probe ran: probing again`);
+      }
       const { matches } = scored;
       state.probe = {
         recovered: scored.recovered,
@@ -111,7 +121,13 @@ export const probe: Step = {
         replica,
         cappedShingles: scored.cappedShingles,
         ...(state.dismissals?.length
-          ? { dismissed: state.dismissals.map((d) => ({ ...d, ...scoreOf(scored.dismissedMatches, d.id) })) }
+          ? {
+              dismissed: state.dismissals.map((d) => ({
+                ...d,
+                ...scoreOf(scored.dismissedMatches, d.id),
+                ...(scored.lapsed.includes(d.id) ? { lapsed: true } : {}),
+              })),
+            }
           : {}),
       };
       const e = scored.examined;
