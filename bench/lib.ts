@@ -203,6 +203,19 @@ export function progress(message: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 }
 
+/** Forces full garbage collections (node --expose-gc; run.ts passes it to the sections that measure memory). */
+export function gcNow(): void {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('this benchmark needs node --expose-gc (run.ts passes it)');
+  for (let i = 0; i < 4; i++) gc();
+}
+
+/** The heap and array-buffer bytes in use now. */
+export function memNow(): { heapUsed: number; arrayBuffers: number } {
+  const m = process.memoryUsage();
+  return { heapUsed: m.heapUsed, arrayBuffers: m.arrayBuffers };
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }

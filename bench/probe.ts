@@ -35,9 +35,10 @@ import { type CategoryFigures, evaluateProbe } from '../test/probe-eval/evaluate
 import { generateCorpus } from '../test/probe-eval/corpus.js';
 import { scoreProbe, type RecordFingerprint, COMMON_FRACTION, COMMON_MIN_RECORDS, POSTINGS_BUDGET } from '../src/erasure/probe.js';
 import { STOP_WORDS } from '../src/vectors/embedder.js';
-import { ShingleIndex } from '../src/vectors/shingle-index.js';
+import { POSTING_SHARDS, ShingleIndex } from '../src/vectors/shingle-index.js';
 import { pairHash, ShingleHasher, shingleSet } from '../src/vectors/shingles.js';
-import { envInt, fmtInt, fmtNum, fmtRatio, fmtSeconds, type LatencyStats, progress, QUICK, runIfMain, stats, table } from './lib.js';
+import { envInt, fmtInt, gcNow, memNow, fmtNum, fmtRatio, fmtSeconds, type LatencyStats, progress, QUICK, runIfMain, stats, table } from './lib.js';
+import { mulberry32 as prng } from '../test/support/prng.js';
 
 export interface ProbeScaleRun {
   /** Records in the store before the erasure (the subject's included). */
@@ -93,28 +94,6 @@ export interface ProbeResult {
 
 // ------------------------------------------------------------------ helpers
 
-/** mulberry32: a small seeded PRNG, so every run builds the same stores. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function gcNow(): void {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (!gc) throw new Error('bench/probe.ts needs node --expose-gc (run.ts passes it)');
-  for (let i = 0; i < 4; i++) gc();
-}
-
-function memNow(): { heapUsed: number; arrayBuffers: number } {
-  const m = process.memoryUsage();
-  return { heapUsed: m.heapUsed, arrayBuffers: m.arrayBuffers };
-}
 
 const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 
@@ -166,7 +145,8 @@ function vocabularyWord(i: number): string {
 }
 
 /** V8's limit on the entries of one Map (2^24): ShingleIndex keeps its postings in one. */
-const MAP_MAX_ENTRIES = 2 ** 24;
+/** What the index's postings can hold: POSTING_SHARDS maps of at most 2^24 entries each (V8's limit). */
+const MAP_MAX_ENTRIES = POSTING_SHARDS * 2 ** 24;
 const VOCABULARY = 500_000;
 const NUMBERS = 100_000;
 const RECORDS_PER_KEY = 20;
@@ -416,7 +396,7 @@ export async function runProbe(): Promise<ProbeResult> {
   if (large.distinct > 0.8 * MAP_MAX_ENTRIES) {
     notes.push(
       `at ${fmtInt(large.records)} records the index holds ${fmtInt(large.distinct)} distinct shingles, ${fmtNum((100 * large.distinct) / MAP_MAX_ENTRIES, 0)}% of the ` +
-        `${fmtInt(MAP_MAX_ENTRIES)} entries a JavaScript Map can hold (its postings are one Map)`,
+        `${fmtInt(MAP_MAX_ENTRIES)} entries its ${POSTING_SHARDS} posting maps can hold`,
     );
   }
   for (const x of [small, large]) {
@@ -475,9 +455,9 @@ export function formatProbe(r: ProbeResult): string {
         `${m.planted.found}/${m.planted.total}`,
       ]),
     ),
-    `distinct shingles (posting lists) at ${fmtInt(s.large.records)} records: ${fmtNum((100 * s.large.distinct) / MAP_MAX_ENTRIES, 0)}% of the ${fmtInt(MAP_MAX_ENTRIES)} entries one JavaScript Map holds`,
+    `distinct shingles (posting lists) at ${fmtInt(s.large.records)} records: ${fmtNum((100 * s.large.distinct) / MAP_MAX_ENTRIES, 2)}% of the ${fmtInt(MAP_MAX_ENTRIES)} entries the index's ${POSTING_SHARDS} posting maps hold`,
     `probe median ms ${fmtInt(s.large.records)} ÷ ${fmtInt(s.small.records)} records = ${fmtRatio(s.ratio)} (aim <= ${s.target}: ${s.ratio <= s.target ? 'met' : 'NOT met'}); ` +
-      `bytes per record ${fmtRatio(s.memoryRatio)}; postings read per shingle at most ${POSTINGS_BUDGET}`,
+      `bytes per record ${fmtRatio(s.memoryRatio)}; postings read per private record at most ${POSTINGS_BUDGET}`,
   ];
   for (const n of r.notes) lines.push(`NOTE: ${n}`);
   for (const w of r.warnings) lines.push(`WARNING: ${w}`);

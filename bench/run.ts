@@ -353,7 +353,7 @@ if (probe?.result) {
     `${fmtNum(s.large.memory.bytesPerRecord, 0)} / ${fmtNum(s.small.memory.bytesPerRecord, 0)}`,
     fmtRatio(s.memoryRatio),
     `${fmtNum(s.large.memory.deltaBytes / 2 ** 30, 2)} GiB at ${fmtInt(s.large.records)}; ${fmtInt(s.large.distinct)} posting lists ` +
-      `(${fmtNum((100 * s.large.distinct) / s.mapMaxEntries, 0)}% of one Map's ${fmtInt(s.mapMaxEntries)})`,
+      `(${fmtNum((100 * s.large.distinct) / s.mapMaxEntries, 2)}% of what the index's posting maps hold)`,
   ]);
 }
 out.push('');

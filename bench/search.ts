@@ -66,11 +66,14 @@ import { HashingEmbedder } from '../src/vectors/embedder.js';
 import { type EmbeddingPlace, openEmbedding, type SealedEmbedding, sealEmbedding, storedForm, upsertEmbeddings } from '../src/vectors/embeddings.js';
 import { VectorIndex } from '../src/vectors/vector-index.js';
 import { newId } from '../src/ids.js';
+import { mulberry32 as prng } from '../test/support/prng.js';
 import {
   cpuSeconds,
   envInt,
   fmtInt,
   fmtNum,
+  gcNow,
+  memNow,
   fmtRatio,
   fmtSeconds,
   type LatencyStats,
@@ -193,17 +196,6 @@ export interface SearchResult {
 
 // ------------------------------------------------------------------ helpers
 
-/** mulberry32: a small seeded PRNG, so every run builds the same vectors. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 
@@ -223,17 +215,6 @@ function randomSparseUnit(out: Float32Array, nonZero: number, rand: () => number
   for (let i = 0; i < d; i++) norm += out[i]! * out[i]!;
   norm = Math.sqrt(norm);
   for (let i = 0; i < d; i++) out[i]! /= norm;
-}
-
-function gcNow(): void {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (!gc) throw new Error('bench/search.ts needs node --expose-gc (run.ts passes it)');
-  for (let i = 0; i < 4; i++) gc();
-}
-
-function memNow(): { heapUsed: number; arrayBuffers: number } {
-  const m = process.memoryUsage();
-  return { heapUsed: m.heapUsed, arrayBuffers: m.arrayBuffers };
 }
 
 // ------------------------------------------------------------------ texts

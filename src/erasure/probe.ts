@@ -8,8 +8,8 @@
  *
  * **Candidates.** Every readable record that shares a distinctive shingle with the
  * subject: each fingerprint shingle is looked up in the lexical index and every record
- * on its posting list is considered, rarest shingles first, up to POSTINGS_BUDGET
- * postings per record (a shingle on more lists than the budget left is too common to
+ * on its posting list is considered — pairs before words, shortest lists first — up
+ * to POSTINGS_BUDGET postings per record (a shingle on more lists than the budget left is too common to
  * find anything by; when nothing read finds a candidate and a copy could matter, the
  * record's rarest shingle is read up to FALLBACK_POSTINGS). Beside them, the vector
  * index's neighbours of the fingerprints (adaptive k: every neighbour at or above the
@@ -17,25 +17,31 @@
  * and the artifacts the provenance graph names.
  *
  * **Weights.** A shingle weighs its inverse document frequency among the readable
- * records, ln((N + 2) / (df + 1)) (the erased record counted), measured in memory at probe time (never persisted),
- * and judged leaving out the candidate under examination: a copy of the subject's
- * words does not make them look common. A shingle in more than
- * max(COMMON_MIN_RECORDS, COMMON_FRACTION · N) other records is template or
- * boilerplate and weighs 0. A record's private content is the weight of its shingles
- * (one copy left out); a record whose every shingle is common carries nothing private.
+ * records, ln((N + 2) / (df + 1)) (the erased record counted), measured in memory at
+ * probe time (never persisted), and judged leaving out the candidate under
+ * examination: a copy of the subject's words does not make them look common. A
+ * shingle in more than max(COMMON_MIN_RECORDS, COMMON_FRACTION · N) other records is
+ * template or boilerplate and weighs 0. A record's private content is the weight of
+ * its shingles (one copy left out); a record whose every shingle is common weighs as
+ * an average record of the subject when a near copy carries it, and nothing otherwise
+ * (everyday messages do not dilute the rest).
  *
  * **Score.** Surviving record c carries private record r to the degree
- *   score(r, c) = max(containment, verbatim, semantic)
+ *   score(r, c) = max(containment, near copy, verbatim, semantic)
  * - containment: the weight of r's shingles found in c over the weight of all of r's
  *   shingles (each weighed leaving c out);
+ * - near copy: the share of r's distinct shingles c holds, when it is at least
+ *   NEAR_COPY and r has RUN_WORDS content words or more (whatever the weights say);
  * - verbatim: RUN_SCORE when c holds a run of at least RUN_WORDS of r's content words
  *   in r's order (each consecutive pair of the run present in c), at least half of
  *   the run's pairs not common;
- * - semantic: the cosine of the two embeddings when ≥ the similarity setting.
+ * - semantic: the cosine of the two embeddings when ≥ the similarity setting (only
+ *   when the fingerprints came from the same embedder model).
  * A score below MATCH_MIN_SCORE is shared vocabulary and counts as 0. `recovered` is
  * the mean over the subject's records of their best score, weighted by their private
  * content. Every record that contributes to it is named in `matches`; a match a person
- * dismissed (a stated human judgement) is left out and listed as dismissed.
+ * dismissed (a stated human judgement) is left out and listed as dismissed, unless the
+ * ruling lapsed (the record scores higher now, or was rewritten under another key).
  */
 import { toBase64Url, utf8 } from '../crypto/index.js';
 import { LetheError } from '../errors.js';
@@ -58,12 +64,14 @@ export const RUN_SCORE = 0.5;
  */
 export const NEAR_COPY = 0.9;
 /**
- * Postings read per private record, its rarest weighted shingles first: a shingle on
- * more lists than the budget left is not looked up (it still weighs in the score of
+ * Postings read per private record, its weighted pairs before its words and shortest
+ * lists first: a shingle on more lists than the budget left is not looked up (it still weighs in the score of
  * whatever is found). The probe's lexical cost is bounded by records × budget, not by
  * the store.
  */
-export const POSTINGS_BUDGET = 512;
+export const POSTINGS_BUDGET = 256;
+/** How much a word's list costs against a pair's of the same length when choosing what to read first. */
+const WORD_LOOKUP_COST = 4;
 /**
  * Postings read of one record's rarest shingle when what was read found nothing and
  * a copy could still matter (an all-common record of RUN_WORDS words or more, or one
@@ -239,9 +247,16 @@ function lexicalScore(p: Prepared, set: Float64Array): number {
 /** Scores every candidate against every private record (see the module comment). */
 export function scoreProbe(input: ProbeInput): ProbeScore {
   const { index, records, extra, vectorOf, similarity, dismissed } = input;
-  const touched = new Set<number>();
+  // per-slot accumulators, reused from record to record (a slot's stamp says which record last reached it)
+  const capacity = index.slotCapacity;
+  const stamp = new Uint32Array(capacity);
+  const accW = new Float64Array(capacity);
+  const accPairs = new Uint16Array(capacity);
+  const examined = new Uint8Array(capacity);
+  let examinedCount = 0;
   let cappedShingles = 0;
   let fallbacks = 0;
+  let generation = 0;
   const near = extra.filter((c) => (c.cosine ?? 0) >= similarity);
   const extraSlots = new Map<number, ExtraCandidate>();
   for (const c of extra) {
@@ -271,10 +286,23 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
     const r = p.r;
     const weight = p.total > 0 ? p.total : average;
     // partial weight and shared pairs of each record reached through the postings of r's distinctive shingles,
-    // rarest first, at most POSTINGS_BUDGET postings for the record
-    const acc = new Map<number, { w: number; pairs: number; fallback?: boolean }>();
-    const lookups = [...p.inside].filter(([, w]) => w > 0).map(([h, w]) => ({ h, w, df: index.df(h) }));
-    lookups.sort((a, b) => a.df - b.df);
+    // pairs first and shortest lists first, at most POSTINGS_BUDGET postings for the record
+    const gen = ++generation;
+    const reached: number[] = [];
+    const reach = (slot: number): void => {
+      if (stamp[slot] === gen) return;
+      stamp[slot] = gen;
+      accW[slot] = 0;
+      accPairs[slot] = 0;
+      reached.push(slot);
+      if (!examined[slot]) {
+        examined[slot] = 1;
+        examinedCount++;
+      }
+    };
+    // pairs first at equal cost (a quote is found by its pairs), then by the length of the list
+    const lookups = [...p.inside].filter(([, w]) => w > 0).map(([h, w]) => ({ h, w, df: index.df(h), cost: index.df(h) * (p.pairs.has(h) ? 1 : WORD_LOOKUP_COST) }));
+    lookups.sort((a, b) => a.cost - b.cost);
     let budget = POSTINGS_BUDGET;
     let read = 0;
     let unread = 0;
@@ -288,19 +316,17 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
       read += w;
       const isPair = p.pairs.has(h);
       index.postings(h, df, (slot) => {
-        touched.add(slot);
-        const a = acc.get(slot);
-        if (a) {
-          a.w += w;
-          if (isPair) a.pairs++;
-        } else acc.set(slot, { w, pairs: isPair ? 1 : 0 });
+        reach(slot);
+        accW[slot]! += w;
+        if (isPair) accPairs[slot]!++;
       });
     }
     // nothing read found a candidate, yet a copy could hold the record (an all-common record of some length, or one
     // whose weight is all in shingles on too many lists): read the postings of its rarest shingle, up to FALLBACK_POSTINGS
     const copyMatters = p.total === 0 && r.words.length >= RUN_WORDS;
     const unreadMatters = p.floor === 0 ? unread > 0 : unread / p.floor >= MATCH_MIN_SCORE;
-    if (acc.size === 0 && (copyMatters || unreadMatters)) {
+    let fallback = false;
+    if (reached.length === 0 && (copyMatters || unreadMatters)) {
       let rarest: number | undefined;
       for (const h of p.inside.keys()) {
         const df = index.df(h);
@@ -308,21 +334,19 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
       }
       if (rarest !== undefined) {
         fallbacks++;
-        index.postings(rarest, FALLBACK_POSTINGS, (slot) => {
-          touched.add(slot);
-          if (!acc.has(slot)) acc.set(slot, { w: 0, pairs: 0, fallback: true });
-        });
+        fallback = true;
+        index.postings(rarest, FALLBACK_POSTINGS, reach);
       }
     }
     const scoreOf = (slot: number, extraCandidate = false): number => {
       const set = index.setAt(slot);
       if (!set) return 0;
-      const a = acc.get(slot);
+      const ours = stamp[slot] === gen;
       // scored in full: a candidate holding a quarter of the weight that was read, three read pairs (a run may
       // hold them), one reached through the fallback, or one another source named
-      const could = read > 0 && (a?.w ?? 0) / read >= MATCH_MIN_SCORE;
-      const runCould = (a?.pairs ?? 0) >= RUN_MIN_DISTINCT_PAIRS;
-      return could || runCould || a?.fallback || extraCandidate ? lexicalScore(p, set) : 0;
+      const could = ours && read > 0 && accW[slot]! / read >= MATCH_MIN_SCORE;
+      const runCould = ours && accPairs[slot]! >= RUN_MIN_DISTINCT_PAIRS;
+      return could || runCould || (ours && fallback) || extraCandidate ? lexicalScore(p, set) : 0;
     };
     let top = 0;
     const consider = (id: string, tier: ProbeMatch['tier'], score: number) => {
@@ -335,8 +359,8 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
       const rec = index.recordAt(slot);
       if (rec) consider(rec.id, rec.type === 'entry' ? 'log' : 'artifacts', score);
     };
-    for (const slot of acc.keys()) considerSlot(slot, scoreOf(slot));
-    for (const [slot] of extraSlots) if (!acc.has(slot)) considerSlot(slot, scoreOf(slot, true));
+    for (const slot of reached) considerSlot(slot, scoreOf(slot));
+    for (const [slot] of extraSlots) if (stamp[slot] !== gen) considerSlot(slot, scoreOf(slot, true));
     // semantic: the candidates a vector query found at or above the similarity setting
     for (const c of sameModel ? near : []) {
       const v = vectorOf(c.id);
@@ -363,7 +387,7 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
   }
   matches.sort((a, b) => b.score - a.score || a.id.localeCompare(b.id));
   dismissedMatches.sort((a, b) => a.id.localeCompare(b.id));
-  const sources = { shingleIndex: touched.size, vectorIndex: 0, provenance: 0 };
+  const sources = { shingleIndex: examinedCount, vectorIndex: 0, provenance: 0 };
   for (const c of extra) sources[c.source === 'vector-index' ? 'vectorIndex' : 'provenance']++;
   return { recovered: total === 0 ? 0 : round(weighted / total), matches, dismissedMatches, lapsed: [...lapsed].sort(), examined: sources, cappedShingles, fallbacks };
 }

@@ -14,6 +14,7 @@
  * posting, plus one map entry per distinct shingle, which dominates: the bench
  * ("probe") measures the whole at a few kilobytes per short record.
  */
+import { KeyFiling } from './key-filing.js';
 import type { RecordType } from './vector-index.js';
 
 /** A posting: one live slot, or [live count, slot, slot, ...] (slots may be dead). */
@@ -27,7 +28,8 @@ const EAGER_REMOVAL = 16;
  * holds at most 2^24 entries, and a store of a million records has about fifteen
  * million distinct shingles.
  */
-const SHARDS = 256;
+export const POSTING_SHARDS = 256;
+const SHARDS = POSTING_SHARDS;
 
 function freshShards(): Array<Map<number, Posting>> {
   return Array.from({ length: SHARDS }, () => new Map<number, Posting>());
@@ -44,7 +46,7 @@ export class ShingleIndex {
   #records: Array<ShingleRecord | undefined> = [];
   #sets: Array<Float64Array | undefined> = [];
   #shards = freshShards();
-  readonly #byKey = new Map<string, Set<string>>();
+  readonly #filing = new KeyFiling();
   #dead = 0;
   #shingles = 0;
 
@@ -98,9 +100,7 @@ export class ShingleIndex {
         p.push(slot);
       }
     }
-    let ids = this.#byKey.get(keyId);
-    if (!ids) this.#byKey.set(keyId, (ids = new Set()));
-    ids.add(id);
+    this.#filing.file(keyId, id);
   }
 
   /** Removes a record; true when it was there. */
@@ -130,21 +130,14 @@ export class ShingleIndex {
       }
     }
     set.fill(0);
-    const ids = this.#byKey.get(record.keyId);
-    ids?.delete(id);
-    if (ids?.size === 0) this.#byKey.delete(record.keyId);
+    this.#filing.unfile(record.keyId, id);
     if (this.#dead > Math.max(4096, this.#slotOf.size)) this.#compact();
     return true;
   }
 
   /** Removes every record filed under a destroyed key; returns how many. */
   removeKey(keyId: string): number {
-    const ids = this.#byKey.get(keyId);
-    if (!ids) return 0;
-    let n = 0;
-    for (const id of [...ids]) if (this.remove(id)) n++;
-    this.#byKey.delete(keyId);
-    return n;
+    return this.#filing.removeKey(keyId, (id) => this.remove(id));
   }
 
   /** How many live records hold shingle `h`. */
@@ -175,6 +168,11 @@ export class ShingleIndex {
     return n;
   }
 
+  /** Slots in use, live and dead: every slot number is below it (for per-slot arrays). */
+  get slotCapacity(): number {
+    return this.#records.length;
+  }
+
   /** The live record in a slot. */
   recordAt(slot: number): ShingleRecord | undefined {
     return this.#records[slot];
@@ -196,7 +194,7 @@ export class ShingleIndex {
     this.#records = [];
     this.#sets = [];
     this.#shards = freshShards();
-    this.#byKey.clear();
+    this.#filing.clear();
     this.#dead = 0;
     this.#shingles = 0;
   }
@@ -209,7 +207,7 @@ export class ShingleIndex {
     this.#sets = [];
     this.#shards = freshShards();
     this.#slotOf.clear();
-    this.#byKey.clear();
+    this.#filing.clear();
     this.#dead = 0;
     this.#shingles = 0;
     for (let slot = 0; slot < records.length; slot++) {

@@ -9,6 +9,7 @@
  * under the key its sealed copy depends on.
  */
 import { LetheError } from '../errors.js';
+import { KeyFiling } from './key-filing.js';
 
 export type RecordType = 'entry' | 'artifact';
 
@@ -26,7 +27,7 @@ export class VectorIndex {
   #types: RecordType[] = [];
   #keys: string[] = [];
   readonly #slot = new Map<string, number>();
-  readonly #byKey = new Map<string, Set<string>>();
+  readonly #filing = new KeyFiling();
 
   constructor(dimensions: number, initialCapacity = 1024) {
     this.dimensions = dimensions;
@@ -54,14 +55,12 @@ export class VectorIndex {
       this.#keys.push(keyId);
       this.#slot.set(id, slot);
     } else {
-      this.#unfile(this.#keys[slot]!, id);
+      this.#filing.unfile(this.#keys[slot]!, id);
       this.#types[slot] = type;
       this.#keys[slot] = keyId;
     }
     this.#vectors.set(vector, slot * this.dimensions);
-    let ids = this.#byKey.get(keyId);
-    if (!ids) this.#byKey.set(keyId, (ids = new Set()));
-    ids.add(id);
+    this.#filing.file(keyId, id);
   }
 
   has(id: string): boolean {
@@ -78,7 +77,7 @@ export class VectorIndex {
   remove(id: string): boolean {
     const slot = this.#slot.get(id);
     if (slot === undefined) return false;
-    this.#unfile(this.#keys[slot]!, id);
+    this.#filing.unfile(this.#keys[slot]!, id);
     const last = this.#ids.length - 1;
     const d = this.dimensions;
     if (slot !== last) {
@@ -100,12 +99,7 @@ export class VectorIndex {
 
   /** Removes every record filed under the key (it was destroyed); returns how many. */
   removeKey(keyId: string): number {
-    const ids = this.#byKey.get(keyId);
-    if (!ids) return 0;
-    let n = 0;
-    for (const id of [...ids]) if (this.remove(id)) n++;
-    this.#byKey.delete(keyId);
-    return n;
+    return this.#filing.removeKey(keyId, (id) => this.remove(id));
   }
 
   /** A copy of record `id`'s vector (the probe compares it), or undefined. */
@@ -117,7 +111,7 @@ export class VectorIndex {
 
   /** The ids filed under a key. */
   idsOfKey(keyId: string): string[] {
-    return [...(this.#byKey.get(keyId) ?? [])];
+    return this.#filing.ids(keyId);
   }
 
   /** The `k` nearest records by cosine similarity, best first. */
@@ -166,13 +160,6 @@ export class VectorIndex {
     this.#types = [];
     this.#keys = [];
     this.#slot.clear();
-    this.#byKey.clear();
-  }
-
-  #unfile(keyId: string, id: string): void {
-    const ids = this.#byKey.get(keyId);
-    if (!ids) return;
-    ids.delete(id);
-    if (ids.size === 0) this.#byKey.delete(keyId);
+    this.#filing.clear();
   }
 }

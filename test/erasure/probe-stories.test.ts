@@ -10,11 +10,11 @@
  *   name and for the erased subject's own record, and 400 for a malformed body.
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyCertificate } from '../../src/crypto/certificate.js';
 import type { ErasureView } from '../../src/erasure/view.js';
 import { expectProblem, ok } from '../support/http.js';
-import { openTestApp, type TestApp } from '../support/vault.js';
+import { minioEnv, openTestApp, type TestApp } from '../support/vault.js';
 
 const tag = () => randomBytes(5).toString('hex');
 const FILLER = ['project', 'timeline', 'budget', 'review', 'team', 'agreed', 'quarter', 'item', 'discussed', 'owner', 'vendor', 'milestone', 'slides', 'hiring', 'roadmap'];
@@ -24,17 +24,7 @@ describe('the reconstruction probe end to end (PostgreSQL + MinIO)', () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    const minio = inject('minio');
-    t = await openTestApp({
-      extraEnv: {
-        S3_ENDPOINT: minio.endpoint,
-        S3_ACCESS_KEY: minio.accessKey,
-        S3_SECRET_KEY: minio.secretKey,
-        S3_BUCKET: `lethe-probe-${tag()}`,
-        S3_BACKUP_BUCKET: `lethe-probe-bak-${tag()}`,
-      },
-      vault: { erasureWorker: false },
-    });
+    t = await openTestApp({ extraEnv: minioEnv('lethe-probe'), vault: { erasureWorker: false } });
   }, 60_000);
 
   afterAll(async () => {

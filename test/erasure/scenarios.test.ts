@@ -3,10 +3,10 @@
  * through the durable state machine and is judged by what the API returns after it.
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyCertificate } from '../../src/crypto/certificate.js';
 import { isLetheError } from '../../src/errors.js';
-import { openTestVault, type TestVault } from '../support/vault.js';
+import { minioEnv, openTestVault, type TestVault } from '../support/vault.js';
 
 const tag = () => randomBytes(5).toString('hex');
 
@@ -14,16 +14,8 @@ describe('erasure scenarios (PostgreSQL + MinIO)', () => {
   let tv: TestVault;
 
   beforeAll(async () => {
-    const minio = inject('minio');
     tv = await openTestVault({
-      extraEnv: {
-        S3_ENDPOINT: minio.endpoint,
-        S3_ACCESS_KEY: minio.accessKey,
-        S3_SECRET_KEY: minio.secretKey,
-        S3_BUCKET: `lethe-ers-${tag()}`,
-        S3_BACKUP_BUCKET: `lethe-ers-bak-${tag()}`,
-        LETHE_LEASE_TTL_SECONDS: '1',
-      },
+      extraEnv: { ...minioEnv('lethe-ers'), LETHE_LEASE_TTL_SECONDS: '1' },
       vault: { erasureWorker: false },
     });
   }, 60_000);

@@ -42,6 +42,7 @@
  */
 import { sentences } from '../../src/artifacts/regenerator.js';
 import { contentWords } from '../../src/vectors/shingles.js';
+import { mulberry32 } from '../support/prng.js';
 
 export type Category =
   | 'verbatim-in-long'
@@ -107,17 +108,6 @@ export interface CorpusOptions {
 
 // ------------------------------------------------------------------ randomness
 
-/** mulberry32: a small seeded PRNG. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class Rng {
   readonly #next: () => number;

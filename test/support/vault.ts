@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { OpenAPIHono } from '@hono/zod-openapi';
+import { inject } from 'vitest';
 import { type Config, loadConfig } from '../../src/config/index.js';
 import { createHttpApp } from '../../src/http/app.js';
 import { type AuthEnv, TokenStore } from '../../src/http/auth.js';
@@ -26,6 +27,19 @@ export type TestRole = keyof typeof TOKENS;
 export const TOKENS_ENV = Object.entries(TOKENS)
   .map(([role, token]) => `${role}=${token}`)
   .join(',');
+
+/** The environment that points a test vault at the suite's MinIO, with fresh buckets named after `prefix`. */
+export function minioEnv(prefix: string): Record<string, string> {
+  const minio = inject('minio');
+  const tag = randomBytes(5).toString('hex');
+  return {
+    S3_ENDPOINT: minio.endpoint,
+    S3_ACCESS_KEY: minio.accessKey,
+    S3_SECRET_KEY: minio.secretKey,
+    S3_BUCKET: `${prefix}-${tag}`,
+    S3_BACKUP_BUCKET: `${prefix}-bak-${tag}`,
+  };
+}
 
 export function tempDir(prefix = 'lethe-test-'): string {
   return mkdtempSync(path.join(tmpdir(), prefix));
