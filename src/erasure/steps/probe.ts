@@ -6,10 +6,14 @@
  * against the fingerprints (src/erasure/probe.ts). A vector still indexed under an
  * unreadable key counts too; the matches are confirmed readable through their tiers.
  *
- * The probe runs only on an index that is caught up: when this replica's lexical
- * index does not cover every stored record (a rebuild running, a missed notification)
- * it starts a rebuild and parks; after MAX_INDEX_WAITS it fails the erasure, naming
- * the coverage. Read-only otherwise: safe to run again.
+ * The probe runs only on an index that is caught up: while this replica rebuilds its
+ * indexes it parks (uncounted); when its lexical index does not hold every stored
+ * record of a live key (a missed notification) it reconciles it against the stored
+ * rows; what it still cannot hold (a row that does not open, one written before
+ * lexical indexing) parks it, and after MAX_INDEX_WAITS it fails the erasure naming
+ * the coverage. A match that became unreadable while the probe ran parks it too (the
+ * same count). Read-only, apart from reconciling this replica's in-memory indexes:
+ * safe to run again.
  */
 import type { Coverage } from '../../vectors/service.js';
 import { ErasureKey } from '../erasure-key.js';
