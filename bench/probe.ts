@@ -38,7 +38,7 @@ import { STOP_WORDS } from '../src/vectors/embedder.js';
 import { POSTING_SHARDS, ShingleIndex } from '../src/vectors/shingle-index.js';
 import { pairHash, ShingleHasher, shingleSet } from '../src/vectors/shingles.js';
 import { envInt, fmtInt, gcNow, memNow, fmtNum, fmtRatio, fmtSeconds, type LatencyStats, progress, QUICK, runIfMain, stats, table } from './lib.js';
-import { mulberry32 as prng } from '../test/support/prng.js';
+import { mulberry32 as prng, seededId } from '../test/support/prng.js';
 
 export interface ProbeScaleRun {
   /** Records in the store before the erasure (the subject's included). */
@@ -94,16 +94,6 @@ export interface ProbeResult {
 
 // ------------------------------------------------------------------ helpers
 
-
-const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
-
-/** A flat id string: prefix + 22 base64url characters (as the database driver hands them over). */
-function makeId(prefix: string, rand: () => number): string {
-  const codes: number[] = [];
-  for (let i = 0; i < prefix.length; i++) codes.push(prefix.charCodeAt(i));
-  for (let i = 0; i < 22; i++) codes.push(B64URL.charCodeAt((rand() * 64) | 0));
-  return String.fromCharCode(...codes);
-}
 
 /** The cumulative distribution of a Zipf law over ranks 0..n-1 (weight 1/(rank+1)^s). */
 function zipfCdf(n: number, s: number): Float64Array {
@@ -264,8 +254,8 @@ function measureScale(vocabulary: Vocabulary, records: number, subjectN: number,
   const rand = src.rand;
   // the subject's texts and fingerprints exist before the store (the erasure's fingerprints were taken then)
   const subject = subjectRecords(src, subjectN);
-  const subjectKey = makeId('key_', rand);
-  const fingerprints: RecordFingerprint[] = subject.map((s) => ({ id: makeId('entry_', rand), vector: new Float32Array(0), words: s.words, pairs: s.pairs }));
+  const subjectKey = seededId('key_', rand);
+  const fingerprints: RecordFingerprint[] = subject.map((s) => ({ id: seededId('entry_', rand), vector: new Float32Array(0), words: s.words, pairs: s.pairs }));
   // five background records quote 8 words of a subject record each
   const plantedAt = new Map<number, number[]>();
   for (let k = 0; k < 5; k++) {
@@ -293,11 +283,11 @@ function measureScale(vocabulary: Vocabulary, records: number, subjectN: number,
       continue;
     }
     const g0 = performance.now();
-    if (background++ % RECORDS_PER_KEY === 0) key = makeId('key_', rand);
+    if (background++ % RECORDS_PER_KEY === 0) key = seededId('key_', rand);
     let words = src.record();
     const quote = plantedAt.get(i);
     if (quote) words = [...words.slice(0, 5), ...quote, ...words.slice(5)];
-    const id = makeId('entry_', rand);
+    const id = seededId('entry_', rand);
     if (quote) planted.push(id);
     const set = shingleSet({ words, pairs: pairsOf(words) });
     const g1 = performance.now();

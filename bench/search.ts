@@ -66,7 +66,7 @@ import { HashingEmbedder } from '../src/vectors/embedder.js';
 import { type EmbeddingPlace, openEmbedding, type SealedEmbedding, sealEmbedding, storedForm, upsertEmbeddings } from '../src/vectors/embeddings.js';
 import { VectorIndex } from '../src/vectors/vector-index.js';
 import { newId } from '../src/ids.js';
-import { mulberry32 as prng } from '../test/support/prng.js';
+import { mulberry32 as prng, seededId } from '../test/support/prng.js';
 import {
   cpuSeconds,
   envInt,
@@ -197,16 +197,6 @@ export interface SearchResult {
 // ------------------------------------------------------------------ helpers
 
 
-const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
-
-/** A flat (sequential, one-byte) id string: prefix + 22 base64url characters. */
-function makeId(prefix: string, rand: () => number): string {
-  const codes: number[] = [];
-  for (let i = 0; i < prefix.length; i++) codes.push(prefix.charCodeAt(i));
-  for (let i = 0; i < 22; i++) codes.push(B64URL.charCodeAt((rand() * 64) | 0));
-  return String.fromCharCode(...codes);
-}
-
 /** Fills `out` (zeroed) with a unit vector of ~`nonZero` random non-zero dimensions. */
 function randomSparseUnit(out: Float32Array, nonZero: number, rand: () => number): void {
   const d = out.length;
@@ -290,12 +280,12 @@ function measureIndex(n: number, nonZero: number, runs: number, seed: number): I
   const before = memNow();
   const t0 = performance.now();
   const nKeys = Math.ceil(n / RECORDS_PER_KEY);
-  let keyIds: string[] | null = Array.from({ length: nKeys }, () => makeId('key_', rand));
+  let keyIds: string[] | null = Array.from({ length: nKeys }, () => seededId('key_', rand));
   const index = new VectorIndex(d);
   let peakArrayBuffers = 0;
   let capacity = 1024;
   for (let i = 0; i < n; i++) {
-    index.upsert(makeId('entry_', rand), 'entry', keyIds[(rand() * nKeys) | 0]!, source.subarray(i * d, (i + 1) * d));
+    index.upsert(seededId('entry_', rand), 'entry', keyIds[(rand() * nKeys) | 0]!, source.subarray(i * d, (i + 1) * d));
     if (i + 1 > capacity) {
       // this upsert doubled the array: the old one is garbage but not yet collected
       capacity *= 2;
@@ -378,7 +368,7 @@ function measureIndex(n: number, nonZero: number, runs: number, seed: number): I
 function measureEmbedding(embedder: HashingEmbedder, texts: string[], budgetSeconds: number): EmbedRun {
   const rand = prng(7);
   const key = randomBytes(32);
-  const places: EmbeddingPlace[] = texts.map(() => ({ recordId: makeId('entry_', rand), keyId: makeId('key_', rand), model: embedder.model }));
+  const places: EmbeddingPlace[] = texts.map(() => ({ recordId: seededId('entry_', rand), keyId: seededId('key_', rand), model: embedder.model }));
   const vectors = texts.map((t) => embedder.embedOne(t));
   const plains = vectors.map((v) => Buffer.from(v.buffer, v.byteOffset, v.byteLength));
   const quantisedPlaintextBytes = 5 + DIMENSIONS;

@@ -9,3 +9,13 @@ export function mulberry32(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+/** A flat (sequential, one-byte) id string, as the database driver hands them over: `prefix` + 22 base64url characters from `rand`. */
+export function seededId(prefix: string, rand: () => number): string {
+  const codes: number[] = [];
+  for (let i = 0; i < prefix.length; i++) codes.push(prefix.charCodeAt(i));
+  for (let i = 0; i < 22; i++) codes.push(B64URL.charCodeAt((rand() * 64) | 0));
+  return String.fromCharCode(...codes);
+}
