@@ -6,12 +6,12 @@
  * (src/vectors/shingles.ts: content words and pairs of consecutive ones, HMAC'd under
  * the index key). Neither holds the text; both are sealed under the erasure key.
  *
- * **Candidates.** Every readable record that shares a distinctive shingle with the
- * subject: each fingerprint shingle is looked up in the lexical index and every record
- * on its posting list is considered — pairs before words, shortest lists first — up
- * to POSTINGS_BUDGET postings per record (a shingle on more lists than the budget left is too common to
- * find anything by; when nothing read finds a candidate and a copy could matter, the
- * record's rarest shingle is read up to FALLBACK_POSTINGS). Beside them, the vector
+ * **Candidates.** Readable records that share a distinctive shingle with the subject:
+ * the fingerprint shingles are looked up in the lexical index — pairs before words,
+ * shortest lists first — and every record on a list read is considered, up to
+ * POSTINGS_BUDGET postings per private record (a shingle on more lists than the budget
+ * left is too common to find anything by; when nothing read finds a candidate and a
+ * copy could matter, the record's rarest shingle is read up to FALLBACK_POSTINGS). Beside them, the vector
  * index's neighbours of the fingerprints (adaptive k: every neighbour at or above the
  * similarity setting, up to VECTOR_LIMIT per query, and at least VECTOR_NEIGHBOURS),
  * and the artifacts the provenance graph names.

@@ -1,7 +1,7 @@
 /**
  * probe: can the subject still be reconstructed? Candidates from three sources — the
- * lexical index (every readable record sharing a distinctive shingle with the
- * fingerprints), the vector index (adaptive-k neighbours of the fingerprints and of
+ * lexical index (readable records sharing a distinctive shingle with the fingerprints,
+ * within the per-record postings budget), the vector index (adaptive-k neighbours of the fingerprints and of
  * every public attribute) and the provenance graph (the affected artifacts) — scored
  * against the fingerprints (src/erasure/probe.ts). A vector still indexed under an
  * unreadable key counts too; the matches are confirmed readable through their tiers.
