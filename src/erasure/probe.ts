@@ -188,6 +188,8 @@ interface Prepared {
   readonly floor: number;
   /** The record's pairs, for telling pairs from words. */
   readonly pairs: ReadonlySet<number>;
+  /** Each distinct shingle's document frequency, read once. */
+  readonly df: ReadonlyMap<number, number>;
 }
 
 function prepare(index: ShingleIndex, r: RecordFingerprint): Prepared {
@@ -195,11 +197,13 @@ function prepare(index: ShingleIndex, r: RecordFingerprint): Prepared {
   const others = Math.max(0, index.size - 1);
   const inside = new Map<number, number>();
   const outside = new Map<number, number>();
+  const dfs = new Map<number, number>();
   let total = 0;
   let floor = 0;
   for (const h of [...r.words, ...r.pairs]) {
     if (inside.has(h)) continue;
     const df = index.df(h);
+    dfs.set(h, df);
     const wIn = shingleWeight(Math.max(0, df - 1), others);
     const wOut = shingleWeight(df, others);
     inside.set(h, wIn);
@@ -207,7 +211,7 @@ function prepare(index: ShingleIndex, r: RecordFingerprint): Prepared {
     total += wIn;
     floor += wOut;
   }
-  return { r, inside, outside, total, floor, pairs: new Set(r.pairs) };
+  return { r, inside, outside, total, floor, pairs: new Set(r.pairs), df: dfs };
 }
 
 /** Containment and verbatim run of r in the record whose sorted set is `set`. */
@@ -301,7 +305,10 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
       }
     };
     // pairs first at equal cost (a quote is found by its pairs), then by the length of the list
-    const lookups = [...p.inside].filter(([, w]) => w > 0).map(([h, w]) => ({ h, w, df: index.df(h), cost: index.df(h) * (p.pairs.has(h) ? 1 : WORD_LOOKUP_COST) }));
+    const lookups = [...p.inside].filter(([, w]) => w > 0).map(([h, w]) => {
+      const df = p.df.get(h)!;
+      return { h, w, df, cost: df * (p.pairs.has(h) ? 1 : WORD_LOOKUP_COST) };
+    });
     lookups.sort((a, b) => a.cost - b.cost);
     let budget = POSTINGS_BUDGET;
     let read = 0;
@@ -328,9 +335,12 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
     let fallback = false;
     if (reached.length === 0 && (copyMatters || unreadMatters)) {
       let rarest: number | undefined;
-      for (const h of p.inside.keys()) {
-        const df = index.df(h);
-        if (df > 0 && (rarest === undefined || df < index.df(rarest))) rarest = h;
+      let rarestDf = Infinity;
+      for (const [h, df] of p.df) {
+        if (df > 0 && df < rarestDf) {
+          rarest = h;
+          rarestDf = df;
+        }
       }
       if (rarest !== undefined) {
         fallbacks++;
