@@ -82,6 +82,7 @@ export class Vectors {
   /** The indexes a rebuild is filling; writes and removals reach them too, and they replace #current when done. */
   #building: Indexes | undefined;
   #rebuilding: Promise<RebuildResult> | undefined;
+  #nextRebuild: Promise<RebuildResult> | undefined;
   readonly #destroyed = new Set<string>();
 
   constructor(deps: VectorsDeps) {
@@ -226,11 +227,22 @@ export class Vectors {
    * another embedder model gives its shingle set but no vector (counted).
    */
   rebuild(pageSize = 2000): Promise<RebuildResult> {
-    // one rebuild at a time: a second caller (a reconnect, a probe) joins the one running
-    this.#rebuilding ??= this.#rebuild(pageSize).finally(() => {
-      this.#rebuilding = undefined;
-    });
-    return this.#rebuilding;
+    // One rebuild at a time. A caller that arrives while one runs gets the next one, which
+    // starts when it ends (that one may have read rows before the caller's changes);
+    // callers arriving meanwhile share that next one.
+    if (!this.#rebuilding) {
+      this.#rebuilding = this.#rebuild(pageSize).finally(() => {
+        this.#rebuilding = undefined;
+      });
+      return this.#rebuilding;
+    }
+    this.#nextRebuild ??= this.#rebuilding
+      .catch(() => undefined)
+      .then(() => {
+        this.#nextRebuild = undefined;
+        return this.rebuild(pageSize);
+      });
+    return this.#nextRebuild;
   }
 
   async #rebuild(pageSize: number): Promise<RebuildResult> {
