@@ -33,6 +33,13 @@ export const epochs = pgTable(
     createdAt: tstz('created_at').notNull().defaultNow(),
     activatedAt: tstz('activated_at'),
     retiredAt: tstz('retired_at'),
+    /**
+     * How keys are wrapped under this epoch: 2 binds each key's purpose (subject DEK,
+     * artifact-version key, erasure key) in the wrap's associated data; 1 marks an
+     * epoch created before that, under which keys may still carry the older context
+     * until the next rotation re-wraps them.
+     */
+    wrapFormat: integer('wrap_format').notNull().default(2),
   },
   (t) => [uniqueIndex('epochs_one_active').on(t.state).where(sql`${t.state} = 'active'`)],
 );
@@ -75,6 +82,12 @@ export const destructionLedger = pgTable(
     wrappedEpoch: integer('wrapped_epoch').notNull(),
     /** Leases handed to writers stay usable in their memory until this time. */
     leasedUntil: tstz('leased_until'),
+    /**
+     * When the destruction's record became durable in the backup store's ledger
+     * chain: until then the destruction is pending (the key is already unusable, but
+     * a restore could still bring it back), and is never reported as `destroyed`.
+     */
+    durableAt: tstz('durable_at'),
   },
   (t) => [index('destruction_ledger_subject_hash').on(t.subjectHash, t.destroyedAt)],
 );
@@ -137,6 +150,8 @@ export const artifactKeys = pgTable(
       .references(() => epochs.epoch),
     wrappedDek: bytea('wrapped_dek').notNull(),
     createdAt: tstz('created_at').notNull(),
+    /** What the key is for, bound in its wrap: one version of an artifact, or an erasure's own key. */
+    purpose: text('purpose', { enum: ['artifact-version', 'erasure'] }).notNull().default('artifact-version'),
   },
   (t) => [index('artifact_keys_epoch_key').on(t.epoch, t.keyId), uniqueIndex('artifact_keys_version').on(t.artifactId, t.version)],
 );
@@ -238,15 +253,36 @@ export const backupPropagations = pgTable(
   (t) => [primaryKey({ columns: [t.keyId, t.backupId] })],
 );
 
-/** Ledger rows already copied into a backup bucket (append-only, one object per destruction). */
+/** Ledger rows already placed in a backup bucket's ledger chain, and in which record. */
 export const ledgerExports = pgTable(
   'ledger_exports',
   {
     bucket: text('bucket').notNull(),
     keyId: text('key_id').notNull(),
     exportedAt: tstz('exported_at').notNull(),
+    /** The chain record that holds the destruction. */
+    chainSeq: bigint('chain_seq', { mode: 'number' }),
   },
   (t) => [primaryKey({ columns: [t.bucket, t.keyId] })],
+);
+
+/**
+ * The ledger chain of each backup bucket, as this database assigned it: record `seq`
+ * with its exact bytes (MAC'd, carrying the previous record's MAC), so a record is
+ * written to the bucket once assigned and re-written byte for byte after a crash.
+ * `stored_at` is set once the record and the head naming it are in the bucket.
+ */
+export const ledgerChain = pgTable(
+  'ledger_chain',
+  {
+    bucket: text('bucket').notNull(),
+    seq: bigint('seq', { mode: 'number' }).notNull(),
+    body: text('body').notNull(),
+    mac: bytea('mac').notNull(),
+    createdAt: tstz('created_at').notNull(),
+    storedAt: tstz('stored_at'),
+  },
+  (t) => [primaryKey({ columns: [t.bucket, t.seq] })],
 );
 
 export const auditLog = pgTable(
@@ -272,6 +308,8 @@ export const auditHead = pgTable('audit_head', {
   id: integer('id').primaryKey(),
   seq: bigint('seq', { mode: 'number' }).notNull(),
   mac: bytea('mac').notNull(),
+  /** MAC over (seq, mac) under the audit-head subkey: a head moved back by hand does not verify. Null until the first append after the upgrade. */
+  headMac: bytea('head_mac'),
 });
 
 /**
