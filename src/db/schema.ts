@@ -227,6 +227,8 @@ export const backups = pgTable('backups', {
   backupId: text('backup_id').primaryKey(),
   createdAt: tstz('created_at').notNull(),
   manifestVersion: integer('manifest_version').notNull(),
+  /** The newest manifest version the ledger chain records (a restore refuses an older manifest than that). */
+  chainedVersion: integer('chained_version').notNull().default(0),
   objects: integer('objects').notNull(),
   keys: integer('keys').notNull(),
 });

@@ -1,0 +1,1 @@
+ALTER TABLE "backups" ADD COLUMN "chained_version" integer DEFAULT 0 NOT NULL;
