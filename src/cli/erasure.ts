@@ -1,5 +1,5 @@
 /**
- * `lethe erase` and `lethe erasure show | watch | report`: clients of the running
+ * `lethe erase` and `lethe erasure show | watch | certificate | report`: clients of the running
  * service with the eraser role (LETHE_URL and LETHE_ERASER_TOKEN). `erase` checks its
  * request with the service's own schema before sending it, then follows the
  * erasure's event stream and prints a summary; the exit code says how it ended.
@@ -195,7 +195,7 @@ export function addErase(program: Command): void {
     });
 }
 
-/** `lethe erasure show | watch | report`. */
+/** `lethe erasure show | watch | certificate | report`. */
 export function addErasure(program: Command): void {
   const erasure = program.command('erasure').description('Erasures through the running service (eraser role: LETHE_URL and LETHE_ERASER_TOKEN).');
   erasure
@@ -213,6 +213,29 @@ export function addErasure(program: Command): void {
     .option('--json', 'JSON lines on stdout: {"step": …} per transition, the erasure last')
     .action(async (erasureId: string, opts: { json?: boolean }) => {
       await watchErasure(serviceClient('eraser'), checkErasureId(erasureId), opts.json ?? false);
+    });
+  erasure
+    .command('certificate')
+    .description(
+      "The erasure's signed certificate alone (GET /v1/erasures/{id}/certificate), to stdout or a file: what `lethe certificate verify` checks. " +
+        `Exit ${ERASE_EXIT.input} for an unknown id, or an erasure without a certificate yet (still running, or failed).`,
+    )
+    .argument('<erasureId>', 'the erasure (ers_…)')
+    .option('-o, --output <file>', 'write the certificate to this file (and print {erasureId, certificate, bytes})')
+    .action(async (erasureId: string, opts: { output?: string }) => {
+      const path = `/v1/erasures/${checkErasureId(erasureId)}/certificate`;
+      const document = await serviceCall(serviceClient('eraser').text('GET', path), ERASE_EXIT.input);
+      const text = `${JSON.stringify(JSON.parse(document) as unknown, null, 2)}\n`;
+      if (!opts.output) {
+        process.stdout.write(text);
+        return;
+      }
+      try {
+        await writeFile(opts.output, text, { mode: 0o600 });
+      } catch (e) {
+        throw new ExitError(`cannot write ${opts.output}: ${describeError(e).message}`, ERASE_EXIT.input);
+      }
+      out({ erasureId, certificate: opts.output, bytes: Buffer.byteLength(text) });
     });
   erasure
     .command('report')

@@ -8,15 +8,16 @@
  * reads unless --json.
  *
  * This file builds the program from its parts (admin.ts: the local admin commands,
- * backup.ts, erasure.ts; shared.ts: what they share), turns what ends a command into
+ * backup.ts, certificate.ts, erasure.ts; shared.ts: what they share), turns what ends a command into
  * its exit code, and runs when it is the entry point.
  */
 import { Command, CommanderError } from 'commander';
 import { CONFIG_VARIABLES, ConfigError } from '../config/index.js';
 import { isLetheError } from '../errors.js';
 import { describeError } from '../observability/logger.js';
-import { addAudit, addCertificate, addKek, addLog, addMigrate, addServe, addToken } from './admin.js';
+import { addAudit, addKek, addLog, addMigrate, addServe, addToken } from './admin.js';
 import { addBackup } from './backup.js';
+import { addCertificate } from './certificate.js';
 import { addErase, addErasure } from './erasure.js';
 import { ExitError } from './shared.js';
 

@@ -4,16 +4,33 @@
  * unit, no insignificant whitespace, strings and numbers as JSON.stringify writes them
  * (the subset of RFC 8785 that lethe's payloads use: no floats that print
  * differently, no undefined). The same payload always signs the same bytes, so a
- * certificate verifies offline with nothing but the public key.
+ * certificate verifies offline with nothing but the signer's public key.
  *
- * No I/O here; the signing key is derived from the root key by the caller (the
- * key provider's `certificate-signing` subkey).
+ * A certificate also carries a public key, but that key proves nothing: anyone can
+ * sign anything with a key of their own and embed it. Verification therefore always
+ * takes a trusted set of public keys (the vault's, from GET /v1/certificates/keys or
+ * its operator): the payload's `signingKeyId` selects the key in that set (ids are
+ * derived from the public key, `certificateKeyId`), and the signature must hold under
+ * the trusted key — a certificate whose key is not in the set is invalid. A
+ * certificate from before signing keys had ids (no `signingKeyId`) is selected by the
+ * id of its embedded key, which again must be in the trusted set.
+ *
+ * No I/O here; the signing keys are held by the key provider, which signs.
  */
 import { ed25519 } from '@noble/curves/ed25519.js';
+import { sha256 } from '@noble/hashes/sha2.js';
 import { LetheError } from '../errors.js';
-import { fromBase64Url, toBase64Url, utf8 } from './bytes.js';
+import { constantTimeEqual, fromBase64Url, toBase64Url, utf8 } from './bytes.js';
 
 export const CERTIFICATE_ALGORITHM = 'Ed25519';
+
+/** The payload field naming the key that signed it (inside the signed bytes). */
+export const SIGNING_KEY_ID_FIELD = 'signingKeyId';
+
+/** `csk_` and 22 base64url characters: how a certificate-signing key id looks. */
+export const CERTIFICATE_KEY_ID_PATTERN = /^csk_[A-Za-z0-9_-]{22}$/;
+
+const KEY_ID_DOMAIN = utf8.encode('lethe/v1/certificate-key-id');
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -48,6 +65,19 @@ export function certificatePublicKey(secretKey: Uint8Array): Uint8Array {
   return ed25519.getPublicKey(secretKey);
 }
 
+/**
+ * The stable id of a certificate-signing public key: `csk_` and the first 128 bits of
+ * SHA-256 over a domain label and the key, base64url. Anyone holding the public key
+ * computes the same id, so an id can never name two keys without a hash collision.
+ */
+export function certificateKeyId(publicKey: Uint8Array): string {
+  const input = new Uint8Array(KEY_ID_DOMAIN.length + publicKey.length);
+  input.set(KEY_ID_DOMAIN, 0);
+  input.set(publicKey, KEY_ID_DOMAIN.length);
+  return `csk_${toBase64Url(sha256(input).subarray(0, 16))}`;
+}
+
+/** Signs `payload` as it is (the caller puts the signing key's id in it: `signingKeyId`). */
 export function signCertificate(payload: { [key: string]: Json }, secretKey: Uint8Array): Certificate {
   const message = utf8.encode(canonicalJson(payload));
   return {
@@ -58,32 +88,56 @@ export function signCertificate(payload: { [key: string]: Json }, secretKey: Uin
   };
 }
 
+export interface CertificateVerdict {
+  readonly valid: boolean;
+  /** The signing key the certificate names (or, before key ids, the id of its embedded key). */
+  readonly keyId?: string;
+  readonly reason?: string;
+}
+
 /**
- * Whether the certificate's signature holds over its payload — under `expectedPublicKey`
- * when given (a certificate carrying some other key proves nothing about lethe).
+ * Whether the certificate was signed by one of the `trusted` public keys (base64url):
+ * its key id selects the trusted key, and the signature must hold over the payload
+ * under that key. A key embedded in the certificate is never trusted for itself.
  */
-export function verifyCertificate(certificate: unknown, expectedPublicKey?: string): { valid: boolean; reason?: string } {
+export function verifyCertificate(certificate: unknown, trusted: string | readonly string[]): CertificateVerdict {
+  const trustedKeys = new Map<string, Uint8Array>();
+  for (const text of typeof trusted === 'string' ? [trusted] : trusted) {
+    const key = fromBase64Url(text);
+    if (key?.length === 32) trustedKeys.set(certificateKeyId(key), key);
+  }
+  if (trustedKeys.size === 0) {
+    return { valid: false, reason: 'no trusted public key to check it against (a key embedded in a certificate proves nothing)' };
+  }
   const c = certificate as Partial<Certificate> | null;
   if (!c || typeof c !== 'object' || typeof c.payload !== 'object' || c.payload === null || Array.isArray(c.payload)) {
     return { valid: false, reason: 'not a certificate: no payload object' };
   }
   if (c.algorithm !== CERTIFICATE_ALGORITHM) return { valid: false, reason: `unsupported algorithm ${String(c.algorithm)}` };
   const signature = typeof c.signature === 'string' ? fromBase64Url(c.signature) : undefined;
-  const publicKey = typeof c.publicKey === 'string' ? fromBase64Url(c.publicKey) : undefined;
+  const embedded = typeof c.publicKey === 'string' ? fromBase64Url(c.publicKey) : undefined;
   if (!signature || signature.length !== 64) return { valid: false, reason: 'the signature is not 64 bytes of base64url' };
-  if (!publicKey || publicKey.length !== 32) return { valid: false, reason: 'the public key is not 32 bytes of base64url' };
-  if (expectedPublicKey !== undefined && c.publicKey !== expectedPublicKey) return { valid: false, reason: 'signed by another key than the one expected' };
+  if (!embedded || embedded.length !== 32) return { valid: false, reason: 'the public key is not 32 bytes of base64url' };
+  const named = (c.payload as Record<string, unknown>)[SIGNING_KEY_ID_FIELD];
+  if (named !== undefined && (typeof named !== 'string' || !CERTIFICATE_KEY_ID_PATTERN.test(named))) {
+    return { valid: false, reason: `the payload's ${SIGNING_KEY_ID_FIELD} is not a signing key id (csk_…)` };
+  }
+  // before signing keys had ids, a certificate is selected by its embedded key: still only a trusted key verifies it
+  const keyId = named ?? certificateKeyId(embedded);
+  const key = trustedKeys.get(keyId);
+  if (!key) return { valid: false, keyId, reason: `signed by key ${keyId}, which is not one of the ${trustedKeys.size} trusted key(s)` };
+  if (!constantTimeEqual(embedded, key)) return { valid: false, keyId, reason: `the public key it carries is not the trusted key ${keyId}` };
   let message: Uint8Array;
   try {
     message = utf8.encode(canonicalJson(c.payload as Json));
   } catch {
-    return { valid: false, reason: 'the payload is not canonical JSON' };
+    return { valid: false, keyId, reason: 'the payload is not canonical JSON' };
   }
   let ok = false;
   try {
-    ok = ed25519.verify(signature, message, publicKey);
+    ok = ed25519.verify(signature, message, key);
   } catch {
     ok = false;
   }
-  return ok ? { valid: true } : { valid: false, reason: 'the signature does not match the payload' };
+  return ok ? { valid: true, keyId } : { valid: false, keyId, reason: `the signature does not match the payload under trusted key ${keyId}` };
 }

@@ -5,8 +5,8 @@
  * matches remain) is retired — until then a database backup's wrapped copy could
  * still unwrap. The finalizer re-signs it final once they all are.
  */
-import { and, asc, eq, inArray, type SQL, sql } from 'drizzle-orm';
-import { type Certificate, type Json, signCertificate } from '../crypto/index.js';
+import { and, asc, eq, gt, inArray, isNull, type SQL, sql } from 'drizzle-orm';
+import type { Certificate, Json } from '../crypto/index.js';
 import { type ErasureRow, erasures } from '../db/schema.js';
 import { describeError } from '../observability/logger.js';
 import { hashHex } from '../vault/subjects.js';
@@ -102,71 +102,95 @@ export function certificatePayload(
   };
 }
 
-const FINALIZE_BATCH = 100;
+/** Candidates read per query; a pass pages through every candidate, however many there are. */
+export const FINALIZE_BATCH = 100;
 
 /** The column still holds the time read (it is read back at millisecond precision, stored at microseconds). */
 function sameMillisecond(column: typeof erasures.updatedAt, at: Date): SQL {
   return sql`${column} >= ${at.toISOString()}::timestamptz and ${column} < ${new Date(at.getTime() + 1).toISOString()}::timestamptz`;
 }
 
+/**
+ * The erasures that can turn final now: finished with a provisional certificate,
+ * their own key destroyed (a kept key holds the fingerprints while matches remain, and
+ * every rotation re-wraps it under the active epoch, which is never retired — such a
+ * certificate cannot turn final while the key is kept), and every epoch recorded at
+ * certification (`state.wrappedEpochs`; the ledger's epochs never change) among the
+ * retired ones. Erasures certified before the state recorded its epochs are read too,
+ * and checked one by one.
+ */
+function finalizable(retired: readonly number[]): SQL {
+  return and(
+    eq(erasures.certificateState, 'provisional'),
+    inArray(erasures.status, ['completed', 'incomplete']),
+    isNull(erasures.sealKeyId),
+    sql`coalesce(${erasures.state} -> 'wrappedEpochs', '[]'::jsonb) <@ ${JSON.stringify(retired)}::jsonb`,
+  )!;
+}
+
 /** Re-signs provisional certificates as final once every epoch they wait on is retired. */
 export class CertificateFinalizer {
   readonly #res: ErasureResources;
   readonly #emit: () => void;
-  /** Retired epochs at the last pass (-1: never looked), and whether that pass left provisional rows unread. */
+  /** Retired epochs at the last pass that finished (-1: none yet). */
   #retiredSeen = -1;
-  #more = false;
 
   constructor(res: ErasureResources, emit: () => void) {
     this.#res = res;
     this.#emit = emit;
   }
 
-  /** One pass (the worker runs it after each drain); answers how many turned final. */
+  /** One pass over every erasure that can finalize (the worker runs it after each drain); answers how many turned final. */
   async run(): Promise<number> {
-    const { records, epochs, signingKey } = this.#res;
-    // nothing can turn final unless an epoch retired since the last look
-    const retiredNow = await epochs.retiredCount();
-    if (retiredNow === this.#retiredSeen && !this.#more) return 0;
-    this.#retiredSeen = retiredNow;
+    const { records, epochs, signer } = this.#res;
+    // nothing can turn final unless an epoch retired since the last pass
+    const retired = await epochs.retiredEpochs();
+    if (retired.length === this.#retiredSeen) return 0;
     const db = records.db;
-    const rows = await db
-      .select()
-      .from(erasures)
-      .where(and(eq(erasures.certificateState, 'provisional'), inArray(erasures.status, ['completed', 'incomplete'])))
-      .orderBy(asc(erasures.finishedAt))
-      .limit(FINALIZE_BATCH);
     let done = 0;
-    for (const row of rows) {
-      const state = parseState(row.state);
-      const held = await wrappedEpochs(this.#res, state, row.sealKeyId);
-      const previous = row.certificate as Certificate | null;
-      if (!held.allRetired || !previous) continue;
-      assertCertificateTransition('finalize', row.certificateState, 'final');
-      // residuals bounded by those epochs end at their retirement
-      state.residuals = endWrappedCopies(state.residuals ?? [], Object.values(held.retiredAt).sort().at(-1)!);
-      const payload: { [key: string]: Json } = {
-        ...previous.payload,
-        certificateState: 'final',
-        issuedAt: new Date().toISOString(),
-        wrappedEpochs: held.epochs,
-        epochsRetiredAt: held.retiredAt,
-        residuals: state.residuals.map((r) => ({ ...r })) as Json,
-      };
-      const certificate = signCertificate(payload, signingKey);
-      const updated = await db
-        .update(erasures)
-        .set({ certificate: certificate as unknown as Json, certificateState: 'final', state, updatedAt: new Date() })
-        // only the row as read: an erasure re-opened meanwhile (a redaction, a dismissal) is certified again by its own run
-        .where(and(eq(erasures.erasureId, row.erasureId), eq(erasures.certificateState, 'provisional'), sameMillisecond(erasures.updatedAt, row.updatedAt), inArray(erasures.status, ['completed', 'incomplete'])))
-        .returning({ id: erasures.erasureId });
-      if (updated.length) {
-        done++;
-        await records.transition(db, row.erasureId, null, null, row.status, 'certificate final: every epoch that wrapped a destroyed key is retired');
+    // pages by erasure id (the erasures_provisional index), so no number of erasures that cannot finalize hides one that can
+    let after = '';
+    for (;;) {
+      const rows = await db
+        .select()
+        .from(erasures)
+        .where(and(finalizable(retired), gt(erasures.erasureId, after)))
+        .orderBy(asc(erasures.erasureId))
+        .limit(FINALIZE_BATCH);
+      for (const row of rows) {
+        const state = parseState(row.state);
+        const held = await wrappedEpochs(this.#res, state, row.sealKeyId);
+        const previous = row.certificate as Certificate | null;
+        if (!held.allRetired || !previous) continue;
+        assertCertificateTransition('finalize', row.certificateState, 'final');
+        // residuals bounded by those epochs end at their retirement
+        state.residuals = endWrappedCopies(state.residuals ?? [], Object.values(held.retiredAt).sort().at(-1)!);
+        const payload: { [key: string]: Json } = {
+          ...previous.payload,
+          certificateState: 'final',
+          issuedAt: new Date().toISOString(),
+          wrappedEpochs: held.epochs,
+          epochsRetiredAt: held.retiredAt,
+          residuals: state.residuals.map((r) => ({ ...r })) as Json,
+        };
+        // signed with the current key: the payload names it (signingKeyId), whichever key signed the provisional one
+        const certificate = await signer.sign(payload);
+        const updated = await db
+          .update(erasures)
+          .set({ certificate: certificate as unknown as Json, certificateState: 'final', state, updatedAt: new Date() })
+          // only the row as read: an erasure re-opened meanwhile (a redaction, a dismissal) is certified again by its own run
+          .where(and(eq(erasures.erasureId, row.erasureId), eq(erasures.certificateState, 'provisional'), sameMillisecond(erasures.updatedAt, row.updatedAt), inArray(erasures.status, ['completed', 'incomplete'])))
+          .returning({ id: erasures.erasureId });
+        if (updated.length) {
+          done++;
+          await records.transition(db, row.erasureId, null, null, row.status, 'certificate final: every epoch that wrapped a destroyed key is retired');
+        }
       }
+      if (rows.length < FINALIZE_BATCH) break;
+      after = rows.at(-1)!.erasureId;
     }
-    // a full batch that all turned final may have more behind it (older erasures finalize first)
-    this.#more = rows.length === FINALIZE_BATCH && done === rows.length;
+    // only a pass that went through every candidate is remembered (a failed one is tried again)
+    this.#retiredSeen = retired.length;
     if (done) this.#emit();
     return done;
   }

@@ -7,6 +7,7 @@ import type { TrainingExposures } from '../artifacts/exposures.js';
 import type { ArtifactService } from '../artifacts/service.js';
 import type { BackupService } from '../backups/service.js';
 import type { LogService } from '../log/service.js';
+import type { Certificate, Json } from '../crypto/index.js';
 import type { Logger } from '../observability/logger.js';
 import type { KeyDestructions } from '../vault/destructions.js';
 import type { EpochService } from '../vault/epochs.js';
@@ -15,6 +16,11 @@ import type { VersionKeys } from '../vault/version-keys.js';
 import type { Vectors } from '../vectors/service.js';
 import type { ErasureRecords } from './records.js';
 import type { Tiers } from './tiers/index.js';
+
+/** Signs certificates with the vault's current certificate-signing key (vault/certificate-keys.ts: the key provider holds the keys). */
+export interface CertificateSigner {
+  sign(payload: { [key: string]: Json }): Promise<Certificate>;
+}
 
 export interface ErasureSettings {
   /** An erasure whose probe recovers more than this fraction ends incomplete. */
@@ -45,6 +51,6 @@ export interface ErasureServices {
 export interface ErasureResources extends ErasureServices, ErasureSettings {
   readonly records: ErasureRecords;
   readonly tiers: Tiers;
-  /** Ed25519 secret key signing certificates (derived from the root key); the app zeroes it. */
-  readonly signingKey: Uint8Array;
+  /** Signs certificates; every certificate names its signing key (`signingKeyId`) inside the signed payload. */
+  readonly signer: CertificateSigner;
 }

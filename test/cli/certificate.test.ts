@@ -1,60 +1,258 @@
-/** `lethe certificate verify | public-key` as child processes. */
-import { rmSync, writeFileSync } from 'node:fs';
+/**
+ * `lethe certificate verify | public-key | keys | rotate-key` and `lethe erasure
+ * certificate` as child processes, against a real `lethe serve` (a child process on
+ * PostgreSQL). `verify` needs a trusted key — without one it exits 2 and says why the
+ * key a certificate carries proves nothing; a forgery (flipped to completed, re-signed
+ * with a random key, its embedded key replaced) fails with --url, --public-key and
+ * --public-key-file alike; a certificate from before a key rotation still verifies
+ * against the retired key the vault lists, and the next one names the new key.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Certificate, signCertificate } from '../../src/crypto/certificate.js';
-import { deriveSubkey, randomBytes } from '../../src/crypto/index.js';
-import { runCli } from '../support/process.js';
-import { tempDir, testEnv } from '../support/vault.js';
+import { type Certificate, certificateKeyId, certificatePublicKey, signCertificate } from '../../src/crypto/certificate.js';
+import { createTestDatabase, type TestDatabase } from '../support/pg.js';
+import { CLI, type RunningService, runCli, startService } from '../support/process.js';
+import { tempDir, testEnv, TOKENS } from '../support/vault.js';
 
-const payload = {
-  erasureId: 'ers_example',
-  subjectHash: 'a1b2',
-  class: 'B',
-  probe: { recovered: 0.05, threshold: 0.15 },
-  final: false,
-};
+const TIMEOUT = 120_000;
+const tag = () => randomBytes(5).toString('hex');
+const words = (n: number) => Array.from({ length: n }, () => `w${randomBytes(4).toString('hex')}`).join(' ');
 
-describe('lethe certificate', () => {
-  let dir: string;
-  let env: Record<string, string>;
-  let signed: Certificate;
-  beforeAll(() => {
-    dir = tempDir();
-    env = { ...testEnv({ dataDir: dir }), PATH: process.env.PATH ?? '' };
-    // signed with the key the vault derives from its root key
-    const secret = deriveSubkey(Buffer.from(env.LETHE_ROOT_KEY!, 'base64'), 'certificate-signing');
-    signed = signCertificate(payload, secret);
-    writeFileSync(path.join(dir, 'good.json'), JSON.stringify(signed));
-    writeFileSync(path.join(dir, 'edited.json'), JSON.stringify({ ...signed, payload: { ...payload, final: true } }));
-    writeFileSync(path.join(dir, 'garbage.json'), '{ not json');
+let db: TestDatabase;
+let dataDir: string;
+let service: RunningService;
+/** The service's own configuration: what the local commands (public-key, keys, rotate-key) run with. */
+let localEnv: Record<string, string>;
+/** A client's environment: the service's URL and the eraser's token, nothing else. */
+let clientEnv: Record<string, string>;
+/** A certificate the vault signed for an incomplete erasure (another subject's record still carries the content). */
+let honestFile = '';
+let honest: Certificate;
+/** The same, flipped to completed, re-signed with a random key whose public key it now carries. */
+let forgedFile = '';
+/** The same forgery, naming its own key's id. */
+let forgedOwnIdFile = '';
+let keysFile = '';
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  dataDir = tempDir();
+  localEnv = { ...testEnv({ databaseUrl: db.url, dataDir, extra: { LETHE_ERASURE_POLL_MS: '100' } }), PATH: process.env.PATH ?? '' };
+  service = await startService(process.execPath, [...CLI, 'serve'], localEnv);
+  clientEnv = { LETHE_URL: service.url, LETHE_ERASER_TOKEN: TOKENS.eraser };
+  honestFile = path.join(dataDir, 'honest.json');
+  forgedFile = path.join(dataDir, 'forged.json');
+  forgedOwnIdFile = path.join(dataDir, 'forged-own-id.json');
+  keysFile = path.join(dataDir, 'keys.json');
+}, TIMEOUT);
+
+afterAll(async () => {
+  await service?.stop();
+  await db?.drop();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function call<T>(method: string, p: string, role: keyof typeof TOKENS | 'none', body?: unknown): Promise<{ status: number; body: T }> {
+  const res = await fetch(`${service.url}${p}`, {
+    method,
+    headers: { ...(role === 'none' ? {} : { authorization: `Bearer ${TOKENS[role]}` }), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
-  afterAll(() => {
-    rmSync(dir, { recursive: true, force: true });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+}
+
+async function append(subject: string, text: string): Promise<void> {
+  const res = await call('POST', `/v1/subjects/${subject}/entries`, 'writer', { text });
+  expect(res.status).toBe(201);
+}
+
+/** Requests an erasure through the service and waits until it finished. */
+async function erase(subject: string): Promise<{ erasureId: string; status: string }> {
+  const { body } = await call<{ erasureId: string }>('POST', '/v1/erasures', 'eraser', { subject });
+  for (let i = 0; i < 600; i++) {
+    const view = await call<{ status: string }>('GET', `/v1/erasures/${body.erasureId}`, 'eraser');
+    if (view.body.status !== 'pending' && view.body.status !== 'running') return { erasureId: body.erasureId, status: view.body.status };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`erasure ${body.erasureId} did not finish`);
+}
+
+const verify = (file: string, ...args: string[]) => runCli(['certificate', 'verify', file, ...args], clientEnv);
+
+describe('lethe erasure certificate', () => {
+  it('prints the signed certificate alone, and with -o writes it to a private file', { timeout: TIMEOUT }, async () => {
+    const A = `user:cli-cert-a-${tag()}`;
+    const secret = words(6);
+    await append(A, `the locker code is ${secret}`);
+    await append(`user:cli-cert-b-${tag()}`, `A told me the locker code is ${secret}`);
+    const { erasureId, status } = await erase(A);
+    expect(status).toBe('incomplete');
+    const served = await call<Certificate>('GET', `/v1/erasures/${erasureId}/certificate`, 'eraser');
+    expect(served.status).toBe(200);
+
+    const [printed, written] = await Promise.all([
+      runCli(['erasure', 'certificate', erasureId], clientEnv),
+      runCli(['erasure', 'certificate', erasureId, '-o', honestFile], clientEnv),
+    ]);
+    expect(printed.code, printed.stderr).toBe(0);
+    expect(JSON.parse(printed.stdout)).toEqual(served.body);
+    expect(written.code, written.stderr).toBe(0);
+    expect(JSON.parse(written.stdout)).toEqual({ erasureId, certificate: honestFile, bytes: expect.any(Number) });
+    honest = JSON.parse(readFileSync(honestFile, 'utf8')) as Certificate;
+    expect(honest).toEqual(served.body);
+    expect(statSync(honestFile).mode & 0o777).toBe(0o600);
+    expect(honest.payload).toMatchObject({ erasureId, status: 'incomplete', signingKeyId: expect.stringMatching(/^csk_/) });
+    expect(printed.stdout + printed.stderr).not.toContain(A);
+
+    // the forgeries every later test checks
+    const forger = randomBytes(32);
+    const flipped = { ...honest.payload, status: 'completed', probe: { recovered: 0, threshold: 0.15, matches: [] }, residuals: [] };
+    const forged = signCertificate(flipped, forger);
+    expect(forged.publicKey).not.toBe(honest.publicKey);
+    writeFileSync(forgedFile, JSON.stringify(forged));
+    writeFileSync(forgedOwnIdFile, JSON.stringify(signCertificate({ ...flipped, signingKeyId: certificateKeyId(certificatePublicKey(forger)) }, forger)));
   });
 
-  it('`public-key` prints the key a vault with this root key signs with', { timeout: 60_000 }, async () => {
-    const run = await runCli(['certificate', 'public-key'], env);
-    expect(run.code, run.stderr).toBe(0);
-    expect(JSON.parse(run.stdout)).toEqual({ algorithm: 'Ed25519', publicKey: signed.publicKey });
+  it('exits 2 with the service\'s problem for an unknown id and an erasure without a certificate yet, and before any request for a malformed id', { timeout: TIMEOUT }, async () => {
+    // an erasure held open: a writer leased the key before it, so it waits at drain_leases
+    const s = `user:cli-cert-open-${tag()}`;
+    await append(s, words(5));
+    expect((await call('POST', `/v1/subjects/${s}/key/lease`, 'writer')).status).toBe(200);
+    const { body } = await call<{ erasureId: string }>('POST', '/v1/erasures', 'eraser', { subject: s });
+    const [unknown, open, malformed] = await Promise.all([
+      runCli(['erasure', 'certificate', `ers_${'A'.repeat(22)}`], clientEnv),
+      runCli(['erasure', 'certificate', body.erasureId], clientEnv),
+      runCli(['erasure', 'certificate', 'not-an-id'], { ...clientEnv, LETHE_URL: 'http://127.0.0.1:9' }),
+    ]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/answered 404 not_found: no such erasure/);
+    expect(open.code).toBe(2);
+    expect(open.stderr).toMatch(/answered 409 conflict: erasure ers_\S+ has no certificate yet/);
+    expect(malformed.code).toBe(2);
+    expect(malformed.stderr).toMatch(/an erasure id is ers_ followed by 22 characters/);
+    expect(unknown.stdout + open.stdout + malformed.stdout).toBe('');
+  });
+});
+
+describe('lethe certificate verify', () => {
+  it('exits 2 without a trusted key, saying why the key a certificate carries proves nothing — even for a forgery that holds under its own key', { timeout: TIMEOUT }, async () => {
+    const [plain, forged] = await Promise.all([verify(honestFile), verify(forgedFile)]);
+    for (const run of [plain, forged]) {
+      expect(run.code).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(/a trusted key is required/);
+      expect(run.stderr).toMatch(/only shows that someone signed it/);
+      expect(run.stderr).toMatch(/--url <vault base url>.*--public-key <key>.*--public-key-file <file>/);
+    }
   });
 
-  it('`verify` exits 0 for a good certificate, also against the expected key, and 1 for an edited one or another signer', { timeout: 60_000 }, async () => {
-    const good = await runCli(['certificate', 'verify', path.join(dir, 'good.json'), '--public-key', signed.publicKey], env);
-    expect(good.code, good.stderr).toBe(0);
-    expect(JSON.parse(good.stdout)).toEqual({ valid: true });
-    const edited = await runCli(['certificate', 'verify', path.join(dir, 'edited.json')], env);
-    expect(edited.code).toBe(1);
-    expect(edited.stderr).toMatch(/does not match/);
-    const other = await runCli(['certificate', 'verify', path.join(dir, 'good.json'), '--public-key', signCertificate(payload, randomBytes(32)).publicKey], env);
-    expect(other.code).toBe(1);
+  it('`public-key` and `keys` print what the service serves without a token', { timeout: TIMEOUT }, async () => {
+    const [publicKey, keys] = await Promise.all([runCli(['certificate', 'public-key'], localEnv), runCli(['certificate', 'keys'], localEnv)]);
+    expect(publicKey.code, publicKey.stderr).toBe(0);
+    expect(keys.code, keys.stderr).toBe(0);
+    expect(JSON.parse(publicKey.stdout)).toEqual((await call('GET', '/v1/certificates/public-key', 'none')).body);
+    expect(JSON.parse(keys.stdout)).toEqual((await call('GET', '/v1/certificates/keys', 'none')).body);
+    writeFileSync(keysFile, keys.stdout);
+    expect(JSON.parse(publicKey.stdout)).toMatchObject({ keyId: honest.payload.signingKeyId, publicKey: honest.publicKey });
   });
 
-  it('`verify` exits 2 with a plain message for a missing or unreadable file', { timeout: 60_000 }, async () => {
-    const missing = await runCli(['certificate', 'verify', path.join(dir, 'nope.json')], env);
-    expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain('cannot read a JSON certificate');
-    const garbage = await runCli(['certificate', 'verify', path.join(dir, 'garbage.json')], env);
-    expect(garbage.code).toBe(2);
+  it('exits 0 for the vault\'s certificate with --url, --public-key and --public-key-file', { timeout: TIMEOUT }, async () => {
+    const [url, key, file] = await Promise.all([
+      verify(honestFile, '--url', service.url),
+      verify(honestFile, '--public-key', honest.publicKey),
+      verify(honestFile, '--public-key-file', keysFile),
+    ]);
+    for (const run of [url, key, file]) expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(url.stdout)).toEqual({ valid: true, keyId: honest.payload.signingKeyId, keyState: 'current' });
+    expect(JSON.parse(key.stdout)).toEqual({ valid: true, keyId: honest.payload.signingKeyId });
+    expect(JSON.parse(file.stdout)).toEqual({ valid: true, keyId: honest.payload.signingKeyId, keyState: 'current' });
+  });
+
+  it('exits 1 for a forged certificate with every trusted-key option, and for an edited one', { timeout: TIMEOUT }, async () => {
+    const editedFile = path.join(dataDir, 'edited.json');
+    writeFileSync(editedFile, JSON.stringify({ ...honest, payload: { ...honest.payload, status: 'completed' } }));
+    const runs = await Promise.all([
+      verify(forgedFile, '--url', service.url),
+      verify(forgedFile, '--public-key', honest.publicKey),
+      verify(forgedFile, '--public-key-file', keysFile),
+      verify(forgedOwnIdFile, '--url', service.url),
+      verify(forgedOwnIdFile, '--public-key', honest.publicKey),
+      verify(forgedOwnIdFile, '--public-key-file', keysFile),
+      verify(editedFile, '--url', service.url),
+    ]);
+    for (const run of runs) {
+      expect(run.code, run.stdout).toBe(1);
+      expect(JSON.parse(run.stdout)).toMatchObject({ valid: false, reason: expect.any(String) });
+      expect(run.stderr).toMatch(/^lethe: certificate does not verify: /);
+    }
+    // keeping the vault's key id: the key it carries is not the vault's
+    for (const run of runs.slice(0, 3)) expect(run.stderr).toMatch(/the public key it carries is not the trusted key csk_/);
+    // naming its own key: not one of the vault's
+    for (const run of runs.slice(3, 6)) expect(run.stderr).toMatch(/signed by key csk_\S+, which is not one of the \d trusted key\(s\)/);
+    expect(runs[6]!.stderr).toMatch(/the signature does not match the payload under trusted key/);
+  });
+
+  it('exits 2 with a plain message for an unreadable certificate or unusable trusted keys', { timeout: TIMEOUT }, async () => {
+    const garbage = path.join(dataDir, 'garbage.json');
+    writeFileSync(garbage, '{ not json');
+    const runs = await Promise.all([
+      verify(path.join(dataDir, 'nope.json'), '--url', service.url),
+      verify(garbage, '--public-key', honest.publicKey),
+      verify(honestFile, '--public-key', 'not-a-key'),
+      verify(honestFile, '--public-key-file', path.join(dataDir, 'no-keys.json')),
+      verify(honestFile, '--url', 'http://127.0.0.1:9'),
+      verify(honestFile, '--url', 'ftp://example.org'),
+      verify(honestFile, '--url', `${service.url}/nothing-here`),
+    ]);
+    for (const run of runs) {
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stdout).toBe('');
+    }
+    expect(runs[0]!.stderr).toContain('cannot read a JSON certificate');
+    expect(runs[1]!.stderr).toContain('cannot read a JSON certificate');
+    expect(runs[2]!.stderr).toMatch(/--public-key is not an Ed25519 public key/);
+    expect(runs[3]!.stderr).toMatch(/cannot read --public-key-file/);
+    expect(runs[4]!.stderr).toMatch(/cannot fetch the vault's certificate keys from http:\/\/127\.0\.0\.1:9/);
+    expect(runs[5]!.stderr).toMatch(/--url must be an http\(s\):\/\/ URL/);
+    expect(runs[6]!.stderr).toMatch(/answered 404/);
+  });
+});
+
+describe('lethe certificate rotate-key', () => {
+  it('retires the key: a certificate from before still verifies against the retired key the vault lists, and the next one names the new key', { timeout: TIMEOUT }, async () => {
+    const rotated = await runCli(['certificate', 'rotate-key'], localEnv);
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const { current, retired } = JSON.parse(rotated.stdout) as { current: { keyId: string; publicKey: string; state: string }; retired: { keyId: string; state: string } };
+    expect(retired).toMatchObject({ keyId: honest.payload.signingKeyId, state: 'retired' });
+    expect(current.state).toBe('current');
+    expect(current.keyId).not.toBe(retired.keyId);
+    // the running service lists and serves the new key at once
+    expect((await call<{ keyId: string }>('GET', '/v1/certificates/public-key', 'none')).body.keyId).toBe(current.keyId);
+
+    const s = `user:cli-cert-after-${tag()}`;
+    await append(s, words(6));
+    const { erasureId, status } = await erase(s);
+    expect(status).toBe('completed');
+    const newFile = path.join(dataDir, 'after-rotation.json');
+    const written = await runCli(['erasure', 'certificate', erasureId, '-o', newFile], clientEnv);
+    expect(written.code, written.stderr).toBe(0);
+    const fresh = JSON.parse(readFileSync(newFile, 'utf8')) as Certificate;
+    expect(fresh.payload.signingKeyId).toBe(current.keyId);
+
+    const [old, now, oldAgainstNewKey, forged] = await Promise.all([
+      verify(honestFile, '--url', service.url),
+      verify(newFile, '--url', service.url),
+      verify(honestFile, '--public-key', current.publicKey),
+      verify(forgedFile, '--url', service.url),
+    ]);
+    expect(old.code, old.stderr).toBe(0);
+    expect(JSON.parse(old.stdout)).toEqual({ valid: true, keyId: retired.keyId, keyState: 'retired' });
+    expect(now.code, now.stderr).toBe(0);
+    expect(JSON.parse(now.stdout)).toEqual({ valid: true, keyId: current.keyId, keyState: 'current' });
+    expect(oldAgainstNewKey.code).toBe(1);
+    expect(forged.code).toBe(1);
   });
 });

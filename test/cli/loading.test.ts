@@ -1,7 +1,8 @@
 /**
- * What a command loads: the client commands (backup run/list, erase, erasure …) talk
- * HTTP to a running service and must start without the app, the database client or
- * the service's modules; those load on first use, for the commands that need them.
+ * What a command loads: the client commands (backup run/list, erase, erasure …,
+ * certificate verify) talk HTTP to a running service and must start without the app,
+ * the database client or the service's modules; those load on first use, for the
+ * commands that need them.
  */
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
@@ -23,7 +24,7 @@ async function loaded(args: string[]): Promise<string[]> {
 const SERVICE_SIDE = /^src\/(app|db|http|vault|log|artifacts|search|vectors|backups|storage|keyprovider\/local)\b|^src\/erasure\/(engine|service)/;
 
 describe('lazy loading', () => {
-  for (const args of [['erase', 'user:ok'], ['erasure', 'show', `ers_${'A'.repeat(22)}`], ['erasure', 'watch', 'not-an-id'], ['backup', 'list'], ['backup', 'run']]) {
+  for (const args of [['erase', 'user:ok'], ['erasure', 'show', `ers_${'A'.repeat(22)}`], ['erasure', 'watch', 'not-an-id'], ['backup', 'list'], ['backup', 'run'], ['erasure', 'certificate', `ers_${'A'.repeat(22)}`], ['certificate', 'verify', 'no-such-file.json', '--url', 'http://127.0.0.1:9']]) {
     it(`\`lethe ${args.join(' ')}\` loads the client, not the app, the database client or the service`, { timeout: 60_000 }, async () => {
       const files = await loaded(args);
       expect(files).toContain('src/cli/main.ts');

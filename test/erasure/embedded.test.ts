@@ -33,7 +33,7 @@ describe('erasure on PGlite and the local object store', () => {
     expect(summary.text).not.toMatch(/flowerpot/);
     expect(summary.text).toContain('half marathon');
     expect((await v.search.search('spare key blue flowerpot gate', 5)).hits.map((h) => h.text).join(' ')).not.toMatch(/flowerpot/);
-    expect(verifyCertificate(view.certificate, v.erasures.publicKey).valid).toBe(true);
+    expect(verifyCertificate(view.certificate, await v.certificateKeys.publicKeys()).valid).toBe(true);
 
     await v.close();
     const reopened = await tv.reopen();

@@ -266,13 +266,15 @@ describe('a completed class A erasure', () => {
     const res = await t.call('GET', '/v1/certificates/public-key', { role: 'none' });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-    const key = (await res.json()) as { algorithm: string; publicKey: string };
-    expect(key).toEqual({ algorithm: 'Ed25519', publicKey: t.vault.erasures.publicKey });
+    const key = (await res.json()) as { algorithm: string; keyId: string; publicKey: string };
+    const [current] = await t.vault.certificateKeys.list();
+    expect(key).toEqual({ algorithm: 'Ed25519', keyId: current!.keyId, publicKey: current!.publicKey });
     expect(completed.certificate!.publicKey).toBe(key.publicKey);
+    expect(completed.certificate!.payload.signingKeyId).toBe(key.keyId);
     // the certificate as served verifies as-is (it names its algorithm)
     const cert = completed.certificate!;
     expect(cert.algorithm).toBe(key.algorithm);
-    expect(verifyCertificate(cert, key.publicKey)).toEqual({ valid: true });
+    expect(verifyCertificate(cert, key.publicKey)).toEqual({ valid: true, keyId: key.keyId });
     expect(verifyCertificate({ ...cert, payload: { ...cert.payload, status: 'incomplete' } }, key.publicKey).valid).toBe(false);
     expect(verifyCertificate(cert, toOtherKey(key.publicKey)).valid).toBe(false);
   });
@@ -470,7 +472,7 @@ describe('roles', () => {
     for (const headers of [{}, { authorization: 'Bearer not-a-known-token-0001' }] as Array<Record<string, string>>) {
       const res = await t.call('GET', '/v1/certificates/public-key', { role: 'none', headers });
       expect(res.status).toBe(200);
-      expect(await res.json()).toEqual({ algorithm: 'Ed25519', publicKey: t.vault.erasures.publicKey });
+      expect(await res.json()).toEqual({ algorithm: 'Ed25519', keyId: expect.stringMatching(/^csk_/), publicKey: (await t.vault.certificateKeys.publicKeys())[0] });
     }
   });
 });

@@ -163,11 +163,11 @@ describe('the erasure state machine', () => {
     expect(final.certificateState).toBe('final');
     expect(final.certificate!.payload.certificateState).toBe('final');
     expect(final.certificate!.signature).not.toBe(view.certificate!.signature);
-    expect(verifyCertificate(final.certificate, tv.vault.erasures.publicKey).valid).toBe(true);
+    expect(verifyCertificate(final.certificate, await tv.vault.certificateKeys.publicKeys()).valid).toBe(true);
     expect(final.residuals.find((r) => r.kind === 'wrapped-dek')).toMatchObject({ bound: 0 });
     // a tampered payload no longer verifies
     const forged = { ...final.certificate!, payload: { ...final.certificate!.payload, erasureId: 'ers_someone_else_000000000' }, algorithm: 'Ed25519' };
-    expect(verifyCertificate(forged, tv.vault.erasures.publicKey).valid).toBe(false);
+    expect(verifyCertificate(forged, await tv.vault.certificateKeys.publicKeys()).valid).toBe(false);
   });
 });
 

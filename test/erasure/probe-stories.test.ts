@@ -70,7 +70,7 @@ describe('the reconstruction probe end to end (PostgreSQL + MinIO)', () => {
     const after = await t.vault.erasures.settle(view.erasureId);
     expect(after.status).toBe('completed');
     expect(after.probe.matches).toEqual([]);
-    expect(verifyCertificate(after.certificate, t.vault.erasures.publicKey).valid).toBe(true);
+    expect(verifyCertificate(after.certificate, await t.vault.certificateKeys.publicKeys()).valid).toBe(true);
   });
 
   it('records sharing only template words with the erased subject are not accused: the erasure completes', async () => {
@@ -146,7 +146,7 @@ describe('the reconstruction probe end to end (PostgreSQL + MinIO)', () => {
       expect(after.probe.recovered).toBe(0);
       const ruled = stranded.probe.matches[0]!.score;
       expect(after.probe.dismissed).toEqual([{ id: notice, role: 'eraser', at: expect.any(String), reason, ruledScore: ruled, keyId: expect.any(String), score: ruled }]);
-      expect(verifyCertificate(after.certificate, t.vault.erasures.publicKey).valid).toBe(true);
+      expect(verifyCertificate(after.certificate, await t.vault.certificateKeys.publicKeys()).valid).toBe(true);
       expect(after.certificate!.payload.probe).toMatchObject({ dismissed: [{ id: notice, role: 'eraser', reason }] });
       // the notice itself is untouched: a dismissal is a ruling, not a redaction
       expect((await t.vault.log.get(notice)).text).toContain('Public notice');

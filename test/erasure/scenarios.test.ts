@@ -50,7 +50,7 @@ describe('erasure scenarios (PostgreSQL + MinIO)', () => {
     expect(view.probe.recovered).toBe(0);
     expect(view.residuals.map((r) => r.kind)).toEqual(expect.arrayContaining(['gist', 'wrapped-dek']));
     expect(view.certificate).toBeDefined();
-    expect(verifyCertificate(view.certificate, tv.vault.erasures.publicKey).valid).toBe(true);
+    expect(verifyCertificate(view.certificate, await tv.vault.certificateKeys.publicKeys()).valid).toBe(true);
     expect(view.certificate!.payload.erasureId).toBe(view.erasureId);
     expect(view.certificate!.payload.subjectHash).toBe(view.subjectHash);
     expect(JSON.stringify(view)).not.toContain(s);

@@ -218,10 +218,29 @@ const ROUTES: readonly RouteCase[] = [
   },
   {
     method: 'GET',
+    template: '/v1/erasures/{erasureId}/certificate',
+    allowed: ['eraser', 'admin'],
+    path: () => `/v1/erasures/${erasureId}/certificate`,
+  },
+  {
+    method: 'GET',
     template: '/v1/certificates/public-key',
     allowed: ROLES,
     path: () => '/v1/certificates/public-key',
     public: true,
+  },
+  {
+    method: 'GET',
+    template: '/v1/certificates/keys',
+    allowed: ROLES,
+    path: () => '/v1/certificates/keys',
+    public: true,
+  },
+  {
+    method: 'POST',
+    template: '/v1/certificates/keys/rotate',
+    allowed: ['admin'],
+    path: () => '/v1/certificates/keys/rotate',
   },
 ];
 

@@ -5,7 +5,6 @@
  * epoch that wrapped a destroyed key is retired. The worker commits it; the commit
  * is guarded by the claim, so a re-run signs again and only one commit lands.
  */
-import { signCertificate } from '../../crypto/index.js';
 import { certificatePayload, wrappedEpochs } from '../certificates.js';
 import { assertCertificateTransition, type ErasureClass, type ErasureStatus } from '../machine.js';
 import { UnlearningSchema } from '../request.js';
@@ -29,7 +28,7 @@ export const certify: Step = {
     assertCertificateTransition('issue', row.certificateState, certificateState);
     const now = new Date().toISOString();
     state.steps.certify = { status: 'done', startedAt: state.steps.certify?.startedAt ?? now, finishedAt: now };
-    const certificate = signCertificate(certificatePayload(row, state, { cls, status, certificateState, probeThreshold: res.probeThreshold }, held), res.signingKey);
+    const certificate = await res.signer.sign(certificatePayload(row, state, { cls, status, certificateState, probeThreshold: res.probeThreshold }, held));
     return {
       detail: `${status}; certificate ${certificateState} (${certificateState === 'final' ? 'every epoch that wrapped a destroyed key is retired' : `until epoch(s) ${held.epochs.join(', ')} retire`})`,
       final: { status, certificate, certificateState, destroySealKey },

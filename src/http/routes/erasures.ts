@@ -1,13 +1,14 @@
 /**
  * Erasure: POST /v1/erasures, GET /v1/erasures/{id}, .../events (SSE), .../report
- * (HTML), .../redactions, .../dismissals; GET /v1/certificates/public-key (no token: verifiers need it).
+ * (HTML), .../certificate (the signed document alone), .../redactions, .../dismissals.
+ * The signing keys' routes are in certificates.ts.
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { streamSSE } from 'hono/streaming';
 import { TERMINAL_STATUSES } from '../../erasure/machine.js';
 import { renderReport } from '../../erasure/report/index.js';
 import { DismissalRequestSchema, ErasureRequestSchema, RedactionRequestSchema } from '../../erasure/request.js';
-import { ErasureAcceptedSchema, ErasureViewSchema } from '../../erasure/view.js';
+import { CertificateViewSchema, ErasureAcceptedSchema, ErasureViewSchema } from '../../erasure/view.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
 import { authErrors, json, jsonBody, problemResponse, security } from '../schemas.js';
 import type { Services } from '../services.js';
@@ -19,6 +20,11 @@ const ErasureIdParam = z.object({
 const ErasureRequest = ErasureRequestSchema.meta({ id: 'ErasureRequest' });
 const ErasureSchema = ErasureViewSchema.meta({ id: 'Erasure' });
 const Accepted = ErasureAcceptedSchema.meta({ id: 'ErasureAccepted' });
+const CertificateSchema = CertificateViewSchema.meta({
+  id: 'ErasureCertificate',
+  description:
+    'Ed25519 over the canonical JSON of `payload`; `payload.signingKeyId` names the signing key. Check it against the keys of GET /v1/certificates/keys (`lethe certificate verify --url`), never against the `publicKey` it carries.',
+});
 
 export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Services, tokens: TokenStore): void {
   app.openapi(
@@ -129,6 +135,29 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Servi
 
   app.openapi(
     createRoute({
+      method: 'get',
+      path: '/v1/erasures/{erasureId}/certificate',
+      tags: ['erasure'],
+      summary: 'The erasure\'s signed certificate alone (JSON), as `lethe certificate verify` reads it',
+      security,
+      middleware: [authorize(tokens, 'eraser')] as const,
+      request: { params: ErasureIdParam },
+      responses: {
+        200: json(CertificateSchema, 'The certificate: { payload, signature, publicKey, algorithm }'),
+        404: problemResponse('not_found: no such erasure'),
+        409: problemResponse('conflict: the erasure has no certificate yet (still running, or failed)'),
+        ...authErrors,
+      },
+    }),
+    async (c) => {
+      const certificate = await services.erasures.certificate(c.req.valid('param').erasureId);
+      c.header('cache-control', 'no-store');
+      return c.json(certificate, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
       method: 'post',
       path: '/v1/erasures/{erasureId}/redactions',
       tags: ['erasure'],
@@ -176,17 +205,6 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Servi
       const result = await services.erasures.dismiss(erasureId, c.req.valid('json'), c.get('role'));
       return c.json(result, 202);
     },
-  );
-
-  app.openapi(
-    createRoute({
-      method: 'get',
-      path: '/v1/certificates/public-key',
-      tags: ['erasure'],
-      summary: 'The Ed25519 public key that signs erasure certificates (no token needed)',
-      responses: { 200: json(z.object({ algorithm: z.literal('Ed25519'), publicKey: z.string() }).openapi('CertificateKey'), 'The key, base64url') },
-    }),
-    (c) => c.json({ algorithm: 'Ed25519' as const, publicKey: services.erasures.publicKey }, 200),
   );
 }
 

@@ -1,0 +1,180 @@
+/**
+ * `lethe certificate`: `verify` checks a certificate file offline against a trusted
+ * set of public keys — given on the command line, in a file, or fetched from a vault
+ * (GET /v1/certificates/keys, no token) — and never against the key the certificate
+ * carries, which proves nothing. `public-key` and `keys` read this configuration's
+ * keyring (no database); `rotate-key` is a local admin command (it opens the app, for
+ * the audit row).
+ */
+import { readFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import { normalizeBaseUrl } from '../client/http.js';
+import { certificateKeyId, verifyCertificate } from '../crypto/certificate.js';
+import { fromBase64Url, zeroize } from '../crypto/index.js';
+import { describeError } from '../observability/logger.js';
+import { config, ExitError, out, withApp } from './shared.js';
+
+/** `lethe certificate verify` exit codes. */
+const VERIFY_EXIT = { valid: 0, invalid: 1, input: 2 } as const;
+
+/** Why `verify` will not check a certificate against the key it carries. */
+export const NO_TRUSTED_KEY =
+  'a trusted key is required: a certificate carries the public key of whoever signed it, so checking it against that key only shows that someone signed it — anyone can flip it to "completed" and re-sign it with a key of their own — not that this vault did. ' +
+  'Give the vault\'s keys: --url <vault base url> (fetches GET /v1/certificates/keys), --public-key <key> or --public-key-file <file>';
+
+interface TrustedKey {
+  readonly publicKey: string;
+  /** current | retired, when the source listed it (the vault's key list). */
+  readonly state?: string;
+}
+
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+function checkKey(text: string, where: string): string {
+  const bytes = fromBase64Url(text);
+  if (bytes?.length !== 32) throw new ExitError(`${where} is not an Ed25519 public key (32 bytes of base64url)`, VERIFY_EXIT.input);
+  return text;
+}
+
+/**
+ * The keys of a key file or a vault's answer: the key list (`{ keys: [{ publicKey, state }] }`,
+ * as GET /v1/certificates/keys and `lethe certificate keys` print it), one key
+ * (`{ publicKey }`, as `lethe certificate public-key` prints it), a JSON array of either,
+ * or base64url keys separated by white space.
+ */
+function keysFrom(text: string, source: string): TrustedKey[] {
+  const trimmed = text.trim();
+  if (!trimmed.startsWith('{') && !trimmed.startsWith('[')) {
+    const words = trimmed.split(/\s+/).filter((w) => w !== '');
+    return words.map((w, i) => ({ publicKey: checkKey(w, `${source}: key ${i + 1}`) }));
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(trimmed);
+  } catch (e) {
+    throw new ExitError(`${source}: not JSON (${describeError(e).message})`, VERIFY_EXIT.input);
+  }
+  const list: unknown[] = Array.isArray(parsed) ? parsed : typeof parsed === 'object' && parsed !== null && Array.isArray((parsed as { keys?: unknown }).keys) ? (parsed as { keys: unknown[] }).keys : [parsed];
+  return list.map((entry, i) => {
+    const where = `${source}: key ${i + 1}`;
+    if (typeof entry === 'string') return { publicKey: checkKey(entry, where) };
+    const e = entry as { publicKey?: unknown; state?: unknown } | null;
+    if (typeof e !== 'object' || e === null || typeof e.publicKey !== 'string') throw new ExitError(`${where} has no publicKey`, VERIFY_EXIT.input);
+    return { publicKey: checkKey(e.publicKey, where), ...(typeof e.state === 'string' ? { state: e.state } : {}) };
+  });
+}
+
+/** The vault's key list (GET /v1/certificates/keys: no token); exit 2 when it cannot be had. */
+async function keysFromVault(url: string): Promise<TrustedKey[]> {
+  const base = normalizeBaseUrl(url);
+  if (!/^https?:\/\/\S+$/.test(base)) throw new ExitError('--url must be an http(s):// URL of a lethe vault', VERIFY_EXIT.input);
+  let res: Response;
+  try {
+    res = await fetch(`${base}/v1/certificates/keys`, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(30_000) });
+  } catch (e) {
+    throw new ExitError(`cannot fetch the vault's certificate keys from ${base}: ${describeError(e).message}`, VERIFY_EXIT.input);
+  }
+  const text = await res.text().catch(() => '');
+  if (!res.ok) throw new ExitError(`cannot fetch the vault's certificate keys: ${base}/v1/certificates/keys answered ${res.status}`, VERIFY_EXIT.input);
+  const keys = keysFrom(text, `${base}/v1/certificates/keys`);
+  if (keys.length === 0) throw new ExitError(`${base}/v1/certificates/keys lists no key`, VERIFY_EXIT.input);
+  return keys;
+}
+
+async function trustedKeys(opts: VerifyOptions): Promise<TrustedKey[]> {
+  const keys: TrustedKey[] = (opts.publicKey ?? []).map((k) => ({ publicKey: checkKey(k, '--public-key') }));
+  if (opts.publicKeyFile !== undefined) {
+    let text: string;
+    try {
+      text = await readFile(opts.publicKeyFile, 'utf8');
+    } catch (e) {
+      throw new ExitError(`cannot read --public-key-file ${opts.publicKeyFile}: ${describeError(e).message}`, VERIFY_EXIT.input);
+    }
+    const fromFile = keysFrom(text, `--public-key-file ${opts.publicKeyFile}`);
+    if (fromFile.length === 0) throw new ExitError(`--public-key-file ${opts.publicKeyFile} holds no key`, VERIFY_EXIT.input);
+    keys.push(...fromFile);
+  }
+  if (opts.url !== undefined) keys.push(...(await keysFromVault(opts.url)));
+  return keys;
+}
+
+interface VerifyOptions {
+  publicKey?: string[];
+  publicKeyFile?: string;
+  url?: string;
+}
+
+/** `lethe certificate verify | public-key | keys | rotate-key`. */
+export function addCertificate(program: Command): void {
+  const certificate = program.command('certificate').description('Erasure certificates (Ed25519 over canonical JSON) and the keys that sign them.');
+  certificate
+    .command('verify')
+    .description(
+      "Check a certificate file against the vault's keys: its payload names the key that signed it (signingKeyId), that key must be one of the trusted keys, and the signature must hold under it. " +
+        'The key the certificate carries is never trusted by itself. At least one of --url, --public-key, --public-key-file is required. ' +
+        `Exit ${VERIFY_EXIT.valid} valid, ${VERIFY_EXIT.invalid} not (edited, or signed by a key that is not trusted), ${VERIFY_EXIT.input} unreadable file, no trusted key, or the keys could not be had.`,
+    )
+    .argument('<file>', 'a certificate as JSON: { payload, signature, publicKey, algorithm } (`lethe erasure certificate <id> -o file`)')
+    .option('--url <vault base url>', "trust the keys this vault lists (GET <url>/v1/certificates/keys, current and retired; no token)")
+    .option('--public-key <key>', 'trust this Ed25519 public key, base64url (repeatable; `lethe certificate public-key`)', collect)
+    .option('--public-key-file <path>', 'trust the keys in this file: the JSON of GET /v1/certificates/keys or `lethe certificate keys`, `{ publicKey }`, or base64url keys separated by white space')
+    .action(async (file: string, opts: VerifyOptions) => {
+      if (!opts.url && !opts.publicKey?.length && opts.publicKeyFile === undefined) throw new ExitError(NO_TRUSTED_KEY, VERIFY_EXIT.input);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(await readFile(file, 'utf8'));
+      } catch (e) {
+        throw new ExitError(`cannot read a JSON certificate from ${file}: ${describeError(e).message}`, VERIFY_EXIT.input);
+      }
+      const trusted = await trustedKeys(opts);
+      const result = verifyCertificate(parsed, trusted.map((k) => k.publicKey));
+      const state = result.keyId === undefined ? undefined : trusted.find((k) => k.state !== undefined && certificateKeyId(fromBase64Url(k.publicKey)!) === result.keyId)?.state;
+      out({ ...result, ...(state !== undefined ? { keyState: state } : {}) });
+      if (!result.valid) throw new ExitError(`certificate does not verify: ${result.reason}`, VERIFY_EXIT.invalid);
+    });
+  certificate
+    .command('public-key')
+    .description("The key this vault signs new certificates with, from this configuration's keyring: { algorithm, keyId, publicKey }.")
+    .action(async () => {
+      const [current] = await localKeys();
+      out({ algorithm: 'Ed25519', keyId: current!.keyId, publicKey: current!.publicKey });
+    });
+  certificate
+    .command('keys')
+    .description("Every certificate-signing key of this configuration's keyring, current and retired (public parts), as GET /v1/certificates/keys answers: a file for --public-key-file.")
+    .action(async () => {
+      out({ keys: await localKeys() });
+    });
+  certificate
+    .command('rotate-key')
+    .description(
+      'Admin: a new certificate-signing key in this configuration\'s keyring. The current one retires: its private part is destroyed, its public part stays listed so that the certificates it signed still verify. ' +
+        'Running services sign with the new key at once (the same as POST /v1/certificates/keys/rotate). Audited.',
+    )
+    .action(async () => {
+      out(await withApp((app) => app.certificateKeys.rotate('cli')));
+    });
+}
+
+/** The signing keys of this configuration's keyring (the keyring and the root key: no database). */
+async function localKeys() {
+  const cfg = config();
+  const { loadRootKey } = await import('../keyprovider/root-key.js');
+  const { LocalKeyringProvider } = await import('../keyprovider/local.js');
+  const root = loadRootKey(cfg, (message) => process.stderr.write(`lethe: ${message}\n`));
+  let provider: Awaited<ReturnType<typeof LocalKeyringProvider.open>>;
+  try {
+    // the provider owns the root key from here and zeroes it on close
+    provider = await LocalKeyringProvider.open(cfg.keyringDir, root.key);
+  } catch (e) {
+    zeroize(root.key);
+    throw e;
+  }
+  try {
+    return await provider.listSigningKeys();
+  } finally {
+    await provider.close();
+  }
+}

@@ -1,0 +1,255 @@
+/**
+ * Certificates you can trust, on PostgreSQL: the finalizer turns a newer certificate
+ * final however many stranded `incomplete` erasures exist before it; certificates are
+ * signed by the key provider's own signing key and name it (`signingKeyId`) inside the
+ * signed payload; GET /v1/certificates/keys lists current and retired public keys
+ * without a token; a rotation (admin) retires the key — its private file destroyed, its
+ * public part still listed, so older certificates verify — and every replica signs with
+ * the new key at once; a certificate stored before signing keys existed (root-derived
+ * key, no key id) still verifies and turns final under the current key; a forgery
+ * signed with another key verifies against no trusted set; GET
+ * /v1/erasures/{id}/certificate answers the document alone, 409 before there is one,
+ * 404 problem+json for unknown or malformed ids.
+ *
+ * The background worker is off: erasures are driven with `settle`.
+ */
+import { randomBytes } from 'node:crypto';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Certificate, certificateKeyId, certificatePublicKey, type Json, signCertificate, verifyCertificate } from '../../src/crypto/certificate.js';
+import { deriveSubkey, fromBase64Url } from '../../src/crypto/index.js';
+import { queryRows } from '../../src/db/client.js';
+import { FINALIZE_BATCH } from '../../src/erasure/certificates.js';
+import type { SigningKeyInfo } from '../../src/keyprovider/provider.js';
+import { expectProblem, ok } from '../support/http.js';
+import { openTestApp, type TestApp } from '../support/vault.js';
+import { auditCount } from './fixtures.js';
+
+const tag = () => randomBytes(5).toString('hex');
+/** Text no other subject shares: random words, so the probe has nothing to find elsewhere. */
+const words = (n: number) => Array.from({ length: n }, () => `w${randomBytes(4).toString('hex')}`).join(' ');
+
+async function subjectWith(t: TestApp, n: number): Promise<string> {
+  const s = `user:cert-${tag()}`;
+  for (let i = 0; i < n; i++) await t.vault.log.append(s, { text: words(8) }, 'writer');
+  return s;
+}
+
+async function erase(t: TestApp, subject: string) {
+  const { erasureId } = await t.vault.erasures.request({ subject }, 'eraser');
+  return t.vault.erasures.settle(erasureId);
+}
+
+async function listedKeys(t: TestApp): Promise<SigningKeyInfo[]> {
+  return (await ok<{ keys: SigningKeyInfo[] }>(t.call('GET', '/v1/certificates/keys', { role: 'none' }), 200)).keys;
+}
+
+async function storedCertificate(t: TestApp, erasureId: string): Promise<Certificate> {
+  return ok<Certificate>(t.call('GET', `/v1/erasures/${erasureId}/certificate`, { role: 'eraser' }), 200);
+}
+
+describe('the certificate finalizer', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await openTestApp({ vault: { erasureWorker: false } });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it(`150 stranded incomplete erasures do not stop a newer certificate from turning final (batches of ${FINALIZE_BATCH})`, async () => {
+    // a real stranded erasure: another subject's record carries the content, so it ends
+    // incomplete and keeps its own key (the sealed fingerprints) for a redaction; every
+    // rotation re-wraps that key under the active epoch, so its certificate never turns final
+    const A = `user:stranded-a-${tag()}`;
+    const B = `user:stranded-b-${tag()}`;
+    const secret = words(6);
+    await t.vault.log.append(A, { text: `the gate code is ${secret}` }, 'writer');
+    await t.vault.log.append(B, { text: `A told me the gate code is ${secret}` }, 'writer');
+    await t.vault.log.append(B, { text: words(5) }, 'writer');
+    const stranded = await erase(t, A);
+    expect(stranded.status).toBe('incomplete');
+    expect(stranded.certificateState).toBe('provisional');
+    // 150 more exactly like it, finished earlier: copies of its row (the finalizer reads only the erasures table's
+    // status, certificate state, own key and state, and the epochs of what the erasure destroyed or keeps)
+    await t.vault.db.db.execute(sql`
+      insert into erasures (erasure_id, subject_hash, status, class, step, legal_basis, unlearning, seal_key_id, sealed_request,
+        sealed_fingerprints, state, certificate, certificate_state, attempts, last_error, claimed_by, claimed_until, not_before,
+        created_at, updated_at, finished_at)
+      select 'ers_' || lpad(g::text, 22, 'S'), subject_hash, status, class, step, legal_basis, unlearning, seal_key_id, sealed_request,
+        sealed_fingerprints, state, certificate, certificate_state, attempts, last_error, claimed_by, claimed_until, not_before,
+        created_at - g * interval '1 minute', updated_at - g * interval '1 minute', finished_at - g * interval '1 minute'
+      from erasures, generate_series(1, 150) g where erasure_id = ${stranded.erasureId}`);
+    // a newer erasure, provisional until the epoch that wrapped its key retires
+    const fresh = await erase(t, await subjectWith(t, 2));
+    expect(fresh.status).toBe('completed');
+    expect(fresh.certificateState).toBe('provisional');
+    await t.vault.epochs.rotate('admin');
+    expect(await t.vault.erasures.finalizeCertificates()).toBe(1);
+    const after = await t.vault.erasures.get(fresh.erasureId);
+    expect(after.certificateState).toBe('final');
+    expect(after.certificate!.payload.certificateState).toBe('final');
+    expect(verifyCertificate(after.certificate, await t.vault.certificateKeys.publicKeys()).valid).toBe(true);
+    // the stranded ones are still provisional, as they must be
+    const [row] = await queryRows<{ n: number }>(t.vault.db.db, sql`select count(*)::int as n from erasures where status = 'incomplete' and certificate_state = 'provisional'`);
+    expect(row!.n).toBe(151);
+    // a second pass with nothing newly retired reads nothing
+    expect(await t.vault.erasures.finalizeCertificates()).toBe(0);
+  });
+});
+
+describe('certificate-signing keys', () => {
+  let t: TestApp;
+  let first: SigningKeyInfo;
+  beforeAll(async () => {
+    t = await openTestApp({ vault: { erasureWorker: false } });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('GET /v1/certificates/keys lists, without a token, a current key of its own and the retired root-derived key, ids derived from the keys', async () => {
+    const keys = await listedKeys(t);
+    expect(keys.map((k) => [k.state, k.origin])).toEqual([
+      ['current', 'keyring'],
+      ['retired', 'root-derived'],
+    ]);
+    for (const k of keys) {
+      expect(k.algorithm).toBe('Ed25519');
+      expect(k.keyId).toBe(certificateKeyId(fromBase64Url(k.publicKey)!));
+    }
+    const rootDerived = deriveSubkey(Buffer.from(t.env.LETHE_ROOT_KEY!, 'base64'), 'certificate-signing');
+    expect(keys[1]!.publicKey).toBe(Buffer.from(certificatePublicKey(rootDerived)).toString('base64url'));
+    expect(keys[1]!.retiredAt).toMatch(/^\d{4}-/);
+    expect(keys[0]!.createdAt).toMatch(/^\d{4}-/);
+    expect(keys[0]!.publicKey).not.toBe(keys[1]!.publicKey);
+    // the same list again, and to a bogus token too
+    const again = await ok<{ keys: SigningKeyInfo[] }>(t.call('GET', '/v1/certificates/keys', { role: 'none', headers: { authorization: 'Bearer not-a-known-token-0001' } }), 200);
+    expect(again.keys).toEqual(keys);
+    first = keys[0]!;
+  });
+
+  it('a certificate names its key inside the signed payload; after a rotation it still verifies against the listed retired key, and the next one names the new key', async () => {
+    const before = await erase(t, await subjectWith(t, 1));
+    const old = await storedCertificate(t, before.erasureId);
+    expect(old.payload.signingKeyId).toBe(first.keyId);
+    expect(old.publicKey).toBe(first.publicKey);
+
+    // admin only
+    await expectProblem(t.call('POST', '/v1/certificates/keys/rotate', { role: 'eraser' }), 403, 'forbidden');
+    await expectProblem(t.call('POST', '/v1/certificates/keys/rotate', { role: 'none' }), 401, 'unauthorized');
+    const rotation = await ok<{ current: SigningKeyInfo; retired: SigningKeyInfo }>(t.call('POST', '/v1/certificates/keys/rotate', { role: 'admin' }), 200);
+    expect(rotation.retired).toMatchObject({ keyId: first.keyId, publicKey: first.publicKey, state: 'retired', retiredAt: expect.any(String) });
+    expect(rotation.current).toMatchObject({ state: 'current', origin: 'keyring' });
+    expect(rotation.current.keyId).not.toBe(first.keyId);
+    expect(await auditCount(t.vault.db, 'certificate.key.rotate', {})).toBe(1);
+
+    const keys = await listedKeys(t);
+    expect(keys[0]).toEqual(rotation.current);
+    expect(keys.find((k) => k.keyId === first.keyId)).toEqual(rotation.retired);
+    // the old certificate verifies against the listed keys (the retired one) and not against the current key alone
+    expect(verifyCertificate(old, keys.map((k) => k.publicKey))).toEqual({ valid: true, keyId: first.keyId });
+    expect(verifyCertificate(old, rotation.current.publicKey)).toMatchObject({ valid: false, reason: /not one of the 1 trusted key/ });
+
+    const afterwards = await erase(t, await subjectWith(t, 1));
+    const fresh = await storedCertificate(t, afterwards.erasureId);
+    expect(fresh.payload.signingKeyId).toBe(rotation.current.keyId);
+    expect(verifyCertificate(fresh, keys.map((k) => k.publicKey))).toEqual({ valid: true, keyId: rotation.current.keyId });
+
+    // the retired key's private part is gone from the keyring: only the current key has a file
+    const files = await readdir(path.join(t.config.keyringDir, 'certificate-signing'));
+    expect(files.filter((f) => f.endsWith('.key'))).toEqual([`${rotation.current.keyId}.key`]);
+    // another replica on the same keyring signs with the new key at once
+    const replica = await t.reopen({ erasureWorker: false, listen: false });
+    expect((await replica.certificateKeys.sign({ probe: 'replica' })).payload.signingKeyId).toBe(rotation.current.keyId);
+  });
+
+  it('a certificate stored before signing keys (root-derived key, no key id) still verifies, and turns final signed by the current key', async () => {
+    const view = await erase(t, await subjectWith(t, 1));
+    expect(view.certificateState).toBe('provisional');
+    // the certificate as this vault stored it before issue 13: the root-derived key, no signingKeyId
+    const payload: Record<string, Json> = { ...(view.certificate!.payload as Record<string, Json>) };
+    delete payload.signingKeyId;
+    const rootDerived = deriveSubkey(Buffer.from(t.env.LETHE_ROOT_KEY!, 'base64'), 'certificate-signing');
+    const legacy = signCertificate(payload, rootDerived);
+    await t.vault.db.db.execute(sql`update erasures set certificate = ${JSON.stringify(legacy)}::jsonb where erasure_id = ${view.erasureId}`);
+
+    const keys = await listedKeys(t);
+    const rootKey = keys.find((k) => k.origin === 'root-derived')!;
+    const served = await storedCertificate(t, view.erasureId);
+    expect(served).toEqual(legacy);
+    expect(verifyCertificate(served, keys.map((k) => k.publicKey))).toEqual({ valid: true, keyId: rootKey.keyId });
+    expect(verifyCertificate(served, keys[0]!.publicKey).valid).toBe(false);
+
+    await t.vault.epochs.rotate('admin');
+    expect(await t.vault.erasures.finalizeCertificates()).toBeGreaterThanOrEqual(1);
+    const final = await storedCertificate(t, view.erasureId);
+    expect(final.payload).toMatchObject({ certificateState: 'final', signingKeyId: keys[0]!.keyId, erasureId: view.erasureId });
+    expect(verifyCertificate(final, keys.map((k) => k.publicKey))).toEqual({ valid: true, keyId: keys[0]!.keyId });
+  });
+
+  it('a forgery — flipped to completed, re-signed with a random key, its embedded key replaced — verifies against no trusted set', async () => {
+    const A = `user:forge-a-${tag()}`;
+    const secret = words(6);
+    await t.vault.log.append(A, { text: `the vault code is ${secret}` }, 'writer');
+    await t.vault.log.append(`user:forge-b-${tag()}`, { text: `A said the vault code is ${secret}` }, 'writer');
+    const view = await erase(t, A);
+    expect(view.status).toBe('incomplete');
+    const honest = await storedCertificate(t, view.erasureId);
+    const keys = (await listedKeys(t)).map((k) => k.publicKey);
+    expect(verifyCertificate(honest, keys).valid).toBe(true);
+    const forger = randomBytes(32);
+    const flipped = { ...honest.payload, status: 'completed', probe: { recovered: 0, threshold: 0.15, matches: [] } };
+    const forged = signCertificate(flipped, forger);
+    expect(forged.publicKey).not.toBe(honest.publicKey);
+    // keeping the vault's key id: the key it carries is not that key
+    expect(verifyCertificate(forged, keys)).toMatchObject({ valid: false, keyId: honest.payload.signingKeyId });
+    // the embedded key put back to the vault's: the signature does not hold under it
+    expect(verifyCertificate({ ...forged, publicKey: honest.publicKey }, keys)).toMatchObject({ valid: false, reason: /signature does not match/ });
+    // naming its own key: not a key of this vault
+    const ownKey = signCertificate({ ...flipped, signingKeyId: certificateKeyId(certificatePublicKey(forger)) }, forger);
+    expect(verifyCertificate(ownKey, keys)).toMatchObject({ valid: false, reason: /not one of the \d trusted key/ });
+  });
+});
+
+describe('GET /v1/erasures/{erasureId}/certificate', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await openTestApp({ vault: { erasureWorker: false } });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('answers the signed document alone, as the erasure holds it, not cached', async () => {
+    const view = await erase(t, await subjectWith(t, 1));
+    const res = await t.call('GET', `/v1/erasures/${view.erasureId}/certificate`, { role: 'eraser' });
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const doc = await ok<Certificate>(res, 200);
+    expect(Object.keys(doc).sort()).toEqual(['algorithm', 'payload', 'publicKey', 'signature']);
+    expect(doc).toEqual(view.certificate);
+    expect(doc.payload).toMatchObject({ erasureId: view.erasureId, status: 'completed' });
+    expect(verifyCertificate(doc, await t.vault.certificateKeys.publicKeys()).valid).toBe(true);
+    // admin may read it too; a writer may not, nor anyone without a token
+    await ok(t.call('GET', `/v1/erasures/${view.erasureId}/certificate`, { role: 'admin' }), 200);
+    await expectProblem(t.call('GET', `/v1/erasures/${view.erasureId}/certificate`, { role: 'writer' }), 403, 'forbidden');
+    await expectProblem(t.call('GET', `/v1/erasures/${view.erasureId}/certificate`, { role: 'none' }), 401, 'unauthorized');
+  });
+
+  it('is 409 conflict, saying why, while the erasure has no certificate yet', async () => {
+    const { erasureId } = await t.vault.erasures.request({ subject: await subjectWith(t, 1) }, 'eraser');
+    const { detail } = await expectProblem(t.call('GET', `/v1/erasures/${erasureId}/certificate`, { role: 'eraser' }), 409, 'conflict');
+    expect(detail).toMatch(/has no certificate yet: the erasure is pending; its certificate is signed when it finishes/);
+    await t.vault.erasures.settle(erasureId);
+    await ok(t.call('GET', `/v1/erasures/${erasureId}/certificate`, { role: 'eraser' }), 200);
+  });
+
+  for (const id of [`ers_${'A'.repeat(22)}`, 'not-an-erasure', 'ers_short', `ers_${'A'.repeat(21)}!`, 'ers_%00']) {
+    it(`is 404 not_found problem+json for the unknown or malformed id ${JSON.stringify(id)}`, async () => {
+      const { detail } = await expectProblem(t.call('GET', `/v1/erasures/${encodeURIComponent(id)}/certificate`, { role: 'eraser' }), 404, 'not_found');
+      expect(detail).toBe('no such erasure');
+    });
+  }
+});
