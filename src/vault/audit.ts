@@ -1,9 +1,23 @@
 /**
  * The audit log: append-only and MAC-chained. Each row carries the previous row's MAC
- * and its own, HMAC-SHA256 under a subkey of the root key over the previous MAC and
- * the row's canonical encoding. Someone with write access to the database but not
- * the root key cannot edit, delete, insert or reorder rows without `lethe audit
- * verify` noticing; audit_head holds the tip so a truncated tail is noticed too.
+ * and its own, HMAC-SHA256 under a subkey of the root key ('audit-chain') over the
+ * previous MAC and the row's canonical encoding. Someone with write access to the
+ * database but not the root key cannot edit, delete, insert or reorder rows without
+ * `lethe audit verify` noticing.
+ *
+ * audit_head holds the tip (seq, last row's MAC) and `head_mac`, an HMAC-SHA256 of
+ * that pair under a second subkey ('audit-head'). Rows removed from the end are
+ * noticed whether the head is left alone (it names a row that is gone) or moved back
+ * to the new last row (its MAC no longer verifies: only the root key can make one).
+ * What the database alone cannot show is a head restored together with the rows it
+ * once ended at — a whole-database rollback to an older state: `verify` catches that
+ * only against an anchor, a tip recorded outside the database (`tip`).
+ *
+ * A head written before head MACs existed (head_mac null) is unanchored: `verify`
+ * says so in a warning, and the next append anchors it, writing an
+ * `audit.head.anchor` row first. Once the chain holds that row, a null head_mac is
+ * a removed MAC, not a legacy one, and both `verify` and `append` refuse it. Appends
+ * never extend a head whose MAC does not verify: that would bless a truncation.
  *
  * Rows are appended inside the caller's transaction, so a change and its audit row
  * commit together or not at all. Appends serialize on the audit_head row lock.
@@ -13,6 +27,7 @@ import { asc, eq, gt, type SQL, sql } from 'drizzle-orm';
 import { constantTimeEqual, KeyedHasher, utf8, zeroize } from '../crypto/index.js';
 import { type Executor, queryRows, type Transaction } from '../db/client.js';
 import { auditHead, auditLog, type AuditRow } from '../db/schema.js';
+import { LetheError } from '../errors.js';
 
 export type AuditAction =
   | 'key.create'
@@ -23,12 +38,14 @@ export type AuditAction =
   | 'kek.epoch.create'
   | 'kek.rotate'
   | 'kek.epoch.retire'
+  | 'certificate.key.rotate'
   | 'artifact.write'
   | 'artifact.regenerate'
   | 'artifact.erase'
   | 'artifact.key.destroy'
   | 'training.exposure'
-  | 'backup.restore';
+  | 'backup.restore'
+  | 'audit.head.anchor';
 
 export type AuditDetail = Readonly<Record<string, string | number | boolean | null>>;
 
@@ -42,11 +59,31 @@ export interface AuditEvent {
 }
 
 const GENESIS: Uint8Array = new Uint8Array(32);
+const MAC_BYTES = 32;
 
-/** The chain's tip: the last row's sequence number and MAC. */
+/** The action of the row an append writes when it anchors a head that had no MAC. */
+const ANCHOR_ACTION: AuditAction = 'audit.head.anchor';
+
+/** The chain's tip: the last row's sequence number and MAC (seq 0 and 32 zero bytes before the first row). */
 export interface AuditTip {
   readonly seq: number;
   readonly mac: Uint8Array;
+}
+
+const HEAD_DOMAIN = utf8.encode('lethe/v1/audit-head');
+
+/**
+ * The canonical encoding the head MAC covers: the domain, a zero byte, seq as 8 bytes
+ * big-endian, then the 32-byte MAC of row seq. Fixed lengths: one encoding per pair.
+ */
+function headMacInput(tip: AuditTip): Uint8Array {
+  if (!Number.isSafeInteger(tip.seq) || tip.seq < 0) throw new LetheError('internal', 'an audit head sequence number must be a non-negative integer');
+  if (tip.mac.length !== MAC_BYTES) throw new LetheError('internal', `an audit row MAC is ${MAC_BYTES} bytes`);
+  const out = new Uint8Array(HEAD_DOMAIN.length + 1 + 8 + MAC_BYTES);
+  out.set(HEAD_DOMAIN, 0);
+  new DataView(out.buffer).setBigUint64(HEAD_DOMAIN.length + 1, BigInt(tip.seq), false);
+  out.set(tip.mac, HEAD_DOMAIN.length + 1 + 8);
+  return out;
 }
 
 /**
@@ -91,33 +128,131 @@ function rowMac(key: KeyedHasher, prevMac: Uint8Array, row: Parameters<typeof ma
   return key.hash(input);
 }
 
+/**
+ * The head's MAC: `anchored` verifies for (seq, mac); `unanchored` is null (a head
+ * from before head MACs, until the next append); `invalid` does not verify — the
+ * head was moved or forged.
+ */
+export type AuditHeadState = 'anchored' | 'unanchored' | 'invalid';
+
+/** What an anchor — a tip recorded outside the database — says about the chain. */
+export interface AuditAnchorResult {
+  readonly seq: number;
+  /**
+   * `matches`: row seq is in the chain with the anchor's MAC. `missing`: the chain
+   * ends before it (rows removed, or the database rolled back to an older state).
+   * `differs`: row seq has another MAC (another history). `unchecked`: the chain
+   * broke before reaching it.
+   */
+  readonly state: 'matches' | 'missing' | 'differs' | 'unchecked';
+}
+
+export interface AuditVerifyOptions {
+  /** A tip recorded earlier outside the database (`tip`): the chain must still hold row anchor.seq with anchor.mac. */
+  readonly anchor?: AuditTip | undefined;
+  /** Rows read per query. */
+  readonly batchSize?: number | undefined;
+}
+
 export interface AuditVerifyResult {
   readonly ok: boolean;
   readonly rows: number;
   readonly headSeq: number;
   /** The first sequence number at which the chain breaks, when it does. */
   readonly brokenAt?: number;
+  /** The first of `problems`, when there is one. */
   readonly problem?: string;
+  /** Everything found wrong (empty when ok). */
+  readonly problems: readonly string[];
+  readonly head: AuditHeadState;
+  /** Not failures, but limits of what this verification shows (e.g. an unanchored head). */
+  readonly warnings: readonly string[];
+  /** Present when verify was given an anchor. */
+  readonly anchor?: AuditAnchorResult;
+}
+
+interface HeadRow {
+  readonly seq: number;
+  readonly mac: Uint8Array;
+  readonly headMac: Uint8Array | null;
 }
 
 export class AuditLog {
   readonly #key: KeyedHasher;
+  readonly #headKey: KeyedHasher;
 
-  /** Consumes the MAC key: it is zeroed once keyed. */
-  constructor(macKey: Uint8Array) {
-    this.#key = new KeyedHasher(macKey);
-    zeroize(macKey);
+  /** Consumes both keys (the 'audit-chain' and 'audit-head' subkeys): they are zeroed once keyed. */
+  constructor(chainKey: Uint8Array, headKey: Uint8Array) {
+    this.#key = new KeyedHasher(chainKey);
+    this.#headKey = new KeyedHasher(headKey);
+    zeroize(chainKey, headKey);
   }
 
-  /** Appends events in order, inside `tx`, after locking the chain's head. */
+  /** The head MAC of a tip, as audit_head.head_mac holds it. */
+  #headMac(tip: AuditTip): Uint8Array {
+    return this.#headKey.hash(headMacInput(tip));
+  }
+
+  #headState(head: HeadRow): AuditHeadState {
+    if (head.headMac === null) return 'unanchored';
+    if (head.mac.length !== MAC_BYTES || !Number.isSafeInteger(head.seq) || head.seq < 0) return 'invalid';
+    return constantTimeEqual(this.#headMac(head), head.headMac) ? 'anchored' : 'invalid';
+  }
+
+  /**
+   * Whether `head` may be extended, and whether it must be anchored first. Throws
+   * when it must not: its MAC does not verify, rows follow it, or its MAC was removed
+   * from a chain that had been anchored. Extending such a head would hide the damage.
+   */
+  async #extendable(exec: Executor, head: HeadRow & { beyond: boolean }): Promise<{ anchor: boolean }> {
+    const state = this.#headState(head);
+    if (state === 'invalid') {
+      throw new LetheError('unavailable', "the audit chain's head does not verify (it was moved or forged): audited changes are refused until `lethe audit verify` is looked into", { retryable: false });
+    }
+    if (head.beyond) {
+      throw new LetheError('unavailable', `the audit chain continues past its head (row ${head.seq}): audited changes are refused until \`lethe audit verify\` is looked into`, { retryable: false });
+    }
+    if (state === 'anchored') return { anchor: false };
+    const anchoredAt = await anchorRow(exec);
+    if (anchoredAt !== null) {
+      throw new LetheError('unavailable', `the audit chain's head has no MAC but the chain was anchored at row ${anchoredAt}: audited changes are refused until \`lethe audit verify\` is looked into`, { retryable: false });
+    }
+    return { anchor: true };
+  }
+
+  /** The head row with whether any row follows it, optionally locked. */
+  async #readHead(exec: Executor, lock: boolean): Promise<HeadRow & { beyond: boolean }> {
+    const query = exec
+      .select({
+        seq: auditHead.seq,
+        mac: auditHead.mac,
+        headMac: auditHead.headMac,
+        // qualified by hand: drizzle names a lone table's columns unqualified, which the subquery would take for its own
+        beyond: sql<boolean>`exists (select 1 from audit_log l where l.seq > audit_head.seq)`,
+      })
+      .from(auditHead)
+      .where(eq(auditHead.id, 1));
+    const [row] = lock ? await query.for('update') : await query;
+    if (!row) throw new LetheError('internal', 'audit_head row is missing: run migrations');
+    return { ...row, beyond: row.beyond === true };
+  }
+
+  /**
+   * Appends events in order, inside `tx`, after locking the chain's head and checking
+   * its MAC. A head without one (from before head MACs) is anchored: an
+   * `audit.head.anchor` row goes first.
+   */
   async append(tx: Transaction, events: readonly AuditEvent[]): Promise<void> {
     if (events.length === 0) return;
-    const [head] = await tx.select().from(auditHead).where(eq(auditHead.id, 1)).for('update');
-    if (!head) throw new Error('audit_head row is missing: run migrations');
-    const chained = this.chain(events, head);
+    const head = await this.#readHead(tx, true);
+    const { anchor } = await this.#extendable(tx, head);
+    const all = anchor ? [anchorEvent(head.seq), ...events] : events;
+    const chained = this.chain(all, head);
     await tx.execute(sql`
       with inserted as (${insertRows(chained.json)})
-      update audit_head set seq = ${chained.tip.seq}, mac = decode(${bytesToHex(chained.tip.mac)}, 'hex') where id = 1`);
+      update audit_head set seq = ${chained.tip.seq}, mac = decode(${bytesToHex(chained.tip.mac)}, 'hex'),
+                            head_mac = decode(${bytesToHex(this.#headMac(chained.tip))}, 'hex')
+       where id = 1`);
   }
 
   /**
@@ -127,6 +262,11 @@ export class AuditLog {
    * holder commits), and `guard` — a boolean SQL expression — holds. When either
    * fails nothing is written. `lockFirst` is a locking SELECT run in the same
    * statement (e.g. shared locks on the rows the events are about).
+   *
+   * `expected` must come from `tip` (its head MAC checked) or from a previous
+   * append's result. The new head MAC is computed here and set by the same
+   * statement. An unanchored head (no MAC) or rows after the head fail the
+   * compare-and-set: `append` under the head's lock anchors or refuses it.
    */
   async appendIfHead(
     exec: Executor,
@@ -139,8 +279,12 @@ export class AuditLog {
       exec,
       sql`with locked as (${prelude.lockFirst}),
                head as (
-                 update audit_head set seq = ${chained.tip.seq}, mac = decode(${bytesToHex(chained.tip.mac)}, 'hex')
-                  where id = 1 and seq = ${expected.seq} and mac = decode(${bytesToHex(expected.mac)}, 'hex') and (${prelude.guard})
+                 update audit_head set seq = ${chained.tip.seq}, mac = decode(${bytesToHex(chained.tip.mac)}, 'hex'),
+                                       head_mac = decode(${bytesToHex(this.#headMac(chained.tip))}, 'hex')
+                  where id = 1 and seq = ${expected.seq} and mac = decode(${bytesToHex(expected.mac)}, 'hex')
+                    and head_mac is not null
+                    and not exists (select 1 from audit_log where seq > ${expected.seq})
+                    and (${prelude.guard})
                  returning 1),
                inserted as (${insertRows(chained.json, sql`where exists (select 1 from head)`)})
           select exists (select 1 from head) as appended, (select json_agg(locked) from locked) as locked`,
@@ -148,10 +292,24 @@ export class AuditLog {
     return { appended: row?.appended === true, tip: chained.tip, locked: row?.locked ?? null };
   }
 
-  /** The chain's head as the database holds it now. */
+  /** The chain's head as the database holds it now, unchecked (see `tip`). */
   async head(exec: Executor): Promise<AuditTip> {
     const [head] = await exec.select().from(auditHead).where(eq(auditHead.id, 1));
-    if (!head) throw new Error('audit_head row is missing: run migrations');
+    if (!head) throw new LetheError('internal', 'audit_head row is missing: run migrations');
+    return { seq: head.seq, mac: head.mac };
+  }
+
+  /**
+   * The chain's current tip — the last row's seq and MAC — read through `exec`, the
+   * database or an open transaction (inside one it sees that transaction's appends).
+   * Throws instead of answering a tip that `append` would refuse to extend: a head
+   * whose MAC does not verify, rows after the head, or a MAC removed from an anchored
+   * chain. An unanchored legacy head is answered as it stands. Record a tip outside
+   * the database and pass it back as `verify`'s `anchor` to detect a rollback.
+   */
+  async tip(exec: Executor): Promise<AuditTip> {
+    const head = await this.#readHead(exec, false);
+    await this.#extendable(exec, head);
     return { seq: head.seq, mac: head.mac };
   }
 
@@ -191,14 +349,35 @@ export class AuditLog {
     return { json: JSON.stringify(rows), tip: { seq, mac: prev } };
   }
 
-  /** Walks the whole chain in bounded batches. */
-  async verify(db: Executor, batchSize = 2000): Promise<AuditVerifyResult> {
+  /**
+   * Walks the whole chain in bounded batches, then checks the head against the last
+   * row and its MAC, and — given one — the anchor against the row it names.
+   */
+  async verify(db: Executor, options: AuditVerifyOptions = {}): Promise<AuditVerifyResult> {
+    const batchSize = options.batchSize ?? 2000;
+    const anchor = options.anchor;
+    if (anchor && (!Number.isSafeInteger(anchor.seq) || anchor.seq < 0 || anchor.mac.length !== MAC_BYTES)) {
+      throw new LetheError('validation_failed', `an audit anchor is a non-negative row number and a ${MAC_BYTES}-byte MAC`);
+    }
     const [head] = await db.select().from(auditHead).where(eq(auditHead.id, 1));
-    if (!head) return { ok: false, rows: 0, headSeq: 0, problem: 'audit_head row is missing' };
+    if (!head) {
+      const problem = 'audit_head row is missing';
+      return { ok: false, rows: 0, headSeq: 0, problem, problems: [problem], head: 'invalid', warnings: [] };
+    }
+    const headState = this.#headState(head);
+    const problems: string[] = [];
+    const warnings: string[] = [];
+    let brokenAt: number | undefined;
+    const broken = (seq: number, problem: string): void => {
+      brokenAt ??= seq;
+      problems.push(problem);
+    };
     let expectedSeq = 1;
     let prev = GENESIS;
     let count = 0;
-    for (;;) {
+    let anchoredAt: number | null = null;
+    let anchorState: AuditAnchorResult['state'] | undefined = anchor?.seq === 0 ? (constantTimeEqual(anchor.mac, GENESIS) ? 'matches' : 'differs') : undefined;
+    walk: for (;;) {
       const batch = await db
         .select()
         .from(auditLog)
@@ -208,36 +387,86 @@ export class AuditLog {
       if (batch.length === 0) break;
       for (const row of batch) {
         if (row.seq !== expectedSeq) {
-          return { ok: false, rows: count, headSeq: head.seq, brokenAt: expectedSeq, problem: `row ${expectedSeq} is missing` };
+          broken(expectedSeq, `row ${expectedSeq} is missing`);
+          break walk;
         }
         if (!constantTimeEqual(row.prevMac, prev)) {
-          return { ok: false, rows: count, headSeq: head.seq, brokenAt: row.seq, problem: `row ${row.seq} does not follow the previous row` };
+          broken(row.seq, `row ${row.seq} does not follow the previous row`);
+          break walk;
         }
         const mac = rowMac(this.#key, prev, row);
         if (!constantTimeEqual(mac, row.mac)) {
-          return { ok: false, rows: count, headSeq: head.seq, brokenAt: row.seq, problem: `row ${row.seq} was altered` };
+          broken(row.seq, `row ${row.seq} was altered`);
+          break walk;
         }
+        if (anchoredAt === null && row.action === ANCHOR_ACTION) anchoredAt = row.seq;
+        if (anchor && row.seq === anchor.seq) anchorState = constantTimeEqual(row.mac, anchor.mac) ? 'matches' : 'differs';
         prev = row.mac;
         expectedSeq += 1;
         count += 1;
       }
     }
-    if (head.seq !== count) {
-      return {
-        ok: false,
-        rows: count,
-        headSeq: head.seq,
-        brokenAt: count + 1,
-        problem: `the chain ends at row ${count} but its head says ${head.seq}: rows were removed from the end`,
-      };
+    const walked = brokenAt === undefined;
+
+    if (headState === 'invalid') {
+      broken(
+        Math.min(head.seq, count) + 1,
+        `the head (row ${head.seq}) carries a MAC that does not verify: it was moved or forged — rows after row ${Math.min(head.seq, count)} may have been removed`,
+      );
+    } else if (headState === 'unanchored') {
+      if (anchoredAt !== null) {
+        broken(count + 1, `the head (row ${head.seq}) carries no MAC, but the chain was anchored at row ${anchoredAt}: its MAC was removed — rows after row ${Math.min(head.seq, count)} may have been removed`);
+      } else {
+        warnings.push(
+          `the head (row ${head.seq}) carries no MAC yet (a chain from before head MACs): rows removed from the end together with a moved head would not be noticed; the next audited change anchors it`,
+        );
+      }
     }
-    if (!constantTimeEqual(head.mac, prev)) {
-      return { ok: false, rows: count, headSeq: head.seq, brokenAt: count, problem: 'the head does not match the last row' };
+    if (walked) {
+      if (head.seq > count) {
+        broken(count + 1, `the chain ends at row ${count} but its head says ${head.seq}: rows were removed from the end`);
+      } else if (head.seq < count) {
+        broken(head.seq + 1, `the chain continues to row ${count} past its head at row ${head.seq}: the head was moved back`);
+      } else if (!constantTimeEqual(head.mac, prev)) {
+        broken(count, 'the head does not match the last row');
+      }
     }
-    return { ok: true, rows: count, headSeq: head.seq };
+    if (anchor) {
+      if (anchorState === undefined) anchorState = walked ? 'missing' : 'unchecked';
+      if (anchorState === 'missing') {
+        broken(count + 1, `the anchor names row ${anchor.seq} but the chain ends at row ${count}: rows were removed or the database was rolled back to an older state`);
+      } else if (anchorState === 'differs') {
+        broken(anchor.seq, `row ${anchor.seq} does not carry the anchor's MAC: the chain was replaced by another history`);
+      } else if (anchorState === 'unchecked') {
+        warnings.push(`the anchor (row ${anchor.seq}) was not checked: the chain breaks before it`);
+      }
+    }
+    return {
+      ok: problems.length === 0,
+      rows: count,
+      headSeq: head.seq,
+      ...(brokenAt !== undefined ? { brokenAt } : {}),
+      ...(problems.length > 0 ? { problem: problems[0] } : {}),
+      problems,
+      head: headState,
+      warnings,
+      ...(anchor ? { anchor: { seq: anchor.seq, state: anchorState! } } : {}),
+    };
   }
 
   close(): void {
     this.#key.destroy();
+    this.#headKey.destroy();
   }
+}
+
+/** The event an append writes first when it anchors a head that had no MAC. */
+function anchorEvent(headSeq: number): AuditEvent {
+  return { actor: 'lethe', action: ANCHOR_ACTION, detail: { anchoredAfter: headSeq } };
+}
+
+/** The first `audit.head.anchor` row, if the chain holds one (read only when the head has no MAC). */
+async function anchorRow(exec: Executor): Promise<number | null> {
+  const [row] = await queryRows<{ seq: string | number }>(exec, sql`select seq from audit_log where action = ${ANCHOR_ACTION} order by seq limit 1`);
+  return row ? Number(row.seq) : null;
 }

@@ -86,7 +86,7 @@ export class LeaseRecorder {
     const outcomes = new Map<Pending, LeaseOutcome>();
     let pending = [...batch];
     for (let attempt = 0; attempt < CAS_ATTEMPTS && pending.length > 0; attempt++) {
-      this.#tip ??= await this.#audit.head(this.#db);
+      this.#tip ??= await this.#audit.tip(this.#db); // head MAC checked: a moved head is refused, not extended
       const keyIds = [...new Set(pending.map((p) => p.request.keyId))];
       const result = await this.#audit.appendIfHead(this.#db, pending.map(leaseEvent), this.#tip, {
         lockFirst: lockKeys(keyIds),

@@ -24,6 +24,7 @@ describe('the MAC-chained audit log', () => {
     const rows = await vault.db.db.select().from(auditLog).orderBy(asc(auditLog.seq));
     const actions = rows.map((r) => r.action);
     expect(actions).toEqual([
+      'audit.head.anchor', // the first append anchors the seeded head (it has no MAC)
       'kek.epoch.create', // epoch 1 at first start
       'kek.rotate', // activated
       'key.create',
@@ -38,7 +39,7 @@ describe('the MAC-chained audit log', () => {
     ]);
     expect(rows.map((r) => r.seq)).toEqual(rows.map((_, i) => i + 1));
     const result = await vault.audit.verify(vault.db.db);
-    expect(result).toEqual({ ok: true, rows: rows.length, headSeq: rows.length });
+    expect(result).toEqual({ ok: true, rows: rows.length, headSeq: rows.length, problems: [], head: 'anchored', warnings: [] });
   });
 
   it('detects an edited row', async () => {
@@ -72,7 +73,9 @@ describe('the MAC-chained audit log', () => {
   it('a chain verified under another root key does not verify (the MAC key is secret)', async () => {
     const { vault } = await vaultWithHistory();
     const { AuditLog } = await import('../../src/vault/audit.js');
-    const forged = new AuditLog(new Uint8Array(32).fill(9));
-    expect((await forged.verify(vault.db.db)).ok).toBe(false);
+    const forged = new AuditLog(new Uint8Array(32).fill(9), new Uint8Array(32).fill(9));
+    const result = await forged.verify(vault.db.db);
+    expect(result.ok).toBe(false);
+    expect(result).toMatchObject({ brokenAt: 1, head: 'invalid' });
   });
 });
