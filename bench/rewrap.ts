@@ -167,7 +167,7 @@ class CryptoBaseline {
       const keyId = newId('key');
       const dek = new Uint8Array(randomBytes(32));
       b.#keyIds.push(keyId);
-      b.#wrapped.push(await provider.wrap(1, dek, keyId));
+      b.#wrapped.push(await provider.wrap(1, dek, keyId, 'subject'));
       zeroize(dek);
     }
     return b;
@@ -175,9 +175,9 @@ class CryptoBaseline {
 
   async #step(i: number): Promise<void> {
     const j = i % this.#keyIds.length;
-    const dek = await this.#provider.unwrap(1, this.#wrapped[j]!, this.#keyIds[j]!);
+    const dek = await this.#provider.unwrap(1, this.#wrapped[j]!, this.#keyIds[j]!, 'subject');
     try {
-      await this.#provider.wrap(2, dek, this.#keyIds[j]!);
+      await this.#provider.wrap(2, dek, this.#keyIds[j]!, 'subject');
     } finally {
       zeroize(dek);
     }
@@ -263,7 +263,7 @@ async function rotateWorker(keys: number, cryptoSample: number): Promise<RotateR
             for (let i = 0; i < n; i++) {
               const keyId = newId('key');
               const dek = new Uint8Array(randomBytes(32));
-              const wrapped = await vault.provider.wrap(fromEpoch, dek, keyId);
+              const wrapped = await vault.provider.wrap(fromEpoch, dek, keyId, 'subject');
               if ((done + i) % sampleEvery === 0) samples.set(keyId, dek.slice());
               zeroize(dek);
               lines[i] = `${keyId}\t${byteaField(randomBytes(32))}\tactive\t${fromEpoch}\t${byteaField(wrapped)}\n`;
@@ -356,14 +356,14 @@ async function rotateWorker(keys: number, cryptoSample: number): Promise<RotateR
             continue;
           }
           const wrapped = new Uint8Array(row.wrapped_dek);
-          const dek = await vault.provider.unwrap(result.epoch, wrapped, row.key_id);
+          const dek = await vault.provider.unwrap(result.epoch, wrapped, row.key_id, 'subject');
           if (Buffer.compare(Buffer.from(dek), Buffer.from(samples.get(row.key_id)!)) !== 0) sampleOk = false;
           zeroize(dek);
         }
         const first = rows[0];
         if (first) {
           try {
-            zeroize(await vault.provider.unwrap(fromEpoch, new Uint8Array(first.wrapped_dek), first.key_id));
+            zeroize(await vault.provider.unwrap(fromEpoch, new Uint8Array(first.wrapped_dek), first.key_id, 'subject'));
           } catch (e) {
             oldEpochGone = isLetheError(e, 'epoch_unavailable');
           }

@@ -165,7 +165,7 @@ export class Regeneration {
           // the artifact sources must still be at the versions we read (else we built from stale text)
           const { sourceRows } = await checkSources(tx, sources.map((s) => s.id), [...versionKeys.values()]);
           await tx.update(artifacts).set({ version, keyId, object, generator: this.#d.regenerator.name, updatedAt: new Date() }).where(eq(artifacts.artifactId, row.artifactId));
-          await keys.store(tx, { keyId, key, artifactId: row.artifactId, version });
+          await keys.store(tx, { keyId, key, artifactId: row.artifactId, version, purpose: 'artifact-version' });
           await tx.delete(provenance).where(eq(provenance.artifactId, row.artifactId));
           await insertEdges(tx, row.artifactId, sourceRows);
           await upsertEmbeddings(tx, [embedding!]);

@@ -123,7 +123,7 @@ export class ArtifactService {
             createdAt: now,
             updatedAt: now,
           });
-          await this.#d.versionKeys.store(tx, { keyId, key, artifactId, version: 1 });
+          await this.#d.versionKeys.store(tx, { keyId, key, artifactId, version: 1, purpose: 'artifact-version' });
           await insertEdges(tx, artifactId, sourceRows);
           await upsertEmbeddings(tx, [embedding!]);
           await this.#d.audit.append(tx, [{ actor, action: 'artifact.write', keyId, detail: { artifactId, version: 1, sources: sources.length } }]);

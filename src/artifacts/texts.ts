@@ -55,7 +55,7 @@ export class ArtifactTexts {
   /** The text of the version `row` names. */
   async read(row: ArtifactRow): Promise<ArtifactPayload> {
     if (!row.keyId || !row.object) throw new LetheError('artifact_erased', 'the artifact was erased');
-    const key = await this.#d.versionKeys.unwrap(row.keyId);
+    const key = await this.#d.versionKeys.unwrap(row.keyId, 'artifact-version');
     try {
       const envelope = await this.#d.objects.get(row.object);
       const plaintext = open({ key, envelope, expectedKeyId: row.keyId, associatedData: artifactContext(row.artifactId, row.version, row.keyId) });

@@ -6,7 +6,7 @@
  * retired: the residual a backup carries for a key destroyed after it was taken.
  */
 import { sql } from 'drizzle-orm';
-import { fromBase64Url, toBase64Url } from '../crypto/index.js';
+import { fromBase64Url, KEY_PURPOSES, type KeyPurpose, toBase64Url } from '../crypto/index.js';
 import { type Database, queryRows } from '../db/client.js';
 import { isLetheError, LetheError } from '../errors.js';
 import type { ObjectStore } from '../storage/store.js';
@@ -16,6 +16,8 @@ import { sha256Hex } from './objects.js';
 export interface KeyTableRow {
   readonly keyId: string;
   readonly kind: 'subject' | 'artifact-version';
+  /** What the key is for, bound in its wrap (an erasure key's kind is artifact-version). */
+  readonly purpose: KeyPurpose;
   readonly epoch: number;
   readonly wrapped: Uint8Array;
 }
@@ -24,6 +26,8 @@ export interface KeyTableRow {
 export interface WrappedCopy {
   readonly epoch: number;
   readonly wrapped: Uint8Array;
+  /** Key tables written before purposes were recorded: the purpose of the key's kind. */
+  readonly purpose: KeyPurpose;
 }
 
 /** Writes the key table as it stands into the backup bucket; its rows and the sha256 the manifest records. */
@@ -34,20 +38,20 @@ export async function writeKeyTable(
   createdAt: Date,
 ): Promise<{ readonly rows: KeyTableRow[]; readonly sha256: string }> {
   const rows = (
-    await queryRows<{ key_id: string; kind: 'subject' | 'artifact-version'; epoch: number; wrapped: Uint8Array }>(
+    await queryRows<{ key_id: string; kind: 'subject' | 'artifact-version'; purpose: KeyPurpose; epoch: number; wrapped: Uint8Array }>(
       db,
-      sql`select key_id, 'subject' as kind, epoch, wrapped_dek as wrapped from subject_keys
+      sql`select key_id, 'subject' as kind, 'subject' as purpose, epoch, wrapped_dek as wrapped from subject_keys
           union all
-          select key_id, 'artifact-version' as kind, epoch, wrapped_dek as wrapped from artifact_keys
+          select key_id, 'artifact-version' as kind, purpose, epoch, wrapped_dek as wrapped from artifact_keys
           order by key_id`,
     )
-  ).map((k) => ({ keyId: k.key_id, kind: k.kind, epoch: Number(k.epoch), wrapped: new Uint8Array(k.wrapped) }));
+  ).map((k) => ({ keyId: k.key_id, kind: k.kind, purpose: k.purpose, epoch: Number(k.epoch), wrapped: new Uint8Array(k.wrapped) }));
   const bytes = Buffer.from(
     JSON.stringify({
       format: 'lethe-key-table/1',
       backupId,
       createdAt: createdAt.toISOString(),
-      keys: rows.map((k) => ({ keyId: k.keyId, kind: k.kind, epoch: k.epoch, wrappedKey: toBase64Url(k.wrapped) })),
+      keys: rows.map((k) => ({ keyId: k.keyId, kind: k.kind, purpose: k.purpose, epoch: k.epoch, wrappedKey: toBase64Url(k.wrapped) })),
     }),
   );
   await store.put(keyTableKey(backupId), bytes);
@@ -65,10 +69,14 @@ export async function readKeyTable(store: ObjectStore, manifest: Manifest): Prom
     throw e;
   }
   if (sha256Hex(bytes) !== manifest.keyTable.sha256) throw new LetheError('internal', 'the backup\'s key table does not match its sha256');
-  const parsed = JSON.parse(Buffer.from(bytes).toString('utf8')) as { keys: Array<{ keyId: string; epoch: number; wrappedKey: string }> };
+  const parsed = JSON.parse(Buffer.from(bytes).toString('utf8')) as {
+    keys: Array<{ keyId: string; kind?: string; purpose?: string; epoch: number; wrappedKey: string }>;
+  };
   for (const k of parsed.keys) {
     const wrapped = fromBase64Url(k.wrappedKey);
-    if (wrapped) out.set(k.keyId, { epoch: k.epoch, wrapped });
+    const recorded = KEY_PURPOSES.find((p) => p === k.purpose);
+    const purpose: KeyPurpose = recorded ?? (k.kind === 'artifact-version' ? 'artifact-version' : 'subject');
+    if (wrapped) out.set(k.keyId, { epoch: k.epoch, wrapped, purpose });
   }
   return out;
 }

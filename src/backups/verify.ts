@@ -11,6 +11,7 @@ import type { BackupContext } from './context.js';
 import { readKeyTable } from './key-table.js';
 import type { Manifest } from './manifest.js';
 import { envelopesOf, sha256Hex } from './objects.js';
+import { unwrapAs } from '../vault/wrapping.js';
 
 export interface VerifiedKey {
   readonly keyId: string;
@@ -68,10 +69,13 @@ export async function verifyBackup(ctx: BackupContext, manifest: Manifest): Prom
     for (const k of manifest.keys) {
       let live = deks.get(k.keyId);
       if (!live && k.kind === 'artifact-version') {
-        live = await ctx.versionKeys.unwrap(k.keyId).catch((e: unknown) => {
-          if (isLetheError(e, 'key_destroyed')) return undefined;
-          throw e;
-        });
+        const purpose = await ctx.versionKeys.purposeOf(k.keyId);
+        live = purpose === undefined
+          ? undefined
+          : await ctx.versionKeys.unwrap(k.keyId, purpose).catch((e: unknown) => {
+              if (isLetheError(e, 'key_destroyed')) return undefined;
+              throw e;
+            });
       }
       const envelope = sample.get(k.keyId);
       const decrypts = live !== undefined && envelope !== undefined && isCommittedTo(live, envelope);
@@ -80,7 +84,7 @@ export async function verifyBackup(ctx: BackupContext, manifest: Manifest): Prom
       let wrappedCopy: VerifiedKey['wrappedCopy'] = 'none';
       if (copy) {
         try {
-          zeroize(await ctx.provider.unwrap(copy.epoch, copy.wrapped, k.keyId));
+          zeroize(await unwrapAs(ctx.db, ctx.provider, { keyId: k.keyId, epoch: copy.epoch, wrappedDek: copy.wrapped }, copy.purpose));
           wrappedCopy = 'unwraps';
         } catch (e) {
           if (!isLetheError(e, 'epoch_unavailable')) throw e;

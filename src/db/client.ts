@@ -2,7 +2,7 @@
  * The database handle: drizzle over postgres.js (DATABASE_URL) or over PGlite (the
  * embedded default). Services receive a `Db` and never open connections themselves.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
@@ -125,11 +125,20 @@ function lockDataDir(dataDir: string): () => void {
   throw new LetheError('unavailable', `cannot lock the embedded database ${dataDir}`);
 }
 
+/** Every folder under `dir` (itself included) 0700, every file 0600; symbolic links left alone. */
+function makePrivate(dir: string): void {
+  const stat = lstatSync(dir, { throwIfNoEntry: false });
+  if (!stat || stat.isSymbolicLink()) return;
+  const wanted = stat.isDirectory() ? 0o700 : 0o600;
+  if ((stat.mode & 0o777) !== wanted) chmodSync(dir, wanted);
+  if (stat.isDirectory()) for (const name of readdirSync(dir)) makePrivate(path.join(dir, name));
+}
+
 async function openPglite(dataDir: string | undefined): Promise<Db> {
   const inMemory = dataDir === undefined || dataDir.startsWith('memory://');
   let unlock = () => {};
   if (!inMemory) {
-    mkdirSync(path.dirname(dataDir), { recursive: true });
+    mkdirSync(path.dirname(dataDir), { recursive: true, mode: 0o700 });
     unlock = lockDataDir(dataDir);
   }
   let client: PGlite;
@@ -139,6 +148,18 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
   } catch (e) {
     unlock();
     throw e;
+  }
+  if (!inMemory) {
+    // PGlite unpacks its initial cluster world-writable (files 0666, folders 0755) and
+    // writes a few files with the process umask; PostgreSQL itself creates 0600 files
+    // afterwards. Make the whole cluster private once it is open.
+    try {
+      makePrivate(dataDir);
+    } catch (e) {
+      await client.close().catch(() => {});
+      unlock();
+      throw e;
+    }
   }
   const db = drizzlePglite(client, { schema }) as unknown as Database;
   return {

@@ -6,7 +6,7 @@
  * tier in tiers/, the claim-and-commit loop in worker.ts.
  */
 import { hostname } from 'node:os';
-import { certificatePublicKey, randomBytes, toBase64Url, utf8, zeroize } from '../crypto/index.js';
+import { type Certificate, randomBytes, toBase64Url, utf8, zeroize } from '../crypto/index.js';
 import type { Database, Transaction } from '../db/client.js';
 import type { ErasureRow } from '../db/schema.js';
 import { isLetheError, LetheError } from '../errors.js';
@@ -19,7 +19,7 @@ import { ErasureRecords } from './records.js';
 import { dismissMatches } from './dismissal.js';
 import { orderRedaction } from './redaction.js';
 import type { DismissalRequest, ErasureRequest } from './request.js';
-import type { ErasureResources, ErasureServices, ErasureSettings } from './resources.js';
+import type { CertificateSigner, ErasureResources, ErasureServices, ErasureSettings } from './resources.js';
 import { type ErasureState, parseState } from './state.js';
 import { createTiers } from './tiers/index.js';
 import { CertificateViewSchema, type ErasureTransition, type ErasureView, type StepView } from './view.js';
@@ -27,14 +27,12 @@ import { ErasureWorker } from './worker.js';
 
 export interface ErasureEngineDeps extends ErasureServices, ErasureSettings {
   readonly db: Database;
-  /** Ed25519 secret key signing certificates (derived from the root key); the app zeroes it. */
-  readonly signingKey: Uint8Array;
+  /** Signs certificates with the current certificate-signing key (held by the key provider). */
+  readonly signer: CertificateSigner;
 }
 
 export class ErasureEngine {
   readonly replica = `${hostname()}:${process.pid}:${toBase64Url(randomBytes(6))}`;
-  /** base64url of the Ed25519 key that verifies this vault's certificates. */
-  readonly publicKey: string;
   readonly #res: ErasureResources;
   readonly #worker: ErasureWorker;
   readonly #finalizer: CertificateFinalizer;
@@ -43,7 +41,6 @@ export class ErasureEngine {
   constructor(deps: ErasureEngineDeps) {
     const { db, ...rest } = deps;
     this.#res = { ...rest, records: new ErasureRecords(db, this.replica), tiers: createTiers(deps) };
-    this.publicKey = toBase64Url(certificatePublicKey(deps.signingKey));
     const emit = () => this.#emit();
     this.#finalizer = new CertificateFinalizer(this.#res, emit);
     this.#worker = new ErasureWorker(this.#res, { emit, afterDrain: () => this.#finalizer.runQuietly() });
@@ -79,7 +76,7 @@ export class ErasureEngine {
           updatedAt: now,
         });
         if (!fresh) return false;
-        await versionKeys.store(tx, { keyId: sealKeyId, key, artifactId: erasureId, version: 0 });
+        await versionKeys.store(tx, { keyId: sealKeyId, key, artifactId: erasureId, version: 0, purpose: 'erasure' });
         await records.transition(tx, erasureId, null, 'classify', 'pending', `requested by ${actor}`);
         return true;
       });
@@ -129,6 +126,21 @@ export class ErasureEngine {
 
   async get(erasureId: string): Promise<ErasureView> {
     return this.#view(await this.#res.records.row(erasureId));
+  }
+
+  /**
+   * The signed certificate document alone, as stored: not_found for no such erasure,
+   * conflict while it has none yet (it is signed when the erasure finishes, and a
+   * failed erasure has none).
+   */
+  async certificate(erasureId: string): Promise<Certificate> {
+    const row = await this.#res.records.row(erasureId);
+    const certificate = CertificateViewSchema.nullable().parse(row.certificate);
+    if (!certificate) {
+      const why = row.status === 'failed' ? 'the erasure failed, and a failed erasure is not certified' : `the erasure is ${row.status}; its certificate is signed when it finishes`;
+      throw new LetheError('conflict', `erasure ${row.erasureId} has no certificate yet: ${why}`);
+    }
+    return { payload: certificate.payload as Certificate['payload'], signature: certificate.signature, publicKey: certificate.publicKey, algorithm: certificate.algorithm };
   }
 
   /** The erasure's status alone (what a follower polls). */

@@ -38,7 +38,7 @@ export class ErasureKey {
   /** The erasure's key; conflict once it was destroyed. */
   static async unwrap(versionKeys: VersionKeys, row: { erasureId: string; sealKeyId: string | null }): Promise<ErasureKey> {
     if (!row.sealKeyId) throw new LetheError('conflict', 'the erasure key was destroyed');
-    return new ErasureKey(await versionKeys.unwrap(row.sealKeyId), { erasureId: row.erasureId, keyId: row.sealKeyId });
+    return new ErasureKey(await versionKeys.unwrap(row.sealKeyId, 'erasure'), { erasureId: row.erasureId, keyId: row.sealKeyId });
   }
 
   seal(what: SealedPart, plaintext: Uint8Array): Uint8Array {

@@ -3,8 +3,9 @@
  * only, a key generated on first start in the data directory (with a loud warning,
  * and refused when NODE_ENV=production).
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { ensurePrivateDir } from '../config/files.js';
 import type { Config } from '../config/index.js';
 import { randomBytes, toBase64Url } from '../crypto/index.js';
 import { LetheError } from '../errors.js';
@@ -56,7 +57,7 @@ export function loadRootKey(
     warn(banner);
     return { key: parseKeyText(readFileSync(file, 'utf8'), file), origin: 'dev-file' };
   }
-  mkdirSync(config.dataDir, { recursive: true });
+  ensurePrivateDir(config.dataDir, 'the data directory (LETHE_DATA_DIR)');
   const key = randomBytes(32);
   writeFileSync(file, `${toBase64Url(key)}\n`, { mode: 0o600, flag: 'wx' });
   chmodSync(file, 0o600);

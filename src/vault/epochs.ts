@@ -14,18 +14,24 @@
  *   and artifact-version keys are wrapped alike and re-wrapped alike;
  * - an epoch is destroyed in the provider only after no key row references it, and
  *   marked retired in the database only after it is destroyed: the database may
- *   under-claim (retiring but gone), never over-claim.
+ *   under-claim (retiring but gone), never over-claim;
+ * - every key is re-wrapped for its purpose (subject_keys: subject DEKs;
+ *   artifact_keys: the purpose its row records) under the new epoch, created with the
+ *   purpose-bound wrap format: keys still under the legacy wrap of a format-1 epoch
+ *   are unwrapped with it one last time, so after the rotation and the old epoch's
+ *   retirement no legacy wrap remains.
  */
 import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
 import { zeroize } from '../crypto/index.js';
 import { type Database, queryRows } from '../db/client.js';
 import { artifactKeys, epochs, type EpochRow, subjectKeys, type EpochState } from '../db/schema.js';
-import { LetheError } from '../errors.js';
-import type { KeyProvider } from '../keyprovider/provider.js';
+import { isLetheError, LetheError } from '../errors.js';
+import type { KeyProvider, KeyPurpose } from '../keyprovider/provider.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { AuditLog } from './audit.js';
 import { notify } from './events.js';
 import { assertEpochTransition } from './lifecycle.js';
+import { acceptsLegacyWraps, PURPOSE_BOUND_WRAP_FORMAT } from './wrapping.js';
 
 export interface RotationResult {
   /** The epoch now active. */
@@ -112,6 +118,12 @@ export class EpochService {
     return this.#d.db.select().from(epochs).where(inArray(epochs.epoch, unique));
   }
 
+  /** The retired epochs, ascending (what a certificate waits on is compared against them). */
+  async retiredEpochs(): Promise<number[]> {
+    const rows = await this.#d.db.select({ epoch: epochs.epoch }).from(epochs).where(eq(epochs.state, 'retired')).orderBy(asc(epochs.epoch));
+    return rows.map((r) => r.epoch);
+  }
+
   /** How many epochs are retired (it only grows: a cheap "did anything retire?" check). */
   async retiredCount(): Promise<number> {
     const [row] = await queryRows<{ n: string | number }>(this.#d.db, sql`select count(*) as n from epochs where state = 'retired'`);
@@ -140,7 +152,7 @@ export class EpochService {
       const active = rows.find((r) => r.state === 'active');
       if (active && rows.some((r) => r.state === 'retiring')) return { epoch: active.epoch, resumed: true, created: false };
       const epoch = (rows.at(-1)?.epoch ?? 0) + 1;
-      await tx.insert(epochs).values({ epoch, state: 'pending', createdAt: this.#now() });
+      await tx.insert(epochs).values({ epoch, state: 'pending', createdAt: this.#now(), wrapFormat: PURPOSE_BOUND_WRAP_FORMAT });
       return { epoch, resumed: false, created: true };
     });
     // Idempotent: a resumed pending epoch may or may not have reached the provider.
@@ -174,7 +186,7 @@ export class EpochService {
     });
   }
 
-  /** Re-wraps every wrapped key (subject DEKs, artifact-version keys) not under `target`. Returns how many. */
+  /** Re-wraps every wrapped key (subject DEKs, artifact-version keys, erasure keys) not under `target`, each for its purpose. Returns how many. */
   async #rewrapAll(target: number): Promise<number> {
     let total = 0;
     for (let pass = 0; ; pass++) {
@@ -198,11 +210,13 @@ export class EpochService {
   async #rewrapTable(table: WrappedKeyTable, epoch: number, target: number, total: number): Promise<number> {
     const { db, provider, metrics, batchSize, onBatch } = this.#d;
     const t = table === 'subject_keys' ? subjectKeys : artifactKeys;
+    // keys under a format-1 epoch may carry the legacy wrap: accepted here, never written
+    const acceptLegacy = await acceptsLegacyWraps(db, epoch);
     let after = '';
     for (;;) {
       const done = await db.transaction(async (tx) => {
         const rows = await tx
-          .select({ keyId: t.keyId, wrappedDek: t.wrappedDek })
+          .select({ keyId: t.keyId, wrappedDek: t.wrappedDek, purpose: table === 'subject_keys' ? sql<KeyPurpose>`'subject'` : artifactKeys.purpose })
           .from(t)
           .where(and(eq(t.epoch, epoch), gt(t.keyId, after)))
           .orderBy(asc(t.keyId))
@@ -211,9 +225,17 @@ export class EpochService {
         if (rows.length === 0) return { n: 0, last: after };
         const updates: Array<{ key_id: string; w: string }> = [];
         for (const row of rows) {
-          const dek = await provider.unwrap(epoch, row.wrappedDek, row.keyId);
+          const dek = await provider.unwrap(epoch, row.wrappedDek, row.keyId, row.purpose, { acceptLegacy }).catch((e: unknown) => {
+            if (!isLetheError(e, 'decrypt_failed')) throw e;
+            throw new LetheError(
+              'decrypt_failed',
+              `key ${row.keyId} in ${table} does not unwrap as a ${row.purpose} key under epoch ${epoch}: its row was altered or copied from ` +
+                'another key, so it cannot be re-wrapped. Investigate and remove the row, then run the rotation again (it resumes)',
+              { cause: e },
+            );
+          });
           try {
-            const wrapped = await provider.wrap(target, dek, row.keyId);
+            const wrapped = await provider.wrap(target, dek, row.keyId, row.purpose);
             updates.push({ key_id: row.keyId, w: Buffer.from(wrapped).toString('hex') });
           } finally {
             zeroize(dek);

@@ -63,7 +63,7 @@ export function replaceSubjectKey(d: Deps, oldKeyId: string, options: Replacemen
   return d.destructions.transaction(async (tx) => {
     const [row] = await tx.select().from(subjectKeys).where(eq(subjectKeys.keyId, oldKeyId)).for('update');
     if (!row) throw new LetheError('key_destroyed', 'the key to replace no longer exists');
-    const { epoch, wrappedDek } = await wrapUnderActive(tx, d.provider, options.newKeyId, options.newDek);
+    const { epoch, wrappedDek } = await wrapUnderActive(tx, d.provider, options.newKeyId, options.newDek, 'subject');
     const destruction = await destroyLocked(d, tx, row, options);
     const now = (d.now ?? (() => new Date()))();
     await tx.insert(subjectKeys).values({

@@ -5,6 +5,12 @@
  * destroyed when the version is superseded or the artifact erased. Rows live in
  * `artifact_keys`; destruction removes the row and records it (ledger, audit,
  * notification) in the caller's transaction.
+ *
+ * Each row records its purpose — `artifact-version` or `erasure` — and the key is
+ * wrapped for it (wrapping.ts): `unwrap` takes the purpose its caller expects and
+ * refuses a row that says otherwise (conflict) or whose wrap was made for another
+ * purpose (decrypt_failed). An erasure key is opened only through the erasure path,
+ * an artifact's only through the artifact path, and neither as a subject DEK.
  */
 import { eq } from 'drizzle-orm';
 import { randomBytes } from '../crypto/index.js';
@@ -12,9 +18,12 @@ import type { Database, Transaction } from '../db/client.js';
 import { artifactKeys } from '../db/schema.js';
 import { LetheError } from '../errors.js';
 import { newId } from '../ids.js';
-import type { KeyProvider } from '../keyprovider/provider.js';
+import type { KeyPurpose, KeyProvider } from '../keyprovider/provider.js';
 import type { KeyDestructions } from './destructions.js';
 import { unwrapCurrent, wrapUnderActive } from './wrapping.js';
+
+/** What a version key is for: one version of an artifact, or an erasure's own key. */
+export type VersionKeyPurpose = Extract<KeyPurpose, 'artifact-version' | 'erasure'>;
 
 export class VersionKeys {
   readonly #db: Database;
@@ -32,18 +41,39 @@ export class VersionKeys {
     return { keyId: newId('key'), key: randomBytes(32) };
   }
 
-  /** Stores `key` wrapped under the active epoch, inside `tx`. */
-  async store(tx: Transaction, input: { keyId: string; key: Uint8Array; artifactId: string; version: number }): Promise<void> {
-    const { epoch, wrappedDek } = await wrapUnderActive(tx, this.#provider, input.keyId, input.key);
-    await tx.insert(artifactKeys).values({ keyId: input.keyId, artifactId: input.artifactId, version: input.version, epoch, wrappedDek, createdAt: new Date() });
+  /** Stores `key` wrapped for `purpose` under the active epoch, inside `tx`. */
+  async store(
+    tx: Transaction,
+    input: { keyId: string; key: Uint8Array; artifactId: string; version: number; purpose: VersionKeyPurpose },
+  ): Promise<void> {
+    const { epoch, wrappedDek } = await wrapUnderActive(tx, this.#provider, input.keyId, input.key, input.purpose);
+    await tx
+      .insert(artifactKeys)
+      .values({ keyId: input.keyId, artifactId: input.artifactId, version: input.version, epoch, wrappedDek, createdAt: new Date(), purpose: input.purpose });
   }
 
-  /** The plaintext key of a live version; the caller zeroes it. */
-  async unwrap(keyId: string): Promise<Uint8Array> {
-    const gone = () => new LetheError('key_destroyed', 'the artifact version key was destroyed');
-    const row = await this.#row(keyId);
+  /**
+   * The plaintext key of a live version key the caller expects to be `purpose`; the
+   * caller zeroes it. A row of another purpose is refused (conflict), and so is a key
+   * whose wrap was made for another purpose (decrypt_failed).
+   */
+  async unwrap(keyId: string, purpose: VersionKeyPurpose): Promise<Uint8Array> {
+    const gone = () => new LetheError('key_destroyed', purpose === 'erasure' ? 'the erasure key was destroyed' : 'the artifact version key was destroyed');
+    const checked = async () => {
+      const row = await this.#row(keyId);
+      if (row && row.purpose !== purpose) {
+        throw new LetheError('conflict', `key ${keyId} is ${row.purpose === 'erasure' ? 'an erasure key' : 'an artifact-version key'}, not ${purpose === 'erasure' ? 'an erasure key' : 'an artifact-version key'}`);
+      }
+      return row;
+    };
+    const row = await checked();
     if (!row) throw gone();
-    return unwrapCurrent(this.#provider, row, () => this.#row(keyId), gone);
+    return unwrapCurrent(this.#db, this.#provider, row, purpose, checked, gone);
+  }
+
+  /** What a live version key is for (undefined once destroyed). */
+  async purposeOf(keyId: string): Promise<VersionKeyPurpose | undefined> {
+    return (await this.#row(keyId))?.purpose;
   }
 
   /** The epoch a live version key is wrapped under (undefined once destroyed). */

@@ -376,6 +376,6 @@ export class Vectors {
 
   /** The plaintext key protecting a record's embedding; key_destroyed/not_found when gone. Caller zeroes. */
   async #keyFor(type: RecordType, keyId: string): Promise<Uint8Array> {
-    return type === 'entry' ? (await this.#d.keys.dekFor(keyId)).dek : this.#d.versionKeys.unwrap(keyId);
+    return type === 'entry' ? (await this.#d.keys.dekFor(keyId)).dek : this.#d.versionKeys.unwrap(keyId, 'artifact-version');
   }
 }

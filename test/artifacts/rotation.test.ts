@@ -118,7 +118,7 @@ describe('KEK rotation with artifacts in the vault', () => {
   });
 
   it('a copy of an artifact key wrapped under the old epoch can no longer be unwrapped', async () => {
-    await expect(tv.vault.provider.unwrap(oldEpoch, oldWrapped.wrapped, oldWrapped.keyId)).rejects.toMatchObject({ code: 'epoch_unavailable' });
+    await expect(tv.vault.provider.unwrap(oldEpoch, oldWrapped.wrapped, oldWrapped.keyId, 'artifact-version')).rejects.toMatchObject({ code: 'epoch_unavailable' });
   });
 
   it('the erased artifact stays erased', async () => {

@@ -39,19 +39,19 @@ describe("a backup's key table and KEK rotation", () => {
       (m) => keyState(m, a.keyId)?.state === 'destroyed',
     );
     // marked destroyed, yet the copy in the backup still opens under the live KEK epoch
-    const opened = Buffer.from(await v.provider.unwrap(wrappedA.epoch, Buffer.from(wrappedA.wrappedKey, 'base64url'), a.keyId));
+    const opened = Buffer.from(await v.provider.unwrap(wrappedA.epoch, Buffer.from(wrappedA.wrappedKey, 'base64url'), a.keyId, 'subject'));
     expect(opened.equals(dekA)).toBe(true);
 
     const rotation = await v.epochs.rotate('admin');
     expect(rotation.retired).toContain(wrappedA.epoch);
-    await expect(v.provider.unwrap(wrappedA.epoch, Buffer.from(wrappedA.wrappedKey, 'base64url'), a.keyId)).rejects.toThrow();
+    await expect(v.provider.unwrap(wrappedA.epoch, Buffer.from(wrappedA.wrappedKey, 'base64url'), a.keyId, 'subject')).rejects.toThrow();
 
     // a backup taken after the rotation holds B wrapped under the new epoch, and it opens to B's DEK
     const after = await v.backups.run();
     const fresh = await readJson<KeyTable>(v.backups.store, (await storedManifest(v.backups.store, after.backupId)).keyTable.key);
     const wrappedB = fresh.keys.find((k) => k.keyId === b.keyId)!;
     expect(wrappedB.epoch).toBe(rotation.epoch);
-    expect(Buffer.from(await v.provider.unwrap(wrappedB.epoch, Buffer.from(wrappedB.wrappedKey, 'base64url'), b.keyId)).equals(dekB)).toBe(true);
+    expect(Buffer.from(await v.provider.unwrap(wrappedB.epoch, Buffer.from(wrappedB.wrappedKey, 'base64url'), b.keyId, 'subject')).equals(dekB)).toBe(true);
     expect(fresh.keys.map((k) => k.keyId)).not.toContain(a.keyId);
     dekA.fill(0);
     dekB.fill(0);

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { encodeContext, open, parseEnvelope, seal, unwrapKey } from '../../src/crypto/index.js';
+import { encodeContext, open, parseEnvelope, seal, unwrapKey, wrapContext } from '../../src/crypto/index.js';
 import { ERROR_CODES } from '../../src/errors.js';
 import { expectLetheError, hex, unhex } from './helpers.js';
 import { refSealEnvelope } from './reference.js';
@@ -87,12 +87,25 @@ describe('envelope-v1.json known-answer vectors', () => {
     expect(hex(encodeContext(context.purpose, context.fields))).toBe(ad);
   });
 
-  it('the wrapped-dek vector unwraps with unwrapKey', () => {
+  it('the wrapped-dek vector (the legacy, purpose-less wrap) unwraps with unwrapKey only when legacy wraps are accepted', () => {
     const v = valid.find((x) => x.name === 'wrapped-dek');
     expect(v?.context?.purpose).toBe('dek');
     const keyId = v!.context!.fields['keyId']!;
-    const dek = unwrapKey({ kek: unhex(v!.key), kekId: v!.keyId, wrapped: unhex(v!.envelope), keyId });
+    const input = { kek: unhex(v!.key), kekId: v!.keyId, wrapped: unhex(v!.envelope), keyId, purpose: 'subject' } as const;
+    expect(() => unwrapKey(input)).toThrow();
+    const dek = unwrapKey({ ...input, acceptLegacy: true });
     expect(hex(dek)).toBe(v!.plaintext);
+  });
+
+  it('the wrapped-key-erasure vector (a purpose-bound wrap) unwraps with unwrapKey as an erasure key, and as nothing else', () => {
+    const v = valid.find((x) => x.name === 'wrapped-key-erasure');
+    expect(v?.context).toEqual({ purpose: 'wrapped-key', fields: { keyId: 'key_erasure-7', purpose: 'erasure' } });
+    expect(hex(wrapContext('key_erasure-7', 'erasure'))).toBe(v!.associatedData);
+    const input = { kek: unhex(v!.key), kekId: v!.keyId, wrapped: unhex(v!.envelope), keyId: 'key_erasure-7' };
+    expect(hex(unwrapKey({ ...input, purpose: 'erasure' }))).toBe(v!.plaintext);
+    for (const purpose of ['subject', 'artifact-version'] as const) {
+      expect(() => unwrapKey({ ...input, purpose, acceptLegacy: true })).toThrow();
+    }
   });
 });
 

@@ -15,9 +15,22 @@ describe('the local keyring provider', () => {
     const p = await LocalKeyringProvider.open(tempDir(), root());
     await p.createEpoch(1);
     const dek = randomBytes(32);
-    const wrapped = await p.wrap(1, dek, 'key_a');
-    expect(await p.unwrap(1, wrapped, 'key_a')).toEqual(dek);
-    await expect(p.unwrap(1, wrapped, 'key_b')).rejects.toMatchObject({ code: 'decrypt_failed' });
+    const wrapped = await p.wrap(1, dek, 'key_a', 'subject');
+    expect(await p.unwrap(1, wrapped, 'key_a', 'subject')).toEqual(dek);
+    await expect(p.unwrap(1, wrapped, 'key_b', 'subject')).rejects.toMatchObject({ code: 'decrypt_failed' });
+    await p.close();
+  });
+
+  it('binds the purpose: a key wrapped for one purpose does not unwrap for another, legacy allowed or not', async () => {
+    const p = await LocalKeyringProvider.open(tempDir(), root());
+    await p.createEpoch(1);
+    const key = randomBytes(32);
+    const wrapped = await p.wrap(1, key, 'key_e', 'erasure');
+    expect(await p.unwrap(1, wrapped, 'key_e', 'erasure')).toEqual(key);
+    for (const other of ['subject', 'artifact-version'] as const) {
+      await expect(p.unwrap(1, wrapped, 'key_e', other)).rejects.toMatchObject({ code: 'decrypt_failed' });
+      await expect(p.unwrap(1, wrapped, 'key_e', other, { acceptLegacy: true })).rejects.toMatchObject({ code: 'decrypt_failed' });
+    }
     await p.close();
   });
 
@@ -36,11 +49,11 @@ describe('the local keyring provider', () => {
     const p = await LocalKeyringProvider.open(dir, root());
     await p.createEpoch(1);
     const before = readFileSync(path.join(dir, 'epoch-00000001.kek'));
-    const wrapped = await p.wrap(1, randomBytes(32), 'key_a');
+    const wrapped = await p.wrap(1, randomBytes(32), 'key_a', 'subject');
     await p.createEpoch(1);
     await Promise.all([p.createEpoch(2), p.createEpoch(2)]);
     expect(readFileSync(path.join(dir, 'epoch-00000001.kek'))).toEqual(before);
-    await expect(p.unwrap(1, wrapped, 'key_a')).resolves.toHaveLength(32);
+    await expect(p.unwrap(1, wrapped, 'key_a', 'subject')).resolves.toHaveLength(32);
     expect(await p.listEpochs()).toEqual([1, 2]);
     expect((await readdir(dir)).filter((f) => f.endsWith('.tmp'))).toEqual([]);
     await p.close();
@@ -51,18 +64,27 @@ describe('the local keyring provider', () => {
     const p = await LocalKeyringProvider.open(dir, root());
     await p.createEpoch(1);
     await p.createEpoch(2);
-    const wrapped = await p.wrap(1, randomBytes(32), 'key_a');
+    const wrapped = await p.wrap(1, randomBytes(32), 'key_a', 'subject');
     const other = await LocalKeyringProvider.open(dir, root());
     await Promise.all([p.destroyEpoch(1), other.destroyEpoch(1)]); // two replicas at once
     await other.close();
+    const destroyedBy = Date.now();
     await p.destroyEpoch(1); // idempotent
-    expect(await readdir(dir)).toEqual(['epoch-00000002.kek']);
-    const err = await p.unwrap(1, wrapped, 'key_a').catch((e: unknown) => e);
+    expect((await readdir(dir)).filter((f) => f !== 'destroyed')).toEqual(['epoch-00000002.kek']);
+    // what is left of epoch 1 is a tombstone holding when it was destroyed (the first destruction's time), nothing secret
+    expect(await readdir(path.join(dir, 'destroyed'))).toEqual(['epoch-00000001.json']);
+    expect(Object.keys(JSON.parse(readFileSync(path.join(dir, 'destroyed', 'epoch-00000001.json'), 'utf8')) as object).sort()).toEqual(['destroyedAt', 'epoch']);
+    const at = await p.destroyedAt(1);
+    expect(at).toBeInstanceOf(Date);
+    expect(at!.getTime()).toBeLessThanOrEqual(destroyedBy);
+    expect(at!.getTime()).toBeGreaterThan(destroyedBy - 60_000);
+    expect(await p.destroyedAt(2)).toBeUndefined();
+    const err = await p.unwrap(1, wrapped, 'key_a', 'subject').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LetheError);
     expect((err as LetheError).code).toBe('epoch_unavailable');
     // a second process over the same keyring cannot unwrap it either
     const q = await LocalKeyringProvider.open(dir, root());
-    await expect(q.unwrap(1, wrapped, 'key_a')).rejects.toMatchObject({ code: 'epoch_unavailable' });
+    await expect(q.unwrap(1, wrapped, 'key_a', 'subject')).rejects.toMatchObject({ code: 'epoch_unavailable' });
     await p.close();
     await q.close();
   });
@@ -78,9 +100,9 @@ describe('the local keyring provider', () => {
   it('forget drops the cached KEK but the file still serves it', async () => {
     const p = await LocalKeyringProvider.open(tempDir(), root());
     await p.createEpoch(1);
-    const wrapped = await p.wrap(1, new Uint8Array(32).fill(5), 'k');
+    const wrapped = await p.wrap(1, new Uint8Array(32).fill(5), 'k', 'subject');
     p.forget(1);
-    expect(await p.unwrap(1, wrapped, 'k')).toEqual(new Uint8Array(32).fill(5));
+    expect(await p.unwrap(1, wrapped, 'k', 'subject')).toEqual(new Uint8Array(32).fill(5));
     await p.close();
   });
 });

@@ -47,7 +47,7 @@ describe('KEK rotation and epoch retirement', () => {
     for (const row of oldRows) {
       expect(row.epoch).toBe(1);
       for (const epoch of [1, 2]) {
-        const err = await tv.vault.provider.unwrap(epoch, new Uint8Array(row.wrapped_dek), row.key_id).catch((e: unknown) => e);
+        const err = await tv.vault.provider.unwrap(epoch, new Uint8Array(row.wrapped_dek), row.key_id, 'subject').catch((e: unknown) => e);
         expect(isLetheError(err)).toBe(true);
       }
     }

@@ -132,6 +132,15 @@ const CASES: Case[] = [
     context: { purpose: 'dek', fields: { keyId: 'dek-subject-42' } },
   },
   {
+    name: 'wrapped-key-erasure',
+    description: 'a 32-byte key wrapped under a KEK exactly as wrapKey does since purposes are bound: context ("wrapped-key", {keyId, purpose})',
+    key: KEY_B,
+    keyId: 'kek-4',
+    nonce: NONCE_A,
+    plaintext: bytes(32, (i) => 0x30 + i),
+    context: { purpose: 'wrapped-key', fields: { keyId: 'key_erasure-7', purpose: 'erasure' } },
+  },
+  {
     name: 'wrapped-epoch-kek',
     description: 'an epoch KEK wrapped under the root key, bigint epoch in the context',
     key: KEY_FF,
