@@ -5,10 +5,11 @@
  * and no plaintext key. Values are JSON with bytes as {"$b": base64url} and times as
  * {"$t": ISO string}, table by table in dependency order.
  */
-import { sql } from 'drizzle-orm';
-import type { PgTable } from 'drizzle-orm/pg-core';
+import { getTableName, is, sql } from 'drizzle-orm';
+import { getTableConfig, PgTable } from 'drizzle-orm/pg-core';
 import { fromBase64Url, toBase64Url } from '../crypto/index.js';
-import { type Executor, queryRows, type Transaction } from '../db/client.js';
+import { type Database, type Executor, queryRows, type Transaction } from '../db/client.js';
+import * as schema from '../db/schema.js';
 import {
   artifactKeys,
   artifacts,
@@ -59,7 +60,8 @@ function encodeValue(v: unknown): unknown {
   return v;
 }
 
-function decodeValue(v: unknown): unknown {
+/** A value of the export as it was in the table (bytes and times decoded). */
+export function decodeValue(v: unknown): unknown {
   if (v && typeof v === 'object' && !Array.isArray(v)) {
     const o = v as { $b?: unknown; $t?: unknown };
     if (typeof o.$b === 'string') {
@@ -90,12 +92,17 @@ export function parseDatabaseExport(bytes: Uint8Array): DatabaseExport {
   return parsed;
 }
 
-/** Inserts the export's rows (those `keep` accepts) into empty tables, in batches. */
+/**
+ * Inserts the export's rows (those `keep` accepts) into empty tables, in batches. An
+ * export taken before epochs recorded their wrap format holds epochs whose keys carry
+ * the legacy, purpose-less wrap: they come back as wrap format 1.
+ */
 export async function importDatabase(tx: Transaction, dump: DatabaseExport, keep: (table: ExportedTable, row: Row) => boolean): Promise<Record<ExportedTable, number>> {
   const counts = {} as Record<ExportedTable, number>;
   for (const [name, table] of Object.entries(EXPORTED_TABLES) as Array<[ExportedTable, PgTable]>) {
     const rows = (dump.tables[name] ?? [])
       .map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, decodeValue(v)])) as Row)
+      .map((r) => (name === 'epochs' && r.wrapFormat === undefined ? { ...r, wrapFormat: 1 } : r))
       .filter((r) => keep(name, r));
     for (let i = 0; i < rows.length; i += 500) await tx.insert(table).values(rows.slice(i, i + 500) as never);
     counts[name] = rows.length;
@@ -112,4 +119,63 @@ export async function occupiedTables(exec: Executor): Promise<string[]> {
     if (row?.x) out.push(name);
   }
   return out;
+}
+
+/**
+ * Every lethe table schema.ts defines, each after the tables its foreign keys name:
+ * what a failed restore empties and fills again.
+ */
+function letheTables(): string[] {
+  const tables = (Object.values(schema) as unknown[]).filter((t): t is PgTable => is(t, PgTable));
+  const byName = new Map(tables.map((t) => [getTableName(t), t]));
+  const ordered: string[] = [];
+  const visit = (name: string, path: ReadonlySet<string>): void => {
+    if (ordered.includes(name) || path.has(name)) return;
+    const table = byName.get(name);
+    if (!table) return;
+    for (const fk of getTableConfig(table).foreignKeys) visit(getTableName(fk.reference().foreignTable), new Set([...path, name]));
+    ordered.push(name);
+  };
+  for (const name of byName.keys()) visit(name, new Set());
+  return ordered;
+}
+
+/**
+ * What the database held before a restore touched it: every lethe table's rows as
+ * PostgreSQL's own JSON of them (times to the microsecond, bytes as hex), so that
+ * putting them back gives the same rows, not rows rounded by a driver.
+ */
+export interface TablesSnapshot {
+  readonly tables: ReadonlyArray<{ readonly name: string; readonly rows: number; readonly json: string }>;
+  /** Rows in all tables. */
+  readonly rows: number;
+}
+
+/** Every lethe table's rows, read by the caller's executor (the restore reads them in its own transaction, before clearing). */
+export async function snapshotTables(exec: Executor): Promise<TablesSnapshot> {
+  const tables: Array<{ name: string; rows: number; json: string }> = [];
+  for (const name of letheTables()) {
+    const [row] = await queryRows<{ n: number | string; rows: string }>(
+      exec,
+      sql`select count(*) as n, coalesce(json_agg(t), '[]'::json)::text as rows from ${sql.identifier(name)} t`,
+    );
+    tables.push({ name, rows: Number(row?.n ?? 0), json: row?.rows ?? '[]' });
+  }
+  return { tables, rows: tables.reduce((n, t) => n + t.rows, 0) };
+}
+
+/**
+ * Puts a snapshot back, in one transaction: every lethe table emptied (one TRUNCATE,
+ * which also waits out anyone still writing them), then the snapshot's rows inserted
+ * again, parents first. What a restore that failed after its database commit calls.
+ */
+export async function putBackTables(db: Database, snapshot: TablesSnapshot): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx.execute(sql`truncate table ${sql.join(snapshot.tables.map((t) => sql.identifier(t.name)), sql`, `)}`);
+    for (const t of snapshot.tables) {
+      if (t.rows === 0) continue;
+      const table = sql.identifier(t.name);
+      await tx.execute(sql`insert into ${table} select * from json_populate_recordset(null::${table}, ${t.json}::json)`);
+    }
+  });
 }

@@ -2,13 +2,15 @@
  * What a restore asks of the vault's tables (src/backups/restore.ts loads the rest):
  * a fresh database's own first epoch and audit rows make way for the backup's, and
  * destructions the backup did not know of are written into the restored ledger
- * before anything reads it.
+ * before anything reads it. The restore saves those rows (with every other lethe
+ * table's, src/backups/database.ts) in the same transaction before clearing them, and
+ * puts them back, row for row, when a step after the commit fails.
  */
 import { sql } from 'drizzle-orm';
 import type { Transaction } from '../db/client.js';
 import { destructionLedger, type LedgerRow } from '../db/schema.js';
 
-/** Empties the tables a fresh database fills at start-up (epochs, the audit chain), inside the restore's transaction. */
+/** Empties the tables a fresh database fills at start-up (epochs, the audit chain), inside the restore's transaction, after it saved their rows. */
 export async function clearForRestore(tx: Transaction): Promise<void> {
   await tx.execute(sql`delete from audit_log`);
   await tx.execute(sql`delete from audit_head`);
