@@ -318,6 +318,7 @@ export async function runAppend(): Promise<AppendResult> {
         S3_ACCESS_KEY: minio.accessKey,
         S3_SECRET_KEY: minio.secretKey,
         S3_BUCKET: bucket,
+        S3_BACKUP_BUCKET: `${bucket}-bak`,
       }),
       // stdout carries the tables
       createLogger('warn', process.stderr),

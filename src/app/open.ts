@@ -3,8 +3,9 @@
  * (migrated) → active epoch → services → subscribers → replica events → workers.
  * `lethe serve`, the CLI and the tests all start here; nothing below imports it.
  */
+import { checkPrivateDir } from '../config/files.js';
 import type { Config } from '../config/index.js';
-import { zeroize } from '../crypto/index.js';
+import { KeyedHasher, zeroize } from '../crypto/index.js';
 import { ArtifactService } from '../artifacts/service.js';
 import { TrainingExposures } from '../artifacts/exposures.js';
 import { ChatRegenerator, ExtractiveRegenerator, type Regenerator } from '../artifacts/regenerator.js';
@@ -23,6 +24,7 @@ import { FsObjectStore } from '../storage/fs.js';
 import { S3ObjectStore } from '../storage/s3.js';
 import type { ObjectStore } from '../storage/store.js';
 import { AuditLog } from '../vault/audit.js';
+import { CertificateKeys } from '../vault/certificate-keys.js';
 import { DekCache } from '../vault/cache.js';
 import { KeyDestructions } from '../vault/destructions.js';
 import { EpochService } from '../vault/epochs.js';
@@ -71,7 +73,8 @@ export interface OpenAppOptions {
 
 /**
  * Test fault injection: LETHE_FAILPOINT=<name> kills this process (SIGKILL, no
- * clean-up) when the erasure engine reaches that point. Ignored in production.
+ * clean-up) when the erasure engine, or the ledger chain's writer, reaches that
+ * point. Ignored in production.
  */
 function failpointFor(config: Config): ((name: string) => void) | undefined {
   const wanted = process.env.LETHE_FAILPOINT;
@@ -81,6 +84,18 @@ function failpointFor(config: Config): ((name: string) => void) | undefined {
   };
 }
 
+/**
+ * The ledger chain's retention: LETHE_LEDGER_LOCK, never weaker than the backup
+ * bucket's own default retention (a compliance default cannot be lowered to
+ * governance on one object, nor shortened).
+ */
+function ledgerRetention(config: Config): Config['ledgerLock'] {
+  const ledger = config.ledgerLock;
+  const bucket = config.backupObjectLock;
+  if (!ledger || !bucket) return ledger;
+  return { mode: bucket.mode === 'compliance' ? 'compliance' : ledger.mode, days: Math.max(ledger.days, bucket.days) };
+}
+
 function objectStore(config: Config, bucket: string): ObjectStore {
   return config.s3 ? new S3ObjectStore({ ...config.s3, bucket }) : new FsObjectStore(`${config.dataDir}/objects`, bucket);
 }
@@ -88,15 +103,16 @@ function objectStore(config: Config, bucket: string): ObjectStore {
 export async function openApp(config: Config, options: OpenAppOptions): Promise<App> {
   const { logger } = options;
   const metrics = options.metrics ?? createMetrics();
+  // the data directory is private to the service: refused when others may write into it
+  checkPrivateDir(config.dataDir, 'the data directory (LETHE_DATA_DIR)');
   const root = loadRootKey(config, (message) => logger.warn(message));
   const failpoint = failpointFor(config);
   let provider: KeyProvider | undefined;
   let db: Db | undefined;
-  let signingKey: Uint8Array | undefined;
   try {
     provider = await LocalKeyringProvider.open(config.keyringDir, root.key);
     const hasher = new SubjectHasher(await provider.deriveSystemKey('subject-hash'));
-    const audit = new AuditLog(await provider.deriveSystemKey('audit-chain'));
+    const audit = new AuditLog(await provider.deriveSystemKey('audit-chain'), await provider.deriveSystemKey('audit-head'));
     db = await openDb({ databaseUrl: config.databaseUrl, dataDir: `${config.dataDir}/pgdata`, poolSize: config.dbPoolSize });
     const database = db.db;
     const cache = new DekCache({ maxEntries: config.dekCacheMaxEntries, maxAgeMs: config.dekCacheTtlSeconds * 1000 });
@@ -126,8 +142,26 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
     const artifacts = new ArtifactService({ db: database, keys, versionKeys, destructions, objects, vectors, log, fences, regenerator, audit, metrics, logger });
     const exposures = new TrainingExposures({ db: database, audit });
     const search = new Search({ vectors, log, artifacts, fences });
-    const backups = new BackupService({ db: database, keys, versionKeys, artifacts, provider, audit, objects, backupObjects, logger });
-    signingKey = await provider.deriveSystemKey('certificate-signing');
+    const ledgerKey = await provider.deriveSystemKey('ledger-chain');
+    const ledgerMac = new KeyedHasher(ledgerKey);
+    zeroize(ledgerKey);
+    const backups = new BackupService({
+      db: database,
+      keys,
+      versionKeys,
+      artifacts,
+      provider,
+      audit,
+      objects,
+      backupObjects,
+      logger,
+      destructions,
+      ledgerMac,
+      ledgerLock: ledgerRetention(config),
+      ...(failpoint ? { failpoint } : {}),
+    });
+    // certificates are signed by the key provider's own signing key (rotatable; retired keys stay listed)
+    const certificateKeys = new CertificateKeys({ db: database, provider, audit });
     const erasures = new ErasureEngine({
       db: database,
       keys,
@@ -140,7 +174,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       exposures,
       epochs,
       logger,
-      signingKey,
+      signer: certificateKeys,
       probeThreshold: config.probeThreshold,
       probeSimilarity: config.probeSimilarity,
       claimSeconds: config.erasureClaimSeconds,
@@ -151,11 +185,22 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
     subscribe(parts);
     if (options.prepare ?? true) {
       await objects.ensureBucket({ versioned: true });
-      await backupObjects.ensureBucket({ versioned: true, ...(config.backupObjectLock ? { objectLock: config.backupObjectLock } : {}) });
+      await backupObjects.ensureBucket({
+        versioned: true,
+        // a new backup bucket is created with Object Lock, so the ledger chain can be retained
+        ...(config.ledgerLock && backupObjects.kind === 's3' ? { lockable: true } : {}),
+        ...(config.backupObjectLock ? { objectLock: config.backupObjectLock } : {}),
+      });
       if (config.backupObjectLock && backupObjects.kind === 'fs') {
         logger.warn('LETHE_BACKUP_OBJECT_LOCK is set but backups go to a local folder, which cannot enforce Object Lock');
       }
       await db.migrate();
+      const ledger = await backups.ledgerStatus().catch(() => undefined);
+      if (ledger && !ledger.locked) {
+        const message = `THE LEDGER CHAIN IS NOT UNDER OBJECT LOCK: ${ledger.why}. Anyone who can write the backup bucket can delete destruction records (a restore still detects it, but cannot recover them).`;
+        if (config.production) logger.error(message);
+        else logger.info(message);
+      }
       const epoch = await epochs.ensureActive('system');
       logger.info({ epoch, database: db.kind, provider: provider.name, objectStore: objects.kind }, 'vault ready');
     }
@@ -181,7 +226,6 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
     if (options.erasureWorker ?? listening) erasures.start();
     const openedDb = db;
     const openedProvider = provider;
-    const openedSigningKey = signingKey;
     let closed = false;
     return {
       config,
@@ -203,6 +247,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       search,
       backups,
       erasures,
+      certificateKeys,
       metrics,
       logger,
       async close() {
@@ -210,6 +255,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
         if (closed) return;
         closed = true;
         clearInterval(catchUp);
+        backups.close();
         await erasures.stop();
         await unlisten?.().catch(() => {});
         cache.clear();
@@ -218,14 +264,13 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
         vectors.close();
         hasher.close();
         audit.close();
+        ledgerMac.destroy();
         await openedDb.close();
         await openedProvider.close();
-        zeroize(openedSigningKey);
       },
     };
   } catch (e) {
     await db?.close().catch(() => {});
-    zeroize(signingKey);
     if (provider) await provider.close();
     else zeroize(root.key);
     throw e;

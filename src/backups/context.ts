@@ -5,11 +5,13 @@
  * arguments and none holds state of its own.
  */
 import type { ArtifactService } from '../artifacts/service.js';
+import type { KeyedHasher } from '../crypto/index.js';
 import type { Database } from '../db/client.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
 import type { Logger } from '../observability/logger.js';
 import type { ObjectStore } from '../storage/store.js';
 import type { AuditLog } from '../vault/audit.js';
+import type { KeyDestructions } from '../vault/destructions.js';
 import type { KeyService } from '../vault/keys.js';
 import type { VersionKeys } from '../vault/version-keys.js';
 
@@ -30,4 +32,12 @@ export interface BackupContext {
   /** The backup bucket (or folder). */
   readonly backup: ObjectStore;
   readonly logger: Logger;
+  /** Marks destructions durable once their ledger chain record is stored. */
+  readonly destructions: KeyDestructions;
+  /** MACs the ledger chain, its head and every manifest version (the `ledger-chain` subkey). */
+  readonly ledgerMac: KeyedHasher;
+  /** Object Lock retention for the ledger chain's objects, when the bucket allows it; undefined: off. */
+  readonly ledgerLock: { readonly mode: 'governance' | 'compliance'; readonly days: number } | undefined;
+  /** Test fault injection: kill the process at a named point (never honoured in production). */
+  readonly failpoint?: ((name: string) => void) | undefined;
 }

@@ -8,6 +8,9 @@
  * Also the backup bucket's layout (where each part of a backup is stored) and reading
  * a manifest's current version back from it.
  */
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { canonicalJson, type Json } from '../crypto/certificate.js';
+import { constantTimeEqual, type KeyedHasher, utf8 } from '../crypto/index.js';
 import { LetheError } from '../errors.js';
 import type { ObjectStore } from '../storage/store.js';
 
@@ -44,6 +47,33 @@ export interface Manifest {
   readonly ledgerEntries: number;
   readonly objects: ManifestObject[];
   readonly keys: ManifestKey[];
+  /** The ledger chain's last record when the backup was taken: a restore refuses a chain cut back behind it. */
+  readonly ledgerHead?: { readonly seq: number; readonly mac: string };
+  /**
+   * HMAC-SHA256 (hex) under the ledger-chain subkey over the manifest's canonical JSON
+   * without this field: an edited manifest does not verify. Absent on manifests written
+   * before manifests were MAC'd.
+   */
+  readonly mac?: string;
+}
+
+function manifestMac(mac: KeyedHasher, manifest: Manifest): string {
+  const { mac: _omitted, ...rest } = manifest;
+  // domain-separated from the ledger chain's records by the manifest's own format field
+  return bytesToHex(mac.hash(utf8.encode(canonicalJson(JSON.parse(JSON.stringify(rest)) as Json))));
+}
+
+/** The manifest with its MAC (any previous MAC replaced). */
+export function sealManifest(mac: KeyedHasher, manifest: Manifest): Manifest {
+  const { mac: _omitted, ...rest } = manifest;
+  return { ...rest, mac: manifestMac(mac, rest) };
+}
+
+/** Whether the manifest carries a MAC that verifies: 'valid', 'invalid' (altered) or 'absent' (written before MACs). */
+export function manifestMacState(mac: KeyedHasher, manifest: Manifest): 'valid' | 'invalid' | 'absent' {
+  if (manifest.mac === undefined) return 'absent';
+  if (typeof manifest.mac !== 'string' || !/^[0-9a-f]{64}$/.test(manifest.mac)) return 'invalid';
+  return constantTimeEqual(hexToBytes(manifestMac(mac, manifest)), hexToBytes(manifest.mac)) ? 'valid' : 'invalid';
 }
 
 export function manifestKey(backupId: string): string {
@@ -68,18 +98,8 @@ export function databaseKey(backupId: string): string {
   return `backups/${backupId}/database.json`;
 }
 
-/**
- * Written once, by the first backup job, and never again: a ledger copy without it
- * has been removed, not merely found empty.
- */
-export const LEDGER_GENESIS_KEY = 'ledger/genesis.json';
-
 export function storedObjectKey(sha256: string): string {
   return `objects/${sha256}`;
-}
-
-export function ledgerObjectKey(keyId: string): string {
-  return `ledger/${keyId}.json`;
 }
 
 /** The manifest with `destroyed` marked on the given keys, as the next version. */

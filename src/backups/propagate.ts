@@ -14,8 +14,8 @@ import { queryRows } from '../db/client.js';
 import { backupKeys, backupPropagations, backups } from '../db/schema.js';
 import { describeError } from '../observability/logger.js';
 import type { BackupContext } from './context.js';
-import { copyLedger } from './ledger-copy.js';
-import { manifestKey, markDestroyed, readManifest } from './manifest.js';
+import { flushLedger } from './ledger-chain.js';
+import { manifestKey, markDestroyed, readManifest, sealManifest } from './manifest.js';
 
 export interface PropagateOptions {
   /** Only the backups holding these keys. */
@@ -35,10 +35,13 @@ export interface PropagationResult {
  * Writes a new manifest version for every backup holding a destroyed key not yet
  * marked there. With `keyIds`, only those keys' backups are looked at (through the
  * key id → backups index); with `backupIds`, only those backups; with neither,
- * everything pending (start-up and the periodic catch-up). Also copies new ledger
- * rows into the backup bucket.
+ * everything pending (start-up and the periodic catch-up). The ledger chain is
+ * written first (every destruction not yet in it) and again after the manifests
+ * (the manifest versions just written).
  */
 export async function propagateDestructions(ctx: BackupContext, options: PropagateOptions = {}): Promise<PropagationResult> {
+  // write-ahead: the ledger chain first, whatever state the manifests are in
+  await flushLedger(ctx);
   const filter = options.keyIds
     ? sql`and bk.key_id in (select json_array_elements_text(${JSON.stringify(options.keyIds)}::json))`
     : options.backupIds
@@ -60,30 +63,34 @@ export async function propagateDestructions(ctx: BackupContext, options: Propaga
     byBackup.set(p.backup_id, m);
   }
   let keys = 0;
+  let written = 0;
   for (const [backupId, destroyed] of byBackup) {
-    await ctx.db.transaction(async (tx) => {
+    const marked = await ctx.db.transaction(async (tx) => {
       // one writer of a backup's manifest at a time
       const [row] = await tx.select().from(backups).where(eq(backups.backupId, backupId)).for('update');
-      if (!row) return;
+      if (!row) return 0;
       // another propagation may have marked them while we waited for the lock
       const done = await tx
         .select({ keyId: backupPropagations.keyId })
         .from(backupPropagations)
         .where(sql`${backupPropagations.backupId} = ${backupId} and ${backupPropagations.keyId} in (select json_array_elements_text(${JSON.stringify([...destroyed.keys()])}::json))`);
       for (const d of done) destroyed.delete(d.keyId);
-      if (destroyed.size === 0) return;
+      if (destroyed.size === 0) return 0;
       const current = await readManifest(ctx.backup, backupId);
-      const next = markDestroyed(current, destroyed, new Date());
+      const next = sealManifest(ctx.ledgerMac, markDestroyed(current, destroyed, new Date()));
       await ctx.backup.put(manifestKey(backupId), Buffer.from(JSON.stringify(next)));
       await tx.update(backups).set({ manifestVersion: next.version }).where(eq(backups.backupId, backupId));
       const rows = [...destroyed.keys()].map((keyId) => ({ keyId, backupId, manifestVersion: next.version, propagatedAt: new Date() }));
       await tx.insert(backupPropagations).values(rows).onConflictDoNothing();
+      return destroyed.size;
     });
-    keys += destroyed.size;
+    // another propagation may have written them meanwhile: counted there
+    if (marked > 0) written++;
+    keys += marked;
   }
-  // a targeted propagation copies only its own keys' ledger rows (the full scan is the catch-up's)
-  await copyLedger(ctx, options.keyIds);
-  return { backups: byBackup.size, keys };
+  // the ledger chain records the manifest versions just written (and any destruction still pending)
+  await flushLedger(ctx);
+  return { backups: written, keys };
 }
 
 /** How many backups hold data of the key. */
@@ -108,16 +115,25 @@ export async function backupsHoldingAny(ctx: BackupContext, keyIds: readonly str
   return r?.n ?? 0;
 }
 
+/** Backoff between background retries after a failed write: doubling from 1 s to 60 s. */
+const RETRY_MIN_MS = 1000;
+const RETRY_MAX_MS = 60_000;
+
 /**
- * Propagation in the background: errors are logged, never thrown (the periodic
- * catch-up retries). Calls that arrive while one runs are coalesced into the next
- * run (a cascade destroys one version key per regenerated artifact).
+ * Propagation in the background: errors are logged, never thrown. Calls that arrive
+ * while one runs are coalesced into the next run (a cascade destroys one version key
+ * per regenerated artifact). A failed run is retried with backoff (1 s doubling to
+ * 60 s) until it succeeds: a destruction stays pending only while the backup store
+ * cannot be written.
  */
 export class PropagationQueue {
   readonly #ctx: BackupContext;
   #keys = new Set<string>();
   #all = false;
   #running: Promise<void> | undefined;
+  #retry: NodeJS.Timeout | undefined;
+  #backoff = RETRY_MIN_MS;
+  #closed = false;
 
   constructor(ctx: BackupContext) {
     this.#ctx = ctx;
@@ -125,21 +141,63 @@ export class PropagationQueue {
 
   /** Queues the keys' backups (every pending destruction without `keyIds`) and starts a run unless one is going. */
   add(keyIds?: readonly string[]): void {
+    if (this.#closed) return;
     if (keyIds) for (const k of keyIds) this.#keys.add(k);
     else this.#all = true;
     if (this.#running) return;
+    // new work is tried at once (a waiting retry joins it); the backoff keeps growing while runs fail
+    if (this.#retry) {
+      clearTimeout(this.#retry);
+      this.#retry = undefined;
+    }
     this.#running = (async () => {
       while (this.#all || this.#keys.size > 0) {
         const all = this.#all;
         const keys = [...this.#keys];
         this.#all = false;
         this.#keys.clear();
-        await propagateDestructions(this.#ctx, all ? {} : { keyIds: keys }).catch((e: unknown) =>
-          this.#ctx.logger.warn({ err: describeError(e) }, 'backup manifest propagation failed; the periodic catch-up will retry'),
-        );
+        try {
+          await propagateDestructions(this.#ctx, all ? {} : { keyIds: keys });
+          this.#backoff = RETRY_MIN_MS;
+          // a run that succeeds after failures catches up on everything (the failed runs' work included)
+        } catch (e) {
+          // put the work back and try again later, with backoff
+          if (all) this.#all = true;
+          for (const k of keys) this.#keys.add(k);
+          this.#ctx.logger.warn({ err: describeError(e), retryInMs: this.#backoff }, 'backup ledger or manifest write failed; retrying');
+          this.#scheduleRetry();
+          return;
+        }
       }
     })().finally(() => {
       this.#running = undefined;
     });
+  }
+
+  /** Stops retrying (the service is closing). */
+  close(): void {
+    this.#closed = true;
+    if (this.#retry) clearTimeout(this.#retry);
+    this.#retry = undefined;
+  }
+
+  /** Resolves once the run in progress (if any) ends. */
+  async idle(): Promise<void> {
+    await this.#running;
+  }
+
+  #scheduleRetry(): void {
+    if (this.#closed || this.#retry) return;
+    const delay = this.#backoff;
+    this.#backoff = Math.min(this.#backoff * 2, RETRY_MAX_MS);
+    this.#retry = setTimeout(() => {
+      this.#retry = undefined;
+      // the retry carries the queued work (or everything pending)
+      if (!this.#all && this.#keys.size === 0) this.#all = true;
+      const keys = [...this.#keys];
+      this.#keys.clear();
+      this.add(this.#all ? undefined : keys);
+    }, delay);
+    this.#retry.unref();
   }
 }

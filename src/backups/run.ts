@@ -18,8 +18,8 @@ import { newId } from '../ids.js';
 import type { BackupContext } from './context.js';
 import { exportDatabase } from './database.js';
 import { writeKeyTable } from './key-table.js';
-import { copyLedger, startLedgerCopy } from './ledger-copy.js';
-import { databaseKey, keyTableKey, type Manifest, MANIFEST_FORMAT, type ManifestKey, type ManifestObject, manifestKey, storedObjectKey } from './manifest.js';
+import { chainPosition, flushLedger } from './ledger-chain.js';
+import { databaseKey, keyTableKey, type Manifest, MANIFEST_FORMAT, type ManifestKey, type ManifestObject, manifestKey, sealManifest, storedObjectKey } from './manifest.js';
 import { BACKED_UP_PREFIXES, keyIdsOf, sha256Hex } from './objects.js';
 import { propagateDestructions } from './propagate.js';
 
@@ -53,10 +53,9 @@ export async function takeBackup(ctx: BackupContext, options: { onProgress?: (p:
   });
   const databaseBytes = Buffer.from(JSON.stringify(dump));
   await ctx.backup.put(databaseKey(backupId), databaseBytes);
-  // the ledger copy holds every destruction the backup knows of before the manifest names
-  // them; only a backup job starts the copy, so a copy that was removed stays missing
-  await startLedgerCopy(ctx.backup);
-  await copyLedger(ctx);
+  // the ledger chain holds every destruction the backup knows of before the manifest names them
+  await flushLedger(ctx);
+  const ledgerHead = await chainPosition(ctx.db, ctx.backup.bucket);
   options.onProgress?.({ phase: 'keys', done: table.rows.length, copied: 0, reused: 0 });
 
   // Objects after the snapshot of the tables: every segment an exported index row
@@ -100,7 +99,7 @@ export async function takeBackup(ctx: BackupContext, options: { onProgress?: (p:
     return { keyId, kind: kinds.get(keyId)!, state: states.get(keyId)!, ...(at ? { destroyedAt: at.toISOString() } : {}) };
   });
 
-  const manifest: Manifest = {
+  const manifest: Manifest = sealManifest(ctx.ledgerMac, {
     format: MANIFEST_FORMAT,
     backupId,
     version: 1,
@@ -111,7 +110,8 @@ export async function takeBackup(ctx: BackupContext, options: { onProgress?: (p:
     ledgerEntries: dump.tables.destruction_ledger.length,
     objects,
     keys,
-  };
+    ...(ledgerHead ? { ledgerHead } : {}),
+  });
   await ctx.backup.put(manifestKey(backupId), Buffer.from(JSON.stringify(manifest)));
   options.onProgress?.({ phase: 'manifest', done: 1, copied, reused });
 

@@ -8,12 +8,14 @@
  *   manifest, backup_keys rows).
  * - propagate.ts: writing destructions into the manifests of the backups holding the
  *   keys, in the foreground or coalesced in the background; how many backups hold a key.
- * - ledger-copy.ts: the append-only copy of the destruction ledger in the backup bucket.
+ * - ledger-chain.ts: the destruction ledger's MAC-chained, write-ahead copy in the
+ *   backup bucket; a destruction is durable (and answered `destroyed`) once it is there.
  * - verify.ts / restore.ts: checking a backup; restoring one without bringing back a
  *   destroyed key.
  */
 import { eq } from 'drizzle-orm';
 import type { ArtifactService } from '../artifacts/service.js';
+import type { KeyedHasher } from '../crypto/index.js';
 import type { Database } from '../db/client.js';
 import { backups } from '../db/schema.js';
 import { LetheError } from '../errors.js';
@@ -21,10 +23,11 @@ import type { KeyProvider } from '../keyprovider/provider.js';
 import type { Logger } from '../observability/logger.js';
 import type { ObjectStore } from '../storage/store.js';
 import type { AuditLog } from '../vault/audit.js';
+import type { KeyDestructions } from '../vault/destructions.js';
 import type { KeyService } from '../vault/keys.js';
 import type { VersionKeys } from '../vault/version-keys.js';
 import type { BackupContext } from './context.js';
-import { copyLedger } from './ledger-copy.js';
+import { flushLedger, readChain, type VerifiedChain } from './ledger-chain.js';
 import { type Manifest, readManifest } from './manifest.js';
 import {
   backupsHolding,
@@ -58,9 +61,27 @@ export class BackupService {
     objects: ObjectStore;
     backupObjects: ObjectStore;
     logger: Logger;
+    destructions: KeyDestructions;
+    ledgerMac: KeyedHasher;
+    ledgerLock?: { mode: 'governance' | 'compliance'; days: number } | undefined;
+    failpoint?: ((name: string) => void) | undefined;
   }) {
-    const { db, keys, versionKeys, artifacts, provider, audit, logger } = deps;
-    this.#ctx = { db, keys, versionKeys, artifacts, provider, audit, live: deps.objects, backup: deps.backupObjects, logger };
+    const { db, keys, versionKeys, artifacts, provider, audit, logger, destructions, ledgerMac } = deps;
+    this.#ctx = {
+      db,
+      keys,
+      versionKeys,
+      artifacts,
+      provider,
+      audit,
+      live: deps.objects,
+      backup: deps.backupObjects,
+      logger,
+      destructions,
+      ledgerMac,
+      ledgerLock: deps.ledgerLock,
+      failpoint: deps.failpoint,
+    };
     this.#queue = new PropagationQueue(this.#ctx);
   }
 
@@ -91,14 +112,74 @@ export class BackupService {
     return propagateDestructions(this.#ctx, options);
   }
 
+  /** Stops the background retries (the service is closing). */
+  close(): void {
+    this.#queue.close();
+  }
+
+  /** Resolves once the background propagation in progress (if any) has ended. */
+  idle(): Promise<void> {
+    return this.#queue.idle();
+  }
+
   /** Propagation in the background, coalesced; errors are logged, never thrown. */
   propagateSoon(keyIds?: readonly string[]): void {
     this.#queue.add(keyIds);
   }
 
-  /** Copies destruction-ledger rows not yet in the backup bucket there (only `keyIds`' when given). */
-  exportLedger(keyIds?: readonly string[]): Promise<number> {
-    return copyLedger(this.#ctx, keyIds);
+  /** Writes every destruction not yet in the backup bucket's ledger chain there and marks it durable; throws when the bucket cannot be written. */
+  flushLedger(): Promise<{ records: number; durable: string[] }> {
+    return flushLedger(this.#ctx);
+  }
+
+  /**
+   * Waits (up to `waitMs`, retrying the ledger write with backoff) until the
+   * destructions of `keyIds` are durable in the backup bucket's ledger chain. Answers
+   * the key ids still pending (empty: all durable) and the last write error, if any.
+   */
+  async awaitDurable(keyIds: readonly string[], waitMs: number): Promise<{ pending: string[]; error?: string }> {
+    const deadline = Date.now() + waitMs;
+    let delay = 100;
+    let error: string | undefined;
+    for (;;) {
+      const pending = await this.#ctx.destructions.pendingDurable(keyIds);
+      if (pending.length === 0) return { pending };
+      try {
+        await flushLedger(this.#ctx);
+        error = undefined;
+        const still = await this.#ctx.destructions.pendingDurable(keyIds);
+        if (still.length === 0) return { pending: still };
+      } catch (e) {
+        error = e instanceof Error ? e.message : String(e);
+      }
+      if (Date.now() + delay > deadline) {
+        const still = await this.#ctx.destructions.pendingDurable(keyIds);
+        return still.length === 0 ? { pending: still } : { pending: still, ...(error ? { error } : {}) };
+      }
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 2000);
+    }
+  }
+
+  /**
+   * Whether the ledger chain's objects are retained under Object Lock (LETHE_LEDGER_LOCK
+   * on, and a backup bucket created with Object Lock), and how many destructions are
+   * still pending (not yet durable in the chain) and since when.
+   */
+  async ledgerStatus(): Promise<{ locked: boolean; why?: string; pending: number; oldestPending: Date | null }> {
+    const { pending, oldest } = await this.#ctx.destructions.pendingSummary();
+    const base = { pending, oldestPending: oldest };
+    if (!this.#ctx.ledgerLock) return { ...base, locked: false, why: 'LETHE_LEDGER_LOCK is off' };
+    if (this.#ctx.backup.kind === 'fs') return { ...base, locked: false, why: 'the backup store is a local folder, which cannot enforce Object Lock' };
+    if (!(await this.#ctx.backup.lockable())) {
+      return { ...base, locked: false, why: `the backup bucket ${this.#ctx.backup.bucket} was created without Object Lock (it can only be enabled at creation: use a new bucket)` };
+    }
+    return { ...base, locked: true };
+  }
+
+  /** The backup bucket's ledger chain, verified from its genesis (throws a conflict naming what is wrong). */
+  ledgerChain(): Promise<VerifiedChain> {
+    return readChain(this.#ctx.backup, this.#ctx.ledgerMac);
   }
 
   /** Checks a backup's objects against their sha256 and its keys against what lethe holds. */
@@ -108,7 +189,8 @@ export class BackupService {
 
   /** Restores a backup into an empty database and bucket, replaying the ledger first. */
   restore(backupId: string, options: { force?: boolean; actor: string }): Promise<RestoreResult> {
-    return restoreBackup(this.#ctx, backupId, options);
+    // a restore that fails waits out the propagation its regeneration set off before it puts the target back
+    return restoreBackup(this.#ctx, backupId, { ...options, settle: () => this.#queue.idle() });
   }
 
   /** How many backups hold data of the key. */

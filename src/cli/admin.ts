@@ -1,17 +1,13 @@
 /**
  * The local admin commands, run on this configuration (no running service needed):
- * serve, migrate, kek, log, audit (they open the app), certificate (a file, or the
- * root key) and token. The app, the server and token hashing load
+ * serve, migrate, kek, log, audit (they open the app) and token (certificate: its own
+ * file, certificate.ts). The app, the server and token hashing load
  * on first use, so that a client command does not load them.
  */
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { ROLES, type Role } from '../config/index.js';
-import { deriveSubkey, toBase64Url, zeroize } from '../crypto/index.js';
-import { certificatePublicKey, verifyCertificate } from '../crypto/certificate.js';
-import { loadRootKey } from '../keyprovider/root-key.js';
-import { createLogger, describeError } from '../observability/logger.js';
+import { createLogger } from '../observability/logger.js';
 import { config, ExitError, openApp, out, withApp } from './shared.js';
 
 const startServer: typeof import('../app/serve.js').startServer = async (...args) => (await import('../app/serve.js')).startServer(...args);
@@ -84,6 +80,9 @@ export function addKek(program: Command): void {
     });
 }
 
+/** How long `log rekey` waits for the old key's destruction record to be durable before it reports it pending. */
+const REKEY_ACK_WAIT_MS = 10_000;
+
 /** `lethe log fsck | rekey | compact`. */
 export function addLog(program: Command): void {
   const log = program.command('log').description('The episodic log in the object store.');
@@ -113,7 +112,22 @@ export function addLog(program: Command): void {
     .option('--exclude <entryId...>', 'entries to erase')
     .option('--reason <text>', 'recorded in the destruction ledger', 'rekey')
     .action(async (subject: string, opts: { exclude?: string[]; reason: string }) => {
-      out(await withApp((app) => app.log.rekeySubject(subject, { exclude: opts.exclude ?? [], actor: 'cli', reason: opts.reason })));
+      out(
+        await withApp(async (app) => {
+          const result = await app.log.rekeySubject(subject, { exclude: opts.exclude ?? [], actor: 'cli', reason: opts.reason });
+          // the old key's destruction counts once its record is durable in the backup store's ledger
+          const durable = await app.backups.awaitDurable([result.oldKeyId], REKEY_ACK_WAIT_MS);
+          if (durable.pending.length > 0) {
+            process.exitCode = 3;
+            return {
+              ...result,
+              destruction: 'pending',
+              pending: `the old key is unusable, but its destruction record is not yet durable in the backup store's ledger (${durable.error ?? 'still being written'}): a running service retries it; run \`lethe backup propagate\` once the store is back`,
+            };
+          }
+          return { ...result, destruction: 'destroyed' };
+        }),
+      );
     });
   log
     .command('compact')
@@ -123,51 +137,50 @@ export function addLog(program: Command): void {
     });
 }
 
-/** `lethe certificate verify | public-key`: offline, from a file or the root key. */
-export function addCertificate(program: Command): void {
-  const certificate = program.command('certificate').description('Erasure certificates (Ed25519 over canonical JSON).');
-  certificate
-    .command('verify')
-    .description('Check a certificate file offline: exit 0 when its signature holds over its payload, 1 when not, 2 when the file is unreadable.')
-    .argument('<file>', 'a certificate as JSON: { payload, signature, publicKey, algorithm }')
-    .option('--public-key <base64url>', "also require this signer (lethe's key: `lethe certificate public-key`)")
-    .action(async (file: string, opts: { publicKey?: string }) => {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(await readFile(file, 'utf8'));
-      } catch (e) {
-        throw new ExitError(`cannot read a JSON certificate from ${file}: ${describeError(e).message}`, 2);
-      }
-      const result = verifyCertificate(parsed, opts.publicKey);
-      out(result);
-      if (!result.valid) throw new ExitError(`certificate does not verify: ${result.reason}`, 1);
-    });
-  certificate
-    .command('public-key')
-    .description("This vault's certificate-signing public key (derived from the root key), base64url.")
-    .action(async () => {
-      const cfg = config();
-      const root = loadRootKey(cfg, (message) => process.stderr.write(`lethe: ${message}\n`));
-      const secret = deriveSubkey(root.key, 'certificate-signing');
-      try {
-        out({ algorithm: 'Ed25519', publicKey: toBase64Url(certificatePublicKey(secret)) });
-      } finally {
-        zeroize(secret, root.key);
-      }
-    });
-}
-
 /** `lethe audit verify`. */
 export function addAudit(program: Command): void {
   const audit = program.command('audit').description('The MAC-chained audit log.');
   audit
     .command('verify')
-    .description('Walk the audit chain and report the first edited, inserted or deleted row. Exits 1 when broken.')
-    .action(async () => {
-      const result = await withApp((app) => app.audit.verify(app.db.db));
-      out(result);
-      if (!result.ok) throw new ExitError(`audit chain broken at row ${result.brokenAt}: ${result.problem}`, 1);
+    .description(
+      'Walk the audit chain and report the first edited, inserted or deleted row, rows removed from the end, and a head moved back or forged (its MAC). Exits 1 when broken.',
+    )
+    .option(
+      '--anchor <seq:mac>',
+      'a tip recorded outside the database earlier (row number, colon, its MAC in hex): fails when the chain no longer holds it (a rollback). ' +
+        'Default: the audit tip carried by the newest record of the backup bucket\'s ledger chain',
+    )
+    .option('--no-ledger-anchor', 'do not read the ledger chain for an anchor')
+    .action(async (opts: { anchor?: string; ledgerAnchor: boolean }) => {
+      const given = opts.anchor === undefined ? undefined : parseAnchor(opts.anchor);
+      const { result, source } = await withApp(async (app) => {
+        let anchor = given;
+        let source: string = given ? '--anchor' : 'none';
+        if (!anchor && opts.ledgerAnchor) {
+          // the ledger chain in the backup bucket carries the audit tip of its newest record: a database rolled back behind it is caught
+          try {
+            const head = (await app.backups.ledgerChain()).auditHead;
+            if (head) {
+              anchor = { seq: head.seq, mac: Uint8Array.from(Buffer.from(head.mac, 'hex')) };
+              source = 'ledger chain';
+            }
+          } catch (e) {
+            process.stderr.write(`lethe: warning: the ledger chain could not be read for an anchor: ${(e as Error).message}\n`);
+          }
+        }
+        return { result: await app.audit.verify(app.db.db, { anchor }), source };
+      });
+      out({ ...result, anchorSource: source });
+      for (const warning of result.warnings) process.stderr.write(`lethe: warning: ${warning}\n`);
+      if (!result.ok) throw new ExitError(`audit chain broken at row ${result.brokenAt}: ${result.problems.join('; ')}`, 1);
     });
+}
+
+/** `--anchor <seq>:<hex mac>`. */
+function parseAnchor(value: string): { seq: number; mac: Uint8Array } {
+  const m = /^(\d{1,15}):([0-9a-fA-F]{64})$/.exec(value.trim());
+  if (!m) throw new ExitError('--anchor must be <row number>:<64 hex digits of that row\'s MAC>', 2);
+  return { seq: Number(m[1]), mac: Uint8Array.from(Buffer.from(m[2]!, 'hex')) };
 }
 
 /** `lethe token new`. */

@@ -121,12 +121,15 @@ const envSchema = z.object({
   LETHE_BACKUP_PROPAGATE_SECONDS: int(60, 1, 86_400),
   LETHE_BACKUP_OBJECT_LOCK: z.enum(['off', 'governance', 'compliance']).optional().default('off'),
   LETHE_BACKUP_RETENTION_DAYS: int(30, 1, 36_500),
+  LETHE_LEDGER_LOCK: z.enum(['off', 'governance', 'compliance']).optional().default('governance'),
+  LETHE_LEDGER_RETENTION_DAYS: int(3650, 1, 36_500),
   LETHE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional().default('info'),
 });
 
 export interface Config {
   readonly port: number;
   readonly host: string;
+  /** NODE_ENV is `production`, compared trimmed and case-insensitively (`Production`, ` PRODUCTION ` too). */
   readonly production: boolean;
   readonly tokens: ReadonlyArray<{ role: Role; token: string }>;
   readonly tokensFile: string | undefined;
@@ -163,6 +166,12 @@ export interface Config {
   readonly backupPropagateSeconds: number;
   /** Object Lock on the backup bucket (MinIO / S3 only): mode and default retention. */
   readonly backupObjectLock: { mode: 'governance' | 'compliance'; days: number } | undefined;
+  /**
+   * Object Lock retention on the ledger chain's objects (ledger/), in this mode and for
+   * this long: on by default, honoured wherever the backup bucket was created with
+   * Object Lock (a new bucket is); undefined: off.
+   */
+  readonly ledgerLock: { mode: 'governance' | 'compliance'; days: number } | undefined;
 }
 
 export class ConfigError extends Error {
@@ -223,7 +232,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   return {
     port: e.PORT,
     host: e.HOST,
-    production: e.NODE_ENV === 'production',
+    production: e.NODE_ENV.trim().toLowerCase() === 'production',
     tokens: e.LETHE_TOKENS,
     tokensFile: e.LETHE_TOKENS_FILE,
     databaseUrl: e.DATABASE_URL,
@@ -251,6 +260,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     embeddingDimensions: e.LETHE_EMBEDDING_DIMENSIONS,
     backupPropagateSeconds: e.LETHE_BACKUP_PROPAGATE_SECONDS,
     backupObjectLock: e.LETHE_BACKUP_OBJECT_LOCK === 'off' ? undefined : { mode: e.LETHE_BACKUP_OBJECT_LOCK, days: e.LETHE_BACKUP_RETENTION_DAYS },
+    ledgerLock: e.LETHE_LEDGER_LOCK === 'off' ? undefined : { mode: e.LETHE_LEDGER_LOCK, days: e.LETHE_LEDGER_RETENTION_DAYS },
     embeddings:
       e.LETHE_EMBEDDINGS_URL && e.LETHE_EMBEDDINGS_MODEL
         ? { url: e.LETHE_EMBEDDINGS_URL, model: e.LETHE_EMBEDDINGS_MODEL, apiKey: e.LETHE_EMBEDDINGS_API_KEY }

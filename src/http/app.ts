@@ -16,6 +16,7 @@ import { problem } from './problem.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerArtifactRoutes } from './routes/artifacts.js';
 import { registerBackupRoutes } from './routes/backups.js';
+import { registerCertificateRoutes } from './routes/certificates.js';
 import { registerErasureRoutes } from './routes/erasures.js';
 import { registerKeyRoutes } from './routes/keys.js';
 import { registerLogRoutes } from './routes/log.js';
@@ -85,7 +86,8 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
 
   const ReadyResponse = z.object({
     status: z.enum(['ok', 'unavailable']),
-    checks: z.record(z.string(), z.enum(['ok', 'failed'])),
+    checks: z.record(z.string(), z.enum(['ok', 'failed', 'off', 'pending'])),
+    warnings: z.array(z.string()).optional().openapi({ description: 'what does not stop readiness but an operator must know (the ledger chain not under Object Lock, destructions pending)' }),
   });
   app.openapi(
     createRoute({
@@ -93,6 +95,9 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
       path: '/readyz',
       tags: ['service'],
       summary: 'Readiness: the database and the object store answer',
+      description:
+        '`checks.ledgerLock` is `off` when the backup bucket\'s ledger chain is not retained under Object Lock; `checks.ledgerWrites` is `pending` while ' +
+        'destructions wait for their record to be durable in the backup store. Neither makes the service unready; both are named in `warnings`.',
       responses: { 200: json(ReadyResponse, 'Ready'), 503: json(ReadyResponse, 'Not ready') },
     }),
     async (c) => {
@@ -113,7 +118,24 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
         }),
       );
       const ok = Object.values(results).every((r) => r === 'ok');
-      return c.json({ status: ok ? ('ok' as const) : ('unavailable' as const), checks: results }, ok ? 200 : 503);
+      // the ledger chain: advisory, never a reason to be unready
+      const warnings: string[] = [];
+      const ledger: Record<string, 'ok' | 'off' | 'pending'> = {};
+      try {
+        const status = await withTimeout(services.backups.ledgerStatus(), 2000);
+        ledger.ledgerLock = status.locked ? 'ok' : 'off';
+        if (!status.locked) warnings.push(`the ledger chain is not under Object Lock: ${status.why}`);
+        ledger.ledgerWrites = status.pending > 0 ? 'pending' : 'ok';
+        if (status.pending > 0) {
+          warnings.push(`${status.pending} destruction(s) not yet durable in the backup store's ledger, the oldest since ${status.oldestPending?.toISOString() ?? '?'}`);
+        }
+      } catch (e) {
+        logger.warn({ err: describeError(e) }, 'readiness: the ledger status could not be read');
+      }
+      return c.json(
+        { status: ok ? ('ok' as const) : ('unavailable' as const), checks: { ...results, ...ledger }, ...(warnings.length > 0 ? { warnings } : {}) },
+        ok ? 200 : 503,
+      );
     },
   );
 
@@ -128,6 +150,7 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
   registerArtifactRoutes(app, services, tokens);
   registerBackupRoutes(app, services, tokens);
   registerErasureRoutes(app, services, tokens);
+  registerCertificateRoutes(app, services, tokens);
 
   app.doc31('/openapi.json', {
     openapi: '3.1.0',

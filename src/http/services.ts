@@ -12,6 +12,7 @@ import type { LogService } from '../log/service.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Search } from '../search/service.js';
+import type { CertificateKeys } from '../vault/certificate-keys.js';
 import type { EpochService } from '../vault/epochs.js';
 import type { ReadFences } from '../vault/fences.js';
 import type { KeyService } from '../vault/keys.js';
@@ -30,6 +31,8 @@ export interface Services {
   readonly search: Search;
   readonly backups: BackupService;
   readonly erasures: ErasureEngine;
+  /** Certificate-signing keys: the public list (current and retired) and rotation. */
+  readonly certificateKeys: CertificateKeys;
   readonly metrics: Metrics;
   readonly logger: Logger;
 }

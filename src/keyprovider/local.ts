@@ -7,15 +7,22 @@
  * flushes the directory. (On copy-on-write or journaling file systems and SSDs an
  * overwrite is best effort; the guarantee that matters is that no KEK file survives
  * in the keyring or in anything that copies it afterwards. Keep the keyring out of
- * database backups.)
+ * database backups.) It then leaves a tombstone, destroyed/epoch-NNNNNNNN.json, holding
+ * only the epoch and when it was destroyed: a restore refused for a retired epoch says
+ * when the epoch died.
+ *
+ * Certificate-signing keys live in the same directory (folder `certificate-signing/`),
+ * sealed the same way: signing-keys.ts.
  */
 import { randomBytes as nodeRandomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
 import { link, mkdir, open as openFile, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
+  type Certificate,
   deriveSubkey,
   encodeContext,
+  type Json,
   open,
   randomBytes,
   seal,
@@ -24,14 +31,21 @@ import {
   wrapKey,
   zeroize,
 } from '../crypto/index.js';
+import { ensurePrivateDir, tightenTree } from '../config/files.js';
 import { LetheError, isLetheError } from '../errors.js';
-import { type KeyProvider, kekId } from './provider.js';
+import { type KeyProvider, type KeyPurpose, kekId, type SigningKeyInfo, type UnwrapOptions } from './provider.js';
+import { SigningKeyring } from './signing-keys.js';
 
 const FILE_PATTERN = /^epoch-(\d{8})\.kek$/;
+const TOMBSTONE_DIR = 'destroyed';
 const ROOT_KEY_ID = 'root';
 
 function fileName(epoch: number): string {
   return `epoch-${String(epoch).padStart(8, '0')}.kek`;
+}
+
+function tombstonePath(dir: string, epoch: number): string {
+  return path.join(dir, TOMBSTONE_DIR, `epoch-${String(epoch).padStart(8, '0')}.json`);
 }
 
 function checkEpoch(epoch: number): void {
@@ -54,15 +68,20 @@ export class LocalKeyringProvider implements KeyProvider {
   readonly #dir: string;
   readonly #root: Uint8Array;
   readonly #keks = new Map<number, Uint8Array>();
+  /** Certificate-signing keys, in the keyring's `certificate-signing/` folder (signing-keys.ts). */
+  readonly #signing: SigningKeyring;
 
   /** Takes ownership of `rootKey` (zeroed on close). */
   private constructor(dir: string, rootKey: Uint8Array) {
     this.#dir = dir;
     this.#root = rootKey;
+    this.#signing = new SigningKeyring(dir, rootKey);
   }
 
   static async open(dir: string, rootKey: Uint8Array): Promise<LocalKeyringProvider> {
-    await mkdir(dir, { recursive: true, mode: 0o700 });
+    // private to the service: created 0700, refused when others may write into it, files 0600
+    ensurePrivateDir(dir, 'the keyring directory (LETHE_KEYRING_DIR)');
+    tightenTree(dir);
     const provider = new LocalKeyringProvider(dir, rootKey);
     // Fail at start-up, not at the first request, when the root key does not match.
     const epochs = await provider.listEpochs();
@@ -100,19 +119,19 @@ export class LocalKeyringProvider implements KeyProvider {
     }
   }
 
-  async wrap(epoch: number, dek: Uint8Array, keyId: string): Promise<Uint8Array> {
+  async wrap(epoch: number, dek: Uint8Array, keyId: string, purpose: KeyPurpose): Promise<Uint8Array> {
     const kek = await this.#kek(epoch);
     try {
-      return wrapKey({ kek, kekId: kekId(epoch), dek, keyId });
+      return wrapKey({ kek, kekId: kekId(epoch), dek, keyId, purpose });
     } finally {
       zeroize(kek);
     }
   }
 
-  async unwrap(epoch: number, wrapped: Uint8Array, keyId: string): Promise<Uint8Array> {
+  async unwrap(epoch: number, wrapped: Uint8Array, keyId: string, purpose: KeyPurpose, options: UnwrapOptions = {}): Promise<Uint8Array> {
     const kek = await this.#kek(epoch);
     try {
-      return unwrapKey({ kek, kekId: kekId(epoch), wrapped, keyId });
+      return unwrapKey({ kek, kekId: kekId(epoch), wrapped, keyId, purpose, acceptLegacy: options.acceptLegacy === true });
     } finally {
       zeroize(kek);
     }
@@ -147,6 +166,36 @@ export class LocalKeyringProvider implements KeyProvider {
     }
     await unlink(doomed);
     await fsyncDir(this.#dir);
+    await this.#tombstone(epoch);
+  }
+
+  async destroyedAt(epoch: number): Promise<Date | undefined> {
+    checkEpoch(epoch);
+    let text: string;
+    try {
+      text = await readFile(tombstonePath(this.#dir, epoch), 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw e;
+    }
+    try {
+      const at = new Date(String((JSON.parse(text) as { destroyedAt?: unknown }).destroyedAt));
+      return Number.isNaN(at.getTime()) ? undefined : at;
+    } catch {
+      return undefined; // a tombstone cut short by a crash says nothing
+    }
+  }
+
+  /** Records when the epoch's KEK was destroyed; the first record stays (written once). */
+  async #tombstone(epoch: number): Promise<void> {
+    const dir = path.join(this.#dir, TOMBSTONE_DIR);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    try {
+      await writeFile(tombstonePath(this.#dir, epoch), JSON.stringify({ epoch, destroyedAt: new Date().toISOString() }), { mode: 0o600, flag: 'wx' });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    await fsyncDir(dir);
   }
 
   async listEpochs(): Promise<number[]> {
@@ -162,6 +211,18 @@ export class LocalKeyringProvider implements KeyProvider {
     const kek = this.#keks.get(epoch);
     if (kek) zeroize(kek);
     this.#keks.delete(epoch);
+  }
+
+  signCertificate(payload: { [key: string]: Json }): Promise<Certificate> {
+    return this.#signing.sign(payload);
+  }
+
+  listSigningKeys(): Promise<SigningKeyInfo[]> {
+    return this.#signing.list();
+  }
+
+  rotateSigningKey(): Promise<{ current: SigningKeyInfo; retired: SigningKeyInfo }> {
+    return this.#signing.rotate();
   }
 
   async deriveSystemKey(label: SubkeyLabel): Promise<Uint8Array> {

@@ -27,6 +27,7 @@ export class FsObjectStore implements ObjectStore {
     await mkdir(this.#dir, { recursive: true, mode: 0o700 });
   }
 
+  /** A folder cannot retain objects: `retain` is not honoured here (`lockable` says so). */
   async put(key: string, body: Uint8Array): Promise<void> {
     const file = this.#path(key);
     await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
@@ -81,6 +82,18 @@ export class FsObjectStore implements ObjectStore {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw e;
     }
+  }
+
+  async versions(key: string): Promise<Uint8Array[]> {
+    const current = await this.get(key).catch((e: unknown) => {
+      if (e instanceof LetheError && e.code === 'not_found') return undefined;
+      throw e;
+    });
+    return current ? [current] : [];
+  }
+
+  async lockable(): Promise<boolean> {
+    return false;
   }
 
   async delete(key: string): Promise<void> {

@@ -6,7 +6,7 @@
  */
 import { Client } from 'minio';
 import { LetheError, isLetheError } from '../errors.js';
-import { assertObjectKey, type ObjectLock, type ObjectStore, type StoredObject } from './store.js';
+import { assertObjectKey, type ObjectLock, type ObjectStore, type Retention, type StoredObject } from './store.js';
 
 export interface S3Options {
   /** http(s)://host:port */
@@ -26,6 +26,7 @@ export class S3ObjectStore implements ObjectStore {
   readonly #client: Client;
   readonly #endpoint: string;
   readonly #region: string;
+  #lockable: boolean | undefined;
 
   constructor(options: S3Options) {
     const url = new URL(options.endpoint);
@@ -43,12 +44,12 @@ export class S3ObjectStore implements ObjectStore {
     });
   }
 
-  async ensureBucket(options: { versioned?: boolean; objectLock?: ObjectLock } = {}): Promise<void> {
+  async ensureBucket(options: { versioned?: boolean; objectLock?: ObjectLock; lockable?: boolean } = {}): Promise<void> {
     const lock = options.objectLock;
     await this.#call(async () => {
       if (!(await this.#client.bucketExists(this.bucket))) {
         try {
-          await this.#client.makeBucket(this.bucket, this.#region, lock ? { ObjectLocking: true } : undefined);
+          await this.#client.makeBucket(this.bucket, this.#region, lock || options.lockable ? { ObjectLocking: true } : undefined);
         } catch (e) {
           // another replica created it first
           if ((e as { code?: string }).code !== 'BucketAlreadyOwnedByYou') throw e;
@@ -78,9 +79,73 @@ export class S3ObjectStore implements ObjectStore {
     });
   }
 
-  async put(key: string, body: Uint8Array): Promise<void> {
+  async put(key: string, body: Uint8Array, options: { retain?: Retention } = {}): Promise<void> {
     assertObjectKey(key);
-    await this.#call(() => this.#client.putObject(this.bucket, key, Buffer.from(body.buffer, body.byteOffset, body.byteLength), body.byteLength));
+    const stored = await this.#call(() => this.#client.putObject(this.bucket, key, Buffer.from(body.buffer, body.byteOffset, body.byteLength), body.byteLength));
+    const retain = options.retain;
+    if (retain && stored.versionId) {
+      const versionId = stored.versionId;
+      await this.#call(() =>
+        this.#client.putObjectRetention(this.bucket, key, {
+          versionId,
+          mode: retain.mode === 'compliance' ? 'COMPLIANCE' : 'GOVERNANCE',
+          retainUntilDate: retain.until.toISOString(),
+        }),
+      );
+    }
+  }
+
+  async versions(key: string): Promise<Uint8Array[]> {
+    assertObjectKey(key);
+    const found = await this.#call(
+      () =>
+        new Promise<{ versionId: string; at: number }[]>((resolve, reject) => {
+          const out: { versionId: string; at: number }[] = [];
+          const stream = this.#client.listObjects(this.bucket, key, false, { IncludeVersion: true });
+          stream.on('data', (item) => {
+            const v = item as { name?: string; versionId?: string | null; isDeleteMarker?: boolean; lastModified?: Date };
+            if (v.name === key && !v.isDeleteMarker && v.versionId) out.push({ versionId: v.versionId, at: v.lastModified ? new Date(v.lastModified).getTime() : 0 });
+          });
+          stream.on('error', reject);
+          stream.on('end', () => resolve(out));
+        }),
+    );
+    found.sort((a, b) => b.at - a.at);
+    const out: Uint8Array[] = [];
+    for (const v of found) {
+      out.push(
+        await this.#call(async () => {
+          const stream = await this.#client.getObject(this.bucket, key, { versionId: v.versionId });
+          const chunks: Buffer[] = [];
+          for await (const chunk of stream) chunks.push(chunk as Buffer);
+          return new Uint8Array(Buffer.concat(chunks));
+        }, key),
+      );
+    }
+    // an unversioned bucket lists its one object without a version id
+    if (out.length === 0) {
+      const current = await this.get(key).catch((e: unknown) => {
+        if (isLetheError(e, 'not_found')) return undefined;
+        throw e;
+      });
+      if (current) out.push(current);
+    }
+    return out;
+  }
+
+  async lockable(): Promise<boolean> {
+    if (this.#lockable === undefined) {
+      this.#lockable = await this.#call(async () => {
+        try {
+          const config = (await (this.#client.getObjectLockConfig(this.bucket) as unknown as Promise<{ objectLockEnabled?: string } | undefined>)) ?? {};
+          return config.objectLockEnabled === 'Enabled';
+        } catch (e) {
+          if ((e as { code?: string }).code === 'ObjectLockConfigurationNotFoundError') return false;
+          throw e;
+        }
+      });
+    }
+    return this.#lockable;
   }
 
   async get(key: string): Promise<Uint8Array> {

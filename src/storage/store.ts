@@ -22,6 +22,12 @@ export interface ObjectLock {
   readonly days: number;
 }
 
+/** How long one object version is kept from deletion, and in which Object Lock mode. */
+export interface Retention {
+  readonly mode: 'governance' | 'compliance';
+  readonly until: Date;
+}
+
 export interface ObjectStore {
   /** "fs" or "s3", for logs and /readyz. */
   readonly kind: 'fs' | 's3';
@@ -29,10 +35,24 @@ export interface ObjectStore {
   /**
    * Creates the bucket when it is missing (versioned when asked; with Object Lock and
    * a default retention when asked — S3 can only turn Object Lock on at creation, so
-   * an existing bucket without it is refused); checks access.
+   * an existing bucket without it is refused); created with Object Lock enabled but no
+   * default retention when `lockable` (objects can then be retained one by one);
+   * checks access.
    */
-  ensureBucket(options?: { versioned?: boolean; objectLock?: ObjectLock }): Promise<void>;
-  put(key: string, body: Uint8Array): Promise<void>;
+  ensureBucket(options?: { versioned?: boolean; objectLock?: ObjectLock; lockable?: boolean }): Promise<void>;
+  /**
+   * Stores the object. With `retain`, the new version is retained under Object Lock
+   * until then (only on a bucket created with Object Lock: see `lockable`).
+   */
+  put(key: string, body: Uint8Array, options?: { retain?: Retention }): Promise<void>;
+  /**
+   * Every stored version of the object, newest first (delete markers skipped): a
+   * version hidden by a delete or overwritten is still found in a versioned bucket. A
+   * store without versions answers the current object, or nothing.
+   */
+  versions(key: string): Promise<Uint8Array[]>;
+  /** Whether objects can be retained under Object Lock here (a bucket created with it). */
+  lockable(): Promise<boolean>;
   /** The object's bytes; not_found when there is none. */
   get(key: string): Promise<Uint8Array>;
   /** `length` bytes of the object from `offset`; not_found when there is none. */

@@ -15,7 +15,7 @@
  * propagation) must still be idempotent: a destruction heard from a replica before
  * this one committed its own of the same key is published twice.
  */
-import { inArray, sql } from 'drizzle-orm';
+import { and, inArray, isNull, sql } from 'drizzle-orm';
 import { type Database, queryRows, type Transaction } from '../db/client.js';
 import { destructionLedger, type LedgerRow } from '../db/schema.js';
 import { LetheError } from '../errors.js';
@@ -132,6 +132,40 @@ export class KeyDestructions {
     );
     // published by this replica's own commit while we looked: not again
     if (rows.length === 0 && !this.#published.has(keyId)) this.#publish([keyId], 'replica');
+  }
+
+  /**
+   * Marks destructions durable: their record is stored in the backup bucket's ledger
+   * chain (called by the backups module inside the transaction that confirms it).
+   */
+  async markDurable(tx: Transaction, keyIds: readonly string[]): Promise<void> {
+    const unique = [...new Set(keyIds)];
+    for (let i = 0; i < unique.length; i += 1000) {
+      await tx
+        .update(destructionLedger)
+        .set({ durableAt: new Date() })
+        .where(and(inArray(destructionLedger.keyId, unique.slice(i, i + 1000)), isNull(destructionLedger.durableAt)));
+    }
+  }
+
+  /** Those of `keyIds` destroyed but not yet durable in the backup bucket's ledger chain (pending). */
+  async pendingDurable(keyIds: readonly string[]): Promise<string[]> {
+    const unique = [...new Set(keyIds)];
+    if (unique.length === 0) return [];
+    const rows = await this.#db
+      .select({ keyId: destructionLedger.keyId })
+      .from(destructionLedger)
+      .where(and(inArray(destructionLedger.keyId, unique), isNull(destructionLedger.durableAt)));
+    return rows.map((r) => r.keyId);
+  }
+
+  /** How many destructions are not yet durable in the ledger chain, and since when the oldest waits. */
+  async pendingSummary(): Promise<{ pending: number; oldest: Date | null }> {
+    const [row] = await queryRows<{ n: number | string; oldest: Date | string | null }>(
+      this.#db,
+      sql`select count(*) as n, min(destroyed_at) as oldest from destruction_ledger where durable_at is null`,
+    );
+    return { pending: Number(row?.n ?? 0), oldest: row?.oldest ? new Date(row.oldest) : null };
   }
 
   /** The ledger rows of the destroyed keys among `keyIds`. */

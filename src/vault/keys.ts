@@ -43,7 +43,12 @@ export interface Lease {
   readonly expiresAt: Date;
 }
 
-export type Validity = 'active' | 'destroyed' | 'unknown';
+/**
+ * A key's state as a backup job or a client sees it: `destruction_pending` is a key
+ * already unusable whose destruction record is not yet durable in the backup
+ * bucket's ledger chain (a restore could still bring it back); only then `destroyed`.
+ */
+export type Validity = 'active' | 'destruction_pending' | 'destroyed' | 'unknown';
 
 export interface LiveKey {
   readonly keyId: string;
@@ -270,7 +275,8 @@ export class KeyService {
       this.#d.db,
       sql`select v.id,
                  case when sk.key_id is not null or ak.key_id is not null then 'active'
-                      when dl.key_id is not null then 'destroyed'
+                      when dl.key_id is not null and dl.durable_at is not null then 'destroyed'
+                      when dl.key_id is not null then 'destruction_pending'
                       else 'unknown' end as state
             from json_array_elements_text(${JSON.stringify(unique)}::json) as v(id)
             left join subject_keys sk on sk.key_id = v.id
@@ -366,8 +372,10 @@ export class KeyService {
   /** Unwraps a row's DEK; re-reads once if a rotation moved the row meanwhile. */
   #unwrapRow(row: SubjectKeyRow): Promise<Uint8Array> {
     return unwrapCurrent(
+      this.#d.db,
       this.#d.provider,
       row,
+      'subject',
       async () => (await this.#d.db.select().from(subjectKeys).where(eq(subjectKeys.keyId, row.keyId)))[0],
       () => new LetheError('key_destroyed', 'the key was destroyed'),
     );
@@ -379,7 +387,7 @@ export class KeyService {
     try {
       const inserted = await this.#d.db.transaction(async (tx) => {
         // the guards look last, right before the insert: no wait for the epoch lock between their look and it
-        const active = await wrapUnderActive(tx, this.#d.provider, keyId, dek);
+        const active = await wrapUnderActive(tx, this.#d.provider, keyId, dek, 'subject');
         for (const guard of this.#guards) await guard(tx, subjectHash);
         const wrappedDek = active.wrappedDek;
         const now = this.#now();

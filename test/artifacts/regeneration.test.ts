@@ -37,7 +37,7 @@ async function everyLiveKey(tv: TestVault): Promise<Uint8Array[]> {
   const art = await queryRows<{ key_id: string }>(tv.vault.db.db, sql`select key_id from artifact_keys`);
   const sub = await queryRows<{ key_id: string }>(tv.vault.db.db, sql`select key_id from subject_keys`);
   return [
-    ...(await Promise.all(art.map((r) => tv.vault.versionKeys.unwrap(r.key_id)))),
+    ...(await Promise.all(art.map((r) => tv.vault.versionKeys.unwrap(r.key_id, 'artifact-version')))),
     ...(await Promise.all(sub.map(async (r) => (await tv.vault.keys.dekFor(r.key_id)).dek))),
   ];
 }
@@ -114,6 +114,7 @@ describe('regenerating a summary and the digest above it without subject A (MinI
     expect(v1.summary.text).toContain(A[0]); // what version 1 held
 
     // version 1's keys are destroyed: in the ledger, gone from artifact_keys
+    expect((await v.backups.awaitDurable(v1Keys.map((k) => k.key_id), 30_000)).pending).toEqual([]);
     const validity = await v.keys.validity(v1Keys.map((k) => k.key_id));
     expect(Object.values(validity)).toEqual(['destroyed', 'destroyed']);
     // and the version 2 keys answer active to a backup job's validity check
@@ -190,6 +191,7 @@ describe('regeneration cascades in dependency order, each artifact exactly once'
     const result = await v.artifacts.regenerate([s.artifactId], { excluding: [a], actor: 'eraser' });
     expect(result).toEqual({ regenerated: [{ artifactId: d.artifactId, version: 2 }], removed: [s.artifactId] });
     await expect(v.artifacts.get(s.artifactId)).rejects.toMatchObject({ code: 'artifact_erased' });
+    expect((await v.backups.awaitDurable([row!.key_id], 30_000)).pending).toEqual([]);
     expect(await v.keys.validity([row!.key_id])).toEqual({ [row!.key_id]: 'destroyed' });
     expect(v.vectors.index.has(s.artifactId)).toBe(false);
     expect(await v.objects.head(objectName(s.artifactId, 1))).toBeUndefined();

@@ -7,7 +7,8 @@
 import { sql } from 'drizzle-orm';
 import type { Client } from 'minio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Manifest, ledgerObjectKey, manifestKey, storedObjectKey } from '../../src/backups/manifest.js';
+import { LEDGER_HEAD_KEY } from '../../src/backups/ledger-chain.js';
+import { type Manifest, manifestKey, storedObjectKey } from '../../src/backups/manifest.js';
 import type { BackupProgress, BackupSummary } from '../../src/backups/service.js';
 import { queryRows } from '../../src/db/client.js';
 import type { Destruction } from '../../src/vault/keys.js';
@@ -18,6 +19,7 @@ import {
   getVersion,
   hex,
   keyState,
+  ledgerRecordOf,
   keysUnder,
   minioClient,
   minioEnv,
@@ -64,7 +66,7 @@ describe('backups into a versioned MinIO bucket', () => {
   let second: BackupSummary;
   let afterDestruction: BackupSummary;
   let destructionA: Destruction;
-  let ledgerA: { etag: string; bytes: Buffer };
+  let ledgerA: { etag: string; bytes: Buffer; record: string };
 
   const v = () => tv.vault;
   const backupStore = () => tv.vault.backups.store;
@@ -89,7 +91,14 @@ describe('backups into a versioned MinIO bucket', () => {
       (s) => Object.entries(wanted).every(([id, n]) => s.listed[id] === n && s.stored[id] === n),
     );
   const untilLedgerObject = (keyId: string) =>
-    until(`the ledger object of ${keyId}`, () => backupStore().head(ledgerObjectKey(keyId)), (h) => h !== undefined);
+    until(`the ledger chain record of ${keyId}`, () => ledgerRecordOf(backupStore(), keyId), (h) => h !== undefined) as Promise<string>;
+  /** The destruction of `keyId` as the ledger chain record holding it says. */
+  const ledgerEntryOf = async (keyId: string): Promise<{ entry: LedgerObject; record: string; raw: string }> => {
+    const record = await untilLedgerObject(keyId);
+    const raw = Buffer.from(await backupStore().get(record)).toString('utf8');
+    const entry = (JSON.parse(raw) as { destructions: LedgerObject[] }).destructions.find((d) => d.keyId === keyId)!;
+    return { entry, record, raw };
+  };
 
   beforeAll(async () => {
     tv = await openTestVault({ extraEnv: env });
@@ -181,7 +190,7 @@ describe('backups into a versioned MinIO bucket', () => {
     const deks: Array<[string, Uint8Array]> = [
       ['A', (await v().keys.dekFor(keyA)).dek],
       ['B', (await v().keys.dekFor(keyB)).dek],
-      ['artifact v1', await v().versionKeys.unwrap(artifactKeyV1)],
+      ['artifact v1', await v().versionKeys.unwrap(artifactKeyV1, 'artifact-version')],
     ];
     const everything = await keysUnder(backupStore(), '');
     expect(everything).toContain(m.keyTable.key);
@@ -241,16 +250,16 @@ describe('backups into a versioned MinIO bucket', () => {
     }
   });
 
-  it("copies A's destruction into the backup bucket as ledger/<keyId>.json, with no subject id", async () => {
-    await untilLedgerObject(keyA);
-    const entry = await readJson<LedgerObject>(backupStore(), ledgerObjectKey(keyA));
+  it("records A's destruction in the backup bucket's ledger chain (ledger/chain/), MAC'd, with no subject id", async () => {
+    const { entry, record, raw } = await ledgerEntryOf(keyA);
     expect(entry).toMatchObject({ keyId: keyA, destroyedAt: destructionA.destroyedAt.toISOString(), wrappedEpoch: destructionA.wrappedEpoch });
-    const raw = Buffer.from(await backupStore().get(ledgerObjectKey(keyA))).toString('utf8');
     expect(raw).not.toContain(SUBJECT_A);
     expect(Object.keys(entry)).not.toContain('subject');
-    const stat = await client.statObject(backupBucket, ledgerObjectKey(keyA));
-    ledgerA = { etag: stat.etag, bytes: Buffer.from(raw) };
-    expect((await allVersions(client, backupBucket, ledgerObjectKey(keyA))).length).toBe(1);
+    expect(JSON.parse(raw)).toMatchObject({ format: 'lethe-ledger-chain/1', mac: expect.stringMatching(/^[0-9a-f]{64}$/), prev: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect((await v().backups.ledgerChain()).entries.get(keyA)).toEqual(entry);
+    const stat = await client.statObject(backupBucket, record);
+    ledgerA = { etag: stat.etag, bytes: Buffer.from(raw), record };
+    expect((await allVersions(client, backupBucket, record)).length).toBe(1);
   });
 
   it('marks a key already destroyed when the backup is taken in version 1, and writes no version 2 for it', async () => {
@@ -274,7 +283,9 @@ describe('backups into a versioned MinIO bucket', () => {
   it("marks the artifact's version-1 key destroyed in the manifests that hold it once regeneration destroys it", async () => {
     const result = await v().artifacts.regenerate([artifactId], { actor: 't' });
     expect(result.regenerated).toEqual([{ artifactId, version: 2 }]);
-    expect(await v().keys.validity([artifactKeyV1])).toEqual({ [artifactKeyV1]: 'destroyed' });
+    // destroyed at once; acknowledged `destroyed` once the ledger chain holds it (the background write)
+    expect((await v().keys.validity([artifactKeyV1]))[artifactKeyV1]).toMatch(/^(destruction_pending|destroyed)$/);
+    await until('the version key durable', () => v().keys.validity([artifactKeyV1]), (s) => s[artifactKeyV1] === 'destroyed');
     const [row] = await queryRows<{ key_id: string }>(v().db.db, sql`select key_id from artifacts where artifact_id = ${artifactId}`);
     const artifactKeyV2 = row!.key_id;
     expect(artifactKeyV2).not.toBe(artifactKeyV1);
@@ -294,16 +305,17 @@ describe('backups into a versioned MinIO bucket', () => {
       // the new version's key was never in these backups
       expect(keyState(m, artifactKeyV2)).toBeUndefined();
     }
-    const artifactLedger = await readJson<LedgerObject>(backupStore(), ledgerObjectKey(artifactKeyV1));
+    const artifactLedger = (await ledgerEntryOf(artifactKeyV1)).entry;
     expect(artifactLedger).toMatchObject({ keyId: artifactKeyV1, keyKind: 'artifact-version', destroyedAt });
 
-    // A's ledger object was not written again by these propagations
-    expect((await client.statObject(backupBucket, ledgerObjectKey(keyA))).etag).toBe(ledgerA.etag);
-    expect(Buffer.from(await backupStore().get(ledgerObjectKey(keyA)))).toEqual(ledgerA.bytes);
-    expect(await allVersions(client, backupBucket, ledgerObjectKey(keyA))).toHaveLength(1);
+    // A's ledger record was not written again by these propagations
+    expect((await client.statObject(backupBucket, ledgerA.record)).etag).toBe(ledgerA.etag);
+    expect(Buffer.from(await backupStore().get(ledgerA.record))).toEqual(ledgerA.bytes);
+    expect(await allVersions(client, backupBucket, ledgerA.record)).toHaveLength(1);
   });
 
   it('writes no new version when propagation runs again with nothing new', async () => {
+    await v().backups.idle();
     const versionsBefore = await versionCounts(client, backupBucket, '');
     const listedBefore = await manifestVersions();
     expect(await v().backups.propagate()).toEqual({ backups: 0, keys: 0 });
@@ -315,20 +327,24 @@ describe('backups into a versioned MinIO bucket', () => {
   it('names keys by key id only: no subject id in any manifest version, key table, database export or ledger object', async () => {
     const versions = [...(await allVersions(client, backupBucket, 'backups/')), ...(await allVersions(client, backupBucket, 'ledger/'))];
     const count = (test: (name: string) => boolean) => versions.filter((ver) => test(ver.name)).length;
-    // 3 + 3 + 2 manifest versions; a key table and a database export per backup; the genesis marker and A's and the artifact key's ledger objects
+    // 3 + 3 + 2 manifest versions; a key table and a database export per backup; the ledger chain's records and its head
     expect(count((n) => n.endsWith('/manifest.json'))).toBe(8);
     expect(count((n) => n.endsWith('/keys.json'))).toBe(3);
     expect(count((n) => n.endsWith('/database.json'))).toBe(3);
-    expect(versions.filter((ver) => ver.name.startsWith('ledger/')).map((ver) => ver.name).sort()).toEqual(
-      ['ledger/genesis.json', ledgerObjectKey(keyA), ledgerObjectKey(artifactKeyV1)].sort(),
-    );
+    const ledgerNames = versions.filter((ver) => ver.name.startsWith('ledger/')).map((ver) => ver.name);
+    expect(ledgerNames.every((n) => n === LEDGER_HEAD_KEY || /^ledger\/chain\/\d{16}\.json$/.test(n)), ledgerNames.join(' ')).toBe(true);
+    expect(ledgerNames).toContain(ledgerA.record);
+    expect(ledgerNames).toContain(await ledgerRecordOf(backupStore(), artifactKeyV1));
+    // each chain record is written once
+    const records = ledgerNames.filter((n) => n !== LEDGER_HEAD_KEY);
+    expect(new Set(records).size).toBe(records.length);
     let read = 0;
     for (const ver of versions) {
       const text = Buffer.from(await getVersion(client, backupBucket, ver.name, ver.versionId)).toString('utf8');
       for (const subject of [SUBJECT_A, SUBJECT_B]) expect(text, `${subject} in ${ver.name}@${ver.versionId}`).not.toContain(subject);
       read++;
     }
-    expect(read).toBe(8 + 3 + 3 + 3);
+    expect(read).toBe(8 + 3 + 3 + ledgerNames.length);
   });
 
   it('writes new versions of exactly the backups holding a key when it is destroyed (cost follows the backups affected)', async () => {

@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/backups/manifest.js';
-import { ledgerObjectKey, manifestKey, storedObjectKey } from '../../src/backups/manifest.js';
+import { manifestKey, storedObjectKey } from '../../src/backups/manifest.js';
 import { filesContaining } from '../support/files.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
 import { hex, keyState, sha256Hex, until } from './support.js';
@@ -87,11 +87,13 @@ describe('backups on PGlite and the local object store', () => {
     expect(keyState(m2.service, a.keyId)).toMatchObject({ state: 'destroyed', destroyedAt: destruction.destroyedAt.toISOString() });
     expect(keyState(m2.service, b.keyId)?.state).toBe('active');
 
-    const ledgerFile = path.join(backupDir, ledgerObjectKey(a.keyId));
-    await until('the ledger file', async () => existsSync(ledgerFile), (there) => there);
-    const ledgerText = readFileSync(ledgerFile, 'utf8');
-    expect(JSON.parse(ledgerText)).toMatchObject({ keyId: a.keyId, destroyedAt: destruction.destroyedAt.toISOString(), wrappedEpoch: destruction.wrappedEpoch });
-    expect(existsSync(path.join(liveDir, ledgerObjectKey(a.keyId)))).toBe(false);
+    await until('the ledger chain record', () => v.keys.validity([a.keyId]), (s) => s[a.keyId] === 'destroyed');
+    const entry = (await v.backups.ledgerChain()).entries.get(a.keyId);
+    expect(entry).toMatchObject({ keyId: a.keyId, destroyedAt: destruction.destroyedAt.toISOString(), wrappedEpoch: destruction.wrappedEpoch });
+    // the chain is in the backup folder, as files, and never in the live one
+    expect(filesUnder(backupDir).filter((f) => f.startsWith('ledger/chain/')).length).toBeGreaterThanOrEqual(2);
+    expect(existsSync(path.join(backupDir, 'ledger', 'head.json'))).toBe(true);
+    expect(existsSync(path.join(liveDir, 'ledger'))).toBe(false);
     for (const f of filesUnder(backupDir).filter((x) => !x.startsWith('objects/'))) {
       expect(readFileSync(path.join(backupDir, f), 'utf8'), f).not.toContain(SUBJECT_A);
     }

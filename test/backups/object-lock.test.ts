@@ -14,12 +14,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { Client } from 'minio';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { type Manifest, LEDGER_GENESIS_KEY, ledgerObjectKey, manifestKey } from '../../src/backups/manifest.js';
+import { chainRecordKey, LEDGER_HEAD_KEY } from '../../src/backups/ledger-chain.js';
+import { type Manifest, manifestKey } from '../../src/backups/manifest.js';
 import { envelopeKeyId, isCommittedTo } from '../../src/crypto/index.js';
 import { queryRows } from '../../src/db/client.js';
 import { decodeSegment } from '../../src/log/segment.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
-import { readJson, until } from './support.js';
+import { ledgerRecordOf, readJson, until } from './support.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const sha256Hex = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
@@ -116,13 +117,19 @@ describe('backups in a bucket under Object Lock in compliance mode', () => {
     const versions = await allVersions(client, backupBucket);
     const names = new Set(versions.map((v) => v.name));
     expect(names).toContain(manifestKey(backupId));
-    expect(names).toContain(LEDGER_GENESIS_KEY);
+    expect(names).toContain(chainRecordKey(0));
+    expect(names).toContain(LEDGER_HEAD_KEY);
     expect([...names].filter((n) => n.startsWith('objects/')).length).toBeGreaterThan(0);
     for (const v of versions) {
       const retention = await client.getObjectRetention(backupBucket, v.name, { versionId: v.versionId });
       expect(retention, v.name).toMatchObject({ mode: 'COMPLIANCE' });
-      // the default retention of the bucket: 1 day from when the version was written
       const until = Date.parse(retention!.retainUntilDate);
+      if (v.name.startsWith('ledger/')) {
+        // the ledger chain is retained for LETHE_LEDGER_RETENTION_DAYS (3650 by default), in the bucket's stronger mode
+        expect(until, v.name).toBeGreaterThan(Date.now() + 3649 * DAY_MS);
+        continue;
+      }
+      // the default retention of the bucket: 1 day from when the version was written
       expect(until, v.name).toBeGreaterThan(Date.now() + DAY_MS / 2);
       expect(until, v.name).toBeLessThanOrEqual(Date.now() + DAY_MS);
     }
@@ -139,7 +146,8 @@ describe('backups in a bucket under Object Lock in compliance mode', () => {
     };
     await expectUndeletable(client, backupBucket, pick(stored));
     await expectUndeletable(client, backupBucket, pick(manifestKey(backupId)));
-    await expectUndeletable(client, backupBucket, pick(LEDGER_GENESIS_KEY));
+    await expectUndeletable(client, backupBucket, pick(chainRecordKey(0)));
+    await expectUndeletable(client, backupBucket, pick(LEDGER_HEAD_KEY));
   });
 
   it("marks A destroyed in a new manifest version in the locked bucket; verify finds A's data unreadable and B's decrypting; A's undeletable frames open under no key lethe holds", async () => {
@@ -157,19 +165,15 @@ describe('backups in a bucket under Object Lock in compliance mode', () => {
     );
     expect(manifest.version).toBe(2);
     expect(manifest.keys.find((k) => k.keyId === bKey)?.state).toBe('active');
-    // and the destruction's ledger copy, one object of its own
-    await until(
-      "the ledger copy of A's destruction",
-      async () => (await tv.vault.backups.store.head(ledgerObjectKey(aKey))) !== undefined,
-      (present) => present,
-    );
+    // and the destruction's record in the ledger chain
+    const record = await until("the ledger chain record of A's destruction", () => ledgerRecordOf(tv.vault.backups.store, aKey), (r) => r !== undefined);
 
     // both manifest versions are kept and locked; so is the ledger copy of the destruction
     const versions = await allVersions(client, backupBucket);
     const manifestVersions = versions.filter((v) => v.name === manifestKey(backupId));
     expect(manifestVersions).toHaveLength(2);
     for (const v of manifestVersions) await expectUndeletable(client, backupBucket, v);
-    const ledgerCopy = versions.find((v) => v.name === ledgerObjectKey(aKey));
+    const ledgerCopy = versions.find((v) => v.name === record);
     expect(ledgerCopy).toBeDefined();
     expect(await client.getObjectRetention(backupBucket, ledgerCopy!.name, { versionId: ledgerCopy!.versionId })).toMatchObject({ mode: 'COMPLIANCE' });
     await expectUndeletable(client, backupBucket, ledgerCopy!);
@@ -224,7 +228,7 @@ describe('backups in a bucket under Object Lock in compliance mode', () => {
 
   it('refuses to turn Object Lock on for an existing bucket created without it, naming the bucket', async () => {
     const plainBucket = freshBucket('lethe-lkplain');
-    const plain = await tv.reopen({}, { S3_BACKUP_BUCKET: plainBucket, LETHE_BACKUP_OBJECT_LOCK: 'off' });
+    const plain = await tv.reopen({}, { S3_BACKUP_BUCKET: plainBucket, LETHE_BACKUP_OBJECT_LOCK: 'off', LETHE_LEDGER_LOCK: 'off' });
     await plain.close();
     expect(await client.bucketExists(plainBucket)).toBe(true);
     await expect(client.getObjectLockConfig(plainBucket)).rejects.toBeDefined();

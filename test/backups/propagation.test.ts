@@ -8,13 +8,13 @@ import { Writable } from 'node:stream';
 import postgres from 'postgres';
 import type { Client } from 'minio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ledgerObjectKey, manifestKey } from '../../src/backups/manifest.js';
+import { manifestKey } from '../../src/backups/manifest.js';
 import { createLogger } from '../../src/observability/logger.js';
 import type { App } from '../../src/app/open.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
-import { allVersions, hex, keyState, minioClient, minioEnv, storedManifest, until } from './support.js';
+import { allVersions, hex, keyState, ledgerHolds, ledgerRecordOf, minioClient, minioEnv, storedManifest, until } from './support.js';
 
-const FAILED = 'backup manifest propagation failed';
+const FAILED = 'backup ledger or manifest write failed';
 
 describe('propagating destructions the destroying replica could not write', () => {
   let tv: TestVault;
@@ -41,7 +41,7 @@ describe('propagating destructions the destroying replica could not write', () =
     await until('the broken replica to give up propagating', async () => brokenLog.filter((l) => l.msg?.startsWith(FAILED)).length, (n) => n > failedBefore);
     if (options.othersRunning) return; // a ticking replica may already have caught up
     expect(await versionOf(tv.vault, backupId)).toBe(1);
-    expect(await tv.vault.backups.store.head(ledgerObjectKey(keyId))).toBeUndefined();
+    expect(await ledgerHolds(tv.vault.backups.store, keyId)).toBe(false);
   }
 
   const untilMarked = (keyId: string, backupId: string) =>
@@ -50,7 +50,7 @@ describe('propagating destructions the destroying replica could not write', () =
       async () => ({
         listed: await versionOf(tv.vault, backupId),
         stored: keyState(await storedManifest(tv.vault.backups.store, backupId), keyId)?.state,
-        ledger: (await tv.vault.backups.store.head(ledgerObjectKey(keyId))) !== undefined,
+        ledger: await ledgerHolds(tv.vault.backups.store, keyId),
       }),
       (s) => s.listed === 2 && s.stored === 'destroyed' && s.ledger,
     );
@@ -101,7 +101,10 @@ describe('propagating destructions the destroying replica could not write', () =
     expect(m.version).toBe(2);
     expect(await versionOf(tv.vault, backupId)).toBe(2);
     expect(await allVersions(client, backupBucket, manifestKey(backupId))).toHaveLength(2);
-    expect(await allVersions(client, backupBucket, ledgerObjectKey(keyId))).toHaveLength(1);
+    // the chain record holding the destruction was written once
+    const record = await ledgerRecordOf(tv.vault.backups.store, keyId);
+    expect(record).toBeDefined();
+    expect(await allVersions(client, backupBucket, record!)).toHaveLength(1);
   });
 
   it('counts the backups holding a key and those whose manifest marks its destruction', async () => {

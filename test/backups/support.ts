@@ -100,3 +100,21 @@ export function encodings(key: Uint8Array): Array<[string, Buffer]> {
 }
 
 export const keyState = (m: Manifest, keyId: string) => m.keys.find((k) => k.keyId === keyId);
+
+/** Whether the backup bucket's ledger chain (ledger/chain/) holds a destruction of `keyId` (read without the MAC key). */
+export async function ledgerHolds(store: ObjectStore, keyId: string): Promise<boolean> {
+  for await (const o of store.list('ledger/chain/')) {
+    const record = JSON.parse(Buffer.from(await store.get(o.key)).toString('utf8')) as { destructions?: Array<{ keyId: string }> };
+    if (record.destructions?.some((d) => d.keyId === keyId)) return true;
+  }
+  return false;
+}
+
+/** The chain record (its object key) holding the destruction of `keyId`, if any. */
+export async function ledgerRecordOf(store: ObjectStore, keyId: string): Promise<string | undefined> {
+  for await (const o of store.list('ledger/chain/')) {
+    const record = JSON.parse(Buffer.from(await store.get(o.key)).toString('utf8')) as { destructions?: Array<{ keyId: string }> };
+    if (record.destructions?.some((d) => d.keyId === keyId)) return o.key;
+  }
+  return undefined;
+}

@@ -181,6 +181,7 @@ describe('re-keying a subject', () => {
     expect(after.map((e) => [e.entryId, e.seq, e.text])).toEqual(
       before.filter((e) => e.entryId !== ids[1] && e.entryId !== ids[3]).map((e) => [e.entryId, e.seq, e.text]),
     );
+    expect((await t.vault.backups.awaitDurable([oldKeyId], 30_000)).pending).toEqual([]);
     expect(await t.vault.keys.validity([oldKeyId, result.newKeyId])).toEqual({ [oldKeyId]: 'destroyed', [result.newKeyId]: 'active' });
     // the excluded entries stay indexed under the destroyed key: they answer key_destroyed
     await expect(t.vault.log.get(ids[1]!)).rejects.toMatchObject({ code: 'key_destroyed' });

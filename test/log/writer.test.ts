@@ -34,7 +34,7 @@ describe('the writer client', () => {
     const env = testEnv({
       databaseUrl: db.url,
       dataDir: tempDir(),
-      extra: { PORT: '0', S3_ENDPOINT: minio.endpoint, S3_ACCESS_KEY: minio.accessKey, S3_SECRET_KEY: minio.secretKey, S3_BUCKET: bucket },
+      extra: { PORT: '0', S3_ENDPOINT: minio.endpoint, S3_ACCESS_KEY: minio.accessKey, S3_SECRET_KEY: minio.secretKey, S3_BUCKET: bucket, S3_BACKUP_BUCKET: `${bucket}-bak` },
     });
     server = await startServer(loadConfig(env), createLogger('silent'));
     store = new S3ObjectStore({ ...minio, bucket });
@@ -185,6 +185,7 @@ describe('the writer client', () => {
         S3_ACCESS_KEY: minio.accessKey,
         S3_SECRET_KEY: minio.secretKey,
         S3_BUCKET: `${bucket}-ttl`,
+        S3_BACKUP_BUCKET: `${bucket}-ttl-bak`,
       },
     });
     const svc = await startServer(loadConfig(env), createLogger('silent'));

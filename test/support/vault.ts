@@ -73,7 +73,9 @@ export async function openTestVault(
 ): Promise<TestVault> {
   const db = options.embedded ? undefined : await createTestDatabase();
   const dataDir = tempDir();
-  const env = testEnv({ databaseUrl: db?.url, dataDir, ...(options.extraEnv ? { extra: options.extraEnv } : {}) });
+  // each test vault is a deployment of its own: on MinIO, its own backup bucket (two databases never share a ledger chain)
+  const extra = options.extraEnv?.S3_ENDPOINT && !options.extraEnv.S3_BACKUP_BUCKET ? { ...options.extraEnv, S3_BACKUP_BUCKET: `lethe-bak-${randomBytes(5).toString('hex')}` } : options.extraEnv;
+  const env = testEnv({ databaseUrl: db?.url, dataDir, ...(extra ? { extra } : {}) });
   const config = loadConfig(env);
   const logger = createLogger('silent');
   const vault = await openApp(config, { logger, ...options.vault });

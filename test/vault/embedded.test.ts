@@ -23,6 +23,8 @@ describe('the vault on PGlite', () => {
     const again = await tv.vault.keys.dekFor(a.keyId);
     expect(Buffer.from(again.dek)).toEqual(Buffer.from(a.dek));
     await tv.vault.keys.destroyKey(b.keyId, { reason: 'embedded test', actor: 'admin' });
+    // acknowledged once the ledger chain in the local backup folder holds it
+    expect((await tv.vault.backups.awaitDurable([b.keyId], 30_000)).pending).toEqual([]);
     expect(await tv.vault.keys.validity([a.keyId, b.keyId, 'key_nope'])).toEqual({
       [a.keyId]: 'active',
       [b.keyId]: 'destroyed',

@@ -83,7 +83,7 @@ describe('subject keys on PostgreSQL', () => {
     expect(rows).toEqual([]);
     const [ledger] = await tv.vault.db.db.select().from(destructionLedger).where(eq(destructionLedger.keyId, lease.keyId));
     expect(ledger).toBeDefined();
-    expect(Object.keys(ledger!).sort()).toEqual(['destroyedAt', 'keyId', 'keyKind', 'leasedUntil', 'reason', 'subjectHash', 'wrappedEpoch']);
+    expect(Object.keys(ledger!).sort()).toEqual(['destroyedAt', 'durableAt', 'keyId', 'keyKind', 'leasedUntil', 'reason', 'subjectHash', 'wrappedEpoch']);
     expect(ledger!.keyKind).toBe('subject');
     expect(hashHex(ledger!.subjectHash!)).toBe(hashHex(before!.subjectHash));
 
@@ -130,6 +130,9 @@ describe('subject keys on PostgreSQL', () => {
     const live = await tv.vault.keys.lease('user:ivy', 'writer');
     const dead = await tv.vault.keys.lease('user:jack', 'writer');
     await tv.vault.keys.destroyKey(dead.keyId, { reason: 'test', actor: 'admin' });
+    // pending until the ledger chain in the backup store holds it, then destroyed
+    expect((await tv.vault.keys.validity([dead.keyId]))[dead.keyId]).toMatch(/^(destruction_pending|destroyed)$/);
+    expect((await tv.vault.backups.awaitDurable([dead.keyId], 30_000)).pending).toEqual([]);
     const unknown = Array.from({ length: 9_998 }, (_, i) => `key_unknown${i}`);
     const states = await tv.vault.keys.validity([live.keyId, dead.keyId, ...unknown]);
     expect(states[live.keyId]).toBe('active');

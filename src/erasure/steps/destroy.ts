@@ -1,9 +1,11 @@
 /**
  * destroy: the key-table tier destroys the subject's DEK; then the tiers the
- * destruction erased (log, vector index) must report their removals. destroyKey is
- * idempotent and tiers report cumulative figures: safe to run again.
+ * destruction erased (log, vector index) must report their removals; then the step
+ * waits (parked, the subject still fenced) until the destruction's record is durable
+ * in the backup store's ledger chain. destroyKey is idempotent and tiers report
+ * cumulative figures: safe to run again.
  */
-import { eraseTier, type Step, TierFailure } from './step.js';
+import { awaitDurable, eraseTier, type Step, TierFailure } from './step.js';
 
 export const destroy: Step = {
   name: 'destroy',
@@ -18,6 +20,9 @@ export const destroy: Step = {
       res.failpoint?.('destroy-committed');
     }
     for (const name of ['log', 'vector-index'] as const) details.push(await eraseTier(ctx, name));
+    // write-ahead: the destruction is acknowledged only once its record is durable in the backup store
+    const waiting = keyId ? await awaitDurable(ctx, [keyId]) : undefined;
+    if (waiting) return waiting;
     return { detail: keyId ? `${details.join('; ')} (the key was wrapped under epoch ${state.destruction?.wrappedEpoch})` : 'no live key (nothing to destroy)' };
   },
 };

@@ -1,13 +1,21 @@
 /**
  * propagate: every backup manifest that lists a key this erasure destroyed (the
  * subject's, the superseded version keys, redacted subjects' old keys) marks it
- * destroyed. Propagation is recorded per (key, backup): safe to run again.
+ * destroyed — once every one of those destructions is durable in the backup store's
+ * ledger chain (the step parks until then). Propagation is recorded per (key,
+ * backup): safe to run again.
  */
-import { eraseTier, type Step } from './step.js';
+import { awaitDurable, eraseTier, type Step } from './step.js';
 
 export const propagate: Step = {
   name: 'propagate',
   async run(ctx) {
+    const { state, res } = ctx;
+    // every key this erasure destroyed (redactions and superseded version keys too) must be durable in the ledger first
+    const keys = [...new Set([...(state.keyId ? [state.keyId] : []), ...(state.versionKeys ?? []), ...(state.redactedKeys ?? [])])];
+    const destroyed = (await res.destructions.ledger(keys)).map((r) => r.keyId);
+    const waiting = await awaitDurable(ctx, destroyed);
+    if (waiting) return waiting;
     return { detail: await eraseTier(ctx, 'backups') };
   },
 };

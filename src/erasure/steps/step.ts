@@ -45,6 +45,28 @@ export class Park {
   ) {}
 }
 
+/** How long a step waits in place for destruction records to be durable before it parks. */
+const DURABLE_WAIT_MS = 3000;
+/** How long it parks then. */
+const DURABLE_PARK_MS = 2000;
+
+/**
+ * Parks unless every destruction of `keyIds` is durable in the backup store's ledger
+ * chain (the write is retried meanwhile, here and in the background): an erasure
+ * never certifies, nor moves past its destroy step, on a destruction a lost database
+ * and a restore could undo. Parking does not count as a failed attempt.
+ */
+export async function awaitDurable(ctx: StepContext, keyIds: readonly string[]): Promise<Park | undefined> {
+  if (keyIds.length === 0) return undefined;
+  const { pending, error } = await ctx.res.backups.awaitDurable(keyIds, DURABLE_WAIT_MS);
+  if (pending.length === 0) return undefined;
+  ctx.res.backups.propagateSoon(pending);
+  return new Park(
+    new Date(Date.now() + DURABLE_PARK_MS),
+    `${pending.length} destruction record(s) not yet durable in the backup store's ledger (${error ?? 'still being written'}): waiting, the keys are already unusable`,
+  );
+}
+
 /** A tier's hard failure: it reported nothing removed (or something left) for a subject provenance says contributed. */
 export class TierFailure extends Error {}
 

@@ -31,12 +31,20 @@ const DestroyRequest = z
 const DestroyResponse = z
   .object({
     keyId: z.string(),
-    state: z.literal('destroyed'),
+    state: z.enum(['destroyed', 'destruction_pending']).openapi({
+      description:
+        '`destroyed` once the destruction record is durable in the backup store\'s ledger chain (no restore can bring the key back); ' +
+        '`destruction_pending` while that write is still being retried: the key is already unusable, but a database lost now and restored from a backup would bring it back',
+    }),
+    pending: z.string().optional().openapi({ description: 'why the destruction is still pending (the ledger write\'s last error)' }),
     destroyedAt: z.string(),
     wrappedEpoch: z.number().int().openapi({ description: 'copies of the wrapped key in database backups stay inert once this epoch is retired' }),
     leasedUntil: z.string().optional().openapi({ description: 'leases handed out before destruction stay usable by their holders until this time' }),
   })
   .openapi('KeyDestruction');
+
+/** How long a destroy call waits for its destruction record to be durable before answering 202. */
+const DESTROY_ACK_WAIT_MS = 5000;
 
 export function registerAdminRoutes(app: OpenAPIHono<AuthEnv>, services: Services, tokens: TokenStore): void {
   app.openapi(
@@ -87,7 +95,9 @@ export function registerAdminRoutes(app: OpenAPIHono<AuthEnv>, services: Service
       tags: ['admin'],
       summary: 'Destroy one key now (break-glass; erasures are the normal path)',
       description:
-        'Removes the wrapped DEK, records the destruction in the ledger and the audit log, and tells every replica to drop it. Idempotent.',
+        'Removes the wrapped DEK, records the destruction in the ledger and the audit log, and tells every replica to drop it; then waits (a few seconds) for ' +
+        'the destruction record to be durable in the backup store\'s ledger chain. 200 `destroyed` once it is; 202 `destruction_pending` while the write is ' +
+        'retried in the background (the key is unusable already; call again to see it acknowledged). Idempotent.',
       security,
       middleware: [authorize(tokens, 'admin')] as const,
       request: {
@@ -95,7 +105,8 @@ export function registerAdminRoutes(app: OpenAPIHono<AuthEnv>, services: Service
         body: jsonBody(DestroyRequest),
       },
       responses: {
-        200: json(DestroyResponse, 'The key is destroyed'),
+        200: json(DestroyResponse, 'The key is destroyed and its destruction durable in the backup store\'s ledger'),
+        202: json(DestroyResponse, 'The key is unusable; its destruction record is not yet durable in the backup store (retried in the background)'),
         404: problemResponse('not_found: no such key'),
         ...authErrors,
       },
@@ -104,16 +115,19 @@ export function registerAdminRoutes(app: OpenAPIHono<AuthEnv>, services: Service
       const { keyId } = c.req.valid('param');
       const { reason } = c.req.valid('json');
       const d = await services.keys.destroyKey(keyId, { reason, actor: c.get('role') });
-      return c.json(
-        {
-          keyId: d.keyId,
-          state: 'destroyed' as const,
-          destroyedAt: d.destroyedAt.toISOString(),
-          wrappedEpoch: d.wrappedEpoch,
-          ...(d.leasedUntil ? { leasedUntil: d.leasedUntil.toISOString() } : {}),
-        },
-        200,
-      );
+      const durable = await services.backups.awaitDurable([keyId], DESTROY_ACK_WAIT_MS);
+      const body = {
+        keyId: d.keyId,
+        destroyedAt: d.destroyedAt.toISOString(),
+        wrappedEpoch: d.wrappedEpoch,
+        ...(d.leasedUntil ? { leasedUntil: d.leasedUntil.toISOString() } : {}),
+      };
+      if (durable.pending.length > 0) {
+        services.backups.propagateSoon([keyId]);
+        const pending = `the destruction record is not yet durable in the backup store's ledger (${durable.error ?? 'still being written'}); retried in the background`;
+        return c.json({ ...body, state: 'destruction_pending' as const, pending }, 202);
+      }
+      return c.json({ ...body, state: 'destroyed' as const }, 200);
     },
   );
 }

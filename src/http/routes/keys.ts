@@ -29,7 +29,7 @@ const ValidityRequest = z
   .openapi('KeyValidityRequest');
 
 const ValidityResponse = z
-  .object({ keys: z.record(z.string(), z.enum(['active', 'destroyed', 'unknown'])) })
+  .object({ keys: z.record(z.string(), z.enum(['active', 'destruction_pending', 'destroyed', 'unknown'])) })
   .openapi('KeyValidity');
 
 export function registerKeyRoutes(app: OpenAPIHono<AuthEnv>, services: Services, tokens: TokenStore): void {

@@ -1,15 +1,15 @@
 /**
- * The ledger copy in a backup bucket holds every destruction the backups in it record,
+ * The ledger chain in a backup bucket holds every destruction the backups in it record,
  * also when the backups move to a new bucket (S3_BACKUP_BUCKET changed) after some
  * destructions were already copied into the old one. PostgreSQL and a real MinIO.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LEDGER_GENESIS_KEY, ledgerObjectKey } from '../../src/backups/manifest.js';
+import { chainRecordKey, LEDGER_HEAD_KEY } from '../../src/backups/ledger-chain.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
-import { hex, minioEnv, readJson, until } from './support.js';
+import { hex, ledgerHolds, minioEnv, until } from './support.js';
 
-describe('the ledger copy after the backups move to a new bucket', () => {
+describe('the ledger chain after the backups move to a new bucket', () => {
   let tv: TestVault;
   const target: { db?: TestDatabase } = {};
   const { env } = minioEnv();
@@ -28,17 +28,18 @@ describe('the ledger copy after the backups move to a new bucket', () => {
     const b = await tv.vault.log.append(`user:lb-${hex()}`, { text: 'Kept.' }, 'writer');
     await tv.vault.backups.run();
     await tv.vault.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
-    // the destruction reaches the old bucket's ledger copy
-    await until('the ledger copy in the old bucket', () => tv.vault.backups.store.head(ledgerObjectKey(a.keyId)), (h) => h !== undefined);
+    // the destruction reaches the old bucket's ledger chain
+    await until('the ledger chain in the old bucket', () => ledgerHolds(tv.vault.backups.store, a.keyId), (h) => h);
 
     // the backups move to a new bucket
     const moved = await tv.reopen({}, { S3_BACKUP_BUCKET: newBackupBucket });
     const { backupId } = await moved.backups.run();
     const manifest = await moved.backups.manifest(backupId);
     expect(manifest.ledgerEntries).toBe(1);
-    expect(await moved.backups.store.head(LEDGER_GENESIS_KEY)).toBeDefined();
-    expect(await moved.backups.store.head(ledgerObjectKey(a.keyId))).toBeDefined();
-    expect(await readJson<{ keyId: string }>(moved.backups.store, ledgerObjectKey(a.keyId))).toMatchObject({ keyId: a.keyId });
+    expect(await moved.backups.store.head(chainRecordKey(0))).toBeDefined();
+    expect(await moved.backups.store.head(LEDGER_HEAD_KEY)).toBeDefined();
+    expect(await ledgerHolds(moved.backups.store, a.keyId)).toBe(true);
+    expect((await moved.backups.ledgerChain()).entries.get(a.keyId)).toMatchObject({ keyId: a.keyId, keyKind: 'subject' });
 
     // and so the backup restores from the new bucket into an empty database without --force
     target.db = await createTestDatabase();

@@ -1,0 +1,442 @@
+/**
+ * The destruction ledger's chain in the backup bucket: the write-ahead record of
+ * every key destruction, so that neither a lost database nor someone who can write
+ * the bucket can bring a destroyed key back.
+ *
+ * Layout: `ledger/chain/<seq>.json` (seq zero-padded; record 0 is the genesis) and
+ * `ledger/head.json` naming the last record. Each record carries its sequence number,
+ * the previous record's MAC, the audit chain's tip when it was written, the
+ * destructions and manifest versions it adds, and its own MAC: HMAC-SHA256 under the
+ * `ledger-chain` subkey of the root key (separate from every other subkey) over the
+ * record's canonical JSON. The head is MAC'd the same way. Records are retained
+ * under Object Lock when the bucket allows it.
+ *
+ * Writing is two-phase, one writer per bucket (an advisory lock): first the records
+ * are assigned in the database (`ledger_chain`: seq, exact bytes, MAC) and the
+ * destructions and manifest versions they hold are claimed; then the records not yet
+ * stored are put, byte for byte as assigned, the head after them, and only then are
+ * their destructions marked durable (`destruction_ledger.durable_at`). A record's
+ * bytes never change once assigned, so a crash anywhere only repeats the same puts.
+ *
+ * Reading (`readChain`) verifies the chain from the genesis to the newest head found
+ * (among every version of the head in a versioned bucket) and names what is wrong:
+ * a missing record, a MAC that does not verify, a record out of sequence, a head
+ * beyond the records.
+ */
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { sql } from 'drizzle-orm';
+import { canonicalJson, type Json } from '../crypto/certificate.js';
+import { constantTimeEqual, type KeyedHasher, utf8 } from '../crypto/index.js';
+import { type Executor, queryRows, type Transaction } from '../db/client.js';
+import { isLetheError, LetheError } from '../errors.js';
+import type { ObjectStore, Retention } from '../storage/store.js';
+import type { BackupContext } from './context.js';
+
+export const CHAIN_FORMAT = 'lethe-ledger-chain/1';
+export const HEAD_FORMAT = 'lethe-ledger-head/1';
+export const LEDGER_HEAD_KEY = 'ledger/head.json';
+export const LEDGER_CHAIN_PREFIX = 'ledger/chain/';
+
+/** How many destructions (and manifest versions) one record holds at most. */
+const RECORD_BATCH = 1000;
+
+export function chainRecordKey(seq: number): string {
+  return `${LEDGER_CHAIN_PREFIX}${String(seq).padStart(16, '0')}.json`;
+}
+
+/** One destruction as the ledger chain holds it: the key by id, the subject only by its keyed hash. */
+export interface LedgerEntry {
+  readonly keyId: string;
+  readonly keyKind: string;
+  /** The subject's keyed hash (hex), never the subject id. */
+  readonly subjectHash: string | null;
+  readonly destroyedAt: string;
+  readonly reason: string;
+  readonly wrappedEpoch: number;
+  readonly leasedUntil: string | null;
+}
+
+export interface ChainRecord {
+  readonly format: typeof CHAIN_FORMAT;
+  readonly seq: number;
+  /** The previous record's MAC (hex); 64 zeros for the genesis. */
+  readonly prev: string;
+  readonly at: string;
+  /** The audit chain's tip when the record was assigned: a database rolled back behind it is visible. */
+  readonly auditHead: { readonly seq: number; readonly mac: string } | null;
+  readonly destructions: LedgerEntry[];
+  /** Manifest versions written since the previous record: a restore refuses an older manifest. */
+  readonly manifests: { readonly backupId: string; readonly version: number }[];
+  readonly mac: string;
+}
+
+export interface ChainHead {
+  readonly format: typeof HEAD_FORMAT;
+  readonly seq: number;
+  /** The MAC of record `seq`. */
+  readonly record: string;
+  readonly at: string;
+  readonly mac: string;
+}
+
+const GENESIS_PREV = '0'.repeat(64);
+
+/** The MAC of a record or head: over its canonical JSON without the `mac` field. */
+export function chainMac(mac: KeyedHasher, value: object): string {
+  const { mac: _omitted, ...rest } = value as { mac?: unknown };
+  return bytesToHex(mac.hash(utf8.encode(canonicalJson(JSON.parse(JSON.stringify(rest)) as Json))));
+}
+
+function macMatches(mac: KeyedHasher, value: { mac?: unknown }): boolean {
+  if (typeof value.mac !== 'string' || !/^[0-9a-f]{64}$/.test(value.mac)) return false;
+  return constantTimeEqual(hexToBytes(chainMac(mac, value)), hexToBytes(value.mac));
+}
+
+function retention(ctx: BackupContext, lockable: boolean): Retention | undefined {
+  const lock = ctx.ledgerLock;
+  if (!lock || !lockable) return undefined;
+  return { mode: lock.mode, until: new Date(Date.now() + lock.days * 86_400_000) };
+}
+
+/** The bucket's advisory lock: one chain writer per bucket across replicas. */
+function lockChain(tx: Transaction, bucket: string): Promise<unknown> {
+  return tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`lethe-ledger-chain:${bucket}`}))`);
+}
+
+async function lastAssigned(tx: Executor, bucket: string): Promise<{ seq: number; mac: Uint8Array } | undefined> {
+  const [row] = await queryRows<{ seq: number | string; mac: Uint8Array }>(
+    tx,
+    sql`select seq, mac from ledger_chain where bucket = ${bucket} order by seq desc limit 1`,
+  );
+  return row ? { seq: Number(row.seq), mac: new Uint8Array(row.mac) } : undefined;
+}
+
+/**
+ * Where this database starts the bucket's chain: the genesis (assigned, not yet
+ * stored) for a bucket without one, or the bucket's verified head for a bucket that
+ * already holds a chain (a new database on an existing bucket continues it).
+ */
+async function startChain(ctx: BackupContext, tx: Transaction): Promise<{ seq: number; mac: Uint8Array }> {
+  const bucket = ctx.backup.bucket;
+  const head = await newestHead(ctx.backup, ctx.ledgerMac);
+  if (head) {
+    const bytes = await ctx.backup.get(chainRecordKey(head.seq));
+    const record = parseRecord(bytes, ctx.ledgerMac, head.seq);
+    if (record.mac !== head.record) throw new LetheError('conflict', `ledger chain record ${head.seq} does not match the head that names it`);
+    await tx.execute(sql`insert into ledger_chain (bucket, seq, body, mac, created_at, stored_at)
+                         values (${bucket}, ${head.seq}, ${Buffer.from(bytes).toString('utf8')}, ${Buffer.from(hexToBytes(record.mac))}, now(), now())`);
+    return { seq: head.seq, mac: hexToBytes(record.mac) };
+  }
+  if (await ctx.backup.head(chainRecordKey(0))) {
+    throw new LetheError('conflict', 'the backup bucket holds a ledger chain without a readable head (ledger/head.json): it was removed or altered');
+  }
+  const genesis = sealRecord(ctx.ledgerMac, { seq: 0, prev: GENESIS_PREV, auditHead: null, destructions: [], manifests: [] });
+  await insertRecord(tx, bucket, genesis);
+  return { seq: 0, mac: hexToBytes(genesis.record.mac) };
+}
+
+/**
+ * Another database may have appended to this bucket's chain since this one last did
+ * (a restored copy of it, sharing the backup bucket): when the bucket's current head
+ * is ahead and descends from this database's last record, the chain continues after
+ * it; when the bucket's chain has diverged from this database's, nothing is written
+ * and the conflict names it. Two databases appending at the same instant can still
+ * overwrite each other's record (no conditional put): a later restore then refuses
+ * the chain, naming the record.
+ */
+async function followBucket(ctx: BackupContext, tx: Transaction, last: { seq: number; mac: Uint8Array }): Promise<{ seq: number; mac: Uint8Array }> {
+  let bytes: Uint8Array;
+  try {
+    bytes = await ctx.backup.get(LEDGER_HEAD_KEY);
+  } catch (e) {
+    if (isLetheError(e, 'not_found')) return last;
+    throw e;
+  }
+  const value = parseJson(bytes, 'the ledger head');
+  if (value.format !== HEAD_FORMAT || typeof value.seq !== 'number' || !macMatches(ctx.ledgerMac, value)) {
+    throw new LetheError('conflict', 'the ledger head (ledger/head.json) in the backup bucket fails its MAC: it was altered; not appending to the chain until it is looked into', {
+      retryable: false,
+    });
+  }
+  const head = value as unknown as ChainHead;
+  const ours = bytesToHex(last.mac);
+  if (head.seq < last.seq) return last; // this database stored records after the head it wrote last (a crash before the head's put)
+  if (head.seq === last.seq) {
+    if (head.record === ours) return last;
+  } else {
+    // ahead: continue after it if its chain holds this database's last record
+    const mine = await ctx.backup.get(chainRecordKey(last.seq)).catch(() => undefined);
+    const record = mine ? parseRecord(mine, ctx.ledgerMac, last.seq) : undefined;
+    if (record?.mac === ours) {
+      const headBytes = await ctx.backup.get(chainRecordKey(head.seq));
+      const newest = parseRecord(headBytes, ctx.ledgerMac, head.seq);
+      if (newest.mac !== head.record) throw new LetheError('conflict', `ledger chain record ${head.seq} does not match the head that names it`);
+      await tx.execute(sql`insert into ledger_chain (bucket, seq, body, mac, created_at, stored_at)
+                           values (${ctx.backup.bucket}, ${head.seq}, ${Buffer.from(headBytes).toString('utf8')}, ${Buffer.from(hexToBytes(newest.mac))}, now(), now())`);
+      return { seq: head.seq, mac: hexToBytes(newest.mac) };
+    }
+  }
+  throw new LetheError(
+    'conflict',
+    `the backup bucket's ledger chain has diverged from this database's at record ${Math.min(head.seq, last.seq)}: another database (a restored copy, or a second deployment) writes this bucket's ledger; not appending until one of them is retired`,
+    { retryable: false },
+  );
+}
+
+function sealRecord(
+  mac: KeyedHasher,
+  fields: Pick<ChainRecord, 'seq' | 'prev' | 'auditHead' | 'destructions' | 'manifests'>,
+): { record: ChainRecord; body: string } {
+  const unsealed = { format: CHAIN_FORMAT as typeof CHAIN_FORMAT, ...fields, at: new Date().toISOString() };
+  const record: ChainRecord = { ...unsealed, mac: chainMac(mac, unsealed) };
+  return { record, body: JSON.stringify(record) };
+}
+
+async function insertRecord(tx: Transaction, bucket: string, sealed: { record: ChainRecord; body: string }): Promise<void> {
+  await tx.execute(sql`insert into ledger_chain (bucket, seq, body, mac, created_at)
+                       values (${bucket}, ${sealed.record.seq}, ${sealed.body}, ${Buffer.from(hexToBytes(sealed.record.mac))}, now())`);
+}
+
+/**
+ * Phase one: assigns records to the destructions and manifest versions not yet in
+ * the bucket's chain (at most `RECORD_BATCH` each per record). Returns how many
+ * records it assigned.
+ */
+async function assign(ctx: BackupContext): Promise<number> {
+  const bucket = ctx.backup.bucket;
+  return ctx.db.transaction(async (tx) => {
+    await lockChain(tx, bucket);
+    let last = (await lastAssigned(tx, bucket)) ?? (await startChain(ctx, tx));
+    last = await followBucket(ctx, tx, last);
+    let assigned = 0;
+    for (;;) {
+      const rows = await queryRows<{
+        key_id: string;
+        key_kind: string;
+        subject_hash: Uint8Array | null;
+        destroyed_at: Date | string;
+        reason: string;
+        wrapped_epoch: number;
+        leased_until: Date | string | null;
+      }>(
+        tx,
+        sql`select dl.key_id, dl.key_kind, dl.subject_hash, dl.destroyed_at, dl.reason, dl.wrapped_epoch, dl.leased_until
+              from destruction_ledger dl
+             where not exists (select 1 from ledger_exports le where le.bucket = ${bucket} and le.key_id = dl.key_id and le.chain_seq is not null)
+             order by dl.destroyed_at, dl.key_id limit ${RECORD_BATCH}`,
+      );
+      const manifests = await queryRows<{ backup_id: string; manifest_version: number }>(
+        tx,
+        sql`select backup_id, manifest_version from backups where manifest_version > chained_version order by backup_id limit ${RECORD_BATCH}`,
+      );
+      if (rows.length === 0 && manifests.length === 0) return assigned;
+      const seq = last.seq + 1;
+      const sealed = sealRecord(ctx.ledgerMac, {
+        seq,
+        prev: bytesToHex(last.mac),
+        auditHead: await auditTip(ctx, tx),
+        destructions: rows.map((r) => ({
+          keyId: r.key_id,
+          keyKind: r.key_kind,
+          subjectHash: r.subject_hash ? Buffer.from(r.subject_hash).toString('hex') : null,
+          destroyedAt: new Date(r.destroyed_at).toISOString(),
+          reason: r.reason,
+          wrappedEpoch: Number(r.wrapped_epoch),
+          leasedUntil: r.leased_until ? new Date(r.leased_until).toISOString() : null,
+        })),
+        manifests: manifests.map((m) => ({ backupId: m.backup_id, version: Number(m.manifest_version) })),
+      });
+      await insertRecord(tx, bucket, sealed);
+      if (rows.length > 0) {
+        const keyIds = JSON.stringify(rows.map((r) => r.key_id));
+        await tx.execute(sql`insert into ledger_exports (bucket, key_id, exported_at, chain_seq)
+                             select ${bucket}, k, now(), ${seq} from json_array_elements_text(${keyIds}::json) as k
+                             on conflict (bucket, key_id) do update set chain_seq = excluded.chain_seq, exported_at = excluded.exported_at`);
+      }
+      for (const m of manifests) {
+        await tx.execute(sql`update backups set chained_version = greatest(chained_version, ${Number(m.manifest_version)}) where backup_id = ${m.backup_id}`);
+      }
+      last = { seq, mac: hexToBytes(sealed.record.mac) };
+      assigned++;
+    }
+  });
+}
+
+async function auditTip(ctx: BackupContext, tx: Transaction): Promise<{ seq: number; mac: string } | null> {
+  const tip = await ctx.audit.tip(tx);
+  return tip.seq > 0 ? { seq: tip.seq, mac: bytesToHex(tip.mac) } : null;
+}
+
+/**
+ * Phase two: puts every assigned record not yet stored, in order, then the head
+ * naming the last one, then marks their destructions durable. Returns the key ids
+ * that became durable.
+ */
+async function store(ctx: BackupContext): Promise<string[]> {
+  const bucket = ctx.backup.bucket;
+  return ctx.db.transaction(async (tx) => {
+    await lockChain(tx, bucket);
+    const pending = await queryRows<{ seq: number | string; body: string; mac: Uint8Array }>(
+      tx,
+      sql`select seq, body, mac from ledger_chain where bucket = ${bucket} and stored_at is null order by seq`,
+    );
+    if (pending.length === 0) return [];
+    // test fault injection: the process dies after the destruction committed in PostgreSQL, before its record is written
+    if (pending.some((r) => (JSON.parse(r.body) as ChainRecord).destructions.length > 0)) ctx.failpoint?.('ledger-before-store');
+    const retain = retention(ctx, await ctx.backup.lockable());
+    for (const r of pending) await ctx.backup.put(chainRecordKey(Number(r.seq)), utf8.encode(r.body), retain ? { retain } : {});
+    const last = pending[pending.length - 1]!;
+    const unsealed = { format: HEAD_FORMAT as typeof HEAD_FORMAT, seq: Number(last.seq), record: bytesToHex(new Uint8Array(last.mac)), at: new Date().toISOString() };
+    const head: ChainHead = { ...unsealed, mac: chainMac(ctx.ledgerMac, unsealed) };
+    await ctx.backup.put(LEDGER_HEAD_KEY, utf8.encode(JSON.stringify(head)), retain ? { retain } : {});
+    const seqs = JSON.stringify(pending.map((r) => Number(r.seq)));
+    await tx.execute(sql`update ledger_chain set stored_at = now()
+                          where bucket = ${bucket} and seq in (select s::bigint from json_array_elements_text(${seqs}::json) as s)`);
+    const keys = await queryRows<{ key_id: string }>(
+      tx,
+      sql`select key_id from ledger_exports
+           where bucket = ${bucket} and chain_seq in (select s::bigint from json_array_elements_text(${seqs}::json) as s)`,
+    );
+    const keyIds = keys.map((k) => k.key_id);
+    await ctx.destructions.markDurable(tx, keyIds);
+    return keyIds;
+  });
+}
+
+/**
+ * Writes every destruction and manifest version not yet in the bucket's ledger chain
+ * there, durably, and marks those destructions durable. Throws when the bucket
+ * cannot be written (nothing is marked then; the caller retries).
+ */
+export async function flushLedger(ctx: BackupContext): Promise<{ records: number; durable: string[] }> {
+  const records = await assign(ctx);
+  const durable = await store(ctx);
+  return { records, durable };
+}
+
+function parseJson(bytes: Uint8Array, what: string): Record<string, unknown> {
+  try {
+    const value = JSON.parse(Buffer.from(bytes).toString('utf8')) as unknown;
+    if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch {
+    // named below
+  }
+  throw new LetheError('conflict', `${what} is not a ledger chain object (unreadable JSON)`);
+}
+
+function parseRecord(bytes: Uint8Array, mac: KeyedHasher, seq: number): ChainRecord {
+  const value = parseJson(bytes, `ledger chain record ${seq}`);
+  if (value.format !== CHAIN_FORMAT || value.seq !== seq) throw new LetheError('conflict', `ledger chain record ${seq} is out of sequence or of another format`);
+  if (!macMatches(mac, value)) throw new LetheError('conflict', `ledger chain record ${seq} fails its MAC: it was altered, or written under another root key`);
+  return value as unknown as ChainRecord;
+}
+
+/** The newest head with a valid MAC among every stored version of the head; undefined when there is none. */
+async function newestHead(store: ObjectStore, mac: KeyedHasher): Promise<ChainHead | undefined> {
+  let best: ChainHead | undefined;
+  let forged = 0;
+  for (const bytes of await store.versions(LEDGER_HEAD_KEY)) {
+    let value: Record<string, unknown>;
+    try {
+      value = parseJson(bytes, 'the ledger head');
+    } catch {
+      forged++;
+      continue;
+    }
+    if (value.format !== HEAD_FORMAT || typeof value.seq !== 'number' || !macMatches(mac, value)) {
+      forged++;
+      continue;
+    }
+    const head = value as unknown as ChainHead;
+    if (!best || head.seq > best.seq) best = head;
+  }
+  if (!best && forged > 0) throw new LetheError('conflict', 'the ledger head (ledger/head.json) fails its MAC: it was altered, or written under another root key');
+  return best;
+}
+
+export interface VerifiedChain {
+  /** False when the bucket holds no chain at all (no genesis, no head). */
+  readonly present: boolean;
+  /** Every destruction the chain records, by key id. */
+  readonly entries: Map<string, LedgerEntry>;
+  /** The newest manifest version the chain records for each backup. */
+  readonly manifests: Map<string, number>;
+  /** Each record's MAC (hex) by sequence number. */
+  readonly macs: Map<number, string>;
+  /** The last record: where a restored database continues the chain. */
+  readonly last: { readonly seq: number; readonly mac: string; readonly body: string } | undefined;
+  /** The audit chain's tip as the last record saw it. */
+  readonly auditHead: { readonly seq: number; readonly mac: string } | null;
+}
+
+/**
+ * Reads and verifies the bucket's ledger chain from the genesis to the newest head
+ * (and any whole records written after it); throws a conflict naming what is wrong.
+ */
+export async function readChain(store: ObjectStore, mac: KeyedHasher): Promise<VerifiedChain> {
+  const head = await newestHead(store, mac);
+  const entries = new Map<string, LedgerEntry>();
+  const manifests = new Map<string, number>();
+  const macs = new Map<number, string>();
+  let prev = GENESIS_PREV;
+  let last: VerifiedChain['last'];
+  let auditHead: VerifiedChain['auditHead'] = null;
+  for (let seq = 0; ; seq++) {
+    let bytes: Uint8Array;
+    try {
+      bytes = await store.get(chainRecordKey(seq));
+    } catch (e) {
+      if (!isLetheError(e, 'not_found')) throw e;
+      if (seq === 0) {
+        if (head) throw new LetheError('conflict', `the ledger chain's genesis (${chainRecordKey(0)}) is missing while its head names record ${head.seq}`);
+        return { present: false, entries, manifests, macs, last: undefined, auditHead: null };
+      }
+      if (head && seq <= head.seq) {
+        throw new LetheError('conflict', `ledger chain record ${seq} (${chainRecordKey(seq)}) is missing: the head names record ${head.seq}, so records were removed`);
+      }
+      break;
+    }
+    const record = parseRecord(bytes, mac, seq);
+    if (record.prev !== prev) throw new LetheError('conflict', `ledger chain record ${seq} does not follow record ${seq - 1} (its previous MAC differs): a record was replaced or reordered`);
+    if (head && seq === head.seq && record.mac !== head.record) {
+      throw new LetheError('conflict', `ledger chain record ${seq} is not the one its head names: it was replaced`);
+    }
+    for (const d of record.destructions) entries.set(d.keyId, d);
+    for (const m of record.manifests) manifests.set(m.backupId, Math.max(manifests.get(m.backupId) ?? 0, m.version));
+    if (record.auditHead) auditHead = record.auditHead;
+    prev = record.mac;
+    macs.set(seq, record.mac);
+    last = { seq, mac: record.mac, body: Buffer.from(bytes).toString('utf8') };
+  }
+  if (!head && last && last.seq > 0) {
+    throw new LetheError('conflict', `the ledger chain holds ${last.seq} record(s) but no head (ledger/head.json): the head was removed`);
+  }
+  return { present: true, entries, manifests, macs, last, auditHead };
+}
+
+/** The last record of the bucket's chain this database has stored: where a backup taken now stands. */
+export async function chainPosition(db: Executor, bucket: string): Promise<{ seq: number; mac: string } | undefined> {
+  const [row] = await queryRows<{ seq: number | string; mac: Uint8Array }>(
+    db,
+    sql`select seq, mac from ledger_chain where bucket = ${bucket} and stored_at is not null order by seq desc limit 1`,
+  );
+  return row ? { seq: Number(row.seq), mac: bytesToHex(new Uint8Array(row.mac)) } : undefined;
+}
+
+/**
+ * After a restore: the restored database continues the bucket's chain from its last
+ * record, and every destruction the chain holds is claimed and durable.
+ */
+export async function adoptChain(tx: Transaction, bucket: string, chain: VerifiedChain): Promise<void> {
+  await tx.execute(sql`delete from ledger_chain where bucket = ${bucket}`);
+  if (!chain.last) return;
+  await tx.execute(sql`insert into ledger_chain (bucket, seq, body, mac, created_at, stored_at)
+                       values (${bucket}, ${chain.last.seq}, ${chain.last.body}, ${Buffer.from(hexToBytes(chain.last.mac))}, now(), now())`);
+  const keyIds = JSON.stringify([...chain.entries.keys()]);
+  await tx.execute(sql`insert into ledger_exports (bucket, key_id, exported_at, chain_seq)
+                       select ${bucket}, k, now(), ${chain.last.seq} from json_array_elements_text(${keyIds}::json) as k
+                       on conflict (bucket, key_id) do update set chain_seq = excluded.chain_seq`);
+  for (const [backupId, version] of chain.manifests) {
+    await tx.execute(sql`update backups set chained_version = greatest(chained_version, ${version}) where backup_id = ${backupId}`);
+  }
+}
