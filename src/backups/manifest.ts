@@ -83,9 +83,14 @@ export function manifestKey(backupId: string): string {
 /** The manifest's current version, as stored in the backup bucket. */
 export async function readManifest(store: ObjectStore, backupId: string): Promise<Manifest> {
   const bytes = await store.get(manifestKey(backupId));
-  const parsed = JSON.parse(Buffer.from(bytes).toString('utf8')) as Manifest;
-  if (parsed.format !== MANIFEST_FORMAT || parsed.backupId !== backupId) {
-    throw new LetheError('internal', 'the stored manifest is not this backup\'s');
+  let parsed: Manifest;
+  try {
+    parsed = JSON.parse(Buffer.from(bytes).toString('utf8')) as Manifest;
+  } catch {
+    throw new LetheError('conflict', `the stored manifest of backup ${backupId} is not JSON: it was damaged or replaced`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || parsed.format !== MANIFEST_FORMAT || parsed.backupId !== backupId) {
+    throw new LetheError('conflict', `the stored manifest at ${manifestKey(backupId)} is not backup ${backupId}'s: it was replaced`);
   }
   return parsed;
 }

@@ -15,7 +15,8 @@ import { backupKeys, backupPropagations, backups } from '../db/schema.js';
 import { describeError } from '../observability/logger.js';
 import type { BackupContext } from './context.js';
 import { flushLedger } from './ledger-chain.js';
-import { manifestKey, markDestroyed, readManifest, sealManifest } from './manifest.js';
+import { LetheError } from '../errors.js';
+import { manifestKey, manifestMacState, markDestroyed, readManifest, sealManifest } from './manifest.js';
 
 export interface PropagateOptions {
   /** Only the backups holding these keys. */
@@ -77,6 +78,17 @@ export async function propagateDestructions(ctx: BackupContext, options: Propaga
       for (const d of done) destroyed.delete(d.keyId);
       if (destroyed.size === 0) return 0;
       const current = await readManifest(ctx.backup, backupId);
+      // never re-seal what someone else wrote: an edited manifest, or an older version put back, would come out MAC'd
+      const state = manifestMacState(ctx.ledgerMac, current);
+      if (state === 'invalid' || current.version !== row.manifestVersion) {
+        throw new LetheError(
+          'conflict',
+          state === 'invalid'
+            ? `the manifest of backup ${backupId} fails its MAC: it was edited in the backup bucket; not writing a new version over it (a restore refuses it; take a new backup)`
+            : `the manifest of backup ${backupId} is version ${current.version}, not the version ${row.manifestVersion} lethe wrote last: not writing over it`,
+          { retryable: false },
+        );
+      }
       const next = sealManifest(ctx.ledgerMac, markDestroyed(current, destroyed, new Date()));
       await ctx.backup.put(manifestKey(backupId), Buffer.from(JSON.stringify(next)));
       await tx.update(backups).set({ manifestVersion: next.version }).where(eq(backups.backupId, backupId));

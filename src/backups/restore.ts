@@ -1,21 +1,13 @@
 /**
  * Restoring a backup into this vault's database and live bucket, which must both be
- * empty of lethe data. A restore brings no destroyed key back: the destruction ledger
- * is replayed first — every key the backup bucket's ledger copy, the manifest or the
- * backup's own ledger rows say was destroyed is left out of the restored key tables
- * (its data, restored byte for byte, stays unreadable) and recorded in the restored
- * ledger. Without a readable, complete ledger copy the restore refuses, unless forced
- * — and then says what it could not guarantee.
- *
- * A restore completes or leaves the target as it found it. Everything that can be
- * checked is checked before anything is written — among it that every epoch a
- * restored key is wrapped under is still the key provider's (a backup taken before a
- * rotation whose old epoch has retired holds only inert keys, by design, and is
- * refused with that explanation). Then each step can be undone (RestoreUndo): the
- * objects are copied first, the database is loaded in one transaction that saves what
- * the target held, stale artifacts are regenerated; when a step fails, every lethe
- * table is emptied and refilled with the saved rows, every object the bucket did not
- * list before is removed, and the error says the target was left as found.
+ * empty of lethe data. A restore brings no destroyed key back: the backup bucket's
+ * ledger chain is verified from its genesis (every stored version of every record
+ * read) and replayed first — every key the chain, the manifest or the backup's own
+ * ledger rows say was destroyed is left out of the restored key tables (its data,
+ * restored byte for byte, stays unreadable) and recorded in the restored ledger.
+ * A missing or damaged chain, an edited or older manifest, a chain shorter than the
+ * backup knew: refused, naming it; past a missing or damaged chain only when forced
+ * — and then it says what it could not guarantee.
  */
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
@@ -26,7 +18,7 @@ import { zeroize } from '../crypto/index.js';
 import { clearForRestore, replayDestructions } from '../vault/restore.js';
 import type { BackupContext } from './context.js';
 import { type DatabaseExport, decodeValue, importDatabase, occupiedTables, parseDatabaseExport, putBackTables, snapshotTables, type TablesSnapshot } from './database.js';
-import { adoptChain, type LedgerEntry, readChain, type VerifiedChain } from './ledger-chain.js';
+import { adoptChain, type LedgerEntry, readChain, salvageChain, type VerifiedChain } from './ledger-chain.js';
 import { manifestMacState, readManifest } from './manifest.js';
 import { BACKED_UP_PREFIXES, sha256Hex } from './objects.js';
 
@@ -48,7 +40,7 @@ export interface RestoreResult {
   /** Destructions written into the restored ledger that the backup's own rows did not have. */
   readonly replayed: number;
   readonly ledger: 'replayed' | 'forced';
-  /** What a forced restore could not guarantee. */
+  /** What a forced restore could not guarantee, and what was found and worked around in the ledger chain. */
   readonly warnings: string[];
 }
 
@@ -81,10 +73,12 @@ export async function restoreBackup(ctx: BackupContext, backupId: string, option
   // the ledger: the MAC-chained copy in the backup bucket, verified from its genesis
   // and checked against what the backup knew
   const warnings: string[] = [];
+  let forced = false;
   const refuse = (problem: string, consequence: string): void => {
     if (!options.force) {
       throw new LetheError('conflict', `${problem}: refusing to restore, since a key destroyed after this backup could come back. Restore with --force-without-ledger to proceed anyway.`);
     }
+    forced = true;
     warnings.push(`${problem}. Proceeding because forced: ${consequence}`);
   };
   const macState = manifestMacState(ctx.ledgerMac, manifest);
@@ -92,24 +86,32 @@ export async function restoreBackup(ctx: BackupContext, backupId: string, option
     throw new LetheError('conflict', `the manifest of backup ${backupId} fails its MAC: it was edited after lethe wrote it (or under another root key); refusing to restore`);
   }
   if (macState === 'absent') refuse(`the manifest of backup ${backupId} carries no MAC (written before manifests were MAC'd)`, 'its key states and objects are not authenticated.');
-  let chain: VerifiedChain = { present: false, entries: new Map(), manifests: new Map(), macs: new Map(), last: undefined, auditHead: null };
+  let chain: VerifiedChain = { present: false, entries: new Map(), manifests: new Map(), macs: new Map(), last: undefined, auditHead: null, notes: [] };
+  let damaged = false;
   try {
     chain = await readChain(ctx.backup, ctx.ledgerMac);
   } catch (e) {
     if (!isLetheError(e, 'conflict')) throw e;
-    refuse(`the ledger chain in the backup bucket is damaged: ${e.message}`, 'keys destroyed after this backup and recorded only in the damaged ledger ARE RESTORED AS LIVE unless the manifest marks them; erase them again.');
+    damaged = true;
+    refuse(
+      `the ledger chain in the backup bucket is damaged: ${e.message}`,
+      'every destruction in a ledger record whose MAC still holds is honoured; keys destroyed after this backup and recorded only in a lost or damaged record ARE RESTORED AS LIVE unless the manifest marks them; erase them again.',
+    );
+    // forced: still honour every record that verifies on its own
+    chain = { ...chain, present: true, entries: await salvageChain(ctx.backup, ctx.ledgerMac) };
   }
+  warnings.push(...chain.notes);
   const destroyed = new Map<string, LedgerEntry>(chain.entries);
   const knownAtBackup = dump.tables.destruction_ledger.map((r) => String(r.keyId));
-  if (!chain.present && warnings.length === 0) {
+  if (!chain.present) {
     refuse('the ledger chain in the backup bucket is gone (ledger/chain/ holds no genesis)', 'keys destroyed after this backup ARE RESTORED AS LIVE unless the manifest marks them; erase them again.');
-  } else if (chain.present) {
+  } else if (!damaged) {
     const missing = knownAtBackup.filter((k) => !destroyed.has(k));
     if (missing.length > 0) {
       refuse(`the ledger chain in the backup bucket lacks ${missing.length} destruction(s) the backup itself records`, 'keys destroyed after this backup may be RESTORED AS LIVE; erase them again.');
     }
     const knew = manifest.ledgerHead;
-    if (knew && chain.macs.get(knew.seq) !== knew.mac) {
+    if (knew && !chain.macs.get(knew.seq)?.includes(knew.mac)) {
       refuse(
         `the ledger chain in the backup bucket is older than this backup: the backup was taken at record ${knew.seq}, which the chain ${chain.macs.has(knew.seq) ? 'holds with another MAC' : 'does not reach'} (rolled back or replaced)`,
         'keys destroyed after this backup may be RESTORED AS LIVE; erase them again.',
@@ -185,7 +187,7 @@ export async function restoreBackup(ctx: BackupContext, backupId: string, option
       {
         actor: options.actor,
         action: 'backup.restore',
-        detail: { backupId, manifestVersion: manifest.version, replayed: replay.length, forced: options.force === true && warnings.length > 0 },
+        detail: { backupId, manifestVersion: manifest.version, replayed: replay.length, forced },
       },
     ]);
     return { imported, replayed: replay.length };
@@ -222,7 +224,7 @@ export async function restoreBackup(ctx: BackupContext, backupId: string, option
     artifacts: counts.imported.artifacts,
     destroyedKeys: destroyed.size,
     replayed: counts.replayed,
-    ledger: warnings.length > 0 ? 'forced' : 'replayed',
+    ledger: forced ? 'forced' : 'replayed',
     warnings,
   };
 }

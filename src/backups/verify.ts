@@ -3,13 +3,15 @@
  * manifest whether its data in the backup still decrypts with what lethe holds and
  * whether the backup's own wrapped copy of the key still unwraps. Nothing is
  * decrypted: a live key is checked against an envelope's key-commitment tag, and keys
- * unwrapped to check them are zeroized at once.
+ * unwrapped to check them are zeroized at once. Also the manifest's MAC and the backup
+ * bucket's ledger chain, verified as a restore would.
  */
 import { envelopeKeyId, isCommittedTo, zeroize } from '../crypto/index.js';
 import { isLetheError } from '../errors.js';
 import type { BackupContext } from './context.js';
 import { readKeyTable } from './key-table.js';
-import type { Manifest } from './manifest.js';
+import { readChain } from './ledger-chain.js';
+import { type Manifest, manifestMacState } from './manifest.js';
 import { envelopesOf, sha256Hex } from './objects.js';
 import { unwrapAs } from '../vault/wrapping.js';
 
@@ -35,7 +37,11 @@ export interface Verification {
   /** Objects whose stored bytes are missing or do not match their sha256. */
   readonly corrupted: Array<{ key: string; stored: string; reason: 'missing' | 'sha256-mismatch' }>;
   readonly keys: VerifiedKey[];
-  /** Every object intact, every active key's data decrypts, every destroyed key's data unreadable. */
+  /** The manifest's MAC: valid, invalid (edited), or absent (written before manifests were MAC'd). */
+  readonly manifestMac: 'valid' | 'invalid' | 'absent';
+  /** The backup bucket's ledger chain, verified from its genesis: what a restore would replay, or what it would refuse. */
+  readonly ledger: { readonly ok: boolean; readonly records: number; readonly destructions: number; readonly problem?: string };
+  /** Every object intact, every active key's data decrypts, every destroyed key's data unreadable, the manifest's MAC valid, the ledger chain intact. */
   readonly ok: boolean;
 }
 
@@ -96,8 +102,27 @@ export async function verifyBackup(ctx: BackupContext, manifest: Manifest): Prom
   } finally {
     for (const dek of deks.values()) zeroize(dek);
   }
+  const manifestMac = manifestMacState(ctx.ledgerMac, manifest);
+  let ledger: Verification['ledger'];
+  try {
+    const chain = await readChain(ctx.backup, ctx.ledgerMac);
+    const knew = manifest.ledgerHead;
+    const problem = !chain.present
+      ? 'the backup bucket holds no ledger chain'
+      : knew && !chain.macs.get(knew.seq)?.includes(knew.mac)
+        ? `the ledger chain does not hold record ${knew.seq}, at which this backup was taken, as the backup knew it`
+        : (chain.manifests.get(manifest.backupId) ?? 0) > manifest.version
+          ? `the manifest is version ${manifest.version}, older than the version ${chain.manifests.get(manifest.backupId)} the ledger chain records`
+          : undefined;
+    ledger = { ok: problem === undefined, records: chain.last ? chain.last.seq + 1 : 0, destructions: chain.entries.size, ...(problem ? { problem } : {}) };
+  } catch (e) {
+    if (!isLetheError(e, 'conflict')) throw e;
+    ledger = { ok: false, records: 0, destructions: 0, problem: e.message };
+  }
   const ok =
     corrupted.length === 0 &&
-    keys.every((k) => (k.state === 'active' ? k.data === 'decrypts' : k.data === 'unreadable'));
-  return { backupId: manifest.backupId, manifestVersion: manifest.version, objectsChecked: manifest.objects.length, corrupted, keys, ok };
+    keys.every((k) => (k.state === 'active' ? k.data === 'decrypts' : k.data === 'unreadable')) &&
+    manifestMac === 'valid' &&
+    ledger.ok;
+  return { backupId: manifest.backupId, manifestVersion: manifest.version, objectsChecked: manifest.objects.length, corrupted, keys, manifestMac, ledger, ok };
 }

@@ -1,11 +1,13 @@
 /**
  * Restore on PostgreSQL and a real MinIO: a backup taken before an erasure, restored
  * into a fresh database and bucket, yields nothing of the erased subject; the ledger
- * copy in the backup bucket is replayed even when the source database lost its
- * ledger; with the copy gone too, the restore refuses unless forced.
+ * chain in the backup bucket is replayed even when the source database lost its
+ * ledger; a plain delete of the chain is worked around from the bucket's versions;
+ * with the chain gone for good, the restore refuses unless forced.
  */
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
+import { Client } from 'minio';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { envelopeKeyId, isCommittedTo } from '../../src/crypto/index.js';
 import { queryRows } from '../../src/db/client.js';
@@ -101,9 +103,28 @@ describe('restoring a backup taken before an erasure', () => {
     expect(await first.backups.restore(backupId, { actor: 'test' })).toMatchObject({ destroyedKeys: 1, ledger: 'replayed' });
     await expect(first.log.get(a[0]!.entryId)).rejects.toMatchObject({ code: 'key_destroyed' });
 
-    // and the ledger copy in the backup bucket is removed as well
+    // a plain delete of every ledger object hides nothing from a versioned bucket
     const store = source.vault.backups.store;
     for await (const o of store.list('ledger/')) await store.delete(o.key);
+    const hidden = await target();
+    const workedAround = await hidden.backups.restore(backupId, { actor: 'test' });
+    expect(workedAround.ledger).toBe('replayed');
+    expect(workedAround.warnings.join(' ')).toMatch(/current version was removed or altered/);
+    await expect(hidden.log.get(a[0]!.entryId)).rejects.toMatchObject({ code: 'key_destroyed' });
+
+    // and the ledger chain removed for good (every version: a bucket without Object Lock, or the governance bypass)
+    const client = new Client({ endPoint: new URL(inject('minio').endpoint).hostname, port: Number(new URL(inject('minio').endpoint).port), useSSL: false, accessKey: inject('minio').accessKey, secretKey: inject('minio').secretKey });
+    const versions = await new Promise<Array<{ name: string; versionId: string }>>((resolve, reject) => {
+      const out: Array<{ name: string; versionId: string }> = [];
+      const stream = client.listObjects(backupBucket, 'ledger/', true, { IncludeVersion: true });
+      stream.on('data', (v) => {
+        const o = v as { name?: string; versionId?: string };
+        if (o.name && o.versionId) out.push({ name: o.name, versionId: o.versionId });
+      });
+      stream.on('error', reject);
+      stream.on('end', () => resolve(out));
+    });
+    for (const v of versions) await client.removeObject(backupBucket, v.name, { versionId: v.versionId, governanceBypass: true });
     const second = await target();
     const refused = await second.backups.restore(backupId, { actor: 'test' }).catch((e: unknown) => e);
     expect(refused).toMatchObject({ code: 'conflict' });

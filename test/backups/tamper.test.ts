@@ -44,6 +44,16 @@ describe('tampering with the backup bucket', () => {
 
   /** Puts `bytes` back as the current version of `key` (an attacker's overwrite). */
   const overwrite = (key: string, bytes: Uint8Array) => tv.vault.backups.store.put(key, bytes);
+  /** The chain's records as lethe wrote them, to put back after each test. */
+  const saved = new Map<number, Uint8Array>();
+  /** Removes every version of `key` for good: what someone who may bypass governance retention (or a bucket without Object Lock) allows. */
+  async function purge(key: string): Promise<void> {
+    for (const v of await allVersions(client, backupBucket, key)) await client.removeObject(backupBucket, key, { versionId: v.versionId, governanceBypass: true });
+    // delete markers too
+    await client.removeObject(backupBucket, key).catch(() => {});
+  }
+  /** Puts record `seq` back as lethe wrote it, as the current version. */
+  const restoreRecord = (seq: number) => overwrite(chainRecordKey(seq), saved.get(seq)!);
 
   beforeAll(async () => {
     tv = await openTestVault({ extraEnv: { ...env, LETHE_BACKUP_PROPAGATE_SECONDS: '86400' } });
@@ -55,24 +65,27 @@ describe('tampering with the backup bucket', () => {
       expect((await tv.vault.backups.awaitDurable([s.keyId], 30_000)).pending).toEqual([]);
     }
     await tv.vault.backups.propagate();
+    const head = await readJson<{ seq: number }>(tv.vault.backups.store, LEDGER_HEAD_KEY);
+    for (let seq = 0; seq <= head.seq; seq++) saved.set(seq, await tv.vault.backups.store.get(chainRecordKey(seq)));
   }, 120_000);
   afterAll(async () => {
     await tv?.close();
     for (const db of targets) await db.drop().catch(() => {});
   });
 
-  it('restores untampered, with every destruction replayed (the baseline)', async () => {
+  it('restores untampered, with every destruction replayed (the baseline); verify finds the manifest and the chain intact', async () => {
+    expect(await tv.vault.backups.verify(backupId)).toMatchObject({ ok: true, manifestMac: 'valid', ledger: { ok: true, destructions: 3 } });
     const restored = await target();
     expect(await restored.backups.restore(backupId, { actor: 'test' })).toMatchObject({ ledger: 'replayed', warnings: [] });
     for (const s of subjects.slice(0, 3)) await expect(restored.log.get(s.entryId)).rejects.toMatchObject({ code: 'key_destroyed' });
     expect((await restored.log.get(subjects[3]!.entryId)).text).toMatch(/^subject 3 says/);
   });
 
-  it("refuses the issue's story: the destruction's record deleted and the manifest rewritten with the key active", async () => {
+  it("refuses the issue's story (the destruction's record deleted, the manifest rewritten with the key active); a plain delete alone is worked around from the versions", async () => {
     const victim = subjects[0]!;
     const record = await ledgerRecordOf(tv.vault.backups.store, victim.keyId);
     expect(record).toBeDefined();
-    const recordBytes = await tv.vault.backups.store.get(record!);
+    const seq = Number(record!.match(/(\d{16})/)![1]);
     const manifestBytes = await tv.vault.backups.store.get(manifestKey(backupId));
     const manifest = JSON.parse(Buffer.from(manifestBytes).toString('utf8')) as Manifest;
     const forged = { ...manifest, keys: manifest.keys.map((k) => (k.keyId === victim.keyId ? { keyId: k.keyId, kind: k.kind, state: 'active' } : k)) };
@@ -80,18 +93,36 @@ describe('tampering with the backup bucket', () => {
     await overwrite(manifestKey(backupId), Buffer.from(JSON.stringify(forged)));
     try {
       expect(await refusal()).toMatch(/manifest of backup .* fails its MAC/);
-      // the manifest put back, the deleted record alone is still refused
+      // and verify says so too
+      expect(await tv.vault.backups.verify(backupId)).toMatchObject({ ok: false, manifestMac: 'invalid' });
+      // the manifest put back: the record's delete marker hides nothing from a versioned bucket
       await overwrite(manifestKey(backupId), manifestBytes);
-      const message = await refusal();
-      expect(message).toContain(`ledger chain record ${Number(record!.match(/(\d{16})/)![1])}`);
-      expect(message).toMatch(/is missing/);
+      const restored = await target();
+      const result = await restored.backups.restore(backupId, { actor: 'test' });
+      expect(result.ledger).toBe('replayed');
+      expect(result.warnings.join(' ')).toContain(`ledger chain record ${seq}: its current version was removed or altered`);
+      await expect(restored.log.get(victim.entryId)).rejects.toMatchObject({ code: 'key_destroyed' });
     } finally {
       await overwrite(manifestKey(backupId), manifestBytes);
-      await overwrite(record!, recordBytes);
+      await restoreRecord(seq);
     }
   });
 
-  it('refuses a chain cut back: the last records deleted and an older head put back', async () => {
+  it('refuses a record removed for good (every version, with the governance bypass), naming it', async () => {
+    const victim = subjects[1]!;
+    const record = (await ledgerRecordOf(tv.vault.backups.store, victim.keyId))!;
+    const seq = Number(record.match(/(\d{16})/)![1]);
+    await purge(record);
+    try {
+      const message = await refusal();
+      expect(message).toContain(`ledger chain record ${seq} (${record}) is missing`);
+      expect((await tv.vault.backups.verify(backupId)).ledger).toMatchObject({ ok: false, problem: expect.stringMatching(/is missing/) });
+    } finally {
+      await restoreRecord(seq);
+    }
+  });
+
+  it('refuses a chain cut back: the last record removed for good and an older head put back', async () => {
     const head = await readJson<{ seq: number }>(tv.vault.backups.store, LEDGER_HEAD_KEY);
     const versions = await allVersions(client, backupBucket, LEDGER_HEAD_KEY);
     // an older head, validly MAC'd when it was written
@@ -101,38 +132,33 @@ describe('tampering with the backup bucket', () => {
       if ((JSON.parse(Buffer.from(bytes).toString('utf8')) as { seq: number }).seq < head.seq) older = bytes;
     }
     expect(older, 'an older version of the head').toBeDefined();
-    const last = chainRecordKey(head.seq);
-    const lastBytes = await tv.vault.backups.store.get(last);
     const currentHead = await tv.vault.backups.store.get(LEDGER_HEAD_KEY);
-    await tv.vault.backups.store.delete(last);
+    await purge(chainRecordKey(head.seq));
     await overwrite(LEDGER_HEAD_KEY, older!);
     try {
       expect(await refusal()).toMatch(new RegExp(`ledger chain record ${head.seq} .* is missing: the head names record ${head.seq}`));
     } finally {
-      await overwrite(last, lastBytes);
+      await restoreRecord(head.seq);
       await overwrite(LEDGER_HEAD_KEY, currentHead);
     }
   });
 
-  it('refuses a deleted middle record, an edited record and a forged head, naming each', async () => {
-    const head = await readJson<{ seq: number }>(tv.vault.backups.store, LEDGER_HEAD_KEY);
-    expect(head.seq).toBeGreaterThanOrEqual(3);
+  it('works around an overwritten record from its versions, refuses one edited for good, and finds the newest head past a forged one', async () => {
     const middle = chainRecordKey(1);
-    const bytes = await tv.vault.backups.store.get(middle);
-    await tv.vault.backups.store.delete(middle);
-    try {
-      expect(await refusal()).toMatch(/ledger chain record 1 .* is missing/);
-    } finally {
-      await overwrite(middle, bytes);
-    }
-
+    const bytes = saved.get(1)!;
     // an edited record: its time changed, the old MAC kept
-    const edited = JSON.parse(Buffer.from(bytes).toString('utf8')) as { destructions: unknown[] };
-    await overwrite(middle, Buffer.from(JSON.stringify({ ...edited, at: '2000-01-01T00:00:00.000Z' })));
+    const edited = JSON.parse(Buffer.from(bytes).toString('utf8')) as object;
+    const editedBytes = Buffer.from(JSON.stringify({ ...edited, at: '2000-01-01T00:00:00.000Z' }));
+    await overwrite(middle, editedBytes);
     try {
+      const restored = await target();
+      expect((await restored.backups.restore(backupId, { actor: 'test' })).warnings.join(' ')).toContain('ledger chain record 1: its current version was removed or altered');
+      // the version lethe wrote removed for good: only the edited one is left
+      await purge(middle);
+      await overwrite(middle, editedBytes);
       expect(await refusal()).toMatch(/ledger chain record 1 fails its MAC/);
     } finally {
-      await overwrite(middle, bytes);
+      await restoreRecord(1);
     }
 
     // a head forged without the key
