@@ -197,7 +197,9 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       await db.migrate();
       const ledger = await backups.ledgerStatus().catch(() => undefined);
       if (ledger && !ledger.locked) {
-        const message = `THE LEDGER CHAIN IS NOT UNDER OBJECT LOCK: ${ledger.why}. Anyone who can write the backup bucket can delete destruction records (a restore still detects it, but cannot recover them).`;
+        const message =
+          `THE LEDGER CHAIN IS NOT UNDER OBJECT LOCK: ${ledger.why}. Anyone who can write the backup bucket can remove destruction records for good: ` +
+          'a restore refuses a gap it can see, but a cut tail with an older head put back (on a folder, or where old versions can be deleted) is caught only when a later backup names the removed records.';
         if (config.production) logger.error(message);
         else logger.info(message);
       }

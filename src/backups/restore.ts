@@ -182,6 +182,7 @@ export async function restoreBackup(ctx: BackupContext, backupId: string, option
     );
     // the restored database continues the bucket's chain; what the chain holds is durable
     await adoptChain(tx, ctx.backup.bucket, chain);
+    await ctx.destructions.resetDurable(tx);
     await ctx.destructions.markDurable(tx, [...chain.entries.keys()]);
     await ctx.audit.append(tx, [
       {

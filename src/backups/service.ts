@@ -134,31 +134,45 @@ export class BackupService {
 
   /**
    * Waits (up to `waitMs`, retrying the ledger write with backoff) until the
-   * destructions of `keyIds` are durable in the backup bucket's ledger chain. Answers
-   * the key ids still pending (empty: all durable) and the last write error, if any.
+   * destructions of `keyIds` — every pending destruction when `keyIds` is undefined —
+   * are durable in the backup bucket's ledger chain. Answers the key ids still pending
+   * (empty: all durable; for "every pending destruction", how many as a count) and the
+   * last write error, if any. Never waits past `waitMs`: a write that hangs goes on in
+   * the background (one writer at a time) and the answer is "pending".
    */
-  async awaitDurable(keyIds: readonly string[], waitMs: number): Promise<{ pending: string[]; error?: string }> {
+  async awaitDurable(keyIds: readonly string[] | undefined, waitMs: number): Promise<{ pending: string[]; error?: string }> {
     const deadline = Date.now() + waitMs;
+    const pendingNow = async (): Promise<string[]> => {
+      if (keyIds) return this.#ctx.destructions.pendingDurable(keyIds);
+      const { pending } = await this.#ctx.destructions.pendingSummary();
+      return pending > 0 ? [`${pending} destruction(s)`] : [];
+    };
     let delay = 100;
     let error: string | undefined;
     for (;;) {
-      const pending = await this.#ctx.destructions.pendingDurable(keyIds);
-      if (pending.length === 0) return { pending };
+      if ((await pendingNow()).length === 0) return { pending: [] };
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) break;
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), remaining);
+      });
       try {
-        await flushLedger(this.#ctx);
-        error = undefined;
-        const still = await this.#ctx.destructions.pendingDurable(keyIds);
-        if (still.length === 0) return { pending: still };
+        const outcome = await Promise.race([flushLedger(this.#ctx).then(() => 'done' as const), timedOut]);
+        if (outcome === 'timeout') error = `the backup store did not answer within ${waitMs} ms`;
+        else error = undefined;
       } catch (e) {
         error = e instanceof Error ? e.message : String(e);
+      } finally {
+        clearTimeout(timer);
       }
-      if (Date.now() + delay > deadline) {
-        const still = await this.#ctx.destructions.pendingDurable(keyIds);
-        return still.length === 0 ? { pending: still } : { pending: still, ...(error ? { error } : {}) };
-      }
+      if ((await pendingNow()).length === 0) return { pending: [] };
+      if (Date.now() + delay >= deadline) break;
       await new Promise((r) => setTimeout(r, delay));
       delay = Math.min(delay * 2, 2000);
     }
+    const still = await pendingNow();
+    return still.length === 0 ? { pending: still } : { pending: still, ...(error ? { error } : {}) };
   }
 
   /**

@@ -148,6 +148,15 @@ export class KeyDestructions {
     }
   }
 
+  /**
+   * A restore's database: only what the bucket's ledger chain holds is durable there
+   * (rows the backup carried as durable but the chain lacks — a forced restore — are
+   * written into the chain again).
+   */
+  async resetDurable(tx: Transaction): Promise<void> {
+    await tx.update(destructionLedger).set({ durableAt: null });
+  }
+
   /** Those of `keyIds` destroyed but not yet durable in the backup bucket's ledger chain (pending). */
   async pendingDurable(keyIds: readonly string[]): Promise<string[]> {
     const unique = [...new Set(keyIds)];

@@ -348,7 +348,7 @@ describe('POST /v1/artifacts/{artifactId}/regenerate', () => {
   it('with a body: drops the excluded source, answers the new version, and the text no longer holds it', async () => {
     const w = await write([alice.entryId, bob.entryId], 'Alice drinks green tea. Bob drinks black coffee.');
     const r = await ok<{ regenerated: unknown[]; removed: unknown[] }>(await regenerate(w.artifactId, { body: { excluding: [bob.entryId] } }), 200);
-    expect(r).toEqual({ regenerated: [{ artifactId: w.artifactId, version: 2 }], removed: [] });
+    expect(r).toEqual({ regenerated: [{ artifactId: w.artifactId, version: 2 }], removed: [], destruction: 'durable' });
     const a = await read(w.artifactId);
     expect(a.version).toBe(2);
     expect(a.sources).toEqual([alice.entryId]);
@@ -361,13 +361,13 @@ describe('POST /v1/artifacts/{artifactId}/regenerate', () => {
     const w = await write([alice.entryId, bob.entryId]);
     const res = await t.app.request(`/v1/artifacts/${w.artifactId}/regenerate`, { method: 'POST', headers: { authorization: `Bearer ${TOKENS.writer}` } });
     const r = await ok<{ regenerated: unknown[]; removed: unknown[] }>(res, 200);
-    expect(r).toEqual({ regenerated: [{ artifactId: w.artifactId, version: 2 }], removed: [] });
+    expect(r).toEqual({ regenerated: [{ artifactId: w.artifactId, version: 2 }], removed: [], destruction: 'durable' });
     expect((await read(w.artifactId)).sources.sort()).toEqual([alice.entryId, bob.entryId].sort());
   });
 
   it('with an empty JSON object: the same as no body', async () => {
     const w = await write([alice.entryId]);
-    expect(await ok(await regenerate(w.artifactId, { body: {} }), 200)).toEqual({ regenerated: [{ artifactId: w.artifactId, version: 2 }], removed: [] });
+    expect(await ok(await regenerate(w.artifactId, { body: {} }), 200)).toEqual({ regenerated: [{ artifactId: w.artifactId, version: 2 }], removed: [], destruction: 'durable' });
   });
 
   it('a JSON content type with an empty body is malformed JSON: 400, and nothing is regenerated', async () => {
@@ -396,7 +396,7 @@ describe('POST /v1/artifacts/{artifactId}/regenerate', () => {
 
   it('excluding every source erases the artifact: 200 with it removed, then GET is 410', async () => {
     const w = await write([alice.entryId]);
-    expect(await ok(await regenerate(w.artifactId, { body: { excluding: [alice.entryId] } }), 200)).toEqual({ regenerated: [], removed: [w.artifactId] });
+    expect(await ok(await regenerate(w.artifactId, { body: { excluding: [alice.entryId] } }), 200)).toEqual({ regenerated: [], removed: [w.artifactId], destruction: 'durable' });
     await expectProblem(await get(w.artifactId), 410, 'artifact_erased');
     expect(artifactObjects().filter((o) => o.startsWith(`${w.artifactId}/`))).toEqual([]);
   });

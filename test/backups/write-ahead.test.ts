@@ -120,6 +120,7 @@ describe('a key destroyed while the local backup folder cannot be written (embed
     const text = `B fs ${tag()}`;
     const b = await tv.vault.log.append('user:wal-fs-b', { text }, 'writer');
     const { backupId } = await tv.vault.backups.run();
+    const summary = await tv.vault.artifacts.write({ kind: 'summary', text: `B said ${text}`, sources: [b.entryId] }, 'writer');
 
     // the ledger's folder becomes a file: every put under ledger/ fails (root ignores chmod, not this)
     const ledgerDir = path.join(tv.dataDir, 'objects', tv.config.backupBucket, 'ledger');
@@ -129,6 +130,10 @@ describe('a key destroyed while the local backup folder cannot be written (embed
       const reply = await tv.call('POST', `/v1/admin/keys/${a.keyId}/destroy`, { role: 'admin', body: { reason: 'break-glass' } });
       expect(reply.status).toBe(202);
       expect(await tv.vault.keys.validity([a.keyId])).toEqual({ [a.keyId]: 'destruction_pending' });
+      // a regeneration destroys the old version's key: answered 202, pending, too
+      const regenerated = await tv.call('POST', `/v1/artifacts/${summary.artifactId}/regenerate`, { role: 'writer' });
+      expect(regenerated.status).toBe(202);
+      expect(await regenerated.json()).toMatchObject({ regenerated: [{ artifactId: summary.artifactId, version: 2 }], destruction: 'pending' });
     } finally {
       rmSync(ledgerDir, { force: true });
       renameSync(`${ledgerDir}.away`, ledgerDir);

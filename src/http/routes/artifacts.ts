@@ -39,6 +39,9 @@ const ArtifactSchema = z
   })
   .openapi('Artifact');
 
+/** How long a regeneration waits for its destroyed version keys to be durable before answering 202. */
+const REGENERATE_ACK_WAIT_MS = 5000;
+
 export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, services: Services, tokens: TokenStore): void {
   app.openapi(
     createRoute({
@@ -132,7 +135,9 @@ export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, services: Serv
       summary: 'Addition: rewrite the artifact, and every artifact above it, from the surviving sources',
       description:
         'Sources named in `excluding`, unreadable or erased are dropped. Each affected artifact gets exactly one new version under a new key ' +
-        '(the previous version\'s key is destroyed); one left with no surviving source is erased.',
+        '(the previous version\'s key is destroyed); one left with no surviving source is erased. 200 once the destroyed keys\' records are durable in ' +
+        'the backup store\'s ledger chain; 202 with `destruction: "pending"` when they are not after a few seconds (the old versions are unreadable ' +
+        'already; the write is retried in the background).',
       security,
       middleware: [authorize(tokens, 'writer', 'eraser')] as const,
       request: {
@@ -142,9 +147,17 @@ export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, services: Serv
       responses: {
         200: json(
           z
-            .object({ regenerated: z.array(z.object({ artifactId: z.string(), version: z.number().int() })), removed: z.array(z.string()) })
+            .object({
+              regenerated: z.array(z.object({ artifactId: z.string(), version: z.number().int() })),
+              removed: z.array(z.string()),
+              destruction: z.enum(['durable', 'pending']).openapi({ description: 'whether the destroyed version keys\' records are durable in the backup store\'s ledger chain' }),
+            })
             .openapi('Regeneration'),
-          'What was rewritten and what was erased',
+          'What was rewritten and what was erased; the old versions\' keys destroyed, durably',
+        ),
+        202: json(
+          z.object({ regenerated: z.array(z.object({ artifactId: z.string(), version: z.number().int() })), removed: z.array(z.string()), destruction: z.literal('pending') }),
+          'Rewritten; the old versions\' keys are unusable, their destruction records not yet durable (retried in the background)',
         ),
         404: problemResponse('not_found'),
         ...authErrors,
@@ -161,7 +174,13 @@ export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, services: Serv
       }
       const body = (type === undefined ? undefined : c.req.valid('json')) ?? {};
       const result = await services.artifacts.regenerate([artifactId], { excluding: body.excluding ?? [], actor: c.get('role'), reason: 'requested' });
-      return c.json(result, 200);
+      // the superseded versions' keys count as destroyed once their records are durable in the ledger chain
+      const durable = await services.backups.awaitDurable(undefined, REGENERATE_ACK_WAIT_MS);
+      if (durable.pending.length > 0) {
+        services.backups.propagateSoon();
+        return c.json({ ...result, destruction: 'pending' as const }, 202);
+      }
+      return c.json({ ...result, destruction: 'durable' as const }, 200);
     },
   );
 
