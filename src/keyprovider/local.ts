@@ -15,8 +15,7 @@
  * sealed the same way: signing-keys.ts.
  */
 import { randomBytes as nodeRandomBytes } from 'node:crypto';
-import { constants as fsConstants } from 'node:fs';
-import { link, mkdir, open as openFile, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { link, mkdir, open as openFile, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   type Certificate,
@@ -34,6 +33,7 @@ import {
 import { ensurePrivateDir, tightenTree } from '../config/files.js';
 import { LetheError, isLetheError } from '../errors.js';
 import { type KeyProvider, type KeyPurpose, kekId, type SigningKeyInfo, type UnwrapOptions } from './provider.js';
+import { fsyncDir, shredFile } from './files.js';
 import { SigningKeyring } from './signing-keys.js';
 
 const FILE_PATTERN = /^epoch-(\d{8})\.kek$/;
@@ -54,14 +54,6 @@ function checkEpoch(epoch: number): void {
   }
 }
 
-async function fsyncDir(dir: string): Promise<void> {
-  const handle = await openFile(dir, fsConstants.O_RDONLY);
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
 
 export class LocalKeyringProvider implements KeyProvider {
   readonly name = 'local-keyring';
@@ -140,32 +132,8 @@ export class LocalKeyringProvider implements KeyProvider {
   async destroyEpoch(epoch: number): Promise<void> {
     checkEpoch(epoch);
     this.forget(epoch);
-    const file = path.join(this.#dir, fileName(epoch));
-    let handle;
-    try {
-      handle = await openFile(file, 'r+');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw e;
-    }
-    try {
-      const { size } = await handle.stat();
-      await handle.write(nodeRandomBytes(Math.max(size, 1)), 0, Math.max(size, 1), 0);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    // Rename before unlink so a crash in between leaves no file under the epoch's name.
-    // A concurrent destroyer (another replica) may have renamed it first: that is done.
-    const doomed = `${file}.${nodeRandomBytes(6).toString('hex')}.destroyed`;
-    try {
-      await rename(file, doomed);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw e;
-    }
-    await unlink(doomed);
-    await fsyncDir(this.#dir);
+    // shredded here, or already by another replica (which writes its own tombstone)
+    if (!(await shredFile(path.join(this.#dir, fileName(epoch))))) return;
     await this.#tombstone(epoch);
   }
 

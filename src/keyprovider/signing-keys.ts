@@ -23,7 +23,6 @@
  * it), so a rotation made by one replica or by the CLI holds on every replica at once.
  */
 import { randomBytes as nodeRandomBytes } from 'node:crypto';
-import { constants as fsConstants } from 'node:fs';
 import { mkdir, open as openFile, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
@@ -45,6 +44,7 @@ import {
   zeroize,
 } from '../crypto/index.js';
 import { isLetheError, LetheError } from '../errors.js';
+import { fsyncDir, shredFile } from './files.js';
 import type { SigningKeyInfo } from './provider.js';
 
 const FOLDER = 'certificate-signing';
@@ -74,14 +74,6 @@ function errnoCode(e: unknown): string | undefined {
   return (e as NodeJS.ErrnoException | null)?.code;
 }
 
-async function fsyncDir(dir: string): Promise<void> {
-  const handle = await openFile(dir, fsConstants.O_RDONLY);
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
 
 /** Writes `bytes` to `file` durably: a private temporary file, flushed, renamed over it, the directory flushed. */
 async function writeDurably(file: string, bytes: Uint8Array): Promise<void> {
@@ -99,33 +91,6 @@ async function writeDurably(file: string, bytes: Uint8Array): Promise<void> {
   } finally {
     await unlink(tmp).catch(() => {});
   }
-}
-
-/** Overwrites a file with random bytes, flushes, renames and unlinks it (gone already: nothing to do). */
-async function shred(file: string): Promise<void> {
-  let handle;
-  try {
-    handle = await openFile(file, 'r+');
-  } catch (e) {
-    if (errnoCode(e) === 'ENOENT') return;
-    throw e;
-  }
-  try {
-    const { size } = await handle.stat();
-    await handle.write(nodeRandomBytes(Math.max(size, 1)), 0, Math.max(size, 1), 0);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  const doomed = `${file}.${nodeRandomBytes(6).toString('hex')}.destroyed`;
-  try {
-    await rename(file, doomed);
-  } catch (e) {
-    if (errnoCode(e) === 'ENOENT') return;
-    throw e;
-  }
-  await unlink(doomed);
-  await fsyncDir(path.dirname(file));
 }
 
 function currentOf(keys: readonly SigningKeyInfo[]): SigningKeyInfo {
@@ -236,7 +201,7 @@ export class SigningKeyring {
   async #sweep(currentKeyId: string): Promise<void> {
     for (const name of await readdir(this.#dir)) {
       const keyId = KEY_FILE.exec(name)?.[1];
-      if (keyId !== undefined && keyId !== currentKeyId) await shred(path.join(this.#dir, name));
+      if (keyId !== undefined && keyId !== currentKeyId) await shredFile(path.join(this.#dir, name));
     }
   }
 

@@ -48,6 +48,23 @@ async function bucketListing(app: App): Promise<string[]> {
 
 const bucket = (p: string) => `${p}-${randomBytes(4).toString('hex')}`;
 
+
+/** A regenerator whose first call regenerates and every later one throws: a restore that breaks half-way. */
+function regeneratorBreakingOnSecondCall(): Regenerator & { readonly calls: number } {
+  let calls = 0;
+  return {
+    name: 'breaks-on-second',
+    get calls() {
+      return calls;
+    },
+    async regenerate(input) {
+      calls++;
+      if (calls >= 2) throw new Error('the regenerator broke down');
+      return new ExtractiveRegenerator().regenerate(input);
+    },
+  };
+}
+
 describe('a restore that fails half-way leaves the target as it found it', () => {
   let source: TestVault;
   const targets: TestDatabase[] = [];
@@ -93,15 +110,7 @@ describe('a restore that fails half-way leaves the target as it found it', () =>
 
   it('regeneration throwing after the database was loaded: every table and the live bucket are put back, and a second restore succeeds', async () => {
     // the first stale artifact regenerates (a new version, its object, a key destroyed), the second throws
-    let calls = 0;
-    const breaksOnSecond: Regenerator = {
-      name: 'breaks-on-second',
-      async regenerate(input) {
-        calls++;
-        if (calls >= 2) throw new Error('the regenerator broke down');
-        return new ExtractiveRegenerator().regenerate(input);
-      },
-    };
+    const breaksOnSecond = regeneratorBreakingOnSecondCall();
     const { app, env } = await target(breaksOnSecond);
     const rowsBefore = await tableRows(app);
     const listingBefore = await bucketListing(app);
@@ -112,7 +121,7 @@ describe('a restore that fails half-way leaves the target as it found it', () =>
     expect(listingBefore).toEqual([]);
 
     const err = await app.backups.restore(backupId, { actor: 'test' }).catch((e: unknown) => e);
-    expect(calls).toBe(2);
+    expect(breaksOnSecond.calls).toBe(2);
     expect(err).toBeInstanceOf(Error);
     // row for row, every lethe table is what it was; the bucket lists what it listed
     expect(await tableRows(app)).toEqual(rowsBefore);
@@ -196,22 +205,14 @@ describe('on the embedded default (PGlite and local folders), a restore that fai
     dirs.push(dataDir);
     mkdirSync(path.join(dataDir, 'objects'), { recursive: true });
     symlinkSync(path.join(source.dataDir, 'objects', source.config.backupBucket), path.join(dataDir, 'objects', source.config.backupBucket));
-    let calls = 0;
-    const breaksOnSecond: Regenerator = {
-      name: 'breaks-on-second',
-      async regenerate(input) {
-        calls++;
-        if (calls >= 2) throw new Error('the regenerator broke down');
-        return new ExtractiveRegenerator().regenerate(input);
-      },
-    };
+    const breaksOnSecond = regeneratorBreakingOnSecondCall();
     const app = await source.reopen({ listen: false, regenerator: breaksOnSecond }, { LETHE_DATA_DIR: dataDir, LETHE_KEYRING_DIR: source.config.keyringDir });
     expect([app.db.kind, app.objects.kind]).toEqual(['pglite', 'fs']);
     const rowsBefore = await tableRows(app);
     const listingBefore = await bucketListing(app);
 
     const err = await app.backups.restore(backupId, { actor: 'test' }).catch((e: unknown) => e);
-    expect(calls).toBe(2);
+    expect(breaksOnSecond.calls).toBe(2);
     expect(await tableRows(app)).toEqual(rowsBefore);
     expect(await bucketListing(app)).toEqual(listingBefore);
     expect(err).toMatchObject({ name: 'LetheError', code: 'unavailable' });
