@@ -131,3 +131,12 @@ export async function openTestApp(options: Parameters<typeof openTestVault>[0] =
     },
   };
 }
+
+/** Gives a test vault an audit history of every kind: two leases, a destruction, a rotation. */
+export async function withAuditHistory(tv: TestVault, reason: string): Promise<TestVault> {
+  const a = await tv.vault.keys.lease('user:a', 'writer');
+  await tv.vault.keys.lease('user:b', 'writer');
+  await tv.vault.keys.destroyKey(a.keyId, { reason, actor: 'admin' });
+  await tv.vault.epochs.rotate('admin');
+  return tv;
+}

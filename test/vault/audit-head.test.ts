@@ -12,7 +12,7 @@ import { deriveSubkey } from '../../src/crypto/index.js';
 import { queryRows } from '../../src/db/client.js';
 import type { AuditTip } from '../../src/vault/audit.js';
 import { createTestDatabase } from '../support/pg.js';
-import { minioEnv, openTestVault, type TestVault } from '../support/vault.js';
+import { minioEnv, openTestVault, type TestVault, withAuditHistory } from '../support/vault.js';
 
 let tv: TestVault | undefined;
 afterEach(async () => {
@@ -22,11 +22,7 @@ afterEach(async () => {
 
 async function vaultWithHistory(): Promise<TestVault> {
   tv = await openTestVault();
-  const a = await tv.vault.keys.lease('user:a', 'writer');
-  await tv.vault.keys.lease('user:b', 'writer');
-  await tv.vault.keys.destroyKey(a.keyId, { reason: 'audit head test', actor: 'admin' });
-  await tv.vault.epochs.rotate('admin');
-  return tv;
+  return withAuditHistory(tv, 'audit head test');
 }
 
 interface HeadRow {

@@ -1,7 +1,7 @@
 import { asc, eq, sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { auditLog } from '../../src/db/schema.js';
-import { openTestVault, type TestVault } from '../support/vault.js';
+import { openTestVault, type TestVault, withAuditHistory } from '../support/vault.js';
 
 let tv: TestVault | undefined;
 afterEach(async () => {
@@ -11,11 +11,7 @@ afterEach(async () => {
 
 async function vaultWithHistory(): Promise<TestVault> {
   tv = await openTestVault();
-  const a = await tv.vault.keys.lease('user:a', 'writer');
-  await tv.vault.keys.lease('user:b', 'writer');
-  await tv.vault.keys.destroyKey(a.keyId, { reason: 'audit test', actor: 'admin' });
-  await tv.vault.epochs.rotate('admin');
-  return tv;
+  return withAuditHistory(tv, 'audit test');
 }
 
 describe('the MAC-chained audit log', () => {
