@@ -140,10 +140,10 @@ async function startChain(ctx: BackupContext, tx: Transaction): Promise<{ seq: n
  * (a restored copy of it, sharing the backup bucket): when the bucket's current head
  * is ahead and descends from this database's last record, the chain continues after
  * it; when the bucket's chain has diverged from this database's, nothing is written
- * and the conflict names it. Two databases appending at the same instant can still
- * overwrite each other's record (no conditional put): the read-back before
- * acknowledging (`store`) catches most of it, and a restore honours the destructions
- * of both versions of the record.
+ * and the conflict names it. Two databases appending at the same instant cannot both
+ * create one record: records are put create-if-absent (`store`); the loser, whose
+ * record was never stored nor acknowledged, withdraws it and appends again after the
+ * winner's.
  */
 async function followBucket(ctx: BackupContext, tx: Transaction, last: { seq: number; mac: Uint8Array }): Promise<{ seq: number; mac: Uint8Array }> {
   let bytes: Uint8Array;
@@ -183,11 +183,40 @@ async function followBucket(ctx: BackupContext, tx: Transaction, last: { seq: nu
       return { seq: head.seq, mac: hexToBytes(newest.mac) };
     }
   }
+  // Another database stored its record where this one had only assigned its own: nothing
+  // of this database's unstored records was acknowledged, so they are withdrawn (their
+  // destructions and manifest versions go back to pending) and the chain is followed
+  // from this database's last stored record.
+  const stored = await withdrawUnstored(ctx, tx);
+  if (stored && stored.seq < last.seq) return followBucket(ctx, tx, stored);
   throw new LetheError(
     'conflict',
     `the backup bucket's ledger chain has diverged from this database's at record ${Math.min(head.seq, last.seq)}: another database (a restored copy, or a second deployment) writes this bucket's ledger; not appending until one of them is retired`,
     { retryable: false },
   );
+}
+
+/**
+ * Withdraws this database's assigned, never stored records of the bucket's chain:
+ * their destructions are pending again (claimed by no record), the backups whose
+ * manifest versions they carried are recorded again. Answers the last stored record.
+ */
+async function withdrawUnstored(ctx: BackupContext, tx: Transaction): Promise<{ seq: number; mac: Uint8Array } | undefined> {
+  const bucket = ctx.backup.bucket;
+  const rows = await queryRows<{ seq: number | string; body: string }>(tx, sql`select seq, body from ledger_chain where bucket = ${bucket} and stored_at is null`);
+  if (rows.length > 0) {
+    const seqs = JSON.stringify(rows.map((r) => Number(r.seq)));
+    await tx.execute(sql`delete from ledger_exports where bucket = ${bucket} and chain_seq in (select s::bigint from json_array_elements_text(${seqs}::json) as s)`);
+    const backupIds = JSON.stringify([...new Set(rows.flatMap((r) => (JSON.parse(r.body) as ChainRecord).manifests.map((m) => m.backupId)))]);
+    await tx.execute(sql`update backups set chained_version = 0 where backup_id in (select b from json_array_elements_text(${backupIds}::json) as b)`);
+    await tx.execute(sql`delete from ledger_chain where bucket = ${bucket} and stored_at is null`);
+    ctx.logger.warn({ withdrawn: rows.length }, 'another database appended to the backup bucket\'s ledger chain first: this database\'s unstored records are withdrawn and written again after it');
+  }
+  const [row] = await queryRows<{ seq: number | string; mac: Uint8Array }>(
+    tx,
+    sql`select seq, mac from ledger_chain where bucket = ${bucket} and stored_at is not null order by seq desc limit 1`,
+  );
+  return row ? { seq: Number(row.seq), mac: new Uint8Array(row.mac) } : undefined;
 }
 
 function sealRecord(
@@ -291,7 +320,19 @@ async function store(ctx: BackupContext): Promise<string[]> {
     // test fault injection: the process dies after the destruction committed in PostgreSQL, before its record is written
     if (pending.some((r) => (JSON.parse(r.body) as ChainRecord).destructions.length > 0)) ctx.failpoint?.('ledger-before-store');
     const retain = retention(ctx, await ctx.backup.lockable());
-    for (const r of pending) await ctx.backup.put(chainRecordKey(Number(r.seq)), utf8.encode(r.body), retain ? { retain } : {});
+    for (const r of pending) {
+      const key = chainRecordKey(Number(r.seq));
+      const bytes = utf8.encode(r.body);
+      // a record is created, never replaced: one already there must be this one (a retry after a crash), else another database wrote it first
+      if (await ctx.backup.putIfAbsent(key, bytes, retain ? { retain } : {})) continue;
+      const there = await ctx.backup.get(key);
+      if (!constantTimeEqual(there, bytes)) {
+        throw new LetheError(
+          'conflict',
+          `ledger chain record ${Number(r.seq)} in the backup bucket was written by another database first: nothing is acknowledged now; the next attempt withdraws this database's record and appends after the other's`,
+        );
+      }
+    }
     const last = pending[pending.length - 1]!;
     const unsealed = { format: HEAD_FORMAT as typeof HEAD_FORMAT, seq: Number(last.seq), record: bytesToHex(new Uint8Array(last.mac)), at: new Date().toISOString() };
     const head: ChainHead = { ...unsealed, mac: chainMac(ctx.ledgerMac, unsealed) };

@@ -5,12 +5,22 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { link, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { LetheError } from '../errors.js';
 import { assertObjectKey, type ObjectStore, type StoredObject } from './store.js';
 
 const TMP_SUFFIX = '.lethe-tmp';
+
+/** Flushes a directory: a rename or link in it is durable after this. */
+async function syncDir(dir: string): Promise<void> {
+  const handle = await open(dir, fsConstants.O_RDONLY);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
 
 export class FsObjectStore implements ObjectStore {
   readonly kind = 'fs' as const;
@@ -30,6 +40,28 @@ export class FsObjectStore implements ObjectStore {
   /** A folder cannot retain objects: `retain` is not honoured here (`lockable` says so). */
   async put(key: string, body: Uint8Array): Promise<void> {
     const file = this.#path(key);
+    await rename(await this.#staged(file, body), file);
+    await syncDir(path.dirname(file));
+  }
+
+  async putIfAbsent(key: string, body: Uint8Array): Promise<boolean> {
+    const file = this.#path(key);
+    const tmp = await this.#staged(file, body);
+    try {
+      // a hard link never replaces an existing file: the create is atomic
+      await link(tmp, file);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw e;
+    } finally {
+      await rm(tmp, { force: true });
+    }
+    await syncDir(path.dirname(file));
+    return true;
+  }
+
+  /** `body` written and flushed to a temporary file beside `file`: whole, or absent. */
+  async #staged(file: string, body: Uint8Array): Promise<string> {
     await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     const tmp = `${file}.${randomBytes(6).toString('hex')}${TMP_SUFFIX}`;
     const handle = await open(tmp, 'wx', 0o600);
@@ -39,13 +71,7 @@ export class FsObjectStore implements ObjectStore {
     } finally {
       await handle.close();
     }
-    await rename(tmp, file);
-    const dir = await open(path.dirname(file), fsConstants.O_RDONLY);
-    try {
-      await dir.sync();
-    } finally {
-      await dir.close();
-    }
+    return tmp;
   }
 
   async get(key: string): Promise<Uint8Array> {

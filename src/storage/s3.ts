@@ -80,8 +80,24 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async put(key: string, body: Uint8Array, options: { retain?: Retention } = {}): Promise<void> {
+    await this.#put(key, body, options, {});
+  }
+
+  async putIfAbsent(key: string, body: Uint8Array, options: { retain?: Retention } = {}): Promise<boolean> {
+    try {
+      await this.#put(key, body, options, { 'If-None-Match': '*' });
+      return true;
+    } catch (e) {
+      if ((e as { cause?: { code?: string } }).cause?.code === 'PreconditionFailed') return false;
+      throw e;
+    }
+  }
+
+  async #put(key: string, body: Uint8Array, options: { retain?: Retention }, headers: Record<string, string>): Promise<void> {
     assertObjectKey(key);
-    const stored = await this.#call(() => this.#client.putObject(this.bucket, key, Buffer.from(body.buffer, body.byteOffset, body.byteLength), body.byteLength));
+    const stored = await this.#call(() =>
+      this.#client.putObject(this.bucket, key, Buffer.from(body.buffer, body.byteOffset, body.byteLength), body.byteLength, headers),
+    );
     const retain = options.retain;
     if (retain && stored.versionId) {
       const versionId = stored.versionId;

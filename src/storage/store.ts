@@ -46,6 +46,12 @@ export interface ObjectStore {
    */
   put(key: string, body: Uint8Array, options?: { retain?: Retention }): Promise<void>;
   /**
+   * Stores the object only when the key holds no current object (an atomic
+   * create-if-absent: S3's `If-None-Match: *`, a hard link on a folder). Answers false,
+   * storing nothing, when one is already there.
+   */
+  putIfAbsent(key: string, body: Uint8Array, options?: { retain?: Retention }): Promise<boolean>;
+  /**
    * Every stored version of the object, newest first (delete markers skipped): a
    * version hidden by a delete or overwritten is still found in a versioned bucket. A
    * store without versions answers the current object, or nothing.

@@ -62,6 +62,23 @@ describe.each(stores)('the object store contract on %s', (_, make) => {
     expect(await store.head('a/b')).toBeUndefined();
   });
 
+  it('creates with putIfAbsent only where nothing is: a second create stores nothing, even when many race', async () => {
+    const store = await make();
+    await store.ensureBucket({ versioned: true });
+    expect(await store.putIfAbsent('once/k', new Uint8Array([1]))).toBe(true);
+    expect(await store.putIfAbsent('once/k', new Uint8Array([2]))).toBe(false);
+    expect(await store.get('once/k')).toEqual(new Uint8Array([1]));
+    // eight writers at once: exactly one creates, and its bytes are what is stored
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => store.putIfAbsent('once/race', new Uint8Array([i]))));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    expect(await store.get('once/race')).toEqual(new Uint8Array([results.indexOf(true)]));
+    // every stored version: the one create (none of the losers left a version behind)
+    expect(await store.versions('once/race')).toEqual([new Uint8Array([results.indexOf(true)])]);
+    // after a delete, the key is free again
+    await store.delete('once/k');
+    expect(await store.putIfAbsent('once/k', new Uint8Array([3]))).toBe(true);
+  });
+
   it('lists the objects under a prefix in key order', async () => {
     const store = await make();
     await store.ensureBucket();
