@@ -65,17 +65,17 @@ describe("two databases on one bucket's ledger chain", () => {
     await source.vault.backups.idle();
     await copy.backups.idle();
     const head = await readJson<{ seq: number; record: string }>(source.vault.backups.store, LEDGER_HEAD_KEY);
-    // the copy assigned the next record itself (valid, MAC'd) but had not stored it when the source stored its own there
+    // the source stores the next record...
+    const { keyId } = entries[4]!;
+    await source.vault.keys.destroyKey(keyId, { reason: 'source first', actor: 'eraser' });
+    expect((await source.vault.backups.awaitDurable([keyId], 30_000)).pending).toEqual([]);
+    // ...where the copy had assigned its own (valid, MAC'd, after the same head) without storing it yet
     const mac = new KeyedHasher(deriveSubkey(Buffer.from(source.env.LETHE_ROOT_KEY!, 'base64'), 'ledger-chain'));
     const unsealed = { format: 'lethe-ledger-chain/1', seq: head.seq + 1, prev: head.record, at: new Date().toISOString(), auditHead: null, destructions: [], manifests: [] };
     const mine = { ...unsealed, mac: chainMac(mac, unsealed) };
     mac.destroy();
     await copy.db.db.execute(sql`insert into ledger_chain (bucket, seq, body, mac, created_at)
                                  values (${copy.backups.store.bucket}, ${mine.seq}, ${JSON.stringify(mine)}, ${Buffer.from(mine.mac, 'hex')}, now())`);
-    // the source's record lands at that sequence number first
-    const { keyId } = entries[4]!;
-    await source.vault.keys.destroyKey(keyId, { reason: 'source first', actor: 'eraser' });
-    expect((await source.vault.backups.awaitDurable([keyId], 30_000)).pending).toEqual([]);
 
     // the copy's destruction: its unstored record withdrawn, then appended after the source's
     const { keyId: copysKey } = await copy.keys.lease(`user:shared-late-${tag()}`, 'writer');
