@@ -103,12 +103,22 @@ function lockChain(tx: Transaction, bucket: string): Promise<unknown> {
   return tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`lethe-ledger-chain:${bucket}`}))`);
 }
 
-async function lastAssigned(tx: Executor, bucket: string): Promise<{ seq: number; mac: Uint8Array } | undefined> {
+/** The last record of the bucket's chain this database assigned (`stored`: and stored). */
+async function lastRecord(tx: Executor, bucket: string, only: 'assigned' | 'stored'): Promise<{ seq: number; mac: Uint8Array } | undefined> {
+  const stored = only === 'stored' ? sql`and stored_at is not null` : sql``;
   const [row] = await queryRows<{ seq: number | string; mac: Uint8Array }>(
     tx,
-    sql`select seq, mac from ledger_chain where bucket = ${bucket} order by seq desc limit 1`,
+    sql`select seq, mac from ledger_chain where bucket = ${bucket} ${stored} order by seq desc limit 1`,
   );
   return row ? { seq: Number(row.seq), mac: new Uint8Array(row.mac) } : undefined;
+}
+
+/** A record read from the bucket, recorded as this database's (already stored). */
+async function insertStored(tx: Transaction, bucket: string, seq: number, body: string, macHex: string): Promise<{ seq: number; mac: Uint8Array }> {
+  const mac = hexToBytes(macHex);
+  await tx.execute(sql`insert into ledger_chain (bucket, seq, body, mac, created_at, stored_at)
+                       values (${bucket}, ${seq}, ${body}, ${Buffer.from(mac)}, now(), now())`);
+  return { seq, mac };
 }
 
 /**
@@ -123,9 +133,7 @@ async function startChain(ctx: BackupContext, tx: Transaction): Promise<{ seq: n
     const bytes = await ctx.backup.get(chainRecordKey(head.seq));
     const record = parseRecord(bytes, ctx.ledgerMac, head.seq);
     if (record.mac !== head.record) throw new LetheError('conflict', `ledger chain record ${head.seq} does not match the head that names it`);
-    await tx.execute(sql`insert into ledger_chain (bucket, seq, body, mac, created_at, stored_at)
-                         values (${bucket}, ${head.seq}, ${Buffer.from(bytes).toString('utf8')}, ${Buffer.from(hexToBytes(record.mac))}, now(), now())`);
-    return { seq: head.seq, mac: hexToBytes(record.mac) };
+    return insertStored(tx, bucket, head.seq, Buffer.from(bytes).toString('utf8'), record.mac);
   }
   if (await ctx.backup.head(chainRecordKey(0))) {
     throw new LetheError('conflict', 'the backup bucket holds a ledger chain without a readable head (ledger/head.json): it was removed or altered');
@@ -178,9 +186,7 @@ async function followBucket(ctx: BackupContext, tx: Transaction, last: { seq: nu
       const headBytes = await ctx.backup.get(chainRecordKey(head.seq));
       const newest = parseRecord(headBytes, ctx.ledgerMac, head.seq);
       if (newest.mac !== head.record) throw new LetheError('conflict', `ledger chain record ${head.seq} does not match the head that names it`);
-      await tx.execute(sql`insert into ledger_chain (bucket, seq, body, mac, created_at, stored_at)
-                           values (${ctx.backup.bucket}, ${head.seq}, ${Buffer.from(headBytes).toString('utf8')}, ${Buffer.from(hexToBytes(newest.mac))}, now(), now())`);
-      return { seq: head.seq, mac: hexToBytes(newest.mac) };
+      return insertStored(tx, ctx.backup.bucket, head.seq, Buffer.from(headBytes).toString('utf8'), newest.mac);
     }
   }
   // Another database stored its record where this one had only assigned its own: nothing
@@ -212,11 +218,7 @@ async function withdrawUnstored(ctx: BackupContext, tx: Transaction): Promise<{ 
     await tx.execute(sql`delete from ledger_chain where bucket = ${bucket} and stored_at is null`);
     ctx.logger.warn({ withdrawn: rows.length }, 'another database appended to the backup bucket\'s ledger chain first: this database\'s unstored records are withdrawn and written again after it');
   }
-  const [row] = await queryRows<{ seq: number | string; mac: Uint8Array }>(
-    tx,
-    sql`select seq, mac from ledger_chain where bucket = ${bucket} and stored_at is not null order by seq desc limit 1`,
-  );
-  return row ? { seq: Number(row.seq), mac: new Uint8Array(row.mac) } : undefined;
+  return lastRecord(tx, bucket, 'stored');
 }
 
 function sealRecord(
@@ -242,7 +244,7 @@ async function assign(ctx: BackupContext): Promise<number> {
   const bucket = ctx.backup.bucket;
   return ctx.db.transaction(async (tx) => {
     await lockChain(tx, bucket);
-    let last = (await lastAssigned(tx, bucket)) ?? (await startChain(ctx, tx));
+    let last = (await lastRecord(tx, bucket, 'assigned')) ?? (await startChain(ctx, tx));
     last = await followBucket(ctx, tx, last);
     let assigned = 0;
     for (;;) {
@@ -526,11 +528,8 @@ export async function salvageChain(store: ObjectStore, mac: KeyedHasher): Promis
 
 /** The last record of the bucket's chain this database has stored: where a backup taken now stands. */
 export async function chainPosition(db: Executor, bucket: string): Promise<{ seq: number; mac: string } | undefined> {
-  const [row] = await queryRows<{ seq: number | string; mac: Uint8Array }>(
-    db,
-    sql`select seq, mac from ledger_chain where bucket = ${bucket} and stored_at is not null order by seq desc limit 1`,
-  );
-  return row ? { seq: Number(row.seq), mac: bytesToHex(new Uint8Array(row.mac)) } : undefined;
+  const last = await lastRecord(db, bucket, 'stored');
+  return last ? { seq: last.seq, mac: bytesToHex(last.mac) } : undefined;
 }
 
 /**
@@ -540,8 +539,7 @@ export async function chainPosition(db: Executor, bucket: string): Promise<{ seq
 export async function adoptChain(tx: Transaction, bucket: string, chain: VerifiedChain): Promise<void> {
   await tx.execute(sql`delete from ledger_chain where bucket = ${bucket}`);
   if (!chain.last) return;
-  await tx.execute(sql`insert into ledger_chain (bucket, seq, body, mac, created_at, stored_at)
-                       values (${bucket}, ${chain.last.seq}, ${chain.last.body}, ${Buffer.from(hexToBytes(chain.last.mac))}, now(), now())`);
+  await insertStored(tx, bucket, chain.last.seq, chain.last.body, chain.last.mac);
   const keyIds = JSON.stringify([...chain.entries.keys()]);
   await tx.execute(sql`insert into ledger_exports (bucket, key_id, exported_at, chain_seq)
                        select ${bucket}, k, now(), ${chain.last.seq} from json_array_elements_text(${keyIds}::json) as k

@@ -138,7 +138,8 @@ export class BackupService {
    * are durable in the backup bucket's ledger chain. Answers the key ids still pending
    * (empty: all durable; for "every pending destruction", how many as a count) and the
    * last write error, if any. Never waits past `waitMs`: a write that hangs goes on in
-   * the background (one writer at a time) and the answer is "pending".
+   * the background (one writer at a time) and the answer is "pending"; what is still
+   * pending is handed to the background retries.
    */
   async awaitDurable(keyIds: readonly string[] | undefined, waitMs: number): Promise<{ pending: string[]; error?: string }> {
     const deadline = Date.now() + waitMs;
@@ -172,7 +173,9 @@ export class BackupService {
       delay = Math.min(delay * 2, 2000);
     }
     const still = await pendingNow();
-    return still.length === 0 ? { pending: still } : { pending: still, ...(error ? { error } : {}) };
+    if (still.length === 0) return { pending: still };
+    this.#queue.add(keyIds);
+    return { pending: still, ...(error ? { error } : {}) };
   }
 
   /**

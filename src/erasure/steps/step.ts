@@ -60,7 +60,6 @@ export async function awaitDurable(ctx: StepContext, keyIds: readonly string[]):
   if (keyIds.length === 0) return undefined;
   const { pending, error } = await ctx.res.backups.awaitDurable(keyIds, DURABLE_WAIT_MS);
   if (pending.length === 0) return undefined;
-  ctx.res.backups.propagateSoon(pending);
   return new Park(
     new Date(Date.now() + DURABLE_PARK_MS),
     `${pending.length} destruction record(s) not yet durable in the backup store's ledger (${error ?? 'still being written'}): waiting, the keys are already unusable`,

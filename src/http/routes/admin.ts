@@ -123,7 +123,6 @@ export function registerAdminRoutes(app: OpenAPIHono<AuthEnv>, services: Service
         ...(d.leasedUntil ? { leasedUntil: d.leasedUntil.toISOString() } : {}),
       };
       if (durable.pending.length > 0) {
-        services.backups.propagateSoon([keyId]);
         const pending = `the destruction record is not yet durable in the backup store's ledger (${durable.error ?? 'still being written'}); retried in the background`;
         return c.json({ ...body, state: 'destruction_pending' as const, pending }, 202);
       }

@@ -177,7 +177,6 @@ export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, services: Serv
       // the superseded versions' keys count as destroyed once their records are durable in the ledger chain
       const durable = await services.backups.awaitDurable(undefined, REGENERATE_ACK_WAIT_MS);
       if (durable.pending.length > 0) {
-        services.backups.propagateSoon();
         return c.json({ ...result, destruction: 'pending' as const }, 202);
       }
       return c.json({ ...result, destruction: 'durable' as const }, 200);
