@@ -63,7 +63,8 @@ import { randomBytes } from 'node:crypto';
 import { Client } from 'minio';
 import postgres from 'postgres';
 import type { Manifest } from '../src/backups/manifest.js';
-import { manifestKey } from '../src/backups/manifest.js';
+import { manifestKey, sealManifest } from '../src/backups/manifest.js';
+import { deriveSubkey, KeyedHasher } from '../src/crypto/index.js';
 import type { BackupProgress, BackupSummary } from '../src/backups/service.js';
 import { loadConfig } from '../src/config/index.js';
 import { createLogger, describeError } from '../src/observability/logger.js';
@@ -317,6 +318,7 @@ export async function runBackup(): Promise<BackupResult> {
   let db: { name: string; url: string } | undefined;
   let dataDir: string | undefined;
   let vault: App | undefined;
+  let ledgerMac: KeyedHasher | undefined;
   let sql: postgres.Sql | undefined;
   try {
     progress('backup: starting MinIO');
@@ -324,11 +326,14 @@ export async function runBackup(): Promise<BackupResult> {
     db = await createScratchDatabase('backup');
     dataDir = await makeTempDir('backup');
     const logger = createLogger('warn', process.stderr);
+    const rootKey = randomRootKey();
+    // the synthetic backups' manifests are MAC'd as lethe's own are (propagation refuses to write over any other)
+    ledgerMac = new KeyedHasher(deriveSubkey(Buffer.from(rootKey, 'base64'), 'ledger-chain'));
     vault = await openApp(
       loadConfig({
         DATABASE_URL: db.url,
         LETHE_DATA_DIR: dataDir,
-        LETHE_ROOT_KEY: randomRootKey(),
+        LETHE_ROOT_KEY: rootKey,
         LETHE_LOG_LEVEL: 'warn',
         S3_ENDPOINT: minio.endpoint,
         S3_ACCESS_KEY: minio.accessKey,
@@ -454,7 +459,7 @@ export async function runBackup(): Promise<BackupResult> {
       const ids = Array.from({ length: extraCount }, () => newId('bak'));
       // the manifests first, so no index row names a backup without one
       await pool(ids.length, 4, async (i) => {
-        const m: Manifest = { ...b1Manifest, backupId: ids[i]! };
+        const m: Manifest = sealManifest(ledgerMac!, { ...b1Manifest, backupId: ids[i]! });
         await v.backups.store.put(manifestKey(ids[i]!), Buffer.from(JSON.stringify(m)));
       });
       await q.begin(async (tx) => {
@@ -629,6 +634,7 @@ export async function runBackup(): Promise<BackupResult> {
     await cleanup('backup', [
       ['sql', async () => sql?.end({ timeout: 5 })],
       ['vault', async () => vault?.close()],
+      ['ledger key', async () => ledgerMac?.destroy()],
       ['database', async () => db && dropScratchDatabase(db.name)],
       ['MinIO', async () => minio?.stop()],
       ['data dir', async () => dataDir && removeDir(dataDir)],

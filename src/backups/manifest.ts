@@ -9,7 +9,6 @@
  * a manifest's current version back from it.
  */
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { canonicalJson, type Json } from '../crypto/certificate.js';
 import { constantTimeEqual, type KeyedHasher, utf8 } from '../crypto/index.js';
 import { LetheError } from '../errors.js';
 import type { ObjectStore } from '../storage/store.js';
@@ -57,10 +56,17 @@ export interface Manifest {
   readonly mac?: string;
 }
 
+/**
+ * The MAC covers the manifest's JSON as stored, without its `mac` field: what
+ * JSON.stringify writes, which JSON.parse and JSON.stringify give back unchanged (key
+ * order kept), so a verifier re-serialises what it read. Not canonical JSON: a
+ * manifest of a million keys is hashed in one pass (a reordered manifest fails, which
+ * only someone editing it produces). Domain-separated from the ledger chain's records
+ * by the manifest's own format field.
+ */
 function manifestMac(mac: KeyedHasher, manifest: Manifest): string {
   const { mac: _omitted, ...rest } = manifest;
-  // domain-separated from the ledger chain's records by the manifest's own format field
-  return bytesToHex(mac.hash(utf8.encode(canonicalJson(JSON.parse(JSON.stringify(rest)) as Json))));
+  return bytesToHex(mac.hash(utf8.encode(JSON.stringify(rest))));
 }
 
 /** The manifest with its MAC (any previous MAC replaced). */
