@@ -26,6 +26,7 @@ import {
   trainingExposureSubjects,
 } from '../db/schema.js';
 import { LetheError } from '../errors.js';
+import { resyncLedgerSeq } from '../vault/restore.js';
 
 export const DATABASE_EXPORT_FORMAT = 'lethe-database-export/1';
 
@@ -177,5 +178,6 @@ export async function putBackTables(db: Database, snapshot: TablesSnapshot): Pro
       const table = sql.identifier(t.name);
       await tx.execute(sql`insert into ${table} select * from json_populate_recordset(null::${table}, ${t.json}::json)`);
     }
+    await resyncLedgerSeq(tx);
   });
 }

@@ -88,9 +88,30 @@ export const destructionLedger = pgTable(
      * a restore could still bring it back), and is never reported as `destroyed`.
      */
     durableAt: tstz('durable_at'),
+    /**
+     * Order of insertion: a replica catches up on destructions it may have missed
+     * (its notification connection was down) by reading past the last seq it applied.
+     */
+    seq: bigserial('seq', { mode: 'number' }).notNull(),
   },
-  (t) => [index('destruction_ledger_subject_hash').on(t.subjectHash, t.destroyedAt)],
+  (t) => [index('destruction_ledger_subject_hash').on(t.subjectHash, t.destroyedAt), uniqueIndex('destruction_ledger_seq').on(t.seq)],
 );
+
+/**
+ * One row per running replica, heartbeated: whether its notification listener is up,
+ * whether its in-memory indexes are whole, and the last destruction (ledger seq) it has
+ * applied to them. The erasure's vector tier waits for every live replica to have
+ * applied a destruction, or states the lagging ones as a residual.
+ */
+export const replicaHeartbeats = pgTable('replica_heartbeats', {
+  replicaId: text('replica_id').primaryKey(),
+  startedAt: tstz('started_at').notNull(),
+  seenAt: tstz('seen_at').notNull(),
+  /** The highest destruction_ledger.seq this replica has applied (every lower one too). */
+  appliedSeq: bigint('applied_seq', { mode: 'number' }).notNull().default(0),
+  listener: text('listener', { enum: ['up', 'down'] }).notNull(),
+  index: text('index', { enum: ['ready', 'rebuilding'] }).notNull(),
+});
 
 /**
  * The episodic log's index: where each entry's frame is. Nothing here comes from the
@@ -114,6 +135,26 @@ export const logEntries = pgTable(
 
 export const ARTIFACT_KINDS = ['summary', 'fact', 'digest'] as const;
 export type ArtifactKind = (typeof ARTIFACT_KINDS)[number];
+
+/**
+ * Idempotency keys of appends: a retried request with the same key (per subject)
+ * answers the first result instead of storing the entry again. `request_digest` is
+ * SHA-256 over the request as sent (never the text itself); a retry with the same key
+ * and another body is refused. Rows expire after a day.
+ */
+export const appendRequests = pgTable(
+  'append_requests',
+  {
+    subjectHash: bytea('subject_hash').notNull(),
+    idempotencyKey: text('idempotency_key').notNull(),
+    requestDigest: bytea('request_digest').notNull(),
+    entryId: text('entry_id').notNull(),
+    keyId: text('key_id').notNull(),
+    seq: integer('seq').notNull(),
+    createdAt: tstz('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.subjectHash, t.idempotencyKey] }), index('append_requests_created').on(t.createdAt)],
+);
 
 /**
  * Derived artifacts. The text of each version lives in the object store, sealed under

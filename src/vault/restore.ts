@@ -7,7 +7,7 @@
  * puts them back, row for row, when a step after the commit fails.
  */
 import { sql } from 'drizzle-orm';
-import type { Transaction } from '../db/client.js';
+import type { Executor, Transaction } from '../db/client.js';
 import { destructionLedger, type LedgerRow } from '../db/schema.js';
 
 /** Empties the tables a fresh database fills at start-up (epochs, the audit chain), inside the restore's transaction, after it saved their rows. */
@@ -17,9 +17,22 @@ export async function clearForRestore(tx: Transaction): Promise<void> {
   await tx.execute(sql`delete from epochs`);
 }
 
-/** Writes destructions into the restored ledger; a key already there keeps its row. */
-export async function replayDestructions(tx: Transaction, rows: readonly LedgerRow[]): Promise<void> {
+/**
+ * Writes destructions into the restored ledger; a key already there keeps its row. A
+ * replayed row takes the next ledger seq (it is news to every replica), and the seq
+ * counter is moved past the rows the restore loaded with theirs.
+ */
+export async function replayDestructions(tx: Transaction, rows: ReadonlyArray<Omit<LedgerRow, 'seq'>>): Promise<void> {
+  await resyncLedgerSeq(tx);
   for (let i = 0; i < rows.length; i += 500) {
-    await tx.insert(destructionLedger).values(rows.slice(i, i + 500)).onConflictDoNothing();
+    const batch = rows.slice(i, i + 500).map(({ seq: _seq, ...row }: Omit<LedgerRow, 'seq'> & { seq?: number }) => row);
+    await tx.insert(destructionLedger).values(batch).onConflictDoNothing();
   }
+}
+
+/** Moves the ledger's seq counter past every row (after rows were loaded with their own seq). */
+export async function resyncLedgerSeq(tx: Executor): Promise<void> {
+  await tx.execute(
+    sql`select setval(pg_get_serial_sequence('destruction_ledger', 'seq'), coalesce((select max(seq) from destruction_ledger), 0) + 1, false)`,
+  );
 }
