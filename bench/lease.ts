@@ -66,13 +66,13 @@ export interface LeaseResult {
   readonly batchesPerSec: number;
 }
 
-interface Server {
+export interface Server {
   readonly child: ChildProcess;
   readonly port: number;
   readonly stderrTail: string[];
 }
 
-function serviceEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+export function serviceEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
     // never let the caller's lethe settings leak into the benchmark service
@@ -82,7 +82,7 @@ function serviceEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
-async function startService(env: Record<string, string>): Promise<Server> {
+export async function startService(env: Record<string, string>): Promise<Server> {
   // BENCH_SERVER_NODE_ARGS: extra node flags for the service (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof")
   const extraArgs = process.env.BENCH_SERVER_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];
   const child = spawn(process.execPath, [...extraArgs, '--import', 'tsx', 'src/cli/main.ts', 'serve'], {
@@ -116,7 +116,7 @@ async function startService(env: Record<string, string>): Promise<Server> {
   return { child, port, stderrTail };
 }
 
-async function stopService(server: Server): Promise<void> {
+export async function stopService(server: Server): Promise<void> {
   const { child } = server;
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -126,13 +126,13 @@ async function stopService(server: Server): Promise<void> {
   clearTimeout(timer);
 }
 
-function runAutocannon(opts: autocannon.Options): Promise<autocannon.Result> {
+export function runAutocannon(opts: autocannon.Options): Promise<autocannon.Result> {
   return new Promise((resolve, reject) => {
     autocannon(opts, (err, result) => (err ? reject(err) : resolve(result)));
   });
 }
 
-function summarize(label: string, r: autocannon.Result): LoadResult {
+export function summarize(label: string, r: autocannon.Result): LoadResult {
   return {
     label,
     connections: r.connections,
@@ -156,7 +156,7 @@ function counter(text: string, name: string, labelMatch: string): number {
   return sum;
 }
 
-async function mapLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+export async function mapLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(limit, items.length) }, async () => {

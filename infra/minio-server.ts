@@ -16,6 +16,10 @@ export interface MinioServer {
   readonly secretKey: string;
   readonly port: number;
   readonly dataDir: string;
+  /** Freezes the process (SIGSTOP): connections are accepted by the kernel and never answered. */
+  pause(): void;
+  /** Thaws a paused process (SIGCONT). */
+  unpause(): void;
   /** Stops the server; its data directory is removed unless `keepData`. */
   stop(options?: { keepData?: boolean }): Promise<void>;
 }
@@ -79,8 +83,16 @@ export async function startMinio(binary: string, again?: MinioServer): Promise<M
     secretKey,
     port,
     dataDir,
+    pause() {
+      child.kill('SIGSTOP');
+    },
+    unpause() {
+      child.kill('SIGCONT');
+    },
     async stop(options = {}) {
       if (child.exitCode === null && child.signalCode === null) {
+        // a paused server does not act on SIGTERM
+        child.kill('SIGCONT');
         const exited = new Promise((r) => child.once('exit', r));
         child.kill('SIGTERM');
         const t = setTimeout(() => child.kill('SIGKILL'), 10_000);

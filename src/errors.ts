@@ -11,9 +11,12 @@ export const ERROR_CODES = [
   'unauthorized',
   'forbidden',
   'payload_too_large',
+  'too_many_streams',
   'validation_failed',
   'not_found',
+  'method_not_allowed',
   'conflict',
+  'idempotency_key_reused',
   'erasure_in_progress',
   'subject_erased',
   'artifact_erased',
@@ -34,7 +37,7 @@ export const ERROR_CODES = [
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
-const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['erasure_in_progress', 'unavailable']);
+const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['erasure_in_progress', 'unavailable', 'too_many_streams']);
 
 export class LetheError extends Error {
   readonly code: ErrorCode;
@@ -50,4 +53,48 @@ export class LetheError extends Error {
 
 export function isLetheError(e: unknown, code?: ErrorCode): e is LetheError {
   return e instanceof LetheError && (code === undefined || e.code === code);
+}
+
+/**
+ * SQLSTATEs and driver codes that mean the database could not run the statement right
+ * now — down, restarting, in recovery or read-only, out of connections, or the
+ * connection broke — and the same request may succeed later. Anything else (a bad
+ * statement, a constraint, data the server refuses) is permanent.
+ */
+const TRANSIENT_DATABASE_CODES: ReadonlySet<string> = new Set([
+  '55000', // object_not_in_prerequisite_state (a standby, recovery)
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now (starting up, shutting down)
+  '53300', // too_many_connections
+  '25006', // read_only_sql_transaction (a read-only or demoted primary)
+  // postgres.js
+  'CONNECT_TIMEOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  // node sockets
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+]);
+
+/** The SQLSTATE class 08: connection exception (08000, 08003, 08006, 08001, 08004, 08P01, …). */
+const CONNECTION_EXCEPTION_CLASS = /^08[0-9A-Z]{3}$/;
+
+/**
+ * Whether a failed database call is worth retrying: the one classifier the HTTP layer
+ * (503 `unavailable` with Retry-After) and the erasure worker (retry, not fail) share.
+ * It looks at the error's `code` and at its causes' (drizzle wraps the driver's error),
+ * at most a few levels down.
+ */
+export function isTransientDatabaseError(e: unknown): boolean {
+  let current: unknown = e;
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && (TRANSIENT_DATABASE_CODES.has(code) || CONNECTION_EXCEPTION_CLASS.test(code))) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
 }

@@ -37,7 +37,10 @@ import { type Embedder, HashingEmbedder } from '../vectors/embedder.js';
 import { OpenAiEmbedder } from '../vectors/openai-embedder.js';
 import { Vectors } from '../vectors/service.js';
 import { ShingleHasher } from '../vectors/shingles.js';
-import { handleReplicaEvents, subscribe } from './subscribers.js';
+import { DestructionCursor } from '../vault/catch-up.js';
+import { ReplicaHeartbeats } from '../vault/replicas.js';
+import { ReplicaPresence } from './replica.js';
+import { applyCaughtUp, handleReplicaEvents, subscribe } from './subscribers.js';
 
 /** Everything the app holds: what the routes call (Services) and what only the app and the CLI reach. */
 export interface App extends Services {
@@ -51,6 +54,8 @@ export interface App extends Services {
   readonly cache: DekCache;
   readonly events: ReplicaEvents;
   readonly vectors: Vectors;
+  /** This replica's heartbeat and destruction cursor (absent when it does not listen: a CLI command). */
+  readonly replica: ReplicaPresence | undefined;
   close(): Promise<void>;
 }
 
@@ -97,7 +102,8 @@ function ledgerRetention(config: Config): Config['ledgerLock'] {
 }
 
 function objectStore(config: Config, bucket: string): ObjectStore {
-  return config.s3 ? new S3ObjectStore({ ...config.s3, bucket }) : new FsObjectStore(`${config.dataDir}/objects`, bucket);
+  const timeoutMs = config.storeTimeoutMs;
+  return config.s3 ? new S3ObjectStore({ ...config.s3, bucket, timeoutMs }) : new FsObjectStore(`${config.dataDir}/objects`, bucket, { timeoutMs });
 }
 
 export async function openApp(config: Config, options: OpenAppOptions): Promise<App> {
@@ -109,6 +115,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
   const failpoint = failpointFor(config);
   let provider: KeyProvider | undefined;
   let db: Db | undefined;
+  let presence: ReplicaPresence | undefined;
   try {
     provider = await LocalKeyringProvider.open(config.keyringDir, root.key);
     const hasher = new SubjectHasher(await provider.deriveSystemKey('subject-hash'));
@@ -162,8 +169,11 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
     });
     // certificates are signed by the key provider's own signing key (rotatable; retired keys stay listed)
     const certificateKeys = new CertificateKeys({ db: database, provider, audit });
+    const heartbeats = new ReplicaHeartbeats(database);
     const erasures = new ErasureEngine({
       db: database,
+      // which replicas applied a destruction: this one (caught up at once) and every other with a heartbeat row
+      replicas: { acknowledge: (seq) => (presence ? presence.acknowledge(seq) : heartbeats.acknowledgement(seq)) },
       keys,
       destructions,
       log,
@@ -179,6 +189,10 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       probeSimilarity: config.probeSimilarity,
       claimSeconds: config.erasureClaimSeconds,
       pollMs: config.erasurePollMs,
+      stepDeadlineMs: config.erasureStepDeadlineSeconds * 1000,
+      retry: config.erasureRetry,
+      eventsFallbackMs: config.sseFallbackPollMs,
+      metrics,
       ...(failpoint ? { failpoint } : {}),
     });
     const parts = { keys, destructions, vectors, backups, erasures, cache, provider, metrics, logger, events };
@@ -209,8 +223,22 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
     const listening = options.listen ?? true;
     let unlisten: (() => Promise<void>) | undefined;
     if (listening) {
-      handleReplicaEvents(parts);
+      // the cursor starts at the ledger's end before listening and before the rebuild: what is destroyed later is read past it
+      const cursor = new DestructionCursor({ db: database, apply: applyCaughtUp(parts) });
+      await cursor.start();
+      const replica = new ReplicaPresence({
+        replicaId: erasures.replica,
+        cursor,
+        heartbeats,
+        listener: () => events.listener,
+        rebuilding: () => vectors.rebuilding,
+        logger,
+      });
+      presence = replica;
+      handleReplicaEvents(parts, () => replica.catchUp());
       unlisten = await events.listen(db);
+      // heartbeats from here on: the start-up rebuild below shows as `index: rebuilding`
+      replica.start();
     }
     // destructions this replica did not see through its own event (another replica
     // crashed mid-propagation, a key destroyed by the CLI) reach the manifests here
@@ -243,6 +271,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       fences,
       events,
       vectors,
+      replica: presence,
       log,
       artifacts,
       exposures,
@@ -259,6 +288,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
         clearInterval(catchUp);
         backups.close();
         await erasures.stop();
+        await presence?.stop();
         await unlisten?.().catch(() => {});
         cache.clear();
         vectors.index.clear();
@@ -272,6 +302,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       },
     };
   } catch (e) {
+    await presence?.stop().catch(() => {});
     await db?.close().catch(() => {});
     if (provider) await provider.close();
     else zeroize(root.key);

@@ -27,8 +27,31 @@ export function subscribe(app: Parts): void {
   app.keys.guardCreation((tx, subjectHash) => app.erasures.refuseKeyWhileOpen(tx, subjectHash));
 }
 
-/** What this replica does with the other replicas' events (see vault/events.ts). */
-export function handleReplicaEvents(app: Parts & { events: App['events'] }): void {
+/**
+ * What this replica does with destructions its destruction cursor read from the
+ * ledger (src/vault/catch-up.ts): each key's cached DEK goes, and a destruction not
+ * published here yet (its notification missed) is published now — the indexes drop
+ * its records.
+ */
+export function applyCaughtUp(app: Pick<Parts, 'cache' | 'metrics' | 'logger' | 'destructions'>): (keyIds: readonly string[]) => void {
+  const { cache, metrics, logger } = app;
+  return (keyIds) => {
+    let dropped = 0;
+    for (const keyId of keyIds) if (cache.dropKey(keyId)) dropped++;
+    if (dropped > 0) metrics.dekCacheInvalidations.inc({ source: 'catch-up' }, dropped);
+    metrics.dekCacheEntries.set(cache.size);
+    const missed = app.destructions.caughtUp(keyIds);
+    if (missed > 0) logger.warn({ missed }, 'applied key destructions read from the ledger: their notifications were missed');
+  };
+}
+
+/**
+ * What this replica does with the other replicas' events (see vault/events.ts). On a
+ * reconnect, `catchUp` reads the destruction ledger past this replica's cursor (no
+ * full DEK cache clear, no rebuild), and the index is reconciled against the stored
+ * rows (embeddings other replicas wrote meanwhile are loaded).
+ */
+export function handleReplicaEvents(app: Parts & { events: App['events'] }, catchUp: () => Promise<void>): void {
   const { events, cache, metrics, logger } = app;
   events.on('key', (event) => {
     if (typeof event.keyId !== 'string') return;
@@ -37,15 +60,23 @@ export function handleReplicaEvents(app: Parts & { events: App['events'] }): voi
     if (cache.dropKey(keyId)) metrics.dekCacheInvalidations.inc({ source: 'notification' });
     metrics.dekCacheEntries.set(cache.size);
     void app.destructions.heard(keyId).catch((e: unknown) => logger.warn({ err: describeError(e) }, 'could not check a key after a notification'));
+    // a destruction's seq is read from the ledger: the cursor moves (and the heartbeat says so) at once, not at its next tick
+    void catchUp();
   });
   events.on('epoch', (event) => {
     if (typeof event.epoch === 'number' && Number.isSafeInteger(event.epoch)) app.provider.forget(event.epoch);
   });
   events.on('embeddings', (event) => app.vectors.loadWritten(embeddingsOfEvent(event)));
+  // the erasure events streams' watchers wake on every replica's transitions (this one's included)
+  events.on('erasure', (event) => {
+    if (typeof event.erasureId === 'string') app.erasures.heard(event.erasureId);
+  });
+  app.erasures.hearNotifications();
   events.onReconnect(() => {
-    logger.warn('dropping the whole DEK cache and rebuilding the search index: notifications may have been missed');
-    cache.clear();
-    metrics.dekCacheEntries.set(0);
-    void app.vectors.rebuild().catch((e: unknown) => logger.error({ err: describeError(e) }, 'search index rebuild failed'));
+    logger.warn('catching up on key destructions and reconciling the search index: notifications may have been missed');
+    void catchUp()
+      .then(() => app.vectors.reconcile())
+      .catch((e: unknown) => logger.error({ err: describeError(e) }, 'search index reconcile failed'));
+    app.erasures.missedNotifications();
   });
 }

@@ -1,5 +1,5 @@
 /**
- * `lethe erase` and `lethe erasure show | watch | certificate | report`: clients of the running
+ * `lethe erase` and `lethe erasure show | watch | resume | certificate | report`: clients of the running
  * service with the eraser role (LETHE_URL and LETHE_ERASER_TOKEN). `erase` checks its
  * request with the service's own schema before sending it, then follows the
  * erasure's event stream and prints a summary; the exit code says how it ended.
@@ -150,7 +150,13 @@ async function watchErasure(client: ServiceClient, erasureId: string, json: bool
   }
   if (view.status === 'failed') {
     const step = view.steps.find((s) => s.status === 'failed');
-    throw new ExitError(`erasure ${erasureId} failed${step ? ` at ${step.name}: ${step.detail ?? 'no detail'}` : ''}`, ERASE_EXIT.failed);
+    const left = view.left
+      ? `; left: key ${view.left.keyDestroyed ? 'destroyed' : view.left.keyFenced ? 'fenced, not destroyed' : 'not fenced'}, data ${view.left.dataReadable ? 'still readable' : 'unreadable'}`
+      : '';
+    throw new ExitError(
+      `erasure ${erasureId} failed${step ? ` at ${step.name}: ${step.detail ?? 'no detail'}` : ''}${left} (once the cause is fixed: lethe erasure resume ${erasureId})`,
+      ERASE_EXIT.failed,
+    );
   }
   throw new ExitError(`erasure ${erasureId} is still ${view.status} after its events ended`, ERASE_EXIT.lost);
 }
@@ -195,7 +201,7 @@ export function addErase(program: Command): void {
     });
 }
 
-/** `lethe erasure show | watch | certificate | report`. */
+/** `lethe erasure show | watch | resume | certificate | report`. */
 export function addErasure(program: Command): void {
   const erasure = program.command('erasure').description('Erasures through the running service (eraser role: LETHE_URL and LETHE_ERASER_TOKEN).');
   erasure
@@ -213,6 +219,27 @@ export function addErasure(program: Command): void {
     .option('--json', 'JSON lines on stdout: {"step": …} per transition, the erasure last')
     .action(async (erasureId: string, opts: { json?: boolean }) => {
       await watchErasure(serviceClient('eraser'), checkErasureId(erasureId), opts.json ?? false);
+    });
+  erasure
+    .command('resume')
+    .description(
+      'Take a failed erasure up again from the step that failed (POST /v1/erasures/{id}/resume), its attempts reset, and print it as JSON; ' +
+        `with --watch, follow it to its end (exit codes as \`lethe erase\`). Exit ${ERASE_EXIT.input} for an unknown id, an erasure that is not failed, ` +
+        'or one a newer erasure of the same subject took over (the service\'s problem detail on stderr).',
+    )
+    .argument('<erasureId>', 'the erasure (ers_…)')
+    .option('--watch', 'follow the resumed erasure to its end')
+    .option('--json', 'with --watch: JSON lines on stdout')
+    .action(async (erasureId: string, opts: { watch?: boolean; json?: boolean }) => {
+      const client = serviceClient('eraser');
+      const path = `/v1/erasures/${checkErasureId(erasureId)}/resume`;
+      const view = await serviceCall(client.json<ErasureView>('POST', path), ERASE_EXIT.input);
+      if (!opts.watch) {
+        out(view);
+        return;
+      }
+      if (!opts.json) process.stdout.write(`erasure ${erasureId} resumed at ${view.steps.find((s) => s.status === 'pending' || s.status === 'running')?.name ?? '?'}\n`);
+      await watchErasure(client, erasureId, opts.json ?? false);
     });
   erasure
     .command('certificate')

@@ -1,5 +1,6 @@
 /** The lethe client package: the writer, the service client it calls through, and the object stores it uploads to. */
 export { type AppendedEntry, LetheWriter, type WriterOptions } from './writer.js';
+export { LetheOutcomeUnknownError, type SegmentEntry, type SegmentRegistration } from './outcome.js';
 export {
   type CallOptions,
   normalizeBaseUrl,

@@ -7,6 +7,13 @@
  * between leaves an orphan segment that `lethe log fsck` reports and repairs, and no
  * acknowledged entry.
  *
+ * Exactly once: an entry's id is chosen here before it is sealed (the frame binds
+ * it), and a registration is retried with the same segment, ids and places — which
+ * the service answers idempotently — so a retry never stores an entry twice. When
+ * every attempt went unanswered after sending (or answered 5xx), the append rejects
+ * with `LetheOutcomeUnknownError` (outcome.ts) instead of `unavailable`, and
+ * `retry(error)` settles it.
+ *
  * DEKs live only in this process, for the lease's lifetime: renewed before they
  * lapse, zeroed when the lease ends or the writer closes.
  */
@@ -14,9 +21,11 @@ import { randomBytes as nodeRandomBytes } from 'node:crypto';
 import { fromBase64Url, zeroize } from '../crypto/index.js';
 import { LetheError } from '../errors.js';
 import { sealFrame } from '../log/frame.js';
+import { AppendEntrySchema, MAX_ENTRY_TEXT_BYTES, payloadProblem } from '../log/payload.js';
 import { encodeSegment } from '../log/segment.js';
 import type { ObjectStore } from '../storage/store.js';
 import { ServiceClient } from './http.js';
+import { attemptOutcome, LetheOutcomeUnknownError, type SegmentRegistration } from './outcome.js';
 
 export interface WriterOptions {
   /** The lethe service, e.g. http://127.0.0.1:8787 */
@@ -33,6 +42,12 @@ export interface WriterOptions {
   readonly reserveBlock?: number;
   /** Test hook: runs after a segment is uploaded, before it is registered. */
   readonly beforeRegister?: (segment: string) => Promise<void>;
+  /** Attempts at uploading a segment and at registering it, each (default 4). */
+  readonly attempts?: number;
+  /** Wait before the second attempt, doubling after each (default 200 ms, at most 5 s). */
+  readonly retryDelayMs?: number;
+  /** Give up on one service call after this long (default 30 s); an unanswered registration is retried. */
+  readonly requestTimeoutMs?: number;
 }
 
 export interface AppendedEntry {
@@ -63,7 +78,7 @@ function entryId(): string {
 }
 
 export class LetheWriter {
-  readonly #o: Required<Omit<WriterOptions, 'baseUrl' | 'token' | 'beforeRegister'>> & Pick<WriterOptions, 'beforeRegister'>;
+  readonly #o: Required<Omit<WriterOptions, 'baseUrl' | 'token' | 'beforeRegister' | 'requestTimeoutMs'>> & Pick<WriterOptions, 'beforeRegister'>;
   readonly #service: ServiceClient;
   readonly #leases = new Map<string, HeldLease>();
   readonly #leasing = new Map<string, Promise<HeldLease>>();
@@ -77,9 +92,9 @@ export class LetheWriter {
   #closed = false;
 
   constructor(options: WriterOptions) {
-    const { baseUrl, token, ...rest } = options;
-    this.#o = { segmentMaxBytes: 1024 * 1024, segmentMaxAgeMs: 100, reserveBlock: 64, ...rest };
-    this.#service = new ServiceClient({ baseUrl, token });
+    const { baseUrl, token, requestTimeoutMs, ...rest } = options;
+    this.#o = { segmentMaxBytes: 1024 * 1024, segmentMaxAgeMs: 100, reserveBlock: 64, attempts: 4, retryDelayMs: 200, ...rest };
+    this.#service = new ServiceClient({ baseUrl, token, timeoutMs: requestTimeoutMs ?? 30_000 });
     this.#sweeper = setInterval(() => this.#dropExpiredLeases(), 1000);
     this.#sweeper.unref();
   }
@@ -89,9 +104,18 @@ export class LetheWriter {
     return this.#leases.size;
   }
 
-  /** Seals the entry locally and resolves once it is stored and registered. */
+  /**
+   * Seals the entry locally and resolves once it is stored and registered. Rejects
+   * with `LetheOutcomeUnknownError` when it cannot tell whether the entry was stored
+   * (settle it with `retry`), with `validation_failed` or `payload_too_large` for an
+   * entry the service would refuse, before anything is sent.
+   */
   async append(subject: string, entry: { text: string; kind?: string; metadata?: Record<string, unknown> }): Promise<AppendedEntry> {
     if (this.#closed) throw new LetheError('validation_failed', 'the writer is closed');
+    // the service holds a frame to the schema of its own appends: refuse here what it would refuse, so no batch fails for one entry
+    const problem = payloadProblem(AppendEntrySchema, entry);
+    if (problem) throw new LetheError('validation_failed', problem);
+    if (Buffer.byteLength(entry.text, 'utf8') > MAX_ENTRY_TEXT_BYTES) throw new LetheError('payload_too_large', `text is limited to ${MAX_ENTRY_TEXT_BYTES} bytes`);
     for (let attempt = 0; attempt < 3; attempt++) {
       const held = await this.#lease(subject);
       // A private copy, taken before the next await: a renewal or the expiry sweep may
@@ -148,29 +172,93 @@ export class LetheWriter {
     this.#flushes.add(p);
   }
 
+  /**
+   * Settles appends that rejected with `LetheOutcomeUnknownError`: registers the same
+   * entries at the same place again (idempotent: an entry already indexed answers as
+   * it did) and resolves with each entry as stored. The segment must still be in the
+   * store: retry within `lethe log fsck`'s grace period (an hour by default). Rejects
+   * like an append does — `LetheOutcomeUnknownError` again if the service still does
+   * not answer.
+   */
+  async retry(error: LetheOutcomeUnknownError): Promise<AppendedEntry[]> {
+    const { segment, entries } = error.registration;
+    const status = await this.#register({ segment, entries });
+    return entries.map((e) => {
+      const s = status.get(e.entryId);
+      if (s !== 'registered') throw notRecorded(s);
+      return { entryId: e.entryId, keyId: e.keyId, seq: e.seq };
+    });
+  }
+
   async #upload(batch: PendingFrame[]): Promise<void> {
+    let registration: SegmentRegistration;
     try {
       const { bytes, places } = encodeSegment(batch.map((f) => f.envelope));
       const segment = `log/seg_${nodeRandomBytes(16).toString('base64url')}`;
-      await this.#o.store.put(segment, bytes);
+      // a failed upload registered nothing: the appends failed, and may be made again
+      await this.#withRetries(() => this.#o.store.put(segment, bytes), () => true);
       await this.#o.beforeRegister?.(segment);
-      const { results } = await this.#service.json<{ results: Array<{ entryId: string; status: string }> }>('POST', '/v1/segments', {
-        body: {
-          segment,
-          entries: batch.map((f, i) => ({ entryId: f.entryId, subject: f.subject, keyId: f.keyId, seq: f.seq, ...places[i]! })),
-        },
-      });
-      const status = new Map(results.map((r) => [r.entryId, r.status]));
-      for (const f of batch) {
-        const s = status.get(f.entryId);
-        if (s === 'registered') f.resolve({ entryId: f.entryId, keyId: f.keyId, seq: f.seq });
-        else {
-          this.#forget(f.subject);
-          f.reject(new LetheError(s === 'key_destroyed' ? 'key_destroyed' : 'erasure_in_progress', `the entry was not recorded: ${s ?? 'no answer'}`));
-        }
-      }
+      registration = { segment, entries: batch.map((f, i) => ({ entryId: f.entryId, subject: f.subject, keyId: f.keyId, seq: f.seq, ...places[i]! })) };
     } catch (e) {
       for (const f of batch) f.reject(e);
+      return;
+    }
+    let status: Map<string, string>;
+    try {
+      status = await this.#register(registration);
+    } catch (e) {
+      // each append learns about its own entry: its id and the registration that settles it
+      for (const [i, f] of batch.entries()) {
+        f.reject(e instanceof LetheOutcomeUnknownError ? new LetheOutcomeUnknownError({ segment: registration.segment, entries: [registration.entries[i]!] }, this.#o.attempts, e.cause) : e);
+      }
+      return;
+    }
+    for (const f of batch) {
+      const s = status.get(f.entryId);
+      if (s === 'registered') f.resolve({ entryId: f.entryId, keyId: f.keyId, seq: f.seq });
+      else {
+        this.#forget(f.subject);
+        f.reject(notRecorded(s));
+      }
+    }
+  }
+
+  /**
+   * `POST /v1/segments`, retried while its outcome is unknown or it was not sent.
+   * Each entry's status; `LetheOutcomeUnknownError` when every attempt failed and one
+   * of them may have been registered.
+   */
+  async #register(registration: SegmentRegistration): Promise<Map<string, string>> {
+    let uncertain = false;
+    let attempts = 0;
+    try {
+      const { results } = await this.#withRetries(
+        () => {
+          attempts += 1;
+          return this.#service.json<{ results: Array<{ entryId: string; status: string }> }>('POST', '/v1/segments', { body: registration });
+        },
+        (e) => {
+          const outcome = attemptOutcome(e);
+          if (outcome === 'unknown') uncertain = true;
+          return outcome !== 'refused';
+        },
+      );
+      return new Map(results.map((r) => [r.entryId, r.status]));
+    } catch (e) {
+      if (uncertain) throw new LetheOutcomeUnknownError(registration, attempts, e);
+      throw e;
+    }
+  }
+
+  /** `fn`, tried up to `attempts` times while `retryable` says so, with a doubling wait between tries. */
+  async #withRetries<T>(fn: () => Promise<T>, retryable: (e: unknown) => boolean): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn();
+      } catch (e) {
+        if (!retryable(e) || attempt >= this.#o.attempts) throw e;
+        await new Promise((r) => setTimeout(r, Math.min(5000, this.#o.retryDelayMs * 2 ** (attempt - 1))));
+      }
     }
   }
 
@@ -233,4 +321,9 @@ export class LetheWriter {
     const now = Date.now();
     for (const [subject, lease] of this.#leases) if (lease.expiresAt <= now) this.#forget(subject);
   }
+}
+
+/** The error of an entry the service answered but did not record. */
+function notRecorded(status: string | undefined): LetheError {
+  return new LetheError(status === 'key_destroyed' ? 'key_destroyed' : 'erasure_in_progress', `the entry was not recorded: ${status ?? 'no answer'}`);
 }

@@ -107,6 +107,12 @@ const envSchema = z.object({
   LETHE_PROBE_SIMILARITY: fraction(0.9),
   LETHE_ERASURE_CLAIM_SECONDS: int(30, 1, 3600),
   LETHE_ERASURE_POLL_MS: int(1000, 10, 60_000),
+  LETHE_ERASURE_STEP_DEADLINE_SECONDS: int(300, 1, 86_400),
+  LETHE_ERASURE_RETRY_BASE_MS: int(1000, 1, 3_600_000),
+  LETHE_ERASURE_RETRY_CAP_MS: int(300_000, 1, 86_400_000),
+  LETHE_STORE_TIMEOUT_MS: int(10_000, 100, 3_600_000),
+  LETHE_SSE_STREAMS_PER_TOKEN: int(32, 1, 100_000),
+  LETHE_SSE_FALLBACK_POLL_MS: int(5000, 100, 600_000),
   LETHE_BODY_LIMIT_BYTES: int(1024 * 1024, 1024, 64 * 1024 * 1024),
   LETHE_DEK_CACHE_MAX_ENTRIES: int(10_000, 0, 10_000_000),
   LETHE_DEK_CACHE_TTL_SECONDS: int(60, 0, 86_400),
@@ -152,6 +158,16 @@ export interface Config {
   readonly erasureClaimSeconds: number;
   /** How often each replica looks for erasure work it can claim. */
   readonly erasurePollMs: number;
+  /** How long one erasure step may run before its claim is given up and the attempt counted (the step is retried). */
+  readonly erasureStepDeadlineSeconds: number;
+  /** A transient step failure is retried after base · 2^(attempt-1) ms, at most cap ms, for as long as it takes. */
+  readonly erasureRetry: { baseMs: number; capMs: number };
+  /** Each object-store operation's base deadline (and an HTTP request's idle timeout); transfers get 1 s per MiB more. */
+  readonly storeTimeoutMs: number;
+  /** Erasure events streams one token may hold open at once on a replica (429 `too_many_streams` above it). */
+  readonly sseStreamsPerToken: number;
+  /** How often an erasure watcher reads without a notification (a missed one delays an event by at most this). */
+  readonly sseFallbackPollMs: number;
   readonly bodyLimitBytes: number;
   readonly dekCacheMaxEntries: number;
   readonly dekCacheTtlSeconds: number;
@@ -252,6 +268,11 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     probeSimilarity: e.LETHE_PROBE_SIMILARITY,
     erasureClaimSeconds: e.LETHE_ERASURE_CLAIM_SECONDS,
     erasurePollMs: e.LETHE_ERASURE_POLL_MS,
+    erasureStepDeadlineSeconds: e.LETHE_ERASURE_STEP_DEADLINE_SECONDS,
+    erasureRetry: { baseMs: e.LETHE_ERASURE_RETRY_BASE_MS, capMs: Math.max(e.LETHE_ERASURE_RETRY_BASE_MS, e.LETHE_ERASURE_RETRY_CAP_MS) },
+    storeTimeoutMs: e.LETHE_STORE_TIMEOUT_MS,
+    sseStreamsPerToken: e.LETHE_SSE_STREAMS_PER_TOKEN,
+    sseFallbackPollMs: e.LETHE_SSE_FALLBACK_POLL_MS,
     bodyLimitBytes: e.LETHE_BODY_LIMIT_BYTES,
     dekCacheMaxEntries: e.LETHE_DEK_CACHE_MAX_ENTRIES,
     dekCacheTtlSeconds: e.LETHE_DEK_CACHE_TTL_SECONDS,

@@ -14,6 +14,7 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
 import { LetheError } from '../errors.js';
+import { listenPostgres } from './listener.js';
 import * as schema from './schema.js';
 
 export type Schema = typeof schema;
@@ -34,10 +35,12 @@ export interface Db {
   /** Applies pending migrations from drizzle/. */
   migrate(): Promise<void>;
   /**
-   * Subscribes to NOTIFY on `channel`. `onReconnect` runs whenever the listening
-   * connection was re-established (notifications may have been missed meanwhile).
+   * Subscribes to NOTIFY on `channel`. `onDown` runs when the listening connection is
+   * lost, `onReconnect` whenever it was re-established (notifications may have been
+   * missed meanwhile). On PostgreSQL the listener has a connection of its own
+   * (`listener.ts`); PGlite is in-process and never loses it.
    */
-  listen(channel: string, onPayload: (payload: string) => void, onReconnect?: () => void): Promise<() => Promise<void>>;
+  listen(channel: string, onPayload: (payload: string) => void, onReconnect?: () => void, onDown?: () => void): Promise<() => Promise<void>>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -73,14 +76,7 @@ async function openPostgres(url: string, max: number): Promise<Db> {
     db,
     kind: 'postgres',
     migrate: () => migratePostgres(db as never, { migrationsFolder: MIGRATIONS_DIR }),
-    async listen(channel, onPayload, onReconnect) {
-      let first = true;
-      const sub = await client.listen(channel, onPayload, () => {
-        if (!first) onReconnect?.();
-        first = false;
-      });
-      return () => sub.unlisten();
-    },
+    listen: (channel, onPayload, onReconnect, onDown) => listenPostgres(url, channel, onPayload, { onReconnect, onDown }),
     async ping() {
       await client`select 1`;
     },

@@ -90,6 +90,8 @@ export function certificatePayload(
     // the probe as it ran: matches, candidates examined per source, index coverage, the replica, and every dismissal (a human ruling)
     probe: probePayload(state, outcome.probeThreshold),
     residuals: (state.residuals ?? []).map((r) => ({ ...r })) as Json,
+    // which replicas acknowledged dropping the destroyed key's vectors, and which were still behind (acknowledgement.ts)
+    replicas: state.replicas ? (JSON.parse(JSON.stringify(state.replicas)) as Json) : null,
     // what each tier held of the subject at classification and reported removed
     tiers: Object.fromEntries(
       Object.entries(state.contributions ?? {}).map(([tier, contributed]) => [

@@ -11,6 +11,7 @@ import type { Database, Transaction } from '../db/client.js';
 import type { ErasureRow } from '../db/schema.js';
 import { isLetheError, LetheError } from '../errors.js';
 import { newId } from '../ids.js';
+import type { Metrics } from '../observability/metrics.js';
 import { hashHex } from '../vault/subjects.js';
 import { CertificateFinalizer } from './certificates.js';
 import { sealWithErasureKey } from './erasure-key.js';
@@ -23,12 +24,19 @@ import type { CertificateSigner, ErasureResources, ErasureServices, ErasureSetti
 import { type ErasureState, parseState } from './state.js';
 import { createTiers } from './tiers/index.js';
 import { CertificateViewSchema, type ErasureTransition, type ErasureView, type StepView } from './view.js';
+import { ErasureWatchers, type Follower } from './watchers.js';
+import { leftBehind } from './left.js';
+import { failedStep, resumeErasure } from './resume.js';
 import { ErasureWorker } from './worker.js';
 
 export interface ErasureEngineDeps extends ErasureServices, ErasureSettings {
   readonly db: Database;
   /** Signs certificates with the current certificate-signing key (held by the key provider). */
   readonly signer: CertificateSigner;
+  /** The events streams' fallback poll (LETHE_SSE_FALLBACK_POLL_MS): a missed notification delays an event by at most this. */
+  readonly eventsFallbackMs?: number;
+  /** The watcher gauge and refresh counter. */
+  readonly metrics?: Metrics;
 }
 
 export class ErasureEngine {
@@ -37,13 +45,40 @@ export class ErasureEngine {
   readonly #worker: ErasureWorker;
   readonly #finalizer: CertificateFinalizer;
   readonly #listeners = new Set<() => void>();
+  readonly #watchers: ErasureWatchers;
+  /** Whether this replica hears erasure notifications; until then, its own transitions wake every watcher. */
+  #notified = false;
+  #workerRunning = false;
+  #lastPassAt: Date | undefined;
 
   constructor(deps: ErasureEngineDeps) {
-    const { db, ...rest } = deps;
+    const { db, eventsFallbackMs, metrics, ...rest } = deps;
     this.#res = { ...rest, records: new ErasureRecords(db, this.replica), tiers: createTiers(deps) };
+    this.#watchers = new ErasureWatchers({
+      source: {
+        status: (id) => this.#res.records.status(id),
+        transitions: (id, after) => this.#res.records.transitions(id, after, { checked: true }),
+        end: async (id) => {
+          const view = await this.get(id);
+          return { erasureId: id, status: view.status, class: view.class ?? null, recovered: view.probe.recovered };
+        },
+      },
+      logger: deps.logger,
+      fallbackMs: eventsFallbackMs ?? 5000,
+      ...(metrics
+        ? { onCount: (n: number) => metrics.erasureWatchers.set(n), onRefresh: (cause: string) => metrics.erasureWatcherRefreshes.inc({ cause }) }
+        : {}),
+    });
     const emit = () => this.#emit();
     this.#finalizer = new CertificateFinalizer(this.#res, emit);
-    this.#worker = new ErasureWorker(this.#res, { emit, afterDrain: () => this.#finalizer.runQuietly() });
+    this.#worker = new ErasureWorker(this.#res, {
+      emit,
+      afterDrain: () => {
+        this.#lastPassAt = new Date();
+        return this.#finalizer.runQuietly();
+      },
+      ...(metrics ? { onRetry: (step: StepName, kind: string) => metrics.erasureStepRetries.inc({ step, kind }) } : {}),
+    });
   }
 
   /** POST /v1/erasures: a new erasure, or the subject's open one. From here on the subject is fenced. */
@@ -125,6 +160,21 @@ export class ErasureEngine {
   }
 
   async get(erasureId: string): Promise<ErasureView> {
+    const row = await this.#res.records.row(erasureId);
+    const view = this.#view(row);
+    if (row.status !== 'failed') return view;
+    const state = parseState(row.state);
+    return { ...view, left: { ...(await leftBehind(this.#res, row, state)), failedStep: failedStep(state) } };
+  }
+
+  /**
+   * POST /v1/erasures/{id}/resume: a failed erasure runs again from the step that
+   * failed, its attempts reset (resume.ts); conflict when it is not failed or a newer
+   * erasure of the subject exists.
+   */
+  async resume(erasureId: string, actor: string): Promise<ErasureView> {
+    await resumeErasure(this.#res, erasureId, actor);
+    this.kick();
     return this.#view(await this.#res.records.row(erasureId));
   }
 
@@ -153,18 +203,59 @@ export class ErasureEngine {
     return this.#res.records.transitions(erasureId, afterId);
   }
 
-  /** Runs `fn` whenever this replica commits a transition (the events stream wakes on it). */
+  /** Runs `fn` whenever this replica commits a transition. */
   onTransition(fn: () => void): () => void {
     this.#listeners.add(fn);
     return () => this.#listeners.delete(fn);
   }
 
+  /**
+   * Follows an erasure's events after transition `afterId` (the events stream): the
+   * timeline, then each transition as it commits, then `end` once it finished. Streams
+   * on one erasure share one watcher; `close()` the follower when the stream ends.
+   */
+  follow(erasureId: string, afterId = 0): Follower {
+    return this.#watchers.follow(erasureId, afterId);
+  }
+
+  /** Watchers running on this replica (one per followed erasure). */
+  get watchers(): number {
+    return this.#watchers.size;
+  }
+
+  /**
+   * From now on the watchers wake on erasure notifications (`heard`) — every
+   * replica's transitions, this one's included — instead of on this replica's own.
+   */
+  hearNotifications(): void {
+    this.#notified = true;
+  }
+
+  /** A notification: a transition of this erasure committed somewhere. */
+  heard(erasureId: string): void {
+    this.#watchers.heard(erasureId);
+  }
+
+  /** The notification listener reconnected: notifications may have been missed, every watcher reads. */
+  missedNotifications(): void {
+    this.#watchers.wakeAll('reconnect');
+  }
+
   /** Starts claiming work every LETHE_ERASURE_POLL_MS (and at once when kicked). */
   start(): void {
+    this.#workerRunning = true;
     this.#worker.start();
   }
 
+  /** Whether this replica's worker runs, and when it last finished a pass (drained what it could claim). */
+  workerStatus(): { running: boolean; lastPassAt: Date | undefined } {
+    return { running: this.#workerRunning, lastPassAt: this.#lastPassAt };
+  }
+
+  /** Stops the worker and every watcher (their streams end). */
   stop(): Promise<void> {
+    this.#workerRunning = false;
+    this.#watchers.close();
     return this.#worker.stop();
   }
 
@@ -203,6 +294,7 @@ export class ErasureEngine {
   }
 
   #emit(): void {
+    if (!this.#notified) this.#watchers.wakeAll('local');
     for (const fn of this.#listeners) fn();
   }
 
@@ -229,6 +321,15 @@ export class ErasureEngine {
       ...(certificate ? { certificate: { payload: certificate.payload, signature: certificate.signature, publicKey: certificate.publicKey, algorithm: certificate.algorithm } } : {}),
       ...(row.certificateState ? { certificateState: row.certificateState } : {}),
       graph: state.graph ?? { nodes: [], edges: [] },
+      ...(row.attempts > 0
+        ? {
+            retry: {
+              attempts: row.attempts,
+              ...(row.lastError ? { lastError: row.lastError } : {}),
+              ...(isOpen(row.status) ? { nextAttemptAt: row.notBefore.toISOString() } : {}),
+            },
+          }
+        : {}),
     };
   }
 }

@@ -42,14 +42,19 @@ export type ErasureStatus = (typeof ERASURE_STATUSES)[number];
 /**
  * pending → running when a replica first claims it; running stays running from step
  * to step, and ends completed, incomplete or failed; a redaction order re-opens a
- * completed or incomplete erasure, and so does a dismissal of probe matches. A failed erasure stays failed (request a new one).
+ * completed or incomplete erasure, and so does a dismissal of probe matches.
+ * failed → running only by a resume (`POST /v1/erasures/{id}/resume`): a failed
+ * erasure can leave its subject fenced (no lease, no new key) with the key not yet
+ * destroyed and the data still readable, so once the cause is fixed it must be
+ * possible to take it up again from the step that failed. (A new erasure of the
+ * subject is the other way forward; a resume is refused once one exists.)
  */
 export const STATUS_TRANSITIONS: Readonly<Record<ErasureStatus, readonly ErasureStatus[]>> = {
   pending: ['running'],
   running: ['running', 'completed', 'incomplete', 'failed'],
   completed: ['running'],
   incomplete: ['running'],
-  failed: [],
+  failed: ['running'],
 };
 
 export const OPEN_STATUSES: readonly ErasureStatus[] = ['pending', 'running'];

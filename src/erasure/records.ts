@@ -3,13 +3,14 @@
  * machine) and `erasure_transitions` (one row per transition: the timeline and the
  * events stream). Reads and the writes every part of the engine shares; the worker's
  * claim-guarded commits are in worker.ts. Every write of a running erasure's row is
- * guarded by `claimed_by = <this replica>`: a replica that lost its claim writes nothing.
+ * guarded by `claimed_by = <the claim's token>`: a claim that was lost or given up writes nothing.
  */
 import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
 import { type Database, queryRows, type Transaction } from '../db/client.js';
 import { type ErasureRow, erasures, erasureTransitions } from '../db/schema.js';
 import { LetheError } from '../errors.js';
 import { isId } from '../ids.js';
+import { notify } from '../vault/events.js';
 import { type ErasureStatus, OPEN_STATUSES } from './machine.js';
 import type { ErasureState } from './state.js';
 import type { ErasureTransition } from './view.js';
@@ -60,9 +61,12 @@ export class ErasureRecords {
     return rows.length > 0;
   }
 
-  /** Transitions after `afterId`, oldest first (at most 500: the events stream pages). */
-  async transitions(erasureId: string, afterId = 0): Promise<ErasureTransition[]> {
-    await this.status(erasureId);
+  /**
+   * Transitions after `afterId`, oldest first (at most 500: the events stream pages);
+   * not_found for no such erasure, unless the caller `checked` it already.
+   */
+  async transitions(erasureId: string, afterId = 0, options: { checked?: boolean } = {}): Promise<ErasureTransition[]> {
+    if (!options.checked) await this.status(erasureId);
     const rows = await this.#db
       .select()
       .from(erasureTransitions)
@@ -72,19 +76,24 @@ export class ErasureRecords {
     return rows.map((r) => ({ id: r.id, fromStep: r.fromStep, toStep: r.toStep, status: r.status, at: r.at.toISOString(), detail: r.detail }));
   }
 
-  /** One row of the timeline, in the caller's transaction. */
+  /**
+   * One row of the timeline, in the caller's transaction, and its notification
+   * (`{ t: 'erasure', erasureId }` on the replica channel), delivered when the
+   * transaction commits: every replica's events streams on the erasure wake on it.
+   */
   async transition(exec: Database | Transaction, erasureId: string, from: string | null, to: string | null, status: string, detail: string): Promise<void> {
     await exec.insert(erasureTransitions).values({ erasureId, fromStep: from, toStep: to, status, at: new Date(), replica: this.replica, detail });
+    await notify(exec, { t: 'erasure', erasureId });
   }
 
-  /** Saves a running step's progress (only while this replica holds the claim). */
-  async checkpoint(erasureId: string, state: ErasureState): Promise<void> {
-    await this.#db.update(erasures).set({ state, updatedAt: new Date() }).where(and(eq(erasures.erasureId, erasureId), eq(erasures.claimedBy, this.replica)));
+  /** Saves a running step's progress (only while `claim`, the token the worker claimed the row with, still holds it). */
+  async checkpoint(erasureId: string, state: ErasureState, claim: string): Promise<void> {
+    await this.#db.update(erasures).set({ state, updatedAt: new Date() }).where(and(eq(erasures.erasureId, erasureId), eq(erasures.claimedBy, claim)));
   }
 
-  /** Stores the sealed probe fingerprints (only while this replica holds the claim). */
-  async saveFingerprints(erasureId: string, sealed: Uint8Array): Promise<void> {
-    await this.#db.update(erasures).set({ sealedFingerprints: sealed }).where(and(eq(erasures.erasureId, erasureId), eq(erasures.claimedBy, this.replica)));
+  /** Stores the sealed probe fingerprints (only while `claim` still holds the row). */
+  async saveFingerprints(erasureId: string, sealed: Uint8Array, claim: string): Promise<void> {
+    await this.#db.update(erasures).set({ sealedFingerprints: sealed }).where(and(eq(erasures.erasureId, erasureId), eq(erasures.claimedBy, claim)));
   }
 
   /** Whether the subject has an open erasure, inside the caller's transaction (the key-creation guard). */

@@ -5,6 +5,7 @@
  */
 import type { EpochService } from '../vault/epochs.js';
 import type { BackupService } from '../backups/service.js';
+import { describeReplicas } from './acknowledgement.js';
 import type { ErasureClass } from './machine.js';
 import type { ErasureState } from './state.js';
 import type { ProbeView, Residual } from './view.js';
@@ -22,13 +23,26 @@ export interface ResidualInputs {
 export async function residuals(d: { epochs: EpochService; backups: BackupService }, input: ResidualInputs): Promise<Residual[]> {
   const { state, cls, probe, unlearning } = input;
   const out: Residual[] = [];
+  const replicas = state.replicas;
+  const dropped = replicas
+    ? `dropped from the index of the replica that ran the erasure, and ${describeReplicas(replicas)}`
+    : 'dropped from the index of the replica that ran the erasure';
   out.push({
     tier: 'vector-index',
     kind: 'gist',
-    detail:
-      'The erased records\' embeddings were deleted with their key and dropped from every replica\'s index. Their gist stays a property of the embedding model\'s vector space: text elsewhere that says the same lands near it. The probe measured what remains recoverable.',
+    detail: `The erased records' embeddings were deleted with their key and ${dropped}. Their gist stays a property of the embedding model's vector space: text elsewhere that says the same lands near it. The probe measured what remains recoverable.`,
     bound: probe.recovered,
   });
+  for (const b of replicas?.behind ?? []) {
+    out.push({
+      tier: 'vector-index',
+      kind: 'replica-lag',
+      detail: b.silent
+        ? `Replica ${b.replica} had applied destructions up to #${b.appliedSeq} (this one is #${replicas!.seq}) and has not sent a heartbeat since ${b.seenAt}: it is dead, or paused with the erased records' vectors in its memory. If it resumes, its destruction cursor drops them within its catch-up interval (1 s).`
+        : `Replica ${b.replica} was alive but had applied destructions only up to #${b.appliedSeq} (this one is #${replicas!.seq}) after ${replicas!.waits} wait(s) of ${replicas!.waitMs} ms: its index may still hold the erased records' vectors until it catches up (every 1 s while it runs).`,
+      bound: `until replica ${b.replica} applies destruction #${replicas!.seq}`,
+    });
+  }
   const destruction = state.destruction;
   if (destruction) {
     const [epoch] = await d.epochs.rows([destruction.wrappedEpoch]);

@@ -13,8 +13,10 @@ import type { KeyDestructions } from '../vault/destructions.js';
 import type { EpochService } from '../vault/epochs.js';
 import type { KeyService } from '../vault/keys.js';
 import type { VersionKeys } from '../vault/version-keys.js';
+import type { Acknowledgement } from '../vault/replicas.js';
 import type { Vectors } from '../vectors/service.js';
 import type { ErasureRecords } from './records.js';
+import type { RetryPolicy } from './retry.js';
 import type { Tiers } from './tiers/index.js';
 
 /** Signs certificates with the vault's current certificate-signing key (vault/certificate-keys.ts: the key provider holds the keys). */
@@ -31,6 +33,15 @@ export interface ErasureSettings {
   readonly claimSeconds: number;
   /** How often the worker looks for work. */
   readonly pollMs: number;
+  /** How long one step may run before its claim is given up and the attempt counted (default 300 s). */
+  readonly stepDeadlineMs?: number;
+  /** The backoff of transient step failures (retry.ts; default 1 s doubling to 5 min). */
+  readonly retry?: RetryPolicy;
+}
+
+/** Which replicas applied a key destruction (the app's replica presence, over the vault's heartbeat rows). */
+export interface ReplicaAcknowledger {
+  acknowledge(seq: number): Promise<Acknowledgement>;
 }
 
 export interface ErasureServices {
@@ -43,6 +54,7 @@ export interface ErasureServices {
   readonly artifacts: ArtifactService;
   readonly exposures: TrainingExposures;
   readonly backups: BackupService;
+  readonly replicas: ReplicaAcknowledger;
   readonly logger: Logger;
   /** Test fault injection: kill the process at a named point (never honoured in production). */
   readonly failpoint?: ((name: string) => void) | undefined;

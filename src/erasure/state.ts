@@ -45,6 +45,19 @@ export const ErasureStateSchema = z.looseObject({
   indexWaits: z.number().optional(),
   /** Matches a person ruled do not carry the subject's content (POST …/dismissals). */
   dismissals: z.array(ProbeDismissalSchema).optional(),
+  /** Which replicas acknowledged applying the key's destruction (src/erasure/acknowledgement.ts). */
+  replicas: z
+    .object({
+      keyId: z.string(),
+      seq: z.number(),
+      checkedAt: z.string(),
+      waits: z.number(),
+      maxWaits: z.number(),
+      waitMs: z.number(),
+      applied: z.array(z.string()),
+      behind: z.array(z.object({ replica: z.string(), appliedSeq: z.number(), seenAt: z.string(), listener: z.enum(['up', 'down']), silent: z.boolean() })),
+    })
+    .optional(),
   residuals: z.array(ResidualSchema).optional(),
   wrappedEpochs: z.array(z.number()).optional(),
 });

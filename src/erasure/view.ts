@@ -107,6 +107,30 @@ export const CertificateViewSchema = z.object({
 });
 export type CertificateView = z.infer<typeof CertificateViewSchema>;
 
+/** How a running erasure is retrying its step: present once an attempt failed. */
+export const ErasureRetrySchema = z.object({
+  /** Failed attempts of the current step (reset when a step commits, and by a resume). */
+  attempts: z.number().int(),
+  /** The last failure's message (never a secret, never content). */
+  lastError: z.string().optional(),
+  /** When the next attempt may start (while the erasure runs and waits). */
+  nextAttemptAt: z.string().optional(),
+});
+export type ErasureRetry = z.infer<typeof ErasureRetrySchema>;
+
+/** What a failed erasure left behind (read from the key's state when the view is asked for). */
+export const ErasureLeftSchema = z.object({
+  /** The subject's key is fenced: no lease, no append, no new key for the subject. */
+  keyFenced: z.boolean(),
+  /** The key was destroyed: nothing sealed under it can be read again. */
+  keyDestroyed: z.boolean(),
+  /** Some of the subject's log entries are still readable (indexed under a live key). */
+  dataReadable: z.boolean(),
+  /** The step that failed: where `POST …/resume` takes the erasure up again. */
+  failedStep: z.enum(STEP_NAMES).optional(),
+});
+export type ErasureLeft = z.infer<typeof ErasureLeftSchema>;
+
 export const ErasureViewSchema = z.object({
   erasureId: z.string(),
   status: z.enum(ERASURE_STATUSES),
@@ -123,6 +147,10 @@ export const ErasureViewSchema = z.object({
   /** provisional until the epoch holding the last wrapped copy retires, then final. */
   certificateState: z.enum(['provisional', 'final']).optional(),
   graph: ErasureGraphSchema,
+  /** Attempts, the last error and the next attempt's time, once a step attempt failed. */
+  retry: ErasureRetrySchema.optional(),
+  /** A failed erasure: what it left (the key fenced? destroyed? the data readable?). Resume it with POST …/resume. */
+  left: ErasureLeftSchema.optional(),
 });
 export type ErasureView = z.infer<typeof ErasureViewSchema>;
 

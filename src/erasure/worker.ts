@@ -3,42 +3,59 @@
  * per erasure at a time.
  *
  * - Claim: a row whose claim lapsed, FOR UPDATE SKIP LOCKED; pending becomes running.
- *   A heartbeat renews the claim every third of LETHE_ERASURE_CLAIM_SECONDS; a replica
- *   killed mid-step leaves it to lapse, and whoever claims next re-runs that step.
+ *   Each claim is its own token (`<replica>#<n>` in claimed_by). A heartbeat renews
+ *   the claim every third of LETHE_ERASURE_CLAIM_SECONDS; a replica killed mid-step
+ *   leaves it to lapse, and whoever claims next re-runs that step.
  * - Commit: the step's outcome, the next step and a transition row in one
- *   transaction, guarded by `claimed_by = me and step = <the step that ran>`: a
- *   replica that lost its claim, or a row moved on by someone else, commits nothing.
- * - Failure: a tier's hard failure fails the erasure at once; other errors are
- *   retried with backoff (0.5 s · 2^attempt) up to MAX_ATTEMPTS, then fail it.
+ *   transaction, guarded by `claimed_by = <this claim> and step = <the step that
+ *   ran>`: a replica that lost its claim, a step abandoned at its deadline (even when
+ *   this replica claimed the erasure again since), or a row moved on by someone else,
+ *   commits — and checkpoints — nothing.
+ * - Deadline: a step still running after LETHE_ERASURE_STEP_DEADLINE_SECONDS stops
+ *   heartbeating, gives its claim up and counts a failed attempt; it is retried.
+ * - Failure: what retry.ts says — transient errors are retried with capped
+ *   exponential backoff for as long as it takes, permanent ones fail the erasure at
+ *   once, unclassified ones after MAX_ATTEMPTS.
  */
 import { and, eq, sql } from 'drizzle-orm';
 import type { Json } from '../crypto/index.js';
 import { queryRows } from '../db/client.js';
 import { type ErasureRow, erasures } from '../db/schema.js';
-import { isLetheError } from '../errors.js';
 import { describeError } from '../observability/logger.js';
 import { assertStatusTransition, type ErasureStatus, parseStep, type StepName, TRANSITIONS } from './machine.js';
 import type { ErasureResources } from './resources.js';
+import { classifyFailure, DEFAULT_RETRY, type FailureKind, failureMessage, givesUp, retryDelayMs, StepDeadlineExceeded } from './retry.js';
 import { type ErasureState, parseState } from './state.js';
 import { STEPS } from './steps/index.js';
-import { Park, type StepContext, type StepDone, TierFailure } from './steps/step.js';
+import { Park, type StepContext, type StepDone } from './steps/step.js';
 
-export const MAX_ATTEMPTS = 5;
+export { MAX_ATTEMPTS } from './retry.js';
+
+/** LETHE_ERASURE_STEP_DEADLINE_SECONDS's default, in ms. */
+export const DEFAULT_STEP_DEADLINE_MS = 300_000;
 
 export class ErasureWorker {
   readonly #res: ErasureResources;
   readonly #emit: () => void;
   readonly #afterDrain: () => Promise<void>;
+  readonly #onRetry: ((step: StepName, kind: FailureKind) => void) | undefined;
+  /** Claims taken by this worker: each claim's token is `<replica>#<n>`. */
+  #claims = 0;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #stopped = false;
   #started = false;
 
-  /** `emit` is told after every committed transition; `afterDrain` runs after each drain (the certificate finalizer). */
-  constructor(res: ErasureResources, hooks: { emit: () => void; afterDrain: () => Promise<void> }) {
+  /**
+   * `emit` is told after every committed transition; `afterDrain` runs after each
+   * drain (the certificate finalizer); `onRetry` after each failed attempt that will
+   * be retried (the retries counter).
+   */
+  constructor(res: ErasureResources, hooks: { emit: () => void; afterDrain: () => Promise<void>; onRetry?: (step: StepName, kind: FailureKind) => void }) {
     this.#res = res;
     this.#emit = hooks.emit;
     this.#afterDrain = hooks.afterDrain;
+    this.#onRetry = hooks.onRetry;
   }
 
   /** Starts claiming work every pollMs (and at once when kicked). */
@@ -94,16 +111,17 @@ export class ErasureWorker {
     if (!row) return undefined;
     const step = parseStep(row.step) ?? undefined;
     await this.#run(row, 1);
-    await this.#release(row.erasureId);
+    await this.#release(row);
     return step;
   }
 
   async #claim(): Promise<ErasureRow | undefined> {
     const { records, claimSeconds } = this.#res;
+    const claim = `${records.replica}#${++this.#claims}`;
     const rows = await queryRows<{ erasure_id: string }>(
       records.db,
       sql`update erasures
-             set claimed_by = ${records.replica},
+             set claimed_by = ${claim},
                  claimed_until = now() + make_interval(secs => ${claimSeconds}),
                  status = case when status = 'pending' then 'running' else status end,
                  updated_at = now()
@@ -121,14 +139,13 @@ export class ErasureWorker {
   }
 
   /** Gives the claim up now (stepping, or shutting down between steps) rather than when it lapses. */
-  async #release(erasureId: string): Promise<void> {
-    const { records } = this.#res;
-    await records.db.update(erasures).set({ claimedBy: null, claimedUntil: null }).where(and(eq(erasures.erasureId, erasureId), eq(erasures.claimedBy, records.replica)));
+  async #release(row: ErasureRow): Promise<void> {
+    await this.#res.records.db.update(erasures).set({ claimedBy: null, claimedUntil: null }).where(this.#mine(row));
   }
 
-  /** Only while this replica holds the claim. */
-  #mine(erasureId: string) {
-    return and(eq(erasures.erasureId, erasureId), eq(erasures.claimedBy, this.#res.records.replica));
+  /** Only while this claim holds the row (`row` as claimed: its claimed_by is the claim's token). */
+  #mine(row: ErasureRow) {
+    return and(eq(erasures.erasureId, row.erasureId), eq(erasures.claimedBy, row.claimedBy ?? ''));
   }
 
   async #run(initial: ErasureRow, maxSteps = Number.POSITIVE_INFINITY): Promise<void> {
@@ -139,7 +156,7 @@ export class ErasureWorker {
       void records.db
         .update(erasures)
         .set({ claimedUntil: sql`now() + make_interval(secs => ${claimSeconds})` })
-        .where(this.#mine(row.erasureId))
+        .where(this.#mine(row))
         .catch(() => {});
     }, Math.max(200, (claimSeconds * 1000) / 3));
     heartbeat.unref();
@@ -148,12 +165,15 @@ export class ErasureWorker {
         const state = parseState(row.state);
         const startedAt = new Date().toISOString();
         state.steps[step] = { status: 'running', startedAt };
-        const ctx: StepContext = { res: this.#res, row, state, checkpoint: () => records.checkpoint(row.erasureId, state) };
+        const claim = row.claimedBy ?? '';
+        const ctx: StepContext = { res: this.#res, row, state, checkpoint: () => records.checkpoint(row.erasureId, state, claim) };
         await ctx.checkpoint();
         let outcome: StepDone | Park;
         try {
-          outcome = await STEPS[step].run(ctx);
+          outcome = await this.#runWithDeadline(step, ctx);
         } catch (e) {
+          // past its deadline the claim is not renewed any more: it is given up below
+          if (e instanceof StepDeadlineExceeded) clearInterval(heartbeat);
           await this.#fail(row, step, state, e);
           return;
         }
@@ -175,7 +195,39 @@ export class ErasureWorker {
     } finally {
       clearInterval(heartbeat);
       // shutting down between steps: hand the erasure over now rather than when the claim lapses
-      if (this.#stopped) await this.#release(row.erasureId).catch(() => {});
+      if (this.#stopped) await this.#release(row).catch(() => {});
+    }
+  }
+
+  /**
+   * The step, unless it runs past the step deadline: then StepDeadlineExceeded, and the
+   * step goes on unawaited — its checkpoints and its outcome are refused, the claim
+   * they are guarded by being given up — until it ends, which is logged.
+   */
+  async #runWithDeadline(step: StepName, ctx: StepContext): Promise<StepDone | Park> {
+    const ms = this.#res.stepDeadlineMs ?? DEFAULT_STEP_DEADLINE_MS;
+    const running = STEPS[step].run(ctx);
+    let timer: NodeJS.Timeout | undefined;
+    let late = false;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        late = true;
+        reject(new StepDeadlineExceeded(step, ms));
+      }, ms);
+      timer.unref();
+    });
+    running.then(
+      () => {
+        if (late) this.#res.logger.warn({ erasureId: ctx.row.erasureId, step }, 'a step abandoned at its deadline ended; its outcome was discarded');
+      },
+      (e: unknown) => {
+        if (late) this.#res.logger.warn({ erasureId: ctx.row.erasureId, step, err: describeError(e) }, 'a step abandoned at its deadline failed; nothing of it was recorded');
+      },
+    );
+    try {
+      return await Promise.race([running, deadline]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -208,7 +260,7 @@ export class ErasureWorker {
           lastError: null,
           updatedAt: new Date(),
         })
-        .where(and(this.#mine(row.erasureId), eq(erasures.step, step)))
+        .where(and(this.#mine(row), eq(erasures.step, step)))
         .returning();
       if (!committed) return undefined;
       if (finished?.destroySealKey && row.sealKeyId) {
@@ -226,7 +278,7 @@ export class ErasureWorker {
       const r = await tx
         .update(erasures)
         .set({ state, notBefore: park.until, claimedBy: null, claimedUntil: null, updatedAt: new Date() })
-        .where(and(this.#mine(row.erasureId), eq(erasures.step, step)))
+        .where(and(this.#mine(row), eq(erasures.step, step)))
         .returning({ id: erasures.erasureId });
       if (r.length > 0) await records.transition(tx, row.erasureId, step, step, 'running', park.detail);
       return r.length > 0;
@@ -234,16 +286,26 @@ export class ErasureWorker {
     if (parked) this.#emit();
   }
 
+  /**
+   * Records a failed attempt (retry.ts decides): a retry parks the erasure at the same
+   * step until its backoff ends and gives the claim up; giving up fails it. Guarded by
+   * the claim like every write.
+   */
   async #fail(row: ErasureRow, step: StepName, state: ErasureState, e: unknown): Promise<void> {
     const { records, logger } = this.#res;
-    const hard = e instanceof TierFailure;
-    const message = e instanceof TierFailure || isLetheError(e) ? (e as Error).message : 'internal error';
+    const kind = classifyFailure(e);
+    const message = failureMessage(e, kind);
     const attempts = row.attempts + 1;
-    const giveUp = hard || attempts >= MAX_ATTEMPTS || (isLetheError(e) && !e.retryable && e.code !== 'conflict');
-    logger.warn({ erasureId: row.erasureId, step, attempts, err: describeError(e) }, giveUp ? 'erasure step failed' : 'erasure step will be retried');
-    state.steps[step] = { ...state.steps[step], status: giveUp ? 'failed' : 'running', detail: giveUp ? message : `attempt ${attempts} failed (${message}); retrying` };
+    const giveUp = givesUp(kind, attempts);
+    const retryAt = new Date(Date.now() + retryDelayMs(attempts, this.#res.retry ?? DEFAULT_RETRY));
+    logger.warn({ erasureId: row.erasureId, step, attempts, kind, err: describeError(e) }, giveUp ? 'erasure step failed' : 'erasure step will be retried');
+    state.steps[step] = {
+      ...state.steps[step],
+      status: giveUp ? 'failed' : 'running',
+      detail: giveUp ? message : `attempt ${attempts} failed (${message}); retrying at ${retryAt.toISOString()}`,
+    };
     if (giveUp) assertStatusTransition(row.status, 'failed');
-    await records.db.transaction(async (tx) => {
+    const recorded = await records.db.transaction(async (tx) => {
       const r = await tx
         .update(erasures)
         .set({
@@ -253,12 +315,14 @@ export class ErasureWorker {
           claimedBy: null,
           claimedUntil: null,
           updatedAt: new Date(),
-          ...(giveUp ? { status: 'failed' as const, step: null, finishedAt: new Date() } : { notBefore: new Date(Date.now() + 500 * 2 ** attempts) }),
+          ...(giveUp ? { status: 'failed' as const, step: null, finishedAt: new Date() } : { notBefore: retryAt }),
         })
-        .where(and(this.#mine(row.erasureId), eq(erasures.step, step)))
+        .where(and(this.#mine(row), eq(erasures.step, step)))
         .returning({ id: erasures.erasureId });
       if (r.length > 0) await records.transition(tx, row.erasureId, step, giveUp ? null : step, giveUp ? 'failed' : 'running', message);
+      return r.length > 0;
     });
+    if (recorded && !giveUp) this.#onRetry?.(step, kind);
     this.#emit();
   }
 }

@@ -9,10 +9,12 @@ import type { Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { routePath } from 'hono/route';
-import { isLetheError } from '../errors.js';
+import { isLetheError, isTransientDatabaseError } from '../errors.js';
 import { describeError } from '../observability/logger.js';
 import type { AuthEnv, TokenStore } from './auth.js';
-import { problem } from './problem.js';
+import { MAX_JSON_DEPTH, rejectBadInput } from './bad-input.js';
+import { allowedMethods } from './methods.js';
+import { problem, statusOf } from './problem.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerArtifactRoutes } from './routes/artifacts.js';
 import { registerBackupRoutes } from './routes/backups.js';
@@ -20,6 +22,7 @@ import { registerCertificateRoutes } from './routes/certificates.js';
 import { registerErasureRoutes } from './routes/erasures.js';
 import { registerKeyRoutes } from './routes/keys.js';
 import { registerLogRoutes } from './routes/log.js';
+import { replicaReadiness, ReplicaView } from './replica-readiness.js';
 import { json } from './schemas.js';
 import type { Services } from './services.js';
 
@@ -70,6 +73,8 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
     }
     return streamingLimit(c, next);
   });
+  // NUL, unpaired surrogates and over-deep JSON, for every route at once (bad-input.ts)
+  app.use('*', rejectBadInput());
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
 
@@ -88,6 +93,7 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
     status: z.enum(['ok', 'unavailable']),
     checks: z.record(z.string(), z.enum(['ok', 'failed', 'off', 'pending'])),
     warnings: z.array(z.string()).optional().openapi({ description: 'what does not stop readiness but an operator must know (the ledger chain not under Object Lock, destructions pending)' }),
+    replica: ReplicaView.optional(),
   });
   app.openapi(
     createRoute({
@@ -97,7 +103,9 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
       summary: 'Readiness: the database and the object store answer',
       description:
         '`checks.ledgerLock` is `off` when the backup bucket\'s ledger chain is not retained under Object Lock; `checks.ledgerWrites` is `pending` while ' +
-        'destructions wait for their record to be durable in the backup store. Neither makes the service unready; both are named in `warnings`.',
+        'destructions wait for their record to be durable in the backup store. Neither makes the service unready; both are named in `warnings`. ' +
+        '`checks.listener` is `pending` while the replica event listener reconnects and `failed` (unready) once it has been down for longer than a short grace; ' +
+        '`replica` names the listener, the index state, the last key destruction applied and the erasure worker.',
       responses: { 200: json(ReadyResponse, 'Ready'), 503: json(ReadyResponse, 'Not ready') },
     }),
     async (c) => {
@@ -117,7 +125,8 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
           }
         }),
       );
-      const ok = Object.values(results).every((r) => r === 'ok');
+      const replica = replicaReadiness(services);
+      const ok = Object.values(results).every((r) => r === 'ok') && replica.check !== 'failed';
       // the ledger chain: advisory, never a reason to be unready
       const warnings: string[] = [];
       const ledger: Record<string, 'ok' | 'off' | 'pending'> = {};
@@ -133,7 +142,12 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
         logger.warn({ err: describeError(e) }, 'readiness: the ledger status could not be read');
       }
       return c.json(
-        { status: ok ? ('ok' as const) : ('unavailable' as const), checks: { ...results, ...ledger }, ...(warnings.length > 0 ? { warnings } : {}) },
+        {
+          status: ok ? ('ok' as const) : ('unavailable' as const),
+          checks: { ...results, ...ledger, ...(replica.check ? { listener: replica.check } : {}) },
+          ...(replica.warning || warnings.length > 0 ? { warnings: [...warnings, ...(replica.warning ? [replica.warning] : [])] } : {}),
+          ...(replica.view ? { replica: replica.view } : {}),
+        },
         ok ? 200 : 503,
       );
     },
@@ -157,20 +171,31 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
     info: {
       title: 'lethe',
       version: '1',
-      description: 'Crypto-shredding key vault for AI-agent memory. Errors are RFC 9457 problem documents.',
+      description:
+        'Crypto-shredding key vault for AI-agent memory. Errors are RFC 9457 problem documents. ' +
+        `Every JSON body is at most LETHE_BODY_LIMIT_BYTES (413 above) and ${MAX_JSON_DEPTH} levels deep; no string in a body, its object keys, ` +
+        'the query or a path parameter may hold NUL (U+0000) or an unpaired UTF-16 surrogate (400 `validation_failed` naming the field). ' +
+        'A known path with a method it does not take is 405 `method_not_allowed` with an `Allow` header. ' +
+        'A database that is down, restarting, read-only or out of connections is 503 `unavailable` with `Retry-After`.',
     },
   });
   app.get('/docs', swaggerUI({ url: '/openapi.json' }));
 
   // The path is not echoed: it may carry a subject id.
-  app.notFound((c) => problem(c, 'not_found', `no route for this ${c.req.method} request path`));
+  const allowed = allowedMethods(() => app.routes);
+  app.notFound((c) => {
+    const methods = allowed(c.req.path);
+    if (methods.length > 0) return problem(c, 'method_not_allowed', `this path does not take ${c.req.method}`, { allow: methods.join(', ') });
+    return problem(c, 'not_found', `no route for this ${c.req.method} request path`);
+  });
 
   app.onError((err, c) => {
     if (isLetheError(err)) {
       if (err.code === 'internal' || err.code === 'decrypt_failed' || err.code === 'key_commitment_mismatch') {
         logger.error({ code: err.code, err: err.message }, 'integrity or internal error');
       }
-      return problem(c, err.code, err.message);
+      const retry = err.retryable && statusOf(err.code) === 503 ? { 'retry-after': String(RETRY_AFTER_SECONDS) } : undefined;
+      return problem(c, err.code, err.message, retry);
     }
     if (err instanceof HTTPException) {
       // Hono's validator raises 400 for malformed JSON bodies.
@@ -180,9 +205,9 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
       if (err.status === 415) return problem(c, 'validation_failed', 'body: content-type must be application/json');
       if (err.status < 500) return problem(c, 'validation_failed', `body: ${err.message || 'malformed request'}`);
     }
-    if (isDatabaseUnavailable(err)) {
+    if (isTransientDatabaseError(err)) {
       logger.error({ err: describeError(err) }, 'database unavailable');
-      return problem(c, 'unavailable', 'the database is not answering; try again');
+      return problem(c, 'unavailable', 'the database is not answering; try again', { 'retry-after': String(RETRY_AFTER_SECONDS) });
     }
     logger.error({ err: describeError(err) }, 'unhandled error');
     return problem(c, 'internal', 'internal error');
@@ -191,10 +216,8 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
   return app;
 }
 
-function isDatabaseUnavailable(err: unknown): boolean {
-  const code = describeError(err).code;
-  return code === 'ECONNREFUSED' || code === 'CONNECT_TIMEOUT' || code === 'CONNECTION_CLOSED' || code === 'CONNECTION_ENDED' || code === '57P01';
-}
+/** What a retryable 503 (a database outage, a retryable `unavailable`) asks the client to wait before trying again. */
+const RETRY_AFTER_SECONDS = 1;
 
 async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

@@ -59,17 +59,27 @@ export class TokenStore {
 
   /** The role of a presented token, or undefined. Constant time in the token's content. */
   roleOf(token: string): Role | undefined {
+    return this.identify(token)?.role;
+  }
+
+  /**
+   * The role of a presented token and which configured token it is (`token`: its
+   * position in the store, a name that is no function of the token; kept in memory
+   * only, e.g. to count a token's open streams). Constant time in the token's content.
+   */
+  identify(token: string): { role: Role; token: number } | undefined {
     const digest = tokenDigest(token);
-    let found: Role | undefined;
-    for (const e of this.#entries) {
+    let found: { role: Role; token: number } | undefined;
+    this.#entries.forEach((e, i) => {
       // no early exit: every entry is compared
-      if (timingSafeEqual(digest, e.digest) && found === undefined) found = e.role;
-    }
+      if (timingSafeEqual(digest, e.digest) && found === undefined) found = { role: e.role, token: i };
+    });
     return found;
   }
 }
 
-export type AuthEnv = { Variables: { role: Role }; Bindings: { incoming?: IncomingMessage } };
+/** `role`: the caller's role; `token`: which configured token it presented (TokenStore.identify). */
+export type AuthEnv = { Variables: { role: Role; token: number }; Bindings: { incoming?: IncomingMessage } };
 
 /**
  * The Authorization header. On the Node server it is read from the raw request:
@@ -87,12 +97,14 @@ export function authorize(tokens: TokenStore, ...allowed: Role[]): MiddlewareHan
   return async (c, next) => {
     const header = authorizationHeader(c) ?? '';
     const m = /^Bearer +([\x21-\x7e]+)$/i.exec(header);
-    const role = m ? tokens.roleOf(m[1]!) : undefined;
-    if (!role) {
+    const caller = m ? tokens.identify(m[1]!) : undefined;
+    if (!caller) {
       return problem(c, 'unauthorized', 'a valid bearer token is required', { 'www-authenticate': 'Bearer realm="lethe"' });
     }
+    const { role } = caller;
     if (!roles.has(role)) return problem(c, 'forbidden', `the ${role} role may not call this endpoint`);
     c.set('role', role);
+    c.set('token', caller.token);
     await next();
   };
 }

@@ -16,7 +16,10 @@ export function statusOf(code: ErrorCode): ContentfulStatusCode {
       return 403;
     case 'not_found':
       return 404;
+    case 'method_not_allowed':
+      return 405;
     case 'conflict':
+    case 'idempotency_key_reused':
     case 'erasure_in_progress':
     case 'illegal_transition':
     case 'source_erased':
@@ -30,6 +33,8 @@ export function statusOf(code: ErrorCode): ContentfulStatusCode {
       return 422;
     case 'payload_too_large':
       return 413;
+    case 'too_many_streams':
+      return 429;
     case 'segment_malformed':
     case 'envelope_malformed':
     case 'envelope_unsupported':
@@ -52,7 +57,9 @@ const TITLES: Record<ErrorCode, string> = {
   unauthorized: 'Authentication required',
   forbidden: 'Not allowed for this role',
   not_found: 'Not found',
+  method_not_allowed: 'Method not allowed',
   conflict: 'Conflict',
+  idempotency_key_reused: 'Idempotency key reused with another request',
   erasure_in_progress: 'Erasure in progress',
   illegal_transition: 'Illegal state transition',
   subject_erased: 'Subject erased',
@@ -62,6 +69,7 @@ const TITLES: Record<ErrorCode, string> = {
   unknown_source: 'Unknown source',
   key_destroyed: 'Key destroyed',
   payload_too_large: 'Payload too large',
+  too_many_streams: 'Too many open streams',
   segment_malformed: 'Stored log segment is malformed',
   envelope_malformed: 'Stored ciphertext is malformed',
   envelope_unsupported: 'Stored ciphertext has an unsupported format',

@@ -1,6 +1,6 @@
 /** Shared zod schemas: they validate requests and produce the OpenAPI document. */
 import { z } from '@hono/zod-openapi';
-import { SUBJECT_ID_PATTERN, SUBJECT_ID_RULE } from '../ids.js';
+import { ID_PATTERNS, type IdPrefix, idRule, SUBJECT_ID_PATTERN, SUBJECT_ID_RULE } from '../ids.js';
 
 export const ProblemSchema = z
   .object({
@@ -33,6 +33,18 @@ export const SubjectParam = z.object({
 });
 
 export const KeyIdSchema = z.string().min(1).max(255);
+
+/**
+ * A lethe id in the path: the pattern of its kind (src/ids.ts) is in the OpenAPI
+ * document, and anything else — malformed, NUL, a surrogate — is 400
+ * `validation_failed` naming the parameter, on every route alike (a well-formed id
+ * lethe does not know is the route's 404).
+ */
+export const idParam = (prefix: IdPrefix, name: string) =>
+  z
+    .string()
+    .regex(ID_PATTERNS[prefix], `${name} must be ${idRule(prefix)}`)
+    .openapi({ param: { name, in: 'path' }, example: `${prefix}_3q2-7wEXAMPLE000000000` });
 
 export const security = [{ bearer: [] }];
 

@@ -17,6 +17,16 @@ import type { EpochService } from '../vault/epochs.js';
 import type { ReadFences } from '../vault/fences.js';
 import type { KeyService } from '../vault/keys.js';
 
+/** What /readyz reports of this replica (src/app/replica.ts). */
+export interface ReplicaReadiness {
+  readonly replicaId: string;
+  readonly listener: { readonly state: 'up' | 'down'; readonly since: Date };
+  readonly index: 'ready' | 'rebuilding';
+  /** Every key destruction up to this destruction-ledger seq was applied here. */
+  readonly appliedSeq: number;
+  readonly lastCatchUpAt: Date | undefined;
+}
+
 export interface Services {
   readonly config: Config;
   /** Readiness: the database and the object store answer. */
@@ -31,6 +41,8 @@ export interface Services {
   readonly search: Search;
   readonly backups: BackupService;
   readonly erasures: ErasureEngine;
+  /** This replica's listener, index and destruction cursor; absent when it does not listen for other replicas. */
+  readonly replica?: { status(): ReplicaReadiness } | undefined;
   /** Certificate-signing keys: the public list (current and retired) and rotation. */
   readonly certificateKeys: CertificateKeys;
   readonly metrics: Metrics;

@@ -4,17 +4,20 @@
  * under it, and fit the stored segment; entries of a key destroyed or fenced
  * meanwhile are refused (their frames are unreadable or about to be). The service,
  * which holds the keys anyway, opens each registered frame once — a frame that does
- * not open under the key it names is refused — to embed it, and seals the embedding
- * under the same key. Index rows and embeddings commit in one statement.
+ * not open under the key it names, or holds a payload the entry schema refuses
+ * (payload.ts), is refused — to embed it, and seals the embedding under the same key.
+ * Index rows and embeddings commit in one statement. Idempotent per entry id; an id
+ * indexed elsewhere is a conflict.
  */
 import { sql } from 'drizzle-orm';
 import { zeroize } from '../crypto/index.js';
-import { queryRows } from '../db/client.js';
+import { type Executor, queryRows, type Transaction } from '../db/client.js';
 import { LetheError } from '../errors.js';
 import { SEGMENT_KEY_PATTERN } from '../ids.js';
 import { insertEmbeddingsCte, notifyEmbeddings } from '../vectors/embeddings.js';
 import { openFrame } from './frame.js';
 import type { LogDeps } from './deps.js';
+import { FramePayloadSchema, payloadProblem } from './payload.js';
 import { frameAt } from './segment.js';
 
 export interface RegisteredEntry {
@@ -35,10 +38,20 @@ export interface RegistrationResult {
  * Indexes frames a writer sealed and uploaded itself. Each entry must name its
  * subject's live, active key and a sequence number reserved under it, and fit the
  * stored segment; entries of a key destroyed or fenced meanwhile are refused
- * (their frames are unreadable or about to be). Idempotent per entry id.
+ * (their frames are unreadable or about to be). Every frame must open, and hold a
+ * payload the entry schema admits (payload.ts). Idempotent per entry id: an entry
+ * already indexed at the very place named (segment, offset, length, key, seq,
+ * subject) answers `registered` again; one indexed elsewhere is a `conflict` — the
+ * id is taken — and nothing of the request is registered or published. A refusal
+ * registers nothing.
  */
 export async function register(deps: LogDeps, segment: string, entries: readonly RegisteredEntry[]): Promise<RegistrationResult[]> {
   if (!SEGMENT_KEY_PATTERN.test(segment)) throw new LetheError('validation_failed', 'segment must be log/seg_<22 base64url characters>');
+  const ids = new Set<string>();
+  for (const e of entries) {
+    if (ids.has(e.entryId)) throw new LetheError('validation_failed', `entries: ${e.entryId} is named twice`);
+    ids.add(e.entryId);
+  }
   const stored = await deps.objects.head(segment);
   if (!stored) throw new LetheError('validation_failed', 'segment: no such object in the store (upload it first)');
   const rows = entries.map((e) => {
@@ -47,12 +60,81 @@ export async function register(deps: LogDeps, segment: string, entries: readonly
     }
     return { ...e, subjectHash: Buffer.from(deps.keys.subjectHash(e.subject)).toString('hex') };
   });
+  // a retry of a registration that was committed: those entries answer as they did
+  const again = await alreadyPlaced(deps.db, segment, rows);
+  const fresh = rows.filter((r) => !again.has(r.entryId));
+  const answered = new Map<string, RegistrationResult['status']>([...again].map((id) => [id, 'registered' as const]));
+  if (fresh.length > 0) {
+    const sealed = await embedRegistered(deps, segment, fresh);
+    const { statuses, inserted } = await deps.db.transaction((tx) => indexFresh(tx, segment, fresh, sealed));
+    for (const [id, status] of statuses) answered.set(id, status);
+    const published = sealed.filter((e) => inserted.has(e.recordId));
+    deps.vectors.publish(published);
+    await notifyEmbeddings(deps.db, published);
+  }
+  return entries.map((e) => ({ entryId: e.entryId, status: answered.get(e.entryId)! }));
+}
+
+type Row = RegisteredEntry & { readonly subjectHash: string };
+
+interface IndexedPlace {
+  entry_id: string;
+  subject_hash: Uint8Array;
+  key_id: string;
+  seq: number;
+  segment: string;
+  frame_offset: number;
+  frame_length: number;
+}
+
+/**
+ * The ids among `rows` already indexed at the place they name. An id indexed at
+ * another place is a conflict: the entry id is taken.
+ */
+async function alreadyPlaced(exec: Executor, segment: string, rows: readonly Row[]): Promise<Set<string>> {
+  const existing = await queryRows<IndexedPlace>(
+    exec,
+    sql`select entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length from log_entries
+         where entry_id in (select value from json_array_elements_text(${JSON.stringify(rows.map((r) => r.entryId))}::json))`,
+  );
+  const byId = new Map(rows.map((r) => [r.entryId, r]));
+  const same = new Set<string>();
+  const taken: string[] = [];
+  for (const x of existing) {
+    const r = byId.get(x.entry_id)!;
+    const here =
+      x.segment === segment &&
+      Number(x.frame_offset) === r.offset &&
+      Number(x.frame_length) === r.length &&
+      x.key_id === r.keyId &&
+      Number(x.seq) === r.seq &&
+      Buffer.from(x.subject_hash).toString('hex') === r.subjectHash;
+    if (here) same.add(x.entry_id);
+    else taken.push(x.entry_id);
+  }
+  if (taken.length > 0) {
+    throw new LetheError('conflict', `entries: ${taken.slice(0, 5).join(', ')}${taken.length > 5 ? ', …' : ''} already indexed at another place (entry id taken); nothing was registered`);
+  }
+  return same;
+}
+
+/**
+ * Indexes the entries not indexed yet, with their embeddings, in one statement of
+ * `tx`. An entry another registration indexed meanwhile (it raced this one) answers
+ * as a retry does; an entry of another subject's key or of a sequence number never
+ * reserved refuses the whole request.
+ */
+async function indexFresh(
+  tx: Transaction,
+  segment: string,
+  rows: readonly Row[],
+  sealed: Awaited<ReturnType<typeof embedRegistered>>,
+): Promise<{ statuses: Map<string, RegistrationResult['status']>; inserted: Set<string> }> {
   const json = JSON.stringify(
     rows.map((r) => ({ entry_id: r.entryId, subject_hash: r.subjectHash, key_id: r.keyId, seq: r.seq, offset: r.offset, length: r.length })),
   );
-  const sealed = await embedRegistered(deps, segment, entries);
   const result = await queryRows<{ entry_id: string; status: string }>(
-    deps.db,
+    tx,
     sql`with v as (
           select * from json_to_recordset(${json}::json)
             as v(entry_id text, subject_hash text, key_id text, seq integer, "offset" integer, length integer)),
@@ -69,7 +151,8 @@ export async function register(deps: LogDeps, segment: string, entries: readonly
           returning entry_id),
         ${insertEmbeddingsCte(sealed, 'ins')}
         select v.entry_id,
-               case when exists (select 1 from ok where ok.entry_id = v.entry_id) then 'registered'
+               case when exists (select 1 from ins where ins.entry_id = v.entry_id) then 'registered'
+                    when exists (select 1 from ok where ok.entry_id = v.entry_id) then 'raced'
                     when k.key_id is null then 'key_destroyed'
                     when k.state = 'fenced' then 'erasure_in_progress'
                     else 'invalid' end as status
@@ -79,17 +162,21 @@ export async function register(deps: LogDeps, segment: string, entries: readonly
   if (invalid.length > 0) {
     throw new LetheError('validation_failed', `entries: ${invalid.length} entr(y/ies) name a key of another subject or a sequence number never reserved`);
   }
-  const registered = new Set(result.filter((r) => r.status === 'registered').map((r) => r.entry_id));
-  const published = sealed.filter((e) => registered.has(e.recordId));
-  deps.vectors.publish(published);
-  await notifyEmbeddings(deps.db, published);
-  return result.map((r) => ({ entryId: r.entry_id, status: r.status as 'registered' | 'key_destroyed' | 'erasure_in_progress' }));
+  const raced = new Set(result.filter((r) => r.status === 'raced').map((r) => r.entry_id));
+  // committed by the racing registration before our insert gave up: the same place, or a conflict (rolls back)
+  if (raced.size > 0 && (await alreadyPlaced(tx, segment, rows.filter((r) => raced.has(r.entryId)))).size !== raced.size) {
+    throw new LetheError('unavailable', 'entries: a concurrent registration of the same entry ids did not settle; try again');
+  }
+  const statuses = new Map<string, RegistrationResult['status']>(
+    result.map((r) => [r.entry_id, r.status === 'raced' ? 'registered' : (r.status as RegistrationResult['status'])]),
+  );
+  return { statuses, inserted: new Set(result.filter((r) => r.status === 'registered').map((r) => r.entry_id)) };
 }
 
 /**
  * Opens the frames a writer registers (the service holds their keys) and embeds
- * them: a frame that does not open under the key it names is refused, and the
- * entry's embedding is sealed under the same key. Entries of keys already gone are
+ * them: a frame that does not open under the key it names, or whose payload the
+ * entry schema refuses, is refused, and the entry's embedding is sealed under the same key. Entries of keys already gone are
  * left to the registration statement to answer.
  */
 async function embedRegistered(deps: LogDeps, segment: string, entries: readonly RegisteredEntry[]) {
@@ -107,12 +194,16 @@ async function embedRegistered(deps: LogDeps, segment: string, entries: readonly
       const dek = deks.get(keyId);
       if (!dek) continue; // destroyed: the registration statement answers key_destroyed
       for (const e of list) {
-        let text: string;
+        let payload: unknown;
         try {
-          text = openFrame(dek, { keyId, entryId: e.entryId, seq: e.seq }, frameAt(bytes, { offset: e.offset, length: e.length })).text;
+          payload = openFrame(dek, { keyId, entryId: e.entryId, seq: e.seq }, frameAt(bytes, { offset: e.offset, length: e.length }));
         } catch {
           throw new LetheError('validation_failed', `entries: ${e.entryId} does not open under the key it names at the place it names`);
         }
+        // what GET /v1/entries answers must fit the published Entry schema: the service's own appends are held to the same
+        const problem = payloadProblem(FramePayloadSchema, payload);
+        if (problem) throw new LetheError('validation_failed', `entries: ${e.entryId}: the frame's ${problem}`);
+        const text = (payload as { text: string }).text;
         records.push({ recordId: e.entryId, recordType: 'entry', text, keyId, key: dek });
       }
     }

@@ -2,7 +2,9 @@
  * The episodic log through the service: the service encrypts each entry under its
  * subject's DEK, stores the frame in a segment object, and indexes it in PostgreSQL.
  * An append is acknowledged only after its segment is stored and its index row
- * committed; an object-store failure answers unavailable and indexes nothing.
+ * committed; an object-store failure answers unavailable and indexes nothing. An
+ * append with an idempotency key is stored once however often it is retried
+ * (idempotency.ts).
  * Writers that seal locally register their segments (registration.ts); re-keying a
  * subject's log is rekey.ts.
  */
@@ -21,9 +23,21 @@ import { compact, type CompactReport, fsck, type FsckOptions, type FsckReport } 
 import { rekeyKey, type RekeyOptions, type RekeyResult } from './rekey.js';
 import { register, type RegisteredEntry, type RegistrationResult } from './registration.js';
 import { type FramePayload, openFrame, sealFrame } from './frame.js';
+import {
+  type AppendOnce,
+  claimCte,
+  findRecorded,
+  IDEMPOTENCY_KEY_PATTERN,
+  IDEMPOTENCY_KEY_RULE,
+  LazyPurge,
+  type RecordedAppend,
+  replay,
+  requestDigest,
+} from './idempotency.js';
+import { MAX_ENTRY_TEXT_BYTES } from './payload.js';
 import { encodeSegment, frameFromRange, frameRange } from './segment.js';
 
-export const MAX_ENTRY_TEXT_BYTES = 64 * 1024;
+export { MAX_ENTRY_TEXT_BYTES };
 export const MAX_RESERVATION = 10_000;
 const READ_CONCURRENCY = 8;
 
@@ -39,6 +53,12 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return out;
+}
+
+function checkTextSize(text: string): void {
+  if (Buffer.byteLength(text, 'utf8') > MAX_ENTRY_TEXT_BYTES) {
+    throw new LetheError('payload_too_large', `text is limited to ${MAX_ENTRY_TEXT_BYTES} bytes`);
+  }
 }
 
 export interface AppendInput {
@@ -61,6 +81,7 @@ export class LogService {
   readonly #keys: KeyService;
   readonly #objects: ObjectStore;
   readonly #vectors: Vectors;
+  readonly #purge = new LazyPurge();
 
   constructor(deps: LogDeps) {
     this.#deps = deps;
@@ -71,9 +92,54 @@ export class LogService {
   }
 
   async append(subject: string, input: AppendInput, actor: string): Promise<{ entryId: string; keyId: string; seq: number }> {
-    if (Buffer.byteLength(input.text, 'utf8') > MAX_ENTRY_TEXT_BYTES) {
-      throw new LetheError('payload_too_large', `text is limited to ${MAX_ENTRY_TEXT_BYTES} bytes`);
+    return (await this.#store(subject, input, actor, undefined)).appended;
+  }
+
+  /**
+   * An append with an idempotency key (idempotency.ts): the first request with the
+   * key stores the entry and records its result in the statement that indexes it; a
+   * retry with the same key and body answers that result (`replayed`) and stores
+   * nothing, also when it raced the first (the loser's frame is deleted again); the
+   * same key with another body is `idempotency_key_reused`. A retry whose recorded
+   * key was destroyed since (erased, re-keyed) is `key_destroyed`.
+   */
+  async appendOnce(subject: string, input: AppendInput, actor: string, once: AppendOnce): Promise<{ appended: RecordedAppend; replayed: boolean }> {
+    if (!IDEMPOTENCY_KEY_PATTERN.test(once.key)) throw new LetheError('validation_failed', `Idempotency-Key must be ${IDEMPOTENCY_KEY_RULE}`);
+    checkTextSize(input.text);
+    await this.#purge.maybe(this.#db);
+    const subjectHash = this.#keys.subjectHash(subject);
+    const earlier = await this.#replayRecorded(subjectHash, once);
+    if (earlier) return { appended: earlier, replayed: true };
+    return this.#store(subject, input, actor, once);
+  }
+
+  /** The recorded answer to `once`, if (subject, key) was recorded within the window. */
+  async #replayRecorded(subjectHash: Uint8Array, once: AppendOnce): Promise<RecordedAppend | undefined> {
+    const recorded = await findRecorded(this.#db, subjectHash, once.key);
+    if (!recorded) return undefined;
+    let dek: Uint8Array;
+    try {
+      ({ dek } = await this.#keys.dekFor(recorded.keyId));
+    } catch (e) {
+      if (isLetheError(e, 'key_destroyed') || isLetheError(e, 'not_found')) {
+        throw new LetheError('key_destroyed', 'the key this Idempotency-Key\'s append was stored under was destroyed since (erased or re-keyed)');
+      }
+      throw e;
     }
+    try {
+      return replay(recorded, requestDigest(dek, once.body));
+    } finally {
+      zeroize(dek);
+    }
+  }
+
+  async #store(
+    subject: string,
+    input: AppendInput,
+    actor: string,
+    once: AppendOnce | undefined,
+  ): Promise<{ appended: RecordedAppend; replayed: boolean }> {
+    checkTextSize(input.text);
     const { keyId, dek, subjectHash, firstSeq: seq } = await this.#reserveSeqs(subject, 1, actor);
     try {
       const entryId = newId('entry');
@@ -83,25 +149,38 @@ export class LogService {
       const [embedding] = await this.#vectors.seal([{ recordId: entryId, recordType: 'entry', text: input.text }], keyId, dek);
       await this.#objects.put(segment, bytes);
       const place = places[0]!;
-      // the index row and the sealed embedding commit together, or neither does
+      const appended = { entryId, keyId, seq };
+      // with an idempotency key, the index insert is gated on claiming it (req); without,
+      // on the key row still existing — a shared lock either way
+      const claim = once ? sql`${claimCte(subjectHash, once.key, requestDigest(dek, once.body), appended)},` : sql``;
+      const gate = once ? sql`from req` : sql`where exists (select 1 from subject_keys where key_id = ${keyId} for key share)`;
+      // the index row, the sealed embedding (and the idempotency record) commit together, or none does
       const inserted = await queryRows<{ record_id: string }>(
         this.#db,
-        sql`with ins as (
+        sql`with ${claim} ins as (
               insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at)
               select ${entryId}, decode(${Buffer.from(subjectHash).toString('hex')}, 'hex'), ${keyId}, ${seq}, ${segment},
                      ${place.offset}, ${place.length}, now()
-               where exists (select 1 from subject_keys where key_id = ${keyId} for key share)
+               ${gate}
               returning entry_id),
             ${insertEmbeddingsCte([embedding!], 'ins')}
             ${notifyInsertedEmbeddings}`,
       );
       if (inserted.length === 0) {
+        if (once) {
+          // a concurrent request with the same key committed first: answer its result
+          const winner = await this.#replayRecorded(subjectHash, once);
+          if (winner) {
+            await this.#objects.delete(segment).catch(() => undefined); // our frame is indexed by nothing
+            return { appended: winner, replayed: true };
+          }
+        }
         // destroyed between encryption and indexing (FOR KEY SHARE waited for any re-key
         // or destruction holding the row): the stored frame is already unreadable
         throw new LetheError('erasure_in_progress', 'the subject key was destroyed during the append; nothing was recorded');
       }
       this.#vectors.publish([{ ...embedding!, vector: embedding!.vector }]);
-      return { entryId, keyId, seq };
+      return { appended, replayed: false };
     } finally {
       zeroize(dek);
     }

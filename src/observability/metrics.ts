@@ -17,6 +17,11 @@ export interface Metrics {
   readonly rewrapped: Counter;
   readonly indexVectors: Gauge;
   readonly artifactsWritten: Counter<'operation'>;
+  /** Erasure step attempts that failed and will be retried, by step and kind (unavailable, database, deadline, conflict, other). */
+  readonly erasureStepRetries: Counter<'step' | 'kind'>;
+  readonly erasureWatchers: Gauge;
+  readonly erasureWatcherRefreshes: Counter<'cause'>;
+  readonly erasureStreams: Gauge;
 }
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
@@ -62,5 +67,19 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       labelNames: ['operation'],
       registers,
     }),
+    erasureStepRetries: new Counter({
+      name: 'lethe_erasure_step_retries_total',
+      help: 'Erasure step attempts that failed and will be retried, by step and kind of failure (unavailable, database, deadline, conflict, other)',
+      labelNames: ['step', 'kind'],
+      registers,
+    }),
+    erasureWatchers: new Gauge({ name: 'lethe_erasure_watchers', help: 'Erasure watchers running on this replica (one per erasure its events streams follow)', registers }),
+    erasureWatcherRefreshes: new Counter({
+      name: 'lethe_erasure_watcher_refreshes_total',
+      help: 'Database reads by erasure watchers, by what woke them (start, notification, local, reconnect, poll)',
+      labelNames: ['cause'],
+      registers,
+    }),
+    erasureStreams: new Gauge({ name: 'lethe_erasure_event_streams', help: 'Open erasure events streams (GET /v1/erasures/{id}/events) on this replica', registers }),
   };
 }

@@ -1,11 +1,13 @@
 /**
  * The MinIO / S3 object store, through the `minio` client. Failures are mapped to
- * domain errors: a missing object is not_found; an unreachable endpoint or refused
- * credentials are unavailable (retryable), with a message that names the endpoint
- * and never the secret.
+ * domain errors: a missing object is not_found; an unreachable endpoint, refused
+ * credentials or a request past its deadline (deadline.ts: `timeoutMs` plus the
+ * transfer's allowance, and an idle timeout) are unavailable (retryable), with a
+ * message that names the endpoint and never the secret.
  */
 import { Client } from 'minio';
 import { LetheError, isLetheError } from '../errors.js';
+import { DEFAULT_STORE_TIMEOUT_MS, StoreTimeout, timedTransport } from './deadline.js';
 import { assertObjectKey, type ObjectLock, type ObjectStore, type Retention, type StoredObject } from './store.js';
 
 export interface S3Options {
@@ -15,6 +17,8 @@ export interface S3Options {
   readonly secretKey: string;
   readonly bucket: string;
   readonly region?: string;
+  /** Each request's base deadline and idle timeout (LETHE_STORE_TIMEOUT_MS; default 10 s). */
+  readonly timeoutMs?: number;
 }
 
 const CREDENTIAL_CODES = new Set(['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'AccessDenied', 'InvalidToken']);
@@ -26,6 +30,7 @@ export class S3ObjectStore implements ObjectStore {
   readonly #client: Client;
   readonly #endpoint: string;
   readonly #region: string;
+  readonly #timeoutMs: number;
   #lockable: boolean | undefined;
 
   constructor(options: S3Options) {
@@ -33,7 +38,11 @@ export class S3ObjectStore implements ObjectStore {
     this.bucket = options.bucket;
     this.#endpoint = url.origin;
     this.#region = options.region ?? 'us-east-1';
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
+    const { transport, agent } = timedTransport(url.protocol === 'https:', this.#timeoutMs);
     this.#client = new Client({
+      transport,
+      transportAgent: agent,
       endPoint: url.hostname,
       port: url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80,
       useSSL: url.protocol === 'https:',
@@ -231,6 +240,9 @@ export class S3ObjectStore implements ObjectStore {
       return await fn();
     } catch (e) {
       if (isLetheError(e)) throw e;
+      if (e instanceof StoreTimeout) {
+        throw new LetheError('unavailable', `the object store at ${this.#endpoint} did not answer in time (${e.ms} ms; LETHE_STORE_TIMEOUT_MS)`);
+      }
       const code = String((e as { code?: unknown }).code ?? '');
       if (code === 'NoSuchKey' || code === 'NotFound') {
         throw new LetheError('not_found', `no object ${key ?? ''} in ${this.bucket}`.replace('  ', ' '));

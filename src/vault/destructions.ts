@@ -135,6 +135,17 @@ export class KeyDestructions {
   }
 
   /**
+   * Destructions read from the ledger by this replica's cursor (src/vault/catch-up.ts):
+   * those not yet published here (their notification was missed) are published now.
+   * Answers how many were.
+   */
+  caughtUp(keyIds: readonly string[]): number {
+    const missed = [...new Set(keyIds)].filter((k) => !this.#published.has(k) && !this.#committing.has(k));
+    if (missed.length > 0) this.#publish(missed, 'replica');
+    return missed.length;
+  }
+
+  /**
    * Marks destructions durable: their record is stored in the backup bucket's ledger
    * chain (called by the backups module inside the transaction that confirms it).
    */

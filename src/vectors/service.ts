@@ -84,6 +84,8 @@ export class Vectors {
   #rebuilding: Promise<RebuildResult> | undefined;
   #nextRebuild: Promise<RebuildResult> | undefined;
   readonly #destroyed = new Set<string>();
+  /** The keys destroyed since the running rebuild started (dropped from its result before it is swapped in). */
+  #destroyedDuring: Set<string> | undefined;
 
   constructor(deps: VectorsDeps) {
     this.#d = deps;
@@ -94,6 +96,11 @@ export class Vectors {
   /** The vector index searches answer from. */
   get index(): VectorIndex {
     return this.#current.vectors;
+  }
+
+  /** A rebuild is filling new indexes (the current ones still answer). */
+  get rebuilding(): boolean {
+    return this.#building !== undefined;
   }
 
   /** The lexical index the erasure probe looks candidates up in. */
@@ -207,6 +214,7 @@ export class Vectors {
    */
   removeKey(keyId: string): number {
     this.#destroyed.add(keyId);
+    this.#destroyedDuring?.add(keyId);
     if (this.#destroyed.size > DESTROYED_MEMORY) this.#destroyed.delete(this.#destroyed.values().next().value!);
     let n = 0;
     for (const index of this.#indexes()) {
@@ -225,6 +233,11 @@ export class Vectors {
    * Rebuilds both indexes from the sealed rows: keyset pages ordered by key id, one
    * key unwrap per key. Rows of destroyed keys are skipped (counted); a row of
    * another embedder model gives its shingle set but no vector (counted).
+   *
+   * Single-flight: one rebuild runs at a time. Its result never holds a key destroyed
+   * before it is swapped in — the destructions this replica published meanwhile are
+   * dropped from it, and so is every key it loaded that the destruction ledger names
+   * at the end (a destruction whose notification this replica missed).
    */
   rebuild(pageSize = 2000): Promise<RebuildResult> {
     // One rebuild at a time. A caller that arrives while one runs gets the next one, which
@@ -250,6 +263,9 @@ export class Vectors {
     // writes and destructions meanwhile reach both.
     const building = this.#fresh();
     this.#building = building;
+    const during = new Set<string>();
+    this.#destroyedDuring = during;
+    const loadedKeys = new Set<string>();
     let loaded = 0;
     let destroyed = 0;
     let otherModel = 0;
@@ -293,6 +309,7 @@ export class Vectors {
                 if (record.vector && !building.vectors.has(record.recordId)) building.vectors.upsert(record.recordId, record.recordType, keyId, record.vector);
                 if (record.shingles && !building.lexical.has(record.recordId)) building.lexical.upsert(record.recordId, record.recordType, keyId, record.shingles);
                 loaded++;
+                loadedKeys.add(keyId);
               }
             } finally {
               zeroize(key);
@@ -303,12 +320,20 @@ export class Vectors {
         const last = rows.at(-1)!;
         after = { keyId: last.key_id, recordId: last.record_id };
       }
+      // destructions the ledger holds for keys this rebuild loaded: one missed by this replica's listener would otherwise come back
+      for (const keyId of await this.#inLedger([...loadedKeys])) during.add(keyId);
+      for (const keyId of during) {
+        this.#destroyed.add(keyId);
+        building.vectors.removeKey(keyId);
+        building.lexical.removeKey(keyId);
+      }
       const previous = this.#current;
       this.#current = building;
       previous.vectors.clear();
       previous.lexical.clear();
     } finally {
       this.#building = undefined;
+      this.#destroyedDuring = undefined;
     }
     if (unopened > 0) this.#d.logger.warn({ unopened }, 'some stored embeddings did not open under their key and are not indexed');
     if (otherModel > 0) {
@@ -316,6 +341,19 @@ export class Vectors {
     }
     this.#d.metrics.indexVectors.set(this.index.size);
     return { loaded, destroyed, otherModel };
+  }
+
+  /** Those of `keyIds` in the destruction ledger. */
+  async #inLedger(keyIds: readonly string[]): Promise<string[]> {
+    const out: string[] = [];
+    for (let i = 0; i < keyIds.length; i += 5000) {
+      const rows = await queryRows<{ key_id: string }>(
+        this.#d.db,
+        sql`select key_id from destruction_ledger where key_id = any(${idArrayLiteral(keyIds.slice(i, i + 5000))}::text[])`,
+      );
+      out.push(...rows.map((r) => r.key_id));
+    }
+    return out;
   }
 
   /** Loads one record's sealed row (another replica wrote it). */

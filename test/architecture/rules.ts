@@ -49,7 +49,7 @@ export const MODULES: Readonly<Record<string, ModuleRule>> = {
   // and view types with the server, nothing else.
   client: {
     imports: ['crypto', 'errors', 'ids', 'storage'],
-    files: ['src/log/frame.ts', 'src/log/segment.ts', 'src/erasure/request.ts', 'src/erasure/view.ts', 'src/erasure/machine.ts'],
+    files: ['src/log/frame.ts', 'src/log/payload.ts', 'src/log/segment.ts', 'src/erasure/request.ts', 'src/erasure/view.ts', 'src/erasure/machine.ts'],
   },
   cli: { imports: { allExcept: ['db'] } },
 };

@@ -155,10 +155,10 @@ describe('GET /v1/artifacts/{artifactId}', () => {
     expect((await read(unnamed.artifactId)).generator).toBeNull();
   });
 
-  it('an unknown artifact id is 404 not_found, well-formed or not', async () => {
+  it('a well-formed unknown artifact id is 404 not_found; a malformed one (or an entry id) is 400 naming artifactId', async () => {
     await expectProblem(await get(UNKNOWN_ARTIFACT), 404, 'not_found');
-    await expectProblem(await get('nonsense'), 404, 'not_found');
-    await expectProblem(await get(alice.entryId), 404, 'not_found');
+    expect((await expectProblem(await get('nonsense'), 400, 'validation_failed')).detail).toContain('artifactId');
+    expect((await expectProblem(await get(alice.entryId), 400, 'validation_failed')).detail).toContain('artifactId');
   });
 
   it('only writers (and admin) read artifact text: backup and eraser are 403, no token is 401', async () => {

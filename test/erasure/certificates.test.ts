@@ -246,10 +246,15 @@ describe('GET /v1/erasures/{erasureId}/certificate', () => {
     await ok(t.call('GET', `/v1/erasures/${erasureId}/certificate`, { role: 'eraser' }), 200);
   });
 
-  for (const id of [`ers_${'A'.repeat(22)}`, 'not-an-erasure', 'ers_short', `ers_${'A'.repeat(21)}!`, 'ers_%00']) {
-    it(`is 404 not_found problem+json for the unknown or malformed id ${JSON.stringify(id)}`, async () => {
-      const { detail } = await expectProblem(t.call('GET', `/v1/erasures/${encodeURIComponent(id)}/certificate`, { role: 'eraser' }), 404, 'not_found');
-      expect(detail).toBe('no such erasure');
+  it('is 404 not_found problem+json for a well-formed unknown id', async () => {
+    const { detail } = await expectProblem(t.call('GET', `/v1/erasures/ers_${'A'.repeat(22)}/certificate`, { role: 'eraser' }), 404, 'not_found');
+    expect(detail).toBe('no such erasure');
+  });
+
+  for (const id of ['not-an-erasure', 'ers_short', `ers_${'A'.repeat(21)}!`, 'ers_%00']) {
+    it(`is 400 validation_failed problem+json naming erasureId for the malformed id ${JSON.stringify(id)}`, async () => {
+      const { detail } = await expectProblem(t.call('GET', `/v1/erasures/${encodeURIComponent(id)}/certificate`, { role: 'eraser' }), 400, 'validation_failed');
+      expect(detail).toContain('erasureId');
     });
   }
 });

@@ -345,10 +345,14 @@ describe('GET /v1/erasures/{id}/events', () => {
 });
 
 describe('GET of an unknown or malformed erasure id', () => {
-  for (const id of [UNKNOWN_ERASURE, 'not-an-erasure', 'ers_short', `ers_${'A'.repeat(21)}!`]) {
-    for (const suffix of ['', '/events', '/report']) {
-      it(`GET /v1/erasures/${id}${suffix} is 404 not_found`, async () => {
-        await expectProblem(await call('GET', `/v1/erasures/${encodeURIComponent(id)}${suffix}`), 404, 'not_found');
+  for (const suffix of ['', '/events', '/report']) {
+    it(`GET /v1/erasures/${UNKNOWN_ERASURE}${suffix} is 404 not_found`, async () => {
+      await expectProblem(await call('GET', `/v1/erasures/${UNKNOWN_ERASURE}${suffix}`), 404, 'not_found');
+    });
+    for (const id of ['not-an-erasure', 'ers_short', `ers_${'A'.repeat(21)}!`]) {
+      it(`GET /v1/erasures/${id}${suffix} is 400 validation_failed naming erasureId`, async () => {
+        const { detail } = await expectProblem(await call('GET', `/v1/erasures/${encodeURIComponent(id)}${suffix}`), 400, 'validation_failed');
+        expect(detail).toContain('erasureId');
       });
     }
   }

@@ -4,6 +4,7 @@
  * endpoints answer without one. The route table is checked against the OpenAPI
  * document, so a new /v1 route without a row here fails this file.
  */
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sealFrame } from '../../src/log/frame.js';
 import { encodeSegment } from '../../src/log/segment.js';
@@ -42,6 +43,9 @@ const redaction: Partial<Record<TestRole | 'none', { erasureId: string; entryId:
 const dismissal: Partial<Record<TestRole | 'none', { erasureId: string; entryId: string }>> = {};
 const redactionFor = (role: TestRole | 'none' = 'eraser') => redaction[role] ?? redaction.eraser!;
 const dismissalFor = (role: TestRole | 'none' = 'eraser') => dismissal[role] ?? dismissal.eraser!;
+/** Per allowed role, a failed erasure to resume. */
+const resumable: Partial<Record<TestRole | 'none', string>> = {};
+const resumableFor = (role: TestRole | 'none' = 'eraser') => resumable[role] ?? resumable.eraser!;
 
 const ROUTES: readonly RouteCase[] = [
   {
@@ -217,6 +221,13 @@ const ROUTES: readonly RouteCase[] = [
     body: (role) => ({ matches: [{ id: dismissalFor(role).entryId, reason: 'auth table: a ruling' }] }),
   },
   {
+    method: 'POST',
+    template: '/v1/erasures/{erasureId}/resume',
+    allowed: ['eraser', 'admin'],
+    // a resume sets the erasure running: each allowed role resumes its own failed erasure
+    path: (role) => `/v1/erasures/${resumableFor(role)}/resume`,
+  },
+  {
     method: 'GET',
     template: '/v1/erasures/{erasureId}/certificate',
     allowed: ['eraser', 'admin'],
@@ -275,6 +286,12 @@ beforeAll(async () => {
       expect(view.probe.matches.map((m) => m.id)).toContain(note.entryId);
       (use === 'redaction' ? redaction : dismissal)[role] = { erasureId: requested.erasureId, entryId: note.entryId };
     }
+    // a failed erasure, forged from a finished one at its last step (the route's access is what is tested here)
+    await t.vault.log.append(`user:auth-resume-${role}`, { text: 'to be resumed' }, 'writer');
+    const failed = (await t.vault.erasures.request({ subject: `user:auth-resume-${role}` }, 'eraser')).erasureId;
+    await t.vault.erasures.settle(failed);
+    await t.vault.db.db.execute(sql`update erasures set status = 'failed', state = jsonb_set(state, '{steps,certify,status}', '"failed"') where erasure_id = ${failed}`);
+    resumable[role] = failed;
   }
 });
 afterAll(async () => {

@@ -141,7 +141,8 @@ describe('the episodic log on MinIO', () => {
     expect((await t.call('POST', '/v1/subjects/bad%20id/entries', { body: { text: 'x' } })).status).toBe(400);
     expect((await t.call('POST', '/v1/subjects/user:bob/entries', { body: { kind: 'no text' } })).status).toBe(400);
     expect((await t.call('GET', '/v1/subjects/user:nobody/entries')).status).toBe(404);
-    expect((await t.call('GET', '/v1/entries/entry_nope')).status).toBe(404);
+    expect((await t.call('GET', '/v1/entries/entry_nope')).status).toBe(400);
+    expect((await t.call('GET', `/v1/entries/entry_${'Z'.repeat(22)}`)).status).toBe(404);
     const after = await queryRows<{ n: string }>(t.vault.db.db, sql`select count(*) as n from log_entries`);
     expect(after[0]!.n).toBe(before[0]!.n);
   });

@@ -23,7 +23,12 @@ describe('readiness with MinIO', () => {
     const res = await t.call('GET', '/readyz', { role: 'none' });
     expect(res.status).toBe(200);
     // the backup bucket was created with Object Lock, so the ledger chain is retained; nothing is pending
-    expect(await res.json()).toEqual({ status: 'ok', checks: { database: 'ok', objectStore: 'ok', ledgerLock: 'ok', ledgerWrites: 'ok' } });
+    expect(await res.json()).toEqual({
+      status: 'ok',
+      checks: { database: 'ok', objectStore: 'ok', ledgerLock: 'ok', ledgerWrites: 'ok', listener: 'ok' },
+      // this replica: listening, its index whole, its destruction cursor caught up, its erasure worker running
+      replica: expect.objectContaining({ id: t.vault.erasures.replica, listener: 'up', index: 'ready', appliedSeq: 0, erasureWorker: 'running' }),
+    });
     expect((await t.call('POST', '/v1/subjects/user:ready/entries', { body: { text: 'before the outage' } })).status).toBe(201);
   });
 

@@ -83,7 +83,7 @@ describe('subject keys on PostgreSQL', () => {
     expect(rows).toEqual([]);
     const [ledger] = await tv.vault.db.db.select().from(destructionLedger).where(eq(destructionLedger.keyId, lease.keyId));
     expect(ledger).toBeDefined();
-    expect(Object.keys(ledger!).sort()).toEqual(['destroyedAt', 'durableAt', 'keyId', 'keyKind', 'leasedUntil', 'reason', 'subjectHash', 'wrappedEpoch']);
+    expect(Object.keys(ledger!).sort()).toEqual(['destroyedAt', 'durableAt', 'keyId', 'keyKind', 'leasedUntil', 'reason', 'seq', 'subjectHash', 'wrappedEpoch']);
     expect(ledger!.keyKind).toBe('subject');
     expect(hashHex(ledger!.subjectHash!)).toBe(hashHex(before!.subjectHash));
 

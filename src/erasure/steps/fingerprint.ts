@@ -33,7 +33,7 @@ export async function takeFingerprints(ctx: StepContext): Promise<string> {
     }
     const fingerprints: Fingerprints = { model: res.vectors.embedder.model, records, attributes: request.publicAttributes };
     const sealed = key.seal('fingerprints', encodeFingerprints(fingerprints));
-    await res.records.saveFingerprints(row.erasureId, sealed);
+    await res.records.saveFingerprints(row.erasureId, sealed, row.claimedBy ?? '');
     row.sealedFingerprints = sealed;
     state.fingerprinted = records.length;
     return `${records.length} record(s) and ${request.publicAttributes.length} public attribute(s) fingerprinted (sealed under the erasure key)`;

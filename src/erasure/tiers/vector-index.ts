@@ -1,7 +1,9 @@
 /**
  * The vector index: the subject's embeddings at rest (sealed under its key) and in
  * every replica's memory. The rows go in the key's destruction transaction and the
- * destruction event drops the vectors from the index; this tier checks both.
+ * destruction event drops the vectors from the index; this tier checks both on this
+ * replica. Other replicas are checked by their heartbeats' acknowledgement
+ * (src/erasure/acknowledgement.ts, in the destroy step).
  */
 import type { ArtifactService } from '../../artifacts/service.js';
 import type { LogService } from '../../log/service.js';

@@ -2,7 +2,7 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Services } from '../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
-import { authErrors, json, jsonBody, KeyIdSchema, problemResponse, security } from '../schemas.js';
+import { authErrors, idParam, json, jsonBody, problemResponse, security } from '../schemas.js';
 
 const RotateResponse = z
   .object({
@@ -101,7 +101,7 @@ export function registerAdminRoutes(app: OpenAPIHono<AuthEnv>, services: Service
       security,
       middleware: [authorize(tokens, 'admin')] as const,
       request: {
-        params: z.object({ keyId: KeyIdSchema.openapi({ param: { name: 'keyId', in: 'path' } }) }),
+        params: z.object({ keyId: idParam('key', 'keyId') }),
         body: jsonBody(DestroyRequest),
       },
       responses: {

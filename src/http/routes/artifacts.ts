@@ -6,11 +6,11 @@ import { LetheError } from '../../errors.js';
 import { MAX_SEARCH_K } from '../../search/service.js';
 import type { Services } from '../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
-import { authErrors, json, jsonBody, problemResponse, security } from '../schemas.js';
+import { authErrors, idParam, json, jsonBody, problemResponse, security } from '../schemas.js';
 
 const RecordId = z.string().min(1).max(100);
 const ArtifactIdParam = z.object({
-  artifactId: z.string().min(1).max(100).openapi({ param: { name: 'artifactId', in: 'path' }, example: 'art_3q2-7wEXAMPLE0000000000' }),
+  artifactId: idParam('art', 'artifactId'),
 });
 const ReadFence = z.string().min(1).max(8 * 1024 * 1024);
 

@@ -3,10 +3,10 @@ import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { isLetheError } from '../../errors.js';
 import type { Services } from '../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
-import { authErrors, json, problemResponse, security } from '../schemas.js';
+import { authErrors, idParam, json, problemResponse, security } from '../schemas.js';
 
 const BackupIdParam = z.object({
-  backupId: z.string().min(1).max(100).openapi({ param: { name: 'backupId', in: 'path' }, example: 'bak_3q2-7wEXAMPLE0000000000' }),
+  backupId: idParam('bak', 'backupId'),
 });
 
 const ManifestSchema = z

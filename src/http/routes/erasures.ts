@@ -1,20 +1,22 @@
 /**
  * Erasure: POST /v1/erasures, GET /v1/erasures/{id}, .../events (SSE), .../report
- * (HTML), .../certificate (the signed document alone), .../redactions, .../dismissals.
+ * (HTML), .../certificate (the signed document alone), .../redactions, .../dismissals,
+ * .../resume (a failed erasure, again from the step that failed).
  * The signing keys' routes are in certificates.ts.
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { streamSSE } from 'hono/streaming';
-import { TERMINAL_STATUSES } from '../../erasure/machine.js';
 import { renderReport } from '../../erasure/report/index.js';
 import { DismissalRequestSchema, ErasureRequestSchema, RedactionRequestSchema } from '../../erasure/request.js';
 import { CertificateViewSchema, ErasureAcceptedSchema, ErasureViewSchema } from '../../erasure/view.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
-import { authErrors, json, jsonBody, problemResponse, security } from '../schemas.js';
+import { problem } from '../problem.js';
+import { authErrors, idParam, json, jsonBody, problemResponse, security } from '../schemas.js';
 import type { Services } from '../services.js';
+import { StreamLimit } from '../stream-limit.js';
 
 const ErasureIdParam = z.object({
-  erasureId: z.string().min(1).openapi({ param: { name: 'erasureId', in: 'path' }, example: 'ers_3q2-7wEXAMPLE0000000000' }),
+  erasureId: idParam('ers', 'erasureId'),
 });
 
 const ErasureRequest = ErasureRequestSchema.meta({ id: 'ErasureRequest' });
@@ -26,7 +28,11 @@ const CertificateSchema = CertificateViewSchema.meta({
     'Ed25519 over the canonical JSON of `payload`; `payload.signingKeyId` names the signing key. Check it against the keys of GET /v1/certificates/keys (`lethe certificate verify --url`), never against the `publicKey` it carries.',
 });
 
+/** What a 429 `too_many_streams` suggests waiting before trying again. */
+const STREAM_RETRY_AFTER_SECONDS = 5;
+
 export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Services, tokens: TokenStore): void {
+  const streams = new StreamLimit(services.config.sseStreamsPerToken, (open) => services.metrics.erasureStreams.set(open));
   app.openapi(
     createRoute({
       method: 'post',
@@ -70,45 +76,49 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Servi
       path: '/v1/erasures/{erasureId}/events',
       tags: ['erasure'],
       summary: 'Server-sent events of step progress, ending when the erasure finishes',
-      description: 'Each transition is one `step` event (JSON: id, fromStep, toStep, status, at, detail) with its id as the event id; `Last-Event-ID` resumes. A final `end` event carries the status.',
+      description:
+        'Each transition is one `step` event (JSON: id, fromStep, toStep, status, at, detail) with its id as the event id; `Last-Event-ID` resumes. A final `end` event carries the status. ' +
+        'A token may hold LETHE_SSE_STREAMS_PER_TOKEN streams open at once per replica (429 `too_many_streams` with Retry-After above it).',
       security,
       middleware: [authorize(tokens, 'eraser')] as const,
       request: { params: ErasureIdParam },
-      responses: { 200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: z.string() } } }, 404: problemResponse('not_found'), ...authErrors },
+      responses: {
+        200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: z.string() } } },
+        404: problemResponse('not_found'),
+        429: problemResponse('too_many_streams: the token holds as many open event streams as it may; close one, or retry after Retry-After seconds'),
+        ...authErrors,
+      },
     }),
     async (c) => {
       const { erasureId } = c.req.valid('param');
       const lastId = Number(c.req.header('last-event-id') ?? 0);
-      let after = Number.isInteger(lastId) && lastId > 0 ? lastId : 0;
-      await services.erasures.status(erasureId); // 404 before the stream starts
+      const after = Number.isInteger(lastId) && lastId > 0 ? lastId : 0;
+      const release = streams.acquire(c.get('token'));
+      if (!release) {
+        return problem(c, 'too_many_streams', `a token may hold ${streams.perToken} event streams open at once; close one first`, {
+          'retry-after': String(STREAM_RETRY_AFTER_SECONDS),
+        }) as never;
+      }
+      try {
+        await services.erasures.status(erasureId); // 404 before the stream starts
+      } catch (e) {
+        release();
+        throw e;
+      }
       return streamSSE(c, async (stream) => {
-        let wake: (() => void) | undefined;
-        const off = services.erasures.onTransition(() => wake?.());
-        stream.onAbort(() => wake?.());
+        // the erasure's shared watcher (one per erasure on this replica) fans its events out to this stream
+        const follower = services.erasures.follow(erasureId, after);
+        stream.onAbort(() => follower.close());
+        if (stream.aborted) follower.close(); // gone before the listener was added
         try {
-          while (!stream.aborted) {
-            // status first: a finished erasure's last transition commits with its status, so it is read below
-            const status = await services.erasures.status(erasureId);
-            for (const t of await services.erasures.transitions(erasureId, after)) {
-              await stream.writeSSE({ event: 'step', id: String(t.id), data: JSON.stringify(t) });
-              after = t.id;
-            }
-            if (TERMINAL_STATUSES.includes(status)) {
-              const view = await services.erasures.get(erasureId);
-              await stream.writeSSE({ event: 'end', data: JSON.stringify({ erasureId, status: view.status, class: view.class ?? null, recovered: view.probe.recovered }) });
-              return;
-            }
-            // another replica's progress is seen by polling; our own wakes us at once
-            await new Promise<void>((resolve) => {
-              const timer = setTimeout(resolve, 500);
-              wake = () => {
-                clearTimeout(timer);
-                resolve();
-              };
-            });
+          for await (const event of follower) {
+            if (stream.aborted) break;
+            if (event.kind === 'step') await stream.writeSSE({ event: 'step', id: String(event.transition.id), data: JSON.stringify(event.transition) });
+            else await stream.writeSSE({ event: 'end', data: JSON.stringify(event.end) });
           }
         } finally {
-          off();
+          follower.close();
+          release();
         }
       });
     },
@@ -205,6 +215,29 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Servi
       const result = await services.erasures.dismiss(erasureId, c.req.valid('json'), c.get('role'));
       return c.json(result, 202);
     },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/erasures/{erasureId}/resume',
+      tags: ['erasure'],
+      summary: 'Take a failed erasure up again from the step that failed',
+      description:
+        'A failed erasure can leave its subject fenced (no lease, no append, no new key) and its key undestroyed: its view says what it left (`left`). ' +
+        'Once the cause is fixed, resume it: it goes back to running at the step that failed, with its attempts reset, and a transition row records who resumed it. ' +
+        'Transient failures (an unreachable object store or database, a step past its deadline) never fail an erasure: they are retried with capped backoff, shown in `retry`.',
+      security,
+      middleware: [authorize(tokens, 'eraser')] as const,
+      request: { params: ErasureIdParam },
+      responses: {
+        202: json(ErasureSchema, 'Accepted: the erasure runs again in the background (its view)'),
+        404: problemResponse('not_found: no such erasure'),
+        409: problemResponse('conflict: the erasure is not failed, or a newer erasure of the same subject exists'),
+        ...authErrors,
+      },
+    }),
+    async (c) => c.json(await services.erasures.resume(c.req.valid('param').erasureId, c.get('role')), 202),
   );
 }
 

@@ -1,18 +1,28 @@
 /** Episodic log: POST/GET /v1/subjects/{subject}/entries, GET /v1/entries/{entryId}. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { ID_PATTERNS, SEGMENT_KEY_PATTERN } from '../../ids.js';
+import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE, IDEMPOTENCY_WINDOW_HOURS } from '../../log/idempotency.js';
+import { AppendEntrySchema } from '../../log/payload.js';
 import { type Entry, MAX_RESERVATION } from '../../log/service.js';
 import type { Services } from '../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
-import { authErrors, json, jsonBody, problemResponse, security, SubjectParam } from '../schemas.js';
+import { authErrors, idParam, json, jsonBody, problemResponse, security, SubjectParam } from '../schemas.js';
 
-const AppendRequest = z
-  .object({
-    text: z.string().openapi({ description: 'at most 64 KiB of UTF-8 (413 above)' }),
-    kind: z.string().min(1).max(64).optional(),
-    metadata: z.record(z.string(), z.unknown()).optional(),
-  })
-  .openapi('AppendEntryRequest');
+const AppendRequest = AppendEntrySchema.meta({ id: 'AppendEntryRequest' });
+
+const IdempotencyHeaders = z.object({
+  'idempotency-key': z
+    .string()
+    .regex(IDEMPOTENCY_KEY_PATTERN, `must be ${IDEMPOTENCY_KEY_RULE}`)
+    .optional()
+    .openapi({
+      param: { name: 'idempotency-key', in: 'header' },
+      description:
+        `Makes the append safe to retry: the first request with the key stores the entry; a retry with the same key and body within ${IDEMPOTENCY_WINDOW_HOURS} hours ` +
+        'answers 200 with its result (same entryId) and `Idempotent-Replayed: true`, and stores nothing; the same key with another body is 409 ' +
+        '`idempotency_key_reused`. Keys are per subject.',
+    }),
+});
 
 const Appended = z.object({ entryId: z.string(), keyId: z.string(), seq: z.number().int() }).openapi('AppendedEntry');
 
@@ -45,10 +55,15 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, services: Services,
       summary: 'Append an entry: the service encrypts it under the subject\'s DEK and stores it',
       security,
       middleware: [authorize(tokens, 'writer')] as const,
-      request: { params: SubjectParam, body: jsonBody(AppendRequest) },
+      request: { params: SubjectParam, headers: IdempotencyHeaders, body: jsonBody(AppendRequest) },
       responses: {
+        200: {
+          ...json(Appended, 'A retry with the Idempotency-Key of an earlier append and the same body: that append\'s result; nothing was stored'),
+          headers: z.object({ 'Idempotent-Replayed': z.literal('true') }),
+        },
         201: json(Appended, 'Stored and indexed'),
-        409: problemResponse('erasure_in_progress'),
+        409: problemResponse('erasure_in_progress; idempotency_key_reused: the Idempotency-Key was used with another body for this subject'),
+        410: problemResponse('key_destroyed: the key the Idempotency-Key\'s append was stored under was destroyed since'),
         503: problemResponse('unavailable: the object store or database did not answer; nothing was recorded'),
         ...authErrors,
       },
@@ -56,8 +71,17 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, services: Services,
     async (c) => {
       const { subject } = c.req.valid('param');
       const body = c.req.valid('json');
-      const appended = await services.log.append(subject, body, c.get('role'));
-      return c.json(appended, 201);
+      const key = c.req.valid('header')['idempotency-key'];
+      if (key === undefined) {
+        const { entryId, keyId, seq } = await services.log.append(subject, body, c.get('role'));
+        return c.json({ entryId, keyId, seq }, 201);
+      }
+      // the digest is of the body as received (the validator cached its text)
+      const { appended, replayed } = await services.log.appendOnce(subject, body, c.get('role'), { key, body: await c.req.text() });
+      const { entryId, keyId, seq } = appended;
+      if (!replayed) return c.json({ entryId, keyId, seq }, 201);
+      c.header('Idempotent-Replayed', 'true');
+      return c.json({ entryId, keyId, seq }, 200);
     },
   );
 
@@ -93,7 +117,7 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, services: Services,
       summary: 'One entry',
       security,
       middleware: [authorize(tokens, 'writer')] as const,
-      request: { params: z.object({ entryId: z.string().min(1).max(100).openapi({ param: { name: 'entryId', in: 'path' } }) }) },
+      request: { params: z.object({ entryId: idParam('entry', 'entryId') }) },
       responses: {
         200: json(EntrySchema.extend({ readFence: z.string() }), 'The entry, and a read fence covering it'),
         404: problemResponse('not_found'),
@@ -154,7 +178,11 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, services: Services,
       path: '/v1/segments',
       tags: ['log'],
       summary: 'Index the frames of a segment a writer sealed and uploaded itself',
-      description: 'An append made by a writer is acknowledged only once this answers registered for it.',
+      description:
+        'An append made by a writer is acknowledged only once this answers registered for it. Idempotent per entry id: registering again an entry ' +
+        'already indexed at the same place (segment, offset, length, key, seq) answers `registered` again; an entry id indexed at another place is ' +
+        '409 `conflict` and nothing of the request is registered. Each frame must open under the key it names and hold a payload the `Entry` schema ' +
+        'admits (kind 1–64 characters or null, metadata a JSON object or null): else 400 `validation_failed` naming the entry and the field.',
       security,
       middleware: [authorize(tokens, 'writer')] as const,
       request: { body: jsonBody(RegisterRequest) },
@@ -163,6 +191,7 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, services: Services,
           z.object({ results: z.array(z.object({ entryId: z.string(), status: z.enum(['registered', 'key_destroyed', 'erasure_in_progress']) })) }),
           'Per-entry outcome',
         ),
+        409: problemResponse('conflict: an entry id is already indexed at another place; nothing was registered'),
         ...authErrors,
       },
     }),

@@ -1,0 +1,55 @@
+/**
+ * Resuming a failed erasure (`POST /v1/erasures/{id}/resume`): under the row's lock a
+ * failed erasure goes back to running at the step that failed, its attempts reset,
+ * and a transition row says who resumed it and from where. Refused (409) for an
+ * erasure that is not failed, and once a newer erasure of the same subject exists
+ * (open, or finished: that one has taken the subject over).
+ */
+import { and, eq, gt, ne } from 'drizzle-orm';
+import { erasures } from '../db/schema.js';
+import { isLetheError, LetheError } from '../errors.js';
+import { assertStatusTransition, FIRST_RUN, parseStep, type StepName } from './machine.js';
+import type { ErasureResources } from './resources.js';
+import { type ErasureState, parseState } from './state.js';
+
+/** The step a failed erasure failed at: the one its state marks failed, else the first of its run not done. */
+export function failedStep(state: ErasureState): StepName {
+  for (const [name, record] of Object.entries(state.steps)) {
+    if (record?.status === 'failed') return parseStep(name) ?? 'classify';
+  }
+  return FIRST_RUN.find((s) => state.steps[s]?.status !== 'done' && state.steps[s]?.status !== 'skipped') ?? 'certify';
+}
+
+export async function resumeErasure(res: ErasureResources, erasureId: string, actor: string): Promise<StepName> {
+  const row = await res.records.row(erasureId); // not_found first
+  try {
+    return await res.records.db.transaction(async (tx) => {
+      const [locked] = await tx.select().from(erasures).where(eq(erasures.erasureId, row.erasureId)).for('update');
+      if (!locked) throw new LetheError('not_found', 'no such erasure');
+      if (locked.status !== 'failed') throw new LetheError('conflict', `the erasure is ${locked.status}; only a failed erasure can be resumed`);
+      const [newer] = await tx
+        .select({ erasureId: erasures.erasureId, status: erasures.status })
+        .from(erasures)
+        .where(and(eq(erasures.subjectHash, locked.subjectHash), ne(erasures.erasureId, locked.erasureId), gt(erasures.createdAt, locked.createdAt)))
+        .limit(1);
+      if (newer) {
+        throw new LetheError('conflict', `a newer erasure of the same subject (${newer.erasureId}, ${newer.status}) has taken it over; follow that one instead`);
+      }
+      assertStatusTransition(locked.status, 'running');
+      const state = parseState(locked.state);
+      const step = failedStep(state);
+      state.steps[step] = { status: 'pending' };
+      await tx
+        .update(erasures)
+        .set({ status: 'running', step, state, finishedAt: null, notBefore: new Date(), claimedBy: null, claimedUntil: null, attempts: 0, lastError: null, updatedAt: new Date() })
+        .where(eq(erasures.erasureId, locked.erasureId));
+      const cause = locked.lastError ? ` (it had failed: ${locked.lastError})` : '';
+      await res.records.transition(tx, locked.erasureId, null, step, 'running', `resumed at ${step} by ${actor}${cause}`);
+      return step;
+    });
+  } catch (e) {
+    // the subject's open-erasure index: another erasure of the subject opened meanwhile
+    if (!isLetheError(e) && [e, (e as { cause?: unknown }).cause].some((x) => String((x as { code?: string } | undefined)?.code) === '23505')) throw new LetheError('conflict', 'another erasure of this subject is open');
+    throw e;
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * Registration of writer-sealed segments (`POST /v1/segments`), on PostgreSQL and a
+ * real MinIO: idempotent per entry id at the same place, a conflict at another place
+ * (nothing registered, no vector published under the id), concurrent registrations of
+ * one id at two places, and frames whose payload breaks the entry schema refused.
+ */
+import { randomBytes } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryRows } from '../../src/db/client.js';
+import { type FramePayload, sealFrame } from '../../src/log/frame.js';
+import { encodeSegment } from '../../src/log/segment.js';
+import { expectProblem, ok } from '../support/http.js';
+import { minioEnv, openTestApp, type TestApp } from '../support/vault.js';
+
+type Results = { results: Array<{ entryId: string; status: string }> };
+
+describe('registration of writer-sealed segments', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await openTestApp({ extraEnv: minioEnv('lethe-reg') });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  const id = (prefix: 'entry' | 'seg') => `${prefix}_${randomBytes(16).toString('base64url')}`;
+
+  /** Seals `payloads` under the subject's key (one reserved seq each, or the given ones), uploads one segment, and answers its registration body. */
+  async function upload(subject: string, frames: ReadonlyArray<{ entryId?: string; seq?: number; payload: unknown }>) {
+    const { keyId, firstSeq } = await t.vault.log.reserve(subject, frames.length, 'writer');
+    const { dek } = await t.vault.keys.dekFor(keyId);
+    const sealed = frames.map((f, i) => {
+      const entryId = f.entryId ?? id('entry');
+      const seq = f.seq ?? firstSeq + i;
+      return { entryId, seq, envelope: sealFrame(dek, { keyId, entryId, seq }, f.payload as FramePayload) };
+    });
+    const { bytes, places } = encodeSegment(sealed.map((s) => s.envelope));
+    const segment = `log/${id('seg')}`;
+    await t.vault.objects.put(segment, bytes);
+    return { segment, entries: sealed.map((s, i) => ({ entryId: s.entryId, subject, keyId, seq: s.seq, ...places[i]! })) };
+  }
+  const register = (body: unknown) => t.call('POST', '/v1/segments', { body });
+  const indexed = async (ids: readonly string[]) =>
+    queryRows<{ entry_id: string; segment: string }>(t.vault.db.db, sql`select entry_id, segment from log_entries where entry_id in ${ids}`);
+  const embedded = async (ids: readonly string[]) =>
+    Number((await queryRows<{ n: string }>(t.vault.db.db, sql`select count(*) as n from embeddings where record_id in ${ids}`))[0]!.n);
+  const payload = (text: string): FramePayload => ({ text, kind: 'note', metadata: { at: 'home' } });
+
+  it('registering an entry again at the same place answers registered again and indexes it once', async () => {
+    const body = await upload('user:reg-same', [{ payload: payload('lunch with Ana') }, { payload: payload('dinner with Bo') }]);
+    const ids = body.entries.map((e) => e.entryId);
+    const first = await ok<Results>(register(body), 201);
+    expect(first.results.map((r) => r.status)).toEqual(['registered', 'registered']);
+    const vector = t.vault.vectors.index.vectorOf(ids[0]!)!.slice();
+    for (let i = 0; i < 2; i++) expect(await ok<Results>(register(body), 201)).toEqual(first);
+    // a retry of part of the batch, too
+    expect((await ok<Results>(register({ ...body, entries: [body.entries[1]] }), 201)).results).toEqual([{ entryId: ids[1], status: 'registered' }]);
+    expect(await indexed(ids)).toHaveLength(2);
+    expect(await embedded(ids)).toBe(2);
+    expect(t.vault.vectors.index.vectorOf(ids[0]!)).toEqual(vector);
+    const entries = (await ok<{ entries: Array<{ entryId: string; text: string }> }>(t.call('GET', '/v1/subjects/user:reg-same/entries'), 200)).entries;
+    expect(entries.map((e) => e.text)).toEqual(['lunch with Ana', 'dinner with Bo']);
+  });
+
+  it('an entry id already indexed at another place is 409 conflict: nothing of the request is registered, no vector replaced', async () => {
+    const original = await upload('user:reg-taken', [{ payload: payload('the original text') }]);
+    await ok<Results>(register(original), 201);
+    const taken = original.entries[0]!.entryId;
+    const vector = t.vault.vectors.index.vectorOf(taken)!.slice();
+    const indexBefore = t.vault.vectors.index.size;
+    // the same id sealed again (another seq, another segment) next to a fresh entry
+    const other = await upload('user:reg-taken', [{ entryId: taken, payload: payload('an impostor text') }, { payload: payload('an innocent bystander') }]);
+    const { detail } = await expectProblem(register(other), 409, 'conflict');
+    expect(detail).toContain(taken);
+    expect(detail).not.toContain('impostor');
+    const fresh = other.entries[1]!.entryId;
+    expect(await indexed([taken, fresh])).toEqual([{ entry_id: taken, segment: original.segment }]);
+    expect(await embedded([fresh])).toBe(0);
+    expect(t.vault.vectors.index.vectorOf(taken)).toEqual(vector);
+    expect(t.vault.vectors.index.has(fresh)).toBe(false);
+    expect(t.vault.vectors.index.size).toBe(indexBefore);
+    const entry = await ok<{ text: string }>(t.call('GET', `/v1/entries/${taken}`), 200);
+    expect(entry.text).toBe('the original text');
+    // same segment, other offset: taken too
+    await expectProblem(register({ ...original, entries: [{ ...original.entries[0]!, length: original.entries[0]!.length - 1 }] }), 409, 'conflict');
+  });
+
+  it('two concurrent registrations of one id at two places: one registers, the other is a conflict', async () => {
+    const entryId = id('entry');
+    const a = await upload('user:reg-race', [{ entryId, payload: payload('version A') }]);
+    const b = await upload('user:reg-race', [{ entryId, payload: payload('version B') }]);
+    const replies = await Promise.all([register(a), register(b)]);
+    expect(replies.map((r) => r.status).sort()).toEqual([201, 409]);
+    const winner = replies[0]!.status === 201 ? a : b;
+    expect(await indexed([entryId])).toEqual([{ entry_id: entryId, segment: winner.segment }]);
+    expect(await embedded([entryId])).toBe(1);
+    const entry = await ok<{ text: string }>(t.call('GET', `/v1/entries/${entryId}`), 200);
+    expect(entry.text).toBe(winner === a ? 'version A' : 'version B');
+    // the in-memory vector is the winner's: a search for its text finds it first
+    const hits = await ok<{ hits: Array<{ id: string }> }>(t.call('POST', '/v1/search', { body: { query: entry.text, k: 1 } }), 200);
+    expect(hits.hits[0]?.id).toBe(entryId);
+  });
+
+  it('refuses frames whose kind, metadata or text the entry schema refuses, naming the field, and registers nothing', async () => {
+    const cases: Array<{ payload: unknown; field: string }> = [
+      { payload: { text: 'x', kind: 5, metadata: null }, field: 'kind' },
+      { payload: { text: 'x', kind: '', metadata: null }, field: 'kind' },
+      { payload: { text: 'x', kind: 'k'.repeat(65), metadata: null }, field: 'kind' },
+      { payload: { text: 'x', metadata: null }, field: 'kind' },
+      { payload: { text: 'x', kind: null, metadata: [1, 2] }, field: 'metadata' },
+      { payload: { text: 'x', kind: null, metadata: 'a string' }, field: 'metadata' },
+      { payload: { text: 'x', kind: null, metadata: { big: 'm'.repeat(17 * 1024) } }, field: 'metadata' },
+      { payload: { text: 't'.repeat(64 * 1024 + 1), kind: null, metadata: null }, field: 'text' },
+    ];
+    for (const c of cases) {
+      const body = await upload('user:reg-bad', [{ payload: payload('a valid neighbour') }, { payload: c.payload }]);
+      const { detail } = await expectProblem(register(body), 400, 'validation_failed', JSON.stringify(c.payload).slice(0, 80));
+      expect(detail).toContain(body.entries[1]!.entryId);
+      expect(detail).toMatch(new RegExp(`\\b${c.field}:`));
+      const ids = body.entries.map((e) => e.entryId);
+      expect(await indexed(ids)).toEqual([]);
+      expect(ids.some((i) => t.vault.vectors.index.has(i))).toBe(false);
+    }
+    // what the schema admits: kind null, metadata null, a 64-character kind, nested metadata
+    const good = await upload('user:reg-bad', [
+      { payload: { text: 'y', kind: null, metadata: null } },
+      { payload: { text: 'z', kind: 'k'.repeat(64), metadata: { nested: { list: [1, 'two', null] } } } },
+    ]);
+    expect((await ok<Results>(register(good), 201)).results.map((r) => r.status)).toEqual(['registered', 'registered']);
+  });
+
+  it('refuses an entry id named twice in one request', async () => {
+    const body = await upload('user:reg-twice', [{ payload: payload('once') }]);
+    await expectProblem(register({ ...body, entries: [body.entries[0], body.entries[0]] }), 400, 'validation_failed');
+    expect(await indexed([body.entries[0]!.entryId])).toEqual([]);
+  });
+});
