@@ -5,6 +5,7 @@
  * is up, whether the indexes are whole and which destruction it applied last. The
  * erasure engine asks it which replicas applied a destruction.
  */
+import { LetheError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import { describeError } from '../observability/logger.js';
 import type { DestructionCursor } from '../vault/catch-up.js';
@@ -13,6 +14,12 @@ import { type Acknowledgement, HEARTBEAT_MS, type ReplicaHeartbeats } from '../v
 
 /** How often a replica reads the destruction ledger past its cursor (a missed notification is applied within this, plus one query). */
 export const CATCH_UP_MS = 1000;
+/**
+ * A replica whose last catch-up is older than this (it was paused, or the ledger did
+ * not answer) catches up before it answers from memory (`fresh`): a replica that wakes
+ * from a pause never serves a search from before a destruction it slept through.
+ */
+export const STALE_MS = 3 * CATCH_UP_MS;
 
 export interface PresenceDeps {
   readonly replicaId: string;
@@ -95,6 +102,23 @@ export class ReplicaPresence {
     } catch (e) {
       this.#d.logger.warn({ err: describeError(e) }, 'could not catch up on key destructions');
     }
+  }
+
+  /**
+   * Before answering from the in-memory indexes: catches up first when the last
+   * catch-up is older than STALE_MS, and refuses (`unavailable`) when the ledger
+   * cannot be read — never an answer that may predate a destruction by more than that.
+   */
+  async fresh(): Promise<void> {
+    if (this.#isFresh()) return;
+    await this.catchUp();
+    if (!this.#isFresh()) {
+      throw new LetheError('unavailable', 'this replica could not confirm it applied every key destruction (the destruction ledger did not answer); try again');
+    }
+  }
+
+  #isFresh(): boolean {
+    return this.#lastCatchUp !== undefined && Date.now() - this.#lastCatchUp.getTime() <= STALE_MS;
   }
 
   /** Upserts this replica's heartbeat row now (one write at a time; a call meanwhile writes again after it). Never throws (logged). */

@@ -38,7 +38,7 @@ export async function residuals(d: { epochs: EpochService; backups: BackupServic
       tier: 'vector-index',
       kind: 'replica-lag',
       detail: b.silent
-        ? `Replica ${b.replica} had applied destructions up to #${b.appliedSeq} (this one is #${replicas!.seq}) and has not sent a heartbeat since ${b.seenAt}: it is dead, or paused with the erased records' vectors in its memory. If it resumes, its destruction cursor drops them within its catch-up interval (1 s).`
+        ? `Replica ${b.replica} had applied destructions up to #${b.appliedSeq} (this one is #${replicas!.seq}) and has not sent a heartbeat since ${b.seenAt}: it is dead, or paused with the erased records' vectors in its memory. If it resumes, it catches up on the destruction ledger before it answers a search (a catch-up older than 3 s is redone first), and its destruction cursor drops the vectors within its catch-up interval (1 s).`
         : `Replica ${b.replica} was alive but had applied destructions only up to #${b.appliedSeq} (this one is #${replicas!.seq}) after ${replicas!.waits} wait(s) of ${replicas!.waitMs} ms: its index may still hold the erased records' vectors until it catches up (every 1 s while it runs).`,
       bound: `until replica ${b.replica} applies destruction #${replicas!.seq}`,
     });

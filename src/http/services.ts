@@ -42,7 +42,7 @@ export interface Services {
   readonly backups: BackupService;
   readonly erasures: ErasureEngine;
   /** This replica's listener, index and destruction cursor; absent when it does not listen for other replicas. */
-  readonly replica?: { status(): ReplicaReadiness } | undefined;
+  readonly replica?: { status(): ReplicaReadiness; fresh(): Promise<void> } | undefined;
   /** Certificate-signing keys: the public list (current and retired) and rotation. */
   readonly certificateKeys: CertificateKeys;
   readonly metrics: Metrics;

@@ -152,8 +152,10 @@ describe('two replicas agree on key destructions', () => {
   }, 90_000);
 
   it('a replica paused past the bound is named as a residual, not counted as having dropped the vectors', async () => {
-    await append('user:paused', 'Restores vintage typewriters for a museum in the hills.');
+    const { entryId } = await append('user:paused', 'Restores vintage typewriters for a museum in the hills.');
+    await until('B to index the entry', async () => (await searchIds(b, 'vintage typewriters museum')).includes(entryId));
     process.kill(b.child.pid!, 'SIGSTOP');
+    let searchedOnWake: Promise<string[]> | undefined;
     try {
       const id = await erase('user:paused');
       const v = await finished(id);
@@ -165,9 +167,14 @@ describe('two replicas agree on key destructions', () => {
       expect(residual?.detail).toContain(bId);
       expect(residual?.bound).toBe(`until replica ${bId} applies destruction #${replicas.seq}`);
       expect(v.steps.find((s) => s.name === 'destroy')?.detail).toContain(`still behind after`);
+      // a search sent to B while it sleeps is the first thing it handles when it wakes
+      searchedOnWake = searchIds(b, 'vintage typewriters museum');
+      await new Promise((r) => setTimeout(r, 200));
     } finally {
       process.kill(b.child.pid!, 'SIGCONT');
     }
+    // B slept through the destruction: it catches up before it answers from its index
+    expect(await searchedOnWake).not.toContain(entryId);
     // resumed, B catches up within the bound
     const seq = Number((await sql`select max(seq) as seq from destruction_ledger`)[0]!.seq);
     await until('B to catch up after resuming', async () => Number((await heartbeat(bId))?.applied_seq) >= seq, BOUND_MS + 2000);

@@ -204,11 +204,14 @@ export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, services: Serv
             .openapi('SearchResult'),
           'Best first',
         ),
+        503: problemResponse('unavailable: this replica could not confirm it applied every key destruction (nothing was answered from a stale index)'),
         ...authErrors,
       },
     }),
     async (c) => {
       const { query, k } = c.req.valid('json');
+      // a replica that slept through a destruction catches up before it answers from memory
+      await services.replica?.fresh();
       const result = await services.search.search(query, k ?? 10);
       c.header('cache-control', 'no-store');
       return c.json(result, 200);
