@@ -113,6 +113,8 @@ export class ErasureEngine {
         if (!fresh) return false;
         await versionKeys.store(tx, { keyId: sealKeyId, key, artifactId: erasureId, version: 0, purpose: 'erasure' });
         await records.transition(tx, erasureId, null, 'classify', 'pending', `requested by ${actor}`);
+        // leases stop from the request on, in the same commit: an erasure is never open with its key leasable
+        if (status.key?.state === 'active') await fenceIfLive(() => keys.fenceKeyWithin(tx, status.key!.keyId, 'erasure'));
         return true;
       });
       if (!inserted) {
@@ -124,12 +126,8 @@ export class ErasureEngine {
     } finally {
       zeroize(key);
     }
-    // leases stop from the request on; the fence step confirms it (and covers a crash right here)
-    if (status.key?.state === 'active') {
-      await keys.fenceKey(status.key.keyId, 'erasure').catch((e: unknown) => {
-        if (!isLetheError(e, 'not_found')) throw e;
-      });
-    }
+    // this replica's cached DEK goes too (the transition itself is a no-op now); the fence step confirms the fence
+    if (status.key?.state === 'active') await fenceIfLive(() => keys.fenceKey(status.key!.keyId, 'erasure'));
     this.kick();
     return { erasureId, status: 'pending', created: true };
   }
@@ -332,4 +330,11 @@ export class ErasureEngine {
         : {}),
     };
   }
+}
+
+/** A fence of a key that is gone meanwhile (destroyed, re-keyed) has nothing left to fence. */
+async function fenceIfLive(fence: () => Promise<void>): Promise<void> {
+  await fence().catch((e: unknown) => {
+    if (!isLetheError(e, 'not_found')) throw e;
+  });
 }

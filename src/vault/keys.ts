@@ -326,26 +326,36 @@ export class KeyService {
   }
 
   async #transition(keyId: string, to: KeyState, actor: string): Promise<void> {
-    await this.#d.db.transaction(async (tx) => {
-      const [row] = await tx.select().from(subjectKeys).where(eq(subjectKeys.keyId, keyId)).for('update');
-      if (!row) {
-        const [prior] = await tx.select().from(destructionLedger).where(eq(destructionLedger.keyId, keyId));
-        if (prior) assertKeyTransition('destroyed', to);
-        throw new LetheError('not_found', 'no such key');
-      }
-      if (row.state === to) return;
-      assertKeyTransition(row.state, to);
-      await tx
-        .update(subjectKeys)
-        .set({ state: to as 'active' | 'fenced', updatedAt: this.#now() })
-        .where(eq(subjectKeys.keyId, keyId));
-      await this.#d.audit.append(tx, [
-        { actor, action: to === 'fenced' ? 'key.fence' : 'key.unfence', keyId, subjectHash: row.subjectHash },
-      ]);
-      await notify(tx, { t: 'key', keyId });
-    });
-    if (this.#d.cache.dropKey(keyId)) this.#d.metrics.dekCacheInvalidations.inc({ source: 'local' });
-    this.#d.metrics.dekCacheEntries.set(this.#d.cache.size);
+    await this.#d.db.transaction((tx) => this.#transitionWithin(tx, keyId, to, actor));
+    this.#dropCached(keyId);
+  }
+
+  /**
+   * fenceKey inside the caller's transaction: the erasure request fences the key in
+   * the transaction that records the erasure, so no erasure is ever open with its key
+   * still leasable (a connection lost after the commit cannot split the two). Other
+   * replicas drop the key on commit (the notification); the caller's replica drops its
+   * cached copy with a fenceKey after the commit (a no-op transition).
+   */
+  fenceKeyWithin(tx: Transaction, keyId: string, actor: string): Promise<void> {
+    return this.#transitionWithin(tx, keyId, 'fenced', actor);
+  }
+
+  async #transitionWithin(tx: Transaction, keyId: string, to: KeyState, actor: string): Promise<void> {
+    const [row] = await tx.select().from(subjectKeys).where(eq(subjectKeys.keyId, keyId)).for('update');
+    if (!row) {
+      const [prior] = await tx.select().from(destructionLedger).where(eq(destructionLedger.keyId, keyId));
+      if (prior) assertKeyTransition('destroyed', to);
+      throw new LetheError('not_found', 'no such key');
+    }
+    if (row.state === to) return;
+    assertKeyTransition(row.state, to);
+    await tx
+      .update(subjectKeys)
+      .set({ state: to as 'active' | 'fenced', updatedAt: this.#now() })
+      .where(eq(subjectKeys.keyId, keyId));
+    await this.#d.audit.append(tx, [{ actor, action: to === 'fenced' ? 'key.fence' : 'key.unfence', keyId, subjectHash: row.subjectHash }]);
+    await notify(tx, { t: 'key', keyId });
   }
 
   async #loadOrCreate(subjectHash: Uint8Array, subjectHex: string, actor: string): Promise<{ keyId: string; dek: Uint8Array }> {
