@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the nine benchmarks in sequence, each in its own Node process,
+ * `npm run bench`: the eleven benchmarks in sequence, each in its own Node process,
  * then one summary. Prints human tables on stdout (progress on stderr) and writes
  * bench/results.json (a full run) or bench/results-<names>.json (a BENCH_ONLY subset,
  * e.g. bench/results-append.json), so a partial run never overwrites the full figures.
@@ -28,6 +28,10 @@
  *               set (test/probe-eval); its lexical part (scoreProbe over the shingle index) for one subject
  *               of 1,000 records in stores of 10,000 and 1,000,000 records (ratio), and the shingle index's
  *               memory per record (heapUsed + arrayBuffers after gc; node --expose-gc)
+ *  10. faults   LetheWriter appends/s with the database and the store behind Toxiproxy with 5 ms latency
+ *               vs direct (and vs the proxy without a toxic), same run (BENCH_ONLY=faults)
+ *  11. streams  lease p50 / p99 with 400 erasure events streams open (40 erasures held open) vs none,
+ *               same run; the watchers' database reads and the database's commits/s in each phase
  *
  * Every figure is a ratio against a baseline measured in the same run, next to the
  * absolute numbers. Nothing here asserts on timings.
@@ -44,14 +48,16 @@ import { type AppendResult, formatAppend } from './append.js';
 import { type BackupResult, formatBackup } from './backup.js';
 import { type EnvelopeResult, formatEnvelope } from './envelope.js';
 import { type ErasureResult, formatErasure } from './erasure.js';
+import { type FaultsResult, formatFaults } from './faults.js';
 import { formatLease, type LeaseResult } from './lease.js';
 import { BENCH_DIR, benchKeys, fmtBytes, fmtInt, fmtNum, fmtRatio, fmtSeconds, progress, QUICK, runChild, table } from './lib.js';
 import { formatProbe, type ProbeResult } from './probe.js';
 import { formatProvenance, type ProvenanceResult } from './provenance.js';
 import { formatRewrap, type RewrapResult } from './rewrap.js';
 import { formatSearch, type SearchResult } from './search.js';
+import { formatStreams, type StreamsResult } from './streams.js';
 
-type Name = 'lease' | 'envelope' | 'rewrap' | 'append' | 'provenance' | 'search' | 'backup' | 'erasure' | 'probe';
+type Name = 'lease' | 'envelope' | 'rewrap' | 'append' | 'provenance' | 'search' | 'backup' | 'erasure' | 'probe' | 'faults' | 'streams';
 
 interface Section<T> {
   readonly ok: boolean;
@@ -61,7 +67,7 @@ interface Section<T> {
   readonly error?: string;
 }
 
-const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup', 'erasure', 'probe'];
+const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup', 'erasure', 'probe', 'faults', 'streams'];
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean) as Name[] | undefined;
 const selected = ALL.filter((n) => !only || only.includes(n));
 
@@ -98,6 +104,8 @@ const search = sections.search as Section<SearchResult> | undefined;
 const backup = sections.backup as Section<BackupResult> | undefined;
 const erasure = sections.erasure as Section<ErasureResult> | undefined;
 const probe = sections.probe as Section<ProbeResult> | undefined;
+const faults = sections.faults as Section<FaultsResult> | undefined;
+const streams = sections.streams as Section<StreamsResult> | undefined;
 const totalSeconds = (performance.now() - t0) / 1000;
 
 // ------------------------------------------------------------------ report
@@ -155,6 +163,16 @@ out.push('');
 out.push('== 9. Probe: recall on the evaluation set; lexical probe at 10,000 vs 1,000,000 records ==');
 if (probe?.result) out.push(formatProbe(probe.result), sectionLine('probe', probe));
 else out.push(probe ? `FAILED: ${probe.error}` : 'skipped');
+
+out.push('');
+out.push('== 10. Faults: appends through the writer client over a slow network (Toxiproxy, 5 ms) vs direct ==');
+if (faults?.result) out.push(formatFaults(faults.result), sectionLine('faults', faults));
+else out.push(faults ? `FAILED: ${faults.error}` : 'skipped');
+
+out.push('');
+out.push('== 11. Streams: lease latency with 400 erasure events streams open vs none ==');
+if (streams?.result) out.push(formatStreams(streams.result), sectionLine('streams', streams));
+else out.push(streams ? `FAILED: ${streams.error}` : 'skipped');
 
 const summary: string[][] = [];
 if (lease?.result) {
@@ -356,6 +374,24 @@ if (probe?.result) {
       `(${fmtNum((100 * s.large.distinct) / s.mapMaxEntries, 2)}% of what the index's posting maps hold)`,
   ]);
 }
+if (faults?.result) {
+  const r = faults.result;
+  summary.push([
+    `append entries/s: ${r.latencyMs} ms latency on database and store ÷ direct`,
+    `${fmtNum(r.slow.entriesPerSec, 0)} / ${fmtNum(r.direct.entriesPerSec, 0)}`,
+    fmtRatio(r.ratio),
+    `the proxy without latency ÷ direct ${fmtRatio(r.proxyRatio)}${r.valid ? '' : '; INVALID RUN (errors)'}`,
+  ]);
+}
+if (streams?.result) {
+  const r = streams.result;
+  summary.push([
+    `lease p50 with ${r.streams} events streams open ÷ none`,
+    `${fmtNum(r.with.load.latencyMs.p50, 0)} / ${fmtNum(r.without.load.latencyMs.p50, 0)} ms`,
+    fmtRatio(r.p50Ratio),
+    `target <= ${r.target}: ${r.p50Ratio <= r.target ? 'met' : 'NOT met'}; p99 ${fmtRatio(r.p99Ratio)}${r.valid ? '' : '; INVALID RUN'}`,
+  ]);
+}
 out.push('');
 out.push('== Summary (ratio = measured ÷ same-run baseline) ==');
 out.push(table(['figure', 'measured / baseline', 'ratio', 'note'], summary));
@@ -391,6 +427,8 @@ await writeFile(
       backup: backup ?? null,
       erasure: erasure ?? null,
       probe: probe ?? null,
+      faults: faults ?? null,
+      streams: streams ?? null,
     },
     null,
     2,

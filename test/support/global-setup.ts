@@ -1,17 +1,21 @@
 /**
  * Runs once before the suite: PostgreSQL must answer (DATABASE_URL, else
  * 127.0.0.1:5432), and a real MinIO is started (built from source by
- * infra/minio.sh the first time). Integration tests never skip: when either is
- * missing, the run stops here and says so plainly.
+ * infra/minio.sh the first time), and a Toxiproxy for the fault-injection tests
+ * (infra/toxiproxy.sh). Integration tests never skip: when one is missing, the run
+ * stops here and says so plainly.
  */
 import postgres from 'postgres';
 import type { TestProject } from 'vitest/node';
 import { minioBinary, startMinio } from '../../infra/minio-server.js';
+import { startToxiproxy, toxiproxyBinary, type ToxiproxyServer } from '../../infra/toxiproxy-server.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     pgAdminUrl: string;
     minio: { endpoint: string; accessKey: string; secretKey: string; dataDir: string };
+    /** The suite's Toxiproxy API (test/support/toxiproxy.ts), for the fault-injection tests. */
+    toxiproxy: { apiUrl: string };
   }
 }
 
@@ -36,5 +40,19 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const minio = await startMinio(minioBinary());
   process.stderr.write(`lethe tests: MinIO at ${minio.endpoint}\n`);
   project.provide('minio', { endpoint: minio.endpoint, accessKey: minio.accessKey, secretKey: minio.secretKey, dataDir: minio.dataDir });
-  return () => minio.stop();
+
+  // Toxiproxy (built from source by infra/toxiproxy.sh the first time): test/faults put it between lethe and PostgreSQL / MinIO
+  let toxiproxy: ToxiproxyServer;
+  try {
+    toxiproxy = await startToxiproxy(toxiproxyBinary());
+  } catch (e) {
+    await minio.stop();
+    throw e;
+  }
+  process.stderr.write(`lethe tests: Toxiproxy API at ${toxiproxy.apiUrl}\n`);
+  project.provide('toxiproxy', { apiUrl: toxiproxy.apiUrl });
+  return async () => {
+    await toxiproxy.stop();
+    await minio.stop();
+  };
 }

@@ -1,0 +1,79 @@
+/**
+ * A real Toxiproxy server for the fault-injection tests and the benchmarks: installed
+ * from source by infra/toxiproxy.sh (cached after the first build), its API started on
+ * a free loopback port, stopped afterwards. Proxies and toxics are made through its
+ * HTTP API (test/support/toxiproxy.ts).
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+export interface ToxiproxyServer {
+  /** The HTTP API, e.g. http://127.0.0.1:41234. */
+  readonly apiUrl: string;
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+/** The toxiproxy-server binary, building it from source the first time. Throws a plain message when it cannot. */
+export function toxiproxyBinary(): string {
+  try {
+    return execFileSync('bash', [fileURLToPath(new URL('./toxiproxy.sh', import.meta.url))], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  } catch (e) {
+    throw new Error(`Toxiproxy is needed by the fault-injection tests and infra/toxiproxy.sh could not provide it: ${(e as Error).message}`);
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/** Starts toxiproxy-server with its API on a free loopback port and waits until the API answers. */
+export async function startToxiproxy(binary: string): Promise<ToxiproxyServer> {
+  const port = await freePort();
+  const child: ChildProcess = spawn(binary, ['-host', '127.0.0.1', '-port', String(port)], {
+    // its per-request debug lines are noise; warnings and errors are kept for a failure message
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-8192);
+  });
+  const apiUrl = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`toxiproxy-server exited with ${child.exitCode}: ${stderr}`);
+    try {
+      const res = await fetch(`${apiUrl}/version`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`toxiproxy-server did not answer in 30 s: ${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    apiUrl,
+    port,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        const t = setTimeout(() => child.kill('SIGKILL'), 5_000);
+        await exited;
+        clearTimeout(t);
+      }
+    },
+  };
+}
