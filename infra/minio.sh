@@ -11,43 +11,11 @@
 #   LETHE_MINIO_CACHE     cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/lethe)
 #   LETHE_MINIO_BIN       use this binary instead (nothing is built)
 set -euo pipefail
-
-# go needs a home for its caches; some CI environments start without HOME
-if [ -z "${HOME:-}" ]; then
-  HOME=$(getent passwd "$(id -u)" | cut -d: -f6)
-  export HOME="${HOME:-/tmp}"
-fi
+here="${BASH_SOURCE[0]%/*}"
+[ "$here" = "${BASH_SOURCE[0]}" ] && here=.
+# shellcheck source=go-install.sh
+. "$here/go-install.sh"
 
 version="${LETHE_MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}"
 cache="${LETHE_MINIO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lethe}"
-
-if [ -n "${LETHE_MINIO_BIN:-}" ]; then
-  [ -x "$LETHE_MINIO_BIN" ] || { echo "LETHE_MINIO_BIN=$LETHE_MINIO_BIN is not an executable file" >&2; exit 1; }
-  echo "$LETHE_MINIO_BIN"
-  exit 0
-fi
-
-bin_dir="$cache/minio-$version/bin"
-bin="$bin_dir/minio"
-if [ -x "$bin" ]; then
-  echo "$bin"
-  exit 0
-fi
-
-if ! command -v go >/dev/null 2>&1; then
-  for candidate in /usr/local/go/bin /usr/lib/go/bin; do
-    [ -x "$candidate/go" ] && PATH="$candidate:$PATH"
-  done
-fi
-command -v go >/dev/null 2>&1 || {
-  echo "MinIO is not installed and Go is not available to build it: install Go (https://go.dev/dl) or set LETHE_MINIO_BIN to a MinIO server binary" >&2
-  exit 1
-}
-
-echo "building the MinIO server $version from source (first run only; a few minutes)..." >&2
-mkdir -p "$bin_dir"
-tmp_bin=$(mktemp -d "$cache/minio-build.XXXXXX")
-trap 'rm -rf "$tmp_bin"' EXIT
-GOBIN="$tmp_bin" GOFLAGS="${GOFLAGS:-} -buildvcs=false" go install "github.com/minio/minio@$version" >&2
-mv "$tmp_bin/minio" "$bin"
-echo "$bin"
+go_install_cached "MinIO server" LETHE_MINIO_BIN "github.com/minio/minio" "$version" "$cache/minio-$version" minio minio "a few minutes"
