@@ -97,7 +97,9 @@ export class ReplicaPresence {
   async catchUp(): Promise<void> {
     try {
       await this.#d.cursor.catchUp();
-      this.#lastCatchUp = new Date();
+      // when the pass began, not when it ended: a pass that was in flight across a pause read the ledger before it
+      const startedAt = this.#d.cursor.lastPassStartedAt;
+      if (startedAt !== undefined) this.#lastCatchUp = new Date(startedAt);
       if (this.#d.cursor.applied !== this.#lastBeatSeq) await this.beat();
     } catch (e) {
       this.#d.logger.warn({ err: describeError(e) }, 'could not catch up on key destructions');
@@ -112,6 +114,8 @@ export class ReplicaPresence {
   async fresh(): Promise<void> {
     if (this.#isFresh()) return;
     await this.catchUp();
+    // the pass joined may have begun before a pause: then one that begins now
+    if (!this.#isFresh()) await this.catchUp();
     if (!this.#isFresh()) {
       throw new LetheError('unavailable', 'this replica could not confirm it applied every key destruction (the destruction ledger did not answer); try again');
     }

@@ -11,8 +11,20 @@ import { isLetheError } from '../../src/errors.js';
 import type { DestructionCursor } from '../../src/vault/catch-up.js';
 import type { ReplicaHeartbeats } from '../../src/vault/replicas.js';
 
-function presence(catchUp: () => Promise<number>) {
-  const cursor = { applied: 0, catchUp: vi.fn(catchUp) };
+/** A pass that began `agoMs` before it was asked for (0: one that starts now). */
+const passStarted = (agoMs = 0) => Date.now() - agoMs;
+
+function presence(pass: () => Promise<number>) {
+  const cursor = {
+    applied: 0,
+    lastPassStartedAt: undefined as number | undefined,
+    catchUp: vi.fn(async () => {
+      const startedAt = passStarted();
+      const n = await pass();
+      cursor.lastPassStartedAt = startedAt;
+      return n;
+    }),
+  };
   const heartbeats = { beat: vi.fn(async () => {}), remove: vi.fn(async () => {}), forget: vi.fn(async () => 0) };
   const logger = { warn: vi.fn(), error: vi.fn(), info: vi.fn() };
   const p = new ReplicaPresence({
@@ -47,13 +59,26 @@ describe('ReplicaPresence.fresh', () => {
     expect(cursor.catchUp).toHaveBeenCalledTimes(2);
   });
 
+  it('a pass that was already in flight across a pause does not count: a new one starts', async () => {
+    const { p, cursor } = presence(async () => 0);
+    let joinedOld = true;
+    cursor.catchUp.mockImplementation(async () => {
+      // the first call joins a pass that began before the pause (its read predates the wake)
+      cursor.lastPassStartedAt = joinedOld ? passStarted(10 * STALE_MS) : passStarted();
+      joinedOld = false;
+      return 0;
+    });
+    await p.fresh();
+    expect(cursor.catchUp).toHaveBeenCalledTimes(2);
+  });
+
   it('a replica that never caught up catches up before its first answer', async () => {
     const { p, cursor } = presence(async () => 0);
     await p.fresh();
     expect(cursor.catchUp).toHaveBeenCalledTimes(1);
   });
 
-  it('refuses with unavailable when the ledger cannot be read, and logs no more than the failure', async () => {
+  it('refuses with unavailable when the ledger cannot be read, and logs the failures and nothing more', async () => {
     const { p, logger } = presence(async () => {
       throw Object.assign(new Error('connection refused'), { code: 'ECONNREFUSED' });
     });
@@ -63,6 +88,7 @@ describe('ReplicaPresence.fresh', () => {
     );
     expect(isLetheError(refused, 'unavailable')).toBe(true);
     expect((refused as Error).message).toContain('could not confirm it applied every key destruction');
-    expect(logger.warn).toHaveBeenCalledTimes(1);
+    // two attempts (the second in case the first joined a pass from before a pause), one warning each
+    expect(logger.warn).toHaveBeenCalledTimes(2);
   });
 });
