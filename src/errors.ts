@@ -68,6 +68,9 @@ const TRANSIENT_DATABASE_CODES: ReadonlySet<string> = new Set([
   '57P03', // cannot_connect_now (starting up, shutting down)
   '53300', // too_many_connections
   '25006', // read_only_sql_transaction (a read-only or demoted primary)
+  '40001', // serialization_failure: the same transaction may succeed when run again
+  '40P01', // deadlock_detected: one side of the deadlock was rolled back
+  '55P03', // lock_not_available (lock_timeout)
   // postgres.js
   'CONNECT_TIMEOUT',
   'CONNECTION_CLOSED',
