@@ -91,6 +91,7 @@ export class ErasureEngine {
     if (!status.key && !status.erased && !(await log.hasEntries(subjectHash))) throw new LetheError('not_found', 'lethe has never seen this subject');
     const erasureId = newId('ers');
     const { keyId: sealKeyId, key } = versionKeys.fresh();
+    let fenced: string | undefined;
     try {
       const request = utf8.encode(JSON.stringify({ reason: input.reason ?? null, publicAttributes: input.publicAttributes ?? [] }));
       const sealedRequest = sealWithErasureKey(key, { erasureId, keyId: sealKeyId }, 'request', request);
@@ -114,7 +115,7 @@ export class ErasureEngine {
         await versionKeys.store(tx, { keyId: sealKeyId, key, artifactId: erasureId, version: 0, purpose: 'erasure' });
         await records.transition(tx, erasureId, null, 'classify', 'pending', `requested by ${actor}`);
         // leases stop from the request on, in the same commit: an erasure is never open with its key leasable
-        if (status.key?.state === 'active') await fenceIfLive(() => keys.fenceKeyWithin(tx, status.key!.keyId, 'erasure'));
+        fenced = await keys.fenceSubjectWithin(tx, subjectHash, 'erasure');
         return true;
       });
       if (!inserted) {
@@ -127,7 +128,8 @@ export class ErasureEngine {
       zeroize(key);
     }
     // this replica's cached DEK goes too (the transition itself is a no-op now); the fence step confirms the fence
-    if (status.key?.state === 'active') await fenceIfLive(() => keys.fenceKey(status.key!.keyId, 'erasure'));
+    const fencedKey = fenced;
+    if (fencedKey) await fenceIfLive(() => keys.fenceKey(fencedKey, 'erasure'));
     this.kick();
     return { erasureId, status: 'pending', created: true };
   }

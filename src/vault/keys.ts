@@ -331,14 +331,23 @@ export class KeyService {
   }
 
   /**
-   * fenceKey inside the caller's transaction: the erasure request fences the key in
+   * Fences the subject's live key inside the caller's transaction (answers its id, or
+   * undefined when the subject has none): the erasure request fences the key in
    * the transaction that records the erasure, so no erasure is ever open with its key
    * still leasable (a connection lost after the commit cannot split the two). Other
    * replicas drop the key on commit (the notification); the caller's replica drops its
    * cached copy with a fenceKey after the commit (a no-op transition).
    */
-  fenceKeyWithin(tx: Transaction, keyId: string, actor: string): Promise<void> {
-    return this.#transitionWithin(tx, keyId, 'fenced', actor);
+  async fenceSubjectWithin(tx: Transaction, subjectHash: Uint8Array, actor: string): Promise<string | undefined> {
+    // the subject's live key as it is now, locked: a key re-keyed or destroyed since the caller looked is not the one fenced
+    const [row] = await tx
+      .select({ keyId: subjectKeys.keyId, state: subjectKeys.state })
+      .from(subjectKeys)
+      .where(eq(subjectKeys.subjectHash, subjectHash))
+      .for('update');
+    if (!row) return undefined;
+    if (row.state === 'active') await this.#transitionWithin(tx, row.keyId, 'fenced', actor);
+    return row.keyId;
   }
 
   async #transitionWithin(tx: Transaction, keyId: string, to: KeyState, actor: string): Promise<void> {
