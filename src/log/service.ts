@@ -168,11 +168,13 @@ export class LogService {
       );
       if (inserted.length === 0) {
         if (once) {
-          // a concurrent request with the same key committed first: answer its result
-          const winner = await this.#replayRecorded(subjectHash, once);
-          if (winner) {
-            await this.#objects.delete(segment).catch(() => undefined); // our frame is indexed by nothing
-            return { appended: winner, replayed: true };
+          // a concurrent request with the same key committed first: answer its result (or
+          // refuse, when its body differed); either way our frame is indexed by nothing
+          try {
+            const winner = await this.#replayRecorded(subjectHash, once);
+            if (winner) return { appended: winner, replayed: true };
+          } finally {
+            await this.#objects.delete(segment).catch(() => undefined);
           }
         }
         // destroyed between encryption and indexing (FOR KEY SHARE waited for any re-key
