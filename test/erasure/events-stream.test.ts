@@ -14,6 +14,8 @@
  * drain_leases by a writer's lease.
  */
 import { randomBytes } from 'node:crypto';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TERMINAL_STATUSES } from '../../src/erasure/machine.js';
@@ -127,6 +129,11 @@ async function settles(read: () => Promise<number>, want: number): Promise<numbe
     value = await read();
   }
   return value;
+}
+
+/** `n` times `role`. */
+function roles(n: number, role: TestRole): TestRole[] {
+  return Array.from({ length: n }, () => role);
 }
 
 function expectOrdered(steps: ReadonlyArray<{ id: number }>): void {
@@ -250,6 +257,69 @@ describe('events streams in one process (PostgreSQL)', () => {
     for (const s of again) expect(s.events.at(-1)!.event).toBe('end');
     expect(await settles(watchers, 0)).toBe(0);
     expect(await settles(open, 0)).toBe(0);
+  });
+
+  it('clients that leave over HTTP while the erasure is read before the stream starts give their slots back', async () => {
+    const erasureId = await heldOpen();
+    // the app on a real Node server: a client's socket can be closed at a precise moment
+    let server: ServerType | undefined;
+    await new Promise<void>((resolve) => {
+      server = serve({ fetch: t.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve());
+    });
+    const { port } = server!.address() as AddressInfo;
+    const connections = () => new Promise<number>((resolve, reject) => server!.getConnections((e, n) => (e ? reject(e) : resolve(n))));
+    // another session holds the erasures table (as a migration's DDL would): the stream's status read waits on it
+    const sql = postgres(t.db!.url, { max: 2, onnotice: () => {} });
+    let unblock = () => {};
+    let locked = () => {};
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const held = sql.begin(async (tx) => {
+      await tx`lock table erasures in access exclusive mode`;
+      locked();
+      await new Promise<void>((resolve) => (unblock = resolve));
+    });
+    const clients: Socket[] = [];
+    try {
+      await Promise.race([isLocked, held]);
+      for (const role of ['eraser', 'admin'] as const) {
+        for (let i = 0; i < CAP; i++) {
+          const socket = connect(port, '127.0.0.1');
+          socket.on('error', () => {});
+          clients.push(socket);
+          await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+          socket.write(`GET /v1/erasures/${erasureId}/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKENS[role]}\r\nAccept: text/event-stream\r\n\r\n`);
+        }
+      }
+      // every request took its slot and waits on the status read
+      const waiting = async () => {
+        const [row] = await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`;
+        return row!.n;
+      };
+      expect(await settles(waiting, 2 * CAP)).toBe(2 * CAP);
+      // the clients leave before their streams start, and the server sees them go
+      for (const socket of clients) socket.destroy();
+      expect(await settles(connections, 0)).toBe(0);
+    } finally {
+      unblock();
+      await held;
+      await sql.end({ timeout: 1 });
+    }
+    try {
+      expect(await settles(open, 0)).toBe(0);
+      expect(await settles(watchers, 0)).toBe(0);
+      // each token streams its cap's worth again
+      const again = [...roles(CAP, 'eraser'), ...roles(CAP, 'admin')];
+      const streams: Stream[] = [];
+      for (const role of again) streams.push(await stream(erasureId, role));
+      for (const s of streams) await s.until(() => s.steps.length > 0, 'the request transition');
+      expect(await open()).toBe(2 * CAP);
+      expect(await watchers()).toBe(1);
+      await Promise.all(streams.map((s) => s.cancel()));
+      expect(await settles(open, 0)).toBe(0);
+      expect(await settles(watchers, 0)).toBe(0);
+    } finally {
+      await new Promise((r) => server!.close(r));
+    }
   });
 
   it('answers 404 for an unknown erasure without taking a slot', async () => {

@@ -5,6 +5,7 @@
  * The signing keys' routes are in certificates.ts.
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { renderReport } from '../../erasure/report/index.js';
 import { DismissalRequestSchema, ErasureRequestSchema, RedactionRequestSchema } from '../../erasure/request.js';
@@ -30,6 +31,74 @@ const CertificateSchema = CertificateViewSchema.meta({
 
 /** What a 429 `too_many_streams` suggests waiting before trying again. */
 const STREAM_RETRY_AFTER_SECONDS = 5;
+/** How long one event's write may wait on the client before its stream is ended (a reader that stopped reading). */
+const STREAM_WRITE_TIMEOUT_MS = 30_000;
+/** What is answered (to no one) to a client that left before its stream started (nginx's "client closed request"). */
+const CLIENT_CLOSED_REQUEST = 499;
+
+/** Whether the client of a request is still there, watched independently of the response stream. */
+interface Client {
+  /** The client went away. */
+  readonly gone: boolean;
+  /** Calls `listener` once when the client goes, at once if it has gone. */
+  onGone(listener: () => void): void;
+  /** Drops the client's connection (on the Node server; nothing elsewhere). */
+  drop(): void;
+  /** Stops watching. */
+  dispose(): void;
+}
+
+/**
+ * Watches the request's connection: on the Node server its socket — neither the adapter
+ * nor the stream notices a client that left before the response started, and a write to
+ * its closed socket never completes — elsewhere (app.request) the request's signal, if it
+ * ever aborts. Call it before the handler's first await.
+ */
+function watchClient(c: Context<AuthEnv>): Client {
+  const socket = c.env?.incoming?.socket;
+  const signal = socket ? undefined : c.req.raw.signal;
+  let gone = socket ? socket.destroyed : (signal?.aborted ?? false);
+  let listener: (() => void) | undefined;
+  const went = () => {
+    if (gone) return;
+    gone = true;
+    const call = listener;
+    listener = undefined;
+    call?.();
+  };
+  socket?.once('close', went);
+  signal?.addEventListener('abort', went, { once: true });
+  return {
+    get gone() {
+      return gone;
+    },
+    onGone(l) {
+      if (gone) l();
+      else listener = l;
+    },
+    drop() {
+      socket?.destroy();
+    },
+    dispose() {
+      listener = undefined;
+      socket?.off('close', went);
+      signal?.removeEventListener('abort', went);
+    },
+  };
+}
+
+/** Whether `work` settled within `ms`. */
+async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([work.then(() => true), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Services, tokens: TokenStore): void {
   const streams = new StreamLimit(services.config.sseStreamsPerToken, (open) => services.metrics.erasureStreams.set(open));
@@ -99,24 +168,48 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Servi
           'retry-after': String(STREAM_RETRY_AFTER_SECONDS),
         }) as never;
       }
+      // hooked before the first await: a client that leaves while the status is read must give its slot back
+      const client = watchClient(c);
       try {
         await services.erasures.status(erasureId); // 404 before the stream starts
       } catch (e) {
+        client.dispose();
         release();
         throw e;
+      }
+      if (client.gone) {
+        // nobody is left to read the stream: streaming now would wait forever on its first write
+        client.dispose();
+        release();
+        return new Response(null, { status: CLIENT_CLOSED_REQUEST }) as never;
       }
       return streamSSE(c, async (stream) => {
         // the erasure's shared watcher (one per erasure on this replica) fans its events out to this stream
         const follower = services.erasures.follow(erasureId, after);
+        const leave = () => {
+          follower.close(); // ends the loop below
+          stream.abort(); // cancels a write in progress
+          release();
+        };
         stream.onAbort(() => follower.close());
+        client.onGone(leave); // at once if the client already left
         if (stream.aborted) follower.close(); // gone before the listener was added
         try {
           for await (const event of follower) {
-            if (stream.aborted) break;
-            if (event.kind === 'step') await stream.writeSSE({ event: 'step', id: String(event.transition.id), data: JSON.stringify(event.transition) });
-            else await stream.writeSSE({ event: 'end', data: JSON.stringify(event.end) });
+            if (stream.aborted || client.gone) break;
+            const written =
+              event.kind === 'step'
+                ? stream.writeSSE({ event: 'step', id: String(event.transition.id), data: JSON.stringify(event.transition) })
+                : stream.writeSSE({ event: 'end', data: JSON.stringify(event.end) });
+            if (!(await within(written, STREAM_WRITE_TIMEOUT_MS))) {
+              // a reader that stopped reading: end its stream and drop its connection
+              leave();
+              client.drop();
+              break;
+            }
           }
         } finally {
+          client.dispose();
           follower.close();
           release();
         }
