@@ -7,28 +7,18 @@
  * recursively. Path parameters are covered by their id patterns (src/ids.ts), which
  * admit neither.
  *
- * Both checks are iterative: nothing here recurses on untrusted input.
+ * Both checks are iterative: nothing here recurses on untrusted input. The depth limit
+ * and the string check are the entry schema's (src/log/payload.ts, which holds a
+ * writer-sealed frame to the same rules); only the scan of raw text, which has to run
+ * before JSON.parse, is the middleware's own.
  */
 import type { Context, MiddlewareHandler } from 'hono';
+import { type BadString, MAX_JSON_DEPTH, badCharacter, findBadString } from '../log/payload.js';
 import { problem } from './problem.js';
 
-/** The deepest nesting of arrays and objects a JSON body may have (the body itself is level 1). */
-export const MAX_JSON_DEPTH = 32;
-
-/** A field path segment is cut to this many characters in a problem detail. */
-const SEGMENT_SHOWN = 64;
+export { type BadString, MAX_JSON_DEPTH, badCharacter, findBadString };
 
 const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
-
-/** NUL, a high surrogate not followed by a low one, or a low surrogate not preceded by a high one. */
-const BAD_CHARACTER = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/** What is wrong with a string, or undefined when it may pass. */
-export function badCharacter(s: string): string | undefined {
-  const m = BAD_CHARACTER.exec(s);
-  if (!m) return undefined;
-  return m[0] === '\u0000' ? 'must not contain NUL (U+0000)' : 'must not contain an unpaired UTF-16 surrogate';
-}
 
 /**
  * Whether raw JSON text nests arrays and objects deeper than `limit`: brackets are
@@ -49,39 +39,6 @@ export function jsonDepthExceeds(text: string, limit: number): boolean {
     } else if (ch === 0x5d || ch === 0x7d) depth--;
   }
   return false;
-}
-
-/** A bad string in a parsed JSON value: its dotted path under `root` and what is wrong. */
-export interface BadString {
-  readonly field: string;
-  readonly problem: string;
-}
-
-const shown = (segment: string): string => {
-  const safe = segment.replace(BAD_CHARACTER, '?');
-  return safe.length > SEGMENT_SHOWN ? `${safe.slice(0, SEGMENT_SHOWN)}…` : safe;
-};
-
-/** The first string (value or key) in `value` that `badCharacter` refuses, walking with an explicit stack. */
-export function findBadString(value: unknown, root: string): BadString | undefined {
-  const stack: Array<{ value: unknown; field: string }> = [{ value, field: root }];
-  while (stack.length > 0) {
-    const { value: v, field } = stack.pop()!;
-    if (typeof v === 'string') {
-      const why = badCharacter(v);
-      if (why) return { field, problem: why };
-    } else if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], field: `${field}.${i}` });
-    } else if (typeof v === 'object' && v !== null) {
-      const entries = Object.entries(v);
-      for (const [key] of entries) {
-        const why = badCharacter(key);
-        if (why) return { field, problem: `a key ${why}` };
-      }
-      for (let i = entries.length - 1; i >= 0; i--) stack.push({ value: entries[i]![1], field: `${field}.${shown(entries[i]![0])}` });
-    }
-  }
-  return undefined;
 }
 
 const refuse = (c: Context, bad: BadString) => problem(c, 'validation_failed', `${bad.field}: ${bad.problem}`);

@@ -179,4 +179,35 @@ describe('the writer client when answers are lost', () => {
     await w.close();
     expect(registrations).toBe(0);
   });
+
+  it('refuses, before sealing, metadata too deep to write as JSON, NUL and lone surrogates, with validation_failed (never a RangeError)', async () => {
+    const w = writer();
+    const subject = `user:wr-deep-${tag()}`;
+    const nested = (depth: number): Record<string, unknown> => {
+      let v: Record<string, unknown> = { leaf: 1 };
+      for (let i = 1; i < depth; i++) v = { a: v };
+      return v;
+    };
+    const cyclic: Record<string, unknown> = { a: 1 };
+    cyclic['self'] = cyclic;
+    const cases: Array<{ entry: { text: string; kind?: string; metadata?: Record<string, unknown> }; says: RegExp }> = [
+      { entry: { text: 'x', metadata: nested(10_000) }, says: /^metadata: JSON nested deeper than 32 levels/ },
+      { entry: { text: 'x', metadata: nested(32) }, says: /^metadata: JSON nested deeper than 32 levels/ },
+      { entry: { text: 'x', metadata: cyclic }, says: /^metadata: JSON nested deeper/ },
+      { entry: { text: 'x', kind: 'no\u0000te' }, says: /^kind: must not contain NUL/ },
+      { entry: { text: 'x', metadata: { 'k\uD800ey': 1 } }, says: /^metadata: a key must not contain an unpaired UTF-16 surrogate/ },
+      { entry: { text: 'x', metadata: { a: { b: 'lone \uDC00' } } }, says: /^metadata\.a\.b: must not contain an unpaired UTF-16 surrogate/ },
+      { entry: { text: 'nul \u0000' }, says: /^text: must not contain NUL/ },
+    ];
+    for (const c of cases) {
+      const e = await w.append(subject, c.entry).catch((x: unknown) => x);
+      expect(e).not.toBeInstanceOf(RangeError);
+      expect(isLetheError(e, 'validation_failed'), String(e)).toBe(true);
+      expect((e as Error).message).toMatch(c.says);
+    }
+    // 31 levels of metadata (32 counting the entry) is what the service admits
+    expect((await w.append(subject, { text: 'at the limit', metadata: nested(31) })).entryId).toMatch(/^entry_/);
+    await w.close();
+    expect(registrations).toBe(1);
+  });
 });

@@ -491,7 +491,7 @@ describe('ids in the path', () => {
 });
 
 describe('a database that is not answering', () => {
-  const TRANSIENT = ['08000', '08003', '08006', '08001', '08004', '08P01', '55000', '57P01', '57P02', '57P03', '53300', '25006', 'CONNECTION_DESTROYED', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECT_TIMEOUT', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT'];
+  const TRANSIENT = ['08000', '08003', '08006', '08001', '08004', '08P01', '55000', '57P01', '57P02', '57P03', '53300', '25006', '40001', '40P01', '55P03', 'CONNECTION_DESTROYED', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECT_TIMEOUT', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT'];
 
   /** The app over the test vault's services, with `epochs.list` failing with `error`. */
   const failingWith = (error: unknown) => {
@@ -512,7 +512,7 @@ describe('a database that is not answering', () => {
   }
 
   it('a permanent database error (a constraint, a syntax error, bad data) is not 503', async () => {
-    for (const code of ['23505', '42601', '22021', '0A000', '40001']) {
+    for (const code of ['23505', '42601', '22021', '0A000', '42P01']) {
       const res = await failingWith(Object.assign(new Error('x'), { code })).request('/v1/admin/kek', requestInit('GET', { role: 'admin' }));
       expect(res.status, code).not.toBe(503);
       expect(res.headers.get('retry-after'), code).toBeNull();

@@ -7,8 +7,10 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeContext, seal, utf8 } from '../../src/crypto/index.js';
 import { queryRows } from '../../src/db/client.js';
 import { type FramePayload, sealFrame } from '../../src/log/frame.js';
+import { MAX_JSON_DEPTH } from '../../src/log/payload.js';
 import { encodeSegment } from '../../src/log/segment.js';
 import { expectProblem, ok } from '../support/http.js';
 import { minioEnv, openTestApp, type TestApp } from '../support/vault.js';
@@ -26,14 +28,21 @@ describe('registration of writer-sealed segments', () => {
 
   const id = (prefix: 'entry' | 'seg') => `${prefix}_${randomBytes(16).toString('base64url')}`;
 
-  /** Seals `payloads` under the subject's key (one reserved seq each, or the given ones), uploads one segment, and answers its registration body. */
-  async function upload(subject: string, frames: ReadonlyArray<{ entryId?: string; seq?: number; payload: unknown }>) {
+  /**
+   * Seals `payloads` under the subject's key (one reserved seq each, or the given ones), uploads one segment, and answers its registration body.
+   * A frame given as `raw` JSON text is sealed as is, as a writer could (sealFrame's JSON.stringify cannot write 10,000-deep JSON).
+   */
+  async function upload(subject: string, frames: ReadonlyArray<{ entryId?: string; seq?: number } & ({ payload: unknown } | { raw: string })>) {
     const { keyId, firstSeq } = await t.vault.log.reserve(subject, frames.length, 'writer');
     const { dek } = await t.vault.keys.dekFor(keyId);
     const sealed = frames.map((f, i) => {
       const entryId = f.entryId ?? id('entry');
       const seq = f.seq ?? firstSeq + i;
-      return { entryId, seq, envelope: sealFrame(dek, { keyId, entryId, seq }, f.payload as FramePayload) };
+      const envelope =
+        'raw' in f
+          ? seal({ key: dek, keyId, plaintext: utf8.encode(f.raw), associatedData: encodeContext('frame', { keyId, entryId, seq }) })
+          : sealFrame(dek, { keyId, entryId, seq }, f.payload as FramePayload);
+      return { entryId, seq, envelope };
     });
     const { bytes, places } = encodeSegment(sealed.map((s) => s.envelope));
     const segment = `log/${id('seg')}`;
@@ -128,6 +137,33 @@ describe('registration of writer-sealed segments', () => {
       { payload: { text: 'z', kind: 'k'.repeat(64), metadata: { nested: { list: [1, 'two', null] } } } },
     ]);
     expect((await ok<Results>(register(good), 201)).results.map((r) => r.status)).toEqual(['registered', 'registered']);
+  });
+
+  it(`refuses frames the HTTP layer would refuse in a body (deeper than ${MAX_JSON_DEPTH} levels, NUL, a lone surrogate) with 400, not 500, and registers nothing`, async () => {
+    const nested = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+    const cases: Array<{ frame: { payload: unknown } | { raw: string }; field: string; says: RegExp }> = [
+      { frame: { raw: `{"text":"deep","kind":null,"metadata":${nested(10_000)}}` }, field: 'metadata', says: new RegExp(`nested deeper than ${MAX_JSON_DEPTH} levels`) },
+      { frame: { raw: `{"text":"deep","kind":null,"metadata":{"b":[${nested(MAX_JSON_DEPTH - 2)}]}}` }, field: 'metadata', says: /nested deeper/ },
+      { frame: { payload: { text: 'x', kind: 'no\u0000te', metadata: null } }, field: 'kind', says: /NUL/ },
+      { frame: { payload: { text: 'x', kind: null, metadata: { 'k\uD800ey': 1 } } }, field: 'metadata', says: /a key .*unpaired UTF-16 surrogate/ },
+      { frame: { payload: { text: 'x', kind: null, metadata: { a: ['fine', 'lone \uDC00'] } } }, field: 'metadata.a.1', says: /unpaired UTF-16 surrogate/ },
+      { frame: { payload: { text: 'nul \u0000 in the text', kind: null, metadata: null } }, field: 'text', says: /NUL/ },
+    ];
+    for (const c of cases) {
+      const body = await upload('user:reg-deep', [{ payload: payload('a valid neighbour') }, c.frame]);
+      const what = 'raw' in c.frame ? c.frame.raw.slice(0, 80) : JSON.stringify(c.frame.payload).slice(0, 80);
+      const { detail } = await expectProblem(register(body), 400, 'validation_failed', what);
+      expect(detail).toContain(body.entries[1]!.entryId);
+      expect(detail).toContain(`the frame's ${c.field}: `);
+      expect(detail).toMatch(c.says);
+      expect(detail).not.toMatch(/\u0000|[\uD800-\uDFFF]/);
+      const ids = body.entries.map((e) => e.entryId);
+      expect(await indexed(ids)).toEqual([]);
+      expect(ids.some((i) => t.vault.vectors.index.has(i))).toBe(false);
+    }
+    // exactly the limit: the payload is level 1, so metadata may nest one level less
+    const atLimit = await upload('user:reg-deep', [{ raw: `{"text":"at the limit","kind":null,"metadata":${nested(MAX_JSON_DEPTH - 1)}}` }]);
+    expect((await ok<Results>(register(atLimit), 201)).results.map((r) => r.status)).toEqual(['registered']);
   });
 
   it('refuses an entry id named twice in one request', async () => {
