@@ -3,12 +3,11 @@
  * infra/minio.sh (cached after the first build), started on a free loopback port with
  * a temporary data directory, stopped afterwards.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { freePort, installedBinary } from './local-server.js';
 
 export interface MinioServer {
   readonly endpoint: string;
@@ -26,23 +25,9 @@ export interface MinioServer {
 
 /** The MinIO binary, building it from source the first time. Throws a plain message when it cannot. */
 export function minioBinary(): string {
-  try {
-    return execFileSync('bash', [fileURLToPath(new URL('./minio.sh', import.meta.url))], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
-  } catch (e) {
-    throw new Error(`MinIO is needed by the tests and infra/minio.sh could not provide it: ${(e as Error).message}`);
-  }
+  return installedBinary('minio.sh', 'MinIO is needed by the tests');
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 /** Starts MinIO; pass `again` (a stopped server kept with keepData) to restart it in place. */
 export async function startMinio(binary: string, again?: MinioServer): Promise<MinioServer> {

@@ -4,9 +4,8 @@
  * a free loopback port, stopped afterwards. Proxies and toxics are made through its
  * HTTP API (test/support/toxiproxy.ts).
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
-import { fileURLToPath } from 'node:url';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { freePort, installedBinary } from './local-server.js';
 
 export interface ToxiproxyServer {
   /** The HTTP API, e.g. http://127.0.0.1:41234. */
@@ -17,23 +16,9 @@ export interface ToxiproxyServer {
 
 /** The toxiproxy-server binary, building it from source the first time. Throws a plain message when it cannot. */
 export function toxiproxyBinary(): string {
-  try {
-    return execFileSync('bash', [fileURLToPath(new URL('./toxiproxy.sh', import.meta.url))], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
-  } catch (e) {
-    throw new Error(`Toxiproxy is needed by the fault-injection tests and infra/toxiproxy.sh could not provide it: ${(e as Error).message}`);
-  }
+  return installedBinary('toxiproxy.sh', 'Toxiproxy is needed by the fault-injection tests');
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 /** Starts toxiproxy-server with its API on a free loopback port and waits until the API answers. */
 export async function startToxiproxy(binary: string): Promise<ToxiproxyServer> {
