@@ -68,7 +68,8 @@ describe('MinIO that stops answering (SIGSTOP)', () => {
         () => store.ping(),
       ]) {
         const { error, ms } = await failure(call());
-        expectUnavailable(error, /did not answer in time \(1000 ms; LETHE_STORE_TIMEOUT_MS\)/);
+        // the deadline, or the idle timeout tearing the socket down first (on a loaded machine): unavailable either way
+        expectUnavailable(error, /did not answer in time \(1000 ms; LETHE_STORE_TIMEOUT_MS\)|is unreachable/);
         // it waited for the deadline, and did not hang past it
         expect(ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
         expect(ms).toBeLessThan(TIMEOUT_MS * 8);
