@@ -7,6 +7,7 @@ import { TokenStore } from '../http/auth.js';
 import type { Logger } from '../observability/logger.js';
 import { createMetrics } from '../observability/metrics.js';
 import { type App, openApp } from './open.js';
+import { guardUnhandledRejections } from './rejections.js';
 
 export interface RunningServer {
   readonly app: App;
@@ -20,7 +21,9 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   if (tokens.size === 0) {
     logger.warn('no tokens configured (LETHE_TOKENS or LETHE_TOKENS_FILE): every /v1 endpoint will answer 401');
   }
-  const app = await openApp(config, { logger, metrics: createMetrics({ defaultMetrics: true }) });
+  const metrics = createMetrics({ defaultMetrics: true });
+  guardUnhandledRejections(logger, () => metrics.orphanedDatabaseRejections.inc());
+  const app = await openApp(config, { logger, metrics });
   const http = createHttpApp({ services: app, tokens });
   let server: ServerType;
   const port = await new Promise<number>((resolve, reject) => {

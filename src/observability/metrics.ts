@@ -22,6 +22,8 @@ export interface Metrics {
   readonly erasureWatchers: Gauge;
   readonly erasureWatcherRefreshes: Counter<'cause'>;
   readonly erasureStreams: Gauge;
+  /** Database rejections nothing waited for, which the serving process carried on past (src/app/rejections.ts). */
+  readonly orphanedDatabaseRejections: Counter;
 }
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
@@ -81,5 +83,10 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       registers,
     }),
     erasureStreams: new Gauge({ name: 'lethe_erasure_event_streams', help: 'Open erasure events streams (GET /v1/erasures/{id}/events) on this replica', registers }),
+    orphanedDatabaseRejections: new Counter({
+      name: 'lethe_orphaned_database_rejections_total',
+      help: 'Database calls that failed when their connection dropped after nothing waited for them any more; the process carried on',
+      registers,
+    }),
   };
 }
