@@ -7,13 +7,29 @@ export function filesContaining(dir: string, needle: string | Uint8Array): { hit
   const bytes = typeof needle === 'string' ? Buffer.from(needle) : Buffer.from(needle.buffer, needle.byteOffset, needle.byteLength);
   const hits: string[] = [];
   let filesRead = 0;
+  // a live server (MinIO) creates and removes its own temporary files meanwhile: one gone between listing and reading held nothing to find
+  const gone = (e: unknown) => (e as NodeJS.ErrnoException).code === 'ENOENT';
   const walk = (d: string) => {
-    for (const entry of readdirSync(d, { withFileTypes: true })) {
+    let entries;
+    try {
+      entries = readdirSync(d, { withFileTypes: true });
+    } catch (e) {
+      if (gone(e)) return;
+      throw e;
+    }
+    for (const entry of entries) {
       const p = path.join(d, entry.name);
       if (entry.isDirectory()) walk(p);
       else if (entry.isFile()) {
+        let content: Buffer;
+        try {
+          content = readFileSync(p);
+        } catch (e) {
+          if (gone(e)) continue;
+          throw e;
+        }
         filesRead += 1;
-        if (readFileSync(p).includes(bytes)) hits.push(p);
+        if (content.includes(bytes)) hits.push(p);
       }
     }
   };
