@@ -69,6 +69,11 @@ async function openPostgres(url: string, max: number): Promise<Db> {
     onnotice: () => {},
     // Keep failures fast and legible instead of hanging on a dead server.
     connect_timeout: 10,
+    // postgres.js backs off reconnects by a counter shared by the whole pool and bumped by
+    // every failed connection, up to 20 s by default: after a short outage the pool sat
+    // idle for up to 20 s with requests queued (the fault suite's unanswered requests).
+    // Capped at 1 s, a pool of 10 tries the server at most 10 times a second while it is down.
+    backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 1),
     connection: { application_name: 'lethe' },
   });
   const db = drizzlePostgres(client, { schema }) as unknown as Database;

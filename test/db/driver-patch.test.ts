@@ -65,5 +65,8 @@ describe('postgres.js on a dropped connection', () => {
     // transactions whose backend died are rejected, never left hanging
     expect(out.match(/^transaction: /gm)).toHaveLength(3);
     expect(out).not.toContain('transaction: no error');
+    // and a query waiting behind a dead transaction gets the reconnected connection, not its ROLLBACK's error
+    expect(out).toContain('one-connection transaction: ');
+    expect(out).toContain('queued behind it: 42');
   });
 });

@@ -27,6 +27,33 @@ for (let i = 0; i < 3; i++) {
   }
 }
 
+// a transaction whose connection dies while another query waits for that (only)
+// connection: the pool reconnects it for the waiting query, and the transaction's
+// ROLLBACK must not be written to it in that query's place
+{
+  const one = postgres(url, { max: 1, onnotice: () => {}, connection: { application_name: 'lethe-driver-test' } });
+  let waiting;
+  try {
+    await one.begin(async (tx) => {
+      const [{ pid }] = await tx`select pg_backend_pid() as pid`;
+      waiting = one`select 42 as answer`; // queued: the pool's one connection is the transaction's
+      waiting.catch(() => {});
+      await admin`select pg_terminate_backend(${pid})`;
+      await tx`select 1`;
+    });
+    console.log('one-connection transaction: no error');
+  } catch (e) {
+    console.log(`one-connection transaction: ${e.code ?? e.message}`);
+  }
+  try {
+    const [{ answer }] = await waiting;
+    console.log(`queued behind it: ${answer}`);
+  } catch (e) {
+    console.log(`queued behind it: ${e.code ?? e.message}`);
+  }
+  await one.end({ timeout: 1 });
+}
+
 // reserved: the connection cannot be rotated away, the buffered write outlives the socket
 const reserved = await sql.reserve();
 const [{ pid }] = await reserved`select pg_backend_pid() as pid`;
