@@ -331,6 +331,18 @@ describe('events streams in one process (PostgreSQL)', () => {
   });
 });
 
+/** An erasure of a subject with one entry, a stream on it that saw the request, and the erasure run to its end in this process. */
+async function streamSettledErasure(t: TestApp, subject: string, text: string): Promise<{ erasureId: string; events: Stream }> {
+  expect((await t.call('POST', `/v1/subjects/${subject}/entries`, { role: 'writer', body: { text } })).status).toBe(201);
+  const { erasureId } = await ok<{ erasureId: string }>(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject } }), 202);
+  const res = await t.call('GET', `/v1/erasures/${erasureId}/events`, { role: 'eraser' });
+  expect(res.status).toBe(200);
+  const events = new Stream(res);
+  await events.until(() => events.steps.length > 0, 'the request transition');
+  await t.vault.erasures.settle(erasureId);
+  return { erasureId, events };
+}
+
 describe('events streams on the embedded PGlite', () => {
   let t: TestApp;
   beforeAll(async () => {
@@ -341,14 +353,7 @@ describe('events streams on the embedded PGlite', () => {
   });
 
   it('wakes on the in-process notification and ends', async () => {
-    const s = `user:sse-embedded-${tag()}`;
-    expect((await t.call('POST', `/v1/subjects/${s}/entries`, { role: 'writer', body: { text: 'A line about the pier.' } })).status).toBe(201);
-    const { erasureId } = await ok<{ erasureId: string }>(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: s } }), 202);
-    const res = await t.call('GET', `/v1/erasures/${erasureId}/events`, { role: 'eraser' });
-    expect(res.status).toBe(200);
-    const events = new Stream(res);
-    await events.until(() => events.steps.length > 0, 'the request transition');
-    await t.vault.erasures.settle(erasureId);
+    const { erasureId, events } = await streamSettledErasure(t, `user:sse-embedded-${tag()}`, 'A line about the pier.');
     await events.finished;
     expect(events.events.at(-1)!.event).toBe('end');
     expect(events.steps.map((e) => e.id)).toEqual((await t.vault.erasures.transitions(erasureId)).map((tr) => tr.id));
@@ -368,14 +373,7 @@ describe('events streams without a notification listener', () => {
   });
 
   it("this replica's own transitions wake the watcher, and the stream ends", async () => {
-    const s = `user:sse-unlistened-${tag()}`;
-    expect((await t.call('POST', `/v1/subjects/${s}/entries`, { role: 'writer', body: { text: 'A line about the harbour.' } })).status).toBe(201);
-    const { erasureId } = await ok<{ erasureId: string }>(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: s } }), 202);
-    const res = await t.call('GET', `/v1/erasures/${erasureId}/events`, { role: 'eraser' });
-    expect(res.status).toBe(200);
-    const events = new Stream(res);
-    await events.until(() => events.steps.length > 0, 'the request transition');
-    await t.vault.erasures.settle(erasureId);
+    const { erasureId, events } = await streamSettledErasure(t, `user:sse-unlistened-${tag()}`, 'A line about the harbour.');
     // settle drains in this process: the stream ends long before a 5 s fallback poll would end it
     await events.until(() => events.end !== undefined, 'the end event', 4000);
     expect(events.steps.map((e) => e.id)).toEqual((await t.vault.erasures.transitions(erasureId)).map((tr) => tr.id));
