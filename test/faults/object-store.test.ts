@@ -15,6 +15,11 @@
  *   - once the store is back: appends succeed on both replicas, the erasure finishes
  *     `completed`, a backup can be taken, every append acknowledged before is readable,
  *     and both processes still run.
+ *
+ * Then the store stalled again at each step of an erasure (held 3 s past the 2 s store
+ * timeout while the step runs, lifted until the next one starts): a step that needs the
+ * store retries (fingerprint, propagate) or waits (destroy, for the ledger's
+ * durability), none fails the erasure, and it completes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Answer, answer, awaitErasureSettled, expectBothAlive, type FaultCluster, sleep, startFaultCluster, until } from './support.js';
@@ -139,6 +144,63 @@ describe('object store stalled and down under two replicas', () => {
         const stored = new Map((r.body as { entries: Array<{ entryId: string; text: string }> }).entries.map((e) => [e.entryId, e.text]));
         expect(acked.filter((e) => stored.get(e.entryId) !== e.text), `acknowledged appends missing on replica ${name}`).toEqual([]);
       }
+    },
+  );
+
+  it(
+    'the store stalled again at each step of an erasure: a step that needs it retries or waits (never fails) while it is stalled, and the erasure completes',
+    { timeout: 180_000 },
+    async () => {
+      const { a } = cluster;
+      const subject = 'user:fault-s3-stepwise';
+      for (let i = 0; i < 3; i++) expect((await answer(a, 'POST', `/v1/subjects/${subject}/entries`, { body: { text: `stepwise entry ${i}` } })).status).toBe(201);
+      // a backup holds the subject: propagation has manifests to write
+      expect((await answer(a, 'POST', '/v1/backups', { role: 'backup', timeoutMs: 30_000 })).status).toBe(201);
+
+      // stalled from the request on; each step that starts meets a stalled store for 3 s (past the 2 s store
+      // timeout), then the stall lifts until the next step starts
+      const HOLD_MS = 3000;
+      let stall = await cluster.s3.addBoth({ type: 'timeout', attributes: { timeout: 0 } });
+      let held: { step: string; since: number } | undefined;
+      let lifted: string | undefined;
+      const met: Array<{ step: string; retried: boolean }> = [];
+      try {
+        const requested = await answer(a, 'POST', '/v1/erasures', { role: 'eraser', body: { subject } });
+        expect(requested.status).toBe(202);
+        const erasureId = (requested.body as { erasureId: string }).erasureId;
+        const deadline = Date.now() + 150_000;
+        for (;;) {
+          const r = await answer(a, 'GET', `/v1/erasures/${erasureId}`, { role: 'eraser', timeoutMs: 5_000 });
+          const view = r.body as { status: string; steps: Array<{ name: string; status: string }>; retry?: { attempts: number; lastError?: string } };
+          if (r.status === 200 && view.status !== 'pending' && view.status !== 'running') {
+            expect(view.status, JSON.stringify(view.steps)).toBe('completed');
+            break;
+          }
+          const running = r.status === 200 ? view.steps.find((st) => st.status === 'running')?.name : undefined;
+          if (stall.length > 0 && running) {
+            if (held?.step !== running) held = { step: running, since: Date.now() };
+            else if (Date.now() - held.since > HOLD_MS) {
+              met.push({ step: running, retried: (view.retry?.attempts ?? 0) > 0 });
+              lifted = running;
+              for (const t of stall) await cluster.s3.remove(t);
+              stall = [];
+            }
+          } else if (stall.length === 0 && running && running !== lifted) {
+            stall = await cluster.s3.addBoth({ type: 'timeout', attributes: { timeout: 0 } });
+            held = { step: running, since: Date.now() };
+          }
+          if (Date.now() > deadline) throw new Error(`erasure ${erasureId} did not finish; steps held on a stalled store: ${JSON.stringify(met)}`);
+          await sleep(100);
+        }
+      } finally {
+        for (const t of stall) await cluster.s3.remove(t).catch(() => {});
+      }
+      console.log(`fault-s3: steps held on a stalled store: ${JSON.stringify(met)}`);
+      // the first step reads the subject's entries from the store: it met the stall, failed an attempt and retried
+      expect(met[0]).toEqual({ step: 'fingerprint', retried: true });
+      // and the steps after it met one too (as the poll caught them), none of them failing the erasure
+      expect(new Set(met.map((m) => m.step)).size).toBeGreaterThanOrEqual(2);
+      await expectBothAlive(cluster);
     },
   );
 });
