@@ -153,7 +153,13 @@ describe('object store stalled and down under two replicas', () => {
     async () => {
       const { a } = cluster;
       const subject = 'user:fault-s3-stepwise';
-      for (let i = 0; i < 3; i++) expect((await answer(a, 'POST', `/v1/subjects/${subject}/entries`, { body: { text: `stepwise entry ${i}` } })).status).toBe(201);
+      // the subject's own words: nothing the other tests wrote shares them, so the probe finds nothing left
+      const texts = [
+        'Rows a wooden skiff across Loch Fyne every Sunday before the ferry runs.',
+        'Keeps bees behind the old granary and sells heather honey at Inveraray market.',
+        'Collects brass ship barometers and repairs their aneroid capsules by lamplight.',
+      ];
+      for (const text of texts) expect((await answer(a, 'POST', `/v1/subjects/${subject}/entries`, { body: { text } })).status).toBe(201);
       // a backup holds the subject: propagation has manifests to write
       expect((await answer(a, 'POST', '/v1/backups', { role: 'backup', timeoutMs: 30_000 })).status).toBe(201);
 
