@@ -127,9 +127,8 @@ export class ErasureEngine {
     } finally {
       zeroize(key);
     }
-    // this replica's cached DEK goes too (the transition itself is a no-op now); the fence step confirms the fence
-    const fencedKey = fenced;
-    if (fencedKey) await fenceIfLive(() => keys.fenceKey(fencedKey, 'erasure'));
+    // this replica's cached DEK goes too; the fence step confirms the fence
+    if (fenced) keys.dropCached(fenced);
     this.kick();
     return { erasureId, status: 'pending', created: true };
   }
@@ -334,9 +333,3 @@ export class ErasureEngine {
   }
 }
 
-/** A fence of a key that is gone meanwhile (destroyed, re-keyed) has nothing left to fence. */
-async function fenceIfLive(fence: () => Promise<void>): Promise<void> {
-  await fence().catch((e: unknown) => {
-    if (!isLetheError(e, 'not_found')) throw e;
-  });
-}

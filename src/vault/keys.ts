@@ -230,7 +230,7 @@ export class KeyService {
    */
   async destroyKey(keyId: string, options: { reason: string; actor: string }): Promise<Destruction> {
     const result = await destroySubjectKey(this.#d, keyId, options);
-    this.#dropCached(keyId);
+    this.dropCached(keyId);
     if (result.destroyedNow) this.#d.metrics.keysDestroyed.inc();
     return result;
   }
@@ -244,13 +244,14 @@ export class KeyService {
    */
   async replaceKey(oldKeyId: string, options: Replacement): Promise<Destruction> {
     const result = await replaceSubjectKey(this.#d, oldKeyId, options);
-    this.#dropCached(oldKeyId);
+    this.dropCached(oldKeyId);
     this.#d.metrics.keysDestroyed.inc();
     this.#d.metrics.keysCreated.inc();
     return result;
   }
 
-  #dropCached(keyId: string): void {
+  /** Drops this replica's cached DEK of `keyId` (other replicas drop theirs on the key's notification). */
+  dropCached(keyId: string): void {
     if (this.#d.cache.dropKey(keyId)) this.#d.metrics.dekCacheInvalidations.inc({ source: 'local' });
     this.#d.metrics.dekCacheEntries.set(this.#d.cache.size);
   }
@@ -327,7 +328,7 @@ export class KeyService {
 
   async #transition(keyId: string, to: KeyState, actor: string): Promise<void> {
     await this.#d.db.transaction((tx) => this.#transitionWithin(tx, keyId, to, actor));
-    this.#dropCached(keyId);
+    this.dropCached(keyId);
   }
 
   /**
@@ -335,8 +336,8 @@ export class KeyService {
    * undefined when the subject has none): the erasure request fences the key in
    * the transaction that records the erasure, so no erasure is ever open with its key
    * still leasable (a connection lost after the commit cannot split the two). Other
-   * replicas drop the key on commit (the notification); the caller's replica drops its
-   * cached copy with a fenceKey after the commit (a no-op transition).
+   * replicas drop the key on commit (the notification); the caller drops this
+   * replica's cached copy with `dropCached` after the commit.
    */
   async fenceSubjectWithin(tx: Transaction, subjectHash: Uint8Array, actor: string): Promise<string | undefined> {
     // the subject's live key as it is now, locked: a key re-keyed or destroyed since the caller looked is not the one fenced
