@@ -93,11 +93,16 @@ const CONNECTION_EXCEPTION_CLASS = /^08[0-9A-Z]{3}$/;
  * at most a few levels down.
  */
 export function isTransientDatabaseError(e: unknown): boolean {
+  for (const code of errorCodes(e)) if (TRANSIENT_DATABASE_CODES.has(code) || CONNECTION_EXCEPTION_CLASS.test(code)) return true;
+  return false;
+}
+
+/** The string `code`s of an error and of its causes, outermost first, at most five levels down (drizzle wraps the driver's error). */
+export function* errorCodes(e: unknown): Generator<string> {
   let current: unknown = e;
   for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
     const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string' && (TRANSIENT_DATABASE_CODES.has(code) || CONNECTION_EXCEPTION_CLASS.test(code))) return true;
+    if (typeof code === 'string') yield code;
     current = (current as { cause?: unknown }).cause;
   }
-  return false;
 }

@@ -14,7 +14,7 @@
  * - Unclassified (`conflict`, an error lethe does not know): retried up to
  *   MAX_ATTEMPTS failed attempts of the step, then fails the erasure.
  */
-import { isLetheError, isTransientDatabaseError } from '../errors.js';
+import { errorCodes, isLetheError, isTransientDatabaseError } from '../errors.js';
 import type { StepName } from './machine.js';
 import { TierFailure } from './steps/step.js';
 
@@ -79,11 +79,6 @@ export function failureMessage(e: unknown, kind: FailureKind): string {
 }
 
 function databaseCode(e: unknown): string | undefined {
-  let current: unknown = e;
-  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string' && /^[A-Z0-9_]{3,40}$/.test(code)) return code;
-    current = (current as { cause?: unknown }).cause;
-  }
+  for (const code of errorCodes(e)) if (/^[A-Z0-9_]{3,40}$/.test(code)) return code;
   return undefined;
 }
