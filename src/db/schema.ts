@@ -129,6 +129,17 @@ export const logEntries = pgTable(
     frameOffset: integer('frame_offset').notNull(),
     frameLength: integer('frame_length').notNull(),
     createdAt: tstz('created_at').notNull(),
+    /**
+     * The entry's own record key, wrapped under the subject key (`key_id`): the frame is
+     * sealed under the record key, so a re-key re-wraps these and rewrites no frame.
+     * Null for a frame sealed directly under the subject key (written before record keys).
+     */
+    wrappedKey: bytea('wrapped_key'),
+    /**
+     * The record-level erasure that forgets this entry: from its request on the entry is
+     * read by no one but that erasure; its record key dies with the re-key that ends it.
+     */
+    forgottenBy: text('forgotten_by'),
   },
   (t) => [uniqueIndex('log_entries_key_seq').on(t.keyId, t.seq), index('log_entries_subject').on(t.subjectHash)],
 );
@@ -177,6 +188,8 @@ export const artifacts = pgTable(
     createdAt: tstz('created_at').notNull(),
     updatedAt: tstz('updated_at').notNull(),
   },
+  // cursor pagination of the list
+  (t) => [index('artifacts_created').on(t.createdAt, t.artifactId)],
 );
 
 /** One key per artifact version, wrapped under an epoch KEK like a subject DEK. */
@@ -264,7 +277,9 @@ export const trainingExposureSubjects = pgTable(
  * key states) lives in the bucket; this row is the index that finds it and the
  * version last written.
  */
-export const backups = pgTable('backups', {
+export const backups = pgTable(
+  'backups',
+  {
   backupId: text('backup_id').primaryKey(),
   createdAt: tstz('created_at').notNull(),
   manifestVersion: integer('manifest_version').notNull(),
@@ -272,7 +287,10 @@ export const backups = pgTable('backups', {
   chainedVersion: integer('chained_version').notNull().default(0),
   objects: integer('objects').notNull(),
   keys: integer('keys').notNull(),
-});
+  },
+  // cursor pagination of the list
+  (t) => [index('backups_created').on(t.createdAt, t.backupId)],
+);
 
 /** Which backups hold data of which key: how a destruction finds the manifests to update. */
 export const backupKeys = pgTable(
@@ -369,6 +387,10 @@ export const erasures = pgTable(
   {
     erasureId: text('erasure_id').primaryKey(),
     subjectHash: bytea('subject_hash').notNull(),
+    /** What is erased: the whole subject (its key), or some of its records (`entry_ids`) by a re-key without them. */
+    scope: text('scope', { enum: ['subject', 'records'] }).notNull().default('subject'),
+    /** A records-scope erasure's entries (ids only, never content). */
+    entryIds: jsonb('entry_ids'),
     status: text('status', { enum: ['pending', 'running', 'completed', 'incomplete', 'failed'] }).notNull(),
     class: text('class', { enum: ['A', 'B', 'C'] }),
     /** The next step to run; null once the erasure is finished. */
@@ -397,8 +419,21 @@ export const erasures = pgTable(
     index('erasures_claimable').on(t.notBefore).where(sql`${t.status} in ('pending', 'running')`),
     index('erasures_subject').on(t.subjectHash, t.createdAt),
     index('erasures_provisional').on(t.erasureId).where(sql`${t.certificateState} = 'provisional'`),
+    // cursor pagination of the list
+    index('erasures_created').on(t.createdAt, t.erasureId),
   ],
 );
+
+/**
+ * Subjects erased for good: from the destruction of an erased subject's key on, no new
+ * key, lease or append is accepted for it (410 subject_erased) — a late job must not
+ * re-learn the person — until an admin reinstates it (the row is deleted, audited).
+ */
+export const subjectTombstones = pgTable('subject_tombstones', {
+  subjectHash: bytea('subject_hash').primaryKey(),
+  erasureId: text('erasure_id').notNull(),
+  erasedAt: tstz('erased_at').notNull(),
+});
 
 /** One row per transition of an erasure's state machine (the timeline, and the events stream). */
 export const erasureTransitions = pgTable(
