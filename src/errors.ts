@@ -24,6 +24,7 @@ export const ERROR_CODES = [
   'provenance_required',
   'unknown_source',
   'key_destroyed',
+  'entry_forgotten',
   'illegal_transition',
   'segment_malformed',
   'envelope_malformed',

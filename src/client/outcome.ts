@@ -17,6 +17,8 @@ export interface SegmentEntry {
   readonly seq: number;
   readonly offset: number;
   readonly length: number;
+  /** The entry's record key wrapped under the subject key (base64url): ciphertext, never the key. */
+  readonly wrappedKey: string;
 }
 
 export interface SegmentRegistration {

@@ -18,9 +18,10 @@ import { KEY_LENGTH, open, seal } from './envelope.js';
  * here, never the purpose of another kind.
  * - `subject`: a subject's data key (DEK), leased to writers;
  * - `artifact-version`: the key of one version of a derived artifact;
- * - `erasure`: an erasure's own key (its sealed request and probe fingerprints).
+ * - `erasure`: an erasure's own key (its sealed request and probe fingerprints);
+ * - `record`: one log entry's own key, wrapped under its subject's DEK (never under a KEK).
  */
-export const KEY_PURPOSES = ['subject', 'artifact-version', 'erasure'] as const;
+export const KEY_PURPOSES = ['subject', 'artifact-version', 'erasure', 'record'] as const;
 export type KeyPurpose = (typeof KEY_PURPOSES)[number];
 
 /** The associated data of a purpose-bound wrap. */

@@ -415,7 +415,8 @@ export const erasures = pgTable(
     finishedAt: tstz('finished_at'),
   },
   (t) => [
-    uniqueIndex('erasures_open_subject').on(t.subjectHash).where(sql`${t.status} in ('pending', 'running')`),
+    // one open erasure of a whole subject at a time; records-scope erasures (forgetting entries of a living subject) may overlap
+    uniqueIndex('erasures_open_subject').on(t.subjectHash).where(sql`${t.status} in ('pending', 'running') and ${t.scope} = 'subject'`),
     index('erasures_claimable').on(t.notBefore).where(sql`${t.status} in ('pending', 'running')`),
     index('erasures_subject').on(t.subjectHash, t.createdAt),
     index('erasures_provisional').on(t.erasureId).where(sql`${t.certificateState} = 'provisional'`),

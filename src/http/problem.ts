@@ -26,6 +26,7 @@ export function statusOf(code: ErrorCode): ContentfulStatusCode {
       return 409;
     case 'subject_erased':
     case 'key_destroyed':
+    case 'entry_forgotten':
     case 'artifact_erased':
       return 410;
     case 'provenance_required':
@@ -68,6 +69,7 @@ const TITLES: Record<ErrorCode, string> = {
   provenance_required: 'Provenance required',
   unknown_source: 'Unknown source',
   key_destroyed: 'Key destroyed',
+  entry_forgotten: 'Entry forgotten',
   payload_too_large: 'Payload too large',
   too_many_streams: 'Too many open streams',
   segment_malformed: 'Stored log segment is malformed',

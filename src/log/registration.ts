@@ -3,7 +3,8 @@
  * each entry must name its subject's live, active key and a sequence number reserved
  * under it, and fit the stored segment; entries of a key destroyed or fenced
  * meanwhile are refused (their frames are unreadable or about to be). The service,
- * which holds the keys anyway, opens each registered frame once — a frame that does
+ * which holds the keys anyway, opens each registered frame once — through the record
+ * key the writer wrapped under the subject key (frame.ts) — and a frame that does
  * not open under the key it names, or holds a payload the entry schema refuses
  * (payload.ts), is refused — to embed it, and seals the embedding under the same key.
  * Index rows and embeddings commit in one statement. Idempotent per entry id; an id
@@ -15,7 +16,7 @@ import { type Executor, queryRows, type Transaction } from '../db/client.js';
 import { LetheError } from '../errors.js';
 import { SEGMENT_KEY_PATTERN } from '../ids.js';
 import { insertEmbeddingsCte, notifyEmbeddings } from '../vectors/embeddings.js';
-import { openFrame } from './frame.js';
+import { openEntry } from './frame.js';
 import type { LogDeps } from './deps.js';
 import { FramePayloadSchema, payloadProblem } from './payload.js';
 import { frameAt } from './segment.js';
@@ -27,11 +28,21 @@ export interface RegisteredEntry {
   readonly seq: number;
   readonly offset: number;
   readonly length: number;
+  /**
+   * The entry's record key wrapped under the key it names (frame.ts), base64url. Absent:
+   * a frame sealed under the subject key itself, as writers did before record keys.
+   */
+  readonly wrappedKey?: string | undefined;
 }
 
 export interface RegistrationResult {
   readonly entryId: string;
-  readonly status: 'registered' | 'key_destroyed' | 'erasure_in_progress';
+  /**
+   * `subject_erased`: the key is gone and its subject was erased for good (no key is
+   * created for it until an admin reinstates it); `key_destroyed`: the key is gone
+   * otherwise (re-keyed, destroyed by hand, never existed).
+   */
+  readonly status: 'registered' | 'key_destroyed' | 'subject_erased' | 'erasure_in_progress';
 }
 
 /**
@@ -68,6 +79,7 @@ export async function register(deps: LogDeps, segment: string, entries: readonly
     const sealed = await embedRegistered(deps, segment, fresh);
     const { statuses, inserted } = await deps.db.transaction((tx) => indexFresh(tx, segment, fresh, sealed));
     for (const [id, status] of statuses) answered.set(id, status);
+    await tellErasedSubjects(deps, fresh, answered);
     const published = sealed.filter((e) => inserted.has(e.recordId));
     deps.vectors.publish(published);
     await notifyEmbeddings(deps.db, published);
@@ -77,6 +89,18 @@ export async function register(deps: LogDeps, segment: string, entries: readonly
 
 type Row = RegisteredEntry & { readonly subjectHash: string };
 
+/**
+ * Entries answered key_destroyed whose subject gets no key any more — the vault's
+ * creation guards refuse it as subject_erased (an erasure tombstoned it) — answer
+ * subject_erased: the writer learns the person is gone, not that a key rotated.
+ */
+async function tellErasedSubjects(deps: LogDeps, rows: readonly Row[], answered: Map<string, RegistrationResult['status']>): Promise<void> {
+  const gone = rows.filter((r) => answered.get(r.entryId) === 'key_destroyed');
+  if (gone.length === 0) return;
+  const refusals = await deps.keys.creationRefusals(gone.map((r) => Buffer.from(r.subjectHash, 'hex')));
+  for (const r of gone) if (refusals.get(r.subjectHash)?.code === 'subject_erased') answered.set(r.entryId, 'subject_erased');
+}
+
 interface IndexedPlace {
   entry_id: string;
   subject_hash: Uint8Array;
@@ -85,6 +109,7 @@ interface IndexedPlace {
   segment: string;
   frame_offset: number;
   frame_length: number;
+  wrapped_key: Uint8Array | null;
 }
 
 /**
@@ -94,7 +119,7 @@ interface IndexedPlace {
 async function alreadyPlaced(exec: Executor, segment: string, rows: readonly Row[]): Promise<Set<string>> {
   const existing = await queryRows<IndexedPlace>(
     exec,
-    sql`select entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length from log_entries
+    sql`select entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, wrapped_key from log_entries
          where entry_id in (select value from json_array_elements_text(${JSON.stringify(rows.map((r) => r.entryId))}::json))`,
   );
   const byId = new Map(rows.map((r) => [r.entryId, r]));
@@ -108,6 +133,7 @@ async function alreadyPlaced(exec: Executor, segment: string, rows: readonly Row
       Number(x.frame_length) === r.length &&
       x.key_id === r.keyId &&
       Number(x.seq) === r.seq &&
+      (x.wrapped_key === null ? null : Buffer.from(x.wrapped_key).toString('base64url')) === (r.wrappedKey ?? null) &&
       Buffer.from(x.subject_hash).toString('hex') === r.subjectHash;
     if (here) same.add(x.entry_id);
     else taken.push(x.entry_id);
@@ -131,13 +157,21 @@ async function indexFresh(
   sealed: Awaited<ReturnType<typeof embedRegistered>>,
 ): Promise<{ statuses: Map<string, RegistrationResult['status']>; inserted: Set<string> }> {
   const json = JSON.stringify(
-    rows.map((r) => ({ entry_id: r.entryId, subject_hash: r.subjectHash, key_id: r.keyId, seq: r.seq, offset: r.offset, length: r.length })),
+    rows.map((r) => ({
+      entry_id: r.entryId,
+      subject_hash: r.subjectHash,
+      key_id: r.keyId,
+      seq: r.seq,
+      offset: r.offset,
+      length: r.length,
+      wrapped: r.wrappedKey === undefined ? null : Buffer.from(r.wrappedKey, 'base64url').toString('hex'),
+    })),
   );
   const result = await queryRows<{ entry_id: string; status: string }>(
     tx,
     sql`with v as (
           select * from json_to_recordset(${json}::json)
-            as v(entry_id text, subject_hash text, key_id text, seq integer, "offset" integer, length integer)),
+            as v(entry_id text, subject_hash text, key_id text, seq integer, "offset" integer, length integer, wrapped text)),
         keys as (
           select key_id, subject_hash, state, next_seq from subject_keys
            where key_id in (select key_id from v) for key share),
@@ -145,8 +179,8 @@ async function indexFresh(
           select v.* from v join keys k on k.key_id = v.key_id
            where k.state = 'active' and k.subject_hash = decode(v.subject_hash, 'hex') and v.seq >= 1 and v.seq < k.next_seq),
         ins as (
-          insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at)
-          select entry_id, decode(subject_hash, 'hex'), key_id, seq, ${segment}, "offset", length, now() from ok
+          insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at, wrapped_key)
+          select entry_id, decode(subject_hash, 'hex'), key_id, seq, ${segment}, "offset", length, now(), decode(wrapped, 'hex') from ok
           on conflict (entry_id) do nothing
           returning entry_id),
         ${insertEmbeddingsCte(sealed, 'ins')}
@@ -196,7 +230,8 @@ async function embedRegistered(deps: LogDeps, segment: string, entries: readonly
       for (const e of list) {
         let payload: unknown;
         try {
-          payload = openFrame(dek, { keyId, entryId: e.entryId, seq: e.seq }, frameAt(bytes, { offset: e.offset, length: e.length }));
+          const wrapped = e.wrappedKey === undefined ? null : Buffer.from(e.wrappedKey, 'base64url');
+          payload = openEntry(dek, { keyId, entryId: e.entryId, seq: e.seq }, wrapped, frameAt(bytes, { offset: e.offset, length: e.length }));
         } catch {
           throw new LetheError('validation_failed', `entries: ${e.entryId} does not open under the key it names at the place it names`);
         }

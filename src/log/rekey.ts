@@ -1,22 +1,30 @@
 /**
- * Re-key: a subject's surviving frames rewritten under a new DEK and the old one
- * destroyed — how one entry of a living subject is erased for real, and what erasure
- * redactions use. The old key is fenced first (no appends or leases meanwhile); the
- * new frames are stored before the switch, which commits in one transaction with the
- * old key's destruction. A failure before the switch lifts the fence and loses
- * nothing; an entry appended during the re-key makes it refuse (nothing acknowledged
- * is ever destroyed).
+ * Re-key: a subject's surviving entries moved under a new subject key and the old one
+ * destroyed — how entries of a living subject are forgotten for real (records-scope
+ * erasures, `lethe log rekey --exclude`), and what erasure redactions use.
+ *
+ * Each entry's frame is sealed under a record key of its own, wrapped under the
+ * subject key (frame.ts): a re-key re-wraps the survivors' record keys and re-seals
+ * their embedding rows under the new key as they are — it reads and rewrites no
+ * frame, and embeds nothing again. Frames written before record keys (sealed under
+ * the subject key itself) are converted on the way: read, sealed under a record key
+ * of their own, stored in one new segment. The left-out entries keep their record
+ * keys wrapped only under the old subject key, which is destroyed: they are gone.
+ *
+ * The old key is fenced first (no appends or leases meanwhile); the switch commits in
+ * one transaction with the old key's destruction. A failure before the switch lifts
+ * the fence and loses nothing; an entry appended during the re-key makes it refuse
+ * (nothing acknowledged is ever destroyed).
  */
 import { asc, eq, sql } from 'drizzle-orm';
 import { randomBytes, zeroize } from '../crypto/index.js';
 import { queryRows } from '../db/client.js';
-import { logEntries } from '../db/schema.js';
+import { logEntries, type LogEntryRow } from '../db/schema.js';
 import { LetheError } from '../errors.js';
 import { newId, newSegmentKey } from '../ids.js';
 import { notifyEmbeddings, upsertEmbeddings } from '../vectors/embeddings.js';
-import type { Vectors } from '../vectors/service.js';
 import type { LogDeps } from './deps.js';
-import { openFrame, sealFrame } from './frame.js';
+import { openEntry, rewrapRecordKey, sealEntry } from './frame.js';
 import { encodeSegment, frameAt } from './segment.js';
 
 export interface RekeyOptions {
@@ -30,7 +38,10 @@ export interface RekeyOptions {
 export interface RekeyResult {
   readonly oldKeyId: string;
   readonly newKeyId: string;
+  /** Survivors moved to the new key. */
   readonly rewritten: number;
+  /** Of them, frames written before record keys, rewritten under record keys of their own. */
+  readonly converted: number;
   readonly removed: number;
 }
 
@@ -47,30 +58,19 @@ export async function rekeyKey(deps: LogDeps, oldKeyId: string, state: 'active' 
   let oldDek: Uint8Array | undefined;
   try {
     ({ dek: oldDek } = await deps.keys.dekFor(oldKeyId));
+    const from = { dek: oldDek, keyId: oldKeyId };
+    const to = { dek: newDek, keyId: newKeyId };
     const survivors = rows.filter((r) => !exclude.has(r.entryId));
-    const frames: Uint8Array[] = [];
-    const texts: string[] = [];
-    const segments = new Map<string, Uint8Array>();
-    for (const row of survivors) {
-      let bytes = segments.get(row.segment);
-      if (!bytes) {
-        bytes = await deps.objects.get(row.segment);
-        segments.set(row.segment, bytes);
-      }
-      const payload = openFrame(oldDek, { keyId: row.keyId, entryId: row.entryId, seq: row.seq }, frameAt(bytes, { offset: row.frameOffset, length: row.frameLength }));
-      frames.push(sealFrame(newDek, { keyId: newKeyId, entryId: row.entryId, seq: row.seq }, payload));
-      texts.push(payload.text);
-    }
-    // the survivors' embeddings move to the new key (re-embedded from the text just read)
-    const embedded: Awaited<ReturnType<Vectors['seal']>> = [];
-    for (let i = 0; i < survivors.length; i += 256) {
-      const chunk = survivors.slice(i, i + 256).map((r, j) => ({ recordId: r.entryId, recordType: 'entry' as const, text: texts[i + j]! }));
-      embedded.push(...(await deps.vectors.seal(chunk, newKeyId, newDek)));
-    }
-    const segment = newSegmentKey();
-    const { bytes, places } = encodeSegment(frames);
-    if (frames.length > 0) await deps.objects.put(segment, bytes);
-    const moved = JSON.stringify(survivors.map((r, i) => ({ entry_id: r.entryId, offset: places[i]!.offset, length: places[i]!.length })));
+    // record keys re-wrapped under the new key; frames from before record keys converted
+    const legacy = survivors.filter((r) => r.wrappedKey === null);
+    const converted = await convertLegacy(deps, from, to, legacy);
+    const moved = survivors.map((r) => {
+      const c = converted.get(r.entryId);
+      const wrapped = c ? c.wrappedKey : rewrapRecordKey(from, to, r.entryId, r.wrappedKey!);
+      return { entry_id: r.entryId, wrapped: Buffer.from(wrapped).toString('hex'), segment: c?.segment ?? null, offset: c?.offset ?? null, length: c?.length ?? null };
+    });
+    // the survivors' embedding rows, re-sealed under the new key as they are
+    const embedded = await deps.vectors.reseal({ keyId: oldKeyId, key: oldDek }, { keyId: newKeyId, key: newDek }, new Set(survivors.map((r) => r.entryId)));
     const removed = JSON.stringify([...exclude]);
     await deps.keys.replaceKey(oldKeyId, {
       reason: options.reason ?? 'rekey',
@@ -81,11 +81,16 @@ export async function rekeyKey(deps: LogDeps, oldKeyId: string, state: 'active' 
       newState: wasActive ? 'active' : 'fenced',
       migrate: async (tx) => {
         await tx.execute(sql`update log_entries as e
-                                set key_id = ${newKeyId}, segment = ${segment}, frame_offset = v.offset, frame_length = v.length
-                               from json_to_recordset(${moved}::json) as v(entry_id text, "offset" integer, length integer)
+                                set key_id = ${newKeyId}, wrapped_key = decode(v.wrapped, 'hex'),
+                                    segment = coalesce(v.segment, e.segment),
+                                    frame_offset = coalesce(v."offset", e.frame_offset),
+                                    frame_length = coalesce(v.length, e.frame_length)
+                               from json_to_recordset(${JSON.stringify(moved)}::json)
+                                    as v(entry_id text, wrapped text, segment text, "offset" integer, length integer)
                               where e.entry_id = v.entry_id and e.key_id = ${oldKeyId}`);
         // The excluded entries stay indexed under the old key, which is destroyed below:
-        // they answer key_destroyed from now on, and cite as erased.
+        // their record keys were wrapped under it alone. They answer key_destroyed (or
+        // entry_forgotten) from now on, and cite as erased.
         // (the old key's embedding rows went with its destruction, earlier in this transaction)
         await upsertEmbeddings(tx, embedded);
         // other replicas drop the old key's vectors and load the survivors' new ones
@@ -103,11 +108,45 @@ export async function rekeyKey(deps: LogDeps, oldKeyId: string, state: 'active' 
       },
     });
     deps.vectors.publish(embedded);
-    return { oldKeyId, newKeyId, rewritten: survivors.length, removed: exclude.size };
+    return { oldKeyId, newKeyId, rewritten: survivors.length, converted: converted.size, removed: exclude.size };
   } catch (e) {
     if (wasActive) await deps.keys.unfenceKey(oldKeyId, options.actor).catch(() => {});
     throw e;
   } finally {
     zeroize(newDek, oldDek);
   }
+}
+
+/**
+ * Frames sealed under the subject key itself (before record keys): read, sealed under
+ * a record key of their own wrapped under the new subject key, stored in one new
+ * segment. Their places and wrapped keys, by entry id.
+ */
+async function convertLegacy(
+  deps: LogDeps,
+  from: { dek: Uint8Array; keyId: string },
+  to: { dek: Uint8Array; keyId: string },
+  rows: readonly LogEntryRow[],
+): Promise<Map<string, { wrappedKey: Uint8Array; segment: string; offset: number; length: number }>> {
+  const out = new Map<string, { wrappedKey: Uint8Array; segment: string; offset: number; length: number }>();
+  if (rows.length === 0) return out;
+  const envelopes: Uint8Array[] = [];
+  const wrapped: Uint8Array[] = [];
+  const segments = new Map<string, Uint8Array>();
+  for (const row of rows) {
+    let bytes = segments.get(row.segment);
+    if (!bytes) {
+      bytes = await deps.objects.get(row.segment);
+      segments.set(row.segment, bytes);
+    }
+    const payload = openEntry(from.dek, { keyId: row.keyId, entryId: row.entryId, seq: row.seq }, null, frameAt(bytes, { offset: row.frameOffset, length: row.frameLength }));
+    const sealed = sealEntry(to.dek, { keyId: to.keyId, entryId: row.entryId, seq: row.seq }, payload);
+    envelopes.push(sealed.envelope);
+    wrapped.push(sealed.wrappedKey);
+  }
+  const segment = newSegmentKey();
+  const { bytes, places } = encodeSegment(envelopes);
+  await deps.objects.put(segment, bytes);
+  rows.forEach((row, i) => out.set(row.entryId, { wrappedKey: wrapped[i]!, segment, offset: places[i]!.offset, length: places[i]!.length }));
+  return out;
 }

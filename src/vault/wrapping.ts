@@ -55,6 +55,7 @@ const PURPOSE_NAMES: Record<KeyPurpose, string> = {
   subject: 'a subject key',
   'artifact-version': 'an artifact-version key',
   erasure: 'an erasure key',
+  record: 'a record key',
 };
 
 /**

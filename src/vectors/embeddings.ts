@@ -76,6 +76,19 @@ export function sealEmbedding(key: Uint8Array, place: EmbeddingPlace, vector: Fl
   }
 }
 
+/**
+ * A sealed row moved from one key to another (a re-key): opened under the old key and
+ * sealed, byte for byte, under the new one — no re-embedding.
+ */
+export function resealEmbedding(from: { key: Uint8Array; place: EmbeddingPlace }, to: { key: Uint8Array; place: EmbeddingPlace }, sealed: Uint8Array): Uint8Array {
+  const plaintext = open({ key: from.key, envelope: sealed, expectedKeyId: from.place.keyId, associatedData: context(from.place) });
+  try {
+    return seal({ key: to.key, keyId: to.place.keyId, plaintext, associatedData: context(to.place) });
+  } finally {
+    plaintext.fill(0);
+  }
+}
+
 /** What a sealed row holds: the vector (when it has `dimensions`), and the shingle set (absent from rows written before lexical indexing). */
 export interface OpenedRecord {
   readonly vector: Float32Array | undefined;

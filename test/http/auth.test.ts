@@ -6,7 +6,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sealFrame } from '../../src/log/frame.js';
+import { sealLegacyFrame } from '../../src/log/frame.js';
 import { encodeSegment } from '../../src/log/segment.js';
 import { expectProblem } from '../support/http.js';
 import { openTestApp, type TestApp, type TestRole, TOKENS } from '../support/vault.js';
@@ -150,7 +150,7 @@ const ROUTES: readonly RouteCase[] = [
     template: '/v1/search',
     allowed: ['writer', 'admin'],
     path: () => '/v1/search',
-    body: () => ({ query: 'seed', k: 3 }),
+    body: () => ({ query: 'seed', k: 3, subject: 'user:seed' }),
   },
   {
     method: 'POST',
@@ -266,7 +266,7 @@ beforeAll(async () => {
   const { keyId, firstSeq } = await t.vault.log.reserve('user:auth-live', 1, 'writer');
   const { dek } = await t.vault.keys.dekFor(keyId);
   const ownEntryId = `entry_${'A'.repeat(22)}`;
-  const { bytes, places } = encodeSegment([sealFrame(dek, { keyId, entryId: ownEntryId, seq: firstSeq }, { text: 'own', kind: null, metadata: null })]);
+  const { bytes, places } = encodeSegment([sealLegacyFrame(dek, { keyId, entryId: ownEntryId, seq: firstSeq }, { text: 'own', kind: null, metadata: null })]);
   const segment = `log/seg_${'B'.repeat(22)}`;
   await t.vault.objects.put(segment, bytes);
   registration = { segment, entries: [{ entryId: ownEntryId, subject: 'user:auth-live', keyId, seq: firstSeq, ...places[0]! }] };

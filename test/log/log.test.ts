@@ -5,7 +5,7 @@ import { Client } from 'minio';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { isLetheError } from '../../src/errors.js';
-import { openFrame } from '../../src/log/frame.js';
+import { openEntry } from '../../src/log/frame.js';
 import { decodeSegment } from '../../src/log/segment.js';
 import { openTestApp, type TestApp } from '../support/vault.js';
 
@@ -102,9 +102,9 @@ describe('the episodic log on MinIO', () => {
     for await (const c of await client.getObject(bucket, aliceRow!.segment, { versionId: noncurrent!.versionId })) chunks.push(c as Buffer);
     const sources: Array<[string, Uint8Array]> = [...rawCopy, [`${aliceRow!.segment}@noncurrent`, new Uint8Array(Buffer.concat(chunks))]];
 
-    const rows = await queryRows<{ entry_id: string; key_id: string; seq: number; segment: string }>(
+    const rows = await queryRows<{ entry_id: string; key_id: string; seq: number; segment: string; wrapped_key: Uint8Array | null }>(
       t.vault.db.db,
-      sql`select entry_id, key_id, seq, segment from log_entries`,
+      sql`select entry_id, key_id, seq, segment, wrapped_key from log_entries`,
     );
     let aliceFrames = 0;
     for (const [name, bytes] of sources) {
@@ -114,10 +114,10 @@ describe('the episodic log on MinIO', () => {
         const ids = { keyId: row.key_id, entryId: row.entry_id, seq: Number(row.seq) };
         if (row.key_id === aliceKey) {
           aliceFrames += 1;
-          for (const { dek } of deks) expect(() => openFrame(dek, ids, frame!.envelope)).toThrow();
+          for (const { dek } of deks) expect(() => openEntry(dek, ids, row.wrapped_key, frame!.envelope)).toThrow();
         } else {
           const own = deks.find((d) => d.keyId === row.key_id)!;
-          const text = openFrame(own.dek, ids, frame!.envelope).text;
+          const text = openEntry(own.dek, ids, row.wrapped_key, frame!.envelope).text;
           expect([...written.values()].flat().find((w) => w.entryId === row.entry_id)?.text).toBe(text);
         }
       }
@@ -186,13 +186,21 @@ describe('re-keying a subject', () => {
     expect(await t.vault.keys.validity([oldKeyId, result.newKeyId])).toEqual({ [oldKeyId]: 'destroyed', [result.newKeyId]: 'active' });
     // the excluded entries stay indexed under the destroyed key: they answer key_destroyed
     await expect(t.vault.log.get(ids[1]!)).rejects.toMatchObject({ code: 'key_destroyed' });
-    // the excluded entries' frames, in the copy taken before, open under no key lethe holds
+    // the excluded entries' frames, in the copy taken before, open under no key lethe holds: their
+    // record keys were wrapped under the old key alone, and the new key unwraps none of them
     const { dek: newDek } = await t.vault.keys.dekFor(result.newKeyId);
+    const wraps = await queryRows<{ entry_id: string; wrapped_key: Uint8Array }>(
+      t.vault.db.db,
+      sql`select entry_id, wrapped_key from log_entries where entry_id in (${ids[1]!}, ${ids[3]!})`,
+    );
+    expect(wraps).toHaveLength(2);
     let tried = 0;
     for (const bytes of rawCopy.values()) {
       for (const f of decodeSegment(bytes)) {
         for (const [i, id] of [[2, ids[1]!], [4, ids[3]!]] as const) {
-          expect(() => openFrame(newDek, { keyId: oldKeyId, entryId: id, seq: i }, f.envelope)).toThrow();
+          const wrapped = wraps.find((w) => w.entry_id === id)!.wrapped_key;
+          expect(() => openEntry(newDek, { keyId: oldKeyId, entryId: id, seq: i }, wrapped, f.envelope)).toThrow();
+          expect(() => openEntry(newDek, { keyId: result.newKeyId, entryId: id, seq: i }, wrapped, f.envelope)).toThrow();
           tried += 1;
         }
       }

@@ -9,7 +9,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeContext, seal, utf8 } from '../../src/crypto/index.js';
 import { queryRows } from '../../src/db/client.js';
-import { type FramePayload, sealFrame } from '../../src/log/frame.js';
+import { type FramePayload, sealLegacyFrame } from '../../src/log/frame.js';
 import { MAX_JSON_DEPTH } from '../../src/log/payload.js';
 import { encodeSegment } from '../../src/log/segment.js';
 import { expectProblem, ok } from '../support/http.js';
@@ -30,7 +30,7 @@ describe('registration of writer-sealed segments', () => {
 
   /**
    * Seals `payloads` under the subject's key (one reserved seq each, or the given ones), uploads one segment, and answers its registration body.
-   * A frame given as `raw` JSON text is sealed as is, as a writer could (sealFrame's JSON.stringify cannot write 10,000-deep JSON).
+   * A frame given as `raw` JSON text is sealed as is, as a writer could (sealLegacyFrame's JSON.stringify cannot write 10,000-deep JSON).
    */
   async function upload(subject: string, frames: ReadonlyArray<{ entryId?: string; seq?: number } & ({ payload: unknown } | { raw: string })>) {
     const { keyId, firstSeq } = await t.vault.log.reserve(subject, frames.length, 'writer');
@@ -41,7 +41,7 @@ describe('registration of writer-sealed segments', () => {
       const envelope =
         'raw' in f
           ? seal({ key: dek, keyId, plaintext: utf8.encode(f.raw), associatedData: encodeContext('frame', { keyId, entryId, seq }) })
-          : sealFrame(dek, { keyId, entryId, seq }, f.payload as FramePayload);
+          : sealLegacyFrame(dek, { keyId, entryId, seq }, f.payload as FramePayload);
       return { entryId, seq, envelope };
     });
     const { bytes, places } = encodeSegment(sealed.map((s) => s.envelope));
@@ -107,7 +107,7 @@ describe('registration of writer-sealed segments', () => {
     const entry = await ok<{ text: string }>(t.call('GET', `/v1/entries/${entryId}`), 200);
     expect(entry.text).toBe(winner === a ? 'version A' : 'version B');
     // the in-memory vector is the winner's: a search for its text finds it first
-    const hits = await ok<{ hits: Array<{ id: string }> }>(t.call('POST', '/v1/search', { body: { query: entry.text, k: 1 } }), 200);
+    const hits = await ok<{ hits: Array<{ id: string }> }>(t.call('POST', '/v1/search', { body: { query: entry.text, k: 1, subject: 'user:reg-race' } }), 200);
     expect(hits.hits[0]?.id).toBe(entryId);
   });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { randomBytes } from '../../src/crypto/index.js';
 import { LetheError } from '../../src/errors.js';
-import { openFrame, sealFrame } from '../../src/log/frame.js';
+import { openEntry, rewrapRecordKey, sealEntry, sealLegacyFrame } from '../../src/log/frame.js';
 import { decodeSegment, encodeSegment, frameAt, frameFromRange, frameRange } from '../../src/log/segment.js';
 
 describe('log segments', () => {
@@ -56,22 +56,47 @@ describe('log frames', () => {
   const ids = { keyId: 'key_a', entryId: 'entry_1', seq: 3 };
   const payload = { text: 'met Alice at 12 Rue de la Paix', kind: 'note', metadata: { mood: 'ok' } };
 
-  it('open what they seal', () => {
-    expect(openFrame(dek, ids, sealFrame(dek, ids, payload))).toEqual(payload);
+  it('open what they seal, through a record key of their own wrapped under the subject key', () => {
+    const sealed = sealEntry(dek, ids, payload);
+    expect(openEntry(dek, ids, sealed.wrappedKey, sealed.envelope)).toEqual(payload);
+    // each entry gets a fresh record key: two seals of the same entry share nothing
+    const again = sealEntry(dek, ids, payload);
+    expect(Buffer.from(again.wrappedKey).equals(Buffer.from(sealed.wrappedKey))).toBe(false);
+    expect(() => openEntry(dek, ids, again.wrappedKey, sealed.envelope)).toThrow(LetheError);
   });
 
-  it('are bound to their key id, entry id and sequence number', () => {
-    const frame = sealFrame(dek, ids, payload);
-    for (const moved of [{ ...ids, entryId: 'entry_2' }, { ...ids, seq: 4 }]) {
-      expect(() => openFrame(dek, moved, frame)).toThrow(LetheError);
+  it('are bound to their entry id, sequence number and subject key', () => {
+    const { envelope, wrappedKey } = sealEntry(dek, ids, payload);
+    for (const moved of [{ ...ids, entryId: 'entry_2' }, { ...ids, seq: 4 }, { ...ids, keyId: 'key_b' }]) {
+      expect(() => openEntry(dek, moved, wrappedKey, envelope)).toThrow(LetheError);
     }
-    expect(() => openFrame(dek, { ...ids, keyId: 'key_b' }, frame)).toThrow(LetheError);
-    expect(() => openFrame(new Uint8Array(32).fill(8), ids, frame)).toThrow(LetheError);
+    expect(() => openEntry(new Uint8Array(32).fill(8), ids, wrappedKey, envelope)).toThrow(LetheError);
+    // a record frame is not a legacy frame, and the other way round
+    expect(() => openEntry(dek, ids, null, envelope)).toThrow(LetheError);
+    expect(() => openEntry(dek, ids, wrappedKey, sealLegacyFrame(dek, ids, payload))).toThrow(LetheError);
+  });
+
+  it('move to a new subject key by re-wrapping the record key alone; the old key opens nothing after', () => {
+    const { envelope, wrappedKey } = sealEntry(dek, ids, payload);
+    const next = { dek: new Uint8Array(32).fill(9), keyId: 'key_c' };
+    const moved = rewrapRecordKey({ dek, keyId: ids.keyId }, next, ids.entryId, wrappedKey);
+    expect(openEntry(next.dek, { ...ids, keyId: next.keyId }, moved, envelope)).toEqual(payload);
+    expect(() => openEntry(dek, ids, moved, envelope)).toThrow(LetheError);
+    expect(() => openEntry(next.dek, { ...ids, keyId: next.keyId }, wrappedKey, envelope)).toThrow(LetheError);
+    // a wrapped record key copied onto another entry does not unwrap there
+    expect(() => rewrapRecordKey({ dek, keyId: ids.keyId }, next, 'entry_2', wrappedKey)).toThrow(LetheError);
+  });
+
+  it('written before record keys still open under the subject key', () => {
+    expect(openEntry(dek, ids, null, sealLegacyFrame(dek, ids, payload))).toEqual(payload);
+    expect(() => openEntry(dek, { ...ids, keyId: 'key_b' }, null, sealLegacyFrame(dek, ids, payload))).toThrow(LetheError);
   });
 
   it('carry no plaintext', () => {
-    const frame = sealFrame(dek, ids, payload);
-    expect(Buffer.from(frame).includes(Buffer.from('Alice'))).toBe(false);
-    expect(Buffer.from(frame).includes(Buffer.from('note'))).toBe(false);
+    const { envelope, wrappedKey } = sealEntry(dek, ids, payload);
+    for (const bytes of [envelope, wrappedKey, sealLegacyFrame(dek, ids, payload)]) {
+      expect(Buffer.from(bytes).includes(Buffer.from('Alice'))).toBe(false);
+      expect(Buffer.from(bytes).includes(Buffer.from('note'))).toBe(false);
+    }
   });
 });

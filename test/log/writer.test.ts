@@ -11,7 +11,7 @@ import { loadConfig } from '../../src/config/index.js';
 import { queryRows } from '../../src/db/client.js';
 import { startServer, type RunningServer } from '../../src/app/serve.js';
 import { fsck } from '../../src/log/maintenance.js';
-import { openFrame } from '../../src/log/frame.js';
+import { openEntry } from '../../src/log/frame.js';
 import { decodeSegment } from '../../src/log/segment.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { S3ObjectStore } from '../../src/storage/s3.js';
@@ -96,9 +96,9 @@ describe('the writer client', () => {
 
     const live = await queryRows<{ key_id: string }>(vault.db.db, sql`select key_id from subject_keys`);
     const deks = await Promise.all(live.map(async (r) => ({ keyId: r.key_id, dek: (await vault.keys.dekFor(r.key_id)).dek })));
-    const rows = await queryRows<{ entry_id: string; key_id: string; seq: number; segment: string; frame_offset: number }>(
+    const rows = await queryRows<{ entry_id: string; key_id: string; seq: number; segment: string; frame_offset: number; wrapped_key: Uint8Array | null }>(
       vault.db.db,
-      sql`select entry_id, key_id, seq, segment, frame_offset from log_entries`,
+      sql`select entry_id, key_id, seq, segment, frame_offset, wrapped_key from log_entries`,
     );
     let victimFrames = 0;
     const current: Array<[string, Uint8Array]> = [];
@@ -111,10 +111,10 @@ describe('the writer client', () => {
         const ids = { keyId: row.key_id, entryId: row.entry_id, seq: Number(row.seq) };
         if (row.key_id === victimKey) {
           victimFrames += 1;
-          for (const { dek } of deks) expect(() => openFrame(dek, ids, frame.envelope)).toThrow();
+          for (const { dek } of deks) expect(() => openEntry(dek, ids, row.wrapped_key, frame.envelope)).toThrow();
         } else {
           const own = deks.find((d) => d.keyId === row.key_id)!;
-          expect(openFrame(own.dek, ids, frame.envelope).text).toBe(appended.find((a) => a.entryId === row.entry_id)!.text);
+          expect(openEntry(own.dek, ids, row.wrapped_key, frame.envelope).text).toBe(appended.find((a) => a.entryId === row.entry_id)!.text);
         }
       }
     }
