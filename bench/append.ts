@@ -30,7 +30,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
-import { LetheWriter, S3ObjectStore } from '../src/client/index.js';
+import { LetheWriter } from '../src/client/index.js';
+import { S3ObjectStore } from '../src/client/s3.js';
 import { loadConfig } from '../src/config/index.js';
 import { COMMITMENT_LENGTH, NONCE_LENGTH, seal, TAG_LENGTH } from '../src/crypto/envelope.js';
 import { startServer, type RunningServer } from '../src/app/serve.js';

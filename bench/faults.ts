@@ -24,7 +24,8 @@
  * The writer and the service share this process's event loop, as in the append benchmark.
  */
 import { randomBytes } from 'node:crypto';
-import { LetheWriter, S3ObjectStore } from '../src/client/index.js';
+import { LetheWriter } from '../src/client/index.js';
+import { S3ObjectStore } from '../src/client/s3.js';
 import { loadConfig } from '../src/config/index.js';
 import { startServer, type RunningServer } from '../src/app/serve.js';
 import { createLogger } from '../src/observability/logger.js';

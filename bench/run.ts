@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the eleven benchmarks in sequence, each in its own Node process,
+ * `npm run bench`: the twelve benchmarks in sequence, each in its own Node process,
  * then one summary. Prints human tables on stdout (progress on stderr) and writes
  * bench/results.json (a full run) or bench/results-<names>.json (a BENCH_ONLY subset,
  * e.g. bench/results-append.json), so a partial run never overwrites the full figures.
@@ -32,6 +32,8 @@
  *               vs direct (and vs the proxy without a toxic), same run (BENCH_ONLY=faults)
  *  11. streams  lease p50 / p99 with 400 erasure events streams open (40 erasures held open) vs none,
  *               same run; the watchers' database reads and the database's commits/s in each phase
+ *  12. scoped   vault.search.search scoped to one subject (100 entries) vs allSubjects, p50 / p95, over an
+ *               index of 100,000 entry vectors of 1,000 subjects (most seeded directly into the index)
  *
  * Every figure is a ratio against a baseline measured in the same run, next to the
  * absolute numbers. Nothing here asserts on timings.
@@ -54,10 +56,11 @@ import { BENCH_DIR, benchKeys, fmtBytes, fmtInt, fmtNum, fmtRatio, fmtSeconds, p
 import { formatProbe, type ProbeResult } from './probe.js';
 import { formatProvenance, type ProvenanceResult } from './provenance.js';
 import { formatRewrap, type RewrapResult } from './rewrap.js';
+import { formatScoped, type ScopedResult } from './scoped.js';
 import { formatSearch, type SearchResult } from './search.js';
 import { formatStreams, type StreamsResult } from './streams.js';
 
-type Name = 'lease' | 'envelope' | 'rewrap' | 'append' | 'provenance' | 'search' | 'backup' | 'erasure' | 'probe' | 'faults' | 'streams';
+type Name = 'lease' | 'envelope' | 'rewrap' | 'append' | 'provenance' | 'search' | 'backup' | 'erasure' | 'probe' | 'faults' | 'streams' | 'scoped';
 
 interface Section<T> {
   readonly ok: boolean;
@@ -67,7 +70,7 @@ interface Section<T> {
   readonly error?: string;
 }
 
-const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup', 'erasure', 'probe', 'faults', 'streams'];
+const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup', 'erasure', 'probe', 'faults', 'streams', 'scoped'];
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean) as Name[] | undefined;
 const selected = ALL.filter((n) => !only || only.includes(n));
 
@@ -106,6 +109,7 @@ const erasure = sections.erasure as Section<ErasureResult> | undefined;
 const probe = sections.probe as Section<ProbeResult> | undefined;
 const faults = sections.faults as Section<FaultsResult> | undefined;
 const streams = sections.streams as Section<StreamsResult> | undefined;
+const scoped = sections.scoped as Section<ScopedResult> | undefined;
 const totalSeconds = (performance.now() - t0) / 1000;
 
 // ------------------------------------------------------------------ report
@@ -173,6 +177,11 @@ out.push('');
 out.push('== 11. Streams: lease latency with 400 erasure events streams open vs none ==');
 if (streams?.result) out.push(formatStreams(streams.result), sectionLine('streams', streams));
 else out.push(streams ? `FAILED: ${streams.error}` : 'skipped');
+
+out.push('');
+out.push('== 12. Scoped search: one subject vs every subject, 100,000 vectors ==');
+if (scoped?.result) out.push(formatScoped(scoped.result), sectionLine('scoped', scoped));
+else out.push(scoped ? `FAILED: ${scoped.error}` : 'skipped');
 
 const summary: string[][] = [];
 if (lease?.result) {
@@ -392,6 +401,16 @@ if (streams?.result) {
     `target <= ${r.target}: ${r.p50Ratio <= r.target ? 'met' : 'NOT met'}; p99 ${fmtRatio(r.p99Ratio)}${r.valid ? '' : '; INVALID RUN'}`,
   ]);
 }
+if (scoped?.result) {
+  const r = scoped.result;
+  summary.push([
+    `scoped search median ms (one subject, k = ${r.k}) ÷ allSubjects, ${fmtInt(r.vectors)} vectors`,
+    `${fmtNum(r.service.scoped.stats.medianMs, 2)} / ${fmtNum(r.service.global.stats.medianMs, 2)}`,
+    fmtRatio(r.service.ratio),
+    `p95 ${fmtNum(r.service.scoped.stats.p95Ms, 2)} / ${fmtNum(r.service.global.stats.p95Ms, 2)} ms (${fmtRatio(r.service.p95Ratio)}); ranking alone ${fmtRatio(r.index.ratio)}` +
+      (r.warnings.length === 0 ? '' : '; INVALID RUN (see warnings)'),
+  ]);
+}
 out.push('');
 out.push('== Summary (ratio = measured ÷ same-run baseline) ==');
 out.push(table(['figure', 'measured / baseline', 'ratio', 'note'], summary));
@@ -429,6 +448,7 @@ await writeFile(
       probe: probe ?? null,
       faults: faults ?? null,
       streams: streams ?? null,
+      scoped: scoped ?? null,
     },
     null,
     2,

@@ -198,7 +198,7 @@ export interface SearchResult {
 
 
 /** Fills `out` (zeroed) with a unit vector of ~`nonZero` random non-zero dimensions. */
-function randomSparseUnit(out: Float32Array, nonZero: number, rand: () => number): void {
+export function randomSparseUnit(out: Float32Array, nonZero: number, rand: () => number): void {
   const d = out.length;
   for (let j = 0; j < nonZero; j++) out[(rand() * d) | 0]! += (rand() < 0.5 ? -1 : 1) * (0.4 + rand() * 1.6);
   let norm = 0;
@@ -235,7 +235,7 @@ const FOLLOWUPS = [
 ];
 
 /** ~200-character English sentences, deterministic. */
-function sentences(n: number, seed: number): string[] {
+export function sentences(n: number, seed: number): string[] {
   const rand = prng(seed);
   const pick = <T>(xs: readonly T[]) => xs[(rand() * xs.length) | 0]!;
   const out: string[] = [];

@@ -148,7 +148,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
     const log = new LogService({ db: database, keys, objects, vectors });
     const artifacts = new ArtifactService({ db: database, keys, versionKeys, destructions, objects, vectors, log, fences, regenerator, audit, metrics, logger });
     const exposures = new TrainingExposures({ db: database, audit });
-    const search = new Search({ vectors, log, artifacts, fences });
+    const search = new Search({ vectors, log, artifacts, fences, keys });
     const ledgerKey = await provider.deriveSystemKey('ledger-chain');
     const ledgerMac = new KeyedHasher(ledgerKey);
     zeroize(ledgerKey);
@@ -183,6 +183,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       backups,
       exposures,
       epochs,
+      audit,
       logger,
       signer: certificateKeys,
       probeThreshold: config.probeThreshold,

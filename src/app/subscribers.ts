@@ -16,7 +16,9 @@ type Parts = Pick<App, 'keys' | 'destructions' | 'vectors' | 'backups' | 'erasur
  * - the index drops its vectors on every replica (vectors);
  * - the backups that hold it learn of it now (backups; the replica that destroyed
  *   the key writes the manifests, the periodic catch-up covers a crash in between).
- * And no key is created for a subject while its erasure is open (erasure).
+ * And no key is created for a subject while its erasure is open, nor after it erased
+ * the subject until an admin reinstates it (erasure). A released lease wakes the
+ * subject's erasure waiting for its leases (erasure).
  */
 export function subscribe(app: Parts): void {
   app.destructions.within((tx, keyIds) => app.vectors.deleteSealedUnder(tx, keyIds));
@@ -24,7 +26,11 @@ export function subscribe(app: Parts): void {
     for (const keyId of keyIds) app.vectors.removeKey(keyId);
     if (origin === 'local') app.backups.propagateSoon(keyIds);
   });
-  app.keys.guardCreation((tx, subjectHash) => app.erasures.refuseKeyWhileOpen(tx, subjectHash));
+  app.keys.guardCreation((tx, subjectHash) => app.erasures.refuseKeyCreation(tx, subjectHash));
+  // a released lease: the subject's erasure waiting at drain_leases looks again now (a lost wake only delays it to the lease's expiry)
+  app.keys.onLeaseReleased((subjectHash) =>
+    app.erasures.leasesReleased(subjectHash).catch((e: unknown) => app.logger.warn({ err: describeError(e) }, 'could not wake an erasure after a lease release')),
+  );
 }
 
 /**

@@ -78,6 +78,19 @@ export class TrainingExposures {
     });
   }
 
+  /** The registered corpora that hold any of these records (the class C test of forgetting entries). */
+  async forRecords(recordIds: readonly string[]): Promise<Exposure[]> {
+    if (recordIds.length === 0) return [];
+    const rows = await queryRows<{ exposure_id: string; corpus: string; model: string | null; created_at: Date | string }>(
+      this.#db,
+      sql`select distinct e.exposure_id, e.corpus, e.model, e.created_at
+            from training_exposure_records r join training_exposures e on e.exposure_id = r.exposure_id
+           where r.record_id in (select json_array_elements_text(${JSON.stringify([...new Set(recordIds)])}::json))
+           order by e.created_at, e.exposure_id`,
+    );
+    return rows.map((r) => ({ exposureId: r.exposure_id, corpus: r.corpus, model: r.model, createdAt: new Date(r.created_at) }));
+  }
+
   /** The registered corpora that hold content of the subject (the class C test). */
   async forSubjectHash(subjectHash: Uint8Array): Promise<Exposure[]> {
     const rows = await queryRows<{ exposure_id: string; corpus: string; model: string | null; created_at: Date | string }>(

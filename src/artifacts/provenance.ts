@@ -86,6 +86,61 @@ export async function touchingSubject(exec: Executor, subjectHash: Uint8Array): 
   );
 }
 
+/** `json_array_elements_text` of the keyed hashes' hex: a set of subjects a query can join or compare against. */
+const hashesJson = (subjectHashes: readonly Uint8Array[]) => JSON.stringify([...new Set(subjectHashes.map((h) => Buffer.from(h).toString('hex')))]);
+
+/** Every artifact whose closure holds an entry of one of the subjects (keyed hashes). */
+export async function touchingSubjects(exec: Executor, subjectHashes: readonly Uint8Array[]): Promise<TouchingArtifact[]> {
+  if (subjectHashes.length === 0) return [];
+  return touching(
+    exec,
+    sql`select p.artifact_id, 1
+          from log_entries e join provenance p on p.source_id = e.entry_id
+         where e.subject_hash in (select decode(h, 'hex') from json_array_elements_text(${hashesJson(subjectHashes)}::json) as s(h))`,
+  );
+}
+
+export interface ClosureScope {
+  /** An entry in the closure is of a subject outside the set (or is no longer indexed at all). */
+  readonly foreign: boolean;
+  /** The subjects of the set the closure holds entries of (keyed hashes, hex, sorted). */
+  readonly subjects: string[];
+}
+
+/**
+ * For each of the given artifacts, whether its closure stays within a set of subjects
+ * (keyed hashes): one recursive walk down from the artifacts asked about, never the
+ * whole graph. An entry of the closure that `log_entries` does not hold counts as
+ * foreign (whose it was cannot be told). Artifacts without provenance are absent.
+ */
+export async function closureScope(exec: Executor, artifactIds: readonly string[], subjectHashes: readonly Uint8Array[]): Promise<Map<string, ClosureScope>> {
+  if (artifactIds.length === 0) return new Map();
+  const rows = await queryRows<{ artifact_id: string; foreign: number | string; subjects: string[] | string | null }>(
+    exec,
+    sql`with recursive c(root, id, type, depth) as (
+          select p.artifact_id, p.source_id, p.source_type, 1
+            from provenance p where p.artifact_id in (select json_array_elements_text(${idsJson(artifactIds)}::json))
+          union
+          select c.root, p.source_id, p.source_type, c.depth + 1
+            from c join provenance p on p.artifact_id = c.id
+           where c.type = 'artifact' and c.depth < ${MAX_HEIGHT + 1}),
+        s(h) as (select decode(h, 'hex') from json_array_elements_text(${hashesJson(subjectHashes)}::json) as s(h))
+        select x.root as artifact_id,
+               count(*) filter (where s.h is null)::int as foreign,
+               coalesce(json_agg(distinct encode(s.h, 'hex')) filter (where s.h is not null), '[]'::json) as subjects
+          from (select distinct root, id from c where type = 'entry') x
+          left join log_entries e on e.entry_id = x.id
+          left join s on s.h = e.subject_hash
+         group by x.root`,
+  );
+  const out = new Map<string, ClosureScope>();
+  for (const r of rows) {
+    const subjects = (typeof r.subjects === 'string' ? JSON.parse(r.subjects) : (r.subjects ?? [])) as string[];
+    out.set(r.artifact_id, { foreign: Number(r.foreign) > 0, subjects: [...subjects].sort() });
+  }
+  return out;
+}
+
 /** Every artifact whose closure holds one of the given records (entries or artifacts). */
 export async function touchingRecords(exec: Executor, recordIds: readonly string[]): Promise<TouchingArtifact[]> {
   if (recordIds.length === 0) return [];

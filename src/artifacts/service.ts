@@ -9,9 +9,10 @@
  * - Regeneration (regeneration.ts) rewrites artifacts from their surviving sources.
  * - The provenance queries (provenance.ts) answer what an erasure must regenerate.
  */
-import { asc, eq, inArray, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import { zeroize } from '../crypto/index.js';
 import { type Database, queryRows } from '../db/client.js';
+import { afterPosition, type KeysetPage, type KeysetPosition, positionOrder, positionTime } from '../db/keyset.js';
 import { ARTIFACT_KINDS, type ArtifactKind, type ArtifactRow, artifacts, provenance } from '../db/schema.js';
 import { isLetheError, LetheError } from '../errors.js';
 import { isId, newId } from '../ids.js';
@@ -26,7 +27,17 @@ import type { KeyService } from '../vault/keys.js';
 import type { VersionKeys } from '../vault/version-keys.js';
 import { notifyEmbeddings, upsertEmbeddings } from '../vectors/embeddings.js';
 import type { Vectors } from '../vectors/service.js';
-import { closure, closureSubjects, touchingRecords, touchingSubject, type TouchingArtifact, upwardClosure } from './provenance.js';
+import {
+  closure,
+  type ClosureScope,
+  closureScope,
+  closureSubjects,
+  touchingRecords,
+  touchingSubject,
+  touchingSubjects,
+  type TouchingArtifact,
+  upwardClosure,
+} from './provenance.js';
 import { Regeneration, type RegenerationOptions, type RegenerationResult } from './regeneration.js';
 import { MAX_ARTIFACT_TEXT_BYTES, type Regenerator } from './regenerator.js';
 import { checkSources, insertEdges } from './sources.js';
@@ -57,6 +68,9 @@ export interface Artifact {
   readonly updatedAt: Date;
   readonly readFence: string;
 }
+
+/** An artifact as the list shows it: what it is, not its text. */
+export type ArtifactSummary = Pick<Artifact, 'artifactId' | 'kind' | 'version' | 'generator' | 'createdAt' | 'updatedAt'>;
 
 export interface ArtifactServiceDeps {
   readonly db: Database;
@@ -142,6 +156,29 @@ export class ArtifactService {
     }
   }
 
+  /**
+   * GET /v1/artifacts: a page of the live artifacts, oldest first (keyset on (created_at,
+   * artifact id): src/db/keyset.ts), each with its position. What each one is, never its
+   * text: GET /v1/artifacts/{artifactId} reads that (and hands out its read fence).
+   */
+  async list(page: KeysetPage = {}): Promise<Array<ArtifactSummary & { position: KeysetPosition }>> {
+    const query = this.#d.db
+      .select({
+        artifactId: artifacts.artifactId,
+        kind: artifacts.kind,
+        version: artifacts.version,
+        generator: artifacts.generator,
+        createdAt: artifacts.createdAt,
+        updatedAt: artifacts.updatedAt,
+        time: positionTime(artifacts.createdAt),
+      })
+      .from(artifacts)
+      .where(and(eq(artifacts.state, 'live'), afterPosition(artifacts.createdAt, artifacts.artifactId, page.after)))
+      .orderBy(...positionOrder(artifacts.createdAt, artifacts.artifactId));
+    const rows = await (page.limit === undefined ? query : query.limit(page.limit));
+    return rows.map(({ time, ...row }) => ({ ...row, position: { createdAt: time, id: row.artifactId } }));
+  }
+
   /** GET /v1/artifacts/{artifactId}: the current version, and a read fence covering it and its closure. */
   async get(artifactId: string): Promise<Artifact> {
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -173,10 +210,16 @@ export class ArtifactService {
     throw new LetheError('unavailable', 'the artifact changed repeatedly during the read; try again');
   }
 
-  /** The current texts of the live artifacts among `ids` (others left out), each with the version key it was read under. */
-  async readMany(ids: readonly string[]): Promise<Map<string, { text: string; keyId: string }>> {
-    const out = new Map<string, { text: string; keyId: string }>();
-    for (const [id, { row, text }] of await this.#texts.readCurrent(ids)) out.set(id, { text, keyId: row.keyId! });
+  /**
+   * The current texts of the live artifacts among `ids` (others left out), each with the
+   * version key it was read under, its kind, and when it was created and its current
+   * version written (`updatedAt`).
+   */
+  async readMany(ids: readonly string[]): Promise<Map<string, { text: string; keyId: string; kind: ArtifactKind; createdAt: Date; updatedAt: Date }>> {
+    const out = new Map<string, { text: string; keyId: string; kind: ArtifactKind; createdAt: Date; updatedAt: Date }>();
+    for (const [id, { row, text }] of await this.#texts.readCurrent(ids)) {
+      out.set(id, { text, keyId: row.keyId!, kind: row.kind, createdAt: row.createdAt, updatedAt: row.updatedAt });
+    }
     return out;
   }
 
@@ -202,6 +245,16 @@ export class ArtifactService {
   /** `touching` for a subject known by its keyed hash. */
   touchingSubject(subjectHash: Uint8Array): Promise<TouchingArtifact[]> {
     return touchingSubject(this.#d.db, subjectHash);
+  }
+
+  /** Every artifact whose closure holds an entry of one of the subjects (keyed hashes). */
+  touchingSubjects(subjectHashes: readonly Uint8Array[]): Promise<TouchingArtifact[]> {
+    return touchingSubjects(this.#d.db, subjectHashes);
+  }
+
+  /** For each of the given artifacts, whether its closure holds entries of subjects outside the set, and which of the set it holds. */
+  closureScope(artifactIds: readonly string[], subjectHashes: readonly Uint8Array[]): Promise<Map<string, ClosureScope>> {
+    return closureScope(this.#d.db, artifactIds, subjectHashes);
   }
 
   /** Every artifact whose closure holds one of the given records. */

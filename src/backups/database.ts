@@ -21,6 +21,7 @@ import {
   logEntries,
   provenance,
   subjectKeys,
+  subjectTombstones,
   trainingExposureRecords,
   trainingExposures,
   trainingExposureSubjects,
@@ -45,6 +46,8 @@ export const EXPORTED_TABLES = {
   training_exposure_subjects: trainingExposureSubjects,
   audit_log: auditLog,
   audit_head: auditHead,
+  // an erased subject stays erased in a restored database: no key is created for it again until reinstated
+  subject_tombstones: subjectTombstones,
 } as const satisfies Record<string, PgTable>;
 
 export type ExportedTable = keyof typeof EXPORTED_TABLES;

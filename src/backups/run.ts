@@ -20,7 +20,7 @@ import { exportDatabase } from './database.js';
 import { writeKeyTable } from './key-table.js';
 import { chainPosition, flushLedger } from './ledger-chain.js';
 import { databaseKey, keyTableKey, type Manifest, MANIFEST_FORMAT, type ManifestKey, type ManifestObject, manifestKey, sealManifest, storedObjectKey } from './manifest.js';
-import { BACKED_UP_PREFIXES, keyIdsOf, sha256Hex } from './objects.js';
+import { BACKED_UP_PREFIXES, keyIdsOf, recordOwnersOf, sha256Hex } from './objects.js';
 import { propagateDestructions } from './propagate.js';
 
 const VALIDITY_BATCH = 10_000;
@@ -61,6 +61,7 @@ export async function takeBackup(ctx: BackupContext, options: { onProgress?: (p:
   // Objects after the snapshot of the tables: every segment an exported index row
   // names was stored before the row was committed, so it is in the listing below.
   const objects: ManifestObject[] = [];
+  const owners = recordOwnersOf(dump);
   let copied = 0;
   let reused = 0;
   for (const prefix of BACKED_UP_PREFIXES) {
@@ -79,7 +80,7 @@ export async function takeBackup(ctx: BackupContext, options: { onProgress?: (p:
         await ctx.backup.put(stored, bytes);
         copied++;
       }
-      objects.push({ key: o.key, sha256, size: bytes.length, stored, keyIds: keyIdsOf(o.key, bytes) });
+      objects.push({ key: o.key, sha256, size: bytes.length, stored, keyIds: keyIdsOf(o.key, bytes, owners) });
       options.onProgress?.({ phase: 'objects', done: objects.length, copied, reused });
     }
   }

@@ -17,6 +17,7 @@ import { eq } from 'drizzle-orm';
 import type { ArtifactService } from '../artifacts/service.js';
 import type { KeyedHasher } from '../crypto/index.js';
 import type { Database } from '../db/client.js';
+import { afterPosition, type KeysetPage, type KeysetPosition, positionOrder, positionTime } from '../db/keyset.js';
 import { backups } from '../db/schema.js';
 import { LetheError } from '../errors.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
@@ -95,9 +96,22 @@ export class BackupService {
     return takeBackup(this.#ctx, options);
   }
 
-  async list(): Promise<BackupSummary[]> {
-    const rows = await this.#ctx.db.select().from(backups).orderBy(backups.createdAt, backups.backupId);
-    return rows.map((r) => ({ backupId: r.backupId, createdAt: r.createdAt, objects: r.objects, keys: r.keys, manifestVersion: r.manifestVersion }));
+  /** The backups taken, oldest first, each with its position (a page of them with `page`: keyset on (created_at, backup id), src/db/keyset.ts). */
+  async list(page: KeysetPage = {}): Promise<Array<BackupSummary & { position: KeysetPosition }>> {
+    const query = this.#ctx.db
+      .select({ row: backups, time: positionTime(backups.createdAt) })
+      .from(backups)
+      .where(afterPosition(backups.createdAt, backups.backupId, page.after))
+      .orderBy(...positionOrder(backups.createdAt, backups.backupId));
+    const rows = await (page.limit === undefined ? query : query.limit(page.limit));
+    return rows.map(({ row: r, time }) => ({
+      backupId: r.backupId,
+      createdAt: r.createdAt,
+      objects: r.objects,
+      keys: r.keys,
+      manifestVersion: r.manifestVersion,
+      position: { createdAt: time, id: r.backupId },
+    }));
   }
 
   /** The current manifest version. */

@@ -12,7 +12,9 @@ import type { BackupContext } from './context.js';
 import { readKeyTable } from './key-table.js';
 import { readChain } from './ledger-chain.js';
 import { type Manifest, manifestMacState } from './manifest.js';
-import { envelopesOf, sha256Hex } from './objects.js';
+import { parseDatabaseExport } from './database.js';
+import { unwrapRecordKey } from '../log/frame.js';
+import { envelopesOf, recordOwnersOf, sha256Hex } from './objects.js';
 import { unwrapAs } from '../vault/wrapping.js';
 
 export interface VerifiedKey {
@@ -46,10 +48,25 @@ export interface Verification {
 }
 
 /** Checks the backup `manifest` (its current version) describes. */
+/** Whether the envelope is committed to the key — a record frame to the record key `key` unwraps from its wrapped copy. */
+function opensUnder(key: Uint8Array, keyId: string, sample: { envelope: Uint8Array; record?: { entryId: string; wrappedKey: Uint8Array } }): boolean {
+  if (!sample.record) return isCommittedTo(key, sample.envelope);
+  let recordKey: Uint8Array | undefined;
+  try {
+    recordKey = unwrapRecordKey(key, keyId, sample.record.entryId, sample.record.wrappedKey);
+    return isCommittedTo(recordKey, sample.envelope);
+  } catch {
+    return false;
+  } finally {
+    zeroize(recordKey);
+  }
+}
+
 export async function verifyBackup(ctx: BackupContext, manifest: Manifest): Promise<Verification> {
   const corrupted: Verification['corrupted'] = [];
-  // one envelope per key, to check against the live key
-  const sample = new Map<string, Uint8Array>();
+  // one envelope per key, to check against the live key (a record frame's through the record key its backed-up index row wraps)
+  const owners = recordOwnersOf(parseDatabaseExport(await ctx.backup.get(manifest.database.key)));
+  const sample = new Map<string, { envelope: Uint8Array; record?: { entryId: string; wrappedKey: Uint8Array } }>();
   for (const o of manifest.objects) {
     let bytes: Uint8Array;
     try {
@@ -64,8 +81,10 @@ export async function verifyBackup(ctx: BackupContext, manifest: Manifest): Prom
       continue;
     }
     for (const envelope of envelopesOf(o.key, bytes)) {
-      const keyId = envelopeKeyId(envelope);
-      if (!sample.has(keyId)) sample.set(keyId, envelope);
+      const id = envelopeKeyId(envelope);
+      const owner = owners.get(id);
+      const keyId = owner ? owner.keyId : id;
+      if (!sample.has(keyId)) sample.set(keyId, owner ? { envelope, record: { entryId: id, wrappedKey: owner.wrappedKey } } : { envelope });
     }
   }
   const table = await readKeyTable(ctx.backup, manifest);
@@ -83,8 +102,8 @@ export async function verifyBackup(ctx: BackupContext, manifest: Manifest): Prom
               throw e;
             });
       }
-      const envelope = sample.get(k.keyId);
-      const decrypts = live !== undefined && envelope !== undefined && isCommittedTo(live, envelope);
+      const found = sample.get(k.keyId);
+      const decrypts = live !== undefined && found !== undefined && opensUnder(live, k.keyId, found);
       if (live && k.kind === 'artifact-version') zeroize(live);
       const copy = table.get(k.keyId);
       let wrappedCopy: VerifiedKey['wrappedCopy'] = 'none';

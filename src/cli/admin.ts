@@ -7,6 +7,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { ROLES, type Role } from '../config/index.js';
+import type { App } from '../app/open.js';
+import { type ErasureRequest, ErasureRequestSchema } from '../erasure/request.js';
 import { createLogger } from '../observability/logger.js';
 import { config, ExitError, openApp, out, withApp } from './shared.js';
 
@@ -83,6 +85,30 @@ export function addKek(program: Command): void {
 /** How long `log rekey` waits for the old key's destruction record to be durable before it reports it pending. */
 const REKEY_ACK_WAIT_MS = 10_000;
 
+/**
+ * `log rekey --exclude`: the records-scope erasure of the entries, run in this process
+ * until it finishes (a running service's worker may take steps too: claims keep one
+ * runner per step). Exit 1 when it failed or did not finish in time, 3 when it ended
+ * incomplete.
+ */
+async function forgetHere(app: App, request: ErasureRequest, timeoutMs: number) {
+  const { erasureId } = await app.erasures.request(request, 'cli');
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    await app.erasures.drain();
+    const view = await app.erasures.get(erasureId);
+    const summary = { erasureId, status: view.status, scope: view.scope, entryIds: view.entryIds, residuals: view.residuals, certificateState: view.certificateState };
+    if (view.status === 'completed') return summary;
+    if (view.status === 'incomplete') {
+      process.exitCode = 3;
+      return summary;
+    }
+    if (view.status === 'failed') throw new ExitError(`erasure ${erasureId} failed at ${view.steps.find((s) => s.status === 'failed')?.name ?? '?'}: see \`lethe erasure status ${erasureId}\``, 1);
+    if (Date.now() > deadline) throw new ExitError(`erasure ${erasureId} is still ${view.status} after --timeout-seconds; it goes on (lethe erasure status ${erasureId})`, 1);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 /** `lethe log fsck | rekey | compact`. */
 export function addLog(program: Command): void {
   const log = program.command('log').description('The episodic log in the object store.');
@@ -106,12 +132,21 @@ export function addLog(program: Command): void {
   log
     .command('rekey')
     .description(
-      "Rewrite a subject's surviving entries under a new key and destroy the old one; --exclude erases those entries for real.",
+      "Move a subject's entries under a new key (their record keys re-wrapped) and destroy the old one. With --exclude, forget those entries: a records-scope erasure (as DELETE /v1/entries/{id}) run here to its end — cascade, probe and certificate included.",
     )
     .argument('<subject>', 'the subject id')
-    .option('--exclude <entryId...>', 'entries to erase')
-    .option('--reason <text>', 'recorded in the destruction ledger', 'rekey')
-    .action(async (subject: string, opts: { exclude?: string[]; reason: string }) => {
+    .option('--exclude <entryId...>', 'entries to forget')
+    .option('--reason <text>', 'recorded in the destruction ledger (without --exclude) or sealed in the erasure request', 'rekey')
+    .option('--timeout-seconds <n>', 'with --exclude: how long to wait for the erasure to finish', '300')
+    .action(async (subject: string, opts: { exclude?: string[]; reason: string; timeoutSeconds: string }) => {
+      const timeout = Number(opts.timeoutSeconds);
+      if (!Number.isSafeInteger(timeout) || timeout < 1) throw new ExitError('--timeout-seconds must be a whole number of seconds, at least 1', 2);
+      if (opts.exclude?.length) {
+        const parsed = ErasureRequestSchema.safeParse({ subject, entryIds: opts.exclude, reason: opts.reason });
+        if (!parsed.success) throw new ExitError(`--exclude: ${parsed.error.issues[0]?.message ?? 'invalid'}`, 2);
+        out(await withApp((app) => forgetHere(app, parsed.data, timeout * 1000)));
+        return;
+      }
       out(
         await withApp(async (app) => {
           const result = await app.log.rekeySubject(subject, { exclude: opts.exclude ?? [], actor: 'cli', reason: opts.reason });

@@ -25,9 +25,18 @@ export function addBackup(program: Command): void {
     });
   backup
     .command('list')
-    .description('The backups taken (GET /v1/backups, backup role; LETHE_URL and LETHE_BACKUP_TOKEN).')
+    .description('The backups taken, every page of them (GET /v1/backups, backup role; LETHE_URL and LETHE_BACKUP_TOKEN).')
     .action(async () => {
-      out(await serviceCall(serviceClient('backup').json('GET', '/v1/backups'), 1));
+      const client = serviceClient('backup');
+      const backups: unknown[] = [];
+      let cursor: string | null = null;
+      do {
+        const path = `/v1/backups?limit=1000${cursor ? `&cursor=${cursor}` : ''}`;
+        const page: { backups: unknown[]; nextCursor: string | null } = await serviceCall(client.json('GET', path), 1);
+        backups.push(...page.backups);
+        cursor = page.nextCursor;
+      } while (cursor);
+      out({ backups });
     });
   backup
     .command('verify')

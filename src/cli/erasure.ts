@@ -1,12 +1,13 @@
 /**
- * `lethe erase` and `lethe erasure show | watch | resume | certificate | report`: clients of the running
+ * `lethe erase` and `lethe erasure show | list | watch | resume | certificate | report`: clients of the running
  * service with the eraser role (LETHE_URL and LETHE_ERASER_TOKEN). `erase` checks its
  * request with the service's own schema before sending it, then follows the
  * erasure's event stream and prints a summary; the exit code says how it ended.
  */
 import { writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { readSse, ServiceError, type ServiceClient, UnreachableError } from '../client/http.js';
+import { ErasureProgressLostError, followErasure } from '../client/erasures.js';
+import { type ServiceClient, UnreachableError } from '../client/http.js';
 import { FIRST_RUN } from '../erasure/machine.js';
 import { ERASURE_ID_PATTERN, type ErasureRequest, ErasureRequestSchema, LEGAL_BASES, MAX_PUBLIC_ATTRIBUTES } from '../erasure/request.js';
 import type { ErasureAccepted, ErasureTransition, ErasureView } from '../erasure/view.js';
@@ -93,34 +94,18 @@ function transitionLine(t: ErasureTransition): string {
 
 /**
  * Follows GET /v1/erasures/{id}/events until its `end` event, calling `onStep` per
- * transition. A broken connection is resumed with Last-Event-ID (a few times).
+ * transition (the client's `followErasure`: a broken connection is resumed with
+ * Last-Event-ID a few times).
  */
 async function followErasureEvents(client: ServiceClient, erasureId: string, onStep: (t: ErasureTransition) => void): Promise<void> {
-  let lastId: string | undefined;
-  let broken = 0;
-  for (;;) {
-    let reason = 'the stream ended before the erasure did';
-    try {
-      const res = await client.request('GET', `/v1/erasures/${erasureId}/events`, {
-        accept: 'text/event-stream',
-        ...(lastId ? { headers: { 'last-event-id': lastId } } : {}),
-      });
-      for await (const e of readSse(res)) {
-        if (e.id) lastId = e.id;
-        if (e.event === 'end') return;
-        if (e.event === 'step') {
-          onStep(JSON.parse(e.data) as ErasureTransition);
-          broken = 0;
-        }
-      }
-    } catch (e) {
-      if (e instanceof ServiceError) throw serviceExit(e, ERASE_EXIT.input);
-      reason = e instanceof UnreachableError ? unreachable(e) : describeError(e).message;
-    }
-    if (++broken > 5) {
+  try {
+    for await (const t of followErasure(client, erasureId)) onStep(t);
+  } catch (e) {
+    if (e instanceof ErasureProgressLostError) {
+      const reason = e.cause instanceof UnreachableError ? unreachable(e.cause) : e.reason;
       throw new ExitError(`lost the erasure's progress (${reason}); it goes on in the service: lethe erasure watch ${erasureId}`, ERASE_EXIT.lost);
     }
-    await new Promise((r) => setTimeout(r, 500 * 2 ** broken));
+    throw serviceExit(e, ERASE_EXIT.input);
   }
 }
 
@@ -201,7 +186,7 @@ export function addErase(program: Command): void {
     });
 }
 
-/** `lethe erasure show | watch | resume | certificate | report`. */
+/** `lethe erasure show | list | watch | resume | certificate | report`. */
 export function addErasure(program: Command): void {
   const erasure = program.command('erasure').description('Erasures through the running service (eraser role: LETHE_URL and LETHE_ERASER_TOKEN).');
   erasure
@@ -210,6 +195,24 @@ export function addErasure(program: Command): void {
     .argument('<erasureId>', 'the erasure (ers_…)')
     .action(async (erasureId: string) => {
       const path = `/v1/erasures/${checkErasureId(erasureId)}`;
+      out(await serviceCall(serviceClient('eraser').json('GET', path), ERASE_EXIT.input));
+    });
+  erasure
+    .command('list')
+    .description(
+      'A page of erasures as JSON (GET /v1/erasures): `{ erasures, nextCursor }`, oldest first, each as `lethe erasure show` prints it; ' +
+        `pass nextCursor as --cursor for the next page (null: the last). Exit ${ERASE_EXIT.input} for bad input or an error answer.`,
+    )
+    .option('--subject <subject>', 'only this subject\'s erasures')
+    .option('--limit <n>', 'erasures per page, 1 to 1000 (default 100)')
+    .option('--cursor <cursor>', 'the nextCursor of the previous page')
+    .action(async (opts: { subject?: string; limit?: string; cursor?: string }) => {
+      const query = new URLSearchParams();
+      if (opts.subject !== undefined) query.set('subject', opts.subject);
+      if (opts.limit !== undefined) query.set('limit', opts.limit);
+      if (opts.cursor !== undefined) query.set('cursor', opts.cursor);
+      const qs = query.toString();
+      const path = `/v1/erasures${qs ? `?${qs}` : ''}`;
       out(await serviceCall(serviceClient('eraser').json('GET', path), ERASE_EXIT.input));
     });
   erasure

@@ -3,7 +3,7 @@
  * The lethe CLI. Every command reads the same environment configuration as the
  * service, prints results as JSON on stdout (logs go to stderr), and exits non-zero
  * with a plain message on bad input or failure. The client commands (`backup run`,
- * `backup list`, `erase`, `erasure …`) call a running service instead, with a role's
+ * `backup list`, `erase`, `erasure …`, `subject reinstate`) call a running service instead, with a role's
  * token from LETHE_<ROLE>_TOKEN; `erase` and `erasure watch` print lines a person
  * reads unless --json.
  *
@@ -19,6 +19,7 @@ import { addAudit, addKek, addLog, addMigrate, addServe, addToken } from './admi
 import { addBackup } from './backup.js';
 import { addCertificate } from './certificate.js';
 import { addErase, addErasure } from './erasure.js';
+import { addSubject } from './subject.js';
 import { ExitError } from './shared.js';
 
 export function buildProgram(): Command {
@@ -40,6 +41,7 @@ export function buildProgram(): Command {
   addCertificate(program);
   addErase(program);
   addErasure(program);
+  addSubject(program);
   addAudit(program);
   addToken(program);
   return program;
@@ -73,6 +75,8 @@ const isEntryPoint = process.argv[1] !== undefined && import.meta.url === new UR
 if (isEntryPoint || process.argv[1]?.endsWith('/cli/main.ts') || process.argv[1]?.endsWith('/cli/main.js')) {
   main(process.argv).then((code) => {
     // serve keeps running; everything else exits with its code
-    if (code !== 0 || !process.argv.includes('serve')) process.exitCode = code;
+    // (a command that succeeded with a verdict of its own — incomplete, pending — set process.exitCode: keep it)
+    if (code !== 0) process.exitCode = code;
+    else if (!process.argv.includes('serve')) process.exitCode ??= 0;
   });
 }

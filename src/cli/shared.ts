@@ -48,7 +48,7 @@ export async function withApp<T>(fn: (app: App, logger: Logger) => Promise<T>): 
  * role's token from LETHE_<ROLE>_TOKEN (never from the command line, where `ps`
  * shows it); exit 2 when either is unusable.
  */
-export function serviceClient(role: 'backup' | 'eraser'): ServiceClient {
+export function serviceClient(role: 'backup' | 'eraser' | 'admin'): ServiceClient {
   const base = normalizeBaseUrl(process.env.LETHE_URL ?? 'http://127.0.0.1:8787');
   const variable = `LETHE_${role.toUpperCase()}_TOKEN`;
   const token = process.env[variable];

@@ -14,6 +14,7 @@ import { assertCertificateTransition, type CertificateState, type ErasureClass, 
 import type { ErasureResources } from './resources.js';
 import { endWrappedCopies } from './residuals.js';
 import { type ErasureState, parseState } from './state.js';
+import { forgottenEntries } from './forget.js';
 
 /** The epochs an erasure's certificate waits on, and when each retired. */
 export interface WrappedEpochs {
@@ -80,6 +81,9 @@ export function certificatePayload(
     format: 'lethe-erasure-certificate/1',
     erasureId: row.erasureId,
     subjectHash: hashHex(row.subjectHash),
+    // what was erased: the whole subject, or these entries of a subject that lives on
+    scope: row.scope,
+    ...(row.scope === 'records' ? { entryIds: [...(forgottenEntries(row) ?? [])] } : {}),
     class: outcome.cls,
     status: outcome.status,
     certificateState: outcome.certificateState,

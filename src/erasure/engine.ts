@@ -8,9 +8,11 @@
 import { hostname } from 'node:os';
 import { type Certificate, randomBytes, toBase64Url, utf8, zeroize } from '../crypto/index.js';
 import type { Database, Transaction } from '../db/client.js';
+import type { KeysetPage, KeysetPosition } from '../db/keyset.js';
 import type { ErasureRow } from '../db/schema.js';
 import { isLetheError, LetheError } from '../errors.js';
 import { newId } from '../ids.js';
+import { describeError } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { hashHex } from '../vault/subjects.js';
 import { CertificateFinalizer } from './certificates.js';
@@ -18,6 +20,7 @@ import { sealWithErasureKey } from './erasure-key.js';
 import { type ErasureStatus, isOpen, STEP_NAMES, type StepName } from './machine.js';
 import { ErasureRecords } from './records.js';
 import { dismissMatches } from './dismissal.js';
+import { type ForgetRequest, forgottenEntries, requestForget } from './forget.js';
 import { orderRedaction } from './redaction.js';
 import type { DismissalRequest, ErasureRequest } from './request.js';
 import type { CertificateSigner, ErasureResources, ErasureServices, ErasureSettings } from './resources.js';
@@ -28,6 +31,11 @@ import { ErasureWatchers, type Follower } from './watchers.js';
 import { leftBehind } from './left.js';
 import { failedStep, resumeErasure } from './resume.js';
 import { ErasureWorker } from './worker.js';
+import { reinstateSubject, SubjectTombstones } from './tombstones.js';
+
+/** How often, and how far apart, a released lease's wake is retried while a replica runs the erasure's drain_leases. */
+const WAKE_TRIES = 20;
+const WAKE_RETRY_MS = 100;
 
 export interface ErasureEngineDeps extends ErasureServices, ErasureSettings {
   readonly db: Database;
@@ -53,7 +61,7 @@ export class ErasureEngine {
 
   constructor(deps: ErasureEngineDeps) {
     const { db, eventsFallbackMs, metrics, ...rest } = deps;
-    this.#res = { ...rest, records: new ErasureRecords(db, this.replica), tiers: createTiers(deps) };
+    this.#res = { ...rest, records: new ErasureRecords(db, this.replica), tombstones: new SubjectTombstones(), tiers: createTiers(deps) };
     this.#watchers = new ErasureWatchers({
       source: {
         status: (id) => this.#res.records.status(id),
@@ -83,7 +91,10 @@ export class ErasureEngine {
 
   /** POST /v1/erasures: a new erasure, or the subject's open one. From here on the subject is fenced. */
   async request(input: ErasureRequest, actor: string): Promise<{ erasureId: string; status: ErasureStatus; created: boolean }> {
-    const { keys, log, versionKeys, records } = this.#res;
+    const { keys, log, versionKeys, records, tombstones } = this.#res;
+    // records scope (entryIds: forget some memories) must not tombstone the person; only a subject-scope erasure does
+    const tombstonesSubject = !('entryIds' in input) || input.entryIds === undefined;
+    if (input.entryIds) return this.#forget({ subjectHash: keys.subjectHash(input.subject), entryIds: input.entryIds, reason: input.reason, legalBasis: input.legalBasis }, actor);
     const status = await keys.subjectStatus(input.subject);
     const subjectHash = status.subjectHash;
     const open = await records.openFor(subjectHash);
@@ -116,6 +127,8 @@ export class ErasureEngine {
         await records.transition(tx, erasureId, null, 'classify', 'pending', `requested by ${actor}`);
         // leases stop from the request on, in the same commit: an erasure is never open with its key leasable
         fenced = await keys.fenceSubjectWithin(tx, subjectHash, 'erasure');
+        // and the subject is tombstoned in the same commit: once its key is destroyed no key is made for it again until an admin reinstates it
+        if (tombstonesSubject) await tombstones.mark(tx, subjectHash, erasureId, now);
         return true;
       });
       if (!inserted) {
@@ -133,6 +146,22 @@ export class ErasureEngine {
     return { erasureId, status: 'pending', created: true };
   }
 
+  /**
+   * DELETE /v1/entries/{entryId}: forget one memory — a records-scope erasure of the
+   * entry (forget.ts), or the erasure already forgetting it. not_found for no such entry.
+   */
+  async forgetEntry(entryId: string, actor: string): Promise<{ erasureId: string; status: ErasureStatus; created: boolean }> {
+    const [entry] = await this.#res.log.locateForgetting([entryId]);
+    if (!entry) throw new LetheError('not_found', 'no such entry');
+    return this.#forget({ subjectHash: entry.subjectHash, entryIds: [entryId] }, actor);
+  }
+
+  async #forget(input: ForgetRequest, actor: string): Promise<{ erasureId: string; status: ErasureStatus; created: boolean }> {
+    const result = await requestForget(this.#res, input, actor);
+    if (result.created) this.kick();
+    return result;
+  }
+
   /** POST /v1/erasures/{id}/redactions: re-key other subjects' logs without the named records, then probe again. */
   async redact(erasureId: string, ids: readonly string[], actor: string): Promise<{ erasureId: string; status: ErasureStatus }> {
     await orderRedaction(this.#res, erasureId, ids, actor);
@@ -148,22 +177,54 @@ export class ErasureEngine {
   }
 
   /**
-   * The key-creation guard (KeyService.guardCreation): an open erasure fences the
-   * subject itself, not only its key — no new key until it ends. Runs in the
-   * transaction that inserts the key.
+   * The key-creation guard (KeyService.guardCreation), run in the transaction that
+   * inserts the key: a tombstoned subject (erased, not reinstated) gets no key again —
+   * subject_erased (the guard runs only when the subject has no live key, so while
+   * the erasure runs with the fenced key in place the answers stay erasure_in_progress);
+   * and an open erasure fences the subject itself, not only its key — no new key
+   * until it ends.
    */
-  async refuseKeyWhileOpen(tx: Transaction, subjectHash: Uint8Array): Promise<void> {
+  async refuseKeyCreation(tx: Transaction, subjectHash: Uint8Array): Promise<void> {
+    if (await this.#res.tombstones.find(tx, subjectHash)) {
+      throw new LetheError('subject_erased', 'the subject was erased: no new key, lease or append is accepted for it until an admin reinstates it');
+    }
     if (await this.#res.records.isOpen(tx, subjectHash)) {
       throw new LetheError('erasure_in_progress', 'the subject is being erased; no new key is created until the erasure ends');
     }
   }
 
   async get(erasureId: string): Promise<ErasureView> {
-    const row = await this.#res.records.row(erasureId);
+    return this.#full(await this.#res.records.row(erasureId));
+  }
+
+  /**
+   * GET /v1/erasures: a page of erasures, oldest first, each as `get` answers it, with its
+   * position; with `subject`, only that subject's (named by its keyed hash, the id is not
+   * kept). One query per page; a failed erasure's `left` reads its key's state — a few
+   * queries each, bounded by the page.
+   */
+  async list(page: KeysetPage & { subject?: string | undefined } = {}): Promise<Array<{ view: ErasureView; position: KeysetPosition }>> {
+    const subjectHash = page.subject === undefined ? undefined : this.#res.keys.subjectHash(page.subject);
+    const rows = await this.#res.records.page({ after: page.after, limit: page.limit, subjectHash });
+    const out: Array<{ view: ErasureView; position: KeysetPosition }> = [];
+    for (const { row, position } of rows) out.push({ view: await this.#full(row), position });
+    return out;
+  }
+
+  /** The view of a row, with what a failed erasure left behind. */
+  async #full(row: ErasureRow): Promise<ErasureView> {
     const view = this.#view(row);
     if (row.status !== 'failed') return view;
     const state = parseState(row.state);
     return { ...view, left: { ...(await leftBehind(this.#res, row, state)), failedStep: failedStep(state) } };
+  }
+
+  /**
+   * POST /v1/subjects/{subject}/reinstate (admin): lifts the subject's tombstone, audited
+   * (tombstones.ts); conflict when it has none, erasure_in_progress while an erasure of it is open.
+   */
+  async reinstate(subject: string, reason: string, actor: string): Promise<{ erasureId: string; erasedAt: Date }> {
+    return reinstateSubject(this.#res, subject, reason, actor);
   }
 
   /**
@@ -263,6 +324,26 @@ export class ErasureEngine {
     this.#worker.kick();
   }
 
+  /**
+   * A lease of the subject was released (KeyService.onLeaseReleased): its erasure parked
+   * at drain_leases runs now — on this replica at once, on the others at their next
+   * poll — and reads the outstanding leases again. One a replica is running right now
+   * may have read the leases before the release committed: it is woken again, in the
+   * background, once that run has parked (every WAKE_RETRY_MS, at most WAKE_TRIES times).
+   */
+  async leasesReleased(subjectHash: Uint8Array): Promise<void> {
+    if ((await this.#res.records.wake(subjectHash, 'drain_leases')) === 'running') {
+      void (async () => {
+        for (let i = 0; i < WAKE_TRIES; i++) {
+          await new Promise((r) => setTimeout(r, WAKE_RETRY_MS));
+          if ((await this.#res.records.wake(subjectHash, 'drain_leases')) !== 'running') break;
+        }
+        this.kick();
+      })().catch((e: unknown) => this.#res.logger.warn({ err: describeError(e) }, 'could not wake an erasure after a lease release'));
+    }
+    this.kick();
+  }
+
   /** Claims and runs erasures until none is claimable; then finalizes certificates whose epochs retired. */
   drain(): Promise<number> {
     return this.#worker.drain();
@@ -311,6 +392,8 @@ export class ErasureEngine {
       status: row.status,
       ...(row.class ? { class: row.class } : {}),
       subjectHash: hashHex(row.subjectHash),
+      scope: row.scope,
+      ...(row.scope === 'records' ? { entryIds: [...(forgottenEntries(row) ?? [])] } : {}),
       ...(row.legalBasis ? { legalBasis: row.legalBasis } : {}),
       createdAt: row.createdAt.toISOString(),
       ...(row.finishedAt ? { finishedAt: row.finishedAt.toISOString() } : {}),

@@ -13,7 +13,10 @@ export async function affectedGraph(
   artifacts: ArtifactService,
   subjectHash: Uint8Array,
   affected: ReadonlyArray<{ artifactId: string; kind: string }>,
+  /** A records-scope erasure's entries: only these are the erased ones (the subject's others survive). */
+  forgotten?: readonly string[],
 ): Promise<ErasureGraph> {
+  const erased = forgotten ? new Set(forgotten) : undefined;
   if (affected.length === 0) return { nodes: [], edges: [] };
   const shown = affected.slice(0, GRAPH_NODE_LIMIT);
   const edges = await artifacts.edges(
@@ -33,7 +36,7 @@ export async function affectedGraph(
       nodes.set(
         e.sourceId,
         e.sourceType === 'entry'
-          ? { id: e.sourceId, type: 'entry', erasedSubject: e.ofSubject }
+          ? { id: e.sourceId, type: 'entry', erasedSubject: erased ? erased.has(e.sourceId) : e.ofSubject }
           : { id: e.sourceId, type: 'artifact', ...(e.kind ? { kind: e.kind } : {}), erasedSubject: false },
       );
     }

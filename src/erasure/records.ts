@@ -7,11 +7,12 @@
  */
 import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
 import { type Database, queryRows, type Transaction } from '../db/client.js';
+import { afterPosition, type KeysetPage, type KeysetPosition, positionOrder, positionTime } from '../db/keyset.js';
 import { type ErasureRow, erasures, erasureTransitions } from '../db/schema.js';
 import { LetheError } from '../errors.js';
 import { isId } from '../ids.js';
 import { notify } from '../vault/events.js';
-import { type ErasureStatus, OPEN_STATUSES } from './machine.js';
+import { type ErasureStatus, OPEN_STATUSES, type StepName } from './machine.js';
 import type { ErasureState } from './state.js';
 import type { ErasureTransition } from './view.js';
 
@@ -37,6 +38,20 @@ export class ErasureRecords {
     return row;
   }
 
+  /**
+   * A page of erasures, oldest first (keyset on (created_at, erasure id): src/db/keyset.ts),
+   * each row with its position; only the subject's when `subjectHash` is given. One query.
+   */
+  async page(page: KeysetPage & { subjectHash?: Uint8Array | undefined }): Promise<Array<{ row: ErasureRow; position: KeysetPosition }>> {
+    const query = this.#db
+      .select({ row: erasures, time: positionTime(erasures.createdAt) })
+      .from(erasures)
+      .where(and(page.subjectHash ? eq(erasures.subjectHash, page.subjectHash) : undefined, afterPosition(erasures.createdAt, erasures.erasureId, page.after)))
+      .orderBy(...positionOrder(erasures.createdAt, erasures.erasureId));
+    const rows = await (page.limit === undefined ? query : query.limit(page.limit));
+    return rows.map(({ row, time }) => ({ row, position: { createdAt: time, id: row.erasureId } }));
+  }
+
   /** The erasure's status alone (what a follower polls). */
   async status(erasureId: string): Promise<ErasureStatus> {
     if (!isId('ers', erasureId)) throw new LetheError('not_found', 'no such erasure');
@@ -45,12 +60,12 @@ export class ErasureRecords {
     return row.status;
   }
 
-  /** The subject's open erasure, if any (there is at most one). */
+  /** The subject's open erasure of the whole subject, if any (there is at most one; records-scope erasures are not counted). */
   async openFor(subjectHash: Uint8Array): Promise<{ erasureId: string; status: ErasureStatus } | undefined> {
     const [row] = await this.#db
       .select({ erasureId: erasures.erasureId, status: erasures.status })
       .from(erasures)
-      .where(and(eq(erasures.subjectHash, subjectHash), inArray(erasures.status, [...OPEN_STATUSES])))
+      .where(and(eq(erasures.subjectHash, subjectHash), inArray(erasures.status, [...OPEN_STATUSES]), eq(erasures.scope, 'subject')))
       .limit(1);
     return row;
   }
@@ -96,11 +111,34 @@ export class ErasureRecords {
     await this.#db.update(erasures).set({ sealedFingerprints: sealed }).where(and(eq(erasures.erasureId, erasureId), eq(erasures.claimedBy, claim)));
   }
 
-  /** Whether the subject has an open erasure, inside the caller's transaction (the key-creation guard). */
+  /**
+   * Makes the subject's open erasure parked at `step` runnable now (`not_before` =
+   * now), unless a replica holds it (a live claim): `running` then — that run may still
+   * park on what it read before, so the caller wakes it again once it has; `woken`
+   * otherwise (also when it was runnable already); `none` when no open erasure of the
+   * subject waits at `step`.
+   */
+  async wake(subjectHash: Uint8Array, step: StepName): Promise<'woken' | 'running' | 'none'> {
+    const [row] = await queryRows<{ held: boolean | null }>(
+      this.#db,
+      sql`with target as (select erasure_id, (claimed_by is not null and claimed_until >= now()) as held
+                            from erasures
+                           where subject_hash = ${subjectHash} and status in ('pending', 'running') and step = ${step}),
+               woken as (update erasures e set not_before = now(), updated_at = now()
+                           from target t
+                          where e.erasure_id = t.erasure_id and not t.held and e.not_before > now()
+                      returning 1)
+          select (select bool_or(held) from target) as held, (select count(*) from woken) as woken`,
+    );
+    if (row?.held === null || row?.held === undefined) return 'none';
+    return row.held ? 'running' : 'woken';
+  }
+
+  /** Whether the subject has an open erasure of the whole subject, inside the caller's transaction (the key-creation guard). */
   async isOpen(tx: Transaction, subjectHash: Uint8Array): Promise<boolean> {
     const [row] = await queryRows<{ one: number }>(
       tx,
-      sql`select 1 as one from erasures where subject_hash = ${subjectHash} and status in ('pending', 'running') limit 1`,
+      sql`select 1 as one from erasures where subject_hash = ${subjectHash} and status in ('pending', 'running') and scope = 'subject' limit 1`,
     );
     return row !== undefined;
   }

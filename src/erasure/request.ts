@@ -15,6 +15,8 @@ export const MAX_PUBLIC_ATTRIBUTES = 32;
 export const MAX_PUBLIC_ATTRIBUTE_CHARS = 1000;
 export const MAX_UNLEARNING_METHOD_CHARS = 500;
 export const MAX_REDACTION_IDS = 1000;
+/** Entries one records-scope erasure forgets at most. */
+export const MAX_FORGET_IDS = 1000;
 
 // Messages read after the field's name: `body.reason: at most 2000 characters` from
 // the route, `--reason: at most 2000 characters` from the CLI.
@@ -35,8 +37,23 @@ export const ErasureRequestSchema = z
     legalBasis: z.enum(LEGAL_BASES, { error: `must be one of ${LEGAL_BASES.join(', ')}` }).optional(),
     publicAttributes: z.array(z.string().min(1, ATTRIBUTE_LENGTH).max(MAX_PUBLIC_ATTRIBUTE_CHARS, ATTRIBUTE_LENGTH)).max(MAX_PUBLIC_ATTRIBUTES, `at most ${MAX_PUBLIC_ATTRIBUTES}`).optional(),
     unlearning: UnlearningSchema.optional(),
+    /**
+     * Forget these entries of the subject, not the subject: a records-scope erasure. The
+     * subject keeps a live key; its other entries move to a new one.
+     */
+    entryIds: z
+      .array(z.string().regex(ID_PATTERNS.entry, 'each must be entry_<22 base64url characters>'))
+      .min(1, 'name at least one entry')
+      .max(MAX_FORGET_IDS, `at most ${MAX_FORGET_IDS}`)
+      .optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((r, ctx) => {
+    // a living subject's own records would match its public attributes: the probe could never pass
+    for (const field of ['publicAttributes', 'unlearning'] as const) {
+      if (r.entryIds && r[field] !== undefined) ctx.addIssue({ code: 'custom', path: [field], message: 'applies to erasing a whole subject, not to forgetting entries (entryIds)' });
+    }
+  });
 
 export type ErasureRequest = z.infer<typeof ErasureRequestSchema>;
 

@@ -18,6 +18,8 @@ export interface ResidualInputs {
   /** The erasure key kept (matches remain): its sealed fingerprints are a residual. */
   readonly fingerprintsKept: boolean;
   readonly sealKeyId: string | null;
+  /** A records-scope erasure: how many entries it forgets (the subject lives on). */
+  readonly forgotten?: number | undefined;
 }
 
 export async function residuals(d: { epochs: EpochService; backups: BackupService }, input: ResidualInputs): Promise<Residual[]> {
@@ -53,7 +55,11 @@ export async function residuals(d: { epochs: EpochService; backups: BackupServic
     out.push({
       tier: 'key-table',
       kind: 'wrapped-dek',
-      detail: `Copies of the destroyed key ${destruction.keyId}, wrapped under epoch ${destruction.wrappedEpoch}'s KEK, may remain in PostgreSQL dead tuples, WAL and database backups; they unwrap only while that epoch's KEK exists.`,
+      detail:
+        `Copies of the destroyed key ${destruction.keyId}, wrapped under epoch ${destruction.wrappedEpoch}'s KEK, may remain in PostgreSQL dead tuples, WAL and database backups; they unwrap only while that epoch's KEK exists.` +
+        (input.forgotten !== undefined
+          ? ` The subject lives on under a new key: the ${input.forgotten} forgotten entr${input.forgotten === 1 ? "y's record key was" : "ies' record keys were"} wrapped under the destroyed key alone, so old copies of the entries (their frames in the object store and in backups, with the database rows holding their wrapped record keys) stay decryptable for exactly as long: until epoch ${destruction.wrappedEpoch} is retired.`
+          : ''),
       ...(until ? { until } : {}),
       bound,
     });
@@ -67,12 +73,18 @@ export async function residuals(d: { epochs: EpochService; backups: BackupServic
       });
     }
     if (destruction.leasedUntil) {
+      // when the leases really ended (drain_leases recorded it): a writer's release ends its lease before the expiry captured at destruction
+      const leases = state.leases?.keyId === destruction.keyId ? state.leases : undefined;
+      const ended = leases?.endedAt ?? destruction.leasedUntil;
       out.push({
         tier: 'caches',
         kind: 'lease',
-        detail: 'Writers that leased the key before the fence could hold the DEK in memory until their lease expired; lethe refuses every write under the destroyed key.',
-        until: destruction.leasedUntil,
-        bound: destruction.leasedUntil,
+        detail:
+          leases?.ended === 'released'
+            ? `Writers that leased the key before the fence could hold the DEK in memory until they released their leases (${leases.released} of ${leases.leases} released; the last lease ended by its writer's release); lethe refuses every write under the destroyed key.`
+            : 'Writers that leased the key before the fence could hold the DEK in memory until their lease expired; lethe refuses every write under the destroyed key.',
+        until: ended,
+        bound: ended,
       });
     }
   }

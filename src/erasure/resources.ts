@@ -14,10 +14,12 @@ import type { EpochService } from '../vault/epochs.js';
 import type { KeyService } from '../vault/keys.js';
 import type { VersionKeys } from '../vault/version-keys.js';
 import type { Acknowledgement } from '../vault/replicas.js';
+import type { AuditLog } from '../vault/audit.js';
 import type { Vectors } from '../vectors/service.js';
 import type { ErasureRecords } from './records.js';
 import type { RetryPolicy } from './retry.js';
 import type { Tiers } from './tiers/index.js';
+import type { SubjectTombstones } from './tombstones.js';
 
 /** Signs certificates with the vault's current certificate-signing key (vault/certificate-keys.ts: the key provider holds the keys). */
 export interface CertificateSigner {
@@ -55,6 +57,8 @@ export interface ErasureServices {
   readonly exposures: TrainingExposures;
   readonly backups: BackupService;
   readonly replicas: ReplicaAcknowledger;
+  /** The vault's audit chain (a reinstatement's row, tombstones.ts). */
+  readonly audit: AuditLog;
   readonly logger: Logger;
   /** Test fault injection: kill the process at a named point (never honoured in production). */
   readonly failpoint?: ((name: string) => void) | undefined;
@@ -62,6 +66,8 @@ export interface ErasureServices {
 
 export interface ErasureResources extends ErasureServices, ErasureSettings {
   readonly records: ErasureRecords;
+  /** `subject_tombstones`: subjects erased for good until an admin reinstates them. */
+  readonly tombstones: SubjectTombstones;
   readonly tiers: Tiers;
   /** Signs certificates; every certificate names its signing key (`signingKeyId`) inside the signed payload. */
   readonly signer: CertificateSigner;

@@ -3,7 +3,8 @@
  * failed erasure goes back to running at the step that failed, its attempts reset,
  * and a transition row says who resumed it and from where. Refused (409) for an
  * erasure that is not failed, and once a newer erasure of the same subject exists
- * (open, or finished: that one has taken the subject over).
+ * (open, or finished: that one has taken the subject over). A subject-scope erasure
+ * tombstones its subject again as it resumes (tombstones.ts).
  */
 import { and, eq, gt, ne } from 'drizzle-orm';
 import { erasures } from '../db/schema.js';
@@ -45,6 +46,8 @@ export async function resumeErasure(res: ErasureResources, erasureId: string, ac
         .where(eq(erasures.erasureId, locked.erasureId));
       const cause = locked.lastError ? ` (it had failed: ${locked.lastError})` : '';
       await res.records.transition(tx, locked.erasureId, null, step, 'running', `resumed at ${step} by ${actor}${cause}`);
+      // a subject-scope erasure tombstones its subject again (an admin may have reinstated it while the erasure was failed)
+      if (locked.scope === 'subject') await res.tombstones.mark(tx, locked.subjectHash, locked.erasureId, locked.createdAt);
       return step;
     });
   } catch (e) {

@@ -32,6 +32,10 @@ export const ErasureStateSchema = z.looseObject({
   graph: ErasureGraphSchema.optional(),
   fingerprinted: z.number().optional(),
   destruction: z.object({ keyId: z.string(), destroyedAt: z.string(), wrappedEpoch: z.number(), leasedUntil: z.string().nullable() }).optional(),
+  /** What drain_leases found when the destroyed key's leases were over: how many, how many released, when and how the last one ended. */
+  leases: z
+    .object({ keyId: z.string(), leases: z.number(), released: z.number(), endedAt: z.string().nullable(), ended: z.enum(['released', 'expired']).nullable() })
+    .optional(),
   /** Artifact version keys the cascade and redactions destroyed (their backups are marked too). */
   versionKeys: z.array(z.string()).optional(),
   /** Keys of other subjects destroyed by redactions. */

@@ -137,6 +137,10 @@ export const ErasureViewSchema = z.object({
   class: z.enum(ERASURE_CLASSES).optional(),
   /** Hex of the keyed hash that names the subject (never the subject id). */
   subjectHash: z.string(),
+  /** `subject`: the whole subject is erased (its key destroyed). `records`: only `entryIds` are forgotten; the subject lives on under a new key. */
+  scope: z.enum(['subject', 'records']),
+  /** The entries a records-scope erasure forgets. */
+  entryIds: z.array(z.string()).optional(),
   legalBasis: z.string().optional(),
   createdAt: z.string(),
   finishedAt: z.string().optional(),

@@ -8,9 +8,9 @@
  * Writers that seal locally register their segments (registration.ts); re-keying a
  * subject's log is rekey.ts.
  */
-import { asc, eq, inArray, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { zeroize } from '../crypto/index.js';
-import { type Database, queryRows } from '../db/client.js';
+import { type Database, queryRows, type Transaction } from '../db/client.js';
 import { logEntries, type LogEntryRow } from '../db/schema.js';
 import { LetheError, isLetheError } from '../errors.js';
 import { newId, newSegmentKey } from '../ids.js';
@@ -22,7 +22,7 @@ import type { LogDeps } from './deps.js';
 import { compact, type CompactReport, fsck, type FsckOptions, type FsckReport } from './maintenance.js';
 import { rekeyKey, type RekeyOptions, type RekeyResult } from './rekey.js';
 import { register, type RegisteredEntry, type RegistrationResult } from './registration.js';
-import { type FramePayload, openFrame, sealFrame } from './frame.js';
+import { type FramePayload, openEntry, sealEntry } from './frame.js';
 import {
   type AppendOnce,
   claimCte,
@@ -143,8 +143,8 @@ export class LogService {
     const { keyId, dek, subjectHash, firstSeq: seq } = await this.#reserveSeqs(subject, 1, actor);
     try {
       const entryId = newId('entry');
-      const frame = sealFrame(dek, { keyId, entryId, seq }, { text: input.text, kind: input.kind ?? null, metadata: input.metadata ?? null });
-      const { bytes, places } = encodeSegment([frame]);
+      const sealed = sealEntry(dek, { keyId, entryId, seq }, { text: input.text, kind: input.kind ?? null, metadata: input.metadata ?? null });
+      const { bytes, places } = encodeSegment([sealed.envelope]);
       const segment = newSegmentKey();
       const [embedding] = await this.#vectors.seal([{ recordId: entryId, recordType: 'entry', text: input.text }], keyId, dek);
       await this.#objects.put(segment, bytes);
@@ -158,9 +158,9 @@ export class LogService {
       const inserted = await queryRows<{ record_id: string }>(
         this.#db,
         sql`with ${claim} ins as (
-              insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at)
+              insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at, wrapped_key)
               select ${entryId}, decode(${Buffer.from(subjectHash).toString('hex')}, 'hex'), ${keyId}, ${seq}, ${segment},
-                     ${place.offset}, ${place.length}, now()
+                     ${place.offset}, ${place.length}, now(), decode(${Buffer.from(sealed.wrappedKey).toString('hex')}, 'hex')
                ${gate}
               returning entry_id),
             ${insertEmbeddingsCte([embedding!], 'ins')}
@@ -234,18 +234,25 @@ export class LogService {
     return (await this.read(subject)).entries;
   }
 
-  /** The subject's readable entries and the key they were read under (for a read fence). */
-  async read(subject: string): Promise<{ entries: Entry[]; keyId: string }> {
+  /**
+   * The subject's readable entries and the key they were read under (for a read fence).
+   * `page` (the HTTP list's pages): only the entries after seq `afterSeq`, at most
+   * `limit` of them; without it, all of them. Forgotten entries are never read here.
+   */
+  async read(subject: string, page: { afterSeq?: number | undefined; limit?: number | undefined } = {}): Promise<{ entries: Entry[]; keyId: string }> {
     const status = await this.#keys.subjectStatus(subject);
     if (!status.key) {
       if (status.erased) throw new LetheError('subject_erased', 'the subject was erased and has no new key');
       throw new LetheError('not_found', 'no such subject');
     }
-    const rows = await this.#db
+    // keyset on seq (fixed per entry, kept by a re-key): a page never repeats or skips an entry (README, "Pages")
+    const after = page.afterSeq === undefined ? undefined : sql`${logEntries.seq} > ${page.afterSeq}`;
+    const query = this.#db
       .select()
       .from(logEntries)
-      .where(eq(logEntries.keyId, status.key.keyId))
+      .where(and(eq(logEntries.keyId, status.key.keyId), isNull(logEntries.forgottenBy), after))
       .orderBy(asc(logEntries.seq));
+    const rows = await (page.limit === undefined ? query : query.limit(page.limit));
     const keyId = status.key.keyId;
     if (rows.length === 0) return { entries: [], keyId };
     const { dek } = await this.#keys.dekFor(keyId);
@@ -259,17 +266,20 @@ export class LogService {
   }
 
   /**
-   * The readable entries among `ids` (entries whose key was destroyed, or that do not
-   * exist, are left out), one key unwrap per key. An entry whose key was replaced
+   * The readable entries among `ids` (entries whose key was destroyed, that are being
+   * forgotten, or that do not exist, are left out; `forgottenBy`: only the entries that
+   * erasure forgets), one key unwrap per key. An entry whose key was replaced
    * while we read (a re-key moved it to a new key) is read again under its new key,
    * not mistaken for an erased one.
    */
-  async readMany(ids: readonly string[]): Promise<Map<string, Entry>> {
+  async readMany(ids: readonly string[], options: { forgottenBy?: string } = {}): Promise<Map<string, Entry>> {
     const out = new Map<string, Entry>();
     let pending = [...new Set(ids)];
     let seenKeys = new Map<string, string>();
+    // a forgotten entry is read by no one but the erasure forgetting it (its fingerprints)
+    const visible = options.forgottenBy === undefined ? isNull(logEntries.forgottenBy) : eq(logEntries.forgottenBy, options.forgottenBy);
     for (let pass = 0; pass < 3 && pending.length > 0; pass++) {
-      const rows = (await this.#db.select().from(logEntries).where(inArray(logEntries.entryId, pending))).filter(
+      const rows = (await this.#db.select().from(logEntries).where(and(inArray(logEntries.entryId, pending), visible))).filter(
         // on a second pass, only rows that moved to another key are worth another try
         (row) => pass === 0 || seenKeys.get(row.entryId) !== row.keyId,
       );
@@ -331,6 +341,60 @@ export class LogService {
       .where(inArray(logEntries.entryId, unique));
   }
 
+  /**
+   * Where each of the given entries is and who is forgetting it (unknown ids are absent):
+   * what a records-scope erasure checks before it marks them.
+   */
+  async locateForgetting(ids: readonly string[]): Promise<Array<{ entryId: string; subjectHash: Uint8Array; keyId: string; forgottenBy: string | null }>> {
+    const unique = [...new Set(ids)];
+    if (unique.length === 0) return [];
+    return this.#db
+      .select({ entryId: logEntries.entryId, subjectHash: logEntries.subjectHash, keyId: logEntries.keyId, forgottenBy: logEntries.forgottenBy })
+      .from(logEntries)
+      .where(inArray(logEntries.entryId, unique));
+  }
+
+  /**
+   * Inside a records-scope erasure's request transaction: from its commit on, the
+   * entries are read by no one but that erasure (lists, reads, search and the probe
+   * skip them; GET answers entry_forgotten) until the re-key that ends it destroys the
+   * only key their record keys are wrapped under. Refuses (conflict) when any of them
+   * is already being forgotten or is not indexed under the subject.
+   */
+  async markForgotten(tx: Transaction, erasureId: string, subjectHash: Uint8Array, ids: readonly string[]): Promise<void> {
+    const marked = await tx
+      .update(logEntries)
+      .set({ forgottenBy: erasureId })
+      .where(and(inArray(logEntries.entryId, [...new Set(ids)]), eq(logEntries.subjectHash, subjectHash), isNull(logEntries.forgottenBy)))
+      .returning({ entryId: logEntries.entryId });
+    if (marked.length !== new Set(ids).size) {
+      throw new LetheError('conflict', 'an entry of the request changed meanwhile (it is being forgotten by another erasure); nothing was marked', { retryable: true });
+    }
+  }
+
+  /** How many of the given entries are still readable (indexed under a live key): what a records-scope erasure must bring to 0. */
+  async countReadableOf(ids: readonly string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    const [row] = await queryRows<{ n: string | number }>(
+      this.#db,
+      sql`select count(*) as n from log_entries e join subject_keys k on k.key_id = e.key_id
+           where e.entry_id in (select json_array_elements_text(${JSON.stringify([...new Set(ids)])}::json))`,
+    );
+    return Number(row?.n ?? 0);
+  }
+
+  /** How many of the given entries are indexed under a destroyed key (erased). */
+  async countErasedOf(ids: readonly string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    const [row] = await queryRows<{ n: string | number }>(
+      this.#db,
+      sql`select count(*) as n from log_entries e
+           where e.entry_id in (select json_array_elements_text(${JSON.stringify([...new Set(ids)])}::json))
+             and not exists (select 1 from subject_keys k where k.key_id = e.key_id)`,
+    );
+    return Number(row?.n ?? 0);
+  }
+
   /** Whether lethe ever indexed an entry of the subject (an erasure of a subject never seen is refused). */
   async hasEntries(subjectHash: Uint8Array): Promise<boolean> {
     const [row] = await queryRows<{ one: number }>(this.#db, sql`select 1 as one from log_entries where subject_hash = ${subjectHash} limit 1`);
@@ -340,6 +404,7 @@ export class LogService {
   async get(entryId: string): Promise<Entry> {
     const [row] = await this.#db.select().from(logEntries).where(eq(logEntries.entryId, entryId));
     if (!row) throw new LetheError('not_found', 'no such entry');
+    if (row.forgottenBy !== null) throw new LetheError('entry_forgotten', `the entry is forgotten (erasure ${row.forgottenBy})`);
     let dek: Uint8Array;
     try {
       ({ dek } = await this.#keys.dekFor(row.keyId));
@@ -393,7 +458,7 @@ export class LogService {
   }
 
   #open(dek: Uint8Array, row: LogEntryRow, envelope: Uint8Array): Entry {
-    const payload = openFrame(dek, { keyId: row.keyId, entryId: row.entryId, seq: row.seq }, envelope);
+    const payload = openEntry(dek, { keyId: row.keyId, entryId: row.entryId, seq: row.seq }, row.wrappedKey, envelope);
     return { entryId: row.entryId, keyId: row.keyId, seq: row.seq, createdAt: row.createdAt, text: payload.text, kind: payload.kind, metadata: payload.metadata };
   }
 }

@@ -2,64 +2,151 @@
  * Search: the records nearest a query in the vector index (src/vectors), each read
  * back through its key before it is served — a vector that outlived its key is never
  * answered — and a read fence covering the hits returned.
+ *
+ * A search names whose records it may answer: some subjects (their entries — the
+ * vectors filed under their live keys — and the artifacts derived from them alone), or
+ * every subject (`allSubjects`, an admin's). A scoped search ranks only the vectors in
+ * its scope: it never searches everyone's and filters after, where the nearest could
+ * all be someone else's.
  */
 import { LetheError } from '../errors.js';
 import type { ArtifactService } from '../artifacts/service.js';
 import type { LogService } from '../log/service.js';
 import type { ReadFences } from '../vault/fences.js';
+import type { KeyService } from '../vault/keys.js';
 import type { Vectors } from '../vectors/service.js';
-import type { RecordType } from '../vectors/vector-index.js';
+import type { IndexHit, RecordType } from '../vectors/vector-index.js';
 
 export const MAX_SEARCH_K = 100;
 export const MAX_QUERY_BYTES = 8 * 1024;
+/** The most subjects one search may name. */
+export const MAX_SEARCH_SUBJECTS = 100;
+/** Rounds of widening when candidates turn out unreadable or out of scope (each ranks 4x as many). */
+const MAX_WIDENINGS = 3;
+
+/** Whose records a search may answer: the named subjects', or everyone's (the route lets only an admin ask for that). */
+export type SearchScope = { readonly subjects: readonly string[] } | { readonly allSubjects: true };
 
 export interface SearchHit {
   readonly id: string;
   readonly type: RecordType;
   readonly score: number;
   readonly text: string;
+  /** The named subject the hit belongs to (an entry of it; an artifact derived from it alone); null for an artifact of several, and in an allSubjects search. */
+  readonly subject: string | null;
+  /** An entry's kind, or an artifact's (summary, fact, digest). */
+  readonly kind: string | null;
+  /** An entry's metadata; null for artifacts. */
+  readonly metadata: Record<string, unknown> | null;
+  /** When the entry was appended; when the artifact's current version was written (its updatedAt). */
+  readonly createdAt: Date;
 }
 
-export class Search {
-  readonly #d: { vectors: Vectors; log: LogService; artifacts: ArtifactService; fences: ReadFences };
+/** A candidate looked at: the hit it makes, or null (unreadable, or an artifact reaching a subject outside the scope). */
+type Judged = Omit<SearchHit, 'score'> & { readonly keyId: string };
 
-  constructor(deps: { vectors: Vectors; log: LogService; artifacts: ArtifactService; fences: ReadFences }) {
+export class Search {
+  readonly #d: { vectors: Vectors; log: LogService; artifacts: ArtifactService; fences: ReadFences; keys: KeyService };
+
+  constructor(deps: { vectors: Vectors; log: LogService; artifacts: ArtifactService; fences: ReadFences; keys: KeyService }) {
     this.#d = deps;
   }
 
   /**
-   * The `k` records nearest the query, with their text read back through their keys,
-   * and a read fence covering them.
+   * The `k` records of the scope nearest the query, with their text read back through
+   * their keys, and a read fence covering them.
    */
-  async search(query: string, k: number): Promise<{ hits: SearchHit[]; readFence: string }> {
+  async search(query: string, k: number, scope: SearchScope): Promise<{ hits: SearchHit[]; readFence: string }> {
     if (Buffer.byteLength(query, 'utf8') > MAX_QUERY_BYTES) throw new LetheError('payload_too_large', `query is limited to ${MAX_QUERY_BYTES} bytes`);
     if (!Number.isInteger(k) || k < 1 || k > MAX_SEARCH_K) throw new LetheError('validation_failed', `k must be 1 to ${MAX_SEARCH_K}`);
-    const { vectors, fences } = this.#d;
+    const subjects = 'subjects' in scope ? [...new Set(scope.subjects)] : undefined;
+    if (subjects && (subjects.length < 1 || subjects.length > MAX_SEARCH_SUBJECTS)) {
+      throw new LetheError('validation_failed', `subjects: name 1 to ${MAX_SEARCH_SUBJECTS} subjects`);
+    }
+    const { vectors, fences, keys } = this.#d;
+    // keyed hashes first: a malformed subject id is refused before anything is embedded
+    const named = subjects?.map((subject) => ({ subject, hash: keys.subjectHash(subject) }));
     const [vector] = await vectors.embedder.embed([query]);
     // a query with nothing to match on (only stop words) finds nothing, rather than k arbitrary records
     if (!vector!.some((x) => x !== 0)) return { hits: [], readFence: fences.issue([]) };
-    // over-fetch: a few hits may turn out unreadable (destroyed a moment ago)
+    // one index for the whole search (a rebuild may swap in another meanwhile)
     const index = vectors.index;
-    const candidates = index.search(vector!, Math.min(k * 2 + 4, index.size));
-    const texts = await this.#texts(candidates);
-    const hits: SearchHit[] = [];
-    const read: Array<{ id: string; type: RecordType; keyId: string }> = [];
-    for (const c of candidates) {
-      const t = texts.get(c.id);
-      if (t === undefined) continue;
-      hits.push({ id: c.id, type: c.type, score: Math.round(c.score * 1e6) / 1e6, text: t.text });
-      read.push({ id: c.id, type: c.type, keyId: t.keyId });
-      if (hits.length === k) break;
+
+    let rank: (n: number, keep: (id: string) => boolean) => IndexHit[];
+    let judge: (candidates: readonly IndexHit[]) => Promise<Map<string, Judged | null>>;
+    if (!named) {
+      rank = (n, keep) => index.search(vector!, n, keep);
+      judge = (candidates) => this.#judge(candidates, { entrySubject: () => null, artifacts: async (ids) => new Map(ids.map((id) => [id, null])) });
+    } else {
+      const hashes = named.map((n) => n.hash);
+      const nameOf = new Map(named.map((n) => [Buffer.from(n.hash).toString('hex'), n.subject]));
+      // the subjects' entries: the vectors filed under their live keys; their artifacts: those above their entries
+      const [live, touching] = await Promise.all([keys.liveKeysOf(hashes), this.#d.artifacts.touchingSubjects(hashes)]);
+      const subjectOfKey = new Map([...live].map(([hex, key]) => [key.keyId, nameOf.get(hex)!]));
+      const scope = { keyIds: [...subjectOfKey.keys()], ids: touching.map((t) => t.artifactId) };
+      rank = (n, keep) => index.searchWithin(vector!, n, scope, keep);
+      judge = (candidates) =>
+        this.#judge(candidates, {
+          entrySubject: (c) => subjectOfKey.get(c.keyId) ?? null,
+          // an artifact is in scope only when every subject its closure reaches is named
+          artifacts: async (ids) => {
+            const closures = await this.#d.artifacts.closureScope(ids, hashes);
+            return new Map(
+              ids.flatMap((id) => {
+                const c = closures.get(id);
+                if (!c || c.foreign) return [];
+                return [[id, c.subjects.length === 1 ? (nameOf.get(c.subjects[0]!) ?? null) : null] as const];
+              }),
+            );
+          },
+        });
+    }
+
+    // over-fetch, then widen while too few candidates turn out readable and in scope
+    const judged = new Map<string, Judged | null>();
+    let n = k * 2 + 4;
+    let hits: SearchHit[] = [];
+    for (let round = 0; ; round++) {
+      const candidates = rank(n, (id) => judged.get(id) !== null);
+      const fresh = candidates.filter((c) => !judged.has(c.id));
+      for (const [id, j] of await judge(fresh)) judged.set(id, j);
+      hits = [];
+      for (const c of candidates) {
+        const j = judged.get(c.id);
+        if (!j) continue;
+        hits.push({ id: j.id, type: j.type, score: Math.round(c.score * 1e6) / 1e6, text: j.text, subject: j.subject, kind: j.kind, metadata: j.metadata, createdAt: j.createdAt });
+        if (hits.length === k) break;
+      }
+      if (hits.length === k || candidates.length < n || round === MAX_WIDENINGS) break;
+      n *= 4;
     }
     // the fence covers the hits returned, not every candidate read
-    return { hits, readFence: await this.#fence(read) };
+    return { hits, readFence: await this.#fence(hits.map((h) => ({ id: h.id, type: h.type, keyId: judged.get(h.id)!.keyId }))) };
   }
 
-  /** Readable texts of the given records (unreadable ones left out), each with the key it was read under. */
-  async #texts(ids: ReadonlyArray<{ id: string; type: RecordType }>): Promise<Map<string, { text: string; keyId: string }>> {
-    const entries = await this.#d.log.readMany(ids.filter((i) => i.type === 'entry').map((i) => i.id));
-    const out = await this.#d.artifacts.readMany(ids.filter((i) => i.type === 'artifact').map((i) => i.id));
-    for (const [id, e] of entries) out.set(id, { text: e.text, keyId: e.keyId });
+  /**
+   * Reads the candidates back through their keys: each one's hit, or null when it is
+   * unreadable (its key destroyed a moment ago, forgotten) or out of scope.
+   * `artifacts` answers the candidate artifacts in scope, with the subject each is of.
+   */
+  async #judge(
+    candidates: readonly IndexHit[],
+    scope: { entrySubject: (c: IndexHit) => string | null; artifacts: (ids: string[]) => Promise<Map<string, string | null>> },
+  ): Promise<Map<string, Judged | null>> {
+    const out = new Map<string, Judged | null>(candidates.map((c) => [c.id, null]));
+    const entryIds = candidates.filter((c) => c.type === 'entry').map((c) => c.id);
+    const artifactIds = candidates.filter((c) => c.type === 'artifact').map((c) => c.id);
+    const inScope = artifactIds.length > 0 ? await scope.artifacts(artifactIds) : new Map<string, string | null>();
+    const [entries, arts] = await Promise.all([this.#d.log.readMany(entryIds), this.#d.artifacts.readMany([...inScope.keys()])]);
+    for (const c of candidates) {
+      if (c.type === 'entry') {
+        const e = entries.get(c.id);
+        if (e) out.set(c.id, { id: c.id, type: 'entry', text: e.text, subject: scope.entrySubject(c), kind: e.kind, metadata: e.metadata, createdAt: e.createdAt, keyId: e.keyId });
+      } else {
+        const a = arts.get(c.id);
+        if (a) out.set(c.id, { id: c.id, type: 'artifact', text: a.text, subject: inScope.get(c.id) ?? null, kind: a.kind, metadata: null, createdAt: a.updatedAt, keyId: a.keyId });
+      }
+    }
     return out;
   }
 

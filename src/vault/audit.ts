@@ -32,6 +32,7 @@ import { LetheError } from '../errors.js';
 export type AuditAction =
   | 'key.create'
   | 'key.lease'
+  | 'key.lease.release'
   | 'key.fence'
   | 'key.unfence'
   | 'key.destroy'
@@ -45,6 +46,7 @@ export type AuditAction =
   | 'artifact.key.destroy'
   | 'training.exposure'
   | 'backup.restore'
+  | 'subject.reinstate'
   | 'audit.head.anchor';
 
 export type AuditDetail = Readonly<Record<string, string | number | boolean | null>>;

@@ -20,12 +20,13 @@ import type { DekCache } from './cache.js';
 import type { KeyDestructions } from './destructions.js';
 import { notify } from './events.js';
 import { destroySubjectKey, type Destruction, type Replacement, replaceSubjectKey } from './key-destruction.js';
-import { LeaseRecorder } from './leases.js';
+import { findLease, LeaseRecorder, leaseSummary, type LeaseSummary, recordRelease } from './leases.js';
 import { assertKeyTransition, type KeyState } from './lifecycle.js';
 import { hashHex, type SubjectHasher } from './subjects.js';
 import { unwrapCurrent, wrapUnderActive } from './wrapping.js';
 
 export type { Destruction, Replacement } from './key-destruction.js';
+export type { LeaseSummary } from './leases.js';
 
 export interface SubjectKeyInfo {
   readonly keyId: string;
@@ -66,8 +67,18 @@ export interface SubjectStatus {
 export const MAX_VALIDITY_IDS = 10_000;
 
 /**
+ * What a release did: `released` recorded it now; `already_released` found it
+ * recorded; `expired` found the lease over already (nothing to record).
+ */
+export interface LeaseRelease {
+  readonly keyId: string;
+  readonly outcome: 'released' | 'already_released' | 'expired';
+}
+
+/**
  * A check that runs in the transaction creating a subject's key, before the insert:
- * it throws to refuse the key (an erasure of the subject is open).
+ * it throws a LetheError to refuse the key (an erasure of the subject is open:
+ * erasure_in_progress; the subject was erased and not reinstated: subject_erased).
  */
 export type KeyCreationGuard = (tx: Transaction, subjectHash: Uint8Array) => Promise<void>;
 
@@ -88,6 +99,7 @@ export class KeyService {
   readonly #leases: LeaseRecorder;
   readonly #now: () => Date;
   readonly #guards: KeyCreationGuard[] = [];
+  readonly #onRelease: Array<(subjectHash: Uint8Array) => Promise<void>> = [];
 
   constructor(deps: KeyServiceDeps) {
     this.#d = deps;
@@ -95,9 +107,36 @@ export class KeyService {
     this.#now = deps.now ?? (() => new Date());
   }
 
-  /** Adds a check to every key creation (the erasure engine: no new key while the subject's erasure is open). */
+  /**
+   * Adds a check to every key creation (the erasure engine: no new key while the
+   * subject's erasure is open, nor for a subject it erased until an admin reinstates it).
+   */
   guardCreation(guard: KeyCreationGuard): void {
     this.#guards.push(guard);
+  }
+
+  /**
+   * Why no key would be created now for each of these subjects: the refusal (a
+   * LetheError) a creation guard throws, by the hex of the subject's keyed hash;
+   * subjects a key would be created for are absent. The guards run as they do before an
+   * insert, in one transaction that inserts nothing (a segment registration tells an
+   * erased subject's entries from a destroyed key's).
+   */
+  async creationRefusals(subjectHashes: readonly Uint8Array[]): Promise<Map<string, LetheError>> {
+    const refusals = new Map<string, LetheError>();
+    const unique = new Map(subjectHashes.map((h) => [hashHex(h), h]));
+    if (unique.size === 0 || this.#guards.length === 0) return refusals;
+    await this.#d.db.transaction(async (tx) => {
+      for (const [hex, subjectHash] of unique) {
+        try {
+          for (const guard of this.#guards) await guard(tx, subjectHash);
+        } catch (e) {
+          if (!isLetheError(e)) throw e; // a guard refuses with a LetheError; anything else is a failure
+          refusals.set(hex, e);
+        }
+      }
+    });
+    return refusals;
   }
 
   /** PUT /v1/subjects/{subject}/key: the subject's live key, created when there is none. */
@@ -108,6 +147,41 @@ export class KeyService {
     const made = await this.#create(subjectHash, actor);
     zeroize(made.dek);
     return made.info;
+  }
+
+  /**
+   * Runs `fn` after every release of one of the subject's leases, before the release
+   * answers (the erasure engine: a drain waiting on it looks again now). `fn` reports
+   * its own failures: the release is recorded whatever it does.
+   */
+  onLeaseReleased(fn: (subjectHash: Uint8Array) => Promise<void>): void {
+    this.#onRelease.push(fn);
+  }
+
+  /**
+   * DELETE /v1/subjects/{subject}/key/lease/{leaseId}: the writer is done with the
+   * lease. Recorded as a `key.lease.release` audit row on the lease's key — the
+   * subject's live key, or one of its keys destroyed within the day (an erasure
+   * waiting for the lease) — so the key's outstanding leases no longer count it.
+   * Idempotent. `not_found` for a lease not handed out for this subject within the
+   * last day (leases live at most a day).
+   */
+  async releaseLease(subject: string, leaseId: string, actor: string): Promise<LeaseRelease> {
+    const subjectHash = this.#d.hasher.hash(subject);
+    const lease = await findLease(this.#d.db, subjectHash, leaseId);
+    if (!lease) throw new LetheError('not_found', 'no such lease for this subject (a lease is known for a day after it was handed out)');
+    let outcome: LeaseRelease['outcome'];
+    if (lease.released) outcome = 'already_released';
+    else if (lease.expiresAt.getTime() <= this.#now().getTime()) outcome = 'expired';
+    else outcome = (await recordRelease(this.#d.db, this.#d.audit, { keyId: lease.keyId, subjectHash, leaseId, actor })) ? 'released' : 'already_released';
+    // told even when nothing was recorded now: a wake lost after the first release is made again by a retry
+    await Promise.all(this.#onRelease.map((fn) => fn(subjectHash)));
+    return { keyId: lease.keyId, outcome };
+  }
+
+  /** What became of the key's leases of the last day: how many, how many released, and the latest outstanding expiry. */
+  leases(keyId: string): Promise<LeaseSummary> {
+    return leaseSummary(this.#d.db, keyId);
   }
 
   /** Hands out the subject's DEK for the lease TTL, creating the key when needed. */
@@ -297,6 +371,16 @@ export class KeyService {
   async liveKeyOf(subjectHash: Uint8Array): Promise<LiveKey | undefined> {
     const row = await this.#find(subjectHash);
     return row ? { keyId: row.keyId, state: row.state } : undefined;
+  }
+
+  /** liveKeyOf for many subjects in one query: by the hex of each keyed hash that has a live key (the others are absent). */
+  async liveKeysOf(subjectHashes: readonly Uint8Array[]): Promise<Map<string, LiveKey>> {
+    if (subjectHashes.length === 0) return new Map();
+    const rows = await this.#d.db
+      .select({ subjectHash: subjectKeys.subjectHash, keyId: subjectKeys.keyId, state: subjectKeys.state })
+      .from(subjectKeys)
+      .where(inArray(subjectKeys.subjectHash, [...subjectHashes]));
+    return new Map(rows.map((r) => [hashHex(r.subjectHash), { keyId: r.keyId, state: r.state }]));
   }
 
   /** The state of each live key among `keyIds` (destroyed and unknown keys are absent). */

@@ -141,17 +141,132 @@ function leaseEvent({ request }: Pending): AuditEvent {
   };
 }
 
+/** How long lethe knows a lease: leases live at most a day (the configuration's bound on LETHE_LEASE_TTL_SECONDS). */
+const LEASE_WINDOW = sql`interval '1 day'`;
+
 /**
- * The latest expiry of the leases handed out for a key, from its audit rows. Leases
- * live at most a day (the configuration's bound on LETHE_LEASE_TTL_SECONDS), so only
- * the last day of the key's history is read.
+ * A key's leases of the last day, each with its release if it has one (the first:
+ * a release is recorded once, but a second row would change nothing). A lease ends
+ * at its release or its expiry, whichever comes first.
+ */
+function keyLeases(keyId: string): SQL {
+  return sql`select l.expires_at, r.released_at, least(l.expires_at, coalesce(r.released_at, l.expires_at)) as ended_at
+               from (select detail::json ->> 'leaseId' as lease_id, (detail::json ->> 'expiresAt')::timestamptz as expires_at
+                       from audit_log
+                      where key_id = ${keyId} and action = 'key.lease' and at > now() - ${LEASE_WINDOW}) l
+               left join (select detail::json ->> 'leaseId' as lease_id, min(at) as released_at
+                            from audit_log
+                           where key_id = ${keyId} and action = 'key.lease.release' and at > now() - ${LEASE_WINDOW}
+                           group by 1) r on r.lease_id = l.lease_id`;
+}
+
+const asDate = (v: string | Date | null | undefined): Date | null => (v ? new Date(v) : null);
+
+/**
+ * The latest expiry of the key's leases that were not released (null when there is
+ * none), from its audit rows: what a writer may still hold. Only the last day of the
+ * key's history is read (the `(key_id, at)` index).
  */
 export async function leasedUntil(exec: Parameters<typeof queryRows>[0], keyId: string): Promise<Date | null> {
   const [row] = await queryRows<{ until: string | Date | null }>(
     exec,
-    sql`select max((detail::json ->> 'expiresAt')::timestamptz) as until
-          from audit_log
-         where key_id = ${keyId} and action = 'key.lease' and at > now() - interval '1 day'`,
+    sql`select max(expires_at) as until from (${keyLeases(keyId)}) x where released_at is null`,
   );
-  return row?.until ? new Date(row.until) : null;
+  return asDate(row?.until);
+}
+
+/** What became of a key's leases (the erasure's drain_leases step and its certificate). */
+export interface LeaseSummary {
+  /** Leases handed out for the key in the last day. */
+  readonly leases: number;
+  /** How many of them their writer released. */
+  readonly released: number;
+  /** The latest expiry of a lease not released (null: none), past or future. */
+  readonly outstandingUntil: Date | null;
+  /** When the last lease ended — released or expired — or will end; null without leases. */
+  readonly endedAt: Date | null;
+  /** How that last lease ended: its writer released it, or it expired (null without leases). */
+  readonly lastEnded: 'released' | 'expired' | null;
+}
+
+export async function leaseSummary(exec: Parameters<typeof queryRows>[0], keyId: string): Promise<LeaseSummary> {
+  const [row] = await queryRows<{ leases: number; released: number; outstanding: string | Date | null; ended: string | Date | null; last_released: boolean | null }>(
+    exec,
+    sql`with e as (${keyLeases(keyId)})
+        select count(*)::int as leases, count(released_at)::int as released,
+               max(expires_at) filter (where released_at is null) as outstanding,
+               max(ended_at) as ended,
+               bool_or(released_at is not null and released_at < expires_at and ended_at = (select max(ended_at) from e)) as last_released
+          from e`,
+  );
+  const leases = row?.leases ?? 0;
+  return {
+    leases,
+    released: row?.released ?? 0,
+    outstandingUntil: asDate(row?.outstanding),
+    endedAt: asDate(row?.ended),
+    lastEnded: leases === 0 ? null : row?.last_released ? 'released' : 'expired',
+  };
+}
+
+/** A lease as its audit row recorded it. */
+export interface LeaseRecord {
+  readonly keyId: string;
+  readonly expiresAt: Date;
+  readonly released: boolean;
+}
+
+/**
+ * The lease `leaseId` handed out for the subject within the last day — on its live
+ * key or on one of its keys destroyed within the day (an erasure's destroyed key: the
+ * release that ends its drain) — or undefined. Reads the subject's keys by their
+ * indexes, then each key's last day of audit rows by `(key_id, at)`.
+ */
+export async function findLease(exec: Parameters<typeof queryRows>[0], subjectHash: Uint8Array, leaseId: string): Promise<LeaseRecord | undefined> {
+  const [row] = await queryRows<{ key_id: string; expires_at: string | Date; released: boolean }>(
+    exec,
+    sql`with k as (select key_id from subject_keys where subject_hash = ${subjectHash}
+                   union
+                   select key_id from destruction_ledger where subject_hash = ${subjectHash} and destroyed_at > now() - ${LEASE_WINDOW})
+        select a.key_id, (a.detail::json ->> 'expiresAt')::timestamptz as expires_at,
+               exists (select 1 from audit_log r
+                        where r.key_id = a.key_id and r.action = 'key.lease.release' and r.at >= a.at
+                          and r.detail::json ->> 'leaseId' = ${leaseId}) as released
+          from k join audit_log a on a.key_id = k.key_id
+         where a.at > now() - ${LEASE_WINDOW} and a.action = 'key.lease' and a.detail::json ->> 'leaseId' = ${leaseId}
+         limit 1`,
+  );
+  return row ? { keyId: row.key_id, expiresAt: new Date(row.expires_at), released: row.released } : undefined;
+}
+
+/** The rollback of a release another request recorded first (`recordRelease`). */
+class AlreadyReleased extends Error {}
+
+/**
+ * Records the release of a lease: its `key.lease.release` audit row (lease id) on the
+ * lease's key. True when this call recorded it; false when another did first — the
+ * count is taken after `append` holds the chain head's lock, so two concurrent
+ * releases of one lease leave one row.
+ */
+export async function recordRelease(
+  db: Database,
+  audit: AuditLog,
+  release: { keyId: string; subjectHash: Uint8Array; leaseId: string; actor: string },
+): Promise<boolean> {
+  try {
+    await db.transaction(async (tx) => {
+      await audit.append(tx, [{ actor: release.actor, action: 'key.lease.release', keyId: release.keyId, subjectHash: release.subjectHash, detail: { leaseId: release.leaseId } }]);
+      const [row] = await queryRows<{ n: number }>(
+        tx,
+        sql`select count(*)::int as n from audit_log
+             where key_id = ${release.keyId} and action = 'key.lease.release' and at > now() - ${LEASE_WINDOW}
+               and detail::json ->> 'leaseId' = ${release.leaseId}`,
+      );
+      if ((row?.n ?? 0) > 1) throw new AlreadyReleased();
+    });
+    return true;
+  } catch (e) {
+    if (e instanceof AlreadyReleased) return false;
+    throw e;
+  }
 }

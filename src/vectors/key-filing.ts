@@ -23,6 +23,11 @@ export class KeyFiling {
     return [...(this.#byKey.get(keyId) ?? [])];
   }
 
+  /** The ids filed under a key, without a copy (do not change the filing while iterating). */
+  each(keyId: string): Iterable<string> {
+    return this.#byKey.get(keyId) ?? [];
+  }
+
   /** Removes every record filed under the key with `remove`; returns how many it removed. */
   removeKey(keyId: string, remove: (id: string) => boolean): number {
     let n = 0;

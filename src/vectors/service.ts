@@ -19,7 +19,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { KeyService } from '../vault/keys.js';
 import type { VersionKeys } from '../vault/version-keys.js';
 import type { Embedder } from './embedder.js';
-import { openSealedRecord, type SealedEmbedding, sealEmbedding, storedForm } from './embeddings.js';
+import { openSealedRecord, resealEmbedding, type SealedEmbedding, sealEmbedding, storedForm } from './embeddings.js';
 import { ShingleIndex } from './shingle-index.js';
 import type { ShingleHasher, TextShingles } from './shingles.js';
 import { type RecordType, VectorIndex } from './vector-index.js';
@@ -183,6 +183,32 @@ export class Vectors {
         shingles,
       };
     });
+  }
+
+  /**
+   * A re-key (src/log/rekey.ts): the sealed rows of `recordIds` stored under `from`
+   * re-sealed under `to` as they are — no re-embedding — ready to upsert in the
+   * re-key's transaction, and opened to publish after it commits.
+   */
+  async reseal(from: { keyId: string; key: Uint8Array }, to: { keyId: string; key: Uint8Array }, recordIds: ReadonlySet<string>): Promise<Array<IndexedRecord & SealedEmbedding>> {
+    const rows = await queryRows<SealedRow>(this.#d.db, sql`select record_id, record_type, key_id, model, sealed from embeddings where key_id = ${from.keyId}`);
+    const out: Array<IndexedRecord & SealedEmbedding> = [];
+    for (const row of rows) {
+      if (!recordIds.has(row.record_id)) continue;
+      const sealed = new Uint8Array(row.sealed.buffer, row.sealed.byteOffset, row.sealed.byteLength);
+      const opened = this.#open(row, from.key);
+      out.push({
+        ...opened,
+        keyId: to.keyId,
+        model: row.model,
+        sealed: resealEmbedding(
+          { key: from.key, place: { recordId: row.record_id, keyId: from.keyId, model: row.model } },
+          { key: to.key, place: { recordId: row.record_id, keyId: to.keyId, model: row.model } },
+          sealed,
+        ),
+      });
+    }
+    return out;
   }
 
   /** Puts committed records into this replica's indexes. */
@@ -385,6 +411,16 @@ export class Vectors {
   /** How many sealed embeddings are stored under a key (what a key's destruction must take with it). */
   async countByKey(keyId: string): Promise<number> {
     const [row] = await queryRows<{ n: string | number }>(this.#d.db, sql`select count(*) as n from embeddings where key_id = ${keyId}`);
+    return Number(row?.n ?? 0);
+  }
+
+  /** How many of these records have a sealed embedding stored, under any key (a records-scope erasure's vector tier). */
+  async countRecords(recordIds: readonly string[]): Promise<number> {
+    if (recordIds.length === 0) return 0;
+    const [row] = await queryRows<{ n: string | number }>(
+      this.#d.db,
+      sql`select count(*) as n from embeddings where record_id = any(${idArrayLiteral([...new Set(recordIds)])}::text[])`,
+    );
     return Number(row?.n ?? 0);
   }
 

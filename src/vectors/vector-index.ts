@@ -6,7 +6,9 @@
  * the index is rebuilt by decrypting at start-up.
  *
  * Removing by key id is how destruction reaches the index: every vector is filed
- * under the key its sealed copy depends on.
+ * under the key its sealed copy depends on. The same filing scopes a search to some
+ * keys (a subject's entries are filed under its live key): `searchWithin` visits
+ * only their vectors.
  */
 import { LetheError } from '../errors.js';
 import { KeyFiling } from './key-filing.js';
@@ -116,6 +118,34 @@ export class VectorIndex {
 
   /** The `k` nearest records by cosine similarity, best first. */
   search(query: Float32Array, k: number, filter?: (id: string, type: RecordType) => boolean): IndexHit[] {
+    return this.#rank(query, k, undefined, filter);
+  }
+
+  /**
+   * The `k` nearest records among those filed under `scope.keyIds` and those named by
+   * `scope.ids`, best first: a scoped search visits only those records' vectors (never
+   * the whole index), so its cost follows the scope, not the store.
+   */
+  searchWithin(
+    query: Float32Array,
+    k: number,
+    scope: { readonly keyIds?: Iterable<string>; readonly ids?: Iterable<string> },
+    filter?: (id: string, type: RecordType) => boolean,
+  ): IndexHit[] {
+    const slots = new Set<number>();
+    for (const keyId of scope.keyIds ?? []) {
+      for (const id of this.#filing.each(keyId)) slots.add(this.#slot.get(id)!);
+    }
+    for (const id of scope.ids ?? []) {
+      const slot = this.#slot.get(id);
+      if (slot !== undefined) slots.add(slot);
+    }
+    // in slot order, as search() visits them: equal scores rank the same way in both
+    return this.#rank(query, k, Int32Array.from(slots).sort(), filter);
+  }
+
+  /** Brute force over the given slots (all of them when undefined): the `k` best, best first. */
+  #rank(query: Float32Array, k: number, slots: Int32Array | undefined, filter?: (id: string, type: RecordType) => boolean): IndexHit[] {
     if (query.length !== this.dimensions) throw new LetheError('internal', 'query vector has the wrong dimensions');
     if (k <= 0 || this.#ids.length === 0) return [];
     const d = this.dimensions;
@@ -123,7 +153,8 @@ export class VectorIndex {
     // a small sorted array beats a heap for the k values we serve (≤ 100)
     const topScores: number[] = [];
     const topSlots: number[] = [];
-    for (let slot = 0, n = this.#ids.length; slot < n; slot++) {
+    for (let j = 0, n = slots ? slots.length : this.#ids.length; j < n; j++) {
+      const slot = slots ? slots[j]! : j;
       let dot = 0;
       const base = slot * d;
       for (let i = 0; i < d; i++) dot += v[base + i]! * query[i]!;

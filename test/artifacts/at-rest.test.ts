@@ -90,7 +90,7 @@ for (const store of ['minio', 'local'] as const) {
       // and all of it reads back through lethe
       expect((await v.log.get(e.entryId)).text).toBe(entryText);
       expect((await v.artifacts.get(d.artifactId)).text).toContain(entryCanary);
-      const hits = (await v.search.search(`remember ${entryCanary}`, 3)).hits;
+      const hits = (await v.search.search(`remember ${entryCanary}`, 3, { subjects: ['user:rest'] })).hits;
       expect(hits[0]!.id).toBe(e.entryId);
     });
   });

@@ -23,13 +23,18 @@ describe('artifacts on PGlite and the local object store', () => {
       { artifactId: s.artifactId, depth: 1 },
       { artifactId: d.artifactId, depth: 2 },
     ]);
-    const hits = (await v.search.search('where is the spare key hidden', 3)).hits;
-    expect(hits[0]?.id).toBe(a.entryId);
+    const hits = (await v.search.search('where is the spare key hidden', 3, { subjects: ['user:ea'] })).hits;
+    expect(hits[0]).toMatchObject({ id: a.entryId, type: 'entry', subject: 'user:ea' });
+    // scoped on PGlite too: the summary shared with Ben is not in Anna's scope, only in theirs together
+    expect(hits.map((h) => h.id)).toEqual([a.entryId]);
+    const both = (await v.search.search('spare key flowerpot half marathon', 10, { subjects: ['user:ea', 'user:eb'] })).hits;
+    expect(both.map((h) => h.id).sort()).toEqual([a.entryId, b.entryId, s.artifactId, d.artifactId].sort());
+    expect(both.find((h) => h.id === s.artifactId)).toMatchObject({ type: 'artifact', subject: null, kind: 'summary', metadata: null });
 
     const fence = (await v.artifacts.get(s.artifactId)).readFence;
     await v.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
     await expect(v.artifacts.write({ kind: 'fact', text: 'x', sources: [b.entryId], readFences: [fence] }, 'writer')).rejects.toMatchObject({ code: 'source_erased' });
-    expect((await v.search.search('spare key flowerpot', 5)).hits.map((h) => h.id)).not.toContain(a.entryId);
+    expect((await v.search.search('spare key flowerpot', 5, { allSubjects: true })).hits.map((h) => h.id)).not.toContain(a.entryId);
 
     const result = await v.artifacts.regenerate([s.artifactId], { actor: 'eraser' });
     expect(result.regenerated.map((r) => [r.artifactId, r.version])).toEqual([
@@ -41,9 +46,15 @@ describe('artifacts on PGlite and the local object store', () => {
     // the index is rebuilt by decrypting at start-up: same answers from a fresh process state
     await v.close();
     const reopened = await tv.reopen();
-    const again = (await reopened.search.search('half marathon training', 3)).hits.map((h) => h.id);
-    expect(again).toContain(b.entryId);
-    expect(again).toContain(s.artifactId);
+    const again = (await reopened.search.search('half marathon training', 3, { subjects: ['user:eb'] })).hits;
+    // regenerated from Ben's entry alone, the summary and the digest above it are Ben's now
+    expect(again.map((h) => [h.id, h.subject]).sort()).toEqual(
+      [
+        [b.entryId, 'user:eb'],
+        [s.artifactId, 'user:eb'],
+        [d.artifactId, 'user:eb'],
+      ].sort(),
+    );
     expect(reopened.vectors.index.has(a.entryId)).toBe(false);
   });
 });

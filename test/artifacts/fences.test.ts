@@ -89,7 +89,7 @@ describe('read fences', () => {
   it('a fence from a search covers every hit', async () => {
     const i = await append('user:fi', 'I: the boat is moored at pier seven.');
     const j = await append('user:fj', 'J: collects stamps.');
-    const res = await t.call('POST', '/v1/search', { body: { query: 'boat moored pier seven', k: 3 } });
+    const res = await t.call('POST', '/v1/search', { body: { query: 'boat moored pier seven', k: 3, subjects: ['user:fi', 'user:fj'] } });
     expect(res.status).toBe(200);
     const { hits, readFence: fence } = (await res.json()) as { hits: Array<{ id: string }>; readFence: string };
     expect(hits.map((h) => h.id)).toContain(i.entryId);

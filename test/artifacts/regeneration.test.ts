@@ -205,7 +205,7 @@ describe('regeneration cascades in dependency order, each artifact exactly once'
     const x = await v.log.append('user:f-x', { text: 'X secret meeting at noon.' }, 'writer');
     const y = await v.log.append('user:f-y', { text: 'Y likes jazz.' }, 'writer');
     const s = await v.artifacts.write({ kind: 'summary', text: 'X secret meeting at noon. Y likes jazz.', sources: [x.entryId, y.entryId] }, 'writer');
-    const before = (await v.search.search('secret meeting at noon', 3)).hits;
+    const before = (await v.search.search('secret meeting at noon', 3, { subjects: ['user:f-x', 'user:f-y'] })).hits;
     expect(before.some((h) => h.id === s.artifactId && h.text.includes('secret meeting'))).toBe(true);
 
     await v.keys.destroyKey(x.keyId, { reason: 'erasure', actor: 'eraser' });
@@ -215,7 +215,7 @@ describe('regeneration cascades in dependency order, each artifact exactly once'
     expect(result.regenerated).toEqual([{ artifactId: s.artifactId, version: 2 }]);
     expect((await v.artifacts.get(s.artifactId)).text).toBe('Y likes jazz.');
     // the index holds the regenerated vector: the old text is not served
-    const after = (await v.search.search('secret meeting at noon', 5)).hits;
+    const after = (await v.search.search('secret meeting at noon', 5, { allSubjects: true })).hits;
     expect(after.some((h) => h.text.includes('secret meeting'))).toBe(false);
   });
 

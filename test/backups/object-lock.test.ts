@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { chainRecordKey, LEDGER_HEAD_KEY } from '../../src/backups/ledger-chain.js';
 import { type Manifest, manifestKey } from '../../src/backups/manifest.js';
 import { envelopeKeyId, isCommittedTo } from '../../src/crypto/index.js';
+import { unwrapRecordKey } from '../../src/log/frame.js';
 import { queryRows } from '../../src/db/client.js';
 import { decodeSegment } from '../../src/log/segment.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
@@ -193,6 +194,11 @@ describe('backups in a bucket under Object Lock in compliance mode', () => {
       expect(holdingA.length).toBeGreaterThan(0);
       let aFrames = 0;
       let tried = 0;
+      // each frame is sealed under a record key of its own (its envelope names the entry), wrapped under the subject key in the index
+      const wraps = new Map(
+        (await queryRows<{ entry_id: string; wrapped_key: Uint8Array }>(tv.vault.db.db, sql`select entry_id, wrapped_key from log_entries`)).map((r) => [r.entry_id, r.wrapped_key]),
+      );
+      const aIds = new Set(a.map((e) => e.entryId));
       for (const o of holdingA) {
         const stored = versions.filter((v) => v.name === o.stored);
         expect(stored).toHaveLength(1);
@@ -200,10 +206,13 @@ describe('backups in a bucket under Object Lock in compliance mode', () => {
         const bytes = await versionBytes(client, backupBucket, stored[0]!);
         expect(sha256Hex(bytes)).toBe(o.sha256);
         for (const f of decodeSegment(bytes)) {
-          if (envelopeKeyId(f.envelope) !== aKey) continue;
+          const entryId = envelopeKeyId(f.envelope);
+          if (!aIds.has(entryId)) continue;
           aFrames++;
-          for (const dek of deks.values()) {
+          for (const [keyId, dek] of deks) {
             expect(isCommittedTo(dek, f.envelope)).toBe(false);
+            // nor does any key lethe holds unwrap A's record key (wrapped under A's destroyed key alone)
+            for (const under of [keyId, aKey]) expect(() => unwrapRecordKey(dek, under, entryId, wraps.get(entryId)!)).toThrow();
             tried++;
           }
         }
@@ -212,8 +221,11 @@ describe('backups in a bucket under Object Lock in compliance mode', () => {
       expect(tried).toBe(aFrames * deks.size);
       // the check can tell: B's live key is committed to B's frames in the same backup
       const bObject = manifest.objects.find((o) => o.keyIds.includes(bKey))!;
-      const bFrame = decodeSegment(await tv.vault.backups.store.get(bObject.stored)).find((f) => envelopeKeyId(f.envelope) === bKey)!;
-      expect(isCommittedTo(deks.get(bKey)!, bFrame.envelope)).toBe(true);
+      const bIds = new Set(b.map((e) => e.entryId));
+      const bFrame = decodeSegment(await tv.vault.backups.store.get(bObject.stored)).find((f) => bIds.has(envelopeKeyId(f.envelope)))!;
+      const bRecordKey = unwrapRecordKey(deks.get(bKey)!, bKey, envelopeKeyId(bFrame.envelope), wraps.get(envelopeKeyId(bFrame.envelope))!);
+      expect(isCommittedTo(bRecordKey, bFrame.envelope)).toBe(true);
+      bRecordKey.fill(0);
     } finally {
       for (const dek of deks.values()) dek.fill(0);
     }

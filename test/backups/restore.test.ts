@@ -11,6 +11,7 @@ import { Client } from 'minio';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { envelopeKeyId, isCommittedTo } from '../../src/crypto/index.js';
 import { queryRows } from '../../src/db/client.js';
+import { unwrapRecordKey } from '../../src/log/frame.js';
 import { decodeSegment } from '../../src/log/segment.js';
 import type { App } from '../../src/app/open.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
@@ -76,12 +77,18 @@ describe('restoring a backup taken before an erasure', () => {
     const segments = await queryRows<{ segment: string }>(restored.db.db, sql`select distinct segment from log_entries where key_id = ${a[0]!.keyId}`);
     let tried = 0;
     let aFrames = 0;
+    // each frame is sealed under a record key of its own (its envelope names the entry), wrapped under A's key in the index
+    const wraps = new Map(
+      (await queryRows<{ entry_id: string; wrapped_key: Uint8Array }>(restored.db.db, sql`select entry_id, wrapped_key from log_entries where key_id = ${a[0]!.keyId}`)).map((r) => [r.entry_id, r.wrapped_key]),
+    );
     for (const { segment } of segments) {
       for (const f of decodeSegment(await restored.objects.get(segment))) {
-        if (envelopeKeyId(f.envelope) !== a[0]!.keyId) continue;
+        const entryId = envelopeKeyId(f.envelope);
+        if (!wraps.has(entryId)) continue;
         aFrames++;
-        for (const dek of deks.values()) {
+        for (const [keyId, dek] of deks) {
           expect(isCommittedTo(dek, f.envelope)).toBe(false);
+          for (const under of [keyId, a[0]!.keyId]) expect(() => unwrapRecordKey(dek, under, entryId, wraps.get(entryId)!)).toThrow();
           tried++;
         }
       }

@@ -1,5 +1,5 @@
 /**
- * `lethe erase` and `lethe erasure show | watch | report` as child processes against
+ * `lethe erase` and `lethe erasure show | list | watch | report` as child processes against
  * the real service, itself a child process (`lethe serve` on PostgreSQL): a class A
  * erasure followed live to `completed` (exit 0), `--no-wait` printing the id, class C
  * ending `incomplete` (exit 3) without an unlearning bound and `completed` with one;
@@ -150,6 +150,35 @@ describe('lethe erase', () => {
     expect(view).toMatchObject({ status: 'completed', class: 'C' });
     expect(view.residuals.find((r) => r.kind === 'parametric')?.bound).toBe(0.01);
     expectPrivate(bounded, s2);
+  });
+
+  it('`erasure list` prints a page of erasures as the service answers it: --subject, --limit, --cursor; a bad limit exits 2', { timeout: TIMEOUT }, async () => {
+    const s = `user:cli-list-${tag()}`;
+    await append(s, 'Lia keeps bees.');
+    const accepted = await erase([s, '--no-wait']);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    const erasureId = accepted.stdout.trim();
+    type Listed = { erasures: Array<{ erasureId: string }>; nextCursor: string | null };
+    const [bySubject, first, tooMany] = await Promise.all([
+      runCli(['erasure', 'list', '--subject', s], env),
+      runCli(['erasure', 'list', '--limit', '1'], env),
+      runCli(['erasure', 'list', '--limit', '1001'], env),
+    ]);
+    expect(bySubject.code, bySubject.stderr).toBe(0);
+    expect(JSON.parse(bySubject.stdout)).toMatchObject({ erasures: [{ erasureId }], nextCursor: null });
+    expectPrivate(bySubject, s);
+    expect(first.code, first.stderr).toBe(0);
+    const page1 = JSON.parse(first.stdout) as Listed;
+    expect(page1.erasures).toHaveLength(1);
+    if (page1.nextCursor !== null) {
+      const next = await runCli(['erasure', 'list', '--limit', '1', '--cursor', page1.nextCursor], env);
+      expect(next.code, next.stderr).toBe(0);
+      const page2 = JSON.parse(next.stdout) as Listed;
+      expect(page2.erasures).toHaveLength(1);
+      expect(page2.erasures[0]!.erasureId).not.toBe(page1.erasures[0]!.erasureId);
+    }
+    expect(tooMany.code).toBe(2);
+    expect(tooMany.stderr).toContain('400 validation_failed: query.limit: must be an integer from 1 to 1000');
   });
 
   it('an error answer from the service exits 2 with its problem detail: a subject never seen, an unknown erasure', { timeout: TIMEOUT }, async () => {

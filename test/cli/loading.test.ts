@@ -24,7 +24,7 @@ async function loaded(args: string[]): Promise<string[]> {
 const SERVICE_SIDE = /^src\/(app|db|http|vault|log|artifacts|search|vectors|backups|storage|keyprovider\/local)\b|^src\/erasure\/(engine|service)/;
 
 describe('lazy loading', () => {
-  for (const args of [['erase', 'user:ok'], ['erasure', 'show', `ers_${'A'.repeat(22)}`], ['erasure', 'watch', 'not-an-id'], ['backup', 'list'], ['backup', 'run'], ['erasure', 'certificate', `ers_${'A'.repeat(22)}`], ['certificate', 'verify', 'no-such-file.json', '--url', 'http://127.0.0.1:9']]) {
+  for (const args of [['erase', 'user:ok'], ['erasure', 'show', `ers_${'A'.repeat(22)}`], ['erasure', 'watch', 'not-an-id'], ['backup', 'list'], ['backup', 'run'], ['erasure', 'certificate', `ers_${'A'.repeat(22)}`], ['certificate', 'verify', 'no-such-file.json', '--url', 'http://127.0.0.1:9'], ['subject', 'reinstate', 'user:ok', '--reason', 'back']]) {
     it(`\`lethe ${args.join(' ')}\` loads the client, not the app, the database client or the service`, { timeout: 60_000 }, async () => {
       const files = await loaded(args);
       expect(files).toContain('src/cli/main.ts');

@@ -183,7 +183,7 @@ describe('an erased subject at rest and through the API', () => {
     // the job reads both logs, and a search that returns both
     const readA = await ok<{ readFence: string }>(t.call('GET', `/v1/subjects/${A}/entries`), 200);
     const readB = await ok<{ readFence: string }>(t.call('GET', `/v1/subjects/${B}/entries`), 200);
-    const searched = await ok<{ hits: Array<{ id: string }>; readFence: string }>(t.call('POST', '/v1/search', { body: { query: `${aCanary} allergy Ben switched teams`, k: 10 } }), 200);
+    const searched = await ok<{ hits: Array<{ id: string }>; readFence: string }>(t.call('POST', '/v1/search', { body: { query: `${aCanary} allergy Ben switched teams`, k: 10, subjects: [A, B] } }), 200);
     expect(searched.hits.length).toBeGreaterThanOrEqual(2);
 
     const { erasureId } = await ok<{ erasureId: string }>(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A } }), 202);

@@ -1,6 +1,7 @@
-/** Erasure on the embedded default: PGlite and the local object store, with the background worker. */
+/** Erasure on the embedded default: PGlite and the local object store, with the background worker; no re-learning until reinstated. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyCertificate } from '../../src/crypto/certificate.js';
+import { isLetheError } from '../../src/errors.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
 
 describe('erasure on PGlite and the local object store', () => {
@@ -32,7 +33,7 @@ describe('erasure on PGlite and the local object store', () => {
     expect(summary.version).toBe(2);
     expect(summary.text).not.toMatch(/flowerpot/);
     expect(summary.text).toContain('half marathon');
-    expect((await v.search.search('spare key blue flowerpot gate', 5)).hits.map((h) => h.text).join(' ')).not.toMatch(/flowerpot/);
+    expect((await v.search.search('spare key blue flowerpot gate', 5, { allSubjects: true })).hits.map((h) => h.text).join(' ')).not.toMatch(/flowerpot/);
     expect(verifyCertificate(view.certificate, await v.certificateKeys.publicKeys()).valid).toBe(true);
 
     await v.close();
@@ -40,9 +41,16 @@ describe('erasure on PGlite and the local object store', () => {
     const again = await reopened.erasures.get(erasureId);
     expect(again.status).toBe('completed');
     expect(again.certificate?.signature).toBe(view.certificate?.signature);
-    // the subject may come back after its erasure: a new key, nothing of the old one
+    // no re-learning, across the restart: the erased subject gets no key, lease or append
+    await expect(reopened.log.append('user:emb-a', { text: 'learned again' }, 'writer')).rejects.toSatisfy((e) => isLetheError(e, 'subject_erased'));
+    await expect(reopened.keys.lease('user:emb-a', 'writer')).rejects.toSatisfy((e) => isLetheError(e, 'subject_erased'));
+    await expect(reopened.keys.ensureKey('user:emb-a', 'writer')).rejects.toSatisfy((e) => isLetheError(e, 'subject_erased'));
+    // until an admin reinstates it (audited): then a new key, nothing of the old one
+    await expect(reopened.erasures.reinstate('user:emb-b', 'never erased', 'admin')).rejects.toSatisfy((e) => isLetheError(e, 'conflict'));
+    expect(await reopened.erasures.reinstate('user:emb-a', 'came back', 'admin')).toMatchObject({ erasureId });
     const fresh = await reopened.log.append('user:emb-a', { text: 'new beginning' }, 'writer');
     expect(fresh.keyId).not.toBe(a.keyId);
     expect((await reopened.log.list('user:emb-a')).map((e) => e.text)).toEqual(['new beginning']);
+    expect(await reopened.audit.verify(reopened.db.db)).toMatchObject({ ok: true });
   });
 });

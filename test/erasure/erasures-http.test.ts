@@ -165,10 +165,10 @@ describe('POST /v1/erasures', () => {
     const view = await ok<ErasureBody>(call('GET', `/v1/erasures/${first.erasureId}`), 200);
     expect(view.status).toBe('running');
     expect(view.steps.find((st) => st.name === 'drain_leases')).toMatchObject({ status: 'running', detail: expect.stringContaining('lease') });
-    // the open erasure fences the subject: no appends meanwhile
+    // no appends meanwhile: at drain_leases the key is destroyed already, and the subject tombstoned
     const late = await t.call('POST', `/v1/subjects/${s}/entries`, { role: 'writer', body: { text: 'too late' } });
-    expect(late.status).toBe(409);
-    expect(((await late.json()) as { code: string }).code).toBe('erasure_in_progress');
+    expect(late.status).toBe(410);
+    expect(((await late.json()) as { code: string }).code).toBe('subject_erased');
     const third = await call('POST', '/v1/erasures', { body: { subject: s, legalBasis: 'contract' } });
     expect(third.status).toBe(200);
     expect(((await third.json()) as { erasureId: string }).erasureId).toBe(first.erasureId);

@@ -120,11 +120,11 @@ export async function classB(vault: App, label: string): Promise<ClassB> {
   };
 }
 
-/** Every text search hands back for these queries (k = 50 each). */
+/** Every text search hands back for these queries (k = 50 each), over every subject's records (an admin's allSubjects search). */
 export async function searchTexts(call: Call, queries: readonly string[]): Promise<string> {
   const out: string[] = [];
   for (const query of queries) {
-    const { hits } = await ok<{ hits: Array<{ id: string; text: string }> }>(call('POST', '/v1/search', { body: { query, k: 50 } }), 200);
+    const { hits } = await ok<{ hits: Array<{ id: string; text: string }> }>(call('POST', '/v1/search', { role: 'admin', body: { query, k: 50, allSubjects: true } }), 200);
     out.push(...hits.map((h) => `${h.id} ${h.text}`));
   }
   return out.join('\n');

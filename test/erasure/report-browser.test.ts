@@ -39,6 +39,7 @@ const edges: GraphEdge[] = [
 const classB: ErasureView = {
   erasureId: 'ers_browser00000000000001',
   status: 'completed',
+  scope: 'subject',
   class: 'B',
   subjectHash: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08',
   legalBasis: 'GDPR Art. 17(1)(a)',

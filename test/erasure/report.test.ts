@@ -33,6 +33,7 @@ function steps(status: StepView['status'] = 'done'): StepView[] {
 const classA: ErasureView = {
   erasureId: 'ers_classA0000000000000001',
   status: 'completed',
+  scope: 'subject',
   class: 'A',
   subjectHash: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08',
   legalBasis: 'GDPR Art. 17(1)(b): consent withdrawn',
@@ -120,6 +121,7 @@ const IMG = `<img src="https://evil.example/x.png" onerror="alert(3)">`;
 const hostile: ErasureView = {
   erasureId: `ers_${HOSTILE}`,
   status: 'failed',
+  scope: 'subject',
   class: 'B',
   subjectHash: `${ATTR}${HOSTILE}`,
   legalBasis: IMG,

@@ -32,7 +32,7 @@ describe('erasure scenarios (PostgreSQL + MinIO)', () => {
   /** Every text the API can still return: search hits for each probe phrase, all artifacts' texts. */
   const searchTexts = async (queries: string[]) => {
     const out: string[] = [];
-    for (const q of queries) out.push(...(await tv.vault.search.search(q, 20)).hits.map((h) => h.text));
+    for (const q of queries) out.push(...(await tv.vault.search.search(q, 20, { allSubjects: true })).hits.map((h) => h.text));
     return out.join('\n');
   };
 

@@ -10,7 +10,8 @@
  * leaves the erased subject unreadable on both.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LetheWriter, S3ObjectStore } from '../../src/client/index.js';
+import { LetheWriter } from '../../src/client/index.js';
+import { S3ObjectStore } from '../../src/client/s3.js';
 import { TOKENS } from '../support/vault.js';
 import { answer, awaitErasureSettled, expectBothAlive, type FaultCluster, startFaultCluster } from './support.js';
 

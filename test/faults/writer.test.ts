@@ -17,7 +17,8 @@
  *   - both replicas still run.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LetheOutcomeUnknownError, LetheWriter, S3ObjectStore } from '../../src/client/index.js';
+import { LetheOutcomeUnknownError, LetheWriter } from '../../src/client/index.js';
+import { S3ObjectStore } from '../../src/client/s3.js';
 import { TOKENS } from '../support/vault.js';
 import { answer, expectBothAlive, type FaultCluster, sleep, startFaultCluster, terminateLetheBackends, until } from './support.js';
 

@@ -128,6 +128,12 @@ const ROUTES: readonly RouteCase[] = [
   },
   {
     method: 'GET',
+    template: '/v1/artifacts',
+    allowed: ['writer', 'eraser', 'admin'],
+    path: () => '/v1/artifacts',
+  },
+  {
+    method: 'GET',
     template: '/v1/artifacts/{artifactId}',
     allowed: ['writer', 'admin'],
     path: () => `/v1/artifacts/${artifactId}`,
@@ -183,6 +189,12 @@ const ROUTES: readonly RouteCase[] = [
     allowed: ['eraser', 'admin'],
     path: () => '/v1/erasures',
     body: () => ({ subject: 'user:auth-erase' }),
+  },
+  {
+    method: 'GET',
+    template: '/v1/erasures',
+    allowed: ['eraser', 'admin'],
+    path: () => '/v1/erasures',
   },
   {
     method: 'GET',
@@ -252,6 +264,14 @@ const ROUTES: readonly RouteCase[] = [
     template: '/v1/certificates/keys/rotate',
     allowed: ['admin'],
     path: () => '/v1/certificates/keys/rotate',
+  },
+  {
+    method: 'POST',
+    template: '/v1/subjects/{subject}/reinstate',
+    allowed: ['admin'],
+    // the subject erased in beforeAll: its tombstone is lifted once
+    path: () => '/v1/subjects/user:auth-erased/reinstate',
+    body: () => ({ reason: 'auth table: reinstated' }),
   },
 ];
 

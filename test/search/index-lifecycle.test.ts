@@ -24,8 +24,11 @@ async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 1
   }
 }
 
+/** Everyone's records (an allSubjects search): what the index holds, whatever the subjects' keys. */
+const ALL = { allSubjects: true } as const;
+
 async function hitIds(vault: App, query: string, k = 10): Promise<string[]> {
-  return (await vault.search.search(query, k)).hits.map((h) => h.id);
+  return (await vault.search.search(query, k, ALL)).hits.map((h) => h.id);
 }
 
 const ENTRIES: ReadonlyArray<[subject: string, text: string]> = [
@@ -61,13 +64,23 @@ describe('the search index on two replicas of one vault', () => {
   });
 
   it('an entry is searchable at once on the vault that appended it: its text read back and a read fence covering its key', async () => {
-    const { hits, readFence } = await tv.vault.search.search('moving to lisbon', 2);
+    const { hits, readFence } = await tv.vault.search.search('moving to lisbon', 2, ALL);
     expect(hits.map((h) => h.id).sort()).toEqual(idsOf('user:lisbon').sort());
-    expect(hits[0]).toEqual({ id: written[0]!.entryId, type: 'entry', score: expect.any(Number), text: ENTRIES[0]![1] });
+    expect(hits[0]).toEqual({
+      id: written[0]!.entryId,
+      type: 'entry',
+      score: expect.any(Number),
+      text: ENTRIES[0]![1],
+      // an allSubjects search names no subject
+      subject: null,
+      kind: null,
+      metadata: null,
+      createdAt: expect.any(Date),
+    });
     expect(hits[0]!.score).toBeGreaterThan(hits[1]!.score);
     expect(tv.vault.fences.parse(readFence)).toEqual([keyOf('user:lisbon')]);
     // a fence covers exactly the keys of what the search returned
-    const mixed = await tv.vault.search.search('peanut allergy jazz saxophone', 8);
+    const mixed = await tv.vault.search.search('peanut allergy jazz saxophone', 8, ALL);
     const keys = [...new Set(mixed.hits.map((h) => written.find((w) => w.entryId === h.id)!.keyId))].sort();
     expect(tv.vault.fences.parse(mixed.readFence)).toEqual(keys);
   });
@@ -86,8 +99,8 @@ describe('the search index on two replicas of one vault', () => {
     const fresh = await tv.reopen();
     expect(fresh.vectors.index.size).toBe(written.length);
     for (const query of ['moving to lisbon', 'peanut allergy', 'jazz saxophone', 'tomato allotment', 'kitesurfing']) {
-      const before = await tv.vault.search.search(query, 5);
-      const after = await fresh.search.search(query, 5);
+      const before = await tv.vault.search.search(query, 5, ALL);
+      const after = await fresh.search.search(query, 5, ALL);
       expect(after.hits, query).toEqual(before.hits);
     }
     expect(await fresh.vectors.rebuild()).toEqual({ loaded: written.length, destroyed: 0, otherModel: 0 });
@@ -185,13 +198,13 @@ describe('the search index on two replicas of one vault', () => {
 
   it('search refuses k outside 1..100 and a query over 8 KiB (counted in UTF-8 bytes)', async () => {
     for (const k of [0, -1, MAX_SEARCH_K + 1, 2.5, Number.NaN]) {
-      expect(isLetheError(await thrown(() => tv.vault.search.search('lisbon', k)), 'validation_failed'), `k=${k}`).toBe(true);
+      expect(isLetheError(await thrown(() => tv.vault.search.search('lisbon', k, ALL)), 'validation_failed'), `k=${k}`).toBe(true);
     }
-    expect((await tv.vault.search.search('lisbon', MAX_SEARCH_K)).hits.length).toBeGreaterThan(0);
-    expect(isLetheError(await thrown(() => tv.vault.search.search('x'.repeat(MAX_QUERY_BYTES + 1), 5)), 'payload_too_large')).toBe(true);
+    expect((await tv.vault.search.search('lisbon', MAX_SEARCH_K, ALL)).hits.length).toBeGreaterThan(0);
+    expect(isLetheError(await thrown(() => tv.vault.search.search('x'.repeat(MAX_QUERY_BYTES + 1), 5, ALL)), 'payload_too_large')).toBe(true);
     // 4,097 two-byte characters: under 8 Ki characters, over 8 KiB
-    expect(isLetheError(await thrown(() => tv.vault.search.search('é'.repeat(MAX_QUERY_BYTES / 2 + 1), 5)), 'payload_too_large')).toBe(true);
-    const atLimit = await tv.vault.search.search(`lisbon ${'x'.repeat(MAX_QUERY_BYTES - 7)}`, 5);
+    expect(isLetheError(await thrown(() => tv.vault.search.search('é'.repeat(MAX_QUERY_BYTES / 2 + 1), 5, ALL)), 'payload_too_large')).toBe(true);
+    const atLimit = await tv.vault.search.search(`lisbon ${'x'.repeat(MAX_QUERY_BYTES - 7)}`, 5, ALL);
     expect(atLimit.hits.length).toBeGreaterThan(0);
   });
 });
@@ -213,6 +226,7 @@ describe('POST /v1/search', () => {
     'Reads crime novels on the train.',
     'Is saving up to buy a house.',
   ];
+  const SUBJECTS = ['user:s0', 'user:s1', 'user:s2', 'user:s3'];
 
   beforeAll(async () => {
     t = await openTestApp();
@@ -226,15 +240,24 @@ describe('POST /v1/search', () => {
     await t?.close();
   });
 
-  it('answers {hits: [{id, type, score, text}], readFence}, best first, not cached', async () => {
-    const res = await t.call('POST', '/v1/search', { body: { query: 'where in lisbon does she live', k: 3 } });
+  it('answers {hits: [{id, type, score, text, subject, kind, metadata, createdAt}], readFence}, best first, not cached', async () => {
+    const res = await t.call('POST', '/v1/search', { body: { query: 'where in lisbon does she live', k: 3, subjects: SUBJECTS } });
     expect(res.status).toBe(200);
     expect(res.headers.get('cache-control')).toBe('no-store');
-    const body = (await res.json()) as { hits: Array<{ id: string; type: string; score: number; text: string }>; readFence: string };
+    const body = (await res.json()) as { hits: Array<{ id: string; type: string; score: number; text: string; createdAt: string }>; readFence: string };
     expect(Object.keys(body).sort()).toEqual(['hits', 'readFence']);
     expect(body.hits.length).toBe(3);
-    for (const h of body.hits) expect(Object.keys(h).sort()).toEqual(['id', 'score', 'text', 'type']);
-    expect(body.hits[0]).toEqual({ id: written[0]!.entryId, type: 'entry', score: expect.any(Number), text: TEXTS[0] });
+    for (const h of body.hits) expect(Object.keys(h).sort()).toEqual(['createdAt', 'id', 'kind', 'metadata', 'score', 'subject', 'text', 'type']);
+    expect(body.hits[0]).toEqual({
+      id: written[0]!.entryId,
+      type: 'entry',
+      score: expect.any(Number),
+      text: TEXTS[0],
+      subject: 'user:s0',
+      kind: null,
+      metadata: null,
+      createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+    });
     const scores = body.hits.map((h) => h.score);
     expect([...scores].sort((a, b) => b - a)).toEqual(scores);
     for (const h of body.hits) expect(h.text).toBe(written.find((w) => w.entryId === h.id)!.text);
@@ -244,24 +267,24 @@ describe('POST /v1/search', () => {
   });
 
   it('answers 10 hits when k is not given', async () => {
-    const res = await t.call('POST', '/v1/search', { body: { query: 'lisbon' } });
+    const res = await t.call('POST', '/v1/search', { body: { query: 'lisbon', subjects: SUBJECTS } });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { hits: unknown[] }).hits.length).toBe(10);
   });
 
   it('admin may search too', async () => {
-    expect((await t.call('POST', '/v1/search', { role: 'admin', body: { query: 'lisbon', k: 1 } })).status).toBe(200);
+    expect((await t.call('POST', '/v1/search', { role: 'admin', body: { query: 'lisbon', k: 1, subject: 'user:s0' } })).status).toBe(200);
   });
 
   const BAD_BODIES: ReadonlyArray<[string, { body?: unknown; rawBody?: string }]> = [
-    ['no query', { body: { k: 3 } }],
-    ['an empty query', { body: { query: '' } }],
-    ['a query that is not a string', { body: { query: 42 } }],
-    ['k = 0', { body: { query: 'lisbon', k: 0 } }],
-    ['k = 101', { body: { query: 'lisbon', k: 101 } }],
-    ['k = 2.5', { body: { query: 'lisbon', k: 2.5 } }],
-    ['k as a string', { body: { query: 'lisbon', k: '5' } }],
-    ['a body that is not JSON', { rawBody: '{"query": "lisbon"' }],
+    ['no query', { body: { k: 3, subject: 'user:s0' } }],
+    ['an empty query', { body: { query: '', subject: 'user:s0' } }],
+    ['a query that is not a string', { body: { query: 42, subject: 'user:s0' } }],
+    ['k = 0', { body: { query: 'lisbon', k: 0, subject: 'user:s0' } }],
+    ['k = 101', { body: { query: 'lisbon', k: 101, subject: 'user:s0' } }],
+    ['k = 2.5', { body: { query: 'lisbon', k: 2.5, subject: 'user:s0' } }],
+    ['k as a string', { body: { query: 'lisbon', k: '5', subject: 'user:s0' } }],
+    ['a body that is not JSON', { rawBody: '{"query": "lisbon", "subject": "user:s0"' }],
   ];
   for (const [what, request] of BAD_BODIES) {
     it(`is 400 validation_failed for ${what}`, async () => {
@@ -270,12 +293,12 @@ describe('POST /v1/search', () => {
   }
 
   it('is 413 payload_too_large for a query over 8 KiB', async () => {
-    await expectProblem(await t.call('POST', '/v1/search', { body: { query: 'q'.repeat(MAX_QUERY_BYTES + 1) } }), 413, 'payload_too_large');
+    await expectProblem(await t.call('POST', '/v1/search', { body: { query: 'q'.repeat(MAX_QUERY_BYTES + 1), subject: 'user:s0' } }), 413, 'payload_too_large');
   });
 
   it('is 401 without a token and 403 for the backup and eraser roles', async () => {
-    await expectProblem(await t.call('POST', '/v1/search', { role: 'none', body: { query: 'lisbon' } }), 401, 'unauthorized');
-    await expectProblem(await t.call('POST', '/v1/search', { role: 'backup', body: { query: 'lisbon' } }), 403, 'forbidden');
-    await expectProblem(await t.call('POST', '/v1/search', { role: 'eraser', body: { query: 'lisbon' } }), 403, 'forbidden');
+    await expectProblem(await t.call('POST', '/v1/search', { role: 'none', body: { query: 'lisbon', subject: 'user:s0' } }), 401, 'unauthorized');
+    await expectProblem(await t.call('POST', '/v1/search', { role: 'backup', body: { query: 'lisbon', subject: 'user:s0' } }), 403, 'forbidden');
+    await expectProblem(await t.call('POST', '/v1/search', { role: 'eraser', body: { query: 'lisbon', subject: 'user:s0' } }), 403, 'forbidden');
   });
 });

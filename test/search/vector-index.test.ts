@@ -61,6 +61,24 @@ describe('VectorIndex', () => {
     expect(hits.map((h) => h.id)).toEqual(['r1', 'r3', 'r5']);
   });
 
+  it('searchWithin ranks only the records filed under the given keys or named by id, and answers k of them however near the others are', () => {
+    const index = new VectorIndex(D);
+    // Bob's records are all nearer the query than Alice's
+    for (let i = 0; i < 50; i++) index.upsert(`bob${i}`, 'entry', 'key_bob', vec(...Array.from({ length: D }, (_, j) => (j === 0 ? 10 : j === 1 ? i / 100 : 0))));
+    index.upsert('alice1', 'entry', 'key_alice', vec(1, 0, 1, 0, 0, 0, 0, 0));
+    index.upsert('alice2', 'entry', 'key_alice', vec(1, 0, 0, 2, 0, 0, 0, 0));
+    index.upsert('summary', 'artifact', 'key_version', vec(1, 0, 0, 0, 3, 0, 0, 0));
+    expect(index.search(axis(0), 3).every((h) => h.id.startsWith('bob'))).toBe(true);
+    expect(index.searchWithin(axis(0), 3, { keyIds: ['key_alice'] }).map((h) => h.id)).toEqual(['alice1', 'alice2']);
+    expect(index.searchWithin(axis(0), 3, { keyIds: ['key_alice'], ids: ['summary', 'unknown'] }).map((h) => h.id)).toEqual(['alice1', 'alice2', 'summary']);
+    expect(index.searchWithin(axis(0), 1, { keyIds: ['key_alice'], ids: ['summary'] })[0]).toMatchObject({ id: 'alice1', type: 'entry', keyId: 'key_alice' });
+    expect(index.searchWithin(axis(0), 3, { keyIds: ['key_nobody'] })).toEqual([]);
+    expect(index.searchWithin(axis(0), 3, {})).toEqual([]);
+    // a destroyed key's records leave its scope too
+    index.removeKey('key_alice');
+    expect(index.searchWithin(axis(0), 3, { keyIds: ['key_alice'], ids: ['summary'] }).map((h) => h.id)).toEqual(['summary']);
+  });
+
   it('refuses a vector or a query of the wrong dimensions', () => {
     const index = new VectorIndex(D);
     let error: unknown;
@@ -211,6 +229,17 @@ describe('VectorIndex', () => {
           expect(hits.map((h) => h.score)).toEqual(expected);
           for (const h of hits) expect(h.score).toBe(dot(model.get(h.id)!.v, query));
           expect(new Set(hits.map((h) => h.id)).size).toBe(hits.length);
+          // scoped to some keys and some ids: exactly a search of the records in scope
+          const keys = ['k0', 'k2'];
+          const ids = ['r1', 'r4', 'r7', 'r40'];
+          const inScope = (id: string) => keys.includes(model.get(id)!.key) || ids.includes(id);
+          const scoped = index.searchWithin(query, k, { keyIds: keys, ids });
+          expect(scoped).toEqual(index.search(query, k, (id) => inScope(id)));
+          const scopedExpected = [...model].filter(([id]) => inScope(id)).map(([, r]) => dot(r.v, query)).sort((a, b) => b - a).slice(0, k);
+          expect(scoped.map((h) => h.score)).toEqual(scopedExpected);
+          // every key and every id: the same as the whole index
+          expect(index.searchWithin(query, k, { keyIds: ['k0', 'k1', 'k2', 'k3'] })).toEqual(hits);
+          expect(index.searchWithin(query, k, { ids: [...model.keys()] })).toEqual(hits);
         },
       ),
       { numRuns: 300 },

@@ -64,8 +64,9 @@ describe('two replicas agree on key destructions', () => {
     expect(res.status).toBe(201);
     return (await res.json()) as { entryId: string; keyId: string };
   };
+  // every subject's records (an admin's search): what the replica's index still holds, whatever the subject's key
   const searchIds = async (s: RunningService, query: string) => {
-    const res = await fetch(`${s.url}/v1/search`, { method: 'POST', headers: auth('writer'), body: JSON.stringify({ query, k: 10 }) });
+    const res = await fetch(`${s.url}/v1/search`, { method: 'POST', headers: auth('admin'), body: JSON.stringify({ query, k: 10, allSubjects: true }) });
     expect(res.status).toBe(200);
     return ((await res.json()) as { hits: Array<{ id: string }> }).hits.map((h) => h.id);
   };

@@ -22,6 +22,11 @@ export function summary(view: ErasureView, generatedAt: Date): string {
 <dt>Status</dt><dd>${statusBadge(view.status)}<p class="explain" id="status-meaning">${escapeHtml(STATUS_MEANING[view.status] ?? '')}</p></dd>
 <dt>Class</dt><dd>${classRow}</dd>
 <dt>Subject (keyed hash)</dt><dd><code class="hash">${escapeHtml(view.subjectHash)}</code></dd>
+<dt>Scope</dt><dd>${
+    view.scope === 'records'
+      ? `${(view.entryIds ?? []).length} of the subject's entries forgotten (${(view.entryIds ?? []).map((id) => `<code>${escapeHtml(id)}</code>`).join(', ')}); the subject lives on under a new key`
+      : 'the whole subject: its key destroyed'
+  }</dd>
 <dt>Legal basis</dt><dd>${view.legalBasis ? escapeHtml(view.legalBasis) : '<span class="muted">not stated</span>'}</dd>
 <dt>Requested</dt><dd>${time(view.createdAt)}</dd>
 <dt>Finished</dt><dd>${view.finishedAt ? time(view.finishedAt) : '<span class="muted">not finished</span>'}</dd>

@@ -8,6 +8,7 @@
 import { certificatePayload, wrappedEpochs } from '../certificates.js';
 import { assertCertificateTransition, type ErasureClass, type ErasureStatus } from '../machine.js';
 import { UnlearningSchema } from '../request.js';
+import { forgottenEntries } from '../forget.js';
 import { residuals } from '../residuals.js';
 import type { Step } from './step.js';
 
@@ -21,7 +22,7 @@ export const certify: Step = {
     const status: ErasureStatus = ok ? 'completed' : 'incomplete';
     // the fingerprints stay (sealed) only while a redaction could still need them
     const destroySealKey = probe.matches.length === 0;
-    state.residuals = await residuals(res, { state, cls, probe, unlearning, fingerprintsKept: !destroySealKey, sealKeyId: row.sealKeyId });
+    state.residuals = await residuals(res, { state, cls, probe, unlearning, fingerprintsKept: !destroySealKey, sealKeyId: row.sealKeyId, forgotten: forgottenEntries(row)?.length });
     const held = await wrappedEpochs(res, state, destroySealKey ? null : row.sealKeyId);
     state.wrappedEpochs = held.epochs;
     const certificateState = held.allRetired ? 'final' : 'provisional';

@@ -6,28 +6,40 @@
  */
 import type { ErasureClass, TierName } from '../machine.js';
 import { affectedGraph } from '../graph.js';
+import { forgottenEntries } from '../forget.js';
+import type { ErasureResources } from '../resources.js';
 import type { Step } from './step.js';
+
+/** The live key the entries are indexed under (one subject has one), or null when it is gone. */
+export async function keyHolding(res: ErasureResources, entryIds: readonly string[]): Promise<string | null> {
+  const keyIds = [...new Set((await res.log.locate(entryIds)).map((e) => e.keyId))];
+  const live = await res.keys.states(keyIds);
+  return keyIds.find((k) => live.has(k)) ?? keyIds[0] ?? null;
+}
 
 export const classify: Step = {
   name: 'classify',
   async run({ res, row, state }) {
     const subjectHash = row.subjectHash;
-    const keyId = (await res.keys.liveKeyOf(subjectHash))?.keyId ?? null;
-    const scope = { erasureId: row.erasureId, subjectHash, keyId };
+    const entryIds = forgottenEntries(row);
+    // forgetting entries: the key they are under now (the subject's live key, unless a re-key moved them since)
+    const keyId = entryIds ? await keyHolding(res, entryIds) : ((await res.keys.liveKeyOf(subjectHash))?.keyId ?? null);
+    const scope = { erasureId: row.erasureId, subjectHash, keyId, entryIds };
     const contributions = {} as Record<TierName, number>;
     for (const tier of Object.values(res.tiers)) contributions[tier.name] = await tier.contributions(scope);
-    const touching = await res.artifacts.touchingSubject(subjectHash);
-    const exposures = await res.exposures.forSubjectHash(subjectHash);
+    const touching = entryIds ? await res.artifacts.touchingRecords(entryIds) : await res.artifacts.touchingSubject(subjectHash);
+    const exposures = entryIds ? await res.exposures.forRecords(entryIds) : await res.exposures.forSubjectHash(subjectHash);
     const affectedIds = touching.length ? (await res.artifacts.upwardClosure(touching.map((t) => t.artifactId))).map((a) => a.artifactId) : [];
     const versions = await res.artifacts.current(affectedIds);
     state.keyId = keyId;
     state.contributions = contributions;
     state.exposures = exposures.map((e) => e.exposureId);
     state.affected = versions.map((v) => ({ artifactId: v.artifactId, version: v.version }));
-    state.graph = await affectedGraph(res.artifacts, subjectHash, versions);
+    state.graph = await affectedGraph(res.artifacts, subjectHash, versions, entryIds);
     const cls: ErasureClass = exposures.length > 0 ? 'C' : touching.length > 0 ? 'B' : 'A';
+    const what = entryIds ? `${contributions.log} of the subject's entries to forget (the subject keeps its other entries under a new key)` : `${contributions.log} entries under ${keyId ? 'the live key' : 'no live key'}`;
     const detail =
-      `class ${cls}: ${contributions.log} entries under ${keyId ? 'the live key' : 'no live key'}, ${contributions['vector-index']} vector(s), ` +
+      `class ${cls}: ${what}, ${contributions['vector-index']} vector(s), ` +
       `${touching.length} derived artifact(s) touch the subject (${affectedIds.length} to regenerate with what lies above them), ` +
       `${contributions.backups} backup(s) hold the key, ${exposures.length} training exposure(s)`;
     return { detail, cls };

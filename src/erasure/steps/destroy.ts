@@ -6,13 +6,55 @@
  * the destruction — dropped the key's vectors from its index (acknowledgement.ts).
  * destroyKey is idempotent and tiers report cumulative figures: safe to run again.
  */
+import { isLetheError } from '../../errors.js';
 import { awaitReplicas, describeReplicas } from '../acknowledgement.js';
-import { awaitDurable, eraseTier, type Step, TierFailure } from './step.js';
+import { forgottenEntries } from '../forget.js';
+import { awaitDurable, eraseTier, Park, type Step, type StepContext, TierFailure } from './step.js';
+
+/** How long forgetting entries waits for a subject key another re-key or erasure holds fenced. */
+const FENCED_WAIT_MS = 1000;
+
+/**
+ * Forgetting entries: the subject's log re-keyed without them (src/log/rekey.ts) — the
+ * survivors' record keys re-wrapped under a new subject key, the old key destroyed
+ * with the forgotten entries' record keys wrapped under it alone. The key destroyed is
+ * `state.keyId` from here on. Safe to run again: entries already under a destroyed key
+ * were re-keyed out by an earlier run (or went with an erasure of the whole subject).
+ * A key fenced by someone else (another re-key running, an erasure of the subject), or
+ * re-keyed under our feet, parks the step for a moment.
+ */
+async function rekeyWithout(ctx: StepContext, entryIds: readonly string[]): Promise<Park | undefined> {
+  const { res, row, state } = ctx;
+  const located = await res.log.locate(entryIds);
+  const states = await res.keys.states([...new Set(located.map((e) => e.keyId))]);
+  const byKey = new Map<string, string[]>();
+  for (const e of located) if (states.has(e.keyId)) byKey.set(e.keyId, [...(byKey.get(e.keyId) ?? []), e.entryId]);
+  for (const [keyId, ids] of byKey) {
+    const wait = (why: string) => new Park(new Date(Date.now() + FENCED_WAIT_MS), `the subject's key ${keyId} ${why}: trying again in a moment`);
+    if (states.get(keyId) === 'fenced') return wait('is fenced by another re-key or an erasure of the whole subject');
+    try {
+      const result = await res.log.rekeyKey(keyId, 'active', { exclude: ids, actor: 'erasure', reason: `erasure ${row.erasureId}: forget ${ids.length} entr${ids.length === 1 ? 'y' : 'ies'}` });
+      state.keyId = result.oldKeyId;
+      await ctx.checkpoint();
+    } catch (e) {
+      if (isLetheError(e, 'conflict')) return wait('took an append during the re-key');
+      for (const code of ['key_destroyed', 'not_found', 'illegal_transition'] as const) if (isLetheError(e, code)) return wait('changed during the re-key');
+      throw e;
+    }
+  }
+  if (byKey.size === 0 && located[0]) state.keyId = located[0].keyId;
+  return undefined;
+}
 
 export const destroy: Step = {
   name: 'destroy',
   async run(ctx) {
     const { res, state } = ctx;
+    const forgetting = forgottenEntries(ctx.row);
+    if (forgetting) {
+      const waiting = await rekeyWithout(ctx, forgetting);
+      if (waiting) return waiting;
+    }
     const keyId = state.keyId;
     let seq: number | undefined;
     const details = [await eraseTier(ctx, 'key-table')];

@@ -1,15 +1,41 @@
 /**
  * drain_leases: writers that leased the key before the fence may hold the DEK until
- * their lease expires; the erasure is parked (`not_before`) until the last one has.
- * Time only moves forward: safe to run again.
+ * they release their lease (`DELETE …/key/lease/{leaseId}`) or it expires; the
+ * erasure is parked (`not_before`) until the last outstanding one has. The
+ * outstanding leases are read again on every run (the value captured at destruction
+ * counts leases released since), and a release wakes the parked erasure at once
+ * (`ErasureEngine.leasesReleased`). What the step found is recorded in
+ * `state.leases`: when the last lease ended and whether it was released or expired.
+ * Releases and time only move forward: safe to run again.
  */
+import { forgottenEntries } from '../forget.js';
 import { Park, type Step } from './step.js';
 
 export const drainLeases: Step = {
   name: 'drain_leases',
-  async run({ state }) {
-    const until = state.destruction?.leasedUntil ? new Date(state.destruction.leasedUntil) : undefined;
-    if (until && until.getTime() > Date.now()) return new Park(until, `waiting for key leases handed to writers to expire at ${until.toISOString()}`);
-    return { detail: until ? `every lease expired (the last at ${until.toISOString()})` : 'no lease was outstanding' };
+  async run({ res, row, state }) {
+    // forgetting entries: a writer's lease holds the subject key, never a record key (those stay in the
+    // database, wrapped): nothing to wait for — its next write under the old key is refused and it leases again
+    if (forgottenEntries(row)) return { detail: 'not waited for: leases of the subject\'s old key never carried the forgotten entries\' record keys' };
+    const destroyed = state.destruction;
+    if (!destroyed) return { detail: 'no lease was outstanding' };
+    const leases = await res.keys.leases(destroyed.keyId);
+    const until = leases.outstandingUntil;
+    if (until && until.getTime() > Date.now()) {
+      return new Park(
+        until,
+        `waiting for key leases handed to writers to be released or to expire at ${until.toISOString()} (${leases.released} of ${leases.leases} released)`,
+      );
+    }
+    const endedAt = leases.endedAt?.toISOString() ?? null;
+    state.leases = { keyId: destroyed.keyId, leases: leases.leases, released: leases.released, endedAt, ended: leases.lastEnded };
+    if (!endedAt) return { detail: 'no lease was outstanding' };
+    const counts = `${leases.released} of ${leases.leases} released by their writers`;
+    return {
+      detail:
+        leases.lastEnded === 'released'
+          ? `every lease ended, the last released by its writer at ${endedAt} (${counts})`
+          : `every lease expired (the last at ${endedAt}; ${counts})`,
+    };
   },
 };

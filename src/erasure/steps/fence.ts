@@ -3,6 +3,8 @@
  * fenced it; this confirms it after a crash). Entries appended between fingerprint
  * and fence are fingerprinted too. Fencing a fenced key is a no-op: safe to run again.
  */
+import { forgottenEntries } from '../forget.js';
+import { keyHolding } from './classify.js';
 import { takeFingerprints } from './fingerprint.js';
 import type { Step } from './step.js';
 
@@ -10,6 +12,14 @@ export const fence: Step = {
   name: 'fence',
   async run(ctx) {
     const { res, row, state } = ctx;
+    const forgetting = forgottenEntries(row);
+    if (forgetting) {
+      // the subject is not fenced: it goes on; the entries are fenced by their mark since the request
+      state.keyId = await keyHolding(res, forgetting);
+      return {
+        detail: `${forgetting.length} entr${forgetting.length === 1 ? 'y' : 'ies'} read by no one but this erasure since the request; the subject is not fenced (it keeps writing; its key is fenced only for the moment of the re-key)`,
+      };
+    }
     if (!state.keyId) return { detail: 'no live key to fence (the subject was erased before)' };
     const live = await res.keys.liveKeyOf(row.subjectHash);
     if (!live) return { detail: 'the key was already destroyed' };

@@ -7,6 +7,7 @@
  */
 import { utf8 } from '../../crypto/index.js';
 import { ErasureKey } from '../erasure-key.js';
+import { forgottenEntries } from '../forget.js';
 import { encodeFingerprints, type Fingerprints, type RecordFingerprint } from '../probe.js';
 import type { Step, StepContext } from './step.js';
 
@@ -21,11 +22,13 @@ export async function takeFingerprints(ctx: StepContext): Promise<string> {
     const plain = key.open('request', row.sealedRequest!);
     const request = JSON.parse(utf8.decode(plain)) as { publicAttributes: string[] };
     plain.fill(0);
+    const forgetting = forgottenEntries(row);
     if (state.keyId) {
-      const ids = await res.log.entryIdsOf(state.keyId);
+      // forgetting entries: those alone, read past their forgotten mark (this erasure set it)
+      const ids = forgetting ? [...forgetting] : await res.log.entryIdsOf(state.keyId);
       for (let i = 0; i < ids.length; i += CHUNK) {
         const chunk = ids.slice(i, i + CHUNK);
-        const entries = await res.log.readMany(chunk);
+        const entries = await res.log.readMany(chunk, forgetting ? { forgottenBy: row.erasureId } : {});
         const readable = chunk.filter((id) => entries.has(id));
         const vectors = await res.vectors.embedder.embed(readable.map((id) => entries.get(id)!.text));
         readable.forEach((id, j) => records.push({ id, vector: vectors[j]!, ...res.vectors.shinglesOf(entries.get(id)!.text) }));

@@ -17,6 +17,7 @@
  */
 import type { Coverage } from '../../vectors/service.js';
 import { ErasureKey } from '../erasure-key.js';
+import { forgottenEntries } from '../forget.js';
 import { decodeFingerprints, type ExtraCandidate, type Fingerprints, PROBE_MAX_QUERIES, scoreProbe, spread, VECTOR_LIMIT, VECTOR_NEIGHBOURS } from '../probe.js';
 import type { ErasureResources } from '../resources.js';
 import type { ProbeFinding, TierScope } from '../tiers/port.js';
@@ -46,7 +47,7 @@ function scoreOf(list: ReadonlyArray<{ id: string; score: number }>, id: string)
 export const probe: Step = {
   name: 'probe',
   async run({ res, row, state }) {
-    const scope: TierScope = { erasureId: row.erasureId, subjectHash: row.subjectHash, keyId: state.keyId ?? null, contributed: 0 };
+    const scope: TierScope = { erasureId: row.erasureId, subjectHash: row.subjectHash, keyId: state.keyId ?? null, entryIds: forgottenEntries(row), contributed: 0 };
     for (const f of await res.tiers['key-table'].probe(scope, { vectors: [], records: [], neighbours: 0 })) {
       if (f.kind === 'live-key') throw new TierFailure(`tier key-table: the subject has a live key (${f.keyId}) after its destruction`);
     }

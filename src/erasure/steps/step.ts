@@ -9,6 +9,7 @@ import type { Certificate } from '../../crypto/certificate.js';
 import type { CertificateState, ErasureClass, ErasureStatus, StepName, TierName } from '../machine.js';
 import type { ErasureResources } from '../resources.js';
 import type { ErasureState } from '../state.js';
+import { forgottenEntries } from '../forget.js';
 import type { TierScope } from '../tiers/port.js';
 
 export interface StepContext {
@@ -81,6 +82,7 @@ export function tierScope(ctx: StepContext, contributed: number): TierScope {
     erasureId: row.erasureId,
     subjectHash: row.subjectHash,
     keyId: state.keyId ?? null,
+    entryIds: forgottenEntries(row),
     contributed,
     otherKeys: [...(state.versionKeys ?? []), ...(state.redactedKeys ?? [])],
     affected: (state.affected ?? []).map((a) => a.artifactId),

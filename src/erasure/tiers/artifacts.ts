@@ -1,6 +1,6 @@
 /** Derived artifacts: regenerated from surviving sources by provenance, or removed when none survives. */
 import type { ArtifactService } from '../../artifacts/service.js';
-import type { ProbeFinding, Tier } from './port.js';
+import type { ProbeFinding, Tier, TierScope } from './port.js';
 
 export interface RegenerationDeps {
   readonly artifacts: ArtifactService;
@@ -33,20 +33,25 @@ export async function regenerateDerived(
   return { roots: roots.length, regenerated, removed, left: (await pending()).length };
 }
 
+/** The artifacts whose current version cites the subject — or, forgetting entries, those entries. */
+function touching(d: RegenerationDeps, scope: Pick<TierScope, 'subjectHash' | 'entryIds'>) {
+  return scope.entryIds ? d.artifacts.touchingRecords(scope.entryIds) : d.artifacts.touchingSubject(scope.subjectHash);
+}
+
 export function artifactsTier(d: RegenerationDeps): Tier {
   return {
     name: 'artifacts',
     async contributions(scope) {
-      return (await d.artifacts.touchingSubject(scope.subjectHash)).length;
+      return (await touching(d, scope)).length;
     },
     async erase(scope) {
       const pending = async () => {
-        const touching = (await d.artifacts.touchingSubject(scope.subjectHash)).map((t) => t.artifactId);
+        const touchingNow = (await touching(d, scope)).map((t) => t.artifactId);
         // An artifact classified as affected still holding a version written before the key's
         // destruction carries the subject's content even when it no longer cites the subject
         // directly (a digest above a summary that a crashed run already regenerated).
         const stale = await d.artifacts.staleSince(scope.affected ?? [], scope.since);
-        return [...new Set([...touching, ...stale])];
+        return [...new Set([...touchingNow, ...stale])];
       };
       const r = await regenerateDerived(d, pending, { reason: `erasure ${scope.erasureId}`, beforeRegenerate: scope.beforeRegenerate });
       const detail =

@@ -7,9 +7,15 @@ export function logTier(d: { log: LogService; destructions: KeyDestructions }): 
   return {
     name: 'log',
     async contributions(scope) {
+      if (scope.entryIds) return scope.entryIds.length;
       return scope.keyId ? d.log.countByKey(scope.keyId) : 0;
     },
     async erase(scope) {
+      if (scope.entryIds) {
+        const removed = await d.log.countErasedOf(scope.entryIds);
+        const left = await d.log.countReadableOf(scope.entryIds);
+        return { removed, left, detail: `${removed} entr${removed === 1 ? 'y' : 'ies'} unreadable (their record keys went with the subject's old key)` };
+      }
       const destroyed = scope.keyId !== null && (await d.destructions.get(scope.keyId)) !== undefined;
       const removed = destroyed && scope.keyId ? await d.log.countByKey(scope.keyId) : 0;
       const left = await d.log.countReadable(scope.subjectHash);

@@ -15,8 +15,10 @@ export type { TierName } from '../machine.js';
 export interface TierScope {
   readonly erasureId: string;
   readonly subjectHash: Uint8Array;
-  /** The subject's key this erasure fenced and destroys (null: it had none left). */
+  /** The subject's key this erasure fenced and destroys (null: it had none left); for a records-scope erasure, the key it re-keys the subject away from. */
   readonly keyId: string | null;
+  /** A records-scope erasure's entries: the tiers count and erase these alone, and the subject keeps a live key (src/erasure/forget.ts). */
+  readonly entryIds?: readonly string[] | undefined;
   /** Contributions recorded at classification (what removals are measured against). */
   readonly contributed: number;
   /** Keys of derived versions and other subjects that this erasure destroyed (their backups are marked too). */

@@ -12,13 +12,16 @@ import type { ProbeFinding, Tier } from './port.js';
 
 export function vectorIndexTier(d: { vectors: Vectors; log: LogService; artifacts: ArtifactService }): Tier {
   const left = async (keyId: string | null) => (keyId ? (await d.vectors.countByKey(keyId)) + d.vectors.index.idsOfKey(keyId).length : 0);
+  // a records-scope erasure: those records' rows (under any key) and their vectors in this replica's index
+  const leftOf = async (ids: readonly string[]) => (await d.vectors.countRecords(ids)) + ids.filter((id) => d.vectors.index.vectorOf(id) !== undefined).length;
   return {
     name: 'vector-index',
     async contributions(scope) {
+      if (scope.entryIds) return d.vectors.countRecords(scope.entryIds);
       return scope.keyId ? d.vectors.countByKey(scope.keyId) : 0;
     },
     async erase(scope) {
-      const remaining = await left(scope.keyId);
+      const remaining = scope.entryIds ? await leftOf(scope.entryIds) : await left(scope.keyId);
       const removed = Math.max(0, scope.contributed - remaining);
       return { removed, left: remaining, detail: `${removed} vector(s) removed from the index and at rest` };
     },

@@ -1,8 +1,9 @@
-/** Admin: KEK rotation and epochs; break-glass key destruction. */
+/** Admin: KEK rotation and epochs; break-glass key destruction; reinstating an erased subject. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
+import { ReinstateRequestSchema } from '../../erasure/reinstatement.js';
 import type { Services } from '../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
-import { authErrors, idParam, json, jsonBody, problemResponse, security } from '../schemas.js';
+import { authErrors, idParam, json, jsonBody, problemResponse, security, SubjectParam } from '../schemas.js';
 
 const RotateResponse = z
   .object({
@@ -42,6 +43,10 @@ const DestroyResponse = z
     leasedUntil: z.string().optional().openapi({ description: 'leases handed out before destruction stay usable by their holders until this time' }),
   })
   .openapi('KeyDestruction');
+
+const ReinstateRequest = ReinstateRequestSchema.meta({ id: 'ReinstateRequest' });
+
+const ReinstateResponse = z.object({ subject: z.string(), reinstated: z.literal(true) }).openapi('SubjectReinstated');
 
 /** How long a destroy call waits for its destruction record to be durable before answering 202. */
 const DESTROY_ACK_WAIT_MS = 5000;
@@ -127,6 +132,34 @@ export function registerAdminRoutes(app: OpenAPIHono<AuthEnv>, services: Service
         return c.json({ ...body, state: 'destruction_pending' as const, pending }, 202);
       }
       return c.json({ ...body, state: 'destroyed' as const }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/subjects/{subject}/reinstate',
+      tags: ['admin'],
+      summary: 'Reinstate an erased subject: keys, leases and appends are accepted for it again',
+      description:
+        'A subject-scope erasure tombstones its subject: from its key\'s destruction on, creating a key, leasing, appending, reserving and ' +
+        'registering entries for it answer 410 `subject_erased`, so a late job cannot re-learn the person. This lifts the tombstone (the person ' +
+        'came back, or the erasure was a mistake): the next key is a new one — nothing erased comes back. Recorded in the audit log ' +
+        '(`subject.reinstate`: the subject\'s keyed hash, the erasure and the reason; the reason is kept in the clear, so it must not quote the subject).',
+      security,
+      middleware: [authorize(tokens, 'admin')] as const,
+      request: { params: SubjectParam, body: jsonBody(ReinstateRequest) },
+      responses: {
+        200: json(ReinstateResponse, 'The tombstone is lifted, and the reinstatement recorded in the audit log'),
+        409: problemResponse('conflict: the subject is not erased (no tombstone); erasure_in_progress: an erasure of the subject is open'),
+        ...authErrors,
+      },
+    }),
+    async (c) => {
+      const { subject } = c.req.valid('param');
+      const { reason } = c.req.valid('json');
+      await services.erasures.reinstate(subject, reason, c.get('role'));
+      return c.json({ subject, reinstated: true as const }, 200);
     },
   );
 }

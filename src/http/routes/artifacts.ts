@@ -3,7 +3,9 @@ import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { MAX_EXPOSURE_IDS } from '../../artifacts/exposures.js';
 import { ARTIFACT_KINDS, MAX_SOURCES } from '../../artifacts/service.js';
 import { LetheError } from '../../errors.js';
-import { MAX_SEARCH_K } from '../../search/service.js';
+import { SUBJECT_ID_PATTERN, SUBJECT_ID_RULE } from '../../ids.js';
+import { MAX_SEARCH_K, MAX_SEARCH_SUBJECTS } from '../../search/service.js';
+import { decodeCursor, listErrors, NextCursor, PageQuery, pageOf } from '../cursor.js';
 import type { Services } from '../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
 import { authErrors, idParam, json, jsonBody, problemResponse, security } from '../schemas.js';
@@ -39,6 +41,37 @@ const ArtifactSchema = z
   })
   .openapi('Artifact');
 
+const SearchSubject = z.string().regex(SUBJECT_ID_PATTERN, SUBJECT_ID_RULE);
+const SearchRequest = z
+  .object({
+    query: z.string().min(1).openapi({ description: 'at most 8 KiB' }),
+    k: z.number().int().min(1).max(MAX_SEARCH_K).optional(),
+    subject: SearchSubject.optional().openapi({ description: 'search this subject\'s records' }),
+    subjects: z.array(SearchSubject).min(1).max(MAX_SEARCH_SUBJECTS).optional().openapi({ description: `search these subjects' records (1–${MAX_SEARCH_SUBJECTS})` }),
+    allSubjects: z.boolean().optional().openapi({ description: 'true: search every subject\'s records (admin only; hits have subject null)' }),
+  })
+  .superRefine((body, ctx) => {
+    const named = [body.subject !== undefined, body.subjects !== undefined, body.allSubjects === true].filter(Boolean).length;
+    if (named === 0) ctx.addIssue({ code: 'custom', message: 'name the subject to search: subject, subjects or allSubjects' });
+    if (named > 1) ctx.addIssue({ code: 'custom', message: 'name the subject to search one way only: subject, subjects or allSubjects' });
+  })
+  .openapi('SearchRequest');
+
+const SearchHitSchema = z
+  .object({
+    id: z.string(),
+    type: z.enum(['entry', 'artifact']),
+    score: z.number(),
+    text: z.string(),
+    subject: z.string().nullable().openapi({ description: 'the named subject the hit is of (an entry of it, an artifact derived from it alone); null for an artifact of several named subjects and in an allSubjects search' }),
+    kind: z.string().nullable().openapi({ description: 'an entry\'s kind, or the artifact\'s (summary, fact, digest)' }),
+    metadata: z.record(z.string(), z.unknown()).nullable().openapi({ description: 'an entry\'s metadata; null for artifacts' }),
+    createdAt: z.string().openapi({ format: 'date-time', description: 'when the entry was appended; for an artifact, when its current version was written (its updatedAt)' }),
+  })
+  .openapi('SearchHit');
+
+const ArtifactSummarySchema = ArtifactSchema.pick({ artifactId: true, kind: true, version: true, generator: true, createdAt: true, updatedAt: true }).openapi('ArtifactSummary');
+
 /** How long a regeneration waits for its destroyed version keys to be durable before answering 202. */
 const REGENERATE_ACK_WAIT_MS = 5000;
 
@@ -70,6 +103,33 @@ export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, services: Serv
         c.get('role'),
       );
       return c.json(written, 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/artifacts',
+      tags: ['artifacts'],
+      summary: 'Addition: the live artifacts, oldest first, a page at a time',
+      description:
+        'What each artifact is (kind, version, generator, dates), never its text: GET /v1/artifacts/{artifactId} reads that, with its read fence. ' +
+        'Ordered by (createdAt, artifactId); erased artifacts are left out. `limit` per page (default 100); `nextCursor` (null on the last page) is ' +
+        'the `cursor` of the next.',
+      security,
+      middleware: [authorize(tokens, 'writer', 'eraser')] as const,
+      request: { query: PageQuery },
+      responses: {
+        200: json(z.object({ artifacts: z.array(ArtifactSummarySchema), nextCursor: NextCursor }), 'A page of artifacts'),
+        ...listErrors,
+      },
+    }),
+    async (c) => {
+      const { limit, cursor } = c.req.valid('query');
+      const after = decodeCursor('artifacts', cursor);
+      const page = pageOf('artifacts', await services.artifacts.list({ after, limit: limit + 1 }), limit, (a) => a.position);
+      const listed = page.items.map(({ position: _, ...a }) => ({ ...a, createdAt: a.createdAt.toISOString(), updatedAt: a.updatedAt.toISOString() }));
+      return c.json({ artifacts: listed, nextCursor: page.nextCursor }, 200);
     },
   );
 
@@ -188,17 +248,19 @@ export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, services: Serv
       method: 'post',
       path: '/v1/search',
       tags: ['search'],
-      summary: 'Nearest entries and artifacts to a query, with their text and a read fence',
+      summary: 'Nearest entries and artifacts of the named subjects to a query, with their text and a read fence',
+      description:
+        'Name whose records to search: `subject`, `subjects` (1–100) or `allSubjects: true` (admin only), exactly one. ' +
+        'A scoped search ranks only the named subjects\' entries and the artifacts every subject of whose provenance closure is named ' +
+        '(a summary shared with someone else is never in one person\'s scope). A subject lethe has never seen has no hits.',
       security,
       middleware: [authorize(tokens, 'writer')] as const,
-      request: {
-        body: jsonBody(z.object({ query: z.string().min(1).openapi({ description: 'at most 8 KiB' }), k: z.number().int().min(1).max(MAX_SEARCH_K).optional() }).openapi('SearchRequest')),
-      },
+      request: { body: jsonBody(SearchRequest) },
       responses: {
         200: json(
           z
             .object({
-              hits: z.array(z.object({ id: z.string(), type: z.enum(['entry', 'artifact']), score: z.number(), text: z.string() })),
+              hits: z.array(SearchHitSchema),
               readFence: z.string().openapi({ description: 'addition: covers every hit' }),
             })
             .openapi('SearchResult'),
@@ -206,15 +268,18 @@ export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, services: Serv
         ),
         503: problemResponse('unavailable: this replica could not confirm it applied every key destruction (nothing was answered from a stale index)'),
         ...authErrors,
+        403: problemResponse('forbidden: the token\'s role may not call this, or allSubjects without the admin role'),
       },
     }),
     async (c) => {
-      const { query, k } = c.req.valid('json');
+      const { query, k, subject, subjects, allSubjects } = c.req.valid('json');
+      if (allSubjects === true && c.get('role') !== 'admin') throw new LetheError('forbidden', 'allSubjects needs the admin role: name the subject to search');
       // a replica that slept through a destruction catches up before it answers from memory
       await services.replica?.fresh();
-      const result = await services.search.search(query, k ?? 10);
+      const scope = allSubjects === true ? { allSubjects: true as const } : { subjects: subject !== undefined ? [subject] : subjects! };
+      const { hits, readFence } = await services.search.search(query, k ?? 10, scope);
       c.header('cache-control', 'no-store');
-      return c.json(result, 200);
+      return c.json({ hits: hits.map((h) => ({ ...h, createdAt: h.createdAt.toISOString() })), readFence }, 200);
     },
   );
 

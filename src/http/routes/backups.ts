@@ -1,6 +1,7 @@
 /** Backups: POST/GET /v1/backups, GET /v1/backups/{backupId}/manifest. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { isLetheError } from '../../errors.js';
+import { decodeCursor, listErrors, NextCursor, PageQuery, pageOf } from '../cursor.js';
 import type { Services } from '../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
 import { authErrors, idParam, json, problemResponse, security } from '../schemas.js';
@@ -75,24 +76,30 @@ export function registerBackupRoutes(app: OpenAPIHono<AuthEnv>, services: Servic
       method: 'get',
       path: '/v1/backups',
       tags: ['backups'],
-      summary: 'The backups taken, oldest first',
+      summary: 'The backups taken, oldest first, a page at a time',
+      description: 'Ordered by (createdAt, backupId). `limit` per page (default 100); `nextCursor` (null on the last page) is the `cursor` of the next.',
       security,
       middleware: [authorize(tokens, 'backup')] as const,
+      request: { query: PageQuery },
       responses: {
         200: json(
           z.object({
             backups: z.array(
               z.object({ backupId: z.string(), createdAt: z.string(), objects: z.number().int(), keys: z.number().int(), manifestVersion: z.number().int() }),
             ),
+            nextCursor: NextCursor,
           }),
-          'Backups',
+          'A page of backups',
         ),
-        ...authErrors,
+        ...listErrors,
       },
     }),
     async (c) => {
-      const list = await services.backups.list();
-      return c.json({ backups: list.map((b) => ({ ...b, createdAt: b.createdAt.toISOString() })) }, 200);
+      const { limit, cursor } = c.req.valid('query');
+      const after = decodeCursor('backups', cursor);
+      const page = pageOf('backups', await services.backups.list({ after, limit: limit + 1 }), limit, (b) => b.position);
+      const backups = page.items.map(({ position: _, ...b }) => ({ ...b, createdAt: b.createdAt.toISOString() }));
+      return c.json({ backups, nextCursor: page.nextCursor }, 200);
     },
   );
 

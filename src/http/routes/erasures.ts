@@ -12,7 +12,8 @@ import { DismissalRequestSchema, ErasureRequestSchema, RedactionRequestSchema } 
 import { CertificateViewSchema, ErasureAcceptedSchema, ErasureViewSchema } from '../../erasure/view.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
 import { problem } from '../problem.js';
-import { authErrors, idParam, json, jsonBody, problemResponse, security } from '../schemas.js';
+import { decodeCursor, listErrors, NextCursor, PageQuery, pageOf } from '../cursor.js';
+import { authErrors, idParam, json, jsonBody, problemResponse, security, SubjectParam } from '../schemas.js';
 import type { Services } from '../services.js';
 import { StreamLimit } from '../stream-limit.js';
 
@@ -27,6 +28,10 @@ const CertificateSchema = CertificateViewSchema.meta({
   id: 'ErasureCertificate',
   description:
     'Ed25519 over the canonical JSON of `payload`; `payload.signingKeyId` names the signing key. Check it against the keys of GET /v1/certificates/keys (`lethe certificate verify --url`), never against the `publicKey` it carries.',
+});
+
+const ErasureListQuery = PageQuery.extend({
+  subject: SubjectParam.shape.subject.optional().openapi({ param: { name: 'subject', in: 'query' }, description: 'Only this subject\'s erasures.', example: 'user:42' }),
 });
 
 /** What a 429 `too_many_streams` suggests waiting before trying again. */
@@ -107,21 +112,82 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Servi
       method: 'post',
       path: '/v1/erasures',
       tags: ['erasure'],
-      summary: 'Request the erasure of a subject (idempotent while it is open)',
+      summary: 'Request the erasure of a subject, or (with entryIds) forget some of its entries (idempotent while it is open)',
+      description:
+        'Without `entryIds`: the whole subject — its key destroyed, everything derived from it regenerated, the subject tombstoned. ' +
+        'With `entryIds`: a records-scope erasure — those entries are unreadable from the answer on, the subject is re-keyed without them ' +
+        '(its other entries\' record keys re-wrapped under a new key, the old key destroyed), every artifact citing them regenerated, the probe ' +
+        'run for their content, a certificate signed; the subject keeps writing. Asking again for the entries one erasure already forgets answers that erasure.',
       security,
       middleware: [authorize(tokens, 'eraser')] as const,
       request: { body: jsonBody(ErasureRequest) },
       responses: {
-        202: json(Accepted, 'Accepted: the erasure runs in the background'),
-        200: json(Accepted, 'The subject\'s erasure is already open: the same erasure'),
-        404: problemResponse('not_found: lethe has never seen the subject'),
+        202: { ...json(Accepted, 'Accepted: the erasure runs in the background'), headers: z.object({ Location: z.string() }) },
+        200: json(Accepted, 'The subject\'s erasure is already open (or these entries are already being forgotten): the same erasure'),
+        404: problemResponse('not_found: lethe has never seen the subject, or an entry is not one of the subject\'s'),
+        409: problemResponse('conflict: some of the entries are already being forgotten by another erasure; erasure_in_progress: the whole subject is being erased'),
+        410: problemResponse('key_destroyed: an entry is already erased'),
         ...authErrors,
       },
     }),
     async (c) => {
       const body = c.req.valid('json');
       const result = await services.erasures.request(body, c.get('role'));
+      c.header('Location', `/v1/erasures/${result.erasureId}`);
       return c.json({ erasureId: result.erasureId, status: result.status }, result.created ? 202 : 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'delete',
+      path: '/v1/entries/{entryId}',
+      tags: ['erasure'],
+      summary: 'Forget one memory: a records-scope erasure of the entry',
+      description:
+        'The entry answers 410 `entry_forgotten` from this answer on and leaves lists and search; the erasure re-keys its subject without it ' +
+        '(the subject keeps writing), regenerates every artifact that cites it, and certifies. Idempotent: forgetting it again answers the same erasure (200).',
+      security,
+      middleware: [authorize(tokens, 'eraser')] as const,
+      request: { params: z.object({ entryId: idParam('entry', 'entryId') }) },
+      responses: {
+        202: { ...json(Accepted, 'Accepted: the erasure runs in the background'), headers: z.object({ Location: z.string() }) },
+        200: json(Accepted, 'The entry is already being forgotten (or was): that erasure'),
+        404: problemResponse('not_found: no such entry'),
+        409: problemResponse('erasure_in_progress: the whole subject is being erased'),
+        410: problemResponse('key_destroyed: the entry is already erased'),
+        ...authErrors,
+      },
+    }),
+    async (c) => {
+      const result = await services.erasures.forgetEntry(c.req.valid('param').entryId, c.get('role'));
+      c.header('Location', `/v1/erasures/${result.erasureId}`);
+      return c.json({ erasureId: result.erasureId, status: result.status }, result.created ? 202 : 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/erasures',
+      tags: ['erasure'],
+      summary: 'The erasures, oldest first, a page at a time (each as GET /v1/erasures/{erasureId} answers it)',
+      description:
+        'Ordered by (createdAt, erasureId). With `subject`, only that subject\'s erasures (looked up by its keyed hash; the id is not kept). ' +
+        '`limit` per page (default 100); `nextCursor` (null on the last page) is the `cursor` of the next.',
+      security,
+      middleware: [authorize(tokens, 'eraser')] as const,
+      request: { query: ErasureListQuery },
+      responses: {
+        200: json(z.object({ erasures: z.array(ErasureSchema), nextCursor: NextCursor }), 'A page of erasures'),
+        ...listErrors,
+      },
+    }),
+    async (c) => {
+      const { limit, cursor, subject } = c.req.valid('query');
+      const after = decodeCursor('erasures', cursor);
+      const page = pageOf('erasures', await services.erasures.list({ after, limit: limit + 1, subject }), limit, (e) => e.position);
+      return c.json({ erasures: page.items.map((e) => e.view), nextCursor: page.nextCursor }, 200);
     },
   );
 

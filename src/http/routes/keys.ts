@@ -1,10 +1,10 @@
-/** Keys: PUT /v1/subjects/{subject}/key, POST .../key/lease, POST /v1/keys/validity. */
+/** Keys: PUT /v1/subjects/{subject}/key, POST .../key/lease, DELETE .../key/lease/{leaseId}, POST /v1/keys/validity. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { zeroize } from '../../crypto/index.js';
 import { encodeDek, MAX_VALIDITY_IDS } from '../../vault/keys.js';
 import type { Services } from '../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
-import { authErrors, json, jsonBody, KeyIdSchema, problemResponse, security, SubjectParam } from '../schemas.js';
+import { authErrors, idParam, json, jsonBody, KeyIdSchema, problemResponse, security, SubjectParam } from '../schemas.js';
 
 const KeyInfo = z
   .object({
@@ -45,6 +45,8 @@ export function registerKeyRoutes(app: OpenAPIHono<AuthEnv>, services: Services,
       responses: {
         200: json(KeyInfo, 'The subject already had a live key'),
         201: json(KeyInfo, 'A new key was created'),
+        409: problemResponse('erasure_in_progress: an erasure of the subject is open; no new key until it ends'),
+        410: problemResponse('subject_erased: an erasure destroyed the subject\'s key; no new key until an admin reinstates it (POST /v1/subjects/{subject}/reinstate)'),
         ...authErrors,
       },
     }),
@@ -70,6 +72,7 @@ export function registerKeyRoutes(app: OpenAPIHono<AuthEnv>, services: Services,
       responses: {
         200: json(LeaseSchema, 'The lease'),
         409: problemResponse('erasure_in_progress'),
+        410: problemResponse('subject_erased: an erasure destroyed the subject\'s key; no lease until an admin reinstates it (POST /v1/subjects/{subject}/reinstate)'),
         ...authErrors,
       },
     }),
@@ -84,6 +87,33 @@ export function registerKeyRoutes(app: OpenAPIHono<AuthEnv>, services: Services,
       }
       c.header('cache-control', 'no-store');
       return c.json({ keyId: lease.keyId, dek, leaseId: lease.leaseId, expiresAt: lease.expiresAt.toISOString() }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'delete',
+      path: '/v1/subjects/{subject}/key/lease/{leaseId}',
+      tags: ['keys'],
+      summary: 'Release a lease: the writer is done with the data key',
+      description:
+        'The writer has zeroed the DEK it leased and will not use it again. Recorded in the audit log; an erasure of the subject waiting for its ' +
+        'leases (drain_leases) waits no longer for this one — and ends as soon as the last outstanding lease is released or expires. Works for a ' +
+        'lease of a key destroyed meanwhile (an erasure in progress). Idempotent: releasing again, or releasing an expired lease, answers 204 too. ' +
+        'A lease is known for a day after it was handed out.',
+      security,
+      middleware: [authorize(tokens, 'writer')] as const,
+      request: { params: SubjectParam.extend({ leaseId: idParam('lease', 'leaseId') }) },
+      responses: {
+        204: { description: 'Released (or released already, or expired)' },
+        404: problemResponse('not_found: lethe handed out no such lease for this subject (within the last day)'),
+        ...authErrors,
+      },
+    }),
+    async (c) => {
+      const { subject, leaseId } = c.req.valid('param');
+      await services.keys.releaseLease(subject, leaseId, c.get('role'));
+      return c.body(null, 204);
     },
   );
 

@@ -4,6 +4,7 @@ import { ID_PATTERNS, SEGMENT_KEY_PATTERN } from '../../ids.js';
 import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE, IDEMPOTENCY_WINDOW_HOURS } from '../../log/idempotency.js';
 import { AppendEntrySchema } from '../../log/payload.js';
 import { type Entry, MAX_RESERVATION } from '../../log/service.js';
+import { decodeCursor, listErrors, NextCursor, PageQuery, pageOf } from '../cursor.js';
 import type { Services } from '../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
 import { authErrors, idParam, json, jsonBody, problemResponse, security, SubjectParam } from '../schemas.js';
@@ -63,7 +64,10 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, services: Services,
         },
         201: json(Appended, 'Stored and indexed'),
         409: problemResponse('erasure_in_progress; idempotency_key_reused: the Idempotency-Key was used with another body for this subject'),
-        410: problemResponse('key_destroyed: the key the Idempotency-Key\'s append was stored under was destroyed since'),
+        410: problemResponse(
+          'subject_erased: an erasure destroyed the subject\'s key and nothing is accepted for it until an admin reinstates it; ' +
+            'key_destroyed: the key the Idempotency-Key\'s append was stored under was destroyed since',
+        ),
         503: problemResponse('unavailable: the object store or database did not answer; nothing was recorded'),
         ...authErrors,
       },
@@ -90,22 +94,32 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, services: Services,
       method: 'get',
       path: '/v1/subjects/{subject}/entries',
       tags: ['log'],
-      summary: 'The subject\'s entries in append order',
+      summary: 'The subject\'s entries in append order, a page at a time',
+      description:
+        'Ordered by seq. `limit` entries per page (default 100); `nextCursor` (null on the last page) is the `cursor` of the next. Walking the pages ' +
+        'while entries are appended never answers an entry twice and never skips one that existed when the walk began (entries appended meanwhile may ' +
+        'or may not appear); a re-key keeps every entry\'s seq, so a walk goes on across one. Forgotten entries are never listed.',
       security,
       middleware: [authorize(tokens, 'writer')] as const,
-      request: { params: SubjectParam },
+      request: { params: SubjectParam, query: PageQuery },
       responses: {
-        200: json(z.object({ entries: z.array(EntrySchema), readFence: z.string() }), 'Entries under the subject\'s live key, and a read fence covering them'),
+        200: json(
+          z.object({ entries: z.array(EntrySchema), readFence: z.string(), nextCursor: NextCursor }),
+          'A page of the entries under the subject\'s live key, and a read fence covering them',
+        ),
         404: problemResponse('not_found: a subject lethe has never seen'),
         410: problemResponse('subject_erased'),
-        ...authErrors,
+        ...listErrors,
       },
     }),
     async (c) => {
       const { subject } = c.req.valid('param');
-      const { entries, keyId } = await services.log.read(subject);
+      const { limit, cursor } = c.req.valid('query');
+      const after = decodeCursor('entries', cursor);
+      const { entries, keyId } = await services.log.read(subject, { afterSeq: after?.seq, limit: limit + 1 });
+      const page = pageOf('entries', entries, limit, (e) => ({ seq: e.seq }));
       c.header('cache-control', 'no-store');
-      return c.json({ entries: entries.map(shape), readFence: services.fences.issue([keyId]) }, 200);
+      return c.json({ entries: page.items.map(shape), readFence: services.fences.issue([keyId]), nextCursor: page.nextCursor }, 200);
     },
   );
 
@@ -144,6 +158,7 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, services: Services,
       responses: {
         201: json(z.object({ keyId: z.string(), firstSeq: z.number().int(), count: z.number().int() }).openapi('Reservation'), 'Reserved'),
         409: problemResponse('erasure_in_progress'),
+        410: problemResponse('subject_erased: an erasure destroyed the subject\'s key; nothing is accepted for it until an admin reinstates it'),
         ...authErrors,
       },
     }),
@@ -165,6 +180,11 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, services: Services,
             seq: z.number().int().min(1),
             offset: z.number().int().min(0),
             length: z.number().int().min(1),
+            wrappedKey: z
+              .string()
+              .regex(/^[A-Za-z0-9_-]{40,200}$/, 'must be base64url')
+              .optional()
+              .openapi({ description: 'The entry\'s record key wrapped under the key it names (base64url). Absent: a frame sealed under the subject key itself (writers before record keys).' }),
           }),
         )
         .min(1)
@@ -182,13 +202,15 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, services: Services,
         'An append made by a writer is acknowledged only once this answers registered for it. Idempotent per entry id: registering again an entry ' +
         'already indexed at the same place (segment, offset, length, key, seq) answers `registered` again; an entry id indexed at another place is ' +
         '409 `conflict` and nothing of the request is registered. Each frame must open under the key it names and hold a payload the `Entry` schema ' +
-        'admits (kind 1–64 characters or null, metadata a JSON object or null): else 400 `validation_failed` naming the entry and the field.',
+        'admits (kind 1–64 characters or null, metadata a JSON object or null): else 400 `validation_failed` naming the entry and the field. ' +
+        'Per entry: `key_destroyed` when its key is gone, `subject_erased` when it is gone because an erasure erased the subject (nothing is ' +
+        'accepted for it until an admin reinstates it), `erasure_in_progress` while an erasure holds the key fenced.',
       security,
       middleware: [authorize(tokens, 'writer')] as const,
       request: { body: jsonBody(RegisterRequest) },
       responses: {
         201: json(
-          z.object({ results: z.array(z.object({ entryId: z.string(), status: z.enum(['registered', 'key_destroyed', 'erasure_in_progress']) })) }),
+          z.object({ results: z.array(z.object({ entryId: z.string(), status: z.enum(['registered', 'key_destroyed', 'subject_erased', 'erasure_in_progress']) })) }),
           'Per-entry outcome',
         ),
         409: problemResponse('conflict: an entry id is already indexed at another place; nothing was registered'),

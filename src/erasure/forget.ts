@@ -1,0 +1,100 @@
+/**
+ * Forgetting entries of a living subject: a records-scope erasure (`DELETE
+ * /v1/entries/{id}`, `POST /v1/erasures` with `entryIds`, `lethe log rekey
+ * --exclude`). The request marks the entries forgotten in the transaction that
+ * inserts the erasure — from its commit on no one reads them but this erasure's
+ * fingerprint step — and does not fence the subject: it keeps writing. The steps are
+ * the subject erasure's, scoped to the entries (tiers/port.ts `entryIds`): their
+ * fingerprints, a re-key of the subject without them (destroy: their record keys were
+ * wrapped under the old subject key alone, which is destroyed, ledgered and propagated
+ * to backups like any key), the artifacts that cite them regenerated, their vectors
+ * and postings gone with the old key, the probe for their content, a certificate.
+ */
+import { utf8, zeroize } from '../crypto/index.js';
+import { LetheError } from '../errors.js';
+import { newId } from '../ids.js';
+import { sealWithErasureKey } from './erasure-key.js';
+import type { ErasureStatus } from './machine.js';
+import type { LegalBasis } from './request.js';
+import type { ErasureResources } from './resources.js';
+import type { ErasureState } from './state.js';
+
+export interface ForgetRequest {
+  readonly subjectHash: Uint8Array;
+  readonly entryIds: readonly string[];
+  readonly reason?: string | null | undefined;
+  readonly legalBasis?: LegalBasis | null | undefined;
+}
+
+/**
+ * A records-scope erasure of `entryIds`, all of them entries of the subject under its
+ * live key. Asking again for entries one erasure is already forgetting answers that
+ * erasure (`created: false`); entries of another subject, unknown or already erased
+ * are refused, and so is a request while the whole subject is being erased.
+ */
+export async function requestForget(res: ErasureResources, input: ForgetRequest, actor: string): Promise<{ erasureId: string; status: ErasureStatus; created: boolean }> {
+  const { keys, log, versionKeys, records } = res;
+  const ids = [...new Set(input.entryIds)];
+  const subjectHex = Buffer.from(input.subjectHash).toString('hex');
+  const located = (await log.locateForgetting(ids)).filter((e) => Buffer.from(e.subjectHash).toString('hex') === subjectHex);
+  if (located.length !== ids.length) {
+    throw new LetheError('not_found', `${ids.length - located.length} of the ${ids.length} entr${ids.length === 1 ? 'y is not an entry' : 'ies are not entries'} of this subject`);
+  }
+  const by = new Set(located.map((e) => e.forgottenBy));
+  if (by.size === 1 && !by.has(null)) {
+    // every one of them is being forgotten (or was) by one erasure already: that one answers
+    const erasureId = [...by][0]!;
+    return { erasureId, status: await records.status(erasureId), created: false };
+  }
+  const taken = located.filter((e) => e.forgottenBy !== null);
+  if (taken.length > 0) {
+    throw new LetheError('conflict', `${taken.length} of the entries are already being forgotten by erasure ${taken[0]!.forgottenBy}: name the others alone`);
+  }
+  const states = await keys.states([...new Set(located.map((e) => e.keyId))]);
+  if (located.some((e) => !states.has(e.keyId))) throw new LetheError('key_destroyed', 'an entry of the request is already erased (its key was destroyed)');
+  const open = await records.openFor(input.subjectHash);
+  if (open) throw new LetheError('erasure_in_progress', `the whole subject is being erased (erasure ${open.erasureId}): its entries go with it`);
+
+  const erasureId = newId('ers');
+  const { keyId: sealKeyId, key } = versionKeys.fresh();
+  try {
+    const request = utf8.encode(JSON.stringify({ reason: input.reason ?? null, publicAttributes: [] }));
+    const sealedRequest = sealWithErasureKey(key, { erasureId, keyId: sealKeyId }, 'request', request);
+    const now = new Date();
+    await records.db.transaction(async (tx) => {
+      await records.insert(tx, {
+        erasureId,
+        subjectHash: input.subjectHash,
+        scope: 'records',
+        entryIds: ids,
+        status: 'pending',
+        step: 'classify',
+        legalBasis: input.legalBasis ?? null,
+        unlearning: null,
+        sealKeyId,
+        sealedRequest,
+        state: { steps: {} } satisfies ErasureState,
+        notBefore: now,
+        createdAt: now,
+        updatedAt: now,
+      });
+      await versionKeys.store(tx, { keyId: sealKeyId, key, artifactId: erasureId, version: 0, purpose: 'erasure' });
+      await records.transition(tx, erasureId, null, 'classify', 'pending', `requested by ${actor}: forget ${ids.length} entr${ids.length === 1 ? 'y' : 'ies'}`);
+      // unreadable from this commit on; a concurrent forget of the same entry makes one of the two refuse
+      await log.markForgotten(tx, erasureId, input.subjectHash, ids);
+    });
+  } finally {
+    zeroize(key);
+  }
+  return { erasureId, status: 'pending', created: true };
+}
+
+/** The entries a records-scope erasure forgets (undefined for an erasure of a whole subject). */
+export function forgottenEntries(row: { readonly scope: 'subject' | 'records'; readonly entryIds: unknown }): readonly string[] | undefined {
+  if (row.scope !== 'records') return undefined;
+  const ids = row.entryIds;
+  if (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => typeof id === 'string')) {
+    throw new LetheError('internal', 'a records-scope erasure has no entry ids recorded');
+  }
+  return ids as string[];
+}

@@ -1,0 +1,117 @@
+/**
+ * `lethe subject reinstate` against a running service on PostgreSQL: the admin token
+ * from LETHE_ADMIN_TOKEN only; a bad subject or reason exits 2 before any request; the
+ * service's refusals (403, 409) exit 2 with its problem; no answer exits 1; a
+ * reinstated subject takes a new key.
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import { rmSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../support/pg.js';
+import { CLI, type RunningService, runCli, startService } from '../support/process.js';
+import { tempDir, testEnv, TOKENS } from '../support/vault.js';
+
+const TIMEOUT = 120_000;
+let db: TestDatabase;
+let dataDir = '';
+let service: RunningService;
+/** A stand-in service that counts the requests it gets (to prove none was made). */
+let recorder: Server;
+let recorderUrl = '';
+let recorded = 0;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  dataDir = tempDir();
+  service = await startService(process.execPath, [...CLI, 'serve'], testEnv({ databaseUrl: db.url, dataDir, extra: { LETHE_ERASURE_POLL_MS: '100' } }));
+  recorder = createServer((_req, res) => {
+    recorded++;
+    res.writeHead(500).end();
+  });
+  await new Promise<void>((resolve) => recorder.listen(0, '127.0.0.1', resolve));
+  const address = recorder.address();
+  recorderUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+}, TIMEOUT);
+
+afterAll(async () => {
+  await service?.stop();
+  await new Promise((resolve) => recorder?.close(resolve));
+  await db?.drop();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function call<T>(method: string, p: string, role: keyof typeof TOKENS, body?: unknown): Promise<{ status: number; body: T }> {
+  const res = await fetch(`${service.url}${p}`, {
+    method,
+    headers: { authorization: `Bearer ${TOKENS[role]}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, body: JSON.parse(await res.text()) as T };
+}
+
+/** A subject with one entry, erased to completion by the service's worker. */
+async function erasedSubject(): Promise<string> {
+  const s = `user:cli-tomb-${randomBytes(4).toString('hex')}`;
+  expect((await call('POST', `/v1/subjects/${s}/entries`, 'writer', { text: 'Zoe grows chillies.' })).status).toBe(201);
+  const { status, body } = await call<{ erasureId: string }>('POST', '/v1/erasures', 'eraser', { subject: s });
+  expect(status).toBe(202);
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const view = await call<{ status: string }>('GET', `/v1/erasures/${body.erasureId}`, 'eraser');
+    if (view.body.status !== 'pending' && view.body.status !== 'running') {
+      expect(view.body.status).toBe('completed');
+      return s;
+    }
+    if (Date.now() > deadline) throw new Error('the erasure did not finish within 60 s');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('lethe subject reinstate', () => {
+  it('lifts the tombstone with LETHE_ADMIN_TOKEN: exit 0 and JSON; the subject then takes a new key; again: exit 2 with the 409', { timeout: TIMEOUT }, async () => {
+    const s = await erasedSubject();
+    expect((await call('PUT', `/v1/subjects/${s}/key`, 'writer')).status).toBe(410);
+    const env = { LETHE_URL: service.url, LETHE_ADMIN_TOKEN: TOKENS.admin };
+    const run = await runCli(['subject', 'reinstate', s, '--reason', 'signed up again'], env);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({ subject: s, reinstated: true });
+    expect(`${run.stdout}${run.stderr}`).not.toContain(TOKENS.admin);
+    expect((await call('PUT', `/v1/subjects/${s}/key`, 'writer')).status).toBe(201);
+
+    const again = await runCli(['subject', 'reinstate', s, '--reason', 'signed up again'], env);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/the service answered 409 conflict: the subject is not erased/);
+  });
+
+  it('refuses: no LETHE_ADMIN_TOKEN, a bad subject, an empty or missing reason (exit 2, no request); a writer token (the service\'s 403, exit 2); no service (exit 1)', { timeout: TIMEOUT }, async () => {
+    const s = await erasedSubject();
+    const before = recorded;
+    const none = await runCli(['subject', 'reinstate', s, '--reason', 'x'], { LETHE_URL: recorderUrl });
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('set LETHE_ADMIN_TOKEN to a token of the admin role');
+    const env = { LETHE_URL: recorderUrl, LETHE_ADMIN_TOKEN: TOKENS.admin };
+    const [badSubject, emptyReason, noReason] = await Promise.all([
+      runCli(['subject', 'reinstate', 'user/has space', '--reason', 'x'], env),
+      runCli(['subject', 'reinstate', s, '--reason', '   '], env),
+      runCli(['subject', 'reinstate', s], env),
+    ]);
+    expect(badSubject.code).toBe(2);
+    expect(badSubject.stderr).toContain('the subject must be');
+    expect(emptyReason.code).toBe(2);
+    expect(emptyReason.stderr).toContain('--reason: 1 to 500 characters');
+    expect(noReason.code).toBe(2);
+    expect(noReason.stderr).toMatch(/--reason/);
+    expect(recorded).toBe(before);
+
+    const writer = await runCli(['subject', 'reinstate', s, '--reason', 'x'], { LETHE_URL: service.url, LETHE_ADMIN_TOKEN: TOKENS.writer });
+    expect(writer.code).toBe(2);
+    expect(writer.stderr).toMatch(/the service answered 403 forbidden/);
+    expect(writer.stderr).not.toContain(TOKENS.writer);
+    expect((await call('PUT', `/v1/subjects/${s}/key`, 'writer')).status).toBe(410);
+
+    const unreachable = await runCli(['subject', 'reinstate', s, '--reason', 'x'], { LETHE_URL: 'http://127.0.0.1:9', LETHE_ADMIN_TOKEN: TOKENS.admin });
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toMatch(/did not answer/);
+  });
+});
