@@ -123,6 +123,12 @@ export class ServiceClient {
     return JSON.parse(await (await this.request(method, path, options)).text()) as T;
   }
 
+  /** A DELETE whose answer has no body to read (204); the body, if any, is discarded. */
+  async delete(path: string, options?: CallOptions): Promise<void> {
+    const res = await this.request('DELETE', path, options);
+    await res.body?.cancel().catch(() => {});
+  }
+
   /** The answer's body as text. */
   async text(method: string, path: string, options?: CallOptions): Promise<string> {
     return (await this.request(method, path, options)).text();

@@ -1,5 +1,52 @@
-/** The lethe client package: the writer, the service client it calls through, and the object stores it uploads to. */
-export { type AppendedEntry, LetheWriter, type WriterOptions } from './writer.js';
+/**
+ * The lethe client package (`@lethe/client`): the `Lethe` facade over the whole API, the
+ * writer that seals locally, the service client both call through, and the local object
+ * store. The S3 store is `@lethe/client/s3` (it needs `minio`), the LangGraph store
+ * `@lethe/client/langgraph` (it needs `@langchain/langgraph-checkpoint`).
+ */
+export {
+  type AppendResult,
+  type Artifact,
+  type ArtifactListed,
+  type ArtifactPage,
+  Artifacts,
+  type Backup,
+  type BackupPage,
+  Backups,
+  Entries,
+  type Entry,
+  type EntryPage,
+  type EntryRead,
+  type KeyLease,
+  Lethe,
+  type LetheOptions,
+  type NewArtifact,
+  type NewEntry,
+  type Provenance,
+  type Regeneration,
+  type SearchHit,
+  type SearchResult,
+  type SearchScope,
+  Subjects,
+} from './lethe.js';
+export {
+  type Erasure,
+  type ErasurePage,
+  ErasureProgressLostError,
+  Erasures,
+  type FollowOptions,
+  followErasure,
+  type RecordsErasureRequest,
+  type RequestedErasure,
+  type WaitOptions,
+} from './erasures.js';
+export { Certificates, type SigningKey, type VerifiedCertificate } from './certificates.js';
+export { type PageOptions, type Role, type RoleTokens } from './roles.js';
+export { type CertificateVerdict, verifyCertificate } from '../crypto/certificate.js';
+export { zeroize } from '../crypto/index.js';
+export type { CertificateView, ErasureTransition, ErasureView } from '../erasure/view.js';
+export type { ErasureRequest } from '../erasure/request.js';
+export { type AppendedEntry, LetheWriter, type UnreleasedLease, type WriterCloseReport, type WriterOptions } from './writer.js';
 export { LetheOutcomeUnknownError, type SegmentEntry, type SegmentRegistration } from './outcome.js';
 export {
   type CallOptions,
@@ -14,6 +61,5 @@ export {
   UnreachableError,
 } from './http.js';
 export { FsObjectStore } from '../storage/fs.js';
-export { S3ObjectStore, type S3Options } from '../storage/s3.js';
 export type { ObjectStore } from '../storage/store.js';
 export { ERROR_CODES, type ErrorCode, isLetheError, LetheError } from '../errors.js';

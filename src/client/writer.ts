@@ -15,12 +15,18 @@
  * `retry(error)` settles it.
  *
  * DEKs live only in this process, for the lease's lifetime: renewed before they
- * lapse, zeroed when the lease ends or the writer closes.
+ * lapse, zeroed when the lease ends, when the writer has been idle `idleTimeoutMs`
+ * or when it closes. A lease the writer is done with — superseded by its renewal,
+ * given up when the subject's key changed, idle, closed — is released
+ * (`DELETE …/key/lease/{leaseId}`), so an erasure of the subject does not wait for it
+ * to expire. Releases are best effort and bounded (`releaseTimeoutMs` each); one that
+ * fails is tried again at the next idle release and at `close()`, whose report names
+ * the leases still unreleased (they end at their expiry).
  */
 import { randomBytes as nodeRandomBytes } from 'node:crypto';
 import { fromBase64Url, zeroize } from '../crypto/index.js';
 import { LetheError } from '../errors.js';
-import { sealFrame } from '../log/frame.js';
+import { type SealedEntry, sealEntry } from '../log/frame.js';
 import { AppendEntrySchema, MAX_ENTRY_TEXT_BYTES, payloadProblem } from '../log/payload.js';
 import { encodeSegment } from '../log/segment.js';
 import type { ObjectStore } from '../storage/store.js';
@@ -36,6 +42,12 @@ export interface WriterOptions {
   readonly store: ObjectStore;
   /** Flush a segment once its frames reach this many bytes (default 1 MiB). */
   readonly segmentMaxBytes?: number;
+  /**
+   * Entries per segment at most (default 2,000): the segment's registration names each
+   * one (ids, place, wrapped record key — about 400 bytes with a long subject id), and
+   * must fit the service's request body limit (1 MiB by default) and its 10,000 entries.
+   */
+  readonly segmentMaxEntries?: number;
   /** Flush a segment this long after its first frame (default 100 ms). */
   readonly segmentMaxAgeMs?: number;
   /** Sequence numbers reserved per round trip and subject (default 64). */
@@ -48,6 +60,31 @@ export interface WriterOptions {
   readonly retryDelayMs?: number;
   /** Give up on one service call after this long (default 30 s); an unanswered registration is retried. */
   readonly requestTimeoutMs?: number;
+  /**
+   * After this long without an append (and nothing left to upload), the writer
+   * releases its leases and zeroes its DEKs; the next append leases again (default
+   * 60 s; `Infinity`: only at expiry and `close()`).
+   */
+  readonly idleTimeoutMs?: number;
+  /** Give up on releasing one lease after this long (default 5 s): the releases add at most about this long to `close()`. */
+  readonly releaseTimeoutMs?: number;
+}
+
+/** A lease the writer is done with but could not release: it ends at its expiry. */
+export interface UnreleasedLease {
+  readonly subject: string;
+  readonly leaseId: string;
+  readonly expiresAt: Date;
+  /** Why the release failed: the service's refusal, or `unavailable` (no answer within `releaseTimeoutMs`). */
+  readonly error: LetheError;
+}
+
+/** What `close()` did with the writer's leases. */
+export interface WriterCloseReport {
+  /** Leases whose release the service took while closing. */
+  readonly released: number;
+  /** Leases still unreleased (service unreachable or refusing): each stays usable until its expiry, and an erasure of its subject waits for it. */
+  readonly unreleased: readonly UnreleasedLease[];
 }
 
 export interface AppendedEntry {
@@ -58,6 +95,7 @@ export interface AppendedEntry {
 
 interface HeldLease {
   readonly keyId: string;
+  readonly leaseId: string;
   readonly dek: Uint8Array;
   readonly expiresAt: number;
   readonly renewAt: number;
@@ -69,6 +107,8 @@ interface PendingFrame {
   readonly keyId: string;
   readonly seq: number;
   readonly envelope: Uint8Array;
+  /** The record key sealing the frame, wrapped under the subject key. */
+  readonly wrappedKey: Uint8Array;
   readonly resolve: (e: AppendedEntry) => void;
   readonly reject: (e: unknown) => void;
 }
@@ -90,12 +130,25 @@ export class LetheWriter {
   readonly #flushes = new Set<Promise<void>>();
   readonly #sweeper: NodeJS.Timeout;
   #closed = false;
+  /** When an append last asked for a lease (the idle clock). */
+  #lastActive = Date.now();
+  /** Releases on their way, by lease id. */
+  readonly #releasing = new Map<string, Promise<boolean>>();
+  /** Leases whose release failed, tried again at the next idle release and at close. */
+  readonly #unreleased = new Map<string, UnreleasedLease>();
 
   constructor(options: WriterOptions) {
     const { baseUrl, token, requestTimeoutMs, ...rest } = options;
-    this.#o = { segmentMaxBytes: 1024 * 1024, segmentMaxAgeMs: 100, reserveBlock: 64, attempts: 4, retryDelayMs: 200, ...rest };
+    this.#o = { segmentMaxBytes: 1024 * 1024, segmentMaxEntries: 2000, segmentMaxAgeMs: 100, reserveBlock: 64, attempts: 4, retryDelayMs: 200, idleTimeoutMs: 60_000, releaseTimeoutMs: 5_000, ...rest };
+    if (!Number.isInteger(this.#o.segmentMaxEntries) || this.#o.segmentMaxEntries < 1 || this.#o.segmentMaxEntries > 10_000) {
+      throw new LetheError('validation_failed', 'segmentMaxEntries must be an integer from 1 to 10000 (a registration names at most 10,000 entries)');
+    }
+    for (const name of ['idleTimeoutMs', 'releaseTimeoutMs'] as const) {
+      if (!(this.#o[name] > 0)) throw new LetheError('validation_failed', `${name} must be a positive number of milliseconds`);
+    }
     this.#service = new ServiceClient({ baseUrl, token, timeoutMs: requestTimeoutMs ?? 30_000 });
-    this.#sweeper = setInterval(() => this.#dropExpiredLeases(), 1000);
+    // expired leases are dropped, and an idle writer's released, within a second (sooner for a shorter idle timeout)
+    this.#sweeper = setInterval(() => this.#sweep(), Math.min(1000, Math.max(10, this.#o.idleTimeoutMs / 4)));
     this.#sweeper.unref();
   }
 
@@ -122,7 +175,7 @@ export class LetheWriter {
       // zero the held DEK while this append waits for its sequence number.
       const keyId = held.keyId;
       const dek = held.dek.slice();
-      let envelope: Uint8Array;
+      let sealed: SealedEntry;
       let seq: number | undefined;
       const id = entryId();
       try {
@@ -132,15 +185,17 @@ export class LetheWriter {
           this.#forget(subject);
           continue;
         }
-        envelope = sealFrame(dek, { keyId, entryId: id, seq }, { text: entry.text, kind: entry.kind ?? null, metadata: entry.metadata ?? null });
+        // sealed under a record key of its own, wrapped under the leased DEK (src/log/frame.ts)
+        sealed = sealEntry(dek, { keyId, entryId: id, seq }, { text: entry.text, kind: entry.kind ?? null, metadata: entry.metadata ?? null });
       } finally {
         zeroize(dek);
       }
       const reservedSeq = seq;
       return new Promise<AppendedEntry>((resolve, reject) => {
-        this.#pending.push({ subject, entryId: id, keyId, seq: reservedSeq, envelope, resolve, reject });
+        const { envelope, wrappedKey } = sealed;
+        this.#pending.push({ subject, entryId: id, keyId, seq: reservedSeq, envelope, wrappedKey, resolve, reject });
         this.#pendingBytes += envelope.length + 4;
-        if (this.#pendingBytes >= this.#o.segmentMaxBytes) this.#startFlush();
+        if (this.#pendingBytes >= this.#o.segmentMaxBytes || this.#pending.length >= this.#o.segmentMaxEntries) this.#startFlush();
         else this.#timer ??= setTimeout(() => this.#startFlush(), this.#o.segmentMaxAgeMs);
       });
     }
@@ -153,12 +208,28 @@ export class LetheWriter {
     await Promise.allSettled([...this.#flushes]);
   }
 
-  /** Flushes, then zeroes every DEK the writer holds. */
-  async close(): Promise<void> {
+  /**
+   * Flushes, zeroes every DEK the writer holds, and releases its leases — each in at
+   * most `releaseTimeoutMs`, all at once, so a service that does not answer delays
+   * the releases by about that long, never more. Never rejects for a release: the report
+   * names the leases still unreleased (they end at their expiry; an erasure of their
+   * subject waits until then). Closing again releases what is left.
+   */
+  async close(): Promise<WriterCloseReport> {
     this.#closed = true;
     await this.flush();
     clearInterval(this.#sweeper);
+    // a lease still being taken is held (and released) like the others
+    await Promise.allSettled([...this.#leasing.values()]);
+    return this.#releaseAll();
+  }
+
+  /** Zeroes every DEK, releases every lease held and retries the releases that failed; counts what the service took. */
+  async #releaseAll(): Promise<WriterCloseReport> {
     for (const subject of [...this.#leases.keys()]) this.#forget(subject);
+    for (const lease of [...this.#unreleased.values()]) this.#release(lease.subject, lease.leaseId, lease.expiresAt.getTime());
+    const outcomes = await Promise.all([...this.#releasing.values()]);
+    return { released: outcomes.filter(Boolean).length, unreleased: [...this.#unreleased.values()] };
   }
 
   #startFlush(): void {
@@ -198,7 +269,10 @@ export class LetheWriter {
       // a failed upload registered nothing: the appends failed, and may be made again
       await this.#withRetries(() => this.#o.store.put(segment, bytes), () => true);
       await this.#o.beforeRegister?.(segment);
-      registration = { segment, entries: batch.map((f, i) => ({ entryId: f.entryId, subject: f.subject, keyId: f.keyId, seq: f.seq, ...places[i]! })) };
+      registration = {
+        segment,
+        entries: batch.map((f, i) => ({ entryId: f.entryId, subject: f.subject, keyId: f.keyId, seq: f.seq, ...places[i]!, wrappedKey: Buffer.from(f.wrappedKey).toString('base64url') })),
+      };
     } catch (e) {
       for (const f of batch) f.reject(e);
       return;
@@ -263,12 +337,13 @@ export class LetheWriter {
   }
 
   async #lease(subject: string): Promise<HeldLease> {
+    this.#lastActive = Date.now();
     const held = this.#leases.get(subject);
     if (held && Date.now() < held.renewAt) return held;
     let pending = this.#leasing.get(subject);
     if (!pending) {
       pending = (async () => {
-        const body = await this.#service.json<{ keyId: string; dek: string; expiresAt: string }>(
+        const body = await this.#service.json<{ keyId: string; leaseId: string; dek: string; expiresAt: string }>(
           'POST',
           `/v1/subjects/${encodeURIComponent(subject)}/key/lease`,
         );
@@ -276,10 +351,12 @@ export class LetheWriter {
         if (!dek || dek.length !== 32) throw new LetheError('internal', 'the service returned a malformed lease');
         const expiresAt = Date.parse(body.expiresAt);
         const ttl = expiresAt - Date.now();
-        const lease = { keyId: body.keyId, dek, expiresAt, renewAt: expiresAt - Math.min(30_000, ttl / 5) };
+        const lease = { keyId: body.keyId, leaseId: body.leaseId, dek, expiresAt, renewAt: expiresAt - Math.min(30_000, ttl / 5) };
         const old = this.#leases.get(subject);
         if (old && old.dek !== dek) zeroize(old.dek);
         this.#leases.set(subject, lease);
+        // the renewed lease replaces the old one: nothing waits for the old one to expire
+        if (old && old.leaseId !== lease.leaseId) this.#release(subject, old.leaseId, old.expiresAt);
         return lease;
       })().finally(() => this.#leasing.delete(subject));
       this.#leasing.set(subject, pending);
@@ -310,20 +387,71 @@ export class LetheWriter {
     }
   }
 
+  /** Zeroes the subject's DEK and releases its lease (the writer is done with it: key changed, idle, closing). */
   #forget(subject: string): void {
     const held = this.#leases.get(subject);
-    if (held) zeroize(held.dek);
+    if (held) {
+      zeroize(held.dek);
+      this.#release(subject, held.leaseId, held.expiresAt);
+    }
     this.#leases.delete(subject);
     this.#blocks.delete(subject);
   }
 
-  #dropExpiredLeases(): void {
+  /**
+   * `DELETE …/key/lease/{leaseId}` in the background, once per lease at a time, bounded
+   * by `releaseTimeoutMs`. Resolves true when the service took it (204), false when it
+   * failed — no answer, or a refusal (a 404 too: a service that does not know the lease
+   * has not recorded its end) — and the lease is kept in `#unreleased` for the next
+   * try until it expires.
+   */
+  #release(subject: string, leaseId: string, expiresAt: number): void {
+    if (this.#releasing.has(leaseId)) return;
+    if (expiresAt <= Date.now()) {
+      this.#unreleased.delete(leaseId); // over already: nothing left to release
+      return;
+    }
+    const path = `/v1/subjects/${encodeURIComponent(subject)}/key/lease/${encodeURIComponent(leaseId)}`;
+    const p = this.#service
+      .delete(path, { timeoutMs: this.#o.releaseTimeoutMs })
+      .then(
+        () => {
+          this.#unreleased.delete(leaseId);
+          return true;
+        },
+        (e: unknown) => {
+          const error = e instanceof LetheError ? e : new LetheError('unavailable', 'the lease release failed', { cause: e });
+          if (expiresAt > Date.now()) this.#unreleased.set(leaseId, { subject, leaseId, expiresAt: new Date(expiresAt), error });
+          else this.#unreleased.delete(leaseId);
+          return false;
+        },
+      )
+      .finally(() => this.#releasing.delete(leaseId));
+    this.#releasing.set(leaseId, p);
+  }
+
+  /** Drops (zeroes) DEKs whose lease expired; releases everything once the writer has been idle `idleTimeoutMs`. */
+  #sweep(): void {
     const now = Date.now();
-    for (const [subject, lease] of this.#leases) if (lease.expiresAt <= now) this.#forget(subject);
+    for (const [subject, lease] of this.#leases) {
+      if (lease.expiresAt > now) continue;
+      zeroize(lease.dek);
+      this.#leases.delete(subject);
+      this.#blocks.delete(subject);
+    }
+    // busy — frames waiting or uploading, a lease or a reservation in flight (an append between its lease and its frame is in one of these) — is
+    // activity: the idle clock starts once the last upload is done
+    const busy = this.#pending.length > 0 || this.#flushes.size > 0 || this.#leasing.size > 0 || this.#reserving.size > 0;
+    if (busy) this.#lastActive = now;
+    if (busy || this.#closed || now - this.#lastActive < this.#o.idleTimeoutMs) return;
+    if (this.#leases.size === 0 && this.#unreleased.size === 0) return;
+    this.#lastActive = now; // failed releases are tried again after another idle period, not at every sweep
+    void this.#releaseAll();
   }
 }
 
 /** The error of an entry the service answered but did not record. */
 function notRecorded(status: string | undefined): LetheError {
-  return new LetheError(status === 'key_destroyed' ? 'key_destroyed' : 'erasure_in_progress', `the entry was not recorded: ${status ?? 'no answer'}`);
+  const code = status === 'key_destroyed' || status === 'subject_erased' ? status : 'erasure_in_progress';
+  return new LetheError(code, `the entry was not recorded: ${status ?? 'no answer'}`);
 }

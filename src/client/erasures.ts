@@ -1,0 +1,234 @@
+/**
+ * Erasures through the service (eraser role): a subject's erasure, forgetting single
+ * memories (records-scope erasures), the erasure's view, the list, its event stream
+ * followed to the end (resumed with Last-Event-ID when the connection breaks), waiting
+ * for the outcome, its certificate and report, and the orders that reopen it
+ * (redactions, dismissals, resume).
+ *
+ * `followErasure` is also what `lethe erase` / `lethe erasure watch` follow with.
+ */
+import { TERMINAL_STATUSES } from '../erasure/machine.js';
+import type { ErasureRequest } from '../erasure/request.js';
+import type { CertificateView, ErasureAccepted, ErasureTransition, ErasureView } from '../erasure/view.js';
+import { LetheError } from '../errors.js';
+import { readSse, type ServiceClient, ServiceError } from './http.js';
+import { followPages, type PageOptions, query, type RoleCalls, seg } from './roles.js';
+
+/** An erasure as `GET /v1/erasures/{id}` answers it; `scope` and `entryIds` say what a records-scope erasure forgot. */
+export type Erasure = ErasureView & {
+  readonly scope?: 'subject' | 'records';
+  readonly entryIds?: readonly string[];
+};
+
+/** Forget some memories of a subject (a records-scope erasure): the entries, not the subject. */
+export interface RecordsErasureRequest {
+  readonly subject: string;
+  readonly entryIds: readonly string[];
+  readonly reason?: string;
+}
+
+/** What `POST /v1/erasures` answered: `created` false when the subject's erasure was already open (the same one). */
+export interface RequestedErasure extends ErasureAccepted {
+  readonly created: boolean;
+}
+
+export interface ErasurePage {
+  readonly erasures: Erasure[];
+  readonly nextCursor: string | null;
+}
+
+export interface FollowOptions {
+  /** Aborting it ends the stream; the abort reason is thrown. */
+  readonly signal?: AbortSignal;
+  /** Start after this event id (a stream's `Last-Event-ID`). */
+  readonly lastEventId?: string;
+  /** Consecutive broken connections (no event in between) before giving up (default 5). */
+  readonly maxBreaks?: number;
+  /** Wait before reconnecting, doubling per consecutive break (default 500 ms). */
+  readonly retryDelayMs?: number;
+}
+
+/** Following an erasure's events broke off too often; the erasure goes on in the service. */
+export class ErasureProgressLostError extends LetheError {
+  readonly erasureId: string;
+  /** The last event received: resume from it. */
+  readonly lastEventId: string | undefined;
+  /** Why the last attempt failed (the network's or the service's words; never the token). */
+  readonly reason: string;
+
+  constructor(erasureId: string, lastEventId: string | undefined, reason: string, cause: unknown) {
+    super('unavailable', `lost the erasure's progress (${reason}); it goes on in the service`, { cause, retryable: true });
+    this.name = 'ErasureProgressLostError';
+    this.erasureId = erasureId;
+    this.lastEventId = lastEventId;
+    this.reason = reason;
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * The transitions of an erasure (`GET /v1/erasures/{id}/events`), in order, until its
+ * `end` event. A broken connection — no answer, reset, the stream cut, 429
+ * too_many_streams or a 5xx — is resumed with `Last-Event-ID` after a doubling wait;
+ * after `maxBreaks` in a row it throws `ErasureProgressLostError`. Any other error
+ * answer (404, 401, 403) is thrown as it is.
+ */
+export async function* followErasure(client: ServiceClient, erasureId: string, options: FollowOptions = {}): AsyncGenerator<ErasureTransition> {
+  const maxBreaks = options.maxBreaks ?? 5;
+  const delay = options.retryDelayMs ?? 500;
+  let lastId = options.lastEventId;
+  let broken = 0;
+  for (;;) {
+    let failure: unknown;
+    try {
+      const res = await client.request('GET', `/v1/erasures/${seg(erasureId)}/events`, {
+        accept: 'text/event-stream',
+        ...(lastId ? { headers: { 'last-event-id': lastId } } : {}),
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+      for await (const e of readSse(res)) {
+        if (e.id) lastId = e.id;
+        if (e.event === 'end') return;
+        if (e.event === 'step') {
+          broken = 0;
+          yield JSON.parse(e.data) as ErasureTransition;
+        }
+      }
+      failure = new LetheError('unavailable', 'the stream ended before the erasure did');
+    } catch (e) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      if (e instanceof ServiceError && e.status < 500 && e.code !== 'too_many_streams') throw e;
+      failure = e;
+    }
+    if (++broken > maxBreaks) {
+      const reason = failure instanceof Error ? ((failure as { reason?: unknown }).reason as string | undefined) ?? failure.message : String(failure);
+      throw new ErasureProgressLostError(erasureId, lastId, reason, failure);
+    }
+    await sleep(delay * 2 ** broken, options.signal);
+  }
+}
+
+export interface WaitOptions extends FollowOptions {
+  /** Called with each transition as it happens. */
+  readonly onStep?: (transition: ErasureTransition) => void;
+  /** Give up after this long (rejects with a TimeoutError; the erasure goes on). */
+  readonly timeoutMs?: number;
+  /** How often to read the erasure when its events cannot be followed (default 500 ms). */
+  readonly pollMs?: number;
+}
+
+const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_STATUSES);
+
+export class Erasures {
+  readonly #calls: RoleCalls;
+
+  constructor(calls: RoleCalls) {
+    this.#calls = calls;
+  }
+
+  /**
+   * `POST /v1/erasures`: a subject's erasure (`{ subject, reason?, legalBasis?, … }`) or
+   * forgetting some of its entries (`{ subject, entryIds, reason? }`). While a subject's
+   * erasure is open, asking again answers it (`created: false`).
+   */
+  async request(request: ErasureRequest | RecordsErasureRequest): Promise<RequestedErasure> {
+    const res = await this.#calls.request('eraser', 'POST', '/v1/erasures', { body: request });
+    const accepted = (await res.json()) as ErasureAccepted;
+    return { ...accepted, created: res.status === 202 };
+  }
+
+  /**
+   * Forgets one memory: `DELETE /v1/entries/{entryId}`, a records-scope erasure of the
+   * entry (`created` false when it was being forgotten already: that erasure). From the
+   * answer on the entry is gone: 410 entry_forgotten, absent from lists and search.
+   */
+  async forget(entryId: string): Promise<RequestedErasure> {
+    const res = await this.#calls.request('eraser', 'DELETE', `/v1/entries/${seg(entryId)}`);
+    const accepted = (await res.json()) as ErasureAccepted;
+    return { ...accepted, created: res.status === 202 };
+  }
+
+  get(erasureId: string): Promise<Erasure> {
+    return this.#calls.json<Erasure>('eraser', 'GET', `/v1/erasures/${seg(erasureId)}`);
+  }
+
+  /** One page of `GET /v1/erasures` (ordered by creation), optionally of one subject. */
+  page(options: PageOptions & { readonly subject?: string } = {}): Promise<ErasurePage> {
+    return this.#calls.json<ErasurePage>('eraser', 'GET', `/v1/erasures${query({ subject: options.subject, limit: options.limit, cursor: options.cursor })}`);
+  }
+
+  /** Every page, following `nextCursor`. */
+  pages(options: Omit<PageOptions, 'cursor'> & { readonly subject?: string } = {}): AsyncGenerator<ErasurePage> {
+    return followPages((cursor) => this.page({ ...options, ...(cursor !== undefined ? { cursor } : {}) }));
+  }
+
+  /** Every erasure (of the subject, when named), page after page: `for await (const e of lethe.erasures.list())`. */
+  async *list(options: Omit<PageOptions, 'cursor'> & { readonly subject?: string } = {}): AsyncGenerator<Erasure> {
+    for await (const page of this.pages(options)) yield* page.erasures;
+  }
+
+  /** The erasure's transitions as they happen, until it ends (`followErasure`). */
+  events(erasureId: string, options: FollowOptions = {}): AsyncGenerator<ErasureTransition> {
+    return followErasure(this.#calls.client('eraser'), erasureId, options);
+  }
+
+  /**
+   * Follows the erasure until it is completed, incomplete or failed and answers its
+   * view. Events are followed while the stream holds; if it cannot be followed the
+   * erasure is read every `pollMs` instead.
+   */
+  async wait(erasureId: string, options: WaitOptions = {}): Promise<Erasure> {
+    const signals = [...(options.signal ? [options.signal] : []), ...(options.timeoutMs !== undefined ? [AbortSignal.timeout(options.timeoutMs)] : [])];
+    const signal = signals.length === 0 ? undefined : signals.length === 1 ? signals[0] : AbortSignal.any(signals);
+    const follow = { ...options, ...(signal ? { signal } : {}) };
+    try {
+      for await (const t of this.events(erasureId, follow)) options.onStep?.(t);
+    } catch (e) {
+      if (!(e instanceof ErasureProgressLostError)) throw e;
+    }
+    for (;;) {
+      const view = await this.#calls.json<Erasure>('eraser', 'GET', `/v1/erasures/${seg(erasureId)}`, signal ? { signal } : {});
+      if (TERMINAL.has(view.status)) return view;
+      await sleep(options.pollMs ?? 500, signal);
+    }
+  }
+
+  /** The erasure's signed certificate alone (409 conflict while it has none yet). */
+  certificate(erasureId: string): Promise<CertificateView> {
+    return this.#calls.json<CertificateView>('eraser', 'GET', `/v1/erasures/${seg(erasureId)}/certificate`);
+  }
+
+  /** The self-contained HTML report. */
+  async report(erasureId: string): Promise<string> {
+    return (await this.#calls.request('eraser', 'GET', `/v1/erasures/${seg(erasureId)}/report`, { accept: 'text/html' })).text();
+  }
+
+  /** Re-keys other subjects' logs without the named entries (content the probe found there), then probes again. */
+  redact(erasureId: string, ids: readonly string[]): Promise<ErasureAccepted> {
+    return this.#calls.json<ErasureAccepted>('eraser', 'POST', `/v1/erasures/${seg(erasureId)}/redactions`, { body: { ids } });
+  }
+
+  /** A person's ruling that named records do not carry the subject's content (signed into the certificate), then the probe again. */
+  dismiss(erasureId: string, matches: ReadonlyArray<{ readonly id: string; readonly reason: string }>): Promise<ErasureAccepted> {
+    return this.#calls.json<ErasureAccepted>('eraser', 'POST', `/v1/erasures/${seg(erasureId)}/dismissals`, { body: { matches } });
+  }
+
+  /** Takes a failed erasure up again at the step that failed. */
+  resume(erasureId: string): Promise<Erasure> {
+    return this.#calls.json<Erasure>('eraser', 'POST', `/v1/erasures/${seg(erasureId)}/resume`);
+  }
+}
