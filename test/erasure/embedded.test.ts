@@ -54,3 +54,40 @@ describe('erasure on PGlite and the local object store', () => {
     expect(await reopened.audit.verify(reopened.db.db)).toMatchObject({ ok: true });
   });
 });
+
+describe('forgetting one memory on PGlite and the local object store', () => {
+  let tv: TestVault;
+  beforeAll(async () => {
+    tv = await openTestVault({ embedded: true, extraEnv: { LETHE_ERASURE_POLL_MS: '50' } });
+  }, 120_000);
+  afterAll(async () => {
+    await tv?.close();
+  });
+
+  it('the worker re-keys the subject without the entry, regenerates what cites it, certifies; the subject keeps its other memories and writes on', async () => {
+    const v = tv.vault;
+    const keep = await v.log.append('user:emb-f', { text: 'Farid takes the 7:40 train to the office on Mondays.' }, 'writer');
+    const gone = await v.log.append('user:emb-f', { text: 'Farid confided his therapist appointment is every Thursday at noon.' }, 'writer');
+    const s = await v.artifacts.write({ kind: 'summary', text: 'Farid: 7:40 train on Mondays; therapist every Thursday at noon.', sources: [keep.entryId, gone.entryId] }, 'writer');
+    const { erasureId } = await v.erasures.forgetEntry(gone.entryId, 'eraser');
+    await expect(v.log.get(gone.entryId)).rejects.toSatisfy((e) => isLetheError(e, 'entry_forgotten'));
+    const deadline = Date.now() + 30_000;
+    let view = await v.erasures.get(erasureId);
+    while ((view.status === 'pending' || view.status === 'running') && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      view = await v.erasures.get(erasureId);
+    }
+    expect(view, JSON.stringify(view.steps)).toMatchObject({ status: 'completed', scope: 'records', entryIds: [gone.entryId] });
+    expect(verifyCertificate(view.certificate, await v.certificateKeys.publicKeys()).valid).toBe(true);
+    expect((await v.log.list('user:emb-f')).map((e) => e.entryId)).toEqual([keep.entryId]);
+    const summary = await v.artifacts.get(s.artifactId);
+    expect(summary.version).toBe(2);
+    expect(summary.text).not.toMatch(/therapist/);
+    const hits = (await v.search.search('therapist appointment every Thursday at noon', 5, { subjects: ['user:emb-f'] })).hits;
+    expect(hits.map((h) => h.id)).not.toContain(gone.entryId);
+    for (const h of hits) expect(h.text).not.toMatch(/therapist/);
+    const later = await v.log.append('user:emb-f', { text: 'Farid switched to cycling.' }, 'writer');
+    expect(later.keyId).not.toBe(keep.keyId);
+    expect((await v.log.list('user:emb-f')).map((e) => e.entryId)).toEqual([keep.entryId, later.entryId]);
+  });
+});

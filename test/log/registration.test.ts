@@ -72,6 +72,31 @@ describe('registration of writer-sealed segments', () => {
     expect(entries.map((e) => e.text)).toEqual(['lunch with Ana', 'dinner with Bo']);
   });
 
+  it('a frame a writer sealed before record keys (no wrappedKey) reads back; a re-key converts it under a record key of its own and leaves its text whole', async () => {
+    const subject = `user:reg-legacy-${randomBytes(4).toString('hex')}`;
+    const body = await upload(subject, [{ payload: payload('booked the dentist for May') }, { payload: payload('renewed the passport') }]);
+    expect((await ok<Results>(register(body), 201)).results.map((r) => r.status)).toEqual(['registered', 'registered']);
+    const ids = body.entries.map((e) => e.entryId);
+    const rows = async () =>
+      queryRows<{ entry_id: string; segment: string; key_id: string; wrapped_key: Uint8Array | null }>(
+        t.vault.db.db,
+        sql`select entry_id, segment, key_id, wrapped_key from log_entries where entry_id in ${ids} order by seq`,
+      );
+    expect((await rows()).map((r) => r.wrapped_key)).toEqual([null, null]);
+    const texts = async () => (await t.vault.log.list(subject)).map((e) => e.text);
+    expect(await texts()).toEqual(['booked the dentist for May', 'renewed the passport']);
+    const result = await t.vault.log.rekeySubject(subject, { actor: 'test' });
+    expect(result).toMatchObject({ rewritten: 2, converted: 2, removed: 0 });
+    const after = await rows();
+    expect(after.every((r) => r.wrapped_key instanceof Uint8Array && r.key_id === result.newKeyId && r.segment !== body.segment)).toBe(true);
+    expect(await texts()).toEqual(['booked the dentist for May', 'renewed the passport']);
+    // a second re-key only re-wraps: the converted frames stay where they are
+    const again = await t.vault.log.rekeySubject(subject, { actor: 'test' });
+    expect(again).toMatchObject({ rewritten: 2, converted: 0 });
+    expect((await rows()).map((r) => r.segment)).toEqual(after.map((r) => r.segment));
+    expect(await texts()).toEqual(['booked the dentist for May', 'renewed the passport']);
+  });
+
   it('an entry id already indexed at another place is 409 conflict: nothing of the request is registered, no vector replaced', async () => {
     const original = await upload('user:reg-taken', [{ payload: payload('the original text') }]);
     await ok<Results>(register(original), 201);
