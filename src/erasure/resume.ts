@@ -31,7 +31,15 @@ export async function resumeErasure(res: ErasureResources, erasureId: string, ac
       const [newer] = await tx
         .select({ erasureId: erasures.erasureId, status: erasures.status })
         .from(erasures)
-        .where(and(eq(erasures.subjectHash, locked.subjectHash), ne(erasures.erasureId, locked.erasureId), gt(erasures.createdAt, locked.createdAt)))
+        .where(
+          and(
+            eq(erasures.subjectHash, locked.subjectHash),
+            ne(erasures.erasureId, locked.erasureId),
+            gt(erasures.createdAt, locked.createdAt),
+            // forgetting other entries of the subject takes nothing over (a failed forget is taken over by nothing but itself)
+            eq(erasures.scope, 'subject'),
+          ),
+        )
         .limit(1);
       if (newer) {
         throw new LetheError('conflict', `a newer erasure of the same subject (${newer.erasureId}, ${newer.status}) has taken it over; follow that one instead`);

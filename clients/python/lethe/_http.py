@@ -1,0 +1,420 @@
+"""The one HTTP caller of the service (``http.client``, standard library only).
+
+Every call has a deadline: connecting, sending and reading the whole answer must fit
+in ``timeout`` seconds (the socket's timeout is re-armed with what is left before each
+blocking step, so a server that trickles bytes cannot stretch a call). An event stream
+has a deadline for its answer's head and then an idle bound between bytes.
+
+An answer that is not 2xx becomes a :class:`~lethe.errors.ServiceError` subclass; no
+answer an :class:`~lethe.errors.UnreachableError` (``LetheTimeoutError`` past the
+deadline). Tokens are checked when the transport is made (a token holding a line
+break would come back inside http.client's own error), a call may only send one of
+them, and every one is redacted from every text the service or the network hands back.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import json
+import math
+import re
+import socket
+import ssl
+import time
+import urllib.parse
+from datetime import datetime, timezone
+from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple
+
+from .errors import LetheError, LetheTimeoutError, ProtocolError, ServiceError, UnreachableError, error_for
+
+__all__ = ["Transport", "HttpResult", "EventStreamResponse", "check_token", "path_segment", "short_path", "parse_retry_after"]
+
+_TOKEN = re.compile(r"[\x21-\x7e]+")
+_UNSET: Any = object()
+#: Read this much at most per system call.
+_CHUNK = 64 * 1024
+#: How much of a non-problem error body a message quotes.
+_BODY_SHOWN = 200
+
+
+class _DeadlinePassed(Exception):
+    pass
+
+
+def path_segment(value: str, name: str = "id") -> str:
+    """One path segment, percent-encoded (``user:42`` stays readable; ``/`` cannot escape
+    the segment). ``.`` and ``..`` are refused: URL parsers fold them away."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string")
+    if value in ("", ".", ".."):
+        raise ValueError(f"{name} must not be empty, '.' or '..'")
+    return urllib.parse.quote(value, safe=":@")
+
+
+def short_path(path: str) -> str:
+    """``/v1/subjects/user:42/entries`` → ``/v1/subjects…``: past the second segment a
+    path may name a subject, which has no place in an error message."""
+    parts = path.split("?", 1)[0].split("/")
+    shown = "/".join(parts[:3])
+    return shown + ("…" if len(parts) > 3 else "")
+
+
+def parse_retry_after(value: Optional[str]) -> Optional[float]:
+    """``Retry-After`` in seconds: delta-seconds, or an HTTP date (seconds from now, at least 0)."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(int(value))
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def check_token(token: Any) -> str:
+    """A bearer token as the service accepts it: visible ASCII, no spaces. Refused
+    without being echoed: a bad token is the one most likely to be a pasted secret (and
+    one holding a line break would come back inside http.client's own error)."""
+    if not isinstance(token, str) or _TOKEN.fullmatch(token) is None:
+        raise ValueError("a token is visible ASCII characters without spaces")
+    return token
+
+
+def _check_timeout(value: Optional[float], name: str, allow_none: bool = False) -> Optional[float]:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number of seconds")
+    return float(value)
+
+
+class HttpResult:
+    """A 2xx answer, read whole."""
+
+    __slots__ = ("status", "headers", "body")
+
+    def __init__(self, status: int, headers: http.client.HTTPMessage, body: bytes) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            raise ProtocolError(f"the service answered {self.status} with a body that is not JSON ({type(e).__name__})") from None
+
+    def __repr__(self) -> str:
+        return f"HttpResult(status={self.status}, bytes={len(self.body)})"
+
+
+class Transport:
+    """Base URL, the tokens to redact, deadlines; one connection per call."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        secrets: Sequence[str] = (),
+        timeout: float = 30.0,
+        ssl_context: Optional[ssl.SSLContext] = None,
+        user_agent: str = "lethe-python",
+    ) -> None:
+        if not isinstance(base_url, str):
+            raise TypeError("base_url must be a string")
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("base_url must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8787")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError("base_url must not hold credentials: pass tokens as token= or tokens=")
+        if parts.query or parts.fragment:
+            raise ValueError("base_url must not have a query or a fragment")
+        self._scheme = parts.scheme
+        self._host = parts.hostname
+        self._port = parts.port
+        self._prefix = parts.path.rstrip("/")
+        netloc = f"[{self._host}]" if ":" in self._host else self._host
+        self.base_url = f"{self._scheme}://{netloc}{'' if self._port is None else f':{self._port}'}{self._prefix}"
+        for secret in secrets:
+            check_token(secret)
+        # longest first: a token that contains another is redacted whole
+        self._secrets = tuple(sorted(set(secrets), key=len, reverse=True))
+        checked = _check_timeout(timeout, "timeout")
+        assert checked is not None
+        self.timeout: float = checked
+        self._ssl_context = ssl_context
+        self._user_agent = user_agent
+
+    def __repr__(self) -> str:
+        return f"Transport(base_url={self.base_url!r}, timeout={self.timeout:g})"
+
+    def redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "[token]")
+        return text
+
+    def _redact_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, list):
+            return [self._redact_value(v) for v in value]
+        if isinstance(value, dict):
+            return {self.redact(str(k)): self._redact_value(v) for k, v in value.items()}
+        return value
+
+    # -- connections ---------------------------------------------------------------
+
+    def _connect(self, deadline: float) -> Tuple[http.client.HTTPConnection, socket.socket]:
+        remaining = _remaining(deadline)
+        conn: http.client.HTTPConnection
+        if self._scheme == "https":
+            conn = http.client.HTTPSConnection(self._host, self._port, timeout=remaining, context=self._ssl_context)
+        else:
+            conn = http.client.HTTPConnection(self._host, self._port, timeout=remaining)
+        conn.connect()
+        sock = conn.sock
+        assert sock is not None
+        return conn, sock
+
+    def _headers(self, token: Optional[str], accept: str, has_body: bool, extra: Optional[Mapping[str, str]]) -> Dict[str, str]:
+        headers: Dict[str, str] = {"User-Agent": self._user_agent}
+        for name, value in (extra or {}).items():
+            if "\r" in value or "\n" in value or "\r" in name or "\n" in name:
+                raise ValueError(f"header {name.strip()[:40]!r} must not contain a line break")
+            headers[name] = value
+        headers["Accept"] = accept
+        if has_body:
+            headers["Content-Type"] = "application/json"
+        if token is not None:
+            if token not in self._secrets:
+                raise ValueError("a call's token must be one of the transport's (so that it is redacted)")
+            headers["Authorization"] = f"Bearer {token}"
+        return headers
+
+    def _url(self, path: str, query: Optional[Mapping[str, Any]]) -> str:
+        url = self._prefix + path
+        if query:
+            pairs = [(k, _query_value(v)) for k, v in query.items() if v is not None]
+            if pairs:
+                url += "?" + urllib.parse.urlencode(pairs)
+        return url
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        token: Optional[str],
+        query: Optional[Mapping[str, Any]],
+        json_body: Any,
+        headers: Optional[Mapping[str, str]],
+        accept: str,
+        deadline: float,
+    ) -> Tuple[http.client.HTTPConnection, socket.socket, http.client.HTTPResponse]:
+        data: Optional[bytes] = None
+        if json_body is not _UNSET:
+            try:
+                # ensure_ascii: a lone surrogate travels as \udXXX and the service refuses it with a 400 naming the field
+                data = json.dumps(json_body, allow_nan=False, separators=(",", ":")).encode("ascii")
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"the request body is not JSON: {e}") from None
+        sent_headers = self._headers(token, accept, data is not None, headers)
+        conn, sock = self._connect(deadline)
+        try:
+            _arm(sock, deadline)
+            conn.request(method, self._url(path, query), body=data, headers=sent_headers)
+            _arm(sock, deadline)
+            resp = conn.getresponse()
+        except BaseException:
+            conn.close()
+            raise
+        return conn, sock, resp
+
+    def _read_all(self, resp: http.client.HTTPResponse, sock: socket.socket, deadline: float) -> bytes:
+        chunks = []
+        while True:
+            _arm(sock, deadline)
+            chunk = resp.read1(_CHUNK)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _failure(self, method: str, path: str, resp: http.client.HTTPResponse, body: bytes) -> ServiceError:
+        text = self.redact(body.decode("utf-8", "replace"))
+        problem: Optional[Dict[str, Any]] = None
+        try:
+            parsed = json.loads(text)
+            if isinstance(parsed, dict):
+                problem = self._redact_value(parsed)
+        except ValueError:
+            pass
+        named = problem.get("code") if problem is not None else None
+        cls, code = error_for(resp.status, named if isinstance(named, str) else None)
+        detail_field = problem.get("detail") if problem is not None else None
+        detail = detail_field if isinstance(detail_field, str) else " ".join(text[:_BODY_SHOWN].split())
+        title_field = problem.get("title") if problem is not None else None
+        title = title_field if isinstance(title_field, str) else self.redact(resp.reason or "")
+        retry_after = parse_retry_after(resp.getheader("Retry-After"))
+        message = f"{method} {short_path(path)} answered {resp.status} {code}: {detail}" if detail else f"{method} {short_path(path)} answered {resp.status} {code}"
+        return cls(message, status=resp.status, code=code, title=title, detail=detail, retry_after=retry_after, problem=problem)
+
+    def _unreachable(self, method: str, path: str, error: BaseException, timeout: float) -> UnreachableError:
+        if isinstance(error, (_DeadlinePassed, socket.timeout)):
+            return LetheTimeoutError(
+                f"{method} {short_path(path)}: no complete answer from {self.base_url} within {timeout:g} s", base_url=self.base_url, reason="timed out"
+            )
+        reason = self.redact(str(error)) or type(error).__name__
+        return UnreachableError(f"{method} {short_path(path)}: the lethe service at {self.base_url} did not answer ({reason})", base_url=self.base_url, reason=reason)
+
+    # -- calls -----------------------------------------------------------------------
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        token: Optional[str] = None,
+        query: Optional[Mapping[str, Any]] = None,
+        json_body: Any = _UNSET,
+        headers: Optional[Mapping[str, str]] = None,
+        accept: str = "application/json",
+        timeout: Optional[float] = None,
+    ) -> HttpResult:
+        """One request, its answer read whole; a non-2xx answer raises."""
+        limit = _check_timeout(timeout, "timeout") if timeout is not None else self.timeout
+        assert limit is not None
+        deadline = time.monotonic() + limit
+        try:
+            conn, sock, resp = self._send(method, path, token, query, json_body, headers, accept, deadline)
+            try:
+                body = self._read_all(resp, sock, deadline)
+            finally:
+                conn.close()
+        except LetheError:
+            raise
+        except (OSError, http.client.HTTPException, _DeadlinePassed) as e:
+            raise self._unreachable(method, path, e, limit) from (None if isinstance(e, _DeadlinePassed) else e)
+        if not 200 <= resp.status < 300:
+            raise self._failure(method, path, resp, body)
+        return HttpResult(resp.status, resp.headers, body)
+
+    def open_stream(
+        self,
+        method: str,
+        path: str,
+        *,
+        token: Optional[str] = None,
+        headers: Optional[Mapping[str, str]] = None,
+        accept: str = "text/event-stream",
+        timeout: Optional[float] = None,
+        idle_timeout: Optional[float] = None,
+    ) -> "EventStreamResponse":
+        """A streamed answer: the head within ``timeout``; then at most ``idle_timeout``
+        seconds between bytes (None: no bound)."""
+        limit = _check_timeout(timeout, "timeout") if timeout is not None else self.timeout
+        assert limit is not None
+        idle = _check_timeout(idle_timeout, "idle_timeout", allow_none=True)
+        deadline = time.monotonic() + limit
+        try:
+            conn, sock, resp = self._send(method, path, token, None, _UNSET, headers, accept, deadline)
+        except LetheError:
+            raise
+        except (OSError, http.client.HTTPException, _DeadlinePassed) as e:
+            raise self._unreachable(method, path, e, limit) from (None if isinstance(e, _DeadlinePassed) else e)
+        if not 200 <= resp.status < 300:
+            try:
+                body = self._read_all(resp, sock, deadline)
+            except (OSError, http.client.HTTPException, _DeadlinePassed):
+                body = b""
+            finally:
+                conn.close()
+            raise self._failure(method, path, resp, body)
+        return EventStreamResponse(self, method, path, conn, sock, resp, idle)
+
+
+class EventStreamResponse:
+    """The body of a streamed answer, chunk by chunk; close it when done (or use ``with``)."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        method: str,
+        path: str,
+        conn: http.client.HTTPConnection,
+        sock: socket.socket,
+        resp: http.client.HTTPResponse,
+        idle_timeout: Optional[float],
+    ) -> None:
+        self._transport = transport
+        self._method = method
+        self._path = path
+        self._conn = conn
+        self._sock = sock
+        self._resp = resp
+        self._idle = idle_timeout
+        self.status = resp.status
+        self.headers = resp.headers
+        self.closed = False
+
+    def chunks(self) -> Iterator[bytes]:
+        while not self.closed:
+            try:
+                self._sock.settimeout(self._idle)
+                chunk = self._resp.read1(_CHUNK)
+            except socket.timeout:
+                self.close()
+                raise LetheTimeoutError(
+                    f"{self._method} {short_path(self._path)}: nothing streamed for {self._idle:g} s", base_url=self._transport.base_url, reason="idle timeout"
+                ) from None
+            except (OSError, http.client.HTTPException, ValueError) as e:
+                was_closed = self.closed
+                self.close()
+                if was_closed:
+                    return
+                raise self._transport._unreachable(self._method, self._path, e, self._idle or 0.0) from e
+            if not chunk:
+                self.close()
+                return
+            yield chunk
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            try:
+                self._resp.close()
+            finally:
+                self._conn.close()
+                try:
+                    self._sock.close()
+                except OSError:
+                    pass
+
+    def __enter__(self) -> "EventStreamResponse":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _remaining(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise _DeadlinePassed()
+    return left
+
+
+def _arm(sock: socket.socket, deadline: float) -> None:
+    sock.settimeout(_remaining(deadline))
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
