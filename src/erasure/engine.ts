@@ -6,7 +6,7 @@
  * tier in tiers/, the claim-and-commit loop in worker.ts.
  */
 import { hostname } from 'node:os';
-import { type Certificate, randomBytes, toBase64Url, utf8, zeroize } from '../crypto/index.js';
+import { type Certificate, randomBytes, toBase64Url } from '../crypto/index.js';
 import type { Database, Transaction } from '../db/client.js';
 import type { KeysetPage, KeysetPosition } from '../db/keyset.js';
 import type { ErasureRow } from '../db/schema.js';
@@ -16,15 +16,15 @@ import { describeError } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { hashHex } from '../vault/subjects.js';
 import { CertificateFinalizer } from './certificates.js';
-import { sealWithErasureKey } from './erasure-key.js';
 import { type ErasureStatus, isOpen, STEP_NAMES, type StepName } from './machine.js';
 import { ErasureRecords } from './records.js';
 import { dismissMatches } from './dismissal.js';
+import { openErasure } from './opening.js';
 import { type ForgetRequest, forgottenEntries, requestForget } from './forget.js';
 import { orderRedaction } from './redaction.js';
 import type { DismissalRequest, ErasureRequest } from './request.js';
 import type { CertificateSigner, ErasureResources, ErasureServices, ErasureSettings } from './resources.js';
-import { type ErasureState, parseState } from './state.js';
+import { parseState } from './state.js';
 import { createTiers } from './tiers/index.js';
 import { CertificateViewSchema, type ErasureTransition, type ErasureView, type StepView } from './view.js';
 import { ErasureWatchers, type Follower } from './watchers.js';
@@ -91,7 +91,7 @@ export class ErasureEngine {
 
   /** POST /v1/erasures: a new erasure, or the subject's open one. From here on the subject is fenced. */
   async request(input: ErasureRequest, actor: string): Promise<{ erasureId: string; status: ErasureStatus; created: boolean }> {
-    const { keys, log, versionKeys, records, tombstones } = this.#res;
+    const { keys, log, records, tombstones } = this.#res;
     // records scope (entryIds: forget some memories) must not tombstone the person; only a subject-scope erasure does
     const tombstonesSubject = !('entryIds' in input) || input.entryIds === undefined;
     if (input.entryIds) return this.#forget({ subjectHash: keys.subjectHash(input.subject), entryIds: input.entryIds, reason: input.reason, legalBasis: input.legalBasis }, actor);
@@ -101,35 +101,22 @@ export class ErasureEngine {
     if (open) return { ...open, created: false };
     if (!status.key && !status.erased && !(await log.hasEntries(subjectHash))) throw new LetheError('not_found', 'lethe has never seen this subject');
     const erasureId = newId('ers');
-    const { keyId: sealKeyId, key } = versionKeys.fresh();
     let fenced: string | undefined;
-    try {
-      const request = utf8.encode(JSON.stringify({ reason: input.reason ?? null, publicAttributes: input.publicAttributes ?? [] }));
-      const sealedRequest = sealWithErasureKey(key, { erasureId, keyId: sealKeyId }, 'request', request);
-      const now = new Date();
-      const inserted = await records.db.transaction(async (tx) => {
-        const fresh = await records.insert(tx, {
-          erasureId,
-          subjectHash,
-          status: 'pending',
-          step: 'classify',
-          legalBasis: input.legalBasis ?? null,
-          unlearning: input.unlearning ?? null,
-          sealKeyId,
-          sealedRequest,
-          state: { steps: {} } satisfies ErasureState,
-          notBefore: now,
-          createdAt: now,
-          updatedAt: now,
-        });
-        if (!fresh) return false;
-        await versionKeys.store(tx, { keyId: sealKeyId, key, artifactId: erasureId, version: 0, purpose: 'erasure' });
-        await records.transition(tx, erasureId, null, 'classify', 'pending', `requested by ${actor}`);
+    {
+      const opening = {
+        erasureId,
+        subjectHash,
+        scope: 'subject' as const,
+        legalBasis: input.legalBasis ?? null,
+        unlearning: input.unlearning ?? null,
+        reason: input.reason ?? null,
+        publicAttributes: input.publicAttributes ?? [],
+      };
+      const inserted = await openErasure(this.#res, opening, `requested by ${actor}`, async (tx, now) => {
         // leases stop from the request on, in the same commit: an erasure is never open with its key leasable
         fenced = await keys.fenceSubjectWithin(tx, subjectHash, 'erasure');
         // and the subject is tombstoned in the same commit: once its key is destroyed no key is made for it again until an admin reinstates it
         if (tombstonesSubject) await tombstones.mark(tx, subjectHash, erasureId, now);
-        return true;
       });
       if (!inserted) {
         // another request for the subject won the race: answer with its erasure
@@ -137,8 +124,6 @@ export class ErasureEngine {
         if (!winner) throw new LetheError('unavailable', 'the subject\'s erasure changed during the request; try again', { retryable: true });
         return { ...winner, created: false };
       }
-    } finally {
-      zeroize(key);
     }
     // this replica's cached DEK goes too; the fence step confirms the fence
     if (fenced) keys.dropCached(fenced);

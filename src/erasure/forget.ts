@@ -10,14 +10,12 @@
  * to backups like any key), the artifacts that cite them regenerated, their vectors
  * and postings gone with the old key, the probe for their content, a certificate.
  */
-import { utf8, zeroize } from '../crypto/index.js';
 import { LetheError } from '../errors.js';
 import { newId } from '../ids.js';
-import { sealWithErasureKey } from './erasure-key.js';
 import type { ErasureStatus } from './machine.js';
 import type { LegalBasis } from './request.js';
+import { openErasure } from './opening.js';
 import type { ErasureResources } from './resources.js';
-import type { ErasureState } from './state.js';
 
 export interface ForgetRequest {
   readonly subjectHash: Uint8Array;
@@ -33,7 +31,7 @@ export interface ForgetRequest {
  * are refused, and so is a request while the whole subject is being erased.
  */
 export async function requestForget(res: ErasureResources, input: ForgetRequest, actor: string): Promise<{ erasureId: string; status: ErasureStatus; created: boolean }> {
-  const { keys, log, versionKeys, records } = res;
+  const { keys, log, records } = res;
   const ids = [...new Set(input.entryIds)];
   const subjectHex = Buffer.from(input.subjectHash).toString('hex');
   const located = (await log.locateForgetting(ids)).filter((e) => Buffer.from(e.subjectHash).toString('hex') === subjectHex);
@@ -56,36 +54,10 @@ export async function requestForget(res: ErasureResources, input: ForgetRequest,
   if (open) throw new LetheError('erasure_in_progress', `the whole subject is being erased (erasure ${open.erasureId}): its entries go with it`);
 
   const erasureId = newId('ers');
-  const { keyId: sealKeyId, key } = versionKeys.fresh();
-  try {
-    const request = utf8.encode(JSON.stringify({ reason: input.reason ?? null, publicAttributes: [] }));
-    const sealedRequest = sealWithErasureKey(key, { erasureId, keyId: sealKeyId }, 'request', request);
-    const now = new Date();
-    await records.db.transaction(async (tx) => {
-      await records.insert(tx, {
-        erasureId,
-        subjectHash: input.subjectHash,
-        scope: 'records',
-        entryIds: ids,
-        status: 'pending',
-        step: 'classify',
-        legalBasis: input.legalBasis ?? null,
-        unlearning: null,
-        sealKeyId,
-        sealedRequest,
-        state: { steps: {} } satisfies ErasureState,
-        notBefore: now,
-        createdAt: now,
-        updatedAt: now,
-      });
-      await versionKeys.store(tx, { keyId: sealKeyId, key, artifactId: erasureId, version: 0, purpose: 'erasure' });
-      await records.transition(tx, erasureId, null, 'classify', 'pending', `requested by ${actor}: forget ${ids.length} entr${ids.length === 1 ? 'y' : 'ies'}`);
-      // unreadable from this commit on; a concurrent forget of the same entry makes one of the two refuse
-      await log.markForgotten(tx, erasureId, input.subjectHash, ids);
-    });
-  } finally {
-    zeroize(key);
-  }
+  const opening = { erasureId, subjectHash: input.subjectHash, scope: 'records' as const, entryIds: ids, legalBasis: input.legalBasis ?? null, unlearning: null, reason: input.reason ?? null, publicAttributes: [] };
+  const detail = `requested by ${actor}: forget ${ids.length} entr${ids.length === 1 ? 'y' : 'ies'}`;
+  // unreadable from this commit on; a concurrent forget of the same entry makes one of the two refuse
+  await openErasure(res, opening, detail, (tx) => log.markForgotten(tx, erasureId, input.subjectHash, ids));
   return { erasureId, status: 'pending', created: true };
 }
 

@@ -1,0 +1,70 @@
+/**
+ * Opening an erasure: the request's free text sealed under a fresh erasure key, then in
+ * one transaction the `erasures` row, the wrapped erasure key, the first transition, and
+ * what the caller must commit with them (a subject's fence and tombstone, the forgotten
+ * marks of entries). Both kinds of request open this way (engine.ts, forget.ts).
+ */
+import { utf8, zeroize } from '../crypto/index.js';
+import type { Transaction } from '../db/client.js';
+import type { ErasureRow } from '../db/schema.js';
+import { sealWithErasureKey } from './erasure-key.js';
+import type { ErasureResources } from './resources.js';
+import type { ErasureState } from './state.js';
+
+export interface Opening {
+  readonly erasureId: string;
+  readonly subjectHash: Uint8Array;
+  readonly scope: ErasureRow['scope'];
+  readonly entryIds?: readonly string[] | undefined;
+  readonly legalBasis: string | null;
+  readonly unlearning: unknown;
+  /** Sealed under the erasure's own key, never stored in the clear. */
+  readonly reason: string | null;
+  readonly publicAttributes: readonly string[];
+}
+
+/**
+ * Opens the erasure: false when the insert lost to a concurrent open erasure of the
+ * subject (the unique open index), and then nothing was written. `within` runs in the
+ * transaction after the row is in; what it throws rolls everything back.
+ */
+export async function openErasure(
+  res: Pick<ErasureResources, 'versionKeys' | 'records'>,
+  opening: Opening,
+  transition: string,
+  within: (tx: Transaction, now: Date) => Promise<void>,
+): Promise<boolean> {
+  const { versionKeys, records } = res;
+  const { erasureId } = opening;
+  const { keyId: sealKeyId, key } = versionKeys.fresh();
+  try {
+    const request = utf8.encode(JSON.stringify({ reason: opening.reason, publicAttributes: opening.publicAttributes }));
+    const sealedRequest = sealWithErasureKey(key, { erasureId, keyId: sealKeyId }, 'request', request);
+    const now = new Date();
+    return await records.db.transaction(async (tx) => {
+      const fresh = await records.insert(tx, {
+        erasureId,
+        subjectHash: opening.subjectHash,
+        scope: opening.scope,
+        entryIds: opening.entryIds ? [...opening.entryIds] : null,
+        status: 'pending',
+        step: 'classify',
+        legalBasis: opening.legalBasis,
+        unlearning: opening.unlearning,
+        sealKeyId,
+        sealedRequest,
+        state: { steps: {} } satisfies ErasureState,
+        notBefore: now,
+        createdAt: now,
+        updatedAt: now,
+      });
+      if (!fresh) return false;
+      await versionKeys.store(tx, { keyId: sealKeyId, key, artifactId: erasureId, version: 0, purpose: 'erasure' });
+      await records.transition(tx, erasureId, null, 'classify', 'pending', transition);
+      await within(tx, now);
+      return true;
+    });
+  } finally {
+    zeroize(key);
+  }
+}
