@@ -191,7 +191,7 @@ describe('PostgreSQL connections reset under two replicas', () => {
         ['b', b],
       ] as const) {
         for (const subject of KEEP) {
-          const r = await until(`read ${subject} on ${name}`, () => answer(replica, 'GET', `/v1/subjects/${subject}/entries`), (x) => x.status === 200, 20_000);
+          const r = await until(`read ${subject} on ${name}`, () => answer(replica, 'GET', `/v1/subjects/${subject}/entries?limit=1000`), (x) => x.status === 200, 20_000);
           const stored = new Map((r.body as { entries: Array<{ entryId: string; text: string }> }).entries.map((e) => [e.entryId, e.text]));
           const lost = acked.filter((e) => e.subject === subject && stored.get(e.entryId) !== e.text);
           expect(lost, `acknowledged appends of ${subject} missing or changed on replica ${name}`).toEqual([]);
@@ -289,7 +289,7 @@ describe('PostgreSQL connections reset under two replicas', () => {
       expect([...outcomes].filter(([, o]) => o.seen.size !== 1).map(([k, o]) => [k, [...o.seen]])).toEqual([]);
       // stored exactly once each, on both replicas' reads
       for (const replica of [a, b]) {
-        const r = await until('read after the fault', () => answer(replica, 'GET', `/v1/subjects/${subject}/entries`), (x) => x.status === 200, 20_000);
+        const r = await until('read after the fault', () => answer(replica, 'GET', `/v1/subjects/${subject}/entries?limit=1000`), (x) => x.status === 200, 20_000);
         const entries = (r.body as { entries: Array<{ entryId: string; text: string }> }).entries;
         const perText = new Map<string, number>();
         for (const e of entries) perText.set(e.text, (perText.get(e.text) ?? 0) + 1);

@@ -139,7 +139,7 @@ describe('object store stalled and down under two replicas', () => {
         ['a', a],
         ['b', b],
       ] as const) {
-        const r = await answer(replica, 'GET', `/v1/subjects/${KEEP}/entries`);
+        const r = await answer(replica, 'GET', `/v1/subjects/${KEEP}/entries?limit=1000`);
         expect(r.status).toBe(200);
         const stored = new Map((r.body as { entries: Array<{ entryId: string; text: string }> }).entries.map((e) => [e.entryId, e.text]));
         expect(acked.filter((e) => stored.get(e.entryId) !== e.text), `acknowledged appends missing on replica ${name}`).toEqual([]);

@@ -71,7 +71,7 @@ describe('a slow network: 5 ms on every database and object-store connection', (
         ['a', a],
         ['b', b],
       ] as const) {
-        const r = await answer(replica, 'GET', `/v1/subjects/${subject}/entries`);
+        const r = await answer(replica, 'GET', `/v1/subjects/${subject}/entries?limit=1000`);
         expect(r.status).toBe(200);
         const stored = new Map((r.body as { entries: Array<{ entryId: string; text: string }> }).entries.map((e) => [e.entryId, e.text]));
         const want = [...expected].filter(([, e]) => e.subject === subject);

@@ -126,7 +126,7 @@ describe('the writer client under database and object-store faults', () => {
     ] as const) {
       const stored = new Map<string, string[]>();
       for (const subject of SUBJECTS) {
-        const r = await until(`read ${subject} on ${name}`, () => answer(replica, 'GET', `/v1/subjects/${subject}/entries`), (x) => x.status === 200 || x.status === 404, 20_000);
+        const r = await until(`read ${subject} on ${name}`, () => answer(replica, 'GET', `/v1/subjects/${subject}/entries?limit=1000`), (x) => x.status === 200 || x.status === 404, 20_000);
         if (r.status === 404) continue;
         for (const e of (r.body as { entries: Array<{ entryId: string; text: string }> }).entries) stored.set(e.text, [...(stored.get(e.text) ?? []), e.entryId]);
       }

@@ -14,7 +14,7 @@ import { openTestApp, type TestApp, type TestRole, TOKENS } from '../support/vau
 const ROLES: readonly TestRole[] = ['writer', 'backup', 'eraser', 'admin'];
 
 interface RouteCase {
-  readonly method: 'GET' | 'PUT' | 'POST';
+  readonly method: 'GET' | 'PUT' | 'POST' | 'DELETE';
   /** The path as the OpenAPI document spells it. */
   readonly template: string;
   /** Roles that may call it (API.md: admin may call everything). */
@@ -23,8 +23,8 @@ interface RouteCase {
   path(role?: TestRole | 'none'): string;
   /** A valid body, when the route takes one. */
   body?(role?: TestRole | 'none'): unknown;
-  /** The content type of a 2xx answer (default application/json). */
-  readonly contentType?: RegExp;
+  /** The content type of a 2xx answer (default application/json; null: none, a 204). */
+  readonly contentType?: RegExp | null;
   /** Answers without a token: no 401 or 403, every role and no token get a 2xx answer. */
   readonly public?: true;
 }
@@ -33,6 +33,10 @@ let t: TestApp;
 let destroyKeyId = '';
 let liveKeyId = '';
 let entryId = '';
+/** An entry the DELETE row forgets (idempotent: 202, then 200 for the same erasure). */
+let forgetEntryId = '';
+/** A lease the DELETE row releases (idempotent: 204 again). */
+let leaseId = '';
 let artifactId = '';
 let backupId = '';
 let registration: unknown;
@@ -118,6 +122,19 @@ const ROUTES: readonly RouteCase[] = [
     template: '/v1/entries/{entryId}',
     allowed: ['writer', 'admin'],
     path: () => `/v1/entries/${entryId}`,
+  },
+  {
+    method: 'DELETE',
+    template: '/v1/entries/{entryId}',
+    allowed: ['eraser', 'admin'],
+    path: () => `/v1/entries/${forgetEntryId}`,
+  },
+  {
+    method: 'DELETE',
+    template: '/v1/subjects/{subject}/key/lease/{leaseId}',
+    allowed: ['writer', 'admin'],
+    path: () => `/v1/subjects/user:auth-lease/key/lease/${leaseId}`,
+    contentType: null,
   },
   {
     method: 'POST',
@@ -280,6 +297,8 @@ beforeAll(async () => {
   liveKeyId = (await t.vault.keys.ensureKey('user:auth-live', 'writer')).keyId;
   destroyKeyId = (await t.vault.keys.ensureKey('user:auth-destroy', 'writer')).keyId;
   entryId = (await t.vault.log.append('user:auth-live', { text: 'seed' }, 'writer')).entryId;
+  forgetEntryId = (await t.vault.log.append('user:auth-forget', { text: 'to be forgotten' }, 'writer')).entryId;
+  leaseId = (await t.vault.keys.lease('user:auth-lease', 'writer')).leaseId;
   artifactId = (await t.vault.artifacts.write({ kind: 'summary', text: 'seed summary', sources: [entryId] }, 'writer')).artifactId;
   backupId = (await t.vault.backups.run()).backupId;
   // a segment a writer uploaded itself, registered (idempotently) by every allowed role
@@ -380,7 +399,8 @@ for (const route of ROUTES.filter((r) => !r.public)) {
         const text = await res.text();
         expect(res.status, text).toBeGreaterThanOrEqual(200);
         expect(res.status, text).toBeLessThan(300);
-        expect(res.headers.get('content-type')).toMatch(route.contentType ?? /^application\/json/);
+        if (route.contentType === null) expect(res.headers.get('content-type')).toBeNull();
+        else expect(res.headers.get('content-type')).toMatch(route.contentType ?? /^application\/json/);
       });
     }
   });

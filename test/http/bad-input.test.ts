@@ -410,7 +410,9 @@ describe('JSON nesting depth', () => {
 
 describe('ids in the path', () => {
   const ENTRY = `entry_${'A'.repeat(22)}`;
-  const ROUTES: ReadonlyArray<{ method: string; template: string; param: string; prefix: string; role: TestRole; body?: unknown }> = [
+  const ROUTES: ReadonlyArray<{ method: string; template: string; param: string; prefix: string; role: TestRole; body?: unknown; other?: Record<string, string> }> = [
+    { method: 'DELETE', template: '/v1/entries/{entryId}', param: 'entryId', prefix: 'entry', role: 'eraser' },
+    { method: 'DELETE', template: '/v1/subjects/{subject}/key/lease/{leaseId}', param: 'leaseId', prefix: 'lease', role: 'writer', other: { subject: 'user:ids-in-path' } },
     { method: 'POST', template: '/v1/admin/keys/{keyId}/destroy', param: 'keyId', prefix: 'key', role: 'admin', body: { reason: 'ids in the path' } },
     { method: 'GET', template: '/v1/entries/{entryId}', param: 'entryId', prefix: 'entry', role: 'writer' },
     { method: 'GET', template: '/v1/artifacts/{artifactId}', param: 'artifactId', prefix: 'art', role: 'writer' },
@@ -425,7 +427,8 @@ describe('ids in the path', () => {
     { method: 'POST', template: '/v1/erasures/{erasureId}/dismissals', param: 'erasureId', prefix: 'ers', role: 'eraser', body: { matches: [{ id: ENTRY, reason: 'a ruling' }] } },
     { method: 'POST', template: '/v1/erasures/{erasureId}/resume', param: 'erasureId', prefix: 'ers', role: 'eraser' },
   ];
-  const SUBJECT_ROUTES: ReadonlyArray<{ method: string; template: string; body?: unknown; role?: 'admin' }> = [
+  const SUBJECT_ROUTES: ReadonlyArray<{ method: string; template: string; body?: unknown; role?: 'admin'; other?: Record<string, string> }> = [
+    { method: 'DELETE', template: '/v1/subjects/{subject}/key/lease/{leaseId}', other: { leaseId: `lease_${'Z'.repeat(22)}` } },
     { method: 'PUT', template: '/v1/subjects/{subject}/key' },
     { method: 'POST', template: '/v1/subjects/{subject}/key/lease' },
     { method: 'POST', template: '/v1/subjects/{subject}/entries', body: { text: 'x' } },
@@ -447,7 +450,7 @@ describe('ids in the path', () => {
         if (params.length > 0) withParams.push(`${method.toUpperCase()} ${path}`);
       }
     }
-    const covered = [...ROUTES, ...SUBJECT_ROUTES].map((r) => `${r.method} ${r.template}`);
+    const covered = [...new Set([...ROUTES, ...SUBJECT_ROUTES].map((r) => `${r.method} ${r.template}`))];
     expect(withParams.sort()).toEqual(covered.sort());
   });
 
@@ -461,22 +464,26 @@ describe('ids in the path', () => {
     `${prefix}_${'A'.repeat(21)}%F0%9F%98%80`,
   ];
 
+  /** The template with its other parameters filled with valid values. */
+  const fill = (template: string, other: Record<string, string> = {}) => Object.entries(other).reduce((t, [k, v]) => t.replace(`{${k}}`, v), template);
+
   for (const r of ROUTES) {
     it(`${r.method} ${r.template}: a malformed ${r.param} is 400 validation_failed naming it; a well-formed unknown one is 404`, async () => {
+      const template = fill(r.template, r.other);
       for (const id of malformed(r.prefix)) {
-        const path = r.template.replace(`{${r.param}}`, id);
+        const path = template.replace(`{${r.param}}`, id);
         const { detail } = await expectProblem(await t.call(r.method, path, { role: r.role, body: r.body }), 400, 'validation_failed', id);
         expect(detail, id).toContain(`path.${r.param}`);
       }
       const unknown = `${r.prefix}_${'Z'.repeat(22)}`;
-      await expectProblem(await t.call(r.method, r.template.replace(`{${r.param}}`, unknown), { role: r.role, body: r.body }), 404, 'not_found');
+      await expectProblem(await t.call(r.method, template.replace(`{${r.param}}`, unknown), { role: r.role, body: r.body }), 404, 'not_found');
     });
   }
 
   for (const r of SUBJECT_ROUTES) {
     it(`${r.method} ${r.template}: a subject with NUL, a lone surrogate or a slash is 400 validation_failed naming subject`, async () => {
       for (const subject of ['a%00b', 'a%ED%A0%80b', 'a%2Fb', '']) {
-        const path = r.template.replace('{subject}', subject);
+        const path = fill(r.template, r.other).replace('{subject}', subject);
         const res = await t.call(r.method, path, { role: r.role ?? 'writer', body: r.body });
         if (subject === '') {
           // an empty segment is another path: not a route
