@@ -413,7 +413,7 @@ async function writeSubject(
 }
 
 /** Waits until no other backend of this database is running a statement (background propagations). */
-async function quiesce(pg: postgres.Sql): Promise<void> {
+export async function quiesce(pg: postgres.Sql): Promise<void> {
   const deadline = Date.now() + 60_000;
   let calm = 0;
   while (Date.now() < deadline && calm < 3) {

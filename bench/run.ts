@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the twelve benchmarks in sequence, each in its own Node process,
+ * `npm run bench`: the thirteen benchmarks in sequence, each in its own Node process,
  * then one summary. Prints human tables on stdout (progress on stderr) and writes
  * bench/results.json (a full run) or bench/results-<names>.json (a BENCH_ONLY subset,
  * e.g. bench/results-append.json), so a partial run never overwrites the full figures.
@@ -34,6 +34,9 @@
  *               same run; the watchers' database reads and the database's commits/s in each phase
  *  12. scoped   vault.search.search scoped to one subject (100 entries) vs allSubjects, p50 / p95, over an
  *               index of 100,000 entry vectors of 1,000 subjects (most seeded directly into the index)
+ *  13. forget   forget one memory (DELETE /v1/entries/{id} → erasure finished) for a subject of 10 vs
+ *               10,000 memories (real MinIO, writer client), median wall / destroy-step times and the
+ *               ratio; the re-key's parts; vs a re-key of legacy frames (the previous design)
  *
  * Every figure is a ratio against a baseline measured in the same run, next to the
  * absolute numbers. Nothing here asserts on timings.
@@ -51,6 +54,7 @@ import { type BackupResult, formatBackup } from './backup.js';
 import { type EnvelopeResult, formatEnvelope } from './envelope.js';
 import { type ErasureResult, formatErasure } from './erasure.js';
 import { type FaultsResult, formatFaults } from './faults.js';
+import { type ForgetResult, formatForget } from './forget.js';
 import { formatLease, type LeaseResult } from './lease.js';
 import { BENCH_DIR, benchKeys, fmtBytes, fmtInt, fmtNum, fmtRatio, fmtSeconds, progress, QUICK, runChild, table } from './lib.js';
 import { formatProbe, type ProbeResult } from './probe.js';
@@ -60,7 +64,7 @@ import { formatScoped, type ScopedResult } from './scoped.js';
 import { formatSearch, type SearchResult } from './search.js';
 import { formatStreams, type StreamsResult } from './streams.js';
 
-type Name = 'lease' | 'envelope' | 'rewrap' | 'append' | 'provenance' | 'search' | 'backup' | 'erasure' | 'probe' | 'faults' | 'streams' | 'scoped';
+type Name = 'lease' | 'envelope' | 'rewrap' | 'append' | 'provenance' | 'search' | 'backup' | 'erasure' | 'probe' | 'faults' | 'streams' | 'scoped' | 'forget';
 
 interface Section<T> {
   readonly ok: boolean;
@@ -70,7 +74,7 @@ interface Section<T> {
   readonly error?: string;
 }
 
-const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup', 'erasure', 'probe', 'faults', 'streams', 'scoped'];
+const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup', 'erasure', 'probe', 'faults', 'streams', 'scoped', 'forget'];
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean) as Name[] | undefined;
 const selected = ALL.filter((n) => !only || only.includes(n));
 
@@ -110,6 +114,7 @@ const probe = sections.probe as Section<ProbeResult> | undefined;
 const faults = sections.faults as Section<FaultsResult> | undefined;
 const streams = sections.streams as Section<StreamsResult> | undefined;
 const scoped = sections.scoped as Section<ScopedResult> | undefined;
+const forget = sections.forget as Section<ForgetResult> | undefined;
 const totalSeconds = (performance.now() - t0) / 1000;
 
 // ------------------------------------------------------------------ report
@@ -182,6 +187,11 @@ out.push('');
 out.push('== 12. Scoped search: one subject vs every subject, 100,000 vectors ==');
 if (scoped?.result) out.push(formatScoped(scoped.result), sectionLine('scoped', scoped));
 else out.push(scoped ? `FAILED: ${scoped.error}` : 'skipped');
+
+out.push('');
+out.push('== 13. Forget one memory: a subject of 10 vs 10,000 memories ==');
+if (forget?.result) out.push(formatForget(forget.result), sectionLine('forget', forget));
+else out.push(forget ? `FAILED: ${forget.error}` : 'skipped');
 
 const summary: string[][] = [];
 if (lease?.result) {
@@ -411,6 +421,26 @@ if (scoped?.result) {
       (r.warnings.length === 0 ? '' : '; INVALID RUN (see warnings)'),
   ]);
 }
+if (forget?.result) {
+  const r = forget.result;
+  const lg = r.legacy.large;
+  summary.push([
+    `forget one memory median ms, subject of ${fmtInt(r.large.memories)} ÷ ${fmtInt(r.small.memories)} memories`,
+    `${fmtNum(r.large.medianWallMs, 0)} / ${fmtNum(r.small.medianWallMs, 0)}`,
+    fmtRatio(r.ratio),
+    `aim <= ${r.target}: ${r.ratio <= r.target ? 'met' : 'NOT met'}; destroy step ${fmtNum(r.large.medianDestroyMs, 0)} / ${fmtNum(r.small.medianDestroyMs, 0)} ms (${fmtRatio(r.destroyRatio)}); ` +
+      `event loop held up to ${fmtNum(r.large.medianEventLoopMaxMs, 0)} / ${fmtNum(r.small.medianEventLoopMaxMs, 0)} ms` +
+      (r.valid ? '' : '; INVALID RUN (see warnings)'),
+  ]);
+  if (r.large.rekeyMedian) {
+    summary.push([
+      `  re-key of ${fmtInt(lg.memories)}: legacy frames rewritten ÷ record keys re-wrapped`,
+      `${fmtNum(lg.parts.totalMs, 0)} / ${fmtNum(r.large.rekeyMedian.totalMs, 0)}`,
+      fmtRatio(lg.parts.totalMs / r.large.rekeyMedian.totalMs),
+      'the previous design (every frame read, opened, re-sealed, stored) vs the forgets\' destroy-step re-key',
+    ]);
+  }
+}
 out.push('');
 out.push('== Summary (ratio = measured ÷ same-run baseline) ==');
 out.push(table(['figure', 'measured / baseline', 'ratio', 'note'], summary));
@@ -449,6 +479,7 @@ await writeFile(
       faults: faults ?? null,
       streams: streams ?? null,
       scoped: scoped ?? null,
+      forget: forget ?? null,
     },
     null,
     2,

@@ -27,6 +27,9 @@ import type { LogDeps } from './deps.js';
 import { openEntry, rewrapRecordKey, sealEntry } from './frame.js';
 import { encodeSegment, frameAt } from './segment.js';
 
+/** Survivors re-wrapped between two turns of the event loop. */
+const YIELD_EVERY = 256;
+
 export interface RekeyOptions {
   /** Entries to leave out: erased for real with the old key. */
   readonly exclude?: readonly string[];
@@ -64,50 +67,55 @@ export async function rekeyKey(deps: LogDeps, oldKeyId: string, state: 'active' 
     // record keys re-wrapped under the new key; frames from before record keys converted
     const legacy = survivors.filter((r) => r.wrappedKey === null);
     const converted = await convertLegacy(deps, from, to, legacy);
-    const moved = survivors.map((r) => {
+    const moved: Array<{ entry_id: string; wrapped: string; segment: string | null; offset: number | null; length: number | null }> = [];
+    for (const [i, r] of survivors.entries()) {
+      // two envelope operations a survivor: let requests run between chunks
+      if (i > 0 && i % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
       const c = converted.get(r.entryId);
       const wrapped = c ? c.wrappedKey : rewrapRecordKey(from, to, r.entryId, r.wrappedKey!);
-      return { entry_id: r.entryId, wrapped: Buffer.from(wrapped).toString('hex'), segment: c?.segment ?? null, offset: c?.offset ?? null, length: c?.length ?? null };
-    });
+      moved.push({ entry_id: r.entryId, wrapped: Buffer.from(wrapped).toString('hex'), segment: c?.segment ?? null, offset: c?.offset ?? null, length: c?.length ?? null });
+    }
     // the survivors' embedding rows, re-sealed under the new key as they are
     const embedded = await deps.vectors.reseal({ keyId: oldKeyId, key: oldDek }, { keyId: newKeyId, key: newDek }, new Set(survivors.map((r) => r.entryId)));
     const removed = JSON.stringify([...exclude]);
-    await deps.keys.replaceKey(oldKeyId, {
-      reason: options.reason ?? 'rekey',
-      actor: options.actor,
-      newKeyId,
-      newDek,
-      // a key fenced by someone else (an erasure of this subject) stays fenced under its new id
-      newState: wasActive ? 'active' : 'fenced',
-      migrate: async (tx) => {
-        await tx.execute(sql`update log_entries as e
-                                set key_id = ${newKeyId}, wrapped_key = decode(v.wrapped, 'hex'),
-                                    segment = coalesce(v.segment, e.segment),
-                                    frame_offset = coalesce(v."offset", e.frame_offset),
-                                    frame_length = coalesce(v.length, e.frame_length)
-                               from json_to_recordset(${JSON.stringify(moved)}::json)
-                                    as v(entry_id text, wrapped text, segment text, "offset" integer, length integer)
-                              where e.entry_id = v.entry_id and e.key_id = ${oldKeyId}`);
-        // The excluded entries stay indexed under the old key, which is destroyed below:
-        // their record keys were wrapped under it alone. They answer key_destroyed (or
-        // entry_forgotten) from now on, and cite as erased.
-        // (the old key's embedding rows went with its destruction, earlier in this transaction)
-        await upsertEmbeddings(tx, embedded);
-        // other replicas drop the old key's vectors and load the survivors' new ones
-        await notifyEmbeddings(tx, embedded);
-        // An append that started before the fence may have indexed a frame since we
-        // read: destroying the key now would lose an acknowledged entry. Refuse.
-        const [left] = await queryRows<{ n: string | number }>(
-          tx,
-          sql`select count(*) as n from log_entries
-               where key_id = ${oldKeyId} and entry_id not in (select json_array_elements_text(${removed}::json))`,
-        );
-        if (Number(left?.n ?? 0) > 0) {
-          throw new LetheError('conflict', 'an entry was appended during the re-key; run it again', { retryable: true });
-        }
-      },
+    await deps.vectors.publishingUnder(newKeyId, async () => {
+      await deps.keys.replaceKey(oldKeyId, {
+        reason: options.reason ?? 'rekey',
+        actor: options.actor,
+        newKeyId,
+        newDek,
+        // a key fenced by someone else (an erasure of this subject) stays fenced under its new id
+        newState: wasActive ? 'active' : 'fenced',
+        migrate: async (tx) => {
+          await tx.execute(sql`update log_entries as e
+                                  set key_id = ${newKeyId}, wrapped_key = decode(v.wrapped, 'hex'),
+                                      segment = coalesce(v.segment, e.segment),
+                                      frame_offset = coalesce(v."offset", e.frame_offset),
+                                      frame_length = coalesce(v.length, e.frame_length)
+                                 from json_to_recordset(${JSON.stringify(moved)}::json)
+                                      as v(entry_id text, wrapped text, segment text, "offset" integer, length integer)
+                                where e.entry_id = v.entry_id and e.key_id = ${oldKeyId}`);
+          // The excluded entries stay indexed under the old key, which is destroyed below:
+          // their record keys were wrapped under it alone. They answer key_destroyed (or
+          // entry_forgotten) from now on, and cite as erased.
+          // (the old key's embedding rows went with its destruction, earlier in this transaction)
+          await upsertEmbeddings(tx, embedded);
+          // other replicas drop the old key's vectors and load the survivors' new ones
+          await notifyEmbeddings(tx, embedded);
+          // An append that started before the fence may have indexed a frame since we
+          // read: destroying the key now would lose an acknowledged entry. Refuse.
+          const [left] = await queryRows<{ n: string | number }>(
+            tx,
+            sql`select count(*) as n from log_entries
+                 where key_id = ${oldKeyId} and entry_id not in (select json_array_elements_text(${removed}::json))`,
+          );
+          if (Number(left?.n ?? 0) > 0) {
+            throw new LetheError('conflict', 'an entry was appended during the re-key; run it again', { retryable: true });
+          }
+        },
+      });
+      deps.vectors.publish(embedded);
     });
-    deps.vectors.publish(embedded);
     return { oldKeyId, newKeyId, rewritten: survivors.length, converted: converted.size, removed: exclude.size };
   } catch (e) {
     if (wasActive) await deps.keys.unfenceKey(oldKeyId, options.actor).catch(() => {});

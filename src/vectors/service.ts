@@ -27,6 +27,9 @@ import { type RecordType, VectorIndex } from './vector-index.js';
 /** How many recently destroyed key ids a replica remembers (to refuse a late load of their vectors). */
 const DESTROYED_MEMORY = 10_000;
 
+/** Rows re-sealed between two turns of the event loop. */
+const YIELD_EVERY = 256;
+
 type SealedRow = { record_id: string; record_type: RecordType; key_id: string; model: string; sealed: Uint8Array };
 
 /** A sealed row with the vector and shingle set it will read back as. */
@@ -193,7 +196,9 @@ export class Vectors {
   async reseal(from: { keyId: string; key: Uint8Array }, to: { keyId: string; key: Uint8Array }, recordIds: ReadonlySet<string>): Promise<Array<IndexedRecord & SealedEmbedding>> {
     const rows = await queryRows<SealedRow>(this.#d.db, sql`select record_id, record_type, key_id, model, sealed from embeddings where key_id = ${from.keyId}`);
     const out: Array<IndexedRecord & SealedEmbedding> = [];
-    for (const row of rows) {
+    for (const [i, row] of rows.entries()) {
+      // two envelope operations a row: let requests run between chunks
+      if (i > 0 && i % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
       if (!recordIds.has(row.record_id)) continue;
       const sealed = new Uint8Array(row.sealed.buffer, row.sealed.byteOffset, row.sealed.byteLength);
       const opened = this.#open(row, from.key);
@@ -209,6 +214,23 @@ export class Vectors {
       });
     }
     return out;
+  }
+
+  /** Keys whose records this process is about to publish itself (their notifications come back first, sometimes). */
+  readonly #publishing = new Set<string>();
+
+  /**
+   * Runs `fn`, which commits records under `keyId` and then publishes them on this
+   * replica: meanwhile their own notifications, which may come back before the
+   * publish, load nothing again (one query per record, for a re-key's thousands).
+   */
+  async publishingUnder<T>(keyId: string, fn: () => Promise<T>): Promise<T> {
+    this.#publishing.add(keyId);
+    try {
+      return await fn();
+    } finally {
+      this.#publishing.delete(keyId);
+    }
   }
 
   /** Puts committed records into this replica's indexes. */
@@ -444,6 +466,8 @@ export class Vectors {
   loadWritten(records: ReadonlyArray<readonly [string, string]>): void {
     for (const [recordId, keyId] of records) {
       if (this.#current.lexical.keyOf(recordId) === keyId) continue;
+      // this process committed them and publishes them itself in a moment (a re-key's survivors)
+      if (this.#publishing.has(keyId)) continue;
       void this.load(recordId).catch((e: unknown) => this.#d.logger.warn({ err: describeError(e) }, 'could not load an embedding another replica wrote'));
     }
   }
