@@ -25,7 +25,7 @@
  */
 import { randomBytes as nodeRandomBytes } from 'node:crypto';
 import { fromBase64Url, zeroize } from '../crypto/index.js';
-import { LetheError } from '../errors.js';
+import { isLetheError, LetheError } from '../errors.js';
 import { type SealedEntry, sealEntry } from '../log/frame.js';
 import { AppendEntrySchema, MAX_ENTRY_TEXT_BYTES, payloadProblem } from '../log/payload.js';
 import { encodeSegment } from '../log/segment.js';
@@ -191,13 +191,22 @@ export class LetheWriter {
         zeroize(dek);
       }
       const reservedSeq = seq;
-      return new Promise<AppendedEntry>((resolve, reject) => {
-        const { envelope, wrappedKey } = sealed;
-        this.#pending.push({ subject, entryId: id, keyId, seq: reservedSeq, envelope, wrappedKey, resolve, reject });
-        this.#pendingBytes += envelope.length + 4;
-        if (this.#pendingBytes >= this.#o.segmentMaxBytes || this.#pending.length >= this.#o.segmentMaxEntries) this.#startFlush();
-        else this.#timer ??= setTimeout(() => this.#startFlush(), this.#o.segmentMaxAgeMs);
-      });
+      try {
+        return await new Promise<AppendedEntry>((resolve, reject) => {
+          const { envelope, wrappedKey } = sealed;
+          this.#pending.push({ subject, entryId: id, keyId, seq: reservedSeq, envelope, wrappedKey, resolve, reject });
+          this.#pendingBytes += envelope.length + 4;
+          if (this.#pendingBytes >= this.#o.segmentMaxBytes || this.#pending.length >= this.#o.segmentMaxEntries) this.#startFlush();
+          else this.#timer ??= setTimeout(() => this.#startFlush(), this.#o.segmentMaxAgeMs);
+        });
+      } catch (e) {
+        // the key it was sealed under was fenced or replaced before it was registered (a re-key: one of the
+        // subject's memories forgotten) — nothing was stored, and the subject lives on: seal it again under its
+        // new key. The next lease decides: an erasure of the subject refuses it (erasure_in_progress,
+        // subject_erased), a re-key still running answers unavailable; an erased subject is never sealed again.
+        if ((isLetheError(e, 'key_destroyed') || isLetheError(e, 'erasure_in_progress')) && attempt < 2) continue;
+        throw e;
+      }
     }
     throw new LetheError('unavailable', 'the subject key kept changing; try again');
   }

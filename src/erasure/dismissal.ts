@@ -7,10 +7,12 @@
  *
  * Refused (409) while the erasure runs, after it failed, once its fingerprints are
  * gone, for a record the last probe did not name as a match, and for the erased
- * subject's own records.
+ * subject's own records (forgetting entries: for those entries; the subject's other,
+ * readable entries may be ruled on).
  */
 import { LetheError } from '../errors.js';
 import { isId } from '../ids.js';
+import { forgottenEntries } from './forget.js';
 import { DISMISSAL_RUN } from './machine.js';
 import { assertReopenable, reopenErasure } from './reopen.js';
 import type { DismissalRequest } from './request.js';
@@ -39,7 +41,11 @@ export async function dismissMatches(res: ErasureResources, erasureId: string, r
   const row = await res.records.row(erasureId);
   assertReopenable(row, 'dismissal');
   const entries = [...byId.keys()].filter((id) => isId('entry', id));
-  const own = (await res.log.locate(entries)).filter((e) => Buffer.from(e.subjectHash).equals(Buffer.from(row.subjectHash)));
+  // forgetting entries, the subject lives on: its own records are those entries alone, its others are readable records like anyone's
+  const forgotten = forgottenEntries(row);
+  const own = forgotten
+    ? entries.filter((id) => forgotten.includes(id))
+    : (await res.log.locate(entries)).filter((e) => Buffer.from(e.subjectHash).equals(Buffer.from(row.subjectHash)));
   if (own.length > 0) throw new LetheError('conflict', `matches: ${own.length} id(s) are the erased subject's own records; they cannot be dismissed`);
   const state = parseState(row.state);
   assertNamed(state, byId);

@@ -4,10 +4,12 @@
  * probe named them). The order re-opens a finished erasure at `redact`, which then
  * runs propagate, probe and certify again. Refused while the erasure runs, after it
  * failed, once its fingerprints were destroyed, and for anything but another
- * subject's readable entry.
+ * subject's readable entry (forgetting entries: any readable entry but those forgotten,
+ * the living subject's others included).
  */
 import { LetheError } from '../errors.js';
 import { isId } from '../ids.js';
+import { forgottenEntries } from './forget.js';
 import { REDACTION_RUN } from './machine.js';
 import { assertReopenable, reopenErasure } from './reopen.js';
 import { MAX_REDACTION_IDS } from './request.js';
@@ -25,7 +27,9 @@ export async function orderRedaction(res: ErasureResources, erasureId: string, i
   }
   const located = await res.log.locate(unique);
   if (located.length !== unique.length) throw new LetheError('validation_failed', `ids: ${unique.length - located.length} id(s) are not entries lethe holds`);
-  const own = located.filter((e) => Buffer.from(e.subjectHash).equals(Buffer.from(row.subjectHash)));
+  // forgetting entries, the subject lives on: its own entries are those forgotten; its others are readable and may be redacted
+  const forgotten = forgottenEntries(row);
+  const own = forgotten ? located.filter((e) => forgotten.includes(e.entryId)) : located.filter((e) => Buffer.from(e.subjectHash).equals(Buffer.from(row.subjectHash)));
   if (own.length > 0) throw new LetheError('validation_failed', `ids: ${own.length} id(s) are the erased subject's own entries (already unreadable)`);
   const live = await res.keys.states(located.map((e) => e.keyId));
   const dead = located.filter((e) => !live.has(e.keyId));

@@ -92,7 +92,7 @@ export async function residuals(d: { epochs: EpochService; backups: BackupServic
     out.push({
       tier: m.tier,
       kind: 'cross-subject',
-      detail: `Record ${m.id} (not the subject's) still carries the erased content (score ${m.score}). ${
+      detail: `Record ${m.id} (${input.forgotten !== undefined ? 'not one of the forgotten entries' : "not the subject's"}) still carries the erased content (score ${m.score}). ${
         m.tier === 'log'
           ? 'Order a redaction (POST /v1/erasures/{id}/redactions) to re-key its subject\'s log without it.'
           : m.tier === 'artifacts'

@@ -114,7 +114,11 @@ interface IndexedPlace {
 
 /**
  * The ids among `rows` already indexed at the place they name. An id indexed at
- * another place is a conflict: the entry id is taken.
+ * another place is a conflict: the entry id is taken. The same frame (segment, offset,
+ * length, seq, subject) now indexed under another key than the one named, the named
+ * key destroyed, is the entry a re-key moved (src/log/rekey.ts: its record key
+ * re-wrapped under the subject's new key, its frame untouched): a retry of its
+ * registration answers `registered` like any other.
  */
 async function alreadyPlaced(exec: Executor, segment: string, rows: readonly Row[]): Promise<Set<string>> {
   const existing = await queryRows<IndexedPlace>(
@@ -125,18 +129,33 @@ async function alreadyPlaced(exec: Executor, segment: string, rows: readonly Row
   const byId = new Map(rows.map((r) => [r.entryId, r]));
   const same = new Set<string>();
   const taken: string[] = [];
+  const moved: Array<{ entryId: string; named: string }> = [];
   for (const x of existing) {
     const r = byId.get(x.entry_id)!;
-    const here =
+    const place =
       x.segment === segment &&
       Number(x.frame_offset) === r.offset &&
       Number(x.frame_length) === r.length &&
-      x.key_id === r.keyId &&
       Number(x.seq) === r.seq &&
-      (x.wrapped_key === null ? null : Buffer.from(x.wrapped_key).toString('base64url')) === (r.wrappedKey ?? null) &&
       Buffer.from(x.subject_hash).toString('hex') === r.subjectHash;
-    if (here) same.add(x.entry_id);
+    const keyed = x.key_id === r.keyId && (x.wrapped_key === null ? null : Buffer.from(x.wrapped_key).toString('base64url')) === (r.wrappedKey ?? null);
+    if (place && keyed) same.add(x.entry_id);
+    else if (place && x.key_id !== r.keyId) moved.push({ entryId: x.entry_id, named: r.keyId });
     else taken.push(x.entry_id);
+  }
+  if (moved.length > 0) {
+    const destroyed = new Set(
+      (
+        await queryRows<{ key_id: string }>(
+          exec,
+          sql`select key_id from destruction_ledger where key_id in (select value from json_array_elements_text(${JSON.stringify([...new Set(moved.map((m) => m.named))])}::json))`,
+        )
+      ).map((d) => d.key_id),
+    );
+    for (const m of moved) {
+      if (destroyed.has(m.named)) same.add(m.entryId);
+      else taken.push(m.entryId);
+    }
   }
   if (taken.length > 0) {
     throw new LetheError('conflict', `entries: ${taken.slice(0, 5).join(', ')}${taken.length > 5 ? ', …' : ''} already indexed at another place (entry id taken); nothing was registered`);

@@ -32,6 +32,13 @@ export interface Replacement {
   readonly newDek: Uint8Array;
   /** The new key's state: fenced when an erasure of the subject holds the old one (default active). */
   readonly newState?: 'active' | 'fenced';
+  /**
+   * Asked under the old key's row lock, in the replacing transaction, when the new key
+   * would be active: true refuses the replacement (conflict, retryable) and changes
+   * nothing (KeyService: a creation guard refuses the subject a key now — an erasure of
+   * it was requested while the caller held the old key fenced, and counts on that key).
+   */
+  readonly refuseIf?: (tx: Transaction, subjectHash: Uint8Array) => Promise<boolean>;
   /** Moves the caller's records onto the new key, inside the same transaction. */
   readonly migrate: (tx: Transaction) => Promise<void>;
 }
@@ -63,13 +70,17 @@ export function replaceSubjectKey(d: Deps, oldKeyId: string, options: Replacemen
   return d.destructions.transaction(async (tx) => {
     const [row] = await tx.select().from(subjectKeys).where(eq(subjectKeys.keyId, oldKeyId)).for('update');
     if (!row) throw new LetheError('key_destroyed', 'the key to replace no longer exists');
+    const state = options.newState ?? 'active';
+    if (state === 'active' && (await options.refuseIf?.(tx, row.subjectHash))) {
+      throw new LetheError('conflict', 'an erasure of the subject was requested during the re-key: it takes the subject\'s key over, nothing was replaced', { retryable: true });
+    }
     const { epoch, wrappedDek } = await wrapUnderActive(tx, d.provider, options.newKeyId, options.newDek, 'subject');
     const destruction = await destroyLocked(d, tx, row, options);
     const now = (d.now ?? (() => new Date()))();
     await tx.insert(subjectKeys).values({
       keyId: options.newKeyId,
       subjectHash: row.subjectHash,
-      state: options.newState ?? 'active',
+      state,
       epoch,
       wrappedDek,
       createdAt: now,

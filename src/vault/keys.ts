@@ -128,15 +128,22 @@ export class KeyService {
     if (unique.size === 0 || this.#guards.length === 0) return refusals;
     await this.#d.db.transaction(async (tx) => {
       for (const [hex, subjectHash] of unique) {
-        try {
-          for (const guard of this.#guards) await guard(tx, subjectHash);
-        } catch (e) {
-          if (!isLetheError(e)) throw e; // a guard refuses with a LetheError; anything else is a failure
-          refusals.set(hex, e);
-        }
+        const refusal = await this.#refusal(tx, subjectHash);
+        if (refusal) refusals.set(hex, refusal);
       }
     });
     return refusals;
+  }
+
+  /** The refusal a creation guard answers for the subject now, in `tx` (undefined: a key would be created). */
+  async #refusal(tx: Transaction, subjectHash: Uint8Array): Promise<LetheError | undefined> {
+    try {
+      for (const guard of this.#guards) await guard(tx, subjectHash);
+    } catch (e) {
+      if (!isLetheError(e)) throw e; // a guard refuses with a LetheError; anything else is a failure
+      return e;
+    }
+    return undefined;
   }
 
   /** PUT /v1/subjects/{subject}/key: the subject's live key, created when there is none. */
@@ -314,10 +321,16 @@ export class KeyService {
    * destroyed (ledger, audit, notification, as destroyKey), the new key — whose DEK
    * the caller already used to re-encrypt what survives — becomes the subject's live
    * key, and `migrate` moves the caller's records onto it inside the same
-   * transaction. The old key may be fenced (the caller fences it first).
+   * transaction. The old key may be fenced (the caller fences it first). A new key
+   * meant to be active is refused (conflict, nothing changed) while a creation guard
+   * refuses the subject a key: an erasure of the subject requested while the caller
+   * held the fence takes the old key over.
    */
   async replaceKey(oldKeyId: string, options: Replacement): Promise<Destruction> {
-    const result = await replaceSubjectKey(this.#d, oldKeyId, options);
+    // an erasure of the subject requested while the caller held the old key fenced counts on that key:
+    // no active key replaces it (a creation guard refuses the subject a key now)
+    const refuseIf = async (tx: Transaction, subjectHash: Uint8Array) => (await this.#refusal(tx, subjectHash)) !== undefined;
+    const result = await replaceSubjectKey(this.#d, oldKeyId, { ...options, refuseIf });
     this.dropCached(oldKeyId);
     this.#d.metrics.keysDestroyed.inc();
     this.#d.metrics.keysCreated.inc();
@@ -335,9 +348,18 @@ export class KeyService {
     return this.#transition(keyId, 'fenced', actor);
   }
 
-  /** Lifts a fence (an erasure that was abandoned before destruction). */
-  unfenceKey(keyId: string, actor: string): Promise<void> {
-    return this.#transition(keyId, 'active', actor);
+  /**
+   * Lifts a fence the caller set (a re-key that gave up) — unless a creation guard
+   * refuses the subject a key now: an erasure of the subject requested meanwhile found
+   * the key fenced and counts on it, so it stays fenced.
+   */
+  async unfenceKey(keyId: string, actor: string): Promise<void> {
+    await this.#d.db.transaction(async (tx) => {
+      const [row] = await tx.select({ subjectHash: subjectKeys.subjectHash }).from(subjectKeys).where(eq(subjectKeys.keyId, keyId)).for('update');
+      if (row && (await this.#refusal(tx, row.subjectHash))) return;
+      await this.#transitionWithin(tx, keyId, 'active', actor);
+    });
+    this.dropCached(keyId);
   }
 
   /** The state of each key id (subject DEKs and artifact-version keys alike), in one round trip. */

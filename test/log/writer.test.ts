@@ -161,16 +161,18 @@ describe('the writer client', () => {
     expect((await server.app.log.list('user:crash')).map((e) => [e.entryId, e.text])).toEqual([[kept.entryId, 'acknowledged']]);
   }, 60_000);
 
-  it('an append for a subject whose key is destroyed in flight is refused, and the next one uses the new key', async () => {
+  it('an append for a subject whose key is destroyed in flight (not erased: the subject lives on) is sealed again under its new key', async () => {
     const w = writer();
     const first = await w.append('user:flight', { text: 'one' });
     await server.app.keys.destroyKey(first.keyId, { reason: 'in flight', actor: 'admin' });
-    // the writer still holds the old lease and block: the registration refuses the frame
-    await expect(w.append('user:flight', { text: 'two' })).rejects.toMatchObject({ code: 'key_destroyed' });
+    // the writer still holds the old lease and block: the registration refuses the frame sealed under
+    // the destroyed key (key_destroyed), and the writer seals it again under the subject's new key
+    const second = await w.append('user:flight', { text: 'two' });
+    expect(second.keyId).not.toBe(first.keyId);
     const third = await w.append('user:flight', { text: 'three' });
-    expect(third.keyId).not.toBe(first.keyId);
+    expect(third.keyId).toBe(second.keyId);
     await w.close();
-    expect((await server.app.log.list('user:flight')).map((e) => e.text)).toEqual(['three']);
+    expect((await server.app.log.list('user:flight')).map((e) => e.text)).toEqual(['two', 'three']);
   });
 
   it('renews a lease before it lapses, and drops (zeroes) DEKs whose lease ended or when it closes', async () => {

@@ -20,8 +20,9 @@ const FENCED_WAIT_MS = 1000;
  * with the forgotten entries' record keys wrapped under it alone. The key destroyed is
  * `state.keyId` from here on. Safe to run again: entries already under a destroyed key
  * were re-keyed out by an earlier run (or went with an erasure of the whole subject).
- * A key fenced by someone else (another re-key running, an erasure of the subject), or
- * re-keyed under our feet, parks the step for a moment.
+ * A key fenced by an erasure of the whole subject, or re-keyed under our feet, parks
+ * the step for a moment; a key fenced by a re-key (another one running, or one that
+ * died between its fence and its switch) is re-keyed all the same.
  */
 async function rekeyWithout(ctx: StepContext, entryIds: readonly string[]): Promise<Park | undefined> {
   const { res, row, state } = ctx;
@@ -31,7 +32,10 @@ async function rekeyWithout(ctx: StepContext, entryIds: readonly string[]): Prom
   for (const e of located) if (states.has(e.keyId)) byKey.set(e.keyId, [...(byKey.get(e.keyId) ?? []), e.entryId]);
   for (const [keyId, ids] of byKey) {
     const wait = (why: string) => new Park(new Date(Date.now() + FENCED_WAIT_MS), `the subject's key ${keyId} ${why}: trying again in a moment`);
-    if (states.get(keyId) === 'fenced') return wait('is fenced by another re-key or an erasure of the whole subject');
+    // fenced by an erasure of the whole subject (open, or failed with its key fenced): that erasure takes the key over.
+    // Otherwise the fence is a re-key's — running elsewhere, or left by one that died before lifting it — and
+    // re-keying over it is safe: replacements serialize on the key row and the loser changes nothing.
+    if (states.get(keyId) === 'fenced' && (await res.keys.creationRefusals([row.subjectHash])).size > 0) return wait('is fenced by an erasure of the whole subject');
     try {
       const result = await res.log.rekeyKey(keyId, 'active', { exclude: ids, actor: 'erasure', reason: `erasure ${row.erasureId}: forget ${ids.length} entr${ids.length === 1 ? 'y' : 'ies'}` });
       state.keyId = result.oldKeyId;

@@ -1,0 +1,71 @@
+/**
+ * A writer's registration retried across a re-key, on PostgreSQL and a real MinIO: the
+ * writer retries a registration whose answer it lost with the same segment, ids, places
+ * and wrapped record keys (src/client/writer.ts). If the subject was re-keyed in between
+ * (one of its memories forgotten), the entries it registered now sit under the subject's
+ * new key with re-wrapped record keys — the same frames at the same places. The retry
+ * must answer `registered` (they are stored), not 409 `conflict` (which tells the writer
+ * nothing was registered); an entry id taken by another frame is still a conflict.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { zeroize } from '../../src/crypto/index.js';
+import { sealEntry } from '../../src/log/frame.js';
+import { encodeSegment } from '../../src/log/segment.js';
+import { expectProblem, ok } from '../support/http.js';
+import { minioEnv, openTestApp, type TestApp } from '../support/vault.js';
+
+type Results = { results: Array<{ entryId: string; status: string }> };
+
+describe('a registration retried across a re-key', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await openTestApp({ extraEnv: minioEnv('lethe-regrk') });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  const id = (prefix: 'entry' | 'seg') => `${prefix}_${randomBytes(16).toString('base64url')}`;
+
+  /** Seals `texts` as the writer does (a record key each, wrapped under the subject key), uploads one segment, answers its registration body. */
+  async function upload(subject: string, texts: readonly string[]) {
+    const { keyId, firstSeq } = await t.vault.log.reserve(subject, texts.length, 'writer');
+    const { dek } = await t.vault.keys.dekFor(keyId);
+    try {
+      const sealed = texts.map((text, i) => {
+        const entryId = id('entry');
+        const seq = firstSeq + i;
+        return { entryId, seq, ...sealEntry(dek, { keyId, entryId, seq }, { text, kind: null, metadata: null }) };
+      });
+      const { bytes, places } = encodeSegment(sealed.map((s) => s.envelope));
+      const segment = `log/${id('seg')}`;
+      await t.vault.objects.put(segment, bytes);
+      return {
+        segment,
+        entries: sealed.map((s, i) => ({ entryId: s.entryId, subject, keyId, seq: s.seq, ...places[i]!, wrappedKey: Buffer.from(s.wrappedKey).toString('base64url') })),
+      };
+    } finally {
+      zeroize(dek);
+    }
+  }
+  const register = (body: unknown) => t.call('POST', '/v1/segments', { body });
+
+  it('answers registered again once a re-key moved the entries to the subject\'s new key; another frame under a taken id is still a conflict', async () => {
+    const subject = `user:regrk-${randomBytes(4).toString('hex')}`;
+    const body = await upload(subject, ['Ordered a sourdough starter from Lyon', 'Moved the dentist to Thursday', 'Finished reading Middlemarch']);
+    expect((await ok<Results>(register(body), 201)).results.map((r) => r.status)).toEqual(['registered', 'registered', 'registered']);
+    // one memory forgotten: the subject re-keyed without it, the others moved to its new key
+    const forgotten = body.entries[1]!.entryId;
+    const result = await t.vault.log.rekeySubject(subject, { exclude: [forgotten], actor: 'test' });
+    expect(result.removed).toBe(1);
+    // the writer's retry of the registration whose answer it lost
+    const again = await ok<Results>(register(body), 201);
+    expect(again.results.map((r) => r.status)).toEqual(['registered', 'registered', 'registered']);
+    expect((await t.vault.log.list(subject)).map((e) => e.text)).toEqual(['Ordered a sourdough starter from Lyon', 'Finished reading Middlemarch']);
+    // a frame elsewhere under a taken id is still refused
+    const other = await upload(subject, ['something else entirely']);
+    const hijack = { ...other, entries: [{ ...other.entries[0]!, entryId: body.entries[0]!.entryId }] };
+    await expectProblem(register(hijack), 409, 'conflict');
+  });
+});
