@@ -215,7 +215,7 @@ export class LogService {
       if (firstSeq !== undefined) return { ...key, firstSeq };
       zeroize(key.dek);
       const current = await this.#keys.findKey(subject);
-      if (current?.keyId === key.keyId) throw new LetheError('erasure_in_progress', 'the subject is being erased; no new entries are accepted');
+      if (current?.keyId === key.keyId) throw new LetheError('erasure_in_progress', 'the subject key is fenced: the subject is being erased, or re-keyed for a moment while some of its entries are forgotten; no new entries are accepted until then');
       this.#keys.invalidate(key.keyId);
     }
     throw new LetheError('unavailable', 'the subject key changed during the append; try again');

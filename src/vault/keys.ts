@@ -218,7 +218,7 @@ export class KeyService {
       metrics.dekCacheEntries.set(cache.size);
       if (outcome === 'fenced') {
         metrics.leases.inc({ outcome: 'fenced' });
-        throw new LetheError('erasure_in_progress', 'the subject is being erased; no new leases are handed out');
+        throw new LetheError('erasure_in_progress', 'the subject key is fenced: the subject is being erased, or re-keyed for a moment while some of its entries are forgotten; no new leases are handed out until then');
       }
       // 'gone': the cached key was destroyed meanwhile; look again.
     }
@@ -481,7 +481,7 @@ export class KeyService {
     if (row) {
       if (row.state === 'fenced') {
         this.#d.metrics.leases.inc({ outcome: 'fenced' });
-        throw new LetheError('erasure_in_progress', 'the subject is being erased; no new leases are handed out');
+        throw new LetheError('erasure_in_progress', 'the subject key is fenced: the subject is being erased, or re-keyed for a moment while some of its entries are forgotten; no new leases are handed out until then');
       }
       keyId = row.keyId;
       dek = await this.#unwrapRow(row);
