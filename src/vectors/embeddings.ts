@@ -77,13 +77,19 @@ export function sealEmbedding(key: Uint8Array, place: EmbeddingPlace, vector: Fl
 }
 
 /**
- * A sealed row moved from one key to another (a re-key): opened under the old key and
- * sealed, byte for byte, under the new one — no re-embedding.
+ * A sealed row moved from one key to another (a re-key): opened once under the old key,
+ * sealed byte for byte under the new one — no re-embedding — and what it holds (for the
+ * in-memory indexes).
  */
-export function resealEmbedding(from: { key: Uint8Array; place: EmbeddingPlace }, to: { key: Uint8Array; place: EmbeddingPlace }, sealed: Uint8Array): Uint8Array {
+export function resealEmbedding(
+  from: { key: Uint8Array; place: EmbeddingPlace },
+  to: { key: Uint8Array; place: EmbeddingPlace },
+  sealed: Uint8Array,
+  dimensions: number,
+): { sealed: Uint8Array; opened: OpenedRecord } {
   const plaintext = open({ key: from.key, envelope: sealed, expectedKeyId: from.place.keyId, associatedData: context(from.place) });
   try {
-    return seal({ key: to.key, keyId: to.place.keyId, plaintext, associatedData: context(to.place) });
+    return { sealed: seal({ key: to.key, keyId: to.place.keyId, plaintext, associatedData: context(to.place) }), opened: parseRecord(plaintext, dimensions) };
   } finally {
     plaintext.fill(0);
   }
@@ -98,19 +104,24 @@ export interface OpenedRecord {
 export function openSealedRecord(key: Uint8Array, place: EmbeddingPlace, sealed: Uint8Array, dimensions: number): OpenedRecord {
   const plaintext = open({ key, envelope: sealed, expectedKeyId: place.keyId, associatedData: context(place) });
   try {
-    let at = 1;
-    let shingles: Float64Array | undefined;
-    if (plaintext[0] === WITH_SHINGLES) {
-      shingles = decodeShingleSet(plaintext, 1);
-      if (!shingles) throw new LetheError('decrypt_failed', 'a stored shingle set is malformed');
-      at += 4 + shingles.length * 8;
-    } else if (plaintext[0] !== QUANTISED_INT8) throw new LetheError('decrypt_failed', 'a stored embedding has another format');
-    if (plaintext.length !== at + 4 + dimensions) return { vector: undefined, shingles };
-    const scale = new DataView(plaintext.buffer, plaintext.byteOffset, plaintext.byteLength).getFloat32(at, true);
-    return { vector: dequantise(scale, new Int8Array(plaintext.buffer, plaintext.byteOffset + at + 4, dimensions)), shingles };
+    return parseRecord(plaintext, dimensions);
   } finally {
     plaintext.fill(0);
   }
+}
+
+/** A sealed row's plaintext read: the shingle set (format 2) and the vector (when it has `dimensions`); copies, the caller zeroes the plaintext. */
+function parseRecord(plaintext: Uint8Array, dimensions: number): OpenedRecord {
+  let at = 1;
+  let shingles: Float64Array | undefined;
+  if (plaintext[0] === WITH_SHINGLES) {
+    shingles = decodeShingleSet(plaintext, 1);
+    if (!shingles) throw new LetheError('decrypt_failed', 'a stored shingle set is malformed');
+    at += 4 + shingles.length * 8;
+  } else if (plaintext[0] !== QUANTISED_INT8) throw new LetheError('decrypt_failed', 'a stored embedding has another format');
+  if (plaintext.length !== at + 4 + dimensions) return { vector: undefined, shingles };
+  const scale = new DataView(plaintext.buffer, plaintext.byteOffset, plaintext.byteLength).getFloat32(at, true);
+  return { vector: dequantise(scale, new Int8Array(plaintext.buffer, plaintext.byteOffset + at + 4, dimensions)), shingles };
 }
 
 export function openEmbedding(key: Uint8Array, place: EmbeddingPlace, sealed: Uint8Array, dimensions: number): Float32Array {

@@ -201,17 +201,15 @@ export class Vectors {
       if (i > 0 && i % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
       if (!recordIds.has(row.record_id)) continue;
       const sealed = new Uint8Array(row.sealed.buffer, row.sealed.byteOffset, row.sealed.byteLength);
-      const opened = this.#open(row, from.key);
-      out.push({
-        ...opened,
-        keyId: to.keyId,
-        model: row.model,
-        sealed: resealEmbedding(
-          { key: from.key, place: { recordId: row.record_id, keyId: from.keyId, model: row.model } },
-          { key: to.key, place: { recordId: row.record_id, keyId: to.keyId, model: row.model } },
-          sealed,
-        ),
-      });
+      const moved = resealEmbedding(
+        { key: from.key, place: { recordId: row.record_id, keyId: from.keyId, model: row.model } },
+        { key: to.key, place: { recordId: row.record_id, keyId: to.keyId, model: row.model } },
+        sealed,
+        this.embedder.dimensions,
+      );
+      // what #open would answer: the vector only when it is of this embedder's model
+      const vector = row.model === this.embedder.model ? moved.opened.vector : undefined;
+      out.push({ recordId: row.record_id, recordType: row.record_type, keyId: to.keyId, model: row.model, sealed: moved.sealed, vector, shingles: moved.opened.shingles });
     }
     return out;
   }
