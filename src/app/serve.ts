@@ -30,7 +30,20 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     server = serveNode({ fetch: http.fetch, port: config.port, hostname: config.host }, (info: AddressInfo) => resolve(info.port));
     server.once('error', reject);
   });
-  logger.info({ host: config.host, port }, 'lethe listening');
+  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  // where to go next, and which defaults this process runs on (never a secret: no credentials, no token)
+  logger.info(
+    {
+      host: config.host,
+      port,
+      url,
+      docs: `${url}/docs`,
+      database: config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : `embedded PGlite under ${config.dataDir}`,
+      objectStore: config.s3 ? `S3 at ${new URL(config.s3.endpoint).host}` : `local folder under ${config.dataDir}`,
+      keyring: config.keyringDir,
+    },
+    'lethe listening',
+  );
   let closing: Promise<void> | undefined;
   return {
     app,
