@@ -1,5 +1,5 @@
 /**
- * The erasure engine (ARCHITECTURE.md, "Erasure"; invariants in src/erasure/README.md):
+ * The erasure engine (docs/architecture.md, "Erasure"; invariants in src/erasure/README.md):
  * what the routes and the app call. It takes requests and redaction orders, answers
  * an erasure's view, its status and its transitions, and runs the worker and the
  * certificate finalizer. The machine is in machine.ts, each step in steps/, each

@@ -6,7 +6,7 @@
  */
 import { LetheError } from '../errors.js';
 
-/** The steps of ARCHITECTURE.md, in order; `redact` re-enters the machine after a redaction order. */
+/** The steps of docs/architecture.md ("Erasure"), in order; `redact` re-enters the machine after a redaction order. */
 export const STEP_NAMES = ['classify', 'fingerprint', 'fence', 'destroy', 'drain_leases', 'cascade', 'propagate', 'probe', 'certify', 'redact'] as const;
 export type StepName = (typeof STEP_NAMES)[number];
 

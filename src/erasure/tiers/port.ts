@@ -1,5 +1,5 @@
 /**
- * The tier port (ARCHITECTURE.md, "Stores and tiers"): each place the subject's
+ * The tier port (docs/architecture.md, "Erasure": tiers): each place the subject's
  * information can live reports the subject's contributions, erases them, and answers
  * the reconstruction probe. One file per tier; each calls its module's service.
  *
