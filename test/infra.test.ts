@@ -51,6 +51,6 @@ describe('infra', () => {
     for (const name of names) expect([...CONFIG_VARIABLES, 'NODE_ENV']).toContain(name);
     expect(dockerfile).toContain('ENTRYPOINT ["node", "dist/cli/main.js"]');
     const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { bin: Record<string, string> };
-    expect(pkg.bin.lethe).toBe('dist/cli/main.js');
+    expect(pkg.bin.lethe).toBe('dist/cli/bin.js');
   });
 });

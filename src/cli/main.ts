@@ -9,8 +9,10 @@
  *
  * This file builds the program from its parts (admin.ts: the local admin commands,
  * backup.ts, certificate.ts, erasure.ts; shared.ts: what they share), turns what ends a command into
- * its exit code, and runs when it is the entry point.
+ * its exit code, and runs when it is the entry point (bin.ts, the installed `lethe`, always runs it).
  */
+import { readFileSync, realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import { CONFIG_VARIABLES, ConfigError } from '../config/index.js';
 import { isLetheError } from '../errors.js';
@@ -22,6 +24,9 @@ import { addErase, addErasure } from './erasure.js';
 import { addSubject } from './subject.js';
 import { ExitError } from './shared.js';
 
+/** The version in the package.json beside src/ or dist/ (`lethe --version`). */
+export const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
 export function buildProgram(): Command {
   const program = new Command()
     // before any subcommand is added: commander copies these settings into each one
@@ -29,6 +34,7 @@ export function buildProgram(): Command {
     .configureOutput({ writeErr: (s) => process.stderr.write(s) })
     .name('lethe')
     .description('Crypto-shredding key vault for AI-agent memory.')
+    .version(VERSION)
     .showHelpAfterError()
     .addHelpText('after', `\nConfiguration comes from the environment: ${CONFIG_VARIABLES.join(', ')}.\nSee README.md.`);
 
@@ -71,12 +77,27 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-const isEntryPoint = process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href;
-if (isEntryPoint || process.argv[1]?.endsWith('/cli/main.ts') || process.argv[1]?.endsWith('/cli/main.js')) {
-  main(process.argv).then((code) => {
-    // serve keeps running; everything else exits with its code
-    // (a command that succeeded with a verdict of its own — incomplete, pending — set process.exitCode: keep it)
-    if (code !== 0) process.exitCode = code;
-    else if (!process.argv.includes('serve')) process.exitCode ??= 0;
-  });
+/**
+ * Runs the CLI on this process's arguments and sets its exit code: what the installed `lethe`
+ * (bin.ts) does, and this file when run directly. serve keeps running; everything else exits
+ * with its code (a command that succeeded with a verdict of its own — incomplete, pending —
+ * set process.exitCode: keep it).
+ */
+export async function runCli(argv: string[] = process.argv): Promise<void> {
+  const code = await main(argv);
+  if (code !== 0) process.exitCode = code;
+  else if (!argv.includes('serve')) process.exitCode ??= 0;
 }
+
+/** Whether this module is the script node was started with, through any symlink (`node dist/cli/main.js serve`, `tsx src/cli/main.ts`). */
+function isEntryPoint(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) void runCli();
