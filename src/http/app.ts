@@ -4,7 +4,6 @@
  * error handler that turns every failure into problem+json.
  */
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
-import { swaggerUI } from '@hono/swagger-ui';
 import type { Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
@@ -13,6 +12,7 @@ import { isLetheError, isTransientDatabaseError } from '../errors.js';
 import { describeError } from '../observability/logger.js';
 import type { AuthEnv, TokenStore } from './auth.js';
 import { MAX_JSON_DEPTH, rejectBadInput } from './bad-input.js';
+import { registerDocs, withOperationIds } from './docs.js';
 import { allowedMethods } from './methods.js';
 import { problem, statusOf } from './problem.js';
 import { registerAdminRoutes } from './routes/admin.js';
@@ -82,6 +82,7 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
     createRoute({
       method: 'get',
       path: '/healthz',
+      security: [], // public: no token
       tags: ['service'],
       summary: 'Liveness',
       responses: { 200: json(z.object({ status: z.literal('ok') }), 'The process answers') },
@@ -99,6 +100,7 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
     createRoute({
       method: 'get',
       path: '/readyz',
+      security: [], // public: no token
       tags: ['service'],
       summary: 'Readiness: the database and the object store answer',
       description:
@@ -166,11 +168,14 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
   registerErasureRoutes(app, services, tokens);
   registerCertificateRoutes(app, services, tokens);
 
-  app.doc31('/openapi.json', {
+  // doc31, plus what the generator leaves out: an operationId on every operation, and the servers.
+  const documentConfig: Parameters<typeof app.getOpenAPI31Document>[0] = {
     openapi: '3.1.0',
+    servers: [{ url: '/' }],
     info: {
       title: 'lethe',
       version: '1',
+      license: { name: 'Apache-2.0', url: 'https://www.apache.org/licenses/LICENSE-2.0' },
       description:
         'Crypto-shredding key vault for AI-agent memory. Errors are RFC 9457 problem documents. ' +
         `Every JSON body is at most LETHE_BODY_LIMIT_BYTES (413 above) and ${MAX_JSON_DEPTH} levels deep; no string in a body, its object keys, ` +
@@ -178,8 +183,9 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
         'A known path with a method it does not take is 405 `method_not_allowed` with an `Allow` header. ' +
         'A database that is down, restarting, read-only or out of connections is 503 `unavailable` with `Retry-After`.',
     },
-  });
-  app.get('/docs', swaggerUI({ url: '/openapi.json' }));
+  };
+  app.get('/openapi.json', (c) => c.json(withOperationIds(app.getOpenAPI31Document(documentConfig))));
+  registerDocs(app);
 
   // The path is not echoed: it may carry a subject id.
   const allowed = allowedMethods(() => app.routes);

@@ -5,15 +5,13 @@
  * zod alone — no server package (PGlite, drizzle, hono, minio, pino, postgres …) —
  * and the LangGraph store loads once its optional peer is installed.
  */
-import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signCertificate } from '../../src/crypto/certificate.js';
+import { installInto, NPM_FLAGS, npm, pack, type Packed, run } from '../support/npm.js';
 import { tempDir } from '../support/vault.js';
 
-const run = promisify(execFile);
 const PACKAGE_DIR = path.resolve('clients/typescript');
 const ROOT = JSON.parse(readFileSync('package.json', 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
 const PACKAGE = JSON.parse(readFileSync(path.join(PACKAGE_DIR, 'package.json'), 'utf8')) as {
@@ -22,19 +20,12 @@ const PACKAGE = JSON.parse(readFileSync(path.join(PACKAGE_DIR, 'package.json'), 
 };
 
 /** What the service runs on: none of it may reach a client install. */
-const SERVER_PACKAGES = ['@electric-sql/pglite', 'drizzle-orm', 'hono', '@hono/node-server', '@hono/zod-openapi', '@hono/swagger-ui', 'minio', 'pino', 'postgres', 'prom-client', 'commander', '@dagrejs/dagre'];
-
-const NPM_FLAGS = ['--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'];
+const SERVER_PACKAGES = ['@electric-sql/pglite', 'drizzle-orm', 'hono', '@hono/node-server', '@hono/zod-openapi', 'swagger-ui-dist', 'minio', 'pino', 'postgres', 'prom-client', 'commander', '@dagrejs/dagre'];
 
 let dir = '';
 let app = '';
 let tarball = '';
-let packed: { readonly files: Array<{ path: string }> } | undefined;
-
-async function npm(args: string[], cwd: string): Promise<string> {
-  const { stdout } = await run('npm', args, { cwd, env: process.env, maxBuffer: 64 * 1024 * 1024 });
-  return stdout;
-}
+let packed: Packed | undefined;
 
 interface LsTree {
   readonly version?: string;
@@ -68,15 +59,9 @@ async function esm(source: string, env: Record<string, string> = {}): Promise<Re
 describe('the @lethe/client package', () => {
   beforeAll(async () => {
     dir = tempDir('lethe-pack-');
-    const out = await npm(['pack', '--json', '--pack-destination', dir], PACKAGE_DIR);
-    // should the prepack build print on stdout, the JSON starts at the first line opening an array
-    const [result] = JSON.parse(out.slice(out.search(/^\[/m))) as Array<{ filename: string; files: Array<{ path: string }> }>;
-    packed = result;
-    tarball = path.join(dir, result!.filename);
+    ({ tarball, packed } = await pack(PACKAGE_DIR, dir));
     app = path.join(dir, 'app');
-    await run('mkdir', [app]);
-    writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'lethe-client-consumer', private: true, type: 'module' }));
-    await npm(['install', tarball, ...NPM_FLAGS], app);
+    await installInto(app, 'lethe-client-consumer', tarball);
   }, 600_000);
 
   afterAll(() => {

@@ -6,14 +6,13 @@
  * Chromium is Debian's (`apt-get install -y chromium`, done by .ci/run), or the binary
  * named by LETHE_CHROMIUM. A missing browser fails the suite: it never skips.
  */
-import { existsSync } from 'node:fs';
 import { inflateSync } from 'node:zlib';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NODE_HEIGHT, NODE_STYLES, type NodeStyleName, NODE_WIDTH, renderReport } from '../../src/erasure/report/index.js';
 import type { ErasureView, GraphEdge, GraphNode } from '../../src/erasure/view.js';
+import { launchChromium } from '../support/chromium.js';
 
-const CHROMIUM = process.env.LETHE_CHROMIUM || '/usr/bin/chromium';
 const generatedAt = new Date('2026-12-01T09:00:00.000Z');
 
 const nodes: GraphNode[] = [
@@ -104,22 +103,10 @@ const errors: string[] = [];
 let unavailable: Error | undefined;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    unavailable = new Error(
-      `The erasure report's browser test needs Chromium at ${CHROMIUM}, and there is none. ` +
-        "Install Debian's: apt-get install -y chromium (.ci/run does this), or set LETHE_CHROMIUM to a Chromium binary.",
-    );
-    return;
-  }
   try {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      // Playwright already turns off background networking, sync and component updates; this machine has no network to spare.
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic'],
-      timeout: 30_000,
-    });
+    browser = await launchChromium("The erasure report's browser test");
   } catch (e) {
-    unavailable = new Error(`Chromium at ${CHROMIUM} did not start: ${(e as Error).message}`);
+    unavailable = e as Error;
     return;
   }
   // One page for the file (a new page costs a renderer start); each test loads about:blank first, so no state carries over.

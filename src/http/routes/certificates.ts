@@ -31,6 +31,7 @@ export function registerCertificateRoutes(app: OpenAPIHono<AuthEnv>, services: S
     createRoute({
       method: 'get',
       path: '/v1/certificates/keys',
+      security: [], // public: no token
       tags: ['certificates'],
       summary: 'Every certificate-signing public key, current and retired, with ids, states and times (no token needed)',
       description:
@@ -44,6 +45,7 @@ export function registerCertificateRoutes(app: OpenAPIHono<AuthEnv>, services: S
     createRoute({
       method: 'get',
       path: '/v1/certificates/public-key',
+      security: [], // public: no token
       tags: ['certificates'],
       summary: 'The current certificate-signing public key alone (no token needed); GET /v1/certificates/keys also lists the retired ones',
       responses: { 200: json(CurrentKeySchema, 'The key, base64url, and its id') },
