@@ -136,7 +136,7 @@ export class ErasureEngine {
    * entry (forget.ts), or the erasure already forgetting it. not_found for no such entry.
    */
   async forgetEntry(entryId: string, actor: string): Promise<{ erasureId: string; status: ErasureStatus; created: boolean }> {
-    const [entry] = await this.#res.log.locateForgetting([entryId]);
+    const [entry] = await this.#res.log.locate([entryId]);
     if (!entry) throw new LetheError('not_found', 'no such entry');
     return this.#forget({ subjectHash: entry.subjectHash, entryIds: [entryId] }, actor);
   }

@@ -34,7 +34,7 @@ export async function requestForget(res: ErasureResources, input: ForgetRequest,
   const { keys, log, records } = res;
   const ids = [...new Set(input.entryIds)];
   const subjectHex = Buffer.from(input.subjectHash).toString('hex');
-  const located = (await log.locateForgetting(ids)).filter((e) => Buffer.from(e.subjectHash).toString('hex') === subjectHex);
+  const located = (await log.locate(ids)).filter((e) => Buffer.from(e.subjectHash).toString('hex') === subjectHex);
   if (located.length !== ids.length) {
     throw new LetheError('not_found', `${ids.length - located.length} of the ${ids.length} entr${ids.length === 1 ? 'y is not an entry' : 'ies are not entries'} of this subject`);
   }

@@ -331,21 +331,11 @@ export class LogService {
     return rows.map((r) => r.id);
   }
 
-  /** Where each of the given entries is indexed: its subject (keyed hash) and key (unknown ids are absent). */
-  async locate(ids: readonly string[]): Promise<Array<{ entryId: string; subjectHash: Uint8Array; keyId: string }>> {
-    const unique = [...new Set(ids)];
-    if (unique.length === 0) return [];
-    return this.#db
-      .select({ entryId: logEntries.entryId, subjectHash: logEntries.subjectHash, keyId: logEntries.keyId })
-      .from(logEntries)
-      .where(inArray(logEntries.entryId, unique));
-  }
-
   /**
-   * Where each of the given entries is and who is forgetting it (unknown ids are absent):
-   * what a records-scope erasure checks before it marks them.
+   * Where each of the given entries is indexed: its subject (keyed hash), key, and the
+   * records-scope erasure forgetting it, if any (unknown ids are absent).
    */
-  async locateForgetting(ids: readonly string[]): Promise<Array<{ entryId: string; subjectHash: Uint8Array; keyId: string; forgottenBy: string | null }>> {
+  async locate(ids: readonly string[]): Promise<Array<{ entryId: string; subjectHash: Uint8Array; keyId: string; forgottenBy: string | null }>> {
     const unique = [...new Set(ids)];
     if (unique.length === 0) return [];
     return this.#db
