@@ -364,7 +364,11 @@ async function refuseInertEpochs(ctx: BackupContext, backupId: string, dump: Dat
   const reasons: string[] = [];
   for (const i of inert) {
     const at = await ctx.provider.destroyedAt(i.epoch);
-    const when = at ? `destroyed ${at.toISOString()}: a KEK rotation retired it` : `${provider} does not say when it was destroyed`;
+    const when = !at
+      ? `${provider} does not say when it was destroyed`
+      : at.getTime() > Date.now()
+        ? `a KEK rotation retired it; ${provider} deletes it for good on ${at.toISOString()}`
+        : `destroyed ${at.toISOString()}: a KEK rotation retired it`;
     const since = i.replaced ? `; the KEK it holds under that number now is a different one, made since by a fresh database starting on this keyring` : '';
     reasons.push(
       i.keys > 0

@@ -15,6 +15,7 @@ import type { ErasureResources } from './resources.js';
 import { endWrappedCopies } from './residuals.js';
 import { type ErasureState, parseState } from './state.js';
 import { forgottenEntries } from './forget.js';
+import { requestContextOf } from './request.js';
 
 /** The epochs an erasure's certificate waits on, and when each retired. */
 export interface WrappedEpochs {
@@ -34,7 +35,9 @@ export async function wrappedEpochs(res: Pick<ErasureResources, 'destructions' |
   }
   const list = [...set].sort((a, b) => a - b);
   const retiredAt: Record<string, string> = {};
-  for (const e of await res.epochs.rows(list)) if (e.state === 'retired' && e.retiredAt) retiredAt[String(e.epoch)] = e.retiredAt.toISOString();
+  // an epoch counts once its KEK is gone for good: a provider's deletion window still open (AWS KMS) keeps the certificate provisional
+  const gone = new Set(await res.epochs.retiredEpochs());
+  for (const e of await res.epochs.rows(list)) if (gone.has(e.epoch) && e.retiredAt) retiredAt[String(e.epoch)] = e.retiredAt.toISOString();
   return { epochs: list, allRetired: list.every((e) => retiredAt[String(e)] !== undefined), retiredAt };
 }
 
@@ -72,6 +75,7 @@ export function certificatePayload(
   outcome: { cls: ErasureClass; status: ErasureStatus; certificateState: CertificateState; probeThreshold: number },
   held: WrappedEpochs,
 ): { [key: string]: Json } {
+  const request = requestContextOf(row);
   const steps = STEP_NAMES.flatMap((name) => {
     const s = state.steps[name];
     if (!s) return [];
@@ -88,6 +92,8 @@ export function certificatePayload(
     status: outcome.status,
     certificateState: outcome.certificateState,
     legalBasis: row.legalBasis,
+    // the request's context (never personal data), only when the request gave one: a payload without it is as before
+    ...(request ? { request: { reasonCategory: request.reasonCategory, legalBasis: request.legalBasis, controller: request.controller, reference: request.reference } } : {}),
     requestedAt: row.createdAt.toISOString(),
     issuedAt: new Date().toISOString(),
     steps,

@@ -49,9 +49,15 @@ export async function residuals(d: { epochs: EpochService; backups: BackupServic
   if (destruction) {
     const [epoch] = await d.epochs.rows([destruction.wrappedEpoch]);
     const retired = epoch?.state === 'retired';
+    const gone = epoch !== undefined && (await d.epochs.retiredEpochs()).includes(epoch.epoch);
     const backups = await d.backups.holding(destruction.keyId);
     const until = retired && epoch?.retiredAt ? epoch.retiredAt.toISOString() : undefined;
-    const bound = retired ? 0 : `until epoch ${destruction.wrappedEpoch} is retired (not scheduled: rotate the KEK with POST /v1/admin/kek/rotate)`;
+    // retired but not yet gone: the provider destroys the KEK at the end of a deletion window (AWS KMS), which its administrators could still cancel
+    const bound = gone
+      ? 0
+      : retired
+        ? `until ${until} (epoch ${destruction.wrappedEpoch}'s KEK is scheduled for deletion in the key provider then; until that date the provider's administrators can cancel the deletion)`
+        : `until epoch ${destruction.wrappedEpoch} is retired (not scheduled: rotate the KEK with POST /v1/admin/kek/rotate)`;
     out.push({
       tier: 'key-table',
       kind: 'wrapped-dek',

@@ -32,7 +32,7 @@ import {
 } from '../crypto/index.js';
 import { ensurePrivateDir, tightenTree } from '../config/files.js';
 import { LetheError, isLetheError } from '../errors.js';
-import { type KeyProvider, type KeyPurpose, kekId, type SigningKeyInfo, type UnwrapOptions } from './provider.js';
+import { type DestructionState, type KeyProvider, type KeyPurpose, kekId, type SigningKeyInfo, type UnwrapOptions } from './provider.js';
 import { fsyncDir, shredFile } from './files.js';
 import { SigningKeyring } from './signing-keys.js';
 
@@ -164,6 +164,11 @@ export class LocalKeyringProvider implements KeyProvider {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     }
     await fsyncDir(dir);
+  }
+
+  async destructionState(epoch: number): Promise<DestructionState> {
+    checkEpoch(epoch);
+    return (await this.listEpochs()).includes(epoch) ? { state: 'present' } : { state: 'gone' };
   }
 
   async listEpochs(): Promise<number[]> {

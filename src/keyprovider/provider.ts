@@ -61,6 +61,13 @@ export interface KeyProvider {
    * A KEK later created under the same number does not clear it.
    */
   destroyedAt(epoch: number): Promise<Date | undefined>;
+  /**
+   * Whether a destroyed epoch's KEK is gone for good, asked of the provider itself
+   * (never of lethe's own records): `gone`; `pending` while a deletion window runs
+   * (AWS KMS), with the date it ends; `present` when the KEK exists — never destroyed,
+   * or a scheduled deletion cancelled since. A certificate turns final only on `gone`.
+   */
+  destructionState(epoch: number): Promise<DestructionState>;
   /** Drops any cached copy of the epoch's KEK (another replica destroyed it). */
   forget(epoch: number): void;
   /**
@@ -81,6 +88,9 @@ export interface KeyProvider {
   /** Zeroes every cached secret. */
   close(): Promise<void>;
 }
+
+/** What the provider says of an epoch's KEK (`KeyProvider.destructionState`). */
+export type DestructionState = { readonly state: 'gone' } | { readonly state: 'pending'; readonly goneAt: Date } | { readonly state: 'present' };
 
 /** The envelope key id of an epoch KEK. */
 export function kekId(epoch: number): string {

@@ -60,6 +60,12 @@ export interface EpochServiceDeps {
   readonly metrics: Metrics;
   readonly batchSize: number;
   readonly now?: () => Date;
+  /**
+   * Called when a retired epoch's KEK turned out not to be gone at its date: `revived`
+   * when the provider held it again (a cancelled deletion, now scheduled again), else
+   * re-dated; `goneAt` is the new date (null when the provider gives none).
+   */
+  readonly onRevivedEpoch?: (epoch: number, revived: boolean, goneAt: Date | null) => void;
   /** Called after each re-wrap batch (progress output, tests that interrupt). */
   readonly onBatch?: (rewrappedSoFar: number) => void | Promise<void>;
 }
@@ -67,6 +73,8 @@ export interface EpochServiceDeps {
 export class EpochService {
   readonly #d: EpochServiceDeps;
   readonly #now: () => Date;
+  /** Retired epochs the provider has said are gone for good. */
+  readonly #confirmedGone = new Set<number>();
 
   constructor(deps: EpochServiceDeps) {
     this.#d = deps;
@@ -118,10 +126,62 @@ export class EpochService {
     return this.#d.db.select().from(epochs).where(inArray(epochs.epoch, unique));
   }
 
-  /** The retired epochs, ascending (what a certificate waits on is compared against them). */
+  /**
+   * The epochs whose KEK is gone for good, ascending (what a certificate waits on is
+   * compared against them): retired, and past the date the provider said the KEK
+   * would be gone (AWS KMS: the end of the deletion window).
+   */
   async retiredEpochs(): Promise<number[]> {
-    const rows = await this.#d.db.select({ epoch: epochs.epoch }).from(epochs).where(eq(epochs.state, 'retired')).orderBy(asc(epochs.epoch));
-    return rows.map((r) => r.epoch);
+    const rows = await this.#d.db
+      .select({ epoch: epochs.epoch, state: epochs.state, retiredAt: epochs.retiredAt })
+      .from(epochs)
+      .where(eq(epochs.state, 'retired'))
+      .orderBy(asc(epochs.epoch));
+    const now = this.#now();
+    const out: number[] = [];
+    for (const r of rows) if (epochGone(r, now) && (await this.#confirmGone(r.epoch))) out.push(r.epoch);
+    return out;
+  }
+
+  /**
+   * Asks the provider whether a retired epoch whose date has passed is really gone,
+   * once per process (gone stays gone: a provider never brings a deleted KEK back).
+   * A deletion that was cancelled (AWS KMS: the key enabled or disabled again) is
+   * destroyed again, and its retirement moves to the new date; one whose date moved is
+   * re-dated. Either way the epoch is not gone yet, and is audited and logged.
+   */
+  async #confirmGone(epoch: number): Promise<boolean> {
+    if (this.#confirmedGone.has(epoch)) return true;
+    const { provider, db } = this.#d;
+    let state = await provider.destructionState(epoch);
+    if (state.state === 'gone') {
+      this.#confirmedGone.add(epoch);
+      return true;
+    }
+    const revived = state.state === 'present';
+    if (revived) {
+      await provider.destroyEpoch(epoch);
+      state = await provider.destructionState(epoch);
+      if (state.state === 'gone') {
+        this.#confirmedGone.add(epoch);
+        return true;
+      }
+    }
+    const goneAt = state.state === 'pending' ? state.goneAt : null;
+    await db.transaction(async (tx) => {
+      // a new date when the provider gives one; without one the date stays and the next pass asks again
+      if (goneAt) await tx.update(epochs).set({ retiredAt: goneAt }).where(and(eq(epochs.epoch, epoch), eq(epochs.state, 'retired')));
+      await this.#d.audit.append(tx, [
+        {
+          actor: 'system',
+          action: revived ? 'kek.epoch.redestroy' : 'kek.epoch.redate',
+          epoch,
+          detail: { provider: provider.name, ...(goneAt ? { goneAt: goneAt.toISOString() } : { state: state.state }) },
+        },
+      ]);
+    });
+    this.#d.onRevivedEpoch?.(epoch, revived, goneAt);
+    return false;
   }
 
   /** How many epochs are retired (it only grows: a cheap "did anything retire?" check). */
@@ -274,12 +334,18 @@ export class EpochService {
       for (const table of WRAPPED_KEY_TABLES) if ((await countWrapped(db, row.epoch, table)) > 0) referenced = true;
       if (referenced) continue;
       await provider.destroyEpoch(row.epoch);
+      // when the KEK is gone for good: now, or the end of a deletion window the provider is still in (AWS KMS)
+      const now = this.#now();
+      const goneAt = await provider.destroyedAt(row.epoch);
+      const retiredAt = goneAt && goneAt > now ? goneAt : now;
       await db.transaction(async (tx) => {
         const [fresh] = await tx.select().from(epochs).where(eq(epochs.epoch, row.epoch)).for('update');
         if (!fresh || fresh.state === 'retired') return;
         assertEpochTransition(fresh.state, 'retired');
-        await tx.update(epochs).set({ state: 'retired', retiredAt: this.#now() }).where(eq(epochs.epoch, row.epoch));
-        await this.#d.audit.append(tx, [{ actor, action: 'kek.epoch.retire', epoch: row.epoch, detail: { provider: provider.name } }]);
+        await tx.update(epochs).set({ state: 'retired', retiredAt }).where(eq(epochs.epoch, row.epoch));
+        await this.#d.audit.append(tx, [
+          { actor, action: 'kek.epoch.retire', epoch: row.epoch, detail: { provider: provider.name, ...(retiredAt > now ? { goneAt: retiredAt.toISOString() } : {}) } },
+        ]);
         await notify(tx, { t: 'epoch', epoch: row.epoch });
       });
       retired.push(row.epoch);
@@ -288,6 +354,16 @@ export class EpochService {
   }
 }
 
+
+/**
+ * Whether an epoch's KEK is gone for good at `now`: retired (destroyed in the
+ * provider), and its retirement date — the end of a provider's deletion window when
+ * there is one — has passed. Until then a retired epoch unwraps nothing through lethe,
+ * but its provider could still give it back (an AWS KMS deletion can be cancelled).
+ */
+export function epochGone(row: Pick<EpochRow, 'state' | 'retiredAt'>, now: Date): boolean {
+  return row.state === 'retired' && (row.retiredAt === null || row.retiredAt <= now);
+}
 
 /** The tables holding keys wrapped under an epoch KEK. */
 const WRAPPED_KEY_TABLES = ['subject_keys', 'artifact_keys'] as const;
