@@ -8,11 +8,11 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { normalizeBaseUrl } from '../client/http.js';
+import { networkReason, normalizeBaseUrl, tlsFetch } from '../client/http.js';
 import { certificateKeyId, verifyCertificate } from '../crypto/certificate.js';
 import { fromBase64Url, zeroize } from '../crypto/index.js';
 import { describeError } from '../observability/logger.js';
-import { config, ExitError, out, withApp } from './shared.js';
+import { clientTls, config, ExitError, out, withApp } from './shared.js';
 
 /** `lethe certificate verify` exit codes. */
 const VERIFY_EXIT = { valid: 0, invalid: 1, input: 2 } as const;
@@ -70,11 +70,14 @@ function keysFrom(text: string, source: string): TrustedKey[] {
 async function keysFromVault(url: string): Promise<TrustedKey[]> {
   const base = normalizeBaseUrl(url);
   if (!/^https?:\/\/\S+$/.test(base)) throw new ExitError('--url must be an http(s):// URL of a lethe vault', VERIFY_EXIT.input);
+  // an HTTPS vault is verified like every client command verifies it (LETHE_CA_FILE, LETHE_CLIENT_CERT / _KEY)
+  const tls = clientTls();
   let res: Response;
   try {
-    res = await fetch(`${base}/v1/certificates/keys`, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(30_000) });
+    const call = tls ? await tlsFetch(tls)() : fetch;
+    res = await call(`${base}/v1/certificates/keys`, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(30_000) });
   } catch (e) {
-    throw new ExitError(`cannot fetch the vault's certificate keys from ${base}: ${describeError(e).message}`, VERIFY_EXIT.input);
+    throw new ExitError(`cannot fetch the vault's certificate keys from ${base}: ${networkReason(e)}`, VERIFY_EXIT.input);
   }
   const text = await res.text().catch(() => '');
   if (!res.ok) throw new ExitError(`cannot fetch the vault's certificate keys: ${base}/v1/certificates/keys answered ${res.status}`, VERIFY_EXIT.input);

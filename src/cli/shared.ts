@@ -3,11 +3,12 @@
  * an exit code, the configuration, opening the app (loaded on first use), and calling
  * the running service as a role (its failures in the CLI's words and exit codes).
  */
+import { readFileSync } from 'node:fs';
 import { type Config, loadConfig } from '../config/index.js';
 import { isLetheError } from '../errors.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import type { App } from '../app/open.js';
-import { normalizeBaseUrl, ServiceClient, ServiceError, UnreachableError } from '../client/http.js';
+import { normalizeBaseUrl, ServiceClient, ServiceError, type TlsOptions, UnreachableError } from '../client/http.js';
 
 // The app (the vault, the services, the database client) loads on first use: the commands
 // that are HTTP clients of a running service (backup run, erase, erasure …) start without it.
@@ -43,10 +44,35 @@ export async function withApp<T>(fn: (app: App, logger: Logger) => Promise<T>): 
   }
 }
 
+/** A PEM file named by `variable`, read now; exit 2 naming the variable when it cannot be read (never its contents). */
+function pemFile(variable: string): Buffer | undefined {
+  const file = process.env[variable]?.trim();
+  if (!file) return undefined;
+  try {
+    return readFileSync(file);
+  } catch (e) {
+    throw new ExitError(`${variable}: cannot read ${file} (${(e as NodeJS.ErrnoException).code ?? 'error'})`, 2);
+  }
+}
+
+/**
+ * How the client commands verify an HTTPS service: LETHE_CA_FILE (the CA its certificate
+ * must chain to, instead of the system's roots) and LETHE_CLIENT_CERT / LETHE_CLIENT_KEY
+ * (a client certificate, for a service that requires one). Undefined when none is set.
+ */
+export function clientTls(): TlsOptions | undefined {
+  const ca = pemFile('LETHE_CA_FILE');
+  const cert = pemFile('LETHE_CLIENT_CERT');
+  const key = pemFile('LETHE_CLIENT_KEY');
+  if ((cert === undefined) !== (key === undefined)) throw new ExitError('set both LETHE_CLIENT_CERT and LETHE_CLIENT_KEY, or neither', 2);
+  if (ca === undefined && cert === undefined) return undefined;
+  return { ...(ca ? { ca } : {}), ...(cert && key ? { cert, key } : {}) };
+}
+
 /**
  * The running service as a role: LETHE_URL (default http://127.0.0.1:8787) and the
  * role's token from LETHE_<ROLE>_TOKEN (never from the command line, where `ps`
- * shows it); exit 2 when either is unusable.
+ * shows it), verified with `clientTls()`; exit 2 when any is unusable.
  */
 export function serviceClient(role: 'backup' | 'eraser' | 'admin'): ServiceClient {
   const base = normalizeBaseUrl(process.env.LETHE_URL ?? 'http://127.0.0.1:8787');
@@ -55,16 +81,17 @@ export function serviceClient(role: 'backup' | 'eraser' | 'admin'): ServiceClien
   if (!token) throw new ExitError(`set ${variable} to a token of the ${role} role`, 2);
   if (!/^https?:\/\/\S+$/.test(base)) throw new ExitError('LETHE_URL must be an http(s):// URL', 2);
   try {
-    return new ServiceClient({ baseUrl: base, token, timeoutMs: 3_600_000 });
+    const tls = clientTls();
+    return new ServiceClient({ baseUrl: base, token, timeoutMs: 3_600_000, ...(tls ? { tls } : {}) });
   } catch (e) {
-    if (isLetheError(e, 'validation_failed')) throw new ExitError(`${variable}: ${e.message}`, 2);
+    if (isLetheError(e, 'validation_failed')) throw new ExitError(`${e.message.startsWith('tls:') ? 'LETHE_CA_FILE, LETHE_CLIENT_CERT' : variable}: ${e.message}`, 2);
     throw e;
   }
 }
 
 /** What the CLI says when the service did not answer. */
 export function unreachable(e: UnreachableError): string {
-  return `the service at ${e.baseUrl} did not answer: ${e.reason}`;
+  return `the service at ${e.baseUrl} ${e.reason.startsWith('its TLS certificate') ? 'was refused' : 'did not answer'}: ${e.reason}`;
 }
 
 /** The client's failures in the CLI's words, ending the command with `exit`: an error answer or no answer. */

@@ -8,7 +8,7 @@
  * `followErasure` is also what `lethe erase` / `lethe erasure watch` follow with.
  */
 import { TERMINAL_STATUSES } from '../erasure/machine.js';
-import type { ErasureRequest } from '../erasure/request.js';
+import type { ErasureRequest, RequestContext } from '../erasure/request.js';
 import type { CertificateView, ErasureAccepted, ErasureTransition, ErasureView } from '../erasure/view.js';
 import { LetheError } from '../errors.js';
 import { readSse, type ServiceClient, ServiceError } from './http.js';
@@ -25,6 +25,15 @@ export interface RecordsErasureRequest {
   readonly subject: string;
   readonly entryIds: readonly string[];
   readonly reason?: string;
+  /** The request's context (reason category, legal basis, controller, reference): never personal data. */
+  readonly request?: RequestContext;
+}
+
+/** What `POST /v1/erasures/{id}/report-link` answers: a link that opens the report without a token until `expiresAt`. */
+export interface ReportLink {
+  readonly url: string;
+  readonly path: string;
+  readonly expiresAt: string;
 }
 
 /** What `POST /v1/erasures` answered: `created` false when the subject's erasure was already open (the same one). */
@@ -210,6 +219,14 @@ export class Erasures {
   /** The erasure's signed certificate alone (409 conflict while it has none yet). */
   certificate(erasureId: string): Promise<CertificateView> {
     return this.#calls.json<CertificateView>('eraser', 'GET', `/v1/erasures/${seg(erasureId)}/certificate`);
+  }
+
+  /**
+   * A shareable link to the report (`POST /v1/erasures/{id}/report-link`): it opens the
+   * report alone, without a token, until it expires (default 7 days, at most 30).
+   */
+  reportLink(erasureId: string, options: { readonly expiresInSeconds?: number } = {}): Promise<ReportLink> {
+    return this.#calls.json<ReportLink>('eraser', 'POST', `/v1/erasures/${seg(erasureId)}/report-link`, { body: { ...options } });
   }
 
   /** The self-contained HTML report. */

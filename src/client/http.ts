@@ -11,8 +11,26 @@
  * The token is never put in a message: it is checked before any request (a token
  * fetch would refuse could come back inside its error), and redacted from whatever
  * the service or the network says.
+ *
+ * With `tls` (a CA, and a client certificate for mutual TLS) calls go through undici's
+ * fetch with an Agent holding those options, loaded on first use (`undici`, an optional
+ * peer of the package); the server's certificate must then chain to that CA and name the
+ * host. Verification is never turned off.
  */
 import { ERROR_CODES, type ErrorCode, LetheError } from '../errors.js';
+
+/** PEM text or bytes. */
+export type Pem = string | Uint8Array;
+
+/** How to verify the service (and be verified by it) over HTTPS. */
+export interface TlsOptions {
+  /** The CA certificate(s) the service's certificate must chain to, instead of the system's roots. */
+  readonly ca?: Pem | readonly Pem[];
+  /** A client certificate (PEM) for a service that requires one (LETHE_TLS_CLIENT_CA); with `key`. */
+  readonly cert?: Pem;
+  /** The client certificate's private key (PEM, unencrypted). */
+  readonly key?: Pem;
+}
 
 export interface ServiceClientOptions {
   /** The service, e.g. http://127.0.0.1:8787 (trailing slashes are dropped). */
@@ -21,6 +39,8 @@ export interface ServiceClientOptions {
   readonly token: string;
   /** Give up on a call after this long, its body included (default: never). */
   readonly timeoutMs?: number;
+  /** A CA to verify an HTTPS service with, and a client certificate (default: the system's roots, no client certificate). */
+  readonly tls?: TlsOptions;
 }
 
 export interface CallOptions {
@@ -84,16 +104,92 @@ export function normalizeBaseUrl(url: string): string {
 const TOKEN = /^[\x21-\x7e]+$/;
 const KNOWN_CODES: ReadonlySet<string> = new Set(ERROR_CODES);
 
+type Fetch = (url: string, init: RequestInit) => Promise<Response>;
+
+/** Refuses TLS options that could never work, before any request. */
+function checkTls(tls: TlsOptions): void {
+  if ((tls.cert === undefined) !== (tls.key === undefined)) throw new LetheError('validation_failed', 'tls: give a client cert and its key together');
+  const pems = [...(tls.ca === undefined ? [] : Array.isArray(tls.ca) ? tls.ca : [tls.ca as Pem]), ...(tls.cert === undefined ? [] : [tls.cert])];
+  for (const pem of pems) {
+    const text = typeof pem === 'string' ? pem : new TextDecoder().decode(pem);
+    if (!text.includes('-----BEGIN CERTIFICATE-----')) throw new LetheError('validation_failed', 'tls: ca and cert must be PEM certificates (-----BEGIN CERTIFICATE-----)');
+  }
+}
+
+/**
+ * A fetch that verifies the service against `tls` (undici's fetch and Agent, from the
+ * same package so they always agree). Rejects with `validation_failed` when undici is not installed.
+ */
+export function tlsFetch(tls: TlsOptions): () => Promise<Fetch> {
+  checkTls(tls);
+  const toBuffer = (p: Pem) => (typeof p === 'string' ? p : Buffer.from(p));
+  let made: Promise<Fetch> | undefined;
+  return () =>
+    (made ??= import('undici').then(
+      ({ Agent, fetch }) => {
+        const dispatcher = new Agent({
+          connect: {
+            ...(tls.ca !== undefined ? { ca: Array.isArray(tls.ca) ? tls.ca.map(toBuffer) : toBuffer(tls.ca as Pem) } : {}),
+            ...(tls.cert !== undefined && tls.key !== undefined ? { cert: toBuffer(tls.cert), key: toBuffer(tls.key) } : {}),
+            rejectUnauthorized: true,
+          },
+        });
+        return (url, init) => fetch(url, { ...(init as Parameters<typeof fetch>[1]), dispatcher }) as unknown as Promise<Response>;
+      },
+      (e: unknown) => {
+        made = undefined;
+        throw new LetheError('validation_failed', 'the tls option needs the undici package (npm install undici)', { cause: e });
+      },
+    ));
+}
+
+/** TLS verification failures: the client refused the service's certificate before sending anything. */
+export const TLS_VERIFY_CODES: ReadonlySet<string> = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'CERT_SIGNATURE_FAILURE',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/**
+ * What the network said, in words: fetch only says "fetch failed", the cause says why
+ * (its message and code). A certificate the client refused is said to be one.
+ */
+export function networkReason(e: unknown): string {
+  if (!(e instanceof Error)) return String(e);
+  // the innermost cause that says something, and the innermost code
+  let message = e.message;
+  let code: string | undefined;
+  let current: unknown = e;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    if (current.message) message = current.message;
+    const c = (current as { code?: unknown }).code;
+    if (typeof c === 'string') code = c;
+    current = current.cause;
+  }
+  const said = code && !message.includes(code) ? `${message} (${code})` : message;
+  return code && TLS_VERIFY_CODES.has(code) ? `its TLS certificate was not accepted: ${said}` : said;
+}
+
 export class ServiceClient {
   readonly baseUrl: string;
   readonly #token: string;
   readonly #timeoutMs: number | undefined;
+  readonly #fetch: () => Promise<Fetch>;
 
   constructor(options: ServiceClientOptions) {
     if (!TOKEN.test(options.token)) throw new LetheError('validation_failed', 'a token is visible ASCII characters without spaces');
     this.baseUrl = normalizeBaseUrl(options.baseUrl);
     this.#token = options.token;
     this.#timeoutMs = options.timeoutMs;
+    this.#fetch = options.tls ? tlsFetch(options.tls) : () => Promise.resolve(fetch);
   }
 
   /** The answer, when it is 2xx; its body is the caller's to read (or cancel). */
@@ -102,9 +198,10 @@ export class ServiceClient {
     if (options.body !== undefined) headers['content-type'] = 'application/json';
     const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
     const signals = [...(options.signal ? [options.signal] : []), ...(timeoutMs !== undefined ? [AbortSignal.timeout(timeoutMs)] : [])];
+    const call = await this.#fetch();
     let res: Response;
     try {
-      res = await fetch(`${this.baseUrl}${path}`, {
+      res = await call(`${this.baseUrl}${path}`, {
         method,
         headers,
         ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
@@ -112,7 +209,7 @@ export class ServiceClient {
       });
     } catch (e) {
       if (options.signal?.aborted) throw options.signal.reason;
-      throw new UnreachableError(this.baseUrl, this.#redact(e instanceof Error ? e.message : String(e)), e);
+      throw new UnreachableError(this.baseUrl, this.#redact(networkReason(e)), e);
     }
     if (!res.ok) throw await this.#failure(method, path, res);
     return res;

@@ -58,6 +58,8 @@ export {
   type ServiceClientOptions,
   ServiceError,
   type SseEvent,
+  type Pem,
+  type TlsOptions,
   UnreachableError,
 } from './http.js';
 export { FsObjectStore } from '../storage/fs.js';

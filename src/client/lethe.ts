@@ -26,6 +26,7 @@ import { Erasures, type RecordsErasureRequest, type RequestedErasure } from './e
 import { LetheError } from '../errors.js';
 import { followPages, type PageOptions, query, RoleCalls, type RoleTokens, seg } from './roles.js';
 import { LetheWriter, type WriterOptions } from './writer.js';
+import type { TlsOptions } from './http.js';
 
 export interface LetheOptions {
   /** The service, e.g. http://127.0.0.1:8787 */
@@ -36,6 +37,8 @@ export interface LetheOptions {
   readonly tokens?: RoleTokens;
   /** Give up on a call after this long (default 30 s; event streams excepted). */
   readonly timeoutMs?: number;
+  /** An HTTPS service's CA, and a client certificate when it requires one (needs the `undici` package). */
+  readonly tls?: TlsOptions;
 }
 
 /** An entry as the service reads it back. */
@@ -369,6 +372,6 @@ export class Lethe {
 
   /** A writer that seals entries in this process under leased keys and uploads them to `store` (the service's bucket). */
   writer(options: Omit<WriterOptions, 'baseUrl' | 'token'> & { readonly store: ObjectStore }): LetheWriter {
-    return new LetheWriter({ ...options, baseUrl: this.baseUrl, token: this.#calls.tokenFor('writer') });
+    return new LetheWriter({ ...options, baseUrl: this.baseUrl, token: this.#calls.tokenFor('writer'), ...(this.#calls.tls ? { tls: this.#calls.tls } : {}) });
   }
 }

@@ -7,7 +7,7 @@
  * is idempotent (`LetheWriter.retry`), so the outcome is learnt without a duplicate.
  */
 import { LetheError } from '../errors.js';
-import { ServiceError } from './http.js';
+import { ServiceError, TLS_VERIFY_CODES } from './http.js';
 
 /** One entry of a segment registration, as `POST /v1/segments` takes it (identifiers only). */
 export interface SegmentEntry {
@@ -68,6 +68,7 @@ function codesOf(e: unknown): string[] {
  */
 export function attemptOutcome(e: unknown): 'refused' | 'not_sent' | 'unknown' {
   if (e instanceof ServiceError) return e.status >= 500 ? 'unknown' : 'refused';
-  if (codesOf(e).some((c) => NOT_SENT.has(c))) return 'not_sent';
+  // a service certificate this client refused: the handshake ended before the request was written
+  if (codesOf(e).some((c) => NOT_SENT.has(c) || TLS_VERIFY_CODES.has(c))) return 'not_sent';
   return 'unknown';
 }

@@ -4,7 +4,7 @@
  * cursor pagination every list shares (`limit`, `cursor` → `nextCursor`).
  */
 import { LetheError } from '../errors.js';
-import { type CallOptions, ServiceClient } from './http.js';
+import { type CallOptions, ServiceClient, type TlsOptions } from './http.js';
 
 /** The service's roles; `admin` may call every route. */
 export type Role = 'writer' | 'eraser' | 'backup' | 'admin';
@@ -24,8 +24,10 @@ export class RoleCalls {
   readonly #token: string | undefined;
   readonly #tokens: RoleTokens;
   readonly #timeoutMs: number;
+  /** The facade's TLS options, handed to every role's client and to writers built from it. */
+  readonly tls: TlsOptions | undefined;
 
-  constructor(options: { baseUrl: string; token?: string | undefined; tokens?: RoleTokens | undefined; timeoutMs?: number | undefined }) {
+  constructor(options: { baseUrl: string; token?: string | undefined; tokens?: RoleTokens | undefined; timeoutMs?: number | undefined; tls?: TlsOptions | undefined }) {
     this.#token = options.token;
     this.#tokens = options.tokens ?? {};
     if (this.#token === undefined && Object.values(this.#tokens).every((t) => t === undefined)) {
@@ -34,6 +36,7 @@ export class RoleCalls {
     if (!/^https?:\/\/\S+$/.test(options.baseUrl)) throw new LetheError('validation_failed', 'baseUrl must be an http(s):// URL of a lethe service');
     this.#timeoutMs = options.timeoutMs ?? 30_000;
     this.#baseUrlOption = options.baseUrl;
+    this.tls = options.tls;
     // checked now: a bad base URL or token is refused before any call (ServiceClient redacts the token from any message)
     this.baseUrl = this.client(this.#anyRole()).baseUrl;
   }
@@ -49,7 +52,7 @@ export class RoleCalls {
     let client = this.#clients.get(role);
     if (!client) {
       // no client-wide timeout: event streams last as long as their erasure; each call below has one
-      client = new ServiceClient({ baseUrl: this.#baseUrlOption, token: this.tokenFor(role) });
+      client = new ServiceClient({ baseUrl: this.#baseUrlOption, token: this.tokenFor(role), ...(this.tls ? { tls: this.tls } : {}) });
       this.#clients.set(role, client);
     }
     return client;

@@ -30,7 +30,7 @@ import { type SealedEntry, sealEntry } from '../log/frame.js';
 import { AppendEntrySchema, MAX_ENTRY_TEXT_BYTES, payloadProblem } from '../log/payload.js';
 import { encodeSegment } from '../log/segment.js';
 import type { ObjectStore } from '../storage/store.js';
-import { ServiceClient } from './http.js';
+import { ServiceClient, type TlsOptions } from './http.js';
 import { attemptOutcome, LetheOutcomeUnknownError, type SegmentRegistration } from './outcome.js';
 
 export interface WriterOptions {
@@ -38,6 +38,8 @@ export interface WriterOptions {
   readonly baseUrl: string;
   /** A writer-role bearer token. */
   readonly token: string;
+  /** An HTTPS service's CA (and a client certificate when it requires one): `ServiceClient`'s `tls`. */
+  readonly tls?: TlsOptions;
   /** The object store segments are uploaded to (the service's own bucket). */
   readonly store: ObjectStore;
   /** Flush a segment once its frames reach this many bytes (default 1 MiB). */
@@ -118,7 +120,7 @@ function entryId(): string {
 }
 
 export class LetheWriter {
-  readonly #o: Required<Omit<WriterOptions, 'baseUrl' | 'token' | 'beforeRegister' | 'requestTimeoutMs'>> & Pick<WriterOptions, 'beforeRegister'>;
+  readonly #o: Required<Omit<WriterOptions, 'baseUrl' | 'token' | 'tls' | 'beforeRegister' | 'requestTimeoutMs'>> & Pick<WriterOptions, 'beforeRegister'>;
   readonly #service: ServiceClient;
   readonly #leases = new Map<string, HeldLease>();
   readonly #leasing = new Map<string, Promise<HeldLease>>();
@@ -138,7 +140,7 @@ export class LetheWriter {
   readonly #unreleased = new Map<string, UnreleasedLease>();
 
   constructor(options: WriterOptions) {
-    const { baseUrl, token, requestTimeoutMs, ...rest } = options;
+    const { baseUrl, token, tls, requestTimeoutMs, ...rest } = options;
     this.#o = { segmentMaxBytes: 1024 * 1024, segmentMaxEntries: 2000, segmentMaxAgeMs: 100, reserveBlock: 64, attempts: 4, retryDelayMs: 200, idleTimeoutMs: 60_000, releaseTimeoutMs: 5_000, ...rest };
     if (!Number.isInteger(this.#o.segmentMaxEntries) || this.#o.segmentMaxEntries < 1 || this.#o.segmentMaxEntries > 10_000) {
       throw new LetheError('validation_failed', 'segmentMaxEntries must be an integer from 1 to 10000 (a registration names at most 10,000 entries)');
@@ -146,7 +148,7 @@ export class LetheWriter {
     for (const name of ['idleTimeoutMs', 'releaseTimeoutMs'] as const) {
       if (!(this.#o[name] > 0)) throw new LetheError('validation_failed', `${name} must be a positive number of milliseconds`);
     }
-    this.#service = new ServiceClient({ baseUrl, token, timeoutMs: requestTimeoutMs ?? 30_000 });
+    this.#service = new ServiceClient({ baseUrl, token, timeoutMs: requestTimeoutMs ?? 30_000, ...(tls ? { tls } : {}) });
     // expired leases are dropped, and an idle writer's released, within a second (sooner for a shorter idle timeout)
     this.#sweeper = setInterval(() => this.#sweep(), Math.min(1000, Math.max(10, this.#o.idleTimeoutMs / 4)));
     this.#sweeper.unref();

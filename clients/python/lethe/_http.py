@@ -115,6 +115,25 @@ class HttpResult:
         return f"HttpResult(status={self.status}, bytes={len(self.body)})"
 
 
+def tls_context(ca_file: Optional[str] = None, client_cert: Optional[str] = None, client_key: Optional[str] = None) -> ssl.SSLContext:
+    """An SSL context that verifies the service (certificate and host name): against
+    ``ca_file`` alone when given (PEM), else the system's roots; presenting
+    ``client_cert`` (PEM, with ``client_key`` when the key is in a file of its own) to a
+    service that requires client certificates. Verification is never turned off."""
+    if client_key is not None and client_cert is None:
+        raise ValueError("client_key needs client_cert")
+    try:
+        context = ssl.create_default_context(cafile=ca_file)
+    except (OSError, ssl.SSLError) as e:
+        raise ValueError(f"ca_file: cannot load {ca_file} ({type(e).__name__})") from None
+    if client_cert is not None:
+        try:
+            context.load_cert_chain(client_cert, client_key)
+        except (OSError, ssl.SSLError) as e:
+            raise ValueError(f"client_cert: cannot load {client_cert} with its key ({type(e).__name__})") from None
+    return context
+
+
 class Transport:
     """Base URL, the tokens to redact, deadlines; one connection per call."""
 
@@ -271,6 +290,12 @@ class Transport:
                 f"{method} {short_path(path)}: no complete answer from {self.base_url} within {timeout:g} s", base_url=self.base_url, reason="timed out"
             )
         reason = self.redact(str(error)) or type(error).__name__
+        if isinstance(error, ssl.SSLCertVerificationError):
+            return UnreachableError(
+                f"{method} {short_path(path)}: the lethe service at {self.base_url} was refused: its TLS certificate was not accepted ({reason})",
+                base_url=self.base_url,
+                reason=f"its TLS certificate was not accepted: {reason}",
+            )
         return UnreachableError(f"{method} {short_path(path)}: the lethe service at {self.base_url} did not answer ({reason})", base_url=self.base_url, reason=reason)
 
     # -- calls -----------------------------------------------------------------------

@@ -14,7 +14,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, TypeVar, Union
 
-from ._http import EventStreamResponse, HttpResult, Transport, check_token, path_segment
+from ._http import EventStreamResponse, HttpResult, Transport, check_token, path_segment, tls_context
 from .errors import (
     ErasureInProgressError,
     LetheTimeoutError,
@@ -157,7 +157,14 @@ class LetheClient:
         tokens: Optional[Mapping[str, str]] = None,
         timeout: float = 30.0,
         ssl_context: Optional[ssl.SSLContext] = None,
+        ca_file: Optional[str] = None,
+        client_cert: Optional[str] = None,
+        client_key: Optional[str] = None,
     ) -> None:
+        if ca_file is not None or client_cert is not None or client_key is not None:
+            if ssl_context is not None:
+                raise ValueError("give ssl_context, or ca_file / client_cert / client_key, not both")
+            ssl_context = tls_context(ca_file, client_cert, client_key)
         by_role: Dict[str, str] = {}
         for role, value in (tokens or {}).items():
             if role not in ROLES:
