@@ -2,25 +2,16 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { CONFIG_VARIABLES, loadConfig } from '../src/config/index.js';
 import { tempDir } from './support/vault.js';
 
+/** A compose service's environment, with the shared `x-lethe` block merged in (YAML merge keys). */
 function composeEnvironment(service: string): Record<string, string> {
-  const lines = readFileSync('infra/docker-compose.yml', 'utf8').split('\n');
-  const start = lines.findIndex((l) => l === `  ${service}:`);
-  const env: Record<string, string> = {};
-  let inEnv = false;
-  for (const line of lines.slice(start + 1)) {
-    if (/^ {2}\S/.test(line) || /^\S/.test(line)) break; // next service or top-level key
-    if (/^ {4}environment:\s*$/.test(line)) {
-      inEnv = true;
-      continue;
-    }
-    if (inEnv && /^ {4}\S/.test(line)) inEnv = false;
-    const m = inEnv ? /^ {6}([A-Z0-9_]+):\s*(.*)$/.exec(line) : null;
-    if (m) env[m[1]!] = m[2]!.trim();
-  }
-  return env;
+  const compose = parse(readFileSync('infra/docker-compose.yml', 'utf8'), { merge: true }) as {
+    services: Record<string, { environment?: Record<string, string> }>;
+  };
+  return compose.services[service]?.environment ?? {};
 }
 
 describe('infra', () => {

@@ -61,7 +61,16 @@ describe('the installed lethe command', () => {
     const files = packed!.files.map((f) => f.path);
     for (const needed of ['package.json', 'dist/cli/bin.js', 'dist/cli/main.js', 'dist/db/client.js']) expect(files, needed).toContain(needed);
     expect(files.some((f) => /^drizzle\/\d{4}_.*\.sql$/.test(f))).toBe(true);
-    for (const absent of ['src/', 'test/', 'bench/', 'node_modules/', 'clients/']) expect(files.some((f) => f.startsWith(absent)), absent).toBe(false);
+    for (const needed of ['LICENSE', 'README.md', 'SECURITY.md', 'docs/README.md']) expect(files, needed).toContain(needed);
+    for (const absent of ['src/', 'test/', 'bench/', 'infra/', 'clients/', 'patches/', 'examples/']) expect(files.some((f) => f.startsWith(absent)), absent).toBe(false);
+    // the one bundled dependency: postgres.js as patched at install here (patches/), which a consumer's install would not patch
+    expect(files.filter((f) => f.startsWith('node_modules/')).every((f) => f.startsWith('node_modules/postgres/'))).toBe(true);
+  });
+
+  it('the installed lethe runs the patched postgres.js it bundles', () => {
+    const installed = path.join(app, 'node_modules', 'lethe', 'node_modules', 'postgres', 'src', 'connection.js');
+    expect(readFileSync(installed, 'utf8')).toContain('lethe patch');
+    expect(readFileSync(installed, 'utf8')).toBe(readFileSync(path.join(ROOT, 'node_modules', 'postgres', 'src', 'connection.js'), 'utf8'));
   });
 
   it('npx lethe --help prints the usage and exits 0', async () => {
