@@ -9,7 +9,7 @@ import type { Command } from 'commander';
 import { ErasureProgressLostError, followErasure } from '../client/erasures.js';
 import { type ServiceClient, UnreachableError } from '../client/http.js';
 import { FIRST_RUN } from '../erasure/machine.js';
-import { ERASURE_ID_PATTERN, type ErasureRequest, ErasureRequestSchema, LEGAL_BASES, MAX_PUBLIC_ATTRIBUTES } from '../erasure/request.js';
+import { ERASURE_ID_PATTERN, type ErasureRequest, ErasureRequestSchema, LEGAL_BASES, MAX_PUBLIC_ATTRIBUTES, REASON_CATEGORIES } from '../erasure/request.js';
 import type { ErasureAccepted, ErasureTransition, ErasureView } from '../erasure/view.js';
 import { idRule } from '../ids.js';
 import { describeError } from '../observability/logger.js';
@@ -24,6 +24,10 @@ interface EraseOptions {
   publicAttribute?: string[];
   unlearningMethod?: string;
   unlearningBound?: string;
+  reasonCategory?: string;
+  requestLegalBasis?: string;
+  controller?: string;
+  reference?: string;
   wait: boolean;
   json?: boolean;
 }
@@ -45,7 +49,14 @@ const FLAGS: Readonly<Record<string, string>> = {
   publicAttributes: '--public-attribute',
   'unlearning.method': '--unlearning-method',
   'unlearning.bound': '--unlearning-bound',
+  'request.reasonCategory': '--reason-category',
+  'request.legalBasis': '--request-legal-basis',
+  'request.controller': '--controller',
+  'request.reference': '--reference',
 };
+
+/** The request context's flags: all four, or none. */
+const CONTEXT_FLAGS = ['--reason-category', '--request-legal-basis', '--controller', '--reference'] as const;
 
 /**
  * The POST /v1/erasures body, checked with the service's own schema (exit 2 before
@@ -58,12 +69,18 @@ const FLAGS: Readonly<Record<string, string>> = {
 function erasureRequestBody(subject: string, options: EraseOptions): ErasureRequest {
   const o = { ...options, publicAttribute: options.publicAttribute ?? [] };
   const paired = o.unlearningMethod !== undefined && o.unlearningBound !== undefined;
+  const context = [o.reasonCategory, o.requestLegalBasis, o.controller, o.reference];
+  const contextGiven = context.filter((v) => v !== undefined).length;
+  if (contextGiven > 0 && contextGiven < context.length) {
+    throw new ExitError(`${CONTEXT_FLAGS.join(', ')} go together (the request's context: none of it personal data)`, ERASE_EXIT.input);
+  }
   const body = {
     subject,
     ...(o.reason !== undefined ? { reason: o.reason } : {}),
     ...(o.legalBasis !== undefined ? { legalBasis: o.legalBasis } : {}),
     ...(o.publicAttribute.length ? { publicAttributes: o.publicAttribute } : {}),
     ...(paired ? { unlearning: { method: o.unlearningMethod, bound: o.unlearningBound!.trim() === '' ? Number.NaN : Number(o.unlearningBound) } } : {}),
+    ...(contextGiven ? { request: { reasonCategory: o.reasonCategory, legalBasis: o.requestLegalBasis, controller: o.controller, reference: o.reference } } : {}),
   };
   const given: Readonly<Record<string, string | undefined>> = { 'unlearning.bound': o.unlearningBound };
   const parsed = ErasureRequestSchema.safeParse(body);
@@ -164,6 +181,10 @@ export function addErase(program: Command): void {
     .option('--public-attribute <text>', `something public about the subject that the probe also looks for (repeatable, at most ${MAX_PUBLIC_ATTRIBUTES})`, collect)
     .option('--unlearning-method <text>', 'class C: how the trained model was made to unlearn the subject (with --unlearning-bound)')
     .option('--unlearning-bound <number>', 'class C: the bound the method gives, a number >= 0 (with --unlearning-method)')
+    .option('--reason-category <category>', `the request's reason category, one of ${REASON_CATEGORIES.join(', ')} (with --request-legal-basis, --controller and --reference; none of them personal data: they are kept in the clear, shown on the report and signed into the certificate)`)
+    .option('--request-legal-basis <text>', "the legal provision the request rests on, e.g. 'GDPR Art. 17(1)(b)' (with --reason-category)")
+    .option('--controller <name>', 'the data controller that asked, an organisation (with --reason-category)')
+    .option('--reference <id>', "the controller's own reference for the request, e.g. its ticket id (with --reason-category)")
     .option('--no-wait', 'print the erasure id once the service accepted the request, and exit 0')
     .option('--json', 'JSON lines on stdout: {"step": …} per transition, the erasure (as GET /v1/erasures/{id}) last; with --no-wait, {erasureId, status}')
     .action(async (subject: string, opts: EraseOptions) => {

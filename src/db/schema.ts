@@ -396,6 +396,12 @@ export const erasures = pgTable(
     /** The next step to run; null once the erasure is finished. */
     step: text('step'),
     legalBasis: text('legal_basis'),
+    /**
+     * The request's context, in the clear: { reasonCategory, legalBasis, controller,
+     * reference } (src/erasure/request.ts RequestContextSchema) — never personal data; null
+     * when the request gave none (and for erasures from before the column).
+     */
+    requestContext: jsonb('request_context'),
     /** { method, bound } when the requester states an unlearning bound (class C). */
     unlearning: jsonb('unlearning'),
     /** The erasure's key (wrapped in artifact_keys) sealing the request text and the fingerprints; null once destroyed. */

@@ -22,7 +22,7 @@ import { dismissMatches } from './dismissal.js';
 import { openErasure } from './opening.js';
 import { type ForgetRequest, forgottenEntries, requestForget } from './forget.js';
 import { orderRedaction } from './redaction.js';
-import type { DismissalRequest, ErasureRequest } from './request.js';
+import { type DismissalRequest, type ErasureRequest, requestContextOf } from './request.js';
 import type { CertificateSigner, ErasureResources, ErasureServices, ErasureSettings } from './resources.js';
 import { parseState } from './state.js';
 import { createTiers } from './tiers/index.js';
@@ -94,7 +94,7 @@ export class ErasureEngine {
     const { keys, log, records, tombstones } = this.#res;
     // records scope (entryIds: forget some memories) must not tombstone the person; only a subject-scope erasure does
     const tombstonesSubject = !('entryIds' in input) || input.entryIds === undefined;
-    if (input.entryIds) return this.#forget({ subjectHash: keys.subjectHash(input.subject), entryIds: input.entryIds, reason: input.reason, legalBasis: input.legalBasis }, actor);
+    if (input.entryIds) return this.#forget({ subjectHash: keys.subjectHash(input.subject), entryIds: input.entryIds, reason: input.reason, legalBasis: input.legalBasis, requestContext: input.request }, actor);
     const status = await keys.subjectStatus(input.subject);
     const subjectHash = status.subjectHash;
     const open = await records.openFor(subjectHash);
@@ -108,6 +108,7 @@ export class ErasureEngine {
         subjectHash,
         scope: 'subject' as const,
         legalBasis: input.legalBasis ?? null,
+        requestContext: input.request ?? null,
         unlearning: input.unlearning ?? null,
         reason: input.reason ?? null,
         publicAttributes: input.publicAttributes ?? [],
@@ -248,6 +249,20 @@ export class ErasureEngine {
     return this.#res.records.transitions(erasureId, afterId);
   }
 
+  /**
+   * Every transition of the erasure, oldest first (the report's timeline and outcome
+   * history: rows are only ever inserted, so an outcome a redaction superseded is still
+   * there); not_found for no such erasure.
+   */
+  async allTransitions(erasureId: string): Promise<ErasureTransition[]> {
+    const all = await this.#res.records.transitions(erasureId);
+    for (let page = all; page.length > 0; ) {
+      page = await this.#res.records.transitions(erasureId, page.at(-1)!.id, { checked: true });
+      all.push(...page);
+    }
+    return all;
+  }
+
   /** Runs `fn` whenever this replica commits a transition. */
   onTransition(fn: () => void): () => void {
     this.#listeners.add(fn);
@@ -372,6 +387,7 @@ export class ErasureEngine {
       steps.push({ name, status: s?.status ?? 'pending', ...(s?.detail ? { detail: s.detail } : {}), ...(s?.startedAt ? { startedAt: s.startedAt } : {}), ...(s?.finishedAt ? { finishedAt: s.finishedAt } : {}) });
     }
     const certificate = CertificateViewSchema.nullable().parse(row.certificate);
+    const request = requestContextOf(row);
     return {
       erasureId: row.erasureId,
       status: row.status,
@@ -380,6 +396,7 @@ export class ErasureEngine {
       scope: row.scope,
       ...(row.scope === 'records' ? { entryIds: [...(forgottenEntries(row) ?? [])] } : {}),
       ...(row.legalBasis ? { legalBasis: row.legalBasis } : {}),
+      ...(request ? { request } : {}),
       createdAt: row.createdAt.toISOString(),
       ...(row.finishedAt ? { finishedAt: row.finishedAt.toISOString() } : {}),
       steps,

@@ -13,7 +13,7 @@
 import { LetheError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { ErasureStatus } from './machine.js';
-import type { LegalBasis } from './request.js';
+import type { LegalBasis, RequestContext } from './request.js';
 import { openErasure } from './opening.js';
 import type { ErasureResources } from './resources.js';
 
@@ -22,6 +22,7 @@ export interface ForgetRequest {
   readonly entryIds: readonly string[];
   readonly reason?: string | null | undefined;
   readonly legalBasis?: LegalBasis | null | undefined;
+  readonly requestContext?: RequestContext | null | undefined;
 }
 
 /**
@@ -54,7 +55,7 @@ export async function requestForget(res: ErasureResources, input: ForgetRequest,
   if (open) throw new LetheError('erasure_in_progress', `the whole subject is being erased (erasure ${open.erasureId}): its entries go with it`);
 
   const erasureId = newId('ers');
-  const opening = { erasureId, subjectHash: input.subjectHash, scope: 'records' as const, entryIds: ids, legalBasis: input.legalBasis ?? null, unlearning: null, reason: input.reason ?? null, publicAttributes: [] };
+  const opening = { erasureId, subjectHash: input.subjectHash, scope: 'records' as const, entryIds: ids, legalBasis: input.legalBasis ?? null, requestContext: input.requestContext ?? null, unlearning: null, reason: input.reason ?? null, publicAttributes: [] };
   const detail = `requested by ${actor}: forget ${ids.length} entr${ids.length === 1 ? 'y' : 'ies'}`;
   // unreadable from this commit on; a concurrent forget of the same entry makes one of the two refuse
   await openErasure(res, opening, detail, (tx) => log.markForgotten(tx, erasureId, input.subjectHash, ids));

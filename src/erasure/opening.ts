@@ -8,6 +8,7 @@ import { utf8, zeroize } from '../crypto/index.js';
 import type { Transaction } from '../db/client.js';
 import type { ErasureRow } from '../db/schema.js';
 import { sealWithErasureKey } from './erasure-key.js';
+import type { RequestContext } from './request.js';
 import type { ErasureResources } from './resources.js';
 import type { ErasureState } from './state.js';
 
@@ -17,6 +18,8 @@ export interface Opening {
   readonly scope: ErasureRow['scope'];
   readonly entryIds?: readonly string[] | undefined;
   readonly legalBasis: string | null;
+  /** The request's context (reason category, legal basis, controller, reference): in the clear, never personal data. */
+  readonly requestContext?: RequestContext | null | undefined;
   readonly unlearning: unknown;
   /** Sealed under the erasure's own key, never stored in the clear. */
   readonly reason: string | null;
@@ -50,6 +53,7 @@ export async function openErasure(
         status: 'pending',
         step: 'classify',
         legalBasis: opening.legalBasis,
+        requestContext: opening.requestContext ?? null,
         unlearning: opening.unlearning,
         sealKeyId,
         sealedRequest,

@@ -23,6 +23,54 @@ export const MAX_FORGET_IDS = 1000;
 const METHOD_LENGTH = `1 to ${MAX_UNLEARNING_METHOD_CHARS} characters`;
 const ATTRIBUTE_LENGTH = `each 1 to ${MAX_PUBLIC_ATTRIBUTE_CHARS} characters`;
 
+/**
+ * Why the controller asks for the erasure, in the categories a data-protection officer
+ * files it under (GDPR Art. 17(1)'s grounds, and `other`). Shown in words on the report.
+ */
+export const REASON_CATEGORIES = ['withdrawn-consent', 'no-longer-necessary', 'objection', 'unlawful-processing', 'legal-obligation', 'child-consent', 'other'] as const;
+export type ReasonCategory = (typeof REASON_CATEGORIES)[number];
+
+export const MAX_REQUEST_LEGAL_BASIS_CHARS = 200;
+export const MAX_CONTROLLER_CHARS = 200;
+export const MAX_REFERENCE_CHARS = 100;
+
+/** One line of text: no control characters (a line break, a NUL, an escape). */
+const ONE_LINE = /^[^\x00-\x1f\x7f-\x9f]*$/;
+const NOT_PERSONAL = 'must not be personal data';
+const line = (max: number) =>
+  z
+    .string()
+    .trim()
+    .min(1, `1 to ${max} characters`)
+    .max(max, `1 to ${max} characters`)
+    .regex(ONE_LINE, 'one line of text, no control characters');
+
+/**
+ * The request's context, kept in the clear (the `erasures.request_context` column), shown
+ * on the report's first page and signed into the certificate: it must not be personal
+ * data — a category, a legal reference, the controller's name and its own ticket id, never
+ * the person's name, e-mail or subject id (a field that contains the subject id is refused).
+ */
+export const RequestContextSchema = z
+  .object({
+    reasonCategory: z.enum(REASON_CATEGORIES, { error: `must be one of ${REASON_CATEGORIES.join(', ')}` }),
+    /** The legal provision the request rests on, e.g. `GDPR Art. 17(1)(b)`. */
+    legalBasis: line(MAX_REQUEST_LEGAL_BASIS_CHARS),
+    /** The data controller that asked (an organisation). */
+    controller: line(MAX_CONTROLLER_CHARS),
+    /** The controller's own reference for the request (its ticket id). */
+    reference: line(MAX_REFERENCE_CHARS),
+  })
+  .strict()
+  .meta({ description: `Why and for whom the erasure is made: ${NOT_PERSONAL} (it is kept in the clear, shown on the report and signed into the certificate).` });
+
+export type RequestContext = z.infer<typeof RequestContextSchema>;
+
+/** The stored context of an erasure (`erasures.request_context`), parsed on every read; undefined when it has none. */
+export function requestContextOf(row: { readonly requestContext: unknown }): RequestContext | undefined {
+  return row.requestContext === null || row.requestContext === undefined ? undefined : RequestContextSchema.parse(row.requestContext);
+}
+
 export const UnlearningSchema = z
   .object({
     method: z.string().min(1, METHOD_LENGTH).max(MAX_UNLEARNING_METHOD_CHARS, METHOD_LENGTH),
@@ -46,9 +94,15 @@ export const ErasureRequestSchema = z
       .min(1, 'name at least one entry')
       .max(MAX_FORGET_IDS, `at most ${MAX_FORGET_IDS}`)
       .optional(),
+    /** The request's context (reason category, legal basis, controller, reference): none of it personal data. */
+    request: RequestContextSchema.optional(),
   })
   .strict()
   .superRefine((r, ctx) => {
+    // the context is kept in the clear: it must not name the subject
+    for (const field of ['legalBasis', 'controller', 'reference'] as const) {
+      if (r.request && r.request[field].includes(r.subject)) ctx.addIssue({ code: 'custom', path: ['request', field], message: `${NOT_PERSONAL}: it contains the subject id` });
+    }
     // a living subject's own records would match its public attributes: the probe could never pass
     for (const field of ['publicAttributes', 'unlearning'] as const) {
       if (r.entryIds && r[field] !== undefined) ctx.addIssue({ code: 'custom', path: [field], message: 'applies to erasing a whole subject, not to forgetting entries (entryIds)' });

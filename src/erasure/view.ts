@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { ERASURE_CLASSES, ERASURE_STATUSES, STEP_NAMES, STEP_STATUSES } from './machine.js';
+import { RequestContextSchema } from './request.js';
 
 export const StepViewSchema = z.object({
   name: z.enum(STEP_NAMES),
@@ -142,6 +143,8 @@ export const ErasureViewSchema = z.object({
   /** The entries a records-scope erasure forgets. */
   entryIds: z.array(z.string()).optional(),
   legalBasis: z.string().optional(),
+  /** The request's context as given (reason category, legal basis, controller, reference): never personal data. */
+  request: RequestContextSchema.optional(),
   createdAt: z.string(),
   finishedAt: z.string().optional(),
   steps: z.array(StepViewSchema),

@@ -8,6 +8,7 @@ import type { TrainingExposures } from '../artifacts/exposures.js';
 import type { BackupService } from '../backups/service.js';
 import type { Config } from '../config/index.js';
 import type { ErasureEngine } from '../erasure/engine.js';
+import type { ReportLinks } from '../erasure/report-link.js';
 import type { LogService } from '../log/service.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -41,6 +42,8 @@ export interface Services {
   readonly search: Search;
   readonly backups: BackupService;
   readonly erasures: ErasureEngine;
+  /** Signed, expiring links to an erasure's report (no bearer token needed to open one). */
+  readonly reportLinks: ReportLinks;
   /** This replica's listener, index and destruction cursor; absent when it does not listen for other replicas. */
   readonly replica?: { status(): ReplicaReadiness; fresh(): Promise<void> } | undefined;
   /** Certificate-signing keys: the public list (current and retired) and rotation. */

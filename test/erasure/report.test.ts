@@ -256,7 +256,9 @@ describe('renderReport', () => {
       expect(html.trimEnd().endsWith('</html>')).toBe(true);
       expect(html.match(/<html[\s>]/g)).toHaveLength(1);
       expect(html).not.toMatch(/https?:\/\//);
-      expect(html).not.toMatch(/\b(src|href|xlink:href|action|poster|srcset)\s*=/i);
+      expect(html).not.toMatch(/\b(src|xlink:href|action|poster|srcset)\s*=/i);
+      // links only within the page (the contents and the glossary)
+      for (const m of html.matchAll(/\bhref\s*=\s*"([^"]*)"/gi)) expect(m[1]).toMatch(/^#[a-z-]+$/);
       expect(html).not.toMatch(/<(script|link|iframe|object|embed|img|base)\b/i);
       expect(html).not.toMatch(/@import|url\((?!#)/i);
       expect(html).toContain("default-src 'none'");
@@ -285,7 +287,7 @@ describe('renderReport', () => {
     expect(html).toMatch(/data-state="final"/);
     expect(html).toContain('c2lnbmF0dXJlLW9mLWNsYXNzLUE');
     expect(html).toContain('cHVibGljLWtleS1vZi1sZXRoZQ');
-    expect(html).toContain(escapeHtml(JSON.stringify(classA.certificate!.payload, null, 2)));
+    expect(html).toContain(escapeHtml(JSON.stringify(classA.certificate, null, 2)));
     expect(html).toContain('No derived artifacts were affected (class A)');
     expect(html).not.toContain('<svg');
     expect(html).toContain('None: no readable record matched');
@@ -349,7 +351,7 @@ describe('renderReport', () => {
       expect(html).toContain(`>${m.score}</td>`);
     }
     expect(html).toContain('no unlearning bound stated: incomplete');
-    expect(html).toContain('No certificate has been issued');
+    expect(html).toContain('No certificate has been signed');
     expectSoundGraph(html, classC.graph.nodes, classC.graph.edges);
   });
 
@@ -372,12 +374,13 @@ describe('renderReport', () => {
     expect(html).not.toMatch(/<img/i);
     expect(html).not.toContain('"onload=');
     expect(html).not.toMatch(/\s(onerror|onload)\s*=\s*["']/i);
-    expect(html).not.toMatch(/\b(src|href)\s*=\s*["']/i);
+    expect(html).not.toMatch(/\bsrc\s*=\s*["']/i);
+    expect(html).not.toMatch(/\bhref\s*=\s*["'](?!#[a-z-]+["'])/i);
     expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(html).toContain('&quot;onload=alert(2) x=&quot;');
     expect(html).toContain('&lt;img src=&quot;https://evil.example/x.png&quot; onerror=&quot;alert(3)&quot;&gt;');
-    // The payload is JSON first, then escaped: its quotes are the escaped JSON's.
-    expect(html).toContain(escapeHtml(JSON.stringify(hostile.certificate!.payload, null, 2)));
+    // The certificate is JSON first, then escaped: its quotes are the escaped JSON's.
+    expect(html).toContain(escapeHtml(JSON.stringify(hostile.certificate, null, 2)));
     // Hostile ids still make a sound graph, and attributes hold them whole.
     expectSoundGraph(html, hostile.graph.nodes, hostile.graph.edges);
     expect(html).toContain(`data-id="${escapeHtml(`art_${ATTR}`)}"`);

@@ -1,12 +1,15 @@
 /**
- * The report's sections other than the provenance graph: the summary under the title
- * (status, class, subject hash, legal basis, times), the step timeline, the
- * reconstruction probe with its bar, the residuals, and the certificate. Each returns
- * HTML with every string from the view escaped.
+ * The report's sections after the first page, other than the provenance graph: the
+ * timeline (every event in time order), and the technical detail — the summary
+ * (status, class, subject hash, legal basis, times), the steps, the reconstruction
+ * probe with its bar and the residuals as recorded. Each returns HTML with every
+ * string from the view escaped.
  */
 import type { ErasureStatus } from '../machine.js';
-import type { CertificateView, ErasureView, ProbeView, Residual, StepView } from '../view.js';
+import type { ErasureView, ProbeView, Residual, StepView } from '../view.js';
+import { when } from './first-page.js';
 import { barWidth, escapeHtml, formatNumber, percent, time } from './html.js';
+import type { TimelineEvent } from './timeline.js';
 import { CLASS_MEANING, STATUS_COLOURS, STATUS_MEANING, STEP_COLOURS } from './style.js';
 
 export function summary(view: ErasureView, generatedAt: Date): string {
@@ -53,7 +56,7 @@ export function stepsSection(steps: readonly StepView[]): string {
     })
     .join('\n');
   return `<section id="steps">
-<h2>Timeline</h2>
+<h2>Steps (the last run of each)</h2>
 ${
   steps.length === 0
     ? '<p class="muted">No step has run yet.</p>'
@@ -174,38 +177,29 @@ function bound(value: number | string): string {
   return escapeHtml(value);
 }
 
-export function certificateSection(cert: CertificateView | undefined, state: 'provisional' | 'final' | undefined): string {
-  const stateLine = state
-    ? `<p><span class="badge cert-state" data-state="${escapeHtml(state)}" style="${state === 'final' ? 'background:#1d7a43;color:#fff' : 'background:#b25e00;color:#fff'}">${escapeHtml(state)}</span> ${
-        state === 'final'
-          ? 'Final: the key epoch that held the last wrapped copy of the subject\'s key has retired.'
-          : 'Provisional until the key epoch holding the last wrapped copy of the subject\'s key retires; then it becomes final.'
-      }</p>`
-    : '';
-  if (!cert) {
-    return `<section id="certificate">
-<h2>Certificate</h2>
-${stateLine}
-<p class="muted">No certificate has been issued for this erasure yet.</p>
-</section>`;
-  }
-  return `<section id="certificate">
-<h2>Certificate</h2>
-${stateLine}
-<p class="explain">Ed25519 over the canonical JSON of the payload; it verifies offline with <code>lethe certificate verify</code> and the public key alone.</p>
-<dl class="cert">
-<dt>Public key</dt><dd><code class="wrap">${escapeHtml(cert.publicKey)}</code></dd>
-<dt>Signature</dt><dd><code class="wrap">${escapeHtml(cert.signature)}</code></dd>
-</dl>
-<h3>Payload</h3>
-<pre id="certificate-payload">${escapeHtml(prettyJson(cert.payload))}</pre>
-</section>`;
+/** Every event in time order (timeline.ts), with its time to the second and its recorded detail. */
+export function timelineSection(events: readonly TimelineEvent[]): string {
+  const rows = events
+    .map(
+      (e, i) => `<tr data-kind="${e.kind}" data-at="${escapeHtml(e.at)}" data-seq="${i}">
+<td class="when">${when(e.at, true)}</td>
+<td>${escapeHtml(e.what)}</td>
+<td>${e.detail ? escapeHtml(e.detail) : ''}</td>
+</tr>`,
+    )
+    .join('\n');
+  return `<section id="timeline">
+<h2>Timeline</h2>
+<p class="explain">Every recorded event, in time order (UTC). Nothing is overwritten: an outcome a redaction or a dismissal superseded stays listed.</p>
+${
+  events.length === 0
+    ? '<p class="muted">Nothing has been recorded yet.</p>'
+    : `<table id="timeline-table">
+<thead><tr><th>When</th><th>What happened</th><th>Detail</th></tr></thead>
+<tbody>
+${rows}
+</tbody>
+</table>`
 }
-
-function prettyJson(value: unknown): string {
-  try {
-    return JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2) ?? 'null';
-  } catch {
-    return '(the payload could not be written as JSON)';
-  }
+</section>`;
 }

@@ -125,5 +125,35 @@ td.num,.num{font-variant-numeric:tabular-nums}
 .graph-wrap{overflow:auto;border:1px solid #e5e7eb;border-radius:6px;background:#ffffff}
 #provenance-graph{display:block}
 footer{margin-top:40px;color:#6b7280;font-size:.8rem}
-@media print{.graph-wrap{overflow:visible}main{max-width:none}}
+#page-one{border-bottom:3px double #d1d5db;padding-bottom:16px}
+#page-one h1{font-size:1.7rem;margin:4px 0 8px}
+#page-one h2{font-size:1.05rem;margin:18px 0 6px;border-bottom:none;padding:0;color:#1f2937}
+#page-one h3{font-size:.95rem;margin:12px 0 4px}
+.kicker{margin:0;color:#6b7280;font-size:.8rem;text-transform:uppercase;letter-spacing:.06em}
+.lede{font-size:1.08rem;margin:0 0 10px}
+.toc{font-size:.85rem;margin:0 0 8px}
+.toc a,.fine a{color:#1d5fb4}
+dl.plain{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px;margin:0}
+#outcome-history,#remains{margin:4px 0;padding-left:22px}
+#outcome-history li,#remains li{margin:2px 0}
+.fine{color:#4b5563;font-size:.8rem;margin-top:14px}
+#timeline-table td.when{white-space:nowrap}
+dl.glossary dt{margin-top:6px}
+#verify-steps li{margin:4px 0}
+@page{size:A4;margin:16mm 15mm}
+@media print{
+body{font:10.5pt/1.45 "DejaVu Serif",Georgia,"Times New Roman",serif;color:#000}
+main{max-width:none;padding:0}
+nav,.toc{display:none}
+a{color:inherit;text-decoration:none}
+#page-one{border-bottom:none}
+#timeline,#technical,#glossary,#appendix{break-before:page}
+h2,h3{break-after:avoid}
+tr,li,dl.plain{break-inside:avoid}
+table{font-size:9pt}
+pre{font-size:7.5pt;background:none;border:1px solid #9ca3af}
+.graph-wrap{overflow:visible;border:none}
+#provenance-graph{max-width:100%;height:auto}
+.badge,.bar-fill{-webkit-print-color-adjust:exact;print-color-adjust:exact}
+}
 `;

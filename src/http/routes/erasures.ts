@@ -1,13 +1,15 @@
 /**
  * Erasure: POST /v1/erasures, GET /v1/erasures/{id}, .../events (SSE), .../report
- * (HTML), .../certificate (the signed document alone), .../redactions, .../dismissals,
+ * (HTML; a bearer token or a signed, expiring report link), .../report-link, .../certificate (the signed document alone), .../redactions, .../dismissals,
  * .../resume (a failed erasure, again from the step that failed).
  * The signing keys' routes are in certificates.ts.
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { streamSSE } from 'hono/streaming';
-import { renderReport } from '../../erasure/report/index.js';
+import { renderReport, REPORT_CSP } from '../../erasure/report/index.js';
+import { DEFAULT_LINK_SECONDS, MAX_LINK_SECONDS, MIN_LINK_SECONDS } from '../../erasure/report-link.js';
+import { LetheError } from '../../errors.js';
 import { DismissalRequestSchema, ErasureRequestSchema, RedactionRequestSchema } from '../../erasure/request.js';
 import { CertificateViewSchema, ErasureAcceptedSchema, ErasureViewSchema } from '../../erasure/view.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
@@ -283,22 +285,121 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Servi
     },
   );
 
+  app.openAPIRegistry.registerComponent('securitySchemes', 'reportLink', {
+    type: 'apiKey',
+    in: 'query',
+    name: 'sig',
+    description: 'A report link (POST /v1/erasures/{erasureId}/report-link): `sig` with its `exp`, for GET /v1/erasures/{erasureId}/report alone.',
+  });
+  const eraserOnly = authorize(tokens, 'eraser');
+  /** Either a bearer token or a report link. */
+  const reportSecurity: Array<Record<string, string[]>> = [{ bearer: [] }, { reportLink: [] }];
+  /** A bearer token of the eraser (or admin) role, or a report link: it opens this erasure's report and nothing else, until it expires. */
+  const reportAccess: MiddlewareHandler<AuthEnv> = async (c, next) => {
+    const q = c.req.query();
+    if (q.sig === undefined && q.exp === undefined) return eraserOnly(c, next);
+    try {
+      services.reportLinks.verify(c.req.param('erasureId') ?? '', q.exp, q.sig);
+    } catch (e) {
+      if (e instanceof LetheError) return problem(c, e.code, e.message, { 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' });
+      throw e;
+    }
+    await next();
+  };
   app.openapi(
     createRoute({
       method: 'get',
       path: '/v1/erasures/{erasureId}/report',
       tags: ['erasure'],
-      summary: 'The report a data-protection officer reads (self-contained HTML with the provenance graph)',
-      security,
-      middleware: [authorize(tokens, 'eraser')] as const,
-      request: { params: ErasureIdParam },
-      responses: { 200: { description: 'text/html', content: { 'text/html': { schema: z.string() } } }, 404: problemResponse('not_found'), ...authErrors },
+      summary: 'The report a data-protection officer reads and signs (self-contained HTML; a bearer token, or a report link)',
+      description:
+        'Page one in plain language (the request, what was erased, the outcome and its history, what remains, the certificate state), then the timeline in time order, ' +
+        'the technical detail and an appendix with the certificate JSON and how to verify it; printable on A4. ' +
+        'Opened with a report link (`exp` and `sig` from POST …/report-link) it needs no token until `exp`; such a link opens this report and nothing else. ' +
+        'Answered with a strict Content-Security-Policy, `Referrer-Policy: no-referrer` and `Cache-Control: no-store`.',
+      security: reportSecurity,
+      middleware: [reportAccess] as const,
+      request: {
+        params: ErasureIdParam,
+        query: z.object({
+          exp: z.string().regex(/^[0-9]{1,12}$/, 'Unix seconds').optional().openapi({ description: 'A report link\'s expiry (Unix seconds), with `sig`' }),
+          sig: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'base64url').optional().openapi({ description: 'A report link\'s signature, with `exp`' }),
+        }),
+      },
+      responses: {
+        200: { description: 'text/html', content: { 'text/html': { schema: z.string() } } },
+        404: problemResponse('not_found'),
+        ...authErrors,
+        403: problemResponse('forbidden: the token\'s role may not read reports, or the report link is expired, forged, or for another erasure'),
+      },
     }),
     async (c) => {
-      const view = await services.erasures.get(c.req.valid('param').erasureId);
-      c.header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; img-src data:");
+      const { erasureId } = c.req.valid('param');
+      const view = await services.erasures.get(erasureId);
+      const transitions = await services.erasures.allTransitions(erasureId);
+      c.header('content-security-policy', `${REPORT_CSP}; frame-ancestors 'none'`);
       c.header('cache-control', 'no-store');
-      return c.html(renderReport(view)) as never;
+      c.header('referrer-policy', 'no-referrer');
+      c.header('x-content-type-options', 'nosniff');
+      return c.html(renderReport(view, { transitions })) as never;
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/erasures/{erasureId}/report-link',
+      tags: ['erasure'],
+      summary: 'A shareable link to the erasure\'s report that opens without a token until it expires',
+      description:
+        `Answers \`GET /v1/erasures/{erasureId}/report?exp=…&sig=…\`: an HMAC-SHA256 under a vault key used for nothing else, binding the erasure id and the expiry. ` +
+        `It opens this report alone, and only until \`expiresAt\` (default ${DEFAULT_LINK_SECONDS / 86400} days, at most ${MAX_LINK_SECONDS / 86400}); it cannot be revoked sooner, so keep it short. ` +
+        'Anyone holding the link can read the report: share it as you would the report. Audited as erasure.report.link.',
+      security,
+      middleware: [eraserOnly] as const,
+      request: {
+        params: ErasureIdParam,
+        body: {
+          required: false,
+          content: {
+            'application/json': {
+              schema: z
+                .object({
+                  expiresInSeconds: z
+                    .number()
+                    .int('must be a whole number of seconds')
+                    .min(MIN_LINK_SECONDS, `at least ${MIN_LINK_SECONDS}`)
+                    .max(MAX_LINK_SECONDS, `at most ${MAX_LINK_SECONDS} (30 days)`)
+                    .optional()
+                    .openapi({ description: `How long the link lasts, in seconds (default ${DEFAULT_LINK_SECONDS}: 7 days)` }),
+                })
+                .strict()
+                .meta({ id: 'ReportLinkRequest' }),
+            },
+          },
+        },
+      },
+      responses: {
+        201: json(
+          z
+            .object({
+              url: z.string().openapi({ description: 'The link, absolute, as this request reached the service (behind a proxy, prefer `path` on the public address)' }),
+              path: z.string().openapi({ description: '/v1/erasures/{erasureId}/report?exp=…&sig=…' }),
+              expiresAt: z.string().openapi({ format: 'date-time' }),
+            })
+            .meta({ id: 'ReportLink' }),
+          'The link',
+        ),
+        404: problemResponse('not_found'),
+        ...authErrors,
+      },
+    }),
+    async (c) => {
+      const { erasureId } = c.req.valid('param');
+      const body = (c.req.valid('json') ?? {}) as { expiresInSeconds?: number };
+      const link = await services.reportLinks.issue(erasureId, body.expiresInSeconds, c.get('role'));
+      c.header('cache-control', 'no-store');
+      return c.json({ url: new URL(link.path, c.req.url).toString(), path: link.path, expiresAt: link.expiresAt.toISOString() }, 201);
     },
   );
 
