@@ -220,3 +220,47 @@ describe('object store configuration', () => {
     expect(message).not.toContain('very-secret-s3-key');
   });
 });
+
+describe('key provider settings', () => {
+  it('local by default; pkcs11 and aws-kms parse into their settings', () => {
+    expect(loadConfig({}).keyProvider).toEqual({ kind: 'local' });
+    expect(
+      loadConfig({ LETHE_KEY_PROVIDER: 'pkcs11', LETHE_PKCS11_MODULE: '/usr/lib/softhsm/libsofthsm2.so', LETHE_PKCS11_TOKEN_LABEL: 'lethe', LETHE_PKCS11_PIN: '1234' }).keyProvider,
+    ).toEqual({ kind: 'pkcs11', module: '/usr/lib/softhsm/libsofthsm2.so', tokenLabel: 'lethe', pin: '1234', pinFile: undefined, prefix: 'lethe' });
+    expect(loadConfig({ LETHE_KEY_PROVIDER: 'aws-kms', LETHE_KMS_REGION: 'eu-west-1', LETHE_KMS_ENDPOINT: 'http://127.0.0.1:4599/' }).keyProvider).toEqual({
+      kind: 'aws-kms',
+      region: 'eu-west-1',
+      endpoint: 'http://127.0.0.1:4599',
+      aliasPrefix: 'lethe',
+      deletionWindowDays: 7,
+    });
+    // the region falls back to AWS_REGION, as the AWS SDK's does
+    expect(loadConfig({ LETHE_KEY_PROVIDER: 'aws-kms', AWS_REGION: 'us-east-2' }).keyProvider).toMatchObject({ region: 'us-east-2' });
+  });
+
+  it('names what a provider is missing, and a bad provider, prefix or deletion window', () => {
+    expect(variablesOf(refusal({ LETHE_KEY_PROVIDER: 'pkcs11' }))).toEqual(['LETHE_PKCS11_MODULE', 'LETHE_PKCS11_PIN', 'LETHE_PKCS11_TOKEN_LABEL']);
+    const both = { LETHE_KEY_PROVIDER: 'pkcs11', LETHE_PKCS11_MODULE: '/m.so', LETHE_PKCS11_TOKEN_LABEL: 't', LETHE_PKCS11_PIN: '1234', LETHE_PKCS11_PIN_FILE: '/pin' };
+    expect(variablesOf(refusal(both))).toEqual(['LETHE_PKCS11_PIN']);
+    expect(variablesOf(refusal({ LETHE_KEY_PROVIDER: 'aws-kms' }))).toEqual(['LETHE_KMS_REGION']);
+    expect(variablesOf(refusal({ LETHE_KEY_PROVIDER: 'vault' }))).toEqual(['LETHE_KEY_PROVIDER']);
+    expect(variablesOf(refusal({ LETHE_KEY_PROVIDER: 'aws-kms', LETHE_KMS_REGION: 'eu-west-1', LETHE_KMS_DELETION_WINDOW_DAYS: '3' }))).toEqual(['LETHE_KMS_DELETION_WINDOW_DAYS']);
+    expect(variablesOf(refusal({ LETHE_PKCS11_KEY_PREFIX: 'a b' }))).toEqual(['LETHE_PKCS11_KEY_PREFIX']);
+  });
+
+  it('never echoes the PIN', () => {
+    const e = refusal({ LETHE_KEY_PROVIDER: 'pkcs11', LETHE_PKCS11_PIN: 'pin-very-secret-9876', LETHE_PKCS11_PIN_FILE: '/pin' });
+    expect(e.message).not.toContain('pin-very-secret-9876');
+  });
+});
+
+describe('key provider namespace in production', () => {
+  it('refuses pkcs11 or aws-kms in production without an explicit prefix (two deployments under one would destroy each other\'s KEKs)', () => {
+    const pkcs11 = { NODE_ENV: 'production', LETHE_KEY_PROVIDER: 'pkcs11', LETHE_PKCS11_MODULE: '/m.so', LETHE_PKCS11_TOKEN_LABEL: 't', LETHE_PKCS11_PIN: '1234' };
+    expect(variablesOf(refusal(pkcs11))).toEqual(['LETHE_PKCS11_KEY_PREFIX']);
+    expect(loadConfig({ ...pkcs11, LETHE_PKCS11_KEY_PREFIX: 'prod-eu' }).keyProvider).toMatchObject({ prefix: 'prod-eu' });
+    const kms = { NODE_ENV: 'production', LETHE_KEY_PROVIDER: 'aws-kms', LETHE_KMS_REGION: 'eu-west-1' };
+    expect(variablesOf(refusal(kms))).toEqual(['LETHE_KMS_ALIAS_PREFIX']);
+    expect(loadConfig({ ...kms, LETHE_KMS_ALIAS_PREFIX: 'prod-eu' }).keyProvider).toMatchObject({ aliasPrefix: 'prod-eu' });
+  });
+});

@@ -12,8 +12,12 @@ import { ChatRegenerator, ExtractiveRegenerator, type Regenerator } from '../art
 import { BackupService } from '../backups/service.js';
 import type { Services } from '../http/services.js';
 import { type Db, openDb } from '../db/client.js';
+import { pendingMigrations } from '../db/migrations.js';
+import { LetheError } from '../errors.js';
 import { ErasureEngine } from '../erasure/engine.js';
-import { LocalKeyringProvider } from '../keyprovider/local.js';
+import { ReportLinks } from '../erasure/report-link.js';
+import { ExternalKeyProvider } from '../keyprovider/external.js';
+import { openKeyProvider } from '../keyprovider/open.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
 import { loadRootKey } from '../keyprovider/root-key.js';
 import { LogService } from '../log/service.js';
@@ -64,6 +68,12 @@ export interface OpenAppOptions {
   readonly metrics?: Metrics;
   /** Apply migrations and make sure an active epoch exists (default true). */
   readonly prepare?: boolean;
+  /**
+   * Apply pending migrations (default true). False: refuse to open a database whose
+   * schema is behind drizzle/, before anything is written to it (`lethe serve` with
+   * LETHE_AUTO_MIGRATE off).
+   */
+  readonly migrate?: boolean;
   /** Listen for other replicas' events (default true). */
   readonly listen?: boolean;
   /** Rebuild the in-memory search index by decrypting the stored embeddings (default: as `listen`). */
@@ -74,6 +84,8 @@ export interface OpenAppOptions {
   readonly onRewrapBatch?: (rewrappedSoFar: number) => void | Promise<void>;
   /** Claim and run erasures in the background (default: as `listen`). */
   readonly erasureWorker?: boolean;
+  /** The clock epochs are retired by and compared against (tests that let a KMS deletion window pass). */
+  readonly clock?: () => Date;
 }
 
 /**
@@ -117,10 +129,20 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
   let db: Db | undefined;
   let presence: ReplicaPresence | undefined;
   try {
-    provider = await LocalKeyringProvider.open(config.keyringDir, root.key);
+    provider = await openKeyProvider(config, root.key);
     const hasher = new SubjectHasher(await provider.deriveSystemKey('subject-hash'));
     const audit = new AuditLog(await provider.deriveSystemKey('audit-chain'), await provider.deriveSystemKey('audit-head'));
     db = await openDb({ databaseUrl: config.databaseUrl, dataDir: `${config.dataDir}/pgdata`, poolSize: config.dbPoolSize });
+    const migrating = options.migrate ?? true;
+    if (!migrating) {
+      const behind = await pendingMigrations(db.db);
+      if (behind > 0) {
+        throw new LetheError(
+          'unavailable',
+          `the database schema is ${behind} migration${behind === 1 ? '' : 's'} behind: run \`lethe migrate\` (or set LETHE_AUTO_MIGRATE=true)`,
+        );
+      }
+    }
     const database = db.db;
     const cache = new DekCache({ maxEntries: config.dekCacheMaxEntries, maxAgeMs: config.dekCacheTtlSeconds * 1000 });
     const destructions = new KeyDestructions({ db: database, audit });
@@ -132,6 +154,14 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       audit,
       metrics,
       batchSize: config.rewrapBatchSize,
+      ...(options.clock ? { now: options.clock } : {}),
+      onRevivedEpoch: (epoch, revived, goneAt) =>
+        logger.warn(
+          { epoch, provider: provider!.name, goneAt: goneAt?.toISOString() ?? null },
+          revived
+            ? `retired KEK epoch ${epoch} exists again in the key provider (its deletion was cancelled): destroyed again; certificates that wait on it stay provisional`
+            : `retired KEK epoch ${epoch} is not gone at its date: certificates that wait on it stay provisional`,
+        ),
       ...(options.onRewrapBatch ? { onBatch: options.onRewrapBatch } : {}),
     });
     const fences = new ReadFences(await provider.deriveSystemKey('read-fence'));
@@ -196,6 +226,10 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       metrics,
       ...(failpoint ? { failpoint } : {}),
     });
+    // shareable report links: HMAC under a subkey used for nothing else (src/erasure/report-link.ts)
+    const reportLinkKey = await provider.deriveSystemKey('report-link');
+    const reportLinks = new ReportLinks(reportLinkKey, { db: database, audit, exists: (id) => erasures.status(id) });
+    zeroize(reportLinkKey);
     const parts = { keys, destructions, vectors, backups, erasures, cache, provider, metrics, logger, events };
     subscribe(parts);
     if (options.prepare ?? true) {
@@ -209,7 +243,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       if (config.backupObjectLock && backupObjects.kind === 'fs') {
         logger.warn('LETHE_BACKUP_OBJECT_LOCK is set but backups go to a local folder, which cannot enforce Object Lock');
       }
-      await db.migrate();
+      if (migrating) await db.migrate();
       const ledger = await backups.ledgerStatus().catch(() => undefined);
       if (ledger && !ledger.locked) {
         const message =
@@ -220,6 +254,12 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       }
       const epoch = await epochs.ensureActive('system');
       logger.info({ epoch, database: db.kind, provider: provider.name, objectStore: objects.kind }, 'vault ready');
+      if (provider instanceof ExternalKeyProvider && provider.keyringEpochs().length > 0) {
+        logger.warn(
+          { keyringEpochs: provider.keyringEpochs() },
+          `KEK epochs ${provider.keyringEpochs().join(', ')} are still in the local keyring: run \`lethe kek migrate\` to re-wrap their keys under a new epoch in ${provider.name} and destroy them`,
+        );
+      }
     }
     const listening = options.listen ?? true;
     let unlisten: (() => Promise<void>) | undefined;
@@ -279,6 +319,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       search,
       backups,
       erasures,
+      reportLinks,
       certificateKeys,
       metrics,
       logger,
@@ -298,6 +339,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
         hasher.close();
         audit.close();
         ledgerMac.destroy();
+        reportLinks.close();
         await openedDb.close();
         await openedProvider.close();
       },

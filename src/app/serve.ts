@@ -1,7 +1,14 @@
-/** `lethe serve`: the app behind the Hono routes on a Node HTTP server. */
+/**
+ * `lethe serve`: the app behind the Hono routes on a Node HTTP server — HTTPS when
+ * LETHE_TLS_CERT / LETHE_TLS_KEY are set (client certificates required when
+ * LETHE_TLS_CLIENT_CA is), and never plain HTTP on a non-loopback address in production
+ * unless LETHE_BEHIND_TLS_PROXY says a proxy terminates TLS in front.
+ */
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { serve as serveNode, type ServerType } from '@hono/node-server';
 import type { Config } from '../config/index.js';
+import { checkPlainHttp, readServerTls, type ServerTls } from '../config/tls.js';
 import { createHttpApp } from '../http/app.js';
 import { TokenStore } from '../http/auth.js';
 import type { Logger } from '../observability/logger.js';
@@ -16,21 +23,57 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** HSTS on every HTTPS answer: a browser that reached lethe over TLS never falls back to plain HTTP for a year. */
+const HSTS = 'max-age=31536000';
+
+/** The listener options: HTTPS with the certificate, and with client verification when a client CA is given. */
+function listenOptions(tls: ServerTls | undefined) {
+  if (!tls) return {};
+  return {
+    createServer: createHttpsServer,
+    serverOptions: {
+      cert: tls.cert,
+      key: tls.key,
+      ...(tls.clientCa ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
+    },
+  };
+}
+
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
+  // before anything opens: a refused listener, or unreadable TLS files, end the start (ConfigError: exit 2)
+  checkPlainHttp(config);
+  const tls = readServerTls(config);
   const tokens = config.tokensFile ? TokenStore.fromFile(config.tokensFile) : TokenStore.fromPairs(config.tokens);
   if (tokens.size === 0) {
     logger.warn('no tokens configured (LETHE_TOKENS or LETHE_TOKENS_FILE): every /v1 endpoint will answer 401');
   }
   const metrics = createMetrics({ defaultMetrics: true });
   guardUnhandledRejections(logger, () => metrics.orphanedDatabaseRejections.inc());
-  const app = await openApp(config, { logger, metrics });
+  // LETHE_AUTO_MIGRATE off: a schema behind drizzle/ stops the start (`lethe migrate` applies it)
+  const app = await openApp(config, { logger, metrics, migrate: config.autoMigrate });
   const http = createHttpApp({ services: app, tokens });
+  const fetch: typeof http.fetch = tls
+    ? async (request, env, ctx) => {
+        const res = await http.fetch(request, env, ctx);
+        try {
+          res.headers.set('strict-transport-security', HSTS);
+          return res;
+        } catch {
+          // immutable headers (a Response passed through as it came): copy it
+          const copy = new Response(res.body, res);
+          copy.headers.set('strict-transport-security', HSTS);
+          return copy;
+        }
+      }
+    : http.fetch;
   let server: ServerType;
   const port = await new Promise<number>((resolve, reject) => {
-    server = serveNode({ fetch: http.fetch, port: config.port, hostname: config.host }, (info: AddressInfo) => resolve(info.port));
+    server = serveNode({ fetch, port: config.port, hostname: config.host, ...listenOptions(tls) }, (info: AddressInfo) => resolve(info.port));
     server.once('error', reject);
   });
-  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  // the server's secure context holds the key now: zero the copy read from the file
+  tls?.key.fill(0);
+  const url = `${tls ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   // where to go next, and which defaults this process runs on (never a secret: no credentials, no token)
   logger.info(
     {
@@ -38,6 +81,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       port,
       url,
       docs: `${url}/docs`,
+      tls: tls ? (tls.clientCa ? 'HTTPS, client certificates required (LETHE_TLS_CLIENT_CA)' : 'HTTPS') : config.behindTlsProxy ? 'plain HTTP behind a TLS proxy' : 'plain HTTP',
       database: config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : `embedded PGlite under ${config.dataDir}`,
       objectStore: config.s3 ? `S3 at ${new URL(config.s3.endpoint).host}` : `local folder under ${config.dataDir}`,
       keyring: config.keyringDir,

@@ -48,7 +48,22 @@ export function addMigrate(program: Command): void {
     });
 }
 
-/** `lethe kek rotate | list`. */
+/** Opens the app for a KEK rotation, with progress on stderr unless --quiet. */
+async function openForRotation(opts: { quiet?: boolean }): Promise<{ app: App; progress: boolean }> {
+  const cfg = config();
+  const logger = createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel);
+  const progress = !opts.quiet && process.stderr.isTTY;
+  const app = await openApp(cfg, {
+    logger,
+    listen: false,
+    onRewrapBatch: (n) => {
+      if (progress) process.stderr.write(`\rre-wrapped ${n} keys`);
+    },
+  });
+  return { app, progress };
+}
+
+/** `lethe kek rotate | migrate | list`. */
 export function addKek(program: Command): void {
   const kek = program.command('kek').description('Key-encryption-key epochs.');
   kek
@@ -56,20 +71,43 @@ export function addKek(program: Command): void {
     .description('Create a new KEK epoch, re-wrap every live DEK under it, retire epochs nothing references. Safe to interrupt and re-run.')
     .option('--quiet', 'no progress on stderr')
     .action(async (opts: { quiet?: boolean }) => {
-      const cfg = config();
-      const logger = createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel);
-      const progress = !opts.quiet && process.stderr.isTTY;
-      const app = await openApp(cfg, {
-        logger,
-        listen: false,
-        onRewrapBatch: (n) => {
-          if (progress) process.stderr.write(`\rre-wrapped ${n} keys`);
-        },
-      });
+      const { app, progress } = await openForRotation(opts);
       try {
         const result = await app.epochs.rotate('cli');
         if (progress) process.stderr.write('\n');
         out(result);
+      } finally {
+        await app.close();
+      }
+    });
+  kek
+    .command('migrate')
+    .description(
+      'Move the root of trust from the local keyring to the configured LETHE_KEY_PROVIDER (pkcs11 or aws-kms): a KEK rotation whose new epoch is created there, re-wrapping every live key under it and destroying the keyring\'s epochs. Safe to interrupt and re-run.',
+    )
+    .option('--quiet', 'no progress on stderr')
+    .action(async (opts: { quiet?: boolean }) => {
+      const cfg = config();
+      if (cfg.keyProvider.kind === 'local') {
+        throw new ExitError('LETHE_KEY_PROVIDER is local: set it to pkcs11 or aws-kms, with that provider\'s settings, to migrate the keyring\'s epochs into it', 2);
+      }
+      const { ExternalKeyProvider } = await import('../keyprovider/external.js');
+      const { app, progress } = await openForRotation(opts);
+      try {
+        const provider = app.provider;
+        if (!(provider instanceof ExternalKeyProvider)) throw new ExitError('the configured key provider keeps its epochs in the local keyring: nothing to migrate', 2);
+        const before = provider.keyringEpochs();
+        if (before.length === 0) {
+          out({ migrated: false, to: provider.name, reason: 'no KEK epoch is left in the local keyring', activeEpoch: (await app.epochs.list()).find((e) => e.state === 'active')?.epoch ?? null });
+          return;
+        }
+        const result = await app.epochs.rotate('cli');
+        if (progress) process.stderr.write('\n');
+        const left = provider.keyringEpochs();
+        out({ migrated: left.length === 0, from: 'local-keyring', to: provider.name, ...result, keyringEpochsBefore: before, keyringEpochsLeft: left });
+        if (left.length > 0) {
+          throw new ExitError(`KEK epochs ${left.join(', ')} are still in the local keyring (keys still reference them): run \`lethe kek migrate\` again`, 1);
+        }
       } finally {
         await app.close();
       }

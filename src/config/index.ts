@@ -66,9 +66,23 @@ const rootKey = z
   })
   .optional();
 
+/** A yes-or-no setting: true/false, 1/0, yes/no (any case); unset is false. */
+const flag = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .regex(/^(true|false|1|0|yes|no)$/, 'must be true or false')
+  .transform((v) => v === 'true' || v === '1' || v === 'yes')
+  .optional()
+  .transform((v) => v ?? false);
+
 const envSchema = z.object({
   PORT: int(8787, 0, 65535),
   HOST: z.string().trim().min(1).optional().default('127.0.0.1'),
+  LETHE_TLS_CERT: z.string().trim().min(1).optional(),
+  LETHE_TLS_KEY: z.string().trim().min(1).optional(),
+  LETHE_TLS_CLIENT_CA: z.string().trim().min(1).optional(),
+  LETHE_BEHIND_TLS_PROXY: flag,
   NODE_ENV: z.string().optional().default('development'),
   LETHE_TOKENS: tokenPairs,
   LETHE_TOKENS_FILE: z.string().trim().min(1).optional(),
@@ -102,6 +116,16 @@ const envSchema = z.object({
   LETHE_KEYRING_DIR: z.string().trim().min(1).optional(),
   LETHE_ROOT_KEY: rootKey,
   LETHE_ROOT_KEY_FILE: z.string().trim().min(1).optional(),
+  LETHE_KEY_PROVIDER: z.enum(['local', 'pkcs11', 'aws-kms']).optional().default('local'),
+  LETHE_PKCS11_MODULE: z.string().trim().min(1).optional(),
+  LETHE_PKCS11_TOKEN_LABEL: z.string().trim().min(1).max(32).optional(),
+  LETHE_PKCS11_PIN: z.string().min(1).optional(),
+  LETHE_PKCS11_PIN_FILE: z.string().trim().min(1).optional(),
+  LETHE_PKCS11_KEY_PREFIX: z.string().trim().regex(/^[A-Za-z0-9._-]{1,32}$/, 'must be 1 to 32 letters, digits, dots, dashes or underscores').optional().default('lethe'),
+  LETHE_KMS_REGION: z.string().trim().regex(/^[a-z0-9-]{2,32}$/, 'must be an AWS region name such as eu-west-1').optional(),
+  LETHE_KMS_ENDPOINT: z.string().trim().regex(/^https?:\/\/[^/\s]+\/?$/, 'must be http(s)://host[:port]').optional(),
+  LETHE_KMS_ALIAS_PREFIX: z.string().trim().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1 to 64 letters, digits, dashes or underscores').optional().default('lethe'),
+  LETHE_KMS_DELETION_WINDOW_DAYS: int(7, 7, 30),
   LETHE_LEASE_TTL_SECONDS: int(300, 1, 86_400),
   LETHE_PROBE_THRESHOLD: fraction(0.15),
   LETHE_PROBE_SIMILARITY: fraction(0.9),
@@ -130,11 +154,17 @@ const envSchema = z.object({
   LETHE_LEDGER_LOCK: z.enum(['off', 'governance', 'compliance']).optional().default('governance'),
   LETHE_LEDGER_RETENTION_DAYS: int(3650, 1, 36_500),
   LETHE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional().default('info'),
+  // no default here: it depends on NODE_ENV and DATABASE_URL (loadConfig)
+  LETHE_AUTO_MIGRATE: z.string().trim().toLowerCase().pipe(z.enum(['true', 'false'], { message: 'must be true or false' })).optional(),
 });
 
 export interface Config {
   readonly port: number;
   readonly host: string;
+  /** PEM files `lethe serve` serves HTTPS with (read at start: src/config/tls.ts); undefined: plain HTTP. */
+  readonly tls: { certFile: string; keyFile: string; clientCaFile: string | undefined } | undefined;
+  /** LETHE_BEHIND_TLS_PROXY: a TLS-terminating proxy sits in front (plain HTTP on a non-loopback host is then allowed in production). */
+  readonly behindTlsProxy: boolean;
   /** NODE_ENV is `production`, compared trimmed and case-insensitively (`Production`, ` PRODUCTION ` too). */
   readonly production: boolean;
   readonly tokens: ReadonlyArray<{ role: Role; token: string }>;
@@ -150,6 +180,11 @@ export interface Config {
   /** 32-byte root key from LETHE_ROOT_KEY; the key provider takes ownership and zeroes it. */
   readonly rootKey: Uint8Array | undefined;
   readonly rootKeyFile: string | undefined;
+  /**
+   * Where epoch KEKs live: the local keyring (the default), a PKCS#11 token, or AWS KMS.
+   * Certificate-signing keys and system subkeys stay under the root key in every case.
+   */
+  readonly keyProvider: KeyProviderConfig;
   readonly leaseTtlSeconds: number;
   readonly probeThreshold: number;
   /** Cosine at or above which an embedding neighbour counts as carrying the erased text. */
@@ -188,7 +223,32 @@ export interface Config {
    * Object Lock (a new bucket is); undefined: off.
    */
   readonly ledgerLock: { mode: 'governance' | 'compliance'; days: number } | undefined;
+  /**
+   * `lethe serve` applies pending migrations at start-up; when false it refuses to start
+   * on a schema that is behind (run `lethe migrate`). LETHE_AUTO_MIGRATE; default true,
+   * false in production (NODE_ENV=production) on PostgreSQL (DATABASE_URL).
+   */
+  readonly autoMigrate: boolean;
 }
+
+export type KeyProviderConfig =
+  | { readonly kind: 'local' }
+  | {
+      readonly kind: 'pkcs11';
+      readonly module: string;
+      readonly tokenLabel: string;
+      /** The user PIN, or the file holding it (read at start, never logged). */
+      readonly pin: string | undefined;
+      readonly pinFile: string | undefined;
+      readonly prefix: string;
+    }
+  | {
+      readonly kind: 'aws-kms';
+      readonly region: string;
+      readonly endpoint: string | undefined;
+      readonly aliasPrefix: string;
+      readonly deletionWindowDays: number;
+    };
 
 export class ConfigError extends Error {
   readonly problems: ReadonlyArray<{ variable: string; message: string }>;
@@ -216,6 +276,25 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   if (picked.LETHE_ROOT_KEY && picked.LETHE_ROOT_KEY_FILE) {
     problems.push({ variable: 'LETHE_ROOT_KEY_FILE', message: 'set either LETHE_ROOT_KEY or LETHE_ROOT_KEY_FILE, not both' });
   }
+  if (picked.LETHE_KEY_PROVIDER?.trim() === 'pkcs11') {
+    for (const v of ['LETHE_PKCS11_MODULE', 'LETHE_PKCS11_TOKEN_LABEL'] as const) {
+      if (!picked[v]) problems.push({ variable: v, message: 'is required when LETHE_KEY_PROVIDER is pkcs11' });
+    }
+    if (!picked.LETHE_PKCS11_PIN === !picked.LETHE_PKCS11_PIN_FILE) {
+      problems.push({ variable: 'LETHE_PKCS11_PIN', message: 'set exactly one of LETHE_PKCS11_PIN or LETHE_PKCS11_PIN_FILE when LETHE_KEY_PROVIDER is pkcs11' });
+    }
+  }
+  // two deployments under one prefix share epoch numbers: one's rotation destroys the other's KEKs
+  const production = (picked.NODE_ENV ?? '').trim().toLowerCase() === 'production';
+  if (production && picked.LETHE_KEY_PROVIDER?.trim() === 'pkcs11' && !picked.LETHE_PKCS11_KEY_PREFIX) {
+    problems.push({ variable: 'LETHE_PKCS11_KEY_PREFIX', message: 'is required in production (one prefix per deployment sharing the token)' });
+  }
+  if (production && picked.LETHE_KEY_PROVIDER?.trim() === 'aws-kms' && !picked.LETHE_KMS_ALIAS_PREFIX) {
+    problems.push({ variable: 'LETHE_KMS_ALIAS_PREFIX', message: 'is required in production (one prefix per deployment sharing the AWS account and region)' });
+  }
+  if (picked.LETHE_KEY_PROVIDER?.trim() === 'aws-kms' && !picked.LETHE_KMS_REGION && !env.AWS_REGION?.trim()) {
+    problems.push({ variable: 'LETHE_KMS_REGION', message: 'is required when LETHE_KEY_PROVIDER is aws-kms (or set AWS_REGION)' });
+  }
   if (picked.S3_ENDPOINT) {
     for (const v of ['S3_ACCESS_KEY', 'S3_SECRET_KEY'] as const) {
       if (!picked[v]) problems.push({ variable: v, message: 'is required when S3_ENDPOINT is set' });
@@ -234,6 +313,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   if (picked.LETHE_REGENERATOR_URL && !picked.LETHE_REGENERATOR_MODEL) {
     problems.push({ variable: 'LETHE_REGENERATOR_MODEL', message: 'is required when LETHE_REGENERATOR_URL is set' });
   }
+  if (!picked.LETHE_TLS_CERT !== !picked.LETHE_TLS_KEY) {
+    problems.push({ variable: picked.LETHE_TLS_CERT ? 'LETHE_TLS_KEY' : 'LETHE_TLS_CERT', message: 'set both LETHE_TLS_CERT and LETHE_TLS_KEY, or neither' });
+  }
+  if (picked.LETHE_TLS_CLIENT_CA && !picked.LETHE_TLS_CERT) {
+    problems.push({ variable: 'LETHE_TLS_CLIENT_CA', message: 'needs LETHE_TLS_CERT and LETHE_TLS_KEY (client certificates are verified over HTTPS only)' });
+  }
   if (picked.LETHE_TOKENS && picked.LETHE_TOKENS_FILE) {
     problems.push({ variable: 'LETHE_TOKENS_FILE', message: 'set either LETHE_TOKENS or LETHE_TOKENS_FILE, not both' });
   }
@@ -248,6 +333,11 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   return {
     port: e.PORT,
     host: e.HOST,
+    tls:
+      e.LETHE_TLS_CERT && e.LETHE_TLS_KEY
+        ? { certFile: path.resolve(e.LETHE_TLS_CERT), keyFile: path.resolve(e.LETHE_TLS_KEY), clientCaFile: e.LETHE_TLS_CLIENT_CA && path.resolve(e.LETHE_TLS_CLIENT_CA) }
+        : undefined,
+    behindTlsProxy: e.LETHE_BEHIND_TLS_PROXY,
     production: e.NODE_ENV.trim().toLowerCase() === 'production',
     tokens: e.LETHE_TOKENS,
     tokensFile: e.LETHE_TOKENS_FILE,
@@ -263,6 +353,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     keyringDir: path.resolve(e.LETHE_KEYRING_DIR ?? path.join(dataDir, 'keyring')),
     rootKey: e.LETHE_ROOT_KEY,
     rootKeyFile: e.LETHE_ROOT_KEY_FILE,
+    keyProvider: keyProviderConfig(e, env),
     leaseTtlSeconds: e.LETHE_LEASE_TTL_SECONDS,
     probeThreshold: e.LETHE_PROBE_THRESHOLD,
     probeSimilarity: e.LETHE_PROBE_SIMILARITY,
@@ -282,6 +373,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     backupPropagateSeconds: e.LETHE_BACKUP_PROPAGATE_SECONDS,
     backupObjectLock: e.LETHE_BACKUP_OBJECT_LOCK === 'off' ? undefined : { mode: e.LETHE_BACKUP_OBJECT_LOCK, days: e.LETHE_BACKUP_RETENTION_DAYS },
     ledgerLock: e.LETHE_LEDGER_LOCK === 'off' ? undefined : { mode: e.LETHE_LEDGER_LOCK, days: e.LETHE_LEDGER_RETENTION_DAYS },
+    autoMigrate: e.LETHE_AUTO_MIGRATE === undefined ? !(e.NODE_ENV.trim().toLowerCase() === 'production' && e.DATABASE_URL) : e.LETHE_AUTO_MIGRATE === 'true',
     embeddings:
       e.LETHE_EMBEDDINGS_URL && e.LETHE_EMBEDDINGS_MODEL
         ? { url: e.LETHE_EMBEDDINGS_URL, model: e.LETHE_EMBEDDINGS_MODEL, apiKey: e.LETHE_EMBEDDINGS_API_KEY }
@@ -291,6 +383,30 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
         ? { url: e.LETHE_REGENERATOR_URL, model: e.LETHE_REGENERATOR_MODEL, apiKey: e.LETHE_REGENERATOR_API_KEY }
         : undefined,
   };
+}
+
+function keyProviderConfig(e: z.infer<typeof envSchema>, env: Readonly<Record<string, string | undefined>>): KeyProviderConfig {
+  switch (e.LETHE_KEY_PROVIDER) {
+    case 'local':
+      return { kind: 'local' };
+    case 'pkcs11':
+      return {
+        kind: 'pkcs11',
+        module: path.resolve(e.LETHE_PKCS11_MODULE!),
+        tokenLabel: e.LETHE_PKCS11_TOKEN_LABEL!,
+        pin: e.LETHE_PKCS11_PIN,
+        pinFile: e.LETHE_PKCS11_PIN_FILE,
+        prefix: e.LETHE_PKCS11_KEY_PREFIX,
+      };
+    case 'aws-kms':
+      return {
+        kind: 'aws-kms',
+        region: e.LETHE_KMS_REGION ?? env.AWS_REGION!.trim(),
+        endpoint: e.LETHE_KMS_ENDPOINT?.replace(/\/$/, ''),
+        aliasPrefix: e.LETHE_KMS_ALIAS_PREFIX,
+        deletionWindowDays: e.LETHE_KMS_DELETION_WINDOW_DAYS,
+      };
+  }
 }
 
 /** The variables this module reads, for --help output and the README. */

@@ -39,6 +39,8 @@ export type AuditAction =
   | 'kek.epoch.create'
   | 'kek.rotate'
   | 'kek.epoch.retire'
+  | 'kek.epoch.redestroy'
+  | 'kek.epoch.redate'
   | 'certificate.key.rotate'
   | 'artifact.write'
   | 'artifact.regenerate'
@@ -47,6 +49,7 @@ export type AuditAction =
   | 'training.exposure'
   | 'backup.restore'
   | 'subject.reinstate'
+  | 'erasure.report.link'
   | 'audit.head.anchor';
 
 export type AuditDetail = Readonly<Record<string, string | number | boolean | null>>;
