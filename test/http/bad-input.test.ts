@@ -426,6 +426,7 @@ describe('ids in the path', () => {
     { method: 'POST', template: '/v1/erasures/{erasureId}/redactions', param: 'erasureId', prefix: 'ers', role: 'eraser', body: { ids: [ENTRY] } },
     { method: 'POST', template: '/v1/erasures/{erasureId}/dismissals', param: 'erasureId', prefix: 'ers', role: 'eraser', body: { matches: [{ id: ENTRY, reason: 'a ruling' }] } },
     { method: 'POST', template: '/v1/erasures/{erasureId}/resume', param: 'erasureId', prefix: 'ers', role: 'eraser' },
+    { method: 'POST', template: '/v1/erasures/{erasureId}/report-link', param: 'erasureId', prefix: 'ers', role: 'eraser', body: {} },
   ];
   const SUBJECT_ROUTES: ReadonlyArray<{ method: string; template: string; body?: unknown; role?: 'admin'; other?: Record<string, string> }> = [
     { method: 'DELETE', template: '/v1/subjects/{subject}/key/lease/{leaseId}', other: { leaseId: `lease_${'Z'.repeat(22)}` } },
