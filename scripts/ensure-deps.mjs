@@ -1,6 +1,6 @@
 /**
- * The dependencies step of `npm start` (scripts/start.mjs), written so that `npm test`
- * can reuse it: plain Node, no dependency (it runs before node_modules exists).
+ * The dependencies step of `npm start` (scripts/start.mjs) and `npm test`
+ * (scripts/test.mjs): plain Node, no dependency (it runs before node_modules exists).
  *
  * node_modules is current when it was installed from this package-lock.json:
  *   - node_modules/.lethe-lock-hash holds the SHA-256 of this package-lock.json (written

@@ -1,0 +1,175 @@
+/**
+ * scripts/test.mjs (`npm test`) runs its steps in order and stops at the first that
+ * fails: the dependencies, the services under infra/, the type check, the suite. Here it
+ * runs in a folder made up for it, without network: its own copies of scripts/ and the
+ * infra/ scripts, a package-lock.json that node_modules already matches, a stand-in for
+ * tsc and one for test/run-all.mjs, each writing what it was given to a log. The
+ * services come from caches filled beforehand or from the variables that name them, so
+ * nothing is built or installed. The real suite never starts from here.
+ */
+import { spawnSync } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { tempDir } from '../support/vault.js';
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+const LOCK = { name: 'app', lockfileVersion: 3, packages: { '': { name: 'app' }, 'node_modules/a': { version: '1.0.0', resolved: 'https://registry.npmjs.org/a/-/a-1.0.0.tgz' } } };
+
+function executable(file: string, text: string): string {
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, text);
+  chmodSync(file, 0o755);
+  return file;
+}
+
+interface Project {
+  dir: string;
+  log: string;
+  env: Record<string, string>;
+  cached: { minio: string; toxiproxy: string; localKms: string };
+}
+
+/** A folder scripts/test.mjs can run in, with every service at hand. */
+function project(): Project {
+  const dir = tempDir('lethe-npm-test-');
+  dirs.push(dir);
+  for (const file of ['scripts/test.mjs', 'scripts/ensure-deps.mjs', 'infra/go-install.sh', 'infra/minio.sh', 'infra/toxiproxy.sh', 'infra/local-kms.sh', 'infra/softhsm.sh', 'infra/chromium.sh']) {
+    mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    copyFileSync(file, path.join(dir, file));
+  }
+  writeFileSync(path.join(dir, 'package-lock.json'), JSON.stringify(LOCK));
+  mkdirSync(path.join(dir, 'node_modules'));
+  writeFileSync(path.join(dir, 'node_modules', '.package-lock.json'), JSON.stringify({ packages: { 'node_modules/a': LOCK.packages['node_modules/a'] } }));
+  const log = path.join(dir, 'steps.log');
+  // stand-ins: tsc exits with FAKE_TSC_EXIT (0 by default); the suite reports what it got and exits 7
+  executable(path.join(dir, 'node_modules', '.bin', 'tsc'), `#!/bin/sh\necho "tsc $*" >> '${log}'\nexit "\${FAKE_TSC_EXIT:-0}"\n`);
+  mkdirSync(path.join(dir, 'test'));
+  writeFileSync(
+    path.join(dir, 'test', 'run-all.mjs'),
+    `import { appendFileSync } from 'node:fs';
+const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('LETHE_') && !k.endsWith('_CACHE')));
+appendFileSync(${JSON.stringify(log)}, 'run-all ' + JSON.stringify({ argv: process.argv.slice(2), env }) + '\\n');
+process.exit(7);
+`,
+  );
+  // the go-built servers, already in their caches (no Go is run: a cache hit never looks for it)
+  const cache = path.join(dir, 'cache');
+  const cached = {
+    minio: executable(path.join(cache, 'minio-v0.0.0-20260212201848-7aac2a2c5b7c', 'bin', 'minio'), '#!/bin/sh\n'),
+    toxiproxy: executable(path.join(cache, 'toxiproxy-v2.5.0', 'bin', 'toxiproxy-server'), '#!/bin/sh\n'),
+    localKms: executable(path.join(cache, 'local-kms-v0.0.0-20260228092603-2a5e92d09ab6', 'bin', 'local-kms'), '#!/bin/sh\n'),
+  };
+  // SoftHSM2 and Chromium named by their variables; softhsm.sh also wants softhsm2-util on PATH
+  const bin = path.join(dir, 'bin');
+  executable(path.join(bin, 'softhsm2-util'), '#!/bin/sh\n');
+  const module = path.join(dir, 'libsofthsm2.so');
+  writeFileSync(module, '');
+  const chromium = executable(path.join(dir, 'chromium'), '#!/bin/sh\n');
+  const env = {
+    PATH: `${bin}:/usr/bin:/bin`,
+    HOME: dir,
+    LETHE_MINIO_CACHE: cache,
+    LETHE_TOXIPROXY_CACHE: cache,
+    LETHE_LOCAL_KMS_CACHE: cache,
+    LETHE_SOFTHSM_MODULE: module,
+    LETHE_CHROMIUM: chromium,
+  };
+  return { dir, log, env, cached };
+}
+
+function npmTest(p: Project, env: Record<string, string> = {}, args: string[] = []) {
+  const r = spawnSync(process.execPath, [path.join(p.dir, 'scripts', 'test.mjs'), ...args], { cwd: p.dir, env: { ...p.env, ...env }, encoding: 'utf8', timeout: 30_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr, log: existsSync(p.log) ? readFileSync(p.log, 'utf8').trim().split('\n') : [] };
+}
+
+describe('scripts/test.mjs (npm test)', () => {
+  it('says each step is current, gives the suite what the services printed, passes its arguments on and exits with its code', () => {
+    const p = project();
+    const args = ['--reporter=default', '--reporter=json', '--outputFile.json=report.json'];
+    const first = npmTest(p, {}, args);
+    expect(first.stderr).toBe('');
+    expect(first.stdout.trim().split('\n')).toEqual([
+      'lethe: dependencies are current (node_modules matches package-lock.json)',
+      `lethe: MinIO server is current: ${p.cached.minio}`,
+      `lethe: Toxiproxy server is current: ${p.cached.toxiproxy}`,
+      `lethe: local-kms server is current: ${p.cached.localKms}`,
+      `lethe: SoftHSM2: ${p.env.LETHE_SOFTHSM_MODULE} (named by LETHE_SOFTHSM_MODULE)`,
+      `lethe: Chromium: ${p.env.LETHE_CHROMIUM} (named by LETHE_CHROMIUM)`,
+      'lethe: type-checking (tsc --noEmit -p tsconfig.json)',
+      expect.stringMatching(/^lethe: types are sound \(\d+(\.\d)? s\)$/),
+      `lethe: running the suite (node test/run-all.mjs ${args.join(' ')})`,
+    ]);
+    expect(first.status).toBe(7);
+    expect(first.log[0]).toBe('tsc --noEmit -p tsconfig.json');
+    expect(first.log[1]?.startsWith('run-all ')).toBe(true);
+    expect(JSON.parse(first.log[1]!.slice('run-all '.length))).toEqual({
+      argv: args,
+      env: {
+        LETHE_MINIO_BIN: p.cached.minio,
+        LETHE_TOXIPROXY_BIN: p.cached.toxiproxy,
+        LETHE_LOCAL_KMS_BIN: p.cached.localKms,
+        LETHE_SOFTHSM_MODULE: p.env.LETHE_SOFTHSM_MODULE,
+        LETHE_CHROMIUM: p.env.LETHE_CHROMIUM,
+      },
+    });
+  });
+
+  it('says how long a service took when its script installed it (it wrote on stderr), and shows what it wrote', () => {
+    const p = project();
+    const installed = path.join(p.dir, 'installed-chromium');
+    executable(path.join(p.dir, 'infra', 'chromium.sh'), `#!/usr/bin/env bash\necho "no Chromium: installing Debian's chromium" >&2\necho '${installed}'\n`);
+    const r = npmTest(p, { LETHE_CHROMIUM: '' });
+    expect(r.status).toBe(7);
+    expect(r.stderr).toBe("no Chromium: installing Debian's chromium\n");
+    expect(r.stdout).toMatch(new RegExp(`^lethe: Chromium ready in \\d+(\\.\\d)? s \\(Debian's chromium, installed with apt-get\\): ${installed}$`, 'm'));
+    expect(JSON.parse(r.log[1]!.slice('run-all '.length)).env.LETHE_CHROMIUM).toBe(installed);
+  });
+
+  it('stops at a service that fails, naming the step and the fix, with exit 1: no type check, no suite', () => {
+    const p = project();
+    const plain = path.join(p.dir, 'not-executable');
+    writeFileSync(plain, '');
+    const r = npmTest(p, { LETHE_MINIO_BIN: plain });
+    expect(r.status).toBe(1);
+    expect(r.stdout.trim().split('\n')).toEqual(['lethe: dependencies are current (node_modules matches package-lock.json)']);
+    // infra/minio.sh's own message, then the step's
+    expect(r.stderr).toBe(
+      `LETHE_MINIO_BIN=${plain} is not an executable file\n` +
+        'lethe: the MinIO server step failed (infra/minio.sh, exit 1; its message above says why): ' +
+        'set LETHE_MINIO_BIN to a minio binary that works, or unset it so that infra/minio.sh provides one, then run npm test again\n',
+    );
+    expect(r.log).toEqual([]);
+  });
+
+  it('stops when a service script prints no path', () => {
+    const p = project();
+    executable(path.join(p.dir, 'infra', 'softhsm.sh'), '#!/usr/bin/env bash\nexit 0\n');
+    const r = npmTest(p, { LETHE_SOFTHSM_MODULE: '' });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe("lethe: the SoftHSM2 step failed: infra/softhsm.sh printed no path; run 'apt-get install -y softhsm2' as root, or set LETHE_SOFTHSM_MODULE to a SoftHSM2 PKCS#11 module\n");
+    expect(r.log).toEqual([]);
+  });
+
+  it('stops when the type check fails: the suite never starts', () => {
+    const p = project();
+    const r = npmTest(p, { FAKE_TSC_EXIT: '2' });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe('lethe: the type check failed (tsc --noEmit -p tsconfig.json, exit 2): fix the type errors above and run npm test again\n');
+    expect(r.log).toEqual(['tsc --noEmit -p tsconfig.json']);
+  });
+
+  it('stops at the dependencies when there is no package-lock.json: no service, no type check, no suite', () => {
+    const p = project();
+    rmSync(path.join(p.dir, 'package-lock.json'));
+    const r = npmTest(p);
+    expect(r.status).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe('lethe: package-lock.json is missing: the dependencies cannot be installed from a lockfile\n');
+    expect(r.log).toEqual([]);
+  });
+});
