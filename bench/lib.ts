@@ -23,6 +23,9 @@ export const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 /** BENCH_QUICK=1: small counts and short durations, for a smoke run. */
 export const QUICK = process.env.BENCH_QUICK === '1' || process.env.BENCH_QUICK === 'true';
 
+/** BENCH_FULL=1: the full counts a section keeps out of the default run for time (e.g. providers: 100,000 keys). */
+export const FULL = process.env.BENCH_FULL === '1' || process.env.BENCH_FULL === 'true';
+
 /** A whole number >= `min` from the environment variable `name` (`_` and `,` allowed as separators), else `fallback`. */
 export function envInt(name: string, fallback: number, min: number): number {
   const raw = process.env[name]?.trim();

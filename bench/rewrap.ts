@@ -18,6 +18,8 @@
  * see the same machine (other load on a shared machine drifts over minutes).
  *
  * Flat memory shows as peak heapUsed(large) ÷ peak heapUsed(small) ≈ 1.
+ *
+ * bench/providers.ts runs the same rotation (rotateWorker) with each key provider.
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -210,14 +212,25 @@ function byteaField(bytes: Uint8Array): string {
   return `\\\\x${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex')}`;
 }
 
+export interface RotateOptions {
+  /** Names the scratch database and the progress lines (lowercase letters, digits, `_`; default `rewrap`). */
+  readonly label?: string;
+  /** Extra configuration for the vault, e.g. LETHE_KEY_PROVIDER and its settings (bench/providers.ts). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Wraps in flight while populating (default 1); an external provider answers faster with several. */
+  readonly populateConcurrency?: number;
+}
+
 /**
  * One rotation run. With `cryptoSample` > 0 it also measures the crypto-only
  * baseline in this process, half just before and half just after the rotation, so
  * that both see the same machine (other load drifts over minutes).
  */
-async function rotateWorker(keys: number, cryptoSample: number): Promise<RotateRun> {
-  const db = await createScratchDatabase(`rewrap_${keys}`);
-  const dataDir = await makeTempDir('rewrap');
+export async function rotateWorker(keys: number, cryptoSample: number, options: RotateOptions = {}): Promise<RotateRun> {
+  const tag = options.label ?? 'rewrap';
+  const populateConcurrency = options.populateConcurrency ?? 1;
+  const db = await createScratchDatabase(`${tag}_${keys}`);
+  const dataDir = await makeTempDir(tag);
   try {
     const config = loadConfig({
       DATABASE_URL: db.url,
@@ -226,6 +239,7 @@ async function rotateWorker(keys: number, cryptoSample: number): Promise<RotateR
       LETHE_LOG_LEVEL: 'warn',
       // LETHE_REWRAP_BATCH_SIZE: default, unless the caller set one
       ...(process.env.LETHE_REWRAP_BATCH_SIZE ? { LETHE_REWRAP_BATCH_SIZE: process.env.LETHE_REWRAP_BATCH_SIZE } : {}),
+      ...options.env,
     });
     let peak: MemorySample = { heapUsed: 0, rss: 0, external: 0 };
     let batches = 0;
@@ -248,7 +262,7 @@ async function rotateWorker(keys: number, cryptoSample: number): Promise<RotateR
       const fromEpoch = before.find((e) => e.state === 'active')!.epoch;
 
       // ---- population: wrap with the vault's provider, stream into COPY
-      progress(`rewrap: populating ${fmtInt(keys)} keys (epoch ${fromEpoch})`);
+      progress(`${tag}: populating ${fmtInt(keys)} keys (epoch ${fromEpoch})`);
       const sampleEvery = Math.max(1, Math.floor(keys / VERIFY_SAMPLE));
       const samples = new Map<string, Uint8Array>();
       const pg = postgres(db.url, { max: 1, onnotice: () => {} });
@@ -260,16 +274,20 @@ async function rotateWorker(keys: number, cryptoSample: number): Promise<RotateR
           for (let done = 0; done < keys; ) {
             const n = Math.min(chunkRows, keys - done);
             const lines: string[] = new Array(n);
-            for (let i = 0; i < n; i++) {
-              const keyId = newId('key');
-              const dek = new Uint8Array(randomBytes(32));
-              const wrapped = await vault.provider.wrap(fromEpoch, dek, keyId, 'subject');
-              if ((done + i) % sampleEvery === 0) samples.set(keyId, dek.slice());
-              zeroize(dek);
-              lines[i] = `${keyId}\t${byteaField(randomBytes(32))}\tactive\t${fromEpoch}\t${byteaField(wrapped)}\n`;
-            }
+            let next = 0;
+            const wrapRows = async (): Promise<void> => {
+              for (let i = next++; i < n; i = next++) {
+                const keyId = newId('key');
+                const dek = new Uint8Array(randomBytes(32));
+                const wrapped = await vault.provider.wrap(fromEpoch, dek, keyId, 'subject');
+                if ((done + i) % sampleEvery === 0) samples.set(keyId, dek.slice());
+                zeroize(dek);
+                lines[i] = `${keyId}\t${byteaField(randomBytes(32))}\tactive\t${fromEpoch}\t${byteaField(wrapped)}\n`;
+              }
+            };
+            await Promise.all(Array.from({ length: Math.min(populateConcurrency, n) }, wrapRows));
             done += n;
-            if (done % 100_000 < chunkRows && keys >= 200_000) progress(`rewrap: populated ${fmtInt(done)} keys`);
+            if (done % 100_000 < chunkRows && keys >= 200_000) progress(`${tag}: populated ${fmtInt(done)} keys`);
             yield lines.join('');
           }
         }
@@ -302,7 +320,7 @@ async function rotateWorker(keys: number, cryptoSample: number): Promise<RotateR
         }
       };
       if (cryptoSample > 0) {
-        progress(`rewrap: crypto-only baseline, first ${fmtInt(Math.ceil(cryptoSample / 2))} of ${fmtInt(cryptoSample)} keys`);
+        progress(`${tag}: crypto-only baseline, first ${fmtInt(Math.ceil(cryptoSample / 2))} of ${fmtInt(cryptoSample)} keys`);
         await cryptoHalf(Math.ceil(cryptoSample / 2));
       }
 
@@ -313,7 +331,7 @@ async function rotateWorker(keys: number, cryptoSample: number): Promise<RotateR
       const load0 = os.loadavg()[0]!;
       const cpu0 = process.cpuUsage();
       peak = { ...memoryBefore };
-      progress(`rewrap: rotating ${fmtInt(keys)} keys (batch size ${config.rewrapBatchSize})`);
+      progress(`${tag}: rotating ${fmtInt(keys)} keys (batch size ${config.rewrapBatchSize})`);
       t0 = performance.now();
       const result = await vault.epochs.rotate('bench');
       const rotationSeconds = (performance.now() - t0) / 1000;
@@ -324,7 +342,7 @@ async function rotateWorker(keys: number, cryptoSample: number): Promise<RotateR
       const memoryAfter = mem();
 
       if (cryptoSample > 1) {
-        progress(`rewrap: crypto-only baseline, second ${fmtInt(Math.floor(cryptoSample / 2))} keys`);
+        progress(`${tag}: crypto-only baseline, second ${fmtInt(Math.floor(cryptoSample / 2))} keys`);
         await cryptoHalf(Math.floor(cryptoSample / 2));
       }
 
@@ -337,7 +355,7 @@ async function rotateWorker(keys: number, cryptoSample: number): Promise<RotateR
       };
 
       // ---- verification
-      progress('rewrap: verifying');
+      progress(`${tag}: verifying`);
       const after = await vault.epochs.list();
       const oldInfo = after.find((e) => e.epoch === fromEpoch);
       const newInfo = after.find((e) => e.epoch === result.epoch);

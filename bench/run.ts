@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the thirteen benchmarks in sequence, each in its own Node process,
+ * `npm run bench`: the fourteen benchmarks in sequence, each in its own Node process,
  * then one summary. Prints human tables on stdout (progress on stderr) and writes
  * bench/results.json (a full run) or bench/results-<names>.json (a BENCH_ONLY subset,
  * e.g. bench/results-append.json), so a partial run never overwrites the full figures.
@@ -37,12 +37,17 @@
  *  13. forget   forget one memory (DELETE /v1/entries/{id} → erasure finished) for a subject of 10 vs
  *               10,000 memories (real MinIO, writer client), median wall / destroy-step times and the
  *               ratio; the re-key's parts; vs a re-key of legacy frames (the previous design)
+ *  14. providers the local keyring vs PKCS#11 (SoftHSM2) vs AWS KMS (local-kms), same run: wraps/s and
+ *               unwraps/s at concurrency 1 and 16 through the KeyProvider the vault opens; a KEK rotation
+ *               of 10,000 keys (1,000 through AWS KMS, its time for 10,000 computed; 100,000 through each
+ *               with BENCH_FULL=1) through a vault on PostgreSQL, keys/s and seconds; ratios to the local keyring
  *
  * Every figure is a ratio against a baseline measured in the same run, next to the
  * absolute numbers. Nothing here asserts on timings.
  *
  * Environment: BENCH_KEYS (default 1000000) keys for the re-wrap benchmark;
- * BENCH_QUICK=1 for a smoke run (small counts, short durations); BENCH_ONLY=lease,envelope
+ * BENCH_QUICK=1 for a smoke run (small counts, short durations); BENCH_FULL=1 for the full counts
+ * a section keeps out of the default run for time (providers: 100,000 keys); BENCH_ONLY=lease,envelope
  * to run a subset; BENCH_PG_ADMIN_URL (default postgres://postgres@127.0.0.1:5432/postgres)
  * for the server that holds the scratch lethe_bench_* databases.
  */
@@ -59,12 +64,27 @@ import { formatLease, type LeaseResult } from './lease.js';
 import { BENCH_DIR, benchKeys, fmtBytes, fmtInt, fmtNum, fmtRatio, fmtSeconds, progress, QUICK, runChild, table } from './lib.js';
 import { formatProbe, type ProbeResult } from './probe.js';
 import { formatProvenance, type ProvenanceResult } from './provenance.js';
+import { formatProviders, localRun, type ProvidersResult, rotationSecondsFor } from './providers.js';
 import { formatRewrap, type RewrapResult } from './rewrap.js';
 import { formatScoped, type ScopedResult } from './scoped.js';
 import { formatSearch, type SearchResult } from './search.js';
 import { formatStreams, type StreamsResult } from './streams.js';
 
-type Name = 'lease' | 'envelope' | 'rewrap' | 'append' | 'provenance' | 'search' | 'backup' | 'erasure' | 'probe' | 'faults' | 'streams' | 'scoped' | 'forget';
+type Name =
+  | 'lease'
+  | 'envelope'
+  | 'rewrap'
+  | 'append'
+  | 'provenance'
+  | 'search'
+  | 'backup'
+  | 'erasure'
+  | 'probe'
+  | 'faults'
+  | 'streams'
+  | 'scoped'
+  | 'forget'
+  | 'providers';
 
 interface Section<T> {
   readonly ok: boolean;
@@ -74,7 +94,7 @@ interface Section<T> {
   readonly error?: string;
 }
 
-const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup', 'erasure', 'probe', 'faults', 'streams', 'scoped', 'forget'];
+const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup', 'erasure', 'probe', 'faults', 'streams', 'scoped', 'forget', 'providers'];
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean) as Name[] | undefined;
 const selected = ALL.filter((n) => !only || only.includes(n));
 
@@ -115,6 +135,7 @@ const faults = sections.faults as Section<FaultsResult> | undefined;
 const streams = sections.streams as Section<StreamsResult> | undefined;
 const scoped = sections.scoped as Section<ScopedResult> | undefined;
 const forget = sections.forget as Section<ForgetResult> | undefined;
+const providers = sections.providers as Section<ProvidersResult> | undefined;
 const totalSeconds = (performance.now() - t0) / 1000;
 
 // ------------------------------------------------------------------ report
@@ -192,6 +213,11 @@ out.push('');
 out.push('== 13. Forget one memory: a subject of 10 vs 10,000 memories ==');
 if (forget?.result) out.push(formatForget(forget.result), sectionLine('forget', forget));
 else out.push(forget ? `FAILED: ${forget.error}` : 'skipped');
+
+out.push('');
+out.push('== 14. Key providers: local keyring vs PKCS#11 (SoftHSM2) vs AWS KMS (local-kms) ==');
+if (providers?.result) out.push(formatProviders(providers.result), sectionLine('providers', providers));
+else out.push(providers ? `FAILED: ${providers.error}` : 'skipped');
 
 const summary: string[][] = [];
 if (lease?.result) {
@@ -441,6 +467,31 @@ if (forget?.result) {
     ]);
   }
 }
+if (providers?.result) {
+  const r = providers.result;
+  const local = localRun(r);
+  const c1 = (run: typeof local) => run.throughput.find((f) => f.concurrency === 1)!;
+  const c16 = (run: typeof local) => run.throughput.find((f) => f.concurrency === 16)!;
+  for (const run of r.runs.filter((x) => x.kind !== 'local')) {
+    summary.push([
+      `${run.kind} wraps/s ÷ local keyring wraps/s, concurrency 1`,
+      `${fmtNum(c1(run).wrapsPerSec, 0)} / ${fmtNum(c1(local).wrapsPerSec, 0)}`,
+      fmtRatio(c1(run).wrapsPerSec / c1(local).wrapsPerSec),
+      `figures only; unwraps ${fmtRatio(c1(run).unwrapsPerSec / c1(local).unwrapsPerSec)}; concurrency 16: wraps ` +
+        `${fmtRatio(c16(run).wrapsPerSec / c16(local).wrapsPerSec)}, unwraps ${fmtRatio(c16(run).unwrapsPerSec / c16(local).unwrapsPerSec)}`,
+    ]);
+    const n = rotationSecondsFor(run, r.keys);
+    const localN = rotationSecondsFor(local, r.keys);
+    summary.push([
+      `${run.kind} rotation keys/s ÷ local keyring keys/s (${fmtInt(run.rotation.keys)} ÷ ${fmtInt(local.rotation.keys)} keys)`,
+      `${fmtNum(run.rotation.rotation.keysPerSec, 0)} / ${fmtNum(local.rotation.rotation.keysPerSec, 0)}`,
+      fmtRatio(run.rotation.rotation.keysPerSec / local.rotation.rotation.keysPerSec),
+      `figures only; ${fmtInt(r.keys)} keys: ${fmtSeconds(n.seconds)}${n.computed ? ' (computed from the rate)' : ''} vs ${fmtSeconds(localN.seconds)}` +
+        (run.rotation.verification.ok ? '' : '; VERIFICATION FAILED'),
+    ]);
+  }
+  if (!local.rotation.verification.ok) summary.push(['local keyring rotation verified', '', '', 'FAILED']);
+}
 out.push('');
 out.push('== Summary (ratio = measured ÷ same-run baseline) ==');
 out.push(table(['figure', 'measured / baseline', 'ratio', 'note'], summary));
@@ -480,6 +531,7 @@ await writeFile(
       streams: streams ?? null,
       scoped: scoped ?? null,
       forget: forget ?? null,
+      providers: providers ?? null,
     },
     null,
     2,
