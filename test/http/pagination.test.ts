@@ -284,7 +284,8 @@ describe('GET /v1/subjects/{subject}/entries pages', () => {
       `pagination: wrote 10,000 entries in ${(wroteMs / 1000).toFixed(1)} s; walked ${seen.length} entries in ${sizes.length} pages in ${(walkMs / 1000).toFixed(1)} s ` +
         `while ${appendedDuringWalk} were appended (${seen.length - 10_000} of them listed)`,
     );
-  });
+    // 10,000 appends and a walk racing a writer: about 20 s on an idle machine, three times that with the suite's other workers busy
+  }, 180_000);
 });
 
 describe('bad list input is 400 validation_failed, never a 500', () => {
