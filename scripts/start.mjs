@@ -20,9 +20,9 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
-import { constants } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runForwardingSignals } from './child.mjs';
 import { ensureDeps, StepError } from './ensure-deps.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -75,23 +75,10 @@ async function ensureBuild() {
 
 function serve(args) {
   say(`lethe: starting lethe serve (node dist/cli/bin.js serve${args.length ? ` ${args.join(' ')}` : ''})`);
-  const child = spawn(process.execPath, [path.join(root, 'dist', 'cli', 'bin.js'), 'serve', ...args], { cwd: root, stdio: 'inherit', detached: true });
-  const lastSent = new Map();
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-    process.on(signal, () => {
-      const now = Date.now();
-      if (now - (lastSent.get(signal) ?? 0) < 1000) return;
-      lastSent.set(signal, now);
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    });
-  }
-  child.on('error', (e) => {
-    console.error(`lethe: lethe serve could not be started: ${e.message}`);
-    process.exit(1);
-  });
-  child.on('exit', (code, signal) => {
-    say(`lethe: lethe serve exited (${signal ?? `code ${code}`})`);
-    process.exit(code ?? 128 + (constants.signals[signal] ?? 0));
+  runForwardingSignals(path.join(root, 'dist', 'cli', 'bin.js'), ['serve', ...args], {
+    cwd: root,
+    what: 'lethe serve',
+    onExit: (code, signal) => say(`lethe: lethe serve exited (${signal ?? `code ${code}`})`),
   });
 }
 

@@ -31,9 +31,9 @@
  * Plain Node, no dependency: it runs before node_modules exists.
  */
 import { spawn } from 'node:child_process';
-import { constants } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runForwardingSignals } from './child.mjs';
 import { ensureDeps, StepError } from './ensure-deps.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -113,21 +113,7 @@ async function typecheck() {
 /** node test/run-all.mjs with `args`; exits with its exit code. */
 function suite(args) {
   say(`lethe: running the suite (node test/run-all.mjs${args.length ? ` ${args.join(' ')}` : ''})`);
-  const child = spawn(process.execPath, [path.join(root, 'test', 'run-all.mjs'), ...args], { cwd: root, stdio: 'inherit', detached: true });
-  const lastSent = new Map();
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-    process.on(signal, () => {
-      const now = Date.now();
-      if (now - (lastSent.get(signal) ?? 0) < 1000) return;
-      lastSent.set(signal, now);
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    });
-  }
-  child.on('error', (e) => {
-    console.error(`lethe: the suite could not be started (node test/run-all.mjs): ${e.message}`);
-    process.exit(1);
-  });
-  child.on('exit', (code, signal) => process.exit(code ?? 128 + (constants.signals[signal] ?? 0)));
+  runForwardingSignals(path.join(root, 'test', 'run-all.mjs'), args, { cwd: root, what: 'the suite (node test/run-all.mjs)' });
 }
 
 try {
