@@ -8,14 +8,13 @@
 #   LETHE_CHROMIUM   the Chromium binary to use (default /usr/bin/chromium)
 set -euo pipefail
 chromium_bin="${LETHE_CHROMIUM:-/usr/bin/chromium}"
+here="${BASH_SOURCE[0]%/*}"
+[ "$here" = "${BASH_SOURCE[0]}" ] && here=.
+# shellcheck source=apt-install.sh
+. "$here/apt-install.sh"
 if [ ! -x "$chromium_bin" ]; then
-  as_root=""
-  if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null 2>&1 && as_root="sudo -n"
-  fi
   echo "no Chromium at $chromium_bin: installing Debian's chromium" >&2
-  { $as_root apt-get update -qq && $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >&2 ||
-    { echo "Chromium could not be installed (apt-get failed): run 'apt-get install -y chromium' as root, or set LETHE_CHROMIUM to a Chromium binary" >&2; exit 1; }
+  apt_install chromium Chromium ", or set LETHE_CHROMIUM to a Chromium binary" || exit 1
   [ -x "$chromium_bin" ] ||
     { echo "Chromium is still missing at $chromium_bin after apt-get: install it with 'apt-get install -y chromium', or set LETHE_CHROMIUM to a Chromium binary" >&2; exit 1; }
 fi

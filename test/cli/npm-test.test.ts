@@ -38,7 +38,7 @@ interface Project {
 function project(): Project {
   const dir = tempDir('lethe-npm-test-');
   dirs.push(dir);
-  for (const file of ['scripts/test.mjs', 'scripts/ensure-deps.mjs', 'scripts/child.mjs', 'infra/go-install.sh', 'infra/minio.sh', 'infra/toxiproxy.sh', 'infra/local-kms.sh', 'infra/softhsm.sh', 'infra/chromium.sh']) {
+  for (const file of ['scripts/test.mjs', 'scripts/ensure-deps.mjs', 'scripts/child.mjs', 'infra/go-install.sh', 'infra/minio.sh', 'infra/toxiproxy.sh', 'infra/local-kms.sh', 'infra/softhsm.sh', 'infra/chromium.sh', 'infra/apt-install.sh']) {
     mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
     copyFileSync(file, path.join(dir, file));
   }
