@@ -68,12 +68,13 @@ describe('the @lethe/client package', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('ships the compiled client alone: dist (JavaScript and declarations), its package.json and README', () => {
+  it('ships the compiled client alone: dist (JavaScript and declarations), its package.json, README and LICENSE', () => {
     const files = packed!.files.map((f) => f.path);
     expect(files).toContain('dist/client/index.js');
     expect(files).toContain('dist/client/index.d.ts');
     expect(files).toContain('dist/client/langgraph.js');
-    expect(files.every((f) => f.startsWith('dist/') || f === 'package.json' || f === 'README.md'), files.join(', ')).toBe(true);
+    expect(files).toContain('LICENSE');
+    expect(files.every((f) => f.startsWith('dist/') || ['package.json', 'README.md', 'LICENSE'].includes(f)), files.join(', ')).toBe(true);
     // nothing of the service was compiled into it
     for (const server of ['dist/http/', 'dist/db/', 'dist/vault/', 'dist/app/', 'dist/observability/']) expect(files.some((f) => f.startsWith(server)), server).toBe(false);
   });
