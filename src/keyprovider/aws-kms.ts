@@ -239,6 +239,8 @@ export class AwsKmsEpochStore implements EpochKeyStore {
             { TagKey: 'lethe:role', TagValue: 'epoch-kek' },
             { TagKey: 'lethe:epoch', TagValue: String(epoch) },
             { TagKey: 'lethe:alias', TagValue: alias },
+            // the number taken again: the destroyed key it replaces under the alias, whose fate destructionState reports
+            ...(retaken && existing?.KeyId ? [{ TagKey: 'lethe:replaces', TagValue: existing.KeyId }] : []),
           ],
         }),
       ),
@@ -373,9 +375,21 @@ export class AwsKmsEpochStore implements EpochKeyStore {
 
   async destructionState(epoch: number): Promise<DestructionState> {
     checkEpoch(epoch);
-    const key = await this.#describe(epoch);
+    let key = await this.#describe(epoch);
     // AWS deletes the alias with the key: no alias, no key
     if (!key) return { state: 'gone' };
+    // the number was taken again (a fresh database on this prefix): what was destroyed is the key the alias named before
+    const replaced = key.KeyState === 'Enabled' && key.KeyId ? await this.#replaced(key.KeyId) : undefined;
+    if (replaced !== undefined) {
+      key = await this.#describeKey(replaced);
+      if (!key) return { state: 'gone' };
+      if (key.KeyState !== 'PendingDeletion' && key.KeyState !== 'PendingReplicaDeletion') {
+        // its deletion was cancelled: it no longer has an alias for destroyEpoch to reach, so it is scheduled again here
+        await this.#send('ScheduleKeyDeletion', (c) => c.send(new ScheduleKeyDeletionCommand({ KeyId: replaced, PendingWindowInDays: this.#windowDays })));
+        key = await this.#describeKey(replaced);
+        if (!key) return { state: 'gone' };
+      }
+    }
     if (key.KeyState === 'PendingDeletion' || key.KeyState === 'PendingReplicaDeletion') {
       return key.DeletionDate ? { state: 'pending', goneAt: new Date(key.DeletionDate.getTime()) } : { state: 'present' };
     }
@@ -398,6 +412,22 @@ export class AwsKmsEpochStore implements EpochKeyStore {
 
   #alias(epoch: number): string {
     return `alias/${this.#prefix}/epoch-${String(epoch).padStart(8, '0')}`;
+  }
+
+  /** The key id a re-taken epoch's key replaced (its `lethe:replaces` tag), if any. */
+  async #replaced(keyId: string): Promise<string | undefined> {
+    const tags = (await this.#send('ListResourceTags', (c) => c.send(new ListResourceTagsCommand({ KeyId: keyId })))).Tags ?? [];
+    return tags.find((t) => t.TagKey === 'lethe:replaces')?.TagValue;
+  }
+
+  /** A key as KMS describes it now, by id; undefined when it no longer exists. */
+  async #describeKey(keyId: string): Promise<KeyMetadata | undefined> {
+    try {
+      return (await this.#send('DescribeKey', (c) => c.send(new DescribeKeyCommand({ KeyId: keyId })))).KeyMetadata;
+    } catch (e) {
+      if (kmsName(e) === 'NotFoundException') return undefined;
+      throw e;
+    }
   }
 
   /** The epoch's key as KMS describes it now (by alias); undefined when the alias does not exist. */

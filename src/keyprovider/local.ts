@@ -168,6 +168,9 @@ export class LocalKeyringProvider implements KeyProvider {
 
   async destructionState(epoch: number): Promise<DestructionState> {
     checkEpoch(epoch);
+    // destroyed here once (its tombstone): gone for good, even if a KEK has been made under the number since
+    // (a fresh database on this keyring) — that one is another key, which opens nothing the first one wrapped
+    if ((await this.destroyedAt(epoch)) !== undefined) return { state: 'gone' };
     return (await this.listEpochs()).includes(epoch) ? { state: 'present' } : { state: 'gone' };
   }
 

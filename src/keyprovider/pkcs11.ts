@@ -530,8 +530,11 @@ export class Pkcs11EpochStore implements EpochKeyStore {
 
   async destructionState(epoch: number): Promise<DestructionState> {
     checkEpoch(epoch);
-    // a key object under the epoch's label can unwrap: present; none: C_DestroyObject took them all
-    return this.#run(`look up epoch ${epoch}`, (session) => (this.#keyRefs(session, epoch, true).length > 0 ? { state: 'present' as const } : { state: 'gone' as const }));
+    // C_DestroyObject is final: with a tombstone the destroyed keys are gone, whatever was made under the number
+    // since (another key, refused as key_commitment_mismatch); without one, a key object under the label is present
+    return this.#run(`look up epoch ${epoch}`, (session) =>
+      this.#tombstones(session, epoch).length > 0 || this.#keyRefs(session, epoch, true).length === 0 ? { state: 'gone' as const } : { state: 'present' as const },
+    );
   }
 
   async destroyedAt(epoch: number): Promise<Date | undefined> {

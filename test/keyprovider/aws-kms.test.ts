@@ -165,6 +165,8 @@ describe('AwsKmsEpochStore against local-kms', () => {
       // and what the old key wrapped is refused as made under another key, never opened
       await store.createEpoch(3);
       expect(await store.listEpochs()).toContain(3);
+      // what was destroyed is still the old key: pending until its date, never the new key's "present"
+      expect(await store.destructionState(3)).toEqual({ state: 'pending', goneAt: at });
       expect((await rejection(store.unwrap(3, wrapped, 'key-del', 'erasure'))).code).toBe('key_commitment_mismatch');
       const again = await store.wrap(3, randomBytes(32), 'key-again', 'subject');
       zeroize(await store.unwrap(3, again, 'key-again', 'subject'));

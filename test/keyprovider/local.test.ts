@@ -145,4 +145,21 @@ describe('the root key', () => {
     expect(message).toMatch(/32 bytes/);
     expect(message).not.toContain('c2VjcmV0');
   });
+
+  it('says a destroyed epoch is gone, even once a KEK is made again under its number (another key)', async () => {
+    const dir = tempDir();
+    const p = await LocalKeyringProvider.open(dir, root());
+    await p.createEpoch(1);
+    expect(await p.destructionState(1)).toEqual({ state: 'present' });
+    const wrapped = await p.wrap(1, randomBytes(32), 'key_g', 'subject');
+    await p.destroyEpoch(1);
+    expect(await p.destructionState(1)).toEqual({ state: 'gone' });
+    // a fresh database on this keyring makes epoch 1 again: a different KEK, which opens nothing the first wrapped
+    await p.createEpoch(1);
+    expect(await p.listEpochs()).toEqual([1]);
+    expect(await p.destructionState(1)).toEqual({ state: 'gone' });
+    await expect(p.unwrap(1, wrapped, 'key_g', 'subject')).rejects.toBeInstanceOf(LetheError);
+    expect(await p.destructionState(2)).toEqual({ state: 'gone' });
+    await p.close();
+  });
 });
