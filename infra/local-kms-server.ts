@@ -14,7 +14,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { installedBinary } from './local-server.js';
+import { installedBinary, stopChild } from './local-server.js';
 
 export interface LocalKmsServer {
   /** e.g. http://127.0.0.1:41234 */
@@ -65,13 +65,7 @@ export async function startLocalKms(binary: string, options: { region?: string; 
   child.stderr?.on('data', onData);
 
   const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 5_000);
-      await exited;
-      clearTimeout(t);
-    }
+    await stopChild(child);
     rmSync(dataDir, { recursive: true, force: true });
   };
 

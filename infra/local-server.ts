@@ -1,8 +1,9 @@
 /**
  * What the servers the tests and benchmarks start for themselves share (MinIO,
- * Toxiproxy): the binary from its install script, and a free loopback port.
+ * Toxiproxy, local-kms): the binary from its install script, a free loopback port, and
+ * stopping the process.
  */
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
@@ -25,4 +26,18 @@ export async function freePort(): Promise<number> {
       server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
     });
   });
+}
+
+/**
+ * Stops a server the harness started: SIGCONT first (a paused server does not act on
+ * SIGTERM), then SIGTERM, and SIGKILL if it has not exited after `graceMs`.
+ */
+export async function stopChild(child: ChildProcess, graceMs = 5_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGCONT');
+  child.kill('SIGTERM');
+  const t = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(t);
 }

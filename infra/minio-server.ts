@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { freePort, installedBinary } from './local-server.js';
+import { freePort, installedBinary, stopChild } from './local-server.js';
 
 export interface MinioServer {
   readonly endpoint: string;
@@ -75,15 +75,7 @@ export async function startMinio(binary: string, again?: MinioServer): Promise<M
       child.kill('SIGCONT');
     },
     async stop(options = {}) {
-      if (child.exitCode === null && child.signalCode === null) {
-        // a paused server does not act on SIGTERM
-        child.kill('SIGCONT');
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
-        await exited;
-        clearTimeout(t);
-      }
+      await stopChild(child, 10_000);
       if (!options.keepData) rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -5,7 +5,7 @@
  * HTTP API (test/support/toxiproxy.ts).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { freePort, installedBinary } from './local-server.js';
+import { freePort, installedBinary, stopChild } from './local-server.js';
 
 export interface ToxiproxyServer {
   /** The HTTP API, e.g. http://127.0.0.1:41234. */
@@ -52,13 +52,7 @@ export async function startToxiproxy(binary: string): Promise<ToxiproxyServer> {
     apiUrl,
     port,
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        const t = setTimeout(() => child.kill('SIGKILL'), 5_000);
-        await exited;
-        clearTimeout(t);
-      }
+      await stopChild(child);
     },
   };
 }

@@ -202,6 +202,33 @@ function tokenFailure(what: string, e: unknown): LetheError {
   return new LetheError('unavailable', `the PKCS#11 token could not ${what}: ${ckr(e)}`, { cause: e, retryable: false });
 }
 
+/**
+ * The attributes of an epoch KEK generated in the token: AES-256, on the token, private,
+ * sensitive, never extractable or modifiable, for encrypt/decrypt only; `label` names
+ * the epoch, `kid` (16 bytes) is the CKA_ID every wrap records.
+ */
+export function epochKeyTemplate(label: string, kid: Buffer): pkcs11js.Template {
+  return [
+    { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_SECRET_KEY },
+    { type: pkcs11js.CKA_KEY_TYPE, value: pkcs11js.CKK_AES },
+    { type: pkcs11js.CKA_VALUE_LEN, value: 32 },
+    { type: pkcs11js.CKA_TOKEN, value: true },
+    { type: pkcs11js.CKA_PRIVATE, value: true },
+    { type: pkcs11js.CKA_SENSITIVE, value: true },
+    { type: pkcs11js.CKA_EXTRACTABLE, value: false },
+    { type: pkcs11js.CKA_MODIFIABLE, value: false },
+    { type: pkcs11js.CKA_ENCRYPT, value: true },
+    { type: pkcs11js.CKA_DECRYPT, value: true },
+    { type: pkcs11js.CKA_WRAP, value: false },
+    { type: pkcs11js.CKA_UNWRAP, value: false },
+    { type: pkcs11js.CKA_SIGN, value: false },
+    { type: pkcs11js.CKA_VERIFY, value: false },
+    { type: pkcs11js.CKA_DERIVE, value: false },
+    { type: pkcs11js.CKA_LABEL, value: label },
+    { type: pkcs11js.CKA_ID, value: kid },
+  ];
+}
+
 interface KeyRef {
   readonly handle: Handle;
   readonly kid: Buffer;
@@ -377,25 +404,7 @@ export class Pkcs11EpochStore implements EpochKeyStore {
     checkEpoch(epoch);
     await this.#run(`create epoch ${epoch}`, async (session) => {
       if (this.#keyRefs(session, epoch, true).length > 0) return; // never a second key when one is seen
-      await this.#lib.C_GenerateKeyAsync(session, { mechanism: pkcs11js.CKM_AES_KEY_GEN }, [
-        { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_SECRET_KEY },
-        { type: pkcs11js.CKA_KEY_TYPE, value: pkcs11js.CKK_AES },
-        { type: pkcs11js.CKA_VALUE_LEN, value: 32 },
-        { type: pkcs11js.CKA_TOKEN, value: true },
-        { type: pkcs11js.CKA_PRIVATE, value: true },
-        { type: pkcs11js.CKA_SENSITIVE, value: true },
-        { type: pkcs11js.CKA_EXTRACTABLE, value: false },
-        { type: pkcs11js.CKA_MODIFIABLE, value: false },
-        { type: pkcs11js.CKA_ENCRYPT, value: true },
-        { type: pkcs11js.CKA_DECRYPT, value: true },
-        { type: pkcs11js.CKA_WRAP, value: false },
-        { type: pkcs11js.CKA_UNWRAP, value: false },
-        { type: pkcs11js.CKA_SIGN, value: false },
-        { type: pkcs11js.CKA_VERIFY, value: false },
-        { type: pkcs11js.CKA_DERIVE, value: false },
-        { type: pkcs11js.CKA_LABEL, value: this.#label(epoch) },
-        { type: pkcs11js.CKA_ID, value: Buffer.from(randomBytes(KID_LENGTH)) },
-      ]);
+      await this.#lib.C_GenerateKeyAsync(session, { mechanism: pkcs11js.CKM_AES_KEY_GEN }, epochKeyTemplate(this.#label(epoch), Buffer.from(randomBytes(KID_LENGTH))));
       // see what the token holds now, including a key another replica made meanwhile
       this.#keyRefs(session, epoch, true);
     });

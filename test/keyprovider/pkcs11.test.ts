@@ -5,7 +5,7 @@ import pkcs11js from 'pkcs11js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSoftHsmToken, type SoftHsmToken } from '../../infra/softhsm.js';
 import { randomBytes } from '../../src/crypto/index.js';
-import { Pkcs11EpochStore } from '../../src/keyprovider/pkcs11.js';
+import { epochKeyTemplate, Pkcs11EpochStore } from '../../src/keyprovider/pkcs11.js';
 import { epochStoreContract } from './epoch-store-contract.js';
 
 // SoftHSM reads its token directory at C_Initialize: every token this process uses is
@@ -139,19 +139,8 @@ describe('the PKCS#11 epoch store on SoftHSM2', () => {
     // what a racing replica leaves: a second key object under the same label
     const raw = rawSession();
     try {
-      raw.lib.C_GenerateKey(raw.session, { mechanism: pkcs11js.CKM_AES_KEY_GEN }, [
-        { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_SECRET_KEY },
-        { type: pkcs11js.CKA_KEY_TYPE, value: pkcs11js.CKK_AES },
-        { type: pkcs11js.CKA_VALUE_LEN, value: 32 },
-        { type: pkcs11js.CKA_TOKEN, value: true },
-        { type: pkcs11js.CKA_PRIVATE, value: true },
-        { type: pkcs11js.CKA_SENSITIVE, value: true },
-        { type: pkcs11js.CKA_EXTRACTABLE, value: false },
-        { type: pkcs11js.CKA_ENCRYPT, value: true },
-        { type: pkcs11js.CKA_DECRYPT, value: true },
-        { type: pkcs11js.CKA_LABEL, value: `${prefix}-epoch-00000003` },
-        { type: pkcs11js.CKA_ID, value: Buffer.alloc(16, 0) }, // sorts first: new wraps use it
-      ]);
+      // CKA_ID of zeros sorts first: new wraps use it
+      raw.lib.C_GenerateKey(raw.session, { mechanism: pkcs11js.CKM_AES_KEY_GEN }, epochKeyTemplate(`${prefix}-epoch-00000003`, Buffer.alloc(16, 0)));
       const replica = await openStore(prefix, { sessions: 1 });
       try {
         const dek = randomBytes(32);
