@@ -73,7 +73,11 @@ describe('two replicas agree on key destructions', () => {
   const heartbeat = async (replicaId: string) => (await sql`select applied_seq, listener, index from replica_heartbeats where replica_id = ${replicaId}`)[0];
 
   it('each replica has a heartbeat row, and its listener a connection of its own', async () => {
-    const rows = await sql`select replica_id, listener, index from replica_heartbeats order by replica_id`;
+    // a replica serves while its index rebuilds; its heartbeat says `ready` from the first beat after the rebuild
+    const rows = await until('both heartbeats to report the index ready', async () => {
+      const r = await sql`select replica_id, listener, index from replica_heartbeats order by replica_id`;
+      return r.length === 2 && r.every((x) => x.index === 'ready') && r;
+    });
     expect(rows.map((r) => r.replica_id).sort()).toEqual([(await ready(a)).replica!.id, bId].sort());
     for (const r of rows) expect(r).toMatchObject({ listener: 'up', index: 'ready' });
     const listeners = await sql`select pid from pg_stat_activity where application_name = ${listenerApplicationName(b.child.pid!)} and query ilike 'listen%'`;
