@@ -207,10 +207,12 @@ describe('the writer releases its leases (lease TTL at its default, 300 s)', () 
   }, 60_000);
 });
 
-describe('renewal (lease TTL 2 s)', () => {
+// TTL 10 s: the writer renews at 8 s; the second append at 8.3 s leaves 1.7 s before the first
+// lease expires (a writer never releases an expired lease, so a 2 s TTL failed on a loaded machine)
+describe('renewal (lease TTL 10 s)', () => {
   let svc: Awaited<ReturnType<typeof service>>;
   beforeAll(async () => {
-    svc = await service({ LETHE_LEASE_TTL_SECONDS: '2' });
+    svc = await service({ LETHE_LEASE_TTL_SECONDS: '10' });
   });
   afterAll(async () => {
     await svc?.close();
@@ -220,7 +222,7 @@ describe('renewal (lease TTL 2 s)', () => {
     const w = new LetheWriter({ baseUrl: `http://127.0.0.1:${svc.server.port}`, token: TOKENS.writer, store: svc.store, segmentMaxAgeMs: 10 });
     const s = `user:renew-${tag()}`;
     const first = await w.append(s, { text: 'one' });
-    await new Promise((r) => setTimeout(r, 1650)); // past the renewal point (TTL - TTL/5), before the expiry
+    await new Promise((r) => setTimeout(r, 8300)); // past the renewal point (TTL - TTL/5), before the expiry
     await w.append(s, { text: 'two' });
     const rows = await waitFor('the replaced lease to be released', async () => {
       const r = await leaseRows(svc.server, first.keyId);
