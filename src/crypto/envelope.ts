@@ -26,9 +26,25 @@
  *
  * Nonce policy: random 24-byte nonces; with per-message subkeys there is no practical
  * limit on messages per key.
+ *
+ * Algorithm 2 (the same layout; for keys that seal many small envelopes — the key
+ * provider's epoch KEKs wrapping DEKs): the key schedule is derived once per key
+ * (`PreparedKey`), not once per envelope:
+ *   prk       = HKDF-Extract(SHA-256, salt = "lethe/v1/prepared", ikm = key)
+ *   encKey    = HKDF-Expand(prk, "lethe/v1/prepared/enc", 32)
+ *   commitKey = HKDF-Expand(prk, "lethe/v1/prepared/commit", 32)
+ *   commit    = HMAC-SHA256(commitKey, nonce)
+ *   ct        = XChaCha20-Poly1305(encKey, nonce).encrypt(pt, aad = header || associatedData)
+ * The commitment still makes an envelope open under exactly one key (two keys with the
+ * same tag for a nonce is an HMAC-SHA256 collision). XChaCha20-Poly1305 takes a long-term
+ * key with random 192-bit nonces by design (HChaCha20 derives a subkey per nonce), so
+ * dropping the per-envelope HKDF changes no bound that matters here. The algorithm id is
+ * in the authenticated header and the two derive different keys: an envelope relabelled
+ * from one algorithm to the other fails its commitment. `open` reads both.
  */
 import { xchacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { expand, extract } from '@noble/hashes/hkdf.js';
+import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { LetheError } from '../errors.js';
 import { constantTimeEqual, randomBytes, utf8, zeroize } from './bytes.js';
@@ -37,6 +53,8 @@ export const ENVELOPE_MAGIC_0 = 0x4c;
 export const ENVELOPE_MAGIC_1 = 0x45;
 export const FORMAT_VERSION = 1;
 export const ALG_XCHACHA20POLY1305_HKDF_SHA256 = 1;
+/** Algorithm 2: XChaCha20-Poly1305 under a key schedule derived once per key (PreparedKey). */
+export const ALG_XCHACHA20POLY1305_PREPARED = 2;
 export const KEY_LENGTH = 32;
 export const NONCE_LENGTH = 24;
 export const COMMITMENT_LENGTH = 32;
@@ -46,6 +64,9 @@ const FIXED_HEADER = 5;
 
 const INFO_ENC = utf8.encode('lethe/v1/enc');
 const INFO_COMMIT = utf8.encode('lethe/v1/commit');
+const PREPARED_SALT = utf8.encode('lethe/v1/prepared');
+const PREPARED_INFO_ENC = utf8.encode('lethe/v1/prepared/enc');
+const PREPARED_INFO_COMMIT = utf8.encode('lethe/v1/prepared/commit');
 const KEY_ID_PATTERN = /^[\x21-\x7e]+$/;
 
 /** A parsed envelope. `header` is the exact bytes authenticated as associated data. */
@@ -112,32 +133,51 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
   return out;
 }
 
-/** Encrypts `plaintext` into a fresh envelope. */
-export function seal(input: SealInput): Uint8Array {
-  checkKey(input.key);
+/** The checked key id bytes and nonce of a seal (either algorithm). */
+function checkSealInput(input: { keyId: string; plaintext: Uint8Array; associatedData: Uint8Array; nonce?: Uint8Array | undefined }): { keyIdBytes: Uint8Array; nonce: Uint8Array } {
   const keyIdBytes = checkKeyId(input.keyId);
   if (!(input.plaintext instanceof Uint8Array)) throw new LetheError('validation_failed', 'plaintext must be bytes');
   if (!(input.associatedData instanceof Uint8Array)) throw new LetheError('validation_failed', 'associatedData must be bytes');
   const nonce = input.nonce ?? randomBytes(NONCE_LENGTH);
   if (!(nonce instanceof Uint8Array) || nonce.length !== NONCE_LENGTH) throw new LetheError('validation_failed', `nonce must be ${NONCE_LENGTH} bytes`);
+  return { keyIdBytes, nonce };
+}
 
+/**
+ * An envelope's bytes: the header (algorithm, key id, nonce, commitment), then
+ * `plaintext` encrypted straight into the buffer after it by the cipher `cipherFor`
+ * makes for the authenticated data (header || associatedData).
+ */
+function writeEnvelope(
+  algorithm: number,
+  keyIdBytes: Uint8Array,
+  nonce: Uint8Array,
+  commitment: Uint8Array,
+  plaintext: Uint8Array,
+  associatedData: Uint8Array,
+  cipherFor: (aad: Uint8Array) => ReturnType<typeof xchacha20poly1305>,
+): Uint8Array {
+  const headerLength = FIXED_HEADER + keyIdBytes.length + NONCE_LENGTH + COMMITMENT_LENGTH;
+  const out = new Uint8Array(headerLength + plaintext.length + TAG_LENGTH);
+  out[0] = ENVELOPE_MAGIC_0;
+  out[1] = ENVELOPE_MAGIC_1;
+  out[2] = FORMAT_VERSION;
+  out[3] = algorithm;
+  out[4] = keyIdBytes.length;
+  out.set(keyIdBytes, FIXED_HEADER);
+  out.set(nonce, FIXED_HEADER + keyIdBytes.length);
+  out.set(commitment, FIXED_HEADER + keyIdBytes.length + NONCE_LENGTH);
+  cipherFor(concat(out.subarray(0, headerLength), associatedData)).encrypt(plaintext, out.subarray(headerLength));
+  return out;
+}
+
+/** Encrypts `plaintext` into a fresh envelope. */
+export function seal(input: SealInput): Uint8Array {
+  checkKey(input.key);
+  const { keyIdBytes, nonce } = checkSealInput(input);
   const { encKey, commitment } = deriveKeys(input.key, nonce);
   try {
-    const headerLength = FIXED_HEADER + keyIdBytes.length + NONCE_LENGTH + COMMITMENT_LENGTH;
-    const out = new Uint8Array(headerLength + input.plaintext.length + TAG_LENGTH);
-    out[0] = ENVELOPE_MAGIC_0;
-    out[1] = ENVELOPE_MAGIC_1;
-    out[2] = FORMAT_VERSION;
-    out[3] = ALG_XCHACHA20POLY1305_HKDF_SHA256;
-    out[4] = keyIdBytes.length;
-    out.set(keyIdBytes, FIXED_HEADER);
-    out.set(nonce, FIXED_HEADER + keyIdBytes.length);
-    out.set(commitment, FIXED_HEADER + keyIdBytes.length + NONCE_LENGTH);
-    const header = out.subarray(0, headerLength);
-    const aad = concat(header, input.associatedData);
-    // encrypt straight into the output buffer after the header
-    xchacha20poly1305(encKey, nonce, aad).encrypt(input.plaintext, out.subarray(headerLength));
-    return out;
+    return writeEnvelope(ALG_XCHACHA20POLY1305_HKDF_SHA256, keyIdBytes, nonce, commitment, input.plaintext, input.associatedData, (aad) => xchacha20poly1305(encKey, nonce, aad));
   } finally {
     zeroize(encKey, commitment);
   }
@@ -157,7 +197,7 @@ export function parseEnvelope(envelope: Uint8Array): EnvelopeParts {
   const version = envelope[2]!;
   if (version !== FORMAT_VERSION) throw new LetheError('envelope_unsupported', `unsupported envelope format version ${version}`);
   const algorithm = envelope[3]!;
-  if (algorithm !== ALG_XCHACHA20POLY1305_HKDF_SHA256) {
+  if (algorithm !== ALG_XCHACHA20POLY1305_HKDF_SHA256 && algorithm !== ALG_XCHACHA20POLY1305_PREPARED) {
     throw new LetheError('envelope_unsupported', `unsupported envelope algorithm ${algorithm}`);
   }
   const keyIdLength = envelope[4]!;
@@ -181,13 +221,21 @@ export function parseEnvelope(envelope: Uint8Array): EnvelopeParts {
   };
 }
 
-/** Decrypts an envelope; returns a fresh plaintext buffer the caller owns. */
+/** Decrypts an envelope (either algorithm); returns a fresh plaintext buffer the caller owns. */
 export function open(input: OpenInput): Uint8Array {
   checkKey(input.key);
   if (!(input.associatedData instanceof Uint8Array)) throw new LetheError('validation_failed', 'associatedData must be bytes');
   const parts = parseEnvelope(input.envelope);
   if (input.expectedKeyId !== undefined && parts.keyId !== input.expectedKeyId) {
     throw new LetheError('decrypt_failed', 'envelope names a different key id than expected');
+  }
+  if (parts.algorithm === ALG_XCHACHA20POLY1305_PREPARED) {
+    const prepared = new PreparedKey(input.key);
+    try {
+      return openParts(prepared, parts, input.associatedData);
+    } finally {
+      prepared.destroy();
+    }
   }
   const { encKey, commitment } = deriveKeys(input.key, parts.nonce);
   try {
@@ -213,6 +261,14 @@ export function open(input: OpenInput): Uint8Array {
 export function isCommittedTo(key: Uint8Array, envelope: Uint8Array): boolean {
   checkKey(key);
   const parts = parseEnvelope(envelope);
+  if (parts.algorithm === ALG_XCHACHA20POLY1305_PREPARED) {
+    const prepared = new PreparedKey(key);
+    try {
+      return constantTimeEqual(prepared.commitment(parts.nonce), parts.commitment);
+    } finally {
+      prepared.destroy();
+    }
+  }
   const { encKey, commitment } = deriveKeys(key, parts.nonce);
   try {
     return constantTimeEqual(commitment, parts.commitment);
@@ -224,4 +280,101 @@ export function isCommittedTo(key: Uint8Array, envelope: Uint8Array): boolean {
 /** The key id an envelope names, without decrypting it. */
 export function envelopeKeyId(envelope: Uint8Array): string {
   return parseEnvelope(envelope).keyId;
+}
+
+/**
+ * Algorithm 2's key schedule for one 32-byte key, derived once (HKDF) for many
+ * envelopes: the XChaCha20-Poly1305 key and the keyed commitment state. Keeps no copy
+ * of the key itself. `destroy` wipes both; a destroyed PreparedKey refuses to seal or open.
+ */
+export class PreparedKey {
+  readonly #encKey: Uint8Array;
+  readonly #commit: ReturnType<typeof hmac.create>;
+  #destroyed = false;
+
+  /** Derives from `key` (not modified; the caller owns and zeroes it). */
+  constructor(key: Uint8Array) {
+    checkKey(key);
+    const prk = extract(sha256, key, PREPARED_SALT);
+    const commitKey = expand(sha256, prk, PREPARED_INFO_COMMIT, KEY_LENGTH);
+    try {
+      this.#encKey = expand(sha256, prk, PREPARED_INFO_ENC, KEY_LENGTH);
+      this.#commit = hmac.create(sha256, commitKey);
+    } finally {
+      zeroize(prk, commitKey);
+    }
+  }
+
+  /** The commitment tag of an envelope with this nonce. */
+  commitment(nonce: Uint8Array): Uint8Array {
+    this.#live();
+    return this.#commit.clone().update(nonce).digest();
+  }
+
+  /** The cipher for one envelope (caller-internal: seal/open of algorithm 2). */
+  cipher(nonce: Uint8Array, aad: Uint8Array): ReturnType<typeof xchacha20poly1305> {
+    this.#live();
+    return xchacha20poly1305(this.#encKey, nonce, aad);
+  }
+
+  get destroyed(): boolean {
+    return this.#destroyed;
+  }
+
+  destroy(): void {
+    if (this.#destroyed) return;
+    this.#destroyed = true;
+    zeroize(this.#encKey);
+    this.#commit.destroy();
+  }
+
+  #live(): void {
+    if (this.#destroyed) throw new LetheError('epoch_unavailable', 'the key was dropped (its prepared schedule is wiped)');
+  }
+}
+
+export interface SealPreparedInput {
+  readonly prepared: PreparedKey;
+  /** Identifier of the key `prepared` was derived from, recorded in the header. */
+  readonly keyId: string;
+  readonly plaintext: Uint8Array;
+  readonly associatedData: Uint8Array;
+  /** Test hook for known-answer vectors only. Never pass in production code. */
+  readonly nonce?: Uint8Array;
+}
+
+/** Encrypts `plaintext` into a fresh envelope of algorithm 2 under a prepared key. */
+export function sealPrepared(input: SealPreparedInput): Uint8Array {
+  const { keyIdBytes, nonce } = checkSealInput(input);
+  const commitment = input.prepared.commitment(nonce);
+  return writeEnvelope(ALG_XCHACHA20POLY1305_PREPARED, keyIdBytes, nonce, commitment, input.plaintext, input.associatedData, (aad) => input.prepared.cipher(nonce, aad));
+}
+
+export interface OpenPreparedInput {
+  readonly prepared: PreparedKey;
+  readonly envelope: Uint8Array;
+  readonly associatedData: Uint8Array;
+  readonly expectedKeyId?: string;
+}
+
+/** Decrypts an envelope of algorithm 2 under a prepared key (one of algorithm 1 is refused: `open` it with the key). */
+export function openPrepared(input: OpenPreparedInput): Uint8Array {
+  if (!(input.associatedData instanceof Uint8Array)) throw new LetheError('validation_failed', 'associatedData must be bytes');
+  const parts = parseEnvelope(input.envelope);
+  if (input.expectedKeyId !== undefined && parts.keyId !== input.expectedKeyId) {
+    throw new LetheError('decrypt_failed', 'envelope names a different key id than expected');
+  }
+  if (parts.algorithm !== ALG_XCHACHA20POLY1305_PREPARED) throw new LetheError('envelope_unsupported', 'not an envelope of a prepared key (algorithm 2)');
+  return openParts(input.prepared, parts, input.associatedData);
+}
+
+function openParts(prepared: PreparedKey, parts: EnvelopeParts, associatedData: Uint8Array): Uint8Array {
+  if (!constantTimeEqual(prepared.commitment(parts.nonce), parts.commitment)) {
+    throw new LetheError('key_commitment_mismatch', 'envelope is not committed to this key');
+  }
+  try {
+    return prepared.cipher(parts.nonce, concat(parts.header, associatedData)).decrypt(parts.ciphertext);
+  } catch (cause) {
+    throw new LetheError('decrypt_failed', 'envelope failed authentication', { cause });
+  }
 }

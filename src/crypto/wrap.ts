@@ -10,8 +10,9 @@
  * (`acceptLegacy`), and nothing wraps under it any more.
  */
 import { LetheError, isLetheError } from '../errors.js';
+import { zeroize } from './bytes.js';
 import { encodeContext } from './context.js';
-import { KEY_LENGTH, open, seal } from './envelope.js';
+import { ALG_XCHACHA20POLY1305_PREPARED, KEY_LENGTH, open, openPrepared, parseEnvelope, PreparedKey, seal, sealPrepared } from './envelope.js';
 
 /**
  * What a wrapped key is for. A closed set: a new kind of wrapped key gets a purpose
@@ -86,3 +87,54 @@ export function unwrapKey(input: UnwrapInput): Uint8Array {
   }
   return dek;
 }
+
+/**
+ * A KEK ready to wrap many keys: the key schedule of envelope algorithm 2 is derived
+ * from it once (`PreparedKey`), instead of an HKDF per wrap — what the local keyring
+ * does with each epoch's KEK. Wraps are algorithm 2 with the same associated data as
+ * `wrapKey` (the wrapped key's id and purpose); unwraps read both algorithms: the wraps
+ * made before (algorithm 1, the legacy context included when `acceptLegacy`) open with
+ * the KEK itself, kept here for that. `destroy` wipes it all; a destroyed wrapper
+ * refuses (epoch_unavailable).
+ */
+export class KeyWrapper {
+  readonly #kek: Uint8Array;
+  readonly #kekId: string;
+  readonly #prepared: PreparedKey;
+
+  /** Copies `kek` (the caller keeps and zeroes its own). */
+  constructor(kek: Uint8Array, kekId: string) {
+    if (kek.length !== KEY_LENGTH) throw new LetheError('validation_failed', `a KEK must be ${KEY_LENGTH} bytes`);
+    this.#prepared = new PreparedKey(kek);
+    this.#kek = kek.slice();
+    this.#kekId = kekId;
+  }
+
+  wrap(dek: Uint8Array, keyId: string, purpose: KeyPurpose): Uint8Array {
+    if (this.#prepared.destroyed) throw dropped();
+    if (dek.length !== KEY_LENGTH) throw new LetheError('validation_failed', `wrapped key must be ${KEY_LENGTH} bytes`);
+    return sealPrepared({ prepared: this.#prepared, keyId: this.#kekId, plaintext: dek, associatedData: wrapContext(keyId, purpose) });
+  }
+
+  /** The plaintext key (the caller zeroes it). */
+  unwrap(wrapped: Uint8Array, keyId: string, purpose: KeyPurpose, options: { acceptLegacy?: boolean } = {}): Uint8Array {
+    if (this.#prepared.destroyed) throw dropped();
+    if (parseEnvelope(wrapped).algorithm !== ALG_XCHACHA20POLY1305_PREPARED) {
+      return unwrapKey({ kek: this.#kek, kekId: this.#kekId, wrapped, keyId, purpose, acceptLegacy: options.acceptLegacy === true });
+    }
+    // algorithm 2 came after purposes were bound: never the legacy context
+    const dek = openPrepared({ prepared: this.#prepared, envelope: wrapped, expectedKeyId: this.#kekId, associatedData: wrapContext(keyId, purpose) });
+    if (dek.length !== KEY_LENGTH) {
+      dek.fill(0);
+      throw new LetheError('envelope_malformed', 'wrapped key has the wrong length');
+    }
+    return dek;
+  }
+
+  destroy(): void {
+    this.#prepared.destroy();
+    zeroize(this.#kek);
+  }
+}
+
+const dropped = () => new LetheError('epoch_unavailable', 'the KEK was dropped from memory (its epoch destroyed or the provider closed)');

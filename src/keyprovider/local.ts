@@ -22,12 +22,11 @@ import {
   deriveSubkey,
   encodeContext,
   type Json,
+  KeyWrapper,
   open,
   randomBytes,
   seal,
   type SubkeyLabel,
-  unwrapKey,
-  wrapKey,
   zeroize,
 } from '../crypto/index.js';
 import { ensurePrivateDir, tightenTree } from '../config/files.js';
@@ -60,6 +59,17 @@ export class LocalKeyringProvider implements KeyProvider {
   readonly #dir: string;
   readonly #root: Uint8Array;
   readonly #keks = new Map<number, Uint8Array>();
+  /**
+   * Each epoch's KEK ready to wrap (its key schedule derived once: envelope algorithm 2),
+   * made on first use; dropped and wiped with the KEK (`forget`).
+   */
+  readonly #wrappers = new Map<number, KeyWrapper>();
+  /**
+   * How many times each epoch was forgotten (`forget`, which destroyEpoch calls first).
+   * A load of a KEK or a wrapper that awaited across a forget is discarded, never
+   * cached: a destroyed epoch's key must not come back into memory.
+   */
+  readonly #forgotten = new Map<number, number>();
   /** Certificate-signing keys, in the keyring's `certificate-signing/` folder (signing-keys.ts). */
   readonly #signing: SigningKeyring;
 
@@ -112,18 +122,29 @@ export class LocalKeyringProvider implements KeyProvider {
   }
 
   async wrap(epoch: number, dek: Uint8Array, keyId: string, purpose: KeyPurpose): Promise<Uint8Array> {
-    const kek = await this.#kek(epoch);
-    try {
-      return wrapKey({ kek, kekId: kekId(epoch), dek, keyId, purpose });
-    } finally {
-      zeroize(kek);
-    }
+    // synchronous once the wrapper is in hand: a forget() in between wipes it, and it refuses (epoch_unavailable)
+    return (await this.#wrapper(epoch)).wrap(dek, keyId, purpose);
   }
 
   async unwrap(epoch: number, wrapped: Uint8Array, keyId: string, purpose: KeyPurpose, options: UnwrapOptions = {}): Promise<Uint8Array> {
+    return (await this.#wrapper(epoch)).unwrap(wrapped, keyId, purpose, { acceptLegacy: options.acceptLegacy === true });
+  }
+
+  /** The epoch's KeyWrapper, made from its KEK on first use. */
+  async #wrapper(epoch: number): Promise<KeyWrapper> {
+    checkEpoch(epoch);
+    const cached = this.#wrappers.get(epoch);
+    if (cached) return cached;
+    const generation = this.#forgotten.get(epoch) ?? 0;
     const kek = await this.#kek(epoch);
     try {
-      return unwrapKey({ kek, kekId: kekId(epoch), wrapped, keyId, purpose, acceptLegacy: options.acceptLegacy === true });
+      if ((this.#forgotten.get(epoch) ?? 0) !== generation) throw forgottenMeanwhile(epoch);
+      // another caller may have made it meanwhile; keep one
+      const again = this.#wrappers.get(epoch);
+      if (again) return again;
+      const wrapper = new KeyWrapper(kek, kekId(epoch));
+      this.#wrappers.set(epoch, wrapper);
+      return wrapper;
     } finally {
       zeroize(kek);
     }
@@ -184,9 +205,12 @@ export class LocalKeyringProvider implements KeyProvider {
   }
 
   forget(epoch: number): void {
+    this.#forgotten.set(epoch, (this.#forgotten.get(epoch) ?? 0) + 1);
     const kek = this.#keks.get(epoch);
     if (kek) zeroize(kek);
     this.#keks.delete(epoch);
+    this.#wrappers.get(epoch)?.destroy();
+    this.#wrappers.delete(epoch);
   }
 
   signCertificate(payload: { [key: string]: Json }): Promise<Certificate> {
@@ -206,7 +230,7 @@ export class LocalKeyringProvider implements KeyProvider {
   }
 
   async close(): Promise<void> {
-    for (const epoch of [...this.#keks.keys()]) this.forget(epoch);
+    for (const epoch of new Set([...this.#keks.keys(), ...this.#wrappers.keys()])) this.forget(epoch);
     zeroize(this.#root);
   }
 
@@ -219,6 +243,7 @@ export class LocalKeyringProvider implements KeyProvider {
     checkEpoch(epoch);
     const cached = this.#keks.get(epoch);
     if (cached) return cached.slice();
+    const generation = this.#forgotten.get(epoch) ?? 0;
     let sealed: Uint8Array;
     try {
       sealed = new Uint8Array(await readFile(path.join(this.#dir, fileName(epoch))));
@@ -237,6 +262,11 @@ export class LocalKeyringProvider implements KeyProvider {
       }
       throw e;
     }
+    // forgotten (destroyed) while it was read: never cache it again
+    if ((this.#forgotten.get(epoch) ?? 0) !== generation) {
+      zeroize(kek);
+      throw forgottenMeanwhile(epoch);
+    }
     // Another caller may have loaded it meanwhile; keep one copy.
     const again = this.#keks.get(epoch);
     if (again) {
@@ -246,4 +276,9 @@ export class LocalKeyringProvider implements KeyProvider {
     this.#keks.set(epoch, kek);
     return kek.slice();
   }
+}
+
+/** A KEK load that awaited across the epoch's forget (its destruction): refused, and nothing cached. */
+function forgottenMeanwhile(epoch: number): LetheError {
+  return new LetheError('epoch_unavailable', `KEK epoch ${epoch} was dropped from memory while it was being loaded (destroyed or being destroyed)`);
 }

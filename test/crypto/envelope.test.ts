@@ -330,9 +330,13 @@ describe('header fields', () => {
     expectLetheError(() => parseEnvelope(withByte(2, version)), 'envelope_unsupported');
   });
 
-  it.each([0, 2, 9, 0xff])('rejects algorithm id %i with envelope_unsupported', (algorithm) => {
+  it.each([0, 3, 9, 0xff])('rejects algorithm id %i with envelope_unsupported', (algorithm) => {
     expectLetheError(() => open({ key: KEY, envelope: withByte(3, algorithm), associatedData: AAD }), 'envelope_unsupported');
     expectLetheError(() => parseEnvelope(withByte(3, algorithm)), 'envelope_unsupported');
+  });
+
+  it('refuses an algorithm-1 envelope relabelled as algorithm 2 (prepared key): its commitment does not match', () => {
+    expectLetheError(() => open({ key: KEY, envelope: withByte(3, 2), associatedData: AAD }), 'key_commitment_mismatch');
   });
 
   it.each([

@@ -97,6 +97,30 @@ describe('the local keyring provider', () => {
     await expect(LocalKeyringProvider.open(dir, new Uint8Array(32).fill(1))).rejects.toMatchObject({ code: 'epoch_unavailable' });
   });
 
+  it('an unwrap that was loading the KEK when its epoch was destroyed is refused and caches nothing (the key never comes back)', async () => {
+    const dir = tempDir();
+    const p = await LocalKeyringProvider.open(dir, root());
+    await p.createEpoch(1);
+    await p.createEpoch(2);
+    const wrapped = await p.wrap(1, new Uint8Array(32).fill(7), 'key_a', 'subject');
+    // a fresh process: epoch 1's KEK is not in memory, so the unwrap reads it from the file
+    const q = await LocalKeyringProvider.open(dir, root());
+    const inFlight = q.unwrap(1, wrapped, 'key_a', 'subject').then(
+      (dek) => ({ dek }),
+      (e: unknown) => ({ error: e }),
+    );
+    // destroyEpoch forgets synchronously before its first await: the read above is still in flight
+    const destroyed = q.destroyEpoch(1);
+    const outcome = await inFlight;
+    await destroyed;
+    expect(outcome).toMatchObject({ error: { code: 'epoch_unavailable' } });
+    // nothing of epoch 1 stayed in q's memory: a wrap or unwrap under it is refused
+    await expect(q.unwrap(1, wrapped, 'key_a', 'subject')).rejects.toMatchObject({ code: 'epoch_unavailable' });
+    await expect(q.wrap(1, new Uint8Array(32), 'key_b', 'subject')).rejects.toMatchObject({ code: 'epoch_unavailable' });
+    await p.close();
+    await q.close();
+  });
+
   it('forget drops the cached KEK but the file still serves it', async () => {
     const p = await LocalKeyringProvider.open(tempDir(), root());
     await p.createEpoch(1);
