@@ -28,6 +28,9 @@ export {
   type SearchResult,
   type SearchScope,
   Subjects,
+  KEY_BATCH_MAX_SUBJECTS,
+  type KeyBatch,
+  type KeyBatchItem,
 } from './lethe.js';
 export {
   type Erasure,

@@ -157,6 +157,26 @@ export interface KeyLease {
   readonly dek: Uint8Array;
 }
 
+/** What POST /v1/keys/batch answers for one subject (`ensureKeys`), in the order asked. */
+export type KeyBatchItem =
+  | { readonly subject: string; readonly status: 'created' | 'existing'; readonly keyId: string; readonly createdAt: string }
+  | {
+      readonly subject: string;
+      readonly status: 'refused';
+      /** Why: 410 `subject_erased`, 409 `erasure_in_progress` (an erasure open, or the key fenced). */
+      readonly problem: { readonly code: string; readonly status: number; readonly title: string; readonly detail: string; readonly type: string };
+    };
+
+export interface KeyBatch {
+  readonly created: number;
+  readonly existing: number;
+  readonly refused: number;
+  readonly keys: readonly KeyBatchItem[];
+}
+
+/** At most this many subjects in one POST /v1/keys/batch (`ensureKeys` sends more in several). */
+export const KEY_BATCH_MAX_SUBJECTS = 10_000;
+
 export interface Backup {
   readonly backupId: string;
   readonly createdAt: string;
@@ -274,6 +294,26 @@ export class Subjects {
   /** Creates the subject's key, or answers the live one. */
   ensureKey(subject: string): Promise<{ subject: string; keyId: string; state: 'active' | 'fenced'; createdAt: string }> {
     return this.#calls.json('writer', 'PUT', `/v1/subjects/${seg(subject)}/key`);
+  }
+
+  /**
+   * Creates keys for many subjects at once (imports): POST /v1/keys/batch, 10,000
+   * subjects per request (more are sent in several requests, one after the other).
+   * Idempotent: a subject with a live key answers it (`existing`); a refused subject
+   * (erased, or being erased) answers its problem without failing the others. Subjects
+   * must be distinct. Answers key ids, never DEKs.
+   */
+  async ensureKeys(subjects: readonly string[]): Promise<KeyBatch> {
+    if (subjects.length === 0) throw new LetheError('validation_failed', 'subjects: at least one subject');
+    const out = { created: 0, existing: 0, refused: 0, keys: [] as KeyBatchItem[] };
+    for (let at = 0; at < subjects.length; at += KEY_BATCH_MAX_SUBJECTS) {
+      const part = await this.#calls.json<KeyBatch>('writer', 'POST', '/v1/keys/batch', { body: { subjects: subjects.slice(at, at + KEY_BATCH_MAX_SUBJECTS) } });
+      out.created += part.created;
+      out.existing += part.existing;
+      out.refused += part.refused;
+      out.keys.push(...part.keys);
+    }
+    return out;
   }
 
   /** Leases the subject's DEK (the writer does this itself): zero `dek` when done, and release the lease. */

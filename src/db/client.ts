@@ -7,7 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import type { SQL } from 'drizzle-orm';
-import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
+import { PgDialect, type PgDatabase, type PgQueryResultHKT, type PgTransaction } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
@@ -48,6 +48,22 @@ export interface Db {
 /** Rows of a raw `execute` on either driver (postgres.js returns an array, PGlite `{ rows }`). */
 export async function queryRows<T>(exec: Executor, query: SQL): Promise<T[]> {
   const result: unknown = await exec.execute(query);
+  if (Array.isArray(result)) return result as T[];
+  return ((result as { rows?: T[] }).rows ?? []) as T[];
+}
+
+const dialect = new PgDialect();
+
+/**
+ * Rows of a raw query run as a named prepared statement: on PostgreSQL the server
+ * parses and plans it once per connection and reuses the plan (drizzle's `execute`
+ * sends every query unnamed, so it is parsed and planned each time). For the hot
+ * statements whose text never changes — only their parameters do (the lease and
+ * key-creation group commits). `name` says which statement it is; the text must be
+ * the same whenever the name is. PGlite runs it as a plain query.
+ */
+export async function queryPrepared<T>(exec: Executor, name: string, query: SQL): Promise<T[]> {
+  const result: unknown = await exec._.session.prepareQuery(dialect.sqlToQuery(query), undefined, name, false).execute();
   if (Array.isArray(result)) return result as T[];
   return ((result as { rows?: T[] }).rows ?? []) as T[];
 }

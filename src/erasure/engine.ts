@@ -6,6 +6,7 @@
  * tier in tiers/, the claim-and-commit loop in worker.ts.
  */
 import { hostname } from 'node:os';
+import { sql } from 'drizzle-orm';
 import { type Certificate, randomBytes, toBase64Url } from '../crypto/index.js';
 import type { Database, Transaction } from '../db/client.js';
 import type { KeysetPage, KeysetPosition } from '../db/keyset.js';
@@ -14,6 +15,7 @@ import { isLetheError, LetheError } from '../errors.js';
 import { newId } from '../ids.js';
 import { describeError } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import type { KeyCreationRefusals } from '../vault/keys.js';
 import { hashHex } from '../vault/subjects.js';
 import { CertificateFinalizer } from './certificates.js';
 import { type ErasureStatus, isOpen, STEP_NAMES, type StepName } from './machine.js';
@@ -171,13 +173,25 @@ export class ErasureEngine {
    * until it ends.
    */
   async refuseKeyCreation(tx: Transaction, subjectHash: Uint8Array): Promise<void> {
-    if (await this.#res.tombstones.find(tx, subjectHash)) {
-      throw new LetheError('subject_erased', 'the subject was erased: no new key, lease or append is accepted for it until an admin reinstates it');
-    }
-    if (await this.#res.records.isOpen(tx, subjectHash)) {
-      throw new LetheError('erasure_in_progress', 'the subject is being erased; no new key is created until the erasure ends');
-    }
+    if (await this.#res.tombstones.find(tx, subjectHash)) throw keyCreationRefusal('subject_erased');
+    if (await this.#res.records.isOpen(tx, subjectHash)) throw keyCreationRefusal('erasure_in_progress');
   }
+
+  /**
+   * refuseKeyCreation in SQL, for many subjects in the one statement of a
+   * group-committed key creation (KeyService.guardCreation's `refusals`): the same
+   * subjects, the same refusals — a tombstone first, then an open subject-scope erasure.
+   */
+  readonly keyCreationRefusals: KeyCreationRefusals = {
+    among: (subjects) => sql`
+      select s.subject_hash,
+             case when exists (select 1 from subject_tombstones t where t.subject_hash = s.subject_hash) then 'subject_erased'
+                  else 'erasure_in_progress' end as code
+        from ${subjects} s
+       where exists (select 1 from subject_tombstones t where t.subject_hash = s.subject_hash)
+          or exists (select 1 from erasures e where e.subject_hash = s.subject_hash and e.status in ('pending', 'running') and e.scope = 'subject')`,
+    error: (code) => keyCreationRefusal(code === 'subject_erased' ? 'subject_erased' : 'erasure_in_progress'),
+  };
 
   async get(erasureId: string): Promise<ErasureView> {
     return this.#full(await this.#res.records.row(erasureId));
@@ -418,3 +432,9 @@ export class ErasureEngine {
   }
 }
 
+/** What refuseKeyCreation throws (and its SQL form answers) for a subject refused a key. */
+function keyCreationRefusal(code: 'subject_erased' | 'erasure_in_progress'): LetheError {
+  return code === 'subject_erased'
+    ? new LetheError('subject_erased', 'the subject was erased: no new key, lease or append is accepted for it until an admin reinstates it')
+    : new LetheError('erasure_in_progress', 'the subject is being erased; no new key is created until the erasure ends');
+}

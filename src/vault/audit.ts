@@ -25,7 +25,7 @@
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { asc, eq, gt, type SQL, sql } from 'drizzle-orm';
 import { constantTimeEqual, KeyedHasher, utf8, zeroize } from '../crypto/index.js';
-import { type Executor, queryRows, type Transaction } from '../db/client.js';
+import { type Executor, queryPrepared, queryRows, type Transaction } from '../db/client.js';
 import { auditHead, auditLog, type AuditRow } from '../db/schema.js';
 import { LetheError } from '../errors.js';
 
@@ -185,6 +185,10 @@ interface HeadRow {
 export class AuditLog {
   readonly #key: KeyedHasher;
   readonly #headKey: KeyedHasher;
+  /** Where this process believes the chain ends (for `casTurn`); undefined: read it next time. */
+  #tip: AuditTip | undefined;
+  /** The end of the queue of `casTurn` attempts: one at a time in this process. */
+  #turn: Promise<unknown> = Promise.resolve();
 
   /** Consumes both keys (the 'audit-chain' and 'audit-head' subkeys): they are zeroed once keyed. */
   constructor(chainKey: Uint8Array, headKey: Uint8Array) {
@@ -232,8 +236,10 @@ export class AuditLog {
         seq: auditHead.seq,
         mac: auditHead.mac,
         headMac: auditHead.headMac,
-        // qualified by hand: drizzle names a lone table's columns unqualified, which the subquery would take for its own
-        beyond: sql<boolean>`exists (select 1 from audit_log l where l.seq > audit_head.seq)`,
+        // qualified by hand: drizzle names a lone table's columns unqualified, which the subquery would take for its own.
+        // max() of the primary key is one index probe whatever the planner knows; `exists (… l.seq > …)` read the
+        // whole log on a store without statistics (the embedded PGlite before its first ANALYZE)
+        beyond: sql<boolean>`coalesce((select max(l.seq) from audit_log l) > audit_head.seq, false)`,
       })
       .from(auditHead)
       .where(eq(auditHead.id, 1));
@@ -272,29 +278,64 @@ export class AuditLog {
    * append's result. The new head MAC is computed here and set by the same
    * statement. An unanchored head (no MAC) or rows after the head fail the
    * compare-and-set: `append` under the head's lock anchors or refuses it.
+   *
+   * The statement runs prepared under `prelude.name` (its text depends only on the
+   * prelude's, so one name per caller): the server plans it once per connection.
+   * `prelude.more` adds CTEs after `locked` (the guard may read them), `prelude.after`
+   * CTEs after the audit rows' insert (writes that go with the append: `where exists
+   * (select 1 from head)`); `prelude.report` is a select list of more columns the
+   * statement answers (read whether or not it appended).
    */
   async appendIfHead(
     exec: Executor,
     events: readonly AuditEvent[],
     expected: AuditTip,
-    prelude: { lockFirst: SQL; guard: SQL },
-  ): Promise<{ appended: boolean; tip: AuditTip; locked: unknown }> {
+    prelude: { name: string; lockFirst: SQL; guard: SQL; more?: SQL; after?: SQL; report?: SQL },
+  ): Promise<{ appended: boolean; tip: AuditTip; locked: unknown; row: Record<string, unknown> }> {
     const chained = this.chain(events, expected);
-    const [row] = await queryRows<{ appended: boolean; locked: unknown }>(
+    const [row] = await queryPrepared<{ appended: boolean; locked: unknown } & Record<string, unknown>>(
       exec,
-      sql`with locked as (${prelude.lockFirst}),
+      prelude.name,
+      sql`with locked as (${prelude.lockFirst}),${prelude.more ?? sql``}
                head as (
                  update audit_head set seq = ${chained.tip.seq}, mac = decode(${bytesToHex(chained.tip.mac)}, 'hex'),
                                        head_mac = decode(${bytesToHex(this.#headMac(chained.tip))}, 'hex')
                   where id = 1 and seq = ${expected.seq} and mac = decode(${bytesToHex(expected.mac)}, 'hex')
                     and head_mac is not null
-                    and not exists (select 1 from audit_log where seq > ${expected.seq})
+                    and coalesce((select max(seq) from audit_log) <= ${expected.seq}, true)
                     and (${prelude.guard})
                  returning 1),
-               inserted as (${insertRows(chained.json, sql`where exists (select 1 from head)`)})
-          select exists (select 1 from head) as appended, (select json_agg(locked) from locked) as locked`,
+               inserted as (${insertRows(chained.json, sql`where exists (select 1 from head)`)})${prelude.after ? sql`, ${prelude.after}` : sql``}
+          select exists (select 1 from head) as appended, (select json_agg(locked) from locked) as locked${prelude.report ? sql`, ${prelude.report}` : sql``}`,
     );
-    return { appended: row?.appended === true, tip: chained.tip, locked: row?.locked ?? null };
+    return { appended: row?.appended === true, tip: chained.tip, locked: row?.locked ?? null, row: row ?? {} };
+  }
+
+  /**
+   * One compare-and-set attempt of a group commit (leases, key creation), given the tip
+   * this process believes the chain ends at — read through `exec` (its head MAC checked,
+   * as `tip` does) when it is not known. Attempts run one at a time in this process, so
+   * its group commits take turns on the head instead of failing each other's
+   * compare-and-set. `attempt` answers its value and the tip the chain ends at after it
+   * (the new tip when it appended, the same one when a guard refused); undefined when
+   * the head was not where it believed — it is read again for the next attempt. A
+   * throw forgets the tip too.
+   */
+  casTurn<T>(exec: Executor, attempt: (tip: AuditTip) => Promise<{ value: T; tip: AuditTip | undefined }>): Promise<T> {
+    const run = async (): Promise<T> => {
+      try {
+        this.#tip ??= await this.tip(exec);
+        const { value, tip } = await attempt(this.#tip);
+        this.#tip = tip;
+        return value;
+      } catch (e) {
+        this.#tip = undefined;
+        throw e;
+      }
+    };
+    const turn = this.#turn.then(run, run);
+    this.#turn = turn.catch(() => {});
+    return turn;
   }
 
   /** The chain's head as the database holds it now, unchecked (see `tip`). */

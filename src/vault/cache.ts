@@ -48,6 +48,12 @@ export class DekCache {
     return { keyId: entry.keyId, dek: entry.dek.slice() };
   }
 
+  /** Whether a live (not expired) entry for the subject is held; recency unchanged, nothing copied. */
+  has(subjectHex: string): boolean {
+    const entry = this.#bySubject.get(subjectHex);
+    return entry !== undefined && this.#now() - entry.storedAt < this.#maxAgeMs;
+  }
+
   /** Stores a copy of `dek` (the caller keeps and zeroes its own buffer). */
   set(subjectHex: string, keyId: string, dek: Uint8Array): void {
     if (this.#maxEntries === 0 || this.#maxAgeMs === 0) return;

@@ -7,23 +7,24 @@
  * - The plaintext DEK exists only in this process's memory (cache, request), is
  *   handed out only in a lease, and is zeroed when dropped.
  */
-import { eq, inArray, sql } from 'drizzle-orm';
-import { randomBytes, toBase64Url, zeroize } from '../crypto/index.js';
+import { eq, inArray, type SQL, sql } from 'drizzle-orm';
+import { toBase64Url, zeroize } from '../crypto/index.js';
 import { type Database, queryRows, type Transaction } from '../db/client.js';
 import { destructionLedger, subjectKeys, type SubjectKeyRow } from '../db/schema.js';
 import { LetheError, isLetheError } from '../errors.js';
-import { newId } from '../ids.js';
+import { assertSubjectId, newId } from '../ids.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { AuditLog } from './audit.js';
 import type { DekCache } from './cache.js';
+import { type CreationGuards, type CreationOutcome, KeyCreator, type LiveKeyRow, NO_REFUSALS } from './creation.js';
 import type { KeyDestructions } from './destructions.js';
 import { notify } from './events.js';
 import { destroySubjectKey, type Destruction, type Replacement, replaceSubjectKey } from './key-destruction.js';
 import { findLease, LeaseRecorder, leaseSummary, type LeaseSummary, recordRelease } from './leases.js';
 import { assertKeyTransition, type KeyState } from './lifecycle.js';
 import { hashHex, type SubjectHasher } from './subjects.js';
-import { unwrapCurrent, wrapUnderActive } from './wrapping.js';
+import { unwrapCurrent } from './wrapping.js';
 
 export type { Destruction, Replacement } from './key-destruction.js';
 export type { LeaseSummary } from './leases.js';
@@ -82,6 +83,32 @@ export interface LeaseRelease {
  */
 export type KeyCreationGuard = (tx: Transaction, subjectHash: Uint8Array) => Promise<void>;
 
+/**
+ * A creation guard's SQL form, run inside the one statement of a group-committed key
+ * creation (creation.ts): `among(subjects)` selects `(subject_hash, code)` for each
+ * subject of `subjects` (a relation with a bytea `subject_hash`) the guard refuses a
+ * key now; `error(code)` is the LetheError the guard throws for that code. It must
+ * refuse exactly the subjects the guard function refuses, with the same errors.
+ */
+export interface KeyCreationRefusals {
+  readonly among: (subjects: SQL) => SQL;
+  readonly error: (code: string) => LetheError;
+}
+
+/** At most this many subjects in one bulk creation (`ensureKeys`, POST /v1/keys/batch). */
+export const MAX_BULK_SUBJECTS = 10_000;
+
+/** What a bulk creation answers for one subject, in the order asked. */
+export type BulkKeyResult =
+  | { readonly subject: string; readonly status: 'created' | 'existing'; readonly keyId: string; readonly createdAt: Date }
+  | { readonly subject: string; readonly status: 'refused'; readonly refusal: LetheError };
+
+const fencedRefusal = () =>
+  new LetheError(
+    'erasure_in_progress',
+    'the subject key is fenced: the subject is being erased, or re-keyed for a moment while some of its entries are forgotten; no new leases are handed out until then',
+  );
+
 export interface KeyServiceDeps {
   readonly db: Database;
   readonly provider: KeyProvider;
@@ -98,21 +125,37 @@ export class KeyService {
   readonly #d: KeyServiceDeps;
   readonly #leases: LeaseRecorder;
   readonly #now: () => Date;
-  readonly #guards: KeyCreationGuard[] = [];
+  readonly #guards: Array<{ readonly check: KeyCreationGuard; readonly refusals: KeyCreationRefusals | undefined }> = [];
   readonly #onRelease: Array<(subjectHash: Uint8Array) => Promise<void>> = [];
+  readonly #creator: KeyCreator;
 
   constructor(deps: KeyServiceDeps) {
     this.#d = deps;
     this.#leases = new LeaseRecorder(deps.db, deps.audit);
     this.#now = deps.now ?? (() => new Date());
+    const guards: CreationGuards = {
+      refusal: (tx, subjectHash) => this.#refusal(tx, subjectHash),
+      among: (subjects) => {
+        if (this.#guards.length === 0) return NO_REFUSALS;
+        if (this.#guards.some((g) => g.refusals === undefined)) return undefined;
+        return sql.join(
+          this.#guards.map((g, i) => sql`select r.subject_hash, ${sql.raw(String(i))} as g, r.code from (${g.refusals!.among(subjects)}) r`),
+          sql` union all `,
+        );
+      },
+      error: (g, code) => this.#guards[g]!.refusals!.error(code),
+    };
+    this.#creator = new KeyCreator({ db: deps.db, provider: deps.provider, audit: deps.audit, guards, now: this.#now });
   }
 
   /**
    * Adds a check to every key creation (the erasure engine: no new key while the
    * subject's erasure is open, nor for a subject it erased until an admin reinstates it).
+   * `refusals` is the same check in SQL, for the group-committed creation's one
+   * statement; without it creations take the head's lock in a transaction each batch.
    */
-  guardCreation(guard: KeyCreationGuard): void {
-    this.#guards.push(guard);
+  guardCreation(guard: KeyCreationGuard, refusals?: KeyCreationRefusals): void {
+    this.#guards.push({ check: guard, refusals });
   }
 
   /**
@@ -138,7 +181,7 @@ export class KeyService {
   /** The refusal a creation guard answers for the subject now, in `tx` (undefined: a key would be created). */
   async #refusal(tx: Transaction, subjectHash: Uint8Array): Promise<LetheError | undefined> {
     try {
-      for (const guard of this.#guards) await guard(tx, subjectHash);
+      for (const guard of this.#guards) await guard.check(tx, subjectHash);
     } catch (e) {
       if (!isLetheError(e)) throw e; // a guard refuses with a LetheError; anything else is a failure
       return e;
@@ -149,11 +192,63 @@ export class KeyService {
   /** PUT /v1/subjects/{subject}/key: the subject's live key, created when there is none. */
   async ensureKey(subject: string, actor: string): Promise<SubjectKeyInfo> {
     const subjectHash = this.#d.hasher.hash(subject);
-    const existing = await this.#find(subjectHash);
-    if (existing) return { keyId: existing.keyId, state: existing.state, createdAt: existing.createdAt, created: false };
-    const made = await this.#create(subjectHash, actor);
-    zeroize(made.dek);
-    return made.info;
+    if (this.#d.cache.has(hashHex(subjectHash))) {
+      // its DEK is cached here, so it has a key: look it up (concurrent look-ups share one statement)
+      const found = await this.#creator.lookup(subjectHash);
+      if (found && 'refusal' in found) throw found.refusal;
+      if (found) return { keyId: found.row.keyId, state: found.row.state, createdAt: found.row.createdAt, created: false };
+    }
+    // Otherwise straight to the creation group commit: its one statement answers a key the
+    // subject has (`existing`) or a guard's refusal, so a new subject costs one statement
+    // (shared with the batch) instead of a look-up and then the creation. An existing
+    // subject not cached here costs a DEK wrapped for nothing (one provider call).
+    const [outcome] = await this.#creator.create([{ subjectHash, actor }], { keepDek: false });
+    if (outcome!.kind === 'refused') throw outcome!.refusal;
+    if (outcome!.kind === 'existing') return { keyId: outcome!.row.keyId, state: outcome!.row.state, createdAt: outcome!.row.createdAt, created: false };
+    this.#d.metrics.keysCreated.inc();
+    return { keyId: outcome!.keyId, state: 'active', createdAt: outcome!.createdAt, created: true };
+  }
+
+  /**
+   * POST /v1/keys/batch: a key for each subject that has none (for imports), in one
+   * call — the subjects' live keys and refusals read in one query, the new keys'
+   * DEKs wrapped, then committed by the creation group commit (a statement per
+   * 2,000 keys, their `key.create` audit rows chained in it). Idempotent: a subject
+   * with a live active key answers it (`existing`); one whose key is fenced, or that
+   * a creation guard refuses (erased, or an erasure open), answers its refusal. No
+   * DEK leaves: they are zeroed once committed, and not cached. Subjects must be
+   * distinct, valid subject ids, 1 to MAX_BULK_SUBJECTS of them.
+   */
+  async ensureKeys(subjects: readonly string[], actor: string): Promise<BulkKeyResult[]> {
+    if (subjects.length === 0) throw new LetheError('validation_failed', 'subjects: at least one subject');
+    if (subjects.length > MAX_BULK_SUBJECTS) throw new LetheError('payload_too_large', `subjects: at most ${MAX_BULK_SUBJECTS} subjects per request (got ${subjects.length})`);
+    const seen = new Set<string>();
+    subjects.forEach((subject, i) => {
+      try {
+        assertSubjectId(subject);
+      } catch (e) {
+        throw new LetheError('validation_failed', `subjects.${i}: ${(e as Error).message}`);
+      }
+      if (seen.has(subject)) throw new LetheError('validation_failed', `subjects.${i}: duplicate subject (each subject at most once per request)`);
+      seen.add(subject);
+    });
+    const hashes = subjects.map((s) => this.#d.hasher.hash(s));
+    const known = await this.#creator.survey(hashes);
+    const toCreate = hashes.flatMap((subjectHash, i) => (known.has(hashHex(subjectHash)) ? [] : [{ i, subjectHash }]));
+    const made = await this.#creator.create(
+      toCreate.map((x) => ({ subjectHash: x.subjectHash, actor })),
+      { keepDek: false },
+    );
+    const outcomes = new Map<number, CreationOutcome>(toCreate.map((x, n) => [x.i, made[n]!]));
+    this.#d.metrics.keysCreated.inc(made.filter((o) => o.kind === 'created').length);
+    return subjects.map((subject, i): BulkKeyResult => {
+      const fromSurvey = known.get(hashHex(hashes[i]!));
+      const outcome: CreationOutcome = outcomes.get(i) ?? (fromSurvey && 'row' in fromSurvey ? { kind: 'existing', row: fromSurvey.row } : { kind: 'refused', refusal: (fromSurvey as { refusal: LetheError }).refusal });
+      if (outcome.kind === 'refused') return { subject, status: 'refused', refusal: outcome.refusal };
+      if (outcome.kind === 'created') return { subject, status: 'created', keyId: outcome.keyId, createdAt: outcome.createdAt };
+      if (outcome.row.state === 'fenced') return { subject, status: 'refused', refusal: fencedRefusal() };
+      return { subject, status: 'existing', keyId: outcome.row.keyId, createdAt: outcome.row.createdAt };
+    });
   }
 
   /**
@@ -475,28 +570,34 @@ export class KeyService {
   }
 
   async #loadOrCreate(subjectHash: Uint8Array, subjectHex: string, actor: string): Promise<{ keyId: string; dek: Uint8Array }> {
-    const row = await this.#find(subjectHash);
+    const found = await this.#creator.lookup(subjectHash);
+    if (found && 'refusal' in found) throw found.refusal;
+    let row: LiveKeyRow | undefined = found?.row;
     let keyId: string;
     let dek: Uint8Array;
+    if (!row) {
+      const [outcome] = await this.#creator.create([{ subjectHash, actor }], { keepDek: true });
+      if (outcome!.kind === 'refused') throw outcome!.refusal;
+      if (outcome!.kind === 'existing') row = outcome!.row; // another request created it first: use that one
+      else this.#d.metrics.keysCreated.inc();
+      keyId = outcome!.kind === 'created' ? outcome!.keyId : outcome!.row.keyId;
+      dek = outcome!.kind === 'created' ? outcome!.dek! : new Uint8Array(0);
+    }
     if (row) {
       if (row.state === 'fenced') {
         this.#d.metrics.leases.inc({ outcome: 'fenced' });
-        throw new LetheError('erasure_in_progress', 'the subject key is fenced: the subject is being erased, or re-keyed for a moment while some of its entries are forgotten; no new leases are handed out until then');
+        throw fencedRefusal();
       }
       keyId = row.keyId;
-      dek = await this.#unwrapRow(row);
-    } else {
-      const made = await this.#create(subjectHash, actor);
-      keyId = made.info.keyId;
-      dek = made.dek;
+      dek = await this.#unwrapRow({ keyId: row.keyId, epoch: row.epoch, wrappedDek: row.wrappedDek });
     }
-    this.#d.cache.set(subjectHex, keyId, dek);
+    this.#d.cache.set(subjectHex, keyId!, dek!);
     this.#d.metrics.dekCacheEntries.set(this.#d.cache.size);
-    return { keyId, dek };
+    return { keyId: keyId!, dek: dek! };
   }
 
   /** Unwraps a row's DEK; re-reads once if a rotation moved the row meanwhile. */
-  #unwrapRow(row: SubjectKeyRow): Promise<Uint8Array> {
+  #unwrapRow(row: { keyId: string; epoch: number; wrappedDek: Uint8Array }): Promise<Uint8Array> {
     return unwrapCurrent(
       this.#d.db,
       this.#d.provider,
@@ -505,43 +606,6 @@ export class KeyService {
       async () => (await this.#d.db.select().from(subjectKeys).where(eq(subjectKeys.keyId, row.keyId)))[0],
       () => new LetheError('key_destroyed', 'the key was destroyed'),
     );
-  }
-
-  async #create(subjectHash: Uint8Array, actor: string): Promise<{ info: SubjectKeyInfo; dek: Uint8Array }> {
-    const keyId = newId('key');
-    const dek = randomBytes(32);
-    try {
-      const inserted = await this.#d.db.transaction(async (tx) => {
-        // the guards look last, right before the insert: no wait for the epoch lock between their look and it
-        const active = await wrapUnderActive(tx, this.#d.provider, keyId, dek, 'subject');
-        for (const guard of this.#guards) await guard(tx, subjectHash);
-        const wrappedDek = active.wrappedDek;
-        const now = this.#now();
-        const [row] = await tx
-          .insert(subjectKeys)
-          .values({ keyId, subjectHash, state: 'active', epoch: active.epoch, wrappedDek, createdAt: now, updatedAt: now })
-          .onConflictDoNothing({ target: subjectKeys.subjectHash })
-          .returning();
-        if (!row) return undefined;
-        await this.#d.audit.append(tx, [{ actor, action: 'key.create', keyId, subjectHash, epoch: active.epoch }]);
-        return row;
-      });
-      if (inserted) {
-        this.#d.metrics.keysCreated.inc();
-        return { info: { keyId, state: 'active', createdAt: inserted.createdAt, created: true }, dek };
-      }
-    } catch (e) {
-      zeroize(dek);
-      throw e;
-    }
-    // Another request created the subject's key first: use that one.
-    zeroize(dek);
-    const winner = await this.#find(subjectHash);
-    if (!winner) throw new LetheError('unavailable', 'the subject key changed during creation; try again');
-    return {
-      info: { keyId: winner.keyId, state: winner.state, createdAt: winner.createdAt, created: false },
-      dek: await this.#unwrapRow(winner),
-    };
   }
 }
 

@@ -14,7 +14,8 @@
  */
 import { type SQL, sql } from 'drizzle-orm';
 import { type Database, queryRows } from '../db/client.js';
-import type { AuditEvent, AuditLog, AuditTip } from './audit.js';
+import type { AuditEvent, AuditLog } from './audit.js';
+import { Batcher } from './batcher.js';
 
 export interface LeaseRequest {
   readonly keyId: string;
@@ -27,10 +28,9 @@ export interface LeaseRequest {
 /** ok: recorded; fenced: an erasure holds the key; gone: no live key with this id. */
 export type LeaseOutcome = 'ok' | 'fenced' | 'gone';
 
+/** One lease in the group commit's queue (its identity answers it). */
 interface Pending {
   readonly request: LeaseRequest;
-  readonly resolve: (outcome: LeaseOutcome) => void;
-  readonly reject: (error: unknown) => void;
 }
 
 const MAX_BATCH = 512;
@@ -40,10 +40,8 @@ const CAS_ATTEMPTS = 4;
 export class LeaseRecorder {
   readonly #db: Database;
   readonly #audit: AuditLog;
-  #queue: Pending[] = [];
-  #running = false;
-  /** Where this process believes the audit chain ends; refreshed when it is wrong. */
-  #tip: AuditTip | undefined;
+  /** The group commit (batcher.ts). */
+  readonly #batches = new Batcher<Pending, LeaseOutcome>((batch) => this.#commit(batch), MAX_BATCH);
 
   constructor(db: Database, audit: AuditLog) {
     this.#db = db;
@@ -51,64 +49,48 @@ export class LeaseRecorder {
   }
 
   record(request: LeaseRequest): Promise<LeaseOutcome> {
-    return new Promise<LeaseOutcome>((resolve, reject) => {
-      this.#queue.push({ request, resolve, reject });
-      this.#kick();
-    });
-  }
-
-  #kick(): void {
-    if (this.#running || this.#queue.length === 0) return;
-    this.#running = true;
-    const batch = this.#queue.splice(0, MAX_BATCH);
-    this.#commit(batch)
-      .then(
-        (outcomes) => batch.forEach((p) => p.resolve(outcomes.get(p)!)),
-        (error: unknown) => {
-          this.#tip = undefined;
-          batch.forEach((p) => p.reject(error));
-        },
-      )
-      .finally(() => {
-        this.#running = false;
-        this.#kick();
-      });
+    return this.#batches.submit({ request });
   }
 
   /**
    * Records a batch in one statement: shared locks on its keys, a check that every
    * key is still active, and the audit rows chained onto the head this process
-   * expects (compare-and-set). Keys that are no longer active leave the batch; a head
-   * moved by another writer is re-read. After a few lost races the batch takes the
-   * head's lock in a transaction instead, so it always finishes.
+   * expects (compare-and-set, `AuditLog.casTurn`: the process's group commits take
+   * turns on the head). Keys that are no longer active leave the batch; a head moved
+   * by another writer is re-read. After a few lost races the batch takes the head's
+   * lock in a transaction instead, so it always finishes.
    */
   async #commit(batch: readonly Pending[]): Promise<Map<Pending, LeaseOutcome>> {
     const outcomes = new Map<Pending, LeaseOutcome>();
     let pending = [...batch];
     for (let attempt = 0; attempt < CAS_ATTEMPTS && pending.length > 0; attempt++) {
-      this.#tip ??= await this.#audit.tip(this.#db); // head MAC checked: a moved head is refused, not extended
       const keyIds = [...new Set(pending.map((p) => p.request.keyId))];
-      const result = await this.#audit.appendIfHead(this.#db, pending.map(leaseEvent), this.#tip, {
-        lockFirst: lockKeys(keyIds),
-        guard: sql`(select count(*) from locked where state = 'active') = ${keyIds.length}`,
+      const events = pending.map(leaseEvent);
+      // the tip's head MAC is checked when it is read: a moved head is refused, not extended
+      const result = await this.#audit.casTurn(this.#db, async (tip) => {
+        const r = await this.#audit.appendIfHead(this.#db, events, tip, {
+          name: 'lethe_lease_batch',
+          lockFirst: lockKeys(keyIds),
+          guard: sql`(select count(*) from locked where state = 'active') = ${keyIds.length}`,
+        });
+        if (r.appended) return { value: r, tip: r.tip };
+        const states = lockedStates(r.locked);
+        // a key no longer active explains the refusal; otherwise another writer moved the head
+        return { value: r, tip: pending.some((p) => states.get(p.request.keyId) !== 'active') ? tip : undefined };
       });
       if (result.appended) {
-        this.#tip = result.tip;
         for (const p of pending) outcomes.set(p, 'ok');
         return outcomes;
       }
-      const states = new Map(((result.locked ?? []) as Array<{ key_id: string; state: string }>).map((r) => [r.key_id, r.state]));
-      const inactive = pending.filter((p) => states.get(p.request.keyId) !== 'active');
-      if (inactive.length === 0) {
-        this.#tip = undefined; // another writer moved the head
-        continue;
+      const states = lockedStates(result.locked);
+      for (const p of pending) {
+        const state = states.get(p.request.keyId);
+        if (state !== 'active') outcomes.set(p, state === 'fenced' ? 'fenced' : 'gone');
       }
-      for (const p of inactive) outcomes.set(p, states.get(p.request.keyId) === 'fenced' ? 'fenced' : 'gone');
       pending = pending.filter((p) => states.get(p.request.keyId) === 'active');
     }
     if (pending.length === 0) return outcomes;
     // Contended head: lock it, like every other audited change.
-    this.#tip = undefined;
     const rest = pending;
     const states = await this.#db.transaction(async (tx) => {
       const rows = await queryRows<{ key_id: string; state: string }>(tx, lockKeys([...new Set(rest.map((p) => p.request.keyId))]));
@@ -124,11 +106,20 @@ export class LeaseRecorder {
   }
 }
 
-/** The keys' rows under shared locks: a destruction (FOR UPDATE) waits for them. */
+/** key id → state of the rows a batch statement locked (`json_agg` of them, or null). */
+function lockedStates(locked: unknown): Map<string, string> {
+  return new Map(((locked ?? []) as Array<{ key_id: string; state: string }>).map((r) => [r.key_id, r.state]));
+}
+
+/**
+ * The keys' rows under shared locks: a destruction (FOR UPDATE) waits for them. One
+ * index lookup per key (a lateral subquery with a limit: the statement is prepared, and
+ * its plan never turns into a scan of subject_keys whatever the planner guesses).
+ */
 function lockKeys(keyIds: readonly string[]): SQL {
-  return sql`select key_id, state from subject_keys
-              where key_id in (select json_array_elements_text(${JSON.stringify(keyIds)}::json))
-              for key share`;
+  return sql`select k.key_id, k.state
+               from json_array_elements_text(${JSON.stringify(keyIds)}::json) as v(id)
+               cross join lateral (select key_id, state from subject_keys where key_id = v.id limit 1 for key share) k`;
 }
 
 function leaseEvent({ request }: Pending): AuditEvent {

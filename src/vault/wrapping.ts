@@ -45,6 +45,13 @@ export async function wrapUnderActive(
   return { epoch: active.epoch, wrappedDek: await provider.wrap(active.epoch, key, keyId, purpose) };
 }
 
+/** The active epoch's number as `exec` sees it now (unlocked: a caller that wraps under it checks it again where it commits). */
+export async function activeEpoch(exec: Executor): Promise<number> {
+  const [active] = await exec.select({ epoch: epochs.epoch }).from(epochs).where(eq(epochs.state, 'active'));
+  if (!active) throw new LetheError('unavailable', 'no active KEK epoch: run `lethe migrate` or start the service once');
+  return active.epoch;
+}
+
 /** Whether keys under `epoch` may still carry the legacy, purpose-less wrap (its wrap format is 1). */
 export async function acceptsLegacyWraps(db: Executor, epoch: number): Promise<boolean> {
   const [row] = await db.select({ wrapFormat: epochs.wrapFormat }).from(epochs).where(eq(epochs.epoch, epoch));

@@ -177,6 +177,23 @@ describe('artifacts, erasure and certificates', () => {
   });
 });
 
+describe('bulk key creation', () => {
+  it('ensureKeys creates keys for many subjects in requests of 10,000, answers existing keys and refusals in order, never a DEK', async () => {
+    const existing = await lethe.subjects.ensureKey('user:bulk-client-0');
+    const subjects = Array.from({ length: 10_050 }, (_, i) => `user:bulk-client-${i}`);
+    const batch = await lethe.subjects.ensureKeys(subjects);
+    expect(batch).toMatchObject({ created: 10_049, existing: 1, refused: 0 });
+    expect(batch.keys).toHaveLength(10_050);
+    expect(batch.keys.map((k) => k.subject)).toEqual(subjects);
+    expect(batch.keys[0]).toEqual({ subject: 'user:bulk-client-0', status: 'existing', keyId: existing.keyId, createdAt: existing.createdAt });
+    expect(batch.keys.every((k) => !('dek' in k))).toBe(true);
+    const again = await lethe.subjects.ensureKeys(subjects.slice(10_000));
+    expect(again).toMatchObject({ created: 0, existing: 50 });
+    expect(await rejection(lethe.subjects.ensureKeys(['user:bulk-client-1', 'user:bulk-client-1']))).toMatchObject({ code: 'validation_failed', status: 400 });
+    expect(await rejection(lethe.subjects.ensureKeys([]))).toMatchObject({ code: 'validation_failed' });
+  });
+});
+
 describe('subject keys and backups', () => {
   it('leases a subject key (32 bytes) and releases the lease; takes a backup that the list then shows', async () => {
     const lease = await lethe.subjects.lease('user:client-dee');

@@ -66,6 +66,13 @@ const ROUTES: readonly RouteCase[] = [
   },
   {
     method: 'POST',
+    template: '/v1/keys/batch',
+    allowed: ['writer', 'admin'],
+    path: () => '/v1/keys/batch',
+    body: () => ({ subjects: ['user:auth-table', 'user:auth-batch'] }),
+  },
+  {
+    method: 'POST',
     template: '/v1/keys/validity',
     allowed: ['backup', 'admin'],
     path: () => '/v1/keys/validity',

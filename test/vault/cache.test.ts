@@ -24,6 +24,19 @@ describe('the DEK cache', () => {
     expect(cache.get('s3')?.keyId).toBe('k3');
   });
 
+  it('has() says whether a live entry is held, without refreshing its recency or expiring it early', () => {
+    let now = 1_000;
+    const cache = new DekCache({ maxEntries: 2, maxAgeMs: 500, now: () => now });
+    cache.set('s1', 'k1', dek(1));
+    cache.set('s2', 'k2', dek(2));
+    expect(cache.has('s1')).toBe(true);
+    expect(cache.has('s3')).toBe(false);
+    cache.set('s3', 'k3', dek(3)); // s1 is still the least recently used: has() did not touch it
+    expect(cache.has('s1')).toBe(false);
+    now += 500;
+    expect(cache.has('s2')).toBe(false);
+  });
+
   it('forgets entries older than maxAgeMs', () => {
     let now = 1_000;
     const cache = new DekCache({ maxEntries: 10, maxAgeMs: 500, now: () => now });
