@@ -104,7 +104,13 @@ async function main(): Promise<void> {
   const summary = await lethe.artifacts.create({ kind: 'summary', text: lines.join(' '), sources, readFences, generator: 'quickstart' });
   say(`shared summary ${summary.artifactId}: derived from ${sources.length} memories of ${summary.subjects} users (v${summary.version})`);
 
-  const aliceSearch = await lethe.search('where does alice live', { subject: alice, k: 5 });
+  // what a writer registers is searchable once the service's indexer has embedded it, off the append's path
+  // (usually well under a second; lethe_search_lag_seconds in /metrics): wait for alice's three, at most 10 s
+  let aliceSearch = await lethe.search('where does alice live', { subject: alice, k: 5 });
+  for (let waited = 0; waited < 10_000 && !aliceEntries.every((e) => aliceSearch.hits.some((h) => h.id === e.entryId)); waited += 100) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    aliceSearch = await lethe.search('where does alice live', { subject: alice, k: 5 });
+  }
   const bobSearch = await lethe.search('meetings summary', { subject: bob, k: 10 });
   const bothSearch = await lethe.search('meetings summary', { subjects: [alice, bob], k: 10 });
   const has = (r: { hits: Array<{ id: string }> }) => r.hits.some((h) => h.id === summary.artifactId);

@@ -13,6 +13,7 @@ import { BackupService } from '../backups/service.js';
 import type { Services } from '../http/services.js';
 import { type Db, openDb } from '../db/client.js';
 import { pendingMigrations } from '../db/migrations.js';
+import { StatisticsKeeper } from '../db/statistics.js';
 import { LetheError } from '../errors.js';
 import { ErasureEngine } from '../erasure/engine.js';
 import { ReportLinks } from '../erasure/report-link.js';
@@ -20,6 +21,7 @@ import { ExternalKeyProvider } from '../keyprovider/external.js';
 import { openKeyProvider } from '../keyprovider/open.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
 import { loadRootKey } from '../keyprovider/root-key.js';
+import type { IndexerOptions } from '../log/indexer.js';
 import { LogService } from '../log/service.js';
 import type { Logger } from '../observability/logger.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
@@ -84,6 +86,12 @@ export interface OpenAppOptions {
   readonly onRewrapBatch?: (rewrappedSoFar: number) => void | Promise<void>;
   /** Claim and run erasures in the background (default: as `listen`). */
   readonly erasureWorker?: boolean;
+  /** Drain the indexing queue (writer-registered entries made searchable) in the background (default: as `listen`, unless LETHE_INDEXER=false). */
+  readonly indexWorker?: boolean;
+  /** The indexer's batch size, claim and poll (tests; src/log/indexer.ts has the defaults). */
+  readonly indexing?: IndexerOptions;
+  /** How long the erasure probe waits for entries queued for indexing before it started (tests; src/erasure/steps/probe.ts has the defaults). */
+  readonly probeQueueWait?: { readonly waitMs: number; readonly parks: number };
   /** The clock epochs are retired by and compared against (tests that let a KMS deletion window pass). */
   readonly clock?: () => Date;
 }
@@ -144,6 +152,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       }
     }
     const database = db.db;
+    const statistics = db.kind === 'pglite' ? new StatisticsKeeper(database, (fields, message) => logger.info(fields, message)) : undefined;
     const cache = new DekCache({ maxEntries: config.dekCacheMaxEntries, maxAgeMs: config.dekCacheTtlSeconds * 1000 });
     const destructions = new KeyDestructions({ db: database, audit });
     const keys = new KeyService({ db: database, provider, hasher, audit, cache, destructions, metrics, leaseTtlSeconds: config.leaseTtlSeconds });
@@ -175,7 +184,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
     const shingleKey = await provider.deriveSystemKey('shingle-index');
     const vectors = new Vectors({ db: database, embedder, keys, versionKeys, shingles: new ShingleHasher(shingleKey), logger, metrics });
     zeroize(shingleKey);
-    const log = new LogService({ db: database, keys, objects, vectors });
+    const log = new LogService({ db: database, keys, objects, vectors, logger, metrics }, { ...(failpoint ? { failpoint } : {}), ...options.indexing });
     const artifacts = new ArtifactService({ db: database, keys, versionKeys, destructions, objects, vectors, log, fences, regenerator, audit, metrics, logger });
     const exposures = new TrainingExposures({ db: database, audit });
     const search = new Search({ vectors, log, artifacts, fences, keys });
@@ -222,6 +231,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       pollMs: config.erasurePollMs,
       stepDeadlineMs: config.erasureStepDeadlineSeconds * 1000,
       retry: config.erasureRetry,
+      ...(options.probeQueueWait ? { probeQueueWait: options.probeQueueWait } : {}),
       eventsFallbackMs: config.sseFallbackPollMs,
       metrics,
       ...(failpoint ? { failpoint } : {}),
@@ -230,7 +240,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
     const reportLinkKey = await provider.deriveSystemKey('report-link');
     const reportLinks = new ReportLinks(reportLinkKey, { db: database, audit, exists: (id) => erasures.status(id) });
     zeroize(reportLinkKey);
-    const parts = { keys, destructions, vectors, backups, erasures, cache, provider, metrics, logger, events };
+    const parts = { keys, destructions, vectors, log, backups, erasures, cache, provider, metrics, logger, events };
     subscribe(parts);
     if (options.prepare ?? true) {
       await objects.ensureBucket({ versioned: true });
@@ -244,6 +254,8 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
         logger.warn('LETHE_BACKUP_OBJECT_LOCK is set but backups go to a local folder, which cannot enforce Object Lock');
       }
       if (migrating) await db.migrate();
+      // the embedded database runs no autovacuum: its planner statistics are kept here (src/db/statistics.ts)
+      if (statistics) await statistics.pass();
       const ledger = await backups.ledgerStatus().catch(() => undefined);
       if (ledger && !ledger.locked) {
         const message =
@@ -284,6 +296,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
     // destructions this replica did not see through its own event (another replica
     // crashed mid-propagation, a key destroyed by the CLI) reach the manifests here
     let catchUp: NodeJS.Timeout | undefined;
+    if (listening) statistics?.start();
     if (listening) {
       backups.propagateSoon();
       catchUp = setInterval(() => backups.propagateSoon(), config.backupPropagateSeconds * 1000);
@@ -295,6 +308,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       logger.info({ ...rebuilt, ms: Math.round(performance.now() - started) }, 'search index rebuilt');
     }
     if (options.erasureWorker ?? listening) erasures.start();
+    if (options.indexWorker ?? (listening && config.indexer)) log.indexer.start();
     const openedDb = db;
     const openedProvider = provider;
     let closed = false;
@@ -328,8 +342,10 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
         if (closed) return;
         closed = true;
         clearInterval(catchUp);
+        await statistics?.stop();
         backups.close();
         await erasures.stop();
+        await log.indexer.stop();
         await presence?.stop();
         await unlisten?.().catch(() => {});
         cache.clear();

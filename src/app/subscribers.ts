@@ -8,11 +8,12 @@ import { describeError } from '../observability/logger.js';
 import { embeddingsOfEvent } from '../vectors/embeddings.js';
 import type { App } from './open.js';
 
-type Parts = Pick<App, 'keys' | 'destructions' | 'vectors' | 'backups' | 'erasures' | 'cache' | 'provider' | 'metrics' | 'logger'>;
+type Parts = Pick<App, 'keys' | 'destructions' | 'vectors' | 'log' | 'backups' | 'erasures' | 'cache' | 'provider' | 'metrics' | 'logger'>;
 
 /**
  * A key destruction, wherever it was committed:
- * - its sealed embeddings go in the destruction's own transaction (vectors);
+ * - its sealed embeddings go in the destruction's own transaction (vectors), and so
+ *   do the queue rows of its entries not indexed yet (log: they are never indexed);
  * - the index drops its vectors on every replica (vectors);
  * - the backups that hold it learn of it now (backups; the replica that destroyed
  *   the key writes the manifests, the periodic catch-up covers a crash in between).
@@ -22,11 +23,12 @@ type Parts = Pick<App, 'keys' | 'destructions' | 'vectors' | 'backups' | 'erasur
  */
 export function subscribe(app: Parts): void {
   app.destructions.within((tx, keyIds) => app.vectors.deleteSealedUnder(tx, keyIds));
+  app.destructions.within((tx, keyIds) => app.log.dropQueuedUnder(tx, keyIds));
   app.destructions.subscribe((keyIds, origin) => {
     for (const keyId of keyIds) app.vectors.removeKey(keyId);
     if (origin === 'local') app.backups.propagateSoon(keyIds);
   });
-  app.keys.guardCreation((tx, subjectHash) => app.erasures.refuseKeyCreation(tx, subjectHash));
+  app.keys.guardCreation((tx, subjectHash) => app.erasures.refuseKeyCreation(tx, subjectHash), app.erasures.keyCreationRefusals);
   // a released lease: the subject's erasure waiting at drain_leases looks again now (a lost wake only delays it to the lease's expiry)
   app.keys.onLeaseReleased((subjectHash) =>
     app.erasures.leasesReleased(subjectHash).catch((e: unknown) => app.logger.warn({ err: describeError(e) }, 'could not wake an erasure after a lease release')),

@@ -4,6 +4,14 @@
  * two indexes (artifact → sources by the primary key, source → artifacts by
  * `provenance_source`), so its cost follows the part of the graph it touches, never
  * the size of the store. Depth is bounded by MAX_HEIGHT (enforced on write).
+ *
+ * The plan is fixed by the query's shape, not left to the planner's estimates: each
+ * step of a walk is a `lateral (… offset 0)` subquery, which the planner cannot turn
+ * into a hash join (it would read `provenance` whole wherever it guesses the walk is
+ * large: a recursive CTE's estimate is ten times its start's, and a store without
+ * statistics — the embedded PGlite before its first ANALYZE — guesses a hundred rows
+ * for any id list), and rows of another table are fetched with `= any(array(…))`,
+ * an index condition (docs/performance.md, "Erasure on every backend").
  */
 import { type SQL, sql } from 'drizzle-orm';
 import { type Executor, queryRows } from '../db/client.js';
@@ -20,14 +28,20 @@ export interface ClosureNode {
 
 const idsJson = (ids: readonly string[]) => JSON.stringify([...new Set(ids)]);
 
+/** `= any(array(…))` over a JSON array of ids: an index condition on the column, whatever the planner knows. */
+const anyOf = (ids: readonly string[]) => sql`any(array(select json_array_elements_text(${idsJson(ids)}::json)))`;
+
+/** The artifacts citing `source` (an id expression): one probe of `provenance_source` per row. */
+const citing = (source: SQL) => sql`lateral (select p.artifact_id from provenance p where p.source_id = ${source} offset 0) p`;
+
 /** `with recursive c(id, type, depth)`: everything below the given artifacts, at every depth it is reached. */
 function closureCte(artifactIds: readonly string[]): SQL {
   return sql`with recursive c(id, type, depth) as (
           select p.source_id, p.source_type, 1
-            from provenance p where p.artifact_id in (select json_array_elements_text(${idsJson(artifactIds)}::json))
+            from provenance p where p.artifact_id = ${anyOf(artifactIds)}
           union
           select p.source_id, p.source_type, c.depth + 1
-            from c join provenance p on p.artifact_id = c.id
+            from c cross join lateral (select p.source_id, p.source_type from provenance p where p.artifact_id = c.id offset 0) p
            where c.type = 'artifact' and c.depth < ${MAX_HEIGHT + 1})`;
 }
 
@@ -37,7 +51,7 @@ function upwardCte(start: SQL): SQL {
           ${start}
           union
           select p.artifact_id, t.depth + 1
-            from t join provenance p on p.source_id = t.artifact_id
+            from t cross join ${citing(sql`t.artifact_id`)}
            where t.depth < ${MAX_HEIGHT + 1})`;
 }
 
@@ -65,7 +79,7 @@ export async function closureSubjects(
     exec,
     sql`${closureCte(artifactIds)}
         select distinct encode(e.subject_hash, 'hex') as subject, e.key_id
-          from (select distinct id from c where type = 'entry') x join log_entries e on e.entry_id = x.id`,
+          from log_entries e where e.entry_id = any(array(select distinct id from c where type = 'entry'))`,
   );
   return { subjects: [...new Set(rows.map((r) => r.subject))].sort(), keyIds: [...new Set(rows.map((r) => r.key_id))].sort() };
 }
@@ -81,7 +95,7 @@ export async function touchingSubject(exec: Executor, subjectHash: Uint8Array): 
   return touching(
     exec,
     sql`select p.artifact_id, 1
-          from log_entries e join provenance p on p.source_id = e.entry_id
+          from log_entries e cross join ${citing(sql`e.entry_id`)}
          where e.subject_hash = decode(${Buffer.from(subjectHash).toString('hex')}, 'hex')`,
   );
 }
@@ -95,8 +109,8 @@ export async function touchingSubjects(exec: Executor, subjectHashes: readonly U
   return touching(
     exec,
     sql`select p.artifact_id, 1
-          from log_entries e join provenance p on p.source_id = e.entry_id
-         where e.subject_hash in (select decode(h, 'hex') from json_array_elements_text(${hashesJson(subjectHashes)}::json) as s(h))`,
+          from log_entries e cross join ${citing(sql`e.entry_id`)}
+         where e.subject_hash = any(array(select decode(h, 'hex') from json_array_elements_text(${hashesJson(subjectHashes)}::json) as s(h)))`,
   );
 }
 
@@ -119,17 +133,17 @@ export async function closureScope(exec: Executor, artifactIds: readonly string[
     exec,
     sql`with recursive c(root, id, type, depth) as (
           select p.artifact_id, p.source_id, p.source_type, 1
-            from provenance p where p.artifact_id in (select json_array_elements_text(${idsJson(artifactIds)}::json))
+            from provenance p where p.artifact_id = ${anyOf(artifactIds)}
           union
           select c.root, p.source_id, p.source_type, c.depth + 1
-            from c join provenance p on p.artifact_id = c.id
+            from c cross join lateral (select p.source_id, p.source_type from provenance p where p.artifact_id = c.id offset 0) p
            where c.type = 'artifact' and c.depth < ${MAX_HEIGHT + 1}),
         s(h) as (select decode(h, 'hex') from json_array_elements_text(${hashesJson(subjectHashes)}::json) as s(h))
         select x.root as artifact_id,
                count(*) filter (where s.h is null)::int as foreign,
                coalesce(json_agg(distinct encode(s.h, 'hex')) filter (where s.h is not null), '[]'::json) as subjects
           from (select distinct root, id from c where type = 'entry') x
-          left join log_entries e on e.entry_id = x.id
+          left join lateral (select e.subject_hash from log_entries e where e.entry_id = x.id offset 0) e on true
           left join s on s.h = e.subject_hash
          group by x.root`,
   );
@@ -147,7 +161,7 @@ export async function touchingRecords(exec: Executor, recordIds: readonly string
   return touching(
     exec,
     sql`select p.artifact_id, 1
-          from provenance p where p.source_id in (select json_array_elements_text(${idsJson(recordIds)}::json))`,
+          from provenance p where p.source_id = ${anyOf(recordIds)}`,
   );
 }
 
@@ -169,11 +183,10 @@ export async function upwardClosure(exec: Executor, artifactIds: readonly string
           select a, 0 from json_array_elements_text(${idsJson(artifactIds)}::json) as r(a)
           union
           select p.artifact_id, u.depth + 1
-            from u join provenance p on p.source_id = u.artifact_id
+            from u cross join ${citing(sql`u.artifact_id`)}
            where u.depth < ${MAX_HEIGHT + 1})
-        select a.artifact_id, a.height from (select distinct artifact_id from u) x
-          join artifacts a on a.artifact_id = x.artifact_id
-         where a.state = 'live'
+        select a.artifact_id, a.height from artifacts a
+         where a.artifact_id = any(array(select distinct artifact_id from u)) and a.state = 'live'
          order by a.height, a.artifact_id`,
   );
   return rows.map((r) => ({ artifactId: r.artifact_id, height: Number(r.height) }));

@@ -283,7 +283,7 @@ export class ArtifactService {
     const rows = await queryRows<{ artifact_id: string }>(
       this.#d.db,
       sql`select artifact_id from artifacts
-           where artifact_id in (select json_array_elements_text(${JSON.stringify([...new Set(ids)])}::json))
+           where artifact_id = any(array(select json_array_elements_text(${JSON.stringify([...new Set(ids)])}::json)))
              and state = 'live' and updated_at < ${since.toISOString()}::timestamptz`,
     );
     return rows.map((r) => r.artifact_id);
@@ -300,11 +300,12 @@ export class ArtifactService {
     if (artifactIds.length === 0) return [];
     const rows = await queryRows<{ artifact_id: string; source_id: string; source_type: 'entry' | 'artifact'; erased: boolean | null; kind: string | null }>(
       this.#d.db,
-      sql`select p.artifact_id, p.source_id, p.source_type, (e.subject_hash = ${subjectHash}) as erased, a.kind
+      // each source looked up by its primary key (a subquery per edge): never a join that could read log_entries whole
+      sql`select p.artifact_id, p.source_id, p.source_type,
+                 (select e.subject_hash = ${subjectHash} from log_entries e where p.source_type = 'entry' and e.entry_id = p.source_id) as erased,
+                 (select a.kind from artifacts a where p.source_type = 'artifact' and a.artifact_id = p.source_id) as kind
             from provenance p
-            left join log_entries e on p.source_type = 'entry' and e.entry_id = p.source_id
-            left join artifacts a on p.source_type = 'artifact' and a.artifact_id = p.source_id
-           where p.artifact_id in (select json_array_elements_text(${JSON.stringify([...new Set(artifactIds)])}::json))
+           where p.artifact_id = any(array(select json_array_elements_text(${JSON.stringify([...new Set(artifactIds)])}::json)))
            order by p.artifact_id, p.source_id`,
     );
     return rows.map((r) => ({ artifactId: r.artifact_id, sourceId: r.source_id, sourceType: r.source_type, ofSubject: r.erased === true, kind: r.kind }));

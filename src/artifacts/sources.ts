@@ -30,7 +30,7 @@ export async function checkSources(
   const entryRows = entryIds.length
     ? await queryRows<{ entry_id: string; key_id: string }>(
         tx,
-        sql`select entry_id, key_id from log_entries where entry_id in (select json_array_elements_text(${JSON.stringify(entryIds)}::json))`,
+        sql`select entry_id, key_id from log_entries where entry_id = any(array(select json_array_elements_text(${JSON.stringify(entryIds)}::json)))`,
       )
     : [];
   const artifactRows = artifactIds.length ? await tx.select().from(artifacts).where(inArray(artifacts.artifactId, artifactIds)).for('key share') : [];

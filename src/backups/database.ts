@@ -18,6 +18,7 @@ import {
   destructionLedger,
   embeddings,
   epochs,
+  indexQueue,
   logEntries,
   provenance,
   subjectKeys,
@@ -41,6 +42,8 @@ export const EXPORTED_TABLES = {
   artifacts,
   provenance,
   embeddings,
+  // writer-registered entries not indexed yet: a restored vault indexes them (rows of destroyed keys are dropped by the indexer)
+  index_queue: indexQueue,
   training_exposures: trainingExposures,
   training_exposure_records: trainingExposureRecords,
   training_exposure_subjects: trainingExposureSubjects,
@@ -176,7 +179,9 @@ export async function snapshotTables(exec: Executor): Promise<TablesSnapshot> {
 export async function putBackTables(db: Database, snapshot: TablesSnapshot): Promise<void> {
   await db.transaction(async (tx) => {
     await tx.execute(sql`truncate table ${sql.join(snapshot.tables.map((t) => sql.identifier(t.name)), sql`, `)}`);
-    for (const t of snapshot.tables) {
+    // embedding_counts last: the triggers on embeddings count its rows as they go back, into a table still empty
+    const ordered = [...snapshot.tables.filter((t) => t.name !== 'embedding_counts'), ...snapshot.tables.filter((t) => t.name === 'embedding_counts')];
+    for (const t of ordered) {
       if (t.rows === 0) continue;
       const table = sql.identifier(t.name);
       await tx.execute(sql`insert into ${table} select * from json_populate_recordset(null::${table}, ${t.json}::json)`);

@@ -212,7 +212,7 @@ async function withdrawUnstored(ctx: BackupContext, tx: Transaction): Promise<{ 
   const rows = await queryRows<{ seq: number | string; body: string }>(tx, sql`select seq, body from ledger_chain where bucket = ${bucket} and stored_at is null`);
   if (rows.length > 0) {
     const seqs = JSON.stringify(rows.map((r) => Number(r.seq)));
-    await tx.execute(sql`delete from ledger_exports where bucket = ${bucket} and chain_seq in (select s::bigint from json_array_elements_text(${seqs}::json) as s)`);
+    await tx.execute(sql`delete from ledger_exports where bucket = ${bucket} and chain_seq = any(array(select s::bigint from json_array_elements_text(${seqs}::json) as s))`);
     const backupIds = JSON.stringify([...new Set(rows.flatMap((r) => (JSON.parse(r.body) as ChainRecord).manifests.map((m) => m.backupId)))]);
     await tx.execute(sql`update backups set chained_version = 0 where backup_id in (select b from json_array_elements_text(${backupIds}::json) as b)`);
     await tx.execute(sql`delete from ledger_chain where bucket = ${bucket} and stored_at is null`);
@@ -239,8 +239,15 @@ async function insertRecord(tx: Transaction, bucket: string, sealed: { record: C
  * Phase one: assigns records to the destructions and manifest versions not yet in
  * the bucket's chain (at most `RECORD_BATCH` each per record). Returns how many
  * records it assigned.
+ *
+ * Which destructions: with `everything`, every one this bucket's chain does not hold —
+ * also those already durable in another bucket's chain (the backups moved, or a replica
+ * writes another bucket), which takes reading the whole ledger; without, only those
+ * durable in no chain yet (`durable_at` null: the partial index
+ * `destruction_ledger_pending`), what a destruction's own flush needs, whatever the
+ * ledger's size. The catch-ups (start-up, the periodic one, a backup) ask for everything.
  */
-async function assign(ctx: BackupContext): Promise<number> {
+async function assign(ctx: BackupContext, everything: boolean): Promise<number> {
   const bucket = ctx.backup.bucket;
   return ctx.db.transaction(async (tx) => {
     await lockChain(tx, bucket);
@@ -260,7 +267,8 @@ async function assign(ctx: BackupContext): Promise<number> {
         tx,
         sql`select dl.key_id, dl.key_kind, dl.subject_hash, dl.destroyed_at, dl.reason, dl.wrapped_epoch, dl.leased_until
               from destruction_ledger dl
-             where not exists (select 1 from ledger_exports le where le.bucket = ${bucket} and le.key_id = dl.key_id and le.chain_seq is not null)
+             where ${everything ? sql`` : sql`dl.durable_at is null and`}
+                   not exists (select 1 from ledger_exports le where le.bucket = ${bucket} and le.key_id = dl.key_id and le.chain_seq is not null)
              order by dl.destroyed_at, dl.key_id limit ${RECORD_BATCH}`,
       );
       const manifests = await queryRows<{ backup_id: string; manifest_version: number }>(
@@ -355,7 +363,7 @@ async function store(ctx: BackupContext): Promise<string[]> {
     const keys = await queryRows<{ key_id: string }>(
       tx,
       sql`select key_id from ledger_exports
-           where bucket = ${bucket} and chain_seq in (select s::bigint from json_array_elements_text(${seqs}::json) as s)`,
+           where bucket = ${bucket} and chain_seq = any(array(select s::bigint from json_array_elements_text(${seqs}::json) as s))`,
     );
     const keyIds = keys.map((k) => k.key_id);
     await ctx.destructions.markDurable(tx, keyIds);
@@ -366,10 +374,12 @@ async function store(ctx: BackupContext): Promise<string[]> {
 /**
  * Writes every destruction and manifest version not yet in the bucket's ledger chain
  * there, durably, and marks those destructions durable. Throws when the bucket
- * cannot be written (nothing is marked then; the caller retries).
+ * cannot be written (nothing is marked then; the caller retries). `everything: false`
+ * leaves out destructions already durable in another bucket's chain (`assign`): the
+ * flush of a destruction, whose cost must not grow with the ledger.
  */
-export async function flushLedger(ctx: BackupContext): Promise<{ records: number; durable: string[] }> {
-  const records = await assign(ctx);
+export async function flushLedger(ctx: BackupContext, options: { everything?: boolean } = {}): Promise<{ records: number; durable: string[] }> {
+  const records = await assign(ctx, options.everything ?? true);
   const durable = await store(ctx);
   return { records, durable };
 }

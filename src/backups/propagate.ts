@@ -41,18 +41,25 @@ export interface PropagationResult {
  * (the manifest versions just written).
  */
 export async function propagateDestructions(ctx: BackupContext, options: PropagateOptions = {}): Promise<PropagationResult> {
-  // write-ahead: the ledger chain first, whatever state the manifests are in
-  await flushLedger(ctx);
+  // write-ahead: the ledger chain first, whatever state the manifests are in. A propagation of given keys
+  // (a destruction's) flushes what is durable nowhere yet; the catch-up over everything, all this bucket lacks
+  const everything = !options.keyIds && !options.backupIds;
+  await flushLedger(ctx, { everything });
   const filter = options.keyIds
-    ? sql`and bk.key_id in (select json_array_elements_text(${JSON.stringify(options.keyIds)}::json))`
+    ? sql`and bk.key_id = any(array(select json_array_elements_text(${JSON.stringify(options.keyIds)}::json)))`
     : options.backupIds
       ? sql`and bk.backup_id in (select json_array_elements_text(${JSON.stringify(options.backupIds)}::json))`
       : sql``;
+  // for given keys, each one's ledger row by its primary key (never a join that could read the whole ledger);
+  // the catch-up over everything pending is a join, as it reads everything anyway
+  const ledger = options.keyIds
+    ? sql`cross join lateral (select dl.destroyed_at from destruction_ledger dl where dl.key_id = bk.key_id offset 0) dl`
+    : sql`join destruction_ledger dl on dl.key_id = bk.key_id`;
   const pending = await queryRows<{ backup_id: string; key_id: string; destroyed_at: Date | string }>(
     ctx.db,
     sql`select bk.backup_id, bk.key_id, dl.destroyed_at
           from backup_keys bk
-          join destruction_ledger dl on dl.key_id = bk.key_id
+          ${ledger}
          where not exists (select 1 from backup_propagations bp where bp.key_id = bk.key_id and bp.backup_id = bk.backup_id)
          ${filter}
          order by bk.backup_id`,
@@ -74,7 +81,7 @@ export async function propagateDestructions(ctx: BackupContext, options: Propaga
       const done = await tx
         .select({ keyId: backupPropagations.keyId })
         .from(backupPropagations)
-        .where(sql`${backupPropagations.backupId} = ${backupId} and ${backupPropagations.keyId} in (select json_array_elements_text(${JSON.stringify([...destroyed.keys()])}::json))`);
+        .where(sql`${backupPropagations.backupId} = ${backupId} and ${backupPropagations.keyId} = any(array(select json_array_elements_text(${JSON.stringify([...destroyed.keys()])}::json)))`);
       for (const d of done) destroyed.delete(d.keyId);
       if (destroyed.size === 0) return 0;
       const current = await readManifest(ctx.backup, backupId);
@@ -101,7 +108,7 @@ export async function propagateDestructions(ctx: BackupContext, options: Propaga
     keys += marked;
   }
   // the ledger chain records the manifest versions just written (and any destruction still pending)
-  await flushLedger(ctx);
+  await flushLedger(ctx, { everything });
   return { backups: written, keys };
 }
 

@@ -173,7 +173,7 @@ export class BackupService {
         timer = setTimeout(() => resolve('timeout'), remaining);
       });
       try {
-        const outcome = await Promise.race([flushLedger(this.#ctx).then(() => 'done' as const), timedOut]);
+        const outcome = await Promise.race([flushLedger(this.#ctx, { everything: false }).then(() => 'done' as const), timedOut]);
         if (outcome === 'timeout') error = `the backup store did not answer within ${waitMs} ms`;
         else error = undefined;
       } catch (e) {

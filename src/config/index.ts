@@ -156,6 +156,7 @@ const envSchema = z.object({
   LETHE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional().default('info'),
   // no default here: it depends on NODE_ENV and DATABASE_URL (loadConfig)
   LETHE_AUTO_MIGRATE: z.string().trim().toLowerCase().pipe(z.enum(['true', 'false'], { message: 'must be true or false' })).optional(),
+  LETHE_INDEXER: z.string().trim().toLowerCase().pipe(z.enum(['true', 'false'], { message: 'must be true or false' })).optional().default('true'),
 });
 
 export interface Config {
@@ -229,6 +230,8 @@ export interface Config {
    * false in production (NODE_ENV=production) on PostgreSQL (DATABASE_URL).
    */
   readonly autoMigrate: boolean;
+  /** Whether this replica drains the search indexing queue (LETHE_INDEXER; default true: every replica does). */
+  readonly indexer: boolean;
 }
 
 export type KeyProviderConfig =
@@ -373,6 +376,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     backupPropagateSeconds: e.LETHE_BACKUP_PROPAGATE_SECONDS,
     backupObjectLock: e.LETHE_BACKUP_OBJECT_LOCK === 'off' ? undefined : { mode: e.LETHE_BACKUP_OBJECT_LOCK, days: e.LETHE_BACKUP_RETENTION_DAYS },
     ledgerLock: e.LETHE_LEDGER_LOCK === 'off' ? undefined : { mode: e.LETHE_LEDGER_LOCK, days: e.LETHE_LEDGER_RETENTION_DAYS },
+    indexer: e.LETHE_INDEXER === 'true',
     autoMigrate: e.LETHE_AUTO_MIGRATE === undefined ? !(e.NODE_ENV.trim().toLowerCase() === 'production' && e.DATABASE_URL) : e.LETHE_AUTO_MIGRATE === 'true',
     embeddings:
       e.LETHE_EMBEDDINGS_URL && e.LETHE_EMBEDDINGS_MODEL

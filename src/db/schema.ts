@@ -94,7 +94,12 @@ export const destructionLedger = pgTable(
      */
     seq: bigserial('seq', { mode: 'number' }).notNull(),
   },
-  (t) => [index('destruction_ledger_subject_hash').on(t.subjectHash, t.destroyedAt), uniqueIndex('destruction_ledger_seq').on(t.seq)],
+  (t) => [
+    index('destruction_ledger_subject_hash').on(t.subjectHash, t.destroyedAt),
+    uniqueIndex('destruction_ledger_seq').on(t.seq),
+    // the destructions not yet durable in the ledger chain: what a chain flush looks for, never the whole ledger
+    index('destruction_ledger_pending').on(t.destroyedAt, t.keyId).where(sql`${t.durableAt} is null`),
+  ],
 );
 
 /**
@@ -140,8 +145,39 @@ export const logEntries = pgTable(
      * read by no one but that erasure; its record key dies with the re-key that ends it.
      */
     forgottenBy: text('forgotten_by'),
+    /**
+     * Set when the log's indexer refused the entry's frame (src/log/indexer.ts): it did
+     * not open under the key it names, or its payload broke the entry schema. A refused
+     * entry is never served nor indexed. The reason's class and top-level field only
+     * (`frame_unopened`, `payload_refused:<field>`), never anything of the content.
+     */
+    refused: text('refused'),
   },
   (t) => [uniqueIndex('log_entries_key_seq').on(t.keyId, t.seq), index('log_entries_subject').on(t.subjectHash)],
+);
+
+/**
+ * The indexing queue (owned by the log): one row per writer-registered entry whose
+ * embedding and keyed shingles are not computed yet, inserted in the registration's
+ * statement and deleted in the statement that inserts its sealed embedding (or marks
+ * it refused). Workers in every replica claim rows with FOR UPDATE SKIP LOCKED for
+ * `claimed_until`; a claim that lapses is taken again. `seq` orders the queue and is
+ * the erasure probe's high-water mark. Nothing here comes from the entry's content.
+ */
+export const indexQueue = pgTable(
+  'index_queue',
+  {
+    entryId: text('entry_id')
+      .primaryKey()
+      .references(() => logEntries.entryId, { onDelete: 'cascade' }),
+    seq: bigserial('seq', { mode: 'number' }).notNull(),
+    enqueuedAt: tstz('enqueued_at').notNull(),
+    /** The claim (`<replica>#<n>`) working on the row, until `claimed_until`. */
+    claimedBy: text('claimed_by'),
+    claimedUntil: tstz('claimed_until'),
+    attempts: integer('attempts').notNull().default(0),
+  },
+  (t) => [index('index_queue_seq').on(t.seq)],
 );
 
 export const ARTIFACT_KINDS = ['summary', 'fact', 'digest'] as const;
@@ -242,6 +278,19 @@ export const embeddings = pgTable(
   (t) => [index('embeddings_key').on(t.keyId, t.recordId)],
 );
 
+/**
+ * How many `embeddings` rows of live keys there are (owned by vectors): kept by statement
+ * triggers (migration 0012) — on `embeddings` (insert, delete, truncate: the rows whose key
+ * is not in the destruction ledger) and on `destruction_ledger` (insert: a destroyed key's
+ * rows still stored stop counting). The erasure probe's coverage check sums these few rows
+ * instead of counting the table. Sharded by backend (pid % 16) so that concurrent writers
+ * seldom wait on one row; the sum is exact in every snapshot.
+ */
+export const embeddingCounts = pgTable('embedding_counts', {
+  shard: integer('shard').primaryKey(),
+  records: bigint('records', { mode: 'number' }).notNull().default(0),
+});
+
 /** Registered fine-tuning or distillation corpora (the erasure class C decision). */
 export const trainingExposures = pgTable('training_exposures', {
   exposureId: text('exposure_id').primaryKey(),
@@ -324,7 +373,8 @@ export const ledgerExports = pgTable(
     /** The chain record that holds the destruction. */
     chainSeq: bigint('chain_seq', { mode: 'number' }),
   },
-  (t) => [primaryKey({ columns: [t.bucket, t.keyId] })],
+  // (bucket, chain_seq): the destructions a chain record holds, found without reading the bucket's every export
+  (t) => [primaryKey({ columns: [t.bucket, t.keyId] }), index('ledger_exports_chain_seq').on(t.bucket, t.chainSeq)],
 );
 
 /**

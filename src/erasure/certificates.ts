@@ -50,6 +50,7 @@ function probePayload(state: ErasureState, threshold: number): { [key: string]: 
     matches: (probe?.matches ?? []).map((m) => ({ id: m.id, tier: m.tier, score: m.score })),
     ...(probe?.examined ? { examined: { ...probe.examined } } : {}),
     ...(probe?.coverage ? { coverage: { ...probe.coverage } } : {}),
+    ...(probe?.unindexed ? { unindexed: probe.unindexed } : {}),
     ...(probe?.replica ? { replica: probe.replica } : {}),
     ...(probe?.cappedShingles !== undefined ? { cappedShingles: probe.cappedShingles } : {}),
     ...(probe?.dismissed

@@ -108,6 +108,14 @@ export async function residuals(d: { epochs: EpochService; backups: BackupServic
       bound: 'unbounded until redacted',
     });
   }
+  if (probe.unindexed && probe.unindexed > 0) {
+    out.push({
+      tier: 'vector-index',
+      kind: 'unindexed',
+      detail: `${probe.unindexed} entr${probe.unindexed === 1 ? 'y' : 'ies'} registered by writers before the probe started ${probe.unindexed === 1 ? 'was' : 'were'} still waiting in the indexing queue after the probe's bounded wait: the probe did not look for the erased content in ${probe.unindexed === 1 ? 'it' : 'them'}, so nothing is certified about ${probe.unindexed === 1 ? 'it' : 'them'}.`,
+      bound: `${probe.unindexed} unprobed entr${probe.unindexed === 1 ? 'y' : 'ies'}, until probed`,
+    });
+  }
   if (cls === 'C') {
     out.push({
       tier: 'model-weights',

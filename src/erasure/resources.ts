@@ -39,6 +39,12 @@ export interface ErasureSettings {
   readonly stepDeadlineMs?: number;
   /** The backoff of transient step failures (retry.ts; default 1 s doubling to 5 min). */
   readonly retry?: RetryPolicy;
+  /**
+   * How long the probe waits for the entries queued for indexing before it started:
+   * `waitMs` in place each time it runs, at most `parks` parks (steps/probe.ts; default
+   * 2 s and 10). Tests shorten it.
+   */
+  readonly probeQueueWait?: { readonly waitMs: number; readonly parks: number };
 }
 
 /** Which replicas applied a key destruction (the app's replica presence, over the vault's heartbeat rows). */

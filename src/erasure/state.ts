@@ -47,6 +47,10 @@ export const ErasureStateSchema = z.looseObject({
   probe: ProbeViewSchema.optional(),
   /** Times the probe parked for the index to catch up (reset when it runs). */
   indexWaits: z.number().optional(),
+  /** The indexing queue's high-water mark when the probe first ran: it waits for every entry queued up to it (reset when it runs). */
+  queueMark: z.number().optional(),
+  /** Times the probe parked for those entries (reset when it runs). */
+  queueWaits: z.number().optional(),
   /** Matches a person ruled do not carry the subject's content (POST …/dismissals). */
   dismissals: z.array(ProbeDismissalSchema).optional(),
   /** Which replicas acknowledged applying the key's destruction (src/erasure/acknowledgement.ts). */

@@ -22,7 +22,7 @@ export type StepView = z.infer<typeof StepViewSchema>;
 export const ResidualSchema = z.object({
   /** key-table, log, artifacts, vector-index, backups, caches, model-weights, erasure */
   tier: z.string(),
-  /** gist, wrapped-dek, lease, cross-subject, parametric, fingerprints */
+  /** gist, wrapped-dek, lease, cross-subject, parametric, fingerprints, unindexed */
   kind: z.string(),
   detail: z.string(),
   /** ISO time the residual ends, when it has a date. */
@@ -60,8 +60,18 @@ export const ProbeViewSchema = z.object({
   matches: z.array(ProbeMatchSchema),
   /** Distinct candidate records examined, per source. */
   examined: z.object({ shingleIndex: z.number(), vectorIndex: z.number(), provenance: z.number() }).optional(),
-  /** Records in the lexical index ÷ records stored, on the replica that ran the probe (it certifies only when equal). */
-  coverage: z.object({ indexed: z.number(), stored: z.number() }).optional(),
+  /**
+   * Records in the lexical index ÷ sealed records stored, on the replica that ran the
+   * probe (it certifies only when equal); `queued`: entries waiting in the indexing
+   * queue then, registered after the probe started (not covered).
+   */
+  coverage: z.object({ indexed: z.number(), stored: z.number(), queued: z.number().optional() }).optional(),
+  /**
+   * Entries queued for indexing before the probe started that were still not indexed
+   * after its bounded wait: the probe could not look in them, and the erasure is
+   * `incomplete` with an `unindexed` residual.
+   */
+  unindexed: z.number().optional(),
   /** The replica that ran the probe. */
   replica: z.string().optional(),
   /** Fingerprint shingles too common to look candidates up by (their posting lists were not read in full). */

@@ -20,7 +20,7 @@ import { registerArtifactRoutes } from './routes/artifacts.js';
 import { registerBackupRoutes } from './routes/backups.js';
 import { registerCertificateRoutes } from './routes/certificates.js';
 import { registerErasureRoutes } from './routes/erasures.js';
-import { registerKeyRoutes } from './routes/keys.js';
+import { KEY_BATCH_BODY_LIMIT_BYTES, KEY_BATCH_PATH, registerKeyRoutes } from './routes/keys.js';
 import { registerLogRoutes } from './routes/log.js';
 import { replicaReadiness, ReplicaView } from './replica-readiness.js';
 import { json } from './schemas.js';
@@ -60,18 +60,22 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
     else if (logger.isLevelEnabled('debug')) logger.debug({ method: c.req.method, route: label, status }, 'request');
   });
 
-  const tooLarge = (c: Context) => problem(c, 'payload_too_large', `request bodies are limited to ${config.bodyLimitBytes} bytes`);
-  const streamingLimit = bodyLimit({ maxSize: config.bodyLimitBytes, onError: tooLarge });
+  // POST /v1/keys/batch takes up to 10,000 subject ids: its limit fits them (or is LETHE_BODY_LIMIT_BYTES, if higher)
+  const limits = [config.bodyLimitBytes, Math.max(config.bodyLimitBytes, KEY_BATCH_BODY_LIMIT_BYTES)].map((maxSize) => {
+    const tooLarge = (c: Context) => problem(c, 'payload_too_large', `request bodies are limited to ${maxSize} bytes`);
+    return { maxSize, tooLarge, streaming: bodyLimit({ maxSize, onError: tooLarge }) };
+  });
   app.use('*', async (c, next) => {
+    const limit = limits[c.req.method === 'POST' && c.req.path === KEY_BATCH_PATH ? 1 : 0]!;
     // On the Node server, decide from the raw headers when possible: asking the Fetch
     // Request for its body would make the adapter build one for every call.
     const headers = c.env?.incoming?.headers;
     if (headers && headers['transfer-encoding'] === undefined) {
       const length = Number(headers['content-length'] ?? 0);
-      if (length > config.bodyLimitBytes) return tooLarge(c);
+      if (length > limit.maxSize) return limit.tooLarge(c);
       return next();
     }
-    return streamingLimit(c, next);
+    return limit.streaming(c, next);
   });
   // NUL, unpaired surrogates and over-deep JSON, for every route at once (bad-input.ts)
   app.use('*', rejectBadInput());
@@ -107,7 +111,8 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
         '`checks.ledgerLock` is `off` when the backup bucket\'s ledger chain is not retained under Object Lock; `checks.ledgerWrites` is `pending` while ' +
         'destructions wait for their record to be durable in the backup store. Neither makes the service unready; both are named in `warnings`. ' +
         '`checks.listener` is `pending` while the replica event listener reconnects and `failed` (unready) once it has been down for longer than a short grace; ' +
-        '`replica` names the listener, the index state, the last key destruction applied and the erasure worker.',
+        '`replica` names the listener, the index state, the last key destruction applied, the erasure worker, the indexer, and search freshness: ' +
+        '`searchQueued` writer-registered entries not yet searchable, the oldest waiting `searchLagSeconds`.',
       responses: { 200: json(ReadyResponse, 'Ready'), 503: json(ReadyResponse, 'Not ready') },
     }),
     async (c) => {
@@ -116,6 +121,14 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
         { name: 'objectStore', check: () => services.objects.ping() },
       ];
       const results: Record<string, 'ok' | 'failed'> = {};
+      // every read below starts now and is bounded at 2 s: the answer comes within about 2 s even when the database hangs
+      // search freshness (the indexing queue): reported, never a reason to be unready
+      const searchRead = services.replica ? withTimeout(services.log.queueStatus(), 2000).catch(() => undefined) : Promise.resolve(undefined);
+      // the ledger chain: advisory, never a reason to be unready
+      const ledgerRead = withTimeout(services.backups.ledgerStatus(), 2000).then(
+        (status) => ({ status }),
+        (e: unknown) => ({ error: e }),
+      );
       await Promise.all(
         checks.map(async ({ name, check }) => {
           try {
@@ -127,21 +140,22 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
           }
         }),
       );
-      const replica = replicaReadiness(services);
+      const search = await searchRead;
+      const replica = replicaReadiness(services, Date.now(), search);
       const ok = Object.values(results).every((r) => r === 'ok') && replica.check !== 'failed';
-      // the ledger chain: advisory, never a reason to be unready
       const warnings: string[] = [];
       const ledger: Record<string, 'ok' | 'off' | 'pending'> = {};
-      try {
-        const status = await withTimeout(services.backups.ledgerStatus(), 2000);
+      const read = await ledgerRead;
+      if ('status' in read) {
+        const { status } = read;
         ledger.ledgerLock = status.locked ? 'ok' : 'off';
         if (!status.locked) warnings.push(`the ledger chain is not under Object Lock: ${status.why}`);
         ledger.ledgerWrites = status.pending > 0 ? 'pending' : 'ok';
         if (status.pending > 0) {
           warnings.push(`${status.pending} destruction(s) not yet durable in the backup store's ledger, the oldest since ${status.oldestPending?.toISOString() ?? '?'}`);
         }
-      } catch (e) {
-        logger.warn({ err: describeError(e) }, 'readiness: the ledger status could not be read');
+      } else {
+        logger.warn({ err: describeError(read.error) }, 'readiness: the ledger status could not be read');
       }
       return c.json(
         {

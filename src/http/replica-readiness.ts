@@ -19,8 +19,11 @@ export const ReplicaView = z
     lastCatchUpAt: z.string().optional(),
     erasureWorker: z.enum(['running', 'stopped']),
     lastWorkerPassAt: z.string().optional(),
+    indexWorker: z.enum(['running', 'stopped']).optional().openapi({ description: 'this replica\'s indexer, draining the indexing queue' }),
+    searchQueued: z.number().int().optional().openapi({ description: 'writer-registered entries waiting in the indexing queue (shared by every replica): not yet searchable' }),
+    searchLagSeconds: z.number().optional().openapi({ description: 'age of the oldest of them (lethe_search_lag_seconds); 0 when none waits' }),
   })
-  .openapi({ description: 'this replica: listener, index, destruction cursor, erasure worker' });
+  .openapi({ description: 'this replica: listener, index, destruction cursor, erasure worker, indexer and search freshness' });
 
 export interface ReplicaReadinessResult {
   readonly check: 'ok' | 'pending' | 'failed' | undefined;
@@ -28,10 +31,15 @@ export interface ReplicaReadinessResult {
   readonly view: z.infer<typeof ReplicaView> | undefined;
 }
 
-export function replicaReadiness(services: Pick<Services, 'replica' | 'erasures'>, now = Date.now()): ReplicaReadinessResult {
+export function replicaReadiness(
+  services: Pick<Services, 'replica' | 'erasures'> & { log?: Pick<Services['log'], 'indexer'> },
+  now = Date.now(),
+  search?: { queued: number; lagSeconds: number },
+): ReplicaReadinessResult {
   const status = services.replica?.status();
   if (!status) return { check: undefined, warning: undefined, view: undefined };
   const worker = services.erasures.workerStatus();
+  const indexer = services.log?.indexer.status();
   const down = status.listener.state === 'down';
   const downFor = now - status.listener.since.getTime();
   const check = !down ? 'ok' : downFor > LISTENER_GRACE_MS ? 'failed' : 'pending';
@@ -47,6 +55,8 @@ export function replicaReadiness(services: Pick<Services, 'replica' | 'erasures'
       ...(status.lastCatchUpAt ? { lastCatchUpAt: status.lastCatchUpAt.toISOString() } : {}),
       erasureWorker: worker.running ? 'running' : 'stopped',
       ...(worker.lastPassAt ? { lastWorkerPassAt: worker.lastPassAt.toISOString() } : {}),
+      ...(indexer ? { indexWorker: indexer.running ? ('running' as const) : ('stopped' as const) } : {}),
+      ...(search ? { searchQueued: search.queued, searchLagSeconds: Math.round(search.lagSeconds * 1000) / 1000 } : {}),
     },
   };
 }

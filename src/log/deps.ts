@@ -1,5 +1,7 @@
-/** What the log's operations share: the database, the vault's keys, the object store, the vectors. */
+/** What the log's operations share: the database, the vault's keys, the object store, the vectors (and the indexer's logger and metrics). */
 import type { Database } from '../db/client.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { ObjectStore } from '../storage/store.js';
 import type { KeyService } from '../vault/keys.js';
 import type { Vectors } from '../vectors/service.js';
@@ -9,4 +11,7 @@ export interface LogDeps {
   readonly keys: KeyService;
   readonly objects: ObjectStore;
   readonly vectors: Vectors;
+  /** Where the indexer reports refused entries and its queue (optional: a bare log for tests). */
+  readonly logger?: Logger | undefined;
+  readonly metrics?: Metrics | undefined;
 }

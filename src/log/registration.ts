@@ -2,24 +2,19 @@
  * Registration of segments a writer sealed and uploaded itself (the writer client):
  * each entry must name its subject's live, active key and a sequence number reserved
  * under it, and fit the stored segment; entries of a key destroyed or fenced
- * meanwhile are refused (their frames are unreadable or about to be). The service,
- * which holds the keys anyway, opens each registered frame once — through the record
- * key the writer wrapped under the subject key (frame.ts) — and a frame that does
- * not open under the key it names, or holds a payload the entry schema refuses
- * (payload.ts), is refused — to embed it, and seals the embedding under the same key.
- * Index rows and embeddings commit in one statement. Idempotent per entry id; an id
- * indexed elsewhere is a conflict.
+ * meanwhile are refused (their frames are unreadable or about to be). The index rows
+ * and one row per entry in the indexing queue commit in one statement, and the
+ * registration answers: it never fetches the segment. The indexer (indexer.ts) opens
+ * each frame later — through the record key the writer wrapped under the subject key
+ * (frame.ts) — refuses (quarantines) one that does not open under the key it names
+ * or holds a payload the entry schema refuses (payload.ts), and embeds the rest.
+ * Idempotent per entry id; an id indexed elsewhere is a conflict.
  */
 import { sql } from 'drizzle-orm';
-import { zeroize } from '../crypto/index.js';
 import { type Executor, queryRows, type Transaction } from '../db/client.js';
 import { LetheError } from '../errors.js';
 import { SEGMENT_KEY_PATTERN } from '../ids.js';
-import { insertEmbeddingsCte, notifyEmbeddings } from '../vectors/embeddings.js';
-import { openEntry } from './frame.js';
 import type { LogDeps } from './deps.js';
-import { FramePayloadSchema, payloadProblem } from './payload.js';
-import { frameAt } from './segment.js';
 
 export interface RegisteredEntry {
   readonly entryId: string;
@@ -46,17 +41,16 @@ export interface RegistrationResult {
 }
 
 /**
- * Indexes frames a writer sealed and uploaded itself. Each entry must name its
- * subject's live, active key and a sequence number reserved under it, and fit the
- * stored segment; entries of a key destroyed or fenced meanwhile are refused
- * (their frames are unreadable or about to be). Every frame must open, and hold a
- * payload the entry schema admits (payload.ts). Idempotent per entry id: an entry
- * already indexed at the very place named (segment, offset, length, key, seq,
- * subject) answers `registered` again; one indexed elsewhere is a `conflict` — the
- * id is taken — and nothing of the request is registered or published. A refusal
- * registers nothing.
+ * Indexes frames a writer sealed and uploaded itself, and queues them for the
+ * indexer. Each entry must name its subject's live, active key and a sequence number
+ * reserved under it, and fit the stored segment; entries of a key destroyed or fenced
+ * meanwhile are refused (their frames are unreadable or about to be). Idempotent per
+ * entry id: an entry already indexed at the very place named (segment, offset,
+ * length, key, seq, subject) answers `registered` again; one indexed elsewhere is a
+ * `conflict` — the id is taken — and nothing of the request is registered. A refusal
+ * registers nothing. Answers the statuses and how many entries were queued.
  */
-export async function register(deps: LogDeps, segment: string, entries: readonly RegisteredEntry[]): Promise<RegistrationResult[]> {
+export async function register(deps: LogDeps, segment: string, entries: readonly RegisteredEntry[]): Promise<{ results: RegistrationResult[]; queued: number }> {
   if (!SEGMENT_KEY_PATTERN.test(segment)) throw new LetheError('validation_failed', 'segment must be log/seg_<22 base64url characters>');
   const ids = new Set<string>();
   for (const e of entries) {
@@ -75,16 +69,14 @@ export async function register(deps: LogDeps, segment: string, entries: readonly
   const again = await alreadyPlaced(deps.db, segment, rows);
   const fresh = rows.filter((r) => !again.has(r.entryId));
   const answered = new Map<string, RegistrationResult['status']>([...again].map((id) => [id, 'registered' as const]));
+  let queued = 0;
   if (fresh.length > 0) {
-    const sealed = await embedRegistered(deps, segment, fresh);
-    const { statuses, inserted } = await deps.db.transaction((tx) => indexFresh(tx, segment, fresh, sealed));
+    const { statuses, inserted } = await deps.db.transaction((tx) => indexFresh(tx, segment, fresh));
+    queued = inserted.size;
     for (const [id, status] of statuses) answered.set(id, status);
     await tellErasedSubjects(deps, fresh, answered);
-    const published = sealed.filter((e) => inserted.has(e.recordId));
-    deps.vectors.publish(published);
-    await notifyEmbeddings(deps.db, published);
   }
-  return entries.map((e) => ({ entryId: e.entryId, status: answered.get(e.entryId)! }));
+  return { results: entries.map((e) => ({ entryId: e.entryId, status: answered.get(e.entryId)! })), queued };
 }
 
 type Row = RegisteredEntry & { readonly subjectHash: string };
@@ -164,16 +156,15 @@ async function alreadyPlaced(exec: Executor, segment: string, rows: readonly Row
 }
 
 /**
- * Indexes the entries not indexed yet, with their embeddings, in one statement of
- * `tx`. An entry another registration indexed meanwhile (it raced this one) answers
- * as a retry does; an entry of another subject's key or of a sequence number never
- * reserved refuses the whole request.
+ * Indexes the entries not indexed yet, each with its row in the indexing queue, in one
+ * statement of `tx`. An entry another registration indexed meanwhile (it raced this
+ * one) answers as a retry does; an entry of another subject's key or of a sequence
+ * number never reserved refuses the whole request.
  */
 async function indexFresh(
   tx: Transaction,
   segment: string,
   rows: readonly Row[],
-  sealed: Awaited<ReturnType<typeof embedRegistered>>,
 ): Promise<{ statuses: Map<string, RegistrationResult['status']>; inserted: Set<string> }> {
   const json = JSON.stringify(
     rows.map((r) => ({
@@ -202,7 +193,9 @@ async function indexFresh(
           select entry_id, decode(subject_hash, 'hex'), key_id, seq, ${segment}, "offset", length, now(), decode(wrapped, 'hex') from ok
           on conflict (entry_id) do nothing
           returning entry_id),
-        ${insertEmbeddingsCte(sealed, 'ins')}
+        queued as (
+          insert into index_queue (entry_id, enqueued_at)
+          select entry_id, now() from ins)
         select v.entry_id,
                case when exists (select 1 from ins where ins.entry_id = v.entry_id) then 'registered'
                     when exists (select 1 from ok where ok.entry_id = v.entry_id) then 'raced'
@@ -224,46 +217,4 @@ async function indexFresh(
     result.map((r) => [r.entry_id, r.status === 'raced' ? 'registered' : (r.status as RegistrationResult['status'])]),
   );
   return { statuses, inserted: new Set(result.filter((r) => r.status === 'registered').map((r) => r.entry_id)) };
-}
-
-/**
- * Opens the frames a writer registers (the service holds their keys) and embeds
- * them: a frame that does not open under the key it names, or whose payload the
- * entry schema refuses, is refused, and the entry's embedding is sealed under the same key. Entries of keys already gone are
- * left to the registration statement to answer.
- */
-async function embedRegistered(deps: LogDeps, segment: string, entries: readonly RegisteredEntry[]) {
-  const bytes = await deps.objects.get(segment);
-  const byKey = new Map<string, typeof entries[number][]>();
-  for (const e of entries) {
-    const list = byKey.get(e.keyId) ?? [];
-    list.push(e);
-    byKey.set(e.keyId, list);
-  }
-  const deks = await deps.keys.deksFor([...byKey.keys()]);
-  try {
-    const records: Array<{ recordId: string; recordType: 'entry'; text: string; keyId: string; key: Uint8Array }> = [];
-    for (const [keyId, list] of byKey) {
-      const dek = deks.get(keyId);
-      if (!dek) continue; // destroyed: the registration statement answers key_destroyed
-      for (const e of list) {
-        let payload: unknown;
-        try {
-          const wrapped = e.wrappedKey === undefined ? null : Buffer.from(e.wrappedKey, 'base64url');
-          payload = openEntry(dek, { keyId, entryId: e.entryId, seq: e.seq }, wrapped, frameAt(bytes, { offset: e.offset, length: e.length }));
-        } catch {
-          throw new LetheError('validation_failed', `entries: ${e.entryId} does not open under the key it names at the place it names`);
-        }
-        // what GET /v1/entries answers must fit the published Entry schema: the service's own appends are held to the same
-        const problem = payloadProblem(FramePayloadSchema, payload);
-        if (problem) throw new LetheError('validation_failed', `entries: ${e.entryId}: the frame's ${problem}`);
-        const text = (payload as { text: string }).text;
-        records.push({ recordId: e.entryId, recordType: 'entry', text, keyId, key: dek });
-      }
-    }
-    // one embedder call for the whole segment
-    return await deps.vectors.sealEach(records);
-  } finally {
-    for (const dek of deks.values()) zeroize(dek);
-  }
 }

@@ -24,6 +24,10 @@ import { LetheError } from '../errors.js';
 import { newId, newSegmentKey } from '../ids.js';
 import { notifyEmbeddings, upsertEmbeddings } from '../vectors/embeddings.js';
 import type { LogDeps } from './deps.js';
+import type { Indexer } from './indexer.js';
+
+/** The log's dependencies, and its indexer (what it re-queues; what tells an unchecked entry). */
+export type RekeyDeps = LogDeps & { readonly indexer: Pick<Indexer, 'isQueued' | 'requeue'> };
 import { openEntry, rewrapRecordKey, sealEntry } from './frame.js';
 import { encodeSegment, frameAt } from './segment.js';
 
@@ -49,7 +53,7 @@ export interface RekeyResult {
 }
 
 /** Re-keys the log under `oldKeyId` (active, or fenced by someone else), leaving out `exclude`. */
-export async function rekeyKey(deps: LogDeps, oldKeyId: string, state: 'active' | 'fenced', options: RekeyOptions): Promise<RekeyResult> {
+export async function rekeyKey(deps: RekeyDeps, oldKeyId: string, state: 'active' | 'fenced', options: RekeyOptions): Promise<RekeyResult> {
   const rows = await deps.db.select().from(logEntries).where(eq(logEntries.keyId, oldKeyId)).orderBy(asc(logEntries.seq));
   const exclude = new Set(options.exclude ?? []);
   const unknown = [...exclude].filter((id) => !rows.some((r) => r.entryId === id));
@@ -63,21 +67,37 @@ export async function rekeyKey(deps: LogDeps, oldKeyId: string, state: 'active' 
     ({ dek: oldDek } = await deps.keys.dekFor(oldKeyId));
     const from = { dek: oldDek, keyId: oldKeyId };
     const to = { dek: newDek, keyId: newKeyId };
-    const survivors = rows.filter((r) => !exclude.has(r.entryId));
+    // an entry the indexer refused is never served: it stays under the old key and dies with it
+    const refused = new Map(rows.filter((r) => r.refused !== null && !exclude.has(r.entryId)).map((r) => [r.entryId, r.refused!]));
+    const candidates = rows.filter((r) => !exclude.has(r.entryId) && !refused.has(r.entryId));
     // record keys re-wrapped under the new key; frames from before record keys converted
-    const legacy = survivors.filter((r) => r.wrappedKey === null);
-    const converted = await convertLegacy(deps, from, to, legacy);
+    const legacy = candidates.filter((r) => r.wrappedKey === null);
+    const converted = await convertLegacy(deps, from, to, legacy, refused);
     const moved: Array<{ entry_id: string; wrapped: string; segment: string | null; offset: number | null; length: number | null }> = [];
-    for (const [i, r] of survivors.entries()) {
+    for (const [i, r] of candidates.entries()) {
       // two envelope operations a survivor: let requests run between chunks
       if (i > 0 && i % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
+      if (refused.has(r.entryId)) continue;
       const c = converted.get(r.entryId);
-      const wrapped = c ? c.wrappedKey : rewrapRecordKey(from, to, r.entryId, r.wrappedKey!);
+      let wrapped: Uint8Array;
+      try {
+        wrapped = c ? c.wrappedKey : rewrapRecordKey(from, to, r.entryId, r.wrappedKey!);
+      } catch (e) {
+        // a writer-registered entry the indexer has not checked yet whose record key does not unwrap: refused now
+        if (!(await deps.indexer.isQueued(r.entryId))) throw e;
+        refused.set(r.entryId, 'frame_unopened');
+        continue;
+      }
       moved.push({ entry_id: r.entryId, wrapped: Buffer.from(wrapped).toString('hex'), segment: c?.segment ?? null, offset: c?.offset ?? null, length: c?.length ?? null });
     }
+    const survivors = candidates.filter((r) => !refused.has(r.entryId));
     // the survivors' embedding rows, re-sealed under the new key as they are
     const embedded = await deps.vectors.reseal({ keyId: oldKeyId, key: oldDek }, { keyId: newKeyId, key: newDek }, new Set(survivors.map((r) => r.entryId)));
-    const removed = JSON.stringify([...exclude]);
+    // the survivors not embedded yet (still queued): queued again under the new key, in the switch (the old key's destruction drops their rows)
+    const embeddedIds = new Set(embedded.map((x) => x.recordId));
+    const unembedded = survivors.filter((r) => !embeddedIds.has(r.entryId)).map((r) => r.entryId);
+    const removed = JSON.stringify([...exclude, ...refused.keys()]);
+    const marks = JSON.stringify([...refused].map(([entry_id, reason]) => ({ entry_id, reason })));
     await deps.vectors.publishingUnder(newKeyId, async () => {
       await deps.keys.replaceKey(oldKeyId, {
         reason: options.reason ?? 'rekey',
@@ -100,6 +120,12 @@ export async function rekeyKey(deps: LogDeps, oldKeyId: string, state: 'active' 
           // entry_forgotten) from now on, and cite as erased.
           // (the old key's embedding rows went with its destruction, earlier in this transaction)
           await upsertEmbeddings(tx, embedded);
+          await deps.indexer.requeue(tx, unembedded);
+          if (refused.size > 0) {
+            await tx.execute(sql`update log_entries as e set refused = v.reason
+                                   from json_to_recordset(${marks}::json) as v(entry_id text, reason text)
+                                  where e.entry_id = v.entry_id and e.key_id = ${oldKeyId}`);
+          }
           // other replicas drop the old key's vectors and load the survivors' new ones
           await notifyEmbeddings(tx, embedded);
           // An append that started before the fence may have indexed a frame since we
@@ -131,15 +157,17 @@ export async function rekeyKey(deps: LogDeps, oldKeyId: string, state: 'active' 
  * segment. Their places and wrapped keys, by entry id.
  */
 async function convertLegacy(
-  deps: LogDeps,
+  deps: RekeyDeps,
   from: { dek: Uint8Array; keyId: string },
   to: { dek: Uint8Array; keyId: string },
   rows: readonly LogEntryRow[],
+  refused: Map<string, string>,
 ): Promise<Map<string, { wrappedKey: Uint8Array; segment: string; offset: number; length: number }>> {
   const out = new Map<string, { wrappedKey: Uint8Array; segment: string; offset: number; length: number }>();
   if (rows.length === 0) return out;
   const envelopes: Uint8Array[] = [];
   const wrapped: Uint8Array[] = [];
+  const kept: LogEntryRow[] = [];
   const segments = new Map<string, Uint8Array>();
   for (const row of rows) {
     let bytes = segments.get(row.segment);
@@ -147,14 +175,24 @@ async function convertLegacy(
       bytes = await deps.objects.get(row.segment);
       segments.set(row.segment, bytes);
     }
-    const payload = openEntry(from.dek, { keyId: row.keyId, entryId: row.entryId, seq: row.seq }, null, frameAt(bytes, { offset: row.frameOffset, length: row.frameLength }));
+    let payload: ReturnType<typeof openEntry>;
+    try {
+      payload = openEntry(from.dek, { keyId: row.keyId, entryId: row.entryId, seq: row.seq }, null, frameAt(bytes, { offset: row.frameOffset, length: row.frameLength }));
+    } catch (e) {
+      // a writer-registered frame the indexer has not checked yet that does not open: refused now (it dies with the old key)
+      if (!(await deps.indexer.isQueued(row.entryId))) throw e;
+      refused.set(row.entryId, 'frame_unopened');
+      continue;
+    }
     const sealed = sealEntry(to.dek, { keyId: to.keyId, entryId: row.entryId, seq: row.seq }, payload);
     envelopes.push(sealed.envelope);
     wrapped.push(sealed.wrappedKey);
+    kept.push(row);
   }
+  if (kept.length === 0) return out;
   const segment = newSegmentKey();
   const { bytes, places } = encodeSegment(envelopes);
   await deps.objects.put(segment, bytes);
-  rows.forEach((row, i) => out.set(row.entryId, { wrappedKey: wrapped[i]!, segment, offset: places[i]!.offset, length: places[i]!.length }));
+  kept.forEach((row, i) => out.set(row.entryId, { wrappedKey: wrapped[i]!, segment, offset: places[i]!.offset, length: places[i]!.length }));
   return out;
 }

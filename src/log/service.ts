@@ -22,6 +22,7 @@ import type { LogDeps } from './deps.js';
 import { compact, type CompactReport, fsck, type FsckOptions, type FsckReport } from './maintenance.js';
 import { rekeyKey, type RekeyOptions, type RekeyResult } from './rekey.js';
 import { register, type RegisteredEntry, type RegistrationResult } from './registration.js';
+import { Indexer, type IndexerOptions, type QueueStatus } from './indexer.js';
 import { type FramePayload, openEntry, sealEntry } from './frame.js';
 import {
   type AppendOnce,
@@ -34,11 +35,13 @@ import {
   replay,
   requestDigest,
 } from './idempotency.js';
-import { MAX_ENTRY_TEXT_BYTES } from './payload.js';
+import { FramePayloadSchema, MAX_ENTRY_TEXT_BYTES, payloadProblem } from './payload.js';
 import { encodeSegment, frameFromRange, frameRange } from './segment.js';
 
 export { MAX_ENTRY_TEXT_BYTES };
 export const MAX_RESERVATION = 10_000;
+/** What a refused (quarantined) entry answers: it is not served. */
+const REFUSED = 'no such entry: its frame was refused when it was indexed (it did not open under the key it names, or its payload broke the entry schema)';
 const READ_CONCURRENCY = 8;
 
 /** `fn` over `items` with at most `limit` calls in flight; results in input order. */
@@ -82,13 +85,33 @@ export class LogService {
   readonly #objects: ObjectStore;
   readonly #vectors: Vectors;
   readonly #purge = new LazyPurge();
+  /** Drains the indexing queue: writer-registered entries made searchable off the acknowledgement path (indexer.ts). */
+  readonly indexer: Indexer;
 
-  constructor(deps: LogDeps) {
+  constructor(deps: LogDeps, indexing: IndexerOptions = {}) {
     this.#deps = deps;
     this.#db = deps.db;
     this.#keys = deps.keys;
     this.#objects = deps.objects;
     this.#vectors = deps.vectors;
+    this.indexer = new Indexer(deps, indexing);
+    if (deps.metrics) deps.metrics.searchQueueSource = () => this.indexer.queueStatus();
+  }
+
+  /** Entries waiting to be indexed, and the age of the oldest (what `lethe_search_lag_seconds` answers). */
+  queueStatus(): Promise<QueueStatus> {
+    return this.indexer.queueStatus();
+  }
+
+  /**
+   * Resolves once every entry queued now (of the subject, when given) is indexed or
+   * refused — indexing them itself when this replica's worker does not run;
+   * `unavailable` after `timeoutMs` (default 10 s). What a caller that must search its
+   * own writes at once waits for (tests, tools).
+   */
+  async drained(options: { timeoutMs?: number; subjectHash?: Uint8Array } = {}): Promise<void> {
+    const left = await this.indexer.waitIndexed({ ...options, drain: true });
+    if (left > 0) throw new LetheError('unavailable', `${left} registered entr${left === 1 ? 'y is' : 'ies are'} not indexed yet: the indexing queue did not drain in time`);
   }
 
   async append(subject: string, input: AppendInput, actor: string): Promise<{ entryId: string; keyId: string; seq: number }> {
@@ -225,8 +248,18 @@ export class LogService {
    * Indexes frames a writer sealed and uploaded itself (registration.ts). Idempotent
    * per entry id.
    */
-  register(segment: string, entries: readonly RegisteredEntry[]): Promise<RegistrationResult[]> {
-    return register(this.#deps, segment, entries);
+  async register(segment: string, entries: readonly RegisteredEntry[]): Promise<RegistrationResult[]> {
+    const { results, queued } = await register(this.#deps, segment, entries);
+    if (queued > 0) this.indexer.poke();
+    return results;
+  }
+
+  /**
+   * Inside a key destruction's transaction (registered with KeyDestructions.within):
+   * the destroyed keys' queued entries are never indexed (indexer.ts).
+   */
+  dropQueuedUnder(tx: Transaction, keyIds: readonly string[]): Promise<void> {
+    return this.indexer.dropQueuedUnder(tx, keyIds);
   }
 
   /** The subject's readable entries (under its live key) in append order. */
@@ -245,23 +278,35 @@ export class LogService {
       if (status.erased) throw new LetheError('subject_erased', 'the subject was erased and has no new key');
       throw new LetheError('not_found', 'no such subject');
     }
-    // keyset on seq (fixed per entry, kept by a re-key): a page never repeats or skips an entry (README, "Pages")
-    const after = page.afterSeq === undefined ? undefined : sql`${logEntries.seq} > ${page.afterSeq}`;
-    const query = this.#db
-      .select()
-      .from(logEntries)
-      .where(and(eq(logEntries.keyId, status.key.keyId), isNull(logEntries.forgottenBy), after))
-      .orderBy(asc(logEntries.seq));
-    const rows = await (page.limit === undefined ? query : query.limit(page.limit));
     const keyId = status.key.keyId;
-    if (rows.length === 0) return { entries: [], keyId };
-    const { dek } = await this.#keys.dekFor(keyId);
+    const entries: Entry[] = [];
+    let dek: Uint8Array | undefined;
     try {
-      // ranged reads of just the subject's frames, a few at a time, in append order
-      const envelopes = await mapLimit(rows, READ_CONCURRENCY, (row) => this.#fetchFrame(row));
-      return { entries: rows.map((row, i) => this.#open(dek, row, envelopes[i]!)), keyId };
+      // keyset on seq (fixed per entry, kept by a re-key): a page never repeats or skips an entry (README, "Pages")
+      for (let afterSeq = page.afterSeq; ; ) {
+        const after = afterSeq === undefined ? undefined : sql`${logEntries.seq} > ${afterSeq}`;
+        const query = this.#db
+          .select()
+          .from(logEntries)
+          .where(and(eq(logEntries.keyId, keyId), isNull(logEntries.forgottenBy), isNull(logEntries.refused), after))
+          .orderBy(asc(logEntries.seq));
+        const wanted = page.limit === undefined ? undefined : page.limit - entries.length;
+        const rows = await (wanted === undefined ? query : query.limit(wanted));
+        if (rows.length === 0) break;
+        dek ??= (await this.#keys.dekFor(keyId)).dek;
+        // ranged reads of just the subject's frames, a few at a time, in append order
+        const envelopes = await mapLimit(rows, READ_CONCURRENCY, (row) => this.#fetchFrame(row));
+        for (const [i, row] of rows.entries()) {
+          const entry = await this.#served(dek, row, envelopes[i]!);
+          if (entry) entries.push(entry);
+        }
+        // a page short of an entry left out (not yet indexed, its frame refused): the rest of the page is read on
+        if (wanted === undefined || rows.length < wanted || entries.length >= page.limit!) break;
+        afterSeq = rows.at(-1)!.seq;
+      }
+      return { entries, keyId };
     } finally {
-      zeroize(dek);
+      if (dek) zeroize(dek);
     }
   }
 
@@ -279,7 +324,7 @@ export class LogService {
     // a forgotten entry is read by no one but the erasure forgetting it (its fingerprints)
     const visible = options.forgottenBy === undefined ? isNull(logEntries.forgottenBy) : eq(logEntries.forgottenBy, options.forgottenBy);
     for (let pass = 0; pass < 3 && pending.length > 0; pass++) {
-      const rows = (await this.#db.select().from(logEntries).where(and(inArray(logEntries.entryId, pending), visible))).filter(
+      const rows = (await this.#db.select().from(logEntries).where(and(inArray(logEntries.entryId, pending), visible, isNull(logEntries.refused)))).filter(
         // on a second pass, only rows that moved to another key are worth another try
         (row) => pass === 0 || seenKeys.get(row.entryId) !== row.keyId,
       );
@@ -299,7 +344,10 @@ export class LogService {
             continue;
           }
           const envelopes = await mapLimit(list, READ_CONCURRENCY, (row) => this.#fetchFrame(row));
-          list.forEach((row, i) => out.set(row.entryId, this.#open(dek, row, envelopes[i]!)));
+          for (const [i, row] of list.entries()) {
+            const entry = await this.#served(dek, row, envelopes[i]!);
+            if (entry) out.set(row.entryId, entry);
+          }
         }
       } finally {
         for (const dek of deks.values()) zeroize(dek);
@@ -320,7 +368,9 @@ export class LogService {
   async countReadable(subjectHash: Uint8Array): Promise<number> {
     const [row] = await queryRows<{ n: string | number }>(
       this.#db,
-      sql`select count(*) as n from log_entries e join subject_keys k on k.key_id = e.key_id where e.subject_hash = ${subjectHash}`,
+      // the subject's one live key by its unique index, then its entries by (key_id, seq): never a join that could read subject_keys whole
+      sql`select count(*) as n from log_entries e
+           where e.key_id = (select k.key_id from subject_keys k where k.subject_hash = ${subjectHash}) and e.subject_hash = ${subjectHash}`,
     );
     return Number(row?.n ?? 0);
   }
@@ -367,8 +417,8 @@ export class LogService {
     if (ids.length === 0) return 0;
     const [row] = await queryRows<{ n: string | number }>(
       this.#db,
-      sql`select count(*) as n from log_entries e join subject_keys k on k.key_id = e.key_id
-           where e.entry_id in (select json_array_elements_text(${JSON.stringify([...new Set(ids)])}::json))`,
+      sql`select count(*) as n from log_entries e cross join lateral (select 1 from subject_keys k where k.key_id = e.key_id offset 0) k
+           where e.entry_id = any(array(select json_array_elements_text(${JSON.stringify([...new Set(ids)])}::json)))`,
     );
     return Number(row?.n ?? 0);
   }
@@ -379,7 +429,7 @@ export class LogService {
     const [row] = await queryRows<{ n: string | number }>(
       this.#db,
       sql`select count(*) as n from log_entries e
-           where e.entry_id in (select json_array_elements_text(${JSON.stringify([...new Set(ids)])}::json))
+           where e.entry_id = any(array(select json_array_elements_text(${JSON.stringify([...new Set(ids)])}::json)))
              and not exists (select 1 from subject_keys k where k.key_id = e.key_id)`,
     );
     return Number(row?.n ?? 0);
@@ -395,6 +445,7 @@ export class LogService {
     const [row] = await this.#db.select().from(logEntries).where(eq(logEntries.entryId, entryId));
     if (!row) throw new LetheError('not_found', 'no such entry');
     if (row.forgottenBy !== null) throw new LetheError('entry_forgotten', `the entry is forgotten (erasure ${row.forgottenBy})`);
+    if (row.refused !== null) throw new LetheError('not_found', REFUSED);
     let dek: Uint8Array;
     try {
       ({ dek } = await this.#keys.dekFor(row.keyId));
@@ -403,7 +454,9 @@ export class LogService {
       throw e;
     }
     try {
-      return this.#open(dek, row, await this.#fetchFrame(row));
+      const entry = await this.#served(dek, row, await this.#fetchFrame(row));
+      if (!entry) throw new LetheError('not_found', REFUSED);
+      return entry;
     } finally {
       zeroize(dek);
     }
@@ -434,7 +487,7 @@ export class LogService {
    * redactions: lethe never holds the other subjects' ids, only their keys).
    */
   rekeyKey(oldKeyId: string, state: 'active' | 'fenced', options: RekeyOptions): Promise<RekeyResult> {
-    return rekeyKey(this.#deps, oldKeyId, state, options);
+    return rekeyKey({ ...this.#deps, indexer: this.indexer }, oldKeyId, state, options);
   }
 
   /** `lethe log fsck`: the object store and the index agree (maintenance.ts). */
@@ -447,8 +500,23 @@ export class LogService {
     return compact(this.#deps);
   }
 
-  #open(dek: Uint8Array, row: LogEntryRow, envelope: Uint8Array): Entry {
-    const payload = openEntry(dek, { keyId: row.keyId, entryId: row.entryId, seq: row.seq }, row.wrappedKey, envelope);
-    return { entryId: row.entryId, keyId: row.keyId, seq: row.seq, createdAt: row.createdAt, text: payload.text, kind: payload.kind, metadata: payload.metadata };
+  /**
+   * The entry as served: its frame opened and its payload held to the entry schema.
+   * An entry still queued for the indexer was never checked (a writer registered it):
+   * one that does not open or breaks the schema is left out (undefined) — the indexer
+   * refuses it. Any other that fails is an invariant broken, and throws.
+   */
+  async #served(dek: Uint8Array, row: LogEntryRow, envelope: Uint8Array): Promise<Entry | undefined> {
+    let failure: unknown;
+    try {
+      const payload = openEntry(dek, { keyId: row.keyId, entryId: row.entryId, seq: row.seq }, row.wrappedKey, envelope);
+      const problem = payloadProblem(FramePayloadSchema, payload);
+      if (!problem) return { entryId: row.entryId, keyId: row.keyId, seq: row.seq, createdAt: row.createdAt, text: payload.text, kind: payload.kind, metadata: payload.metadata };
+      failure = new LetheError('internal', `entry ${row.entryId}: the frame's ${problem.slice(0, problem.indexOf(':'))} breaks the entry schema`);
+    } catch (e) {
+      failure = e;
+    }
+    if (await this.indexer.isQueued(row.entryId)) return undefined;
+    throw failure;
   }
 }

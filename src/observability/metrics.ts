@@ -16,6 +16,16 @@ export interface Metrics {
   readonly dekCacheInvalidations: Counter<'source'>;
   readonly rewrapped: Counter;
   readonly indexVectors: Gauge;
+  /** Age of the oldest entry waiting in the indexing queue (0 when empty); read at scrape through `searchQueueSource`. */
+  readonly searchLag: Gauge;
+  /** Entries waiting in the indexing queue; read at scrape with `searchLag`. */
+  readonly searchQueued: Gauge;
+  /** Where the two gauges above read the queue (the log's indexer sets it; unset: they stay 0). */
+  searchQueueSource: (() => Promise<{ readonly queued: number; readonly lagSeconds: number }>) | undefined;
+  /** Per entry, from its enqueueing to its embedding published on the replica that indexed it. */
+  readonly searchIndexDelay: Histogram;
+  /** Writer-registered entries the indexer refused (the frame did not open, or the payload broke the entry schema), by reason. */
+  readonly entriesRefused: Counter<'reason'>;
   readonly artifactsWritten: Counter<'operation'>;
   /** Erasure step attempts that failed and will be retried, by step and kind (unavailable, database, deadline, conflict, other). */
   readonly erasureStepRetries: Counter<'step' | 'kind'>;
@@ -30,7 +40,15 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   const registry = new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'lethe_' });
   const registers = [registry];
-  return {
+  // the queue is read once per scrape for both gauges (a failed read leaves the last values)
+  let queueRead: Promise<{ queued: number; lagSeconds: number } | undefined> | undefined;
+  const readQueue = (): Promise<{ queued: number; lagSeconds: number } | undefined> => {
+    queueRead ??= (metrics.searchQueueSource?.() ?? Promise.resolve(undefined))
+      .catch(() => undefined)
+      .finally(() => setImmediate(() => (queueRead = undefined)));
+    return queueRead;
+  };
+  const metrics: Metrics = {
     registry,
     httpRequests: new Counter({
       name: 'lethe_http_requests_total',
@@ -63,6 +81,37 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     }),
     rewrapped: new Counter({ name: 'lethe_dek_rewrapped_total', help: 'DEKs re-wrapped under a new KEK epoch', registers }),
     indexVectors: new Gauge({ name: 'lethe_index_vectors', help: 'Vectors in the in-memory search index', registers }),
+    searchLag: new Gauge({
+      name: 'lethe_search_lag_seconds',
+      help: 'Age of the oldest writer-registered entry not yet searchable (waiting in the indexing queue); 0 when the queue is empty',
+      registers,
+      async collect() {
+        const q = await readQueue();
+        if (q) this.set(q.lagSeconds);
+      },
+    }),
+    searchQueued: new Gauge({
+      name: 'lethe_search_queue_entries',
+      help: 'Writer-registered entries waiting in the indexing queue (not yet searchable)',
+      registers,
+      async collect() {
+        const q = await readQueue();
+        if (q) this.set(q.queued);
+      },
+    }),
+    searchQueueSource: undefined,
+    searchIndexDelay: new Histogram({
+      name: 'lethe_search_index_delay_seconds',
+      help: 'Per entry, from its registration (enqueued) to its embedding published in the index of the replica that indexed it',
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+      registers,
+    }),
+    entriesRefused: new Counter({
+      name: 'lethe_log_entries_refused_total',
+      help: 'Writer-registered entries the indexer refused and quarantined (frame_unopened: the frame did not open under its key; payload_refused: the entry schema refused it)',
+      labelNames: ['reason'],
+      registers,
+    }),
     artifactsWritten: new Counter({
       name: 'lethe_artifact_versions_total',
       help: 'Artifact versions by operation (write, regenerate, erase)',
@@ -89,4 +138,5 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       registers,
     }),
   };
+  return metrics;
 }

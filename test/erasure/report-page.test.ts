@@ -41,6 +41,7 @@ const residuals: Residual[] = [
   { tier: 'model-weights', kind: 'parametric', detail: "The subject's records were in 2 registered training exposure(s) and no unlearning bound was stated.", bound: 'unbounded' },
   { tier: 'model-weights', kind: 'parametric', detail: 'The subject\'s records were in 1 registered training exposure(s); the requester states unlearning by "SISA" with bound 0.1.', bound: 0.1 },
   { tier: 'erasure', kind: 'fingerprints', detail: "The probe fingerprints stay sealed under the erasure's key ak_1.", bound: 'until no probe match remains' },
+  { tier: 'vector-index', kind: 'unindexed', detail: '3 entries registered by writers before the probe started were still waiting in the indexing queue.', bound: '3 unprobed entries, until probed' },
 ];
 
 const view: ErasureView = {

@@ -2,7 +2,8 @@
  * Registration of writer-sealed segments (`POST /v1/segments`), on PostgreSQL and a
  * real MinIO: idempotent per entry id at the same place, a conflict at another place
  * (nothing registered, no vector published under the id), concurrent registrations of
- * one id at two places, and frames whose payload breaks the entry schema refused.
+ * one id at two places, and frames whose payload breaks the entry schema — registered,
+ * then refused by the indexer (quarantined: never served nor searchable).
  */
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
@@ -61,8 +62,10 @@ describe('registration of writer-sealed segments', () => {
     const ids = body.entries.map((e) => e.entryId);
     const first = await ok<Results>(register(body), 201);
     expect(first.results.map((r) => r.status)).toEqual(['registered', 'registered']);
+    await t.vault.log.drained();
     const vector = t.vault.vectors.index.vectorOf(ids[0]!)!.slice();
     for (let i = 0; i < 2; i++) expect(await ok<Results>(register(body), 201)).toEqual(first);
+    await t.vault.log.drained();
     // a retry of part of the batch, too
     expect((await ok<Results>(register({ ...body, entries: [body.entries[1]] }), 201)).results).toEqual([{ entryId: ids[1], status: 'registered' }]);
     expect(await indexed(ids)).toHaveLength(2);
@@ -76,6 +79,7 @@ describe('registration of writer-sealed segments', () => {
     const subject = `user:reg-legacy-${randomBytes(4).toString('hex')}`;
     const body = await upload(subject, [{ payload: payload('booked the dentist for May') }, { payload: payload('renewed the passport') }]);
     expect((await ok<Results>(register(body), 201)).results.map((r) => r.status)).toEqual(['registered', 'registered']);
+    await t.vault.log.drained();
     const ids = body.entries.map((e) => e.entryId);
     const rows = async () =>
       queryRows<{ entry_id: string; segment: string; key_id: string; wrapped_key: Uint8Array | null }>(
@@ -104,6 +108,7 @@ describe('registration of writer-sealed segments', () => {
   it('an entry id already indexed at another place is 409 conflict: nothing of the request is registered, no vector replaced', async () => {
     const original = await upload('user:reg-taken', [{ payload: payload('the original text') }]);
     await ok<Results>(register(original), 201);
+    await t.vault.log.drained();
     const taken = original.entries[0]!.entryId;
     const vector = t.vault.vectors.index.vectorOf(taken)!.slice();
     const indexBefore = t.vault.vectors.index.size;
@@ -114,6 +119,7 @@ describe('registration of writer-sealed segments', () => {
     expect(detail).not.toContain('impostor');
     const fresh = other.entries[1]!.entryId;
     expect(await indexed([taken, fresh])).toEqual([{ entry_id: taken, segment: original.segment }]);
+    await t.vault.log.drained();
     expect(await embedded([fresh])).toBe(0);
     expect(t.vault.vectors.index.vectorOf(taken)).toEqual(vector);
     expect(t.vault.vectors.index.has(fresh)).toBe(false);
@@ -132,6 +138,7 @@ describe('registration of writer-sealed segments', () => {
     expect(replies.map((r) => r.status).sort()).toEqual([201, 409]);
     const winner = replies[0]!.status === 201 ? a : b;
     expect(await indexed([entryId])).toEqual([{ entry_id: entryId, segment: winner.segment }]);
+    await t.vault.log.drained();
     expect(await embedded([entryId])).toBe(1);
     const entry = await ok<{ text: string }>(t.call('GET', `/v1/entries/${entryId}`), 200);
     expect(entry.text).toBe(winner === a ? 'version A' : 'version B');
@@ -140,7 +147,34 @@ describe('registration of writer-sealed segments', () => {
     expect(hits.hits[0]?.id).toBe(entryId);
   });
 
-  it('refuses frames whose kind, metadata or text the entry schema refuses, naming the field, and registers nothing', async () => {
+  const refusal = async (ids: readonly string[]) =>
+    queryRows<{ entry_id: string; refused: string | null }>(t.vault.db.db, sql`select entry_id, refused from log_entries where entry_id in ${ids} order by seq`);
+  const refusedCount = async () =>
+    (await t.vault.metrics.registry.getSingleMetric('lethe_log_entries_refused_total')!.get()).values.reduce((n, v) => n + v.value, 0);
+
+  /** A registered entry the indexer refused: quarantined (its reason names the field), counted, never served nor indexed; its valid neighbour is indexed. */
+  async function expectQuarantined(body: Awaited<ReturnType<typeof upload>>, reason: string, subject: string) {
+    const ids = body.entries.map((e) => e.entryId);
+    const before = await refusedCount();
+    // answered before the indexer looked at the frames: registered
+    expect((await ok<Results>(register(body), 201)).results.map((r) => r.status)).toEqual(['registered', 'registered']);
+    await t.vault.log.drained();
+    expect(await refusal(ids)).toEqual([
+      { entry_id: ids[0], refused: null },
+      { entry_id: ids[1], refused: reason },
+    ]);
+    expect(await refusedCount()).toBe(before + 1);
+    expect(await embedded([ids[1]!])).toBe(0);
+    expect(t.vault.vectors.index.has(ids[1]!)).toBe(false);
+    expect(t.vault.vectors.index.has(ids[0]!)).toBe(true);
+    const { detail } = await expectProblem(t.call('GET', `/v1/entries/${ids[1]}`), 404, 'not_found');
+    expect(detail).toMatch(/refused/);
+    const listed = (await ok<{ entries: Array<{ entryId: string }> }>(t.call('GET', `/v1/subjects/${subject}/entries`), 200)).entries.map((e) => e.entryId);
+    expect(listed).toContain(ids[0]);
+    expect(listed).not.toContain(ids[1]);
+  }
+
+  it('registers frames whose kind, metadata or text the entry schema refuses; the indexer quarantines them, naming the field', async () => {
     const cases: Array<{ payload: unknown; field: string }> = [
       { payload: { text: 'x', kind: 5, metadata: null }, field: 'kind' },
       { payload: { text: 'x', kind: '', metadata: null }, field: 'kind' },
@@ -152,13 +186,9 @@ describe('registration of writer-sealed segments', () => {
       { payload: { text: 't'.repeat(64 * 1024 + 1), kind: null, metadata: null }, field: 'text' },
     ];
     for (const c of cases) {
-      const body = await upload('user:reg-bad', [{ payload: payload('a valid neighbour') }, { payload: c.payload }]);
-      const { detail } = await expectProblem(register(body), 400, 'validation_failed', JSON.stringify(c.payload).slice(0, 80));
-      expect(detail).toContain(body.entries[1]!.entryId);
-      expect(detail).toMatch(new RegExp(`\\b${c.field}:`));
-      const ids = body.entries.map((e) => e.entryId);
-      expect(await indexed(ids)).toEqual([]);
-      expect(ids.some((i) => t.vault.vectors.index.has(i))).toBe(false);
+      const subject = `user:reg-bad-${randomBytes(3).toString('hex')}`;
+      const body = await upload(subject, [{ payload: payload('a valid neighbour') }, { payload: c.payload }]);
+      await expectQuarantined(body, `payload_refused:${c.field}`, subject);
     }
     // what the schema admits: kind null, metadata null, a 64-character kind, nested metadata
     const good = await upload('user:reg-bad', [
@@ -166,33 +196,47 @@ describe('registration of writer-sealed segments', () => {
       { payload: { text: 'z', kind: 'k'.repeat(64), metadata: { nested: { list: [1, 'two', null] } } } },
     ]);
     expect((await ok<Results>(register(good), 201)).results.map((r) => r.status)).toEqual(['registered', 'registered']);
+    await t.vault.log.drained();
+    expect((await refusal(good.entries.map((e) => e.entryId))).map((r) => r.refused)).toEqual([null, null]);
   });
 
-  it(`refuses frames the HTTP layer would refuse in a body (deeper than ${MAX_JSON_DEPTH} levels, NUL, a lone surrogate) with 400, not 500, and registers nothing`, async () => {
+  it(`quarantines frames the HTTP layer would refuse in a body (deeper than ${MAX_JSON_DEPTH} levels, NUL, a lone surrogate) without throwing, naming only the top-level field`, async () => {
     const nested = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
-    const cases: Array<{ frame: { payload: unknown } | { raw: string }; field: string; says: RegExp }> = [
-      { frame: { raw: `{"text":"deep","kind":null,"metadata":${nested(10_000)}}` }, field: 'metadata', says: new RegExp(`nested deeper than ${MAX_JSON_DEPTH} levels`) },
-      { frame: { raw: `{"text":"deep","kind":null,"metadata":{"b":[${nested(MAX_JSON_DEPTH - 2)}]}}` }, field: 'metadata', says: /nested deeper/ },
-      { frame: { payload: { text: 'x', kind: 'no\u0000te', metadata: null } }, field: 'kind', says: /NUL/ },
-      { frame: { payload: { text: 'x', kind: null, metadata: { 'k\uD800ey': 1 } } }, field: 'metadata', says: /a key .*unpaired UTF-16 surrogate/ },
-      { frame: { payload: { text: 'x', kind: null, metadata: { a: ['fine', 'lone \uDC00'] } } }, field: 'metadata.a.1', says: /unpaired UTF-16 surrogate/ },
-      { frame: { payload: { text: 'nul \u0000 in the text', kind: null, metadata: null } }, field: 'text', says: /NUL/ },
+    const cases: Array<{ frame: { payload: unknown } | { raw: string }; field: string }> = [
+      { frame: { raw: `{"text":"deep","kind":null,"metadata":${nested(10_000)}}` }, field: 'metadata' },
+      { frame: { raw: `{"text":"deep","kind":null,"metadata":{"b":[${nested(MAX_JSON_DEPTH - 2)}]}}` }, field: 'metadata' },
+      { frame: { payload: { text: 'x', kind: 'no\u0000te', metadata: null } }, field: 'kind' },
+      { frame: { payload: { text: 'x', kind: null, metadata: { 'k\uD800ey': 1 } } }, field: 'metadata' },
+      // the path inside the metadata names a writer's key: only the top-level field is kept
+      { frame: { payload: { text: 'x', kind: null, metadata: { secretkey: ['fine', 'lone \uDC00'] } } }, field: 'metadata' },
+      { frame: { payload: { text: 'nul \u0000 in the text', kind: null, metadata: null } }, field: 'text' },
     ];
     for (const c of cases) {
-      const body = await upload('user:reg-deep', [{ payload: payload('a valid neighbour') }, c.frame]);
-      const what = 'raw' in c.frame ? c.frame.raw.slice(0, 80) : JSON.stringify(c.frame.payload).slice(0, 80);
-      const { detail } = await expectProblem(register(body), 400, 'validation_failed', what);
-      expect(detail).toContain(body.entries[1]!.entryId);
-      expect(detail).toContain(`the frame's ${c.field}: `);
-      expect(detail).toMatch(c.says);
-      expect(detail).not.toMatch(/\u0000|[\uD800-\uDFFF]/);
-      const ids = body.entries.map((e) => e.entryId);
-      expect(await indexed(ids)).toEqual([]);
-      expect(ids.some((i) => t.vault.vectors.index.has(i))).toBe(false);
+      const subject = `user:reg-deep-${randomBytes(3).toString('hex')}`;
+      const body = await upload(subject, [{ payload: payload('a valid neighbour') }, c.frame]);
+      await expectQuarantined(body, `payload_refused:${c.field}`, subject);
     }
     // exactly the limit: the payload is level 1, so metadata may nest one level less
     const atLimit = await upload('user:reg-deep', [{ raw: `{"text":"at the limit","kind":null,"metadata":${nested(MAX_JSON_DEPTH - 1)}}` }]);
     expect((await ok<Results>(register(atLimit), 201)).results.map((r) => r.status)).toEqual(['registered']);
+    await t.vault.log.drained();
+    expect((await refusal([atLimit.entries[0]!.entryId]))[0]!.refused).toBeNull();
+  });
+
+  it('quarantines a frame that does not open under the key it names (sealed under another key)', async () => {
+    const subject = `user:reg-unopened-${randomBytes(3).toString('hex')}`;
+    const { keyId, firstSeq } = await t.vault.log.reserve(subject, 2, 'writer');
+    const { dek } = await t.vault.keys.dekFor(keyId);
+    const ids = [id('entry'), id('entry')];
+    // the second frame sealed under a key the service never made, naming the subject's key
+    const { bytes, places } = encodeSegment([
+      sealLegacyFrame(dek, { keyId, entryId: ids[0]!, seq: firstSeq }, payload('a valid neighbour')),
+      sealLegacyFrame(randomBytes(32), { keyId, entryId: ids[1]!, seq: firstSeq + 1 }, payload('sealed under another key')),
+    ]);
+    const segment = `log/${id('seg')}`;
+    await t.vault.objects.put(segment, bytes);
+    const body = { segment, entries: ids.map((entryId, i) => ({ entryId, subject, keyId, seq: firstSeq + i, ...places[i]! })) };
+    await expectQuarantined(body, 'frame_unopened', subject);
   });
 
   it('refuses an entry id named twice in one request', async () => {

@@ -127,6 +127,12 @@ export function residualSentence(r: Residual, context: ResidualContext = {}): st
         ? `${what[0]!.toUpperCase()}${what.slice(1)} went into ${sets} of a model; the requester states the model was made to unlearn it, within a stated bound of ${r.bound}.`
         : `${what[0]!.toUpperCase()}${what.slice(1)} went into ${sets} of a model, and no unlearning was stated: what the model retains cannot be bounded.`;
     }
+    case 'unindexed': {
+      const n = /^(\d+) /.exec(r.detail)?.[1];
+      const one = n === '1';
+      const records = n ? plural(Number(n), 'record', 'records') : 'Some records';
+      return `${records} written shortly before the check ${one ? 'was' : 'were'} not yet ready to be searched, so the check could not look in ${one ? 'it' : 'them'} for what was erased; nothing is certified about ${one ? 'it' : 'them'}.`;
+    }
     case 'fingerprints':
       return 'Sealed fingerprints of the erased records, which cannot be turned back into text, are kept so the check can run again after a redaction; they are destroyed once a check finds nothing left.';
     default:

@@ -18,7 +18,8 @@ export const certify: Step = {
     const cls: ErasureClass = row.class ?? 'A';
     const probe = state.probe ?? { recovered: 1, threshold: res.probeThreshold, matches: [] };
     const unlearning = row.unlearning === null ? null : UnlearningSchema.parse(row.unlearning);
-    const ok = probe.recovered <= probe.threshold && (cls !== 'C' || unlearning !== null);
+    // entries the probe could not see (still queued for indexing past its wait) leave the erasure incomplete
+    const ok = probe.recovered <= probe.threshold && (cls !== 'C' || unlearning !== null) && !(probe.unindexed && probe.unindexed > 0);
     const status: ErasureStatus = ok ? 'completed' : 'incomplete';
     // the fingerprints stay (sealed) only while a redaction could still need them
     const destroySealKey = probe.matches.length === 0;

@@ -10,6 +10,14 @@ import { forgottenEntries } from '../forget.js';
 import type { ErasureResources } from '../resources.js';
 import type { Step } from './step.js';
 
+/**
+ * How long classify waits in place for the subject's entries still in the indexing
+ * queue (src/log/indexer.ts; usually milliseconds). It goes on after that: a queued
+ * entry of the destroyed key is never indexed (its queue row goes with the key), and
+ * a re-key queues its survivors again under the new key.
+ */
+export const QUEUE_WAIT_MS = 5000;
+
 /** The live key the entries are indexed under (one subject has one), or null when it is gone. */
 export async function keyHolding(res: ErasureResources, entryIds: readonly string[]): Promise<string | null> {
   const keyIds = [...new Set((await res.log.locate(entryIds)).map((e) => e.keyId))];
@@ -22,6 +30,8 @@ export const classify: Step = {
   async run({ res, row, state }) {
     const subjectHash = row.subjectHash;
     const entryIds = forgottenEntries(row);
+    // the subject's own entries still queued for indexing settle first: every tier then counts them as they will stay
+    const unindexed = await res.log.indexer.waitIndexed({ subjectHash, timeoutMs: QUEUE_WAIT_MS });
     // forgetting entries: the key they are under now (the subject's live key, unless a re-key moved them since)
     const keyId = entryIds ? await keyHolding(res, entryIds) : ((await res.keys.liveKeyOf(subjectHash))?.keyId ?? null);
     const scope = { erasureId: row.erasureId, subjectHash, keyId, entryIds };
@@ -41,7 +51,8 @@ export const classify: Step = {
     const detail =
       `class ${cls}: ${what}, ${contributions['vector-index']} vector(s), ` +
       `${touching.length} derived artifact(s) touch the subject (${affectedIds.length} to regenerate with what lies above them), ` +
-      `${contributions.backups} backup(s) hold the key, ${exposures.length} training exposure(s)`;
+      `${contributions.backups} backup(s) hold the key, ${exposures.length} training exposure(s)` +
+      (unindexed > 0 ? `; ${unindexed} of its entries still wait in the indexing queue (they go with the key)` : '');
     return { detail, cls };
   },
 };

@@ -14,6 +14,15 @@
  * the coverage. A match that became unreadable while the probe ran parks it too (the
  * same count). Read-only, apart from reconciling this replica's in-memory indexes:
  * safe to run again.
+ *
+ * Nor does it certify over text it has not seen: entries a writer registered wait in
+ * the indexing queue until the indexer embeds them (src/log/indexer.ts). The probe
+ * takes the queue's high-water mark when it first runs and waits for every entry
+ * queued up to it — QUEUE_WAIT_MS in place, then parked, at most MAX_QUEUE_WAITS times
+ * (about 30 s in all); past that it probes what is indexed and records the entries it
+ * could not see (`probe.unindexed`): the erasure ends `incomplete` with an `unindexed`
+ * residual naming their count. Entries queued after the mark are writes made after the
+ * probe started, as a write after the certificate would be.
  */
 import type { Coverage } from '../../vectors/service.js';
 import { ErasureKey } from '../erasure-key.js';
@@ -26,6 +35,10 @@ import { Park, type Step, TierFailure } from './step.js';
 /** Parks while the index catches up, before the probe fails the erasure. */
 export const MAX_INDEX_WAITS = 10;
 const INDEX_WAIT_MS = 1000;
+/** How long the probe waits in place, each time it runs, for the entries queued before it started. */
+export const QUEUE_WAIT_MS = 2000;
+/** Parks for them before it probes without them (and the erasure ends incomplete). */
+export const MAX_QUEUE_WAITS = 10;
 
 /**
  * Coverage of what is stored now: the counts when they agree (the usual case), else
@@ -35,8 +48,13 @@ const INDEX_WAIT_MS = 1000;
  */
 async function currentCoverage(res: ErasureResources): Promise<Coverage> {
   const coverage = await res.vectors.coverage();
-  if (coverage.rebuilding || coverage.indexed === coverage.stored) return coverage;
+  if (coverage.rebuilding || coverage.indexed === sealedRows(coverage)) return coverage;
   return res.vectors.reconcile();
+}
+
+/** The sealed rows the lexical index must hold (the queued entries are waited for apart, up to the probe's mark). */
+function sealedRows(coverage: Coverage): number {
+  return coverage.stored - coverage.queued;
 }
 
 function scoreOf(list: ReadonlyArray<{ id: string; score: number }>, id: string): { score?: number } {
@@ -53,14 +71,25 @@ export const probe: Step = {
     }
     if (!row.sealedFingerprints) throw new TierFailure('the probe fingerprints are missing: the probe cannot run');
     const replica = res.records.replica;
+    // the entries registered before the probe started are indexed first (bounded: past it, the erasure says what was not seen)
+    const queueWait = res.probeQueueWait ?? { waitMs: QUEUE_WAIT_MS, parks: MAX_QUEUE_WAITS };
+    state.queueMark ??= await res.log.indexer.mark();
+    const unindexed = state.queueMark > 0 ? await res.log.indexer.waitIndexed({ mark: state.queueMark, timeoutMs: queueWait.waitMs }) : 0;
+    if (unindexed > 0 && (state.queueWaits ?? 0) < queueWait.parks) {
+      state.queueWaits = (state.queueWaits ?? 0) + 1;
+      return new Park(
+        new Date(Date.now() + INDEX_WAIT_MS),
+        `${unindexed} entr${unindexed === 1 ? 'y' : 'ies'} registered before the probe started still wait in the indexing queue: waiting for ${unindexed === 1 ? 'it' : 'them'} (${state.queueWaits} of ${queueWait.parks})`,
+      );
+    }
     const coverage = await currentCoverage(res);
     if (coverage.rebuilding) {
       // a rebuild is progress: wait for it without counting the wait
       return new Park(new Date(Date.now() + INDEX_WAIT_MS), `the lexical index on replica ${replica} is being rebuilt: waiting for it to catch up`);
     }
-    if (coverage.indexed !== coverage.stored) {
+    if (coverage.indexed !== sealedRows(coverage)) {
       const waits = (state.indexWaits ?? 0) + 1;
-      const what = `the lexical index on replica ${replica} covers ${coverage.indexed} of ${coverage.stored} stored records`;
+      const what = `the lexical index on replica ${replica} covers ${coverage.indexed} of ${sealedRows(coverage)} stored records`;
       if (waits > MAX_INDEX_WAITS) throw new TierFailure(`${what} after ${MAX_INDEX_WAITS} waits: the probe cannot certify on an index that is not caught up`);
       state.indexWaits = waits;
       return new Park(new Date(Date.now() + INDEX_WAIT_MS), `${what}: waiting for it to catch up (${waits} of ${MAX_INDEX_WAITS})`);
@@ -79,7 +108,7 @@ export const probe: Step = {
     try {
       const embedder = res.vectors.embedder;
       const sameModel = fp.model === embedder.model;
-      // vector queries: at most PROBE_MAX_QUERIES of the records, evenly spread (each is a full pass of the vector index), and every public attribute
+      // vector queries: at most PROBE_MAX_QUERIES of the records, evenly spread (each a search of the HNSW graph, its cost about logarithmic in the store: src/vectors/vector-index.ts), and every public attribute
       const vectors: Float32Array[] = sameModel ? spread(fp.records, PROBE_MAX_QUERIES).map((r) => r.vector) : [];
       if (fp.attributes.length) vectors.push(...(await embedder.embed(fp.attributes)));
       const found = await res.tiers['vector-index'].probe(scope, {
@@ -117,12 +146,15 @@ export const probe: Step = {
         return new Park(new Date(Date.now() + INDEX_WAIT_MS), `${gone} matched record(s) became unreadable while the probe ran: probing again`);
       }
       const { matches } = scored;
+      delete state.queueMark;
+      delete state.queueWaits;
       state.probe = {
         recovered: scored.recovered,
         threshold: res.probeThreshold,
         matches,
         examined: scored.examined,
-        coverage: { indexed: coverage.indexed, stored: coverage.stored },
+        coverage: { indexed: coverage.indexed, stored: sealedRows(coverage), ...(coverage.queued > 0 ? { queued: coverage.queued } : {}) },
+        ...(unindexed > 0 ? { unindexed } : {}),
         replica,
         cappedShingles: scored.cappedShingles,
         ...(state.dismissals?.length
@@ -140,7 +172,8 @@ export const probe: Step = {
         detail:
           `recovered ${scored.recovered} of the subject's private content (threshold ${res.probeThreshold}); ${matches.length} match(es)` +
           (scored.dismissedMatches.length ? `, ${scored.dismissedMatches.length} dismissed` : '') +
-          `; candidates examined: ${e.shingleIndex} from the shingle index, ${e.vectorIndex} from the vector index, ${e.provenance} from provenance; index coverage ${coverage.indexed}/${coverage.stored} on replica ${replica}`,
+          `; candidates examined: ${e.shingleIndex} from the shingle index, ${e.vectorIndex} from the vector index, ${e.provenance} from provenance; index coverage ${coverage.indexed}/${sealedRows(coverage)} on replica ${replica}` +
+          (unindexed > 0 ? `; ${unindexed} entr${unindexed === 1 ? 'y' : 'ies'} registered before the probe started still not indexed after ${queueWait.parks} waits: not probed` : ''),
       };
     } finally {
       for (const r of fp.records) r.vector.fill(0);

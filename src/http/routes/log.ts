@@ -201,8 +201,10 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, services: Services,
       description:
         'An append made by a writer is acknowledged only once this answers registered for it. Idempotent per entry id: registering again an entry ' +
         'already indexed at the same place (segment, offset, length, key, seq) answers `registered` again; an entry id indexed at another place is ' +
-        '409 `conflict` and nothing of the request is registered. Each frame must open under the key it names and hold a payload the `Entry` schema ' +
-        'admits (kind 1–64 characters or null, metadata a JSON object or null): else 400 `validation_failed` naming the entry and the field. ' +
+        '409 `conflict` and nothing of the request is registered. The entries are readable at once and searchable once the indexer has embedded ' +
+        'them (off this request: `lethe_search_lag_seconds` in /metrics, `replica.searchLagSeconds` in /readyz). The indexer opens each frame: one ' +
+        'that does not open under the key it names, or holds a payload the `Entry` schema refuses (kind 1–64 characters or null, metadata a JSON ' +
+        'object or null), is refused — never served (`GET /v1/entries/{id}` answers 404) nor searchable — and counted in `lethe_log_entries_refused_total`. ' +
         'Per entry: `key_destroyed` when its key is gone, `subject_erased` when it is gone because an erasure erased the subject (nothing is ' +
         'accepted for it until an admin reinstates it), `erasure_in_progress` while an erasure holds the key fenced.',
       security,
@@ -211,7 +213,7 @@ export function registerLogRoutes(app: OpenAPIHono<AuthEnv>, services: Services,
       responses: {
         201: json(
           z.object({ results: z.array(z.object({ entryId: z.string(), status: z.enum(['registered', 'key_destroyed', 'subject_erased', 'erasure_in_progress']) })) }),
-          'Per-entry outcome',
+          'Per-entry outcome (registered: indexed and queued for the search indexer)',
         ),
         409: problemResponse('conflict: an entry id is already indexed at another place; nothing was registered'),
         ...authErrors,
