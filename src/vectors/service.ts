@@ -8,6 +8,7 @@
  * go in the destruction's own transaction. Search (src/search) answers queries from
  * the vector index; the erasure probe reads both.
  */
+import os from 'node:os';
 import { eq, sql } from 'drizzle-orm';
 import { zeroize } from '../crypto/index.js';
 import { type Database, queryRows, type Transaction } from '../db/client.js';
@@ -20,15 +21,29 @@ import type { KeyService } from '../vault/keys.js';
 import type { VersionKeys } from '../vault/version-keys.js';
 import type { Embedder } from './embedder.js';
 import { openSealedRecord, resealEmbedding, type SealedEmbedding, sealEmbedding, storedForm } from './embeddings.js';
+import { BatchBuilder, type BatchRow, type OpenedBatch } from './open-batch.js';
+import { type Opener, openers } from './open-pool.js';
 import { ShingleIndex } from './shingle-index.js';
 import type { ShingleHasher, TextShingles } from './shingles.js';
-import { type RecordType, VectorIndex } from './vector-index.js';
+import { type IndexedVector, type RecordType, VectorIndex } from './vector-index.js';
 
 /** How many recently destroyed key ids a replica remembers (to refuse a late load of their vectors). */
 const DESTROYED_MEMORY = 10_000;
 
 /** Rows re-sealed between two turns of the event loop. */
 const YIELD_EVERY = 256;
+
+/** Rows a rebuild sends to be opened at a time (their graph insertions then run as one batch). */
+const BATCH_ROWS = 256;
+/** A rebuild whose first page holds fewer rows opens them on its own thread (starting workers costs more). */
+const MIN_ROWS_FOR_WORKERS = 1000;
+
+/** Worker threads for a rebuild whose first page of `pageSize` held `rows`: min(cores, batches), none for a small store. */
+function workersFor(rows: number, pageSize: number): number {
+  if (rows < MIN_ROWS_FOR_WORKERS) return 0;
+  const cores = os.availableParallelism();
+  return rows < pageSize ? Math.min(cores, Math.ceil(rows / BATCH_ROWS)) : cores;
+}
 
 type SealedRow = { record_id: string; record_type: RecordType; key_id: string; model: string; sealed: Uint8Array };
 
@@ -66,14 +81,41 @@ export interface RebuildResult {
   readonly loaded: number;
   readonly destroyed: number;
   readonly otherModel: number;
+  /** Worker threads that opened rows (0: the rebuild's own thread opened them all). */
+  readonly workers: number;
+}
+
+export interface RebuildOptions {
+  /**
+   * Worker threads opening the sealed rows, every row once they are warm (default: as
+   * many as cores, none for a small store, and this thread opens rows until they are
+   * warm; 0: this thread only).
+   */
+  readonly workers?: number;
+  /** The workers' script (tests: a worker that fails); default open-worker. */
+  readonly workerScript?: URL;
+}
+
+interface RebuildTally {
+  loaded: number;
+  destroyed: number;
+  otherModel: number;
+  unopened: number;
+  readonly loadedKeys: Set<string>;
 }
 
 /** How far the lexical index covers what is stored: the probe certifies only at 1. */
 export interface Coverage {
   /** Records in this replica's lexical index. */
   readonly indexed: number;
-  /** Sealed rows of live keys (every readable entry and current artifact version has one). */
+  /**
+   * Records that should be in it: the sealed rows of live keys (every indexed entry and
+   * current artifact version has one) and the entries waiting in the indexing queue
+   * (`queued`), which count as not covered.
+   */
   readonly stored: number;
+  /** Of `stored`, entries a writer registered that wait in the indexing queue (src/log/indexer.ts): not covered yet. */
+  readonly queued: number;
   /** A rebuild is filling new indexes. */
   readonly rebuilding: boolean;
 }
@@ -116,14 +158,21 @@ export class Vectors {
     return this.#d.shingles.of(text);
   }
 
-  /** How far this replica's lexical index covers the stored rows. */
+  /**
+   * How far this replica's lexical index covers the stored rows: the sealed rows of live
+   * keys, as the triggers on `embeddings` and `destruction_ledger` count them
+   * (`embedding_counts`: a few rows whatever the store's size — never a count of the
+   * table). Rows of a key that was destroyed (copies that outlived it, say in a restored
+   * database) are never loaded: they do not count.
+   */
   async coverage(): Promise<Coverage> {
-    // rows of a key that was destroyed (copies that outlived it, say in a restored database) are never loaded: they do not count
-    const [row] = await queryRows<{ n: string | number }>(
+    // the indexing queue (the log's) in the same statement: one snapshot, so an entry moving from the queue to a row counts once
+    const [row] = await queryRows<{ n: string | number | null; q: string | number }>(
       this.#d.db,
-      sql`select count(*) as n from embeddings e where not exists (select 1 from destruction_ledger d where d.key_id = e.key_id)`,
+      sql`select (select sum(records) from embedding_counts) as n, (select count(*) from index_queue) as q`,
     );
-    return { indexed: this.#current.lexical.size, stored: Number(row?.n ?? 0), rebuilding: this.#building !== undefined };
+    const queued = Number(row?.q ?? 0);
+    return { indexed: this.#current.lexical.size, stored: Number(row?.n ?? 0) + queued, queued, rebuilding: this.#building !== undefined };
   }
 
   /**
@@ -131,7 +180,8 @@ export class Vectors {
    * (what a missed notification left out is loaded, what a missed destruction left in
    * is dropped), and answers the coverage of that snapshot: rows stored when it was
    * taken, and how many of them the index holds. A row the index cannot hold (written
-   * before lexical indexing, or one that does not open) stays uncovered.
+   * before lexical indexing, or one that does not open) stays uncovered, and so do the
+   * entries waiting in the indexing queue (`queued`, counted in `stored`).
    */
   async reconcile(): Promise<Coverage & { loaded: number; dropped: number }> {
     // the index's ids first: whatever it holds was committed before, so the snapshot below sees it unless it was deleted since
@@ -140,6 +190,8 @@ export class Vectors {
       this.#d.db,
       sql`select record_id from embeddings e where not exists (select 1 from destruction_ledger d where d.key_id = e.key_id)`,
     );
+    const [queue] = await queryRows<{ q: string | number }>(this.#d.db, sql`select count(*) as q from index_queue`);
+    const queued = Number(queue?.q ?? 0);
     const stored = new Set(rows.map((r) => r.record_id));
     const dropped = [...before].filter((id) => !stored.has(id));
     this.unpublish(dropped);
@@ -151,7 +203,7 @@ export class Vectors {
     }
     let indexed = 0;
     for (const r of rows) if (this.#current.lexical.has(r.record_id)) indexed++;
-    return { indexed, stored: rows.length, rebuilding: this.#building !== undefined, loaded, dropped: dropped.length };
+    return { indexed, stored: rows.length + queued, queued, rebuilding: this.#building !== undefined, loaded, dropped: dropped.length };
   }
 
   /** Wipes the shingle key. */
@@ -169,9 +221,13 @@ export class Vectors {
   }
 
   /** Embeds all texts in one embedder call, and seals each vector and shingle set under its own record's key. */
-  async sealEach(records: ReadonlyArray<{ recordId: string; recordType: RecordType; text: string; keyId: string; key: Uint8Array }>): Promise<Sealed[]> {
+  async sealEach(
+    records: ReadonlyArray<{ recordId: string; recordType: RecordType; text: string; keyId: string; key: Uint8Array }>,
+    /** The records' vectors, when the caller embedded them already (one embedder call for more records than it seals at once). */
+    embedded?: readonly Float32Array[],
+  ): Promise<Sealed[]> {
     if (records.length === 0) return [];
-    const vectors = await this.embedder.embed(records.map((r) => r.text));
+    const vectors = embedded ?? (await this.embedder.embed(records.map((r) => r.text)));
     const model = this.embedder.model;
     return records.map((r, i) => {
       const shingles = this.#d.shingles.setOf(r.text);
@@ -215,31 +271,36 @@ export class Vectors {
   }
 
   /** Keys whose records this process is about to publish itself (their notifications come back first, sometimes). */
-  readonly #publishing = new Set<string>();
+  readonly #publishing = new Map<string, number>();
 
   /**
    * Runs `fn`, which commits records under `keyId` and then publishes them on this
    * replica: meanwhile their own notifications, which may come back before the
    * publish, load nothing again (one query per record, for a re-key's thousands).
    */
-  async publishingUnder<T>(keyId: string, fn: () => Promise<T>): Promise<T> {
-    this.#publishing.add(keyId);
+  async publishingUnder<T>(keyIds: string | readonly string[], fn: () => Promise<T>): Promise<T> {
+    // counted: a re-key and the indexer may publish under one key at once
+    const keys = typeof keyIds === 'string' ? [keyIds] : [...new Set(keyIds)];
+    for (const k of keys) this.#publishing.set(k, (this.#publishing.get(k) ?? 0) + 1);
     try {
       return await fn();
     } finally {
-      this.#publishing.delete(keyId);
+      for (const k of keys) {
+        const n = (this.#publishing.get(k) ?? 1) - 1;
+        if (n === 0) this.#publishing.delete(k);
+        else this.#publishing.set(k, n);
+      }
     }
   }
 
   /** Puts committed records into this replica's indexes. */
   publish(records: readonly IndexedRecord[]): void {
-    for (const r of records) {
-      if (this.#destroyed.has(r.keyId)) continue;
-      for (const index of this.#indexes()) {
-        if (r.vector) index.vectors.upsert(r.recordId, r.recordType, r.keyId, r.vector);
-        // each index owns its copy (it zeroes it when the record leaves)
-        if (r.shingles) index.lexical.upsert(r.recordId, r.recordType, r.keyId, new Float64Array(r.shingles));
-      }
+    const live = records.filter((r) => !this.#destroyed.has(r.keyId));
+    for (const index of this.#indexes()) {
+      // one batch of graph insertions per index (several threads)
+      index.vectors.upsertMany(live.flatMap((r) => (r.vector ? [{ id: r.recordId, type: r.recordType, keyId: r.keyId, vector: r.vector }] : [])));
+      // each index owns its copy (it zeroes it when the record leaves)
+      for (const r of live) if (r.shingles) index.lexical.upsert(r.recordId, r.recordType, r.keyId, new Float64Array(r.shingles));
     }
     this.#d.metrics.indexVectors.set(this.index.size);
   }
@@ -277,20 +338,29 @@ export class Vectors {
 
   /**
    * Rebuilds both indexes from the sealed rows: keyset pages ordered by key id, one
-   * key unwrap per key. Rows of destroyed keys are skipped (counted); a row of
-   * another embedder model gives its shingle set but no vector (counted).
+   * key unwrap per key, the rows opened in batches of BATCH_ROWS on worker threads
+   * (open-pool.ts: as many as the machine has cores, once they are warm — this thread
+   * opens rows until then; none when the first page holds fewer than
+   * MIN_ROWS_FOR_WORKERS rows) while this thread files what they answer
+   * in the new indexes. The vector index's graph is built after the swap, in the
+   * background (vector-index.ts: searches rank what it does not hold yet exactly), so
+   * the rebuild ends once the rows are opened.
+   * Rows of destroyed keys are skipped (counted); a row of another embedder model gives
+   * its shingle set but no vector (counted).
    *
    * Single-flight: one rebuild runs at a time. Its result never holds a key destroyed
    * before it is swapped in — the destructions this replica published meanwhile are
    * dropped from it, and so is every key it loaded that the destruction ledger names
-   * at the end (a destruction whose notification this replica missed).
+   * at the end (a destruction whose notification this replica missed). A rebuild that
+   * fails (a worker's failure included) swaps nothing in: the current indexes keep
+   * answering, and what it had filled is zeroed.
    */
-  rebuild(pageSize = 2000): Promise<RebuildResult> {
+  rebuild(pageSize = 2000, options: RebuildOptions = {}): Promise<RebuildResult> {
     // One rebuild at a time. A caller that arrives while one runs gets the next one, which
     // starts when it ends (that one may have read rows before the caller's changes);
     // callers arriving meanwhile share that next one.
     if (!this.#rebuilding) {
-      this.#rebuilding = this.#rebuild(pageSize).finally(() => {
+      this.#rebuilding = this.#rebuild(pageSize, options).finally(() => {
         this.#rebuilding = undefined;
       });
       return this.#rebuilding;
@@ -299,23 +369,51 @@ export class Vectors {
       .catch(() => undefined)
       .then(() => {
         this.#nextRebuild = undefined;
-        return this.rebuild(pageSize);
+        return this.rebuild(pageSize, options);
       });
     return this.#nextRebuild;
   }
 
-  async #rebuild(pageSize: number): Promise<RebuildResult> {
+  async #rebuild(pageSize: number, options: RebuildOptions): Promise<RebuildResult> {
     // Searches keep answering from the current indexes while the new ones fill;
     // writes and destructions meanwhile reach both.
     const building = this.#fresh();
+    // its graph is built once it is swapped in (the cores open rows meanwhile); until then, and until built, searches rank the records waiting for it exactly
+    building.vectors.pauseGraph();
     this.#building = building;
     const during = new Set<string>();
     this.#destroyedDuring = during;
-    const loadedKeys = new Set<string>();
-    let loaded = 0;
-    let destroyed = 0;
-    let otherModel = 0;
-    let unopened = 0;
+    const gone = (keyId: string) => this.#destroyed.has(keyId) || during.has(keyId);
+    const tally: RebuildTally = { loaded: 0, destroyed: 0, otherModel: 0, unopened: 0, loadedKeys: new Set() };
+    const batch = new BatchBuilder(this.embedder);
+    const inflight = new Set<Promise<void>>();
+    let failure: { error: unknown } | undefined;
+    // rows are opened on this thread until the workers (if any) are warm, then on them
+    const local = openers(0);
+    let pool: Opener | undefined;
+    let pooled = false;
+    let swapped = false;
+    // sends the rows gathered so far to be opened; waits while enough batches are out
+    const dispatch = async () => {
+      if (batch.size > 0) {
+        const open = pool?.isReady ? pool : local;
+        pooled ||= open === pool;
+        const { request, rows } = batch.take();
+        const tracked: Promise<void> = open
+          .open(request)
+          .then((opened) => this.#file(building, rows, opened, tally, gone))
+          .then(
+            () => void inflight.delete(tracked),
+            (error: unknown) => {
+              failure ??= { error };
+              inflight.delete(tracked);
+            },
+          );
+        inflight.add(tracked);
+      }
+      while (!failure && inflight.size >= Math.max(2, (pool?.workers ?? 0) * 2)) await Promise.race(inflight);
+      if (failure) throw failure.error;
+    };
     let after: { keyId: string; recordId: string } | undefined;
     try {
       for (;;) {
@@ -326,6 +424,16 @@ export class Vectors {
                order by key_id, record_id limit ${pageSize}`,
         );
         if (rows.length === 0) break;
+        if (!after) {
+          const workers = options.workers ?? workersFor(rows.length, pageSize);
+          if (workers > 0) {
+            pool = openers(workers, options.workerScript);
+            // a worker failing before it is ready fails the rebuild too
+            pool.ready.catch((error: unknown) => void (failure ??= { error }));
+            // asked for by name: every row goes to the workers
+            if (options.workers !== undefined) await pool.ready;
+          }
+        }
         let i = 0;
         while (i < rows.length) {
           const keyId = rows[i]!.key_id;
@@ -337,25 +445,12 @@ export class Vectors {
           } catch (e) {
             if (!isLetheError(e, 'key_destroyed') && !isLetheError(e, 'not_found')) throw e;
           }
-          if (!key || this.#destroyed.has(keyId)) destroyed += j - i;
+          if (!key || gone(keyId)) tally.destroyed += j - i;
           else {
             try {
               for (let r = i; r < j; r++) {
-                let record: IndexedRecord;
-                try {
-                  record = this.#open(rows[r]!, key);
-                } catch (e) {
-                  // one row that does not open (another format, damaged) is left out and counted, not the whole rebuild
-                  if (!isLetheError(e, 'decrypt_failed')) throw e;
-                  unopened++;
-                  continue;
-                }
-                if (!record.vector) otherModel++;
-                // a newer write (published meanwhile) wins over what this page read
-                if (record.vector && !building.vectors.has(record.recordId)) building.vectors.upsert(record.recordId, record.recordType, keyId, record.vector);
-                if (record.shingles && !building.lexical.has(record.recordId)) building.lexical.upsert(record.recordId, record.recordType, keyId, record.shingles);
-                loaded++;
-                loadedKeys.add(keyId);
+                batch.add(rows[r]!, key);
+                if (batch.size >= BATCH_ROWS) await dispatch();
               }
             } finally {
               zeroize(key);
@@ -366,8 +461,11 @@ export class Vectors {
         const last = rows.at(-1)!;
         after = { keyId: last.key_id, recordId: last.record_id };
       }
+      await dispatch();
+      await Promise.all(inflight);
+      if (failure) throw failure.error;
       // destructions the ledger holds for keys this rebuild loaded: one missed by this replica's listener would otherwise come back
-      for (const keyId of await this.#inLedger([...loadedKeys])) during.add(keyId);
+      for (const keyId of await this.#inLedger([...tally.loadedKeys])) during.add(keyId);
       for (const keyId of during) {
         this.#destroyed.add(keyId);
         building.vectors.removeKey(keyId);
@@ -375,18 +473,60 @@ export class Vectors {
       }
       const previous = this.#current;
       this.#current = building;
+      swapped = true;
+      building.vectors.resumeGraph();
       previous.vectors.clear();
       previous.lexical.clear();
     } finally {
+      batch.discard();
+      // a failed pool rejects what it still holds: nothing is left writing into `building` after this
+      await pool?.close();
+      await Promise.allSettled([...inflight]);
+      if (!swapped) {
+        building.vectors.clear();
+        building.lexical.clear();
+      }
       this.#building = undefined;
       this.#destroyedDuring = undefined;
     }
-    if (unopened > 0) this.#d.logger.warn({ unopened }, 'some stored embeddings did not open under their key and are not indexed');
-    if (otherModel > 0) {
-      this.#d.logger.warn({ otherModel, model: this.embedder.model }, 'some stored embeddings were made by another embedder model and are not searchable');
+    if (tally.unopened > 0) this.#d.logger.warn({ unopened: tally.unopened }, 'some stored embeddings did not open under their key and are not indexed');
+    if (tally.otherModel > 0) {
+      this.#d.logger.warn({ otherModel: tally.otherModel, model: this.embedder.model }, 'some stored embeddings were made by another embedder model and are not searchable');
     }
     this.#d.metrics.indexVectors.set(this.index.size);
-    return { loaded, destroyed, otherModel };
+    return { loaded: tally.loaded, destroyed: tally.destroyed, otherModel: tally.otherModel, workers: pooled ? pool!.workers : 0 };
+  }
+
+  /** Files one opened batch in the indexes being built (a row of a key destroyed meanwhile is left out); zeroes the batch. */
+  #file(building: Indexes, rows: readonly BatchRow[], opened: OpenedBatch, tally: RebuildTally, gone: (keyId: string) => boolean): void {
+    const d = this.embedder.dimensions;
+    const vectors: IndexedVector[] = [];
+    try {
+      for (let i = 0; i < rows.length; i++) {
+        const { recordId, recordType, keyId } = rows[i]!;
+        // one row that does not open (another format, damaged) is left out and counted, not the whole rebuild
+        if (opened.unopened[i]) {
+          tally.unopened++;
+          continue;
+        }
+        if (gone(keyId)) {
+          tally.destroyed++;
+          continue;
+        }
+        if (!opened.hasVector[i]) tally.otherModel++;
+        // a newer write (published meanwhile) wins over what this page read
+        if (opened.hasVector[i] && !building.vectors.has(recordId)) vectors.push({ id: recordId, type: recordType, keyId, vector: opened.vectors.subarray(i * d, (i + 1) * d) });
+        if (opened.hasShingles[i] && !building.lexical.has(recordId)) {
+          building.lexical.upsert(recordId, recordType, keyId, opened.shingles.slice(opened.shinglesAt[i]!, opened.shinglesAt[i + 1]!));
+        }
+        tally.loaded++;
+        tally.loadedKeys.add(keyId);
+      }
+      building.vectors.upsertMany(vectors, { graphLater: true });
+    } finally {
+      opened.vectors.fill(0);
+      opened.shingles.fill(0);
+    }
   }
 
   /** Those of `keyIds` in the destruction ledger. */

@@ -1,17 +1,36 @@
 /**
- * The in-memory vector index: brute-force cosine similarity over unit vectors kept
- * in one contiguous Float32Array. Exact (no recall loss), O(n·d) per query, 4·d bytes
- * per vector plus about 150 bytes of bookkeeping (id strings, maps). It holds
- * plaintext vectors in memory only; at rest they are sealed (see embeddings.ts), and
- * the index is rebuilt by decrypting at start-up.
+ * The in-memory vector index: each record's vector held as int8 with one scale (the
+ * form it is sealed in at rest: sealed-form.ts), 516 bytes a vector at 512 dimensions,
+ * in blocks of 4,096 slots; an HNSW graph over the same int8 vectors (hnsw.ts, usearch)
+ * to find a query's candidates without visiting every vector; and every answer ranked
+ * by the exact score, `scale · Σ q[i]·query[i]` (the dot product of the query with the
+ * vector as it reads back from its sealed form).
  *
- * Removing by key id is how destruction reaches the index: every vector is filed
- * under the key its sealed copy depends on. The same filing scopes a search to some
- * keys (a subject's entries are filed under its live key): `searchWithin` visits
- * only their vectors.
+ * - `search` asks the graph for `candidates` (128) or more and ranks those exactly: an
+ *   approximate nearest-neighbour search (recall@10 against exact ranking: bench/search.ts),
+ *   cost about logarithmic in the index. Up to `exactUpTo` (1,024) records, and when
+ *   the filter leaves too few of ever more candidates, it ranks every vector instead.
+ * - A record can be filed before it is in the graph (`upsertMany(…, { graphLater })`:
+ *   the rebuild, so an index is searchable once its rows are opened, not once its graph
+ *   is built — building the graph costs several times what opening does). Until a
+ *   background task has inserted it (GRAPH_PER_TURN a turn, once `resumeGraph` lets
+ *   it), every search ranks it exactly besides the graph's candidates: answers stay
+ *   complete, and cost more while many wait.
+ * - `searchWithin` ranks exactly the vectors of its scope (the keys' filings, the ids
+ *   named), never the whole index: its cost follows the scope, not the store.
+ * - A vector of zeros has no direction: it stays out of the graph (exact rankings still
+ *   see it, at score 0).
+ *
+ * Removing by key id is how destruction reaches the index: every vector is filed under
+ * the key its sealed copy depends on (key-filing.ts), and `removeKey` takes the key's
+ * records out of the answers at once — the int8 copy is zeroed, the graph node becomes
+ * a tombstone — and schedules the graph's scrub (the removed slots' native copies are
+ * overwritten within a few event-loop turns: hnsw.ts).
  */
 import { LetheError } from '../errors.js';
+import { type GraphOptions, Graph } from './hnsw.js';
 import { KeyFiling } from './key-filing.js';
+import { quantise } from './sealed-form.js';
 
 export type RecordType = 'entry' | 'artifact';
 
@@ -22,47 +41,205 @@ export interface IndexHit {
   readonly score: number;
 }
 
+export interface VectorIndexOptions extends GraphOptions {
+  /** Up to this many records a search ranks every vector exactly, without the graph. */
+  readonly exactUpTo?: number;
+  /** Candidates asked of the graph per search (at least k), then ranked exactly. */
+  readonly candidates?: number;
+}
+
+/** A record for `upsertMany`. */
+export interface IndexedVector {
+  readonly id: string;
+  readonly type: RecordType;
+  readonly keyId: string;
+  readonly vector: Float32Array;
+}
+
+export const DEFAULT_EXACT_UP_TO = 1024;
+export const DEFAULT_CANDIDATES = 128;
+/** Slots per block of int8 vectors. */
+const BLOCK = 4096;
+/** Removed slots scrubbed per event-loop turn (each an insertion into the graph). */
+const SCRUB_PER_TURN = 16;
+/** Records waiting for the graph inserted per event-loop turn (on several threads). */
+const GRAPH_PER_TURN = 256;
+const TYPES: readonly RecordType[] = ['entry', 'artifact'];
+
+/** A query prepared for exact scoring: its non-zero dimensions and their values. */
+interface Prepared {
+  readonly dims: Int32Array;
+  readonly values: Float64Array;
+}
+
+function prepare(query: Float32Array): Prepared {
+  let n = 0;
+  for (let i = 0; i < query.length; i++) if (query[i] !== 0) n++;
+  const dims = new Int32Array(n);
+  const values = new Float64Array(n);
+  for (let i = 0, j = 0; i < query.length; i++) {
+    if (query[i] !== 0) {
+      dims[j] = i;
+      values[j++] = query[i]!;
+    }
+  }
+  return { dims, values };
+}
+
 export class VectorIndex {
   readonly dimensions: number;
-  #vectors: Float32Array;
-  #ids: string[] = [];
-  #types: RecordType[] = [];
-  #keys: string[] = [];
+  readonly #exactUpTo: number;
+  readonly #candidates: number;
+  readonly #graphOptions: GraphOptions;
+  #graph: Graph;
+  #blocks: Int8Array[] = [];
+  #scales = new Float32Array(0);
+  #types = new Uint8Array(0);
+  /** 1 when the slot's vector is in the graph (not all zeros). */
+  #inGraph = new Uint8Array(0);
+  #ids: Array<string | undefined> = [];
+  #keys: Array<string | undefined> = [];
+  #free: number[] = [];
   readonly #slot = new Map<string, number>();
   readonly #filing = new KeyFiling();
+  #scrubbing: NodeJS.Immediate | undefined;
+  /** Slots filed but not yet in the graph (searches rank them exactly), oldest first. */
+  #pending = new Set<number>();
+  #graphing: NodeJS.Immediate | undefined;
+  #graphPaused = false;
 
-  constructor(dimensions: number, initialCapacity = 1024) {
+  /** `options` as a number is the initial capacity of earlier versions (storage now grows by blocks). */
+  constructor(dimensions: number, options: number | VectorIndexOptions = {}) {
+    const o = typeof options === 'number' ? {} : options;
     this.dimensions = dimensions;
-    this.#vectors = new Float32Array(dimensions * initialCapacity);
+    this.#exactUpTo = o.exactUpTo ?? DEFAULT_EXACT_UP_TO;
+    this.#candidates = Math.max(1, o.candidates ?? DEFAULT_CANDIDATES);
+    this.#graphOptions = { connectivity: o.connectivity, expansionAdd: o.expansionAdd, expansionSearch: o.expansionSearch };
+    this.#graph = new Graph(dimensions, this.#graphOptions);
   }
 
   get size(): number {
-    return this.#ids.length;
+    return this.#slot.size;
+  }
+
+  /** Records filed but not yet in the graph (a background task inserts them; searches rank them exactly meanwhile). */
+  get graphPending(): number {
+    return this.#pending.size;
+  }
+
+  /** Removed vectors whose copy in the graph's native memory is not overwritten yet (the scrub runs in the background). */
+  get unscrubbed(): number {
+    return this.#graph.unscrubbed;
   }
 
   /** Adds or replaces the vector of record `id`. */
   upsert(id: string, type: RecordType, keyId: string, vector: Float32Array): void {
-    if (vector.length !== this.dimensions) throw new LetheError('internal', `vector has ${vector.length} dimensions, the index ${this.dimensions}`);
-    let slot = this.#slot.get(id);
-    if (slot === undefined) {
-      slot = this.#ids.length;
-      if ((slot + 1) * this.dimensions > this.#vectors.length) {
-        const grown = new Float32Array(Math.max(this.#vectors.length * 2, (slot + 1) * this.dimensions));
-        grown.set(this.#vectors);
-        this.#vectors.fill(0);
-        this.#vectors = grown;
+    this.upsertMany([{ id, type, keyId, vector }]);
+  }
+
+  /**
+   * Adds or replaces many records' vectors; their graph insertions run as one batch on
+   * several threads (the caller's thread waits for them: keep batches to a few hundred
+   * where requests are being served) — or, with `graphLater`, in the background (the
+   * records are answered at once all the same: searches rank them exactly until then).
+   */
+  upsertMany(records: Iterable<IndexedVector>, options: { readonly graphLater?: boolean } = {}): void {
+    const d = this.dimensions;
+    const batch = [...records];
+    for (const r of batch) if (r.vector.length !== d) throw new LetheError('internal', `vector has ${r.vector.length} dimensions, the index ${d}`);
+    const replaced: number[] = [];
+    const toGraph = new Set<number>();
+    for (const r of batch) {
+      let slot = this.#slot.get(r.id);
+      if (slot === undefined) {
+        slot = this.#free.pop() ?? this.#ids.length;
+        this.#ensure(slot);
+        this.#ids[slot] = r.id;
+        this.#slot.set(r.id, slot);
+      } else {
+        this.#filing.unfile(this.#keys[slot]!, r.id);
+        this.#pending.delete(slot);
+        if (this.#inGraph[slot]) {
+          replaced.push(slot);
+          this.#inGraph[slot] = 0;
+        }
       }
-      this.#ids.push(id);
-      this.#types.push(type);
-      this.#keys.push(keyId);
-      this.#slot.set(id, slot);
-    } else {
-      this.#filing.unfile(this.#keys[slot]!, id);
-      this.#types[slot] = type;
-      this.#keys[slot] = keyId;
+      this.#types[slot] = r.type === 'artifact' ? 1 : 0;
+      this.#keys[slot] = r.keyId;
+      this.#filing.file(r.keyId, r.id);
+      const { scale, q } = quantise(r.vector);
+      const block = this.#blocks[Math.floor(slot / BLOCK)]!;
+      const at = (slot % BLOCK) * d;
+      block.set(q, at);
+      let nonZero = false;
+      for (let i = 0; i < d; i++) if (q[i] !== 0) nonZero = true;
+      q.fill(0);
+      this.#scales[slot] = scale;
+      toGraph.delete(slot);
+      if (nonZero && options.graphLater) this.#pending.add(slot);
+      else if (nonZero) toGraph.add(slot);
     }
-    this.#vectors.set(vector, slot * this.dimensions);
-    this.#filing.file(keyId, id);
+    this.#graph.remove(replaced);
+    if (toGraph.size > 0) {
+      const slots = [...toGraph];
+      const vectors = new Int8Array(slots.length * d);
+      for (let i = 0; i < slots.length; i++) vectors.set(this.#q(slots[i]!), i * d);
+      try {
+        this.#graph.add(slots, vectors);
+      } finally {
+        vectors.fill(0);
+      }
+      for (const slot of toGraph) this.#inGraph[slot] = 1;
+    }
+    this.#scheduleScrub();
+    this.#scheduleGraph();
+  }
+
+  /** Holds back the background graph insertions (a rebuild opening rows wants the cores). */
+  pauseGraph(): void {
+    this.#graphPaused = true;
+  }
+
+  resumeGraph(): void {
+    this.#graphPaused = false;
+    this.#scheduleGraph();
+  }
+
+  /** Inserts up to `max` waiting records into the graph now; answers how many still wait. */
+  buildGraph(max = Number.POSITIVE_INFINITY): number {
+    const d = this.dimensions;
+    while (max > 0 && this.#pending.size > 0) {
+      const n = Math.min(max, this.#pending.size, 4096);
+      const vectors = new Int8Array(n * d);
+      const slots: number[] = [];
+      for (const slot of this.#pending) {
+        if (slots.length === n) break;
+        vectors.set(this.#q(slot), slots.length * d);
+        slots.push(slot);
+      }
+      try {
+        this.#graph.add(slots, vectors);
+      } finally {
+        vectors.fill(0);
+      }
+      for (const slot of slots) {
+        this.#pending.delete(slot);
+        this.#inGraph[slot] = 1;
+      }
+      max -= n;
+    }
+    return this.#pending.size;
+  }
+
+  #scheduleGraph(): void {
+    if (this.#graphing || this.#graphPaused || this.#pending.size === 0) return;
+    const graph = this.#graph;
+    const turn = () => {
+      this.#graphing = undefined;
+      if (graph !== this.#graph || this.#graphPaused) return;
+      if (this.buildGraph(GRAPH_PER_TURN) > 0) this.#scheduleGraph();
+    };
+    this.#graphing = setImmediate(turn).unref();
   }
 
   has(id: string): boolean {
@@ -77,38 +254,69 @@ export class VectorIndex {
 
   /** Removes one record; true when it was there. */
   remove(id: string): boolean {
-    const slot = this.#slot.get(id);
-    if (slot === undefined) return false;
-    this.#filing.unfile(this.#keys[slot]!, id);
-    const last = this.#ids.length - 1;
-    const d = this.dimensions;
-    if (slot !== last) {
-      // move the last vector into the hole
-      this.#vectors.copyWithin(slot * d, last * d, (last + 1) * d);
-      const movedId = this.#ids[last]!;
-      this.#ids[slot] = movedId;
-      this.#types[slot] = this.#types[last]!;
-      this.#keys[slot] = this.#keys[last]!;
-      this.#slot.set(movedId, slot);
-    }
-    this.#vectors.fill(0, last * d, (last + 1) * d);
-    this.#ids.pop();
-    this.#types.pop();
-    this.#keys.pop();
-    this.#slot.delete(id);
-    return true;
+    const gone: number[] = [];
+    const removed = this.#removeSlot(id, gone);
+    this.#graph.remove(gone);
+    this.#scheduleScrub();
+    return removed;
   }
 
   /** Removes every record filed under the key (it was destroyed); returns how many. */
   removeKey(keyId: string): number {
-    return this.#filing.removeKey(keyId, (id) => this.remove(id));
+    const gone: number[] = [];
+    const n = this.#filing.removeKey(keyId, (id) => this.#removeSlot(id, gone));
+    this.#graph.remove(gone);
+    this.#scheduleScrub();
+    return n;
   }
 
-  /** A copy of record `id`'s vector (the probe compares it), or undefined. */
+  /** Takes a record out of the answers and zeroes its vector; its graph key joins `gone` (removed by the caller, in one call). */
+  #removeSlot(id: string, gone: number[]): boolean {
+    const slot = this.#slot.get(id);
+    if (slot === undefined) return false;
+    this.#filing.unfile(this.#keys[slot]!, id);
+    if (this.#inGraph[slot]) gone.push(slot);
+    this.#inGraph[slot] = 0;
+    this.#pending.delete(slot);
+    this.#q(slot).fill(0);
+    this.#scales[slot] = 0;
+    this.#ids[slot] = undefined;
+    this.#keys[slot] = undefined;
+    this.#slot.delete(id);
+    this.#free.push(slot);
+    return true;
+  }
+
+  /**
+   * Overwrites up to `max` removed vectors' copies in the graph's native memory now
+   * (the index does it in the background, SCRUB_PER_TURN a turn); answers how many are
+   * left.
+   */
+  scrub(max = Number.POSITIVE_INFINITY): number {
+    return this.#graph.scrub(max);
+  }
+
+  #scheduleScrub(): void {
+    if (this.#scrubbing || this.#graph.unscrubbed === 0) return;
+    const graph = this.#graph;
+    const turn = () => {
+      this.#scrubbing = undefined;
+      // a cleared index dropped this graph (clear scrubbed it first)
+      if (graph !== this.#graph) return;
+      if (graph.scrub(SCRUB_PER_TURN) > 0) this.#scrubbing = setImmediate(turn).unref();
+    };
+    this.#scrubbing = setImmediate(turn).unref();
+  }
+
+  /** A copy of record `id`'s vector as it reads back from its sealed form (the probe compares it), or undefined. */
   vectorOf(id: string): Float32Array | undefined {
     const slot = this.#slot.get(id);
     if (slot === undefined) return undefined;
-    return this.#vectors.slice(slot * this.dimensions, (slot + 1) * this.dimensions);
+    const q = this.#q(slot);
+    const scale = this.#scales[slot]!;
+    const out = new Float32Array(this.dimensions);
+    for (let i = 0; i < out.length; i++) out[i] = q[i]! * scale;
+    return out;
   }
 
   /** The ids filed under a key. */
@@ -116,15 +324,41 @@ export class VectorIndex {
     return this.#filing.ids(keyId);
   }
 
-  /** The `k` nearest records by cosine similarity, best first. */
+  /**
+   * The `k` nearest records by cosine similarity, best first: candidates from the
+   * graph (approximate), ranked by their exact scores; every vector ranked exactly up
+   * to `exactUpTo` records.
+   */
   search(query: Float32Array, k: number, filter?: (id: string, type: RecordType) => boolean): IndexHit[] {
-    return this.#rank(query, k, undefined, filter);
+    this.#checkQuery(query);
+    const n = this.#slot.size;
+    if (k <= 0 || n === 0) return [];
+    const prepared = prepare(query);
+    // most of the index still waiting for the graph: ranking every vector costs less than the graph plus them
+    if (n <= this.#exactUpTo || k >= n || prepared.dims.length === 0 || this.#pending.size >= n / 2) return this.#rank(prepared, k, undefined, filter);
+    const q8 = quantise(query).q;
+    let want = Math.max(k, this.#candidates);
+    for (;;) {
+      const found = this.#graph.search(q8, want);
+      const count = found.length;
+      // the graph's candidates, and every record not in it yet
+      const slots = new Int32Array(count + this.#pending.size);
+      slots.set(found);
+      let at = count;
+      for (const slot of this.#pending) slots[at++] = slot;
+      const hits = this.#rank(prepared, k, slots.sort(), filter);
+      // enough kept, or the graph has no more to give
+      if (hits.length === k || count < want || want >= this.#graph.size) return hits;
+      want *= 4;
+      // a filter refusing most of the index: ranking every vector costs less than asking the graph for most of them
+      if (want >= n / 4) return this.#rank(prepared, k, undefined, filter);
+    }
   }
 
   /**
    * The `k` nearest records among those filed under `scope.keyIds` and those named by
-   * `scope.ids`, best first: a scoped search visits only those records' vectors (never
-   * the whole index), so its cost follows the scope, not the store.
+   * `scope.ids`, best first, ranked exactly: a scoped search visits only those records'
+   * vectors (never the whole index), so its cost follows the scope, not the store.
    */
   searchWithin(
     query: Float32Array,
@@ -132,6 +366,7 @@ export class VectorIndex {
     scope: { readonly keyIds?: Iterable<string>; readonly ids?: Iterable<string> },
     filter?: (id: string, type: RecordType) => boolean,
   ): IndexHit[] {
+    this.#checkQuery(query);
     const slots = new Set<number>();
     for (const keyId of scope.keyIds ?? []) {
       for (const id of this.#filing.each(keyId)) slots.add(this.#slot.get(id)!);
@@ -140,26 +375,36 @@ export class VectorIndex {
       const slot = this.#slot.get(id);
       if (slot !== undefined) slots.add(slot);
     }
-    // in slot order, as search() visits them: equal scores rank the same way in both
-    return this.#rank(query, k, Int32Array.from(slots).sort(), filter);
+    if (k <= 0 || slots.size === 0) return [];
+    // in slot order, as an exact search() visits them: equal scores rank the same way in both
+    return this.#rank(prepare(query), k, Int32Array.from(slots).sort(), filter);
   }
 
-  /** Brute force over the given slots (all of them when undefined): the `k` best, best first. */
-  #rank(query: Float32Array, k: number, slots: Int32Array | undefined, filter?: (id: string, type: RecordType) => boolean): IndexHit[] {
+  #checkQuery(query: Float32Array): void {
     if (query.length !== this.dimensions) throw new LetheError('internal', 'query vector has the wrong dimensions');
-    if (k <= 0 || this.#ids.length === 0) return [];
+  }
+
+  /** Exact scores over the given slots in order (every live slot when undefined): the `k` best, best first; ties keep slot order. */
+  #rank(query: Prepared, k: number, slots: Int32Array | undefined, filter?: (id: string, type: RecordType) => boolean): IndexHit[] {
+    if (k <= 0) return [];
     const d = this.dimensions;
-    const v = this.#vectors;
+    const { dims, values } = query;
+    const m = dims.length;
     // a small sorted array beats a heap for the k values we serve (≤ 100)
     const topScores: number[] = [];
     const topSlots: number[] = [];
-    for (let j = 0, n = slots ? slots.length : this.#ids.length; j < n; j++) {
+    const n = slots ? slots.length : this.#ids.length;
+    for (let j = 0; j < n; j++) {
       const slot = slots ? slots[j]! : j;
+      const id = this.#ids[slot];
+      if (id === undefined) continue;
+      const block = this.#blocks[Math.floor(slot / BLOCK)]!;
+      const base = (slot % BLOCK) * d;
       let dot = 0;
-      const base = slot * d;
-      for (let i = 0; i < d; i++) dot += v[base + i]! * query[i]!;
+      for (let i = 0; i < m; i++) dot += block[base + dims[i]!]! * values[i]!;
+      dot *= this.#scales[slot]!;
       if (topScores.length === k && dot <= topScores[k - 1]!) continue;
-      if (filter && !filter(this.#ids[slot]!, this.#types[slot]!)) continue;
+      if (filter && !filter(id, TYPES[this.#types[slot]!]!)) continue;
       let at = topScores.length;
       while (at > 0 && topScores[at - 1]! < dot) at--;
       topScores.splice(at, 0, dot);
@@ -169,7 +414,7 @@ export class VectorIndex {
         topSlots.pop();
       }
     }
-    return topSlots.map((slot, i) => ({ id: this.#ids[slot]!, type: this.#types[slot]!, keyId: this.#keys[slot]!, score: topScores[i]! }));
+    return topSlots.map((slot, i) => ({ id: this.#ids[slot]!, type: TYPES[this.#types[slot]!]!, keyId: this.#keys[slot]!, score: topScores[i]! }));
   }
 
   /**
@@ -183,14 +428,46 @@ export class VectorIndex {
     return hits.slice(0, n);
   }
 
-  /** Zeroes and drops everything, and gives the memory back. */
+  /** Zeroes and drops everything (the graph's removed slots scrubbed first), and gives the memory back. */
   clear(): void {
-    this.#vectors.fill(0);
-    this.#vectors = new Float32Array(this.dimensions * 1024);
+    for (const block of this.#blocks) block.fill(0);
+    this.#scales.fill(0);
+    this.#graph.scrub();
+    this.#graph = new Graph(this.dimensions, this.#graphOptions);
+    this.#blocks = [];
+    this.#scales = new Float32Array(0);
+    this.#types = new Uint8Array(0);
+    this.#inGraph = new Uint8Array(0);
+    this.#pending = new Set();
     this.#ids = [];
-    this.#types = [];
     this.#keys = [];
+    this.#free = [];
     this.#slot.clear();
     this.#filing.clear();
+  }
+
+  /** The int8 vector of a slot (a view into its block). */
+  #q(slot: number): Int8Array {
+    const d = this.dimensions;
+    const at = (slot % BLOCK) * d;
+    return this.#blocks[Math.floor(slot / BLOCK)]!.subarray(at, at + d);
+  }
+
+  /** Makes room for `slot`. */
+  #ensure(slot: number): void {
+    while (this.#blocks.length * BLOCK <= slot) this.#blocks.push(new Int8Array(BLOCK * this.dimensions));
+    if (slot >= this.#scales.length) {
+      const capacity = Math.max(BLOCK, this.#scales.length * 2, slot + 1);
+      const scales = new Float32Array(capacity);
+      scales.set(this.#scales);
+      this.#scales.fill(0);
+      this.#scales = scales;
+      const types = new Uint8Array(capacity);
+      types.set(this.#types);
+      this.#types = types;
+      const inGraph = new Uint8Array(capacity);
+      inGraph.set(this.#inGraph);
+      this.#inGraph = inGraph;
+    }
   }
 }

@@ -103,7 +103,7 @@ describe('the search index on two replicas of one vault', () => {
       const after = await fresh.search.search(query, 5, ALL);
       expect(after.hits, query).toEqual(before.hits);
     }
-    expect(await fresh.vectors.rebuild()).toEqual({ loaded: written.length, destroyed: 0, otherModel: 0 });
+    expect(await fresh.vectors.rebuild()).toEqual({ loaded: written.length, destroyed: 0, otherModel: 0, workers: 0 });
   });
 
   it('embeddings are stored sealed: no row holds the vector\'s bytes in the clear', async () => {
@@ -164,7 +164,7 @@ describe('the search index on two replicas of one vault', () => {
     for (const id of ids) expect(restarted.vectors.index.has(id)).toBe(false);
     expect(restarted.vectors.index.idsOfKey(keyOf('user:peanut'))).toEqual([]);
     expect(restarted.vectors.index.size).toBe(written.length - ids.length);
-    expect(await restarted.vectors.rebuild()).toEqual({ loaded: written.length - ids.length, destroyed: ids.length, otherModel: 0 });
+    expect(await restarted.vectors.rebuild()).toEqual({ loaded: written.length - ids.length, destroyed: ids.length, otherModel: 0, workers: 0 });
     const hits = await hitIds(restarted, 'peanut allergy', 10);
     for (const id of ids) expect(hits).not.toContain(id);
   });

@@ -63,7 +63,7 @@ describe('the lexical index on two replicas of one vault', () => {
     }
     expect(await eventually(() => written.every((w) => replica.vectors.lexical.keyOf(w.entryId) === w.keyId))).toBe(true);
     const coverage = await replica.vectors.coverage();
-    expect(coverage).toEqual({ indexed: coverage.stored, stored: coverage.stored, rebuilding: false });
+    expect(coverage).toEqual({ indexed: coverage.stored, stored: coverage.stored, queued: 0, rebuilding: false });
   });
 
   it('shingle sets are sealed at rest: no stored row holds any of its text\'s shingle hashes in the clear', async () => {

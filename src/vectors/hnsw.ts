@@ -1,0 +1,222 @@
+/**
+ * The HNSW graph the vector index navigates by: usearch's native index (npm `usearch`,
+ * pinned to an exact version in package.json), cosine metric, int8 storage.
+ *
+ * Loaded below usearch's JavaScript wrapper, from the same prebuilt addon the wrapper
+ * loads (node-gyp-build, usearch's own dependency), because the wrapper converts every
+ * vector to Float32Array before the addon sees it, and the addon then re-quantises it
+ * by its L2 norm with truncation. Handing the addon the Int8Array itself stores the
+ * record's int8 vector exactly as it is sealed at rest (one scale per vector: cosine
+ * does not see the scale), so the graph ranks what the exact scores rank.
+ *
+ * A removed key only becomes a tombstone in usearch: the slot, and the int8 copy of the
+ * vector in it, stay until an insertion reuses the slot (usearch reuses removed slots
+ * first, oldest first). `Graph` tracks how many removed slots hold a vector no
+ * insertion has overwritten yet, and `scrub` overwrites them with placeholder nodes of
+ * random vectors (never answered), so a destroyed key's vectors leave native memory
+ * too, not only the index's answers. The next real insertions take the placeholders'
+ * slots back.
+ */
+import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { LetheError } from '../errors.js';
+
+/** The addon's index class, as usearch's wrapper calls it (usearch 2.25.3, javascript/lib.cpp). */
+interface CompiledIndex {
+  add(keys: BigUint64Array, vectors: Int8Array, threads: number): void;
+  search(vectors: Int8Array, k: number, threads: number): [keys: BigUint64Array, distances: Float32Array, counts: BigUint64Array];
+  remove(keys: BigUint64Array): number[];
+  size(): number;
+  capacity(): number;
+}
+
+interface Addon {
+  CompiledIndex: new (
+    dimensions: number,
+    metric: string,
+    quantization: string,
+    connectivity: number,
+    expansionAdd: number,
+    expansionSearch: number,
+    multi: boolean,
+  ) => CompiledIndex;
+  version?: () => string;
+}
+
+let addon: Addon | undefined;
+
+function load(): Addon {
+  if (addon) return addon;
+  try {
+    const require = createRequire(import.meta.url);
+    // usearch's entry point is javascript/dist/<cjs|esm>/usearch.js: its package root is three levels up
+    const entry = require.resolve('usearch');
+    const root = path.resolve(path.dirname(entry), '..', '..', '..');
+    const build = createRequire(entry)('node-gyp-build') as (dir: string) => Addon;
+    const loaded = build(root);
+    if (typeof loaded.CompiledIndex !== 'function') throw new Error('the usearch addon has no CompiledIndex');
+    addon = loaded;
+    return loaded;
+  } catch (cause) {
+    throw new LetheError('internal', 'the vector index could not load usearch (npm install usearch)', { cause });
+  }
+}
+
+/**
+ * Graph parameters. usearch's defaults except expansionAdd, 64 rather than 128: it
+ * halves what building the graph costs (the rebuild's bound) for recall@10 within a
+ * point of it once a search's 128 candidates are ranked exactly (bench/search.ts).
+ */
+export interface GraphOptions {
+  /** Neighbours per node (M); a node at the bottom layer keeps twice as many. */
+  readonly connectivity?: number;
+  /** Candidates considered when linking a new node (efConstruction). */
+  readonly expansionAdd?: number;
+  /** Candidates considered by a search (ef); a search asking for more uses that many. */
+  readonly expansionSearch?: number;
+}
+
+export const DEFAULT_CONNECTIVITY = 16;
+export const DEFAULT_EXPANSION_ADD = 64;
+export const DEFAULT_EXPANSION_SEARCH = 64;
+
+/** Keys at and above this are placeholder nodes (scrubbed slots), never records. */
+const PLACEHOLDER_BASE = 1n << 62n;
+
+/**
+ * usearch finds a key's slot in an open-addressing table by the key's low bits (its
+ * hash of an integer is the integer): sequential keys would fill one run that every
+ * removal and every re-used key scans. Keys are the record's index slot scrambled by
+ * a bijection on 32 bits (xor-shift, odd multiply, xor-shift), undone on the way back.
+ */
+const MIX = 0x45d9f3b;
+const UNMIX = (() => {
+  // the inverse of MIX modulo 2^32 (Newton's iteration: each step doubles the correct bits)
+  let inv = MIX;
+  for (let i = 0; i < 5; i++) inv = Math.imul(inv, 2 - Math.imul(MIX, inv));
+  return inv >>> 0;
+})();
+
+function scramble(x: number): number {
+  x = (x ^ (x >>> 16)) >>> 0;
+  x = Math.imul(x, MIX) >>> 0;
+  return (x ^ (x >>> 16)) >>> 0;
+}
+
+function unscramble(y: number): number {
+  y = (y ^ (y >>> 16)) >>> 0;
+  y = Math.imul(y, UNMIX) >>> 0;
+  return (y ^ (y >>> 16)) >>> 0;
+}
+
+function keysOf(slots: ArrayLike<number>): BigUint64Array {
+  const keys = new BigUint64Array(slots.length);
+  for (let i = 0; i < slots.length; i++) keys[i] = BigInt(scramble(slots[i]!));
+  return keys;
+}
+
+/** Threads a batch insertion uses (a single insertion runs on the calling thread). */
+export const GRAPH_THREADS = Math.max(1, Math.min(8, os.availableParallelism()));
+
+export class Graph {
+  readonly dimensions: number;
+  #native: CompiledIndex;
+  /** Removed slots usearch will hand to the next insertions, their old vectors still in them. */
+  #unscrubbed = 0;
+  /** Placeholder nodes holding scrubbed slots. */
+  readonly #placeholders: bigint[] = [];
+  #nextPlaceholder = 0n;
+
+  constructor(dimensions: number, options: GraphOptions = {}) {
+    this.dimensions = dimensions;
+    const { CompiledIndex } = load();
+    this.#native = new CompiledIndex(
+      dimensions,
+      'cos',
+      'i8',
+      options.connectivity ?? DEFAULT_CONNECTIVITY,
+      options.expansionAdd ?? DEFAULT_EXPANSION_ADD,
+      options.expansionSearch ?? DEFAULT_EXPANSION_SEARCH,
+      false,
+    );
+  }
+
+  /** Nodes answering searches (records; placeholders excluded). */
+  get size(): number {
+    return this.#native.size() - this.#placeholders.length;
+  }
+
+  /** Removed slots whose old vectors no insertion has overwritten yet. */
+  get unscrubbed(): number {
+    return this.#unscrubbed;
+  }
+
+  /**
+   * Inserts `slots.length` int8 vectors (`vectors`, row after row) as the records of
+   * those index slots (below 2^32); several at once run on GRAPH_THREADS threads
+   * (synchronously: the caller's thread waits).
+   */
+  add(slots: ArrayLike<number>, vectors: Int8Array): void {
+    const n = slots.length;
+    if (n === 0) return;
+    if (vectors.length !== n * this.dimensions) throw new LetheError('internal', 'graph insertion: vectors and keys disagree');
+    // placeholders give their slots back first (each removal queues its slot for the next insertion)
+    const reclaim = Math.min(this.#placeholders.length, Math.max(0, n - this.#unscrubbed));
+    if (reclaim > 0) {
+      this.#native.remove(BigUint64Array.from(this.#placeholders.splice(this.#placeholders.length - reclaim, reclaim)));
+      this.#unscrubbed += reclaim;
+    }
+    // threads: every call passes the same count, which usearch also reserves per-thread state for
+    this.#native.add(keysOf(slots), vectors, GRAPH_THREADS);
+    this.#unscrubbed = Math.max(0, this.#unscrubbed - n);
+  }
+
+  /** Removes the records of these index slots; answers how many were there. Their graph slots join the unscrubbed until reused or scrubbed. */
+  remove(slots: ArrayLike<number>): number {
+    if (slots.length === 0) return 0;
+    let n = 0;
+    for (const c of this.#native.remove(keysOf(slots))) n += c;
+    this.#unscrubbed += n;
+    return n;
+  }
+
+  /**
+   * Overwrites up to `max` removed slots with placeholder nodes (random vectors, never
+   * answered): a removed vector's int8 copy leaves native memory. Answers how many
+   * slots are still unscrubbed. Each costs an insertion (a graph search).
+   */
+  scrub(max = Number.POSITIVE_INFINITY): number {
+    const n = Math.min(max, this.#unscrubbed);
+    if (n <= 0) return this.#unscrubbed;
+    const keys = new BigUint64Array(n);
+    for (let i = 0; i < n; i++) {
+      const c = this.#nextPlaceholder++;
+      keys[i] = PLACEHOLDER_BASE + ((c >> 32n) << 32n) + BigInt(scramble(Number(c & 0xffffffffn)));
+    }
+    // random sparse vectors (an eighth of the dimensions, at least one): quick to link, near no record in particular
+    const d = this.dimensions;
+    const noise = randomBytes(n * d * 2);
+    const vectors = new Int8Array(n * d);
+    for (let i = 0; i < n * d; i++) if ((noise[i]! & 7) === 0) vectors[i] = (noise[n * d + i]! % 255) - 127;
+    for (let i = 0; i < n; i++) vectors[i * d] ||= 1;
+    this.#native.add(keys, vectors, GRAPH_THREADS);
+    this.#placeholders.push(...keys);
+    this.#unscrubbed -= n;
+    return this.#unscrubbed;
+  }
+
+  /**
+   * The index slots of the `want` nodes nearest an int8 query by the graph
+   * (approximate), nearest first; placeholders left out.
+   */
+  search(query: Int8Array, want: number): number[] {
+    if (this.#native.size() === 0) return [];
+    const [keys, , counts] = this.#native.search(query, Math.max(1, want), 1);
+    const count = Number(counts[0] ?? 0);
+    const slots: number[] = [];
+    for (let i = 0; i < count; i++) if (keys[i]! < PLACEHOLDER_BASE) slots.push(unscramble(Number(keys[i]!)));
+    return slots;
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * A rebuild worker thread (open-pool.ts starts them): warms up, says it is ready, then
+ * opens the batches of sealed rows it is sent (open-batch.ts) and sends the vectors and
+ * shingle sets back, transferring their buffers (no copy stays here). Each batch's keys
+ * are zeroed once it is done; an error is answered by its code and message only (never
+ * key material or plaintext).
+ *
+ * The warm-up opens one envelope of its own (a random key, a random vector) WARM_UP
+ * times, so the envelope code is compiled before the first batch: a cold worker opens
+ * rows several times slower than a warm thread for its first few thousand.
+ */
+import { randomBytes } from 'node:crypto';
+import { parentPort } from 'node:worker_threads';
+import { isLetheError } from '../errors.js';
+import { type OpenBatch, openBatch } from './open-batch.js';
+import { openSealedRecord, sealEmbedding } from './sealed-form.js';
+
+const WARM_UP = 1500;
+
+const port = parentPort;
+if (!port) throw new Error('open-worker.ts runs as a worker thread');
+
+function warmUp(): void {
+  const key = randomBytes(32);
+  try {
+    const place = { recordId: 'warm-up', keyId: 'warm-up', model: 'warm-up' };
+    const vector = Float32Array.from({ length: 512 }, (_, i) => Math.sin(i));
+    const sealed = sealEmbedding(key, place, vector, new Float64Array(24).map((_, i) => i));
+    for (let i = 0; i < WARM_UP; i++) openSealedRecord(key, place, sealed, 512).vector?.fill(0);
+  } finally {
+    key.fill(0);
+  }
+}
+
+port.on('message', (message: { id: number; batch: OpenBatch }) => {
+  try {
+    const out = openBatch(message.batch);
+    port.postMessage({ id: message.id, out }, [out.vectors.buffer as ArrayBuffer, out.shingles.buffer as ArrayBuffer]);
+  } catch (e) {
+    message.batch.keys.fill(0);
+    port.postMessage({ id: message.id, error: { code: isLetheError(e) ? e.code : 'internal', message: e instanceof Error ? e.message : 'opening a batch failed' } });
+  }
+});
+
+warmUp();
+port.postMessage({ ready: true });
