@@ -2,17 +2,19 @@
  * Backups against a real MinIO, in one run: backup throughput against a plain copy of
  * the same objects, and how long a key's destruction takes to reach the manifests of
  * the backups holding it, for a key held by 1 backup and by BENCH_BACKUP_HOLDERS
- * backups (default 1,000; 50 when quick).
+ * backups (default 200; 1,000 with BENCH_FULL=1; 50 when quick). Aim (issue 18): the
+ * key in H backups ÷ in 1 <= 2.
  *
  *   setup       a MinIO server started here (infra/minio-server.ts), a fresh lethe_bench_*
  *               database, the vault opened in this process with openApp on fresh live
  *               and backup buckets (S3_BUCKET, S3_BACKUP_BUCKET) and `listen: false`: no
  *               replica listener and no periodic propagation catch-up. Filled through the
- *               vault's own paths: BENCH_BACKUP_SUBJECTS subjects (default 200; 20 when
- *               quick) x BENCH_BACKUP_ENTRIES entries each (default 25; 10 when quick) of
+ *               vault's own paths: BENCH_BACKUP_SUBJECTS subjects (default 40; 200 with
+ *               BENCH_FULL=1; 20 when quick) x BENCH_BACKUP_ENTRIES entries each (default
+ *               20; 25 with BENCH_FULL=1; 10 when quick) of
  *               512 B of random printable text through vault.log.append (one segment
  *               object per entry, as the HTTP append writes them), 16 in flight; then
- *               BENCH_BACKUP_ARTIFACTS artifacts (default 100; 20 when quick) of 2 KiB
+ *               BENCH_BACKUP_ARTIFACTS artifacts (default 40; 100 with BENCH_FULL=1; 20 when quick) of 2 KiB
  *               through vault.artifacts.write, each citing 5 entries, 8 in flight.
  *   1. copy     baseline: a plain copy of the same objects (log/ and artifacts/ of the live
  *               bucket) into a fresh versioned bucket with the minio client — listing, then
@@ -72,6 +74,9 @@ import { newId } from '../src/ids.js';
 import { openApp, type App } from '../src/app/open.js';
 import { minioBinary, type MinioServer, startMinio } from '../infra/minio-server.js';
 import {
+  type Aim,
+  aim,
+  byMode,
   cleanup,
   cpuSeconds,
   createScratchDatabase,
@@ -81,6 +86,7 @@ import {
   fmtNum,
   fmtRatio,
   fmtSeconds,
+  formatAims,
   makeTempDir,
   median,
   progress,
@@ -182,6 +188,8 @@ export interface BackupResult {
     /** many.medianPropagateMs ÷ one.medianPropagateMs. */
     readonly ratio: number;
   };
+  /** Propagation H ÷ 1 backup, aim <= 2 (issue 18: the cost should not follow the holders one by one). */
+  readonly aims: Aim[];
   readonly valid: boolean;
   readonly warnings: string[];
 }
@@ -300,10 +308,10 @@ async function timedBackup(vault: App, label: string, liveBytes: number): Promis
 // ------------------------------------------------------------------ the benchmark
 
 export async function runBackup(): Promise<BackupResult> {
-  const subjects = envInt('BENCH_BACKUP_SUBJECTS', QUICK ? 20 : 200, 2);
-  const perSubject = envInt('BENCH_BACKUP_ENTRIES', QUICK ? 10 : 25, 1);
-  const nArtifacts = envInt('BENCH_BACKUP_ARTIFACTS', QUICK ? 20 : 100, 1);
-  const holders = envInt('BENCH_BACKUP_HOLDERS', QUICK ? 50 : 1000, 4);
+  const subjects = envInt('BENCH_BACKUP_SUBJECTS', byMode({ quick: 20, normal: 40, full: 200 }), 2);
+  const perSubject = envInt('BENCH_BACKUP_ENTRIES', byMode({ quick: 10, normal: 20, full: 25 }), 1);
+  const nArtifacts = envInt('BENCH_BACKUP_ARTIFACTS', byMode({ quick: 20, normal: 40, full: 100 }), 1);
+  const holders = envInt('BENCH_BACKUP_HOLDERS', byMode({ quick: 50, normal: 200, full: 1000 }), 4);
   const singles = envInt('BENCH_BACKUP_SINGLE', QUICK ? 3 : 5, 1);
   const realLimitSeconds = envInt('BENCH_BACKUP_REAL_LIMIT_SECONDS', 180, 0);
   const extrasMode = process.env.BENCH_BACKUP_EXTRAS ?? 'auto';
@@ -627,6 +635,14 @@ export async function runBackup(): Promise<BackupResult> {
         many,
         ratio: many.medianPropagateMs / one.medianPropagateMs,
       },
+      aims: [
+        aim(
+          `backup propagation ms, key in ${fmtInt(holders)} backups ÷ in 1 (${fmtNum(Math.max(backupExtras.manifestBytes, lastManifestBytes) / 1e6, 2)} MB manifests)`,
+          many.medianPropagateMs / one.medianPropagateMs,
+          '<= 2 (issue 18)',
+          many.medianPropagateMs / one.medianPropagateMs <= 2,
+        ),
+      ],
       valid: warnings.length === 0,
       warnings,
     };
@@ -699,6 +715,7 @@ export function formatBackup(r: BackupResult): string {
     ),
     `${fmtInt(p.holders)} ÷ 1 backup = ${fmtRatio(p.ratio)}; checks: propagate's count, one new manifest object version and manifest_version + 1 for exactly the holders, ` +
       `the key marked destroyed in the holders' manifests (all for 1 backup, 10 for ${fmtInt(p.holders)})`,
+    formatAims(r.aims),
   ];
   for (const w of r.warnings) lines.push(`WARNING: ${w}`);
   return lines.join('\n');

@@ -7,11 +7,13 @@
  *
  * Each size runs a warm-up, then ROUNDS interleaved timed rounds per implementation
  * (lethe, AES-GCM, lethe, ...), summed: slow drift (thermal, other load) hits both.
+ * 1 s per case after 0.2 s of warm-up (1.5 s after 0.3 s with BENCH_FULL=1). Reported
+ * figures: no aim.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { encodeContext, open, seal } from '../src/crypto/index.js';
 import { newId } from '../src/ids.js';
-import { fmtBytes, fmtInt, fmtNum, fmtRatio, progress, QUICK, runIfMain, table } from './lib.js';
+import { byMode, fmtBytes, fmtInt, fmtNum, fmtRatio, progress, runIfMain, table } from './lib.js';
 
 export const ENVELOPE_SIZES = [64, 1024, 64 * 1024, 1024 * 1024] as const;
 
@@ -102,8 +104,8 @@ function aesGcmOp(size: number): Op {
 }
 
 export async function runEnvelope(): Promise<EnvelopeResult> {
-  const warmupSeconds = QUICK ? 0.05 : 0.3;
-  const measureSeconds = QUICK ? 0.2 : 1.5;
+  const warmupSeconds = byMode({ quick: 0.05, normal: 0.2, full: 0.3 });
+  const measureSeconds = byMode({ quick: 0.2, normal: 1, full: 1.5 });
   const rounds = 3;
   const sizes: EnvelopeSizeResult[] = [];
   for (const size of ENVELOPE_SIZES) {

@@ -12,11 +12,11 @@
  *               slow     through the proxies with a 5 ms latency toxic on each (downstream:
  *                        every answer of PostgreSQL and MinIO arrives 5 ms late).
  *             Each phase: an unmeasured warm-up appending one entry per subject (leases and
- *             reservations taken), then BENCH_FAULTS_ENTRIES entries (default 10,000; 1,000
- *             when quick) of 512 bytes, round-robin over 200 subjects, 256 appends in flight;
+ *             reservations taken), then BENCH_FAULTS_ENTRIES entries (default 2,000; 10,000
+ *             with BENCH_FULL=1; 1,000 when quick) of 512 bytes, round-robin over 200 subjects, 256 appends in flight;
  *             segments flushed at 1 MiB or 50 ms, sequence numbers reserved 64 at a time
  *             (the append benchmark's settings).
- *   rounds    BENCH_FAULTS_ROUNDS rounds (default 2; 1 when quick), the phases in turn, in
+ *   rounds    BENCH_FAULTS_ROUNDS rounds (default 1; 2 with BENCH_FULL=1), the phases in turn, in
  *             reverse order every other round (so neither warm-up nor drift favours one);
  *             a phase's entries/s is its entries over its seconds summed over the rounds.
  *   ratio     slow entries/s ÷ direct entries/s (and proxied ÷ direct).
@@ -33,6 +33,7 @@ import { minioBinary, type MinioServer, startMinio } from '../infra/minio-server
 import { startToxiproxy, toxiproxyBinary, type ToxiproxyServer } from '../infra/toxiproxy-server.js';
 import { type Proxy, Toxiproxy } from '../test/support/toxiproxy.js';
 import {
+  byMode,
   cleanup,
   cpuSeconds,
   createScratchDatabase,
@@ -43,7 +44,6 @@ import {
   fmtRatio,
   makeTempDir,
   progress,
-  QUICK,
   randomRootKey,
   removeDir,
   runIfMain,
@@ -113,8 +113,8 @@ const hostPort = (url: string, defaultPort: string) => {
 
 export async function runFaults(): Promise<FaultsResult> {
   const subjects = envInt('BENCH_FAULTS_SUBJECTS', 200, 1);
-  const entries = envInt('BENCH_FAULTS_ENTRIES', QUICK ? 1_000 : 10_000, 1);
-  const rounds = envInt('BENCH_FAULTS_ROUNDS', QUICK ? 1 : 2, 1);
+  const entries = envInt('BENCH_FAULTS_ENTRIES', byMode({ quick: 1_000, normal: 2_000, full: 10_000 }), 1);
+  const rounds = envInt('BENCH_FAULTS_ROUNDS', byMode({ quick: 1, normal: 1, full: 2 }), 1);
   const concurrency = envInt('BENCH_FAULTS_CONCURRENCY', 256, 1);
   const writerToken = `writer-${randomBytes(18).toString('base64url')}`;
   const bucket = `lethe-bench-faults-${randomBytes(4).toString('hex')}`;

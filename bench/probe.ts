@@ -13,7 +13,7 @@
  *               precision (flagged positives ÷ flagged labelled records).
  *   2. scale    one subject of BENCH_PROBE_SUBJECT records (default 1,000) in stores of
  *               BENCH_PROBE_SMALL (default 10,000) and BENCH_PROBE_LARGE (default
- *               1,000,000; 100,000 when quick) records, built straight into a ShingleIndex
+ *               100,000; 1,000,000 with BENCH_FULL=1) records, built straight into a ShingleIndex
  *               (no database), one after the other in this process. Text: 10–40 content
  *               words a record, drawn from a Zipf (s = 1) vocabulary of 500,000 generated
  *               words (each hashed once with the keyed ShingleHasher, pairs combined with
@@ -37,7 +37,25 @@ import { scoreProbe, type RecordFingerprint, COMMON_FRACTION, COMMON_MIN_RECORDS
 import { STOP_WORDS } from '../src/vectors/embedder.js';
 import { POSTING_SHARDS, ShingleIndex } from '../src/vectors/shingle-index.js';
 import { pairHash, ShingleHasher, shingleSet } from '../src/vectors/shingles.js';
-import { envInt, fmtInt, gcNow, memNow, fmtNum, fmtRatio, fmtSeconds, type LatencyStats, progress, QUICK, runIfMain, stats, table } from './lib.js';
+import {
+  type Aim,
+  aim,
+  byMode,
+  envInt,
+  fmtInt,
+  formatAims,
+  gcNow,
+  memNow,
+  fmtNum,
+  fmtRatio,
+  fmtSeconds,
+  type LatencyStats,
+  progress,
+  QUICK,
+  runIfMain,
+  stats,
+  table,
+} from './lib.js';
 import { mulberry32 as prng, seededId } from '../test/support/prng.js';
 
 export interface ProbeScaleRun {
@@ -85,6 +103,8 @@ export interface ProbeResult {
     /** The entries one JavaScript Map holds (ShingleIndex's postings are one Map). */
     readonly mapMaxEntries: number;
   };
+  /** Lexical probe large ÷ small (<= 2); precision on the evaluation set (>= 0.95) and quote recall (= 1), as the tests assert. */
+  readonly aims: Aim[];
   /** A planted quote the probe did not find makes the run invalid. */
   readonly valid: boolean;
   readonly warnings: string[];
@@ -353,9 +373,12 @@ function measureScale(vocabulary: Vocabulary, records: number, subjectN: number,
 
 // ------------------------------------------------------------------ orchestration
 
+/** The quote categories whose recall test/erasure/probe-eval.test.ts asserts to be 1. */
+const QUOTE_CATEGORIES: readonly string[] = ['verbatim-in-long', 'partial-quote'];
+
 export async function runProbe(): Promise<ProbeResult> {
   const smallN = envInt('BENCH_PROBE_SMALL', 10_000, 2_000);
-  const largeN = envInt('BENCH_PROBE_LARGE', QUICK ? 100_000 : 1_000_000, 2_000);
+  const largeN = envInt('BENCH_PROBE_LARGE', byMode({ quick: 100_000, normal: 100_000, full: 1_000_000 }), 2_000);
   const subjectN = envInt('BENCH_PROBE_SUBJECT', 1_000, 10);
   const runs = envInt('BENCH_PROBE_RUNS', QUICK ? 3 : 5, 1);
   const warnings: string[] = [];
@@ -392,9 +415,17 @@ export async function runProbe(): Promise<ProbeResult> {
   for (const x of [small, large]) {
     if (x.planted.found !== x.planted.total) warnings.push(`at ${fmtInt(x.records)} records the probe found ${x.planted.found} of ${x.planted.total} planted quotes`);
   }
+  const ratio = large.probe.medianMs / small.probe.medianMs;
+  const quoteRecall = Math.min(...quality.categories.filter((c) => QUOTE_CATEGORIES.includes(c.category)).map((c) => c.recall ?? 0));
+  const aims = [
+    aim(`lexical probe median, ${fmtInt(largeN)} ÷ ${fmtInt(smallN)} records`, ratio, '<= 2', ratio <= 2),
+    aim(`probe precision on the evaluation set (${quality.pairs} pairs)`, quality.precision, '>= 0.95', quality.precision >= 0.95),
+    aim(`probe recall, ${QUOTE_CATEGORIES.join(' and ')} (lowest)`, quoteRecall, '= 1', quoteRecall >= 1),
+  ];
   return {
     quality,
-    scale: { small, large, ratio: large.probe.medianMs / small.probe.medianMs, target: 2, memoryRatio: large.memory.bytesPerRecord / small.memory.bytesPerRecord, mapMaxEntries: MAP_MAX_ENTRIES },
+    aims,
+    scale: { small, large, ratio, target: 2, memoryRatio: large.memory.bytesPerRecord / small.memory.bytesPerRecord, mapMaxEntries: MAP_MAX_ENTRIES },
     valid: warnings.length === 0,
     warnings,
     notes,
@@ -449,6 +480,7 @@ export function formatProbe(r: ProbeResult): string {
     `probe median ms ${fmtInt(s.large.records)} ÷ ${fmtInt(s.small.records)} records = ${fmtRatio(s.ratio)} (aim <= ${s.target}: ${s.ratio <= s.target ? 'met' : 'NOT met'}); ` +
       `bytes per record ${fmtRatio(s.memoryRatio)}; postings read per private record at most ${POSTINGS_BUDGET}`,
   ];
+  lines.push(formatAims(r.aims));
   for (const n of r.notes) lines.push(`NOTE: ${n}`);
   for (const w of r.warnings) lines.push(`WARNING: ${w}`);
   return lines.join('\n');

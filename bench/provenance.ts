@@ -7,7 +7,8 @@
  *                graph is loaded straight into log_entries, artifacts and provenance with
  *                set-based SQL (generate_series), at two sizes: BENCH_PROVENANCE_SMALL
  *                edges (default 10,000) and BENCH_PROVENANCE_LARGE edges (default
- *                1,000,000; 100,000 when quick), one after the other in the same tables
+ *                250,000; 1,000,000 with BENCH_FULL=1; 100,000 when quick), one after
+ *                the other in the same tables
  *                (truncated in between), each followed by VACUUM ANALYZE. Background:
  *                ~E/2 entries over ~E/100 subjects (random-looking 32-byte subject hashes,
  *                ~50 entries each), summaries citing 5 entries, digests citing 5 summaries
@@ -30,7 +31,7 @@
  *                transaction with SET LOCAL enable_seqscan = off, and the ratio is also
  *                given index path to index path.
  *   2. regenerate a second fresh database and vault: 20 subjects x 15 entries
- *                (vault.log.append), N summaries (default 300; 50 when quick) each citing
+ *                (vault.log.append), N summaries (default 100; 300 with BENCH_FULL=1; 50 when quick) each citing
  *                5 entries of 5 different subjects, N/10 digests each citing 5 summaries,
  *                written one at a time with vault.artifacts.write (baseline: writes/s).
  *                Then vault.artifacts.regenerate(all summary ids, { excluding: subject 0's
@@ -52,15 +53,18 @@ import { touchingRecords, touchingSubject } from '../src/artifacts/provenance.js
 import { type Executor, queryRows } from '../src/db/client.js';
 import type { App } from '../src/app/open.js';
 import {
+  type Aim,
+  aim,
+  byMode,
   cpuSeconds,
   envInt,
   fmtInt,
   fmtNum,
   fmtRatio,
   fmtSeconds,
+  formatAims,
   type LatencyStats,
   progress,
-  QUICK,
   runIfMain,
   scratchVault,
   stats,
@@ -181,6 +185,8 @@ export interface ProvenanceResult {
     readonly expected: number;
   };
   readonly regeneration: RegenerationRun;
+  /** The touching query large ÷ small (and index path to index path), aim <= 2. */
+  readonly aims: Aim[];
   readonly valid: boolean;
   readonly warnings: string[];
 }
@@ -235,7 +241,8 @@ async function loadGraph(pg: postgres.Sql, edges: number, targetHash: Uint8Array
   const eid = (expr: string, ns: string) => `'entry_' || substr(md5('${ns}' || (${expr})::text), 1, 22)`;
   const aid = (expr: string, ns: string) => `'art_' || substr(md5('${ns}' || (${expr})::text), 1, 22)`;
   const statements: Array<[string, string]> = [
-    ['truncate', 'truncate provenance, artifacts, log_entries'],
+    // cascade: tables that reference log_entries (e.g. the embedding queue) are empty in this scratch database too
+    ['truncate', 'truncate provenance, artifacts, log_entries cascade'],
     [
       `${fmtInt(NE)} background entries over ${fmtInt(NS)} subjects`,
       `insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at)
@@ -491,7 +498,7 @@ function entryText(s: number, k: number): string {
 async function measureRegeneration(): Promise<RegenerationRun> {
   const subjects = 20;
   const perSubject = envInt('BENCH_PROVENANCE_ENTRIES_PER_SUBJECT', 15, 5);
-  const nSummaries = envInt('BENCH_PROVENANCE_ARTIFACTS', QUICK ? 50 : 300, 10);
+  const nSummaries = envInt('BENCH_PROVENANCE_ARTIFACTS', byMode({ quick: 50, normal: 100, full: 300 }), 10);
   const nDigests = Math.max(1, Math.floor(nSummaries / 10));
   const warmupCount = 10;
   const { vault, cleanup } = await scratchVault('provregen');
@@ -627,7 +634,7 @@ async function measureRegeneration(): Promise<RegenerationRun> {
 
 export async function runProvenance(): Promise<ProvenanceResult> {
   const smallEdges = envInt('BENCH_PROVENANCE_SMALL', 10_000, 1_000);
-  const largeEdges = envInt('BENCH_PROVENANCE_LARGE', QUICK ? 100_000 : 1_000_000, 1_000);
+  const largeEdges = envInt('BENCH_PROVENANCE_LARGE', byMode({ quick: 100_000, normal: 250_000, full: 1_000_000 }), 1_000);
   const runs = envInt('BENCH_PROVENANCE_RUNS', 50, 5);
   const warnings: string[] = [];
 
@@ -649,17 +656,24 @@ export async function runProvenance(): Promise<ProvenanceResult> {
   const regeneration = await measureRegeneration();
   if (!regeneration.verification.ok) warnings.push(`regeneration verification FAILED: ${JSON.stringify(regeneration.verification)}`);
 
+  const target = 2;
+  const ratio = large.query.medianMs / small.query.medianMs;
+  const indexPathRatio = small.indexPathQuery && large.plan.seqScans.length === 0 ? large.query.medianMs / small.indexPathQuery.medianMs : null;
+  const sizes = `${fmtInt(largeEdges)} ÷ ${fmtInt(smallEdges)} edges`;
+  const aims = [aim(`provenance touching query median, ${sizes}`, ratio, `<= ${target}`, ratio <= target)];
+  if (indexPathRatio !== null) aims.push(aim(`  same, index path on both, ${sizes}`, indexPathRatio, `<= ${target}`, indexPathRatio <= target));
   return {
     touching: {
       small,
       large,
-      ratio: large.query.medianMs / small.query.medianMs,
+      ratio,
       p95Ratio: large.query.p95Ms / small.query.p95Ms,
-      indexPathRatio: small.indexPathQuery && large.plan.seqScans.length === 0 ? large.query.medianMs / small.indexPathQuery.medianMs : null,
-      target: 2,
+      indexPathRatio,
+      target,
       expected: EXPECTED_TOUCHING,
     },
     regeneration,
+    aims,
     valid: regeneration.verification.ok,
     warnings,
   };
@@ -757,6 +771,7 @@ export function formatProvenance(r: ProvenanceResult): string {
     `regenerations/s ÷ writes/s = ${fmtRatio(g.ratio)}; appends (setup) ${fmtNum(g.append.perSec, 1)} entries/s`,
     `verified: every artifact regenerated once at version 2: ${g.verification.everyArtifactOnce && g.verification.allAtVersion2 ? 'yes' : 'NO'}; ` +
       `still citing an excluded entry: ${g.verification.stillCitingExcluded}; texts holding subject 0's sentences: ${g.verification.textsWithExcludedSubject}`,
+    formatAims(r.aims),
   ];
   for (const w of r.warnings) lines.push(`WARNING: ${w}`);
   return lines.join('\n');

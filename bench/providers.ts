@@ -20,11 +20,11 @@
  * Every ratio is provider ÷ local keyring, measured in the same run. Nothing here has
  * an aim: the figures only.
  *
- * `npx tsx bench/providers.ts`. BENCH_PROVIDERS_KEYS: N (default 10,000; 100,000 with
+ * `npx tsx bench/providers.ts`. BENCH_PROVIDERS_KEYS: N (default 5,000; 100,000 with
  * BENCH_FULL=1; 1,000 with BENCH_QUICK=1). BENCH_PROVIDERS_KMS_KEYS: the rotation's keys
- * through AWS KMS (default 1,000; N with BENCH_FULL=1; 300 with BENCH_QUICK=1; at most
+ * through AWS KMS (default 500; N with BENCH_FULL=1; 300 with BENCH_QUICK=1; at most
  * N): a rotation makes one KMS request per unwrap and one per wrap, one key after the
- * other, so 10,000 keys through local-kms do not fit the default run's ~90 s. When it
+ * other, so N keys through local-kms do not fit the default run's share of 10 minutes. When it
  * is fewer than N, the time for N keys is computed from its measured rate and labelled
  * "computed". BENCH_PROVIDERS_SECONDS: each throughput phase (default 1; 2 with
  * BENCH_FULL=1; 0.5 with BENCH_QUICK=1). BENCH_FULL=1 took 608 s on the 2-core
@@ -62,7 +62,7 @@ const CONCURRENCIES = [1, 16] as const;
 /** Wraps in flight while a rotation run populates its keys. */
 const POPULATE_CONCURRENCY = 16;
 /** local-kms checks no credentials; the AWS SDK's default chain needs some (the child's only, never real ones). */
-const KMS_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'AKIALETHEBENCH000000', AWS_SECRET_ACCESS_KEY: 'lethe-bench-not-checked-by-local-kms' };
+export const KMS_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'AKIALETHEBENCH000000', AWS_SECRET_ACCESS_KEY: 'lethe-bench-not-checked-by-local-kms' };
 
 export interface ThroughputFigure {
   readonly concurrency: number;
@@ -94,7 +94,7 @@ export interface ProvidersResult {
 // ------------------------------------------------------------------ one provider (child process)
 
 /** The provider's infrastructure (a SoftHSM2 token, a local-kms server) and the vault configuration that selects it. */
-async function providerSetup(kind: ProviderKind): Promise<{ env: (namespace: string) => Record<string, string>; stop: () => Promise<void> }> {
+export async function providerSetup(kind: ProviderKind): Promise<{ env: (namespace: string) => Record<string, string>; stop: () => Promise<void> }> {
   if (kind === 'local') return { env: () => ({ LETHE_KEY_PROVIDER: 'local' }), stop: async () => {} };
   if (kind === 'pkcs11') {
     const token: SoftHsmToken = await createSoftHsmToken();
@@ -195,9 +195,9 @@ async function providerWorker(kind: ProviderKind, keys: number, seconds: number)
 // ------------------------------------------------------------------ orchestration
 
 export async function runProviders(): Promise<ProvidersResult> {
-  const keys = envInt('BENCH_PROVIDERS_KEYS', QUICK ? 1_000 : FULL ? 100_000 : 10_000, 10);
+  const keys = envInt('BENCH_PROVIDERS_KEYS', QUICK ? 1_000 : FULL ? 100_000 : 5_000, 10);
   // one KMS request per unwrap and per wrap, key after key: N keys through local-kms do not fit the default run's time
-  const kmsKeys = Math.min(keys, envInt('BENCH_PROVIDERS_KMS_KEYS', QUICK ? 300 : FULL ? keys : 1_000, 10));
+  const kmsKeys = Math.min(keys, envInt('BENCH_PROVIDERS_KMS_KEYS', QUICK ? 300 : FULL ? keys : 500, 10));
   const seconds = envNumber('BENCH_PROVIDERS_SECONDS', QUICK ? 0.5 : FULL ? 2 : 1);
   const runs: ProviderRun[] = [];
   progress(`providers: rotations of ${fmtInt(keys)} keys (${fmtInt(kmsKeys)} through AWS KMS); throughput phases of ${seconds} s`);

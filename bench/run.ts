@@ -1,53 +1,69 @@
 /**
- * `npm run bench`: the fourteen benchmarks in sequence, each in its own Node process,
- * then one summary. Prints human tables on stdout (progress on stderr) and writes
- * bench/results.json (a full run) or bench/results-<names>.json (a BENCH_ONLY subset,
- * e.g. bench/results-append.json), so a partial run never overwrites the full figures.
+ * `npm run bench`: the benchmarks in sequence, each in its own Node process, then one
+ * summary, an "Aims" table (every section's `aims`: ratio, aim, met or not) and the wall
+ * time per section against the default run's target of 10 minutes on the 2-core
+ * development machine (child processes' start-up included). Prints human tables on stdout
+ * (progress on stderr) and writes bench/results.json (a full run) or
+ * bench/results-<names>.json (a BENCH_ONLY subset, e.g. bench/results-append.json), so a
+ * partial run never overwrites the full figures.
  *
- *   1. lease    POST .../key/lease req/s vs GET /healthz req/s (service as a child process)
- *   2. envelope lethe seal+open MB/s vs node:crypto AES-256-GCM, 64 B .. 1 MiB
- *   3. rewrap   KEK rotation keys/s vs crypto-only unwrap+wrap; peak heap, BENCH_KEYS vs BENCH_KEYS/10
+ * Sizes below: default run [BENCH_FULL=1 in brackets]. The default keeps every ratio's
+ * two sides in the same run at the same size, at the largest size that fits the 10 minutes.
+ *
+ *   1. lease    POST .../key/lease req/s vs GET /healthz req/s at 16 [and 64] connections (service as a
+ *               child process; 4 s phases [10 s])
+ *   2. envelope lethe seal+open MB/s vs node:crypto AES-256-GCM, 64 B .. 1 MiB (1 s per case [1.5 s])
+ *   3. rewrap   KEK rotation keys/s vs crypto-only unwrap+wrap; peak live heap, BENCH_KEYS vs BENCH_KEYS/10
+ *               (20,000 vs 2,000 keys [1,000,000 vs 100,000])
  *   4. append   LetheWriter appends/s vs plain store.put with the same batching (real MinIO);
  *               entries/s read back through GET .../entries; stored bytes of overhead per frame
  *   5. provenance touchingSubject (one subject feeding 100 artifacts) median/p95 in graphs of 10,000 and
- *               1,000,000 provenance edges (ratio; EXPLAIN ANALYZE buffers); artifacts regenerated/s
- *               by the built-in regenerator vs vault.artifacts.write/s
- *   6. search     VectorIndex memory per vector at 100,000 and 500,000 vectors (heapUsed + arrayBuffers
- *               after gc; node --expose-gc); index.search(q, 10) median/p95 vs a bare dot-product loop
- *               over the same values; HashingEmbedder.embedOne and sealEmbedding+openEmbedding texts/s
- *               vs AES-256-GCM of the vector's 2,048 float32 bytes; vault.vectors.rebuild() vectors/s vs a plain
- *               select of the sealed rows
+ *               250,000 [1,000,000] provenance edges (ratio; EXPLAIN ANALYZE buffers); artifacts regenerated/s
+ *               by the built-in regenerator vs vault.artifacts.write/s (100 [300] summaries + 10 [30] digests)
+ *   6. search     the HNSW vector index at 100,000 [1,000,000] vectors of 512 dimensions: index.search(q, 10)
+ *               p50/p95 vs brute force, recall@10 against it, memory per vector (RSS delta after gc; node
+ *               --expose-gc), removeKey and scrub cost; embedOne and sealEmbedding+openEmbedding vs AES-256-GCM;
+ *               vault.vectors.rebuild() vectors/s on worker threads vs one thread, projected per million
  *   7. backup   vault.backups.run() objects/s and MB/s vs a plain copy of the same objects with the minio
- *               client (real MinIO); a second, incremental run; propagation ms of a destroyed key held
- *               by 1 backup and by 1,000 backups (the propagate call destroyKey's hook starts)
- *   8. erasure  one subject's erasure (1,000 entries, 100 summaries + 10 digests), request → settled,
- *               median of 3 subjects in stores of 10,000 and 1,000,000 entries (ratio); per-step times;
- *               vs a scan-and-delete baseline (sequential scans, rows and objects deleted) over the
- *               same store; the probe's vector search projected at store scale
+ *               client (real MinIO; 840 [5,100] objects); a second, incremental run; propagation ms of a
+ *               destroyed key held by 1 backup and by 200 [1,000] backups (the propagate call destroyKey's
+ *               hook starts)
+ *   8. erasure  one subject's erasure (30 entries, 3 summaries + 1 digest), request → settled over HTTP
+ *               against `lethe serve`, median of 3 subjects in stores of 1,000, 20,000 and 100,000
+ *               [10,000, 200,000, 1,000,000] entries, on PostgreSQL and on PGlite (ratios to the base store);
+ *               per-step times; the probe's vector search timed at each store size
  *   9. probe    the reconstruction probe's recall per category and precision on the labelled evaluation
  *               set (test/probe-eval); its lexical part (scoreProbe over the shingle index) for one subject
- *               of 1,000 records in stores of 10,000 and 1,000,000 records (ratio), and the shingle index's
+ *               of 1,000 records in stores of 10,000 and 100,000 [1,000,000] records (ratio), and the shingle index's
  *               memory per record (heapUsed + arrayBuffers after gc; node --expose-gc)
  *  10. faults   LetheWriter appends/s with the database and the store behind Toxiproxy with 5 ms latency
- *               vs direct (and vs the proxy without a toxic), same run (BENCH_ONLY=faults)
+ *               vs direct (and vs the proxy without a toxic), same run: 2,000 appends a phase, one round
+ *               [10,000, two rounds in alternating order]
  *  11. streams  lease p50 / p99 with 400 erasure events streams open (40 erasures held open) vs none,
  *               same run; the watchers' database reads and the database's commits/s in each phase
+ *               (250 subjects, 4 s phases [1,000 subjects, 10 s])
  *  12. scoped   vault.search.search scoped to one subject (100 entries) vs allSubjects, p50 / p95, over an
- *               index of 100,000 entry vectors of 1,000 subjects (most seeded directly into the index)
+ *               index of 20,000 [100,000] entry vectors of 200 [1,000] subjects (most seeded directly into
+ *               the index); 20 [40] queries
  *  13. forget   forget one memory (DELETE /v1/entries/{id} → erasure finished) for a subject of 10 vs
- *               10,000 memories (real MinIO, writer client), median wall / destroy-step times and the
+ *               2,000 [10,000] memories (real MinIO, writer client), median wall / destroy-step times and the
  *               ratio; the re-key's parts; vs a re-key of legacy frames (the previous design)
  *  14. providers the local keyring vs PKCS#11 (SoftHSM2) vs AWS KMS (local-kms), same run: wraps/s and
  *               unwraps/s at concurrency 1 and 16 through the KeyProvider the vault opens; a KEK rotation
- *               of 10,000 keys (1,000 through AWS KMS, its time for 10,000 computed; 100,000 through each
- *               with BENCH_FULL=1) through a vault on PostgreSQL, keys/s and seconds; ratios to the local keyring
+ *               of 5,000 keys (500 through AWS KMS, its time for 5,000 computed) [100,000 through each]
+ *               through a vault on PostgreSQL, keys/s and seconds; ratios to the local keyring
+ *  15. keys     PUT .../key (a new subject each) at 1, 16 and 64 connections vs the bare PostgreSQL one-row
+ *               insert-and-commit at the same client count; POST /v1/keys/batch of 10,000 subjects keys/s;
+ *               warm lease and key creation at 16 through PKCS#11 (SoftHSM2) and AWS KMS (local-kms) vs the
+ *               local keyring (2 s phases [8 s])
  *
  * Every figure is a ratio against a baseline measured in the same run, next to the
  * absolute numbers. Nothing here asserts on timings.
  *
- * Environment: BENCH_KEYS (default 1000000) keys for the re-wrap benchmark;
- * BENCH_QUICK=1 for a smoke run (small counts, short durations); BENCH_FULL=1 for the full counts
- * a section keeps out of the default run for time (providers: 100,000 keys); BENCH_ONLY=lease,envelope
+ * Environment: BENCH_KEYS (default 20,000; 1,000,000 with BENCH_FULL=1) keys for the re-wrap benchmark;
+ * BENCH_QUICK=1 for a smoke run (small counts, short durations); BENCH_FULL=1 for the million-scale
+ * and long sizes in brackets above (about 40 minutes by the sections' last full-size runs on the 2-core
+ * machine, 2,318 s summed); BENCH_ONLY=lease,envelope
  * to run a subset; BENCH_PG_ADMIN_URL (default postgres://postgres@127.0.0.1:5432/postgres)
  * for the server that holds the scratch lethe_bench_* databases.
  */
@@ -61,13 +77,14 @@ import { type ErasureResult, formatErasure } from './erasure.js';
 import { type FaultsResult, formatFaults } from './faults.js';
 import { type ForgetResult, formatForget } from './forget.js';
 import { formatLease, type LeaseResult } from './lease.js';
-import { BENCH_DIR, benchKeys, fmtBytes, fmtInt, fmtNum, fmtRatio, fmtSeconds, progress, QUICK, runChild, table } from './lib.js';
+import { type Aim, BENCH_DIR, benchKeys, DEFAULT_RUN_TARGET_SECONDS, fmtBytes, fmtInt, fmtNum, fmtRatio, fmtSeconds, FULL, progress, QUICK, runChild, table } from './lib.js';
 import { formatProbe, type ProbeResult } from './probe.js';
 import { formatProvenance, type ProvenanceResult } from './provenance.js';
+import { formatKeys, type KeysResult } from './keys.js';
 import { formatProviders, localRun, type ProvidersResult, rotationSecondsFor } from './providers.js';
 import { formatRewrap, type RewrapResult } from './rewrap.js';
 import { formatScoped, type ScopedResult } from './scoped.js';
-import { formatSearch, type SearchResult } from './search.js';
+import { formatSearch, type SearchResult, searchSummary } from './search.js';
 import { formatStreams, type StreamsResult } from './streams.js';
 
 type Name =
@@ -84,7 +101,8 @@ type Name =
   | 'streams'
   | 'scoped'
   | 'forget'
-  | 'providers';
+  | 'providers'
+  | 'keys';
 
 interface Section<T> {
   readonly ok: boolean;
@@ -94,14 +112,17 @@ interface Section<T> {
   readonly error?: string;
 }
 
-const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup', 'erasure', 'probe', 'faults', 'streams', 'scoped', 'forget', 'providers'];
+const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup', 'erasure', 'probe', 'faults', 'streams', 'scoped', 'forget', 'providers', 'keys'];
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean) as Name[] | undefined;
 const selected = ALL.filter((n) => !only || only.includes(n));
 
 const started = new Date();
 const t0 = performance.now();
 const keys = benchKeys();
-progress(`lethe benchmarks${QUICK ? ' (BENCH_QUICK)' : ''}: ${selected.join(', ')}; BENCH_KEYS=${keys}; ${os.cpus().length} CPUs; load ${os.loadavg()[0]!.toFixed(2)}`);
+progress(
+  `lethe benchmarks${QUICK ? ' (BENCH_QUICK)' : FULL ? ' (BENCH_FULL: million-scale sizes)' : ''}: ${selected.join(', ')}; BENCH_KEYS=${keys}; ` +
+    `${os.cpus().length} CPUs; load ${os.loadavg()[0]!.toFixed(2)}`,
+);
 
 async function section<T>(name: Name): Promise<Section<T>> {
   const load0 = os.loadavg()[0]!;
@@ -136,7 +157,22 @@ const streams = sections.streams as Section<StreamsResult> | undefined;
 const scoped = sections.scoped as Section<ScopedResult> | undefined;
 const forget = sections.forget as Section<ForgetResult> | undefined;
 const providers = sections.providers as Section<ProvidersResult> | undefined;
+const keysSection = sections.keys as Section<KeysResult> | undefined;
 const totalSeconds = (performance.now() - t0) / 1000;
+
+// a BENCH_ONLY subset goes to its own file: bench/results.json keeps the last full run
+const resultsFile = path.join(BENCH_DIR, only ? `results-${selected.join('-') || 'none'}.json` : 'results.json');
+// the measured sections first, as they are: a report that fails below loses no figure (written again, whole, at the end)
+await writeFile(resultsFile, `${JSON.stringify({ startedAt: started.toISOString(), totalSeconds, quick: QUICK, full: FULL, partial: true, sections }, null, 2)}\n`);
+
+/** A section's own tables; a formatter that throws on a malformed result costs that section's tables, not the report. */
+function formatted<T>(format: (r: T) => string, result: T): string {
+  try {
+    return format(result);
+  } catch (e) {
+    return `FORMAT FAILED: ${(e as Error).message} (the figures are in the results file)`;
+  }
+}
 
 // ------------------------------------------------------------------ report
 const out: string[] = [];
@@ -151,75 +187,82 @@ const sectionLine = (name: string, s: Section<unknown> | undefined) =>
 
 out.push('');
 out.push('== 1. Lease throughput ==');
-if (lease?.result) out.push(formatLease(lease.result), sectionLine('lease', lease));
+if (lease?.result) out.push(formatted(formatLease, lease.result), sectionLine('lease', lease));
 else out.push(lease ? `FAILED: ${lease.error}` : 'skipped');
 
 out.push('');
 out.push('== 2. Envelope throughput ==');
-if (envelope?.result) out.push(formatEnvelope(envelope.result), sectionLine('envelope', envelope));
+if (envelope?.result) out.push(formatted(formatEnvelope, envelope.result), sectionLine('envelope', envelope));
 else out.push(envelope ? `FAILED: ${envelope.error}` : 'skipped');
 
 out.push('');
 out.push('== 3. KEK rotation (re-wrap) ==');
-if (rewrap?.result) out.push(formatRewrap(rewrap.result), sectionLine('rewrap', rewrap));
+if (rewrap?.result) out.push(formatted(formatRewrap, rewrap.result), sectionLine('rewrap', rewrap));
 else out.push(rewrap ? `FAILED: ${rewrap.error}` : 'skipped');
 
 out.push('');
 out.push('== 4. Appends through the writer client ==');
-if (append?.result) out.push(formatAppend(append.result), sectionLine('append', append));
+if (append?.result) out.push(formatted(formatAppend, append.result), sectionLine('append', append));
 else out.push(append ? `FAILED: ${append.error}` : 'skipped');
 
 out.push('');
 out.push('== 5. Provenance: touching query and regeneration ==');
-if (provenance?.result) out.push(formatProvenance(provenance.result), sectionLine('provenance', provenance));
+if (provenance?.result) out.push(formatted(formatProvenance, provenance.result), sectionLine('provenance', provenance));
 else out.push(provenance ? `FAILED: ${provenance.error}` : 'skipped');
 
 out.push('');
-out.push('== 6. Search: index memory and queries, embedding, rebuild ==');
-if (search?.result) out.push(formatSearch(search.result), sectionLine('search', search));
+out.push('== 6. Search: the HNSW index (queries, recall, memory, deletion), embedding, rebuild ==');
+if (search?.result) out.push(formatted(formatSearch, search.result), sectionLine('search', search));
 else out.push(search ? `FAILED: ${search.error}` : 'skipped');
 
 out.push('');
 out.push('== 7. Backups: throughput and propagation ==');
-if (backup?.result) out.push(formatBackup(backup.result), sectionLine('backup', backup));
+if (backup?.result) out.push(formatted(formatBackup, backup.result), sectionLine('backup', backup));
 else out.push(backup ? `FAILED: ${backup.error}` : 'skipped');
 
 out.push('');
-out.push('== 8. Erasure: one subject, 10,000 vs 1,000,000 entries, vs scan-and-delete ==');
-if (erasure?.result) out.push(formatErasure(erasure.result), sectionLine('erasure', erasure));
+out.push('== 8. Erasure: one subject, a store 20x and 100x larger, PostgreSQL and PGlite, over HTTP ==');
+if (erasure?.result) out.push(formatted(formatErasure, erasure.result), sectionLine('erasure', erasure));
 else out.push(erasure ? `FAILED: ${erasure.error}` : 'skipped');
 
 out.push('');
 out.push('== 9. Probe: recall on the evaluation set; lexical probe at 10,000 vs 1,000,000 records ==');
-if (probe?.result) out.push(formatProbe(probe.result), sectionLine('probe', probe));
+if (probe?.result) out.push(formatted(formatProbe, probe.result), sectionLine('probe', probe));
 else out.push(probe ? `FAILED: ${probe.error}` : 'skipped');
 
 out.push('');
 out.push('== 10. Faults: appends through the writer client over a slow network (Toxiproxy, 5 ms) vs direct ==');
-if (faults?.result) out.push(formatFaults(faults.result), sectionLine('faults', faults));
+if (faults?.result) out.push(formatted(formatFaults, faults.result), sectionLine('faults', faults));
 else out.push(faults ? `FAILED: ${faults.error}` : 'skipped');
 
 out.push('');
 out.push('== 11. Streams: lease latency with 400 erasure events streams open vs none ==');
-if (streams?.result) out.push(formatStreams(streams.result), sectionLine('streams', streams));
+if (streams?.result) out.push(formatted(formatStreams, streams.result), sectionLine('streams', streams));
 else out.push(streams ? `FAILED: ${streams.error}` : 'skipped');
 
 out.push('');
 out.push('== 12. Scoped search: one subject vs every subject, 100,000 vectors ==');
-if (scoped?.result) out.push(formatScoped(scoped.result), sectionLine('scoped', scoped));
+if (scoped?.result) out.push(formatted(formatScoped, scoped.result), sectionLine('scoped', scoped));
 else out.push(scoped ? `FAILED: ${scoped.error}` : 'skipped');
 
 out.push('');
 out.push('== 13. Forget one memory: a subject of 10 vs 10,000 memories ==');
-if (forget?.result) out.push(formatForget(forget.result), sectionLine('forget', forget));
+if (forget?.result) out.push(formatted(formatForget, forget.result), sectionLine('forget', forget));
 else out.push(forget ? `FAILED: ${forget.error}` : 'skipped');
 
 out.push('');
 out.push('== 14. Key providers: local keyring vs PKCS#11 (SoftHSM2) vs AWS KMS (local-kms) ==');
-if (providers?.result) out.push(formatProviders(providers.result), sectionLine('providers', providers));
+if (providers?.result) out.push(formatted(formatProviders, providers.result), sectionLine('providers', providers));
 else out.push(providers ? `FAILED: ${providers.error}` : 'skipped');
 
+out.push('');
+out.push('== 15. Keys: creation vs bare PostgreSQL commits at 1/16/64 clients, bulk creation, leases and creation through PKCS#11 and AWS KMS ==');
+if (keysSection?.result) out.push(formatted(formatKeys, keysSection.result), sectionLine('keys', keysSection));
+else out.push(keysSection ? `FAILED: ${keysSection.error}` : 'skipped');
+
 const summary: string[][] = [];
+// one section's malformed result costs the summary rows from it on, not the aims, the wall time and results.json
+try {
 if (lease?.result) {
   const r = lease.result;
   summary.push([
@@ -248,10 +291,11 @@ if (rewrap?.result) {
     `rotation ${fmtSeconds(r.large.rotation.seconds)}, crypto alone ~${fmtSeconds(r.cryptoSecondsExtrapolated)}`,
   ]);
   summary.push([
-    `peak heapUsed ${r.large.keys.toLocaleString('en-US')} ÷ ${r.small.keys.toLocaleString('en-US')} keys`,
-    `${(r.large.memoryPeak.heapUsed / 2 ** 20).toFixed(1)} / ${(r.small.memoryPeak.heapUsed / 2 ** 20).toFixed(1)} MiB`,
-    fmtRatio(r.peakHeapRatio),
-    Math.abs(r.peakHeapRatio - 1) <= 0.2 ? 'flat' : 'NOT flat',
+    `rotation peak live heapUsed ${r.large.keys.toLocaleString('en-US')} ÷ ${r.small.keys.toLocaleString('en-US')} keys`,
+    `${(r.large.liveHeap.peakHeapUsed / 2 ** 20).toFixed(1)} / ${(r.small.liveHeap.peakHeapUsed / 2 ** 20).toFixed(1)} MiB`,
+    fmtRatio(r.liveHeapRatio),
+    `${Math.abs(r.liveHeapRatio - 1) <= 0.2 ? 'flat' : 'NOT flat'} (live heap: after forced GCs at ~10 batches); garbage included ` +
+      `${(r.large.memoryPeak.heapUsed / 2 ** 20).toFixed(1)} / ${(r.small.memoryPeak.heapUsed / 2 ** 20).toFixed(1)} MiB, ${fmtRatio(r.peakHeapRatio)}`,
   ]);
   summary.push([
     'rotation verified (sample unwraps, old epoch retired)',
@@ -308,47 +352,7 @@ if (provenance?.result) {
     `${fmtInt(g.regenerate.regenerated)} regenerated; verification ${g.verification.ok ? 'ok' : 'FAILED'}`,
   ]);
 }
-if (search?.result) {
-  const r = search.result;
-  const l = r.large;
-  summary.push([
-    `index memory per vector at ${fmtInt(l.vectors)} ÷ raw 4 x ${r.dimensions} B`,
-    `${fmtNum(l.memory.bytesPerVector, 0)} / ${4 * r.dimensions} B`,
-    fmtRatio(l.memory.bytesPerVector / (4 * r.dimensions)),
-    `${fmtNum(l.memory.gibPerMillion, 2)} GiB per million extrapolated; ${fmtNum(l.memory.bookkeepingPerVector, 0)} B/vector besides the array ` +
-      `(${fmtInt(l.memory.capacity)} slots); at ${fmtInt(r.small.vectors)}: ${fmtNum(r.small.memory.bytesPerVector, 0)} B/vector`,
-  ]);
-  for (const m of [r.small, l]) {
-    summary.push([
-      `search(q, 10) median ms at ${fmtInt(m.vectors)} vectors ÷ bare dot-product loop`,
-      `${fmtNum(m.index.medianMs, 2)} / ${fmtNum(m.baseline.medianMs, 2)}`,
-      fmtRatio(m.ratio),
-      `p95 ${fmtNum(m.index.p95Ms, 2)} / ${fmtNum(m.baseline.p95Ms, 2)} ms (${fmtRatio(m.p95Ratio)}); ${fmtNum(m.queriesPerSec, 1)} queries/s` +
-        (m.topScoresAgree ? '' : '; TOP SCORES DISAGREE'),
-    ]);
-  }
-  const e = r.embedding;
-  summary.push([
-    'embedOne texts/s ÷ AES-256-GCM round trips/s (2,048 B)',
-    `${fmtNum(e.embed.perSec, 0)} / ${fmtNum(e.aesGcm.perSec, 0)}`,
-    fmtRatio(e.embedRatio),
-    `~${fmtNum(e.meanChars, 0)}-character sentences`,
-  ]);
-  summary.push([
-    'sealEmbedding+openEmbedding /s ÷ AES-256-GCM round trips/s',
-    `${fmtNum(e.sealOpen.perSec, 0)} / ${fmtNum(e.aesGcm.perSec, 0)}`,
-    fmtRatio(e.sealOpenRatio),
-    `int8-quantised, ${e.quantisedPlaintextBytes} B sealed as ${e.sealedBytes} B; vs AES-256-GCM of ${e.quantisedPlaintextBytes} B: ` +
-      `${fmtRatio(e.sealOpen.perSec / e.aesGcmQuantisedSize.perSec)}${e.roundTripsOk ? '' : '; ROUND TRIP FAILED'}`,
-  ]);
-  const b = r.rebuild;
-  summary.push([
-    `rebuild vectors/s ÷ select rows/s (${fmtInt(b.records)} embeddings)`,
-    `${fmtNum(b.rebuild.perSec, 0)} / ${fmtNum(b.select.perSec, 0)}`,
-    fmtRatio(b.ratio),
-    `loaded all every run: ${b.loadedEveryRun ? 'yes' : 'NO'}`,
-  ]);
-}
+if (search?.result) summary.push(...searchSummary(search.result));
 if (backup?.result) {
   const r = backup.result;
   const p = r.propagation;
@@ -376,21 +380,16 @@ if (backup?.result) {
 if (erasure?.result) {
   const r = erasure.result;
   const shape = `${fmtInt(r.shape.entriesPerSubject)} entries, ${r.shape.summariesPerSubject + r.shape.digestsPerSubject} artifacts`;
-  summary.push([
-    `erasure median ms (${shape}), ${fmtInt(r.large.counts.entries)} ÷ ${fmtInt(r.small.counts.entries)} entries`,
-    `${fmtNum(r.large.medianWallMs, 0)} / ${fmtNum(r.small.medianWallMs, 0)}`,
-    fmtRatio(r.ratio),
-    `aim <= ${r.target}: ${r.ratio <= r.target ? 'met' : 'NOT met'}; engine time ${fmtRatio(r.engineRatio)}` +
-      (r.projectedRatio !== null ? `; with a store-size vector index (projected) ${fmtRatio(r.projectedRatio)}` : '') +
-      (r.valid ? '' : '; INVALID RUN (see warnings)'),
-  ]);
-  for (const x of [r.small, r.large]) {
-    summary.push([
-      `  erasure ÷ scan-and-delete baseline at ${fmtInt(x.counts.entries)} entries`,
-      `${fmtNum(x.medianWallMs, 0)} / ${fmtNum(x.baselineMedianMs, 0)}`,
-      fmtRatio(x.ratioToBaseline),
-      `baseline: sequential scans of log_entries and provenance, rows + ${x.baseline[0]?.objects ?? 0} objects deleted`,
-    ]);
+  for (const b of r.backends) {
+    const base = b.sizes[0]!;
+    for (const x of b.sizes.slice(1)) {
+      summary.push([
+        `erasure median ms on ${b.backend} (${shape}, over HTTP), ${fmtInt(x.counts.entries)} ÷ ${fmtInt(base.counts.entries)} entries`,
+        `${fmtNum(x.medianWallMs, 0)} / ${fmtNum(base.medianWallMs, 0)}`,
+        fmtRatio(x.ratio),
+        (r.aims.find((a) => a.name === `erasure ${b.backend} ${x.factor}x store ÷ base`)?.aim ?? '') + (r.valid ? '' : '; INVALID RUN (see warnings)'),
+      ]);
+    }
   }
 }
 if (probe?.result) {
@@ -492,11 +491,67 @@ if (providers?.result) {
   }
   if (!local.rotation.verification.ok) summary.push(['local keyring rotation verified', '', '', 'FAILED']);
 }
+if (keysSection?.result) {
+  const r = keysSection.result;
+  for (const p of r.points) {
+    summary.push([
+      `key creation (PUT .../key) ÷ bare PostgreSQL insert-and-commit, ${p.clients} client${p.clients === 1 ? '' : 's'}`,
+      `${fmtNum(p.keys.reqPerSec, 0)} / ${fmtNum(p.bare.perSec, 0)}`,
+      fmtRatio(p.ratio),
+      p.clients === r.connections ? `aim >= 0.5: ${p.ratio >= 0.5 ? 'met' : 'NOT met'}${r.valid ? '' : '; INVALID RUN (see warnings)'}` : 'reported',
+    ]);
+  }
+  summary.push([
+    `bulk key creation keys/s (POST /v1/keys/batch, ${fmtInt(r.bulk.subjects)} subjects) ÷ 10,000/s`,
+    `${fmtNum(r.bulk.medianKeysPerSec, 0)} / 10,000`,
+    fmtRatio(r.bulk.medianKeysPerSec / 10_000),
+    `aim >= 1: ${r.bulk.medianKeysPerSec >= 10_000 ? 'met' : 'NOT met'}`,
+  ]);
+  for (const p of r.providers) {
+    summary.push([
+      `${p.kind}: warm lease /s and key creation /s ÷ local keyring, ${r.connections} connections`,
+      `${fmtNum(p.lease.reqPerSec, 0)} / ${fmtNum(r.local.lease.reqPerSec, 0)}; ${fmtNum(p.create.reqPerSec, 0)} / ${fmtNum(r.local.create.reqPerSec, 0)}`,
+      `${fmtRatio(p.leaseRatio)}; ${fmtRatio(p.createRatio)}`,
+      'figures only',
+    ]);
+  }
+}
+} catch (e) {
+  summary.push(['(summary rows stopped here)', '', '', `FAILED: ${(e as Error).message}`]);
+}
 out.push('');
 out.push('== Summary (ratio = measured ÷ same-run baseline) ==');
 out.push(table(['figure', 'measured / baseline', 'ratio', 'note'], summary));
 const failed = Object.entries(sections).filter(([, s]) => !s.ok).map(([n]) => n);
-out.push(`total run time ${fmtSeconds(totalSeconds)}${failed.length ? `; FAILED: ${failed.join(', ')}` : ''}`);
+
+// every section's `aims` (sections without any do not appear)
+const aims = Object.entries(sections).flatMap(([name, s]) => ((s?.result as { aims?: Aim[] } | undefined)?.aims ?? []).map((a) => ({ section: name, ...a })));
+out.push('');
+out.push('== Aims (same-run ratios against the aims in docs/performance.md) ==');
+if (aims.length > 0) {
+  out.push(table(['section', 'figure', 'ratio', 'aim', 'verdict'], aims.map((a) => [a.section, a.name, fmtRatio(a.ratio), a.aim, a.met ? 'met' : 'NOT met'])));
+  out.push(`${aims.filter((a) => a.met).length} of ${aims.length} aims met`);
+} else out.push('no section of this run reported an aim');
+
+// wall time per section (each in its own Node process: start-up included) against the default run's target
+const runKind = QUICK ? 'BENCH_QUICK run' : FULL ? 'BENCH_FULL run' : only ? 'BENCH_ONLY subset' : 'default run';
+out.push('');
+out.push(`== Wall time (${runKind}) ==`);
+out.push(
+  table(
+    ['section', 'seconds', '1-min load start -> end', 'status'],
+    [
+      ...Object.entries(sections).map(([name, s]) => [name, fmtNum(s.seconds, 1), s.loadAvg1.map((l) => fmtNum(l, 2)).join(' -> '), s.ok ? 'ok' : 'FAILED']),
+      ['total, child start-up included', fmtNum(totalSeconds, 1), '', failed.length ? `FAILED: ${failed.join(', ')}` : 'ok'],
+    ],
+  ),
+);
+out.push(
+  `total run time ${fmtSeconds(totalSeconds)}; target for the default \`npm run bench\` <= ${DEFAULT_RUN_TARGET_SECONDS} s (10 minutes)` +
+    (runKind === 'default run' && selected.length === ALL.length
+      ? `: ${totalSeconds <= DEFAULT_RUN_TARGET_SECONDS ? 'met' : 'NOT met'}`
+      : ` (not comparable: a ${runKind})`),
+);
 const maxLoad = Math.max(...Object.values(sections).flatMap((s) => s.loadAvg1));
 if (maxLoad > os.cpus().length) {
   out.push(
@@ -506,8 +561,6 @@ if (maxLoad > os.cpus().length) {
 }
 process.stdout.write(`${out.join('\n')}\n`);
 
-// a BENCH_ONLY subset goes to its own file: bench/results.json keeps the last full run
-const resultsFile = path.join(BENCH_DIR, only ? `results-${selected.join('-') || 'none'}.json` : 'results.json');
 await writeFile(
   resultsFile,
   `${JSON.stringify(
@@ -516,6 +569,9 @@ await writeFile(
       finishedAt: new Date().toISOString(),
       totalSeconds,
       quick: QUICK,
+      full: FULL,
+      targetSeconds: DEFAULT_RUN_TARGET_SECONDS,
+      aims,
       benchKeys: keys,
       machine: { node: process.version, platform: `${os.platform()} ${os.release()}`, cpus: os.cpus().length, cpuModel: cpu, totalMemBytes: os.totalmem() },
       lease: lease ?? null,
@@ -532,6 +588,7 @@ await writeFile(
       scoped: scoped ?? null,
       forget: forget ?? null,
       providers: providers ?? null,
+      keys: keysSection ?? null,
     },
     null,
     2,

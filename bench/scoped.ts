@@ -12,8 +12,8 @@
  *           sealed embedding), 5 summaries of 20 of their entries each, and one summary
  *           shared with the next measured subject (in their closures, never in one
  *           subject's scope: the scoped search must check and drop it). The rest of
- *           the index — up to BENCH_SCOPED_VECTORS (default 100,000; 20,000 when quick)
- *           entry vectors over BENCH_SCOPED_SUBJECTS (default 1,000; 200 when quick)
+ *           the index — up to BENCH_SCOPED_VECTORS (default 20,000; 100,000 with BENCH_FULL=1)
+ *           entry vectors over BENCH_SCOPED_SUBJECTS (default 200; 1,000 with BENCH_FULL=1)
  *           subjects in all — is SEEDED DIRECTLY into the in-memory index
  *           (vault.vectors.publish), ~100 per filler subject, each filler subject's
  *           vectors filed under a key id of its own: writing 100,000 real entries would
@@ -23,7 +23,7 @@
  *           they rank below the measured subjects' entries for the queries, so the
  *           global search reads back real hits, not unreadable filler (checked per
  *           query: its candidates must all be real records, else a warning).
- *   query   BENCH_SCOPED_RUNS (default 40; 15 when quick) generated sentences after 3
+ *   query   BENCH_SCOPED_RUNS (default 20; 40 with BENCH_FULL=1; 15 when quick) generated sentences after 3
  *           unmeasured, round robin over the measured subjects, each timed as
  *           search(q, 10, { subjects: [s] }) then search(q, 10, { allSubjects: true }).
  *           Also the ranking step alone: index.searchWithin over the subject's key and
@@ -31,7 +31,7 @@
  *           Figures: p50 / p95 ms of each and scoped ÷ global.
  */
 import { mulberry32 as prng, seededId } from '../test/support/prng.js';
-import { envInt, fmtInt, fmtNum, fmtRatio, fmtSeconds, type LatencyStats, progress, QUICK, runIfMain, scratchVault, stats, table } from './lib.js';
+import { byMode, envInt, fmtInt, fmtNum, fmtRatio, fmtSeconds, type LatencyStats, progress, QUICK, runIfMain, scratchVault, stats, table } from './lib.js';
 import { randomSparseUnit, sentences } from './search.js';
 
 const MEASURED = 5;
@@ -67,9 +67,9 @@ export interface ScopedResult {
 }
 
 export async function runScoped(): Promise<ScopedResult> {
-  const total = envInt('BENCH_SCOPED_VECTORS', QUICK ? 20_000 : 100_000, 1_000);
-  const subjects = envInt('BENCH_SCOPED_SUBJECTS', QUICK ? 200 : 1_000, MEASURED + 1);
-  const runs = envInt('BENCH_SCOPED_RUNS', QUICK ? 15 : 40, 5);
+  const total = envInt('BENCH_SCOPED_VECTORS', byMode({ quick: 20_000, normal: 20_000, full: 100_000 }), 1_000);
+  const subjects = envInt('BENCH_SCOPED_SUBJECTS', byMode({ quick: 200, normal: 200, full: 1_000 }), MEASURED + 1);
+  const runs = envInt('BENCH_SCOPED_RUNS', byMode({ quick: 15, normal: 20, full: 40 }), 5);
   const warnings: string[] = [];
   const { vault, cleanup } = await scratchVault('scoped');
   try {

@@ -1,86 +1,106 @@
 /**
- * Search: what the in-memory vector index costs in memory and per query, how fast the
- * built-in embedder and the sealing of embeddings run, and how fast the index is
- * rebuilt from the sealed embeddings at start-up. The default embedder throughout:
- * HashingEmbedder, 512 dimensions. Needs `node --expose-gc` (run.ts passes it).
+ * Search: the in-memory vector index — an HNSW graph (usearch, int8, cosine) whose
+ * candidates are ranked by their exact scores — at store scale: how fast it answers,
+ * how often it finds the exact ten nearest (recall@10 against brute force over the same
+ * vectors), what it costs in memory, what a key's destruction costs it, and how fast it
+ * is rebuilt from the sealed embeddings at start-up (worker threads opening the rows).
+ * The default embedder throughout: HashingEmbedder, 512 dimensions. Needs
+ * `node --expose-gc` (run.ts passes it).
  *
- *   1. memory   VectorIndex(512) filled with N random sparse unit vectors (as many random
- *               draws of a dimension as the embedder gives a 200-character sentence
- *               non-zero dimensions, on average; collisions leave fewer), at two sizes: BENCH_SEARCH_SMALL (default 100,000; 20,000 when
- *               quick) and BENCH_SEARCH_LARGE (default 500,000; 50,000 when quick), one
- *               after the other in this process. Ids look like lethe's ('entry_' + 22
- *               base64url characters, flat strings as the database driver hands them to a
- *               rebuild); key ids 'key_' + 22 characters, one key per ~20 records, each key
- *               id string shared by its records (as in a rebuild, which files a page's rows
- *               under one key id string). Figure: heapUsed + arrayBuffers after the build
- *               minus before it, both after forced garbage collections, per vector; and
- *               GiB per million vectors extrapolated from it. The index's Float32Array
- *               grows by doubling from 1,024 slots, so part of each figure is unused
- *               capacity; the report splits the delta into the vector array (capacity x
- *               2,048 B) and everything else (ids, maps, key sets), and gives the peak
- *               arrayBuffers while the array was being doubled (old and new both alive).
- *   2. query    index.search(q, 10) for BENCH_SEARCH_RUNS (default 40; 15 when quick)
- *               random unit queries after 3 unmeasured ones, each followed by the baseline:
- *               a bare dot-product loop over one Float32Array holding the same N x 512
- *               values (the source the index was filled from), keeping only the maximum.
- *               Both accumulate in the same order, so the baseline's maximum must equal the
- *               index's top score exactly, else the benchmark fails. Figures: median and
- *               p95 ms of each, index ÷ baseline, and queries/s (1,000 ÷ median ms; one
- *               query at a time on one core).
- *   3. embed    2,000 generated English sentences of ~200 characters. Timed in interleaved
- *               rounds (one pass over the 2,000 texts each): HashingEmbedder.embedOne;
- *               sealEmbedding + openEmbedding of its vector under a random 32-byte key with
- *               a per-text record id and key id (int8-quantised, 5 + 512 bytes, in lethe's
- *               envelope, pure-JS XChaCha20-Poly1305; every opened vector must equal
- *               storedForm of the original); and the baseline, node:crypto AES-256-GCM
- *               encrypt + decrypt of the vector's 2,048 float32 bytes with the same
- *               associated data. Also, for reference, AES-256-GCM of 517 bytes (the size of
- *               the quantised plaintext lethe seals). Figures: texts/s of each and its
- *               ratio to the baseline.
- *   4. rebuild  a fresh lethe_bench_* database, the vault opened on it with openApp
- *               (migrations run; local filesystem object store; no listener, so no rebuild
- *               at open). 100 subjects each get one entry through vault.log.append (which
- *               creates the subject's key and stores the entry's sealed embedding); the
- *               other M - 100 embeddings (M = BENCH_SEARCH_REBUILD, default 5,000; 1,000
- *               when quick) are embedded from generated sentences and sealed with
- *               vault.vectors.seal under the subject's DEK (vault.keys.dekFor) and inserted
- *               with upsertEmbeddings, 500 rows a statement (no log_entries rows: the
- *               rebuild reads only embeddings). Then VACUUM ANALYZE, and in interleaved
- *               rounds (one unmeasured of each first, then BENCH_SEARCH_REBUILD_RUNS,
- *               default 5; 3 when quick): vault.vectors.rebuild() (vectors/s; it must load
- *               exactly M) and the baseline, a plain `select record_id, sealed from
- *               embeddings` through the vault's database handle (rows/s). Figure: median
- *               rebuild vectors/s ÷ median select rows/s. Also EXPLAIN (ANALYZE, BUFFERS)
- *               of one of the rebuild's keyset pages, from the middle of the key range.
+ *   1. corpus   N memory-like notes (BENCH_SEARCH_VECTORS: default 100,000; 1,000,000 with
+ *               BENCH_FULL=1; 20,000 when quick) from a seeded generator: the templates of
+ *               `sentences` (who did what, where, and a follow-up) with two named people
+ *               drawn (Zipf, s = 1) from 30,000 generated names, ~200 characters each;
+ *               embedded by the HashingEmbedder and kept as the index will hold them (int8
+ *               and one scale per vector: the sealed form).
+ *   2. build    in a process of its own (bench/search-index.ts: the corpus handed over in a
+ *               file, so the process holds little else), VectorIndex.upsertMany in batches
+ *               of 1,000 (the graph's insertions on GRAPH_THREADS threads); ids 'entry_' +
+ *               22 characters and one key id per 20 records, made inside the measurement
+ *               (the index holds them). Steps 3 and 4 run there too. Figures:
+ *               vectors/s, and memory per vector, after forced garbage collections before
+ *               and after the build: the JS side (heapUsed + arrayBuffers delta: the int8
+ *               vectors, ids, maps, key filing) plus the native side (usearch allocates
+ *               outside the JS heap: RSS delta − heapTotal delta − arrayBuffers delta). On
+ *               this machine the native delta reads below what usearch must hold (the
+ *               allocator hands it memory the process freed before), so the figure takes
+ *               the larger of it and usearch's floor — the int8 copy, the key and the
+ *               bottom layer's 2·M links — and reports both (a graph alone, built in a
+ *               fresh process, read 768-795 B a vector at 30,000-100,000).
+ *   3. query    BENCH_SEARCH_QUERIES (default 200; 60 when quick) queries after 5 unmeasured:
+ *               half a stored vector moved a little (40 of its 512 dimensions nudged by up to
+ *               ±0.1, renormalised), half a new note through the HashingEmbedder, each timed
+ *               as index.search(q, 10) and then against the baseline, a brute-force pass
+ *               over all N int8 vectors with the index's own exact score. recall@10 = the
+ *               hits at or above the brute force's tenth score (ties count), ÷ 10.
+ *   4. delete   removeKey for 1% of the keys (about 1% of the vectors), timed, then the
+ *               scrub of their graph slots (their native copies overwritten), timed; then
+ *               each of 100 removed vectors as a query (none may come back) and 100 new
+ *               notes' recall@10 against brute force over what is left.
+ *   5. embed    the embedder and the sealed form on 1,000 `sentences`: embedOne,
+ *               sealEmbedding + openEmbedding, and node:crypto AES-256-GCM of the same bytes
+ *               (baseline), 3 interleaved rounds.
+ *   6. rebuild  a fresh lethe_bench_* database, the vault opened on it (no listener): 100
+ *               subjects get one entry each through vault.log.append, and the rest of R
+ *               sealed embeddings (BENCH_SEARCH_REBUILD: default 10,000; 2,000 when quick;
+ *               50,000 with BENCH_FULL=1) are embedded from notes, sealed under the
+ *               subjects' keys and inserted. Then in interleaved rounds
+ *               (BENCH_SEARCH_REBUILD_RUNS, default 1; 3 with BENCH_FULL=1): vault.vectors.rebuild()
+ *               as it runs at start-up (worker threads: one per core) and with { workers: 0 }
+ *               (the rows opened on the calling thread), each followed by the wait for its
+ *               graph (built in the background once the rebuild has swapped the index in),
+ *               and a plain select of the rows. Then opening in steady state: 5,120 sealed
+ *               rows in batches of 256, on this (warm) thread and on one warm worker per
+ *               core, and the workers' start and warm-up on their own (under tsx each
+ *               worker compiles its modules first; the rebuild opens rows on its own thread
+ *               until they are warm, so at 10,000 rows they take few). Figures: vectors/s
+ *               of each; workers ÷ one thread; the graph's seconds after the rebuild; and
+ *               the projections to a million vectors: searchable = the one-thread
+ *               rebuild's seconds per vector at R with its opening replaced by the warm
+ *               workers'; graph built = that plus step 2's graph seconds per vector at N.
  *
- * All phases run in this one process; PostgreSQL is on the same machine.
+ * Aims (issue 17, at 1M vectors: run with BENCH_FULL=1): search p50 ≤ 10 ms, recall@10
+ * ≥ 0.95, memory ≤ 1.2 KB (1,200 B) per vector, rebuild ≤ 30 s per million vectors.
+ * Steps 2-4 run in a child process (bench/search-index.ts), the rest in this one;
+ * PostgreSQL is on the same machine.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { and, asc, eq, gt, or } from 'drizzle-orm';
+import { closeSync, openSync, readSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { sql as dsql } from 'drizzle-orm';
-import postgres from 'postgres';
 import { encodeContext } from '../src/crypto/index.js';
 import { queryRows } from '../src/db/client.js';
-import { embeddings } from '../src/db/schema.js';
 import { HashingEmbedder } from '../src/vectors/embedder.js';
-import { type EmbeddingPlace, openEmbedding, type SealedEmbedding, sealEmbedding, storedForm, upsertEmbeddings } from '../src/vectors/embeddings.js';
-import { VectorIndex } from '../src/vectors/vector-index.js';
+import { type EmbeddingPlace, openEmbedding, quantise, type SealedEmbedding, sealEmbedding, storedForm, upsertEmbeddings } from '../src/vectors/embeddings.js';
+import { DEFAULT_CONNECTIVITY, GRAPH_THREADS } from '../src/vectors/hnsw.js';
+import { BatchBuilder } from '../src/vectors/open-batch.js';
+import { type Opener, openers } from '../src/vectors/open-pool.js';
+import { DEFAULT_CANDIDATES, VectorIndex } from '../src/vectors/vector-index.js';
 import { newId } from '../src/ids.js';
 import { mulberry32 as prng, seededId } from '../test/support/prng.js';
 import {
-  cpuSeconds,
+  type Aim,
+  aim,
+  BENCH_DIR,
+  aimVerdict,
+  byMode,
   envInt,
   fmtInt,
   fmtNum,
-  gcNow,
-  memNow,
+  formatAims,
   fmtRatio,
   fmtSeconds,
+  gcNow,
   type LatencyStats,
   median,
   progress,
   QUICK,
+  runChild,
+  sleep,
   runIfMain,
+  type ScratchVault,
   scratchVault,
   stats,
   table,
@@ -88,41 +108,71 @@ import {
 
 // ------------------------------------------------------------------ result types
 
+export interface MemoryFigures {
+  readonly rssDelta: number;
+  readonly heapUsedDelta: number;
+  readonly heapTotalDelta: number;
+  readonly arrayBuffersDelta: number;
+  /** rssDelta − (heapTotalDelta − heapUsedDelta): the index's memory, native and JS, as the RSS reads it. */
+  readonly deltaBytes: number;
+  /** jsBytesPerVector + nativeBytesPerVector: the figure the aim is measured on. */
+  readonly bytesPerVector: number;
+  /** heapUsedDelta + arrayBuffersDelta, per vector: the JS side (int8 vectors, ids, maps, key filing). */
+  readonly jsBytesPerVector: number;
+  /** usearch's graph and its int8 copy: the measured figure, or the floor when the RSS reads below it. */
+  readonly nativeBytesPerVector: number;
+  /** rssDelta − heapTotalDelta − arrayBuffersDelta, per vector (the allocator reusing memory freed before the build makes it read low). */
+  readonly measuredNativeBytesPerVector: number;
+  /** usearch's least per vector: the int8 copy, the key, the bottom layer's 2·M links. */
+  readonly nativeFloorBytesPerVector: number;
+  readonly gibPerMillion: number;
+  /** The same over the second half of the build alone (halfway to the end): what each further vector costs. */
+  readonly secondHalf: { readonly vectors: number; readonly bytesPerVector: number; readonly jsBytesPerVector: number } | null;
+}
+
+export interface Recall {
+  readonly queries: number;
+  readonly recall: number;
+}
+
+/** The store as the index holds it: int8 vectors and their scales. */
+export interface Corpus {
+  readonly n: number;
+  readonly d: number;
+  readonly q: Int8Array;
+  readonly scales: Float32Array;
+  readonly meanNonZero: number;
+  readonly seconds: number;
+}
+
 export interface IndexRun {
   readonly vectors: number;
   readonly keys: number;
   readonly dimensions: number;
-  /** Mean non-zero dimensions of the random vectors. */
-  readonly nonZero: number;
+  readonly meanNonZero: number;
+  readonly corpusSeconds: number;
   readonly buildSeconds: number;
-  readonly memory: {
-    /** heapUsed + arrayBuffers after the build minus before it (after gc both times). */
-    readonly deltaBytes: number;
-    readonly heapUsedDelta: number;
-    readonly arrayBuffersDelta: number;
-    readonly bytesPerVector: number;
-    /** bytesPerVector x 10^6 / 2^30. */
-    readonly gibPerMillion: number;
-    /** Slots of the index's Float32Array (doubling from 1,024). */
-    readonly capacity: number;
-    /** capacity x dimensions x 4. */
-    readonly vectorArrayBytes: number;
-    /** (delta - vectorArrayBytes) / vectors: ids, maps, key sets, arrays. */
-    readonly bookkeepingPerVector: number;
-    /** 4 x dimensions + bookkeepingPerVector: per vector with no unused capacity. */
-    readonly tightBytesPerVector: number;
-    /** Peak arrayBuffers above the starting point, sampled right after each doubling. */
-    readonly peakArrayBuffersDelta: number;
-  };
+  readonly buildPerSec: number;
+  /** Seconds the build took to reach `at` vectors (the rebuild's size), for the projection. */
+  readonly buildUpTo: { readonly at: number; readonly seconds: number };
+  readonly memory: MemoryFigures;
+  readonly queries: { readonly perturbed: number; readonly texts: number };
   readonly index: LatencyStats;
-  readonly baseline: LatencyStats;
-  /** median index ÷ median baseline. */
+  readonly bruteForce: LatencyStats;
+  /** index median ÷ brute-force median. */
   readonly ratio: number;
-  readonly p95Ratio: number;
-  readonly queriesPerSec: number;
-  readonly baselineQueriesPerSec: number;
-  /** Every baseline maximum equalled the index's top score. */
-  readonly topScoresAgree: boolean;
+  readonly recall: { readonly all: Recall; readonly perturbed: Recall; readonly texts: Recall };
+  readonly deletion: {
+    readonly keys: number;
+    readonly vectors: number;
+    readonly seconds: number;
+    readonly microsPerVector: number;
+    readonly scrubSeconds: number;
+    readonly scrubMicrosPerVector: number;
+    /** Removed records any search answered afterwards (must be 0). */
+    readonly returned: number;
+    readonly recallAfter: Recall;
+  };
 }
 
 export interface Rate {
@@ -142,60 +192,59 @@ export interface EmbedRun {
   readonly aesGcm: Rate;
   /** AES-256-GCM of 517 bytes: the quantised plaintext's size (reference). */
   readonly aesGcmQuantisedSize: Rate;
-  /** The plaintext lethe seals per vector (format byte + float32 scale + int8 per dimension). */
   readonly quantisedPlaintextBytes: number;
-  /** embed/s ÷ AES-GCM/s. */
   readonly embedRatio: number;
-  /** seal+open/s ÷ AES-GCM/s. */
   readonly sealOpenRatio: number;
   readonly sealedBytes: number;
   readonly roundTripsOk: boolean;
 }
 
-export interface PageScan {
-  readonly node: string;
-  readonly relation: string | null;
-  readonly index: string | null;
-  readonly rows: number;
+export interface Timing {
+  readonly medianSeconds: number;
+  readonly minSeconds: number;
+  readonly maxSeconds: number;
+  readonly perSec: number;
 }
 
 export interface RebuildRun {
   readonly records: number;
   readonly subjects: number;
-  readonly keys: number;
   readonly setupSeconds: number;
-  readonly embeddingsBytes: number;
   readonly runs: number;
-  readonly rebuild: { readonly medianSeconds: number; readonly minSeconds: number; readonly maxSeconds: number; readonly perSec: number; readonly cpuSeconds: number };
-  readonly select: { readonly medianSeconds: number; readonly minSeconds: number; readonly maxSeconds: number; readonly perSec: number };
-  /** rebuild vectors/s ÷ select rows/s (medians). */
+  readonly workers: number;
+  readonly parallel: Timing;
+  readonly single: Timing;
+  readonly select: Timing;
+  /** Seconds from starting the workers to all of them warm (under tsx each worker compiles its modules first). */
+  readonly workerStartSeconds: number;
+  /** Steady state, rows opened per second: on this (warm) thread, and on the warm workers. */
+  readonly opening: { readonly rows: number; readonly local: number; readonly workers: number };
+  /** Seconds from the rebuild's end (searchable) to its graph built in the background (median, after the parallel rebuilds). */
+  readonly graphAfter: Timing;
+  /** parallel vectors/s ÷ single-thread vectors/s. */
   readonly ratio: number;
   readonly loadedEveryRun: boolean;
-  readonly page: {
-    readonly afterKeyId: string;
-    readonly executionMs: number;
-    readonly rows: number;
-    readonly sharedHit: number;
-    readonly sharedRead: number;
-    readonly sort: string | null;
-    readonly scans: PageScan[];
-    readonly outline: string[];
-  };
+  /** Seconds per million vectors until searchable: the parallel rebuild's seconds per vector at R, less the workers' start. */
+  readonly projectedSecondsPerMillion: number;
+  /** Seconds per million vectors until the graph is built too: the above, plus the graph's build seconds per vector at N (step 2). */
+  readonly projectedGraphSecondsPerMillion: number;
+  readonly projectedAt: number;
 }
 
 export interface SearchResult {
   readonly dimensions: number;
   readonly model: string;
-  readonly small: IndexRun;
-  readonly large: IndexRun;
+  readonly graph: { readonly threads: number; readonly candidates: number; readonly cores: number };
+  readonly index: IndexRun;
   readonly embedding: EmbedRun;
   readonly rebuild: RebuildRun;
+  readonly loadAvg: readonly number[];
+  readonly aims: Aim[];
   readonly valid: boolean;
   readonly warnings: string[];
 }
 
 // ------------------------------------------------------------------ helpers
-
 
 /** Fills `out` (zeroed) with a unit vector of ~`nonZero` random non-zero dimensions. */
 export function randomSparseUnit(out: Float32Array, nonZero: number, rand: () => number): void {
@@ -248,122 +297,376 @@ export function sentences(n: number, seed: number): string[] {
   return out;
 }
 
-// ------------------------------------------------------------------ 1 + 2. memory and queries
+/** Pronounceable generated names (the same list for every seed: queries and the store share them). */
+const NAMES: readonly string[] = (() => {
+  const rand = prng(0x1e7e);
+  const syllables = ['ka', 'lo', 'mi', 'ne', 'ru', 'ta', 'vo', 'shi', 'pe', 'da', 'gri', 'bel', 'mon', 'tor', 'san', 'vek', 'lu', 'fa', 'zo', 'ar', 'en', 'is', 'ol', 'um'];
+  const out = new Set<string>();
+  while (out.size < 30_000) {
+    let w = '';
+    for (let j = 2 + ((rand() * 3) | 0); j > 0; j--) w += syllables[(rand() * syllables.length) | 0];
+    out.add(w[0]!.toUpperCase() + w.slice(1));
+  }
+  return [...out];
+})();
+
+/** A Zipf(s) sampler over ranks 0..n-1. */
+function zipf(n: number, s: number, rand: () => number): () => number {
+  const cdf = new Float64Array(n);
+  let total = 0;
+  for (let i = 0; i < n; i++) cdf[i] = total += 1 / Math.pow(i + 1, s);
+  for (let i = 0; i < n; i++) cdf[i]! /= total;
+  return () => {
+    const u = rand();
+    let lo = 0;
+    let hi = n - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cdf[mid]! < u) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+}
+
+/**
+ * ~200-character memory-like notes, deterministic: `sentences`' templates with two
+ * named people (Zipf over NAMES), so notes cluster by what they say and stay apart by
+ * whom they name.
+ */
+export function memoryNotes(n: number, seed: number): string[] {
+  const rand = prng(seed);
+  const pick = <T>(xs: readonly T[]) => xs[(rand() * xs.length) | 0]!;
+  const name = zipf(NAMES.length, 1, rand);
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) {
+    let s = `${pick(SUBJECTS)} ${pick(VERBS)} ${pick(OBJECTS)} ${pick(PLACES)} with ${NAMES[name()]} and ${NAMES[name()]}, ${pick(FOLLOWUPS)}`;
+    if (s.length < 180) s += `; ${NAMES[name()]} ${pick(VERBS)} ${pick(OBJECTS)}`;
+    if (s.length > 220) s = s.slice(0, s.lastIndexOf(' ', 215));
+    out.push(`${s}.`);
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ 1-4. corpus, build, queries, deletion
 
 const DIMENSIONS = 512;
 const RECORDS_PER_KEY = 20;
-const QUERY_WARMUPS = 3;
+const BUILD_BATCH = 1_000;
+const QUERY_WARMUPS = 5;
+/** Rows of the steady-state opening measurement (step 6). */
+const OPEN_ROWS = 5_120;
+const K = 10;
+/** Scores the bench recomputes may differ from the index's in the last bits of the scale. */
+const TIE = 1e-6;
 
-function bareMax(v: Float32Array, q: Float32Array, n: number, d: number): number {
-  let best = -Infinity;
-  for (let slot = 0; slot < n; slot++) {
-    let dot = 0;
-    const base = slot * d;
-    for (let i = 0; i < d; i++) dot += v[base + i]! * q[i]!;
-    if (dot > best) best = dot;
+function makeCorpus(embedder: HashingEmbedder, n: number): Corpus {
+  const d = embedder.dimensions;
+  progress(`search: embedding ${fmtInt(n)} notes (${d} dimensions)`);
+  const t0 = performance.now();
+  const q = new Int8Array(n * d);
+  const scales = new Float32Array(n);
+  let nnz = 0;
+  const CHUNK = 10_000;
+  for (let i = 0; i < n; i += CHUNK) {
+    const texts = memoryNotes(Math.min(CHUNK, n - i), 1_000 + i);
+    for (let j = 0; j < texts.length; j++) {
+      const v = storedForm(embedder.embedOne(texts[j]!));
+      const s = quantise(v);
+      q.set(s.q, (i + j) * d);
+      scales[i + j] = s.scale;
+      if (i + j < 1000) for (let x = 0; x < d; x++) if (v[x] !== 0) nnz++;
+    }
   }
-  return best;
+  return { n, d, q, scales, meanNonZero: nnz / Math.min(n, 1000), seconds: (performance.now() - t0) / 1000 };
 }
 
-function measureIndex(n: number, nonZero: number, runs: number, seed: number): IndexRun {
-  const d = DIMENSIONS;
-  progress(`search: generating ${fmtInt(n)} random unit vectors (~${nonZero} non-zero of ${d})`);
-  const rand = prng(seed);
-  // the source array is also the baseline's: allocated and filled before the measurement starts
-  const source = new Float32Array(n * d);
-  for (let i = 0; i < n; i++) randomSparseUnit(source.subarray(i * d, (i + 1) * d), nonZero, rand);
-  let nnz = 0;
-  for (let i = 0; i < Math.min(n, 1000) * d; i++) if (source[i] !== 0) nnz++;
-  const meanNonZero = nnz / Math.min(n, 1000);
-
+/** Garbage collected, and the array buffers it freed given back (V8 frees them concurrently, after the collection). */
+async function settled(): Promise<void> {
   gcNow();
-  const before = memNow();
-  const t0 = performance.now();
-  const nKeys = Math.ceil(n / RECORDS_PER_KEY);
-  let keyIds: string[] | null = Array.from({ length: nKeys }, () => seededId('key_', rand));
-  const index = new VectorIndex(d);
-  let peakArrayBuffers = 0;
-  let capacity = 1024;
-  for (let i = 0; i < n; i++) {
-    index.upsert(seededId('entry_', rand), 'entry', keyIds[(rand() * nKeys) | 0]!, source.subarray(i * d, (i + 1) * d));
-    if (i + 1 > capacity) {
-      // this upsert doubled the array: the old one is garbage but not yet collected
-      capacity *= 2;
-      peakArrayBuffers = Math.max(peakArrayBuffers, process.memoryUsage().arrayBuffers - before.arrayBuffers);
+  await sleep(300);
+  gcNow();
+  await sleep(300);
+}
+
+/** Vector `i` of the corpus as the index reads it back, into `out`. */
+function vectorAt(c: Corpus, i: number, out: Float32Array): Float32Array {
+  const s = c.scales[i]!;
+  for (let x = 0; x < c.d; x++) out[x] = c.q[i * c.d + x]! * s;
+  return out;
+}
+
+/** Brute force: the `k` best exact scores over the corpus (those `alive`), best first. */
+function bruteTop(c: Corpus, query: Float32Array, k: number, alive?: Uint8Array): number[] {
+  const dims: number[] = [];
+  const values: number[] = [];
+  for (let x = 0; x < query.length; x++) {
+    if (query[x] !== 0) {
+      dims.push(x);
+      values.push(query[x]!);
     }
   }
-  const buildSeconds = (performance.now() - t0) / 1000;
-  keyIds = null;
-  gcNow();
-  const after = memNow();
-  if (index.size !== n) throw new Error(`index holds ${index.size} vectors, expected ${n}`);
-  const heapUsedDelta = after.heapUsed - before.heapUsed;
-  const arrayBuffersDelta = after.arrayBuffers - before.arrayBuffers;
-  const deltaBytes = heapUsedDelta + arrayBuffersDelta;
-  const vectorArrayBytes = capacity * d * 4;
-  const bookkeepingPerVector = (deltaBytes - vectorArrayBytes) / n;
-  const bytesPerVector = deltaBytes / n;
+  const m = dims.length;
+  const top: number[] = [];
+  for (let i = 0; i < c.n; i++) {
+    if (alive && !alive[i]) continue;
+    const base = i * c.d;
+    let dot = 0;
+    for (let j = 0; j < m; j++) dot += c.q[base + dims[j]!]! * values[j]!;
+    dot *= c.scales[i]!;
+    if (top.length === k && dot <= top[k - 1]!) continue;
+    let at = top.length;
+    while (at > 0 && top[at - 1]! < dot) at--;
+    top.splice(at, 0, dot);
+    if (top.length > k) top.pop();
+  }
+  return top;
+}
+
+/** Hits at or above the brute force's k-th score (ties count), ÷ k. */
+function recallOf(hits: ReadonlyArray<{ score: number }>, truth: readonly number[]): number {
+  const kth = truth.at(-1);
+  if (kth === undefined) return 1;
+  const floor = kth - TIE * Math.max(1, Math.abs(kth));
+  return Math.min(truth.length, hits.filter((h) => h.score >= floor).length) / truth.length;
+}
+
+function unit(v: Float32Array): Float32Array {
+  let norm = 0;
+  for (const x of v) norm += x * x;
+  norm = Math.sqrt(norm);
+  if (norm > 0) for (let i = 0; i < v.length; i++) v[i]! /= norm;
+  return v;
+}
+
+/** A stored vector moved a little: 40 dimensions nudged by up to ±0.1, renormalised. */
+function perturbed(c: Corpus, i: number, rand: () => number): Float32Array {
+  const v = vectorAt(c, i, new Float32Array(c.d));
+  for (let t = 0; t < 40; t++) v[(rand() * c.d) | 0]! += (rand() - 0.5) * 0.2;
+  return unit(v);
+}
+
+/**
+ * Steps 1-4, the corpus made here and the rest in a process of its own
+ * (bench/search-index.ts): its RSS before the build holds nothing but the corpus, so
+ * the build's RSS delta is the index's (here, the corpus's garbage would leave freed
+ * memory in the allocator for the index to reuse, and the delta would read low).
+ */
+async function measureIndex(embedder: HashingEmbedder, n: number, nQueries: number, rebuildAt: number): Promise<IndexRun> {
+  const c = makeCorpus(embedder, n);
+  progress(`search: ${fmtInt(n)} notes embedded in ${fmtSeconds(c.seconds)} (~${fmtNum(c.meanNonZero, 0)} non-zero dimensions each)`);
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'lethe-bench-corpus-'));
+  try {
+    const file = path.join(dir, 'corpus.bin');
+    await writeFile(file, Buffer.concat([Buffer.from(c.q.buffer, c.q.byteOffset, c.q.byteLength), Buffer.from(c.scales.buffer, c.scales.byteOffset, c.scales.byteLength)]));
+    const run = await runChild<IndexRun>(path.join(BENCH_DIR, 'search-index.ts'), {
+      nodeArgs: ['--expose-gc'],
+      env: { SEARCH_CORPUS: file, SEARCH_N: String(n), SEARCH_D: String(c.d), SEARCH_QUERIES: String(nQueries), SEARCH_REBUILD_AT: String(rebuildAt) },
+    });
+    return { ...run, meanNonZero: c.meanNonZero, corpusSeconds: c.seconds };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Reads the corpus bench/search.ts wrote (int8 vectors, then float32 scales) straight
+ * into the arrays that keep it: no buffer of it becomes garbage (V8 frees array
+ * buffers concurrently, after a collection: one freed during the build would make its
+ * RSS delta read low).
+ */
+export function readCorpus(file: string, n: number, d: number): Corpus {
+  const q = new Int8Array(n * d);
+  const scales = new Float32Array(n);
+  const fd = openSync(file, 'r');
+  try {
+    const read = (into: Uint8Array, at: number) => {
+      for (let done = 0; done < into.length; ) {
+        const got = readSync(fd, into, done, into.length - done, at + done);
+        if (got === 0) throw new Error('the corpus file is short');
+        done += got;
+      }
+    };
+    read(new Uint8Array(q.buffer), 0);
+    read(new Uint8Array(scales.buffer), n * d);
+  } finally {
+    closeSync(fd);
+  }
+  return { n, d, q, scales, meanNonZero: 0, seconds: 0 };
+}
+
+/** Steps 2-4 on a corpus (bench/search-index.ts runs them in a process of its own). */
+export async function indexRun(embedder: HashingEmbedder, c: Corpus, nQueries: number, rebuildAt: number): Promise<IndexRun> {
+  const n = c.n;
+  const d = c.d;
+  const nKeys = Math.ceil(n / RECORDS_PER_KEY);
+  // allocated before the measurement: what the bench keeps, not what the index holds
+  const ids: string[] = new Array<string>(n);
+  const keyIds: string[] = new Array<string>(nKeys);
+  const scratch = new Float32Array(BUILD_BATCH * d);
+  const rand = prng(4242);
+  // the addon loaded before the measurement (its code is not the index's memory)
+  new VectorIndex(d).clear();
+
+  await settled();
+  const m0 = process.memoryUsage();
+  const t0 = performance.now();
+  for (let k = 0; k < nKeys; k++) keyIds[k] = seededId('key_', rand);
+  let index: VectorIndex | undefined = new VectorIndex(d);
+  let buildUpTo: { at: number; seconds: number } | undefined;
+  // memory also halfway (the figure is the slope between there and the end: what each further vector costs)
+  let half: { at: number; m: NodeJS.MemoryUsage } | undefined;
+  let paused = 0;
+  for (let i = 0; i < n; i += BUILD_BATCH) {
+    const batch = [];
+    for (let j = i; j < Math.min(n, i + BUILD_BATCH); j++) {
+      ids[j] = seededId('entry_', rand);
+      batch.push({ id: ids[j]!, type: 'entry' as const, keyId: keyIds[j % nKeys]!, vector: vectorAt(c, j, scratch.subarray((j - i) * d, (j - i + 1) * d)) });
+    }
+    index.upsertMany(batch);
+    const done = Math.min(n, i + BUILD_BATCH);
+    if (!buildUpTo && done >= rebuildAt) buildUpTo = { at: done, seconds: (performance.now() - t0) / 1000 };
+    if ((done / BUILD_BATCH) % Math.max(1, Math.round(n / BUILD_BATCH / 10)) === 0) progress(`search: graph ${fmtInt(done)} / ${fmtInt(n)} (${fmtSeconds((performance.now() - t0) / 1000)})`);
+    if (!half && done >= n / 2 && done < n) {
+      const p0 = performance.now();
+      await settled();
+      half = { at: done, m: process.memoryUsage() };
+      paused += performance.now() - p0;
+    }
+  }
+  const buildSeconds = (performance.now() - t0 - paused) / 1000;
+  await settled();
+  const m1 = process.memoryUsage();
+  if (index.size !== n) throw new Error(`the index holds ${index.size} vectors, expected ${n}`);
+  const rssDelta = m1.rss - m0.rss;
+  const heapUsedDelta = m1.heapUsed - m0.heapUsed;
+  const heapTotalDelta = m1.heapTotal - m0.heapTotal;
+  const arrayBuffersDelta = m1.arrayBuffers - m0.arrayBuffers;
+  const deltaBytes = rssDelta - (heapTotalDelta - heapUsedDelta);
+  const slope = (from: NodeJS.MemoryUsage, vectors: number) => ({
+    bytes: (m1.rss - from.rss - (m1.heapTotal - from.heapTotal - (m1.heapUsed - from.heapUsed))) / vectors,
+    js: (m1.heapUsed - from.heapUsed + m1.arrayBuffers - from.arrayBuffers) / vectors,
+  });
+  const second = half ? slope(half.m, n - half.at) : undefined;
+  const jsBytesPerVector = (heapUsedDelta + arrayBuffersDelta) / n;
+  const measuredNative = (rssDelta - heapTotalDelta - arrayBuffersDelta) / n;
+  // what usearch cannot hold a vector in less than: its int8 copy, its key and its bottom layer's links (2·M slots of 4 B)
+  const nativeFloor = d + 8 + 2 * DEFAULT_CONNECTIVITY * 4;
+  const nativeBytesPerVector = Math.max(measuredNative, nativeFloor);
+  const memory: MemoryFigures = {
+    rssDelta,
+    heapUsedDelta,
+    heapTotalDelta,
+    arrayBuffersDelta,
+    deltaBytes,
+    bytesPerVector: jsBytesPerVector + nativeBytesPerVector,
+    jsBytesPerVector,
+    nativeBytesPerVector,
+    measuredNativeBytesPerVector: measuredNative,
+    nativeFloorBytesPerVector: nativeFloor,
+    gibPerMillion: ((jsBytesPerVector + nativeBytesPerVector) * 1e6) / 2 ** 30,
+    secondHalf: second ? { vectors: n - half!.at, bytesPerVector: second.bytes, jsBytesPerVector: second.js } : null,
+  };
   progress(
-    `search: ${fmtInt(n)} vectors: +${fmtNum(deltaBytes / 2 ** 20, 1)} MiB (${fmtNum(bytesPerVector, 0)} B/vector; ` +
-      `array ${fmtInt(capacity)} slots, ${fmtNum(bookkeepingPerVector, 0)} B/vector of bookkeeping); built in ${fmtSeconds(buildSeconds)}`,
+    `search: graph of ${fmtInt(n)} built in ${fmtSeconds(buildSeconds)} (${fmtNum(n / buildSeconds, 0)} vectors/s); ` +
+      `${fmtNum(memory.bytesPerVector, 0)} B/vector (JS ${fmtNum(memory.jsBytesPerVector, 0)}, native ${fmtNum(memory.nativeBytesPerVector, 0)})`,
   );
 
-  // queries: random unit vectors from another stream
-  const qrand = prng(seed ^ 0x5bd1e995);
-  const queries = Array.from({ length: QUERY_WARMUPS + runs }, () => {
-    const q = new Float32Array(d);
-    randomSparseUnit(q, nonZero, qrand);
-    return q;
-  });
-  const idx: number[] = [];
-  const base: number[] = [];
-  let agree = true;
-  progress(`search: ${QUERY_WARMUPS} + ${runs} queries at ${fmtInt(n)} vectors, each against the bare loop`);
-  for (let r = 0; r < queries.length; r++) {
-    const q = queries[r]!;
+  // queries: half stored vectors moved a little, half new notes
+  const qrand = prng(777);
+  const total = QUERY_WARMUPS + nQueries;
+  const texts = memoryNotes(Math.ceil(total / 2) + 100, 99_000_000);
+  const queries: Array<{ kind: 'perturbed' | 'text'; v: Float32Array }> = [];
+  for (let r = 0; r < total; r++) {
+    if (r % 2 === 0) queries.push({ kind: 'perturbed', v: perturbed(c, (qrand() * n) | 0, qrand) });
+    else queries.push({ kind: 'text', v: embedder.embedOne(texts[r >> 1]!) });
+  }
+  progress(`search: ${QUERY_WARMUPS} + ${nQueries} queries, each against a brute-force pass over ${fmtInt(n)} vectors`);
+  const indexMs: number[] = [];
+  const bruteMs: number[] = [];
+  const found = { perturbed: [0, 0], text: [0, 0] };
+  for (let r = 0; r < total; r++) {
+    const { kind, v } = queries[r]!;
     const a0 = performance.now();
-    const hits = index.search(q, 10);
+    const hits = index.search(v, K);
     const a1 = performance.now();
-    const best = bareMax(source, q, n, d);
+    const truth = bruteTop(c, v, K);
     const a2 = performance.now();
-    if (hits.length !== 10 || hits[0]!.score !== best) agree = false;
-    if (r >= QUERY_WARMUPS) {
-      idx.push(a1 - a0);
-      base.push(a2 - a1);
+    if (r < QUERY_WARMUPS) continue;
+    indexMs.push(a1 - a0);
+    bruteMs.push(a2 - a1);
+    found[kind][0]! += recallOf(hits, truth);
+    found[kind][1]!++;
+  }
+  const indexStats = stats(indexMs, QUERY_WARMUPS);
+  const bruteStats = stats(bruteMs, QUERY_WARMUPS);
+  const recall = (f: number[]): Recall => ({ queries: f[1]!, recall: f[0]! / Math.max(1, f[1]!) });
+  const all = recall([found.perturbed[0]! + found.text[0]!, found.perturbed[1]! + found.text[1]!]);
+  progress(`search: p50 ${fmtNum(indexStats.medianMs, 2)} ms (brute force ${fmtNum(bruteStats.medianMs, 1)} ms); recall@10 ${fmtNum(all.recall, 3)}`);
+
+  // deletion: 1% of the keys
+  const alive = new Uint8Array(n).fill(1);
+  const removedIds = new Set<string>();
+  const removedAt: number[] = [];
+  const doomed: string[] = [];
+  for (let k = 0; k < nKeys; k += 100) doomed.push(keyIds[k]!);
+  for (let i = 0; i < n; i++) {
+    if ((i % nKeys) % 100 === 0) {
+      alive[i] = 0;
+      removedIds.add(ids[i]!);
+      removedAt.push(i);
     }
   }
-  const indexStats = stats(idx, QUERY_WARMUPS);
-  const baseStats = stats(base, QUERY_WARMUPS);
+  const d0 = performance.now();
+  let removed = 0;
+  for (const key of doomed) removed += index.removeKey(key);
+  const d1 = performance.now();
+  const left = index.scrub();
+  const d2 = performance.now();
+  if (removed !== removedIds.size || left !== 0) throw new Error(`removed ${removed} of ${removedIds.size} vectors; ${left} left unscrubbed`);
+  let returned = 0;
+  for (let s = 0; s < Math.min(100, removedAt.length); s++) {
+    const own = vectorAt(c, removedAt[Math.floor((s * removedAt.length) / Math.min(100, removedAt.length))]!, new Float32Array(d));
+    returned += index.search(own, K).filter((h) => removedIds.has(h.id)).length;
+  }
+  const after = [0, 0];
+  const afterTexts = memoryNotes(100, 98_000_000);
+  for (const t of afterTexts) {
+    const v = embedder.embedOne(t);
+    after[0]! += recallOf(index.search(v, K), bruteTop(c, v, K, alive));
+    after[1]!++;
+  }
   index.clear();
+  index = undefined;
   return {
     vectors: n,
     keys: nKeys,
     dimensions: d,
-    nonZero: meanNonZero,
+    meanNonZero: c.meanNonZero,
+    corpusSeconds: c.seconds,
     buildSeconds,
-    memory: {
-      deltaBytes,
-      heapUsedDelta,
-      arrayBuffersDelta,
-      bytesPerVector,
-      gibPerMillion: (bytesPerVector * 1e6) / 2 ** 30,
-      capacity,
-      vectorArrayBytes,
-      bookkeepingPerVector,
-      tightBytesPerVector: 4 * d + bookkeepingPerVector,
-      peakArrayBuffersDelta: peakArrayBuffers,
-    },
+    buildPerSec: n / buildSeconds,
+    buildUpTo: buildUpTo ?? { at: n, seconds: buildSeconds },
+    memory,
+    queries: { perturbed: found.perturbed[1]!, texts: found.text[1]! },
     index: indexStats,
-    baseline: baseStats,
-    ratio: indexStats.medianMs / baseStats.medianMs,
-    p95Ratio: indexStats.p95Ms / baseStats.p95Ms,
-    queriesPerSec: 1000 / indexStats.medianMs,
-    baselineQueriesPerSec: 1000 / baseStats.medianMs,
-    topScoresAgree: agree,
+    bruteForce: bruteStats,
+    ratio: indexStats.medianMs / bruteStats.medianMs,
+    recall: { all, perturbed: recall(found.perturbed), texts: recall(found.text) },
+    deletion: {
+      keys: doomed.length,
+      vectors: removed,
+      seconds: (d1 - d0) / 1000,
+      microsPerVector: ((d1 - d0) * 1000) / removed,
+      scrubSeconds: (d2 - d1) / 1000,
+      scrubMicrosPerVector: ((d2 - d1) * 1000) / removed,
+      returned,
+      recallAfter: recall(after),
+    },
   };
 }
 
-// ------------------------------------------------------------------ 3. embedding and sealing
+// ------------------------------------------------------------------ 5. embedding and sealing
 
 function measureEmbedding(embedder: HashingEmbedder, texts: string[], budgetSeconds: number): EmbedRun {
   const rand = prng(7);
@@ -457,43 +760,76 @@ function measureEmbedding(embedder: HashingEmbedder, texts: string[], budgetSeco
   };
 }
 
-// ------------------------------------------------------------------ 4. rebuild
+// ------------------------------------------------------------------ 6. rebuild
 
-interface RawPlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Sort Method'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  'Shared Hit Blocks'?: number;
-  'Shared Read Blocks'?: number;
-  Plans?: RawPlanNode[];
+function timing(seconds: number[], records: number): Timing {
+  const m = median(seconds);
+  return { medianSeconds: m, minSeconds: Math.min(...seconds), maxSeconds: Math.max(...seconds), perSec: records / m };
 }
 
-async function measureRebuild(records: number, runs: number): Promise<RebuildRun> {
+/**
+ * Opening sealed rows in steady state: OPEN_ROWS rows (one key, a ~200-character
+ * note's vector and shingle set each) in batches of 256, all sent at once, on this
+ * (warm) thread and on `workers` warm workers; also how long the workers take to start
+ * and warm up (under tsx each first compiles its modules).
+ */
+async function measureOpening(vault: ScratchVault['vault'], workers: number): Promise<{ local: number; pooled: number; startSeconds: number; rows: number }> {
+  const key = randomBytes(32);
+  const notes = memoryNotes(OPEN_ROWS, 5);
+  const embedder = vault.vectors.embedder;
+  const sealed = await vault.vectors.seal(notes.map((text, i) => ({ recordId: `entry_open${String(i).padStart(17, '0')}`, recordType: 'entry' as const, text })), 'key_open', key);
+  const rows = sealed.map((e) => ({ record_id: e.recordId, record_type: e.recordType, key_id: e.keyId, model: e.model, sealed: e.sealed }));
+  const rate = async (open: Opener) => {
+    const t0 = performance.now();
+    const out = [];
+    for (let i = 0; i < rows.length; i += 256) {
+      const b = new BatchBuilder(embedder);
+      for (const r of rows.slice(i, i + 256)) b.add(r, key);
+      out.push(open.open(b.take().request));
+    }
+    for (const o of await Promise.all(out)) o.vectors.fill(0);
+    return rows.length / ((performance.now() - t0) / 1000);
+  };
+  try {
+    const local = openers(0);
+    await rate(local);
+    const localRate = Math.max(await rate(local), await rate(local));
+    if (workers === 0) return { local: localRate, pooled: localRate, startSeconds: 0, rows: rows.length };
+    const s0 = performance.now();
+    const pool = openers(workers);
+    try {
+      await pool.ready;
+      const startSeconds = (performance.now() - s0) / 1000;
+      await rate(pool);
+      const pooled = Math.max(await rate(pool), await rate(pool));
+      return { local: localRate, pooled, startSeconds, rows: rows.length };
+    } finally {
+      await pool.close();
+    }
+  } finally {
+    key.fill(0);
+  }
+}
+
+async function measureRebuild(records: number, runs: number): Promise<Omit<RebuildRun, 'projectedSecondsPerMillion' | 'projectedGraphSecondsPerMillion' | 'projectedAt'>> {
   const subjects = 100;
   if (records < subjects) throw new Error(`BENCH_SEARCH_REBUILD must be >= ${subjects}`);
-  const { vault, db, cleanup } = await scratchVault('search');
-  const pg = postgres(db.url, { max: 1, onnotice: () => {} });
+  const { vault, cleanup } = await scratchVault('search');
   try {
     progress(`search: ${subjects} subjects, one entry each through vault.log.append, then ${fmtInt(records - subjects)} sealed embeddings inserted`);
     const s0 = performance.now();
-    const texts = sentences(records, 11);
+    const texts = memoryNotes(records, 11);
     const keyOf: string[] = [];
-    for (let s = 0; s < subjects; s++) {
-      const r = await vault.log.append(`bench-subject-${s}`, { text: texts[s]! }, 'bench');
-      keyOf.push(r.keyId);
-    }
-    // the rest: embedded and sealed under the subject's DEK, as the log does, inserted in batches
-    const perSubject: number[][] = Array.from({ length: subjects }, () => []);
-    for (let i = subjects; i < records; i++) perSubject[i % subjects]!.push(i);
+    for (let s = 0; s < subjects; s++) keyOf.push((await vault.log.append(`bench-subject-${s}`, { text: texts[s]! }, 'bench')).keyId);
+    // the rest: embedded and sealed under the subject's key, as the log does, inserted in batches
     let batch: SealedEmbedding[] = [];
     for (let s = 0; s < subjects; s++) {
+      const mine: number[] = [];
+      for (let i = subjects + s; i < records; i += subjects) mine.push(i);
       const { dek } = await vault.keys.dekFor(keyOf[s]!);
       try {
         const sealed = await vault.vectors.seal(
-          perSubject[s]!.map((i) => ({ recordId: newId('entry'), recordType: 'entry' as const, text: texts[i]! })),
+          mine.map((i) => ({ recordId: newId('entry'), recordType: 'entry' as const, text: texts[i]! })),
           keyOf[s]!,
           dek,
         );
@@ -509,101 +845,64 @@ async function measureRebuild(records: number, runs: number): Promise<RebuildRun
       }
     }
     if (batch.length > 0) await upsertEmbeddings(vault.db.db, batch);
-    await pg.unsafe('vacuum analyze embeddings');
+    await vault.db.db.execute(dsql`analyze embeddings`);
     const setupSeconds = (performance.now() - s0) / 1000;
-    const [{ n, bytes }] = (await pg.unsafe(`select count(*)::int as n, pg_total_relation_size('embeddings')::bigint as bytes from embeddings`)) as unknown as [
-      { n: number; bytes: string },
-    ];
-    if (n !== records) throw new Error(`embeddings holds ${n} rows, expected ${records}`);
-    progress(`search: ${fmtInt(n)} sealed embeddings stored (${fmtNum(Number(bytes) / 2 ** 20, 1)} MiB with indexes) in ${fmtSeconds(setupSeconds)}`);
+    progress(`search: ${fmtInt(records)} sealed embeddings stored in ${fmtSeconds(setupSeconds)}`);
 
-    // interleaved: rebuild, select, rebuild, select, ... (first pair unmeasured)
-    const rebuildSeconds: number[] = [];
-    const selectSeconds: number[] = [];
-    let rebuildCpu = 0;
-    let loadedEveryRun = true;
-    for (let r = 0; r <= runs; r++) {
-      const cpu0 = process.cpuUsage();
-      const a0 = performance.now();
-      const result = await vault.vectors.rebuild();
-      const a1 = performance.now();
-      const cpu = cpuSeconds(cpu0);
-      if (result.loaded !== records || vault.vectors.index.size !== records) loadedEveryRun = false;
-      const b0 = performance.now();
-      const rows = await queryRows<{ record_id: string; sealed: Uint8Array }>(vault.db.db, dsql`select record_id, sealed from embeddings`);
-      const b1 = performance.now();
-      if (rows.length !== records || !(rows[0]!.sealed instanceof Uint8Array)) throw new Error('baseline select returned the wrong rows');
-      if (r > 0) {
-        rebuildSeconds.push((a1 - a0) / 1000);
-        selectSeconds.push((b1 - b0) / 1000);
-        rebuildCpu += cpu;
-      }
-    }
-    const rebuildMedian = median(rebuildSeconds);
-    const selectMedian = median(selectSeconds);
-    progress(`search: rebuild ${fmtNum(records / rebuildMedian, 0)} vectors/s, select ${fmtNum(records / selectMedian, 0)} rows/s (medians of ${runs})`);
-
-    // one keyset page of the rebuild, from the middle of the key range (the same drizzle expression)
-    const keys = [...new Set(keyOf)].sort();
-    const afterKeyId = keys[Math.floor(keys.length / 2)]!;
-    const after = { keyId: afterKeyId, recordId: '' };
-    const model = vault.vectors.embedder.model;
-    const page = vault.db.db
-      .select()
-      .from(embeddings)
-      .where(and(eq(embeddings.model, model), or(gt(embeddings.keyId, after.keyId), and(eq(embeddings.keyId, after.keyId), gt(embeddings.recordId, after.recordId)))))
-      .orderBy(asc(embeddings.keyId), asc(embeddings.recordId))
-      .limit(2000)
-      .toSQL();
-    const [explained] = (await pg.unsafe(`explain (analyze, buffers, format json) ${page.sql}`, page.params as never[])) as unknown as Array<{
-      'QUERY PLAN': Array<{ Plan: RawPlanNode; 'Execution Time': number }>;
-    }>;
-    const doc = explained!['QUERY PLAN'][0]!;
-    const scans: PageScan[] = [];
-    const outline: string[] = [];
-    let sort: string | null = null;
-    const walk = (node: RawPlanNode, depth: number) => {
-      const rows = (node['Actual Rows'] ?? 0) * (node['Actual Loops'] ?? 1);
-      outline.push(
-        `${'  '.repeat(depth)}${node['Node Type']}${node['Index Name'] ? ` using ${node['Index Name']}` : ''}${node['Relation Name'] ? ` on ${node['Relation Name']}` : ''}` +
-          `${node['Sort Method'] ? ` (${node['Sort Method']})` : ''} (rows ${fmtInt(rows)})`,
-      );
-      if (node['Sort Method']) sort = node['Sort Method'];
-      if (/Scan/.test(node['Node Type'])) scans.push({ node: node['Node Type'], relation: node['Relation Name'] ?? null, index: node['Index Name'] ?? null, rows });
-      for (const c of node.Plans ?? []) walk(c, depth + 1);
+    // interleaved: workers (as at start-up), this thread, a plain select
+    const parallel: number[] = [];
+    const single: number[] = [];
+    const select: number[] = [];
+    const graphs: number[] = [];
+    let workers = 0;
+    // the graph is built after a rebuild, in the background: wait for it (the next run starts on a quiet process)
+    const graphBuilt = async () => {
+      const g0 = performance.now();
+      while (vault.vectors.index.graphPending > 0) await new Promise((resolve) => setImmediate(resolve));
+      return (performance.now() - g0) / 1000;
     };
-    walk(doc.Plan, 0);
-
+    let loadedEveryRun = true;
+    for (let r = 0; r < runs; r++) {
+      const a0 = performance.now();
+      const p = await vault.vectors.rebuild();
+      const a1 = performance.now();
+      workers = p.workers;
+      if (p.loaded !== records || vault.vectors.index.size !== records) loadedEveryRun = false;
+      graphs.push(await graphBuilt());
+      const b0 = performance.now();
+      const s = await vault.vectors.rebuild(2000, { workers: 0 });
+      const a2 = performance.now();
+      if (s.loaded !== records || vault.vectors.index.size !== records) loadedEveryRun = false;
+      await graphBuilt();
+      const b1 = performance.now();
+      const rows = await queryRows<{ record_id: string; sealed: Uint8Array }>(vault.db.db, dsql`select record_id, sealed from embeddings`);
+      const a3 = performance.now();
+      if (rows.length !== records) throw new Error('the baseline select returned the wrong rows');
+      parallel.push((a1 - a0) / 1000);
+      single.push((a2 - b0) / 1000);
+      select.push((a3 - b1) / 1000);
+      progress(`search: rebuild ${fmtNum(records / parallel.at(-1)!, 0)} vectors/s with ${workers} workers, ${fmtNum(records / single.at(-1)!, 0)} on one thread`);
+    }
+    const p = timing(parallel, records);
+    const s = timing(single, records);
+    progress(`search: opening sealed rows in steady state, this thread and ${os.availableParallelism()} workers`);
+    const opening = await measureOpening(vault, os.availableParallelism());
     return {
       records,
       subjects,
-      keys: keys.length,
       setupSeconds,
-      embeddingsBytes: Number(bytes),
       runs,
-      rebuild: {
-        medianSeconds: rebuildMedian,
-        minSeconds: Math.min(...rebuildSeconds),
-        maxSeconds: Math.max(...rebuildSeconds),
-        perSec: records / rebuildMedian,
-        cpuSeconds: rebuildCpu / runs,
-      },
-      select: { medianSeconds: selectMedian, minSeconds: Math.min(...selectSeconds), maxSeconds: Math.max(...selectSeconds), perSec: records / selectMedian },
-      ratio: records / rebuildMedian / (records / selectMedian),
+      workers,
+      parallel: p,
+      single: s,
+      select: timing(select, records),
+      workerStartSeconds: opening.startSeconds,
+      opening: { rows: opening.rows, local: opening.local, workers: opening.pooled },
+      graphAfter: timing(graphs, records),
+      ratio: p.perSec / s.perSec,
       loadedEveryRun,
-      page: {
-        afterKeyId,
-        executionMs: doc['Execution Time'],
-        rows: doc.Plan['Actual Rows'] ?? 0,
-        sharedHit: doc.Plan['Shared Hit Blocks'] ?? 0,
-        sharedRead: doc.Plan['Shared Read Blocks'] ?? 0,
-        sort,
-        scans,
-        outline,
-      },
     };
   } finally {
-    await pg.end({ timeout: 5 });
     await cleanup();
   }
 }
@@ -611,136 +910,163 @@ async function measureRebuild(records: number, runs: number): Promise<RebuildRun
 // ------------------------------------------------------------------ orchestration
 
 export async function runSearch(): Promise<SearchResult> {
-  const smallN = envInt('BENCH_SEARCH_SMALL', QUICK ? 20_000 : 100_000, 1_000);
-  const largeN = envInt('BENCH_SEARCH_LARGE', QUICK ? 50_000 : 500_000, 1_000);
-  const runs = envInt('BENCH_SEARCH_RUNS', QUICK ? 15 : 40, 5);
-  const rebuildRecords = envInt('BENCH_SEARCH_REBUILD', QUICK ? 1_000 : 5_000, 100);
-  const rebuildRuns = envInt('BENCH_SEARCH_REBUILD_RUNS', QUICK ? 3 : 5, 1);
+  const n = envInt('BENCH_SEARCH_VECTORS', byMode({ quick: 20_000, normal: 100_000, full: 1_000_000 }), 2_000);
+  const nQueries = envInt('BENCH_SEARCH_QUERIES', QUICK ? 60 : 200, 10);
+  const rebuildRecords = envInt('BENCH_SEARCH_REBUILD', byMode({ quick: 2_000, normal: 10_000, full: 50_000 }), 100);
+  const rebuildRuns = envInt('BENCH_SEARCH_REBUILD_RUNS', byMode({ quick: 1, normal: 1, full: 3 }), 1);
   const warnings: string[] = [];
+  const loadAvg = [os.loadavg()[0]!];
   const embedder = new HashingEmbedder();
   if (embedder.dimensions !== DIMENSIONS) throw new Error(`the default embedder has ${embedder.dimensions} dimensions, expected ${DIMENSIONS}`);
 
-  // the vectors get as many non-zero dimensions as the embedder gives these sentences
-  const texts = sentences(2_000, 3);
-  let nnz = 0;
-  for (const t of texts.slice(0, 500)) for (const x of embedder.embedOne(t)) if (x !== 0) nnz++;
-  const nonZero = Math.round(nnz / 500);
-
-  const small = measureIndex(smallN, nonZero, runs, 101);
+  const index = await measureIndex(embedder, n, nQueries, Math.min(rebuildRecords, n));
+  loadAvg.push(os.loadavg()[0]!);
   gcNow();
-  const large = measureIndex(largeN, nonZero, runs, 202);
-  gcNow();
-  for (const x of [small, large]) if (!x.topScoresAgree) warnings.push(`at ${fmtInt(x.vectors)} vectors the bare loop's maximum differed from the index's top score`);
+  if (index.deletion.returned > 0) warnings.push(`${index.deletion.returned} removed records came back in searches after their key's removal`);
 
-  const embedding = measureEmbedding(embedder, texts, QUICK ? 1.5 : 12);
+  const embedding = measureEmbedding(embedder, sentences(1_000, 3), 0);
   if (!embedding.roundTripsOk) warnings.push('a seal/open or AES-GCM round trip came back wrong');
 
-  const rebuild = await measureRebuild(rebuildRecords, rebuildRuns);
-  if (!rebuild.loadedEveryRun) warnings.push(`a rebuild did not load exactly ${fmtInt(rebuild.records)} vectors`);
+  const measured = await measureRebuild(rebuildRecords, rebuildRuns);
+  loadAvg.push(os.loadavg()[0]!);
+  if (!measured.loadedEveryRun) warnings.push(`a rebuild did not load exactly ${fmtInt(measured.records)} vectors`);
+  // searchable: the single-thread rebuild's seconds per vector at R (it opens and files; the graph comes after), its opening
+  // replaced by the warm workers'; the graph: step 2's cost per vector at N on top
+  const o = measured.opening;
+  const projectedSecondsPerMillion = 1e6 * (measured.single.medianSeconds / measured.records - 1 / o.local + 1 / o.workers);
+  const projectedGraphSecondsPerMillion = projectedSecondsPerMillion + (1e6 * index.buildSeconds) / index.vectors;
+  const rebuild: RebuildRun = { ...measured, projectedSecondsPerMillion, projectedGraphSecondsPerMillion, projectedAt: index.vectors };
 
+  const at = `${fmtInt(index.vectors)} vectors`;
+  const aims = [
+    aim(`search(q, 10) p50 at ${at} ÷ 10 ms`, index.index.medianMs / 10, '<= 1', index.index.medianMs <= 10),
+    aim(`recall@10 against brute force at ${at}`, index.recall.all.recall, '>= 0.95', index.recall.all.recall >= 0.95),
+    aim(`index memory per vector at ${at} ÷ 1,200 B`, index.memory.bytesPerVector / 1200, '<= 1', index.memory.bytesPerVector <= 1200),
+    aim(`rebuild until searchable, seconds per million (projected from ${fmtInt(rebuild.records)} rows) ÷ 30 s`, projectedSecondsPerMillion / 30, '<= 1', projectedSecondsPerMillion <= 30),
+  ];
   return {
     dimensions: DIMENSIONS,
     model: embedder.model,
-    small,
-    large,
+    graph: { threads: GRAPH_THREADS, candidates: DEFAULT_CANDIDATES, cores: os.availableParallelism() },
+    index,
     embedding,
     rebuild,
+    loadAvg,
+    aims,
     valid: warnings.length === 0,
     warnings,
   };
 }
 
+/** The search section's rows of run.ts's summary table. */
+export function searchSummary(r: SearchResult): string[][] {
+  const x = r.index;
+  const b = r.rebuild;
+  const e = r.embedding;
+  return [
+    [
+      `search(q, 10) median ms at ${fmtInt(x.vectors)} vectors ÷ brute force`,
+      `${fmtNum(x.index.medianMs, 2)} / ${fmtNum(x.bruteForce.medianMs, 1)}`,
+      fmtRatio(x.ratio),
+      `p95 ${fmtNum(x.index.p95Ms, 2)} ms; recall@10 ${fmtNum(x.recall.all.recall, 3)} (${x.recall.all.queries} queries)`,
+    ],
+    [
+      `index memory per vector at ${fmtInt(x.vectors)} ÷ 1,200 B`,
+      `${fmtNum(x.memory.bytesPerVector, 0)} / 1,200 B`,
+      fmtRatio(x.memory.bytesPerVector / 1200),
+      `JS ${fmtNum(x.memory.jsBytesPerVector, 0)} B + native ${fmtNum(x.memory.nativeBytesPerVector, 0)} B; ${fmtNum(x.memory.gibPerMillion, 2)} GiB per million`,
+    ],
+    [
+      `rebuild vectors/s, ${b.workers} workers ÷ one thread (${fmtInt(b.records)} rows)`,
+      `${fmtNum(b.parallel.perSec, 0)} / ${fmtNum(b.single.perSec, 0)}`,
+      fmtRatio(b.ratio),
+      `projected per million: searchable ${fmtNum(b.projectedSecondsPerMillion, 0)} s, graph built ${fmtNum(b.projectedGraphSecondsPerMillion, 0)} s (at ${fmtInt(b.projectedAt)}'s rate); all loaded: ${b.loadedEveryRun ? 'yes' : 'NO'}`,
+    ],
+    [
+      'sealEmbedding+openEmbedding /s ÷ AES-256-GCM round trips/s',
+      `${fmtNum(e.sealOpen.perSec, 0)} / ${fmtNum(e.aesGcm.perSec, 0)}`,
+      fmtRatio(e.sealOpenRatio),
+      `embedOne ${fmtNum(e.embed.perSec, 0)} texts/s${e.roundTripsOk ? '' : '; ROUND TRIP FAILED'}`,
+    ],
+  ];
+}
+
 export function formatSearch(r: SearchResult): string {
-  const x = [r.small, r.large];
+  const x = r.index;
+  const m = x.memory;
+  const del = x.deletion;
   const e = r.embedding;
   const b = r.rebuild;
+  const mib = (bytes: number) => `${fmtNum(bytes / 2 ** 20, 1)} MiB`;
   const lines = [
-    `VectorIndex(${r.dimensions}) of random sparse unit vectors (~${fmtNum(r.small.nonZero, 0)} non-zero dimensions: as many random draws as the ${fmtNum(r.embedding.meanNonZero, 0)} ${r.model} gives a 200-character sentence, less collisions); ` +
-      `memory = heapUsed + arrayBuffers after the build minus before (after gc)`,
+    `VectorIndex(${r.dimensions}): HNSW graph (usearch, int8, cosine; ${r.graph.threads} insertion threads on ${r.graph.cores} cores), ${r.graph.candidates} candidates ranked exactly per search; ` +
+      `${fmtInt(x.vectors)} notes of ~${fmtNum(x.meanNonZero, 0)} non-zero dimensions (${r.model}), embedded in ${fmtSeconds(x.corpusSeconds)}; load average ${r.loadAvg.map((l) => fmtNum(l, 2)).join(' / ')}`,
     table(
-      ['vectors', 'keys', 'build', 'memory delta', 'B/vector', 'GiB per 10^6', 'array slots', 'bookkeeping B/vector', 'B/vector w/o spare slots', 'peak while doubling'],
-      x.map((m) => [
-        fmtInt(m.vectors),
-        fmtInt(m.keys),
-        fmtSeconds(m.buildSeconds),
-        `${fmtNum(m.memory.deltaBytes / 2 ** 20, 1)} MiB`,
-        fmtNum(m.memory.bytesPerVector, 0),
-        fmtNum(m.memory.gibPerMillion, 2),
-        fmtInt(m.memory.capacity),
-        fmtNum(m.memory.bookkeepingPerVector, 0),
-        fmtNum(m.memory.tightBytesPerVector, 0),
-        `${fmtNum(m.memory.peakArrayBuffersDelta / 2 ** 20, 0)} MiB`,
-      ]),
-    ),
-    `at exactly 10^6 vectors the array would have ${fmtInt(2 ** Math.ceil(Math.log2(1e6 / 1024)) * 1024)} slots: ` +
-      `${fmtNum((2 ** Math.ceil(Math.log2(1e6 / 1024)) * 1024 * r.dimensions * 4 + 1e6 * r.large.memory.bookkeepingPerVector) / 2 ** 30, 2)} GiB ` +
-      `(bookkeeping as measured at ${fmtInt(r.large.vectors)}), and ${fmtNum((2 ** Math.ceil(Math.log2(1e6 / 1024)) * 1024 * r.dimensions * 4 * 1.5) / 2 ** 30, 1)} GiB of arrays while the last doubling copies`,
-    '',
-    `index.search(q, 10) vs a bare dot-product loop over one Float32Array of the same values keeping the maximum; ${r.small.index.runs} queries after ${r.small.index.warmups} warm-up, one at a time`,
-    table(
-      ['vectors', 'index median ms', 'index p95 ms', 'bare median ms', 'bare p95 ms', 'ratio (median)', 'ratio (p95)', 'queries/s', 'top score = bare max'],
-      x.map((m) => [
-        fmtInt(m.vectors),
-        fmtNum(m.index.medianMs, 2),
-        fmtNum(m.index.p95Ms, 2),
-        fmtNum(m.baseline.medianMs, 2),
-        fmtNum(m.baseline.p95Ms, 2),
-        fmtRatio(m.ratio),
-        fmtRatio(m.p95Ratio),
-        fmtNum(m.queriesPerSec, 1),
-        m.topScoresAgree ? 'yes' : 'NO',
-      ]),
-    ),
-    `median ms per million vectors: ${x.map((m) => `${fmtNum((m.index.medianMs * 1e6) / m.vectors, 0)} at ${fmtInt(m.vectors)}`).join(', ')}`,
-    '',
-    `Embedding ${fmtInt(e.texts)} sentences of ~${fmtNum(e.meanChars, 0)} characters (~${fmtNum(e.meanNonZero, 0)} non-zero dimensions); ${e.rounds} interleaved rounds each`,
-    table(
-      ['operation', 'texts', 'seconds', 'texts/s', 'ratio to AES-256-GCM'],
+      ['vectors', 'keys', 'build', 'vectors/s', 'B/vector', 'JS B/vector', 'native B/vector', 'GiB per 10^6', 'RSS delta', 'heapTotal / heapUsed / arrayBuffers delta'],
       [
-        [`HashingEmbedder.embedOne (${r.model})`, fmtInt(e.embed.ops), fmtNum(e.embed.seconds, 2), fmtNum(e.embed.perSec, 0), fmtRatio(e.embedRatio)],
         [
-          `sealEmbedding + openEmbedding (int8, ${e.quantisedPlaintextBytes} B plaintext, ${e.sealedBytes} B sealed)`,
-          fmtInt(e.sealOpen.ops),
-          fmtNum(e.sealOpen.seconds, 2),
-          fmtNum(e.sealOpen.perSec, 0),
-          fmtRatio(e.sealOpenRatio),
-        ],
-        ['node:crypto AES-256-GCM encrypt + decrypt, 2,048 B (baseline)', fmtInt(e.aesGcm.ops), fmtNum(e.aesGcm.seconds, 2), fmtNum(e.aesGcm.perSec, 0), '1.00x'],
-        [
-          `node:crypto AES-256-GCM encrypt + decrypt, ${e.quantisedPlaintextBytes} B (reference)`,
-          fmtInt(e.aesGcmQuantisedSize.ops),
-          fmtNum(e.aesGcmQuantisedSize.seconds, 2),
-          fmtNum(e.aesGcmQuantisedSize.perSec, 0),
-          fmtRatio(e.aesGcmQuantisedSize.perSec / e.aesGcm.perSec),
+          fmtInt(x.vectors),
+          fmtInt(x.keys),
+          fmtSeconds(x.buildSeconds),
+          fmtNum(x.buildPerSec, 0),
+          fmtNum(m.bytesPerVector, 0),
+          fmtNum(m.jsBytesPerVector, 0),
+          fmtNum(m.nativeBytesPerVector, 0),
+          fmtNum(m.gibPerMillion, 2),
+          mib(m.rssDelta),
+          `${mib(m.heapTotalDelta)} / ${mib(m.heapUsedDelta)} / ${mib(m.arrayBuffersDelta)}`,
         ],
       ],
     ),
+    `memory = JS (heapUsed + arrayBuffers delta: the int8 vectors, ids, maps and key filing) + native (usearch's graph and int8 copy: RSS delta − heapTotal delta − arrayBuffers delta, ` +
+      `${fmtNum(m.measuredNativeBytesPerVector, 0)} B/vector, or its floor of ${fmtNum(m.nativeFloorBytesPerVector, 0)} B — int8 copy, key, 2·M links — when the delta reads below it), after forced GCs` +
+      (m.secondHalf
+        ? `; over the build's second half alone (${fmtInt(m.secondHalf.vectors)} vectors): ${fmtNum(m.secondHalf.bytesPerVector, 0)} B/vector (JS ${fmtNum(m.secondHalf.jsBytesPerVector, 0)}, native ${fmtNum(m.secondHalf.bytesPerVector - m.secondHalf.jsBytesPerVector, 0)})`
+        : ''),
     '',
-    `Rebuild at start-up: ${fmtInt(b.records)} sealed embeddings over ${b.subjects} subjects (${b.keys} keys; ${fmtNum(b.embeddingsBytes / 2 ** 20, 1)} MiB with indexes); ` +
-      `medians of ${b.runs} interleaved runs after one unmeasured`,
+    `index.search(q, 10) vs a brute-force pass over the ${fmtInt(x.vectors)} int8 vectors (same exact score); ${x.index.runs} queries after ${x.index.warmups} warm-up ` +
+      `(${x.queries.perturbed} stored vectors moved a little, ${x.queries.texts} new notes), one at a time`,
     table(
-      ['operation', 'median s', 'min / max s', 'per second', 'note'],
+      ['search', 'median ms', 'p95 ms', 'max ms', 'recall@10'],
       [
-        [
-          'vault.vectors.rebuild()',
-          fmtNum(b.rebuild.medianSeconds, 3),
-          `${fmtNum(b.rebuild.minSeconds, 3)} / ${fmtNum(b.rebuild.maxSeconds, 3)}`,
-          `${fmtNum(b.rebuild.perSec, 0)} vectors/s`,
-          `${fmtNum(b.rebuild.cpuSeconds, 2)} CPU s per rebuild; loaded ${fmtInt(b.records)} every run: ${b.loadedEveryRun ? 'yes' : 'NO'}`,
-        ],
-        [
-          'select record_id, sealed from embeddings (baseline)',
-          fmtNum(b.select.medianSeconds, 3),
-          `${fmtNum(b.select.minSeconds, 3)} / ${fmtNum(b.select.maxSeconds, 3)}`,
-          `${fmtNum(b.select.perSec, 0)} rows/s`,
-          'same handle',
-        ],
+        ['index.search (graph, exact re-rank)', fmtNum(x.index.medianMs, 3), fmtNum(x.index.p95Ms, 3), fmtNum(x.index.maxMs, 3), `${fmtNum(x.recall.all.recall, 3)} (moved ${fmtNum(x.recall.perturbed.recall, 3)}, new notes ${fmtNum(x.recall.texts.recall, 3)})`],
+        ['brute force (baseline)', fmtNum(x.bruteForce.medianMs, 2), fmtNum(x.bruteForce.p95Ms, 2), fmtNum(x.bruteForce.maxMs, 2), '1'],
       ],
     ),
-    `rebuild vectors/s ÷ select rows/s = ${fmtRatio(b.ratio)}; ~${fmtSeconds(1e6 / b.rebuild.perSec)} per million vectors at this rate`,
-    `one keyset page of the rebuild (after key ${b.page.afterKeyId}, the middle of ${b.keys}; limit 2,000): EXPLAIN execution ${fmtNum(b.page.executionMs, 2)} ms, ${fmtInt(b.page.rows)} rows, ` +
-      `shared buffers hit ${fmtInt(b.page.sharedHit)} read ${fmtInt(b.page.sharedRead)}${b.page.sort ? `; sort: ${b.page.sort}` : ''}`,
-    ...b.page.outline.map((l) => `    ${l}`),
+    `index ÷ brute force (median): ${fmtRatio(x.ratio)}; ${fmtNum(1000 / x.index.medianMs, 0)} queries/s on one thread`,
+    `deletion: removeKey of ${fmtInt(del.keys)} keys (${fmtInt(del.vectors)} vectors) ${fmtNum(del.seconds * 1000, 1)} ms (${fmtNum(del.microsPerVector, 1)} µs a vector), ` +
+      `then their graph slots scrubbed ${fmtNum(del.scrubSeconds * 1000, 0)} ms (${fmtNum(del.scrubMicrosPerVector, 0)} µs a vector); removed records answered afterwards: ${del.returned}; ` +
+      `recall@10 after: ${fmtNum(del.recallAfter.recall, 3)} (${del.recallAfter.queries} new notes)`,
+    '',
+    `Embedding ${fmtInt(e.texts)} sentences of ~${fmtNum(e.meanChars, 0)} characters; ${e.rounds} interleaved rounds each`,
+    table(
+      ['operation', 'texts/s', 'ratio to AES-256-GCM'],
+      [
+        [`HashingEmbedder.embedOne (${r.model})`, fmtNum(e.embed.perSec, 0), fmtRatio(e.embedRatio)],
+        [`sealEmbedding + openEmbedding (int8, ${e.quantisedPlaintextBytes} B plaintext, ${e.sealedBytes} B sealed)`, fmtNum(e.sealOpen.perSec, 0), fmtRatio(e.sealOpenRatio)],
+        ['node:crypto AES-256-GCM encrypt + decrypt, 2,048 B (baseline)', fmtNum(e.aesGcm.perSec, 0), '1.00x'],
+        [`node:crypto AES-256-GCM encrypt + decrypt, ${e.quantisedPlaintextBytes} B (reference)`, fmtNum(e.aesGcmQuantisedSize.perSec, 0), fmtRatio(e.aesGcmQuantisedSize.perSec / e.aesGcm.perSec)],
+      ],
+    ),
+    '',
+    `Rebuild at start-up: ${fmtInt(b.records)} sealed embeddings over ${b.subjects} subjects (setup ${fmtSeconds(b.setupSeconds)}); medians of ${b.runs} interleaved runs`,
+    table(
+      ['operation', 'median s', 'min / max s', 'per second'],
+      [
+        [`vault.vectors.rebuild() (${b.workers} worker threads open the rows)`, fmtNum(b.parallel.medianSeconds, 2), `${fmtNum(b.parallel.minSeconds, 2)} / ${fmtNum(b.parallel.maxSeconds, 2)}`, `${fmtNum(b.parallel.perSec, 0)} vectors/s`],
+        ['vault.vectors.rebuild(2000, { workers: 0 }) (this thread)', fmtNum(b.single.medianSeconds, 2), `${fmtNum(b.single.minSeconds, 2)} / ${fmtNum(b.single.maxSeconds, 2)}`, `${fmtNum(b.single.perSec, 0)} vectors/s`],
+        ['the graph, built after the parallel rebuild (in the background)', fmtNum(b.graphAfter.medianSeconds, 2), `${fmtNum(b.graphAfter.minSeconds, 2)} / ${fmtNum(b.graphAfter.maxSeconds, 2)}`, `${fmtNum(b.graphAfter.perSec, 0)} vectors/s`],
+        ['select record_id, sealed from embeddings (reference)', fmtNum(b.select.medianSeconds, 2), `${fmtNum(b.select.minSeconds, 2)} / ${fmtNum(b.select.maxSeconds, 2)}`, `${fmtNum(b.select.perSec, 0)} rows/s`],
+      ],
+    ),
+    `workers ÷ one thread: ${fmtRatio(b.ratio)} (the workers take rows once warm: their start and warm-up, under tsx, ${fmtSeconds(b.workerStartSeconds)}); all loaded every run: ${b.loadedEveryRun ? 'yes' : 'NO'}`,
+    `opening ${fmtInt(b.opening.rows)} sealed rows in steady state: ${fmtNum(b.opening.local, 0)} rows/s on this thread, ${fmtNum(b.opening.workers, 0)} on ${b.workers || r.graph.cores} warm workers (${fmtRatio(b.opening.workers / b.opening.local)})`,
+    `projected per million vectors: searchable after ${fmtNum(b.projectedSecondsPerMillion, 0)} s (the one-thread rebuild's ${fmtNum((b.single.medianSeconds / b.records) * 1e6, 0)} µs a vector at ${fmtInt(b.records)}, ` +
+      `its opening at ${fmtNum(1e6 / b.opening.local, 0)} µs replaced by the workers' ${fmtNum(1e6 / b.opening.workers, 0)} µs), the graph built after ${fmtNum(b.projectedGraphSecondsPerMillion, 0)} s ` +
+      `(plus the graph's ${fmtNum((x.buildSeconds / x.vectors) * 1e6, 0)} µs a vector up to ${fmtInt(b.projectedAt)}, step 2)`,
+    '',
+    ...r.aims.map((a) => `${a.name}: ${fmtRatio(a.ratio)} — ${aimVerdict(a)}`),
+    formatAims(r.aims),
   ];
   for (const w of r.warnings) lines.push(`WARNING: ${w}`);
   return lines.join('\n');

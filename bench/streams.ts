@@ -7,8 +7,9 @@
  * writer's lease, and BENCH_STREAMS (default 400) streams spread evenly over them
  * (10 per erasure), each connected and past its first event before measuring.
  *
- * Baseline: POST .../key/lease p50 / p99 under autocannon (50 connections) with no
- * stream open. Measured: the same with the streams open. Then the streams close and
+ * Baseline: POST .../key/lease p50 / p99 under autocannon (50 connections over 250
+ * subjects' keys; 1 s warm-up + 4 s per phase; 1,000 subjects and 2 + 10 s with
+ * BENCH_FULL=1) with no stream open. Measured: the same with the streams open. Then the streams close and
  * the baseline runs once more (a check that the order did not favour either phase).
  * Also reported: the watchers and streams the service counts (lethe_erasure_watchers,
  * lethe_erasure_event_streams), the watchers' database reads during each phase, and
@@ -19,15 +20,18 @@ import http from 'node:http';
 import postgres from 'postgres';
 import { type LoadResult, mapLimit, runAutocannon, type Server, startService, stopService, summarize } from './lease.js';
 import {
+  type Aim,
+  aim,
+  byMode,
   createScratchDatabase,
   dropScratchDatabase,
   envInt,
   fmtInt,
   fmtNum,
   fmtRatio,
+  formatAims,
   makeTempDir,
   progress,
-  QUICK,
   randomRootKey,
   removeDir,
   runIfMain,
@@ -59,6 +63,8 @@ export interface StreamsResult {
   readonly p50Ratio: number;
   readonly p99Ratio: number;
   readonly target: number;
+  /** Lease p50 with the streams ÷ without, aim <= 1.5. */
+  readonly aims: Aim[];
   readonly valid: boolean;
   readonly warnings: string[];
 }
@@ -91,10 +97,10 @@ function openStream(base: URL, path: string, token: string): Promise<http.Client
 export async function runStreams(): Promise<StreamsResult> {
   const erasureCount = envInt('BENCH_STREAM_ERASURES', 40, 1);
   const streamCount = envInt('BENCH_STREAMS', 400, 1);
-  const subjects = QUICK ? 100 : 1000;
+  const subjects = byMode({ quick: 100, normal: 250, full: 1000 });
   const connections = 50;
-  const duration = QUICK ? 2 : 10;
-  const warmup = QUICK ? 1 : 2;
+  const duration = byMode({ quick: 2, normal: 4, full: 10 });
+  const warmup = byMode({ quick: 1, normal: 1, full: 2 });
   const writerToken = `writer-${randomBytes(18).toString('base64url')}`;
   const eraserToken = `eraser-${randomBytes(18).toString('base64url')}`;
 
@@ -230,6 +236,14 @@ export async function runStreams(): Promise<StreamsResult> {
       p50Ratio: withStreams.load.latencyMs.p50 / without.load.latencyMs.p50,
       p99Ratio: withStreams.load.latencyMs.p99 / without.load.latencyMs.p99,
       target: 1.5,
+      aims: [
+        aim(
+          `lease p50 with ${streamCount} events streams open ÷ none`,
+          withStreams.load.latencyMs.p50 / without.load.latencyMs.p50,
+          '<= 1.5',
+          withStreams.load.latencyMs.p50 / without.load.latencyMs.p50 <= 1.5 && warnings.length === 0,
+        ),
+      ],
       valid: warnings.length === 0,
       warnings,
     };
@@ -257,6 +271,7 @@ export function formatStreams(r: StreamsResult): string {
     table(['phase', 'req/s', 'p50 ms', 'p99 ms', 'watcher reads', 'db commits/s', 'non-2xx/err'], [row(r.without), row(r.with), row(r.withoutAgain)]),
     `lease p50 with ÷ without = ${fmtRatio(r.p50Ratio)} (target <= ${r.target}: ${r.p50Ratio <= r.target ? 'met' : 'NOT met'}); p99 ${fmtRatio(r.p99Ratio)}`,
     `the service counted ${fmtInt(r.streamsOpen)} streams on ${fmtInt(r.watchersOpen)} watchers while open; ${fmtInt(r.streamsAfter)} streams and ${fmtInt(r.watchersAfter)} watchers after they closed`,
+    formatAims(r.aims),
   ];
   for (const w of r.warnings) lines.push(`WARNING: ${w}`);
   return lines.join('\n');
