@@ -41,15 +41,17 @@ export function subscribe(app: Parts): void {
  * published here yet (its notification missed) is published now — the indexes drop
  * its records.
  */
-export function applyCaughtUp(app: Pick<Parts, 'cache' | 'metrics' | 'logger' | 'destructions'>): (keyIds: readonly string[]) => void {
+export function applyCaughtUp(app: Pick<Parts, 'cache' | 'metrics' | 'logger' | 'destructions' | 'vectors'>): (keyIds: readonly string[]) => Promise<void> {
   const { cache, metrics, logger } = app;
-  return (keyIds) => {
+  return async (keyIds) => {
     let dropped = 0;
     for (const keyId of keyIds) if (cache.dropKey(keyId)) dropped++;
     if (dropped > 0) metrics.dekCacheInvalidations.inc({ source: 'catch-up' }, dropped);
     metrics.dekCacheEntries.set(cache.size);
     const missed = app.destructions.caughtUp(keyIds);
     if (missed > 0) logger.warn({ missed }, 'applied key destructions read from the ledger: their notifications were missed');
+    // applied means out of the answers and out of native memory too: the graph's copies of the removed vectors overwritten
+    if (keyIds.length > 0) await app.vectors.scrubbed();
   };
 }
 

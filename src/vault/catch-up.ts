@@ -30,13 +30,13 @@ interface Gap {
 
 export class DestructionCursor {
   readonly #db: Database;
-  readonly #apply: (keyIds: readonly string[]) => void;
+  readonly #apply: (keyIds: readonly string[]) => void | Promise<void>;
   #cursor = 0;
   readonly #gaps = new Map<number, Gap>();
   #running: Promise<number> | undefined;
   #lastPassStartedAt: number | undefined;
 
-  constructor(deps: { db: Database; apply: (keyIds: readonly string[]) => void }) {
+  constructor(deps: { db: Database; apply: (keyIds: readonly string[]) => void | Promise<void> }) {
     this.#db = deps.db;
     this.#apply = deps.apply;
   }
@@ -105,7 +105,8 @@ export class DestructionCursor {
       if (rows.length === 0) break;
       const seen = new Set<number>();
       for (const r of rows) seen.add(Number(r.seq));
-      this.#apply(rows.map((r) => r.key_id));
+      // the cursor moves past these only once they are applied (a failed apply fails the pass: read again next time)
+      await this.#apply(rows.map((r) => r.key_id));
       applied += rows.length;
       for (const seq of seen) this.#gaps.delete(seq);
       const highest = Math.max(this.#cursor, ...seen);

@@ -14,7 +14,7 @@ import { zeroize } from '../crypto/index.js';
 import { type Database, queryRows, type Transaction } from '../db/client.js';
 import { embeddings } from '../db/schema.js';
 import { idArrayLiteral } from '../ids.js';
-import { isLetheError } from '../errors.js';
+import { isLetheError, LetheError } from '../errors.js';
 import { describeError, type Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { KeyService } from '../vault/keys.js';
@@ -29,6 +29,8 @@ import { type IndexedVector, type RecordType, VectorIndex } from './vector-index
 
 /** How many recently destroyed key ids a replica remembers (to refuse a late load of their vectors). */
 const DESTROYED_MEMORY = 10_000;
+/** How long a replica waits for the scrub of removed vectors before a catch-up pass gives up (it is retried; the cursor does not move meanwhile). */
+const SCRUB_WAIT_MS = 10_000;
 
 /** Rows re-sealed between two turns of the event loop. */
 const YIELD_EVERY = 256;
@@ -330,6 +332,28 @@ export class Vectors {
     }
     this.#d.metrics.indexVectors.set(this.index.size);
     return n;
+  }
+
+  /**
+   * Resolves once every removed vector's copy is gone from the native memory of this
+   * replica's graphs (the current index and one being built), or rejects `unavailable`
+   * after `timeoutMs`: what a replica waits for before it says a destruction is applied.
+   */
+  async scrubbed(timeoutMs = SCRUB_WAIT_MS): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        Promise.all(this.#indexes().map((index) => index.vectors.scrubbed())),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new LetheError('unavailable', `removed vectors still in the vector index's native memory after ${timeoutMs} ms (the scrub goes on)`)),
+            timeoutMs,
+          );
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   #indexes(): Indexes[] {

@@ -103,6 +103,8 @@ export class VectorIndex {
   readonly #slot = new Map<string, number>();
   readonly #filing = new KeyFiling();
   #scrubbing: NodeJS.Immediate | undefined;
+  /** Callers of `scrubbed()` waiting for the scrub to reach every removed slot. */
+  #scrubWaiters: Array<() => void> = [];
   /** Slots filed but not yet in the graph (searches rank them exactly), oldest first. */
   #pending = new Set<number>();
   #graphing: NodeJS.Immediate | undefined;
@@ -296,16 +298,39 @@ export class VectorIndex {
     return this.#graph.scrub(max);
   }
 
+  /**
+   * Resolves once no removed vector's copy is left in the graph's native memory (the
+   * background scrub has reached every removed slot so far), at once when none is.
+   */
+  scrubbed(): Promise<void> {
+    if (this.#graph.unscrubbed === 0) return Promise.resolve();
+    this.#scheduleScrub();
+    return new Promise((resolve) => this.#scrubWaiters.push(resolve));
+  }
+
+  /**
+   * The background scrub, SCRUB_PER_TURN slots a turn. Its immediates keep the event
+   * loop turning (not unref'd): an unref'd immediate on an otherwise idle replica waits
+   * for the next timer, a turn a second or so, and a destruction's acknowledgement waits
+   * for this scrub (`scrubbed`).
+   */
   #scheduleScrub(): void {
     if (this.#scrubbing || this.#graph.unscrubbed === 0) return;
     const graph = this.#graph;
     const turn = () => {
       this.#scrubbing = undefined;
       // a cleared index dropped this graph (clear scrubbed it first)
-      if (graph !== this.#graph) return;
-      if (graph.scrub(SCRUB_PER_TURN) > 0) this.#scrubbing = setImmediate(turn).unref();
+      if (graph !== this.#graph) return this.#wakeScrubWaiters();
+      if (graph.scrub(SCRUB_PER_TURN) > 0) this.#scrubbing = setImmediate(turn);
+      else this.#wakeScrubWaiters();
     };
-    this.#scrubbing = setImmediate(turn).unref();
+    this.#scrubbing = setImmediate(turn);
+  }
+
+  #wakeScrubWaiters(): void {
+    const waiters = this.#scrubWaiters;
+    this.#scrubWaiters = [];
+    for (const resolve of waiters) resolve();
   }
 
   /** A copy of record `id`'s vector as it reads back from its sealed form (the probe compares it), or undefined. */
@@ -444,6 +469,8 @@ export class VectorIndex {
     this.#free = [];
     this.#slot.clear();
     this.#filing.clear();
+    // the old graph's removed slots were scrubbed above
+    this.#wakeScrubWaiters();
   }
 
   /** The int8 vector of a slot (a view into its block). */

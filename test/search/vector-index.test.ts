@@ -164,6 +164,27 @@ describe('VectorIndex', () => {
     }
   });
 
+  it('scrubbed() resolves once the background scrub has overwritten every removed vector in the graph, and at once when none waits', async () => {
+    const d = 16;
+    const index = new VectorIndex(d, { exactUpTo: 0 });
+    const random = mulberry32(7);
+    const vector = () => Float32Array.from({ length: d }, () => random() - 0.5);
+    for (let i = 0; i < 200; i++) index.upsert(`r${i}`, 'entry', i < 120 ? 'doomed' : 'kept', vector());
+    expect(index.unscrubbed).toBe(0);
+    await index.scrubbed(); // nothing removed: at once
+    expect(index.removeKey('doomed')).toBe(120);
+    // the records left every answer at once; their graph copies wait for the scrub (16 a turn)
+    expect(index.unscrubbed).toBe(120);
+    await index.scrubbed();
+    expect(index.unscrubbed).toBe(0);
+    for (let i = 0; i < 20; i++) for (const hit of index.search(vector(), 10)) expect(hit.keyId).toBe('kept');
+    // a waiter on an index cleared meanwhile is not left waiting
+    index.remove('r150');
+    const waiting = index.scrubbed();
+    index.clear();
+    await waiting;
+  });
+
   it('grows past a block of slots, reuses removed slots, and keeps every vector findable', () => {
     const d = 16;
     const index = new VectorIndex(d, { exactUpTo: Number.POSITIVE_INFINITY });
