@@ -233,6 +233,11 @@ export class VectorIndex {
     return this.#pending.size;
   }
 
+  /**
+   * The background graph build, GRAPH_PER_TURN records a turn. Its immediates keep the
+   * event loop turning, as the scrub's do: unref'd, an otherwise idle replica built one
+   * turn per timer tick. `clear()` (close) replaces the graph, which ends the chain.
+   */
   #scheduleGraph(): void {
     if (this.#graphing || this.#graphPaused || this.#pending.size === 0) return;
     const graph = this.#graph;
@@ -241,7 +246,7 @@ export class VectorIndex {
       if (graph !== this.#graph || this.#graphPaused) return;
       if (this.buildGraph(GRAPH_PER_TURN) > 0) this.#scheduleGraph();
     };
-    this.#graphing = setImmediate(turn).unref();
+    this.#graphing = setImmediate(turn);
   }
 
   has(id: string): boolean {

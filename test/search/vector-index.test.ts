@@ -185,6 +185,19 @@ describe('VectorIndex', () => {
     await waiting;
   });
 
+  it('builds the graph in the background on an otherwise idle event loop, without waiting for timers', async () => {
+    const d = 16;
+    const index = new VectorIndex(d, { exactUpTo: 0 });
+    const random = mulberry32(11);
+    const records = Array.from({ length: 2_000 }, (_, i) => ({ id: `r${i}`, type: 'entry' as const, keyId: `k${i % 10}`, vector: Float32Array.from({ length: d }, () => random() - 0.5) }));
+    index.upsertMany(records, { graphLater: true });
+    expect(index.graphPending).toBe(2_000);
+    // one timer, and nothing else to wake the loop: eight turns of 256 are done long before it fires
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(index.graphPending).toBe(0);
+    index.clear();
+  });
+
   it('grows past a block of slots, reuses removed slots, and keeps every vector findable', () => {
     const d = 16;
     const index = new VectorIndex(d, { exactUpTo: Number.POSITIVE_INFINITY });
