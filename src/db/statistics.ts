@@ -63,7 +63,7 @@ export async function analyzeStale(db: Database): Promise<Analyzed[]> {
     const due =
       analyzedRows < 0
         ? // never analyzed: due once it holds more than the threshold (or more than a few pages: the counts start at 0 at every open)
-          live > THRESHOLD || Number(t.changed) > THRESHOLD || pages > 8
+          live > THRESHOLD || Number(t.changed) > THRESHOLD || pages > PAGE_THRESHOLD
         : Number(t.changed) > THRESHOLD + SCALE * analyzedRows || pages > PAGE_THRESHOLD + (1 + SCALE) * Number(t.relpages);
     if (!due) continue;
     const started = performance.now();

@@ -5,12 +5,9 @@
  * while the first rebuild is decrypting — after it read that key's rows.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/observability/logger.js';
-import { createMetrics } from '../../src/observability/metrics.js';
 import type { KeyService } from '../../src/vault/keys.js';
-import { Vectors } from '../../src/vectors/service.js';
-import { ShingleHasher } from '../../src/vectors/shingles.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
+import { vectorsOn } from '../support/vectors.js';
 
 describe('overlapping rebuilds and a destruction in between', () => {
   let tv: TestVault;
@@ -57,15 +54,7 @@ describe('overlapping rebuilds and a destruction in between', () => {
         return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
       },
     }) as KeyService;
-    const vectors = new Vectors({
-      db: tv.vault.db.db,
-      embedder: tv.vault.vectors.embedder,
-      keys,
-      versionKeys: tv.vault.versionKeys,
-      shingles: new ShingleHasher(await tv.vault.provider.deriveSystemKey('shingle-index')),
-      logger: createLogger('silent'),
-      metrics: createMetrics(),
-    });
+    const vectors = await vectorsOn(tv, keys);
     const original = vectors.rebuild.bind(vectors);
     // one row per page: the destroyed key's second row is read after its destruction deleted it
     const first = original(1);

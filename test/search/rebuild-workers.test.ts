@@ -6,13 +6,11 @@
  * found in the destruction ledger at the end.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/observability/logger.js';
-import { createMetrics } from '../../src/observability/metrics.js';
 import type { KeyService } from '../../src/vault/keys.js';
 import { type SealedEmbedding, upsertEmbeddings } from '../../src/vectors/embeddings.js';
-import { Vectors } from '../../src/vectors/service.js';
-import { ShingleHasher } from '../../src/vectors/shingles.js';
+import type { Vectors } from '../../src/vectors/service.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
+import { vectorsOn } from '../support/vectors.js';
 
 const SUBJECTS = 4;
 const PER_SUBJECT = 150;
@@ -46,16 +44,7 @@ describe.each([
   const idsOf: string[][] = [];
 
   /** A Vectors service on the test vault (it hears no destruction event), with `keys` standing in for the vault's key service. */
-  const vectorsWith = async (keys: KeyService = tv.vault.keys) =>
-    new Vectors({
-      db: tv.vault.db.db,
-      embedder: tv.vault.vectors.embedder,
-      keys,
-      versionKeys: tv.vault.versionKeys,
-      shingles: new ShingleHasher(await tv.vault.provider.deriveSystemKey('shingle-index')),
-      logger: createLogger('silent'),
-      metrics: createMetrics(),
-    });
+  const vectorsWith = (keys: KeyService = tv.vault.keys) => vectorsOn(tv, keys);
 
   beforeAll(async () => {
     tv = await openTestVault({ embedded, vault: { listen: false } });
