@@ -113,15 +113,35 @@ export function storedObjectKey(sha256: string): string {
   return `objects/${sha256}`;
 }
 
-/** The manifest with `destroyed` marked on the given keys, as the next version. */
-export function markDestroyed(manifest: Manifest, destroyed: ReadonlyMap<string, Date>, now: Date): Manifest {
-  return {
-    ...manifest,
-    version: manifest.version + 1,
-    updatedAt: now.toISOString(),
-    keys: manifest.keys.map((k) => {
-      const at = destroyed.get(k.keyId);
-      return at && k.state !== 'destroyed' ? { ...k, state: 'destroyed' as const, destroyedAt: at.toISOString() } : k;
-    }),
-  };
+/** What a manifest's base lacks and the ledger chain holds: the destructions after the backup was taken. */
+export interface ManifestOverlay {
+  /** How many of the backup's keys the chain marks destroyed that the base lists as active. */
+  readonly destroyed: number;
+  /** The newest chain record among them (null: none). */
+  readonly through: number | null;
+}
+
+/**
+ * The folded view: the base manifest with every key the ledger chain records destroyed
+ * marked so, and the overlay that says how many marks came from the chain. The base's
+ * MAC covers the base only, so the view carries it as `base` (with the base version),
+ * not as its own `mac`.
+ */
+export type FoldedManifest = Omit<Manifest, 'mac'> & {
+  readonly base: { readonly version: number; readonly mac: string | null };
+  readonly overlay: ManifestOverlay;
+};
+
+export function foldManifest(manifest: Manifest, destroyed: ReadonlyMap<string, { readonly destroyedAt: Date | string; readonly seq?: number }>): FoldedManifest {
+  const { mac, ...base } = manifest;
+  let marked = 0;
+  let through: number | null = null;
+  const keys = manifest.keys.map((k) => {
+    const d = destroyed.get(k.keyId);
+    if (!d || k.state === 'destroyed') return k;
+    marked++;
+    if (d.seq !== undefined) through = Math.max(through ?? 0, d.seq);
+    return { ...k, state: 'destroyed' as const, destroyedAt: new Date(d.destroyedAt).toISOString() };
+  });
+  return { ...base, keys, base: { version: manifest.version, mac: mac ?? null }, overlay: { destroyed: marked, through } };
 }

@@ -1,115 +1,68 @@
 /**
- * Propagation: every destruction reaches every manifest that lists the key. A
- * destruction finds its backups through backup_keys (key id → backups), so the cost
- * follows the backups affected, not the number of backups.
+ * Propagation: every destruction reaches every backup that holds the key, without
+ * touching the backups one by one. A backup's manifest is written once, when the
+ * backup is taken (its base: retained under Object Lock when the bucket allows it),
+ * and never rewritten; the destructions after it reach it through the backup
+ * bucket's ledger chain — an append-only, MAC'd overlay every backup in the bucket
+ * shares, which `verify`, `restore` and `GET /v1/backups/{id}/manifest` fold into the
+ * base. So propagating a destruction writes one chain record (up to 1,000
+ * destructions each) and the head — a constant number of objects of a size that
+ * follows the destructions, not the backups holding them nor their manifests.
  *
- * Durable and idempotent: under the backup row's lock (one writer of a manifest at a
- * time) the new manifest version is stored first and the (key, backup) pairs are
- * recorded in backup_propagations after, so a crash in between only writes the same
- * marks again in one more version. Also the reads of that progress the erasure engine
- * reports (holding, marked, holdingAny), and the coalescing background run.
+ * A backup has learned of a destruction once the chain record holding it is stored
+ * in the backup's bucket (`ledger_exports` names the record, `ledger_chain.stored_at`
+ * says it is stored): that is what `backupsMarked` counts and what the folded
+ * manifest marks. Also the reads of that progress the erasure engine reports
+ * (holding, marked, holdingAny), and the coalescing background run.
  */
-import { count, countDistinct, eq, inArray, sql } from 'drizzle-orm';
-import { queryRows } from '../db/client.js';
-import { backupKeys, backupPropagations, backups } from '../db/schema.js';
+import { count, eq, sql } from 'drizzle-orm';
+import { type Executor, queryRows } from '../db/client.js';
+import { backupKeys } from '../db/schema.js';
 import { describeError } from '../observability/logger.js';
 import type { BackupContext } from './context.js';
 import { flushLedger } from './ledger-chain.js';
-import { LetheError } from '../errors.js';
-import { manifestKey, manifestMacState, markDestroyed, readManifest, sealManifest } from './manifest.js';
 
 export interface PropagateOptions {
-  /** Only the backups holding these keys. */
+  /** The destructions of these keys (those durable nowhere yet are flushed; the catch-up without it takes everything the chain lacks). */
   readonly keyIds?: readonly string[];
-  /** Only these backups. */
-  readonly backupIds?: readonly string[];
 }
 
 export interface PropagationResult {
-  /** Backups a new manifest version was written for. */
-  readonly backups: number;
-  /** (key, backup) marks written. */
+  /** Ledger chain records written now. */
+  readonly records: number;
+  /** Destructions the chain records written now hold. */
   readonly keys: number;
+  /** Backups holding those keys: each learned of them through the chain, with no write of its own. */
+  readonly backups: number;
 }
 
 /**
- * Writes a new manifest version for every backup holding a destroyed key not yet
- * marked there. With `keyIds`, only those keys' backups are looked at (through the
- * key id → backups index); with `backupIds`, only those backups; with neither,
- * everything pending (start-up and the periodic catch-up). The ledger chain is
- * written first (every destruction not yet in it) and again after the manifests
- * (the manifest versions just written).
+ * Writes every destruction not yet in the backup bucket's ledger chain there (with
+ * `keyIds`, a destruction's own flush: those durable in no chain yet, whatever the
+ * ledger's size; without, the catch-up: everything this bucket's chain lacks) and
+ * answers how many backups hold the keys that became durable. No manifest is written.
  */
 export async function propagateDestructions(ctx: BackupContext, options: PropagateOptions = {}): Promise<PropagationResult> {
-  // write-ahead: the ledger chain first, whatever state the manifests are in. A propagation of given keys
-  // (a destruction's) flushes what is durable nowhere yet; the catch-up over everything, all this bucket lacks
-  const everything = !options.keyIds && !options.backupIds;
-  await flushLedger(ctx, { everything });
-  const filter = options.keyIds
-    ? sql`and bk.key_id = any(array(select json_array_elements_text(${JSON.stringify(options.keyIds)}::json)))`
-    : options.backupIds
-      ? sql`and bk.backup_id in (select json_array_elements_text(${JSON.stringify(options.backupIds)}::json))`
-      : sql``;
-  // for given keys, each one's ledger row by its primary key (never a join that could read the whole ledger);
-  // the catch-up over everything pending is a join, as it reads everything anyway
-  const ledger = options.keyIds
-    ? sql`cross join lateral (select dl.destroyed_at from destruction_ledger dl where dl.key_id = bk.key_id offset 0) dl`
-    : sql`join destruction_ledger dl on dl.key_id = bk.key_id`;
-  const pending = await queryRows<{ backup_id: string; key_id: string; destroyed_at: Date | string }>(
-    ctx.db,
-    sql`select bk.backup_id, bk.key_id, dl.destroyed_at
+  const { records, durable } = await flushLedger(ctx, { everything: !options.keyIds });
+  return { records, keys: durable.length, backups: await backupsHoldingAny(ctx, durable) };
+}
+
+/**
+ * The destructions the backup bucket's stored chain holds among the keys `backupId`
+ * lists, with when each key was destroyed and the record that holds it: what the
+ * backup has learned since its manifest was written (the overlay folded into it).
+ */
+export async function chainedDestructions(db: Executor, bucket: string, backupId: string): Promise<Map<string, { destroyedAt: Date; seq: number }>> {
+  const rows = await queryRows<{ key_id: string; destroyed_at: Date | string; chain_seq: number | string }>(
+    db,
+    sql`select bk.key_id, dl.destroyed_at, le.chain_seq
           from backup_keys bk
-          ${ledger}
-         where not exists (select 1 from backup_propagations bp where bp.key_id = bk.key_id and bp.backup_id = bk.backup_id)
-         ${filter}
-         order by bk.backup_id`,
+          join ledger_exports le on le.bucket = ${bucket} and le.key_id = bk.key_id
+          join ledger_chain lc on lc.bucket = le.bucket and lc.seq = le.chain_seq and lc.stored_at is not null
+          join destruction_ledger dl on dl.key_id = bk.key_id
+         where bk.backup_id = ${backupId}`,
   );
-  const byBackup = new Map<string, Map<string, Date>>();
-  for (const p of pending) {
-    const m = byBackup.get(p.backup_id) ?? new Map<string, Date>();
-    m.set(p.key_id, new Date(p.destroyed_at));
-    byBackup.set(p.backup_id, m);
-  }
-  let keys = 0;
-  let written = 0;
-  for (const [backupId, destroyed] of byBackup) {
-    const marked = await ctx.db.transaction(async (tx) => {
-      // one writer of a backup's manifest at a time
-      const [row] = await tx.select().from(backups).where(eq(backups.backupId, backupId)).for('update');
-      if (!row) return 0;
-      // another propagation may have marked them while we waited for the lock
-      const done = await tx
-        .select({ keyId: backupPropagations.keyId })
-        .from(backupPropagations)
-        .where(sql`${backupPropagations.backupId} = ${backupId} and ${backupPropagations.keyId} = any(array(select json_array_elements_text(${JSON.stringify([...destroyed.keys()])}::json)))`);
-      for (const d of done) destroyed.delete(d.keyId);
-      if (destroyed.size === 0) return 0;
-      const current = await readManifest(ctx.backup, backupId);
-      // never re-seal what someone else wrote: an edited manifest, or an older version put back, would come out MAC'd
-      const state = manifestMacState(ctx.ledgerMac, current);
-      if (state === 'invalid' || current.version !== row.manifestVersion) {
-        throw new LetheError(
-          'conflict',
-          state === 'invalid'
-            ? `the manifest of backup ${backupId} fails its MAC: it was edited in the backup bucket; not writing a new version over it (a restore refuses it; take a new backup)`
-            : `the manifest of backup ${backupId} is version ${current.version}, not the version ${row.manifestVersion} lethe wrote last: not writing over it`,
-          { retryable: false },
-        );
-      }
-      const next = sealManifest(ctx.ledgerMac, markDestroyed(current, destroyed, new Date()));
-      await ctx.backup.put(manifestKey(backupId), Buffer.from(JSON.stringify(next)));
-      await tx.update(backups).set({ manifestVersion: next.version }).where(eq(backups.backupId, backupId));
-      const rows = [...destroyed.keys()].map((keyId) => ({ keyId, backupId, manifestVersion: next.version, propagatedAt: new Date() }));
-      await tx.insert(backupPropagations).values(rows).onConflictDoNothing();
-      return destroyed.size;
-    });
-    // another propagation may have written them meanwhile: counted there
-    if (marked > 0) written++;
-    keys += marked;
-  }
-  // the ledger chain records the manifest versions just written (and any destruction still pending)
-  await flushLedger(ctx, { everything });
-  return { backups: written, keys };
+  return new Map(rows.map((r) => [r.key_id, { destroyedAt: new Date(r.destroyed_at), seq: Number(r.chain_seq) }]));
 }
 
 /** How many backups hold data of the key. */
@@ -118,20 +71,30 @@ export async function backupsHolding(ctx: BackupContext, keyId: string): Promise
   return r?.n ?? 0;
 }
 
-/** In how many of the backups holding the key its destruction is written into the manifest. */
+/**
+ * Of the backups holding the key, how many have learned of its destruction: all of
+ * them once a record of the backup bucket's chain holding it is stored, none before.
+ */
 export async function backupsMarked(ctx: BackupContext, keyId: string): Promise<number> {
-  const [r] = await ctx.db.select({ n: count() }).from(backupPropagations).where(eq(backupPropagations.keyId, keyId));
-  return r?.n ?? 0;
+  const [chained] = await queryRows<{ n: number | string }>(
+    ctx.db,
+    sql`select count(*) as n from ledger_exports le
+          join ledger_chain lc on lc.bucket = le.bucket and lc.seq = le.chain_seq and lc.stored_at is not null
+         where le.bucket = ${ctx.backup.bucket} and le.key_id = ${keyId}`,
+  );
+  return Number(chained?.n ?? 0) > 0 ? backupsHolding(ctx, keyId) : 0;
 }
 
 /** How many distinct backups hold data of any of the keys. */
 export async function backupsHoldingAny(ctx: BackupContext, keyIds: readonly string[]): Promise<number> {
   if (keyIds.length === 0) return 0;
-  const [r] = await ctx.db
-    .select({ n: countDistinct(backupKeys.backupId) })
-    .from(backupKeys)
-    .where(inArray(backupKeys.keyId, [...keyIds]));
-  return r?.n ?? 0;
+  // a json array, not one parameter per key: a catch-up can flush tens of thousands
+  const [r] = await queryRows<{ n: number | string }>(
+    ctx.db,
+    sql`select count(distinct backup_id) as n from backup_keys
+         where key_id = any(array(select json_array_elements_text(${JSON.stringify(keyIds)}::json)))`,
+  );
+  return Number(r?.n ?? 0);
 }
 
 /** Backoff between background retries after a failed write: doubling from 1 s to 60 s. */
@@ -183,7 +146,7 @@ export class PropagationQueue {
           // put the work back and try again later, with backoff
           if (all) this.#all = true;
           for (const k of keys) this.#keys.add(k);
-          this.#ctx.logger.warn({ err: describeError(e), retryInMs: this.#backoff }, 'backup ledger or manifest write failed; retrying');
+          this.#ctx.logger.warn({ err: describeError(e), retryInMs: this.#backoff }, 'backup ledger write failed; retrying');
           this.#scheduleRetry();
           return;
         }

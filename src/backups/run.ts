@@ -8,8 +8,9 @@
  *   headers, key states from the validity check.
  * - Incremental: objects are stored content-addressed (objects/<sha256>); an object
  *   already in the backup bucket is referenced, not copied again.
- * - Keys already destroyed are marked in version 1; anything destroyed while the job
- *   copied is propagated before it returns.
+ * - Keys already destroyed are marked in the manifest, written once (its base: never
+ *   rewritten); anything destroyed after the key states were read reaches it through
+ *   the ledger chain, flushed before the job returns.
  */
 import { inArray, sql } from 'drizzle-orm';
 import { backups, destructionLedger } from '../db/schema.js';
@@ -21,7 +22,6 @@ import { writeKeyTable } from './key-table.js';
 import { chainPosition, flushLedger } from './ledger-chain.js';
 import { databaseKey, keyTableKey, type Manifest, MANIFEST_FORMAT, type ManifestKey, type ManifestObject, manifestKey, sealManifest, storedObjectKey } from './manifest.js';
 import { BACKED_UP_PREFIXES, keyIdsOf, recordOwnersOf, sha256Hex } from './objects.js';
-import { propagateDestructions } from './propagate.js';
 
 const VALIDITY_BATCH = 10_000;
 
@@ -113,6 +113,7 @@ export async function takeBackup(ctx: BackupContext, options: { onProgress?: (p:
     keys,
     ...(ledgerHead ? { ledgerHead } : {}),
   });
+  // written once, never rewritten: under Object Lock its one version keeps the bucket's default retention, like the backup's other objects
   await ctx.backup.put(manifestKey(backupId), Buffer.from(JSON.stringify(manifest)));
   options.onProgress?.({ phase: 'manifest', done: 1, copied, reused });
 
@@ -120,15 +121,10 @@ export async function takeBackup(ctx: BackupContext, options: { onProgress?: (p:
     await tx.insert(backups).values({ backupId, createdAt, manifestVersion: 1, objects: objects.length, keys: keys.length });
     await tx.execute(sql`insert into backup_keys (key_id, backup_id)
                          select k, ${backupId} from json_array_elements_text(${JSON.stringify(ids)}::json) as v(k)`);
-    // keys already destroyed when the backup was taken are marked in version 1
-    const already = keys.filter((k) => k.state === 'destroyed').map((k) => k.keyId);
-    if (already.length > 0) {
-      await tx.execute(sql`insert into backup_propagations (key_id, backup_id, manifest_version, propagated_at)
-                           select k, ${backupId}, 1, now() from json_array_elements_text(${JSON.stringify(already)}::json) as v(k)`);
-    }
   });
-  // anything destroyed while we copied is marked now
-  await propagateDestructions(ctx, { backupIds: [backupId] });
+  // anything destroyed after the key states were read reaches the backup through the chain
+  // (and so does the manifest version just written: the chain records it)
+  await flushLedger(ctx);
   return { backupId, createdAt, objects: objects.length, keys: keys.length, manifestVersion: 1 };
 }
 

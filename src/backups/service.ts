@@ -6,8 +6,9 @@
  *
  * - run.ts: taking a backup (objects content-addressed, key table, database export,
  *   manifest, backup_keys rows).
- * - propagate.ts: writing destructions into the manifests of the backups holding the
- *   keys, in the foreground or coalesced in the background; how many backups hold a key.
+ * - propagate.ts: destructions reach the backups holding the keys through the ledger
+ *   chain (no manifest is rewritten), in the foreground or coalesced in the
+ *   background; how many backups hold a key, and have learned of its destruction.
  * - ledger-chain.ts: the destruction ledger's MAC-chained, write-ahead copy in the
  *   backup bucket; a destruction is durable (and answered `destroyed`) once it is there.
  * - verify.ts / restore.ts: checking a backup; restoring one without bringing back a
@@ -29,11 +30,12 @@ import type { KeyService } from '../vault/keys.js';
 import type { VersionKeys } from '../vault/version-keys.js';
 import type { BackupContext } from './context.js';
 import { flushLedger, readChain, type VerifiedChain } from './ledger-chain.js';
-import { type Manifest, readManifest } from './manifest.js';
+import { type FoldedManifest, foldManifest, type Manifest, readManifest } from './manifest.js';
 import {
   backupsHolding,
   backupsHoldingAny,
   backupsMarked,
+  chainedDestructions,
   type PropagateOptions,
   propagateDestructions,
   type PropagationResult,
@@ -114,14 +116,23 @@ export class BackupService {
     }));
   }
 
-  /** The current manifest version. */
-  async manifest(backupId: string): Promise<Manifest> {
+  /**
+   * The manifest as it stands now: its base (written once, with the backup) folded
+   * with every destruction of its keys the backup bucket's stored ledger chain holds.
+   */
+  async manifest(backupId: string): Promise<FoldedManifest> {
+    const base = await this.baseManifest(backupId);
+    return foldManifest(base, await chainedDestructions(this.#ctx.db, this.#ctx.backup.bucket, backupId));
+  }
+
+  /** The manifest as stored in the backup bucket: the base (its current version), MAC'd. */
+  async baseManifest(backupId: string): Promise<Manifest> {
     const [row] = await this.#ctx.db.select().from(backups).where(eq(backups.backupId, backupId));
     if (!row) throw new LetheError('not_found', 'no such backup');
     return readManifest(this.#ctx.backup, backupId);
   }
 
-  /** Writes every pending destruction (of `keyIds`' backups, of `backupIds`, or all) into the manifests; see propagate.ts. */
+  /** Writes every destruction of `keyIds` (or every one) not yet in the backup bucket's ledger chain there; see propagate.ts. */
   propagate(options: PropagateOptions = {}): Promise<PropagationResult> {
     return propagateDestructions(this.#ctx, options);
   }
@@ -215,7 +226,7 @@ export class BackupService {
 
   /** Checks a backup's objects against their sha256 and its keys against what lethe holds. */
   async verify(backupId: string): Promise<Verification> {
-    return verifyBackup(this.#ctx, await this.manifest(backupId));
+    return verifyBackup(this.#ctx, await this.baseManifest(backupId));
   }
 
   /** Restores a backup into an empty database and bucket, replaying the ledger first. */

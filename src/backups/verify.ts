@@ -4,13 +4,15 @@
  * whether the backup's own wrapped copy of the key still unwraps. Nothing is
  * decrypted: a live key is checked against an envelope's key-commitment tag, and keys
  * unwrapped to check them are zeroized at once. Also the manifest's MAC and the backup
- * bucket's ledger chain, verified as a restore would.
+ * bucket's ledger chain, verified as a restore would — and folded into the manifest:
+ * a key the chain records destroyed is checked as destroyed (its data must be
+ * unreadable), whatever the manifest's base says.
  */
 import { envelopeKeyId, isCommittedTo, zeroize } from '../crypto/index.js';
 import { isLetheError } from '../errors.js';
 import type { BackupContext } from './context.js';
 import { readKeyTable } from './key-table.js';
-import { readChain } from './ledger-chain.js';
+import { readChain, type VerifiedChain } from './ledger-chain.js';
 import { type Manifest, manifestMacState } from './manifest.js';
 import { parseDatabaseExport } from './database.js';
 import { unwrapRecordKey } from '../log/frame.js';
@@ -19,8 +21,10 @@ import { unwrapAs } from '../vault/wrapping.js';
 
 export interface VerifiedKey {
   readonly keyId: string;
-  /** The key's state in the manifest. */
+  /** The key's state: the manifest's, folded with the ledger chain (destroyed when either says so). */
   readonly state: 'active' | 'destroyed';
+  /** Where a destroyed state comes from: the manifest's base, or the ledger chain (a destruction after the backup). */
+  readonly destroyedBy?: 'manifest' | 'chain';
   /** decrypts: a live key lethe holds opens the key's data in this backup; unreadable: nothing lethe holds does. */
   readonly data: 'decrypts' | 'unreadable';
   /**
@@ -41,8 +45,12 @@ export interface Verification {
   readonly keys: VerifiedKey[];
   /** The manifest's MAC: valid, invalid (edited), or absent (written before manifests were MAC'd). */
   readonly manifestMac: 'valid' | 'invalid' | 'absent';
-  /** The backup bucket's ledger chain, verified from its genesis: what a restore would replay, or what it would refuse. */
-  readonly ledger: { readonly ok: boolean; readonly records: number; readonly destructions: number; readonly problem?: string };
+  /**
+   * The backup bucket's ledger chain, verified from its genesis: what a restore would
+   * replay, or what it would refuse; `folded`: how many of this backup's keys it marks
+   * destroyed that the manifest's base lists as active.
+   */
+  readonly ledger: { readonly ok: boolean; readonly records: number; readonly destructions: number; readonly folded: number; readonly problem?: string };
   /** Every object intact, every active key's data decrypts, every destroyed key's data unreadable, the manifest's MAC valid, the ledger chain intact. */
   readonly ok: boolean;
 }
@@ -87,6 +95,23 @@ export async function verifyBackup(ctx: BackupContext, manifest: Manifest): Prom
       if (!sample.has(keyId)) sample.set(keyId, owner ? { envelope, record: { entryId: id, wrappedKey: owner.wrappedKey } } : { envelope });
     }
   }
+  // the ledger chain first: the overlay folded into the manifest's key states
+  let chain: VerifiedChain | undefined;
+  let problem: string | undefined;
+  try {
+    chain = await readChain(ctx.backup, ctx.ledgerMac);
+    const knew = manifest.ledgerHead;
+    problem = !chain.present
+      ? 'the backup bucket holds no ledger chain'
+      : knew && !chain.macs.get(knew.seq)?.includes(knew.mac)
+        ? `the ledger chain does not hold record ${knew.seq}, at which this backup was taken, as the backup knew it`
+        : (chain.manifests.get(manifest.backupId) ?? 0) > manifest.version
+          ? `the manifest is version ${manifest.version}, older than the version ${chain.manifests.get(manifest.backupId)} the ledger chain records`
+          : undefined;
+  } catch (e) {
+    if (!isLetheError(e, 'conflict')) throw e;
+    problem = e.message;
+  }
   const table = await readKeyTable(ctx.backup, manifest);
   const deks = await ctx.keys.deksFor(manifest.keys.filter((k) => k.kind !== 'artifact-version').map((k) => k.keyId));
   const keys: VerifiedKey[] = [];
@@ -116,28 +141,28 @@ export async function verifyBackup(ctx: BackupContext, manifest: Manifest): Prom
           wrappedCopy = 'inert';
         }
       }
-      keys.push({ keyId: k.keyId, state: k.state, data: decrypts ? 'decrypts' : 'unreadable', wrappedCopy, ...(copy ? { wrappedEpoch: copy.epoch } : {}) });
+      const destroyedBy = k.state === 'destroyed' ? 'manifest' : chain?.entries.has(k.keyId) ? 'chain' : undefined;
+      keys.push({
+        keyId: k.keyId,
+        state: destroyedBy ? 'destroyed' : 'active',
+        ...(destroyedBy ? { destroyedBy } : {}),
+        data: decrypts ? 'decrypts' : 'unreadable',
+        wrappedCopy,
+        ...(copy ? { wrappedEpoch: copy.epoch } : {}),
+      });
     }
   } finally {
     for (const dek of deks.values()) zeroize(dek);
   }
   const manifestMac = manifestMacState(ctx.ledgerMac, manifest);
-  let ledger: Verification['ledger'];
-  try {
-    const chain = await readChain(ctx.backup, ctx.ledgerMac);
-    const knew = manifest.ledgerHead;
-    const problem = !chain.present
-      ? 'the backup bucket holds no ledger chain'
-      : knew && !chain.macs.get(knew.seq)?.includes(knew.mac)
-        ? `the ledger chain does not hold record ${knew.seq}, at which this backup was taken, as the backup knew it`
-        : (chain.manifests.get(manifest.backupId) ?? 0) > manifest.version
-          ? `the manifest is version ${manifest.version}, older than the version ${chain.manifests.get(manifest.backupId)} the ledger chain records`
-          : undefined;
-    ledger = { ok: problem === undefined, records: chain.last ? chain.last.seq + 1 : 0, destructions: chain.entries.size, ...(problem ? { problem } : {}) };
-  } catch (e) {
-    if (!isLetheError(e, 'conflict')) throw e;
-    ledger = { ok: false, records: 0, destructions: 0, problem: e.message };
-  }
+  const folded = keys.filter((k) => k.destroyedBy === 'chain').length;
+  const ledger: Verification['ledger'] = {
+    ok: problem === undefined,
+    records: chain?.last ? chain.last.seq + 1 : 0,
+    destructions: chain?.entries.size ?? 0,
+    folded,
+    ...(problem ? { problem } : {}),
+  };
   const ok =
     corrupted.length === 0 &&
     keys.every((k) => (k.state === 'active' ? k.data === 'decrypts' : k.data === 'unreadable')) &&

@@ -68,7 +68,7 @@ export function addBackup(program: Command): void {
     });
   backup
     .command('propagate')
-    .description('Write new manifest versions for key destructions not yet marked in the backups that hold them (the service does this on its own too).')
+    .description('Write every key destruction not yet in the backup bucket\'s ledger chain there: every backup holding the key learns of it through the chain (the service does this on its own too).')
     .action(async () => {
       out(await withApp((app) => app.backups.propagate()));
     });

@@ -324,7 +324,8 @@ export const trainingExposureSubjects = pgTable(
 /**
  * Backups taken into the backup bucket. The manifest itself (objects, sha256, key ids,
  * key states) lives in the bucket; this row is the index that finds it and the
- * version last written.
+ * version last written (1: a manifest is written once; a manifest of format 1 taken
+ * before propagation went through the ledger chain may have later versions).
  */
 export const backups = pgTable(
   'backups',
@@ -341,24 +342,12 @@ export const backups = pgTable(
   (t) => [index('backups_created').on(t.createdAt, t.backupId)],
 );
 
-/** Which backups hold data of which key: how a destruction finds the manifests to update. */
+/** Which backups hold data of which key: how many backups a destruction reaches (through the ledger chain), and which keys a manifest's folded view looks up. */
 export const backupKeys = pgTable(
   'backup_keys',
   {
     keyId: text('key_id').notNull(),
     backupId: text('backup_id').notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.keyId, t.backupId] })],
-);
-
-/** Destructions already written into a backup's manifest (the propagation's progress). */
-export const backupPropagations = pgTable(
-  'backup_propagations',
-  {
-    keyId: text('key_id').notNull(),
-    backupId: text('backup_id').notNull(),
-    manifestVersion: integer('manifest_version').notNull(),
-    propagatedAt: tstz('propagated_at').notNull(),
   },
   (t) => [primaryKey({ columns: [t.keyId, t.backupId] })],
 );

@@ -25,6 +25,8 @@ interface ManifestBody {
   createdAt: string;
   objects: Array<{ key: string; sha256: string; keyIds: string[] }>;
   keys: Array<{ keyId: string; state: string; destroyedAt?: string }>;
+  base: { version: number; mac: string | null };
+  overlay: { destroyed: number; through: number | null };
 }
 
 describe('backup routes', () => {
@@ -87,6 +89,7 @@ describe('backup routes', () => {
     expect(m.objects[0]!.keyIds).toEqual([keyId]);
     expect(m.keys).toEqual([expect.objectContaining({ keyId, state: 'active' })]);
     expect(m.keys[0]!.destroyedAt).toBeUndefined();
+    expect(m.overlay).toEqual({ destroyed: 0, through: null });
   });
 
   it('answers 404 problem+json for an unknown backup', async () => {
@@ -113,16 +116,19 @@ describe('backup routes', () => {
     expect(await t.vault.backups.list()).toHaveLength(2);
   });
 
-  it('shows a destruction in a new manifest version with destroyedAt', async () => {
+  it('shows a destruction in the folded manifest with destroyedAt, the base unchanged', async () => {
     const destroyed = await t.call('POST', `/v1/admin/keys/${keyId}/destroy`, { role: 'admin', body: { reason: 'contract test' } });
     expect(destroyed.status).toBe(200);
     const m = await until(
-      'manifest version 2',
+      'the destruction folded in',
       () => ok<ManifestBody>(call('manifest after destruction', 'GET', `/v1/backups/${taken.backupId}/manifest`, 'backup'), 200),
-      (b) => b.version === 2,
+      (b) => b.overlay.destroyed === 1,
     );
     expect(m.keys).toEqual([expect.objectContaining({ keyId, state: 'destroyed' })]);
     expect(m.keys[0]!.destroyedAt).toMatch(RFC3339);
+    expect(m.version).toBe(1);
+    expect(m.base).toEqual({ version: 1, mac: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(m.overlay.through).toEqual(expect.any(Number));
   });
 
   it('never answered with a DEK or the text of an entry', async () => {

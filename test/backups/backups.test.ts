@@ -1,8 +1,8 @@
 /**
  * Backups on PostgreSQL and a real, versioned MinIO (fresh live and backup buckets):
  * what a backup holds, that it never holds a plaintext key, incremental copying, and
- * destructions propagating into new manifest versions of exactly the backups holding
- * the key, with the destruction ledger copied alongside.
+ * destructions reaching exactly the backups holding the key through the ledger chain —
+ * folded into their manifests, which are written once and never rewritten.
  */
 import { sql } from 'drizzle-orm';
 import type { Client } from 'minio';
@@ -78,17 +78,15 @@ describe('backups into a versioned MinIO bucket', () => {
     for (const ver of versions) out.push(JSON.parse(Buffer.from(await getVersion(client, backupBucket, ver.name, ver.versionId)).toString('utf8')) as Manifest);
     return out.sort((a, b) => a.version - b.version);
   };
-  /** Waits until the DB and the bucket both show `version` for each backup (the background propagation committed). */
-  const untilVersions = (wanted: Record<string, number>) =>
+  /**
+   * Waits until each backup's folded manifest (GET .../manifest) marks `keyId` destroyed —
+   * through the ledger chain, the stored manifest untouched (version 1, its only version).
+   */
+  const untilFolded = (keyId: string, backupIds: readonly string[]) =>
     until(
-      `manifest versions ${JSON.stringify(wanted)}`,
-      async () => {
-        const listed = await manifestVersions();
-        const stored: Record<string, number> = {};
-        for (const id of Object.keys(wanted)) stored[id] = (await storedManifest(backupStore(), id)).version;
-        return { listed: Object.fromEntries(Object.keys(wanted).map((id) => [id, listed.get(id)])), stored };
-      },
-      (s) => Object.entries(wanted).every(([id, n]) => s.listed[id] === n && s.stored[id] === n),
+      `${keyId} destroyed in the folded manifests of ${backupIds.join(', ')}`,
+      async () => Promise.all(backupIds.map(async (id) => keyState(await v().backups.manifest(id), keyId)?.state)),
+      (states) => states.every((st) => st === 'destroyed'),
     );
   const untilLedgerObject = (keyId: string) =>
     until(`the ledger chain record of ${keyId}`, () => ledgerRecordOf(backupStore(), keyId), (h) => h !== undefined) as Promise<string>;
@@ -133,7 +131,9 @@ describe('backups into a versioned MinIO bucket', () => {
     expect(live.size).toBe(5); // four one-entry segments and one artifact version
 
     const m = await storedManifest(backupStore(), first.backupId);
-    expect(await v().backups.manifest(first.backupId)).toEqual(m);
+    // nothing destroyed yet: the folded view is the stored manifest, its MAC carried as the base's
+    const { mac, ...rest } = m;
+    expect(await v().backups.manifest(first.backupId)).toEqual({ ...rest, base: { version: 1, mac }, overlay: { destroyed: 0, through: null } });
     expect(m).toMatchObject({ backupId: first.backupId, version: 1 });
     expect(new Map(m.objects.map((o) => [o.key, o.sha256]))).toEqual(live);
     expect(m.objects).toHaveLength(live.size);
@@ -228,25 +228,29 @@ describe('backups into a versioned MinIO bucket', () => {
     expect(m2.keyTable.key).not.toBe(m1.keyTable.key);
   });
 
-  it("marks A's key destroyed in a new version of every earlier manifest and keeps the old version in the bucket", async () => {
+  it("marks A's key destroyed in every earlier backup's folded manifest through the ledger chain, the stored manifests untouched", async () => {
     destructionA = await v().keys.destroyKey(keyA, { reason: 'erasure', actor: 'eraser' });
     expect(destructionA.destroyedNow).toBe(true);
-    await untilVersions({ [first.backupId]: 2, [second.backupId]: 2 });
+    await untilFolded(keyA, [first.backupId, second.backupId]);
+    const record = await untilLedgerObject(keyA);
+    const seq = Number(/(\d{16})\.json$/.exec(record)![1]);
 
     for (const b of [first, second]) {
-      const m = await storedManifest(backupStore(), b.backupId);
-      expect(await v().backups.manifest(b.backupId)).toEqual(m);
-      expect(m.version).toBe(2);
-      expect(keyState(m, keyA)).toMatchObject({ state: 'destroyed', destroyedAt: destructionA.destroyedAt.toISOString() });
-      expect(keyState(m, keyB)?.state).toBe('active');
-      expect(keyState(m, keyB)?.destroyedAt).toBeUndefined();
-      expect(keyState(m, artifactKeyV1)?.state).toBe('active');
+      const folded = await v().backups.manifest(b.backupId);
+      expect(keyState(folded, keyA)).toMatchObject({ state: 'destroyed', destroyedAt: destructionA.destroyedAt.toISOString() });
+      expect(keyState(folded, keyB)?.state).toBe('active');
+      expect(keyState(folded, keyB)?.destroyedAt).toBeUndefined();
+      expect(keyState(folded, artifactKeyV1)?.state).toBe('active');
+      expect(folded.overlay).toEqual({ destroyed: 1, through: seq });
 
-      // MinIO keeps version 1 as it was
+      // the stored manifest is the base, as written with the backup: one version, A active, its MAC the folded view's base
       const versions = await storedVersionsOf(b.backupId);
-      expect(versions.map((x) => x.version)).toEqual([1, 2]);
-      expect(keyState(versions[0]!, keyA)?.state).toBe('active');
-      expect(versions[0]!.objects).toEqual(m.objects);
+      expect(versions.map((x) => x.version)).toEqual([1]);
+      const base = versions[0]!;
+      expect(keyState(base, keyA)?.state).toBe('active');
+      expect(folded.base).toEqual({ version: 1, mac: base.mac });
+      expect(folded.objects).toEqual(base.objects);
+      expect(folded.version).toBe(1);
     }
   });
 
@@ -275,12 +279,14 @@ describe('backups into a versioned MinIO bucket', () => {
     const table = await readJson<KeyTable>(backupStore(), m.keyTable.key);
     expect(table.keys.map((k) => k.keyId)).not.toContain(keyA);
 
-    expect(await v().backups.propagate()).toEqual({ backups: 0, keys: 0 });
+    expect(await v().backups.propagate()).toEqual({ records: 0, backups: 0, keys: 0 });
     expect((await manifestVersions()).get(afterDestruction.backupId)).toBe(1);
+    // the base marks it; the chain adds nothing for this backup
+    expect((await v().backups.manifest(afterDestruction.backupId)).overlay).toEqual({ destroyed: 0, through: null });
     expect(await allVersions(client, backupBucket, manifestKey(afterDestruction.backupId))).toHaveLength(1);
   });
 
-  it("marks the artifact's version-1 key destroyed in the manifests that hold it once regeneration destroys it", async () => {
+  it("marks the artifact's version-1 key destroyed in the folded manifests that hold it once regeneration destroys it", async () => {
     const result = await v().artifacts.regenerate([artifactId], { actor: 't' });
     expect(result.regenerated).toEqual([{ artifactId, version: 2 }]);
     // destroyed at once; acknowledged `destroyed` once the ledger chain holds it (the background write)
@@ -290,7 +296,7 @@ describe('backups into a versioned MinIO bucket', () => {
     const artifactKeyV2 = row!.key_id;
     expect(artifactKeyV2).not.toBe(artifactKeyV1);
 
-    await untilVersions({ [first.backupId]: 3, [second.backupId]: 3, [afterDestruction.backupId]: 2 });
+    await untilFolded(artifactKeyV1, [first.backupId, second.backupId, afterDestruction.backupId]);
     await untilLedgerObject(artifactKeyV1);
     const [ledgerRow] = await queryRows<{ destroyed_at: Date | string }>(
       v().db.db,
@@ -298,7 +304,8 @@ describe('backups into a versioned MinIO bucket', () => {
     );
     const destroyedAt = new Date(ledgerRow!.destroyed_at).toISOString();
     for (const b of [first, second, afterDestruction]) {
-      const m = await storedManifest(backupStore(), b.backupId);
+      const m = await v().backups.manifest(b.backupId);
+      expect(await storedVersionsOf(b.backupId)).toHaveLength(1);
       expect(keyState(m, artifactKeyV1)).toMatchObject({ state: 'destroyed', destroyedAt });
       expect(keyState(m, keyA)?.state).toBe('destroyed');
       expect(keyState(m, keyB)?.state).toBe('active');
@@ -314,12 +321,12 @@ describe('backups into a versioned MinIO bucket', () => {
     expect(await allVersions(client, backupBucket, ledgerA.record)).toHaveLength(1);
   });
 
-  it('writes no new version when propagation runs again with nothing new', async () => {
+  it('writes nothing when propagation runs again with nothing new', async () => {
     await v().backups.idle();
     const versionsBefore = await versionCounts(client, backupBucket, '');
     const listedBefore = await manifestVersions();
-    expect(await v().backups.propagate()).toEqual({ backups: 0, keys: 0 });
-    expect(await v().backups.propagate({ keyIds: [keyA, artifactKeyV1] })).toEqual({ backups: 0, keys: 0 });
+    expect(await v().backups.propagate()).toEqual({ records: 0, backups: 0, keys: 0 });
+    expect(await v().backups.propagate({ keyIds: [keyA, artifactKeyV1] })).toEqual({ records: 0, backups: 0, keys: 0 });
     expect(await versionCounts(client, backupBucket, '')).toEqual(versionsBefore);
     expect(await manifestVersions()).toEqual(listedBefore);
   });
@@ -327,8 +334,8 @@ describe('backups into a versioned MinIO bucket', () => {
   it('names keys by key id only: no subject id in any manifest version, key table, database export or ledger object', async () => {
     const versions = [...(await allVersions(client, backupBucket, 'backups/')), ...(await allVersions(client, backupBucket, 'ledger/'))];
     const count = (test: (name: string) => boolean) => versions.filter((ver) => test(ver.name)).length;
-    // 3 + 3 + 2 manifest versions; a key table and a database export per backup; the ledger chain's records and its head
-    expect(count((n) => n.endsWith('/manifest.json'))).toBe(8);
+    // one manifest version per backup (never rewritten); a key table and a database export per backup; the ledger chain's records and its head
+    expect(count((n) => n.endsWith('/manifest.json'))).toBe(3);
     expect(count((n) => n.endsWith('/keys.json'))).toBe(3);
     expect(count((n) => n.endsWith('/database.json'))).toBe(3);
     const ledgerNames = versions.filter((ver) => ver.name.startsWith('ledger/')).map((ver) => ver.name);
@@ -344,10 +351,10 @@ describe('backups into a versioned MinIO bucket', () => {
       for (const subject of [SUBJECT_A, SUBJECT_B]) expect(text, `${subject} in ${ver.name}@${ver.versionId}`).not.toContain(subject);
       read++;
     }
-    expect(read).toBe(8 + 3 + 3 + ledgerNames.length);
+    expect(read).toBe(3 + 3 + 3 + ledgerNames.length);
   });
 
-  it('writes new versions of exactly the backups holding a key when it is destroyed (cost follows the backups affected)', async () => {
+  it('reaches exactly the backups holding a key when it is destroyed, writing only the ledger chain (no manifest)', async () => {
     const early = [await v().backups.run(), await v().backups.run(), await v().backups.run()];
     const keyC = (await v().log.append(SUBJECT_C, { text: 'C adopted a cat.' }, 'writer')).keyId;
     const late = [await v().backups.run(), await v().backups.run()];
@@ -356,20 +363,20 @@ describe('backups into a versioned MinIO bucket', () => {
 
     const listedBefore = await manifestVersions();
     expect(listedBefore.size).toBe(3 + 5);
-    const manifestsBefore = await versionCounts(client, backupBucket, 'backups/');
+    await v().backups.idle();
+    const before = await versionCounts(client, backupBucket, '');
 
     await v().keys.destroyKey(keyC, { reason: 'erasure', actor: 'eraser' });
-    await untilVersions(Object.fromEntries(late.map((b) => [b.backupId, 2])));
-    await untilLedgerObject(keyC);
+    await untilFolded(keyC, late.map((b) => b.backupId));
+    const record = await untilLedgerObject(keyC);
+    await v().backups.idle();
+    expect({ holding: await v().backups.holding(keyC), marked: await v().backups.marked(keyC) }).toEqual({ holding: 2, marked: 2 });
 
-    const listedAfter = await manifestVersions();
-    const changed = [...listedAfter].filter(([id, n]) => listedBefore.get(id) !== n).map(([id]) => id);
-    expect(changed.sort()).toEqual(late.map((b) => b.backupId).sort());
-    const manifestsAfter = await versionCounts(client, backupBucket, 'backups/');
-    for (const [name, n] of manifestsBefore) {
-      const grew = late.some((b) => name === manifestKey(b.backupId));
-      expect(manifestsAfter.get(name), name).toBe(grew ? n + 1 : n);
-    }
-    for (const b of late) expect(keyState(await storedManifest(backupStore(), b.backupId), keyC)?.state).toBe('destroyed');
+    // what was written: one chain record and a new version of the head; no manifest, nothing else
+    expect(await manifestVersions()).toEqual(listedBefore);
+    const after = await versionCounts(client, backupBucket, '');
+    const grew = [...after].filter(([name, n]) => (before.get(name) ?? 0) !== n).map(([name, n]) => [name, n - (before.get(name) ?? 0)]);
+    expect(grew.sort()).toEqual([[LEDGER_HEAD_KEY, 1], [record, 1]].sort());
+    for (const b of early) expect(keyState(await v().backups.manifest(b.backupId), keyC)).toBeUndefined();
   });
 });

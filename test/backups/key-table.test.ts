@@ -35,7 +35,7 @@ describe("a backup's key table and KEK rotation", () => {
     await v.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
     await until(
       'the destruction in the manifest',
-      () => storedManifest(v.backups.store, before.backupId),
+      () => v.backups.manifest(before.backupId),
       (m) => keyState(m, a.keyId)?.state === 'destroyed',
     );
     // marked destroyed, yet the copy in the backup still opens under the live KEK epoch

@@ -151,37 +151,40 @@ describe('backups in a bucket under Object Lock in compliance mode', () => {
     await expectUndeletable(client, backupBucket, pick(LEDGER_HEAD_KEY));
   });
 
-  it("marks A destroyed in a new manifest version in the locked bucket; verify finds A's data unreadable and B's decrypting; A's undeletable frames open under no key lethe holds", async () => {
+  it("marks A destroyed through the ledger chain, the locked manifest untouched; verify finds A's data unreadable and B's decrypting; A's undeletable frames open under no key lethe holds", async () => {
     const aKey = a[0]!.keyId;
     const bKey = b[0]!.keyId;
     expect(a.every((e) => e.keyId === aKey)).toBe(true);
     expect(aKey).not.toBe(bKey);
     await tv.vault.keys.destroyKey(aKey, { reason: 'erasure', actor: 'eraser' });
 
-    // the vault's own destruction hook writes the new manifest version: nobody calls propagate here
-    const manifest = await until(
-      "the manifest marking A's key destroyed",
-      () => readJson<Manifest>(tv.vault.backups.store, manifestKey(backupId)),
+    // the vault's own destruction hook writes the chain record: nobody calls propagate here
+    const folded = await until(
+      "the folded manifest marking A's key destroyed",
+      () => tv.vault.backups.manifest(backupId),
       (m) => m.keys.find((k) => k.keyId === aKey)?.state === 'destroyed',
     );
-    expect(manifest.version).toBe(2);
-    expect(manifest.keys.find((k) => k.keyId === bKey)?.state).toBe('active');
+    expect(folded.overlay.destroyed).toBe(1);
+    expect(folded.keys.find((k) => k.keyId === bKey)?.state).toBe('active');
+    const manifest = await readJson<Manifest>(tv.vault.backups.store, manifestKey(backupId));
+    expect(manifest.version).toBe(1);
+    expect(manifest.keys.find((k) => k.keyId === aKey)?.state).toBe('active');
     // and the destruction's record in the ledger chain
     const record = await until("the ledger chain record of A's destruction", () => ledgerRecordOf(tv.vault.backups.store, aKey), (r) => r !== undefined);
 
-    // both manifest versions are kept and locked; so is the ledger copy of the destruction
+    // the manifest's one version is kept and locked (written once, never rewritten); so is the ledger copy of the destruction
     const versions = await allVersions(client, backupBucket);
     const manifestVersions = versions.filter((v) => v.name === manifestKey(backupId));
-    expect(manifestVersions).toHaveLength(2);
-    for (const v of manifestVersions) await expectUndeletable(client, backupBucket, v);
+    expect(manifestVersions).toHaveLength(1);
+    await expectUndeletable(client, backupBucket, manifestVersions[0]!);
     const ledgerCopy = versions.find((v) => v.name === record);
     expect(ledgerCopy).toBeDefined();
     expect(await client.getObjectRetention(backupBucket, ledgerCopy!.name, { versionId: ledgerCopy!.versionId })).toMatchObject({ mode: 'COMPLIANCE' });
     await expectUndeletable(client, backupBucket, ledgerCopy!);
 
     const verification = await tv.vault.backups.verify(backupId);
-    expect(verification).toMatchObject({ backupId, manifestVersion: 2, corrupted: [], ok: true });
-    expect(verification.keys.find((k) => k.keyId === aKey)).toMatchObject({ state: 'destroyed', data: 'unreadable' });
+    expect(verification).toMatchObject({ backupId, manifestVersion: 1, corrupted: [], ok: true, ledger: { ok: true, folded: 1 } });
+    expect(verification.keys.find((k) => k.keyId === aKey)).toMatchObject({ state: 'destroyed', destroyedBy: 'chain', data: 'unreadable' });
     expect(verification.keys.find((k) => k.keyId === bKey)).toMatchObject({ state: 'active', data: 'decrypts' });
 
     // A's frames are still in the backup, in stored objects nobody can remove, and every

@@ -1,25 +1,27 @@
 /**
- * Propagation when the replica that destroyed a key could not write the manifests
- * (its backup bucket is elsewhere): another replica catches up at start-up or on its
- * periodic tick; and two replicas catching up at once write one new version, not two.
- * PostgreSQL and a real, versioned MinIO.
+ * Propagation when the replica that destroyed a key could not write the backup
+ * bucket's ledger chain (its backup bucket is elsewhere): another replica catches up
+ * at start-up or on its periodic tick; and two replicas catching up at once write the
+ * chain record once. No manifest is rewritten: the backup learns of the destruction
+ * through the chain, folded into its manifest. PostgreSQL and a real, versioned MinIO.
  */
 import { Writable } from 'node:stream';
 import postgres from 'postgres';
 import type { Client } from 'minio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chainRecordKey } from '../../src/backups/ledger-chain.js';
 import { manifestKey } from '../../src/backups/manifest.js';
 import { createLogger } from '../../src/observability/logger.js';
 import type { App } from '../../src/app/open.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
 import { allVersions, hex, keyState, ledgerHolds, ledgerRecordOf, minioClient, minioEnv, storedManifest, until } from './support.js';
 
-const FAILED = 'backup ledger or manifest write failed';
+const FAILED = 'backup ledger write failed';
 
 describe('propagating destructions the destroying replica could not write', () => {
   let tv: TestVault;
   let client: Client;
-  /** A replica whose backup bucket is not the backups' one: its own propagation fails (and says so in its log). */
+  /** A replica whose backup bucket is not the backups' one, and holds a damaged chain: its own propagation fails (and says so in its log). */
   let broken: App;
   const brokenLog: Array<{ msg?: string }> = [];
   const { env, backupBucket } = minioEnv();
@@ -44,15 +46,17 @@ describe('propagating destructions the destroying replica could not write', () =
     expect(await ledgerHolds(tv.vault.backups.store, keyId)).toBe(false);
   }
 
+  /** The folded manifest marks it, through the chain; the stored base is never rewritten. */
   const untilMarked = (keyId: string, backupId: string) =>
     until(
       `${keyId} marked destroyed in ${backupId}`,
       async () => ({
         listed: await versionOf(tv.vault, backupId),
-        stored: keyState(await storedManifest(tv.vault.backups.store, backupId), keyId)?.state,
+        base: keyState(await storedManifest(tv.vault.backups.store, backupId), keyId)?.state,
+        folded: keyState(await tv.vault.backups.manifest(backupId), keyId)?.state,
         ledger: await ledgerHolds(tv.vault.backups.store, keyId),
       }),
-      (s) => s.listed === 2 && s.stored === 'destroyed' && s.ledger,
+      (s) => s.listed === 1 && s.base === 'active' && s.folded === 'destroyed' && s.ledger,
     );
 
   beforeAll(async () => {
@@ -66,26 +70,28 @@ describe('propagating destructions the destroying replica could not write', () =
       },
     });
     broken = await tv.reopen({ listen: false, logger: createLogger('warn', sink) }, { S3_BACKUP_BUCKET: `lethe-elsewhere-${hex()}` });
+    // its bucket holds a chain record without a head: it refuses to write a chain there, every time
+    await broken.backups.store.put(chainRecordKey(0), Buffer.from('not a ledger record'));
   });
   afterAll(async () => {
     await tv?.close();
   });
 
-  it('writes one new manifest version when two replicas catch up on the same destruction at once', async () => {
+  it('writes the chain record once, and no manifest version, when two replicas catch up on the same destruction at once', async () => {
     const { keyId, backupId } = await backedUpSubject();
     await destroyWithoutPropagating(keyId, backupId);
     const other = await tv.reopen({ listen: false });
 
-    // hold the backup's row so both catch-ups have found the pending destruction before either writes
+    // hold the bucket's chain lock so both catch-ups wait on it before either writes
     const sql = postgres(tv.db!.url, { max: 2, onnotice: () => {} });
     let results: Array<{ backups: number; keys: number }> = [];
     try {
       let both!: Promise<Array<{ backups: number; keys: number }>>;
       await sql.begin(async (tx) => {
-        await tx`select 1 from backups where backup_id = ${backupId} for update`;
+        await tx`select pg_advisory_xact_lock(hashtext(${`lethe-ledger-chain:${backupBucket}`}))`;
         both = Promise.all([tv.vault.backups.propagate(), other.backups.propagate()]);
         await until(
-          'both catch-ups to wait on the backup row',
+          'both catch-ups to wait on the chain lock',
           async () => Number((await sql`select count(*)::int as n from pg_stat_activity where datname = ${tv.db!.name} and wait_event_type = 'Lock'`)[0]!.n),
           (n) => n >= 2,
         );
@@ -94,20 +100,23 @@ describe('propagating destructions the destroying replica could not write', () =
     } finally {
       await sql.end({ timeout: 1 });
     }
-    expect(results.reduce((n, r) => n + r.backups, 0)).toBeGreaterThanOrEqual(1);
+    // one of them wrote it, reaching the one backup that holds the key
+    expect(results.map((r) => r.keys).sort()).toEqual([0, 1]);
+    expect(results.reduce((n, r) => n + r.backups, 0)).toBe(1);
 
     const m = await storedManifest(tv.vault.backups.store, backupId);
-    expect(keyState(m, keyId)?.state).toBe('destroyed');
-    expect(m.version).toBe(2);
-    expect(await versionOf(tv.vault, backupId)).toBe(2);
-    expect(await allVersions(client, backupBucket, manifestKey(backupId))).toHaveLength(2);
+    expect(keyState(m, keyId)?.state).toBe('active');
+    expect(m.version).toBe(1);
+    expect(keyState(await tv.vault.backups.manifest(backupId), keyId)?.state).toBe('destroyed');
+    expect(await versionOf(tv.vault, backupId)).toBe(1);
+    expect(await allVersions(client, backupBucket, manifestKey(backupId))).toHaveLength(1);
     // the chain record holding the destruction was written once
     const record = await ledgerRecordOf(tv.vault.backups.store, keyId);
     expect(record).toBeDefined();
     expect(await allVersions(client, backupBucket, record!)).toHaveLength(1);
   });
 
-  it('counts the backups holding a key and those whose manifest marks its destruction', async () => {
+  it('counts the backups holding a key and those that have learned of its destruction', async () => {
     const { keyId, backupId } = await backedUpSubject();
     const { keyId: unbacked } = await tv.vault.log.append(`user:p-${hex()}`, { text: 'Written after the backup.' }, 'writer');
     const b = tv.vault.backups;

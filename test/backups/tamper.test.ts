@@ -9,7 +9,10 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app/open.js';
 import { chainRecordKey, LEDGER_HEAD_KEY } from '../../src/backups/ledger-chain.js';
-import { type Manifest, manifestKey } from '../../src/backups/manifest.js';
+import { sql } from 'drizzle-orm';
+import { type Manifest, manifestKey, sealManifest } from '../../src/backups/manifest.js';
+import { deriveSubkey, KeyedHasher } from '../../src/crypto/index.js';
+import { queryRows } from '../../src/db/client.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
 import { allVersions, getVersion, ledgerRecordOf, minioClient, minioEnv, readJson, until } from './support.js';
@@ -22,6 +25,8 @@ describe('tampering with the backup bucket', () => {
   const { env, backupBucket } = minioEnv();
   const client = minioClient();
   let backupId = '';
+  /** The manifest's stored versions once the three destructions after the backup were propagated (before any test overwrites it). */
+  let manifestVersionsAtSetup = 0;
   const subjects: Array<{ entryId: string; keyId: string }> = [];
 
   /** A fresh database and live bucket with the source's keyring, root key and backup bucket. */
@@ -65,6 +70,7 @@ describe('tampering with the backup bucket', () => {
       expect((await tv.vault.backups.awaitDurable([s.keyId], 30_000)).pending).toEqual([]);
     }
     await tv.vault.backups.propagate();
+    manifestVersionsAtSetup = (await allVersions(client, backupBucket, manifestKey(backupId))).length;
     const head = await readJson<{ seq: number }>(tv.vault.backups.store, LEDGER_HEAD_KEY);
     for (let seq = 0; seq <= head.seq; seq++) saved.set(seq, await tv.vault.backups.store.get(chainRecordKey(seq)));
   }, 120_000);
@@ -81,14 +87,16 @@ describe('tampering with the backup bucket', () => {
     expect((await restored.log.get(subjects[3]!.entryId)).text).toMatch(/^subject 3 says/);
   });
 
-  it("refuses the issue's story (the destruction's record deleted, the manifest rewritten with the key active); a plain delete alone is worked around from the versions", async () => {
+  it("refuses the issue's story (the destruction's record deleted, the manifest rewritten without the key); a plain delete alone is worked around from the versions", async () => {
     const victim = subjects[0]!;
     const record = await ledgerRecordOf(tv.vault.backups.store, victim.keyId);
     expect(record).toBeDefined();
     const seq = Number(record!.match(/(\d{16})/)![1]);
     const manifestBytes = await tv.vault.backups.store.get(manifestKey(backupId));
     const manifest = JSON.parse(Buffer.from(manifestBytes).toString('utf8')) as Manifest;
-    const forged = { ...manifest, keys: manifest.keys.map((k) => (k.keyId === victim.keyId ? { keyId: k.keyId, kind: k.kind, state: 'active' } : k)) };
+    // the base was written before the destruction (the key active): an attacker hides the key from it altogether
+    expect(manifest.keys.find((k) => k.keyId === victim.keyId)?.state).toBe('active');
+    const forged = { ...manifest, keys: manifest.keys.filter((k) => k.keyId !== victim.keyId) };
     await tv.vault.backups.store.delete(record!);
     await overwrite(manifestKey(backupId), Buffer.from(JSON.stringify(forged)));
     try {
@@ -175,21 +183,37 @@ describe('tampering with the backup bucket', () => {
     }
   });
 
-  it('refuses an older manifest version put back after the chain recorded a newer one', async () => {
-    const versions = await allVersions(client, backupBucket, manifestKey(backupId));
-    const all = await Promise.all(versions.map(async (v) => getVersion(client, backupBucket, v.name, v.versionId)));
-    const parsed = all.map((b) => JSON.parse(Buffer.from(b).toString('utf8')) as Manifest);
-    const newest = Math.max(...parsed.map((m) => m.version));
-    expect(newest).toBeGreaterThan(1);
-    // the catch-up records the newest manifest version in the chain
-    await tv.vault.backups.propagate();
-    const first = all[parsed.findIndex((m) => m.version === 1)]!;
-    const current = await tv.vault.backups.store.get(manifestKey(backupId));
-    await overwrite(manifestKey(backupId), first);
+  it('keeps one manifest version per backup: a destruction after it is in the chain only', async () => {
+    expect(manifestVersionsAtSetup).toBe(1);
+    const base = await readJson<Manifest>(tv.vault.backups.store, manifestKey(backupId));
+    expect(base.version).toBe(1);
+    expect(base.keys.filter((k) => k.state === 'destroyed')).toEqual([]);
+    const folded = await tv.vault.backups.manifest(backupId);
+    expect(folded.overlay.destroyed).toBe(3);
+    expect(subjects.slice(0, 3).map((s) => folded.keys.find((k) => k.keyId === s.keyId)?.state)).toEqual(['destroyed', 'destroyed', 'destroyed']);
+  });
+
+  it('refuses an older version of a manifest of the earlier format (rewritten by each propagation) put back after the chain recorded a newer one', async () => {
+    // what propagation wrote before the chain was the overlay: version 2 of the manifest, MAC'd, recorded in the chain
+    const mac = new KeyedHasher(deriveSubkey(Buffer.from(tv.env.LETHE_ROOT_KEY!, 'base64'), 'ledger-chain'));
+    const first = await tv.vault.backups.store.get(manifestKey(backupId));
+    const v1 = JSON.parse(Buffer.from(first).toString('utf8')) as Manifest;
+    const v2 = sealManifest(mac, { ...v1, version: 2, keys: v1.keys.map((k) => (k.keyId === subjects[0]!.keyId ? { ...k, state: 'destroyed' as const } : k)) });
+    await overwrite(manifestKey(backupId), Buffer.from(JSON.stringify(v2)));
+    await queryRows(tv.vault.db.db, sql`update backups set manifest_version = 2 where backup_id = ${backupId}`);
     try {
-      expect(await refusal()).toMatch(new RegExp(`manifest of backup ${backupId} is version 1, but the ledger chain records version ${newest}`));
+      // the catch-up records the newest manifest version in the chain
+      await tv.vault.backups.propagate();
+      await overwrite(manifestKey(backupId), first);
+      expect(await refusal()).toMatch(new RegExp(`manifest of backup ${backupId} is version 1, but the ledger chain records version 2`));
+      expect(await tv.vault.backups.verify(backupId)).toMatchObject({ ok: false, ledger: { ok: false, problem: expect.stringMatching(/older than the version 2/) } });
+      // the newer version put back: restored, and the folded view still marks every destruction
+      await overwrite(manifestKey(backupId), Buffer.from(JSON.stringify(v2)));
+      expect((await tv.vault.backups.manifest(backupId)).overlay.destroyed).toBe(2);
     } finally {
-      await overwrite(manifestKey(backupId), current);
+      mac.destroy();
+      await overwrite(manifestKey(backupId), first);
+      await queryRows(tv.vault.db.db, sql`update backups set manifest_version = 1 where backup_id = ${backupId}`);
     }
   });
 

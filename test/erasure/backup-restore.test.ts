@@ -43,25 +43,26 @@ describe('a backup taken before a class B erasure', () => {
     for (const db of targets) await db.drop().catch(() => {});
   });
 
-  it("the backup's latest manifest marks A's key and the superseded artifact versions destroyed, and verify reports their data unreadable", async () => {
-    const manifest = await ok<{ version: number; keys: Array<{ keyId: string; state: string; destroyedAt?: string }> }>(
+  it("the backup's folded manifest marks A's key and the superseded artifact versions destroyed, and verify reports their data unreadable", async () => {
+    const manifest = await ok<{ version: number; keys: Array<{ keyId: string; state: string; destroyedAt?: string }>; overlay: { destroyed: number } }>(
       call('GET', `/v1/backups/${backupId}/manifest`, { role: 'backup' }),
       200,
     );
-    expect(manifest.version).toBeGreaterThan(1);
+    expect(manifest.overlay.destroyed).toBe(1 + s.versionKeys.length);
     for (const keyId of [s.aKeyId, ...s.versionKeys]) {
       expect(manifest.keys.find((k) => k.keyId === keyId), keyId).toMatchObject({ state: 'destroyed', destroyedAt: expect.any(String) });
     }
     const bKey = (await source.vault.log.get(s.b1)).keyId;
     expect(manifest.keys.find((k) => k.keyId === bKey)?.state).toBe('active');
-    // the service answers what the backup bucket holds
+    // the backup bucket holds the base, written once; the service folds the ledger chain into it
     expect((await storedManifest(source.vault.backups.store, backupId)).version).toBe(manifest.version);
+    expect(manifest.version).toBe(1);
 
     const verified = await source.vault.backups.verify(backupId);
     expect(verified.ok).toBe(true);
     expect(verified.manifestVersion).toBe(manifest.version);
     expect(verified.corrupted).toEqual([]);
-    expect(verified.keys.find((k) => k.keyId === s.aKeyId)).toEqual({ keyId: s.aKeyId, state: 'destroyed', data: 'unreadable', wrappedCopy: 'unwraps', wrappedEpoch });
+    expect(verified.keys.find((k) => k.keyId === s.aKeyId)).toEqual({ keyId: s.aKeyId, state: 'destroyed', destroyedBy: 'chain', data: 'unreadable', wrappedCopy: 'unwraps', wrappedEpoch });
     for (const keyId of s.versionKeys) expect(verified.keys.find((k) => k.keyId === keyId)).toMatchObject({ state: 'destroyed', data: 'unreadable' });
     expect(verified.keys.find((k) => k.keyId === bKey)).toMatchObject({ state: 'active', data: 'decrypts' });
   });

@@ -160,7 +160,7 @@ describe('object store stalled and down under two replicas', () => {
         'Collects brass ship barometers and repairs their aneroid capsules by lamplight.',
       ];
       for (const text of texts) expect((await answer(a, 'POST', `/v1/subjects/${subject}/entries`, { body: { text } })).status).toBe(201);
-      // a backup holds the subject: propagation has manifests to write
+      // a backup holds the subject: propagation has a backup to reach (through the ledger chain)
       expect((await answer(a, 'POST', '/v1/backups', { role: 'backup', timeoutMs: 30_000 })).status).toBe(201);
 
       // stalled from the request on; each step that starts meets a stalled store for 3 s (past the 2 s store

@@ -1,9 +1,8 @@
 /**
- * propagate: every backup manifest that lists a key this erasure destroyed (the
- * subject's, the superseded version keys, redacted subjects' old keys) marks it
- * destroyed — once every one of those destructions is durable in the backup store's
- * ledger chain (the step parks until then). Propagation is recorded per (key,
- * backup): safe to run again.
+ * propagate: every backup that lists a key this erasure destroyed (the subject's, the
+ * superseded version keys, redacted subjects' old keys) learns of it — once every one
+ * of those destructions is durable in the backup store's ledger chain (the step parks
+ * until then), which every backup's manifest is folded with. Safe to run again.
  */
 import { awaitDurable, eraseTier, type Step } from './step.js';
 

@@ -27,6 +27,12 @@ const ManifestSchema = z
         destroyedAt: z.string().optional(),
       }),
     ),
+    base: z.object({ version: z.number().int(), mac: z.string().nullable() }).openapi({
+      description: 'The manifest as written with the backup (never rewritten): its version and MAC. The keys above are its keys folded with the ledger chain.',
+    }),
+    overlay: z.object({ destroyed: z.number().int(), through: z.number().int().nullable() }).openapi({
+      description: 'What the backup bucket\'s ledger chain adds to the base: how many keys it marks destroyed after the backup, and the newest chain record among them.',
+    }),
   })
   .openapi('BackupManifest');
 
@@ -108,7 +114,7 @@ export function registerBackupRoutes(app: OpenAPIHono<AuthEnv>, services: Servic
       method: 'get',
       path: '/v1/backups/{backupId}/manifest',
       tags: ['backups'],
-      summary: 'The current version of a backup\'s manifest',
+      summary: 'A backup\'s manifest as it stands: the base written with the backup, folded with every later destruction the ledger chain holds',
       security,
       middleware: [authorize(tokens, 'backup')] as const,
       request: { params: BackupIdParam },
