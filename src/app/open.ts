@@ -229,6 +229,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       probeSimilarity: config.probeSimilarity,
       claimSeconds: config.erasureClaimSeconds,
       pollMs: config.erasurePollMs,
+      concurrency: config.erasureConcurrency,
       stepDeadlineMs: config.erasureStepDeadlineSeconds * 1000,
       retry: config.erasureRetry,
       ...(options.probeQueueWait ? { probeQueueWait: options.probeQueueWait } : {}),

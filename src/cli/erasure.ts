@@ -4,12 +4,22 @@
  * request with the service's own schema before sending it, then follows the
  * erasure's event stream and prints a summary; the exit code says how it ended.
  */
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { ErasureProgressLostError, followErasure } from '../client/erasures.js';
 import { type ServiceClient, UnreachableError } from '../client/http.js';
 import { FIRST_RUN } from '../erasure/machine.js';
-import { ERASURE_ID_PATTERN, type ErasureRequest, ErasureRequestSchema, LEGAL_BASES, MAX_PUBLIC_ATTRIBUTES, REASON_CATEGORIES } from '../erasure/request.js';
+import {
+  type BulkErasureRequest,
+  BulkErasureRequestSchema,
+  ERASURE_ID_PATTERN,
+  type ErasureRequest,
+  ErasureRequestSchema,
+  LEGAL_BASES,
+  MAX_BULK_SUBJECTS,
+  MAX_PUBLIC_ATTRIBUTES,
+  REASON_CATEGORIES,
+} from '../erasure/request.js';
 import type { ErasureAccepted, ErasureTransition, ErasureView } from '../erasure/view.js';
 import { idRule } from '../ids.js';
 import { describeError } from '../observability/logger.js';
@@ -30,6 +40,7 @@ interface EraseOptions {
   reference?: string;
   wait: boolean;
   json?: boolean;
+  subjectsFile?: string;
 }
 
 function collect(value: string, previous: string[] | undefined): string[] {
@@ -163,7 +174,99 @@ async function watchErasure(client: ServiceClient, erasureId: string, json: bool
   throw new ExitError(`erasure ${erasureId} is still ${view.status} after its events ended`, ERASE_EXIT.lost);
 }
 
-/** `lethe erase <subject>`. */
+/** One subject per line; blank lines and lines starting with # are skipped. */
+async function subjectsFrom(file: string): Promise<Array<{ line: number; subject: string }>> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    throw new ExitError(`--subjects-file: cannot read ${file} (${(e as NodeJS.ErrnoException).code ?? 'unreadable'})`, ERASE_EXIT.input);
+  }
+  const out: Array<{ line: number; subject: string }> = [];
+  text.split(/\r?\n/).forEach((raw, i) => {
+    const subject = raw.trim();
+    if (subject !== '' && !subject.startsWith('#')) out.push({ line: i + 1, subject });
+  });
+  if (out.length === 0) throw new ExitError(`--subjects-file: ${file} names no subject (one per line)`, ERASE_EXIT.input);
+  return out;
+}
+
+interface BulkAnswer {
+  erasures: Array<{ index: number; erasureId?: string; status?: string; created?: boolean; error?: { code: string; detail: string } }>;
+}
+
+/**
+ * `lethe erase --subjects-file F`: every subject of the file, checked whole with the
+ * service's schema first (exit 2 naming the line, before any request), then
+ * POST /v1/erasures/batch in chunks of MAX_BULK_SUBJECTS; one line per subject, named
+ * by its line in the file (never by its id); with --wait, every erasure followed to its
+ * end and the worst outcome is the exit code.
+ */
+async function eraseMany(file: string, opts: EraseOptions): Promise<void> {
+  const subjects = await subjectsFrom(file);
+  const shared = erasureRequestBody(subjects[0]!.subject, opts);
+  if (shared.publicAttributes || shared.entryIds) throw new ExitError('--public-attribute is about one person: erase that subject on its own, not with --subjects-file', ERASE_EXIT.input);
+  const { subject: _first, ...rest } = shared;
+  const chunks: BulkErasureRequest[] = [];
+  for (let i = 0; i < subjects.length; i += MAX_BULK_SUBJECTS) {
+    const body = { ...rest, subjects: subjects.slice(i, i + MAX_BULK_SUBJECTS).map((s) => s.subject) };
+    const parsed = BulkErasureRequestSchema.safeParse(body);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      const at = issue.path[0] === 'subjects' && typeof issue.path[1] === 'number' ? subjects[i + issue.path[1]]!.line : undefined;
+      throw new ExitError(`--subjects-file${at !== undefined ? ` line ${at}` : ''}: ${issue.message}`, ERASE_EXIT.input);
+    }
+    chunks.push(parsed.data);
+  }
+  const client = serviceClient('eraser');
+  const accepted: Array<{ line: number; erasureId: string }> = [];
+  let refused = 0;
+  let offset = 0;
+  for (const chunk of chunks) {
+    const answer = await serviceCall(client.json<BulkAnswer>('POST', '/v1/erasures/batch', { body: chunk }), ERASE_EXIT.input);
+    for (const item of answer.erasures) {
+      const line = subjects[offset + item.index]!.line;
+      if (item.erasureId) {
+        accepted.push({ line, erasureId: item.erasureId });
+        process.stdout.write(opts.json ? `${JSON.stringify({ line, erasureId: item.erasureId, status: item.status, created: item.created })}\n` : `line ${line}: ${item.erasureId} ${item.created ? 'accepted' : 'already open'}\n`);
+      } else {
+        refused++;
+        process.stdout.write(opts.json ? `${JSON.stringify({ line, error: item.error })}\n` : `line ${line}: refused (${item.error?.code}: ${item.error?.detail})\n`);
+      }
+    }
+    offset += chunk.subjects.length;
+  }
+  if (!opts.wait) {
+    if (refused > 0) throw new ExitError(`${refused} of ${subjects.length} subject(s) refused`, ERASE_EXIT.input);
+    return;
+  }
+  // follow every erasure to its end: a few at a time, each polled until it settles
+  const ended = new Map<string, string>();
+  let pending = [...accepted];
+  while (pending.length > 0) {
+    const still: typeof pending = [];
+    for (let i = 0; i < pending.length; i += 8) {
+      const views = await Promise.all(pending.slice(i, i + 8).map(async (p) => ({ p, view: await serviceCall(client.json<ErasureView>('GET', `/v1/erasures/${p.erasureId}`), ERASE_EXIT.input) })));
+      for (const { p, view } of views) {
+        if (view.status === 'pending' || view.status === 'running') still.push(p);
+        else {
+          ended.set(p.erasureId, view.status);
+          process.stdout.write(opts.json ? `${JSON.stringify({ line: p.line, erasureId: p.erasureId, ended: view.status })}\n` : `line ${p.line}: ${p.erasureId} ${view.status}\n`);
+        }
+      }
+    }
+    pending = still;
+    if (pending.length > 0) await new Promise((r) => setTimeout(r, 500));
+  }
+  const count = (status: string) => [...ended.values()].filter((s) => s === status).length;
+  const summary = `${count('completed')} completed, ${count('incomplete')} incomplete, ${count('failed')} failed, ${refused} refused (of ${subjects.length})`;
+  if (!opts.json) process.stdout.write(`${summary}\n`);
+  if (count('failed') > 0) throw new ExitError(summary, ERASE_EXIT.failed);
+  if (count('incomplete') > 0) throw new ExitError(summary, ERASE_EXIT.incomplete);
+  if (refused > 0) throw new ExitError(summary, ERASE_EXIT.input);
+}
+
+/** `lethe erase <subject>`, or `lethe erase --subjects-file F`. */
 export function addErase(program: Command): void {
   program
     .command('erase')
@@ -175,7 +278,8 @@ export function addErase(program: Command): void {
         `or class C without an unlearning bound); ${ERASE_EXIT.failed} failed; ${ERASE_EXIT.input} bad input, missing LETHE_ERASER_TOKEN or a bad LETHE_URL, the service unreachable, ` +
         `or an error answer from the service (its problem detail on stderr); ${ERASE_EXIT.lost} accepted, but following it broke off (it goes on: \`lethe erasure watch <erasureId>\`).`,
     )
-    .argument('<subject>', 'the subject id: 1 to 200 characters of A-Z a-z 0-9 . _ : @ + -')
+    .argument('[subject]', 'the subject id: 1 to 200 characters of A-Z a-z 0-9 . _ : @ + - (or --subjects-file)')
+    .option('--subjects-file <file>', `erase every subject of the file, one per line (# comments and blank lines skipped): POST /v1/erasures/batch, ${MAX_BULK_SUBJECTS} at a time, one erasure and certificate each; one line per subject, named by its line in the file; with --wait, the worst outcome is the exit code`)
     .option('--reason <text>', 'why the subject is erased (sealed with the request)')
     .option('--legal-basis <basis>', LEGAL_BASES.join(', '))
     .option('--public-attribute <text>', `something public about the subject that the probe also looks for (repeatable, at most ${MAX_PUBLIC_ATTRIBUTES})`, collect)
@@ -187,7 +291,12 @@ export function addErase(program: Command): void {
     .option('--reference <id>', "the controller's own reference for the request, e.g. its ticket id (with --reason-category)")
     .option('--no-wait', 'print the erasure id once the service accepted the request, and exit 0')
     .option('--json', 'JSON lines on stdout: {"step": …} per transition, the erasure (as GET /v1/erasures/{id}) last; with --no-wait, {erasureId, status}')
-    .action(async (subject: string, opts: EraseOptions) => {
+    .action(async (subject: string | undefined, opts: EraseOptions) => {
+      if (opts.subjectsFile !== undefined) {
+        if (subject !== undefined) throw new ExitError('name a subject or --subjects-file, not both', ERASE_EXIT.input);
+        return eraseMany(opts.subjectsFile, opts);
+      }
+      if (subject === undefined) throw new ExitError('name the subject to erase (or --subjects-file <file>)', ERASE_EXIT.input);
       const body = erasureRequestBody(subject, opts);
       const client = serviceClient('eraser');
       const res = await serviceCall(client.request('POST', '/v1/erasures', { body }), ERASE_EXIT.input);

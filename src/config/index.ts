@@ -131,6 +131,7 @@ const envSchema = z.object({
   LETHE_PROBE_SIMILARITY: fraction(0.9),
   LETHE_ERASURE_CLAIM_SECONDS: int(30, 1, 3600),
   LETHE_ERASURE_POLL_MS: int(1000, 10, 60_000),
+  LETHE_ERASURE_CONCURRENCY: int(4, 1, 64),
   LETHE_ERASURE_STEP_DEADLINE_SECONDS: int(300, 1, 86_400),
   LETHE_ERASURE_RETRY_BASE_MS: int(1000, 1, 3_600_000),
   LETHE_ERASURE_RETRY_CAP_MS: int(300_000, 1, 86_400_000),
@@ -194,6 +195,8 @@ export interface Config {
   readonly erasureClaimSeconds: number;
   /** How often each replica looks for erasure work it can claim. */
   readonly erasurePollMs: number;
+  /** How many erasures each replica runs at once (each its own claim). */
+  readonly erasureConcurrency: number;
   /** How long one erasure step may run before its claim is given up and the attempt counted (the step is retried). */
   readonly erasureStepDeadlineSeconds: number;
   /** A transient step failure is retried after base · 2^(attempt-1) ms, at most cap ms, for as long as it takes. */
@@ -362,6 +365,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     probeSimilarity: e.LETHE_PROBE_SIMILARITY,
     erasureClaimSeconds: e.LETHE_ERASURE_CLAIM_SECONDS,
     erasurePollMs: e.LETHE_ERASURE_POLL_MS,
+    erasureConcurrency: e.LETHE_ERASURE_CONCURRENCY,
     erasureStepDeadlineSeconds: e.LETHE_ERASURE_STEP_DEADLINE_SECONDS,
     erasureRetry: { baseMs: e.LETHE_ERASURE_RETRY_BASE_MS, capMs: Math.max(e.LETHE_ERASURE_RETRY_BASE_MS, e.LETHE_ERASURE_RETRY_CAP_MS) },
     storeTimeoutMs: e.LETHE_STORE_TIMEOUT_MS,

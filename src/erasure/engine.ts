@@ -24,7 +24,7 @@ import { dismissMatches } from './dismissal.js';
 import { openErasure } from './opening.js';
 import { type ForgetRequest, forgottenEntries, requestForget } from './forget.js';
 import { orderRedaction } from './redaction.js';
-import { type DismissalRequest, type ErasureRequest, requestContextOf } from './request.js';
+import { type BulkErasureRequest, type DismissalRequest, type ErasureRequest, requestContextOf } from './request.js';
 import type { CertificateSigner, ErasureResources, ErasureServices, ErasureSettings } from './resources.js';
 import { parseState } from './state.js';
 import { createTiers } from './tiers/index.js';
@@ -36,6 +36,14 @@ import { ErasureWorker } from './worker.js';
 import { reinstateSubject, SubjectTombstones } from './tombstones.js';
 
 /** How often, and how far apart, a released lease's wake is retried while a replica runs the erasure's drain_leases. */
+/** How many of a bulk request's subjects are requested at once (each its own transaction). */
+const BULK_LANES = 8;
+
+/** One subject of POST /v1/erasures/batch: its erasure, or why it was refused. Never the subject id: the index in the request names it. */
+export type BulkErasureItem =
+  | { readonly index: number; readonly erasureId: string; readonly status: ErasureStatus; readonly created: boolean }
+  | { readonly index: number; readonly error: { readonly code: string; readonly detail: string } };
+
 const WAKE_TRIES = 20;
 const WAKE_RETRY_MS = 100;
 
@@ -132,6 +140,33 @@ export class ErasureEngine {
     if (fenced) keys.dropCached(fenced);
     this.kick();
     return { erasureId, status: 'pending', created: true };
+  }
+
+  /**
+   * POST /v1/erasures/batch: each subject's erasure requested as POST /v1/erasures
+   * would (a new one, or the subject's open one), a few at a time; one subject's
+   * refusal (never seen, an erasure in progress of its entries…) is answered in its
+   * own item and stops no other. The erasures then run as any other: claimed by every
+   * replica's worker, their ledger flushes coalesced into shared chain records.
+   */
+  async requestMany(input: BulkErasureRequest, actor: string): Promise<BulkErasureItem[]> {
+    const { subjects, ...shared } = input;
+    const items = new Array<BulkErasureItem>(subjects.length);
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      for (let i = next++; i < subjects.length; i = next++) {
+        try {
+          items[i] = { index: i, ...(await this.request({ subject: subjects[i]!, ...shared }, actor)) };
+        } catch (e) {
+          // a refusal about this subject is its item's answer; the database or the store failing is the request's
+          if (!(e instanceof LetheError) || e.code === 'internal' || e.code === 'unavailable') throw e;
+          items[i] = { index: i, error: { code: e.code, detail: e.message } };
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(BULK_LANES, subjects.length) }, lane));
+    this.kick();
+    return items;
   }
 
   /**

@@ -111,6 +111,41 @@ export const ErasureRequestSchema = z
 
 export type ErasureRequest = z.infer<typeof ErasureRequestSchema>;
 
+/** Subjects one bulk erasure request names at most. */
+export const MAX_BULK_SUBJECTS = 1000;
+
+/**
+ * POST /v1/erasures/batch: many subjects erased at once, each its own erasure (and its
+ * own certificate), with the fields every one of them shares. What is about one
+ * person (public attributes, entry ids) is not shared: ask for those one at a time.
+ */
+export const BulkErasureRequestSchema = z
+  .object({
+    subjects: z
+      .array(z.string().regex(SUBJECT_ID_PATTERN, SUBJECT_ID_RULE))
+      .min(1, 'name at least one subject')
+      .max(MAX_BULK_SUBJECTS, `at most ${MAX_BULK_SUBJECTS}`),
+    reason: z.string().max(MAX_REASON_CHARS, `at most ${MAX_REASON_CHARS} characters`).optional(),
+    legalBasis: z.enum(LEGAL_BASES, { error: `must be one of ${LEGAL_BASES.join(', ')}` }).optional(),
+    unlearning: UnlearningSchema.optional(),
+    request: RequestContextSchema.optional(),
+  })
+  .strict()
+  .superRefine((r, ctx) => {
+    const seen = new Set<string>();
+    r.subjects.forEach((subject, i) => {
+      if (seen.has(subject)) ctx.addIssue({ code: 'custom', path: ['subjects', i], message: 'named twice' });
+      seen.add(subject);
+      // the context is kept in the clear: it must not name any of the subjects
+      for (const field of ['legalBasis', 'controller', 'reference'] as const) {
+        if (r.request && r.request[field].includes(subject)) ctx.addIssue({ code: 'custom', path: ['request', field], message: `${NOT_PERSONAL}: it contains subject ${i + 1}'s id` });
+      }
+    });
+  });
+
+export type BulkErasureRequest = z.infer<typeof BulkErasureRequestSchema>;
+
+
 export const RedactionRequestSchema = z.object({ ids: z.array(z.string().min(1).max(100)).min(1).max(MAX_REDACTION_IDS) }).strict();
 
 export type RedactionRequest = z.infer<typeof RedactionRequestSchema>;

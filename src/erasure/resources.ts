@@ -35,6 +35,8 @@ export interface ErasureSettings {
   readonly claimSeconds: number;
   /** How often the worker looks for work. */
   readonly pollMs: number;
+  /** How many erasures the worker runs at once, each its own claim (default 1). */
+  readonly concurrency?: number;
   /** How long one step may run before its claim is given up and the attempt counted (default 300 s). */
   readonly stepDeadlineMs?: number;
   /** The backoff of transient step failures (retry.ts; default 1 s doubling to 5 min). */

@@ -1,6 +1,6 @@
 /**
  * The worker: claims erasures and runs their steps (src/erasure/steps), one replica
- * per erasure at a time.
+ * per erasure at a time, up to LETHE_ERASURE_CONCURRENCY erasures at once per replica.
  *
  * - Claim: a row whose claim lapsed, FOR UPDATE SKIP LOCKED; pending becomes running.
  *   Each claim is its own token (`<replica>#<n>` in claimed_by). A heartbeat renews
@@ -88,16 +88,24 @@ export class ErasureWorker {
       });
   }
 
-  /** Claims and runs erasures until none is claimable, then runs `afterDrain`. */
+  /**
+   * Claims and runs erasures until none is claimable, then runs `afterDrain`: up to
+   * `concurrency` at once, each lane claiming its next erasure when its last one
+   * parks, fails or ends (a bulk request's erasures then share their ledger flushes).
+   */
   async drain(): Promise<number> {
     let ran = 0;
-    for (;;) {
-      if (this.#stopped) return ran;
-      const row = await this.#claim();
-      if (!row) break;
-      ran++;
-      await this.#run(row);
-    }
+    const lane = async (): Promise<void> => {
+      for (;;) {
+        if (this.#stopped) return;
+        const row = await this.#claim();
+        if (!row) return;
+        ran++;
+        await this.#run(row);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, this.#res.concurrency ?? 1) }, lane));
+    if (this.#stopped) return ran;
     await this.#afterDrain();
     return ran;
   }

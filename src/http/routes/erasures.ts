@@ -10,7 +10,7 @@ import { streamSSE } from 'hono/streaming';
 import { renderReport, REPORT_CSP } from '../../erasure/report/index.js';
 import { DEFAULT_LINK_SECONDS, MAX_LINK_SECONDS, MIN_LINK_SECONDS } from '../../erasure/report-link.js';
 import { LetheError } from '../../errors.js';
-import { DismissalRequestSchema, ErasureRequestSchema, RedactionRequestSchema } from '../../erasure/request.js';
+import { BulkErasureRequestSchema, DismissalRequestSchema, ErasureRequestSchema, MAX_BULK_SUBJECTS, RedactionRequestSchema } from '../../erasure/request.js';
 import { CertificateViewSchema, ErasureAcceptedSchema, ErasureViewSchema } from '../../erasure/view.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
 import { problem } from '../problem.js';
@@ -26,6 +26,21 @@ const ErasureIdParam = z.object({
 const ErasureRequest = ErasureRequestSchema.meta({ id: 'ErasureRequest' });
 const ErasureSchema = ErasureViewSchema.meta({ id: 'Erasure' });
 const Accepted = ErasureAcceptedSchema.meta({ id: 'ErasureAccepted' });
+const BulkErasureRequest = BulkErasureRequestSchema.meta({ id: 'BulkErasureRequest' });
+const BulkItem = z
+  .union([
+    z.object({ index: z.number().int(), erasureId: z.string(), status: ErasureAcceptedSchema.shape.status, created: z.boolean() }),
+    z.object({ index: z.number().int(), error: z.object({ code: z.string(), detail: z.string() }) }),
+  ])
+  .openapi({ description: 'One subject of the request, by its index in `subjects` (the subject id is not repeated): its erasure (`created`: new; else the one already open), or why it was refused (`code` as a problem\'s, e.g. not_found: lethe has never seen the subject).' });
+const BulkAccepted = z
+  .object({
+    erasures: z.array(BulkItem),
+    created: z.number().int().openapi({ description: 'New erasures.' }),
+    open: z.number().int().openapi({ description: 'Subjects whose erasure was already open: that erasure.' }),
+    refused: z.number().int().openapi({ description: 'Subjects refused (their item says why).' }),
+  })
+  .meta({ id: 'BulkErasureAccepted' });
 const CertificateSchema = CertificateViewSchema.meta({
   id: 'ErasureCertificate',
   description:
@@ -137,6 +152,33 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Servi
       const result = await services.erasures.request(body, c.get('role'));
       c.header('Location', `/v1/erasures/${result.erasureId}`);
       return c.json({ erasureId: result.erasureId, status: result.status }, result.created ? 202 : 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/erasures/batch',
+      tags: ['erasure'],
+      summary: `Request the erasure of many subjects at once (up to ${MAX_BULK_SUBJECTS}): one erasure and one certificate each`,
+      description:
+        'Each subject is requested as `POST /v1/erasures` would request it — a new erasure, or the subject\'s open one — with the fields they share. ' +
+        'A subject refused (lethe has never seen it, …) is answered in its own item and stops no other. The erasures then run as any other, on every replica, ' +
+        'their destruction records written into shared ledger chain records. Follow each with `GET /v1/erasures/{erasureId}`.',
+      security,
+      middleware: [authorize(tokens, 'eraser')] as const,
+      request: { body: jsonBody(BulkErasureRequest) },
+      responses: {
+        202: json(BulkAccepted, 'Accepted: at least one new erasure runs in the background'),
+        200: json(BulkAccepted, 'No new erasure: every subject\'s erasure was already open, or refused'),
+        ...authErrors,
+      },
+    }),
+    async (c) => {
+      const items = await services.erasures.requestMany(c.req.valid('json'), c.get('role'));
+      const created = items.filter((i) => 'created' in i && i.created).length;
+      const open = items.filter((i) => 'created' in i && !i.created).length;
+      return c.json({ erasures: items, created, open, refused: items.length - created - open }, created > 0 ? 202 : 200);
     },
   );
 
