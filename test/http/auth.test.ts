@@ -215,6 +215,14 @@ const ROUTES: readonly RouteCase[] = [
     body: () => ({ subject: 'user:auth-erase' }),
   },
   {
+    method: 'POST',
+    template: '/v1/erasures/batch',
+    allowed: ['eraser', 'admin'],
+    path: () => '/v1/erasures/batch',
+    // a subject never seen: answered in its item, nothing erased
+    body: () => ({ subjects: ['user:auth-bulk-never-seen'] }),
+  },
+  {
     method: 'GET',
     template: '/v1/erasures',
     allowed: ['eraser', 'admin'],
