@@ -8,7 +8,7 @@
  * `followErasure` is also what `lethe erase` / `lethe erasure watch` follow with.
  */
 import { TERMINAL_STATUSES } from '../erasure/machine.js';
-import type { ErasureRequest, RequestContext } from '../erasure/request.js';
+import type { BulkErasureRequest, ErasureRequest, RequestContext } from '../erasure/request.js';
 import type { CertificateView, ErasureAccepted, ErasureTransition, ErasureView } from '../erasure/view.js';
 import { LetheError } from '../errors.js';
 import { readSse, type ServiceClient, ServiceError } from './http.js';
@@ -39,6 +39,17 @@ export interface ReportLink {
 /** What `POST /v1/erasures` answered: `created` false when the subject's erasure was already open (the same one). */
 export interface RequestedErasure extends ErasureAccepted {
   readonly created: boolean;
+}
+
+/** What `POST /v1/erasures/batch` answered, one item per subject by its index in the request. */
+export interface BulkRequestedErasures {
+  readonly erasures: ReadonlyArray<
+    | { readonly index: number; readonly erasureId: string; readonly status: ErasureAccepted['status']; readonly created: boolean }
+    | { readonly index: number; readonly error: { readonly code: string; readonly detail: string } }
+  >;
+  readonly created: number;
+  readonly open: number;
+  readonly refused: number;
 }
 
 export interface ErasurePage {
@@ -158,6 +169,15 @@ export class Erasures {
     const res = await this.#calls.request('eraser', 'POST', '/v1/erasures', { body: request });
     const accepted = (await res.json()) as ErasureAccepted;
     return { ...accepted, created: res.status === 202 };
+  }
+
+  /**
+   * Erases many subjects at once: `POST /v1/erasures/batch` (1 to 1,000 distinct
+   * subjects, one erasure and certificate each). A subject refused (never seen, …) is
+   * answered in its own item and fails no other; follow each accepted one with `wait`.
+   */
+  requestMany(request: BulkErasureRequest): Promise<BulkRequestedErasures> {
+    return this.#calls.json<BulkRequestedErasures>('eraser', 'POST', '/v1/erasures/batch', { body: request });
   }
 
   /**

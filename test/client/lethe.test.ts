@@ -177,6 +177,25 @@ describe('artifacts, erasure and certificates', () => {
   });
 });
 
+describe('bulk erasure', () => {
+  it('requestMany erases many subjects, each its own erasure and certificate; a subject never seen is refused in its item alone', async () => {
+    const subjects = ['user:client-bulk-kai', 'user:client-bulk-lin', 'user:client-bulk-mo'];
+    const texts = ['Kai restores letterpress type cases.', 'Lin breeds axolotls in a garage tank.', 'Mo climbs sea stacks at low tide.'];
+    for (const [i, s] of subjects.entries()) await lethe.entries.append(s, { text: texts[i]! });
+    const answer = await lethe.erasures.requestMany({ subjects: [subjects[0]!, 'user:client-bulk-never', subjects[1]!, subjects[2]!], legalBasis: 'gdpr-art17' });
+    expect(answer).toMatchObject({ created: 3, open: 0, refused: 1 });
+    expect(answer.erasures[1]).toEqual({ index: 1, error: { code: 'not_found', detail: expect.any(String) } });
+    const ids = answer.erasures.flatMap((i) => ('erasureId' in i ? [i.erasureId] : []));
+    expect(ids).toHaveLength(3);
+    for (const id of ids) {
+      expect((await lethe.erasures.wait(id, { timeoutMs: 120_000 })).status).toBe('completed');
+      expect(await lethe.certificates.verifyErasure(id)).toMatchObject({ valid: true });
+    }
+    const refused = await rejection(lethe.erasures.requestMany({ subjects: [subjects[0]!, subjects[0]!] }));
+    expect(isLetheError(refused) && refused.code).toBe('validation_failed');
+  });
+});
+
 describe('bulk key creation', () => {
   it('ensureKeys creates keys for many subjects in requests of 10,000, answers existing keys and refusals in order, never a DEK', async () => {
     const existing = await lethe.subjects.ensureKey('user:bulk-client-0');

@@ -29,6 +29,7 @@ from .models import (
     ArtifactInfo,
     Backup,
     BackupTaken,
+    BulkErasureItem,
     Certificate,
     Entry,
     ErasureAccepted,
@@ -437,6 +438,26 @@ class LetheClient:
             body["unlearning"] = dict(unlearning)
         r = self._call("eraser", "POST", "/v1/erasures", json_body=body, timeout=timeout)
         return ErasureAccepted.from_json(r.json(), created=r.status == 202, location=r.headers.get("Location"))
+
+    def erase_many(
+        self,
+        subjects: Sequence[str],
+        *,
+        reason: Optional[str] = None,
+        legal_basis: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> List[BulkErasureItem]:
+        """``POST /v1/erasures/batch``: erase 1 to 1,000 distinct subjects at once, one
+        erasure and certificate each. A subject refused (never seen, …) is answered in its
+        own item and fails no other; a malformed request raises
+        :class:`~lethe.errors.ValidationFailedError` and creates nothing."""
+        if isinstance(subjects, str):
+            raise TypeError("subjects is a list of subject ids")
+        body: Dict[str, Any] = {"subjects": list(subjects)}
+        _set(body, "reason", reason)
+        _set(body, "legalBasis", legal_basis)
+        r = self._call("eraser", "POST", "/v1/erasures/batch", json_body=body, timeout=timeout)
+        return [BulkErasureItem.from_json(i) for i in r.json().get("erasures", [])]
 
     def forget(self, entry_id: str, *, timeout: Optional[float] = None) -> ErasureAccepted:
         """``DELETE /v1/entries/{entryId}``: forget one memory (a records-scope erasure).

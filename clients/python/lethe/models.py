@@ -402,6 +402,28 @@ class ErasureAccepted:
 
 
 @dataclass(frozen=True)
+class BulkErasureItem:
+    """One subject of ``POST /v1/erasures/batch``, by its ``index`` in the request (the
+    subject id is not repeated): its ``erasure`` (``created`` False when it was already
+    open), or why it was refused (``error_code`` as a problem's, e.g. ``not_found``)."""
+
+    index: int
+    erasure: Optional[ErasureAccepted] = None
+    error_code: Optional[str] = None
+    error_detail: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, value: Any) -> "BulkErasureItem":
+        d = _obj(value, "a bulk erasure item")
+        w = "bulk erasure item"
+        index = _get(d, "index", int, w)
+        if "error" in d:
+            e = _obj(d["error"], "a bulk erasure item's error")
+            return cls(index, None, _get(e, "code", str, w), _get(e, "detail", str, w))
+        return cls(index, ErasureAccepted.from_json(d, created=_get(d, "created", bool, w), location=None))
+
+
+@dataclass(frozen=True)
 class ErasureStep:
     name: str
     status: str

@@ -123,6 +123,23 @@ class SubjectErasureTest(unittest.TestCase):
         with self.assertRaises(SourceErasedError):
             self.writer.create_artifact("summary", words(), [other], read_fence=self.fence)
 
+    def test_erase_many(self) -> None:
+        subjects = [unique("user:bulk-") for _ in range(3)]
+        for s in subjects:
+            self.writer.append(s, words())
+        items = self.eraser.erase_many([subjects[0], unique("user:never-"), subjects[1], subjects[2]], legal_basis="gdpr-art17")
+        self.assertEqual([i.index for i in items], [0, 1, 2, 3])
+        self.assertEqual((items[1].erasure, items[1].error_code), (None, "not_found"))
+        accepted = [i.erasure for i in items if i.erasure is not None]
+        self.assertEqual(len(accepted), 3)
+        self.assertTrue(all(a.created for a in accepted))
+        for a in accepted:
+            self.assertEqual(self.eraser.wait_for_erasure(a.erasure_id, timeout=WAIT).status, "completed")
+        with self.assertRaises(ValidationFailedError):
+            self.eraser.erase_many([subjects[0], subjects[0]])
+        with self.assertRaises(TypeError):
+            self.eraser.erase_many("user:one")  # type: ignore[arg-type]
+
     def test_no_relearning_until_reinstated(self) -> None:
         subject = unique("user:tomb-")
         self.writer.append(subject, words())
