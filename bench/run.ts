@@ -56,6 +56,10 @@
  *               insert-and-commit at the same client count; POST /v1/keys/batch of 10,000 subjects keys/s;
  *               warm lease and key creation at 16 through PKCS#11 (SoftHSM2) and AWS KMS (local-kms) vs the
  *               local keyring (2 s phases [8 s])
+ *  16. units    per-unit storage and CPU for the scale plan (bench/scale.ts, docs/scale.md): PostgreSQL bytes per
+ *               subject key, log entry, artifact and provenance edge, object-store bytes per entry and artifact
+ *               (real MinIO), in-process CPU per append; one store grown from 1,500 to 4,000 [10,000 to 50,000]
+ *               entries, the slope between the two sizes; database commits per erasure (3 erasures in-process)
  *
  * Every figure is a ratio against a baseline measured in the same run, next to the
  * absolute numbers. Nothing here asserts on timings.
@@ -86,6 +90,7 @@ import { formatRewrap, type RewrapResult } from './rewrap.js';
 import { formatScoped, type ScopedResult } from './scoped.js';
 import { formatSearch, type SearchResult, searchSummary } from './search.js';
 import { formatStreams, type StreamsResult } from './streams.js';
+import { formatUnits, type UnitsResult } from './units.js';
 
 type Name =
   | 'lease'
@@ -102,7 +107,8 @@ type Name =
   | 'scoped'
   | 'forget'
   | 'providers'
-  | 'keys';
+  | 'keys'
+  | 'units';
 
 interface Section<T> {
   readonly ok: boolean;
@@ -112,7 +118,7 @@ interface Section<T> {
   readonly error?: string;
 }
 
-const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup', 'erasure', 'probe', 'faults', 'streams', 'scoped', 'forget', 'providers', 'keys'];
+const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup', 'erasure', 'probe', 'faults', 'streams', 'scoped', 'forget', 'providers', 'keys', 'units'];
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean) as Name[] | undefined;
 const selected = ALL.filter((n) => !only || only.includes(n));
 
@@ -158,6 +164,7 @@ const scoped = sections.scoped as Section<ScopedResult> | undefined;
 const forget = sections.forget as Section<ForgetResult> | undefined;
 const providers = sections.providers as Section<ProvidersResult> | undefined;
 const keysSection = sections.keys as Section<KeysResult> | undefined;
+const units = sections.units as Section<UnitsResult> | undefined;
 const totalSeconds = (performance.now() - t0) / 1000;
 
 // a BENCH_ONLY subset goes to its own file: bench/results.json keeps the last full run
@@ -259,6 +266,11 @@ out.push('');
 out.push('== 15. Keys: creation vs bare PostgreSQL commits at 1/16/64 clients, bulk creation, leases and creation through PKCS#11 and AWS KMS ==');
 if (keysSection?.result) out.push(formatted(formatKeys, keysSection.result), sectionLine('keys', keysSection));
 else out.push(keysSection ? `FAILED: ${keysSection.error}` : 'skipped');
+
+out.push('');
+out.push('== 16. Units: storage and CPU per subject key, entry, artifact and provenance edge (inputs of bench/scale.ts) ==');
+if (units?.result) out.push(formatted(formatUnits, units.result), sectionLine('units', units));
+else out.push(units ? `FAILED: ${units.error}` : 'skipped');
 
 const summary: string[][] = [];
 // one section's malformed result costs the summary rows from it on, not the aims, the wall time and results.json
@@ -589,6 +601,7 @@ await writeFile(
       forget: forget ?? null,
       providers: providers ?? null,
       keys: keysSection ?? null,
+      units: units ?? null,
     },
     null,
     2,
