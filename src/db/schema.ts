@@ -349,7 +349,8 @@ export const backupKeys = pgTable(
     keyId: text('key_id').notNull(),
     backupId: text('backup_id').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.keyId, t.backupId] })],
+  // (backup_id): the keys one backup lists, for its folded manifest
+  (t) => [primaryKey({ columns: [t.keyId, t.backupId] }), index('backup_keys_backup').on(t.backupId)],
 );
 
 /** Ledger rows already placed in a backup bucket's ledger chain, and in which record. */
