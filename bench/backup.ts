@@ -1,9 +1,10 @@
 /**
  * Backups against a real MinIO, in one run: backup throughput against a plain copy of
- * the same objects, and how long a key's destruction takes to reach the manifests of
- * the backups holding it, for a key held by 1 backup and by BENCH_BACKUP_HOLDERS
- * backups (default 200; 1,000 with BENCH_FULL=1; 50 when quick). Aim (issue 18): the
- * key in H backups ÷ in 1 <= 2.
+ * the same objects, and how long a key's destruction takes to reach the backups holding
+ * it (through the backup bucket's ledger chain: manifests are written once, never
+ * rewritten) and how many bytes it writes to the backup bucket, for a key held by 1
+ * backup and by BENCH_BACKUP_HOLDERS backups (default 1,000, also with BENCH_FULL=1; 50
+ * when quick). Aim (issue 18): propagate ms, the key in H backups ÷ in 1 <= 2.
  *
  *   setup       a MinIO server started here (infra/minio-server.ts), a fresh lethe_bench_*
  *               database, the vault opened in this process with openApp on fresh live
@@ -37,26 +38,33 @@
  *               are real vault.backups.run() calls when (H − 3) x the incremental run's time
  *               fits in BENCH_BACKUP_REAL_LIMIT_SECONDS (default 180); otherwise synthetic:
  *               the first backup's manifest copied to H − 3 new backup ids (its backupId
- *               changed) under backups/<id>/manifest.json in the backup bucket, and its
- *               `backups` and `backup_keys` rows copied to the new ids in SQL (the key table
- *               and database export are not copied: propagation reads only the manifest).
+ *               changed, MAC'd again) under backups/<id>/manifest.json in the backup bucket,
+ *               and its `backups` and `backup_keys` rows copied to the new ids in SQL (the key
+ *               table and database export are not copied: neither propagation nor the folded
+ *               manifest reads them); the last backup's run records their manifests in the
+ *               ledger chain, as each real run records its own.
  *               BENCH_BACKUP_EXTRAS=real|synthetic forces either.
- *               Then each late subject's key, and one original subject key, is destroyed
+ *   5. propagation  each late subject's key, and one original subject key, is destroyed
  *               with vault.keys.destroyKey. destroyKey's onDestroyed hook calls
  *               backups.propagateSoon([keyId]) itself, which starts propagate({ keyIds:
- *               [keyId] }) in the background — a second, explicit propagate would race it
- *               (two workers splitting the backups). So the hook's call is what is timed:
- *               propagateSoon is replaced on this vault's BackupService instance by the same
- *               call (`propagate(keyIds ? { keyIds } : {})`, errors logged) that also records
- *               when that promise settles. Figures: propagate ms from its start until it
- *               returns, and from destroyKey's call until then; ms per backup. Checked each
- *               time: propagate reports exactly the holders; in PostgreSQL exactly their
- *               manifest_version went up by one; the holders' manifests (all of them for the
- *               1-backup key, 10 of them for the H-backup key) mark the key destroyed at the
- *               next version. Around each group (the 1-backup keys, the H-backup key): every
- *               backup's manifest object versions, listed with the minio client, grew by
- *               exactly the number of destroyed keys it holds (the last backup by one per
- *               1-backup key, no other backup at all; every holder by one for the H-backup key).
+ *               [keyId] }) in the background — a second, explicit propagate would race it.
+ *               So the hook's call is what is timed: propagateSoon is replaced on this
+ *               vault's BackupService instance by the same call (`propagate(keyIds ? { keyIds }
+ *               : {})`, errors logged) that also records when that promise settles. Figures
+ *               per destruction: propagate ms from its start until it returns, and from
+ *               destroyKey's call until then; and the bytes and objects written to the
+ *               backup bucket: every object version in it (delete markers left out) listed
+ *               with the minio client (a version listing, paged here: see bucketVersions)
+ *               before destroyKey and after the propagation settled, the new versions
+ *               counted and their sizes summed. Checked each time: propagate reports 1
+ *               destruction and exactly the holders as backups; the new versions are
+ *               exactly one ledger/chain/<seq>.json record and one ledger/head.json version
+ *               (no manifest version: every backup's manifest still has exactly one); in
+ *               PostgreSQL no backups.manifest_version changed; the folded manifest
+ *               (vault.backups.manifest) of the holders (all of them for the 1-backup key,
+ *               10 of them for the H-backup key) marks the key destroyed, overlay.destroyed
+ *               >= 1 over base version 1. Figures: the medians per group, propagate ms and
+ *               bytes written, H ÷ 1 for each.
  *
  * Everything runs in this one process except MinIO and PostgreSQL, on the same machine.
  * 1 MB = 10^6 bytes.
@@ -66,6 +74,7 @@ import { Client } from 'minio';
 import postgres from 'postgres';
 import type { Manifest } from '../src/backups/manifest.js';
 import { manifestKey, sealManifest } from '../src/backups/manifest.js';
+import { LEDGER_CHAIN_PREFIX, LEDGER_HEAD_KEY } from '../src/backups/ledger-chain.js';
 import { deriveSubkey, KeyedHasher } from '../src/crypto/index.js';
 import type { BackupProgress, BackupSummary } from '../src/backups/service.js';
 import { loadConfig } from '../src/config/index.js';
@@ -126,11 +135,23 @@ export interface BackupRunPhase extends CopyPhase {
   readonly objectsPhasePerSec: number;
 }
 
+/** What one destruction's propagation added to the backup bucket: stored object versions, by kind. */
+export interface BucketWrites {
+  /** New object versions (any object, any prefix) and the sum of their sizes. */
+  readonly objects: number;
+  readonly bytes: number;
+  /** Of those: ledger/chain/<seq>.json records, ledger/head.json versions, backups/<id>/manifest.json versions, anything else. */
+  readonly chainRecords: number;
+  readonly heads: number;
+  readonly manifests: number;
+  readonly other: number;
+}
+
 export interface PropagationSample {
   readonly keyId: string;
   readonly holders: number;
-  /** What propagate returned. */
-  readonly reported: { readonly backups: number; readonly keys: number };
+  /** What propagate returned: chain records written, destructions they hold, backups holding those keys. */
+  readonly reported: { readonly records: number; readonly keys: number; readonly backups: number };
   /** propagate({ keyIds: [keyId] }) started by the onDestroyed hook, until it returned. */
   readonly propagateMs: number;
   /** From the destroyKey call until that propagate returned. */
@@ -138,10 +159,17 @@ export interface PropagationSample {
   /** destroyKey's own call (its transaction; the hook fires before it returns). */
   readonly destroyMs: number;
   readonly msPerBackup: number;
-  /** Manifests with one new object version / manifest_version + 1: all holders, nothing else. */
-  readonly bucketVersionsOk: boolean;
+  /** The backup bucket's object versions after the propagation settled, less those before the destruction. */
+  readonly written: BucketWrites;
+  /** No manifest version added; every backup's manifest still has exactly one stored version. */
+  readonly manifestsWrittenOnce: boolean;
+  /** Exactly one chain record and one head version were added, nothing else. */
+  readonly ledgerOnly: boolean;
+  /** backups.manifest_version unchanged for every backup. */
   readonly databaseVersionsOk: boolean;
+  /** Folded manifests (vault.backups.manifest) checked: all holders for 1 backup, 10 for H. */
   readonly manifestsChecked: number;
+  /** Each checked folded manifest marks the key destroyed, with overlay.destroyed >= 1 over base version 1. */
   readonly manifestsMarkDestroyed: boolean;
   readonly ok: boolean;
 }
@@ -152,6 +180,9 @@ export interface PropagationFigure {
   readonly medianPropagateMs: number;
   readonly medianDestroyToDoneMs: number;
   readonly msPerBackup: number;
+  /** Bytes and object versions written to the backup bucket per destruction (median over the samples). */
+  readonly medianBytesWritten: number;
+  readonly medianObjectsWritten: number;
 }
 
 export interface BackupResult {
@@ -181,12 +212,14 @@ export interface BackupResult {
     /** (H − 3) x the incremental run, the estimate the choice was made on. */
     readonly projectedRealSeconds: number;
     readonly realLimitSeconds: number;
-    /** Size of a holder's manifest (what each propagation reads and writes once per backup). */
+    /** Size of a holder's manifest (written once with its backup; a propagation writes none). */
     readonly manifestBytes: number;
     readonly one: PropagationFigure;
     readonly many: PropagationFigure;
     /** many.medianPropagateMs ÷ one.medianPropagateMs. */
     readonly ratio: number;
+    /** Bytes written to the backup bucket per destruction, key in 1 backup and in H (medians), and many ÷ one. */
+    readonly bytesWritten: { readonly one: number; readonly many: number; readonly ratio: number };
   };
   /** Propagation H ÷ 1 backup, aim <= 2 (issue 18: the cost should not follow the holders one by one). */
   readonly aims: Aim[];
@@ -235,31 +268,47 @@ async function listNames(client: Client, bucket: string, prefix: string): Promis
   });
 }
 
-/** Stored versions (delete markers left out) of one object. */
-async function versionCount(client: Client, bucket: string, name: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    let n = 0;
-    const stream = client.listObjects(bucket, name, false, { IncludeVersion: true } as never);
-    stream.on('data', (v) => {
-      const o = v as { name?: string; versionId?: string; isDeleteMarker?: boolean };
-      if (o.name === name && !o.isDeleteMarker) n++;
-    });
-    stream.on('error', reject);
-    stream.on('end', () => resolve(n));
-  });
+interface StoredVersion {
+  readonly name: string;
+  readonly versionId: string;
+  readonly size: number;
 }
 
 /**
- * Stored versions of each backup's manifest, by backup id. One listing per manifest:
- * minio-js 8 sends a paginated version listing's key-marker unescaped, and MinIO
- * refuses the signature of a key-marker holding "/" (SignatureDoesNotMatch).
+ * Every stored version (delete markers left out) of every object in the bucket, keyed
+ * by name and version id. Paged here with the client's own listObjectsQuery, since
+ * minio-js 8's listObjects sends a paginated version listing's key-marker unescaped and
+ * MinIO refuses the signature of a key-marker holding "/" (SignatureDoesNotMatch): the
+ * marker MinIO answers (URL-encoded, encoding-type=url) is decoded and escaped again.
  */
-async function manifestVersions(client: Client, bucket: string, backupIds: readonly string[]): Promise<Map<string, number>> {
-  const counts = new Map<string, number>();
-  await pool(backupIds.length, 16, async (i) => {
-    counts.set(backupIds[i]!, await versionCount(client, bucket, manifestKey(backupIds[i]!)));
-  });
-  return counts;
+async function bucketVersions(client: Client, bucket: string): Promise<Map<string, StoredVersion>> {
+  const out = new Map<string, StoredVersion>();
+  let keyMarker = '';
+  let versionIdMarker = '';
+  for (;;) {
+    const page = await client.listObjectsQuery(bucket, '', '', {
+      Delimiter: '',
+      MaxKeys: 1000,
+      IncludeVersion: true,
+      keyMarker: keyMarker ? encodeURIComponent(decodeURIComponent(keyMarker)) : '',
+      versionIdMarker,
+    });
+    for (const v of page.objects) {
+      const o = v as { name?: string; versionId?: string | null; size?: number; isDeleteMarker?: boolean };
+      if (!o.name || o.isDeleteMarker) continue;
+      const versionId = o.versionId ?? 'null';
+      out.set(`${o.name}\0${versionId}`, { name: o.name, versionId, size: o.size ?? 0 });
+    }
+    if (!page.isTruncated) return out;
+    if (!page.keyMarker) throw new Error(`listing the versions in ${bucket}: a truncated page without a next key marker`);
+    keyMarker = page.keyMarker;
+    versionIdMarker = page.versionIdMarker ?? '';
+  }
+}
+
+/** The versions in `after` that are not in `before`. */
+function newVersions(before: ReadonlyMap<string, StoredVersion>, after: ReadonlyMap<string, StoredVersion>): StoredVersion[] {
+  return [...after].filter(([k]) => !before.has(k)).map(([, v]) => v);
 }
 
 async function getBytes(client: Client, bucket: string, name: string): Promise<Buffer> {
@@ -286,9 +335,10 @@ async function timedBackup(vault: App, label: string, liveBytes: number): Promis
   const t1 = performance.now();
   const cpu = cpuSeconds(cpu0);
   const seconds = (t1 - t0) / 1000;
-  const tObjects = marks.objects ?? t0;
-  const tKeys = marks.keys ?? tObjects;
-  const tManifest = marks.manifest ?? tKeys;
+  // the run's order (src/backups/run.ts): key table, database export and ledger ('keys'), then every object ('objects', the last mark), then the manifest
+  const tKeys = marks.keys ?? t0;
+  const tObjects = marks.objects ?? tKeys;
+  const tManifest = marks.manifest ?? tObjects;
   const base = copyPhase(label, summary.objects, liveBytes, seconds, cpu);
   return {
     ...base,
@@ -296,12 +346,12 @@ async function timedBackup(vault: App, label: string, liveBytes: number): Promis
     copied: last?.copied ?? 0,
     reused: last?.reused ?? 0,
     breakdown: {
-      objects: (tObjects - t0) / 1000,
-      keyTableDatabaseLedger: (tKeys - tObjects) / 1000,
-      manifest: (tManifest - tKeys) / 1000,
+      objects: (tObjects - tKeys) / 1000,
+      keyTableDatabaseLedger: (tKeys - t0) / 1000,
+      manifest: (tManifest - tObjects) / 1000,
       indexAndPropagate: (t1 - tManifest) / 1000,
     },
-    objectsPhasePerSec: summary.objects / ((tObjects - t0) / 1000),
+    objectsPhasePerSec: summary.objects / ((tObjects - tKeys) / 1000),
   };
 }
 
@@ -311,7 +361,7 @@ export async function runBackup(): Promise<BackupResult> {
   const subjects = envInt('BENCH_BACKUP_SUBJECTS', byMode({ quick: 20, normal: 40, full: 200 }), 2);
   const perSubject = envInt('BENCH_BACKUP_ENTRIES', byMode({ quick: 10, normal: 20, full: 25 }), 1);
   const nArtifacts = envInt('BENCH_BACKUP_ARTIFACTS', byMode({ quick: 20, normal: 40, full: 100 }), 1);
-  const holders = envInt('BENCH_BACKUP_HOLDERS', byMode({ quick: 50, normal: 200, full: 1000 }), 4);
+  const holders = envInt('BENCH_BACKUP_HOLDERS', byMode({ quick: 50, normal: 1000, full: 1000 }), 4);
   const singles = envInt('BENCH_BACKUP_SINGLE', QUICK ? 3 : 5, 1);
   const realLimitSeconds = envInt('BENCH_BACKUP_REAL_LIMIT_SECONDS', 180, 0);
   const extrasMode = process.env.BENCH_BACKUP_EXTRAS ?? 'auto';
@@ -470,17 +520,15 @@ export async function runBackup(): Promise<BackupResult> {
         const m: Manifest = sealManifest(ledgerMac!, { ...b1Manifest, backupId: ids[i]! });
         await v.backups.store.put(manifestKey(ids[i]!), Buffer.from(JSON.stringify(m)));
       });
+      // chained_version left at 0: the last backup's run records these manifests in the ledger chain, as each real run records its own
       await q.begin(async (tx) => {
         await tx`insert into backups (backup_id, created_at, manifest_version, objects, keys)
                  select s.id, b.created_at, b.manifest_version, b.objects, b.keys
                    from backups b cross join unnest(${ids}::text[]) as s(id) where b.backup_id = ${b1}`;
         await tx`insert into backup_keys (key_id, backup_id)
                  select bk.key_id, s.id from backup_keys bk cross join unnest(${ids}::text[]) as s(id) where bk.backup_id = ${b1}`;
-        await tx`insert into backup_propagations (key_id, backup_id, manifest_version, propagated_at)
-                 select bp.key_id, s.id, bp.manifest_version, bp.propagated_at
-                   from backup_propagations bp cross join unnest(${ids}::text[]) as s(id) where bp.backup_id = ${b1}`;
       });
-      await q`analyze backups, backup_keys, backup_propagations`;
+      await q`analyze backups, backup_keys`;
     }
     const extrasSeconds = (performance.now() - e0) / 1000;
 
@@ -506,21 +554,27 @@ export async function runBackup(): Promise<BackupResult> {
       if (n !== holders) warnings.push(`key ${k} is held by ${n} backups, expected ${holders}`);
     }
 
+    // the last run flushed the chain (its own manifest and the synthetic ones recorded): nothing left for a destruction's record to carry
+    const unchained = Number((await q`select count(*)::int as n from backups where manifest_version > chained_version`)[0]!.n);
+    if (unchained !== 0) warnings.push(`${unchained} backups' manifest versions are not in the ledger chain before the destructions`);
+
     // ------------------------------------------------------------ 5. propagation
     // the hook's own call, instrumented: the same propagate call propagateSoon makes
-    const hookCalls: Array<{ keyIds: readonly string[] | undefined; started: number; done: Promise<{ result: { backups: number; keys: number }; ended: number }> }> = [];
+    type Reported = { records: number; keys: number; backups: number };
+    const hookCalls: Array<{ keyIds: readonly string[] | undefined; started: number; done: Promise<{ result: Reported; ended: number }> }> = [];
     const backups = v.backups;
     backups.propagateSoon = (keyIds?: readonly string[]) => {
       const started = performance.now();
       const p = backups.propagate(keyIds ? { keyIds } : {});
       hookCalls.push({ keyIds, started, done: p.then((result) => ({ result, ended: performance.now() })) });
-      p.catch((e: unknown) => logger.warn({ err: describeError(e) }, 'backup manifest propagation failed'));
+      p.catch((e: unknown) => logger.warn({ err: describeError(e) }, 'backup ledger propagation failed'));
     };
 
+    const isManifest = (name: string) => name.startsWith('backups/') && name.endsWith('/manifest.json');
     const measure = async (keyId: string): Promise<PropagationSample> => {
       const holderIds = (await q`select backup_id from backup_keys where key_id = ${keyId}`).map((r) => String(r.backup_id));
-      const holderSet = new Set(holderIds);
       const dbBefore = new Map((await q`select backup_id, manifest_version from backups`).map((r) => [String(r.backup_id), Number(r.manifest_version)]));
+      const before = await bucketVersions(client, backupBucket);
       hookCalls.length = 0;
       const d0 = performance.now();
       await v.keys.destroyKey(keyId, { reason: 'bench: backup propagation', actor: 'bench' });
@@ -532,24 +586,48 @@ export async function runBackup(): Promise<BackupResult> {
       const { result, ended } = await call.done;
       const propagateMs = ended - call.started;
 
+      // what the destruction wrote to the backup bucket, once its propagation settled
+      const after = await bucketVersions(client, backupBucket);
+      const added = newVersions(before, after);
+      const written = {
+        objects: added.length,
+        bytes: added.reduce((n, o) => n + o.size, 0),
+        chainRecords: added.filter((o) => o.name.startsWith(LEDGER_CHAIN_PREFIX)).length,
+        heads: added.filter((o) => o.name === LEDGER_HEAD_KEY).length,
+        manifests: added.filter((o) => isManifest(o.name)).length,
+        other: added.filter((o) => !o.name.startsWith(LEDGER_CHAIN_PREFIX) && o.name !== LEDGER_HEAD_KEY && !isManifest(o.name)).length,
+      };
+      const manifestVersionCounts = new Map<string, number>();
+      for (const o of after.values()) if (isManifest(o.name)) manifestVersionCounts.set(o.name, (manifestVersionCounts.get(o.name) ?? 0) + 1);
+      const manifestsOnce = written.manifests === 0 && manifestVersionCounts.size === dbBefore.size && [...dbBefore.keys()].every((id) => manifestVersionCounts.get(manifestKey(id)) === 1);
+      const ledgerOnly = written.chainRecords === 1 && written.heads === 1 && written.other === 0 && written.manifests === 0;
+
       const dbAfter = await q`select backup_id, manifest_version from backups`;
-      let dbOk = dbAfter.length === dbBefore.size;
-      for (const r of dbAfter) {
-        const id = String(r.backup_id);
-        if (Number(r.manifest_version) !== (dbBefore.get(id) ?? NaN) + (holderSet.has(id) ? 1 : 0)) dbOk = false;
-      }
+      const dbOk = dbAfter.length === dbBefore.size && dbAfter.every((r) => Number(r.manifest_version) === dbBefore.get(String(r.backup_id)));
       const toCheck = holderIds.length <= 10 ? holderIds : holderIds.filter((_, i) => i % Math.ceil(holderIds.length / 10) === 0).slice(0, 10);
       let marked = true;
       for (const id of toCheck) {
-        const m = JSON.parse((await getBytes(client, backupBucket, manifestKey(id))).toString('utf8')) as Manifest;
+        const m = await v.backups.manifest(id);
         const k = m.keys.find((x) => x.keyId === keyId);
-        if (!k || k.state !== 'destroyed' || m.version !== dbBefore.get(id)! + 1) marked = false;
+        if (!k || k.state !== 'destroyed' || m.overlay.destroyed < 1 || m.base.version !== 1) marked = false;
       }
-      const reportedOk = result.backups === holderIds.length && result.keys === holderIds.length;
-      if (!reportedOk) warnings.push(`propagate for ${keyId} reported ${result.backups} backups / ${result.keys} marks, expected ${holderIds.length}`);
-      if (!dbOk) warnings.push(`after destroying ${keyId}: backups.manifest_version is not exactly +1 for its ${holderIds.length} holders`);
-      if (!marked) warnings.push(`after destroying ${keyId}: a checked manifest does not mark it destroyed at the next version`);
-      progress(`backup: key held by ${fmtInt(holderIds.length)} backup(s): propagate ${fmtNum(propagateMs, 1)} ms, destroy → done ${fmtNum(ended - d0, 1)} ms`);
+      const reportedOk = result.keys === 1 && result.backups === holderIds.length;
+      if (!reportedOk) {
+        warnings.push(`propagate for ${keyId} reported ${result.keys} destructions / ${result.backups} backups (${result.records} records), expected 1 / ${holderIds.length}`);
+      }
+      if (!manifestsOnce) warnings.push(`after destroying ${keyId}: ${written.manifests} manifest object versions were added, or a backup's manifest does not have exactly one version`);
+      if (!ledgerOnly) {
+        warnings.push(
+          `after destroying ${keyId}: the backup bucket gained ${written.chainRecords} chain record(s), ${written.heads} head version(s), ` +
+            `${written.manifests} manifest version(s) and ${written.other} other object(s); expected exactly 1 chain record and 1 head`,
+        );
+      }
+      if (!dbOk) warnings.push(`after destroying ${keyId}: backups.manifest_version changed in PostgreSQL`);
+      if (!marked) warnings.push(`after destroying ${keyId}: a checked folded manifest does not mark it destroyed (overlay.destroyed >= 1, base version 1)`);
+      progress(
+        `backup: key held by ${fmtInt(holderIds.length)} backup(s): propagate ${fmtNum(propagateMs, 1)} ms, destroy → done ${fmtNum(ended - d0, 1)} ms; ` +
+          `wrote ${fmtInt(written.objects)} object(s), ${fmtInt(written.bytes)} B to the backup bucket`,
+      );
       return {
         keyId,
         holders: holderIds.length,
@@ -558,11 +636,13 @@ export async function runBackup(): Promise<BackupResult> {
         destroyToDoneMs: ended - d0,
         destroyMs: d1 - d0,
         msPerBackup: propagateMs / holderIds.length,
-        bucketVersionsOk: false, // set by the group check
+        written,
+        manifestsWrittenOnce: manifestsOnce,
+        ledgerOnly,
         databaseVersionsOk: dbOk,
         manifestsChecked: toCheck.length,
         manifestsMarkDestroyed: marked,
-        ok: reportedOk && dbOk && marked,
+        ok: reportedOk && manifestsOnce && ledgerOnly && dbOk && marked,
       };
     };
     const figure = (samples: PropagationSample[]): PropagationFigure => {
@@ -573,34 +653,14 @@ export async function runBackup(): Promise<BackupResult> {
         medianPropagateMs: m,
         medianDestroyToDoneMs: median(samples.map((s) => s.destroyToDoneMs)),
         msPerBackup: m / samples[0]!.holders,
+        medianBytesWritten: median(samples.map((s) => s.written.bytes)),
+        medianObjectsWritten: median(samples.map((s) => s.written.objects)),
       };
     };
-    /**
-     * Destroys the keys one after the other; around the group, the stored versions of every
-     * backup's manifest: each must have gained exactly one version per destroyed key it holds.
-     */
     const group = async (keys: readonly string[]): Promise<PropagationSample[]> => {
-      const allIds = (await q`select backup_id from backups`).map((r) => String(r.backup_id));
-      const before = await manifestVersions(client, backupBucket, allIds);
-      const expectedDelta = new Map<string, number>();
       const samples: PropagationSample[] = [];
-      for (const k of keys) {
-        for (const r of await q`select backup_id from backup_keys where key_id = ${k}`) {
-          expectedDelta.set(String(r.backup_id), (expectedDelta.get(String(r.backup_id)) ?? 0) + 1);
-        }
-        samples.push(await measure(k));
-      }
-      const after = await manifestVersions(client, backupBucket, allIds);
-      let ok = true;
-      let changed = 0;
-      for (const id of allIds) {
-        const d = (after.get(id) ?? 0) - (before.get(id) ?? 0);
-        if (d !== (expectedDelta.get(id) ?? 0)) ok = false;
-        if (d > 0) changed++;
-      }
-      if (!ok) warnings.push(`manifest object versions in the backup bucket did not grow by exactly one per destroyed key held (keys ${keys.join(', ')})`);
-      progress(`backup: ${fmtInt(changed)} of ${fmtInt(allIds.length)} manifests got new object versions, as expected: ${ok ? 'yes' : 'NO'}`);
-      return samples.map((s) => ({ ...s, bucketVersionsOk: ok, ok: s.ok && ok }));
+      for (const k of keys) samples.push(await measure(k));
+      return samples;
     };
     progress(`backup: destroying ${singles} keys held by 1 backup each`);
     const oneSamples = await group(singleKeys);
@@ -634,10 +694,11 @@ export async function runBackup(): Promise<BackupResult> {
         one,
         many,
         ratio: many.medianPropagateMs / one.medianPropagateMs,
+        bytesWritten: { one: one.medianBytesWritten, many: many.medianBytesWritten, ratio: many.medianBytesWritten / one.medianBytesWritten },
       },
       aims: [
         aim(
-          `backup propagation ms, key in ${fmtInt(holders)} backups ÷ in 1 (${fmtNum(Math.max(backupExtras.manifestBytes, lastManifestBytes) / 1e6, 2)} MB manifests)`,
+          `backup propagation ms, key in ${fmtInt(holders)} backups ÷ in 1`,
           many.medianPropagateMs / one.medianPropagateMs,
           '<= 2 (issue 18)',
           many.medianPropagateMs / one.medianPropagateMs <= 2,
@@ -682,6 +743,8 @@ export function formatBackup(r: BackupResult): string {
     fmtNum(f.msPerBackup, 2),
     fmtNum(f.medianDestroyToDoneMs, 1),
     fmtNum(median(f.samples.map((s) => s.destroyMs)), 1),
+    fmtInt(f.medianBytesWritten),
+    fmtInt(f.medianObjectsWritten),
     f.samples.map((s) => fmtNum(s.propagateMs, 1)).join(', '),
     f.samples.every((s) => s.ok) ? 'ok' : 'FAILED',
   ];
@@ -708,13 +771,15 @@ export function formatBackup(r: BackupResult): string {
     `Propagation: destroyKey, then the propagate({ keyIds: [keyId] }) its onDestroyed hook starts, timed until it returns; ` +
       `${fmtInt(p.holders)} holders = 3 real backups + ${fmtInt(p.extraBackups)} ${p.extras === 'real' ? 'real vault.backups.run() calls' : 'synthetic copies of the first manifest (SQL rows + manifest objects)'} ` +
       `(made in ${fmtSeconds(p.extrasSeconds)}; ${fmtInt(p.extraBackups)} real runs estimated at ${fmtSeconds(p.projectedRealSeconds)}, limit ${p.realLimitSeconds} s); ` +
-      `manifest ${fmtNum(p.manifestBytes / 1e6, 2)} MB`,
+      `manifest ${fmtNum(p.manifestBytes / 1e6, 2)} MB (written once, never by a propagation); bytes/objects written = new object versions in the backup bucket per destruction`,
     table(
-      ['key held by', 'backups', 'samples', 'propagate ms (median)', 'ms per backup', 'destroy → done ms', 'destroyKey ms', 'samples ms', 'checks'],
+      ['key held by', 'backups', 'samples', 'propagate ms (median)', 'ms per backup', 'destroy → done ms', 'destroyKey ms', 'bytes written', 'objects written', 'samples ms', 'checks'],
       [prow('1 backup', p.one), prow(`${fmtInt(p.holders)} backups`, p.many)],
     ),
-    `${fmtInt(p.holders)} ÷ 1 backup = ${fmtRatio(p.ratio)}; checks: propagate's count, one new manifest object version and manifest_version + 1 for exactly the holders, ` +
-      `the key marked destroyed in the holders' manifests (all for 1 backup, 10 for ${fmtInt(p.holders)})`,
+    `${fmtInt(p.holders)} ÷ 1 backup: propagate ms ${fmtRatio(p.ratio)}, bytes written per destruction ${fmtRatio(p.bytesWritten.ratio)} ` +
+      `(${fmtInt(p.bytesWritten.many)} / ${fmtInt(p.bytesWritten.one)} B); checks: propagate reports 1 destruction and exactly the holders, the backup bucket gained ` +
+      `exactly one chain record and one head version (no manifest version: each still has one), manifest_version unchanged in PostgreSQL, the folded ` +
+      `manifest (vault.backups.manifest) marks the key destroyed with overlay.destroyed >= 1 (all holders for 1 backup, 10 for ${fmtInt(p.holders)})`,
     formatAims(r.aims),
   ];
   for (const w of r.warnings) lines.push(`WARNING: ${w}`);

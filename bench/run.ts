@@ -26,8 +26,9 @@
  *               vault.vectors.rebuild() vectors/s on worker threads vs one thread, projected per million
  *   7. backup   vault.backups.run() objects/s and MB/s vs a plain copy of the same objects with the minio
  *               client (real MinIO; 840 [5,100] objects); a second, incremental run; propagation ms of a
- *               destroyed key held by 1 backup and by 200 [1,000] backups (the propagate call destroyKey's
+ *               destroyed key held by 1 backup and by 1,000 backups (the propagate call destroyKey's
  *               hook starts)
+ *               and bytes (object versions) each such destruction writes to the backup bucket, at 1 and 1,000
  *   8. erasure  one subject's erasure (30 entries, 3 summaries + 1 digest), request → settled over HTTP
  *               against `lethe serve`, median of 3 subjects in stores of 1,000, 20,000 and 100,000
  *               [10,000, 200,000, 1,000,000] entries, on PostgreSQL and on PGlite (ratios to the base store);
@@ -385,7 +386,7 @@ if (backup?.result) {
     `propagation ms: key in ${fmtInt(p.holders)} backups ÷ key in 1 backup`,
     `${fmtNum(p.many.medianPropagateMs, 0)} / ${fmtNum(p.one.medianPropagateMs, 1)}`,
     fmtRatio(p.ratio),
-    `${fmtNum(p.many.msPerBackup, 1)} ms per backup (${fmtNum(p.manifestBytes / 1e6, 2)} MB manifests); ${fmtInt(p.extraBackups)} extra holders ${p.extras}; ` +
+    `bytes written per destruction ${fmtInt(p.bytesWritten.many)} / ${fmtInt(p.bytesWritten.one)} B (${fmtRatio(p.bytesWritten.ratio)}; no manifest rewritten, ${fmtNum(p.manifestBytes / 1e6, 2)} MB each); ${fmtInt(p.extraBackups)} extra holders ${p.extras}; ` +
       `checks ${[...p.one.samples, ...p.many.samples].every((s) => s.ok) ? 'ok' : 'FAILED'}${r.valid ? '' : '; INVALID RUN (see warnings)'}`,
   ]);
 }
