@@ -57,10 +57,14 @@
  *               insert-and-commit at the same client count; POST /v1/keys/batch of 10,000 subjects keys/s;
  *               warm lease and key creation at 16 through PKCS#11 (SoftHSM2) and AWS KMS (local-kms) vs the
  *               local keyring (2 s phases [8 s])
- *  16. units    per-unit storage and CPU for the scale plan (bench/scale.ts, docs/scale.md): PostgreSQL bytes per
+ *  16. units    (not in the default run: BENCH_ONLY=units, or BENCH_FULL=1; bench/scale.ts reads
+ *               bench/results-units.json) per-unit storage and CPU for the scale plan (bench/scale.ts, docs/scale.md): PostgreSQL bytes per
  *               subject key, log entry, artifact and provenance edge, object-store bytes per entry and artifact
  *               (real MinIO), in-process CPU per append; one store grown from 1,500 to 4,000 [10,000 to 50,000]
  *               entries, the slope between the two sizes; database commits per erasure (3 erasures in-process)
+ *  17. bulk     POST /v1/erasures/batch of 100 [1,000] class-A subjects (3 entries each, indexed first) → all
+ *               settled, one `lethe serve` vs two on the same database and store (fresh each): subjects/s and the
+ *               ratio, erasures per replica, ledger chain records per erasure
  *
  * Every figure is a ratio against a baseline measured in the same run, next to the
  * absolute numbers. Nothing here asserts on timings.
@@ -77,6 +81,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { type AppendResult, formatAppend } from './append.js';
 import { type BackupResult, formatBackup } from './backup.js';
+import { type BulkResult, formatBulk } from './bulk.js';
 import { type EnvelopeResult, formatEnvelope } from './envelope.js';
 import { type ErasureResult, formatErasure } from './erasure.js';
 import { type FaultsResult, formatFaults } from './faults.js';
@@ -109,7 +114,8 @@ type Name =
   | 'forget'
   | 'providers'
   | 'keys'
-  | 'units';
+  | 'units'
+  | 'bulk';
 
 interface Section<T> {
   readonly ok: boolean;
@@ -119,9 +125,11 @@ interface Section<T> {
   readonly error?: string;
 }
 
-const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup', 'erasure', 'probe', 'faults', 'streams', 'scoped', 'forget', 'providers', 'keys', 'units'];
+const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup', 'erasure', 'probe', 'faults', 'streams', 'scoped', 'forget', 'providers', 'keys', 'units', 'bulk'];
+/** Sections a default run leaves out to fit its 10 minutes: their figures are sizes in bytes, not same-run ratios (BENCH_ONLY or BENCH_FULL runs them). */
+const NOT_DEFAULT: ReadonlySet<Name> = new Set<Name>(['units']);
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean) as Name[] | undefined;
-const selected = ALL.filter((n) => !only || only.includes(n));
+const selected = ALL.filter((n) => (only ? only.includes(n) : FULL || !NOT_DEFAULT.has(n)));
 
 const started = new Date();
 const t0 = performance.now();
@@ -166,6 +174,7 @@ const forget = sections.forget as Section<ForgetResult> | undefined;
 const providers = sections.providers as Section<ProvidersResult> | undefined;
 const keysSection = sections.keys as Section<KeysResult> | undefined;
 const units = sections.units as Section<UnitsResult> | undefined;
+const bulk = sections.bulk as Section<BulkResult> | undefined;
 const totalSeconds = (performance.now() - t0) / 1000;
 
 // a BENCH_ONLY subset goes to its own file: bench/results.json keeps the last full run
@@ -272,6 +281,11 @@ out.push('');
 out.push('== 16. Units: storage and CPU per subject key, entry, artifact and provenance edge (inputs of bench/scale.ts) ==');
 if (units?.result) out.push(formatted(formatUnits, units.result), sectionLine('units', units));
 else out.push(units ? `FAILED: ${units.error}` : 'skipped');
+
+out.push('');
+out.push('== 17. Bulk erasure: class-A subjects through POST /v1/erasures/batch, one replica vs two ==');
+if (bulk?.result) out.push(formatted(formatBulk, bulk.result), sectionLine('bulk', bulk));
+else out.push(bulk ? `FAILED: ${bulk.error}` : 'skipped');
 
 const summary: string[][] = [];
 // one section's malformed result costs the summary rows from it on, not the aims, the wall time and results.json
@@ -529,6 +543,15 @@ if (keysSection?.result) {
     ]);
   }
 }
+if (bulk?.result) {
+  const r = bulk.result;
+  summary.push([
+    `bulk erasure subjects/s, 2 replicas ÷ 1 (${fmtInt(r.subjects)} class-A subjects, one machine and one PostgreSQL)`,
+    `${fmtNum(r.two.subjectsPerSec, 1)} / ${fmtNum(r.one.subjectsPerSec, 1)}`,
+    fmtRatio(r.ratio),
+    `aim > 1: ${r.ratio > 1 ? 'met' : 'NOT met'}; ledger chain records per erasure ${fmtNum(r.one.ledgerPerErasure, 2)} / ${fmtNum(r.two.ledgerPerErasure, 2)}`,
+  ]);
+}
 } catch (e) {
   summary.push(['(summary rows stopped here)', '', '', `FAILED: ${(e as Error).message}`]);
 }
@@ -603,6 +626,7 @@ await writeFile(
       providers: providers ?? null,
       keys: keysSection ?? null,
       units: units ?? null,
+      bulk: bulk ?? null,
     },
     null,
     2,

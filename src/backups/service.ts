@@ -25,6 +25,7 @@ import type { KeyProvider } from '../keyprovider/provider.js';
 import type { Logger } from '../observability/logger.js';
 import type { ObjectStore } from '../storage/store.js';
 import type { AuditLog } from '../vault/audit.js';
+import { Batcher } from '../vault/batcher.js';
 import type { KeyDestructions } from '../vault/destructions.js';
 import type { KeyService } from '../vault/keys.js';
 import type { VersionKeys } from '../vault/version-keys.js';
@@ -50,9 +51,17 @@ export type { RestoreResult } from './restore.js';
 export type { BackupProgress, BackupSummary } from './run.js';
 export type { Verification, VerifiedKey } from './verify.js';
 
+/** Waiters one group-committed flush answers at most (each flush takes every pending destruction anyway). */
+const FLUSH_WAITERS = 10_000;
+
 export class BackupService {
   readonly #ctx: BackupContext;
   readonly #queue: PropagationQueue;
+  /**
+   * A destruction's own flush (awaitDurable), group-committed: one flush at a time; the
+   * erasures that wait meanwhile share the next one, and with it its chain records.
+   */
+  readonly #flushes: Batcher<object, { records: number; durable: string[] }>;
 
   constructor(deps: {
     db: Database;
@@ -86,6 +95,11 @@ export class BackupService {
       failpoint: deps.failpoint,
     };
     this.#queue = new PropagationQueue(this.#ctx);
+    const ctx = this.#ctx;
+    this.#flushes = new Batcher(async (waiting) => {
+      const flushed = await flushLedger(ctx, { everything: false });
+      return new Map(waiting.map((w) => [w, flushed]));
+    }, FLUSH_WAITERS);
   }
 
   /** The backup bucket (or folder). */
@@ -184,7 +198,7 @@ export class BackupService {
         timer = setTimeout(() => resolve('timeout'), remaining);
       });
       try {
-        const outcome = await Promise.race([flushLedger(this.#ctx, { everything: false }).then(() => 'done' as const), timedOut]);
+        const outcome = await Promise.race([this.#flushes.submit({}).then(() => 'done' as const), timedOut]);
         if (outcome === 'timeout') error = `the backup store did not answer within ${waitMs} ms`;
         else error = undefined;
       } catch (e) {

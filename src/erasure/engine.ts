@@ -147,7 +147,8 @@ export class ErasureEngine {
    * would (a new one, or the subject's open one), a few at a time; one subject's
    * refusal (never seen, an erasure in progress of its entries…) is answered in its
    * own item and stops no other. The erasures then run as any other: claimed by every
-   * replica's worker, their ledger flushes coalesced into shared chain records.
+   * replica's worker; destructions waiting for the ledger at the same moment share one
+   * flush and its chain record (group commit in BackupService.awaitDurable).
    */
   async requestMany(input: BulkErasureRequest, actor: string): Promise<BulkErasureItem[]> {
     const { subjects, ...shared } = input;

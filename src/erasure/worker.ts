@@ -91,7 +91,8 @@ export class ErasureWorker {
   /**
    * Claims and runs erasures until none is claimable, then runs `afterDrain`: up to
    * `concurrency` at once, each lane claiming its next erasure when its last one
-   * parks, fails or ends (a bulk request's erasures then share their ledger flushes).
+   * parks, fails or ends (destructions waiting at the same moment then share one ledger flush:
+   * BackupService.awaitDurable group-commits them).
    */
   async drain(): Promise<number> {
     let ran = 0;

@@ -164,7 +164,7 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Servi
       description:
         'Each subject is requested as `POST /v1/erasures` would request it — a new erasure, or the subject\'s open one — with the fields they share. ' +
         'A subject refused (lethe has never seen it, …) is answered in its own item and stops no other. The erasures then run as any other, on every replica, ' +
-        'their destruction records written into shared ledger chain records. Follow each with `GET /v1/erasures/{erasureId}`.',
+        'destructions waiting for the ledger at the same moment sharing one chain record. Follow each with `GET /v1/erasures/{erasureId}`.',
       security,
       middleware: [authorize(tokens, 'eraser')] as const,
       request: { body: jsonBody(BulkErasureRequest) },
