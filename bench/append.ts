@@ -62,6 +62,7 @@ import {
   fmtRatio,
   formatAims,
   makeTempDir,
+  pool,
   progress,
   randomRootKey,
   removeDir,
@@ -186,16 +187,6 @@ function randomTexts(count: number): string[] {
 
 function subjectName(i: number): string {
   return `bench-subject-${String(i).padStart(6, '0')}`;
-}
-
-/** Runs fn(0..count-1) with at most `limit` in flight, in index order. */
-async function pool(count: number, limit: number, fn: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, count) }, async () => {
-      while (next < count) await fn(next++);
-    }),
-  );
 }
 
 function percentile(sorted: Float64Array, p: number): number {

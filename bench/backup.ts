@@ -98,6 +98,8 @@ import {
   formatAims,
   makeTempDir,
   median,
+  minioClient,
+  pool,
   progress,
   QUICK,
   randomRootKey,
@@ -239,21 +241,6 @@ function randomText(bytes: number): string {
   const raw = randomBytes(bytes);
   for (let i = 0; i < raw.length; i++) raw[i] = CHARSET[raw[i]! % CHARSET.length]!;
   return raw.toString('latin1');
-}
-
-/** Runs fn(0..count-1) with at most `limit` in flight. */
-async function pool(count: number, limit: number, fn: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, count) }, async () => {
-      while (next < count) await fn(next++);
-    }),
-  );
-}
-
-function minioClient(m: MinioServer): Client {
-  const url = new URL(m.endpoint);
-  return new Client({ endPoint: url.hostname, port: Number(url.port), useSSL: false, accessKey: m.accessKey, secretKey: m.secretKey, region: 'us-east-1', pathStyle: true });
 }
 
 async function listNames(client: Client, bucket: string, prefix: string): Promise<Array<{ name: string; size: number }>> {

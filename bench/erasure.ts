@@ -79,6 +79,7 @@ import {
   FULL,
   makeTempDir,
   median,
+  pool,
   progress,
   randomRootKey,
   removeDir,
@@ -203,13 +204,6 @@ function words(n: number): string {
 
 const entryText = (label: string, k: number) => `Note ${k} of ${label} says ${words(7)}. It adds ${words(9)}. Then ${words(8)}.`;
 const firstSentence = (text: string) => `${text.split('. ')[0]!}.`;
-
-async function pool(count: number, limit: number, fn: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(limit, count) }, async () => {
-    while (next < count) await fn(next++);
-  }));
-}
 
 class Client {
   constructor(

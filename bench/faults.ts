@@ -43,6 +43,7 @@ import {
   fmtNum,
   fmtRatio,
   makeTempDir,
+  pool,
   progress,
   randomRootKey,
   removeDir,
@@ -91,15 +92,6 @@ function randomTexts(count: number): string[] {
   let s = '';
   for (let i = 0; i < raw.length; i++) s += alphabet[raw[i]! % alphabet.length];
   return Array.from({ length: count }, (_, i) => s.slice(i * ENTRY_BYTES, (i + 1) * ENTRY_BYTES));
-}
-
-async function pool(count: number, limit: number, fn: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, count) }, async () => {
-      while (next < count) await fn(next++);
-    }),
-  );
 }
 
 function quantile(sorted: Float64Array, p: number): number {

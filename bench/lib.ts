@@ -12,6 +12,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Client } from 'minio';
 import postgres from 'postgres';
 import { loadConfig } from '../src/config/index.js';
 import { createLogger } from '../src/observability/logger.js';
@@ -355,4 +356,20 @@ export function table(headers: string[], rows: string[][]): string {
       .join(' | ')} |`;
   const sep = `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`;
   return [line(headers, true), sep, ...rows.map((r) => line(r))].join('\n');
+}
+
+/** Runs fn(0..count-1) with at most `limit` in flight. */
+export async function pool(count: number, limit: number, fn: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, count) }, async () => {
+      while (next < count) await fn(next++);
+    }),
+  );
+}
+
+/** A minio client for a MinIO server the bench started (infra/minio-server.ts). */
+export function minioClient(m: { readonly endpoint: string; readonly accessKey: string; readonly secretKey: string }): Client {
+  const url = new URL(m.endpoint);
+  return new Client({ endPoint: url.hostname, port: Number(url.port), useSSL: false, accessKey: m.accessKey, secretKey: m.secretKey, region: 'us-east-1', pathStyle: true });
 }

@@ -68,9 +68,11 @@ import {
   fmtNum,
   fmtSeconds,
   makeTempDir,
+  median,
+  minioClient,
+  pool,
   progress,
   randomRootKey,
-  median,
   removeDir,
   runIfMain,
   sleep,
@@ -290,21 +292,6 @@ async function erasureCommits(vault: App, sql: postgres.Sql, subjects: string[])
 }
 
 // ------------------------------------------------------------------ helpers
-
-/** Runs fn(0..count-1) with at most `limit` in flight. */
-async function pool(count: number, limit: number, fn: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, count) }, async () => {
-      while (next < count) await fn(next++);
-    }),
-  );
-}
-
-function minioClient(m: MinioServer): Client {
-  const url = new URL(m.endpoint);
-  return new Client({ endPoint: url.hostname, port: Number(url.port), useSSL: false, accessKey: m.accessKey, secretKey: m.secretKey, region: 'us-east-1', pathStyle: true });
-}
 
 async function listSizes(client: Client, bucket: string): Promise<Array<{ name: string; size: number }>> {
   return new Promise((resolve, reject) => {
