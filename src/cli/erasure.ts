@@ -174,6 +174,9 @@ async function watchErasure(client: ServiceClient, erasureId: string, json: bool
   throw new ExitError(`erasure ${erasureId} is still ${view.status} after its events ended`, ERASE_EXIT.lost);
 }
 
+/** A well-formed subject id that stands in while the shared flags of --subjects-file are checked. */
+const FLAGS_ONLY_SUBJECT = 'lethe:flags-check';
+
 /** One subject per line; blank lines and lines starting with # are skipped. */
 async function subjectsFrom(file: string): Promise<Array<{ line: number; subject: string }>> {
   let text: string;
@@ -204,7 +207,8 @@ interface BulkAnswer {
  */
 async function eraseMany(file: string, opts: EraseOptions): Promise<void> {
   const subjects = await subjectsFrom(file);
-  const shared = erasureRequestBody(subjects[0]!.subject, opts);
+  // the shared flags, checked on their own (each subject is checked below, named by its line)
+  const shared = erasureRequestBody(FLAGS_ONLY_SUBJECT, opts);
   if (shared.publicAttributes || shared.entryIds) throw new ExitError('--public-attribute is about one person: erase that subject on its own, not with --subjects-file', ERASE_EXIT.input);
   const { subject: _first, ...rest } = shared;
   const chunks: BulkErasureRequest[] = [];

@@ -163,6 +163,12 @@ describe('lethe erase --subjects-file', () => {
     const bad = await runCli(['erase', '--subjects-file', file], env());
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--subjects-file line 2/);
+    // the first line is named by its line too
+    const first = path.join(dataDir, `bad-first-${tag()}.txt`);
+    writeFileSync(first, `# a comment\nnot a subject id\n${s}\n`);
+    const badFirst = await runCli(['erase', '--subjects-file', first], env());
+    expect(badFirst.code).toBe(2);
+    expect(badFirst.stderr).toMatch(/--subjects-file line 2/);
     const missing = await runCli(['erase', '--subjects-file', path.join(dataDir, 'no-such-file.txt')], env());
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/cannot read/);
