@@ -12,6 +12,7 @@ import type { Database, Transaction } from '../db/client.js';
 import type { KeysetPage, KeysetPosition } from '../db/keyset.js';
 import type { ErasureRow } from '../db/schema.js';
 import { isLetheError, LetheError } from '../errors.js';
+import { mapLimit } from '../concurrency.js';
 import { newId } from '../ids.js';
 import { describeError } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -152,20 +153,15 @@ export class ErasureEngine {
    */
   async requestMany(input: BulkErasureRequest, actor: string): Promise<BulkErasureItem[]> {
     const { subjects, ...shared } = input;
-    const items = new Array<BulkErasureItem>(subjects.length);
-    let next = 0;
-    const lane = async (): Promise<void> => {
-      for (let i = next++; i < subjects.length; i = next++) {
-        try {
-          items[i] = { index: i, ...(await this.request({ subject: subjects[i]!, ...shared }, actor)) };
-        } catch (e) {
-          // a refusal about this subject is its item's answer; the database or the store failing is the request's
-          if (!(e instanceof LetheError) || e.code === 'internal' || e.code === 'unavailable') throw e;
-          items[i] = { index: i, error: { code: e.code, detail: e.message } };
-        }
+    const items = await mapLimit(subjects, BULK_LANES, async (subject, index): Promise<BulkErasureItem> => {
+      try {
+        return { index, ...(await this.request({ subject, ...shared }, actor)) };
+      } catch (e) {
+        // a refusal about this subject is its item's answer; the database or the store failing is the request's
+        if (!(e instanceof LetheError) || e.code === 'internal' || e.code === 'unavailable') throw e;
+        return { index, error: { code: e.code, detail: e.message } };
       }
-    };
-    await Promise.all(Array.from({ length: Math.min(BULK_LANES, subjects.length) }, lane));
+    });
     this.kick();
     return items;
   }

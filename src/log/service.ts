@@ -37,26 +37,13 @@ import {
 } from './idempotency.js';
 import { FramePayloadSchema, MAX_ENTRY_TEXT_BYTES, payloadProblem } from './payload.js';
 import { encodeSegment, frameFromRange, frameRange } from './segment.js';
+import { mapLimit } from '../concurrency.js';
 
 export { MAX_ENTRY_TEXT_BYTES };
 export const MAX_RESERVATION = 10_000;
 /** What a refused (quarantined) entry answers: it is not served. */
 const REFUSED = 'no such entry: its frame was refused when it was indexed (it did not open under the key it names, or its payload broke the entry schema)';
 const READ_CONCURRENCY = 8;
-
-/** `fn` over `items` with at most `limit` calls in flight; results in input order. */
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
 
 function checkTextSize(text: string): void {
   if (Buffer.byteLength(text, 'utf8') > MAX_ENTRY_TEXT_BYTES) {

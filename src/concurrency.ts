@@ -1,0 +1,15 @@
+/** Bounded concurrency, shared by the modules that fan work out. */
+
+/** `fn` over `items` with at most `limit` calls in flight; results in input order. A call that throws rejects the whole. */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
