@@ -96,6 +96,7 @@ import {
   fmtRatio,
   fmtSeconds,
   formatAims,
+  listObjects,
   makeTempDir,
   median,
   minioClient,
@@ -241,18 +242,6 @@ function randomText(bytes: number): string {
   const raw = randomBytes(bytes);
   for (let i = 0; i < raw.length; i++) raw[i] = CHARSET[raw[i]! % CHARSET.length]!;
   return raw.toString('latin1');
-}
-
-async function listNames(client: Client, bucket: string, prefix: string): Promise<Array<{ name: string; size: number }>> {
-  return new Promise((resolve, reject) => {
-    const out: Array<{ name: string; size: number }> = [];
-    const stream = client.listObjectsV2(bucket, prefix, true);
-    stream.on('data', (o) => {
-      if (o.name) out.push({ name: o.name, size: o.size ?? 0 });
-    });
-    stream.on('error', reject);
-    stream.on('end', () => resolve(out));
-  });
 }
 
 interface StoredVersion {
@@ -416,7 +405,7 @@ export async function runBackup(): Promise<BackupResult> {
     });
     const artifactsSeconds = (performance.now() - a0) / 1000;
 
-    const liveObjects = (await Promise.all(BACKED_UP.map((p) => listNames(client, bucket, p)))).flat().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const liveObjects = (await Promise.all(BACKED_UP.map((p) => listObjects(client, bucket, p)))).flat().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const liveBytes = liveObjects.reduce((n, o) => n + o.size, 0);
     const logObjects = liveObjects.filter((o) => o.name.startsWith('log/')).length;
     const artifactObjects = liveObjects.length - logObjects;
@@ -440,7 +429,7 @@ export async function runBackup(): Promise<BackupResult> {
       let copiedObjects = 0;
       for (const p of BACKED_UP) {
         // the listing is part of the job, as in the backup
-        for (const o of await listNames(client, bucket, p)) {
+        for (const o of await listObjects(client, bucket, p)) {
           const bytes = await getBytes(client, bucket, o.name);
           await client.putObject(target, o.name, bytes, bytes.length);
           copiedBytes += bytes.length;

@@ -373,3 +373,16 @@ export function minioClient(m: { readonly endpoint: string; readonly accessKey: 
   const url = new URL(m.endpoint);
   return new Client({ endPoint: url.hostname, port: Number(url.port), useSSL: false, accessKey: m.accessKey, secretKey: m.secretKey, region: 'us-east-1', pathStyle: true });
 }
+
+/** Every object under `prefix` in the bucket (current versions), with its size. */
+export async function listObjects(client: Client, bucket: string, prefix = ''): Promise<Array<{ name: string; size: number }>> {
+  return new Promise((resolve, reject) => {
+    const out: Array<{ name: string; size: number }> = [];
+    const stream = client.listObjectsV2(bucket, prefix, true);
+    stream.on('data', (o) => {
+      if (o.name) out.push({ name: o.name, size: o.size ?? 0 });
+    });
+    stream.on('error', reject);
+    stream.on('end', () => resolve(out));
+  });
+}

@@ -51,7 +51,6 @@
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { Client } from 'minio';
 import postgres from 'postgres';
 import { loadConfig } from '../src/config/index.js';
 import { createLogger } from '../src/observability/logger.js';
@@ -67,6 +66,7 @@ import {
   fmtInt,
   fmtNum,
   fmtSeconds,
+  listObjects,
   makeTempDir,
   median,
   minioClient,
@@ -293,18 +293,6 @@ async function erasureCommits(vault: App, sql: postgres.Sql, subjects: string[])
 
 // ------------------------------------------------------------------ helpers
 
-async function listSizes(client: Client, bucket: string): Promise<Array<{ name: string; size: number }>> {
-  return new Promise((resolve, reject) => {
-    const out: Array<{ name: string; size: number }> = [];
-    const stream = client.listObjectsV2(bucket, '', true);
-    stream.on('data', (o) => {
-      if (o.name) out.push({ name: o.name, size: o.size ?? 0 });
-    });
-    stream.on('error', reject);
-    stream.on('end', () => resolve(out));
-  });
-}
-
 async function diskBytes(dir: string): Promise<number> {
   let n = 0;
   let names: string[];
@@ -463,7 +451,7 @@ export async function runUnits(): Promise<UnitsResult> {
 
       progress(`units: step ${target.step} done (${fmtInt(doneEntries)} entries); VACUUM ANALYZE, table sizes, bucket listing`);
       const sizes = await tableSizes(q, tables);
-      const listing = await listSizes(client, bucket);
+      const listing = await listObjects(client, bucket);
       const sum = (pred: (n: string) => boolean) => {
         const xs = listing.filter((o) => pred(o.name));
         return { count: xs.length, bytes: xs.reduce((n, o) => n + o.size, 0) };

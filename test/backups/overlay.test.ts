@@ -12,7 +12,7 @@ import { chainRecordKey, LEDGER_HEAD_KEY } from '../../src/backups/ledger-chain.
 import type { BackupSummary } from '../../src/backups/service.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
-import { keyState, ledgerRecordOf, minioClient, minioEnv, versionCounts } from './support.js';
+import { allVersions, keyState, ledgerRecordOf, minioClient, minioEnv, versionCounts } from './support.js';
 
 const tag = () => randomBytes(4).toString('hex');
 const HOLDERS = 8;
@@ -91,16 +91,7 @@ describe("the manifests' overlay: the ledger chain", () => {
     const body = JSON.parse(Buffer.from(original).toString('utf8')) as { destructions: Array<{ keyId: string }> };
     const edited = { ...body, destructions: body.destructions.filter((d) => d.keyId !== c.keyId) };
     // the edited record over every version lethe wrote: what someone who may bypass retention does
-    for (const v of await new Promise<Array<{ name: string; versionId: string }>>((resolve, reject) => {
-      const out: Array<{ name: string; versionId: string }> = [];
-      const stream = client.listObjects(backupBucket, record, true, { IncludeVersion: true });
-      stream.on('data', (o) => {
-        const x = o as { name?: string; versionId?: string };
-        if (x.name === record && x.versionId) out.push({ name: x.name, versionId: x.versionId });
-      });
-      stream.on('error', reject);
-      stream.on('end', () => resolve(out));
-    })) {
+    for (const v of (await allVersions(client, backupBucket, record)).filter((x) => x.name === record)) {
       await client.removeObject(backupBucket, v.name, { versionId: v.versionId, governanceBypass: true });
     }
     await tv.vault.backups.store.put(chainRecordKey(seq), Buffer.from(JSON.stringify(edited)));
