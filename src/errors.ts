@@ -23,6 +23,8 @@ export const ERROR_CODES = [
   'source_erased',
   'provenance_required',
   'unknown_source',
+  'near_copy',
+  'not_a_match',
   'key_destroyed',
   'entry_forgotten',
   'illegal_transition',

@@ -12,7 +12,7 @@
 import { randomBytes, toBase64Url } from './crypto/index.js';
 import { LetheError } from './errors.js';
 
-export const ID_PREFIXES = ['key', 'lease', 'entry', 'seg', 'art', 'exp', 'bak', 'ers'] as const;
+export const ID_PREFIXES = ['key', 'lease', 'entry', 'seg', 'art', 'exp', 'bak', 'ers', 'dsm'] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 
 const ID_BYTES = 16;

@@ -17,6 +17,7 @@ import { StatisticsKeeper } from '../db/statistics.js';
 import { LetheError } from '../errors.js';
 import { ErasureEngine } from '../erasure/engine.js';
 import { ReportLinks } from '../erasure/report-link.js';
+import { Principals } from '../vault/principals.js';
 import { ExternalKeyProvider } from '../keyprovider/external.js';
 import { openKeyProvider } from '../keyprovider/open.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
@@ -241,6 +242,10 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
     const reportLinkKey = await provider.deriveSystemKey('report-link');
     const reportLinks = new ReportLinks(reportLinkKey, { db: database, audit, exists: (id) => erasures.status(id) });
     zeroize(reportLinkKey);
+    // who presented a token, named without the token (src/vault/principals.ts)
+    const principalKey = await provider.deriveSystemKey('principal');
+    const principals = new Principals(principalKey);
+    zeroize(principalKey);
     const parts = { keys, destructions, vectors, log, backups, erasures, cache, provider, metrics, logger, events };
     subscribe(parts);
     if (options.prepare ?? true) {
@@ -335,6 +340,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       backups,
       erasures,
       reportLinks,
+      principals,
       certificateKeys,
       metrics,
       logger,
@@ -357,6 +363,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
         audit.close();
         ledgerMac.destroy();
         reportLinks.close();
+        principals.close();
         await openedDb.close();
         await openedProvider.close();
       },

@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 
-export const ROLES = ['writer', 'backup', 'eraser', 'admin'] as const;
+export const ROLES = ['writer', 'backup', 'eraser', 'approver', 'admin'] as const;
 export type Role = (typeof ROLES)[number];
 
 const int = (def: number, min: number, max: number) =>

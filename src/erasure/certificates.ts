@@ -16,6 +16,7 @@ import { endWrappedCopies } from './residuals.js';
 import { type ErasureState, parseState } from './state.js';
 import { forgottenEntries } from './forget.js';
 import { requestContextOf } from './request.js';
+import { readableByRuling } from './view.js';
 
 /** The epochs an erasure's certificate waits on, and when each retired. */
 export interface WrappedEpochs {
@@ -61,6 +62,10 @@ function probePayload(state: ErasureState, threshold: number): { [key: string]: 
             at: d.at,
             reason: d.reason,
             ruledScore: d.ruledScore,
+            // two people's ruling: who approved it (a ruling from before proposals has no approval)
+            ...(d.dismissalId ? { dismissalId: d.dismissalId } : {}),
+            ...(d.approval ? { approval: { role: d.approval.role, at: d.approval.at, ...(d.approval.principal ? { principal: d.approval.principal } : {}) } } : {}),
+            ...(d.proposedBy ? { proposedBy: d.proposedBy } : {}),
             ...(d.score !== undefined ? { score: d.score } : {}),
             ...(d.lapsed ? { lapsed: true } : {}),
           })),
@@ -101,6 +106,8 @@ export function certificatePayload(
     // the probe as it ran: matches, candidates examined per source, index coverage, the replica, and every dismissal (a human ruling)
     probe: probePayload(state, outcome.probeThreshold),
     residuals: (state.residuals ?? []).map((r) => ({ ...r })) as Json,
+    // records a ruling keeps readable (the erasure counts them out of `recovered` on two people's word), only when there are any
+    ...(readableByRuling(state.probe).length ? { readableByRuling: readableByRuling(state.probe) } : {}),
     // which replicas acknowledged dropping the destroyed key's vectors, and which were still behind (acknowledgement.ts)
     replicas: state.replicas ? (JSON.parse(JSON.stringify(state.replicas)) as Json) : null,
     // what each tier held of the subject at classification and reported removed

@@ -21,15 +21,15 @@ import { hashHex } from '../vault/subjects.js';
 import { CertificateFinalizer } from './certificates.js';
 import { type ErasureStatus, isOpen, STEP_NAMES, type StepName } from './machine.js';
 import { ErasureRecords } from './records.js';
-import { dismissMatches } from './dismissal.js';
+import { approveDismissal, proposeDismissal, revokeDismissal } from './dismissal.js';
 import { openErasure } from './opening.js';
 import { type ForgetRequest, forgottenEntries, requestForget } from './forget.js';
 import { orderRedaction } from './redaction.js';
-import { type BulkErasureRequest, type DismissalRequest, type ErasureRequest, requestContextOf } from './request.js';
+import { type Actor, actorOf, type BulkErasureRequest, type DismissalRequest, type DismissalRevocation, type ErasureRequest, requestContextOf } from './request.js';
 import type { CertificateSigner, ErasureResources, ErasureServices, ErasureSettings } from './resources.js';
 import { parseState } from './state.js';
 import { createTiers } from './tiers/index.js';
-import { CertificateViewSchema, type ErasureTransition, type ErasureView, type StepView } from './view.js';
+import { CertificateViewSchema, type ErasureTransition, type ErasureView, readableByRuling, type StepView } from './view.js';
 import { ErasureWatchers, type Follower } from './watchers.js';
 import { leftBehind } from './left.js';
 import { failedStep, resumeErasure } from './resume.js';
@@ -101,7 +101,8 @@ export class ErasureEngine {
   }
 
   /** POST /v1/erasures: a new erasure, or the subject's open one. From here on the subject is fenced. */
-  async request(input: ErasureRequest, actor: string): Promise<{ erasureId: string; status: ErasureStatus; created: boolean }> {
+  async request(input: ErasureRequest, by: string | Actor): Promise<{ erasureId: string; status: ErasureStatus; created: boolean }> {
+    const actor = actorOf(by);
     const { keys, log, records, tombstones } = this.#res;
     // records scope (entryIds: forget some memories) must not tombstone the person; only a subject-scope erasure does
     const tombstonesSubject = !('entryIds' in input) || input.entryIds === undefined;
@@ -123,8 +124,9 @@ export class ErasureEngine {
         unlearning: input.unlearning ?? null,
         reason: input.reason ?? null,
         publicAttributes: input.publicAttributes ?? [],
+        requestedBy: actor.principal,
       };
-      const inserted = await openErasure(this.#res, opening, `requested by ${actor}`, async (tx, now) => {
+      const inserted = await openErasure(this.#res, opening, `requested by ${actor.role}`, async (tx, now) => {
         // leases stop from the request on, in the same commit: an erasure is never open with its key leasable
         fenced = await keys.fenceSubjectWithin(tx, subjectHash, 'erasure');
         // and the subject is tombstoned in the same commit: once its key is destroyed no key is made for it again until an admin reinstates it
@@ -151,7 +153,7 @@ export class ErasureEngine {
    * replica's worker; destructions waiting for the ledger at the same moment share one
    * flush and its chain record (group commit in BackupService.awaitDurable).
    */
-  async requestMany(input: BulkErasureRequest, actor: string): Promise<BulkErasureItem[]> {
+  async requestMany(input: BulkErasureRequest, actor: string | Actor): Promise<BulkErasureItem[]> {
     const { subjects, ...shared } = input;
     const items = await mapLimit(subjects, BULK_LANES, async (subject, index): Promise<BulkErasureItem> => {
       try {
@@ -170,30 +172,46 @@ export class ErasureEngine {
    * DELETE /v1/entries/{entryId}: forget one memory — a records-scope erasure of the
    * entry (forget.ts), or the erasure already forgetting it. not_found for no such entry.
    */
-  async forgetEntry(entryId: string, actor: string): Promise<{ erasureId: string; status: ErasureStatus; created: boolean }> {
+  async forgetEntry(entryId: string, actor: string | Actor): Promise<{ erasureId: string; status: ErasureStatus; created: boolean }> {
     const [entry] = await this.#res.log.locate([entryId]);
     if (!entry) throw new LetheError('not_found', 'no such entry');
     return this.#forget({ subjectHash: entry.subjectHash, entryIds: [entryId] }, actor);
   }
 
-  async #forget(input: ForgetRequest, actor: string): Promise<{ erasureId: string; status: ErasureStatus; created: boolean }> {
+  async #forget(input: ForgetRequest, actor: string | Actor): Promise<{ erasureId: string; status: ErasureStatus; created: boolean }> {
     const result = await requestForget(this.#res, input, actor);
     if (result.created) this.kick();
     return result;
   }
 
   /** POST /v1/erasures/{id}/redactions: re-key other subjects' logs without the named records, then probe again. */
-  async redact(erasureId: string, ids: readonly string[], actor: string): Promise<{ erasureId: string; status: ErasureStatus }> {
-    await orderRedaction(this.#res, erasureId, ids, actor);
+  async redact(erasureId: string, ids: readonly string[], actor: string | Actor, override?: { readonly reason: string }): Promise<{ erasureId: string; status: ErasureStatus }> {
+    await orderRedaction(this.#res, erasureId, ids, actorOf(actor), override);
     this.kick();
     return { erasureId, status: 'running' };
   }
 
-  /** POST /v1/erasures/{id}/dismissals: a person rules named matches carry nothing of the subject; probe again without them. */
-  async dismiss(erasureId: string, request: DismissalRequest, role: string): Promise<{ erasureId: string; status: ErasureStatus }> {
-    await dismissMatches(this.#res, erasureId, request, role);
+  /**
+   * POST /v1/erasures/{id}/dismissals: a person proposes that named matches carry nothing
+   * of the subject. A proposal changes nothing until a second principal approves it.
+   */
+  async dismiss(erasureId: string, request: DismissalRequest, actor: string | Actor): Promise<{ erasureId: string; status: ErasureStatus; dismissalId: string }> {
+    const dismissalId = await proposeDismissal(this.#res, erasureId, request, actorOf(actor));
+    return { erasureId, status: await this.#res.records.status(erasureId), dismissalId };
+  }
+
+  /** POST /v1/erasures/{id}/dismissals/{dismissalId}/approve: a second principal's approval; the probe runs again without the records. */
+  async approveDismissal(erasureId: string, dismissalId: string, actor: Actor): Promise<{ erasureId: string; status: ErasureStatus; dismissalId: string }> {
+    await approveDismissal(this.#res, erasureId, dismissalId, actor);
     this.kick();
-    return { erasureId, status: 'running' };
+    return { erasureId, status: 'running', dismissalId };
+  }
+
+  /** POST /v1/erasures/{id}/dismissals/{dismissalId}/revoke: a proposal rejected, or an approved ruling revoked (the probe runs again). */
+  async revokeDismissal(erasureId: string, dismissalId: string, actor: string | Actor, revocation: DismissalRevocation = {}): Promise<{ erasureId: string; status: ErasureStatus; dismissalId: string }> {
+    const reopened = await revokeDismissal(this.#res, erasureId, dismissalId, actorOf(actor), revocation.reason);
+    if (reopened) this.kick();
+    return { erasureId, status: reopened ? 'running' : await this.#res.records.status(erasureId), dismissalId };
   }
 
   /**
@@ -434,6 +452,8 @@ export class ErasureEngine {
     }
     const certificate = CertificateViewSchema.nullable().parse(row.certificate);
     const request = requestContextOf(row);
+    // what a finished erasure keeps readable on two people's word (the last probe's approved rulings)
+    const ruled = isOpen(row.status) ? [] : readableByRuling(state.probe);
     return {
       erasureId: row.erasureId,
       status: row.status,
@@ -451,6 +471,8 @@ export class ErasureEngine {
       ...(certificate ? { certificate: { payload: certificate.payload, signature: certificate.signature, publicKey: certificate.publicKey, algorithm: certificate.algorithm } } : {}),
       ...(row.certificateState ? { certificateState: row.certificateState } : {}),
       graph: state.graph ?? { nodes: [], edges: [] },
+      ...(state.dismissals?.length ? { dismissals: state.dismissals } : {}),
+      ...(ruled.length ? { readableByRuling: ruled } : {}),
       ...(row.attempts > 0
         ? {
             retry: {

@@ -13,7 +13,7 @@
 import { LetheError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { ErasureStatus } from './machine.js';
-import type { LegalBasis, RequestContext } from './request.js';
+import { type Actor, actorOf, type LegalBasis, type RequestContext } from './request.js';
 import { openErasure } from './opening.js';
 import type { ErasureResources } from './resources.js';
 
@@ -31,8 +31,9 @@ export interface ForgetRequest {
  * erasure (`created: false`); entries of another subject, unknown or already erased
  * are refused, and so is a request while the whole subject is being erased.
  */
-export async function requestForget(res: ErasureResources, input: ForgetRequest, actor: string): Promise<{ erasureId: string; status: ErasureStatus; created: boolean }> {
+export async function requestForget(res: ErasureResources, input: ForgetRequest, caller: string | Actor): Promise<{ erasureId: string; status: ErasureStatus; created: boolean }> {
   const { keys, log, records } = res;
+  const actor = actorOf(caller);
   const ids = [...new Set(input.entryIds)];
   const subjectHex = Buffer.from(input.subjectHash).toString('hex');
   const located = (await log.locate(ids)).filter((e) => Buffer.from(e.subjectHash).toString('hex') === subjectHex);
@@ -55,8 +56,8 @@ export async function requestForget(res: ErasureResources, input: ForgetRequest,
   if (open) throw new LetheError('erasure_in_progress', `the whole subject is being erased (erasure ${open.erasureId}): its entries go with it`);
 
   const erasureId = newId('ers');
-  const opening = { erasureId, subjectHash: input.subjectHash, scope: 'records' as const, entryIds: ids, legalBasis: input.legalBasis ?? null, requestContext: input.requestContext ?? null, unlearning: null, reason: input.reason ?? null, publicAttributes: [] };
-  const detail = `requested by ${actor}: forget ${ids.length} entr${ids.length === 1 ? 'y' : 'ies'}`;
+  const opening = { erasureId, subjectHash: input.subjectHash, scope: 'records' as const, entryIds: ids, legalBasis: input.legalBasis ?? null, requestContext: input.requestContext ?? null, unlearning: null, reason: input.reason ?? null, publicAttributes: [], requestedBy: actor.principal };
+  const detail = `requested by ${actor.role}: forget ${ids.length} entr${ids.length === 1 ? 'y' : 'ies'}`;
   // unreadable from this commit on; a concurrent forget of the same entry makes one of the two refuse
   await openErasure(res, opening, detail, (tx) => log.markForgotten(tx, erasureId, input.subjectHash, ids));
   return { erasureId, status: 'pending', created: true };

@@ -24,6 +24,8 @@ export interface Opening {
   /** Sealed under the erasure's own key, never stored in the clear. */
   readonly reason: string | null;
   readonly publicAttributes: readonly string[];
+  /** The requesting principal (over HTTP), kept so it can never approve a dismissal of this erasure. */
+  readonly requestedBy?: string | undefined;
 }
 
 /**
@@ -57,7 +59,7 @@ export async function openErasure(
         unlearning: opening.unlearning,
         sealKeyId,
         sealedRequest,
-        state: { steps: {} } satisfies ErasureState,
+        state: { steps: {}, ...(opening.requestedBy ? { requestedBy: opening.requestedBy } : {}) } satisfies ErasureState,
         notBefore: now,
         createdAt: now,
         updatedAt: now,

@@ -41,7 +41,9 @@
  * the mean over the subject's records of their best score, weighted by their private
  * content. Every record that contributes to it is named in `matches`; a match a person
  * dismissed (a stated human judgement) is left out and listed as dismissed, unless the
- * ruling lapsed (the record scores higher now, or was rewritten under another key).
+ * ruling lapsed (the record scores higher now, became a near copy, or was rewritten
+ * under another key). A match holding a verbatim run, or scoring NEAR_COPY or more, is
+ * named `nearCopy`: no ruling may dismiss it (src/erasure/dismissal.ts).
  */
 import { toBase64Url, utf8 } from '../crypto/index.js';
 import { LetheError } from '../errors.js';
@@ -214,8 +216,12 @@ function prepare(index: ShingleIndex, r: RecordFingerprint): Prepared {
   return { r, inside, outside, total, floor, pairs: new Set(r.pairs), df: dfs };
 }
 
-/** Containment and verbatim run of r in the record whose sorted set is `set`. */
+/** Set by lexicalScore: whether the record it last scored holds a verbatim run (a near copy, whatever its score). */
+const lastRun = { verbatim: false };
+
+/** Containment and verbatim run of r in the record whose sorted set is `set` (`lastRun.verbatim`: a run was found). */
 function lexicalScore(p: Prepared, set: Float64Array): number {
+  lastRun.verbatim = false;
   let found = 0;
   let missing = 0;
   for (const [h, wIn] of p.inside) {
@@ -238,6 +244,7 @@ function lexicalScore(p: Prepared, set: Float64Array): number {
       if (p.inside.get(h)! > 0) distinct++;
       if (run + 1 >= RUN_WORDS && distinct * 2 >= run) {
         score = Math.max(score, RUN_SCORE);
+        lastRun.verbatim = true;
         break;
       }
     } else {
@@ -267,7 +274,7 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
     const slot = index.slotOf(c.id);
     if (slot !== undefined) extraSlots.set(slot, c);
   }
-  const best = new Map<string, { score: number; tier: ProbeMatch['tier'] }>();
+  const best = new Map<string, { score: number; tier: ProbeMatch['tier']; near: boolean }>();
   let weighted = 0;
   let total = 0;
   const prepared = records.map((r) => prepare(index, r));
@@ -275,11 +282,12 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
   const weighed = prepared.filter((p) => p.total > 0);
   const average = weighed.length ? weighed.reduce((sum, p) => sum + p.total, 0) / weighed.length : 1;
   const lapsed = new Set<string>();
-  const isDismissed = (id: string, score: number): boolean => {
+  const isDismissed = (id: string, score: number, near: boolean): boolean => {
     const ruling = dismissed.get(id);
     if (!ruling) return false;
     const keyNow = index.keyOf(id);
-    if (score > ruling.score + 1e-4 || (ruling.keyId !== undefined && keyNow !== undefined && keyNow !== ruling.keyId)) {
+    // a near copy is never dismissed: a ruling on a record that became one lapses
+    if (near || score > ruling.score + 1e-4 || (ruling.keyId !== undefined && keyNow !== undefined && keyNow !== ruling.keyId)) {
       lapsed.add(id);
       return false;
     }
@@ -349,6 +357,7 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
       }
     }
     const scoreOf = (slot: number, extraCandidate = false): number => {
+      lastRun.verbatim = false;
       const set = index.setAt(slot);
       if (!set) return 0;
       const ours = stamp[slot] === gen;
@@ -359,25 +368,30 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
       return could || runCould || (ours && fallback) || extraCandidate ? lexicalScore(p, set) : 0;
     };
     let top = 0;
-    const consider = (id: string, tier: ProbeMatch['tier'], score: number) => {
+    const consider = (id: string, tier: ProbeMatch['tier'], score: number, verbatim = false) => {
       if (score < MATCH_MIN_SCORE) return;
-      if (!isDismissed(id, score) && score > top) top = score;
+      const near = verbatim || score >= NEAR_COPY;
+      if (!isDismissed(id, score, near) && score > top) top = score;
       const prev = best.get(id);
-      if (!prev || score > prev.score) best.set(id, { score, tier });
+      if (!prev || score > prev.score) best.set(id, { score, tier, near: near || (prev?.near ?? false) });
+      else if (near) prev.near = true;
     };
-    const considerSlot = (slot: number, score: number) => {
+    const considerSlot = (slot: number, score: number, verbatim = false) => {
       const rec = index.recordAt(slot);
-      if (rec) consider(rec.id, rec.type === 'entry' ? 'log' : 'artifacts', score);
+      if (rec) consider(rec.id, rec.type === 'entry' ? 'log' : 'artifacts', score, verbatim);
     };
-    for (const slot of reached) considerSlot(slot, scoreOf(slot));
-    for (const [slot] of extraSlots) if (stamp[slot] !== gen) considerSlot(slot, scoreOf(slot, true));
+    for (const slot of reached) considerSlot(slot, scoreOf(slot), lastRun.verbatim);
+    for (const [slot] of extraSlots) if (stamp[slot] !== gen) considerSlot(slot, scoreOf(slot, true), lastRun.verbatim);
     // semantic: the candidates a vector query found at or above the similarity setting
     for (const c of sameModel ? near : []) {
       const v = vectorOf(c.id);
       const slot = index.slotOf(c.id);
       if (!v || slot === undefined) continue;
       const cosine = dot(r.vector, v);
-      if (cosine >= similarity) considerSlot(slot, Math.max(Math.min(1, cosine), scoreOf(slot, true)));
+      if (cosine >= similarity) {
+        const lexical = scoreOf(slot, true);
+        considerSlot(slot, Math.max(Math.min(1, cosine), lexical), lastRun.verbatim);
+      }
     }
     for (const u of sameModel ? (input.unreadable ?? []) : []) {
       const cosine = dot(r.vector, u.vector);
@@ -393,7 +407,7 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
   const dismissedMatches: ProbeScore['dismissedMatches'] = [];
   for (const [id, b] of best) {
     if (dismissed.has(id) && !lapsed.has(id)) dismissedMatches.push({ id, score: round(b.score) });
-    else matches.push({ id, tier: b.tier, score: round(b.score) });
+    else matches.push({ id, tier: b.tier, score: round(b.score), ...(b.near ? { nearCopy: true } : {}) });
   }
   matches.sort((a, b) => b.score - a.score || a.id.localeCompare(b.id));
   dismissedMatches.sort((a, b) => a.id.localeCompare(b.id));

@@ -1,13 +1,17 @@
 /**
- * Re-opening a finished erasure (a redaction order, a dismissal): under the row's
- * lock, a completed or incomplete erasure goes back to running at `step`, the steps
- * it will run again are reset to pending, and a transition row says who asked. The
- * caller has checked what it can without the lock; what changed meanwhile is a 409.
+ * Re-opening a finished erasure (a redaction order, an approved or revoked dismissal):
+ * under the row's lock, a completed or incomplete erasure goes back to running at
+ * `step`, the steps it will run again are reset to pending, and a transition row says
+ * who asked. `amendFinished` records a change that re-opens nothing (a dismissal
+ * proposed or rejected) under the same lock. Either writes its audit row in the same
+ * transaction. The caller has checked what it can without the lock; what changed
+ * meanwhile is a 409.
  */
 import { eq } from 'drizzle-orm';
 import { erasures } from '../db/schema.js';
 import { isLetheError, LetheError } from '../errors.js';
 import { assertStatusTransition, type StepName } from './machine.js';
+import type { AuditEvent } from '../vault/audit.js';
 import type { ErasureResources } from './resources.js';
 import { type ErasureState, parseState } from './state.js';
 
@@ -21,7 +25,7 @@ export function assertReopenable(row: { status: string; sealKeyId: string | null
 export async function reopenErasure(
   res: ErasureResources,
   erasureId: string,
-  order: { step: StepName; run: readonly StepName[]; update: (state: ErasureState) => void; detail: string },
+  order: { step: StepName; run: readonly StepName[]; update: (state: ErasureState) => void; detail: string; audit?: AuditEvent },
 ): Promise<void> {
   await res.records.db.transaction(async (tx) => {
     const [locked] = await tx.select().from(erasures).where(eq(erasures.erasureId, erasureId)).for('update');
@@ -41,6 +45,19 @@ export async function reopenErasure(
       throw e;
     }
     await res.records.transition(tx, erasureId, null, order.step, 'running', order.detail);
+    if (order.audit) await res.audit.append(tx, [order.audit]);
+  });
+}
+
+/** Changes a finished erasure's state without re-opening it (it stays completed or incomplete), audited. */
+export async function amendFinished(res: ErasureResources, erasureId: string, update: (state: ErasureState) => void, audit: AuditEvent): Promise<void> {
+  await res.records.db.transaction(async (tx) => {
+    const [locked] = await tx.select().from(erasures).where(eq(erasures.erasureId, erasureId)).for('update');
+    if (!locked || (locked.status !== 'completed' && locked.status !== 'incomplete')) throw new LetheError('conflict', 'the erasure changed meanwhile; try again');
+    const state = parseState(locked.state);
+    update(state);
+    await tx.update(erasures).set({ state, updatedAt: new Date() }).where(eq(erasures.erasureId, erasureId));
+    await res.audit.append(tx, [audit]);
   });
 }
 

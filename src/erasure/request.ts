@@ -146,7 +146,19 @@ export const BulkErasureRequestSchema = z
 export type BulkErasureRequest = z.infer<typeof BulkErasureRequestSchema>;
 
 
-export const RedactionRequestSchema = z.object({ ids: z.array(z.string().min(1).max(100)).min(1).max(MAX_REDACTION_IDS) }).strict();
+export const MAX_OVERRIDE_REASON_CHARS = 500;
+const OVERRIDE_REASON = `1 to ${MAX_OVERRIDE_REASON_CHARS} characters (it is audited: state why, never the subject's content)`;
+
+/**
+ * A redaction names records the erasure's last probe named (a match, or a dismissed
+ * match); `override` (admin only, audited) takes records it did not name, with a reason.
+ */
+export const RedactionRequestSchema = z
+  .object({
+    ids: z.array(z.string().min(1).max(100)).min(1).max(MAX_REDACTION_IDS),
+    override: z.object({ reason: z.string().trim().min(1, OVERRIDE_REASON).max(MAX_OVERRIDE_REASON_CHARS, OVERRIDE_REASON) }).strict().optional(),
+  })
+  .strict();
 
 export type RedactionRequest = z.infer<typeof RedactionRequestSchema>;
 
@@ -172,5 +184,26 @@ export const DismissalRequestSchema = z
 
 export type DismissalRequest = z.infer<typeof DismissalRequestSchema>;
 
+/** `POST …/dismissals/{dismissalId}/revoke`: why the proposal is rejected, or the ruling revoked (optional, audited and kept with the ruling). */
+export const DismissalRevocationSchema = z
+  .object({ reason: z.string().trim().min(1, DISMISSAL_REASON).max(MAX_DISMISSAL_REASON_CHARS, DISMISSAL_REASON).optional() })
+  .strict();
+
+export type DismissalRevocation = z.infer<typeof DismissalRevocationSchema>;
+
+/** Who asks: the token's role and, over HTTP, the principal behind the token (src/vault/principals.ts). */
+export interface Actor {
+  readonly role: string;
+  /** `prn_…`; absent for in-process callers, who can propose and revoke but never approve. */
+  readonly principal?: string | undefined;
+}
+
+/** A caller named by its role alone (in-process) or by role and principal (over HTTP). */
+export function actorOf(actor: string | Actor): Actor {
+  return typeof actor === 'string' ? { role: actor } : actor;
+}
+
+/** A dismissal (a proposal, until a second principal approves it) is `dsm_` and 22 base64url characters. */
+export const DISMISSAL_ID_PATTERN = ID_PATTERNS.dsm;
 /** An erasure id is `ers_` and 22 base64url characters. */
 export const ERASURE_ID_PATTERN = ID_PATTERNS.ers;

@@ -8,7 +8,7 @@ import type { BackupService } from '../backups/service.js';
 import { describeReplicas } from './acknowledgement.js';
 import type { ErasureClass } from './machine.js';
 import type { ErasureState } from './state.js';
-import type { ProbeView, Residual } from './view.js';
+import { inEffect, type ProbeView, type Residual } from './view.js';
 
 export interface ResidualInputs {
   readonly state: ErasureState;
@@ -108,6 +108,17 @@ export async function residuals(d: { epochs: EpochService; backups: BackupServic
       bound: 'unbounded until redacted',
     });
   }
+  // what an approved ruling keeps readable: counted out of `recovered` on two people's word, never hidden
+  for (const d of probe.dismissed ?? []) {
+    if (!inEffect(d) || d.score === undefined || d.lapsed) continue;
+    const approved = d.approval ? `approved by ${d.approval.role} at ${d.approval.at}` : 'made before dismissals needed a second person\'s approval';
+    out.push({
+      tier: d.id.startsWith('art_') ? 'artifacts' : 'log',
+      kind: 'dismissed-content',
+      detail: `Record ${d.id} stays readable: it scores ${d.score} against the erased content, and a ruling (proposed by ${d.role} at ${d.at}, ${approved}${d.dismissalId ? `, dismissal ${d.dismissalId}` : ''}) dismissed it as not carrying it. Revoke the ruling (POST /v1/erasures/{id}/dismissals/{dismissalId}/revoke) or redact the record to remove it.`,
+      bound: 'unbounded until the record is redacted or the ruling revoked',
+    });
+  }
   if (probe.unindexed && probe.unindexed > 0) {
     out.push({
       tier: 'vector-index',
@@ -130,8 +141,8 @@ export async function residuals(d: { epochs: EpochService; backups: BackupServic
     out.push({
       tier: 'erasure',
       kind: 'fingerprints',
-      detail: `The probe fingerprints (keyed shingle hashes and embeddings of the erased records) stay sealed under the erasure's key ${input.sealKeyId} so a redaction can be probed again; the key is destroyed once a probe finds no match.`,
-      bound: 'until no probe match remains',
+      detail: `The probe fingerprints (keyed shingle hashes and embeddings of the erased records) stay sealed under the erasure's key ${input.sealKeyId} so a redaction, or the revocation of a ruling, can be probed again; the key is destroyed once a probe finds no match and no dismissed match scores above the threshold.`,
+      bound: 'until no probe match, and no dismissed match above the threshold, remains',
     });
   }
   return out;

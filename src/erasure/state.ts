@@ -51,7 +51,9 @@ export const ErasureStateSchema = z.looseObject({
   queueMark: z.number().optional(),
   /** Times the probe parked for those entries (reset when it runs). */
   queueWaits: z.number().optional(),
-  /** Matches a person ruled do not carry the subject's content (POST …/dismissals). */
+  /** The principal that requested the erasure (over HTTP): it may never approve a dismissal of it. */
+  requestedBy: z.string().optional(),
+  /** Dismissals proposed (POST …/dismissals), each with its status: only approved ones leave a match out of `recovered`. */
   dismissals: z.array(ProbeDismissalSchema).optional(),
   /** Which replicas acknowledged applying the key's destruction (src/erasure/acknowledgement.ts). */
   replicas: z

@@ -22,7 +22,7 @@ export type StepView = z.infer<typeof StepViewSchema>;
 export const ResidualSchema = z.object({
   /** key-table, log, artifacts, vector-index, backups, caches, model-weights, erasure */
   tier: z.string(),
-  /** gist, wrapped-dek, lease, cross-subject, parametric, fingerprints, unindexed */
+  /** gist, wrapped-dek, lease, cross-subject, dismissed-content, parametric, fingerprints, unindexed */
   kind: z.string(),
   detail: z.string(),
   /** ISO time the residual ends, when it has a date. */
@@ -37,22 +37,56 @@ export const ProbeMatchSchema = z.object({
   id: z.string(),
   tier: z.enum(['log', 'artifacts', 'vector-index']),
   score: z.number(),
+  /** A verbatim run of the erased content, or a score of NEAR_COPY (0.9) or more: it cannot be dismissed, only redacted. */
+  nearCopy: z.boolean().optional(),
 });
 export type ProbeMatch = z.infer<typeof ProbeMatchSchema>;
+
+/** Who approved or revoked a proposed dismissal, and when. */
+export const RulingActSchema = z.object({
+  role: z.string(),
+  /** The principal (`prn_…`, src/vault/principals.ts): never the proposer's, nor the erasure's requester's, for an approval. */
+  principal: z.string().optional(),
+  at: z.string(),
+  reason: z.string().optional(),
+});
+export type RulingAct = z.infer<typeof RulingActSchema>;
+
+/**
+ * A dismissal's lifecycle: `proposed` by one principal (it changes nothing), then
+ * `approved` by a second (the ruling takes effect) or `rejected`; an approved ruling
+ * may be `revoked` (the probe runs again with the record counted).
+ */
+export const DISMISSAL_STATUSES = ['proposed', 'approved', 'rejected', 'revoked'] as const;
+export type DismissalStatus = (typeof DISMISSAL_STATUSES)[number];
 
 export const ProbeDismissalSchema = z.object({
   /** The named record a person ruled does not carry the subject's content. */
   id: z.string(),
-  /** The role that ruled (the token's role). */
+  /** The proposal (`dsm_…`) the ruling belongs to: approve or revoke it by this id. */
+  dismissalId: z.string().optional(),
+  /** Absent on rulings made before proposals existed: those took effect as made (approved). */
+  status: z.enum(DISMISSAL_STATUSES).optional(),
+  /** The role that proposed the ruling (the token's role). */
   role: z.string(),
+  /** The principal that proposed it. */
+  proposedBy: z.string().optional(),
   at: z.string(),
   reason: z.string(),
-  /** The score the record had when ruled: the ruling lapses if it scores higher later. */
+  /** The score the record had when ruled (proposed, then approved): the ruling lapses if it scores higher later. */
   ruledScore: z.number(),
   /** The key the record was under when ruled: the ruling lapses if it is rewritten under another. */
   keyId: z.string().optional(),
+  approval: RulingActSchema.optional(),
+  /** A rejected proposal's, or a revoked ruling's, act. */
+  revocation: RulingActSchema.optional(),
 });
 export type ProbeDismissal = z.infer<typeof ProbeDismissalSchema>;
+
+/** Whether a ruling takes effect: approved by a second principal (or made before proposals existed). */
+export function inEffect(d: Pick<ProbeDismissal, 'status'>): boolean {
+  return (d.status ?? 'approved') === 'approved';
+}
 
 export const ProbeViewSchema = z.object({
   recovered: z.number(),
@@ -83,6 +117,11 @@ export const ProbeViewSchema = z.object({
   dismissed: z.array(ProbeDismissalSchema.extend({ score: z.number().optional(), lapsed: z.boolean().optional() })).optional(),
 });
 export type ProbeView = z.infer<typeof ProbeViewSchema>;
+
+/** The records an approved ruling keeps readable: dismissed matches the last probe still scored (not lapsed). */
+export function readableByRuling(probe: Pick<ProbeView, 'dismissed'> | undefined): string[] {
+  return (probe?.dismissed ?? []).filter((d) => inEffect(d) && d.score !== undefined && !d.lapsed).map((d) => d.id);
+}
 
 /** A node of the provenance graph of what the erasure affected, captured at classification. */
 export const GraphNodeSchema = z.object({
@@ -168,6 +207,14 @@ export const ErasureViewSchema = z.object({
   retry: ErasureRetrySchema.optional(),
   /** A failed erasure: what it left (the key fenced? destroyed? the data readable?). Resume it with POST …/resume. */
   left: ErasureLeftSchema.optional(),
+  /** Every dismissal proposed on the erasure, each with its status (proposed, approved, rejected, revoked). */
+  dismissals: z.array(ProbeDismissalSchema).optional(),
+  /**
+   * Records the last probe matched that stay readable because an approved ruling
+   * dismissed them: the erasure counts them out of `recovered` on two people's word,
+   * and its certificate and report say so (a `dismissed-content` residual names each).
+   */
+  readableByRuling: z.array(z.string()).optional(),
 });
 export type ErasureView = z.infer<typeof ErasureViewSchema>;
 

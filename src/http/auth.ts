@@ -57,6 +57,13 @@ export class TokenStore {
     return this.#entries.length;
   }
 
+  /** The SHA-256 digest of the configured token at `index` (TokenStore.identify's `token`): what a principal's name is derived from. */
+  digestOf(index: number): Buffer {
+    const entry = this.#entries[index];
+    if (!entry) throw new LetheError('internal', 'no configured token at that position');
+    return entry.digest;
+  }
+
   /** The role of a presented token, or undefined. Constant time in the token's content. */
   roleOf(token: string): Role | undefined {
     return this.identify(token)?.role;

@@ -31,6 +31,8 @@ export function statusOf(code: ErrorCode): ContentfulStatusCode {
       return 410;
     case 'provenance_required':
     case 'unknown_source':
+    case 'near_copy':
+    case 'not_a_match':
       return 422;
     case 'payload_too_large':
       return 413;
@@ -68,6 +70,8 @@ const TITLES: Record<ErrorCode, string> = {
   source_erased: 'A source was erased',
   provenance_required: 'Provenance required',
   unknown_source: 'Unknown source',
+  near_copy: 'A near copy cannot be dismissed',
+  not_a_match: 'Not named by the last probe',
   key_destroyed: 'Key destroyed',
   entry_forgotten: 'Entry forgotten',
   payload_too_large: 'Payload too large',

@@ -9,6 +9,7 @@ import type { BackupService } from '../backups/service.js';
 import type { Config } from '../config/index.js';
 import type { ErasureEngine } from '../erasure/engine.js';
 import type { ReportLinks } from '../erasure/report-link.js';
+import type { Principals } from '../vault/principals.js';
 import type { LogService } from '../log/service.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -44,6 +45,8 @@ export interface Services {
   readonly erasures: ErasureEngine;
   /** Signed, expiring links to an erasure's report (no bearer token needed to open one). */
   readonly reportLinks: ReportLinks;
+  /** Names the principal behind a token (dismissals' proposers and approvers, erasures' requesters). */
+  readonly principals: Principals;
   /** This replica's listener, index and destruction cursor; absent when it does not listen for other replicas. */
   readonly replica?: { status(): ReplicaReadiness; fresh(): Promise<void> } | undefined;
   /** Certificate-signing keys: the public list (current and retired) and rotation. */

@@ -50,6 +50,10 @@ export type AuditAction =
   | 'backup.restore'
   | 'subject.reinstate'
   | 'erasure.report.link'
+  | 'erasure.dismissal.propose'
+  | 'erasure.dismissal.approve'
+  | 'erasure.dismissal.revoke'
+  | 'erasure.redaction.override'
   | 'audit.head.anchor';
 
 export type AuditDetail = Readonly<Record<string, string | number | boolean | null>>;

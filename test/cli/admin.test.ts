@@ -192,7 +192,7 @@ describe('token new', () => {
     const run = await cli(['token', 'new', 'wizard']);
     expect(run.code).not.toBe(0);
     expect(run.stdout).toBe('');
-    expect(run.stderr).toMatch(/writer, backup, eraser, admin/);
+    expect(run.stderr).toMatch(/writer, backup, eraser, approver, admin/);
   });
 
   it('a token file holding that line gives the token the writer role and nothing else', () => {

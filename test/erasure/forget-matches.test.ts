@@ -1,11 +1,11 @@
 /**
  * Forgetting one memory when another memory of the same, living subject says the same
  * thing, on PostgreSQL and MinIO through the HTTP app. The probe rightly names the
- * surviving sibling as a match and the erasure ends `incomplete`; the two remedies a
- * stranded erasure has must then be open to it: a person may dismiss the sibling (a
- * stated ruling: the user kept that memory on purpose), or order its redaction (the
- * subject re-keyed without it as well). Only the entries the erasure itself forgets are
- * "its own" records — the subject's other entries are readable, not erased.
+ * surviving sibling as a match and the erasure ends `incomplete`. The sibling says the
+ * same words (a near copy), so no ruling may dismiss it (422 `near_copy`, whoever asks):
+ * the remedy is its redaction (the subject re-keyed without it as well). Only the
+ * entries the erasure itself forgets are "its own" records — the subject's other
+ * entries are readable, not erased.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { minioEnv } from '../backups/support.js';
@@ -38,7 +38,7 @@ describe('a forget stranded by a sibling memory of the living subject', () => {
     return { A, memory, sibling, other, erasureId, done };
   }
 
-  it('the sibling strands the forget incomplete; a dismissal of it is taken and completes the erasure', { timeout: 120_000 }, async () => {
+  it('the sibling strands the forget incomplete; it is a near copy, so a dismissal of it is refused and the erasure stays incomplete', { timeout: 120_000 }, async () => {
     const s = await stranded({ what: 'gym locker combination', where: 'the Riverside pool', other: 'Prefers aisle seats on overnight trains to Vienna.' });
     expect(s.done.status).toBe('incomplete');
     expect(s.done.probe.matches.map((m) => m.id)).toEqual([s.sibling]);
@@ -48,13 +48,10 @@ describe('a forget stranded by a sibling memory of the living subject', () => {
     // the erasure's own forgotten entry is not a record a person may rule on
     await expectProblem(t.call('POST', `/v1/erasures/${s.erasureId}/dismissals`, { role: 'eraser', body: { matches: [{ id: s.memory, reason: 'mine' }] } }), 409, 'conflict');
     const reason = 'The user kept this memory on purpose when deleting the other one.';
-    expect(await ok(t.call('POST', `/v1/erasures/${s.erasureId}/dismissals`, { role: 'eraser', body: { matches: [{ id: s.sibling, reason }] } }), 202)).toMatchObject({
-      erasureId: s.erasureId,
-    });
-    await awaitErasure(t.call, s.erasureId);
+    await expectProblem(t.call('POST', `/v1/erasures/${s.erasureId}/dismissals`, { role: 'eraser', body: { matches: [{ id: s.sibling, reason }] } }), 422, 'near_copy');
     const after = await t.vault.erasures.get(s.erasureId);
-    expect(after.status).toBe('completed');
-    expect(after.probe.dismissed?.map((d) => d.id)).toEqual([s.sibling]);
+    expect(after.status).toBe('incomplete');
+    expect(after.dismissals).toBeUndefined();
   });
 
   it('the sibling strands the forget incomplete; a redaction of it re-keys the subject without it too and completes the erasure', { timeout: 120_000 }, async () => {

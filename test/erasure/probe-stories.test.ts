@@ -4,10 +4,11 @@
  *   among decoys sharing its words) now leaves the erasure incomplete naming the
  *   minutes, and completed once they are redacted;
  * - a false alarm (two subjects' records sharing only template words) now completes;
- * - a dismissal (POST /v1/erasures/{id}/dismissals) completes an erasure stranded by a
- *   match a person rules false, and the ruling is in the verified certificate and the
- *   report; it is refused (409) while the erasure runs, for a record the probe did not
- *   name and for the erased subject's own record, and 400 for a malformed body.
+ * - a dismissal (POST /v1/erasures/{id}/dismissals), once a second principal approved it,
+ *   completes an erasure stranded by a match a person rules false, and the ruling is in
+ *   the verified certificate and the report; it is refused (409) while the erasure runs,
+ *   for a record the probe did not name and for the erased subject's own record, and 400
+ *   for a malformed body (test/erasure/dismissal-approval.test.ts: who may approve).
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -135,9 +136,15 @@ describe('the reconstruction probe end to end (PostgreSQL + MinIO)', () => {
       expect(reply.status).toBe(403);
     });
 
-    it('a dismissal completes the erasure; the ruling is signed into the certificate and shown in the report', async () => {
+    it('an approved dismissal completes the erasure; the ruling is signed into the certificate and shown in the report', async () => {
       const reason = 'Public clinic closure notice: it names the clinic and date, not the patient.';
-      expect(await ok(dismiss(stranded.erasureId, { matches: [{ id: notice, reason }] }), 202)).toEqual({ erasureId: stranded.erasureId, status: 'running' });
+      const { dismissalId } = await ok<{ dismissalId: string }>(dismiss(stranded.erasureId, { matches: [{ id: notice, reason }] }), 201);
+      expect((await t.vault.erasures.get(stranded.erasureId)).status).toBe('incomplete');
+      expect(await ok(t.call('POST', `/v1/erasures/${stranded.erasureId}/dismissals/${dismissalId}/approve`, { role: 'approver' }), 202)).toEqual({
+        erasureId: stranded.erasureId,
+        status: 'running',
+        dismissalId,
+      });
       // while it runs again: 409
       await expectProblem(dismiss(stranded.erasureId, { matches: [{ id: notice, reason }] }), 409, 'conflict');
       const after = await t.vault.erasures.settle(stranded.erasureId);
@@ -145,7 +152,21 @@ describe('the reconstruction probe end to end (PostgreSQL + MinIO)', () => {
       expect(after.probe.matches).toEqual([]);
       expect(after.probe.recovered).toBe(0);
       const ruled = stranded.probe.matches[0]!.score;
-      expect(after.probe.dismissed).toEqual([{ id: notice, role: 'eraser', at: expect.any(String), reason, ruledScore: ruled, keyId: expect.any(String), score: ruled }]);
+      expect(after.probe.dismissed).toEqual([
+        {
+          id: notice,
+          dismissalId,
+          status: 'approved',
+          role: 'eraser',
+          proposedBy: expect.stringMatching(/^prn_/),
+          at: expect.any(String),
+          reason,
+          ruledScore: ruled,
+          keyId: expect.any(String),
+          approval: { role: 'approver', principal: expect.stringMatching(/^prn_/), at: expect.any(String) },
+          score: ruled,
+        },
+      ]);
       expect(verifyCertificate(after.certificate, await t.vault.certificateKeys.publicKeys()).valid).toBe(true);
       expect(after.certificate!.payload.probe).toMatchObject({ dismissed: [{ id: notice, role: 'eraser', reason }] });
       // the notice itself is untouched: a dismissal is a ruling, not a redaction

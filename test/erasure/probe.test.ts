@@ -8,6 +8,7 @@ import {
   encodeFingerprints,
   type ExtraCandidate,
   MATCH_MIN_SCORE,
+  NEAR_COPY,
   POSTINGS_BUDGET,
   type RecordFingerprint,
   RUN_SCORE,
@@ -98,12 +99,25 @@ describe('scoreProbe', () => {
 
   it('leaves a dismissed record out of recovered and lists it apart', async () => {
     const erased = { entry_a1: 'Alice keeps her spare key under the blue flowerpot by the door.' };
-    const survivors = { entry_copy: 'Alice keeps her spare key under the blue flowerpot by the door.', entry_x: 'Quarterly revenue grew.' };
-    expect((await probe(erased, survivors)).recovered).toBe(1);
-    const dismissed = await probe(erased, survivors, { dismissed: ['entry_copy'] });
+    const survivors = { entry_part: 'The blue flowerpot by the door is new; Alice bought it.', entry_x: 'Quarterly revenue grew.' };
+    const counted = await probe(erased, survivors);
+    expect(counted.matches).toEqual([{ id: 'entry_part', tier: 'log', score: expect.any(Number) }]);
+    const score = counted.matches[0]!.score;
+    expect(score).toBeLessThan(NEAR_COPY);
+    const dismissed = await probe(erased, survivors, { dismissed: ['entry_part'] });
     expect(dismissed.recovered).toBe(0);
     expect(dismissed.matches).toEqual([]);
-    expect(dismissed.dismissedMatches).toEqual([{ id: 'entry_copy', score: 1 }]);
+    expect(dismissed.dismissedMatches).toEqual([{ id: 'entry_part', score }]);
+  });
+
+  it('names a verbatim copy a near copy, and a ruling never dismisses one (it lapses)', async () => {
+    const erased = { entry_a1: 'Alice keeps her spare key under the blue flowerpot by the door.' };
+    const survivors = { entry_copy: 'Alice keeps her spare key under the blue flowerpot by the door.', entry_x: 'Quarterly revenue grew.' };
+    expect((await probe(erased, survivors)).matches).toEqual([{ id: 'entry_copy', tier: 'log', score: 1, nearCopy: true }]);
+    const dismissed = await probe(erased, survivors, { dismissed: ['entry_copy'] });
+    expect(dismissed.recovered).toBe(1);
+    expect(dismissed.lapsed).toEqual(['entry_copy']);
+    expect(dismissed.dismissedMatches).toEqual([]);
   });
 
   it('weighs records by their private content: one record of two recovered is about half', async () => {
@@ -114,7 +128,7 @@ describe('scoreProbe', () => {
     );
     expect(result.recovered).toBeGreaterThan(0.4);
     expect(result.recovered).toBeLessThan(0.6);
-    expect(result.matches).toEqual([{ id: 'art_x', tier: 'artifacts', score: 1 }]);
+    expect(result.matches).toEqual([{ id: 'art_x', tier: 'artifacts', score: 1, nearCopy: true }]);
     expect(result.examined.provenance).toBe(1);
   });
 
@@ -123,7 +137,7 @@ describe('scoreProbe', () => {
     const { index, vectors } = await store({ entry_other: 'Completely different words here.' });
     const a = await fingerprint('entry_a1', text);
     const base = { index, records: [a], extra: [], vectorOf: (id: string) => vectors.get(id), similarity: 0.9, dismissed: new Map() };
-    expect(scoreProbe({ ...base, unreadable: [{ id: 'entry_gone', vector: a.vector }] }).matches).toEqual([{ id: 'entry_gone', tier: 'vector-index', score: 1 }]);
+    expect(scoreProbe({ ...base, unreadable: [{ id: 'entry_gone', vector: a.vector }] }).matches).toEqual([{ id: 'entry_gone', tier: 'vector-index', score: 1, nearCopy: true }]);
     expect(scoreProbe({ ...base, unreadable: [{ id: 'entry_gone', vector: new Float32Array(512) }] }).recovered).toBe(0);
   });
 
@@ -169,17 +183,18 @@ describe('scoreProbe', () => {
 
   it('a dismissal lapses when the record scores higher than when it was ruled, or was rewritten under another key', async () => {
     const erased = { entry_a1: 'Alice keeps her spare key under the blue flowerpot by the door.' };
-    const survivors = { entry_copy: 'Alice keeps her spare key under the blue flowerpot by the door.', entry_x: 'Quarterly revenue grew.' };
+    const survivors = { entry_part: 'The blue flowerpot by the door is new; Alice bought it.', entry_x: 'Quarterly revenue grew.' };
     const { index, vectors } = await store(survivors);
     const records = [await fingerprint('entry_a1', erased.entry_a1)];
     const base = { index, records, extra: [], vectorOf: (id: string) => vectors.get(id), similarity: 0.9 };
-    expect(scoreProbe({ ...base, dismissed: new Map([['entry_copy', { score: 1, keyId: 'key_entry_copy' }]]) }).matches).toEqual([]);
-    const higher = scoreProbe({ ...base, dismissed: new Map([['entry_copy', { score: 0.3, keyId: 'key_entry_copy' }]]) });
-    expect(higher.matches.map((m) => m.id)).toEqual(['entry_copy']);
-    expect(higher.lapsed).toEqual(['entry_copy']);
-    const rekeyed = scoreProbe({ ...base, dismissed: new Map([['entry_copy', { score: 1, keyId: 'key_before' }]]) });
-    expect(rekeyed.matches.map((m) => m.id)).toEqual(['entry_copy']);
-    expect(rekeyed.recovered).toBe(1);
+    const score = scoreProbe({ ...base, dismissed: new Map() }).matches[0]!.score;
+    expect(scoreProbe({ ...base, dismissed: new Map([['entry_part', { score, keyId: 'key_entry_part' }]]) }).matches).toEqual([]);
+    const higher = scoreProbe({ ...base, dismissed: new Map([['entry_part', { score: score - 0.1, keyId: 'key_entry_part' }]]) });
+    expect(higher.matches.map((m) => m.id)).toEqual(['entry_part']);
+    expect(higher.lapsed).toEqual(['entry_part']);
+    const rekeyed = scoreProbe({ ...base, dismissed: new Map([['entry_part', { score, keyId: 'key_before' }]]) });
+    expect(rekeyed.matches.map((m) => m.id)).toEqual(['entry_part']);
+    expect(rekeyed.recovered).toBeGreaterThan(0);
   });
 
   it('is bounded 0..1, names only candidates at or above the match minimum, and names whatever it recovers (property)', async () => {

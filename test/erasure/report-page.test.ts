@@ -38,6 +38,7 @@ const residuals: Residual[] = [
   { tier: 'log', kind: 'cross-subject', detail: 'Record entry_x still carries the erased content (score 0.4).', bound: 'unbounded until redacted' },
   { tier: 'artifacts', kind: 'cross-subject', detail: 'Record art_x still carries the erased content.', bound: 'unbounded until redacted' },
   { tier: 'vector-index', kind: 'cross-subject', detail: 'Record entry_y still carries the erased content.', bound: 'unbounded until redacted' },
+  { tier: 'log', kind: 'dismissed-content', detail: 'Record entry_z stays readable: it scores 0.4 against the erased content, and a ruling dismissed it.', bound: 'unbounded until the record is redacted or the ruling revoked' },
   { tier: 'model-weights', kind: 'parametric', detail: "The subject's records were in 2 registered training exposure(s) and no unlearning bound was stated.", bound: 'unbounded' },
   { tier: 'model-weights', kind: 'parametric', detail: 'The subject\'s records were in 1 registered training exposure(s); the requester states unlearning by "SISA" with bound 0.1.', bound: 0.1 },
   { tier: 'erasure', kind: 'fingerprints', detail: "The probe fingerprints stay sealed under the erasure's key ak_1.", bound: 'until no probe match remains' },

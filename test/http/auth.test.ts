@@ -11,7 +11,7 @@ import { encodeSegment } from '../../src/log/segment.js';
 import { expectProblem } from '../support/http.js';
 import { openTestApp, type TestApp, type TestRole, TOKENS } from '../support/vault.js';
 
-const ROLES: readonly TestRole[] = ['writer', 'backup', 'eraser', 'admin'];
+const ROLES: readonly TestRole[] = ['writer', 'backup', 'eraser', 'approver', 'admin'];
 
 interface RouteCase {
   readonly method: 'GET' | 'PUT' | 'POST' | 'DELETE';
@@ -47,6 +47,11 @@ const redaction: Partial<Record<TestRole | 'none', { erasureId: string; entryId:
 const dismissal: Partial<Record<TestRole | 'none', { erasureId: string; entryId: string }>> = {};
 const redactionFor = (role: TestRole | 'none' = 'eraser') => redaction[role] ?? redaction.eraser!;
 const dismissalFor = (role: TestRole | 'none' = 'eraser') => dismissal[role] ?? dismissal.eraser!;
+/** Per allowed role, a proposed dismissal (proposed in process, by no principal) to approve, and one to reject. */
+const proposal: Partial<Record<TestRole | 'none', { erasureId: string; dismissalId: string }>> = {};
+const rejection: Partial<Record<TestRole | 'none', { erasureId: string; dismissalId: string }>> = {};
+const proposalFor = (role: TestRole | 'none' = 'approver') => proposal[role] ?? proposal.approver!;
+const rejectionFor = (role: TestRole | 'none' = 'eraser') => rejection[role] ?? rejection.eraser!;
 /** Per allowed role, a failed erasure to resume. */
 const resumable: Partial<Record<TestRole | 'none', string>> = {};
 const resumableFor = (role: TestRole | 'none' = 'eraser') => resumable[role] ?? resumable.eraser!;
@@ -225,13 +230,13 @@ const ROUTES: readonly RouteCase[] = [
   {
     method: 'GET',
     template: '/v1/erasures',
-    allowed: ['eraser', 'admin'],
+    allowed: ['eraser', 'approver', 'admin'],
     path: () => '/v1/erasures',
   },
   {
     method: 'GET',
     template: '/v1/erasures/{erasureId}',
-    allowed: ['eraser', 'admin'],
+    allowed: ['eraser', 'approver', 'admin'],
     path: () => `/v1/erasures/${erasureId}`,
   },
   {
@@ -244,7 +249,7 @@ const ROUTES: readonly RouteCase[] = [
   {
     method: 'GET',
     template: '/v1/erasures/{erasureId}/report',
-    allowed: ['eraser', 'admin'],
+    allowed: ['eraser', 'approver', 'admin'],
     path: () => `/v1/erasures/${erasureId}/report`,
     contentType: /^text\/html/,
   },
@@ -267,9 +272,24 @@ const ROUTES: readonly RouteCase[] = [
     method: 'POST',
     template: '/v1/erasures/{erasureId}/dismissals',
     allowed: ['eraser', 'admin'],
-    // a dismissal sets the erasure running: each allowed role dismisses on its own erasure
+    // a record takes one proposal at a time: each allowed role proposes on its own erasure
     path: (role) => `/v1/erasures/${dismissalFor(role).erasureId}/dismissals`,
     body: (role) => ({ matches: [{ id: dismissalFor(role).entryId, reason: 'auth table: a ruling' }] }),
+  },
+  {
+    method: 'POST',
+    template: '/v1/erasures/{erasureId}/dismissals/{dismissalId}/approve',
+    allowed: ['approver', 'admin'],
+    // an approval sets the erasure running: each allowed role approves a proposal of its own
+    path: (role) => `/v1/erasures/${proposalFor(role).erasureId}/dismissals/${proposalFor(role).dismissalId}/approve`,
+  },
+  {
+    method: 'POST',
+    template: '/v1/erasures/{erasureId}/dismissals/{dismissalId}/revoke',
+    allowed: ['eraser', 'approver', 'admin'],
+    // a rejection is made once: each allowed role rejects a proposal of its own
+    path: (role) => `/v1/erasures/${rejectionFor(role).erasureId}/dismissals/${rejectionFor(role).dismissalId}/revoke`,
+    body: () => ({ reason: 'auth table: not convinced' }),
   },
   {
     method: 'POST',
@@ -336,16 +356,26 @@ beforeAll(async () => {
   await t.vault.log.append('user:auth-erased', { text: 'erased already' }, 'writer');
   erasureId = (await t.vault.erasures.request({ subject: 'user:auth-erased' }, 'eraser')).erasureId;
   await t.vault.erasures.settle(erasureId);
-  for (const [i, role] of (['eraser', 'admin'] as const).entries()) {
-    for (const use of ['redaction', 'dismissal'] as const) {
-      const num = `${100 + i * 111 + (use === 'dismissal' ? 500 : 0)}`;
-      await t.vault.log.append(`user:auth-para-${use}-${role}`, { text: `My home address is ${num} Rue des Lilas, Lyon; I moved there in March.` }, 'writer');
-      const note = await t.vault.log.append(`user:auth-note-${use}-${role}`, { text: `Dropped the parcel at Alice's place, ${num} rue des Lilas in Lyon, she moved there in March.` }, 'writer');
+  for (const [i, role] of (['eraser', 'approver', 'admin'] as const).entries()) {
+    for (const use of ['redaction', 'dismissal', 'approval', 'rejection'] as const) {
+      const num = `${100 + i * 111 + ['redaction', 'dismissal', 'approval', 'rejection'].indexOf(use) * 500}`;
+      // a redaction takes a near copy; a dismissal only a record that is none (a notice sharing the clinic and date)
+      const [own, other] =
+        use === 'redaction'
+          ? [`My home address is ${num} Rue des Lilas, Lyon; I moved there in March.`, `Dropped the parcel at Alice's place, ${num} rue des Lilas in Lyon, she moved there in March.`]
+          : [`Appointment with Dr. Okonkwo at the Halden${num} clinic on 14 March about my knee.`, `Public notice: Dr. Okonkwo at the Halden${num} clinic is closed on 14 March for renovation.`];
+      await t.vault.log.append(`user:auth-para-${use}-${role}`, { text: own }, 'writer');
+      const note = await t.vault.log.append(`user:auth-note-${use}-${role}`, { text: other }, 'writer');
       const requested = await t.vault.erasures.request({ subject: `user:auth-para-${use}-${role}`, publicAttributes: ['Alice'] }, 'eraser');
       const view = await t.vault.erasures.settle(requested.erasureId);
       expect(view.status, `the ${role}'s ${use} fixture`).toBe('incomplete');
       expect(view.probe.matches.map((m) => m.id)).toContain(note.entryId);
-      (use === 'redaction' ? redaction : dismissal)[role] = { erasureId: requested.erasureId, entryId: note.entryId };
+      if (use === 'redaction') redaction[role] = { erasureId: requested.erasureId, entryId: note.entryId };
+      else if (use === 'dismissal') dismissal[role] = { erasureId: requested.erasureId, entryId: note.entryId };
+      else {
+        const { dismissalId } = await t.vault.erasures.dismiss(requested.erasureId, { matches: [{ id: note.entryId, reason: 'auth table: a proposal' }] }, 'eraser');
+        (use === 'approval' ? proposal : rejection)[role] = { erasureId: requested.erasureId, dismissalId };
+      }
     }
     // a failed erasure, forged from a finished one at its last step (the route's access is what is tested here)
     await t.vault.log.append(`user:auth-resume-${role}`, { text: 'to be resumed' }, 'writer');

@@ -19,12 +19,20 @@ export const TOKENS = {
   writer: 'writer-token-0001',
   backup: 'backup-token-0001',
   eraser: 'eraser-token-0001',
+  approver: 'approver-token-01',
   admin: 'admin-token-00001',
 } as const;
 
 export type TestRole = keyof typeof TOKENS;
 
-export const TOKENS_ENV = Object.entries(TOKENS)
+/** A second token of some roles: another principal with the same role (a dismissal's approver must be a second person). */
+export const SECOND_TOKENS = {
+  eraser: 'eraser-token-0002',
+  approver: 'approver-token-02',
+  admin: 'admin-token-00002',
+} as const;
+
+export const TOKENS_ENV = [...Object.entries(TOKENS), ...Object.entries(SECOND_TOKENS)]
   .map(([role, token]) => `${role}=${token}`)
   .join(',');
 
@@ -100,13 +108,14 @@ export async function openTestVault(
   };
 }
 
-export type CallOptions = { role?: TestRole | 'none'; body?: unknown; rawBody?: string; headers?: Record<string, string> };
+/** `second`: the call presents the role's second token (SECOND_TOKENS), another principal. */
+export type CallOptions = { role?: TestRole | 'none'; second?: boolean; body?: unknown; rawBody?: string; headers?: Record<string, string> };
 
 /** The fetch init of a test call: the role's bearer token (or none), a JSON or raw body. */
 export function requestInit(method: string, o: CallOptions = {}): RequestInit {
   const headers: Record<string, string> = { ...o.headers };
   const role = o.role ?? 'writer';
-  if (role !== 'none') headers.authorization = `Bearer ${TOKENS[role]}`;
+  if (role !== 'none') headers.authorization = `Bearer ${o.second && role in SECOND_TOKENS ? SECOND_TOKENS[role as keyof typeof SECOND_TOKENS] : TOKENS[role]}`;
   let body: string | undefined;
   if (o.rawBody !== undefined) body = o.rawBody;
   else if (o.body !== undefined) body = JSON.stringify(o.body);

@@ -43,6 +43,8 @@ __all__ = [
     "UnprocessableError",
     "ProvenanceRequiredError",
     "UnknownSourceError",
+    "NearCopyError",
+    "NotAMatchError",
     "TooManyRequestsError",
     "TooManyStreamsError",
     "ServerError",
@@ -186,6 +188,16 @@ class UnknownSourceError(UnprocessableError):
     """422 ``unknown_source``."""
 
 
+class NearCopyError(UnprocessableError):
+    """422 ``near_copy``: a probe match holding a verbatim run of the erased content, or
+    scoring 0.9 or more, cannot be dismissed; order its redaction."""
+
+
+class NotAMatchError(UnprocessableError):
+    """422 ``not_a_match``: a redaction named a record the erasure's last probe did not
+    name (an admin may override with a reason)."""
+
+
 class TooManyRequestsError(ServiceError):
     """429."""
 
@@ -257,6 +269,8 @@ _BY_CODE: Dict[str, Type[ServiceError]] = {
     "payload_too_large": PayloadTooLargeError,
     "provenance_required": ProvenanceRequiredError,
     "unknown_source": UnknownSourceError,
+    "near_copy": NearCopyError,
+    "not_a_match": NotAMatchError,
     "too_many_streams": TooManyStreamsError,
     "internal": InternalServerError,
     "segment_malformed": InternalServerError,

@@ -8,7 +8,7 @@
 import type { ErasureView } from '../view.js';
 import { escapeHtml } from './html.js';
 import type { OutcomeEntry } from './timeline.js';
-import { certificateInWords, dateInWords, REASON_IN_WORDS, residualSentence, STATUS_IN_WORDS, STATUS_LABEL } from './words.js';
+import { certificateInWords, completedWithRulings, dateInWords, REASON_IN_WORDS, residualSentence, STATUS_IN_WORDS, STATUS_LABEL } from './words.js';
 
 /** A date in words in a <time>, or the escaped text when it does not parse. */
 export function when(iso: string, seconds = false): string {
@@ -21,7 +21,7 @@ export function firstPage(view: ErasureView, history: readonly OutcomeEntry[]): 
   return `<section id="page-one">
 <p class="kicker">Erasure report · for the data-protection officer</p>
 <h1>Erasure of personal data: ${escapeHtml(STATUS_LABEL[view.status] ?? view.status).toLowerCase()}</h1>
-<p class="lede" id="outcome-sentence">${escapeHtml(STATUS_IN_WORDS[view.status] ?? view.status)}</p>
+<p class="lede" id="outcome-sentence">${escapeHtml(outcomeSentence(view))}</p>
 <nav class="toc" aria-label="Contents"><a href="#timeline">Timeline</a> · <a href="#technical">Technical detail</a> · <a href="#appendix">Certificate and how to verify it</a> · <a href="#glossary">Glossary</a></nav>
 <div class="facts">
 ${requestBlock(view)}
@@ -39,6 +39,13 @@ ${remainsBlock(view)}
 </div>
 <p class="fine">Erasure <code class="id">${escapeHtml(view.erasureId)}</code>. The person is named here only by a keyed hash; this report holds none of their data. Terms are explained in the <a href="#glossary">glossary</a>.</p>
 </section>`;
+}
+
+/** The outcome in one sentence: a completion on a ruling says so. */
+function outcomeSentence(view: ErasureView): string {
+  const ruled = view.readableByRuling?.length ?? 0;
+  if (view.status === 'completed' && ruled > 0) return completedWithRulings(ruled);
+  return STATUS_IN_WORDS[view.status] ?? view.status;
 }
 
 function requestBlock(view: ErasureView): string {

@@ -49,6 +49,14 @@ export const STATUS_IN_WORDS: { readonly [K in ErasureStatus]: string } = {
   running: 'In progress: this report is a snapshot.',
 };
 
+/**
+ * The outcome sentence for a completed erasure whose check found records it counted out
+ * on a ruling: never "found nothing recoverable" when a ruling kept something readable.
+ */
+export function completedWithRulings(n: number): string {
+  return `Completed on a ruling: the data is erased, but the reconstruction check found ${plural(n, 'record', 'records')} that still carry the erased information and stay readable, because one person proposed and a second approved the ruling that ${n === 1 ? 'it does' : 'they do'} not (listed under "What remains").`;
+}
+
 /** A short label for an outcome in the history. */
 export const STATUS_LABEL: { readonly [K in ErasureStatus]: string } = {
   completed: 'Completed',
@@ -120,6 +128,10 @@ export function residualSentence(r: Residual, context: ResidualContext = {}): st
       if (r.tier === 'artifacts') return 'A summary or other derived text still carries the erased information, because records it was built from carry it; those records need to be redacted.';
       if (r.tier === 'vector-index') return "The search index still holds another record that carries the erased information, until that record is redacted.";
       return "Another person's record still carries the erased information; it remains until that record is redacted (no end date until then).";
+    case 'dismissed-content': {
+      const id = /^Record (\S+) /.exec(r.detail)?.[1];
+      return `A record${id ? ` (${id})` : ''} that still carries the erased information stays readable: one person proposed and a second approved the ruling that it does not; it remains until the record is redacted or the ruling revoked.`;
+    }
     case 'parametric': {
       const n = /in (\d+) registered/.exec(r.detail)?.[1];
       const sets = n ? plural(Number(n), 'registered training set', 'registered training sets') : 'a registered training set';
@@ -134,7 +146,7 @@ export function residualSentence(r: Residual, context: ResidualContext = {}): st
       return `${records} written shortly before the check ${one ? 'was' : 'were'} not yet ready to be searched, so the check could not look in ${one ? 'it' : 'them'} for what was erased; nothing is certified about ${one ? 'it' : 'them'}.`;
     }
     case 'fingerprints':
-      return 'Sealed fingerprints of the erased records, which cannot be turned back into text, are kept so the check can run again after a redaction; they are destroyed once a check finds nothing left.';
+      return 'Sealed fingerprints of the erased records, which cannot be turned back into text, are kept so the check can run again after a redaction or after a ruling is revoked; they are destroyed once a check finds nothing left.';
     default:
       return 'Something else may remain; the technical detail below describes it.';
   }

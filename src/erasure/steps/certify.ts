@@ -10,6 +10,7 @@ import { assertCertificateTransition, type ErasureClass, type ErasureStatus } fr
 import { UnlearningSchema } from '../request.js';
 import { forgottenEntries } from '../forget.js';
 import { residuals } from '../residuals.js';
+import { inEffect, readableByRuling } from '../view.js';
 import type { Step } from './step.js';
 
 export const certify: Step = {
@@ -21,8 +22,11 @@ export const certify: Step = {
     // entries the probe could not see (still queued for indexing past its wait) leave the erasure incomplete
     const ok = probe.recovered <= probe.threshold && (cls !== 'C' || unlearning !== null) && !(probe.unindexed && probe.unindexed > 0);
     const status: ErasureStatus = ok ? 'completed' : 'incomplete';
-    // the fingerprints stay (sealed) only while a redaction could still need them
-    const destroySealKey = probe.matches.length === 0;
+    // the fingerprints stay (sealed) while a redaction could still need them: a match, or a dismissed match above the
+    // threshold (a revocation of its ruling, or a redaction, must be able to probe again)
+    const ruledAbove = (probe.dismissed ?? []).some((d) => inEffect(d) && !d.lapsed && (d.score ?? 0) > probe.threshold);
+    const destroySealKey = probe.matches.length === 0 && !ruledAbove;
+    const ruled = readableByRuling(probe);
     state.residuals = await residuals(res, { state, cls, probe, unlearning, fingerprintsKept: !destroySealKey, sealKeyId: row.sealKeyId, forgotten: forgottenEntries(row)?.length });
     const held = await wrappedEpochs(res, state, destroySealKey ? null : row.sealKeyId);
     state.wrappedEpochs = held.epochs;
@@ -32,7 +36,7 @@ export const certify: Step = {
     state.steps.certify = { status: 'done', startedAt: state.steps.certify?.startedAt ?? now, finishedAt: now };
     const certificate = await res.signer.sign(certificatePayload(row, state, { cls, status, certificateState, probeThreshold: res.probeThreshold }, held));
     return {
-      detail: `${status}; certificate ${certificateState} (${certificateState === 'final' ? 'every epoch that wrapped a destroyed key is retired' : `until epoch(s) ${held.epochs.join(', ')} retire`})`,
+      detail: `${status}${ruled.length ? ` with ${ruled.length} record(s) kept readable by an approved ruling` : ''}; certificate ${certificateState} (${certificateState === 'final' ? 'every epoch that wrapped a destroyed key is retired' : `until epoch(s) ${held.epochs.join(', ')} retire`})`,
       final: { status, certificate, certificateState, destroySealKey },
     };
   },

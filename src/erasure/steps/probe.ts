@@ -26,6 +26,7 @@
  */
 import type { Coverage } from '../../vectors/service.js';
 import { ErasureKey } from '../erasure-key.js';
+import { inEffect } from '../view.js';
 import { forgottenEntries } from '../forget.js';
 import { decodeFingerprints, type ExtraCandidate, type Fingerprints, PROBE_MAX_QUERIES, scoreProbe, spread, VECTOR_LIMIT, VECTOR_NEIGHBOURS } from '../probe.js';
 import type { ErasureResources } from '../resources.js';
@@ -122,7 +123,9 @@ export const probe: Step = {
       for (const f of found) if (f.kind === 'neighbour') extra.set(f.id, { id: f.id, source: 'vector-index', cosine: f.cosine });
       const unreadable = found.filter((f): f is Extract<ProbeFinding, { kind: 'vector' }> => f.kind === 'vector');
       res.failpoint?.('probe-candidates');
-      const dismissed = new Map((state.dismissals ?? []).map((d) => [d.id, { score: d.ruledScore, keyId: d.keyId }]));
+      // only rulings a second principal approved leave a record out (a proposal, a rejected or revoked one counts it)
+      const rulings = (state.dismissals ?? []).filter(inEffect);
+      const dismissed = new Map(rulings.map((d) => [d.id, { score: d.ruledScore, keyId: d.keyId }]));
       const index = res.vectors.index;
       const scored = scoreProbe({
         index: res.vectors.lexical,
@@ -157,9 +160,9 @@ export const probe: Step = {
         ...(unindexed > 0 ? { unindexed } : {}),
         replica,
         cappedShingles: scored.cappedShingles,
-        ...(state.dismissals?.length
+        ...(rulings.length
           ? {
-              dismissed: state.dismissals.map((d) => ({
+              dismissed: rulings.map((d) => ({
                 ...d,
                 ...scoreOf(scored.dismissedMatches, d.id),
                 ...(scored.lapsed.includes(d.id) ? { lapsed: true } : {}),

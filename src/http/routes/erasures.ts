@@ -1,7 +1,7 @@
 /**
  * Erasure: POST /v1/erasures, GET /v1/erasures/{id}, .../events (SSE), .../report
- * (HTML; a bearer token or a signed, expiring report link), .../report-link, .../certificate (the signed document alone), .../redactions, .../dismissals,
- * .../resume (a failed erasure, again from the step that failed).
+ * (HTML; a bearer token or a signed, expiring report link), .../report-link, .../certificate (the signed document alone), .../redactions, .../dismissals
+ * (a proposal) and .../dismissals/{id}/approve (a second principal) or /revoke, .../resume (a failed erasure, again from the step that failed).
  * The signing keys' routes are in certificates.ts.
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
@@ -10,7 +10,15 @@ import { streamSSE } from 'hono/streaming';
 import { renderReport, REPORT_CSP } from '../../erasure/report/index.js';
 import { DEFAULT_LINK_SECONDS, MAX_LINK_SECONDS, MIN_LINK_SECONDS } from '../../erasure/report-link.js';
 import { LetheError } from '../../errors.js';
-import { BulkErasureRequestSchema, DismissalRequestSchema, ErasureRequestSchema, MAX_BULK_SUBJECTS, RedactionRequestSchema } from '../../erasure/request.js';
+import {
+  type Actor,
+  BulkErasureRequestSchema,
+  DismissalRequestSchema,
+  DismissalRevocationSchema,
+  ErasureRequestSchema,
+  MAX_BULK_SUBJECTS,
+  RedactionRequestSchema,
+} from '../../erasure/request.js';
 import { CertificateViewSchema, ErasureAcceptedSchema, ErasureViewSchema } from '../../erasure/view.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
 import { problem } from '../problem.js';
@@ -22,6 +30,19 @@ import { StreamLimit } from '../stream-limit.js';
 const ErasureIdParam = z.object({
   erasureId: idParam('ers', 'erasureId'),
 });
+const DismissalParams = ErasureIdParam.extend({ dismissalId: idParam('dsm', 'dismissalId') });
+const DismissalAccepted = ErasureAcceptedSchema.extend({
+  dismissalId: z.string().openapi({ description: 'The proposal (`dsm_…`): approve it with POST …/dismissals/{dismissalId}/approve, reject or revoke it with …/revoke.' }),
+}).meta({ id: 'DismissalAccepted' });
+
+/** What the routes on one proposed dismissal answer besides their success: `conflict` says what else is refused. */
+function dismissalAnswers(conflict: string) {
+  return {
+    ...authErrors,
+    404: problemResponse('not_found: no such erasure, or no such dismissal of it'),
+    409: problemResponse(`conflict: the erasure is running or failed, its fingerprints are gone, or ${conflict}`),
+  };
+}
 
 const ErasureRequest = ErasureRequestSchema.meta({ id: 'ErasureRequest' });
 const ErasureSchema = ErasureViewSchema.meta({ id: 'Erasure' });
@@ -123,6 +144,8 @@ async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
 }
 
 export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Services, tokens: TokenStore): void {
+  /** The caller: its role, and the principal behind its token (never the token). */
+  const actor = (c: Context<AuthEnv>): Actor => ({ role: c.get('role'), principal: services.principals.name(tokens.digestOf(c.get('token'))) });
   const streams = new StreamLimit(services.config.sseStreamsPerToken, (open) => services.metrics.erasureStreams.set(open));
   app.openapi(
     createRoute({
@@ -149,7 +172,7 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Servi
     }),
     async (c) => {
       const body = c.req.valid('json');
-      const result = await services.erasures.request(body, c.get('role'));
+      const result = await services.erasures.request(body, actor(c));
       c.header('Location', `/v1/erasures/${result.erasureId}`);
       return c.json({ erasureId: result.erasureId, status: result.status }, result.created ? 202 : 200);
     },
@@ -175,7 +198,7 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Servi
       },
     }),
     async (c) => {
-      const items = await services.erasures.requestMany(c.req.valid('json'), c.get('role'));
+      const items = await services.erasures.requestMany(c.req.valid('json'), actor(c));
       const created = items.filter((i) => 'created' in i && i.created).length;
       const open = items.filter((i) => 'created' in i && !i.created).length;
       return c.json({ erasures: items, created, open, refused: items.length - created - open }, created > 0 ? 202 : 200);
@@ -204,7 +227,7 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Servi
       },
     }),
     async (c) => {
-      const result = await services.erasures.forgetEntry(c.req.valid('param').entryId, c.get('role'));
+      const result = await services.erasures.forgetEntry(c.req.valid('param').entryId, actor(c));
       c.header('Location', `/v1/erasures/${result.erasureId}`);
       return c.json({ erasureId: result.erasureId, status: result.status }, result.created ? 202 : 200);
     },
@@ -220,7 +243,7 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Servi
         'Ordered by (createdAt, erasureId). With `subject`, only that subject\'s erasures (looked up by its keyed hash; the id is not kept). ' +
         '`limit` per page (default 100); `nextCursor` (null on the last page) is the `cursor` of the next.',
       security,
-      middleware: [authorize(tokens, 'eraser')] as const,
+      middleware: [authorize(tokens, 'eraser', 'approver')] as const,
       request: { query: ErasureListQuery },
       responses: {
         200: json(z.object({ erasures: z.array(ErasureSchema), nextCursor: NextCursor }), 'A page of erasures'),
@@ -241,8 +264,9 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Servi
       path: '/v1/erasures/{erasureId}',
       tags: ['erasure'],
       summary: 'Status, class, steps, residuals, probe and certificate of an erasure',
+      description: 'Also readable by the approver role, which rules on dismissals: `dismissals` lists every proposal with its status; `readableByRuling` the records an approved ruling keeps readable.',
       security,
-      middleware: [authorize(tokens, 'eraser')] as const,
+      middleware: [authorize(tokens, 'eraser', 'approver')] as const,
       request: { params: ErasureIdParam },
       responses: { 200: json(ErasureSchema, 'The erasure'), 404: problemResponse('not_found'), ...authErrors },
     }),
@@ -334,12 +358,13 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Servi
     description: 'A report link (POST /v1/erasures/{erasureId}/report-link): `sig` with its `exp`, for GET /v1/erasures/{erasureId}/report alone.',
   });
   const eraserOnly = authorize(tokens, 'eraser');
+  const eraserOrApprover = authorize(tokens, 'eraser', 'approver');
   /** Either a bearer token or a report link. */
   const reportSecurity: Array<Record<string, string[]>> = [{ bearer: [] }, { reportLink: [] }];
-  /** A bearer token of the eraser (or admin) role, or a report link: it opens this erasure's report and nothing else, until it expires. */
+  /** A bearer token of the eraser, approver (or admin) role, or a report link: it opens this erasure's report and nothing else, until it expires. */
   const reportAccess: MiddlewareHandler<AuthEnv> = async (c, next) => {
     const q = c.req.query();
-    if (q.sig === undefined && q.exp === undefined) return eraserOnly(c, next);
+    if (q.sig === undefined && q.exp === undefined) return eraserOrApprover(c, next);
     try {
       services.reportLinks.verify(c.req.param('erasureId') ?? '', q.exp, q.sig);
     } catch (e) {
@@ -474,7 +499,9 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Servi
       path: '/v1/erasures/{erasureId}/redactions',
       tags: ['erasure'],
       summary: 'Redact the erased subject\'s content from other subjects\' records, then probe again',
-      description: 'Re-keys each named entry\'s subject log without it (the old key is destroyed), regenerates what was derived from it, and reruns propagate, probe and certify.',
+      description:
+        'Re-keys each named entry\'s subject log without it (the old key is destroyed), regenerates what was derived from it, and reruns propagate, probe and certify. ' +
+        'Only records the erasure\'s last probe named (a match, or a dismissed match) are taken: anything else is 422 `not_a_match`, unless an admin gives `override.reason` (audited as erasure.redaction.override).',
       security,
       middleware: [authorize(tokens, 'eraser')] as const,
       request: { params: ErasureIdParam, body: jsonBody(RedactionRequestSchema.meta({ id: 'RedactionRequest' })) },
@@ -482,13 +509,16 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Servi
         202: json(Accepted, 'Accepted: the redaction runs in the background'),
         404: problemResponse('not_found'),
         409: problemResponse('conflict: the erasure is still running, failed, or its fingerprints are gone'),
+        422: problemResponse('not_a_match: a record the erasure\'s last probe did not name (an admin may override with a reason)'),
         ...authErrors,
         400: problemResponse('validation_failed: malformed body, or an id that is not another subject\'s readable entry'),
+        403: problemResponse('forbidden: the token\'s role may not call this endpoint, or an override by a role other than admin'),
       },
     }),
     async (c) => {
       const { erasureId } = c.req.valid('param');
-      const result = await services.erasures.redact(erasureId, c.req.valid('json').ids, c.get('role'));
+      const body = c.req.valid('json');
+      const result = await services.erasures.redact(erasureId, body.ids, actor(c), body.override);
       return c.json(result, 202);
     },
   );
@@ -498,24 +528,82 @@ export function registerErasureRoutes(app: OpenAPIHono<AuthEnv>, services: Servi
       method: 'post',
       path: '/v1/erasures/{erasureId}/dismissals',
       tags: ['erasure'],
-      summary: 'Rule that records the probe named do not carry the erased subject\'s content, then probe again',
+      summary: 'Propose that records the probe named do not carry the erased subject\'s content (a ruling two people own)',
       description:
-        'A stated human judgement: each ruling (record id, role, time, reason) is signed into the certificate and shown in the report. The probe is re-run without the dismissed records, then the erasure is certified again.',
+        'A stated human judgement, proposed: each ruling (record id, role, principal, time, reason) is kept as `proposed`, audited, and changes nothing — ' +
+        'the erasure stays as it is until a second principal with another token (approver or admin; never the proposer, nor the erasure\'s requester) approves it ' +
+        '(POST …/dismissals/{dismissalId}/approve). A near copy (a verbatim run of the erased content, or a score of 0.9 or more) cannot be dismissed: order its redaction.',
       security,
       middleware: [authorize(tokens, 'eraser')] as const,
       request: { params: ErasureIdParam, body: jsonBody(DismissalRequestSchema.meta({ id: 'DismissalRequest' })) },
       responses: {
-        202: json(Accepted, 'Accepted: the probe runs again in the background'),
+        201: json(DismissalAccepted, 'The proposal; the erasure\'s status is unchanged'),
         404: problemResponse('not_found'),
-        409: problemResponse('conflict: the erasure is running or failed, its fingerprints are gone, or a record was not named by its probe or is the erased subject\'s own'),
+        409: problemResponse('conflict: the erasure is running or failed, its fingerprints are gone, a record was not named by its probe, is the erased subject\'s own, or already has a proposal'),
+        422: problemResponse('near_copy: a record is a near copy of the erased content; it can only be redacted'),
         ...authErrors,
         400: problemResponse('validation_failed: malformed body'),
       },
     }),
     async (c) => {
       const { erasureId } = c.req.valid('param');
-      const result = await services.erasures.dismiss(erasureId, c.req.valid('json'), c.get('role'));
-      return c.json(result, 202);
+      const result = await services.erasures.dismiss(erasureId, c.req.valid('json'), actor(c));
+      return c.json(result, 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/erasures/{erasureId}/dismissals/{dismissalId}/approve',
+      tags: ['erasure'],
+      summary: 'Approve a proposed dismissal (a second principal): the probe runs again without its records',
+      description:
+        'The approver role or admin, with a token other than the one that proposed the dismissal and the one that requested the erasure. ' +
+        'Checked again against the last probe (still named, not a near copy); audited as erasure.dismissal.approve. The erasure re-opens at the probe and is certified again; ' +
+        'a completion on a ruling says so in its view (`readableByRuling`), its certificate, its report and a `dismissed-content` residual.',
+      security,
+      middleware: [authorize(tokens, 'approver')] as const,
+      request: { params: DismissalParams },
+      responses: {
+        ...dismissalAnswers('the dismissal is not proposed, or its records are no longer named'),
+        202: json(DismissalAccepted, 'Accepted: the probe runs again in the background'),
+        422: problemResponse('near_copy: a record became a near copy of the erased content; it can only be redacted'),
+        403: problemResponse('forbidden: the role may not approve, or the caller proposed the dismissal or requested the erasure'),
+      },
+    }),
+    async (c) => {
+      const { erasureId, dismissalId } = c.req.valid('param');
+      return c.json(await services.erasures.approveDismissal(erasureId, dismissalId, actor(c)), 202);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/erasures/{erasureId}/dismissals/{dismissalId}/revoke',
+      tags: ['erasure'],
+      summary: 'Reject a proposed dismissal, or revoke an approved ruling (the probe runs again and counts its records)',
+      description:
+        'Either way audited as erasure.dismissal.revoke, with the optional reason. A proposal becomes `rejected` and nothing re-runs (200); ' +
+        'an approved ruling becomes `revoked` and the erasure re-opens at the probe on its kept fingerprints (202).',
+      security,
+      middleware: [authorize(tokens, 'eraser', 'approver')] as const,
+      request: {
+        params: DismissalParams,
+        body: { required: false, content: { 'application/json': { schema: DismissalRevocationSchema.meta({ id: 'DismissalRevocation' }) } } },
+      },
+      responses: {
+        ...dismissalAnswers('the dismissal is already rejected or revoked'),
+        200: json(DismissalAccepted, 'The proposal is rejected; the erasure\'s status is unchanged'),
+        202: json(DismissalAccepted, 'The ruling is revoked: the probe runs again in the background'),
+      },
+    }),
+    async (c) => {
+      const { erasureId, dismissalId } = c.req.valid('param');
+      const body = (c.req.valid('json') ?? {}) as { reason?: string };
+      const result = await services.erasures.revokeDismissal(erasureId, dismissalId, actor(c), body);
+      return c.json(result, result.status === 'running' ? 202 : 200);
     },
   );
 
