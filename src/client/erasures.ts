@@ -9,7 +9,7 @@
  */
 import { TERMINAL_STATUSES } from '../erasure/machine.js';
 import type { BulkErasureRequest, ErasureRequest, RequestContext } from '../erasure/request.js';
-import type { CertificateView, ErasureAccepted, ErasureTransition, ErasureView } from '../erasure/view.js';
+import type { CertificateView, DismissalAccepted, ErasureAccepted, ErasureTransition, ErasureView } from '../erasure/view.js';
 import { LetheError } from '../errors.js';
 import { readSse, type ServiceClient, ServiceError } from './http.js';
 import { followPages, type PageOptions, query, type RoleCalls, seg } from './roles.js';
@@ -254,14 +254,31 @@ export class Erasures {
     return (await this.#calls.request('eraser', 'GET', `/v1/erasures/${seg(erasureId)}/report`, { accept: 'text/html' })).text();
   }
 
-  /** Re-keys other subjects' logs without the named entries (content the probe found there), then probes again. */
-  redact(erasureId: string, ids: readonly string[]): Promise<ErasureAccepted> {
-    return this.#calls.json<ErasureAccepted>('eraser', 'POST', `/v1/erasures/${seg(erasureId)}/redactions`, { body: { ids } });
+  /**
+   * Re-keys other subjects' logs without the named entries (content the probe found there), then probes again. Only
+   * records the last probe named are taken (422 not_a_match); `override` (the admin role's token) takes others, with a reason.
+   */
+  redact(erasureId: string, ids: readonly string[], options: { readonly override?: { readonly reason: string } } = {}): Promise<ErasureAccepted> {
+    const role = options.override ? 'admin' : 'eraser';
+    return this.#calls.json<ErasureAccepted>(role, 'POST', `/v1/erasures/${seg(erasureId)}/redactions`, { body: { ids, ...(options.override ? { override: options.override } : {}) } });
   }
 
-  /** A person's ruling that named records do not carry the subject's content (signed into the certificate), then the probe again. */
-  dismiss(erasureId: string, matches: ReadonlyArray<{ readonly id: string; readonly reason: string }>): Promise<ErasureAccepted> {
-    return this.#calls.json<ErasureAccepted>('eraser', 'POST', `/v1/erasures/${seg(erasureId)}/dismissals`, { body: { matches } });
+  /**
+   * Proposes that named records do not carry the subject's content: a proposal changes nothing until a second principal
+   * approves it (`approveDismissal`). A near copy cannot be dismissed (422 near_copy).
+   */
+  dismiss(erasureId: string, matches: ReadonlyArray<{ readonly id: string; readonly reason: string }>): Promise<DismissalAccepted> {
+    return this.#calls.json<DismissalAccepted>('eraser', 'POST', `/v1/erasures/${seg(erasureId)}/dismissals`, { body: { matches } });
+  }
+
+  /** Approves a proposed dismissal with the approver role's token (never the proposer's, nor the requester's): the probe runs again. */
+  approveDismissal(erasureId: string, dismissalId: string): Promise<DismissalAccepted> {
+    return this.#calls.json<DismissalAccepted>('approver', 'POST', `/v1/erasures/${seg(erasureId)}/dismissals/${seg(dismissalId)}/approve`);
+  }
+
+  /** Rejects a proposed dismissal, or revokes an approved ruling (the probe runs again and counts its records). */
+  revokeDismissal(erasureId: string, dismissalId: string, options: { readonly reason?: string } = {}): Promise<DismissalAccepted> {
+    return this.#calls.json<DismissalAccepted>('approver', 'POST', `/v1/erasures/${seg(erasureId)}/dismissals/${seg(dismissalId)}/revoke`, { body: { ...options } });
   }
 
   /** Takes a failed erasure up again at the step that failed. */

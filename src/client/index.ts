@@ -47,7 +47,7 @@ export { Certificates, type SigningKey, type VerifiedCertificate } from './certi
 export { type PageOptions, type Role, type RoleTokens } from './roles.js';
 export { type CertificateVerdict, verifyCertificate } from '../crypto/certificate.js';
 export { zeroize } from '../crypto/index.js';
-export type { CertificateView, ErasureTransition, ErasureView } from '../erasure/view.js';
+export type { CertificateView, DismissalAccepted, ErasureAccepted, ErasureTransition, ErasureView } from '../erasure/view.js';
 export type { ErasureRequest } from '../erasure/request.js';
 export { type AppendedEntry, LetheWriter, type UnreleasedLease, type WriterCloseReport, type WriterOptions } from './writer.js';
 export { LetheOutcomeUnknownError, type SegmentEntry, type SegmentRegistration } from './outcome.js';

@@ -7,11 +7,13 @@ import { LetheError } from '../errors.js';
 import { type CallOptions, ServiceClient, type TlsOptions } from './http.js';
 
 /** The service's roles; `admin` may call every route. */
-export type Role = 'writer' | 'eraser' | 'backup' | 'admin';
+export type Role = 'writer' | 'eraser' | 'approver' | 'backup' | 'admin';
 
 export interface RoleTokens {
   readonly writer?: string;
   readonly eraser?: string;
+  /** Approves dismissals: a second principal, so another token than the eraser's. */
+  readonly approver?: string;
   readonly backup?: string;
   readonly admin?: string;
 }
@@ -31,7 +33,7 @@ export class RoleCalls {
     this.#token = options.token;
     this.#tokens = options.tokens ?? {};
     if (this.#token === undefined && Object.values(this.#tokens).every((t) => t === undefined)) {
-      throw new LetheError('validation_failed', 'give a token (used for every role) or tokens per role (writer, eraser, backup, admin)');
+      throw new LetheError('validation_failed', 'give a token (used for every role) or tokens per role (writer, eraser, approver, backup, admin)');
     }
     if (!/^https?:\/\/\S+$/.test(options.baseUrl)) throw new LetheError('validation_failed', 'baseUrl must be an http(s):// URL of a lethe service');
     this.#timeoutMs = options.timeoutMs ?? 30_000;
@@ -79,7 +81,7 @@ export class RoleCalls {
   }
 
   #anyRole(): Role {
-    for (const role of ['writer', 'eraser', 'backup', 'admin'] as const) if (this.#tokens[role] !== undefined || this.#token !== undefined) return role;
+    for (const role of ['writer', 'eraser', 'approver', 'backup', 'admin'] as const) if (this.#tokens[role] !== undefined || this.#token !== undefined) return role;
     return 'admin';
   }
 }

@@ -232,3 +232,10 @@ export type ErasureTransition = z.infer<typeof ErasureTransitionSchema>;
 /** `POST /v1/erasures` and redaction orders answer the erasure's id and status. */
 export const ErasureAcceptedSchema = z.object({ erasureId: z.string(), status: z.enum(ERASURE_STATUSES) });
 export type ErasureAccepted = z.infer<typeof ErasureAcceptedSchema>;
+
+/** A dismissal proposed, approved, rejected or revoked: the erasure's id and status, and the proposal's id. */
+export const DismissalAcceptedSchema = ErasureAcceptedSchema.extend({
+  /** The proposal (`dsm_…`): approve it with POST …/dismissals/{dismissalId}/approve, reject or revoke it with …/revoke. */
+  dismissalId: z.string(),
+});
+export type DismissalAccepted = z.infer<typeof DismissalAcceptedSchema>;

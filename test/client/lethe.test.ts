@@ -17,7 +17,7 @@ let lethe: Lethe;
 
 beforeAll(async () => {
   v = await serveTestVault();
-  lethe = new Lethe({ baseUrl: v.baseUrl, tokens: { writer: TOKENS.writer, eraser: TOKENS.eraser, backup: TOKENS.backup, admin: TOKENS.admin } });
+  lethe = new Lethe({ baseUrl: v.baseUrl, tokens: { writer: TOKENS.writer, eraser: TOKENS.eraser, approver: TOKENS.approver, backup: TOKENS.backup, admin: TOKENS.admin } });
 }, 180_000);
 afterAll(async () => {
   await v?.close();
@@ -231,5 +231,31 @@ describe('subject keys and backups', () => {
     const listed = [];
     for await (const b of lethe.backups.list({ limit: 1 })) listed.push(b.backupId);
     expect(listed).toContain(backup.backupId);
+  });
+});
+
+describe('dismissals', () => {
+  it('proposes with the eraser token, approves with the approver token (the erasure completes on a ruling), revokes (incomplete again); a near copy is near_copy', async () => {
+    const place = `Halden${Date.now()}`;
+    await lethe.entries.append('user:client-clinic', { text: `Appointment with Dr. Okonkwo at the ${place} clinic on 14 March about my knee.` });
+    const notice = await lethe.entries.append('ctx:client-board', { text: `Public notice: Dr. Okonkwo at the ${place} clinic is closed on 14 March for renovation.` });
+    const copy = await lethe.entries.append('ctx:client-quote', { text: `Appointment with Dr. Okonkwo at the ${place} clinic on 14 March about my knee.` });
+    const { erasureId } = await lethe.erasures.request({ subject: 'user:client-clinic' });
+    expect((await lethe.erasures.wait(erasureId, { timeoutMs: 120_000 })).status).toBe('incomplete');
+    const refused = await rejection(lethe.erasures.dismiss(erasureId, [{ id: copy.entryId, reason: 'a quote' }]));
+    expect(refused).toBeInstanceOf(LetheError);
+    expect((refused as LetheError).code).toBe('near_copy');
+    await lethe.erasures.redact(erasureId, [copy.entryId]);
+    expect((await lethe.erasures.wait(erasureId, { timeoutMs: 120_000 })).status).toBe('incomplete');
+    const proposed = await lethe.erasures.dismiss(erasureId, [{ id: notice.entryId, reason: 'A public closure notice: it names no patient.' }]);
+    expect(proposed).toEqual({ erasureId, status: 'incomplete', dismissalId: expect.stringMatching(/^dsm_/) });
+    expect(await lethe.erasures.approveDismissal(erasureId, proposed.dismissalId)).toEqual({ erasureId, status: 'running', dismissalId: proposed.dismissalId });
+    const ruled = await lethe.erasures.wait(erasureId, { timeoutMs: 120_000 });
+    expect(ruled.status).toBe('completed');
+    expect(ruled.readableByRuling).toEqual([notice.entryId]);
+    expect((await lethe.erasures.revokeDismissal(erasureId, proposed.dismissalId, { reason: 'reconsidered' })).status).toBe('running');
+    const again = await lethe.erasures.wait(erasureId, { timeoutMs: 120_000 });
+    expect(again.status).toBe('incomplete');
+    expect(again.probe.matches.map((m) => m.id)).toEqual([notice.entryId]);
   });
 });

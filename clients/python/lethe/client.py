@@ -1,6 +1,6 @@
 """``LetheClient``: lethe's HTTP API from Python, standard library only.
 
-A client holds a token per role (``writer``, ``eraser``, ``backup``, ``admin``) or
+A client holds a token per role (``writer``, ``eraser``, ``approver``, ``backup``, ``admin``) or
 one for all, and each call carries the token of the role its route needs. Every
 method takes ``timeout`` (seconds; default the client's), the deadline for its whole
 answer. Failures raise :mod:`lethe.errors`.
@@ -32,6 +32,7 @@ from .models import (
     BulkErasureItem,
     Certificate,
     Entry,
+    DismissalAccepted,
     ErasureAccepted,
     ErasureEnd,
     ErasureEvent,
@@ -56,7 +57,7 @@ __all__ = ["LetheClient", "ErasureEventStream", "DEFAULT_URL", "ROLES"]
 DEFAULT_URL = "http://127.0.0.1:8787"
 VERSION = "0.1.0"
 #: The service's roles; admin may call every route.
-ROLES = ("writer", "eraser", "backup", "admin")
+ROLES = ("writer", "eraser", "approver", "backup", "admin")
 T = TypeVar("T")
 
 
@@ -142,7 +143,8 @@ class LetheClient:
 
     Each call goes out with the token of the role its route needs — ``writer`` (keys,
     leases, appends, reads, search, artifacts), ``eraser`` (erasures, forget,
-    certificates), ``backup`` (backups, key validity), ``admin`` (search of all
+    certificates, dismissal proposals), ``approver`` (approving dismissals: a second
+    person's token), ``backup`` (backups, key validity), ``admin`` (search of all
     subjects, reinstate, signing-key rotation; admin may call every route): the role's
     entry of ``tokens``, else ``token``, else ``tokens["admin"]``.
 
@@ -559,20 +561,44 @@ class LetheClient:
         r = self._call("eraser", "GET", f"/v1/erasures/{path_segment(erasure_id, 'erasure_id')}/report", accept="text/html", timeout=timeout)
         return r.body.decode("utf-8", "replace")
 
-    def redact(self, erasure_id: str, ids: Sequence[str], *, timeout: Optional[float] = None) -> ErasureAccepted:
+    def redact(self, erasure_id: str, ids: Sequence[str], *, override_reason: Optional[str] = None, timeout: Optional[float] = None) -> ErasureAccepted:
         """``POST /v1/erasures/{erasureId}/redactions``: re-key other subjects' logs without
         these entries (the probe named them as carrying the erased subject's content), then
-        probe again."""
-        r = self._call("eraser", "POST", f"/v1/erasures/{path_segment(erasure_id, 'erasure_id')}/redactions", json_body={"ids": list(ids)}, timeout=timeout)
+        probe again. Only records the last probe named are taken
+        (:class:`~lethe.errors.NotAMatchError`); ``override_reason`` (sent with the admin
+        role's token, audited) takes others."""
+        body: Dict[str, Any] = {"ids": list(ids)}
+        if override_reason is not None:
+            body["override"] = {"reason": override_reason}
+        role = "admin" if override_reason is not None else "eraser"
+        r = self._call(role, "POST", f"/v1/erasures/{path_segment(erasure_id, 'erasure_id')}/redactions", json_body=body, timeout=timeout)
         return ErasureAccepted.from_json(r.json(), created=r.status == 202, location=r.headers.get("Location"))
 
-    def dismiss(self, erasure_id: str, matches: Sequence[Mapping[str, str]], *, timeout: Optional[float] = None) -> ErasureAccepted:
-        """``POST /v1/erasures/{erasureId}/dismissals``: rule that records the probe named
-        (``[{"id": ..., "reason": ...}]``) do not carry the subject's content. The reason is
+    def dismiss(self, erasure_id: str, matches: Sequence[Mapping[str, str]], *, timeout: Optional[float] = None) -> DismissalAccepted:
+        """``POST /v1/erasures/{erasureId}/dismissals``: propose that records the probe named
+        (``[{"id": ..., "reason": ...}]``) do not carry the subject's content. A proposal
+        changes nothing until a second person approves it (:meth:`approve_dismissal`); a
+        near copy cannot be dismissed (:class:`~lethe.errors.NearCopyError`). The reason is
         signed into the certificate in the clear: state the judgement, never the content."""
         body = {"matches": [dict(m) for m in matches]}
         r = self._call("eraser", "POST", f"/v1/erasures/{path_segment(erasure_id, 'erasure_id')}/dismissals", json_body=body, timeout=timeout)
-        return ErasureAccepted.from_json(r.json(), created=r.status == 202, location=r.headers.get("Location"))
+        return DismissalAccepted.from_json(r.json())
+
+    def approve_dismissal(self, erasure_id: str, dismissal_id: str, *, timeout: Optional[float] = None) -> DismissalAccepted:
+        """``POST /v1/erasures/{erasureId}/dismissals/{dismissalId}/approve`` (approver, or
+        admin): a second principal's approval — never the token that proposed it, nor the
+        one that requested the erasure (:class:`~lethe.errors.ForbiddenError`); the probe
+        runs again without the records."""
+        path = f"/v1/erasures/{path_segment(erasure_id, 'erasure_id')}/dismissals/{path_segment(dismissal_id, 'dismissal_id')}/approve"
+        return DismissalAccepted.from_json(self._call("approver", "POST", path, timeout=timeout).json())
+
+    def revoke_dismissal(self, erasure_id: str, dismissal_id: str, *, reason: Optional[str] = None, timeout: Optional[float] = None) -> DismissalAccepted:
+        """``POST /v1/erasures/{erasureId}/dismissals/{dismissalId}/revoke`` (approver, eraser
+        or admin): a proposal rejected, or an approved ruling revoked (the probe runs again
+        and counts its records)."""
+        path = f"/v1/erasures/{path_segment(erasure_id, 'erasure_id')}/dismissals/{path_segment(dismissal_id, 'dismissal_id')}/revoke"
+        body = {"reason": reason} if reason is not None else {}
+        return DismissalAccepted.from_json(self._call("approver", "POST", path, json_body=body, timeout=timeout).json())
 
     def resume_erasure(self, erasure_id: str, *, timeout: Optional[float] = None) -> ErasureView:
         """``POST /v1/erasures/{erasureId}/resume``: a failed erasure runs again from the

@@ -34,6 +34,7 @@ __all__ = [
     "Regeneration",
     "TrainingExposure",
     "ErasureAccepted",
+    "DismissalAccepted",
     "ErasureStep",
     "Residual",
     "ProbeMatch",
@@ -402,6 +403,23 @@ class ErasureAccepted:
 
 
 @dataclass(frozen=True)
+class DismissalAccepted:
+    """A dismissal proposed, approved, rejected or revoked: the erasure's id and status
+    (unchanged by a proposal or a rejection; ``running`` after an approval or a
+    revocation), and the proposal's ``dismissal_id`` (``dsm_…``)."""
+
+    erasure_id: str
+    status: Optional[str]
+    dismissal_id: str
+
+    @classmethod
+    def from_json(cls, value: Any) -> "DismissalAccepted":
+        d = _obj(value, "a dismissal")
+        w = "dismissal"
+        return cls(_get(d, "erasureId", str, w), _opt(d, "status", str, w), _get(d, "dismissalId", str, w))
+
+
+@dataclass(frozen=True)
 class BulkErasureItem:
     """One subject of ``POST /v1/erasures/batch``, by its ``index`` in the request (the
     subject id is not repeated): its ``erasure`` (``created`` False when it was already
@@ -525,6 +543,9 @@ class ErasureView:
     certificate_state: Optional[str]
     retry: Optional[Dict[str, Any]] = field(default=None, repr=False)
     left: Optional[Dict[str, Any]] = None
+    #: Records the last probe matched that stay readable because an approved ruling
+    #: dismissed them (each proposal, with its status, is in ``raw["dismissals"]``).
+    readable_by_ruling: Optional[List[str]] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -579,6 +600,7 @@ class ErasureView:
             certificate_state=_opt(d, "certificateState", str, w),
             retry=_opt(d, "retry", dict, w),
             left=_opt(d, "left", dict, w),
+            readable_by_ruling=_strs(d, "readableByRuling", w, None),
             raw=d,
         )
 

@@ -40,6 +40,7 @@ from lethe import LetheClient  # noqa: E402
 TOKENS: Dict[str, str] = {
     "writer": "pytest-writer-Tk9x2q",
     "eraser": "pytest-eraser-Tk9x2q",
+    "approver": "pytest-approver-Tk9x2q",
     "admin": "pytest-admin-Tk9x2q",
     "backup": "pytest-backup-Tk9x2q",
 }

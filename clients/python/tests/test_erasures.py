@@ -25,6 +25,8 @@ from lethe import (
     ErasureTransition,
     ForbiddenError,
     GoneError,
+    NearCopyError,
+    NotAMatchError,
     NotFoundError,
     SourceErasedError,
     SubjectErasedError,
@@ -268,3 +270,39 @@ def _pages(eraser: LetheClient) -> Iterator[Page[ErasureView]]:
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DismissalTest(unittest.TestCase):
+    """A dismissal two people own: proposed with the eraser's token, approved with the
+    approver's; a near copy is never dismissed; a redaction takes only what the probe named."""
+
+    def test_propose_approve_revoke(self) -> None:
+        writer, eraser, approver = client("writer"), client("eraser"), client("approver")
+        place = unique("Halden")
+        subject = unique("user:clinic-")
+        writer.append(subject, f"Appointment with Dr. Okonkwo at the {place} clinic on 14 March about my knee.")
+        notice = writer.append(unique("ctx:board-"), f"Public notice: Dr. Okonkwo at the {place} clinic is closed on 14 March for renovation.").entry_id
+        copy = writer.append(unique("ctx:quote-"), f"Appointment with Dr. Okonkwo at the {place} clinic on 14 March about my knee.").entry_id
+        unrelated = writer.append(unique("user:other-"), words()).entry_id
+        erasure_id = eraser.erase(subject).erasure_id
+        self.assertEqual(eraser.wait_for_erasure(erasure_id, timeout=WAIT).status, "incomplete")
+        with self.assertRaises(NearCopyError):
+            eraser.dismiss(erasure_id, [{"id": copy, "reason": "a quote"}])
+        with self.assertRaises(NotAMatchError):
+            eraser.redact(erasure_id, [unrelated])
+        eraser.redact(erasure_id, [copy])
+        self.assertEqual(eraser.wait_for_erasure(erasure_id, timeout=WAIT).status, "incomplete")
+        proposed = eraser.dismiss(erasure_id, [{"id": notice, "reason": "A public closure notice: it names no patient."}])
+        self.assertEqual(proposed.status, "incomplete")
+        self.assertTrue(proposed.dismissal_id.startswith("dsm_"))
+        with self.assertRaises(ForbiddenError):
+            eraser.approve_dismissal(erasure_id, proposed.dismissal_id)
+        self.assertEqual(approver.approve_dismissal(erasure_id, proposed.dismissal_id).status, "running")
+        ruled = eraser.wait_for_erasure(erasure_id, timeout=WAIT)
+        self.assertEqual(ruled.status, "completed")
+        self.assertEqual(ruled.readable_by_ruling, [notice])
+        self.assertEqual(approver.revoke_dismissal(erasure_id, proposed.dismissal_id, reason="reconsidered").status, "running")
+        again = eraser.wait_for_erasure(erasure_id, timeout=WAIT)
+        self.assertEqual(again.status, "incomplete")
+        self.assertIsNone(again.readable_by_ruling)
+

@@ -19,7 +19,7 @@ import {
   MAX_BULK_SUBJECTS,
   RedactionRequestSchema,
 } from '../../erasure/request.js';
-import { CertificateViewSchema, ErasureAcceptedSchema, ErasureViewSchema } from '../../erasure/view.js';
+import { CertificateViewSchema, DismissalAcceptedSchema, ErasureAcceptedSchema, ErasureViewSchema } from '../../erasure/view.js';
 import { type AuthEnv, authorize, type TokenStore } from '../auth.js';
 import { problem } from '../problem.js';
 import { decodeCursor, listErrors, NextCursor, PageQuery, pageOf } from '../cursor.js';
@@ -31,9 +31,7 @@ const ErasureIdParam = z.object({
   erasureId: idParam('ers', 'erasureId'),
 });
 const DismissalParams = ErasureIdParam.extend({ dismissalId: idParam('dsm', 'dismissalId') });
-const DismissalAccepted = ErasureAcceptedSchema.extend({
-  dismissalId: z.string().openapi({ description: 'The proposal (`dsm_…`): approve it with POST …/dismissals/{dismissalId}/approve, reject or revoke it with …/revoke.' }),
-}).meta({ id: 'DismissalAccepted' });
+const DismissalAccepted = DismissalAcceptedSchema.meta({ id: 'DismissalAccepted' });
 
 /** What the routes on one proposed dismissal answer besides their success: `conflict` says what else is refused. */
 function dismissalAnswers(conflict: string) {
