@@ -74,7 +74,7 @@ export function clientTls(): TlsOptions | undefined {
  * role's token from LETHE_<ROLE>_TOKEN (never from the command line, where `ps`
  * shows it), verified with `clientTls()`; exit 2 when any is unusable.
  */
-export function serviceClient(role: 'backup' | 'eraser' | 'admin'): ServiceClient {
+export function serviceClient(role: 'backup' | 'eraser' | 'approver' | 'admin'): ServiceClient {
   const base = normalizeBaseUrl(process.env.LETHE_URL ?? 'http://127.0.0.1:8787');
   const variable = `LETHE_${role.toUpperCase()}_TOKEN`;
   const token = process.env[variable];

@@ -3,7 +3,9 @@
  * the real service, itself a child process (`lethe serve` on PostgreSQL): a class A
  * erasure followed live to `completed` (exit 0), `--no-wait` printing the id, class C
  * ending `incomplete` (exit 3) without an unlearning bound and `completed` with one;
- * bad input, a missing token or a bad URL exit 2 with a plain message and no request.
+ * bad input, a missing token or a bad URL exit 2 with a plain message and no request;
+ * `erasure dismissals propose | approve | revoke`: a proposal with the eraser's token,
+ * approved only with the approver's (an eraser token exits 2, forbidden).
  * Neither the subject id nor the token is ever printed.
  */
 import { randomBytes } from 'node:crypto';
@@ -229,5 +231,42 @@ describe('lethe erase', () => {
       expect(run.stderr).toContain('LETHE_URL must be an http(s):// URL');
     }
     expect(recorded).toBe(0);
+  });
+});
+
+describe('lethe erasure dismissals', () => {
+  it('propose (eraser), approve (approver: the erasure completes on the ruling), revoke; an eraser token cannot approve; bad ids exit 2 with no request', { timeout: 120_000 }, async () => {
+    const s = `user:cli-clinic-${tag()}`;
+    const place = `Halden${tag()}`;
+    await append(s, `Appointment with Dr. Okonkwo at the ${place} clinic on 14 March about my knee.`);
+    const notice = await append(`ctx:cli-board-${tag()}`, `Public notice: Dr. Okonkwo at the ${place} clinic is closed on 14 March for renovation.`);
+    const erasureId = (await erase([s, '--no-wait'])).stdout.trim();
+    expect((await runCli(['erasure', 'watch', erasureId], env)).code).toBe(3);
+    const proposed = await runCli(['erasure', 'dismissals', 'propose', erasureId, notice, '--reason', 'A public closure notice: it names no patient.'], env);
+    expect(proposed.code, proposed.stderr).toBe(0);
+    const { dismissalId, status } = JSON.parse(proposed.stdout) as { dismissalId: string; status: string };
+    expect(status).toBe('incomplete');
+    const byEraser = await runCli(['erasure', 'dismissals', 'approve', erasureId, dismissalId], { ...env, LETHE_APPROVER_TOKEN: TOKENS.eraser });
+    expect(byEraser.code).toBe(2);
+    expect(byEraser.stderr).toMatch(/403 forbidden/);
+    const noToken = await runCli(['erasure', 'dismissals', 'approve', erasureId, dismissalId], env);
+    expect(noToken.code).toBe(2);
+    expect(noToken.stderr).toContain('set LETHE_APPROVER_TOKEN to a token of the approver role');
+    const approved = await runCli(['erasure', 'dismissals', 'approve', erasureId, dismissalId], { ...env, LETHE_APPROVER_TOKEN: TOKENS.approver });
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(JSON.parse(approved.stdout)).toEqual({ erasureId, status: 'running', dismissalId });
+    expect((await runCli(['erasure', 'watch', erasureId], env)).code).toBe(0);
+    const revoked = await runCli(['erasure', 'dismissals', 'revoke', erasureId, dismissalId, '--reason', 'reconsidered'], { ...env, LETHE_APPROVER_TOKEN: TOKENS.approver });
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect((await runCli(['erasure', 'watch', erasureId], env)).code).toBe(3);
+    const bad = await Promise.all([
+      runCli(['erasure', 'dismissals', 'approve', erasureId, 'dsm_nope'], { ...env, LETHE_URL: recorderUrl, LETHE_APPROVER_TOKEN: TOKENS.approver }),
+      runCli(['erasure', 'dismissals', 'propose', erasureId, notice, '--reason', ' '], { ...env, LETHE_URL: recorderUrl }),
+    ]);
+    expect(bad.map((r) => r.code)).toEqual([2, 2]);
+    expect(bad[0]!.stderr).toMatch(/a dismissal id is dsm_/);
+    expect(bad[1]!.stderr).toMatch(/--reason: 1 to 500 characters/);
+    expect(recorded).toBe(0);
+    for (const run of [proposed, approved, revoked, byEraser]) expectPrivate(run, s);
   });
 });
