@@ -426,6 +426,16 @@ describe('ids in the path', () => {
     { method: 'POST', template: '/v1/erasures/{erasureId}/redactions', param: 'erasureId', prefix: 'ers', role: 'eraser', body: { ids: [ENTRY] } },
     { method: 'POST', template: '/v1/erasures/{erasureId}/dismissals', param: 'erasureId', prefix: 'ers', role: 'eraser', body: { matches: [{ id: ENTRY, reason: 'a ruling' }] } },
     { method: 'POST', template: '/v1/erasures/{erasureId}/resume', param: 'erasureId', prefix: 'ers', role: 'eraser' },
+    ...(['approve', 'revoke'] as const).flatMap((op) =>
+      (['erasureId', 'dismissalId'] as const).map((param) => ({
+        method: 'POST',
+        template: `/v1/erasures/{erasureId}/dismissals/{dismissalId}/${op}`,
+        param,
+        prefix: param === 'erasureId' ? 'ers' : 'dsm',
+        role: 'approver' as const,
+        other: { [param === 'erasureId' ? 'dismissalId' : 'erasureId']: param === 'erasureId' ? `dsm_${'Z'.repeat(22)}` : `ers_${'Z'.repeat(22)}` } as Record<string, string>,
+      })),
+    ),
     { method: 'POST', template: '/v1/erasures/{erasureId}/report-link', param: 'erasureId', prefix: 'ers', role: 'eraser', body: {} },
   ];
   const SUBJECT_ROUTES: ReadonlyArray<{ method: string; template: string; body?: unknown; role?: 'admin'; other?: Record<string, string> }> = [
