@@ -15,7 +15,7 @@ const TERMS: ReadonlyArray<readonly [term: string, meaning: string]> = [
   ['Lease', "A writer program's time-limited hold on a data key."],
   ['Fingerprints', 'Sealed one-way hashes of the erased records, kept only so the probe can run again after a redaction.'],
   ['Redaction', "Removing the erased information from another person's record that still carried it, by re-encrypting that person's log without the record."],
-  ['Dismissal', 'A stated human judgement that a record the probe named does not carry the erased content; shown apart and signed into the certificate.'],
+  ['Dismissal', 'A stated human judgement that a record the probe named does not carry the erased content, proposed by one person and approved by a second; shown apart and signed into the certificate. A near copy can never be dismissed.'],
   ['Provisional and final certificate', 'Provisional while a master key that could unlock an old copy of the destroyed key exists; final, and signed again, once every such master key is retired.'],
 ];
 

@@ -124,17 +124,17 @@ function dismissalsTable(probe: ProbeView): string {
     .map(
       (d) => `<tr class="dismissed">
 <td><code>${escapeHtml(d.id)}</code></td>
-<td>${escapeHtml(d.role)}</td>
-<td>${time(d.at)}</td>
+<td>${escapeHtml(d.role)}, ${time(d.at)}</td>
+<td>${d.approval ? `${escapeHtml(d.approval.role)}, ${time(d.approval.at)}` : '<span class="muted">ruled before approvals were required</span>'}</td>
 <td>${escapeHtml(d.reason)}</td>
 <td class="num">${d.score === undefined ? '<span class="muted">no longer matches</span>' : escapeHtml(formatNumber(d.score))}</td>
 </tr>`,
     )
     .join('\n');
-  return `<h3 id="probe-dismissals">Dismissed by a person (a stated human judgement, not a measurement)</h3>
-<p>These records were named by the probe; the role below ruled that they do not carry the subject's content. They are left out of the recovered figure.</p>
+  return `<h3 id="probe-dismissals">Dismissed by a person and approved by a second (a stated human judgement, not a measurement)</h3>
+<p>These records were named by the probe; one person proposed, and a second approved, the ruling that they do not carry the subject's content. They are left out of the recovered figure, and they stay readable.</p>
 <table>
-<thead><tr><th>Record</th><th>Ruled by</th><th>When</th><th>Reason</th><th>Score</th></tr></thead>
+<thead><tr><th>Record</th><th>Proposed by</th><th>Approved by</th><th>Reason</th><th>Score</th></tr></thead>
 <tbody>
 ${rows}
 </tbody>
