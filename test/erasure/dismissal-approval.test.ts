@@ -135,7 +135,10 @@ describe('dismissals two people own', () => {
       expect((await expectProblem(approve({ role: 'admin' }), 403, 'forbidden')).detail).toMatch(/requested the erasure/);
       expect((await expectProblem(approve({ role: 'admin', second: true }), 403, 'forbidden')).detail).toMatch(/proposed/);
       await expectProblem(t.call('POST', `/v1/erasures/${erasureId}/dismissals/dsm_${'A'.repeat(22)}/approve`, { role: 'approver' }), 404, 'not_found');
+      // in process there is no token, so no principal: no approval
+      await expect(t.vault.erasures.approveDismissal(erasureId, dismissalId, { role: 'approver' })).rejects.toMatchObject({ code: 'forbidden' });
       expect((await view(erasureId)).status).toBe('incomplete');
+      expect(await audited('erasure.dismissal.approve')).toEqual([]);
     });
 
     it('a second principal\'s approval completes it on a ruling, and the view, certificate, residuals and report page 1 say so', async () => {
