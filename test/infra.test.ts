@@ -24,7 +24,7 @@ describe('infra', () => {
     const config = loadConfig({ ...env, LETHE_ROOT_KEY_FILE: keyFile, NODE_ENV: 'production' });
     expect(config.databaseUrl).toMatch(/^postgres:\/\/.*@postgres:5432\/lethe$/);
     expect(config.s3?.endpoint).toBe('http://minio:9000');
-    expect(config.tokens.map((t) => t.role).sort()).toEqual(['admin', 'backup', 'eraser', 'writer']);
+    expect(config.tokens.map((t) => t.role).sort()).toEqual(['admin', 'approver', 'backup', 'eraser', 'writer']);
   });
 
   it('the MinIO credentials in docker-compose are the ones lethe is given', () => {
