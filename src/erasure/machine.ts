@@ -30,7 +30,7 @@ export const FIRST_RUN: readonly StepName[] = STEP_NAMES.filter((s) => s !== 're
 /** The steps a redaction order runs again, in order. */
 export const REDACTION_RUN: readonly StepName[] = ['redact', 'propagate', 'probe', 'certify'];
 
-/** The steps a dismissal of probe matches runs again, in order. */
+/** The steps an approved or revoked dismissal of probe matches runs again, in order. */
 export const DISMISSAL_RUN: readonly StepName[] = ['probe', 'certify'];
 
 export const STEP_STATUSES = ['pending', 'running', 'done', 'failed', 'skipped'] as const;
@@ -42,7 +42,8 @@ export type ErasureStatus = (typeof ERASURE_STATUSES)[number];
 /**
  * pending → running when a replica first claims it; running stays running from step
  * to step, and ends completed, incomplete or failed; a redaction order re-opens a
- * completed or incomplete erasure, and so does a dismissal of probe matches.
+ * completed or incomplete erasure, and so does a dismissal's approval or revocation
+ * (a proposal alone changes nothing).
  * failed → running only by a resume (`POST /v1/erasures/{id}/resume`): a failed
  * erasure can leave its subject fenced (no lease, no new key) with the key not yet
  * destroyed and the data still readable, so once the cause is fixed it must be
