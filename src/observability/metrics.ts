@@ -34,6 +34,8 @@ export interface Metrics {
   readonly erasureStreams: Gauge;
   /** Database rejections nothing waited for, which the serving process carried on past (src/app/rejections.ts). */
   readonly orphanedDatabaseRejections: Counter;
+  /** 1 while the backup bucket's ledger chain lacks a record this database stored or its head was rolled back (src/backups/anchor.ts). */
+  readonly ledgerChainCut: Gauge;
 }
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
@@ -135,6 +137,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     orphanedDatabaseRejections: new Counter({
       name: 'lethe_orphaned_database_rejections_total',
       help: 'Database calls that failed when their connection dropped after nothing waited for them any more; the process carried on',
+      registers,
+    }),
+    ledgerChainCut: new Gauge({
+      name: 'lethe_ledger_chain_cut',
+      help: "1 while the backup bucket's ledger chain lacks a record this database stored there, or its head names an older record: someone removed destruction records",
       registers,
     }),
   };
