@@ -19,6 +19,7 @@
  */
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
 import { LetheError } from '../errors.js';
 import { constantTimeEqual, fromBase64Url, toBase64Url, utf8 } from './bytes.js';
 
@@ -75,6 +76,15 @@ export function certificateKeyId(publicKey: Uint8Array): string {
   input.set(KEY_ID_DOMAIN, 0);
   input.set(publicKey, KEY_ID_DOMAIN.length);
   return `csk_${toBase64Url(sha256(input).subarray(0, 16))}`;
+}
+
+/**
+ * The digest of a certificate's signed bytes: SHA-256 over the canonical JSON of its
+ * payload, hex. What the audit chain records of a certificate when it is signed, so a
+ * stored certificate can later be checked against what the vault signed.
+ */
+export function certificateDigest(payload: { [key: string]: Json }): string {
+  return bytesToHex(sha256(utf8.encode(canonicalJson(payload))));
 }
 
 /** Signs `payload` as it is (the caller puts the signing key's id in it: `signingKeyId`). */

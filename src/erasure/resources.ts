@@ -24,6 +24,8 @@ import type { SubjectTombstones } from './tombstones.js';
 /** Signs certificates with the vault's current certificate-signing key (vault/certificate-keys.ts: the key provider holds the keys). */
 export interface CertificateSigner {
   sign(payload: { [key: string]: Json }): Promise<Certificate>;
+  /** Every signing key's public part, current and retired (base64url): what the finalizer checks a stored certificate against. */
+  publicKeys(): Promise<string[]>;
 }
 
 export interface ErasureSettings {
@@ -65,7 +67,7 @@ export interface ErasureServices {
   readonly exposures: TrainingExposures;
   readonly backups: BackupService;
   readonly replicas: ReplicaAcknowledger;
-  /** The vault's audit chain (a reinstatement's row, tombstones.ts). */
+  /** The vault's audit chain (a reinstatement's row, tombstones.ts; each certificate signed, certificate-audit.ts). */
   readonly audit: AuditLog;
   readonly logger: Logger;
   /** Test fault injection: kill the process at a named point (never honoured in production). */

@@ -32,6 +32,8 @@ export interface Metrics {
   readonly erasureWatchers: Gauge;
   readonly erasureWatcherRefreshes: Counter<'cause'>;
   readonly erasureStreams: Gauge;
+  /** Provisional certificates the finalizer refused to sign final (the erasure disagreed with what was signed and audited), by reason. */
+  readonly certificateRefusals: Counter<'reason'>;
   /** Database rejections nothing waited for, which the serving process carried on past (src/app/rejections.ts). */
   readonly orphanedDatabaseRejections: Counter;
 }
@@ -132,6 +134,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       registers,
     }),
     erasureStreams: new Gauge({ name: 'lethe_erasure_event_streams', help: 'Open erasure events streams (GET /v1/erasures/{id}/events) on this replica', registers }),
+    certificateRefusals: new Counter({
+      name: 'lethe_certificate_refusals_total',
+      help: 'Provisional certificates the finalizer refused to sign final because the erasure disagreed with what the vault signed and audited (signature, audit, digest, outcome): an alarm',
+      labelNames: ['reason'],
+      registers,
+    }),
     orphanedDatabaseRejections: new Counter({
       name: 'lethe_orphaned_database_rejections_total',
       help: 'Database calls that failed when their connection dropped after nothing waited for them any more; the process carried on',
