@@ -121,7 +121,7 @@ export async function checkBeforeFinal(
   state: ErasureState,
   stored: Certificate,
 ): Promise<Refusal | undefined> {
-  const verdict = verifyCertificate(stored, await res.signer.publicKeys());
+  const verdict = verifyCertificate(stored, await res.signer.list());
   if (!verdict.valid) return { reason: 'signature', detail: `the stored certificate does not verify under the vault's keys (${verdict.reason ?? 'invalid'})` };
   if (stored.payload.erasureId !== row.erasureId) return { reason: 'signature', detail: 'the stored certificate is another erasure\'s' };
   const stated = statedOutcome(stored.payload);

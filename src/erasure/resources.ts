@@ -7,7 +7,7 @@ import type { TrainingExposures } from '../artifacts/exposures.js';
 import type { ArtifactService } from '../artifacts/service.js';
 import type { BackupService } from '../backups/service.js';
 import type { LogService } from '../log/service.js';
-import type { Certificate, Json } from '../crypto/index.js';
+import type { Certificate, Json, TrustedKey } from '../crypto/index.js';
 import type { Logger } from '../observability/logger.js';
 import type { KeyDestructions } from '../vault/destructions.js';
 import type { EpochService } from '../vault/epochs.js';
@@ -24,8 +24,8 @@ import type { SubjectTombstones } from './tombstones.js';
 /** Signs certificates with the vault's current certificate-signing key (vault/certificate-keys.ts: the key provider holds the keys). */
 export interface CertificateSigner {
   sign(payload: { [key: string]: Json }): Promise<Certificate>;
-  /** Every signing key's public part, current and retired (base64url): what the finalizer checks a stored certificate against. */
-  publicKeys(): Promise<string[]>;
+  /** Every signing key's public part, current and retired with its retirement time: what the finalizer checks a stored certificate against. */
+  list(): Promise<ReadonlyArray<TrustedKey>>;
 }
 
 export interface ErasureSettings {

@@ -184,7 +184,11 @@ describe('certificate-signing keys', () => {
     // an erasure as this vault stored it before issue 13 (the root-derived key, no signingKeyId) and before its
     // certificates entered the audit chain (issue 29): a copy of the row under an id that has no audit rows
     const legacyId = `ers_${'L'.repeat(22)}`;
-    const payload: Record<string, Json> = { ...(view.certificate!.payload as Record<string, Json>), erasureId: legacyId };
+    const keys = await listedKeys(t);
+    const rootKey = keys.find((k) => k.origin === 'root-derived')!;
+    // issued while the root-derived key still signed: before its retirement
+    const issuedAt = new Date(Date.parse(rootKey.retiredAt!) - 60_000).toISOString();
+    const payload: Record<string, Json> = { ...(view.certificate!.payload as Record<string, Json>), erasureId: legacyId, issuedAt };
     delete payload.signingKeyId;
     const rootDerived = deriveSubkey(Buffer.from(t.env.LETHE_ROOT_KEY!, 'base64'), 'certificate-signing');
     const legacy = signCertificate(payload, rootDerived);
@@ -198,11 +202,9 @@ describe('certificate-signing keys', () => {
       from erasures where erasure_id = ${view.erasureId}`);
     expect(await auditCount(t.vault.db, 'erasure.certificate.sign', { keyId: legacyId })).toBe(0);
 
-    const keys = await listedKeys(t);
-    const rootKey = keys.find((k) => k.origin === 'root-derived')!;
     const served = await storedCertificate(t, legacyId);
     expect(served).toEqual(legacy);
-    expect(verifyCertificate(served, keys.map((k) => k.publicKey))).toEqual({ valid: true, keyId: rootKey.keyId });
+    expect(verifyCertificate(served, keys)).toEqual({ valid: true, keyId: rootKey.keyId });
     expect(verifyCertificate(served, keys[0]!.publicKey).valid).toBe(false);
 
     await t.vault.epochs.rotate('admin');
