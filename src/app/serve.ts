@@ -49,7 +49,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     logger.warn('no tokens configured (LETHE_TOKENS or LETHE_TOKENS_FILE): every /v1 endpoint will answer 401');
   }
   const metrics = createMetrics({ defaultMetrics: true });
-  guardUnhandledRejections(logger, () => metrics.orphanedDatabaseRejections.inc());
+  guardUnhandledRejections(logger, (origin) => metrics.orphanedRejections.inc({ origin }));
   // LETHE_AUTO_MIGRATE off: a schema behind drizzle/ stops the start (`lethe migrate` applies it)
   const app = await openApp(config, { logger, metrics, migrate: config.autoMigrate });
   const http = createHttpApp({ services: app, tokens });

@@ -34,8 +34,8 @@ export interface Metrics {
   readonly erasureStreams: Gauge;
   /** Provisional certificates the finalizer refused to sign final (the erasure disagreed with what was signed and audited), by reason. */
   readonly certificateRefusals: Counter<'reason'>;
-  /** Database rejections nothing waited for, which the serving process carried on past (src/app/rejections.ts). */
-  readonly orphanedDatabaseRejections: Counter;
+  /** Rejections of dropped connections nothing waited for, which the serving process carried on past, by origin (src/app/rejections.ts). */
+  readonly orphanedRejections: Counter<'origin'>;
 }
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
@@ -140,9 +140,10 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       labelNames: ['reason'],
       registers,
     }),
-    orphanedDatabaseRejections: new Counter({
-      name: 'lethe_orphaned_database_rejections_total',
-      help: 'Database calls that failed when their connection dropped after nothing waited for them any more; the process carried on',
+    orphanedRejections: new Counter({
+      name: 'lethe_orphaned_rejections_total',
+      help: 'Calls that failed when their connection dropped after nothing waited for them any more, by origin (database, object-store, kms, unknown); the process carried on',
+      labelNames: ['origin'],
       registers,
     }),
   };
