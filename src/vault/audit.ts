@@ -351,7 +351,8 @@ export class AuditLog {
       .select()
       .from(auditLog)
       .where(and(eq(auditLog.keyId, keyId), eq(auditLog.action, action)))
-      .orderBy(desc(auditLog.at), desc(auditLog.seq))
+      // the chain's order, not the clock's (replicas' clocks differ); a key id has few rows of one action
+      .orderBy(desc(auditLog.seq))
       .limit(1);
     if (!row) return undefined;
     let intact = row.prevMac.length === MAC_BYTES && constantTimeEqual(rowMac(this.#key, row.prevMac, row), row.mac);

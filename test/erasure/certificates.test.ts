@@ -369,6 +369,20 @@ describe('the finalizer against database write access (issue 29, M1)', () => {
     expect((await metrics.certificateRefusals.get()).values).toContainEqual(expect.objectContaining({ labels: { reason: 'outcome' }, value: 1 }));
   });
 
+  it('an audit row edited to agree with an edited row does not verify, and is refused', async () => {
+    const view = await incompleteErasure();
+    const honest = await storedCertificate(t, view.erasureId);
+    await editToCompleted(view.erasureId);
+    const detail = { erasureId: view.erasureId, digest: certificateDigest(honest.payload), status: 'completed', certificateState: 'provisional', recovered: 0, matches: 0, fingerprintsKept: false };
+    await t.vault.db.db.execute(sql`update audit_log set detail = ${JSON.stringify(detail)} where action = 'erasure.certificate.sign' and key_id = ${view.erasureId}`);
+    await t.vault.epochs.rotate('admin');
+    await t.vault.erasures.finalizeCertificates();
+    const after = await t.vault.erasures.get(view.erasureId);
+    expect(after.certificateState).toBe('provisional');
+    expect(after.residuals.find((r) => r.kind === 'certificate-refused')?.detail).toMatch(/the audit row that recorded its certificate \(row \d+\) does not verify/);
+    expect((await metrics.certificateRefusals.get()).values).toContainEqual(expect.objectContaining({ labels: { reason: 'audit' }, value: 1 }));
+  });
+
   it('an older genuine certificate put back in place of the newest one is refused (the audit chain recorded a newer one)', async () => {
     const view = await erase(t, await subjectWith(t, 1));
     const first = await storedCertificate(t, view.erasureId);
