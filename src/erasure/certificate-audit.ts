@@ -21,7 +21,7 @@
  * the agreement with the row are all that vouch for it.
  */
 import { hexToBytes } from '@noble/hashes/utils.js';
-import { type Certificate, certificateDigest, constantTimeEqual, type Json, verifyCertificate } from '../crypto/index.js';
+import { type Certificate, certificateDigest, constantTimeEqual, type Json, type TrustedKey, verifyCertificate } from '../crypto/index.js';
 import type { Executor } from '../db/client.js';
 import type { ErasureRow } from '../db/schema.js';
 import type { AuditEvent } from '../vault/audit.js';
@@ -112,16 +112,16 @@ function digestMatches(recorded: unknown, actual: string): boolean {
 
 /**
  * Whether the provisional certificate stored on `row` may be signed final; the refusal
- * when it may not. `state` is the row's parsed state.
+ * when it may not. `state` is the row's parsed state; `keys` the vault's signing keys
+ * (`signer.list()`: current and retired, with their retirement times).
  */
 export async function checkBeforeFinal(
-  res: Pick<ErasureResources, 'audit' | 'signer'>,
+  res: Pick<ErasureResources, 'audit'>,
   exec: Executor,
-  row: ErasureRow,
-  state: ErasureState,
-  stored: Certificate,
+  check: { readonly row: ErasureRow; readonly state: ErasureState; readonly stored: Certificate; readonly keys: ReadonlyArray<TrustedKey> },
 ): Promise<Refusal | undefined> {
-  const verdict = verifyCertificate(stored, await res.signer.list());
+  const { row, state, stored } = check;
+  const verdict = verifyCertificate(stored, check.keys);
   if (!verdict.valid) return { reason: 'signature', detail: `the stored certificate does not verify under the vault's keys (${verdict.reason ?? 'invalid'})` };
   if (stored.payload.erasureId !== row.erasureId) return { reason: 'signature', detail: 'the stored certificate is another erasure\'s' };
   const stated = statedOutcome(stored.payload);

@@ -8,7 +8,7 @@
  * of what was signed (certificate-audit.ts); a disagreement is refused, never signed.
  */
 import { and, asc, eq, gt, inArray, isNull, type SQL, sql } from 'drizzle-orm';
-import type { Certificate, Json } from '../crypto/index.js';
+import type { Certificate, Json, TrustedKey } from '../crypto/index.js';
 import { type ErasureRow, erasures } from '../db/schema.js';
 import { describeError } from '../observability/logger.js';
 import { CERTIFICATE_REFUSED, checkBeforeFinal, type Refusal, type RefusalReason, refusedEvent, refusedResidual, signedEpochs, signedEvent } from './certificate-audit.js';
@@ -205,6 +205,8 @@ export class CertificateFinalizer {
     const db = records.db;
     let done = 0;
     let refused = 0;
+    // the vault's signing keys, read once a pass (when a certificate is due)
+    let keys: ReadonlyArray<TrustedKey> | undefined;
     // pages by erasure id (the erasures_provisional index), so no number of erasures that cannot finalize hides one that can
     let after = '';
     for (;;) {
@@ -221,7 +223,8 @@ export class CertificateFinalizer {
         const held = await wrappedEpochs(this.#res, state, row.sealKeyId, signedEpochs(previous.payload ?? {}));
         if (!held.allRetired) continue;
         assertCertificateTransition('finalize', row.certificateState, 'final');
-        const refusal = await checkBeforeFinal(this.#res, db, row, state, previous);
+        keys ??= await signer.list();
+        const refusal = await checkBeforeFinal(this.#res, db, { row, state, stored: previous, keys });
         if (refusal) {
           await this.#refuse(row, state, refusal);
           refused++;
