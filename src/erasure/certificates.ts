@@ -121,6 +121,8 @@ export function certificatePayload(
         { contributed: contributed ?? 0, removed: state.removed?.[tier as keyof NonNullable<ErasureState['removed']>] ?? 0 },
       ]),
     ),
+    // the ledger chain record the destructions were durable in (or a later one): a restore must reach it (`--witness`)
+    ...(state.ledger ? { ledger: { ...state.ledger } } : {}),
     wrappedEpochs: held.epochs,
     epochsRetiredAt: held.retiredAt,
   };
@@ -237,6 +239,8 @@ export class CertificateFinalizer {
           ...previous.payload,
           certificateState: 'final',
           issuedAt: new Date().toISOString(),
+          // the ledger chain record the destructions were durable in (or a later one): a restore must reach it (`--witness`)
+          ...(state.ledger ? { ledger: { ...state.ledger } } : {}),
           wrappedEpochs: held.epochs,
           epochsRetiredAt: held.retiredAt,
           residuals: state.residuals.map((r) => ({ ...r })) as Json,

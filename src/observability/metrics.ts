@@ -36,6 +36,8 @@ export interface Metrics {
   readonly certificateRefusals: Counter<'reason'>;
   /** Rejections of dropped connections nothing waited for, which the serving process carried on past, by origin (src/app/rejections.ts). */
   readonly orphanedRejections: Counter<'origin'>;
+  /** 1 while the backup bucket's ledger chain lacks a record this database stored or its head was rolled back (src/backups/anchor.ts). */
+  readonly ledgerChainCut: Gauge;
 }
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
@@ -144,6 +146,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       name: 'lethe_orphaned_rejections_total',
       help: 'Calls that failed when their connection dropped after nothing waited for them any more, by origin (database, object-store, kms, unknown); the process carried on',
       labelNames: ['origin'],
+      registers,
+    }),
+    ledgerChainCut: new Gauge({
+      name: 'lethe_ledger_chain_cut',
+      help: "1 while the backup bucket's ledger chain lacks a record this database stored there, or its head names an older record: someone removed destruction records",
       registers,
     }),
   };
