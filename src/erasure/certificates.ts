@@ -239,8 +239,7 @@ export class CertificateFinalizer {
           ...previous.payload,
           certificateState: 'final',
           issuedAt: new Date().toISOString(),
-          // the ledger chain record the destructions were durable in (or a later one): a restore must reach it (`--witness`)
-          ...(state.ledger ? { ledger: { ...state.ledger } } : {}),
+          // `ledger` stays the checked provisional one's: the row's state is not trusted for it
           wrappedEpochs: held.epochs,
           epochsRetiredAt: held.retiredAt,
           residuals: state.residuals.map((r) => ({ ...r })) as Json,
