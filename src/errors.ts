@@ -109,3 +109,34 @@ export function* errorCodes(e: unknown): Generator<string> {
     current = (current as { cause?: unknown }).cause;
   }
 }
+
+/**
+ * Where a network error came from, for errors that reach no caller (an unhandled
+ * rejection): the object store's and the KMS's HTTP agents mark the errors their
+ * requests and sockets emit (`markSocketErrors`), before any library sees them.
+ */
+export type NetworkOrigin = 'object-store' | 'kms';
+
+const ORIGIN: unique symbol = Symbol('lethe.networkOrigin');
+
+/** Marks `e` as coming from `origin` (a non-enumerable property; nothing is printed or sent). */
+export function markErrorOrigin(e: unknown, origin: NetworkOrigin): void {
+  if (typeof e !== 'object' || e === null || Object.isFrozen(e) || ORIGIN in e) return;
+  Object.defineProperty(e, ORIGIN, { value: origin, enumerable: false });
+}
+
+/** The origin an error (or one of its causes, a few levels down) was marked with. */
+export function errorOrigin(e: unknown): NetworkOrigin | undefined {
+  let current: unknown = e;
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
+    const origin = (current as { [ORIGIN]?: NetworkOrigin })[ORIGIN];
+    if (origin !== undefined) return origin;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** Marks every error `emitter` (a request or a socket) emits as coming from `origin`, before its other listeners run. */
+export function markSocketErrors(emitter: { prependListener(event: 'error', listener: (e: Error) => void): unknown }, origin: NetworkOrigin): void {
+  emitter.prependListener('error', (e) => markErrorOrigin(e, origin));
+}

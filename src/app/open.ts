@@ -122,6 +122,23 @@ function ledgerRetention(config: Config): Config['ledgerLock'] {
   return { mode: bucket.mode === 'compliance' ? 'compliance' : ledger.mode, days: Math.max(ledger.days, bucket.days) };
 }
 
+/**
+ * A serving replica probes whether its own credential can remove retained ledger
+ * versions (a canary: src/storage/s3.ts): if so, Object Lock does not stop whoever holds
+ * that credential from cutting the chain. Said at start and on /readyz; in production
+ * the service refuses to start unless LETHE_ACCEPT_BYPASSABLE_LEDGER_LOCK=true.
+ */
+async function refuseBypassableLedgerLock(backups: BackupService, config: Config, logger: Logger): Promise<void> {
+  if ((await backups.probeLedgerLock()) !== 'bypassable') return;
+  const message =
+    `lethe's own credential for the backup bucket can remove versions of the ledger chain retained under Object Lock (${config.ledgerLock?.mode} mode: the governance bypass, or version deletes): ` +
+    'whoever holds it can cut the chain. Use compliance mode (LETHE_LEDGER_LOCK=compliance) or a least-privilege credential (infra/minio/lethe-policy.json)';
+  if (config.production && !config.acceptBypassableLedgerLock) {
+    throw new LetheError('validation_failed', `${message}; or accept this with LETHE_ACCEPT_BYPASSABLE_LEDGER_LOCK=true.`);
+  }
+  logger.warn(`LEDGER LOCK BYPASSABLE: ${message}.`);
+}
+
 function objectStore(config: Config, bucket: string): ObjectStore {
   const timeoutMs = config.storeTimeoutMs;
   return config.s3 ? new S3ObjectStore({ ...config.s3, bucket, timeoutMs }) : new FsObjectStore(`${config.dataDir}/objects`, bucket, { timeoutMs });
@@ -205,6 +222,9 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       destructions,
       ledgerMac,
       ledgerLock: ledgerRetention(config),
+      // the head mirrored where the backup bucket's credential cannot reach: a restore's witness (src/backups/anchor.ts)
+      witness: config.ledgerWitnessDir ? new FsObjectStore(config.ledgerWitnessDir, config.backupBucket, { timeoutMs: config.storeTimeoutMs }) : undefined,
+      onLedgerCut: (cut) => metrics.ledgerChainCut.set(cut ? 1 : 0),
       ...(failpoint ? { failpoint } : {}),
     });
     // certificates are signed by the key provider's own signing key (rotatable; retired keys stay listed)
@@ -280,6 +300,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       }
     }
     const listening = options.listen ?? true;
+    if (listening && (options.prepare ?? true)) await refuseBypassableLedgerLock(backups, config, logger);
     let unlisten: (() => Promise<void>) | undefined;
     if (listening) {
       // the cursor starts at the ledger's end before listening and before the rebuild: what is destroyed later is read past it
@@ -307,6 +328,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       backups.propagateSoon();
       catchUp = setInterval(() => backups.propagateSoon(), config.backupPropagateSeconds * 1000);
       catchUp.unref();
+      backups.startAnchorChecks(config.ledgerCheckSeconds * 1000);
     }
     if (options.searchIndex ?? listening) {
       const started = performance.now();

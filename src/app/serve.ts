@@ -8,7 +8,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { serve as serveNode, type ServerType } from '@hono/node-server';
 import type { Config } from '../config/index.js';
-import { checkPlainHttp, readServerTls, type ServerTls } from '../config/tls.js';
+import { checkPlainHttp, readServerTls, SERVER_TLS_OPTIONS, type ServerTls } from '../config/tls.js';
 import { createHttpApp } from '../http/app.js';
 import { TokenStore } from '../http/auth.js';
 import type { Logger } from '../observability/logger.js';
@@ -32,6 +32,7 @@ function listenOptions(tls: ServerTls | undefined) {
   return {
     createServer: createHttpsServer,
     serverOptions: {
+      ...SERVER_TLS_OPTIONS,
       cert: tls.cert,
       key: tls.key,
       ...(tls.clientCa ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
@@ -48,7 +49,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     logger.warn('no tokens configured (LETHE_TOKENS or LETHE_TOKENS_FILE): every /v1 endpoint will answer 401');
   }
   const metrics = createMetrics({ defaultMetrics: true });
-  guardUnhandledRejections(logger, () => metrics.orphanedDatabaseRejections.inc());
+  guardUnhandledRejections(logger, (origin) => metrics.orphanedRejections.inc({ origin }));
   // LETHE_AUTO_MIGRATE off: a schema behind drizzle/ stops the start (`lethe migrate` applies it)
   const app = await openApp(config, { logger, metrics, migrate: config.autoMigrate });
   const http = createHttpApp({ services: app, tokens });

@@ -45,6 +45,17 @@ function closureCte(artifactIds: readonly string[]): SQL {
            where c.type = 'artifact' and c.depth < ${MAX_HEIGHT + 1})`;
 }
 
+/** `with recursive c(root, id, type, depth)`: everything below each of the given artifacts, with the artifact (`root`) it is below. */
+function rootedClosureCte(artifactIds: readonly string[]): SQL {
+  return sql`with recursive c(root, id, type, depth) as (
+          select p.artifact_id, p.source_id, p.source_type, 1
+            from provenance p where p.artifact_id = ${anyOf(artifactIds)}
+          union
+          select c.root, p.source_id, p.source_type, c.depth + 1
+            from c cross join lateral (select p.source_id, p.source_type from provenance p where p.artifact_id = c.id offset 0) p
+           where c.type = 'artifact' and c.depth < ${MAX_HEIGHT + 1})`;
+}
+
 /** `with recursive t(artifact_id, depth)`: every artifact above `start` (rows of `artifact_id` at depth 1). */
 function upwardCte(start: SQL): SQL {
   return sql`with recursive t(artifact_id, depth) as (
@@ -82,6 +93,27 @@ export async function closureSubjects(
           from log_entries e where e.entry_id = any(array(select distinct id from c where type = 'entry'))`,
   );
   return { subjects: [...new Set(rows.map((r) => r.subject))].sort(), keyIds: [...new Set(rows.map((r) => r.key_id))].sort() };
+}
+
+/**
+ * For each of the given artifacts, the subject keys of the entries in its closure and
+ * whether any of those entries is forgotten (a records-scope erasure marked it): what
+ * decides whether the artifact is fenced while an erasure runs.
+ */
+export async function closureEntryStates(
+  exec: Executor,
+  artifactIds: readonly string[],
+): Promise<Array<{ artifactId: string; keyId: string; forgotten: boolean }>> {
+  if (artifactIds.length === 0) return [];
+  const rows = await queryRows<{ root: string; key_id: string; forgotten: boolean }>(
+    exec,
+    sql`${rootedClosureCte(artifactIds)}
+        select c.root, e.key_id, bool_or(e.forgotten_by is not null) as forgotten
+          from c cross join lateral (select e.key_id, e.forgotten_by from log_entries e where e.entry_id = c.id offset 0) e
+         where c.type = 'entry'
+         group by c.root, e.key_id`,
+  );
+  return rows.map((r) => ({ artifactId: r.root, keyId: r.key_id, forgotten: r.forgotten === true }));
 }
 
 export interface TouchingArtifact {
@@ -131,13 +163,7 @@ export async function closureScope(exec: Executor, artifactIds: readonly string[
   if (artifactIds.length === 0) return new Map();
   const rows = await queryRows<{ artifact_id: string; foreign: number | string; subjects: string[] | string | null }>(
     exec,
-    sql`with recursive c(root, id, type, depth) as (
-          select p.artifact_id, p.source_id, p.source_type, 1
-            from provenance p where p.artifact_id = ${anyOf(artifactIds)}
-          union
-          select c.root, p.source_id, p.source_type, c.depth + 1
-            from c cross join lateral (select p.source_id, p.source_type from provenance p where p.artifact_id = c.id offset 0) p
-           where c.type = 'artifact' and c.depth < ${MAX_HEIGHT + 1}),
+    sql`${rootedClosureCte(artifactIds)},
         s(h) as (select decode(h, 'hex') from json_array_elements_text(${hashesJson(subjectHashes)}::json) as s(h))
         select x.root as artifact_id,
                count(*) filter (where s.h is null)::int as foreign,

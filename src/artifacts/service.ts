@@ -31,6 +31,7 @@ import {
   closure,
   type ClosureScope,
   closureScope,
+  closureEntryStates,
   closureSubjects,
   touchingRecords,
   touchingSubject,
@@ -183,6 +184,9 @@ export class ArtifactService {
   async get(artifactId: string): Promise<Artifact> {
     for (let attempt = 0; attempt < 3; attempt++) {
       const row = await this.#row(artifactId);
+      if ((await this.fencedAmong([artifactId])).size > 0) {
+        throw new LetheError('erasure_in_progress', 'the artifact is derived from records being erased: it is served again once the erasure has regenerated it');
+      }
       try {
         const payload = await this.#texts.read(row);
         const edges = await this.#d.db
@@ -221,6 +225,21 @@ export class ArtifactService {
       out.set(id, { text, keyId: row.keyId!, kind: row.kind, createdAt: row.createdAt, updatedAt: row.updatedAt });
     }
     return out;
+  }
+
+  /**
+   * The artifacts among `ids` that are fenced while an erasure runs: their closure holds
+   * an entry forgotten by a records-scope erasure (marked at its request's commit), or
+   * one under a subject key that is fenced (a subject's erasure, from its request's
+   * commit) or gone (destroyed, the artifact not yet regenerated). Reads answer
+   * `erasure_in_progress` and search leaves them out until the cascade has regenerated
+   * them from what survives.
+   */
+  async fencedAmong(ids: readonly string[]): Promise<Set<string>> {
+    const rows = await closureEntryStates(this.#d.db, ids);
+    if (rows.length === 0) return new Set();
+    const states = await this.#d.keys.states(rows.map((r) => r.keyId));
+    return new Set(rows.filter((r) => r.forgotten || states.get(r.keyId) !== 'active').map((r) => r.artifactId));
   }
 
   /** The keys a read of these artifact versions depends on: their version keys and their closures' subject keys (one query). */

@@ -14,6 +14,7 @@ import type { AuditLog } from '../vault/audit.js';
 import type { KeyDestructions } from '../vault/destructions.js';
 import type { KeyService } from '../vault/keys.js';
 import type { VersionKeys } from '../vault/version-keys.js';
+import type { LedgerAnchor } from './anchor.js';
 
 export interface BackupContext {
   readonly db: Database;
@@ -38,6 +39,8 @@ export interface BackupContext {
   readonly ledgerMac: KeyedHasher;
   /** Object Lock retention for the ledger chain's objects, when the bucket allows it; undefined: off. */
   readonly ledgerLock: { readonly mode: 'governance' | 'compliance'; readonly days: number } | undefined;
+  /** Checks the bucket's chain still holds what this database stored, and mirrors each head (anchor.ts). */
+  readonly anchor: LedgerAnchor;
   /** Test fault injection: kill the process at a named point (never honoured in production). */
   readonly failpoint?: ((name: string) => void) | undefined;
 }

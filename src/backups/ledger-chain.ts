@@ -87,12 +87,12 @@ export function chainMac(mac: KeyedHasher, value: object): string {
   return bytesToHex(mac.hash(utf8.encode(canonicalJson(JSON.parse(JSON.stringify(rest)) as Json))));
 }
 
-function macMatches(mac: KeyedHasher, value: { mac?: unknown }): boolean {
+export function macMatches(mac: KeyedHasher, value: { mac?: unknown }): boolean {
   if (typeof value.mac !== 'string' || !/^[0-9a-f]{64}$/.test(value.mac)) return false;
   return constantTimeEqual(hexToBytes(chainMac(mac, value)), hexToBytes(value.mac));
 }
 
-function retention(ctx: BackupContext, lockable: boolean): Retention | undefined {
+export function retention(ctx: Pick<BackupContext, 'ledgerLock'>, lockable: boolean): Retention | undefined {
   const lock = ctx.ledgerLock;
   if (!lock || !lockable) return undefined;
   return { mode: lock.mode, until: new Date(Date.now() + lock.days * 86_400_000) };
@@ -251,6 +251,11 @@ async function assign(ctx: BackupContext, everything: boolean): Promise<number> 
   const bucket = ctx.backup.bucket;
   return ctx.db.transaction(async (tx) => {
     await lockChain(tx, bucket);
+    // anchored: nothing is written over a cut tail (anchor.ts); the alarm is raised by whoever called
+    const cut = await ctx.anchor.check(tx);
+    if (cut) {
+      throw new LetheError('conflict', `${cut}: not writing the ledger chain over the gap until the missing records are put back (lethe backup repair-ledger)`, { retryable: false });
+    }
     let last = (await lastRecord(tx, bucket, 'assigned')) ?? (await startChain(ctx, tx));
     last = await followBucket(ctx, tx, last);
     let assigned = 0;
@@ -346,7 +351,8 @@ async function store(ctx: BackupContext): Promise<string[]> {
     const last = pending[pending.length - 1]!;
     const unsealed = { format: HEAD_FORMAT as typeof HEAD_FORMAT, seq: Number(last.seq), record: bytesToHex(new Uint8Array(last.mac)), at: new Date().toISOString() };
     const head: ChainHead = { ...unsealed, mac: chainMac(ctx.ledgerMac, unsealed) };
-    await ctx.backup.put(LEDGER_HEAD_KEY, utf8.encode(JSON.stringify(head)), retain ? { retain } : {});
+    const headBytes = utf8.encode(JSON.stringify(head));
+    await ctx.backup.put(LEDGER_HEAD_KEY, headBytes, retain ? { retain } : {});
     // read back before anything is acknowledged: another database appending to this bucket at the same instant shows here
     const storedHead = parseJson(await ctx.backup.get(LEDGER_HEAD_KEY), 'the ledger head');
     const storedLast = parseRecord(await ctx.backup.get(chainRecordKey(head.seq)), ctx.ledgerMac, head.seq);
@@ -357,6 +363,7 @@ async function store(ctx: BackupContext): Promise<string[]> {
         { retryable: false },
       );
     }
+    await ctx.anchor.mirror(headBytes);
     const seqs = JSON.stringify(pending.map((r) => Number(r.seq)));
     await tx.execute(sql`update ledger_chain set stored_at = now()
                           where bucket = ${bucket} and seq in (select s::bigint from json_array_elements_text(${seqs}::json) as s)`);

@@ -16,6 +16,7 @@ import type { KeyPurpose } from '../keyprovider/provider.js';
 import { describeError } from '../observability/logger.js';
 import { zeroize } from '../crypto/index.js';
 import { clearForRestore, replayDestructions } from '../vault/restore.js';
+import { manifestWitnesses, unreachedWitnesses, type Witness } from './anchor.js';
 import type { BackupContext } from './context.js';
 import { type DatabaseExport, decodeValue, importDatabase, occupiedTables, parseDatabaseExport, putBackTables, snapshotTables, type TablesSnapshot } from './database.js';
 import { adoptChain, type LedgerEntry, readChain, salvageChain, type VerifiedChain } from './ledger-chain.js';
@@ -47,6 +48,8 @@ export interface RestoreResult {
 export interface RestoreOptions {
   readonly force?: boolean;
   readonly actor: string;
+  /** Points of the chain seen elsewhere (`--witness`: certificates, saved heads): the chain must reach each. */
+  readonly witnesses?: readonly Witness[];
   /**
    * Resolves once the background work the restore may have set off has ended (the
    * propagation of destructions its regeneration made): awaited before a failed
@@ -85,7 +88,6 @@ export async function restoreBackup(ctx: BackupContext, backupId: string, option
   if (macState === 'invalid') {
     throw new LetheError('conflict', `the manifest of backup ${backupId} fails its MAC: it was edited after lethe wrote it (or under another root key); refusing to restore`);
   }
-  if (macState === 'absent') refuse(`the manifest of backup ${backupId} carries no MAC (written before manifests were MAC'd)`, 'its key states and objects are not authenticated.');
   let chain: VerifiedChain = { present: false, entries: new Map(), manifests: new Map(), macs: new Map(), last: undefined, auditHead: null, notes: [] };
   let damaged = false;
   try {
@@ -101,6 +103,13 @@ export async function restoreBackup(ctx: BackupContext, backupId: string, option
     chain = { ...chain, present: true, entries: await salvageChain(ctx.backup, ctx.ledgerMac) };
   }
   warnings.push(...chain.notes);
+  if (macState === 'absent') {
+    // a manifest lethe MAC'd (the chain records its version, or it names the chain record it was taken at) had its MAC removed: edited
+    if (chain.manifests.has(backupId) || manifest.ledgerHead) {
+      throw new LetheError('conflict', `the manifest of backup ${backupId} was written with a MAC, which was removed: it was edited after lethe wrote it; refusing to restore, forced or not`);
+    }
+    refuse(`the manifest of backup ${backupId} carries no MAC (written before manifests were MAC'd)`, 'its key states and objects are not authenticated.');
+  }
   const destroyed = new Map<string, LedgerEntry>(chain.entries);
   const knownAtBackup = dump.tables.destruction_ledger.map((r) => String(r.keyId));
   if (!chain.present) {
@@ -127,6 +136,21 @@ export async function restoreBackup(ctx: BackupContext, backupId: string, option
     if (k.state === 'destroyed' && !destroyed.has(k.keyId)) {
       destroyed.set(k.keyId, { keyId: k.keyId, keyKind: k.kind, subjectHash: null, destroyedAt: k.destroyedAt ?? manifest.updatedAt, reason: 'manifest', wrappedEpoch: -1, leasedUntil: null });
     }
+  }
+
+  // anchored: the chain must reach the newest record any witness saw (anchor.ts) — an intact
+  // prefix verifies on its own, so a tail cut with an older head put back shows only here
+  if (chain.present && !damaged) {
+    const live = dump.tables.subject_keys.map((r) => String(r.keyId)).filter((k) => !destroyed.has(k));
+    const named = live.length > 10 ? `${live.slice(0, 10).join(', ')} and ${live.length - 10} more` : live.join(', ');
+    const consequence = `keys destroyed after the chain's last record ARE RESTORED AS LIVE; the subject keys this restore brings back live, any of which may have been destroyed since: ${named || 'none'}; erase them again.`;
+    if (manifest.ledgerHead && !chain.manifests.has(backupId)) {
+      refuse(`the ledger chain in the backup bucket does not record backup ${backupId}'s own manifest, which it records right after every backup: its tail was cut`, consequence);
+    }
+    const mirrored = await ctx.anchor.mirrored();
+    const witnesses = [...(options.witnesses ?? []), ...(mirrored ? [mirrored] : []), ...(await manifestWitnesses(ctx.backup, ctx.ledgerMac))];
+    const unreached = unreachedWitnesses(chain, ctx.backup.bucket, witnesses);
+    if (unreached.length > 0) refuse(`the ledger chain in the backup bucket does not reach what a witness saw: ${unreached[0]!.problem}`, consequence);
   }
 
   // epochs: every epoch a restored key is wrapped under must still be in the key provider

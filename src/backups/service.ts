@@ -11,6 +11,8 @@
  *   background; how many backups hold a key, and have learned of its destruction.
  * - ledger-chain.ts: the destruction ledger's MAC-chained, write-ahead copy in the
  *   backup bucket; a destruction is durable (and answered `destroyed`) once it is there.
+ * - anchor.ts: the chain's newest point witnessed elsewhere (manifests, certificates,
+ *   a mirrored head) and checked by the running service.
  * - verify.ts / restore.ts: checking a backup; restoring one without bringing back a
  *   destroyed key.
  */
@@ -29,8 +31,9 @@ import { Batcher } from '../vault/batcher.js';
 import type { KeyDestructions } from '../vault/destructions.js';
 import type { KeyService } from '../vault/keys.js';
 import type { VersionKeys } from '../vault/version-keys.js';
+import { type AnchorState, LedgerAnchor, parseWitnessFile, repairCut, type Witness } from './anchor.js';
 import type { BackupContext } from './context.js';
-import { flushLedger, readChain, type VerifiedChain } from './ledger-chain.js';
+import { chainPosition, flushLedger, readChain, type VerifiedChain } from './ledger-chain.js';
 import { type FoldedManifest, foldManifest, type Manifest, readManifest } from './manifest.js';
 import {
   backupsHolding,
@@ -46,6 +49,7 @@ import { restoreBackup, type RestoreResult } from './restore.js';
 import { type BackupProgress, type BackupSummary, takeBackup } from './run.js';
 import { type Verification, verifyBackup } from './verify.js';
 
+export type { AnchorState, Witness } from './anchor.js';
 export type { PropagateOptions, PropagationResult } from './propagate.js';
 export type { RestoreResult } from './restore.js';
 export type { BackupProgress, BackupSummary } from './run.js';
@@ -57,6 +61,9 @@ const FLUSH_WAITERS = 10_000;
 export class BackupService {
   readonly #ctx: BackupContext;
   readonly #queue: PropagationQueue;
+  #anchorTimer: NodeJS.Timeout | undefined;
+  /** What the canary found (probeLedgerLock): whether lethe's own credential can remove a retained ledger version. */
+  #lockProbe: 'enforced' | 'bypassable' | undefined;
   /**
    * A destruction's own flush (awaitDurable), group-committed: one flush at a time; the
    * erasures that wait meanwhile share the next one, and with it its chain records.
@@ -76,6 +83,10 @@ export class BackupService {
     destructions: KeyDestructions;
     ledgerMac: KeyedHasher;
     ledgerLock?: { mode: 'governance' | 'compliance'; days: number } | undefined;
+    /** Where each head stored is mirrored (LETHE_LEDGER_WITNESS_DIR), as a store for this bucket. */
+    witness?: ObjectStore | undefined;
+    /** Told whether the ledger chain is cut (a gauge). */
+    onLedgerCut?: (cut: boolean) => void;
     failpoint?: ((name: string) => void) | undefined;
   }) {
     const { db, keys, versionKeys, artifacts, provider, audit, logger, destructions, ledgerMac } = deps;
@@ -92,6 +103,14 @@ export class BackupService {
       destructions,
       ledgerMac,
       ledgerLock: deps.ledgerLock,
+      anchor: new LedgerAnchor({
+        db,
+        backup: deps.backupObjects,
+        ledgerMac,
+        witness: deps.witness,
+        logger,
+        ...(deps.onLedgerCut ? { onState: deps.onLedgerCut } : {}),
+      }),
       failpoint: deps.failpoint,
     };
     this.#queue = new PropagationQueue(this.#ctx);
@@ -151,9 +170,45 @@ export class BackupService {
     return propagateDestructions(this.#ctx, options);
   }
 
-  /** Stops the background retries (the service is closing). */
+  /** Stops the background retries and checks (the service is closing). */
   close(): void {
+    clearInterval(this.#anchorTimer);
     this.#queue.close();
+  }
+
+  /**
+   * Checks every `intervalMs` that the bucket's chain still holds the last record this
+   * database stored and a head naming it (anchor.ts); a cut raises the alarm. A check
+   * that cannot reach the store is logged and changes nothing.
+   */
+  startAnchorChecks(intervalMs: number): void {
+    const check = () => {
+      this.#ctx.anchor.check().catch((e: unknown) => this.#ctx.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'the ledger chain could not be checked'));
+    };
+    check();
+    this.#anchorTimer = setInterval(check, intervalMs);
+    this.#anchorTimer.unref();
+  }
+
+  /** Checks the chain now (see startAnchorChecks); answers the problem, or undefined when anchored. */
+  checkAnchor(): Promise<string | undefined> {
+    return this.#ctx.anchor.check();
+  }
+
+  /** The witnesses in a file handed to a restore (a saved head, MAC-checked; certificates); throws validation_failed naming it. */
+  parseWitness(name: string, bytes: Uint8Array): Witness[] {
+    return parseWitnessFile(this.#ctx.ledgerMac, name, bytes);
+  }
+
+  /** Puts back the records this database stored that the bucket lost, and a head naming the last; answers their sequence numbers. */
+  repairLedger(): Promise<number[]> {
+    return repairCut(this.#ctx);
+  }
+
+  /** The last record of the bucket's chain this database stored: where the chain stands, as a certificate names it. */
+  async ledgerPosition(): Promise<{ bucket: string; seq: number; mac: string } | undefined> {
+    const at = await chainPosition(this.#ctx.db, this.#ctx.backup.bucket);
+    return at ? { bucket: this.#ctx.backup.bucket, ...at } : undefined;
   }
 
   /** Resolves once the background propagation in progress (if any) has ended. */
@@ -219,18 +274,32 @@ export class BackupService {
 
   /**
    * Whether the ledger chain's objects are retained under Object Lock (LETHE_LEDGER_LOCK
-   * on, and a backup bucket created with Object Lock), and how many destructions are
-   * still pending (not yet durable in the chain) and since when.
+   * on, and a backup bucket created with Object Lock), how many destructions are
+   * still pending (not yet durable in the chain) and since when, and whether the chain
+   * was last found anchored or cut.
    */
-  async ledgerStatus(): Promise<{ locked: boolean; why?: string; pending: number; oldestPending: Date | null }> {
+  /**
+   * Probes, with a canary retained for a few seconds, whether lethe's own credential can
+   * remove a version of the ledger retained under Object Lock (the governance bypass,
+   * or deleting versions): answers `bypassable` or `enforced`, or undefined when the
+   * chain is not under Object Lock at all (ledgerStatus says why).
+   */
+  async probeLedgerLock(): Promise<'enforced' | 'bypassable' | undefined> {
+    const { ledgerLock, backup } = this.#ctx;
+    if (!ledgerLock || !backup.retentionBypassable || !(await backup.lockable())) return undefined;
+    this.#lockProbe = (await backup.retentionBypassable(ledgerLock.mode)) ? 'bypassable' : 'enforced';
+    return this.#lockProbe;
+  }
+
+  async ledgerStatus(): Promise<{ locked: boolean; why?: string; pending: number; oldestPending: Date | null; anchor: AnchorState; bypassable?: boolean }> {
     const { pending, oldest } = await this.#ctx.destructions.pendingSummary();
-    const base = { pending, oldestPending: oldest };
+    const base = { pending, oldestPending: oldest, anchor: this.#ctx.anchor.state };
     if (!this.#ctx.ledgerLock) return { ...base, locked: false, why: 'LETHE_LEDGER_LOCK is off' };
     if (this.#ctx.backup.kind === 'fs') return { ...base, locked: false, why: 'the backup store is a local folder, which cannot enforce Object Lock' };
     if (!(await this.#ctx.backup.lockable())) {
       return { ...base, locked: false, why: `the backup bucket ${this.#ctx.backup.bucket} was created without Object Lock (it can only be enabled at creation: use a new bucket)` };
     }
-    return { ...base, locked: true };
+    return { ...base, locked: true, ...(this.#lockProbe ? { bypassable: this.#lockProbe === 'bypassable' } : {}) };
   }
 
   /** The backup bucket's ledger chain, verified from its genesis (throws a conflict naming what is wrong). */
@@ -244,7 +313,7 @@ export class BackupService {
   }
 
   /** Restores a backup into an empty database and bucket, replaying the ledger first. */
-  restore(backupId: string, options: { force?: boolean; actor: string }): Promise<RestoreResult> {
+  restore(backupId: string, options: { force?: boolean; actor: string; witnesses?: readonly Witness[] }): Promise<RestoreResult> {
     // a restore that fails waits out the propagation its regeneration set off before it puts the target back
     return restoreBackup(this.#ctx, backupId, { ...options, settle: () => this.#queue.idle() });
   }

@@ -3,11 +3,12 @@
  * LETHE_BACKUP_TOKEN), so the job never holds a key; `verify`, `restore` and
  * `propagate` open the app on this configuration.
  */
+import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { readNdjson } from '../client/http.js';
 import { ExitError, out, serviceCall, serviceClient, withApp } from './shared.js';
 
-/** `lethe backup run | list | verify | restore | propagate`. */
+/** `lethe backup run | list | verify | restore | repair-ledger | propagate`. */
 export function addBackup(program: Command): void {
   const backup = program.command('backup').description('Backups in the backup bucket (S3_BACKUP_BUCKET, or a folder of the local store).');
   backup
@@ -60,11 +61,36 @@ export function addBackup(program: Command): void {
         'replayed first, so no destroyed key comes back; without it the restore refuses unless --force-without-ledger.',
     )
     .argument('<backupId>', 'the backup')
-    .option('--force-without-ledger', 'proceed when the ledger copy cannot be read, and say what that leaves unguaranteed')
-    .action(async (backupId: string, opts: { forceWithoutLedger?: boolean }) => {
-      const result = await withApp((app) => app.backups.restore(backupId, { force: opts.forceWithoutLedger ?? false, actor: 'cli' }));
+    .option('--witness <file...>', "erasure certificates or saved ledger heads (ledger/head.json): the ledger chain must reach the record each names")
+    .option('--force-without-ledger', 'proceed when the ledger copy cannot be read or is cut short, and say which keys that may bring back')
+    .action(async (backupId: string, opts: { forceWithoutLedger?: boolean; witness?: string[] }) => {
+      const files = (opts.witness ?? []).map((file) => {
+        try {
+          return { file, bytes: new Uint8Array(readFileSync(file)) };
+        } catch (e) {
+          throw new ExitError(`cannot read witness ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 2);
+        }
+      });
+      const result = await withApp((app) =>
+        app.backups.restore(backupId, {
+          force: opts.forceWithoutLedger ?? false,
+          actor: 'cli',
+          witnesses: files.flatMap((f) => app.backups.parseWitness(f.file, f.bytes)),
+        }),
+      );
       for (const w of result.warnings) process.stderr.write(`lethe: WARNING: ${w}\n`);
       out(result);
+    });
+  backup
+    .command('repair-ledger')
+    .description(
+      "Put back, byte for byte from this database, every ledger chain record it stored that the backup bucket lost (a cut tail), and a head naming the last; " +
+        'the service then writes the chain again. Exits 1 when the chain is still cut.',
+    )
+    .action(async () => {
+      const result = await withApp(async (app) => ({ putBack: await app.backups.repairLedger(), cut: await app.backups.checkAnchor() }));
+      out({ putBack: result.putBack, anchored: result.cut === undefined, ...(result.cut ? { problem: result.cut } : {}) });
+      if (result.cut) throw new ExitError(`the ledger chain is still cut: ${result.cut}`, 1);
     });
   backup
     .command('propagate')

@@ -9,6 +9,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { networkReason, normalizeBaseUrl, tlsFetch } from '../client/http.js';
+import { isLoopbackHost } from '../config/tls.js';
 import { certificateKeyId, verifyCertificate } from '../crypto/certificate.js';
 import { fromBase64Url, zeroize } from '../crypto/index.js';
 import { describeError } from '../observability/logger.js';
@@ -26,6 +27,8 @@ interface TrustedKey {
   readonly publicKey: string;
   /** current | retired, when the source listed it (the vault's key list). */
   readonly state?: string;
+  /** When the source listed it retired: a certificate it signed must be issued before. */
+  readonly retiredAt?: string;
 }
 
 function collect(value: string, previous: string[] | undefined): string[] {
@@ -60,9 +63,16 @@ function keysFrom(text: string, source: string): TrustedKey[] {
   return list.map((entry, i) => {
     const where = `${source}: key ${i + 1}`;
     if (typeof entry === 'string') return { publicKey: checkKey(entry, where) };
-    const e = entry as { publicKey?: unknown; state?: unknown } | null;
+    const e = entry as { publicKey?: unknown; state?: unknown; retiredAt?: unknown } | null;
     if (typeof e !== 'object' || e === null || typeof e.publicKey !== 'string') throw new ExitError(`${where} has no publicKey`, VERIFY_EXIT.input);
-    return { publicKey: checkKey(e.publicKey, where), ...(typeof e.state === 'string' ? { state: e.state } : {}) };
+    if (e.retiredAt !== undefined && e.retiredAt !== null && (typeof e.retiredAt !== 'string' || Number.isNaN(Date.parse(e.retiredAt)))) {
+      throw new ExitError(`${where}: retiredAt is not a time`, VERIFY_EXIT.input);
+    }
+    return {
+      publicKey: checkKey(e.publicKey, where),
+      ...(typeof e.state === 'string' ? { state: e.state } : {}),
+      ...(typeof e.retiredAt === 'string' ? { retiredAt: e.retiredAt } : {}),
+    };
   });
 }
 
@@ -70,6 +80,20 @@ function keysFrom(text: string, source: string): TrustedKey[] {
 async function keysFromVault(url: string): Promise<TrustedKey[]> {
   const base = normalizeBaseUrl(url);
   if (!/^https?:\/\/\S+$/.test(base)) throw new ExitError('--url must be an http(s):// URL of a lethe vault', VERIFY_EXIT.input);
+  // the keys fetched decide what verifies: over plain HTTP anyone on the path could answer their own
+  let host: string;
+  try {
+    host = new URL(base).hostname;
+  } catch {
+    throw new ExitError('--url must be an http(s):// URL of a lethe vault', VERIFY_EXIT.input);
+  }
+  if (base.startsWith('http://') && !isLoopbackHost(host)) {
+    throw new ExitError(
+      `--url ${base}: the vault's keys decide what verifies, so they are fetched over https:// only (plain http:// is allowed for a loopback host: 127.0.0.0/8, ::1, localhost); ` +
+        'use https://, or keep the key list and pass it with --public-key-file',
+      VERIFY_EXIT.input,
+    );
+  }
   // an HTTPS vault is verified like every client command verifies it (LETHE_CA_FILE, LETHE_CLIENT_CERT / _KEY)
   const tls = clientTls();
   let res: Response;
@@ -116,11 +140,11 @@ export function addCertificate(program: Command): void {
     .command('verify')
     .description(
       "Check a certificate file against the vault's keys: its payload names the key that signed it (signingKeyId), that key must be one of the trusted keys, and the signature must hold under it. " +
-        'The key the certificate carries is never trusted by itself. At least one of --url, --public-key, --public-key-file is required. ' +
+        'The key the certificate carries is never trusted by itself, and a key listed as retired signs nothing issued after its retirement. At least one of --url, --public-key, --public-key-file is required; --url must be https:// unless the host is loopback. ' +
         `Exit ${VERIFY_EXIT.valid} valid, ${VERIFY_EXIT.invalid} not (edited, or signed by a key that is not trusted), ${VERIFY_EXIT.input} unreadable file, no trusted key, or the keys could not be had.`,
     )
     .argument('<file>', 'a certificate as JSON: { payload, signature, publicKey, algorithm } (`lethe erasure certificate <id> -o file`)')
-    .option('--url <vault base url>', "trust the keys this vault lists (GET <url>/v1/certificates/keys, current and retired; no token)")
+    .option('--url <vault base url>', "trust the keys this vault lists (GET <url>/v1/certificates/keys, current and retired; no token); https:// unless the host is loopback")
     .option('--public-key <key>', 'trust this Ed25519 public key, base64url (repeatable; `lethe certificate public-key`)', collect)
     .option('--public-key-file <path>', 'trust the keys in this file: the JSON of GET /v1/certificates/keys or `lethe certificate keys`, `{ publicKey }`, or base64url keys separated by white space')
     .action(async (file: string, opts: VerifyOptions) => {
@@ -132,7 +156,7 @@ export function addCertificate(program: Command): void {
         throw new ExitError(`cannot read a JSON certificate from ${file}: ${describeError(e).message}`, VERIFY_EXIT.input);
       }
       const trusted = await trustedKeys(opts);
-      const result = verifyCertificate(parsed, trusted.map((k) => k.publicKey));
+      const result = verifyCertificate(parsed, trusted);
       const state = result.keyId === undefined ? undefined : trusted.find((k) => k.state !== undefined && certificateKeyId(fromBase64Url(k.publicKey)!) === result.keyId)?.state;
       out({ ...result, ...(state !== undefined ? { keyState: state } : {}) });
       if (!result.valid) throw new ExitError(`certificate does not verify: ${result.reason}`, VERIFY_EXIT.invalid);

@@ -48,14 +48,19 @@ export class Certificates {
   /**
    * Whether `certificate` was signed by one of the vault's keys (fetched from
    * `GET /v1/certificates/keys`) or of `keys` when given (base64url public keys, or
-   * the vault's key list as kept from earlier). Never throws on a bad certificate: the
-   * verdict says why it is not valid.
+   * the vault's key list as kept from earlier). A key listed with its retirement time
+   * signed nothing issued after it. Never throws on a bad certificate: the verdict says
+   * why it is not valid.
    */
-  async verify(certificate: unknown, options: { readonly keys?: ReadonlyArray<string | Pick<SigningKey, 'publicKey'> & Partial<Pick<SigningKey, 'state'>>> } = {}): Promise<VerifiedCertificate> {
+  async verify(
+    certificate: unknown,
+    options: { readonly keys?: ReadonlyArray<string | (Pick<SigningKey, 'publicKey'> & Partial<Pick<SigningKey, 'state' | 'retiredAt'>>)> } = {},
+  ): Promise<VerifiedCertificate> {
     const trusted = options.keys ?? (await this.keys());
     if (trusted.length === 0) throw new LetheError('validation_failed', 'no trusted key to verify against');
     const listed = trusted.map((k) => (typeof k === 'string' ? { publicKey: k } : k));
-    const verdict = verifyCertificate(certificate, listed.map((k) => k.publicKey));
+    // a listed retirement time bounds what the key signed (issuedAt after it: invalid)
+    const verdict = verifyCertificate(certificate, listed);
     const state =
       verdict.keyId === undefined
         ? undefined

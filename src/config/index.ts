@@ -99,6 +99,7 @@ const envSchema = z.object({
     .optional(),
   S3_ACCESS_KEY: z.string().trim().min(1).optional(),
   S3_SECRET_KEY: z.string().min(1).optional(),
+  S3_SESSION_TOKEN: z.string().trim().min(1).optional(),
   S3_REGION: z.string().trim().min(1).optional().default('us-east-1'),
   S3_BUCKET: z
     .string()
@@ -152,8 +153,11 @@ const envSchema = z.object({
   LETHE_BACKUP_PROPAGATE_SECONDS: int(60, 1, 86_400),
   LETHE_BACKUP_OBJECT_LOCK: z.enum(['off', 'governance', 'compliance']).optional().default('off'),
   LETHE_BACKUP_RETENTION_DAYS: int(30, 1, 36_500),
-  LETHE_LEDGER_LOCK: z.enum(['off', 'governance', 'compliance']).optional().default('governance'),
+  LETHE_LEDGER_LOCK: z.enum(['off', 'governance', 'compliance']).optional().default('compliance'),
+  LETHE_ACCEPT_BYPASSABLE_LEDGER_LOCK: z.string().trim().toLowerCase().pipe(z.enum(['true', 'false'], { message: 'must be true or false' })).optional().default('false'),
   LETHE_LEDGER_RETENTION_DAYS: int(3650, 1, 36_500),
+  LETHE_LEDGER_CHECK_SECONDS: int(60, 1, 86_400),
+  LETHE_LEDGER_WITNESS_DIR: z.string().trim().min(1).optional(),
   LETHE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional().default('info'),
   // no default here: it depends on NODE_ENV and DATABASE_URL (loadConfig)
   LETHE_AUTO_MIGRATE: z.string().trim().toLowerCase().pipe(z.enum(['true', 'false'], { message: 'must be true or false' })).optional(),
@@ -174,7 +178,7 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   readonly dbPoolSize: number;
   /** MinIO / S3; undefined: the local filesystem store under dataDir/objects. */
-  readonly s3: { endpoint: string; accessKey: string; secretKey: string; region: string } | undefined;
+  readonly s3: { endpoint: string; accessKey: string; secretKey: string; sessionToken?: string; region: string } | undefined;
   readonly bucket: string;
   readonly backupBucket: string;
   readonly dataDir: string;
@@ -227,6 +231,12 @@ export interface Config {
    * Object Lock (a new bucket is); undefined: off.
    */
   readonly ledgerLock: { mode: 'governance' | 'compliance'; days: number } | undefined;
+  /** LETHE_ACCEPT_BYPASSABLE_LEDGER_LOCK: serve in production although lethe's own credential can remove retained ledger versions. */
+  readonly acceptBypassableLedgerLock: boolean;
+  /** How often the running service checks that the ledger chain still holds what it stored (src/backups/anchor.ts). */
+  readonly ledgerCheckSeconds: number;
+  /** A folder (another volume, another credential) each ledger head is mirrored to, read by restores as a witness; undefined: none. */
+  readonly ledgerWitnessDir: string | undefined;
   /**
    * `lethe serve` applies pending migrations at start-up; when false it refuses to start
    * on a schema that is behind (run `lethe migrate`). LETHE_AUTO_MIGRATE; default true,
@@ -351,7 +361,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     dbPoolSize: e.LETHE_DB_POOL_SIZE,
     s3:
       e.S3_ENDPOINT && e.S3_ACCESS_KEY && e.S3_SECRET_KEY
-        ? { endpoint: e.S3_ENDPOINT, accessKey: e.S3_ACCESS_KEY, secretKey: e.S3_SECRET_KEY, region: e.S3_REGION }
+        ? { endpoint: e.S3_ENDPOINT, accessKey: e.S3_ACCESS_KEY, secretKey: e.S3_SECRET_KEY, ...(e.S3_SESSION_TOKEN ? { sessionToken: e.S3_SESSION_TOKEN } : {}), region: e.S3_REGION }
         : undefined,
     bucket: e.S3_BUCKET,
     backupBucket: e.S3_BACKUP_BUCKET,
@@ -380,6 +390,9 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     backupPropagateSeconds: e.LETHE_BACKUP_PROPAGATE_SECONDS,
     backupObjectLock: e.LETHE_BACKUP_OBJECT_LOCK === 'off' ? undefined : { mode: e.LETHE_BACKUP_OBJECT_LOCK, days: e.LETHE_BACKUP_RETENTION_DAYS },
     ledgerLock: e.LETHE_LEDGER_LOCK === 'off' ? undefined : { mode: e.LETHE_LEDGER_LOCK, days: e.LETHE_LEDGER_RETENTION_DAYS },
+    acceptBypassableLedgerLock: e.LETHE_ACCEPT_BYPASSABLE_LEDGER_LOCK === 'true',
+    ledgerCheckSeconds: e.LETHE_LEDGER_CHECK_SECONDS,
+    ledgerWitnessDir: e.LETHE_LEDGER_WITNESS_DIR,
     indexer: e.LETHE_INDEXER === 'true',
     autoMigrate: e.LETHE_AUTO_MIGRATE === undefined ? !(e.NODE_ENV.trim().toLowerCase() === 'production' && e.DATABASE_URL) : e.LETHE_AUTO_MIGRATE === 'true',
     embeddings:

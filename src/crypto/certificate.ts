@@ -19,6 +19,7 @@
  */
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
 import { LetheError } from '../errors.js';
 import { constantTimeEqual, fromBase64Url, toBase64Url, utf8 } from './bytes.js';
 
@@ -77,6 +78,15 @@ export function certificateKeyId(publicKey: Uint8Array): string {
   return `csk_${toBase64Url(sha256(input).subarray(0, 16))}`;
 }
 
+/**
+ * The digest of a certificate's signed bytes: SHA-256 over the canonical JSON of its
+ * payload, hex. What the audit chain records of a certificate when it is signed, so a
+ * stored certificate can later be checked against what the vault signed.
+ */
+export function certificateDigest(payload: { [key: string]: Json }): string {
+  return bytesToHex(sha256(utf8.encode(canonicalJson(payload))));
+}
+
 /** Signs `payload` as it is (the caller puts the signing key's id in it: `signingKeyId`). */
 export function signCertificate(payload: { [key: string]: Json }, secretKey: Uint8Array): Certificate {
   const message = utf8.encode(canonicalJson(payload));
@@ -95,16 +105,30 @@ export interface CertificateVerdict {
   readonly reason?: string;
 }
 
+/** A trusted public key (base64url) and, when its list says so, when it was retired (ISO time). */
+export interface TrustedKey {
+  readonly publicKey: string;
+  readonly retiredAt?: string | null | undefined;
+}
+
 /**
  * Whether the certificate was signed by one of the `trusted` public keys (base64url):
  * its key id selects the trusted key, and the signature must hold over the payload
- * under that key. A key embedded in the certificate is never trusted for itself.
+ * under that key. A key embedded in the certificate is never trusted for itself. A
+ * trusted key given with its retirement time signs nothing after it: a certificate
+ * whose `issuedAt` is later (or unreadable) is invalid — a retired key's private part
+ * is destroyed, so such a certificate was not signed by the vault, or its date is forged.
  */
-export function verifyCertificate(certificate: unknown, trusted: string | readonly string[]): CertificateVerdict {
+export function verifyCertificate(certificate: unknown, trusted: string | ReadonlyArray<string | TrustedKey>): CertificateVerdict {
   const trustedKeys = new Map<string, Uint8Array>();
-  for (const text of typeof trusted === 'string' ? [trusted] : trusted) {
-    const key = fromBase64Url(text);
-    if (key?.length === 32) trustedKeys.set(certificateKeyId(key), key);
+  const retiredAt = new Map<string, string>();
+  for (const entry of typeof trusted === 'string' ? [trusted] : trusted) {
+    const given: TrustedKey = typeof entry === 'string' ? { publicKey: entry } : entry;
+    const key = fromBase64Url(given.publicKey);
+    if (key?.length !== 32) continue;
+    const id = certificateKeyId(key);
+    trustedKeys.set(id, key);
+    if (typeof given.retiredAt === 'string') retiredAt.set(id, given.retiredAt);
   }
   if (trustedKeys.size === 0) {
     return { valid: false, reason: 'no trusted public key to check it against (a key embedded in a certificate proves nothing)' };
@@ -139,5 +163,13 @@ export function verifyCertificate(certificate: unknown, trusted: string | readon
   } catch {
     ok = false;
   }
-  return ok ? { valid: true, keyId } : { valid: false, keyId, reason: `the signature does not match the payload under trusted key ${keyId}` };
+  if (!ok) return { valid: false, keyId, reason: `the signature does not match the payload under trusted key ${keyId}` };
+  const retired = retiredAt.get(keyId);
+  if (retired !== undefined) {
+    const issuedAt = (c.payload as Record<string, unknown>).issuedAt;
+    const issued = typeof issuedAt === 'string' ? Date.parse(issuedAt) : Number.NaN;
+    if (Number.isNaN(issued)) return { valid: false, keyId, reason: `key ${keyId} was retired at ${retired} and the certificate does not say when it was issued (issuedAt)` };
+    if (issued > Date.parse(retired)) return { valid: false, keyId, reason: `issued at ${String(issuedAt)}, after its signing key ${keyId} was retired at ${retired}` };
+  }
+  return { valid: true, keyId };
 }

@@ -160,6 +160,11 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
   }
   let client: PGlite;
   try {
+    if (!inMemory) {
+      // PGlite unpacks its first cluster world-writable: into a folder no one else can enter
+      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+      chmodSync(dataDir, 0o700);
+    }
     client = new PGlite(inMemory ? undefined : dataDir);
     await client.waitReady;
   } catch (e) {
@@ -168,8 +173,8 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
   }
   if (!inMemory) {
     // PGlite unpacks its initial cluster world-writable (files 0666, folders 0755) and
-    // writes a few files with the process umask; PostgreSQL itself creates 0600 files
-    // afterwards. Make the whole cluster private once it is open.
+    // writes a few files with the process umask, inside the 0700 folder made above;
+    // PostgreSQL itself creates 0600 files afterwards. Make the whole cluster private once it is open.
     try {
       makePrivate(dataDir);
     } catch (e) {

@@ -442,7 +442,7 @@ export const erasures = pgTable(
      * when the request gave none (and for erasures from before the column).
      */
     requestContext: jsonb('request_context'),
-    /** { method, bound } when the requester states an unlearning bound (class C). */
+    /** { bound } when the requester states an unlearning bound (class C); the method is sealed with the request. Rows from before also hold the method. */
     unlearning: jsonb('unlearning'),
     /** The erasure's key (wrapped in artifact_keys) sealing the request text and the fingerprints; null once destroyed. */
     sealKeyId: text('seal_key_id'),

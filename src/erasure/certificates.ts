@@ -3,12 +3,15 @@
  * certificate.ts) and when it turns final. A certificate is provisional until every
  * epoch that wrapped a key the erasure destroyed (or keeps: its own key while
  * matches remain) is retired — until then a database backup's wrapped copy could
- * still unwrap. The finalizer re-signs it final once they all are.
+ * still unwrap. The finalizer re-signs it final once they all are — only after
+ * checking the stored certificate against the vault's keys and the audit chain's record
+ * of what was signed (certificate-audit.ts); a disagreement is refused, never signed.
  */
 import { and, asc, eq, gt, inArray, isNull, type SQL, sql } from 'drizzle-orm';
-import type { Certificate, Json } from '../crypto/index.js';
+import type { Certificate, Json, TrustedKey } from '../crypto/index.js';
 import { type ErasureRow, erasures } from '../db/schema.js';
 import { describeError } from '../observability/logger.js';
+import { CERTIFICATE_REFUSED, checkBeforeFinal, type Refusal, type RefusalReason, refusedEvent, refusedResidual, signedEpochs, signedEvent } from './certificate-audit.js';
 import { hashHex } from '../vault/subjects.js';
 import { assertCertificateTransition, type CertificateState, type ErasureClass, type ErasureStatus, STEP_NAMES } from './machine.js';
 import type { ErasureResources } from './resources.js';
@@ -25,10 +28,18 @@ export interface WrappedEpochs {
   readonly retiredAt: Record<string, string>;
 }
 
-/** The epochs that wrapped every key this erasure destroyed (or keeps), and whether all are retired. */
-export async function wrappedEpochs(res: Pick<ErasureResources, 'destructions' | 'versionKeys' | 'epochs'>, state: ErasureState, keptSealKey: string | null): Promise<WrappedEpochs> {
+/**
+ * The epochs that wrapped every key this erasure destroyed (or keeps), and whether all are
+ * retired; `signed`: epochs a signed certificate already named, waited on too.
+ */
+export async function wrappedEpochs(
+  res: Pick<ErasureResources, 'destructions' | 'versionKeys' | 'epochs'>,
+  state: ErasureState,
+  keptSealKey: string | null,
+  signed: readonly number[] = [],
+): Promise<WrappedEpochs> {
   const keyIds = [...(state.keyId ? [state.keyId] : []), ...(state.versionKeys ?? []), ...(state.redactedKeys ?? [])];
-  const set = new Set<number>();
+  const set = new Set<number>(signed);
   for (const r of await res.destructions.ledger(keyIds)) set.add(r.wrappedEpoch);
   if (keptSealKey) {
     const epoch = await res.versionKeys.epochOf(keptSealKey);
@@ -117,6 +128,8 @@ export function certificatePayload(
         { contributed: contributed ?? 0, removed: state.removed?.[tier as keyof NonNullable<ErasureState['removed']>] ?? 0 },
       ]),
     ),
+    // the ledger chain record the destructions were durable in (or a later one): a restore must reach it (`--witness`)
+    ...(state.ledger ? { ledger: { ...state.ledger } } : {}),
     wrappedEpochs: held.epochs,
     epochsRetiredAt: held.retiredAt,
   };
@@ -145,29 +158,64 @@ function finalizable(retired: readonly number[]): SQL {
     inArray(erasures.status, ['completed', 'incomplete']),
     isNull(erasures.sealKeyId),
     sql`coalesce(${erasures.state} -> 'wrappedEpochs', '[]'::jsonb) <@ ${JSON.stringify(retired)}::jsonb`,
+    // a refused one waits for a person (its residual says why); it is not checked again at every retirement
+    sql`not coalesce(${erasures.state} -> 'residuals', '[]'::jsonb) @> ${JSON.stringify([{ kind: CERTIFICATE_REFUSED }])}::jsonb`,
   )!;
 }
 
-/** Re-signs provisional certificates as final once every epoch they wait on is retired. */
+/**
+ * Re-signs provisional certificates as final once every epoch they wait on is retired,
+ * after checking each against the vault's keys and the audit chain (certificate-audit.ts).
+ */
 export class CertificateFinalizer {
   readonly #res: ErasureResources;
   readonly #emit: () => void;
+  readonly #onRefused: (reason: RefusalReason) => void;
   /** Retired epochs at the last pass that finished (-1: none yet). */
   #retiredSeen = -1;
 
-  constructor(res: ErasureResources, emit: () => void) {
+  constructor(res: ErasureResources, emit: () => void, onRefused: (reason: RefusalReason) => void = () => {}) {
     this.#res = res;
     this.#emit = emit;
+    this.#onRefused = onRefused;
+  }
+
+  /**
+   * Records a refusal: the certificate is left as it was; a `certificate-refused`
+   * residual on the erasure, an `erasure.certificate.refuse` audit row and a transition
+   * row in one transaction (only on the row as read), then an error log and the metric.
+   */
+  async #refuse(row: ErasureRow, state: ErasureState, refusal: Refusal): Promise<void> {
+    const { records, audit, logger } = this.#res;
+    const at = new Date();
+    state.residuals = [...(state.residuals ?? []), refusedResidual(refusal, at)];
+    const recorded = await records.db.transaction(async (tx) => {
+      const updated = await tx
+        .update(erasures)
+        .set({ state, updatedAt: at })
+        .where(and(eq(erasures.erasureId, row.erasureId), eq(erasures.certificateState, 'provisional'), sameMillisecond(erasures.updatedAt, row.updatedAt)))
+        .returning({ id: erasures.erasureId });
+      if (!updated.length) return false;
+      await audit.append(tx, [refusedEvent(row.erasureId, refusal)]);
+      await records.transition(tx, row.erasureId, null, null, row.status, `certificate refused: ${refusal.detail}`);
+      return true;
+    });
+    if (!recorded) return;
+    logger.error({ erasureId: row.erasureId, reason: refusal.reason, detail: refusal.detail }, 'refused to sign a certificate final: the erasure disagrees with what the vault signed and audited');
+    this.#onRefused(refusal.reason);
   }
 
   /** One pass over every erasure that can finalize (the worker runs it after each drain); answers how many turned final. */
   async run(): Promise<number> {
-    const { records, epochs, signer } = this.#res;
+    const { records, epochs, signer, audit } = this.#res;
     // nothing can turn final unless an epoch retired since the last pass
     const retired = await epochs.retiredEpochs();
     if (retired.length === this.#retiredSeen) return 0;
     const db = records.db;
     let done = 0;
+    let refused = 0;
+    // the vault's signing keys, read once a pass (when a certificate is due)
+    let keys: ReadonlyArray<TrustedKey> | undefined;
     // pages by erasure id (the erasures_provisional index), so no number of erasures that cannot finalize hides one that can
     let after = '';
     for (;;) {
@@ -179,39 +227,53 @@ export class CertificateFinalizer {
         .limit(FINALIZE_BATCH);
       for (const row of rows) {
         const state = parseState(row.state);
-        const held = await wrappedEpochs(this.#res, state, row.sealKeyId);
         const previous = row.certificate as Certificate | null;
-        if (!held.allRetired || !previous) continue;
+        if (!previous) continue;
+        const held = await wrappedEpochs(this.#res, state, row.sealKeyId, signedEpochs(previous.payload ?? {}));
+        if (!held.allRetired) continue;
         assertCertificateTransition('finalize', row.certificateState, 'final');
+        keys ??= await signer.list();
+        const refusal = await checkBeforeFinal(this.#res, db, { row, state, stored: previous, keys });
+        if (refusal) {
+          await this.#refuse(row, state, refusal);
+          refused++;
+          continue;
+        }
         // residuals bounded by those epochs end at their retirement
         state.residuals = endWrappedCopies(state.residuals ?? [], Object.values(held.retiredAt).sort().at(-1)!);
+        // the checked certificate, its outcome as audited, made final
         const payload: { [key: string]: Json } = {
           ...previous.payload,
           certificateState: 'final',
           issuedAt: new Date().toISOString(),
+          // `ledger` stays the checked provisional one's: the row's state is not trusted for it
           wrappedEpochs: held.epochs,
           epochsRetiredAt: held.retiredAt,
           residuals: state.residuals.map((r) => ({ ...r })) as Json,
         };
         // signed with the current key: the payload names it (signingKeyId), whichever key signed the provisional one
         const certificate = await signer.sign(payload);
-        const updated = await db
-          .update(erasures)
-          .set({ certificate: certificate as unknown as Json, certificateState: 'final', state, updatedAt: new Date() })
-          // only the row as read: an erasure re-opened meanwhile (a redaction, a dismissal) is certified again by its own run
-          .where(and(eq(erasures.erasureId, row.erasureId), eq(erasures.certificateState, 'provisional'), sameMillisecond(erasures.updatedAt, row.updatedAt), inArray(erasures.status, ['completed', 'incomplete'])))
-          .returning({ id: erasures.erasureId });
-        if (updated.length) {
-          done++;
-          await records.transition(db, row.erasureId, null, null, row.status, 'certificate final: every epoch that wrapped a destroyed key is retired');
-        }
+        const updated = await db.transaction(async (tx) => {
+          const rows = await tx
+            .update(erasures)
+            .set({ certificate: certificate as unknown as Json, certificateState: 'final', state, updatedAt: new Date() })
+            // only the row as read: an erasure re-opened meanwhile (a redaction, a dismissal) is certified again by its own run
+            .where(and(eq(erasures.erasureId, row.erasureId), eq(erasures.certificateState, 'provisional'), sameMillisecond(erasures.updatedAt, row.updatedAt), inArray(erasures.status, ['completed', 'incomplete'])))
+            .returning({ id: erasures.erasureId });
+          if (!rows.length) return false;
+          // what was signed enters the audit chain with it
+          await audit.append(tx, [signedEvent(row.erasureId, certificate)]);
+          await records.transition(tx, row.erasureId, null, null, row.status, 'certificate final: every epoch that wrapped a destroyed key is retired');
+          return true;
+        });
+        if (updated) done++;
       }
       if (rows.length < FINALIZE_BATCH) break;
       after = rows.at(-1)!.erasureId;
     }
     // only a pass that went through every candidate is remembered (a failed one is tried again)
     this.#retiredSeen = retired.length;
-    if (done) this.#emit();
+    if (done || refused) this.#emit();
     return done;
   }
 

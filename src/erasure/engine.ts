@@ -89,7 +89,7 @@ export class ErasureEngine {
         : {}),
     });
     const emit = () => this.#emit();
-    this.#finalizer = new CertificateFinalizer(this.#res, emit);
+    this.#finalizer = new CertificateFinalizer(this.#res, emit, metrics ? (reason) => metrics.certificateRefusals.inc({ reason }) : undefined);
     this.#worker = new ErasureWorker(this.#res, {
       emit,
       afterDrain: () => {

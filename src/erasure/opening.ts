@@ -1,5 +1,6 @@
 /**
- * Opening an erasure: the request's free text sealed under a fresh erasure key, then in
+ * Opening an erasure: the request's free text (reason, public attributes, the unlearning
+ * method) sealed under a fresh erasure key, then in
  * one transaction the `erasures` row, the wrapped erasure key, the first transition, and
  * what the caller must commit with them (a subject's fence and tombstone, the forgotten
  * marks of entries). Both kinds of request open this way (engine.ts, forget.ts).
@@ -8,7 +9,7 @@ import { utf8, zeroize } from '../crypto/index.js';
 import type { Transaction } from '../db/client.js';
 import type { ErasureRow } from '../db/schema.js';
 import { sealWithErasureKey } from './erasure-key.js';
-import type { RequestContext } from './request.js';
+import type { RequestContext, Unlearning } from './request.js';
 import type { ErasureResources } from './resources.js';
 import type { ErasureState } from './state.js';
 
@@ -20,7 +21,8 @@ export interface Opening {
   readonly legalBasis: string | null;
   /** The request's context (reason category, legal basis, controller, reference): in the clear, never personal data. */
   readonly requestContext?: RequestContext | null | undefined;
-  readonly unlearning: unknown;
+  /** Class C's stated unlearning: the bound is stored in the clear, the method (free text) sealed with the reason. */
+  readonly unlearning: Unlearning | null;
   /** Sealed under the erasure's own key, never stored in the clear. */
   readonly reason: string | null;
   readonly publicAttributes: readonly string[];
@@ -43,7 +45,7 @@ export async function openErasure(
   const { erasureId } = opening;
   const { keyId: sealKeyId, key } = versionKeys.fresh();
   try {
-    const request = utf8.encode(JSON.stringify({ reason: opening.reason, publicAttributes: opening.publicAttributes }));
+    const request = utf8.encode(JSON.stringify({ reason: opening.reason, publicAttributes: opening.publicAttributes, unlearningMethod: opening.unlearning?.method ?? null }));
     const sealedRequest = sealWithErasureKey(key, { erasureId, keyId: sealKeyId }, 'request', request);
     const now = new Date();
     return await records.db.transaction(async (tx) => {
@@ -56,7 +58,7 @@ export async function openErasure(
         step: 'classify',
         legalBasis: opening.legalBasis,
         requestContext: opening.requestContext ?? null,
-        unlearning: opening.unlearning,
+        unlearning: opening.unlearning ? { bound: opening.unlearning.bound } : null,
         sealKeyId,
         sealedRequest,
         state: { steps: {}, ...(opening.requestedBy ? { requestedBy: opening.requestedBy } : {}) } satisfies ErasureState,

@@ -78,6 +78,21 @@ export const UnlearningSchema = z
   })
   .strict();
 
+export type Unlearning = z.infer<typeof UnlearningSchema>;
+
+/**
+ * `erasures.unlearning` as stored: the bound alone, in the clear (certify decides on it).
+ * The method is free text and is sealed with the request under the erasure key; rows
+ * stored before it was sealed carry it here too, and are read as they are.
+ */
+const StoredUnlearningSchema = z.object({ bound: z.number().finite().min(0), method: z.string().optional() });
+
+/** The stated unlearning bound of a stored erasure; null when none was stated. */
+export function unlearningBoundOf(row: { readonly unlearning: unknown }): { readonly bound: number } | null {
+  if (row.unlearning === null || row.unlearning === undefined) return null;
+  return { bound: StoredUnlearningSchema.parse(row.unlearning).bound };
+}
+
 export const ErasureRequestSchema = z
   .object({
     subject: z.string().regex(SUBJECT_ID_PATTERN, SUBJECT_ID_RULE),

@@ -14,7 +14,8 @@ export interface ResidualInputs {
   readonly state: ErasureState;
   readonly cls: ErasureClass;
   readonly probe: ProbeView;
-  readonly unlearning: { readonly method: string; readonly bound: number } | null;
+  /** The stated unlearning bound (its method is sealed with the request: never quoted here, the residual is stored in the clear and signed). */
+  readonly unlearning: { readonly bound: number } | null;
   /** The erasure key kept (matches remain): its sealed fingerprints are a residual. */
   readonly fingerprintsKept: boolean;
   readonly sealKeyId: string | null;
@@ -132,7 +133,7 @@ export async function residuals(d: { epochs: EpochService; backups: BackupServic
       tier: 'model-weights',
       kind: 'parametric',
       detail: unlearning
-        ? `The subject's records were in ${state.exposures?.length ?? 0} registered training exposure(s); the requester states unlearning by "${unlearning.method}" with bound ${unlearning.bound}.`
+        ? `The subject's records were in ${state.exposures?.length ?? 0} registered training exposure(s); the requester states an unlearning method (sealed with the request) with bound ${unlearning.bound}.`
         : `The subject's records were in ${state.exposures?.length ?? 0} registered training exposure(s) and no unlearning bound was stated: what the weights retain is bounded only by model capacity.`,
       bound: unlearning ? unlearning.bound : 'unbounded',
     });

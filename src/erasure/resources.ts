@@ -7,7 +7,7 @@ import type { TrainingExposures } from '../artifacts/exposures.js';
 import type { ArtifactService } from '../artifacts/service.js';
 import type { BackupService } from '../backups/service.js';
 import type { LogService } from '../log/service.js';
-import type { Certificate, Json } from '../crypto/index.js';
+import type { Certificate, Json, TrustedKey } from '../crypto/index.js';
 import type { Logger } from '../observability/logger.js';
 import type { KeyDestructions } from '../vault/destructions.js';
 import type { EpochService } from '../vault/epochs.js';
@@ -24,6 +24,8 @@ import type { SubjectTombstones } from './tombstones.js';
 /** Signs certificates with the vault's current certificate-signing key (vault/certificate-keys.ts: the key provider holds the keys). */
 export interface CertificateSigner {
   sign(payload: { [key: string]: Json }): Promise<Certificate>;
+  /** Every signing key's public part, current and retired with its retirement time: what the finalizer checks a stored certificate against. */
+  list(): Promise<ReadonlyArray<TrustedKey>>;
 }
 
 export interface ErasureSettings {
@@ -65,7 +67,7 @@ export interface ErasureServices {
   readonly exposures: TrainingExposures;
   readonly backups: BackupService;
   readonly replicas: ReplicaAcknowledger;
-  /** The vault's audit chain (a reinstatement's row, tombstones.ts). */
+  /** The vault's audit chain (a reinstatement's row, tombstones.ts; each certificate signed, certificate-audit.ts). */
   readonly audit: AuditLog;
   readonly logger: Logger;
   /** Test fault injection: kill the process at a named point (never honoured in production). */

@@ -68,6 +68,8 @@ export const ErasureStateSchema = z.looseObject({
       behind: z.array(z.object({ replica: z.string(), appliedSeq: z.number(), seenAt: z.string(), listener: z.enum(['up', 'down']), silent: z.boolean() })),
     })
     .optional(),
+  /** The backup bucket's ledger chain record this erasure's destructions were durable in (or a later one): the certificate names it, a witness for restores. */
+  ledger: z.object({ bucket: z.string(), seq: z.number(), mac: z.string() }).optional(),
   residuals: z.array(ResidualSchema).optional(),
   wrappedEpochs: z.array(z.number()).optional(),
 });

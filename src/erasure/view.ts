@@ -22,7 +22,7 @@ export type StepView = z.infer<typeof StepViewSchema>;
 export const ResidualSchema = z.object({
   /** key-table, log, artifacts, vector-index, backups, caches, model-weights, erasure */
   tier: z.string(),
-  /** gist, wrapped-dek, lease, cross-subject, dismissed-content, parametric, fingerprints, unindexed */
+  /** gist, wrapped-dek, lease, cross-subject, dismissed-content, parametric, fingerprints, unindexed, certificate-refused (the finalizer refused to sign it final) */
   kind: z.string(),
   detail: z.string(),
   /** ISO time the residual ends, when it has a date. */

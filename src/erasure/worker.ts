@@ -23,6 +23,7 @@ import { queryRows } from '../db/client.js';
 import { type ErasureRow, erasures } from '../db/schema.js';
 import { describeError } from '../observability/logger.js';
 import { assertStatusTransition, type ErasureStatus, parseStep, type StepName, TRANSITIONS } from './machine.js';
+import { signedEvent } from './certificate-audit.js';
 import type { ErasureResources } from './resources.js';
 import { classifyFailure, DEFAULT_RETRY, type FailureKind, failureMessage, givesUp, retryDelayMs, StepDeadlineExceeded } from './retry.js';
 import { type ErasureState, parseState } from './state.js';
@@ -242,7 +243,7 @@ export class ErasureWorker {
 
   /** The step's outcome, the next step and its transition row, in one transaction; undefined when the claim or the step moved. */
   async #commit(row: ErasureRow, step: StepName, state: ErasureState, outcome: StepDone): Promise<ErasureRow | undefined> {
-    const { records, destructions, versionKeys } = this.#res;
+    const { records, destructions, versionKeys, audit } = this.#res;
     const next = TRANSITIONS[step];
     const finished = outcome.final;
     const status: ErasureStatus = finished ? finished.status : 'running';
@@ -272,6 +273,8 @@ export class ErasureWorker {
         .where(and(this.#mine(row), eq(erasures.step, step)))
         .returning();
       if (!committed) return undefined;
+      // the certificate enters the audit chain in the transaction that stores it (certificate-audit.ts)
+      if (finished) await audit.append(tx, [signedEvent(row.erasureId, finished.certificate)]);
       if (finished?.destroySealKey && row.sealKeyId) {
         await versionKeys.destroy(tx, row.sealKeyId, { reason: 'erasure fingerprints no longer needed', actor: 'erasure', artifactId: row.erasureId });
       }

@@ -95,8 +95,8 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
   );
 
   const ReadyResponse = z.object({
-    status: z.enum(['ok', 'unavailable']),
-    checks: z.record(z.string(), z.enum(['ok', 'failed', 'off', 'pending'])),
+    status: z.enum(['ok', 'degraded', 'unavailable']).openapi({ description: '`degraded` (still 200) while `checks.ledgerChain` is `failed`: the backup bucket\'s ledger chain was cut' }),
+    checks: z.record(z.string(), z.enum(['ok', 'failed', 'off', 'pending', 'bypassable'])),
     warnings: z.array(z.string()).optional().openapi({ description: 'what does not stop readiness but an operator must know (the ledger chain not under Object Lock, destructions pending)' }),
     replica: ReplicaView.optional(),
   });
@@ -108,7 +108,8 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
       tags: ['service'],
       summary: 'Readiness: the database and the object store answer',
       description:
-        '`checks.ledgerLock` is `off` when the backup bucket\'s ledger chain is not retained under Object Lock; `checks.ledgerWrites` is `pending` while ' +
+        '`checks.ledgerLock` is `off` when the backup bucket\'s ledger chain is not retained under Object Lock, `bypassable` when lethe\'s own credential can remove retained versions; `checks.ledgerChain` is `failed` (status `degraded`) ' +
+        'when the chain lacks a record this database stored there or its head was rolled back; `checks.ledgerWrites` is `pending` while ' +
         'destructions wait for their record to be durable in the backup store. Neither makes the service unready; both are named in `warnings`. ' +
         '`checks.listener` is `pending` while the replica event listener reconnects and `failed` (unready) once it has been down for longer than a short grace; ' +
         '`replica` names the listener, the index state, the last key destruction applied, the erasure worker, the indexer, and search freshness: ' +
@@ -144,13 +145,16 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
       const replica = replicaReadiness(services, Date.now(), search);
       const ok = Object.values(results).every((r) => r === 'ok') && replica.check !== 'failed';
       const warnings: string[] = [];
-      const ledger: Record<string, 'ok' | 'off' | 'pending'> = {};
+      const ledger: Record<string, 'ok' | 'off' | 'pending' | 'failed' | 'bypassable'> = {};
       const read = await ledgerRead;
       if ('status' in read) {
         const { status } = read;
-        ledger.ledgerLock = status.locked ? 'ok' : 'off';
+        ledger.ledgerLock = !status.locked ? 'off' : status.bypassable ? 'bypassable' : 'ok';
         if (!status.locked) warnings.push(`the ledger chain is not under Object Lock: ${status.why}`);
+        if (status.bypassable) warnings.push("lethe's own credential can remove retained versions of the ledger chain (the governance bypass or version deletes): give it a least-privilege policy (infra/minio/lethe-policy.json) or use compliance mode");
         ledger.ledgerWrites = status.pending > 0 ? 'pending' : 'ok';
+        if (status.anchor.state !== 'unchecked') ledger.ledgerChain = status.anchor.state === 'cut' ? 'failed' : 'ok';
+        if (status.anchor.state === 'cut') warnings.push(`the ledger chain in the backup bucket was cut: ${status.anchor.problem}; no destruction is recorded there until it is repaired (lethe backup repair-ledger)`);
         if (status.pending > 0) {
           warnings.push(`${status.pending} destruction(s) not yet durable in the backup store's ledger, the oldest since ${status.oldestPending?.toISOString() ?? '?'}`);
         }
@@ -159,7 +163,7 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
       }
       return c.json(
         {
-          status: ok ? ('ok' as const) : ('unavailable' as const),
+          status: ok ? (ledger.ledgerChain === 'failed' ? ('degraded' as const) : ('ok' as const)) : ('unavailable' as const),
           checks: { ...results, ...ledger, ...(replica.check ? { listener: replica.check } : {}) },
           ...(replica.warning || warnings.length > 0 ? { warnings: [...warnings, ...(replica.warning ? [replica.warning] : [])] } : {}),
           ...(replica.view ? { replica: replica.view } : {}),

@@ -45,7 +45,10 @@ import {
   UpdateAliasCommand,
 } from '@aws-sdk/client-kms';
 import { KEY_LENGTH, KEY_PURPOSES, zeroize } from '../crypto/index.js';
-import { LetheError, errorCodes, isLetheError } from '../errors.js';
+import http from 'node:http';
+import https from 'node:https';
+import type { Duplex } from 'node:stream';
+import { LetheError, errorCodes, isLetheError, markSocketErrors } from '../errors.js';
 import type { EpochKeyStore } from './epoch-store.js';
 import type { DestructionState, KeyPurpose } from './provider.js';
 
@@ -148,6 +151,24 @@ class Semaphore {
   }
 }
 
+/**
+ * The KMS client's HTTP agents: keep-alive, at most `maxSockets` each, and every error a
+ * socket of theirs emits marked as the KMS's (an unhandled one is then told apart from
+ * the database's: src/app/rejections.ts).
+ */
+export function kmsAgents(options: http.AgentOptions): { http: http.Agent; https: https.Agent } {
+  const marking = <A extends http.Agent>(agent: A): A => {
+    const create = (agent as unknown as { createConnection(o: unknown, cb?: unknown): Duplex | undefined }).createConnection.bind(agent);
+    (agent as unknown as { createConnection(o: unknown, cb?: unknown): Duplex | undefined }).createConnection = (o, cb) => {
+      const socket = create(o, cb);
+      if (socket) markSocketErrors(socket, 'kms');
+      return socket;
+    };
+    return agent;
+  };
+  return { http: marking(new http.Agent(options)), https: marking(new https.Agent(options)) };
+}
+
 export class AwsKmsEpochStore implements EpochKeyStore {
   readonly name = 'aws-kms';
   readonly #client: KMSClient;
@@ -190,7 +211,7 @@ export class AwsKmsEpochStore implements EpochKeyStore {
     const where = opts.endpoint ? `AWS KMS at ${opts.endpoint}` : `AWS KMS in ${opts.region}`;
     let client = opts.client;
     if (!client) {
-      const agent = { keepAlive: true, maxSockets: concurrency };
+      const agent = kmsAgents({ keepAlive: true, maxSockets: concurrency });
       const config: KMSClientConfig = {
         region: opts.region,
         maxAttempts: opts.maxAttempts ?? 3,
@@ -198,8 +219,8 @@ export class AwsKmsEpochStore implements EpochKeyStore {
           connectionTimeout: opts.connectTimeoutMs ?? 3_000,
           requestTimeout: opts.requestTimeoutMs ?? 10_000,
           throwOnRequestTimeout: true,
-          httpAgent: agent,
-          httpsAgent: agent,
+          httpAgent: agent.http,
+          httpsAgent: agent.https,
         },
       };
       if (opts.endpoint) config.endpoint = opts.endpoint;

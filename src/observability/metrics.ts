@@ -32,8 +32,12 @@ export interface Metrics {
   readonly erasureWatchers: Gauge;
   readonly erasureWatcherRefreshes: Counter<'cause'>;
   readonly erasureStreams: Gauge;
-  /** Database rejections nothing waited for, which the serving process carried on past (src/app/rejections.ts). */
-  readonly orphanedDatabaseRejections: Counter;
+  /** Provisional certificates the finalizer refused to sign final (the erasure disagreed with what was signed and audited), by reason. */
+  readonly certificateRefusals: Counter<'reason'>;
+  /** Rejections of dropped connections nothing waited for, which the serving process carried on past, by origin (src/app/rejections.ts). */
+  readonly orphanedRejections: Counter<'origin'>;
+  /** 1 while the backup bucket's ledger chain lacks a record this database stored or its head was rolled back (src/backups/anchor.ts). */
+  readonly ledgerChainCut: Gauge;
 }
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
@@ -132,9 +136,21 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       registers,
     }),
     erasureStreams: new Gauge({ name: 'lethe_erasure_event_streams', help: 'Open erasure events streams (GET /v1/erasures/{id}/events) on this replica', registers }),
-    orphanedDatabaseRejections: new Counter({
-      name: 'lethe_orphaned_database_rejections_total',
-      help: 'Database calls that failed when their connection dropped after nothing waited for them any more; the process carried on',
+    certificateRefusals: new Counter({
+      name: 'lethe_certificate_refusals_total',
+      help: 'Provisional certificates the finalizer refused to sign final because the erasure disagreed with what the vault signed and audited (signature, audit, digest, outcome): an alarm',
+      labelNames: ['reason'],
+      registers,
+    }),
+    orphanedRejections: new Counter({
+      name: 'lethe_orphaned_rejections_total',
+      help: 'Calls that failed when their connection dropped after nothing waited for them any more, by origin (database, object-store, kms, unknown); the process carried on',
+      labelNames: ['origin'],
+      registers,
+    }),
+    ledgerChainCut: new Gauge({
+      name: 'lethe_ledger_chain_cut',
+      help: "1 while the backup bucket's ledger chain lacks a record this database stored there, or its head names an older record: someone removed destruction records",
       registers,
     }),
   };

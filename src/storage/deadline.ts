@@ -16,6 +16,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import { markSocketErrors } from '../errors.js';
 
 /** The slowest transfer rate given time for, on top of the base timeout: 1 MiB/s. */
 export const MIN_BYTES_PER_SECOND = 1024 * 1024;
@@ -110,6 +111,8 @@ export function timedTransport(secure: boolean, timeoutMs: number): { transport:
       res.once('close', () => clearTimeout(timer));
       callback?.(res);
     });
+    // an error of this request is the object store's, whoever ends up (not) waiting for it (src/app/rejections.ts)
+    markSocketErrors(req, 'object-store');
     req.setTimeout(timeoutMs, () => fail(timeoutMs));
     req.once('close', () => {
       if (!response) clearTimeout(timer);

@@ -28,6 +28,22 @@ async function syncDir(dir: string): Promise<void> {
   }
 }
 
+/** Errors of the folder itself (its disk, its permissions, its layout), each a store outage: retried, never an internal error. */
+const STORE_FAULTS: ReadonlyMap<string, string> = new Map([
+  ['EIO', 'an input/output error on its disk'],
+  ['ENOSPC', 'its disk is full'],
+  ['EDQUOT', 'the disk quota is exhausted'],
+  ['EROFS', 'its file system is read-only'],
+  ['EACCES', 'permission denied'],
+  ['EPERM', 'operation not permitted'],
+  ['ENOTDIR', 'a part of the path is not a folder'],
+  ['EEXIST', 'a part of the path is not a folder'],
+  ['EISDIR', 'an object path is a folder'],
+  ['EMFILE', 'too many open files'],
+  ['ENFILE', 'too many open files on the system'],
+  ['EBUSY', 'the resource is busy'],
+]);
+
 export class FsObjectStore implements ObjectStore {
   readonly kind = 'fs' as const;
   readonly bucket: string;
@@ -205,6 +221,9 @@ export class FsObjectStore implements ObjectStore {
       if (e instanceof StoreTimeout) {
         throw new LetheError('unavailable', `the local object store ${this.#dir} did not answer in time (${e.ms} ms; LETHE_STORE_TIMEOUT_MS)`);
       }
+      // the folder's disk or permissions failing is an outage to wait out, like an object store that does not answer
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code && STORE_FAULTS.has(code)) throw new LetheError('unavailable', `the local object store ${this.#dir} failed: ${code} (${STORE_FAULTS.get(code)})`, { cause: e });
       throw e;
     }
   }

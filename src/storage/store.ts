@@ -59,6 +59,12 @@ export interface ObjectStore {
   versions(key: string): Promise<Uint8Array[]>;
   /** Whether objects can be retained under Object Lock here (a bucket created with it). */
   lockable(): Promise<boolean>;
+  /**
+   * Whether this credential can remove a version retained in `mode` (the governance
+   * bypass, or a store that does not enforce retention): probed with a short-lived
+   * canary. Only stores that can retain objects have it.
+   */
+  retentionBypassable?(mode: 'governance' | 'compliance'): Promise<boolean>;
   /** The object's bytes; not_found when there is none. */
   get(key: string): Promise<Uint8Array>;
   /** `length` bytes of the object from `offset`; not_found when there is none. */

@@ -23,7 +23,7 @@
  * commit together or not at all. Appends serialize on the audit_head row lock.
  */
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { asc, eq, gt, type SQL, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, type SQL, sql } from 'drizzle-orm';
 import { constantTimeEqual, KeyedHasher, utf8, zeroize } from '../crypto/index.js';
 import { type Executor, queryPrepared, queryRows, type Transaction } from '../db/client.js';
 import { auditHead, auditLog, type AuditRow } from '../db/schema.js';
@@ -54,6 +54,8 @@ export type AuditAction =
   | 'erasure.dismissal.approve'
   | 'erasure.dismissal.revoke'
   | 'erasure.redaction.override'
+  | 'erasure.certificate.sign'
+  | 'erasure.certificate.refuse'
   | 'audit.head.anchor';
 
 export type AuditDetail = Readonly<Record<string, string | number | boolean | null>>;
@@ -340,6 +342,36 @@ export class AuditLog {
     const turn = this.#turn.then(run, run);
     this.#turn = turn.catch(() => {});
     return turn;
+  }
+
+  /**
+   * The newest row of `action` about `keyId` (by the `(key_id, at)` index), with whether
+   * it is intact: its MAC holds over its contents and the MAC it follows, and that MAC
+   * is the previous row's. A row edited, forged or moved without the root key is not
+   * intact. (A row deleted from the middle of the chain is `verify`'s to find.)
+   */
+  async latest(exec: Executor, action: AuditAction, keyId: string): Promise<{ seq: number; at: Date; detail: Record<string, unknown>; intact: boolean } | undefined> {
+    const [row] = await exec
+      .select()
+      .from(auditLog)
+      .where(and(eq(auditLog.keyId, keyId), eq(auditLog.action, action)))
+      // the chain's order, not the clock's (replicas' clocks differ); a key id has few rows of one action
+      .orderBy(desc(auditLog.seq))
+      .limit(1);
+    if (!row) return undefined;
+    let intact = row.prevMac.length === MAC_BYTES && constantTimeEqual(rowMac(this.#key, row.prevMac, row), row.mac);
+    if (intact) {
+      const [previous] = row.seq > 1 ? await exec.select({ mac: auditLog.mac }).from(auditLog).where(eq(auditLog.seq, row.seq - 1)) : [{ mac: GENESIS }];
+      intact = previous !== undefined && constantTimeEqual(previous.mac, row.prevMac);
+    }
+    let detail: Record<string, unknown> = {};
+    try {
+      const parsed: unknown = JSON.parse(row.detail);
+      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) detail = parsed as Record<string, unknown>;
+    } catch {
+      intact = false;
+    }
+    return { seq: row.seq, at: row.at, detail, intact };
   }
 
   /** The chain's head as the database holds it now, unchecked (see `tip`). */

@@ -31,7 +31,7 @@ describe("the manifests' overlay: the ledger chain", () => {
   }
 
   beforeAll(async () => {
-    tv = await openTestVault({ extraEnv: { ...env, LETHE_BACKUP_PROPAGATE_SECONDS: '86400' } });
+    tv = await openTestVault({ extraEnv: { ...env, LETHE_BACKUP_PROPAGATE_SECONDS: '86400', LETHE_LEDGER_LOCK: 'governance' } });
   });
   afterAll(async () => {
     await tv?.close();

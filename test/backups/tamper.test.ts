@@ -61,7 +61,8 @@ describe('tampering with the backup bucket', () => {
   const restoreRecord = (seq: number) => overwrite(chainRecordKey(seq), saved.get(seq)!);
 
   beforeAll(async () => {
-    tv = await openTestVault({ extraEnv: { ...env, LETHE_BACKUP_PROPAGATE_SECONDS: '86400' } });
+    // governance, as an operator may configure it: the tests below remove versions with the bypass (the default, compliance, lets no one)
+    tv = await openTestVault({ extraEnv: { ...env, LETHE_BACKUP_PROPAGATE_SECONDS: '86400', LETHE_LEDGER_LOCK: 'governance' } });
     for (let i = 0; i < 4; i++) subjects.push(await tv.vault.log.append(`user:tamper-${i}`, { text: `subject ${i} says ${tag()}` }, 'writer'));
     backupId = (await tv.vault.backups.run()).backupId;
     // each destruction after the backup is its own chain record
@@ -113,6 +114,24 @@ describe('tampering with the backup bucket', () => {
     } finally {
       await overwrite(manifestKey(backupId), manifestBytes);
       await restoreRecord(seq);
+    }
+  });
+
+  it('refuses, even forced, a manifest edited and stripped of its MAC (the low: forcing used to restore it)', async () => {
+    const victim = subjects[0]!;
+    const manifestBytes = await tv.vault.backups.store.get(manifestKey(backupId));
+    const { mac: _mac, ...manifest } = JSON.parse(Buffer.from(manifestBytes).toString('utf8')) as Manifest;
+    await overwrite(manifestKey(backupId), Buffer.from(JSON.stringify({ ...manifest, keys: manifest.keys.filter((k) => k.keyId !== victim.keyId) })));
+    try {
+      for (const force of [false, true]) {
+        const restored = await target();
+        const e = await restored.backups.restore(backupId, { actor: 'test', force }).then(() => undefined, (err: unknown) => err as Error & { code?: string });
+        expect(e?.code).toBe('conflict');
+        expect(e?.message).toMatch(/was written with a MAC, which was removed: it was edited .* forced or not/);
+        expect(e?.message).not.toContain('--force-without-ledger');
+      }
+    } finally {
+      await overwrite(manifestKey(backupId), manifestBytes);
     }
   });
 
@@ -217,7 +236,7 @@ describe('tampering with the backup bucket', () => {
     }
   });
 
-  it('keeps the ledger under Object Lock (governance, by default): removing a version of a record or of the head is refused by MinIO', async () => {
+  it('keeps the ledger under Object Lock (governance, as configured here): removing a version of a record or of the head is refused by MinIO', async () => {
     expect(await client.getObjectLockConfig(backupBucket)).toMatchObject({ objectLockEnabled: 'Enabled' });
     // a record written once by lethe, never touched by the tests above
     const head = await readJson<{ seq: number }>(tv.vault.backups.store, LEDGER_HEAD_KEY);

@@ -3,6 +3,8 @@
  * through the running service with the backup role's token; verify and propagate
  * open the vault. Bad input exits non-zero with a plain message.
  */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import { startServer, type RunningServer } from '../../src/app/serve.js';
@@ -76,6 +78,21 @@ describe('lethe backup', () => {
     } finally {
       await tv.vault.backups.store.put(victim.stored, original);
     }
+  });
+
+  it('`restore --witness` refuses a witness it cannot read or that is neither a head nor a certificate, naming it (exit 2); `repair-ledger` on a whole chain puts nothing back (exit 0)', { timeout: TIMEOUT }, async () => {
+    const missing = await runCli(['backup', 'restore', 'bak_AAAAAAAAAAAAAAAAAAAAAA', '--witness', path.join(tv.dataDir, 'nowhere.json')], env);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/cannot read witness .*nowhere\.json: ENOENT/);
+    const junk = path.join(tv.dataDir, 'junk.json');
+    writeFileSync(junk, JSON.stringify({ hello: 'world' }));
+    const refused = await runCli(['backup', 'restore', 'bak_AAAAAAAAAAAAAAAAAAAAAA', '--witness', junk], env);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/junk\.json is neither a ledger head nor an erasure certificate/);
+    await runCli(['backup', 'propagate'], env);
+    const repaired = await runCli(['backup', 'repair-ledger'], env);
+    expect(repaired.code, repaired.stderr).toBe(0);
+    expect(JSON.parse(repaired.stdout)).toEqual({ putBack: [], anchored: true });
   });
 
   it('refuses without a token (exit 2), with a wrong token (exit 1, 401), with a bad URL (exit 2), and for an unknown backup (exit 1)', { timeout: TIMEOUT }, async () => {

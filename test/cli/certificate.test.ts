@@ -5,13 +5,17 @@
  * key a certificate carries proves nothing; a forgery (flipped to completed, re-signed
  * with a random key, its embedded key replaced) fails with --url, --public-key and
  * --public-key-file alike; a certificate from before a key rotation still verifies
- * against the retired key the vault lists, and the next one names the new key.
+ * against the retired key the vault lists, and the next one names the new key. A
+ * certificate issued after its key's retirement (the retired root-derived key, which
+ * the root key re-derives) is invalid; `--url` over plain http:// is refused for a host
+ * that is not loopback (issue 29).
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Certificate, certificateKeyId, certificatePublicKey, signCertificate } from '../../src/crypto/certificate.js';
+import { deriveSubkey } from '../../src/crypto/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
 import { CLI, type RunningService, runCli, startService } from '../support/process.js';
 import { tempDir, testEnv, TOKENS } from '../support/vault.js';
@@ -218,6 +222,45 @@ describe('lethe certificate verify', () => {
     expect(runs[4]!.stderr).toMatch(/cannot fetch the vault's certificate keys from http:\/\/127\.0\.0\.1:9/);
     expect(runs[5]!.stderr).toMatch(/--url must be an http\(s\):\/\/ URL/);
     expect(runs[6]!.stderr).toMatch(/answered 404/);
+  });
+});
+
+describe('lethe certificate verify: retired keys and plain HTTP (issue 29)', () => {
+  it('exits 1 for a certificate issued after its signing key was retired (a retired key signs nothing later); one issued before still verifies', { timeout: TIMEOUT }, async () => {
+    const { body } = await call<{ keys: Array<{ keyId: string; publicKey: string; origin: string; retiredAt: string | null }> }>('GET', '/v1/certificates/keys', 'none');
+    const retired = body.keys.find((k) => k.origin === 'root-derived')!;
+    expect(retired.retiredAt).toMatch(/^\d{4}-/);
+    // whoever holds a retired key's private part (here the root-derived one, which the root key derives again) signs as the vault did
+    const rootDerived = deriveSubkey(Buffer.from(localEnv.LETHE_ROOT_KEY!, 'base64'), 'certificate-signing');
+    expect(certificateKeyId(certificatePublicKey(rootDerived))).toBe(retired.keyId);
+    const sign = (issuedAt: string) => signCertificate({ ...honest.payload, signingKeyId: retired.keyId, issuedAt }, rootDerived);
+    const lateFile = path.join(dataDir, 'after-retirement.json');
+    const earlyFile = path.join(dataDir, 'before-retirement.json');
+    writeFileSync(lateFile, JSON.stringify(sign(new Date(Date.parse(retired.retiredAt!) + 60_000).toISOString())));
+    writeFileSync(earlyFile, JSON.stringify(sign(new Date(Date.parse(retired.retiredAt!) - 60_000).toISOString())));
+    writeFileSync(keysFile, JSON.stringify(body));
+    const [lateUrl, lateFileKeys, early] = await Promise.all([verify(lateFile, '--url', service.url), verify(lateFile, '--public-key-file', keysFile), verify(earlyFile, '--url', service.url)]);
+    for (const run of [lateUrl, lateFileKeys]) {
+      expect(run.code, run.stdout).toBe(1);
+      expect(run.stderr).toMatch(new RegExp(`^lethe: certificate does not verify: issued at \\S+, after its signing key ${retired.keyId} was retired at ${retired.retiredAt}`));
+    }
+    expect(early.code, early.stderr).toBe(0);
+    expect(JSON.parse(early.stdout)).toEqual({ valid: true, keyId: retired.keyId, keyState: 'retired' });
+  });
+
+  it('exits 2 for --url over plain http:// to a host that is not loopback, before any request; https://, and http:// to loopback, are asked', { timeout: TIMEOUT }, async () => {
+    const runs = await Promise.all(['http://lethe.example', 'http://10.0.0.1:8080', 'http://[2001:db8::1]'].map((url) => verify(honestFile, '--url', url)));
+    for (const run of runs) {
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(/^lethe: --url http:\/\/\S+: the vault's keys decide what verifies, so they are fetched over https:\/\/ only/);
+      expect(run.stderr).not.toContain('cannot fetch');
+    }
+    const local = await verify(honestFile, '--url', service.url.replace('127.0.0.1', 'localhost'));
+    expect(local.code, local.stderr).toBe(0);
+    const https = await verify(honestFile, '--url', 'https://127.0.0.1:9');
+    expect(https.code).toBe(2);
+    expect(https.stderr).toMatch(/cannot fetch the vault's certificate keys from https:\/\/127\.0\.0\.1:9/);
   });
 });
 

@@ -9,6 +9,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ErasureTransition, isLetheError, Lethe, LetheError, ServiceError } from '../../src/client/index.js';
+import { signCertificate } from '../../src/crypto/certificate.js';
+import { deriveSubkey } from '../../src/crypto/index.js';
 import { TOKENS } from '../support/vault.js';
 import { type ServedVault, serveTestVault } from './served.js';
 
@@ -134,6 +136,12 @@ describe('artifacts, erasure and certificates', () => {
     expect(await lethe.certificates.verify(forged)).toMatchObject({ valid: false });
     // the key a certificate carries proves nothing: a certificate signed by another key is refused
     expect(await lethe.certificates.verify(verdict.certificate, { keys: ['AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'] })).toMatchObject({ valid: false });
+    // a retired key signed nothing after its retirement: one dated later is refused (the root-derived key, derived again from the root key)
+    const retired = keys.find((k) => k.origin === 'root-derived')!;
+    const rootDerived = deriveSubkey(Buffer.from(v.t.env.LETHE_ROOT_KEY!, 'base64'), 'certificate-signing');
+    const dated = (ms: number) => signCertificate({ ...verdict.certificate.payload, signingKeyId: retired.keyId, issuedAt: new Date(Date.parse(retired.retiredAt!) + ms).toISOString() }, rootDerived);
+    expect(await lethe.certificates.verify(dated(60_000))).toMatchObject({ valid: false, keyId: retired.keyId, reason: /after its signing key .* was retired at/ });
+    expect(await lethe.certificates.verify(dated(-60_000))).toMatchObject({ valid: true, keyId: retired.keyId, keyState: 'retired' });
 
     const gone = await rejection(lethe.entries.get(b1.entryId));
     expect(gone).toMatchObject({ status: 410 });

@@ -122,6 +122,20 @@ describe('verification against a trusted set of keys', () => {
     expect(verifyCertificate(selfContained, selfContained.publicKey).valid).toBe(true);
   });
 
+  it('a key given with its retirement time signed nothing issued after it; before it, or given without one, as before', () => {
+    const retiredId = certificateKeyId(certificatePublicKey(retiredSecret));
+    const at = (issuedAt: string | undefined) => signCertificate({ ...payload, signingKeyId: retiredId, ...(issuedAt ? { issuedAt } : {}) }, retiredSecret);
+    const keys = [{ publicKey: vaultKey, retiredAt: null }, { publicKey: retiredKey, retiredAt: '2026-12-01T00:00:00.000Z' }];
+    expect(verifyCertificate(at('2026-11-30T23:59:59.999Z'), keys)).toEqual({ valid: true, keyId: retiredId });
+    expect(verifyCertificate(at('2026-12-01T00:00:00.000Z'), keys)).toEqual({ valid: true, keyId: retiredId });
+    expect(verifyCertificate(at('2026-12-01T00:00:00.001Z'), keys)).toMatchObject({ valid: false, keyId: retiredId, reason: /^issued at 2026-12-01T00:00:00\.001Z, after its signing key csk_\S+ was retired at 2026-12-01T00:00:00\.000Z$/ });
+    expect(verifyCertificate(at(undefined), keys)).toMatchObject({ valid: false, reason: /does not say when it was issued/ });
+    expect(verifyCertificate(at('not a time'), keys)).toMatchObject({ valid: false, reason: /does not say when it was issued/ });
+    // the current key (no retirement) and keys given without times: the signature alone
+    expect(verifyCertificate(honest, keys)).toEqual({ valid: true, keyId: vaultKeyId });
+    expect(verifyCertificate(at('2027-01-01T00:00:00.000Z'), [retiredKey])).toMatchObject({ valid: true });
+  });
+
   it('is invalid with no usable trusted key, and for a key id that is not one', () => {
     expect(verifyCertificate(honest, [])).toMatchObject({ valid: false, reason: /proves nothing/ });
     expect(verifyCertificate(honest, ['not-a-key'])).toMatchObject({ valid: false, reason: /proves nothing/ });

@@ -11,19 +11,31 @@
  * /v1/erasures/{id}/certificate answers the document alone, 409 before there is one,
  * 404 problem+json for unknown or malformed ids.
  *
+ * Against database write access (issue 29, M1): every certificate signed enters the
+ * audit chain (its digest and the outcome it states); an `incomplete` erasure edited in
+ * SQL to `completed` — recovered 0, no matches, its fingerprints key gone, its stored
+ * certificate rewritten to match — is not signed final by the next KEK rotation: the
+ * stored certificate stays as it was (and does not verify), and the refusal is shown on
+ * the erasure, audited, logged and counted. An erasure edited only in its row is refused
+ * too; an untampered one still turns final, its final certificate audited.
+ *
  * The background worker is off: erasures are driven with `settle`.
  */
 import { randomBytes } from 'node:crypto';
-import { readdir } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Certificate, certificateKeyId, certificatePublicKey, type Json, signCertificate, verifyCertificate } from '../../src/crypto/certificate.js';
+import { type Certificate, certificateDigest, certificateKeyId, certificatePublicKey, type Json, signCertificate, verifyCertificate } from '../../src/crypto/certificate.js';
 import { deriveSubkey, fromBase64Url } from '../../src/crypto/index.js';
 import { queryRows } from '../../src/db/client.js';
 import { FINALIZE_BATCH } from '../../src/erasure/certificates.js';
 import type { SigningKeyInfo } from '../../src/keyprovider/provider.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { createMetrics } from '../../src/observability/metrics.js';
 import { expectProblem, ok } from '../support/http.js';
+import { runCli } from '../support/process.js';
 import { openTestApp, type TestApp } from '../support/vault.js';
 import { auditCount } from './fixtures.js';
 
@@ -169,25 +181,38 @@ describe('certificate-signing keys', () => {
   it('a certificate stored before signing keys (root-derived key, no key id) still verifies, and turns final signed by the current key', async () => {
     const view = await erase(t, await subjectWith(t, 1));
     expect(view.certificateState).toBe('provisional');
-    // the certificate as this vault stored it before issue 13: the root-derived key, no signingKeyId
-    const payload: Record<string, Json> = { ...(view.certificate!.payload as Record<string, Json>) };
+    // an erasure as this vault stored it before issue 13 (the root-derived key, no signingKeyId) and before its
+    // certificates entered the audit chain (issue 29): a copy of the row under an id that has no audit rows
+    const legacyId = `ers_${'L'.repeat(22)}`;
+    const keys = await listedKeys(t);
+    const rootKey = keys.find((k) => k.origin === 'root-derived')!;
+    // issued while the root-derived key still signed: before its retirement
+    const issuedAt = new Date(Date.parse(rootKey.retiredAt!) - 60_000).toISOString();
+    const payload: Record<string, Json> = { ...(view.certificate!.payload as Record<string, Json>), erasureId: legacyId, issuedAt };
     delete payload.signingKeyId;
     const rootDerived = deriveSubkey(Buffer.from(t.env.LETHE_ROOT_KEY!, 'base64'), 'certificate-signing');
     const legacy = signCertificate(payload, rootDerived);
-    await t.vault.db.db.execute(sql`update erasures set certificate = ${JSON.stringify(legacy)}::jsonb where erasure_id = ${view.erasureId}`);
+    await t.vault.db.db.execute(sql`
+      insert into erasures (erasure_id, subject_hash, status, class, step, legal_basis, unlearning, seal_key_id, sealed_request,
+        sealed_fingerprints, state, certificate, certificate_state, attempts, last_error, claimed_by, claimed_until, not_before,
+        created_at, updated_at, finished_at)
+      select ${legacyId}, subject_hash, status, class, step, legal_basis, unlearning, seal_key_id, sealed_request,
+        sealed_fingerprints, state, ${JSON.stringify(legacy)}::jsonb, certificate_state, attempts, last_error, claimed_by, claimed_until, not_before,
+        created_at, updated_at, finished_at
+      from erasures where erasure_id = ${view.erasureId}`);
+    expect(await auditCount(t.vault.db, 'erasure.certificate.sign', { keyId: legacyId })).toBe(0);
 
-    const keys = await listedKeys(t);
-    const rootKey = keys.find((k) => k.origin === 'root-derived')!;
-    const served = await storedCertificate(t, view.erasureId);
+    const served = await storedCertificate(t, legacyId);
     expect(served).toEqual(legacy);
-    expect(verifyCertificate(served, keys.map((k) => k.publicKey))).toEqual({ valid: true, keyId: rootKey.keyId });
+    expect(verifyCertificate(served, keys)).toEqual({ valid: true, keyId: rootKey.keyId });
     expect(verifyCertificate(served, keys[0]!.publicKey).valid).toBe(false);
 
     await t.vault.epochs.rotate('admin');
     expect(await t.vault.erasures.finalizeCertificates()).toBeGreaterThanOrEqual(1);
-    const final = await storedCertificate(t, view.erasureId);
-    expect(final.payload).toMatchObject({ certificateState: 'final', signingKeyId: keys[0]!.keyId, erasureId: view.erasureId });
+    const final = await storedCertificate(t, legacyId);
+    expect(final.payload).toMatchObject({ certificateState: 'final', signingKeyId: keys[0]!.keyId, erasureId: legacyId });
     expect(verifyCertificate(final, keys.map((k) => k.publicKey))).toEqual({ valid: true, keyId: keys[0]!.keyId });
+    expect(await auditCount(t.vault.db, 'erasure.certificate.sign', { keyId: legacyId })).toBe(1);
   });
 
   it('a forgery — flipped to completed, re-signed with a random key, its embedded key replaced — verifies against no trusted set', async () => {
@@ -211,6 +236,166 @@ describe('certificate-signing keys', () => {
     // naming its own key: not a key of this vault
     const ownKey = signCertificate({ ...flipped, signingKeyId: certificateKeyId(certificatePublicKey(forger)) }, forger);
     expect(verifyCertificate(ownKey, keys)).toMatchObject({ valid: false, reason: /not one of the \d trusted key/ });
+  });
+});
+
+describe('the finalizer against database write access (issue 29, M1)', () => {
+  let t: TestApp;
+  const metrics = createMetrics();
+  const logs = new PassThrough();
+  let logged = '';
+  beforeAll(async () => {
+    logs.on('data', (chunk: Buffer) => void (logged += chunk.toString('utf8')));
+    t = await openTestApp({ vault: { erasureWorker: false, metrics, logger: createLogger('error', logs) } });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  /** An erasure that ends `incomplete`: another subject's record carries the content (its fingerprints key is kept for a redaction). */
+  async function incompleteErasure() {
+    const A = `user:m1-a-${tag()}`;
+    const secret = words(6);
+    await t.vault.log.append(A, { text: `the alarm code is ${secret}` }, 'writer');
+    await t.vault.log.append(`user:m1-b-${tag()}`, { text: `A told me the alarm code is ${secret}` }, 'writer');
+    const view = await erase(t, A);
+    expect(view.status).toBe('incomplete');
+    expect(view.certificateState).toBe('provisional');
+    expect(view.probe.matches.length).toBeGreaterThan(0);
+    return view;
+  }
+
+  /**
+   * The insider's SQL, with write access to the database and no root key: the row says completed, nothing
+   * recovered, no match, its fingerprints key gone (so the finalizer selects it); `certificate` replaces the stored one.
+   */
+  async function editToCompleted(erasureId: string, certificate?: Certificate): Promise<void> {
+    const replaced = certificate ? sql`, certificate = ${JSON.stringify(certificate)}::jsonb` : sql``;
+    await t.vault.db.db.execute(sql`
+      update erasures set status = 'completed', seal_key_id = null,
+        state = jsonb_set(jsonb_set(state, '{probe,recovered}', '0'::jsonb), '{probe,matches}', '[]'::jsonb)${replaced}
+      where erasure_id = ${erasureId}`);
+  }
+
+  /** `lethe certificate verify` of this certificate against the vault's listed keys: its exit code and output. */
+  async function cliVerify(certificate: unknown) {
+    const certFile = path.join(t.dataDir, `cert-${tag()}.json`);
+    const keysFile = path.join(t.dataDir, `keys-${tag()}.json`);
+    await writeFile(certFile, JSON.stringify(certificate));
+    await writeFile(keysFile, JSON.stringify({ keys: await listedKeys(t) }));
+    return runCli(['certificate', 'verify', certFile, '--public-key-file', keysFile], t.env, { timeoutMs: 60_000 });
+  }
+
+  it('every certificate signed enters the audit chain with its digest and the outcome it states; an untampered one still turns final, audited again', async () => {
+    const view = await erase(t, await subjectWith(t, 2));
+    expect(view.certificateState).toBe('provisional');
+    const provisional = await storedCertificate(t, view.erasureId);
+    const [signed] = await queryRows<{ detail: string }>(t.vault.db.db, sql`select detail from audit_log where action = 'erasure.certificate.sign' and key_id = ${view.erasureId}`);
+    expect(JSON.parse(signed!.detail)).toMatchObject({
+      erasureId: view.erasureId,
+      digest: certificateDigest(provisional.payload),
+      status: 'completed',
+      certificateState: 'provisional',
+      recovered: 0,
+      matches: 0,
+      fingerprintsKept: false,
+    });
+    await t.vault.epochs.rotate('admin');
+    await t.vault.erasures.finalizeCertificates();
+    const final = await storedCertificate(t, view.erasureId);
+    expect(final.payload.certificateState).toBe('final');
+    expect(verifyCertificate(final, await t.vault.certificateKeys.publicKeys()).valid).toBe(true);
+    const rows = await queryRows<{ detail: string }>(t.vault.db.db, sql`select detail from audit_log where action = 'erasure.certificate.sign' and key_id = ${view.erasureId} order by seq`);
+    expect(rows.map((r) => JSON.parse(r.detail) as Record<string, unknown>).map((d) => [d.certificateState, d.digest])).toEqual([
+      ['provisional', certificateDigest(provisional.payload)],
+      ['final', certificateDigest(final.payload)],
+    ]);
+    expect((await t.vault.erasures.get(view.erasureId)).residuals.map((r) => r.kind)).not.toContain('certificate-refused');
+  });
+
+  it('an incomplete erasure edited in SQL to completed, recovered 0, no matches, is not signed final by a routine KEK rotation; verify calls nothing of it valid', async () => {
+    const view = await incompleteErasure();
+    const honest = await storedCertificate(t, view.erasureId);
+    // the stored certificate rewritten to say the same (its signature no longer holds)
+    const probe = honest.payload.probe as Record<string, Json>;
+    const tampered: Certificate = {
+      ...honest,
+      payload: {
+        ...honest.payload,
+        status: 'completed',
+        probe: { ...probe, recovered: 0, matches: [] },
+        residuals: (honest.payload.residuals as Array<Record<string, Json>>).filter((r) => r.kind !== 'fingerprints' && r.kind !== 'cross-subject'),
+      },
+    };
+    await editToCompleted(view.erasureId, tampered);
+
+    // a routine KEK rotation retires the epoch that wrapped the destroyed key: what finalizes provisional certificates
+    await t.vault.epochs.rotate('admin');
+    await t.vault.erasures.finalizeCertificates();
+
+    const after = await t.vault.erasures.get(view.erasureId);
+    expect(after.certificateState).toBe('provisional');
+    // the stored certificate is left as it was: the vault signed nothing for it after the edit
+    expect(await storedCertificate(t, view.erasureId)).toEqual(tampered);
+    expect(await auditCount(t.vault.db, 'erasure.certificate.sign', { keyId: view.erasureId })).toBe(1);
+    const verdict = await cliVerify(await storedCertificate(t, view.erasureId));
+    expect(verdict.code).toBe(1);
+    expect(verdict.stderr).toContain('certificate does not verify');
+
+    // the alarm: a residual on the erasure, an audit row, an error log, the metric
+    const refused = after.residuals.find((r) => r.kind === 'certificate-refused');
+    expect(refused?.detail).toMatch(/does not verify under the vault's keys/);
+    expect(await auditCount(t.vault.db, 'erasure.certificate.refuse', { keyId: view.erasureId })).toBe(1);
+    expect(logged).toContain('refused to sign a certificate final');
+    expect(logged).toContain(view.erasureId);
+    expect((await metrics.certificateRefusals.get()).values).toContainEqual(expect.objectContaining({ labels: { reason: 'signature' }, value: 1 }));
+    // a later retirement does not check it again (it waits for a person)
+    await t.vault.epochs.rotate('admin');
+    await t.vault.erasures.finalizeCertificates();
+    expect(await auditCount(t.vault.db, 'erasure.certificate.refuse', { keyId: view.erasureId })).toBe(1);
+    expect((await t.vault.erasures.get(view.erasureId)).certificateState).toBe('provisional');
+  });
+
+  it('an erasure edited only in its row (the genuine certificate kept) is refused too, naming what disagrees', async () => {
+    const view = await incompleteErasure();
+    const honest = await storedCertificate(t, view.erasureId);
+    await editToCompleted(view.erasureId);
+    await t.vault.epochs.rotate('admin');
+    await t.vault.erasures.finalizeCertificates();
+    const after = await t.vault.erasures.get(view.erasureId);
+    expect(after.certificateState).toBe('provisional');
+    expect(await storedCertificate(t, view.erasureId)).toEqual(honest);
+    expect(after.residuals.find((r) => r.kind === 'certificate-refused')?.detail).toMatch(/status: the erasure's row says "completed", the signed certificate "incomplete", the audit chain \(row \d+\) "incomplete"/);
+    expect((await metrics.certificateRefusals.get()).values).toContainEqual(expect.objectContaining({ labels: { reason: 'outcome' }, value: 1 }));
+  });
+
+  it('an audit row edited to agree with an edited row does not verify, and is refused', async () => {
+    const view = await incompleteErasure();
+    const honest = await storedCertificate(t, view.erasureId);
+    await editToCompleted(view.erasureId);
+    const detail = { erasureId: view.erasureId, digest: certificateDigest(honest.payload), status: 'completed', certificateState: 'provisional', recovered: 0, matches: 0, fingerprintsKept: false };
+    await t.vault.db.db.execute(sql`update audit_log set detail = ${JSON.stringify(detail)} where action = 'erasure.certificate.sign' and key_id = ${view.erasureId}`);
+    await t.vault.epochs.rotate('admin');
+    await t.vault.erasures.finalizeCertificates();
+    const after = await t.vault.erasures.get(view.erasureId);
+    expect(after.certificateState).toBe('provisional');
+    expect(after.residuals.find((r) => r.kind === 'certificate-refused')?.detail).toMatch(/the audit row that recorded its certificate \(row \d+\) does not verify/);
+    expect((await metrics.certificateRefusals.get()).values).toContainEqual(expect.objectContaining({ labels: { reason: 'audit' }, value: 1 }));
+  });
+
+  it('an older genuine certificate put back in place of the newest one is refused (the audit chain recorded a newer one)', async () => {
+    const view = await erase(t, await subjectWith(t, 1));
+    const first = await storedCertificate(t, view.erasureId);
+    // a second genuine certificate of the same erasure, recorded in the chain: the vault signs the same outcome again
+    const again = await t.vault.certificateKeys.sign({ ...first.payload, issuedAt: new Date(Date.now() + 1000).toISOString() });
+    await t.vault.db.db.transaction(async (tx) => {
+      await t.vault.audit.append(tx, [{ actor: 'erasure', action: 'erasure.certificate.sign', keyId: view.erasureId, detail: { erasureId: view.erasureId, digest: certificateDigest(again.payload), status: 'completed', certificateState: 'provisional', recovered: 0, matches: 0, fingerprintsKept: false, signingKeyId: String(again.payload.signingKeyId) } }]);
+    });
+    await t.vault.epochs.rotate('admin');
+    await t.vault.erasures.finalizeCertificates();
+    const after = await t.vault.erasures.get(view.erasureId);
+    expect(after.certificateState).toBe('provisional');
+    expect(after.residuals.find((r) => r.kind === 'certificate-refused')?.detail).toMatch(/not the one the audit chain recorded as signed last/);
   });
 });
 

@@ -4,7 +4,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'drizzle-orm';
 import { verifyCertificate } from '../../src/crypto/certificate.js';
+import { queryRows } from '../../src/db/client.js';
 import { isLetheError } from '../../src/errors.js';
 import { minioEnv, openTestVault, type TestVault } from '../support/vault.js';
 
@@ -146,6 +148,36 @@ describe('erasure scenarios (PostgreSQL + MinIO)', () => {
     expect(bounded.class).toBe('C');
     expect(bounded.status).toBe('completed');
     expect(bounded.residuals.find((r) => r.kind === 'parametric')).toMatchObject({ bound: 0.01 });
+  });
+
+  it('class C: the stated unlearning method is sealed with the request — no column of the erasure holds it — and the bound alone decides', async () => {
+    const A = `user:c3-${tag()}`;
+    const e = await append(A, `Allergic to pollen ${tag()}`);
+    await tv.vault.exposures.register({ corpus: 'ft-2026-13', model: 'agent-ft', ids: [e] }, 'admin');
+    const method = `SISA retrain of shard ${tag()}`;
+    const { erasureId } = await tv.vault.erasures.request({ subject: A, unlearning: { method, bound: 0.02 } }, 'eraser');
+    const [open] = await queryRows<Record<string, unknown>>(tv.vault.db.db, sql`select * from erasures where erasure_id = ${erasureId}`);
+    expect(open!.unlearning).toEqual({ bound: 0.02 });
+    const view = await tv.vault.erasures.settle(erasureId);
+    expect(view.status).toBe('completed');
+    expect(view.residuals.find((r) => r.kind === 'parametric')).toMatchObject({ bound: 0.02 });
+    // not in any column (the state's residuals and the certificate included), not in the view
+    const [row] = await queryRows<Record<string, unknown>>(tv.vault.db.db, sql`select * from erasures where erasure_id = ${erasureId}`);
+    const clear = Object.values(row!).map((v) => (v instanceof Uint8Array ? Buffer.from(v).toString('latin1') : JSON.stringify(v))).join('\n');
+    expect(clear).not.toContain(method);
+    expect(clear).not.toContain('SISA');
+    expect(JSON.stringify(view)).not.toContain('SISA');
+  });
+
+  it('class C: an erasure stored before the method was sealed (the method in the clear column) still reads and completes on its bound', async () => {
+    const A = `user:c4-${tag()}`;
+    const e = await append(A, `Allergic to dust ${tag()}`);
+    await tv.vault.exposures.register({ corpus: 'ft-2026-14', model: 'agent-ft', ids: [e] }, 'admin');
+    const { erasureId } = await tv.vault.erasures.request({ subject: A }, 'eraser');
+    await tv.vault.db.db.execute(sql`update erasures set unlearning = ${JSON.stringify({ method: 'legacy retrain', bound: 0.03 })}::jsonb where erasure_id = ${erasureId}`);
+    const view = await tv.vault.erasures.settle(erasureId);
+    expect(view.status).toBe('completed');
+    expect(view.residuals.find((r) => r.kind === 'parametric')).toMatchObject({ bound: 0.03 });
   });
 
   it('is idempotent per subject while open, and 404s a subject lethe never saw', async () => {

@@ -11,11 +11,15 @@
  *   one signed by the CA works (facade and CLI);
  * - production: plain HTTP on a non-loopback host refuses to start (exit 2, saying why and
  *   the two ways out); LETHE_BEHIND_TLS_PROXY=true lets it start; loopback plain HTTP is fine;
- * - the TLS files: a missing or mismatched key, or only one of the pair, exit 2 naming the variable.
+ * - the TLS files: a missing or mismatched key, or only one of the pair, exit 2 naming the variable;
+ * - the cipher suites: TLS 1.2 only with ECDHE and AES-GCM / ChaCha20-Poly1305 (a client offering
+ *   only `AES128-SHA`, RSA key exchange, is refused by a server with an RSA certificate, and one
+ *   offering only a CBC suite by the ECDSA one); TLS 1.3 as before.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { connect, type SecureVersion } from 'node:tls';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Lethe, LetheWriter, UnreachableError } from '../../src/client/index.js';
@@ -61,6 +65,25 @@ function makeLeaf(name: string, ca: string, extensions: string): void {
   openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`]);
   writeFileSync(file(`${name}.ext`), `basicConstraints=CA:FALSE\n${extensions}\n`);
   openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.crt`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`]);
+}
+
+/** An RSA (2048) leaf signed by `ca`: the certificate kind under which `AES128-SHA` (RSA key exchange) can be negotiated. */
+function makeRsaLeaf(name: string, ca: string, extensions: string): void {
+  openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`]);
+  writeFileSync(file(`${name}.ext`), `basicConstraints=CA:FALSE\n${extensions}\n`);
+  openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.crt`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`]);
+}
+
+/** A TLS handshake with the service offering only `ciphers` at `version`: the suite it agreed on, or the error that ended it. */
+function handshake(port: number, version: SecureVersion, ciphers: string): Promise<{ cipher: string; protocol: string | null } | { error: string }> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port, ca: pem('ca.crt'), minVersion: version, maxVersion: version, ciphers, servername: 'localhost' }, () => {
+      const agreed = { cipher: socket.getCipher().standardName, protocol: socket.getProtocol() };
+      socket.end();
+      resolve(agreed);
+    });
+    socket.on('error', (e: NodeJS.ErrnoException) => resolve({ error: e.code ?? e.message }));
+  });
 }
 
 /** The url the "lethe listening" line names. */
@@ -240,6 +263,33 @@ describe('production and plain HTTP', () => {
     } finally {
       await loopback.stop();
     }
+  });
+});
+
+describe('the cipher suites', () => {
+  let rsaService: RunningService | undefined;
+  afterAll(async () => {
+    await rsaService?.stop();
+  });
+
+  it('with an RSA certificate, a client offering only AES128-SHA (no forward secrecy) is refused; ECDHE-RSA with AES-GCM or ChaCha20 and TLS 1.3 are taken', { timeout: TIMEOUT }, async () => {
+    makeRsaLeaf('rsa-server', 'ca', 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth');
+    rsaService = await serve({ LETHE_TLS_CERT: file('rsa-server.crt'), LETHE_TLS_KEY: file('rsa-server.key') });
+    for (const weak of ['AES128-SHA', 'AES256-GCM-SHA384', 'ECDHE-RSA-AES128-SHA', 'ECDHE-RSA-AES128-SHA256']) {
+      expect(await handshake(rsaService.port, 'TLSv1.2', weak), weak).toHaveProperty('error');
+    }
+    for (const strong of ['ECDHE-RSA-AES128-GCM-SHA256', 'ECDHE-RSA-AES256-GCM-SHA384', 'ECDHE-RSA-CHACHA20-POLY1305']) {
+      expect(await handshake(rsaService.port, 'TLSv1.2', strong), strong).toMatchObject({ protocol: 'TLSv1.2' });
+    }
+    expect(await handshake(rsaService.port, 'TLSv1.3', 'TLS_AES_128_GCM_SHA256')).toMatchObject({ protocol: 'TLSv1.3', cipher: 'TLS_AES_128_GCM_SHA256' });
+  });
+
+  it('with an ECDSA certificate, a client offering only CBC suites is refused; ECDHE-ECDSA with AES-GCM is taken', { timeout: TIMEOUT }, async () => {
+    for (const weak of ['ECDHE-ECDSA-AES128-SHA', 'ECDHE-ECDSA-AES256-SHA384']) {
+      expect(await handshake(tlsService.port, 'TLSv1.2', weak), weak).toHaveProperty('error');
+    }
+    expect(await handshake(tlsService.port, 'TLSv1.2', 'ECDHE-ECDSA-AES128-GCM-SHA256')).toMatchObject({ protocol: 'TLSv1.2', cipher: 'TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256' });
+    expect(await handshake(tlsService.port, 'TLSv1.3', 'TLS_CHACHA20_POLY1305_SHA256')).toMatchObject({ protocol: 'TLSv1.3' });
   });
 });
 

@@ -147,6 +147,8 @@ export function residualSentence(r: Residual, context: ResidualContext = {}): st
     }
     case 'fingerprints':
       return 'Sealed fingerprints of the erased records, which cannot be turned back into text, are kept so the check can run again after a redaction or after a ruling is revoked; they are destroyed once a check finds nothing left.';
+    case 'certificate-refused':
+      return "The service refused to make this erasure's certificate final: the erasure's records were changed after its certificate was signed, and they no longer agree with what the service signed and recorded. Someone should look into who changed them; until then the certificate is not final.";
     default:
       return 'Something else may remain; the technical detail below describes it.';
   }

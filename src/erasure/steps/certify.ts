@@ -7,7 +7,7 @@
  */
 import { certificatePayload, wrappedEpochs } from '../certificates.js';
 import { assertCertificateTransition, type ErasureClass, type ErasureStatus } from '../machine.js';
-import { UnlearningSchema } from '../request.js';
+import { unlearningBoundOf } from '../request.js';
 import { forgottenEntries } from '../forget.js';
 import { residuals } from '../residuals.js';
 import { inEffect, readableByRuling } from '../view.js';
@@ -18,7 +18,7 @@ export const certify: Step = {
   async run({ res, row, state }) {
     const cls: ErasureClass = row.class ?? 'A';
     const probe = state.probe ?? { recovered: 1, threshold: res.probeThreshold, matches: [] };
-    const unlearning = row.unlearning === null ? null : UnlearningSchema.parse(row.unlearning);
+    const unlearning = unlearningBoundOf(row);
     // entries the probe could not see (still queued for indexing past its wait) leave the erasure incomplete
     const ok = probe.recovered <= probe.threshold && (cls !== 'C' || unlearning !== null) && !(probe.unindexed && probe.unindexed > 0);
     const status: ErasureStatus = ok ? 'completed' : 'incomplete';

@@ -15,6 +15,11 @@ export const propagate: Step = {
     const destroyed = (await res.destructions.ledger(keys)).map((r) => r.keyId);
     const waiting = await awaitDurable(ctx, destroyed);
     if (waiting) return waiting;
+    // where the chain stood once they were durable: signed into the certificate, a restore's witness (src/backups/anchor.ts)
+    if (destroyed.length > 0) {
+      const position = await res.backups.ledgerPosition();
+      if (position) state.ledger = position;
+    }
     return { detail: await eraseTier(ctx, 'backups') };
   },
 };

@@ -145,6 +145,7 @@ export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, services: Serv
       responses: {
         200: json(ArtifactSchema, 'The current version'),
         404: problemResponse('not_found'),
+        409: problemResponse('erasure_in_progress: the artifact is derived from records being erased; served again once regenerated'),
         410: problemResponse('artifact_erased: no source survived an erasure'),
         ...authErrors,
       },
