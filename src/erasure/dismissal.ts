@@ -84,7 +84,12 @@ export async function proposeDismissal(res: ErasureResources, erasureId: string,
       // the probe may have run again since (a redaction): a proposal stands only on matches it still names
       const named = assertNamed(locked, byId.keys());
       const pending = (locked.dismissals ?? []).filter((d) => byId.has(d.id) && (d.status === 'proposed' || inEffect(d)));
-      if (pending.length > 0) throw new LetheError('conflict', `matches: ${pending.length} id(s) already have a proposed or approved dismissal (${pending[0]!.dismissalId ?? 'an earlier ruling'})`);
+      if (pending.length > 0) {
+        throw new LetheError(
+          'conflict',
+          `matches: ${pending.length} id(s) already have a proposed or approved dismissal (${pending[0]!.dismissalId ?? 'an earlier ruling'}): approve or revoke it, then propose again if need be`,
+        );
+      }
       locked.dismissals = [
         ...(locked.dismissals ?? []),
         ...[...byId].map(([id, reason]): ProbeDismissal => {
