@@ -202,6 +202,13 @@ describe("the report's first page", () => {
     expect(text(bare)).toContain(`2 entries of the person with keyed hash ${view.subjectHash} were forgotten`);
   });
 
+  it('a completion on a ruling never says "found nothing recoverable": it says a ruling kept records readable', () => {
+    expect(text(section(html, 'page-one'))).toContain('found nothing recoverable');
+    const ruled = text(section(renderReport({ ...view, readableByRuling: ['entry_z'] }, { generatedAt }), 'page-one'));
+    expect(ruled).not.toContain('found nothing recoverable');
+    expect(ruled).toContain('Completed on a ruling: the data is erased, but the reconstruction check found 1 record that still carries the erased information and stays readable');
+  });
+
   it('prints on A4 with the timeline, the technical detail and the appendix each from a new page, and no navigation', () => {
     const css = /<style>([\s\S]*?)<\/style>/.exec(html)![1]!;
     expect(css).toMatch(/@page\{size:A4/);

@@ -54,7 +54,7 @@ export const STATUS_IN_WORDS: { readonly [K in ErasureStatus]: string } = {
  * on a ruling: never "found nothing recoverable" when a ruling kept something readable.
  */
 export function completedWithRulings(n: number): string {
-  return `Completed on a ruling: the data is erased, but the reconstruction check found ${plural(n, 'record', 'records')} that still carry the erased information and stay readable, because one person proposed and a second approved the ruling that ${n === 1 ? 'it does' : 'they do'} not (listed under "What remains").`;
+  return `Completed on a ruling: the data is erased, but the reconstruction check found ${plural(n, 'record', 'records')} that still ${n === 1 ? 'carries' : 'carry'} the erased information and ${n === 1 ? 'stays' : 'stay'} readable, because one person proposed and a second approved the ruling that ${n === 1 ? 'it does' : 'they do'} not (listed under "What remains").`;
 }
 
 /** A short label for an outcome in the history. */
