@@ -4,7 +4,7 @@
  * (erased record, surviving record) saying whether the surviving record carries the
  * erased record's content.
  *
- * The store (~4,800 records) is what an agent accumulates about a few hundred people:
+ * The store (~5,000 records) is what an agent accumulates about a few hundred people:
  * personal notes written from a dozen fact templates (so their phrasing recurs, as an
  * agent's note-taking habits do), chat turns that restate those facts, emails to the
  * agent's user with greetings, company signatures and disclaimers, templated reminders,
