@@ -57,8 +57,11 @@ const IGNORABLE = /\p{Default_Ignorable_Code_Point}/gu;
 const NON_ASCII = /[^\x00-\x7f]/;
 const NON_ASCII_CHAR = /[^\x00-\x7f]/gu;
 const DIACRITICS = /[\u0300-\u036f]/g;
-/** A separator of up to three spaces, dots, dashes or brackets between two digits. */
-const DIGIT_SEPARATOR = /(?<=\d)[\p{Zs}\t.\p{Pd}()]{1,3}(?=\d)/gu;
+/**
+ * A separator of up to three spaces, dots, dashes or brackets between two digit groups,
+ * each a whole word ("f1 0" and "30 4pm" stay apart: a code or a time is not a number's group).
+ */
+const DIGIT_SEPARATOR = /(?<=(?<![\p{L}\p{N}])\p{Nd}+)[\p{Zs}\t.\p{Pd}()]{1,3}(?=\p{Nd}+(?![\p{L}\p{N}]))/gu;
 
 const LETTER_OR_DIGIT = /^[\p{L}\p{N}\p{M}]$/u;
 const ASCII_ALNUM = /^[a-zA-Z0-9]+$/;

@@ -28,8 +28,9 @@ describe('comparisonForm', () => {
   it('joins a number whatever its separators: spaces, dashes, dots, brackets, or none', () => {
     const forms = ['+44 20 7946 0958', '442079460958', '44-20-7946-0958', '44.20.7946.0958', '+44 (20) 7946 0958', '44\u201320\u20137946\u20130958', '４４ ２０ ７９４６ ０９５８'];
     for (const f of forms) expect(tokenize(`call ${f} now`), f).toEqual(['call', '442079460958', 'now']);
-    // a number beside words stays apart from them
+    // a number beside words stays apart from them; a group that is part of a word is not a number's group
     expect(tokenize('room 12, floor 3')).toEqual(['room', '12', 'floor', '3']);
+    expect(tokenize('user:f1 0, A4 20, at 10 30pm')).toEqual(['user', 'f1', '0', 'a4', '20', 'at', '10', '30pm']);
   });
 
   it('gives a disguised copy the same keyed shingles as the plain text', () => {
