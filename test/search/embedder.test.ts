@@ -199,6 +199,11 @@ describe('OpenAiEmbedder against a local OpenAI-compatible endpoint', () => {
     expect(req!.body).toEqual({ model: 'text-embed-small', input: ['first text', 'second text'] });
   });
 
+  it('sends each text with its disguises undone (zero-width characters dropped, look-alike letters as the Latin they imitate), case and accents kept', async () => {
+    await embedder().embed(['Wаl\u200bter\u00ad kеeps the café key']);
+    expect(server.requests[0]!.body).toEqual({ model: 'text-embed-small', input: ['Walter keeps the café key'] });
+  });
+
   it('sends no authorization header when it has no key', async () => {
     await embedder({ apiKey: undefined }).embed(['x']);
     expect(server.requests[0]!.headers.authorization).toBeUndefined();
