@@ -92,6 +92,27 @@ describe('re-indexing rows of an older comparison form', () => {
     expect(t.vault.vectors.lexical.has(artifact.artifactId)).toBe(true);
   });
 
+  it('another replica loads the re-indexed rows although it holds them under the same key', async () => {
+    const replica = await t.reopen();
+    const setOn = (app: typeof replica, id: string) => {
+      const slot = app.vectors.lexical.slotOf(id);
+      return slot === undefined ? undefined : [...app.vectors.lexical.setAt(slot)!];
+    };
+    const copy = await legacyEntry(phone());
+    // both replicas hold the row as the older lethe sealed it
+    await t.vault.vectors.rebuild();
+    await replica.vectors.rebuild();
+    const legacy = setOn(replica, copy);
+    expect(legacy).toEqual(setOn(t.vault, copy));
+    await t.vault.reindex();
+    const current = setOn(t.vault, copy);
+    expect(current).not.toEqual(legacy);
+    // told over NOTIFY that the row was rewritten under the key it already had
+    const deadline = Date.now() + 15_000;
+    while (JSON.stringify(setOn(replica, copy)) !== JSON.stringify(current) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    expect(setOn(replica, copy)).toEqual(current);
+  });
+
   it('an app that migrates re-indexes at start-up; one that may not migrate leaves the rows and says so', async () => {
     const stale = await legacyEntry(phone());
     const unmigrated = await t.reopen({ migrate: false, listen: false });
