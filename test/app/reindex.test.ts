@@ -7,9 +7,11 @@
  * rows for `lethe reindex`.
  */
 import { randomBytes, randomInt } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
+import { createLogger } from '../../src/observability/logger.js';
 import { sealEmbedding, upsertEmbeddings } from '../../src/vectors/embeddings.js';
 import { FOLD_VERSION } from '../../src/vectors/fold.js';
 import { openTestApp, type TestApp } from '../support/vault.js';
@@ -115,9 +117,17 @@ describe('re-indexing rows of an older comparison form', () => {
 
   it('an app that migrates re-indexes at start-up; one that may not migrate leaves the rows and says so', async () => {
     const stale = await legacyEntry(phone());
-    const unmigrated = await t.reopen({ migrate: false, listen: false });
+    const warnings: Array<{ msg?: string; stale?: number }> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) warnings.push(JSON.parse(line) as { msg?: string; stale?: number });
+        done();
+      },
+    });
+    const unmigrated = await t.reopen({ migrate: false, listen: false, logger: createLogger('warn', sink) });
     expect(unmigrated.reindexed).toBeUndefined();
     expect(await foldVersionOf(stale)).toBe(1);
+    expect(warnings.find((w) => w.msg?.includes('older comparison form'))).toMatchObject({ stale: 1, msg: expect.stringContaining('lethe reindex') });
     const migrated = await t.reopen({ listen: false });
     expect(migrated.reindexed).toEqual({ stale: 1, reindexed: 1, left: 0 });
     expect(await foldVersionOf(stale)).toBe(FOLD_VERSION);
