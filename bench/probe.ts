@@ -3,9 +3,9 @@
  * survives, and what its lexical part costs as the store grows. Needs
  * `node --expose-gc` (run.ts passes it, and a larger heap).
  *
- *   1. quality  the labelled evaluation set (test/probe-eval/corpus.ts: ~4,800 records of
- *               agent memory over a few hundred subjects, 240 labelled (erased, surviving)
- *               pairs in 8 categories), run through evaluateProbe (test/probe-eval/
+ *   1. quality  the labelled evaluation set (test/probe-eval/corpus.ts: ~5,000 records of
+ *               agent memory over a few hundred subjects, 360 labelled (erased, surviving)
+ *               pairs in 12 categories, four of them disguised copies), run through evaluateProbe (test/probe-eval/
  *               evaluate.ts: the whole store in one ShingleIndex and HashingEmbedder(512);
  *               each erased subject's records removed, fingerprinted, scored by scoreProbe
  *               with the vector-index neighbours as extra candidates, put back). Figures:
@@ -32,7 +32,7 @@
  *               subject, not the store), candidates examined, capped shingles.
  */
 import { type CategoryFigures, evaluateProbe } from '../test/probe-eval/evaluate.js';
-import { generateCorpus } from '../test/probe-eval/corpus.js';
+import { DISGUISE_CATEGORIES, generateCorpus } from '../test/probe-eval/corpus.js';
 import { scoreProbe, type RecordFingerprint, COMMON_FRACTION, COMMON_MIN_RECORDS, POSTINGS_BUDGET } from '../src/erasure/probe.js';
 import { STOP_WORDS } from '../src/vectors/embedder.js';
 import { POSTING_SHARDS, ShingleIndex } from '../src/vectors/shingle-index.js';
@@ -417,10 +417,12 @@ export async function runProbe(): Promise<ProbeResult> {
   }
   const ratio = large.probe.medianMs / small.probe.medianMs;
   const quoteRecall = Math.min(...quality.categories.filter((c) => QUOTE_CATEGORIES.includes(c.category)).map((c) => c.recall ?? 0));
+  const disguiseRecall = Math.min(...quality.categories.filter((c) => DISGUISE_CATEGORIES.includes(c.category)).map((c) => c.recall ?? 0));
   const aims = [
     aim(`lexical probe median, ${fmtInt(largeN)} ÷ ${fmtInt(smallN)} records`, ratio, '<= 2', ratio <= 2),
     aim(`probe precision on the evaluation set (${quality.pairs} pairs)`, quality.precision, '>= 0.95', quality.precision >= 0.95),
     aim(`probe recall, ${QUOTE_CATEGORIES.join(' and ')} (lowest)`, quoteRecall, '= 1', quoteRecall >= 1),
+    aim(`probe recall, disguised copies: ${DISGUISE_CATEGORIES.join(', ')} (lowest)`, disguiseRecall, '= 1', disguiseRecall >= 1),
   ];
   return {
     quality,

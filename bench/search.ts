@@ -834,7 +834,7 @@ async function measureRebuild(records: number, runs: number): Promise<Omit<Rebui
           dek,
         );
         for (const e of sealed) {
-          batch.push({ recordId: e.recordId, recordType: e.recordType, keyId: e.keyId, model: e.model, sealed: e.sealed });
+          batch.push({ recordId: e.recordId, recordType: e.recordType, keyId: e.keyId, model: e.model, sealed: e.sealed, foldVersion: e.foldVersion });
           if (batch.length === 500) {
             await upsertEmbeddings(vault.db.db, batch);
             batch = [];

@@ -47,6 +47,7 @@ import { ShingleHasher } from '../vectors/shingles.js';
 import { DestructionCursor } from '../vault/catch-up.js';
 import { ReplicaHeartbeats } from '../vault/replicas.js';
 import { ReplicaPresence } from './replica.js';
+import { reindex, type ReindexResult } from './reindex.js';
 import { applyCaughtUp, handleReplicaEvents, subscribe } from './subscribers.js';
 
 /** Everything the app holds: what the routes call (Services) and what only the app and the CLI reach. */
@@ -63,6 +64,10 @@ export interface App extends Services {
   readonly vectors: Vectors;
   /** This replica's heartbeat and destruction cursor (absent when it does not listen: a CLI command). */
   readonly replica: ReplicaPresence | undefined;
+  /** What the start-up re-index did (src/app/reindex.ts): undefined when this app did not migrate. */
+  readonly reindexed: ReindexResult | undefined;
+  /** Re-indexes the sealed rows of an older comparison form now (`lethe reindex`). */
+  reindex(): Promise<ReindexResult>;
   close(): Promise<void>;
 }
 
@@ -268,6 +273,8 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
     zeroize(principalKey);
     const parts = { keys, destructions, vectors, log, backups, erasures, cache, provider, metrics, logger, events };
     subscribe(parts);
+    const runReindex = () => reindex({ vectors, log, artifacts });
+    let reindexed: ReindexResult | undefined;
     if (options.prepare ?? true) {
       await objects.ensureBucket({ versioned: true });
       await backupObjects.ensureBucket({
@@ -291,6 +298,17 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
         else logger.info(message);
       }
       const epoch = await epochs.ensureActive('system');
+      // rows shingled and embedded with an older comparison form are computed again from their text, before the indexes load them
+      if (migrating) {
+        reindexed = await runReindex();
+        if (reindexed.stale > 0) logger.info({ ...reindexed }, 're-indexed sealed rows of an older comparison form');
+        if (reindexed.left > 0) logger.warn({ left: reindexed.left }, 'some sealed rows of an older comparison form could not be re-indexed (their text is not readable now)');
+      } else {
+        const stale = await vectors.countStale();
+        if (stale > 0) {
+          logger.warn({ stale }, 'sealed rows of an older comparison form wait for a re-index: disguised copies in them are not found until `lethe reindex` (or `lethe migrate`) runs');
+        }
+      }
       logger.info({ epoch, database: db.kind, provider: provider.name, objectStore: objects.kind }, 'vault ready');
       if (provider instanceof ExternalKeyProvider && provider.keyringEpochs().length > 0) {
         logger.warn(
@@ -355,6 +373,8 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       events,
       vectors,
       replica: presence,
+      reindexed,
+      reindex: runReindex,
       log,
       artifacts,
       exposures,

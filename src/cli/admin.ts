@@ -1,6 +1,6 @@
 /**
  * The local admin commands, run on this configuration (no running service needed):
- * serve, migrate, kek, log, audit (they open the app) and token (certificate: its own
+ * serve, migrate, reindex, kek, log, audit (they open the app) and token (certificate: its own
  * file, certificate.ts). The app, the server and token hashing load
  * on first use, so that a client command does not load them.
  */
@@ -44,6 +44,27 @@ export function addMigrate(program: Command): void {
       await withApp(async (app) => {
         const active = (await app.epochs.list()).find((e) => e.state === 'active');
         out({ migrated: true, database: app.db.kind, activeEpoch: active?.epoch ?? null });
+      });
+    });
+}
+
+/**
+ * `lethe reindex`: sealed rows shingled and embedded with an older comparison form
+ * computed again from their text (src/app/reindex.ts). Opening the app migrates, which
+ * re-indexes already; a second pass takes what was written meanwhile. Exit 1 when rows
+ * are left (their text could not be read now).
+ */
+export function addReindex(program: Command): void {
+  program
+    .command('reindex')
+    .description('Re-index sealed rows shingled and embedded with an older comparison form (also done by migrate and at start-up).')
+    .action(async () => {
+      await withApp(async (app) => {
+        const again = await app.reindex();
+        const first = app.reindexed ?? { stale: 0, reindexed: 0, left: 0 };
+        const result = { reindexed: first.reindexed + again.reindexed, left: again.left };
+        out(result);
+        if (result.left > 0) throw new ExitError(`${result.left} sealed row(s) could not be re-indexed: their text is not readable now`, 1);
       });
     });
 }

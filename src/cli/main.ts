@@ -17,7 +17,7 @@ import { Command, CommanderError } from 'commander';
 import { CONFIG_VARIABLES, ConfigError } from '../config/index.js';
 import { isLetheError } from '../errors.js';
 import { describeError } from '../observability/logger.js';
-import { addAudit, addKek, addLog, addMigrate, addServe, addToken } from './admin.js';
+import { addAudit, addKek, addLog, addMigrate, addReindex, addServe, addToken } from './admin.js';
 import { addBackup } from './backup.js';
 import { addCertificate } from './certificate.js';
 import { addErase, addErasure } from './erasure.js';
@@ -41,6 +41,7 @@ export function buildProgram(): Command {
   // in the order `lethe --help` lists them
   addServe(program);
   addMigrate(program);
+  addReindex(program);
   addKek(program);
   addLog(program);
   addBackup(program);

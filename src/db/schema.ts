@@ -273,6 +273,8 @@ export const embeddings = pgTable(
     keyId: text('key_id').notNull(),
     model: text('model').notNull(),
     sealed: bytea('sealed').notNull(),
+    /** The comparison form (src/vectors/fold.ts FOLD_VERSION) the sealed shingles and vector were computed from: older rows are re-indexed. */
+    foldVersion: integer('fold_version').notNull().default(1),
   },
   // (key id, record id): rebuild pages walk it; destruction deletes by its prefix
   (t) => [index('embeddings_key').on(t.keyId, t.recordId)],

@@ -10,6 +10,7 @@
  * model behind the OpenAI-compatible adapter does that.
  */
 import { LetheError } from '../errors.js';
+import { comparisonForm } from './fold.js';
 
 export interface Embedder {
   /** Names the vector space: vectors of different models are never compared. */
@@ -39,8 +40,9 @@ export function stem(word: string): string {
   return word;
 }
 
+/** The words of a text's comparison form (fold.ts: disguises undone, lower case, accents dropped, digit runs joined). */
 export function tokenize(text: string): string[] {
-  return text.toLowerCase().normalize('NFKD').replace(/[\u0300-\u036f]/g, '').match(/[\p{L}\p{N}]+/gu) ?? [];
+  return comparisonForm(text).match(/[\p{L}\p{N}]+/gu) ?? [];
 }
 
 /** FNV-1a, 32 bits: a fast non-cryptographic hash for feature buckets (not a secret). */

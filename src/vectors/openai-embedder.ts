@@ -5,6 +5,7 @@
  */
 import { LetheError } from '../errors.js';
 import { type Embedder, normalize } from './embedder.js';
+import { unmask } from './fold.js';
 
 export interface OpenAiEmbedderOptions {
   /** Base URL, e.g. http://127.0.0.1:11434 (the adapter appends /v1/embeddings). */
@@ -39,7 +40,8 @@ export class OpenAiEmbedder implements Embedder {
           'content-type': 'application/json',
           ...(this.#o.apiKey ? { authorization: `Bearer ${this.#o.apiKey}` } : {}),
         },
-        body: JSON.stringify({ model: this.#o.model, input: texts }),
+        // disguises undone (fold.ts): a look-alike copy is embedded as the text it imitates
+        body: JSON.stringify({ model: this.#o.model, input: texts.map(unmask) }),
         signal: AbortSignal.timeout(this.#o.timeoutMs ?? 30_000),
       });
     } catch (e) {

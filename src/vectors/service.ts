@@ -20,7 +20,17 @@ import type { Metrics } from '../observability/metrics.js';
 import type { KeyService } from '../vault/keys.js';
 import type { VersionKeys } from '../vault/version-keys.js';
 import type { Embedder } from './embedder.js';
-import { openSealedRecord, resealEmbedding, type SealedEmbedding, sealEmbedding, storedForm } from './embeddings.js';
+import { FOLD_VERSION } from './fold.js';
+import {
+  embeddingsJson,
+  notifyEmbeddings,
+  openSealedRecord,
+  resealEmbedding,
+  type SealedEmbedding,
+  sealEmbedding,
+  storedForm,
+  type WrittenEmbedding,
+} from './embeddings.js';
 import { BatchBuilder, type BatchRow, type OpenedBatch } from './open-batch.js';
 import { type Opener, openers } from './open-pool.js';
 import { ShingleIndex } from './shingle-index.js';
@@ -47,7 +57,7 @@ function workersFor(rows: number, pageSize: number): number {
   return rows < pageSize ? Math.min(cores, Math.ceil(rows / BATCH_ROWS)) : cores;
 }
 
-type SealedRow = { record_id: string; record_type: RecordType; key_id: string; model: string; sealed: Uint8Array };
+type SealedRow = { record_id: string; record_type: RecordType; key_id: string; model: string; sealed: Uint8Array; fold_version: number };
 
 /** A sealed row with the vector and shingle set it will read back as. */
 export type Sealed = SealedEmbedding & { readonly vector: Float32Array; readonly shingles: Float64Array };
@@ -239,6 +249,7 @@ export class Vectors {
         keyId: r.keyId,
         model,
         sealed: sealEmbedding(r.key, { recordId: r.recordId, keyId: r.keyId, model }, vectors[i]!, shingles),
+        foldVersion: FOLD_VERSION,
         // what a restart will read back, so scores do not move across restarts
         vector: storedForm(vectors[i]!),
         shingles,
@@ -252,7 +263,7 @@ export class Vectors {
    * re-key's transaction, and opened to publish after it commits.
    */
   async reseal(from: { keyId: string; key: Uint8Array }, to: { keyId: string; key: Uint8Array }, recordIds: ReadonlySet<string>): Promise<Array<IndexedRecord & SealedEmbedding>> {
-    const rows = await queryRows<SealedRow>(this.#d.db, sql`select record_id, record_type, key_id, model, sealed from embeddings where key_id = ${from.keyId}`);
+    const rows = await queryRows<SealedRow>(this.#d.db, sql`select record_id, record_type, key_id, model, sealed, fold_version from embeddings where key_id = ${from.keyId}`);
     const out: Array<IndexedRecord & SealedEmbedding> = [];
     for (const [i, row] of rows.entries()) {
       // two envelope operations a row: let requests run between chunks
@@ -267,7 +278,17 @@ export class Vectors {
       );
       // what #open would answer: the vector only when it is of this embedder's model
       const vector = row.model === this.embedder.model ? moved.opened.vector : undefined;
-      out.push({ recordId: row.record_id, recordType: row.record_type, keyId: to.keyId, model: row.model, sealed: moved.sealed, vector, shingles: moved.opened.shingles });
+            // the same bytes under another key: still of the comparison form they were computed with
+      out.push({
+        recordId: row.record_id,
+        recordType: row.record_type,
+        keyId: to.keyId,
+        model: row.model,
+        sealed: moved.sealed,
+        foldVersion: row.fold_version,
+        vector,
+        shingles: moved.opened.shingles,
+      });
     }
     return out;
   }
@@ -443,7 +464,7 @@ export class Vectors {
       for (;;) {
         const rows = await queryRows<SealedRow>(
           this.#d.db,
-          sql`select record_id, record_type, key_id, model, sealed from embeddings
+          sql`select record_id, record_type, key_id, model, sealed, fold_version from embeddings
                ${after ? sql`where (key_id, record_id) > (${after.keyId}, ${after.recordId})` : sql``}
                order by key_id, record_id limit ${pageSize}`,
         );
@@ -568,7 +589,7 @@ export class Vectors {
 
   /** Loads one record's sealed row (another replica wrote it). */
   async load(recordId: string): Promise<void> {
-    const [row] = await queryRows<SealedRow>(this.#d.db, sql`select record_id, record_type, key_id, model, sealed from embeddings where record_id = ${recordId}`);
+    const [row] = await queryRows<SealedRow>(this.#d.db, sql`select record_id, record_type, key_id, model, sealed, fold_version from embeddings where record_id = ${recordId}`);
     if (!row) return;
     let key: Uint8Array;
     try {
@@ -590,6 +611,77 @@ export class Vectors {
     const opened = openSealedRecord(key, { recordId: row.record_id, keyId: row.key_id, model: row.model }, sealed, this.embedder.dimensions);
     const vector = row.model === this.embedder.model ? opened.vector : undefined;
     return { recordId: row.record_id, recordType: row.record_type, keyId: row.key_id, vector, shingles: opened.shingles };
+  }
+
+  /**
+   * Sealed rows of live keys whose shingles and vector were computed with an older
+   * comparison form than FOLD_VERSION (fold.ts), in record-id order after `after`: what a
+   * re-index reads the text of again (src/app/reindex.ts).
+   */
+  async staleRows(limit: number, after?: string): Promise<Array<{ recordId: string; recordType: RecordType; keyId: string }>> {
+    const rows = await queryRows<{ record_id: string; record_type: RecordType; key_id: string }>(
+      this.#d.db,
+      sql`select record_id, record_type, key_id from embeddings e
+           where fold_version < ${FOLD_VERSION} ${after === undefined ? sql`` : sql`and record_id > ${after}`}
+             and not exists (select 1 from destruction_ledger d where d.key_id = e.key_id)
+           order by record_id limit ${limit}`,
+    );
+    return rows.map((r) => ({ recordId: r.record_id, recordType: r.record_type, keyId: r.key_id }));
+  }
+
+  /** How many sealed rows of live keys are of an older comparison form (0: nothing to re-index). */
+  async countStale(): Promise<number> {
+    const [row] = await queryRows<{ n: string | number }>(
+      this.#d.db,
+      sql`select count(*) as n from embeddings e where fold_version < ${FOLD_VERSION}
+            and not exists (select 1 from destruction_ledger d where d.key_id = e.key_id)`,
+    );
+    return Number(row?.n ?? 0);
+  }
+
+  /**
+   * Re-indexes records from their text, read by the caller under `keyId`: embedded,
+   * shingled and sealed again with this FOLD_VERSION, under the same key. A row is
+   * written over only while it is still under that key and of an older form (a re-key,
+   * a destruction or a newer write meanwhile wins and is left as it is); what was
+   * written is announced and published. Answers how many rows were re-indexed.
+   */
+  async reindex(records: ReadonlyArray<{ recordId: string; recordType: RecordType; keyId: string; text: string }>): Promise<number> {
+    const byKey = new Map<string, Array<(typeof records)[number]>>();
+    for (const r of records) byKey.set(r.keyId, [...(byKey.get(r.keyId) ?? []), r]);
+    let written = 0;
+    for (const [keyId, list] of byKey) {
+      let key: Uint8Array;
+      try {
+        key = await this.#keyFor(list[0]!.recordType, keyId);
+      } catch (e) {
+        if (isLetheError(e, 'key_destroyed') || isLetheError(e, 'not_found')) continue;
+        throw e;
+      }
+      let sealed: Sealed[];
+      try {
+        sealed = await this.sealEach(list.map((r) => ({ ...r, key })));
+      } finally {
+        zeroize(key);
+      }
+      const updated = await this.publishingUnder(keyId, async () => {
+        const rows = await queryRows<{ record_id: string }>(
+          this.#d.db,
+          sql`update embeddings e set model = v.model, sealed = decode(v.sealed, 'hex'), fold_version = v.fold_version
+                from json_to_recordset(${embeddingsJson(sealed)}::json)
+                     as v(record_id text, record_type text, key_id text, model text, sealed text, fold_version integer)
+               where e.record_id = v.record_id and e.key_id = v.key_id and e.fold_version < v.fold_version
+               returning e.record_id`,
+        );
+        const done = new Set(rows.map((r) => r.record_id));
+        const mine = sealed.filter((s) => done.has(s.recordId));
+        this.publish(mine);
+        await notifyEmbeddings(this.#d.db, mine, { rewritten: true });
+        return mine.length;
+      });
+      written += updated;
+    }
+    return written;
   }
 
   /** How many sealed embeddings are stored under a key (what a key's destruction must take with it). */
@@ -625,9 +717,10 @@ export class Vectors {
    * Another replica wrote these records' embeddings (record id, key id): load the
    * ones this index does not already hold under that key (our own writes come back too).
    */
-  loadWritten(records: ReadonlyArray<readonly [string, string]>): void {
-    for (const [recordId, keyId] of records) {
-      if (this.#current.lexical.keyOf(recordId) === keyId) continue;
+  loadWritten(records: readonly WrittenEmbedding[]): void {
+    for (const [recordId, keyId, rewritten] of records) {
+      // held under that key already, unless it was computed again under it (a re-index)
+      if (!rewritten && this.#current.lexical.keyOf(recordId) === keyId) continue;
       // this process committed them and publishes them itself in a moment (a re-key's survivors)
       if (this.#publishing.has(keyId)) continue;
       void this.load(recordId).catch((e: unknown) => this.#d.logger.warn({ err: describeError(e) }, 'could not load an embedding another replica wrote'));

@@ -6,7 +6,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ExtractiveRegenerator } from '../../src/artifacts/regenerator.js';
-import { CATEGORIES, type Category, type EvalCorpus, generateCorpus, POSITIVE, type StoreRecord } from '../probe-eval/corpus.js';
+import { CATEGORIES, type Category, DISGUISE_CATEGORIES, type EvalCorpus, generateCorpus, POSITIVE, type StoreRecord } from '../probe-eval/corpus.js';
 import { evaluateProbe, formatEvaluation, type ProbeEvaluation } from '../probe-eval/evaluate.js';
 
 describe('probe evaluation set', () => {
@@ -46,6 +46,13 @@ describe('probe evaluation set', () => {
   it('flags no other instance of a template and no email sharing only boilerplate', () => {
     for (const c of ['template-only', 'boilerplate'] as const) {
       expect(figures(c).falsePositives, `${c} false alarms: ${JSON.stringify(evaluation.falseAlarms.filter((m) => m.category === c))}`).toBe(0);
+    }
+  });
+
+  it('finds every disguised copy: zero-width spaces, Cyrillic look-alikes, soft hyphens, a number written another way', () => {
+    // measured: 30/30 in each class (before the comparison form: 0, 0, 2 and 5 of 30)
+    for (const c of DISGUISE_CATEGORIES) {
+      expect(figures(c).recall, `${c} misses: ${JSON.stringify(evaluation.misses.filter((m) => m.category === c))}`).toBe(1);
     }
   });
 

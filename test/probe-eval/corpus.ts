@@ -4,7 +4,7 @@
  * (erased record, surviving record) saying whether the surviving record carries the
  * erased record's content.
  *
- * The store (~4,800 records) is what an agent accumulates about a few hundred people:
+ * The store (~5,000 records) is what an agent accumulates about a few hundred people:
  * personal notes written from a dozen fact templates (so their phrasing recurs, as an
  * agent's note-taking habits do), chat turns that restate those facts, emails to the
  * agent's user with greetings, company signatures and disclaimers, templated reminders,
@@ -33,6 +33,15 @@
  *                                 profession
  *   boilerplate                 − another email sharing only the greeting, closing, company signature
  *                                 and disclaimer (each recurring in > 2% of the store)
+ *   disguise-zero-width         + the erased record's main sentence inside another record with a
+ *                                 zero-width space after the first letter of every word
+ *   disguise-look-alike         + the same with Latin letters replaced by their Cyrillic look-alikes
+ *   disguise-soft-hyphen        + the same with a soft hyphen every second letter of each long word
+ *   disguise-number             + a number the subject gave ("Mobile: +44 20 7946 0958") copied with its
+ *                                 digit groups written another way (one side run together, the other
+ *                                 spaced, dashed or dotted)
+ * The disguise pairs are drawn after all the others, so the other categories' pairs are
+ * the same as before they were added.
  *
  * The generator checks its own honesty and throws when a check fails: a no-shared-words
  * paraphrase shares no content word with the erased record; a key-term paraphrase holds
@@ -42,6 +51,7 @@
  */
 import { sentences } from '../../src/artifacts/regenerator.js';
 import { contentWords } from '../../src/vectors/shingles.js';
+import { insideEveryWord, lookAlikes, NUMBER_FORMATS, REPLACED_LATIN, softHyphens } from '../support/disguises.js';
 import { mulberry32 } from '../support/prng.js';
 
 export type Category =
@@ -52,7 +62,11 @@ export type Category =
   | 'paraphrase-no-shared-words'
   | 'template-only'
   | 'public-attribute'
-  | 'boilerplate';
+  | 'boilerplate'
+  | 'disguise-zero-width'
+  | 'disguise-look-alike'
+  | 'disguise-soft-hyphen'
+  | 'disguise-number';
 
 export const CATEGORIES: readonly Category[] = [
   'verbatim-in-long',
@@ -63,7 +77,14 @@ export const CATEGORIES: readonly Category[] = [
   'template-only',
   'public-attribute',
   'boilerplate',
+  'disguise-zero-width',
+  'disguise-look-alike',
+  'disguise-soft-hyphen',
+  'disguise-number',
 ];
+
+/** The disguised-copy categories (issue 29, M3): copies a reader cannot tell from the erased text. */
+export const DISGUISE_CATEGORIES: readonly Category[] = ['disguise-zero-width', 'disguise-look-alike', 'disguise-soft-hyphen', 'disguise-number'];
 
 export const POSITIVE: Readonly<Record<Category, boolean>> = {
   'verbatim-in-long': true,
@@ -74,6 +95,10 @@ export const POSITIVE: Readonly<Record<Category, boolean>> = {
   'template-only': false,
   'public-attribute': false,
   boilerplate: false,
+  'disguise-zero-width': true,
+  'disguise-look-alike': true,
+  'disguise-soft-hyphen': true,
+  'disguise-number': true,
 };
 
 export interface StoreRecord {
@@ -1080,6 +1105,56 @@ export function generateCorpus(options: CorpusOptions = {}): EvalCorpus {
       const erased = g.add(e.subject, erasedText);
       const surviving = g.add(owner!.subject, theirs);
       label('boilerplate', erased, surviving);
+    }
+  }
+
+  // ---------------------------------------------------------------- disguised copies (drawn last: the pairs above stay as they were)
+  const disguises: Array<[Category, (text: string) => string]> = [
+    ['disguise-zero-width', (t) => insideEveryWord(t)],
+    ['disguise-look-alike', lookAlikes],
+    ['disguise-soft-hyphen', softHyphens],
+  ];
+  for (let i = 0; i < perCategory; i++) {
+    for (const [category, disguise] of disguises) {
+      const e = g.person(r);
+      const fact = r.pick(FACTS)(r, e, g);
+      const erased = g.add(e.subject, r.chance(0.5) ? `${fact.text} ${r.pick(CONTEXT_SENTENCES)(r, e)}` : fact.text);
+      const copy = disguise(fact.text);
+      check(copy !== fact.text && !copy.includes(fact.text), `${category}: the copy is not disguised`);
+      if (category === 'disguise-look-alike') check(!REPLACED_LATIN.test(copy), 'a look-alike copy keeps a Latin letter it should replace');
+      const o = other(e);
+      const surviving = g.add(
+        o.subject,
+        r.pick([
+          () => `${o.first} forwarded this without comment: "${copy}" Will look into it on ${r.pick(WEEKDAYS)}.`,
+          () => `User: someone told me ${copy} Is that right?\nAssistant: I cannot confirm that, sorry.`,
+          () => g.email(r, o, `Overheard at the ${r.pick(EVENTS)}: ${copy} No idea if it is true.`),
+        ])(),
+      );
+      label(category, erased, surviving);
+    }
+    // a number the subject gave, copied with its digit groups written another way (one side run together, so no
+    // group is a word of both); the line's label is common, the number is what is private
+    {
+      const e = g.person(r);
+      const groups = [String(r.int(20, 99)), String(r.int(20, 99)), String(r.int(1000, 9999)), String(r.int(1000, 9999))];
+      const joined = NUMBER_FORMATS[1]!;
+      const mine = r.pick(NUMBER_FORMATS);
+      const theirs = mine === joined ? r.pick(NUMBER_FORMATS.filter((f) => f !== joined)) : joined;
+      const what = r.pick(['Mobile', 'Private line', 'Home phone', 'Direct line', 'Account number', 'Card number']);
+      const erased = g.add(e.subject, `${what}: ${mine(groups)}`);
+      const o = other(e);
+      const copy = `${what}: ${theirs(groups)}`;
+      check(mine !== theirs && (mine === joined || theirs === joined), 'disguise-number: both sides share a digit group');
+      const surviving = g.add(
+        o.subject,
+        r.pick([
+          () => `Contacts to add before ${r.pick(WEEKDAYS)}:\n${copy}`,
+          () => `${o.first} passed this on: ${copy}.`,
+          () => g.email(r, o, `In case you need it. ${copy}.`),
+        ])(),
+      );
+      label('disguise-number', erased, surviving);
     }
   }
 

@@ -120,7 +120,7 @@ describe('the lexical index on two replicas of one vault', () => {
     const { dek } = await tv.vault.keys.dekFor(keyId);
     const [vector] = await tv.vault.vectors.embedder.embed(['An entry from an older lethe.']);
     const model = tv.vault.vectors.embedder.model;
-    await upsertEmbeddings(tv.vault.db.db, [{ recordId: entryId, recordType: 'entry', keyId, model, sealed: sealEmbedding(dek, { recordId: entryId, keyId, model }, vector!) }]);
+    await upsertEmbeddings(tv.vault.db.db, [{ recordId: entryId, recordType: 'entry', keyId, model, sealed: sealEmbedding(dek, { recordId: entryId, keyId, model }, vector!), foldVersion: 1 }]);
     dek.fill(0);
     await tv.vault.vectors.rebuild();
     expect(tv.vault.vectors.lexical.has(entryId)).toBe(false);

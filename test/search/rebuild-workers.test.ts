@@ -62,7 +62,7 @@ describe.each([
         );
         await upsertEmbeddings(
           tv.vault.db.db,
-          sealed.map((e): SealedEmbedding => ({ recordId: e.recordId, recordType: e.recordType, keyId: e.keyId, model: e.model, sealed: e.sealed })),
+          sealed.map((e): SealedEmbedding => ({ recordId: e.recordId, recordType: e.recordType, keyId: e.keyId, model: e.model, sealed: e.sealed, foldVersion: e.foldVersion })),
         );
         idsOf[s]!.push(...sealed.map((e) => e.recordId));
       } finally {

@@ -1,0 +1,1 @@
+ALTER TABLE "embeddings" ADD COLUMN "fold_version" integer DEFAULT 1 NOT NULL;
