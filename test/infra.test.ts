@@ -27,11 +27,22 @@ describe('infra', () => {
     expect(config.tokens.map((t) => t.role).sort()).toEqual(['admin', 'approver', 'backup', 'eraser', 'writer']);
   });
 
-  it('the MinIO credentials in docker-compose are the ones lethe is given', () => {
+  it("docker-compose gives lethe a least-privilege MinIO user (infra/minio/lethe-policy.json), never MinIO's root user", () => {
     const minio = composeEnvironment('minio');
     const lethe = composeEnvironment('lethe');
-    expect(lethe.S3_ACCESS_KEY).toBe(minio.MINIO_ROOT_USER);
-    expect(lethe.S3_SECRET_KEY).toBe(minio.MINIO_ROOT_PASSWORD);
+    expect(lethe.S3_ACCESS_KEY).not.toBe(minio.MINIO_ROOT_USER);
+    const compose = parse(readFileSync('infra/docker-compose.yml', 'utf8'), { merge: true }) as {
+      services: Record<string, { command?: string[]; volumes?: string[] }>;
+    };
+    const init = compose.services['minio-init']!;
+    const script = (init.command ?? []).join(' ');
+    // the user lethe is given is made with lethe's keys and given the policy, as root
+    expect(script).toContain(`mc alias set local http://minio:9000 ${minio.MINIO_ROOT_USER} ${minio.MINIO_ROOT_PASSWORD}`);
+    expect(script).toContain(`mc admin user add local ${lethe.S3_ACCESS_KEY} ${lethe.S3_SECRET_KEY}`);
+    expect(script).toMatch(new RegExp(`mc admin policy attach local lethe --user ${lethe.S3_ACCESS_KEY}`));
+    expect(init.volumes).toContain('./minio/lethe-policy.json:/policy/lethe-policy.json:ro');
+    const policy = JSON.parse(readFileSync('infra/minio/lethe-policy.json', 'utf8')) as { Statement: Array<{ Effect: string; Action: string[] }> };
+    expect(policy.Statement.filter((st) => st.Effect === 'Deny').flatMap((st) => st.Action)).toContain('s3:BypassGovernanceRetention');
   });
 
   it('the Dockerfile sets only variables the configuration reads and runs the built CLI', () => {
