@@ -11,6 +11,11 @@
  *   good (every later restore refused unless forced). Now each record's MAC, sequence
  *   number and link are checked before anything is put (ledger-chain.ts `store`).
  *
+ * - repair-ledger put records back create-if-absent only: one overwritten in place (a
+ *   plain PutObject, which lethe's least-privilege credential may do) stayed, the anchor
+ *   stayed cut, and no destruction became durable again. Now a current version that no
+ *   vault sealed is replaced by the database's record (anchor.ts `repairCut`).
+ *
  * What still works is in test/review/FAILING.md (tests as text, not run).
  */
 import { randomBytes } from 'node:crypto';
@@ -85,6 +90,25 @@ describe('review: the anchor on the local folder', () => {
     expect(waited.error).toMatch(/record \d+ .*(MAC|sealed)/);
     expect(written, 'an unsealed record was written to the backup bucket').toBeUndefined();
     expect(chain).toBe('verifies');
+  });
+
+  it('repair-ledger puts back a record whose current version was overwritten (a plain PutObject), and the alarm ends', async () => {
+    // the unsealed row of the test before is refused for good: this one starts from a clean state
+    await tv.vault.db.db.execute(sql`delete from ledger_chain where bucket = ${tv.vault.backups.store.bucket} and stored_at is null`);
+    const a = await tv.vault.log.append(`user:rev-over-${tag()}`, { text: words(6) }, 'writer');
+    await tv.vault.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
+    expect((await tv.vault.backups.awaitDurable([a.keyId], 30_000)).pending).toEqual([]);
+    expect(await tv.vault.backups.checkAnchor()).toBeUndefined();
+    const head = await readJson<{ seq: number }>(tv.vault.backups.store, LEDGER_HEAD_KEY);
+    // anyone who may put objects in the bucket (lethe's least-privilege credential may) overwrites the last record
+    await tv.vault.backups.store.put(chainRecordKey(head.seq), Buffer.from('{"noise":true}'));
+    expect(await tv.vault.backups.checkAnchor()).toMatch(/was replaced in the backup bucket/);
+    await tv.vault.backups.repairLedger();
+    expect(await tv.vault.backups.checkAnchor(), 'repair-ledger left the overwritten record in place: the chain stays cut, no destruction is durable again').toBeUndefined();
+    const b = await tv.vault.log.append(`user:rev-over-b-${tag()}`, { text: words(6) }, 'writer');
+    await tv.vault.keys.destroyKey(b.keyId, { reason: 'erasure', actor: 'eraser' });
+    expect((await tv.vault.backups.awaitDurable([b.keyId], 30_000)).pending).toEqual([]);
+    await tv.vault.backups.ledgerChain();
   });
 });
 
