@@ -22,7 +22,7 @@ import { isLetheError, LetheError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { ObjectStore } from '../storage/store.js';
 import type { BackupContext } from './context.js';
-import { type ChainHead, chainMac, chainRecordKey, HEAD_FORMAT, LEDGER_HEAD_KEY, macMatches, retention, type VerifiedChain } from './ledger-chain.js';
+import { CHAIN_FORMAT, type ChainHead, chainMac, chainRecordKey, HEAD_FORMAT, LEDGER_HEAD_KEY, macMatches, retention, type VerifiedChain } from './ledger-chain.js';
 import { MANIFEST_FORMAT, type Manifest, manifestMacState } from './manifest.js';
 
 /** A point of the chain someone saw: record `seq` with MAC `mac`, in `bucket` when it says. */
@@ -229,9 +229,20 @@ export class LedgerAnchor {
   }
 }
 
+/** Whether `bytes` is a ledger chain record for `seq` whose MAC holds. */
+function isSealedRecord(mac: KeyedHasher, bytes: Uint8Array, seq: number): boolean {
+  try {
+    const value = JSON.parse(Buffer.from(bytes).toString('utf8')) as { format?: unknown; seq?: unknown; mac?: unknown } | null;
+    return !!value && typeof value === 'object' && value.format === CHAIN_FORMAT && value.seq === seq && macMatches(mac, value);
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Puts back, byte for byte, every record this database stored that the bucket no
- * longer holds (create-if-absent: a record there is never replaced), then a head naming
+ * longer holds (create-if-absent; a record there is replaced only when it is not one
+ * any vault sealed: an overwrite), then a head naming
  * the last when the bucket's head is older. Answers the records put back.
  */
 export async function repairCut(ctx: BackupContext): Promise<number[]> {
@@ -243,7 +254,20 @@ export async function repairCut(ctx: BackupContext): Promise<number[]> {
   const retain = retention(ctx, await ctx.backup.lockable());
   const putBack: number[] = [];
   for (const r of rows) {
-    if (await ctx.backup.putIfAbsent(chainRecordKey(Number(r.seq)), utf8.encode(r.body), retain ? { retain } : {})) putBack.push(Number(r.seq));
+    const key = chainRecordKey(Number(r.seq));
+    const body = utf8.encode(r.body);
+    if (await ctx.backup.putIfAbsent(key, body, retain ? { retain } : {})) {
+      putBack.push(Number(r.seq));
+      continue;
+    }
+    // there, but overwritten with something no vault sealed (a plain put over it): this database's record
+    // becomes the current version again (a versioned bucket keeps the overwrite too). A sealed record
+    // that differs is another database's, and is left alone: the check names the divergence.
+    const current = await ctx.backup.get(key).catch(() => undefined);
+    if (current && !constantTimeEqual(current, body) && !isSealedRecord(ctx.ledgerMac, current, Number(r.seq))) {
+      await ctx.backup.put(key, body, retain ? { retain } : {});
+      putBack.push(Number(r.seq));
+    }
   }
   const last = rows.at(-1);
   if (last) {

@@ -335,6 +335,24 @@ async function store(ctx: BackupContext): Promise<string[]> {
     // test fault injection: the process dies after the destruction committed in PostgreSQL, before its record is written
     if (pending.some((r) => (JSON.parse(r.body) as ChainRecord).destructions.length > 0)) ctx.failpoint?.('ledger-before-store');
     const retain = retention(ctx, await ctx.backup.lockable());
+    // only what this vault sealed reaches the bucket, where Object Lock keeps it for good: each record's
+    // MAC, sequence number and link to the one before are checked first (a row edited in SQL is refused)
+    let prev = pending[0] && Number(pending[0].seq) === 0 ? GENESIS_PREV : (await lastRecord(tx, bucket, 'stored'))?.mac;
+    for (const r of pending) {
+      const seq = Number(r.seq);
+      const unsealed = `ledger chain record ${seq} in the database (ledger_chain) is not one this vault sealed`;
+      let record: ChainRecord;
+      try {
+        record = parseRecord(utf8.encode(r.body), ctx.ledgerMac, seq);
+      } catch (e) {
+        throw new LetheError('conflict', `${unsealed}: ${e instanceof Error ? e.message : String(e)}; not writing it to the backup bucket`, { retryable: false });
+      }
+      const previous = typeof prev === 'string' ? prev : prev ? bytesToHex(prev) : undefined;
+      if (record.mac !== bytesToHex(new Uint8Array(r.mac)) || (previous !== undefined && record.prev !== previous)) {
+        throw new LetheError('conflict', `${unsealed}: its MAC or its link to record ${seq - 1} differs from what the database holds; not writing it to the backup bucket`, { retryable: false });
+      }
+      prev = record.mac;
+    }
     for (const r of pending) {
       const key = chainRecordKey(Number(r.seq));
       const bytes = utf8.encode(r.body);

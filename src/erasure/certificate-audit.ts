@@ -14,14 +14,15 @@
  * Before it signs a certificate final, the finalizer requires that the stored
  * certificate verifies under the vault's own keys, is the erasure's, is the one the
  * newest intact sign row recorded (digest), and that the row's recorded outcome, the
- * signed payload and the audited outcome all agree. Anything else is a refusal: the
+ * signed payload and the audited outcome all agree — the row's residuals too, which the
+ * final payload carries, must be exactly those the checked certificate signed. Anything else is a refusal: the
  * certificate stays as it was, and the refusal is logged, counted, audited
  * (`erasure.certificate.refuse`) and shown on the erasure (a `certificate-refused`
  * residual). A certificate signed before sign rows existed has none: the signature and
  * the agreement with the row are all that vouch for it.
  */
 import { hexToBytes } from '@noble/hashes/utils.js';
-import { type Certificate, certificateDigest, constantTimeEqual, type Json, type TrustedKey, verifyCertificate } from '../crypto/index.js';
+import { canonicalJson, type Certificate, certificateDigest, constantTimeEqual, type Json, type TrustedKey, verifyCertificate } from '../crypto/index.js';
 import type { Executor } from '../db/client.js';
 import type { ErasureRow } from '../db/schema.js';
 import type { AuditEvent } from '../vault/audit.js';
@@ -143,6 +144,15 @@ export async function checkBeforeFinal(
       const said = `the erasure's row says ${JSON.stringify(actual[field]) ?? 'nothing'}, the signed certificate ${JSON.stringify(stated[field]) ?? 'nothing'}`;
       return { reason: 'outcome', detail: `${field}: ${said}${audited ? `, the audit chain (row ${audited.seq}) ${JSON.stringify(recorded) ?? 'nothing'}` : ''}` };
     }
+  }
+  // the final payload's residuals are the row's: they must be those the checked certificate signed
+  // (certify stores both at once; nothing else changes them before finalization), or an edit in SQL
+  // would sign a residual away
+  const signedResiduals = Array.isArray(stored.payload.residuals) ? stored.payload.residuals : [];
+  const rowResiduals = JSON.parse(JSON.stringify(state.residuals ?? [])) as Json;
+  if (canonicalJson(signedResiduals) !== canonicalJson(rowResiduals)) {
+    const kinds = (list: unknown) => (Array.isArray(list) ? list.map((r) => String((r as { kind?: unknown } | null)?.kind)).join(', ') : '') || 'none';
+    return { reason: 'outcome', detail: `residuals: the erasure's row states ${kinds(rowResiduals)}, the signed certificate ${kinds(signedResiduals)}` };
   }
   return undefined;
 }

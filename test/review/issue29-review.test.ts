@@ -1,0 +1,114 @@
+/**
+ * Review of issue 29's fixes as an attacker with write access to the database would
+ * try them. What still worked and is fixed here:
+ *
+ * - the finalizer signed the row's residuals into the final certificate, unchecked: an
+ *   edit in SQL signed a residual away. Now the row's residuals must be those the checked
+ *   provisional certificate signed, or the finalization is refused (certificate-audit.ts).
+ * - the ledger flush put whatever body `ledger_chain` held into the backup bucket (where
+ *   compliance-mode Object Lock keeps it for ten years) and a head naming it, and
+ *   acknowledged the destructions after it: a row inserted in SQL broke the chain for
+ *   good (every later restore refused unless forced). Now each record's MAC, sequence
+ *   number and link are checked before anything is put (ledger-chain.ts `store`).
+ *
+ * - repair-ledger put records back create-if-absent only: one overwritten in place (a
+ *   plain PutObject, which lethe's least-privilege credential may do) stayed, the anchor
+ *   stayed cut, and no destruction became durable again. Now a current version that no
+ *   vault sealed is replaced by the database's record (anchor.ts `repairCut`).
+ *
+ * What still works is in test/review/FAILING.md (tests as text, not run).
+ */
+import { randomBytes } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chainRecordKey, LEDGER_HEAD_KEY } from '../../src/backups/ledger-chain.js';
+import type { Certificate } from '../../src/crypto/certificate.js';
+import { ok } from '../support/http.js';
+import { openTestApp, type TestApp } from '../support/vault.js';
+import { readJson } from '../backups/support.js';
+
+const tag = () => randomBytes(5).toString('hex');
+const words = (n: number) => Array.from({ length: n }, () => `w${randomBytes(4).toString('hex')}`).join(' ');
+
+describe('review: the finalizer and the row state it still trusts (M1)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await openTestApp({ vault: { erasureWorker: false } });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it("a final certificate keeps every residual the checked provisional one stated: residuals removed from the row's state in SQL are not signed away", async () => {
+    const subject = `user:rev-res-${tag()}`;
+    await t.vault.log.append(subject, { text: words(8) }, 'writer');
+    const { erasureId } = await t.vault.erasures.request({ subject }, 'eraser');
+    const view = await t.vault.erasures.settle(erasureId);
+    expect(view.certificateState).toBe('provisional');
+    const provisional = await ok<Certificate>(t.call('GET', `/v1/erasures/${erasureId}/certificate`, { role: 'eraser' }), 200);
+    const stated = (provisional.payload.residuals as Array<{ kind: string }>).map((r) => r.kind).sort();
+    expect(stated.length).toBeGreaterThan(0);
+    // the insider's SQL: the row's residuals emptied (no root key needed; nothing audited is touched)
+    await t.vault.db.db.execute(sql`update erasures set state = jsonb_set(state, '{residuals}', '[]'::jsonb) where erasure_id = ${erasureId}`);
+    await t.vault.epochs.rotate('admin');
+    await t.vault.erasures.finalizeCertificates();
+    const after = await ok<Certificate>(t.call('GET', `/v1/erasures/${erasureId}/certificate`, { role: 'eraser' }), 200);
+    // refused: the certificate stays the checked provisional one, stating every residual, and the refusal names them
+    expect(after).toEqual(provisional);
+    const refused = (await t.vault.erasures.get(erasureId)).residuals.find((r) => r.kind === 'certificate-refused');
+    expect(refused?.detail).toContain(`residuals: the erasure's row states none, the signed certificate ${(provisional.payload.residuals as Array<{ kind: string }>).map((r) => r.kind).join(', ')}`);
+    expect(stated.length).toBeGreaterThan(0);
+  });
+
+});
+
+describe('review: the anchor on the local folder', () => {
+  let tv: TestApp;
+  beforeAll(async () => {
+    tv = await openTestApp({ extraEnv: { LETHE_BACKUP_PROPAGATE_SECONDS: '86400', LETHE_LEDGER_CHECK_SECONDS: '86400' } });
+  }, 120_000);
+  afterAll(async () => {
+    await tv?.close();
+  });
+
+  it('a record the database holds but lethe never sealed (inserted in SQL) is not written to the bucket, where Object Lock would keep it for good', async () => {
+    const a = await tv.vault.log.append(`user:rev-poison-${tag()}`, { text: words(6) }, 'writer');
+    await tv.vault.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
+    expect((await tv.vault.backups.awaitDurable([a.keyId], 30_000)).pending).toEqual([]);
+    const bucket = tv.vault.backups.store.bucket;
+    const head = await readJson<{ seq: number }>(tv.vault.backups.store, LEDGER_HEAD_KEY);
+    // the insider's SQL: an unstored record after the last, with any body and MAC
+    const forged = JSON.stringify({ format: 'lethe-ledger-chain/1', seq: head.seq + 1, prev: '0'.repeat(64), at: new Date().toISOString(), auditHead: null, destructions: [], manifests: [], mac: 'f'.repeat(64) });
+    await tv.vault.db.db.execute(sql`insert into ledger_chain (bucket, seq, body, mac, created_at) values (${bucket}, ${head.seq + 1}, ${forged}, ${Buffer.from('f'.repeat(64), 'hex')}, now())`);
+    const b = await tv.vault.log.append(`user:rev-poison-b-${tag()}`, { text: words(6) }, 'writer');
+    await tv.vault.keys.destroyKey(b.keyId, { reason: 'erasure', actor: 'eraser' });
+    const waited = await tv.vault.backups.awaitDurable([b.keyId], 3000);
+    // nothing unsealed reached the bucket, and its chain still verifies
+    const written = await tv.vault.backups.store.head(chainRecordKey(head.seq + 1));
+    const chain = await tv.vault.backups.ledgerChain().then(() => 'verifies', (e: Error) => e.message);
+    expect(waited.pending).toEqual([b.keyId]);
+    expect(waited.error).toMatch(/record \d+ .*(MAC|sealed)/);
+    expect(written, 'an unsealed record was written to the backup bucket').toBeUndefined();
+    expect(chain).toBe('verifies');
+  });
+
+  it('repair-ledger puts back a record whose current version was overwritten (a plain PutObject), and the alarm ends', async () => {
+    // the unsealed row of the test before is refused for good: this one starts from a clean state
+    await tv.vault.db.db.execute(sql`delete from ledger_chain where bucket = ${tv.vault.backups.store.bucket} and stored_at is null`);
+    const a = await tv.vault.log.append(`user:rev-over-${tag()}`, { text: words(6) }, 'writer');
+    await tv.vault.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
+    expect((await tv.vault.backups.awaitDurable([a.keyId], 30_000)).pending).toEqual([]);
+    expect(await tv.vault.backups.checkAnchor()).toBeUndefined();
+    const head = await readJson<{ seq: number }>(tv.vault.backups.store, LEDGER_HEAD_KEY);
+    // anyone who may put objects in the bucket (lethe's least-privilege credential may) overwrites the last record
+    await tv.vault.backups.store.put(chainRecordKey(head.seq), Buffer.from('{"noise":true}'));
+    expect(await tv.vault.backups.checkAnchor()).toMatch(/was replaced in the backup bucket/);
+    await tv.vault.backups.repairLedger();
+    expect(await tv.vault.backups.checkAnchor(), 'repair-ledger left the overwritten record in place: the chain stays cut, no destruction is durable again').toBeUndefined();
+    const b = await tv.vault.log.append(`user:rev-over-b-${tag()}`, { text: words(6) }, 'writer');
+    await tv.vault.keys.destroyKey(b.keyId, { reason: 'erasure', actor: 'eraser' });
+    expect((await tv.vault.backups.awaitDurable([b.keyId], 30_000)).pending).toEqual([]);
+    await tv.vault.backups.ledgerChain();
+  });
+});
+
