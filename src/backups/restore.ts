@@ -108,7 +108,7 @@ export async function restoreBackup(ctx: BackupContext, backupId: string, option
     if (chain.manifests.has(backupId) || manifest.ledgerHead) {
       throw new LetheError('conflict', `the manifest of backup ${backupId} was written with a MAC, which was removed: it was edited after lethe wrote it; refusing to restore, forced or not`);
     }
-    refuse(`the manifest of backup ${backupId} carries no MAC (written before manifests were MAC'd)`, 'its key states and objects are not authenticated.');
+    refuse(`the manifest of backup ${backupId} carries no MAC (written before manifests were MAC'd, or its MAC stripped with the chain record that would show it)`, 'its key states and objects are not authenticated: an edited manifest would be restored as it is.');
   }
   const destroyed = new Map<string, LedgerEntry>(chain.entries);
   const knownAtBackup = dump.tables.destruction_ledger.map((r) => String(r.keyId));
@@ -149,6 +149,9 @@ export async function restoreBackup(ctx: BackupContext, backupId: string, option
     }
     const mirrored = await ctx.anchor.mirrored();
     const witnesses = [...(options.witnesses ?? []), ...(mirrored ? [mirrored] : []), ...(await manifestWitnesses(ctx.backup, ctx.ledgerMac))];
+    for (const w of witnesses) {
+      if (w.bucket !== undefined && w.bucket !== ctx.backup.bucket) warnings.push(`${w.source} names the backup bucket ${w.bucket}, not ${ctx.backup.bucket}: not compared with this chain`);
+    }
     const unreached = unreachedWitnesses(chain, ctx.backup.bucket, witnesses);
     if (unreached.length > 0) refuse(`the ledger chain in the backup bucket does not reach what a witness saw: ${unreached[0]!.problem}`, consequence);
   }

@@ -19,7 +19,7 @@ import { newId } from '../ids.js';
 import type { BackupContext } from './context.js';
 import { exportDatabase } from './database.js';
 import { writeKeyTable } from './key-table.js';
-import { chainPosition, flushLedger } from './ledger-chain.js';
+import { chainPosition, flushLedger, retention } from './ledger-chain.js';
 import { databaseKey, keyTableKey, type Manifest, MANIFEST_FORMAT, type ManifestKey, type ManifestObject, manifestKey, sealManifest, storedObjectKey } from './manifest.js';
 import { BACKED_UP_PREFIXES, keyIdsOf, recordOwnersOf, sha256Hex } from './objects.js';
 
@@ -114,7 +114,9 @@ export async function takeBackup(ctx: BackupContext, options: { onProgress?: (p:
     ...(ledgerHead ? { ledgerHead } : {}),
   });
   // written once, never rewritten: under Object Lock its one version keeps the bucket's default retention, like the backup's other objects
-  await ctx.backup.put(manifestKey(backupId), Buffer.from(JSON.stringify(manifest)));
+  // retained like the ledger: a manifest is a witness of the chain's reach (anchor.ts), written once
+  const retain = retention(ctx, await ctx.backup.lockable());
+  await ctx.backup.put(manifestKey(backupId), Buffer.from(JSON.stringify(manifest)), retain ? { retain } : {});
   options.onProgress?.({ phase: 'manifest', done: 1, copied, reused });
 
   await ctx.db.transaction(async (tx) => {

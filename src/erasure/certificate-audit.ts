@@ -34,7 +34,7 @@ import type { Residual } from './view.js';
 export const CERTIFICATE_REFUSED = 'certificate-refused';
 
 /** Why a certificate was not signed final: a label for the metric (the detail says more). */
-export type RefusalReason = 'signature' | 'audit' | 'digest' | 'outcome';
+export type RefusalReason = 'signature' | 'audit' | 'digest' | 'outcome' | 'steps';
 
 export interface Refusal {
   readonly reason: RefusalReason;

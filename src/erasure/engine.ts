@@ -5,6 +5,7 @@
  * certificate finalizer. The machine is in machine.ts, each step in steps/, each
  * tier in tiers/, the claim-and-commit loop in worker.ts.
  */
+import type { RefusalReason } from './certificate-audit.js';
 import { hostname } from 'node:os';
 import { sql } from 'drizzle-orm';
 import { type Certificate, randomBytes, toBase64Url } from '../crypto/index.js';
@@ -72,7 +73,13 @@ export class ErasureEngine {
 
   constructor(deps: ErasureEngineDeps) {
     const { db, eventsFallbackMs, metrics, ...rest } = deps;
-    this.#res = { ...rest, records: new ErasureRecords(db, this.replica), tombstones: new SubjectTombstones(), tiers: createTiers(deps) };
+    this.#res = {
+      ...rest,
+      records: new ErasureRecords(db, this.replica),
+      tombstones: new SubjectTombstones(),
+      tiers: createTiers(deps),
+      ...(metrics ? { onRefusal: (reason: RefusalReason) => metrics.certificateRefusals.inc({ reason }) } : {}),
+    };
     this.#watchers = new ErasureWatchers({
       source: {
         status: (id) => this.#res.records.status(id),

@@ -3,6 +3,7 @@
  * tables, the tiers, and its settings. Built once by the engine; steps, the worker
  * and the certificate finalizer read from it.
  */
+import type { RefusalReason } from './certificate-audit.js';
 import type { TrainingExposures } from '../artifacts/exposures.js';
 import type { ArtifactService } from '../artifacts/service.js';
 import type { BackupService } from '../backups/service.js';
@@ -70,6 +71,8 @@ export interface ErasureServices {
   /** The vault's audit chain (a reinstatement's row, tombstones.ts; each certificate signed, certificate-audit.ts). */
   readonly audit: AuditLog;
   readonly logger: Logger;
+  /** Counts a certificate the engine refused to sign (the metric `lethe_certificate_refusals_total`). */
+  readonly onRefusal?: (reason: RefusalReason) => void;
   /** Test fault injection: kill the process at a named point (never honoured in production). */
   readonly failpoint?: ((name: string) => void) | undefined;
 }

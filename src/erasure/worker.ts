@@ -273,8 +273,9 @@ export class ErasureWorker {
         .where(and(this.#mine(row), eq(erasures.step, step)))
         .returning();
       if (!committed) return undefined;
-      // the certificate enters the audit chain in the transaction that stores it (certificate-audit.ts)
-      if (finished) await audit.append(tx, [signedEvent(row.erasureId, finished.certificate)]);
+      // what the step asks to audit (the probe's result), and the certificate, enter the audit chain with the commit (probe-audit.ts, certificate-audit.ts)
+      const events = [...(outcome.audit ?? []), ...(finished ? [signedEvent(row.erasureId, finished.certificate)] : [])];
+      if (events.length > 0) await audit.append(tx, events);
       if (finished?.destroySealKey && row.sealKeyId) {
         await versionKeys.destroy(tx, row.sealKeyId, { reason: 'erasure fingerprints no longer needed', actor: 'erasure', artifactId: row.erasureId });
       }

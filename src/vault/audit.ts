@@ -55,6 +55,7 @@ export type AuditAction =
   | 'erasure.dismissal.revoke'
   | 'erasure.redaction.override'
   | 'erasure.certificate.sign'
+  | 'erasure.probe.result'
   | 'erasure.certificate.refuse'
   | 'audit.head.anchor';
 

@@ -14,6 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { openApp } from '../../src/app/open.js';
 import { chainRecordKey, LEDGER_HEAD_KEY } from '../../src/backups/ledger-chain.js';
+import { manifestKey } from '../../src/backups/manifest.js';
 import { loadConfig } from '../../src/config/index.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { callVault, tag } from '../erasure/fixtures.js';
@@ -53,12 +54,15 @@ describe("the ledger's Object Lock against lethe's own credential", () => {
     expect(await tv.vault.backups.probeLedgerLock()).toBe('enforced');
     const ready = (await (await callVault(tv.vault)('GET', '/readyz', { role: 'none' })).json()) as Ready;
     expect(ready.checks.ledgerLock).toBe('ok');
-    // and a record of the chain, retained so, cannot be removed with the bypass either
+    // and a record of the chain, and a manifest (a witness of the chain's reach), retained so, cannot be removed with the bypass either
     await tv.vault.log.append(`user:lk-${tag()}`, { text: 'compliance' }, 'writer');
-    await tv.vault.backups.run();
+    const { backupId } = await tv.vault.backups.run();
     const client = minioClient();
-    const [v] = await allVersions(client, tv.config.backupBucket, chainRecordKey(0));
-    await expect(client.removeObject(tv.config.backupBucket, chainRecordKey(0), { versionId: v!.versionId, governanceBypass: true })).rejects.toThrow();
+    for (const key of [chainRecordKey(0), manifestKey(backupId)]) {
+      const [v] = await allVersions(client, tv.config.backupBucket, key);
+      expect(await client.getObjectRetention(tv.config.backupBucket, key, { versionId: v!.versionId })).toMatchObject({ mode: 'COMPLIANCE' });
+      await expect(client.removeObject(tv.config.backupBucket, key, { versionId: v!.versionId, governanceBypass: true })).rejects.toThrow();
+    }
   });
 
   it("reports ledgerLock: bypassable in governance mode with MinIO's root credential, and refuses to start in production unless accepted", async () => {

@@ -125,8 +125,8 @@ describe('backups in a bucket under Object Lock in compliance mode', () => {
       const retention = await client.getObjectRetention(backupBucket, v.name, { versionId: v.versionId });
       expect(retention, v.name).toMatchObject({ mode: 'COMPLIANCE' });
       const until = Date.parse(retention!.retainUntilDate);
-      if (v.name.startsWith('ledger/')) {
-        // the ledger chain is retained for LETHE_LEDGER_RETENTION_DAYS (3650 by default), in the bucket's stronger mode
+      if (v.name.startsWith('ledger/') || v.name.endsWith('/manifest.json')) {
+        // the ledger chain and each manifest (a witness of the chain's reach) are retained for LETHE_LEDGER_RETENTION_DAYS (3650 by default), in the stronger mode
         expect(until, v.name).toBeGreaterThan(Date.now() + 3649 * DAY_MS);
         continue;
       }
@@ -286,7 +286,11 @@ describe('backups in a bucket under Object Lock in governance mode', () => {
     const versions = await allVersions(client, backupBucket);
     const manifest = versions.find((v) => v.name === manifestKey(backupId));
     expect(manifest).toBeDefined();
-    expect(await client.getObjectRetention(backupBucket, manifest!.name, { versionId: manifest!.versionId })).toMatchObject({ mode: 'GOVERNANCE' });
+    // the manifest is retained like the ledger (compliance by default), the rest of the backup by the bucket's governance default
+    expect(await client.getObjectRetention(backupBucket, manifest!.name, { versionId: manifest!.versionId })).toMatchObject({ mode: 'COMPLIANCE' });
+    const database = versions.find((v) => v.name.endsWith('/database.json'));
+    expect(await client.getObjectRetention(backupBucket, database!.name, { versionId: database!.versionId })).toMatchObject({ mode: 'GOVERNANCE' });
+    await expectUndeletable(client, backupBucket, database!);
     await expectUndeletable(client, backupBucket, manifest!);
   });
 });

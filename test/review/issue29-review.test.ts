@@ -16,7 +16,11 @@
  *   stayed cut, and no destruction became durable again. Now a current version that no
  *   vault sealed is replaced by the database's record (anchor.ts `repairCut`).
  *
- * What still works is in test/review/FAILING.md (tests as text, not run).
+ * - certify signed whatever probe result the erasure's row held, and a row moved past
+ *   its probe or its destroy step in SQL was certified. Now the probe's result enters the
+ *   audit chain with its commit, and certify re-probes when the row's result is not the
+ *   audited one, and refuses a key whose destruction the chain does not hold
+ *   (probe-audit.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
@@ -60,6 +64,46 @@ describe('review: the finalizer and the row state it still trusts (M1)', () => {
     expect(stated.length).toBeGreaterThan(0);
   });
 
+  it("a probe result edited in SQL before certify (the step moved past the probe) is not signed: certify probes again and names the copy", async () => {
+    const A = `user:rev-pre-a-${tag()}`;
+    const secret = words(6);
+    await t.vault.log.append(A, { text: `the alarm code is ${secret}` }, 'writer');
+    const copy = await t.vault.log.append(`user:rev-pre-b-${tag()}`, { text: `A told me the alarm code is ${secret}` }, 'writer');
+    const { erasureId } = await t.vault.erasures.request({ subject: A }, 'eraser');
+    for (let i = 0; i < 20; i++) {
+      const [row] = (await t.vault.db.db.execute(sql`select step from erasures where erasure_id = ${erasureId}`)) as unknown as Array<{ step: string }>;
+      if (row!.step === 'probe') break;
+      await t.vault.erasures.stepOnce();
+    }
+    // the insider, while the erasure waits before its probe: the probe "ran" and found nothing
+    await t.vault.db.db.execute(sql`update erasures set step = 'certify',
+        state = jsonb_set(state, '{probe}', jsonb_build_object('recovered', 0, 'threshold', 0.2, 'matches', '[]'::jsonb))
+      where erasure_id = ${erasureId}`);
+    const view = await t.vault.erasures.settle(erasureId);
+    expect(view.status, 'the vault signed a probe result edited in SQL').toBe('incomplete');
+    expect(view.probe.matches.map((m) => m.id)).toContain(copy.entryId);
+    const cert = await ok<Certificate>(t.call('GET', `/v1/erasures/${erasureId}/certificate`, { role: 'eraser' }), 200);
+    expect(cert.payload.status).toBe('incomplete');
+  });
+
+  it('a key destruction the audit chain does not hold is not certified: the step was moved past destroy in SQL', async () => {
+    const A = `user:rev-skip-${tag()}`;
+    await t.vault.log.append(A, { text: words(8) }, 'writer');
+    const { erasureId } = await t.vault.erasures.request({ subject: A }, 'eraser');
+    // classify and fingerprint run; then the insider jumps straight to certify, the key never destroyed
+    for (let i = 0; i < 20; i++) {
+      const [row] = (await t.vault.db.db.execute(sql`select step from erasures where erasure_id = ${erasureId}`)) as unknown as Array<{ step: string }>;
+      if (row!.step === 'destroy') break;
+      await t.vault.erasures.stepOnce();
+    }
+    await t.vault.db.db.execute(sql`update erasures set step = 'certify' where erasure_id = ${erasureId}`);
+    await t.vault.erasures.stepOnce();
+    const [after] = (await t.vault.db.db.execute(sql`select status, step, certificate from erasures where erasure_id = ${erasureId}`)) as unknown as Array<{ status: string; step: string; certificate: unknown }>;
+    expect(after!.certificate, 'a certificate was signed for a key never destroyed').toBeNull();
+    expect(after!.step).toBe('certify');
+    const transitions = await t.vault.erasures.transitions(erasureId);
+    expect(transitions.at(-1)?.detail).toMatch(/refusing to certify: the audit chain holds no destruction of key/);
+  });
 });
 
 describe('review: the anchor on the local folder', () => {

@@ -11,11 +11,32 @@ import { unlearningBoundOf } from '../request.js';
 import { forgottenEntries } from '../forget.js';
 import { residuals } from '../residuals.js';
 import { inEffect, readableByRuling } from '../view.js';
-import type { Step } from './step.js';
+import type { AuditEvent } from '../../vault/audit.js';
+import { destructionAudited, probeAudited } from '../probe-audit.js';
+import { probe as probeStep } from './probe.js';
+import { Park, type Step } from './step.js';
+
+/** How long a refused certification parks before it checks again. */
+const REFUSED_PARK_MS = 60_000;
 
 export const certify: Step = {
   name: 'certify',
-  async run({ res, row, state }) {
+  async run(ctx) {
+    const { res, row, state } = ctx;
+    // sign only what the audit chain vouches for: the key destroyed, the probe's result as it found it (probe-audit.ts)
+    if (state.keyId && !(await destructionAudited(res, res.records.db, state.keyId))) {
+      res.onRefusal?.('steps');
+      res.logger.error({ erasureId: row.erasureId }, 'refusing to certify: the audit chain holds no destruction of the key the erasure names; its row was edited');
+      return new Park(new Date(Date.now() + REFUSED_PARK_MS), `refusing to certify: the audit chain holds no destruction of key ${state.keyId}; the erasure's row was edited (run lethe audit verify)`);
+    }
+    let probed: readonly AuditEvent[] = [];
+    if (!(await probeAudited(res, res.records.db, row.erasureId, state.probe))) {
+      // edited, or the probe skipped by moving the step: probe now, and sign what it finds
+      if (state.probe) res.logger.error({ erasureId: row.erasureId }, "the erasure's recorded probe result is not the one the audit chain holds: probing again before certifying");
+      const again = await probeStep.run(ctx);
+      if (again instanceof Park) return again;
+      probed = again.audit ?? [];
+    }
     const cls: ErasureClass = row.class ?? 'A';
     const probe = state.probe ?? { recovered: 1, threshold: res.probeThreshold, matches: [] };
     const unlearning = unlearningBoundOf(row);
@@ -38,6 +59,7 @@ export const certify: Step = {
     return {
       detail: `${status}${ruled.length ? ` with ${ruled.length} record(s) kept readable by an approved ruling` : ''}; certificate ${certificateState} (${certificateState === 'final' ? 'every epoch that wrapped a destroyed key is retired' : `until epoch(s) ${held.epochs.join(', ')} retire`})`,
       final: { status, certificate, certificateState, destroySealKey },
+      audit: probed,
     };
   },
 };

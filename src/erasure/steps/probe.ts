@@ -26,6 +26,7 @@
  */
 import type { Coverage } from '../../vectors/service.js';
 import { ErasureKey } from '../erasure-key.js';
+import { probedEvent } from '../probe-audit.js';
 import { inEffect } from '../view.js';
 import { forgottenEntries } from '../forget.js';
 import { decodeFingerprints, type ExtraCandidate, type Fingerprints, PROBE_MAX_QUERIES, scoreProbe, spread, VECTOR_LIMIT, VECTOR_NEIGHBOURS } from '../probe.js';
@@ -172,6 +173,8 @@ export const probe: Step = {
       };
       const e = scored.examined;
       return {
+        // the result enters the audit chain with the step's commit: certify signs only what the probe found (probe-audit.ts)
+        audit: [probedEvent(row.erasureId, state.probe)],
         detail:
           `recovered ${scored.recovered} of the subject's private content (threshold ${res.probeThreshold}); ${matches.length} match(es)` +
           (scored.dismissedMatches.length ? `, ${scored.dismissedMatches.length} dismissed` : '') +

@@ -4,6 +4,7 @@
  * sentence for the timeline — or asks to be parked until later. The worker commits
  * the outcome, the next step and a transition row in one transaction.
  */
+import type { AuditEvent } from '../../vault/audit.js';
 import type { ErasureRow } from '../../db/schema.js';
 import type { Certificate } from '../../crypto/certificate.js';
 import type { CertificateState, ErasureClass, ErasureStatus, StepName, TierName } from '../machine.js';
@@ -36,6 +37,8 @@ export interface StepDone {
   readonly cls?: ErasureClass;
   /** Set by certify. */
   readonly final?: Finished;
+  /** Audit rows committed with the step's outcome (the probe's result: probe-audit.ts). */
+  readonly audit?: readonly AuditEvent[];
 }
 
 /** The step asks to be run again later (leases still outstanding). */
