@@ -346,7 +346,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       backups.propagateSoon();
       catchUp = setInterval(() => backups.propagateSoon(), config.backupPropagateSeconds * 1000);
       catchUp.unref();
-      backups.startAnchorChecks(config.ledgerCheckSeconds * 1000);
+      await backups.startAnchorChecks(config.ledgerCheckSeconds * 1000);
     }
     if (options.searchIndex ?? listening) {
       const started = performance.now();

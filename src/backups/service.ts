@@ -181,13 +181,16 @@ export class BackupService {
    * database stored and a head naming it (anchor.ts); a cut raises the alarm. A check
    * that cannot reach the store is logged and changes nothing.
    */
-  startAnchorChecks(intervalMs: number): void {
-    const check = () => {
-      this.#ctx.anchor.check().catch((e: unknown) => this.#ctx.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'the ledger chain could not be checked'));
-    };
-    check();
-    this.#anchorTimer = setInterval(check, intervalMs);
+  async startAnchorChecks(intervalMs: number): Promise<void> {
+    const check = () =>
+      this.#ctx.anchor.check().then(
+        () => {},
+        (e: unknown) => this.#ctx.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'the ledger chain could not be checked'),
+      );
+    this.#anchorTimer = setInterval(() => void check(), intervalMs);
     this.#anchorTimer.unref();
+    // the first check before the replica serves: /readyz says from the start whether the chain is whole
+    await check();
   }
 
   /** Checks the chain now (see startAnchorChecks); answers the problem, or undefined when anchored. */

@@ -22,10 +22,10 @@ describe('readiness with MinIO', () => {
     expect(t.vault.objects.kind).toBe('s3');
     const res = await t.call('GET', '/readyz', { role: 'none' });
     expect(res.status).toBe(200);
-    // the backup bucket was created with Object Lock, so the ledger chain is retained; nothing is pending
+    // the backup bucket was created with Object Lock, so the ledger chain is retained; the chain holds what was stored; nothing is pending
     expect(await res.json()).toEqual({
       status: 'ok',
-      checks: { database: 'ok', objectStore: 'ok', ledgerLock: 'ok', ledgerWrites: 'ok', listener: 'ok' },
+      checks: { database: 'ok', objectStore: 'ok', ledgerLock: 'ok', ledgerChain: 'ok', ledgerWrites: 'ok', listener: 'ok' },
       // this replica: listening, its index whole, its destruction cursor caught up, its erasure worker running
       replica: expect.objectContaining({ id: t.vault.erasures.replica, listener: 'up', index: 'ready', appliedSeq: 0, erasureWorker: 'running' }),
     });
