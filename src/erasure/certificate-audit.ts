@@ -134,6 +134,14 @@ export async function checkBeforeFinal(
     fingerprintsKept: row.sealKeyId !== null,
   };
   const audited = await res.audit.latest(exec, 'erasure.certificate.sign', row.erasureId);
+  if (!audited) {
+    // only a certificate issued before the chain recorded any signing may lack its sign row; a later one's was removed or re-keyed
+    const since = await res.audit.firstAt(exec, 'erasure.certificate.sign');
+    const issued = typeof stored.payload.issuedAt === 'string' ? Date.parse(stored.payload.issuedAt) : Number.NaN;
+    if (since && !(issued < since.getTime())) {
+      return { reason: 'audit', detail: `the audit chain holds no record of signing this certificate, issued ${String(stored.payload.issuedAt)}, after the chain began recording signatures (${since.toISOString()}): its sign rows were removed or moved` };
+    }
+  }
   if (audited && !audited.intact) return { reason: 'audit', detail: `the audit row that recorded its certificate (row ${audited.seq}) does not verify` };
   if (audited && !digestMatches(audited.detail.digest, certificateDigest(stored.payload))) {
     return { reason: 'digest', detail: `the stored certificate is not the one the audit chain recorded as signed last (row ${audited.seq})` };

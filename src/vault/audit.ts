@@ -375,6 +375,12 @@ export class AuditLog {
     return { seq: row.seq, at: row.at, detail, intact };
   }
 
+  /** When the chain first recorded `action` (its oldest row, by seq), if ever. */
+  async firstAt(exec: Executor, action: AuditAction): Promise<Date | undefined> {
+    const [row] = await exec.select({ at: auditLog.at }).from(auditLog).where(eq(auditLog.action, action)).orderBy(asc(auditLog.seq)).limit(1);
+    return row?.at;
+  }
+
   /** The chain's head as the database holds it now, unchecked (see `tip`). */
   async head(exec: Executor): Promise<AuditTip> {
     const [head] = await exec.select().from(auditHead).where(eq(auditHead.id, 1));

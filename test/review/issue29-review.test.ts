@@ -86,6 +86,22 @@ describe('review: the finalizer and the row state it still trusts (M1)', () => {
     expect(cert.payload.status).toBe('incomplete');
   });
 
+  it("the finalizer does not take the 'signed before sign rows existed' path for a certificate whose sign rows were re-keyed in SQL", async () => {
+    const subject = `user:rev-sign-${tag()}`;
+    await t.vault.log.append(subject, { text: words(8) }, 'writer');
+    const { erasureId } = await t.vault.erasures.request({ subject }, 'eraser');
+    await t.vault.erasures.settle(erasureId);
+    const first = await ok<Certificate>(t.call('GET', `/v1/erasures/${erasureId}/certificate`, { role: 'eraser' }), 200);
+    // the insider moves every sign row of the erasure out of the finalizer's sight (one SQL update)
+    await t.vault.db.db.execute(sql`update audit_log set key_id = 'ers_hidden' where action = 'erasure.certificate.sign' and key_id = ${erasureId}`);
+    await t.vault.epochs.rotate('admin');
+    await t.vault.erasures.finalizeCertificates();
+    const after = await t.vault.erasures.get(erasureId);
+    expect(after.certificateState, 'a certificate whose sign rows were hidden was signed final').toBe('provisional');
+    expect(after.residuals.find((r) => r.kind === 'certificate-refused')?.detail).toMatch(/holds no record of signing this certificate/);
+    expect(await ok<Certificate>(t.call('GET', `/v1/erasures/${erasureId}/certificate`, { role: 'eraser' }), 200)).toEqual(first);
+  });
+
   it('a key destruction the audit chain does not hold is not certified: the step was moved past destroy in SQL', async () => {
     const A = `user:rev-skip-${tag()}`;
     await t.vault.log.append(A, { text: words(8) }, 'writer');
