@@ -115,6 +115,9 @@ export function unreachedWitnesses(chain: VerifiedChain, bucket: string, witness
   return out.sort((a, b) => b.witness.seq - a.witness.seq);
 }
 
+/** Records the periodic check reads whole each time, besides the last one and the head. */
+const SWEEP_RECORDS = 16;
+
 /** What the running service found when it last compared the bucket's chain with what it stored. */
 export interface AnchorState {
   readonly state: 'ok' | 'cut' | 'unchecked';
@@ -140,6 +143,10 @@ function parseHead(mac: KeyedHasher, bytes: Uint8Array, source: string): Witness
  */
 export class LedgerAnchor {
   #state: AnchorState = { state: 'unchecked', checkedAt: null };
+  /** The last record the sweep read whole (-1: start over). */
+  #sweptTo = -1;
+  /** A record the sweep found missing or replaced, until it is back. */
+  #gap: { seq: number; problem: string } | undefined;
 
   constructor(
     private readonly deps: {
@@ -164,8 +171,8 @@ export class LedgerAnchor {
    * later one. Records the outcome (the alarm on a cut) and answers the problem, or
    * undefined when the chain is anchored.
    */
-  async check(db: Executor = this.deps.db): Promise<string | undefined> {
-    const problem = await this.#findCut(db);
+  async check(db: Executor = this.deps.db, options: { sweep?: boolean } = {}): Promise<string | undefined> {
+    const problem = (await this.#findCut(db)) ?? (options.sweep ? await this.#sweep(db) : this.#gap?.problem);
     const was = this.#state.state;
     this.#state = problem ? { state: 'cut', problem, checkedAt: new Date() } : { state: 'ok', checkedAt: new Date() };
     if (problem && was !== 'cut') {
@@ -175,6 +182,44 @@ export class LedgerAnchor {
     }
     this.deps.onState?.(problem !== undefined);
     return problem;
+  }
+
+  /**
+   * The periodic check also reads, each time, the next SWEEP_RECORDS records this
+   * database stored (round robin): a record removed from the middle, the last one and
+   * the head kept, is found within (records ÷ SWEEP_RECORDS) checks. A gap found is
+   * checked first every time after, until it is repaired.
+   */
+  async #sweep(db: Executor): Promise<string | undefined> {
+    const { backup } = this.deps;
+    const gap = this.#gap;
+    const rows = await queryRows<{ seq: number | string; body: string }>(
+      db,
+      gap
+        ? sql`select seq, body from ledger_chain where bucket = ${backup.bucket} and stored_at is not null and seq = ${gap.seq}`
+        : sql`select seq, body from ledger_chain where bucket = ${backup.bucket} and stored_at is not null and seq > ${this.#sweptTo}
+               order by seq limit ${SWEEP_RECORDS}`,
+    );
+    if (rows.length === 0) {
+      this.#gap = undefined;
+      this.#sweptTo = -1;
+      return undefined;
+    }
+    for (const r of rows) {
+      const seq = Number(r.seq);
+      const key = chainRecordKey(seq);
+      const stored = await backup.get(key).catch((e: unknown) => {
+        if (isLetheError(e, 'not_found')) return undefined;
+        throw e;
+      });
+      if (!stored || !constantTimeEqual(stored, utf8.encode(r.body))) {
+        this.#gap = { seq, problem: `ledger chain record ${seq} (${key}), which this database stored, is ${stored ? 'replaced' : 'gone'} in the backup bucket: a record in the middle of the chain` };
+        return this.#gap.problem;
+      }
+      this.#sweptTo = seq;
+    }
+    this.#gap = undefined;
+    return undefined;
   }
 
   async #findCut(db: Executor): Promise<string | undefined> {
@@ -280,6 +325,6 @@ export async function repairCut(ctx: BackupContext): Promise<number[]> {
       await ctx.anchor.mirror(bytes);
     }
   }
-  await ctx.anchor.check();
+  await ctx.anchor.check(ctx.db, { sweep: true });
   return putBack;
 }

@@ -183,7 +183,7 @@ export class BackupService {
    */
   async startAnchorChecks(intervalMs: number): Promise<void> {
     const check = () =>
-      this.#ctx.anchor.check().then(
+      this.#ctx.anchor.check(this.#ctx.db, { sweep: true }).then(
         () => {},
         (e: unknown) => this.#ctx.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'the ledger chain could not be checked'),
       );

@@ -115,6 +115,20 @@ describe('a cut ledger chain on the local folder', () => {
     await expect(restored.log.get(alice.entryId)).rejects.toMatchObject({ code: 'key_destroyed' });
     await expect(restored.log.get(bob.entryId)).rejects.toMatchObject({ code: 'key_destroyed' });
   });
+
+  it('the periodic check also finds a record removed from the middle (the last one and the head kept), until it is put back', async () => {
+    const head = await readJson<Head>(tv.vault.backups.store, LEDGER_HEAD_KEY);
+    expect(head.seq).toBeGreaterThan(1);
+    await tv.vault.backups.store.delete(chainRecordKey(1));
+    const ready = await until(
+      'readyz to report the middle record gone',
+      async () => (await tv.call('GET', '/readyz', { role: 'none' })).json() as Promise<{ checks: Record<string, string>; warnings?: string[] }>,
+      (r) => r.checks.ledgerChain === 'failed',
+    );
+    expect(ready.warnings?.join(' ')).toMatch(/record 1 \(ledger\/chain\/0000000000000001\.json\).* gone in the backup bucket: a record in the middle of the chain/);
+    expect(await tv.vault.backups.repairLedger()).toEqual([1]);
+    await until('readyz to report the chain whole', async () => (await tv.call('GET', '/readyz', { role: 'none' })).json() as Promise<{ checks: Record<string, string> }>, (r) => r.checks.ledgerChain === 'ok');
+  });
 });
 
 describe('a cut ledger chain on MinIO (the tail purged with the governance bypass, an older head taking over)', () => {
