@@ -1,7 +1,7 @@
 /**
  * An artifact's sources inside the transaction that writes it: every source exists
  * (else unknown_source) and is readable (else source_erased, or erasure_in_progress
- * while its subject is fenced), and so is everything the presented read fences
+ * while its subject is fenced or the entry is being forgotten), and so is everything the presented read fences
  * cover; FOR KEY SHARE on all of their keys holds until the transaction ends, so a
  * destruction either commits first (and the write is refused) or waits (and then
  * finds the artifact through provenance). Then the provenance edges are written.
@@ -28,14 +28,17 @@ export async function checkSources(
   const entryIds = sources.filter((s) => isId('entry', s));
   const artifactIds = sources.filter((s) => isId('art', s));
   const entryRows = entryIds.length
-    ? await queryRows<{ entry_id: string; key_id: string }>(
+    ? await queryRows<{ entry_id: string; key_id: string; forgotten_by: string | null }>(
         tx,
-        sql`select entry_id, key_id from log_entries where entry_id = any(array(select json_array_elements_text(${JSON.stringify(entryIds)}::json)))`,
+        // FOR SHARE: a forget marking one of them either commits first (and is seen) or waits (and finds this artifact through provenance)
+        sql`select entry_id, key_id, forgotten_by from log_entries where entry_id = any(array(select json_array_elements_text(${JSON.stringify(entryIds)}::json))) for share`,
       )
     : [];
   const artifactRows = artifactIds.length ? await tx.select().from(artifacts).where(inArray(artifacts.artifactId, artifactIds)).for('key share') : [];
   const unknown = entryIds.length - entryRows.length + (artifactIds.length - artifactRows.length);
   if (unknown > 0) throw new LetheError('unknown_source', `sources: ${unknown} source(s) do not exist`);
+  const forgotten = entryRows.filter((e) => e.forgotten_by !== null).length;
+  if (forgotten > 0) throw new LetheError('erasure_in_progress', `sources: ${forgotten} entr${forgotten === 1 ? 'y is' : 'ies are'} being forgotten`);
   const erased = artifactRows.filter((a) => a.state !== 'live');
   if (erased.length > 0) throw new LetheError('source_erased', `sources: ${erased.length} artifact(s) were erased`);
   try {

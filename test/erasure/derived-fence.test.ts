@@ -62,6 +62,8 @@ describe('derived data fenced from the erasure request', () => {
     const ids = await searchIds(s, { subjects: [s.A, s.B] });
     expect(ids).not.toContain(s.summary);
     expect(ids).toContain(bOnly.artifactId);
+    // and nothing new may cite the forgotten entry meanwhile
+    await expectProblem(t.call('POST', '/v1/artifacts', { body: { kind: 'fact', text: 'A fact about birds.', sources: [s.aEntries[0]] } }), 409, 'erasure_in_progress');
 
     expect((await t.vault.erasures.settle(erasureId)).status).toBe('completed');
     const summary = await ok<{ version: number; text: string }>(t.call('GET', `/v1/artifacts/${s.summary}`), 200);
