@@ -281,6 +281,13 @@ export class AwsKmsEpochStore implements EpochKeyStore {
     }
     try {
       await this.#send('CreateAlias', (c) => c.send(new CreateAliasCommand({ AliasName: alias, TargetKeyId: arn })));
+      // a store whose CreateAlias is not atomic (local-kms under a race) lets two succeed: the alias names the winner
+      const now = await this.#describe(epoch);
+      if (now?.Arn && now.Arn !== arn) {
+        await this.#send('ScheduleKeyDeletion', (c) => c.send(new ScheduleKeyDeletionCommand({ KeyId: arn, PendingWindowInDays: this.#windowDays }))).catch(() => {});
+        if (now.KeyState === 'Enabled') this.#arns.set(epoch, now.Arn);
+        return;
+      }
       this.#arns.set(epoch, arn);
     } catch (e) {
       // Our key is an orphan either way: schedule its deletion (best effort; it is tagged lethe:epoch).
