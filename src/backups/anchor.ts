@@ -115,6 +115,36 @@ export function unreachedWitnesses(chain: VerifiedChain, bucket: string, witness
   return out.sort((a, b) => b.witness.seq - a.witness.seq);
 }
 
+/**
+ * Why a restore of `backupId` must not trust `chain` (a verified, intact prefix) as the
+ * whole chain, or undefined: the chain does not record the backup's own manifest (it
+ * records every manifest right after its backup), or a witness — every manifest in the
+ * bucket, the mirrored head, those handed to the restore — saw further. Witnesses of
+ * another bucket are named in `warnings` and not compared.
+ */
+export async function unanchored(
+  ctx: Pick<BackupContext, 'backup' | 'ledgerMac' | 'anchor'>,
+  restore: { backupId: string; manifest: Manifest; chain: VerifiedChain; witnesses: readonly Witness[]; warnings: string[] },
+): Promise<string | undefined> {
+  const { backupId, manifest, chain } = restore;
+  if (manifest.ledgerHead && !chain.manifests.has(backupId)) {
+    return `the ledger chain in the backup bucket does not record backup ${backupId}'s own manifest, which it records right after every backup: its tail was cut`;
+  }
+  const mirrored = await ctx.anchor.mirrored();
+  const witnesses = [...restore.witnesses, ...(mirrored ? [mirrored] : []), ...(await manifestWitnesses(ctx.backup, ctx.ledgerMac))];
+  for (const w of witnesses) {
+    if (w.bucket !== undefined && w.bucket !== ctx.backup.bucket) restore.warnings.push(`${w.source} names the backup bucket ${w.bucket}, not ${ctx.backup.bucket}: not compared with this chain`);
+  }
+  const unreached = unreachedWitnesses(chain, ctx.backup.bucket, witnesses);
+  return unreached.length > 0 ? `the ledger chain in the backup bucket does not reach what a witness saw: ${unreached[0]!.problem}` : undefined;
+}
+
+/** What a restore forced past an unanchored chain brings back, naming the keys (the first ten). */
+export function restoredLiveConsequence(liveKeyIds: readonly string[]): string {
+  const named = liveKeyIds.length > 10 ? `${liveKeyIds.slice(0, 10).join(', ')} and ${liveKeyIds.length - 10} more` : liveKeyIds.join(', ');
+  return `keys destroyed after the chain's last record ARE RESTORED AS LIVE; the subject keys this restore brings back live, any of which may have been destroyed since: ${named || 'none'}; erase them again.`;
+}
+
 /** Records the periodic check reads whole each time, besides the last one and the head. */
 const SWEEP_RECORDS = 16;
 

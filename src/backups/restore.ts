@@ -16,7 +16,7 @@ import type { KeyPurpose } from '../keyprovider/provider.js';
 import { describeError } from '../observability/logger.js';
 import { zeroize } from '../crypto/index.js';
 import { clearForRestore, replayDestructions } from '../vault/restore.js';
-import { manifestWitnesses, unreachedWitnesses, type Witness } from './anchor.js';
+import { restoredLiveConsequence, unanchored, type Witness } from './anchor.js';
 import type { BackupContext } from './context.js';
 import { type DatabaseExport, decodeValue, importDatabase, occupiedTables, parseDatabaseExport, putBackTables, snapshotTables, type TablesSnapshot } from './database.js';
 import { adoptChain, type LedgerEntry, readChain, salvageChain, type VerifiedChain } from './ledger-chain.js';
@@ -103,13 +103,11 @@ export async function restoreBackup(ctx: BackupContext, backupId: string, option
     chain = { ...chain, present: true, entries: await salvageChain(ctx.backup, ctx.ledgerMac) };
   }
   warnings.push(...chain.notes);
-  if (macState === 'absent') {
-    // a manifest lethe MAC'd (the chain records its version, or it names the chain record it was taken at) had its MAC removed: edited
-    if (chain.manifests.has(backupId) || manifest.ledgerHead) {
-      throw new LetheError('conflict', `the manifest of backup ${backupId} was written with a MAC, which was removed: it was edited after lethe wrote it; refusing to restore, forced or not`);
-    }
-    refuse(`the manifest of backup ${backupId} carries no MAC (written before manifests were MAC'd, or its MAC stripped with the chain record that would show it)`, 'its key states and objects are not authenticated: an edited manifest would be restored as it is.');
+  // a manifest lethe MAC'd (the chain records it, or it names the record it was taken at) had its MAC removed: edited
+  if (macState === 'absent' && (chain.manifests.has(backupId) || manifest.ledgerHead)) {
+    throw new LetheError('conflict', `the manifest of backup ${backupId} was written with a MAC, which was removed: it was edited after lethe wrote it; refusing to restore, forced or not`);
   }
+  if (macState === 'absent') refuse(`the manifest of backup ${backupId} carries no MAC (written before manifests were MAC'd, or its MAC stripped with the chain record that would show it)`, 'its key states and objects are not authenticated: an edited manifest would be restored as it is.');
   const destroyed = new Map<string, LedgerEntry>(chain.entries);
   const knownAtBackup = dump.tables.destruction_ledger.map((r) => String(r.keyId));
   if (!chain.present) {
@@ -138,23 +136,9 @@ export async function restoreBackup(ctx: BackupContext, backupId: string, option
     }
   }
 
-  // anchored: the chain must reach the newest record any witness saw (anchor.ts) — an intact
-  // prefix verifies on its own, so a tail cut with an older head put back shows only here
-  if (chain.present && !damaged) {
-    const live = dump.tables.subject_keys.map((r) => String(r.keyId)).filter((k) => !destroyed.has(k));
-    const named = live.length > 10 ? `${live.slice(0, 10).join(', ')} and ${live.length - 10} more` : live.join(', ');
-    const consequence = `keys destroyed after the chain's last record ARE RESTORED AS LIVE; the subject keys this restore brings back live, any of which may have been destroyed since: ${named || 'none'}; erase them again.`;
-    if (manifest.ledgerHead && !chain.manifests.has(backupId)) {
-      refuse(`the ledger chain in the backup bucket does not record backup ${backupId}'s own manifest, which it records right after every backup: its tail was cut`, consequence);
-    }
-    const mirrored = await ctx.anchor.mirrored();
-    const witnesses = [...(options.witnesses ?? []), ...(mirrored ? [mirrored] : []), ...(await manifestWitnesses(ctx.backup, ctx.ledgerMac))];
-    for (const w of witnesses) {
-      if (w.bucket !== undefined && w.bucket !== ctx.backup.bucket) warnings.push(`${w.source} names the backup bucket ${w.bucket}, not ${ctx.backup.bucket}: not compared with this chain`);
-    }
-    const unreached = unreachedWitnesses(chain, ctx.backup.bucket, witnesses);
-    if (unreached.length > 0) refuse(`the ledger chain in the backup bucket does not reach what a witness saw: ${unreached[0]!.problem}`, consequence);
-  }
+  // anchored (anchor.ts): an intact prefix verifies on its own, so a tail cut with an older head put back shows only here
+  const unanchoredBy = chain.present && !damaged ? await unanchored(ctx, { backupId, manifest, chain, witnesses: options.witnesses ?? [], warnings }) : undefined;
+  if (unanchoredBy) refuse(unanchoredBy, restoredLiveConsequence(dump.tables.subject_keys.map((r) => String(r.keyId)).filter((k) => !destroyed.has(k))));
 
   // epochs: every epoch a restored key is wrapped under must still be in the key provider
   await refuseInertEpochs(ctx, backupId, dump, destroyed);
