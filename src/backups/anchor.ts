@@ -145,6 +145,21 @@ export function restoredLiveConsequence(liveKeyIds: readonly string[]): string {
   return `keys destroyed after the chain's last record ARE RESTORED AS LIVE; the subject keys this restore brings back live, any of which may have been destroyed since: ${named || 'none'}; erase them again.`;
 }
 
+/** The object's bytes, or undefined when the store holds none. */
+function getIfAny(store: ObjectStore, key: string): Promise<Uint8Array | undefined> {
+  return store.get(key).catch((e: unknown) => {
+    if (isLetheError(e, 'not_found')) return undefined;
+    throw e;
+  });
+}
+
+/** How the bucket's copy of record `seq`, which this database stored as `body`, differs from it: gone, replaced, or not at all. */
+async function recordDiffers(store: ObjectStore, seq: number, body: string): Promise<'gone' | 'replaced' | undefined> {
+  const stored = await getIfAny(store, chainRecordKey(seq));
+  if (!stored) return 'gone';
+  return constantTimeEqual(stored, utf8.encode(body)) ? undefined : 'replaced';
+}
+
 /** Records the periodic check reads whole each time, besides the last one and the head. */
 const SWEEP_RECORDS = 16;
 
@@ -238,12 +253,9 @@ export class LedgerAnchor {
     for (const r of rows) {
       const seq = Number(r.seq);
       const key = chainRecordKey(seq);
-      const stored = await backup.get(key).catch((e: unknown) => {
-        if (isLetheError(e, 'not_found')) return undefined;
-        throw e;
-      });
-      if (!stored || !constantTimeEqual(stored, utf8.encode(r.body))) {
-        this.#gap = { seq, problem: `ledger chain record ${seq} (${key}), which this database stored, is ${stored ? 'replaced' : 'gone'} in the backup bucket: a record in the middle of the chain` };
+      const differs = await recordDiffers(backup, seq, r.body);
+      if (differs) {
+        this.#gap = { seq, problem: `ledger chain record ${seq} (${key}), which this database stored, is ${differs} in the backup bucket: a record in the middle of the chain` };
         return this.#gap.problem;
       }
       this.#sweptTo = seq;
@@ -261,16 +273,10 @@ export class LedgerAnchor {
     if (!last) return undefined;
     const seq = Number(last.seq);
     const key = chainRecordKey(seq);
-    const stored = await backup.get(key).catch((e: unknown) => {
-      if (isLetheError(e, 'not_found')) return undefined;
-      throw e;
-    });
-    if (!stored) return `ledger chain record ${seq} (${key}), which this database stored, is gone from the backup bucket`;
-    if (!constantTimeEqual(stored, utf8.encode(last.body))) return `ledger chain record ${seq} (${key}), which this database stored, was replaced in the backup bucket`;
-    const headBytes = await backup.get(LEDGER_HEAD_KEY).catch((e: unknown) => {
-      if (isLetheError(e, 'not_found')) return undefined;
-      throw e;
-    });
+    const differs = await recordDiffers(backup, seq, last.body);
+    if (differs === 'gone') return `ledger chain record ${seq} (${key}), which this database stored, is gone from the backup bucket`;
+    if (differs) return `ledger chain record ${seq} (${key}), which this database stored, was replaced in the backup bucket`;
+    const headBytes = await getIfAny(backup, LEDGER_HEAD_KEY);
     if (!headBytes) return `the ledger head (${LEDGER_HEAD_KEY}) is gone from the backup bucket, which holds record ${seq}`;
     // noise over the head is replaced by the next head written (a restore reads every valid version)
     const head = parseHead(this.deps.ledgerMac, headBytes, 'the head');
@@ -293,10 +299,7 @@ export class LedgerAnchor {
   async mirrored(): Promise<Witness | undefined> {
     const { witness, ledgerMac } = this.deps;
     if (!witness) return undefined;
-    const bytes = await witness.get(LEDGER_HEAD_KEY).catch((e: unknown) => {
-      if (isLetheError(e, 'not_found')) return undefined;
-      throw e;
-    });
+    const bytes = await getIfAny(witness, LEDGER_HEAD_KEY);
     if (!bytes) return undefined;
     const head = parseHead(ledgerMac, bytes, 'the ledger head mirrored to the witness folder (LETHE_LEDGER_WITNESS_DIR)');
     if (!head) throw new LetheError('conflict', 'the ledger head mirrored to the witness folder (LETHE_LEDGER_WITNESS_DIR) fails its MAC: it was altered, or written under another root key');
@@ -338,7 +341,7 @@ export async function repairCut(ctx: BackupContext): Promise<number[]> {
     // there, but overwritten with something no vault sealed (a plain put over it): this database's record
     // becomes the current version again (a versioned bucket keeps the overwrite too). A sealed record
     // that differs is another database's, and is left alone: the check names the divergence.
-    const current = await ctx.backup.get(key).catch(() => undefined);
+    const current = await getIfAny(ctx.backup, key);
     if (current && !constantTimeEqual(current, body) && !isSealedRecord(ctx.ledgerMac, current, Number(r.seq))) {
       await ctx.backup.put(key, body, retain ? { retain } : {});
       putBack.push(Number(r.seq));
@@ -346,7 +349,7 @@ export async function repairCut(ctx: BackupContext): Promise<number[]> {
   }
   const last = rows.at(-1);
   if (last) {
-    const current = await ctx.backup.get(LEDGER_HEAD_KEY).catch(() => undefined);
+    const current = await getIfAny(ctx.backup, LEDGER_HEAD_KEY);
     const head = current ? parseHead(ctx.ledgerMac, current, 'the head') : undefined;
     if (!head || head.seq < Number(last.seq)) {
       const unsealed = { format: HEAD_FORMAT as typeof HEAD_FORMAT, seq: Number(last.seq), record: Buffer.from(last.mac).toString('hex'), at: new Date().toISOString() };
