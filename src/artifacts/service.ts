@@ -184,7 +184,9 @@ export class ArtifactService {
   async get(artifactId: string): Promise<Artifact> {
     for (let attempt = 0; attempt < 3; attempt++) {
       const row = await this.#row(artifactId);
-      if ((await this.fencedAmong([artifactId])).size > 0) {
+      // one walk of the closure: whether it is fenced, and the subject keys its read fence covers
+      const closureEntries = await closureEntryStates(this.#d.db, [artifactId]);
+      if ((await this.#fenced(closureEntries)).size > 0) {
         throw new LetheError('erasure_in_progress', 'the artifact is derived from records being erased: it is served again once the erasure has regenerated it');
       }
       try {
@@ -194,7 +196,7 @@ export class ArtifactService {
           .from(provenance)
           .where(eq(provenance.artifactId, artifactId))
           .orderBy(asc(provenance.sourceId));
-        const fenceKeys = await this.fenceKeys([row]);
+        const fenceKeys = [...(row.keyId ? [row.keyId] : []), ...[...new Set(closureEntries.map((e) => e.keyId))].sort()];
         return {
           artifactId,
           kind: row.kind,
@@ -236,7 +238,10 @@ export class ArtifactService {
    * them from what survives.
    */
   async fencedAmong(ids: readonly string[]): Promise<Set<string>> {
-    const rows = await closureEntryStates(this.#d.db, ids);
+    return this.#fenced(await closureEntryStates(this.#d.db, ids));
+  }
+
+  async #fenced(rows: Awaited<ReturnType<typeof closureEntryStates>>): Promise<Set<string>> {
     if (rows.length === 0) return new Set();
     const states = await this.#d.keys.states(rows.map((r) => r.keyId));
     return new Set(rows.filter((r) => r.forgotten || states.get(r.keyId) !== 'active').map((r) => r.artifactId));
