@@ -249,13 +249,14 @@ async function insertRecord(tx: Transaction, bucket: string, sealed: { record: C
  */
 async function assign(ctx: BackupContext, everything: boolean): Promise<number> {
   const bucket = ctx.backup.bucket;
+  // anchored: nothing is written over a cut tail (anchor.ts). Checked before the chain's lock is taken, so
+  // the lock is held no longer for it: what another writer stores meanwhile only moves the head forward.
+  const cut = await ctx.anchor.check();
+  if (cut) {
+    throw new LetheError('conflict', `${cut}: not writing the ledger chain over the gap until the missing records are put back (lethe backup repair-ledger)`, { retryable: false });
+  }
   return ctx.db.transaction(async (tx) => {
     await lockChain(tx, bucket);
-    // anchored: nothing is written over a cut tail (anchor.ts); the alarm is raised by whoever called
-    const cut = await ctx.anchor.check(tx);
-    if (cut) {
-      throw new LetheError('conflict', `${cut}: not writing the ledger chain over the gap until the missing records are put back (lethe backup repair-ledger)`, { retryable: false });
-    }
     let last = (await lastRecord(tx, bucket, 'assigned')) ?? (await startChain(ctx, tx));
     last = await followBucket(ctx, tx, last);
     let assigned = 0;
