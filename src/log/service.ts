@@ -102,7 +102,23 @@ export class LogService {
   }
 
   async append(subject: string, input: AppendInput, actor: string): Promise<{ entryId: string; keyId: string; seq: number }> {
-    return (await this.#store(subject, input, actor, undefined)).appended;
+    return (await this.#acrossRekeys(subject, () => this.#store(subject, input, actor, undefined))).appended;
+  }
+
+  /**
+   * `write` again after a forget's re-key fenced or replaced the subject's key under
+   * it (it recorded nothing): no write fails because of a forget. An erasure of the
+   * whole subject still refuses at once.
+   */
+  async #acrossRekeys<T>(subject: string, write: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await write();
+      } catch (e) {
+        if (attempt >= 2 || !isLetheError(e, 'erasure_in_progress')) throw e;
+        if (!(await this.#keys.awaitRekey(this.#keys.subjectHash(subject)))) throw e;
+      }
+    }
   }
 
   /**
@@ -120,7 +136,7 @@ export class LogService {
     const subjectHash = this.#keys.subjectHash(subject);
     const earlier = await this.#replayRecorded(subjectHash, once);
     if (earlier) return { appended: earlier, replayed: true };
-    return this.#store(subject, input, actor, once);
+    return this.#acrossRekeys(subject, () => this.#store(subject, input, actor, once));
   }
 
   /** The recorded answer to `once`, if (subject, key) was recorded within the window. */
@@ -208,7 +224,7 @@ export class LogService {
     if (!Number.isSafeInteger(count) || count < 1 || count > MAX_RESERVATION) {
       throw new LetheError('validation_failed', `count must be 1 to ${MAX_RESERVATION}`);
     }
-    const { keyId, dek, firstSeq } = await this.#reserveSeqs(subject, count, actor);
+    const { keyId, dek, firstSeq } = await this.#acrossRekeys(subject, () => this.#reserveSeqs(subject, count, actor));
     zeroize(dek);
     return { keyId, firstSeq, count };
   }

@@ -103,6 +103,9 @@ export type BulkKeyResult =
   | { readonly subject: string; readonly status: 'created' | 'existing'; readonly keyId: string; readonly createdAt: Date }
   | { readonly subject: string; readonly status: 'refused'; readonly refusal: LetheError };
 
+/** How long a write waits out a forget's re-key before it is refused (a re-key of thousands of entries takes about a second). */
+const REKEY_WAIT_MS = 10_000;
+
 const fencedRefusal = () =>
   new LetheError(
     'erasure_in_progress',
@@ -312,6 +315,7 @@ export class KeyService {
       if (cache.dropKey(current.keyId)) metrics.dekCacheInvalidations.inc({ source: 'lease-check' });
       metrics.dekCacheEntries.set(cache.size);
       if (outcome === 'fenced') {
+        if (attempt < 2 && (await this.awaitRekey(subjectHash))) continue;
         metrics.leases.inc({ outcome: 'fenced' });
         throw new LetheError('erasure_in_progress', 'the subject key is fenced: the subject is being erased, or re-keyed for a moment while some of its entries are forgotten; no new leases are handed out until then');
       }
@@ -477,6 +481,27 @@ export class KeyService {
     );
     for (const r of rows) out[r.id] = r.state;
     return out;
+  }
+
+  /**
+   * After a refusal because the subject's key was fenced or replaced: waits out a
+   * forget's re-key (the key fenced with no erasure of the subject open) for up to
+   * `timeoutMs`. True when the subject can be written again (an active key, or none
+   * yet); false while an erasure of the subject holds the fence, or after the wait.
+   */
+  async awaitRekey(subjectHash: Uint8Array, timeoutMs = REKEY_WAIT_MS): Promise<boolean> {
+    const until = Date.now() + timeoutMs;
+    for (let pause = 10; ; pause = Math.min(pause * 2, 200)) {
+      const state = await this.#d.db.transaction(async (tx) => {
+        if (await this.#refusal(tx, subjectHash)) return 'refused';
+        const [row] = await tx.select({ state: subjectKeys.state }).from(subjectKeys).where(eq(subjectKeys.subjectHash, subjectHash));
+        return row?.state ?? 'none';
+      });
+      if (state === 'refused') return false;
+      if (state !== 'fenced') return true;
+      if (Date.now() + pause > until) return false;
+      await new Promise((r) => setTimeout(r, pause));
+    }
   }
 
   /** The subject's live key without creating one, or undefined. */

@@ -145,6 +145,28 @@ describe('a forget racing an erasure of the whole subject', () => {
     expect((await t.call('POST', `/v1/subjects/${A}/entries`, { body: { text: 'written after the forget' } })).status).toBe(201);
   });
 
+  it('an append that meets a forget\'s re-key waits for it and is recorded under the new key (no write fails because of a forget)', async () => {
+    const A = `user:race-append-${tag()}`;
+    const forgotten = await append(A, `a memory to forget ${tag(4)}`);
+    await append(A, `a memory to keep ${tag(4)}`);
+    const old = (await t.vault.keys.findKey(A))!;
+    let during: Promise<Response> | undefined;
+    let settledDuring = false;
+    const result = await withinRekey(
+      async () => {
+        // the key is fenced now: an append started here meets the fence
+        during = t.call('POST', `/v1/subjects/${A}/entries`, { body: { text: `written during the re-key ${tag(4)}` } });
+        void during.then(() => (settledDuring = true));
+        await new Promise((r) => setTimeout(r, 300));
+      },
+      () => t.vault.log.rekeyKey(old.keyId, 'active', { exclude: [forgotten], actor: 'test' }),
+    );
+    expect(settledDuring).toBe(false);
+    const written = await ok<{ entryId: string; keyId: string }>(during!, 201);
+    expect(written.keyId).toBe(result.newKeyId);
+    expect((await ok<{ text: string }>(t.call('GET', `/v1/entries/${written.entryId}`), 200)).text).toMatch(/written during the re-key/);
+  });
+
   it('without an erasure, a re-key that gives up lifts its own fence, and one that switches leaves the new key active', async () => {
     const A = `user:race-none-${tag()}`;
     const forgotten = await append(A, `a memory to forget ${tag(4)}`);
