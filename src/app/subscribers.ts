@@ -6,9 +6,9 @@
  */
 import { describeError } from '../observability/logger.js';
 import { embeddingsOfEvent } from '../vectors/embeddings.js';
-import type { App } from './open.js';
+import type { App } from './app.js';
 
-type Parts = Pick<App, 'keys' | 'destructions' | 'vectors' | 'log' | 'backups' | 'erasures' | 'cache' | 'provider' | 'metrics' | 'logger'>;
+export type Parts = Pick<App, 'keys' | 'destructions' | 'vectors' | 'log' | 'backups' | 'erasures' | 'cache' | 'provider' | 'metrics' | 'logger'>;
 
 /**
  * A key destruction, wherever it was committed:

@@ -21,18 +21,11 @@ import { type Executor, queryRows } from '../db/client.js';
 import { isLetheError, LetheError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { ObjectStore } from '../storage/store.js';
-import type { BackupContext } from './context.js';
+import type { AnchorState, BackupContext, Witness } from './context.js';
+
+export type { Witness } from './context.js';
 import { CHAIN_FORMAT, type ChainHead, chainMac, chainRecordKey, HEAD_FORMAT, LEDGER_HEAD_KEY, macMatches, retention, type VerifiedChain } from './ledger-chain.js';
 import { MANIFEST_FORMAT, type Manifest, manifestMacState } from './manifest.js';
-
-/** A point of the chain someone saw: record `seq` with MAC `mac`, in `bucket` when it says. */
-export interface Witness {
-  /** What saw it, for messages: "the manifest of backup …", "certificate of erasure …". */
-  readonly source: string;
-  readonly bucket?: string;
-  readonly seq: number;
-  readonly mac: string;
-}
 
 const MAC_PATTERN = /^[0-9a-f]{64}$/;
 
@@ -163,13 +156,6 @@ async function recordDiffers(store: ObjectStore, seq: number, body: string): Pro
 /** Records the periodic check reads whole each time, besides the last one and the head. */
 const SWEEP_RECORDS = 16;
 
-/** What the running service found when it last compared the bucket's chain with what it stored. */
-export interface AnchorState {
-  readonly state: 'ok' | 'cut' | 'unchecked';
-  /** What is wrong, when cut: the record or head missing, replaced, or rolled back. */
-  readonly problem?: string;
-  readonly checkedAt: Date | null;
-}
 
 function parseHead(mac: KeyedHasher, bytes: Uint8Array, source: string): Witness | undefined {
   let value: unknown;

@@ -14,7 +14,7 @@ import type { AuditLog } from '../vault/audit.js';
 import type { KeyDestructions } from '../vault/destructions.js';
 import type { KeyService } from '../vault/keys.js';
 import type { VersionKeys } from '../vault/version-keys.js';
-import type { LedgerAnchor } from './anchor.js';
+import type { Executor } from '../db/client.js';
 
 export interface BackupContext {
   readonly db: Database;
@@ -40,7 +40,32 @@ export interface BackupContext {
   /** Object Lock retention for the ledger chain's objects, when the bucket allows it; undefined: off. */
   readonly ledgerLock: { readonly mode: 'governance' | 'compliance'; readonly days: number } | undefined;
   /** Checks the bucket's chain still holds what this database stored, and mirrors each head (anchor.ts). */
-  readonly anchor: LedgerAnchor;
+  readonly anchor: ChainAnchor;
   /** Test fault injection: kill the process at a named point (never honoured in production). */
   readonly failpoint?: ((name: string) => void) | undefined;
+}
+
+/** What the running service found when it last compared the bucket's chain with what it stored. */
+export interface AnchorState {
+  readonly state: 'ok' | 'cut' | 'unchecked';
+  /** What is wrong, when cut: the record or head missing, replaced, or rolled back. */
+  readonly problem?: string;
+  readonly checkedAt: Date | null;
+}
+
+/** What the chain and the service ask of the anchor (anchor.ts `LedgerAnchor`). */
+/** A point of the chain someone saw: record `seq` with MAC `mac`, in `bucket` when it says. */
+export interface Witness {
+  /** What saw it, for messages: "the manifest of backup …", "certificate of erasure …". */
+  readonly source: string;
+  readonly bucket?: string;
+  readonly seq: number;
+  readonly mac: string;
+}
+
+export interface ChainAnchor {
+  readonly state: AnchorState;
+  check(db?: Executor, options?: { sweep?: boolean }): Promise<string | undefined>;
+  mirror(head: Uint8Array): Promise<void>;
+  mirrored(): Promise<Witness | undefined>;
 }

@@ -31,8 +31,8 @@ import { Batcher } from '../vault/batcher.js';
 import type { KeyDestructions } from '../vault/destructions.js';
 import type { KeyService } from '../vault/keys.js';
 import type { VersionKeys } from '../vault/version-keys.js';
-import { type AnchorState, LedgerAnchor, parseWitnessFile, repairCut, type Witness } from './anchor.js';
-import type { BackupContext } from './context.js';
+import { LedgerAnchor, parseWitnessFile, repairCut, type Witness } from './anchor.js';
+import type { AnchorState, BackupContext } from './context.js';
 import { chainPosition, flushLedger, readChain, type VerifiedChain } from './ledger-chain.js';
 import { type FoldedManifest, foldManifest, type Manifest, readManifest } from './manifest.js';
 import {
@@ -49,7 +49,8 @@ import { restoreBackup, type RestoreResult } from './restore.js';
 import { type BackupProgress, type BackupSummary, takeBackup } from './run.js';
 import { type Verification, verifyBackup } from './verify.js';
 
-export type { AnchorState, Witness } from './anchor.js';
+export type { Witness } from './anchor.js';
+export type { AnchorState } from './context.js';
 export type { PropagateOptions, PropagationResult } from './propagate.js';
 export type { RestoreResult } from './restore.js';
 export type { BackupProgress, BackupSummary } from './run.js';

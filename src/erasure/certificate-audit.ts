@@ -26,6 +26,7 @@ import { canonicalJson, type Certificate, certificateDigest, constantTimeEqual, 
 import type { Executor } from '../db/client.js';
 import type { ErasureRow } from '../db/schema.js';
 import type { AuditEvent } from '../vault/audit.js';
+import type { RefusalReason } from './machine.js';
 import type { ErasureResources } from './resources.js';
 import type { ErasureState } from './state.js';
 import type { Residual } from './view.js';
@@ -34,7 +35,6 @@ import type { Residual } from './view.js';
 export const CERTIFICATE_REFUSED = 'certificate-refused';
 
 /** Why a certificate was not signed final: a label for the metric (the detail says more). */
-export type RefusalReason = 'signature' | 'audit' | 'digest' | 'outcome' | 'steps';
 
 export interface Refusal {
   readonly reason: RefusalReason;

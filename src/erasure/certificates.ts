@@ -11,13 +11,14 @@ import { and, asc, eq, gt, inArray, isNull, type SQL, sql } from 'drizzle-orm';
 import type { Certificate, Json, TrustedKey } from '../crypto/index.js';
 import { type ErasureRow, erasures } from '../db/schema.js';
 import { describeError } from '../observability/logger.js';
-import { CERTIFICATE_REFUSED, checkBeforeFinal, type Refusal, type RefusalReason, refusedEvent, refusedResidual, signedEpochs, signedEvent } from './certificate-audit.js';
+import type { RefusalReason } from './machine.js';
+import { CERTIFICATE_REFUSED, checkBeforeFinal, type Refusal, refusedEvent, refusedResidual, signedEpochs, signedEvent } from './certificate-audit.js';
 import { hashHex } from '../vault/subjects.js';
 import { assertCertificateTransition, type CertificateState, type ErasureClass, type ErasureStatus, STEP_NAMES } from './machine.js';
 import type { ErasureResources } from './resources.js';
 import { endWrappedCopies } from './residuals.js';
 import { type ErasureState, parseState } from './state.js';
-import { forgottenEntries } from './forget.js';
+import { forgottenEntries } from './state.js';
 import { requestContextOf } from './request.js';
 import { readableByRuling } from './view.js';
 

@@ -20,7 +20,7 @@
  */
 import { LetheError } from '../errors.js';
 import { isId, newId } from '../ids.js';
-import { forgottenEntries } from './forget.js';
+import { forgottenEntries } from './state.js';
 import { DISMISSAL_RUN } from './machine.js';
 import { amendFinished, assertReopenable, reopenErasure } from './reopen.js';
 import type { Actor, DismissalRequest } from './request.js';

@@ -5,7 +5,7 @@
  * certificate finalizer. The machine is in machine.ts, each step in steps/, each
  * tier in tiers/, the claim-and-commit loop in worker.ts.
  */
-import type { RefusalReason } from './certificate-audit.js';
+import type { RefusalReason } from './machine.js';
 import { hostname } from 'node:os';
 import { sql } from 'drizzle-orm';
 import { type Certificate, randomBytes, toBase64Url } from '../crypto/index.js';
@@ -24,7 +24,8 @@ import { type ErasureStatus, isOpen, STEP_NAMES, type StepName } from './machine
 import { ErasureRecords } from './records.js';
 import { approveDismissal, proposeDismissal, revokeDismissal } from './dismissal.js';
 import { openErasure } from './opening.js';
-import { type ForgetRequest, forgottenEntries, requestForget } from './forget.js';
+import { type ForgetRequest, requestForget } from './forget.js';
+import { forgottenEntries } from './state.js';
 import { orderRedaction } from './redaction.js';
 import { type Actor, actorOf, type BulkErasureRequest, type DismissalRequest, type DismissalRevocation, type ErasureRequest, requestContextOf } from './request.js';
 import type { CertificateSigner, ErasureResources, ErasureServices, ErasureSettings } from './resources.js';
@@ -35,7 +36,8 @@ import { ErasureWatchers, type Follower } from './watchers.js';
 import { leftBehind } from './left.js';
 import { failedStep, resumeErasure } from './resume.js';
 import { ErasureWorker } from './worker.js';
-import { reinstateSubject, SubjectTombstones } from './tombstones.js';
+import { reinstateSubject } from './reinstate.js';
+import { SubjectTombstones } from './tombstones.js';
 
 /** How often, and how far apart, a released lease's wake is retried while a replica runs the erasure's drain_leases. */
 /** How many of a bulk request's subjects are requested at once (each its own transaction). */

@@ -62,13 +62,3 @@ export async function requestForget(res: ErasureResources, input: ForgetRequest,
   await openErasure(res, opening, detail, (tx) => log.markForgotten(tx, erasureId, input.subjectHash, ids));
   return { erasureId, status: 'pending', created: true };
 }
-
-/** The entries a records-scope erasure forgets (undefined for an erasure of a whole subject). */
-export function forgottenEntries(row: { readonly scope: 'subject' | 'records'; readonly entryIds: unknown }): readonly string[] | undefined {
-  if (row.scope !== 'records') return undefined;
-  const ids = row.entryIds;
-  if (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => typeof id === 'string')) {
-    throw new LetheError('internal', 'a records-scope erasure has no entry ids recorded');
-  }
-  return ids as string[];
-}

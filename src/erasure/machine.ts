@@ -88,6 +88,9 @@ export function assertCertificateTransition(event: 'issue' | 'finalize', from: C
   if (!t.from.includes(from) || !t.to.includes(to)) throw new LetheError('illegal_transition', `a certificate cannot go from ${from ?? 'none'} to ${to} by ${event}`);
 }
 
+/** Why the finalizer refused to sign a certificate final (certificate-audit.ts). */
+export type RefusalReason = 'signature' | 'audit' | 'digest' | 'outcome' | 'steps';
+
 export const ERASURE_CLASSES = ['A', 'B', 'C'] as const;
 export type ErasureClass = (typeof ERASURE_CLASSES)[number];
 
@@ -101,3 +104,6 @@ export function parseStep(value: string | null): StepName | null {
   if (!(STEP_NAMES as readonly string[]).includes(value)) throw new LetheError('internal', `an erasure is at an unknown step ${JSON.stringify(value)}`);
   return value as StepName;
 }
+
+/** A tier's hard failure: it reported nothing removed (or something left) for a subject provenance says contributed (never retried). */
+export class TierFailure extends Error {}

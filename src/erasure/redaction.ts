@@ -13,7 +13,7 @@
  */
 import { LetheError } from '../errors.js';
 import { isId } from '../ids.js';
-import { forgottenEntries } from './forget.js';
+import { forgottenEntries } from './state.js';
 import { REDACTION_RUN } from './machine.js';
 import { assertReopenable, reopenErasure } from './reopen.js';
 import { type Actor, MAX_REDACTION_IDS } from './request.js';

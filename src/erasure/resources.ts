@@ -3,7 +3,7 @@
  * tables, the tiers, and its settings. Built once by the engine; steps, the worker
  * and the certificate finalizer read from it.
  */
-import type { RefusalReason } from './certificate-audit.js';
+import type { RefusalReason } from './machine.js';
 import type { TrainingExposures } from '../artifacts/exposures.js';
 import type { ArtifactService } from '../artifacts/service.js';
 import type { BackupService } from '../backups/service.js';

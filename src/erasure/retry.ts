@@ -15,8 +15,7 @@
  *   MAX_ATTEMPTS failed attempts of the step, then fails the erasure.
  */
 import { errorCodes, isLetheError, isTransientDatabaseError } from '../errors.js';
-import type { StepName } from './machine.js';
-import { TierFailure } from './steps/step.js';
+import { type StepName, TierFailure } from './machine.js';
 
 /** Failed attempts of one step after which an unclassified error fails the erasure. */
 export const MAX_ATTEMPTS = 5;

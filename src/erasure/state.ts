@@ -81,3 +81,13 @@ export function parseState(value: unknown): ErasureState {
   if (!parsed.success) throw new LetheError('internal', `an erasure's recorded state does not have its shape (${parsed.error.issues[0]?.path.join('.') ?? '?'})`);
   return parsed.data;
 }
+
+/** The entries a records-scope erasure forgets (undefined for an erasure of a whole subject). */
+export function forgottenEntries(row: { readonly scope: 'subject' | 'records'; readonly entryIds: unknown }): readonly string[] | undefined {
+  if (row.scope !== 'records') return undefined;
+  const ids = row.entryIds;
+  if (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => typeof id === 'string')) {
+    throw new LetheError('internal', 'a records-scope erasure has no entry ids recorded');
+  }
+  return ids as string[];
+}

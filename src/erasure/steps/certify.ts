@@ -8,7 +8,7 @@
 import { certificatePayload, wrappedEpochs } from '../certificates.js';
 import { assertCertificateTransition, type ErasureClass, type ErasureStatus } from '../machine.js';
 import { unlearningBoundOf } from '../request.js';
-import { forgottenEntries } from '../forget.js';
+import { forgottenEntries } from '../state.js';
 import { residuals } from '../residuals.js';
 import { inEffect, readableByRuling } from '../view.js';
 import type { AuditEvent } from '../../vault/audit.js';

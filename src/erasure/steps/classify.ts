@@ -6,7 +6,7 @@
  */
 import type { ErasureClass, TierName } from '../machine.js';
 import { affectedGraph } from '../graph.js';
-import { forgottenEntries } from '../forget.js';
+import { forgottenEntries } from '../state.js';
 import type { ErasureResources } from '../resources.js';
 import type { Step } from './step.js';
 

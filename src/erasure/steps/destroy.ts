@@ -8,8 +8,9 @@
  */
 import { isLetheError } from '../../errors.js';
 import { awaitReplicas, describeReplicas } from '../acknowledgement.js';
-import { forgottenEntries } from '../forget.js';
-import { awaitDurable, eraseTier, Park, type Step, type StepContext, TierFailure } from './step.js';
+import { forgottenEntries } from '../state.js';
+import { awaitDurable, eraseTier, Park, type Step, type StepContext } from './step.js';
+import { TierFailure } from '../machine.js';
 
 /** How long forgetting entries waits for a subject key another re-key or erasure holds fenced. */
 const FENCED_WAIT_MS = 1000;

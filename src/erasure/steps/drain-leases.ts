@@ -8,7 +8,7 @@
  * `state.leases`: when the last lease ended and whether it was released or expired.
  * Releases and time only move forward: safe to run again.
  */
-import { forgottenEntries } from '../forget.js';
+import { forgottenEntries } from '../state.js';
 import { Park, type Step } from './step.js';
 
 export const drainLeases: Step = {

@@ -3,7 +3,7 @@
  * fenced it; this confirms it after a crash). Entries appended between fingerprint
  * and fence are fingerprinted too. Fencing a fenced key is a no-op: safe to run again.
  */
-import { forgottenEntries } from '../forget.js';
+import { forgottenEntries } from '../state.js';
 import { keyHolding } from './classify.js';
 import { takeFingerprints } from './fingerprint.js';
 import type { Step } from './step.js';

@@ -7,7 +7,7 @@
  */
 import { utf8 } from '../../crypto/index.js';
 import { ErasureKey } from '../erasure-key.js';
-import { forgottenEntries } from '../forget.js';
+import { forgottenEntries } from '../state.js';
 import { encodeFingerprints, type Fingerprints, type RecordFingerprint } from '../probe.js';
 import type { Step, StepContext } from './step.js';
 

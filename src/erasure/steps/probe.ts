@@ -28,11 +28,12 @@ import type { Coverage } from '../../vectors/service.js';
 import { ErasureKey } from '../erasure-key.js';
 import { probedEvent } from '../probe-audit.js';
 import { inEffect } from '../view.js';
-import { forgottenEntries } from '../forget.js';
+import { forgottenEntries } from '../state.js';
 import { decodeFingerprints, type ExtraCandidate, type Fingerprints, PROBE_MAX_QUERIES, scoreProbe, spread, VECTOR_LIMIT, VECTOR_NEIGHBOURS } from '../probe.js';
 import type { ErasureResources } from '../resources.js';
 import type { ProbeFinding, TierScope } from '../tiers/port.js';
-import { Park, type Step, TierFailure } from './step.js';
+import { Park, type Step } from './step.js';
+import { TierFailure } from '../machine.js';
 
 /** Parks while the index catches up, before the probe fails the erasure. */
 export const MAX_INDEX_WAITS = 10;

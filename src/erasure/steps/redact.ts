@@ -7,7 +7,8 @@
  * open erasure stays fenced under its new id (the log's re-key keeps the state).
  */
 import { regenerateDerived } from '../tiers/artifacts.js';
-import { recordVersionKeys, type Step, TierFailure } from './step.js';
+import { recordVersionKeys, type Step } from './step.js';
+import { TierFailure } from '../machine.js';
 
 export const redact: Step = {
   name: 'redact',

@@ -7,10 +7,10 @@
 import type { AuditEvent } from '../../vault/audit.js';
 import type { ErasureRow } from '../../db/schema.js';
 import type { Certificate } from '../../crypto/certificate.js';
-import type { CertificateState, ErasureClass, ErasureStatus, StepName, TierName } from '../machine.js';
+import { type CertificateState, type ErasureClass, type ErasureStatus, type StepName, TierFailure, type TierName } from '../machine.js';
 import type { ErasureResources } from '../resources.js';
 import type { ErasureState } from '../state.js';
-import { forgottenEntries } from '../forget.js';
+import { forgottenEntries } from '../state.js';
 import type { TierScope } from '../tiers/port.js';
 
 export interface StepContext {
@@ -69,9 +69,6 @@ export async function awaitDurable(ctx: StepContext, keyIds: readonly string[]):
     `${pending.length} destruction record(s) not yet durable in the backup store's ledger (${error ?? 'still being written'}): waiting, the keys are already unusable`,
   );
 }
-
-/** A tier's hard failure: it reported nothing removed (or something left) for a subject provenance says contributed. */
-export class TierFailure extends Error {}
 
 export interface Step {
   readonly name: StepName;
