@@ -5,14 +5,14 @@
  * claim-guarded commits are in worker.ts. Every write of a running erasure's row is
  * guarded by `claimed_by = <the claim's token>`: a claim that was lost or given up writes nothing.
  */
-import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, type SQL, sql } from 'drizzle-orm';
 import { type Database, queryRows, type Transaction } from '../db/client.js';
 import { afterPosition, type KeysetPage, type KeysetPosition, positionOrder, positionTime } from '../db/keyset.js';
 import { type ErasureRow, erasures, erasureTransitions } from '../db/schema.js';
 import { LetheError } from '../errors.js';
 import { isId } from '../ids.js';
 import { notify } from '../vault/events.js';
-import { type ErasureStatus, OPEN_STATUSES, type StepName } from './machine.js';
+import { assertStatusTransition, type ErasureStatus, OPEN_STATUSES, type StepName } from './machine.js';
 import type { ErasureState } from './state.js';
 import type { ErasureTransition } from './view.js';
 
@@ -101,6 +101,22 @@ export class ErasureRecords {
     await notify(exec, { t: 'erasure', erasureId });
   }
 
+  /**
+   * Moves an erasure, in the caller's transaction: checks the status move (machine.ts),
+   * updates its row where `guard` still holds, and writes the transition row with its
+   * notification. The updated row, or undefined when the guard no longer held (nothing written).
+   */
+  async move(tx: Transaction, m: Move): Promise<ErasureRow | undefined> {
+    assertStatusTransition(m.from.status, m.to.status);
+    const [row] = await tx
+      .update(erasures)
+      .set({ ...m.set, status: m.to.status, step: m.to.step, updatedAt: new Date() })
+      .where(and(eq(erasures.erasureId, m.erasureId), m.guard))
+      .returning();
+    if (row) await this.transition(tx, m.erasureId, m.from.step, m.to.step, m.to.status, m.detail);
+    return row;
+  }
+
   /** Saves a running step's progress (only while `claim`, the token the worker claimed the row with, still holds it). */
   async checkpoint(erasureId: string, state: ErasureState, claim: string): Promise<void> {
     await this.#db.update(erasures).set({ state, updatedAt: new Date() }).where(and(eq(erasures.erasureId, erasureId), eq(erasures.claimedBy, claim)));
@@ -142,4 +158,16 @@ export class ErasureRecords {
     );
     return row !== undefined;
   }
+}
+
+/** An erasure's move (records.move): from where to where, what else changes, and what must still hold. */
+export interface Move {
+  readonly erasureId: string;
+  /** The row's status as read, and the step the timeline names as left (null: none). */
+  readonly from: { readonly status: ErasureStatus; readonly step: StepName | null };
+  readonly to: { readonly status: ErasureStatus; readonly step: StepName | null };
+  readonly set?: Omit<Partial<typeof erasures.$inferInsert>, 'status' | 'step' | 'updatedAt'>;
+  /** What must still hold for the move (the worker's claim and step); none under a row lock. */
+  readonly guard?: SQL | undefined;
+  readonly detail: string;
 }

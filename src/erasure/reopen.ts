@@ -10,7 +10,7 @@
 import { eq } from 'drizzle-orm';
 import { erasures } from '../db/schema.js';
 import { isLetheError, LetheError } from '../errors.js';
-import { assertStatusTransition, type StepName } from './machine.js';
+import type { StepName } from './machine.js';
 import type { AuditEvent } from '../vault/audit.js';
 import type { ErasureResources } from './resources.js';
 import { type ErasureState, parseState } from './state.js';
@@ -30,21 +30,22 @@ export async function reopenErasure(
   await res.records.db.transaction(async (tx) => {
     const [locked] = await tx.select().from(erasures).where(eq(erasures.erasureId, erasureId)).for('update');
     if (!locked || (locked.status !== 'completed' && locked.status !== 'incomplete')) throw new LetheError('conflict', 'the erasure changed meanwhile; try again');
-    assertStatusTransition(locked.status, 'running');
     if (!locked.sealKeyId) throw new LetheError('conflict', 'the probe fingerprints were destroyed meanwhile; request a new erasure to probe again');
     const state = parseState(locked.state);
     order.update(state);
     for (const s of order.run) state.steps[s] = { status: 'pending' };
     try {
-      await tx
-        .update(erasures)
-        .set({ status: 'running', step: order.step, state, finishedAt: null, notBefore: new Date(), claimedBy: null, claimedUntil: null, attempts: 0, updatedAt: new Date() })
-        .where(eq(erasures.erasureId, erasureId));
+      await res.records.move(tx, {
+        erasureId,
+        from: { status: locked.status, step: null },
+        to: { status: 'running', step: order.step },
+        set: { state, finishedAt: null, notBefore: new Date(), claimedBy: null, claimedUntil: null, attempts: 0 },
+        detail: order.detail,
+      });
     } catch (e) {
       if (isUniqueViolation(e)) throw new LetheError('conflict', 'another erasure of this subject is open');
       throw e;
     }
-    await res.records.transition(tx, erasureId, null, order.step, 'running', order.detail);
     if (order.audit) await res.audit.append(tx, [order.audit]);
   });
 }

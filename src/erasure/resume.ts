@@ -9,7 +9,7 @@
 import { and, eq, gt, ne } from 'drizzle-orm';
 import { erasures } from '../db/schema.js';
 import { isLetheError, LetheError } from '../errors.js';
-import { assertStatusTransition, FIRST_RUN, parseStep, type StepName } from './machine.js';
+import { FIRST_RUN, parseStep, type StepName } from './machine.js';
 import type { ErasureResources } from './resources.js';
 import { type ErasureState, parseState } from './state.js';
 
@@ -44,16 +44,17 @@ export async function resumeErasure(res: ErasureResources, erasureId: string, ac
       if (newer) {
         throw new LetheError('conflict', `a newer erasure of the same subject (${newer.erasureId}, ${newer.status}) has taken it over; follow that one instead`);
       }
-      assertStatusTransition(locked.status, 'running');
       const state = parseState(locked.state);
       const step = failedStep(state);
       state.steps[step] = { status: 'pending' };
-      await tx
-        .update(erasures)
-        .set({ status: 'running', step, state, finishedAt: null, notBefore: new Date(), claimedBy: null, claimedUntil: null, attempts: 0, lastError: null, updatedAt: new Date() })
-        .where(eq(erasures.erasureId, locked.erasureId));
       const cause = locked.lastError ? ` (it had failed: ${locked.lastError})` : '';
-      await res.records.transition(tx, locked.erasureId, null, step, 'running', `resumed at ${step} by ${actor}${cause}`);
+      await res.records.move(tx, {
+        erasureId: locked.erasureId,
+        from: { status: locked.status, step: null },
+        to: { status: 'running', step },
+        set: { state, finishedAt: null, notBefore: new Date(), claimedBy: null, claimedUntil: null, attempts: 0, lastError: null },
+        detail: `resumed at ${step} by ${actor}${cause}`,
+      });
       // a subject-scope erasure tombstones its subject again (an admin may have reinstated it while the erasure was failed)
       if (locked.scope === 'subject') await res.tombstones.mark(tx, locked.subjectHash, locked.erasureId, locked.createdAt);
       return step;

@@ -22,7 +22,7 @@ import type { Json } from '../crypto/index.js';
 import { queryRows } from '../db/client.js';
 import { type ErasureRow, erasures } from '../db/schema.js';
 import { describeError } from '../observability/logger.js';
-import { assertStatusTransition, type ErasureStatus, parseStep, type StepName, TRANSITIONS } from './machine.js';
+import { type ErasureStatus, parseStep, type StepName, TRANSITIONS } from './machine.js';
 import { signedEvent } from './certificate-audit.js';
 import type { ErasureResources } from './resources.js';
 import { classifyFailure, DEFAULT_RETRY, type FailureKind, failureMessage, givesUp, retryDelayMs, StepDeadlineExceeded } from './retry.js';
@@ -247,14 +247,13 @@ export class ErasureWorker {
     const next = TRANSITIONS[step];
     const finished = outcome.final;
     const status: ErasureStatus = finished ? finished.status : 'running';
-    assertStatusTransition(row.status, status);
     return destructions.transaction(async (tx) => {
-      const [committed] = await tx
-        .update(erasures)
-        .set({
-          step: next,
+      const committed = await records.move(tx, {
+        erasureId: row.erasureId,
+        from: { status: row.status, step },
+        to: { status, step: next },
+        set: {
           state,
-          status,
           ...(outcome.cls ? { class: outcome.cls } : {}),
           ...(finished
             ? {
@@ -268,10 +267,10 @@ export class ErasureWorker {
             : {}),
           attempts: 0,
           lastError: null,
-          updatedAt: new Date(),
-        })
-        .where(and(this.#mine(row), eq(erasures.step, step)))
-        .returning();
+        },
+        guard: and(this.#mine(row), eq(erasures.step, step)),
+        detail: outcome.detail,
+      });
       if (!committed) return undefined;
       // what the step asks to audit (the probe's result), and the certificate, enter the audit chain with the commit (probe-audit.ts, certificate-audit.ts)
       const events = [...(outcome.audit ?? []), ...(finished ? [signedEvent(row.erasureId, finished.certificate)] : [])];
@@ -279,7 +278,6 @@ export class ErasureWorker {
       if (finished?.destroySealKey && row.sealKeyId) {
         await versionKeys.destroy(tx, row.sealKeyId, { reason: 'erasure fingerprints no longer needed', actor: 'erasure', artifactId: row.erasureId });
       }
-      await records.transition(tx, row.erasureId, step, next, status, outcome.detail);
       return committed;
     });
   }
@@ -287,15 +285,17 @@ export class ErasureWorker {
   /** Parks the erasure until `park.until` and hands the claim back. */
   async #park(row: ErasureRow, step: StepName, state: ErasureState, park: Park): Promise<void> {
     const { records } = this.#res;
-    const parked = await records.db.transaction(async (tx) => {
-      const r = await tx
-        .update(erasures)
-        .set({ state, notBefore: park.until, claimedBy: null, claimedUntil: null, updatedAt: new Date() })
-        .where(and(this.#mine(row), eq(erasures.step, step)))
-        .returning({ id: erasures.erasureId });
-      if (r.length > 0) await records.transition(tx, row.erasureId, step, step, 'running', park.detail);
-      return r.length > 0;
-    });
+    const parked = await records.db.transaction(
+      async (tx) =>
+        (await records.move(tx, {
+          erasureId: row.erasureId,
+          from: { status: row.status, step },
+          to: { status: 'running', step },
+          set: { state, notBefore: park.until, claimedBy: null, claimedUntil: null },
+          guard: and(this.#mine(row), eq(erasures.step, step)),
+          detail: park.detail,
+        })) !== undefined,
+    );
     if (parked) this.#emit();
   }
 
@@ -317,24 +317,17 @@ export class ErasureWorker {
       status: giveUp ? 'failed' : 'running',
       detail: giveUp ? message : `attempt ${attempts} failed (${message}); retrying at ${retryAt.toISOString()}`,
     };
-    if (giveUp) assertStatusTransition(row.status, 'failed');
-    const recorded = await records.db.transaction(async (tx) => {
-      const r = await tx
-        .update(erasures)
-        .set({
-          state,
-          attempts,
-          lastError: message,
-          claimedBy: null,
-          claimedUntil: null,
-          updatedAt: new Date(),
-          ...(giveUp ? { status: 'failed' as const, step: null, finishedAt: new Date() } : { notBefore: retryAt }),
-        })
-        .where(and(this.#mine(row), eq(erasures.step, step)))
-        .returning({ id: erasures.erasureId });
-      if (r.length > 0) await records.transition(tx, row.erasureId, step, giveUp ? null : step, giveUp ? 'failed' : 'running', message);
-      return r.length > 0;
-    });
+    const recorded = await records.db.transaction(
+      async (tx) =>
+        (await records.move(tx, {
+          erasureId: row.erasureId,
+          from: { status: row.status, step },
+          to: giveUp ? { status: 'failed', step: null } : { status: 'running', step },
+          set: { state, attempts, lastError: message, claimedBy: null, claimedUntil: null, ...(giveUp ? { finishedAt: new Date() } : { notBefore: retryAt }) },
+          guard: and(this.#mine(row), eq(erasures.step, step)),
+          detail: message,
+        })) !== undefined,
+    );
     if (recorded && !giveUp) this.#onRetry?.(step, kind);
     this.#emit();
   }
