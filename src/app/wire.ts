@@ -12,6 +12,11 @@ import { KeyedHasher, zeroize } from '../crypto/index.js';
 import type { Db } from '../db/client.js';
 import { StatisticsKeeper } from '../db/statistics.js';
 import { ErasureEngine } from '../erasure/engine.js';
+import { artifactsErasable } from '../artifacts/erasable.js';
+import { backupsErasable } from '../backups/erasable.js';
+import { logErasable } from '../log/erasable.js';
+import { keyTableErasable } from '../vault/erasable.js';
+import { vectorIndexErasable } from '../vectors/erasable.js';
 import { ReportLinks } from '../erasure/report-link.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
 import { LogService } from '../log/service.js';
@@ -142,8 +147,21 @@ async function wireErasures(w: WireContext, d: Awaited<ReturnType<typeof wireVau
   // certificates are signed by the key provider's own signing key (rotatable; retired keys stay listed)
   const certificateKeys = new CertificateKeys({ db: database, provider, audit });
   const heartbeats = new ReplicaHeartbeats(database);
+  // each module's part of an erasure (src/erasable.ts): the engine never knows their queries
+  const erasables = [
+    keyTableErasable({ keys, destructions }),
+    logErasable({ db: database, log, destructions }),
+    vectorIndexErasable({
+      db: database,
+      vectors,
+      readable: async ({ entries, artifacts: ids }) => new Set([...(await log.readMany(entries)).keys(), ...(await artifacts.readMany(ids)).keys()]),
+    }),
+    artifactsErasable({ artifacts, failpoint }),
+    backupsErasable({ backups, destructions }),
+  ];
   const erasures = new ErasureEngine({
     db: database,
+    erasables,
     // which replicas applied a destruction: this one (caught up at once) and every other with a heartbeat row
     replicas: {
       acknowledge: (seq) => {

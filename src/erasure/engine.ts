@@ -3,7 +3,8 @@
  * what the routes and the app call. It takes requests and redaction orders, answers
  * an erasure's view, its status and its transitions, and runs the worker and the
  * certificate finalizer. The machine is in machine.ts, each step in steps/, each
- * tier in tiers/, the claim-and-commit loop in worker.ts.
+ * module's part of an erasure in its own erasable.ts (src/erasable.ts, handed in by the
+ * composition root), the claim-and-commit loop in worker.ts.
  */
 import type { RefusalReason } from './machine.js';
 import { hostname } from 'node:os';
@@ -30,7 +31,7 @@ import { orderRedaction } from './redaction.js';
 import { type Actor, actorOf, type BulkErasureRequest, type DismissalRequest, type DismissalRevocation, type ErasureRequest, requestContextOf } from './request.js';
 import type { CertificateSigner, ErasureResources, ErasureServices, ErasureSettings } from './resources.js';
 import { parseState } from './state.js';
-import { createTiers } from './tiers/index.js';
+import { ERASABLE_NAMES, type Erasable, type ErasableName } from '../erasable.js';
 import { CertificateViewSchema, type ErasureTransition, type ErasureView, readableByRuling, type StepView } from './view.js';
 import { ErasureWatchers, type Follower } from './watchers.js';
 import { leftBehind } from './left.js';
@@ -53,12 +54,22 @@ const WAKE_RETRY_MS = 100;
 
 export interface ErasureEngineDeps extends ErasureServices, ErasureSettings {
   readonly db: Database;
+  /** Each module's part of an erasure (src/erasable.ts): one of each name. */
+  readonly erasables: readonly Erasable[];
   /** Signs certificates with the current certificate-signing key (held by the key provider). */
   readonly signer: CertificateSigner;
   /** The events streams' fallback poll (LETHE_SSE_FALLBACK_POLL_MS): a missed notification delays an event by at most this. */
   readonly eventsFallbackMs?: number;
   /** The watcher gauge and refresh counter. */
   readonly metrics?: Metrics;
+}
+
+/** The erasables by name: exactly one of each, or the engine refuses to start. */
+function byName(list: readonly Erasable[]): Readonly<Record<ErasableName, Erasable>> {
+  const out = Object.fromEntries(list.map((e) => [e.name, e])) as Record<ErasableName, Erasable>;
+  const missing = ERASABLE_NAMES.filter((n) => !out[n]);
+  if (missing.length > 0 || list.length !== ERASABLE_NAMES.length) throw new Error(`the erasure engine needs one erasable of each of ${ERASABLE_NAMES.join(', ')} (missing: ${missing.join(', ') || 'none'}; given ${list.length})`);
+  return out;
 }
 
 export class ErasureEngine {
@@ -79,7 +90,7 @@ export class ErasureEngine {
       ...rest,
       records: new ErasureRecords(db, this.replica),
       tombstones: new SubjectTombstones(),
-      tiers: createTiers(deps),
+      tiers: byName(deps.erasables),
       ...(metrics ? { onRefusal: (reason: RefusalReason) => metrics.certificateRefusals.inc({ reason }) } : {}),
     };
     this.#watchers = new ErasureWatchers({

@@ -4,7 +4,7 @@
  * --exclude`). The request marks the entries forgotten in the transaction that
  * inserts the erasure — from its commit on no one reads them but this erasure's
  * fingerprint step — and does not fence the subject: it keeps writing. The steps are
- * the subject erasure's, scoped to the entries (tiers/port.ts `entryIds`): their
+ * the subject erasure's, scoped to the entries (src/erasable.ts: the `records` target): their
  * fingerprints, a re-key of the subject without them (destroy: their record keys were
  * wrapped under the old subject key alone, which is destroyed, ledgered and propagated
  * to backups like any key), the artifacts that cite them regenerated, their vectors

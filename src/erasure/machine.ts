@@ -94,9 +94,8 @@ export type RefusalReason = 'signature' | 'audit' | 'digest' | 'outcome' | 'step
 export const ERASURE_CLASSES = ['A', 'B', 'C'] as const;
 export type ErasureClass = (typeof ERASURE_CLASSES)[number];
 
-/** The places an erasure reaches (src/erasure/tiers). */
-export const TIER_NAMES = ['key-table', 'log', 'vector-index', 'artifacts', 'backups'] as const;
-export type TierName = (typeof TIER_NAMES)[number];
+/** The places an erasure reaches (src/erasable.ts: each module's part of an erasure). */
+export { ERASABLE_NAMES as TIER_NAMES, type ErasableName as TierName } from '../erasable.js';
 
 /** `erasures.step` as read from the database: a step name, or null once the erasure is finished. */
 export function parseStep(value: string | null): StepName | null {

@@ -19,7 +19,7 @@ import type { AuditLog } from '../vault/audit.js';
 import type { Vectors } from '../vectors/service.js';
 import type { ErasureRecords } from './records.js';
 import type { RetryPolicy } from './retry.js';
-import type { Tiers } from './tiers/index.js';
+import type { Erasable, ErasableName } from '../erasable.js';
 import type { SubjectTombstones } from './tombstones.js';
 
 /** Signs certificates with the vault's current certificate-signing key (vault/certificate-keys.ts: the key provider holds the keys). */
@@ -81,7 +81,8 @@ export interface ErasureResources extends ErasureServices, ErasureSettings {
   readonly records: ErasureRecords;
   /** `subject_tombstones`: subjects erased for good until an admin reinstates them. */
   readonly tombstones: SubjectTombstones;
-  readonly tiers: Tiers;
+  /** Each module's part of an erasure, by name (src/erasable.ts). */
+  readonly tiers: Readonly<Record<ErasableName, Erasable>>;
   /** Signs certificates; every certificate names its signing key (`signingKeyId`) inside the signed payload. */
   readonly signer: CertificateSigner;
 }

@@ -4,6 +4,7 @@
  * Pure: no I/O.
  */
 import { z } from 'zod';
+import type { ErasureTarget } from '../erasable.js';
 import { LetheError } from '../errors.js';
 import { STEP_NAMES, STEP_STATUSES, TIER_NAMES } from './machine.js';
 import { ErasureGraphSchema, ProbeDismissalSchema, ProbeViewSchema, ResidualSchema } from './view.js';
@@ -90,4 +91,11 @@ export function forgottenEntries(row: { readonly scope: 'subject' | 'records'; r
     throw new LetheError('internal', 'a records-scope erasure has no entry ids recorded');
   }
   return ids as string[];
+}
+
+/** What the erasure takes, as the modules' erasables read it: the whole subject, or the records it forgets (under `keyId`). */
+export function targetOf(row: { readonly erasureId: string; readonly subjectHash: Uint8Array; readonly scope: 'subject' | 'records'; readonly entryIds: unknown }, keyId: string | null): ErasureTarget {
+  const base = { erasureId: row.erasureId, subjectHash: row.subjectHash, keyId };
+  const entryIds = forgottenEntries(row);
+  return entryIds ? { ...base, kind: 'records', entryIds } : { ...base, kind: 'subject' };
 }

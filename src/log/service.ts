@@ -361,23 +361,6 @@ export class LogService {
     return out;
   }
 
-  /** How many entries are indexed under a key (readable or not). */
-  async countByKey(keyId: string): Promise<number> {
-    const [row] = await queryRows<{ n: string | number }>(this.#db, sql`select count(*) as n from log_entries where key_id = ${keyId}`);
-    return Number(row?.n ?? 0);
-  }
-
-  /** How many of the subject's entries are still readable (indexed under a live key of the subject). */
-  async countReadable(subjectHash: Uint8Array): Promise<number> {
-    const [row] = await queryRows<{ n: string | number }>(
-      this.#db,
-      // the subject's one live key by its unique index, then its entries by (key_id, seq): never a join that could read subject_keys whole
-      sql`select count(*) as n from log_entries e
-           where e.key_id = (select k.key_id from subject_keys k where k.subject_hash = ${subjectHash}) and e.subject_hash = ${subjectHash}`,
-    );
-    return Number(row?.n ?? 0);
-  }
-
   /** The ids of the entries indexed under a key, in append order. */
   async entryIdsOf(keyId: string): Promise<string[]> {
     const rows = await this.#db.select({ id: logEntries.entryId }).from(logEntries).where(eq(logEntries.keyId, keyId)).orderBy(asc(logEntries.seq));
@@ -413,29 +396,6 @@ export class LogService {
     if (marked.length !== new Set(ids).size) {
       throw new LetheError('conflict', 'an entry of the request changed meanwhile (it is being forgotten by another erasure); nothing was marked', { retryable: true });
     }
-  }
-
-  /** How many of the given entries are still readable (indexed under a live key): what a records-scope erasure must bring to 0. */
-  async countReadableOf(ids: readonly string[]): Promise<number> {
-    if (ids.length === 0) return 0;
-    const [row] = await queryRows<{ n: string | number }>(
-      this.#db,
-      sql`select count(*) as n from log_entries e cross join lateral (select 1 from subject_keys k where k.key_id = e.key_id offset 0) k
-           where e.entry_id = any(array(select json_array_elements_text(${JSON.stringify([...new Set(ids)])}::json)))`,
-    );
-    return Number(row?.n ?? 0);
-  }
-
-  /** How many of the given entries are indexed under a destroyed key (erased). */
-  async countErasedOf(ids: readonly string[]): Promise<number> {
-    if (ids.length === 0) return 0;
-    const [row] = await queryRows<{ n: string | number }>(
-      this.#db,
-      sql`select count(*) as n from log_entries e
-           where e.entry_id = any(array(select json_array_elements_text(${JSON.stringify([...new Set(ids)])}::json)))
-             and not exists (select 1 from subject_keys k where k.key_id = e.key_id)`,
-    );
-    return Number(row?.n ?? 0);
   }
 
   /** Whether lethe ever indexed an entry of the subject (an erasure of a subject never seen is refused). */

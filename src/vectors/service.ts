@@ -684,22 +684,6 @@ export class Vectors {
     return written;
   }
 
-  /** How many sealed embeddings are stored under a key (what a key's destruction must take with it). */
-  async countByKey(keyId: string): Promise<number> {
-    const [row] = await queryRows<{ n: string | number }>(this.#d.db, sql`select count(*) as n from embeddings where key_id = ${keyId}`);
-    return Number(row?.n ?? 0);
-  }
-
-  /** How many of these records have a sealed embedding stored, under any key (a records-scope erasure's vector tier). */
-  async countRecords(recordIds: readonly string[]): Promise<number> {
-    if (recordIds.length === 0) return 0;
-    const [row] = await queryRows<{ n: string | number }>(
-      this.#d.db,
-      sql`select count(*) as n from embeddings where record_id = any(${idArrayLiteral([...new Set(recordIds)])}::text[])`,
-    );
-    return Number(row?.n ?? 0);
-  }
-
   /**
    * Inside a key destruction's transaction (registered with KeyDestructions.within):
    * the sealed embeddings died with their key; their rows go so nothing tries to open them.

@@ -2,8 +2,8 @@
  * The architecture rules, as data. `check.ts` enforces them; edit them here.
  *
  * A module is a top-level folder of src/ (src/vault/keys.ts is in `vault`) or one of
- * the root files src/errors.ts, src/ids.ts and src/concurrency.ts (modules `errors`, `ids`
- * and `concurrency`). A module
+ * the root files src/errors.ts, src/ids.ts, src/erasable.ts and src/concurrency.ts (modules
+ * `errors`, `ids`, `erasable` and `concurrency`). A module
  * may always import itself, npm packages and `node:` built-ins; anything else must be
  * listed below. A folder (or root file) missing from this table is itself a
  * violation: a new module has to be placed before it can be used.
@@ -23,22 +23,24 @@ export const MODULES: Readonly<Record<string, ModuleRule>> = {
   errors: { imports: [] },
   concurrency: { imports: [] },
   ids: { imports: ['crypto', 'errors'] },
+  // the erasable port (src/erasable.ts): what each module answers to an erasure; pure types
+  erasable: { imports: [] },
   crypto: { imports: ['errors'] },
   config: { imports: ['errors'] },
   observability: { imports: [] },
   db: { imports: ['errors'] },
   storage: { imports: ['errors', 'observability'] },
   keyprovider: { imports: ['crypto', 'errors', 'config'] },
-  vault: { imports: ['crypto', 'db', 'errors', 'ids', 'keyprovider', 'observability', 'config'] },
-  vectors: { imports: ['vault', 'crypto', 'db', 'errors', 'ids', 'observability'] },
-  log: { imports: ['vectors', 'vault', 'storage', 'crypto', 'db', 'errors', 'ids', 'observability', 'concurrency'] },
-  artifacts: { imports: ['log', 'vectors', 'vault', 'storage', 'crypto', 'db', 'errors', 'ids', 'observability'] },
+  vault: { imports: ['erasable', 'crypto', 'db', 'errors', 'ids', 'keyprovider', 'observability', 'config'] },
+  vectors: { imports: ['erasable', 'vault', 'crypto', 'db', 'errors', 'ids', 'observability'] },
+  log: { imports: ['erasable', 'vectors', 'vault', 'storage', 'crypto', 'db', 'errors', 'ids', 'observability', 'concurrency'] },
+  artifacts: { imports: ['erasable', 'log', 'vectors', 'vault', 'storage', 'crypto', 'db', 'errors', 'ids', 'observability'] },
   search: { imports: ['artifacts', 'log', 'vectors', 'vault', 'crypto', 'errors', 'ids', 'observability'] },
   backups: {
-    imports: ['artifacts', 'log', 'vectors', 'vault', 'storage', 'keyprovider', 'crypto', 'db', 'errors', 'ids', 'observability', 'config'],
+    imports: ['erasable', 'artifacts', 'log', 'vectors', 'vault', 'storage', 'keyprovider', 'crypto', 'db', 'errors', 'ids', 'observability', 'config'],
   },
   erasure: {
-    imports: ['backups', 'search', 'artifacts', 'log', 'vectors', 'vault', 'storage', 'keyprovider', 'crypto', 'db', 'errors', 'ids', 'observability', 'config', 'concurrency'],
+    imports: ['erasable', 'backups', 'search', 'artifacts', 'log', 'vectors', 'vault', 'storage', 'keyprovider', 'crypto', 'db', 'errors', 'ids', 'observability', 'config', 'concurrency'],
   },
   // Routes never touch the database (no db), and nothing below the composition root
   // imports it (no app, client, cli).

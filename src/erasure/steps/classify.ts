@@ -6,7 +6,7 @@
  */
 import type { ErasureClass, TierName } from '../machine.js';
 import { affectedGraph } from '../graph.js';
-import { forgottenEntries } from '../state.js';
+import { forgottenEntries, targetOf } from '../state.js';
 import type { ErasureResources } from '../resources.js';
 import type { Step } from './step.js';
 
@@ -34,7 +34,7 @@ export const classify: Step = {
     const unindexed = await res.log.indexer.waitIndexed({ subjectHash, timeoutMs: QUEUE_WAIT_MS });
     // forgetting entries: the key they are under now (the subject's live key, unless a re-key moved them since)
     const keyId = entryIds ? await keyHolding(res, entryIds) : ((await res.keys.liveKeyOf(subjectHash))?.keyId ?? null);
-    const scope = { erasureId: row.erasureId, subjectHash, keyId, entryIds };
+    const scope = targetOf(row, keyId);
     const contributions = {} as Record<TierName, number>;
     for (const tier of Object.values(res.tiers)) contributions[tier.name] = await tier.contributions(scope);
     const touching = entryIds ? await res.artifacts.touchingRecords(entryIds) : await res.artifacts.touchingSubject(subjectHash);

@@ -3,7 +3,7 @@
  * fenced it; this confirms it after a crash). Entries appended between fingerprint
  * and fence are fingerprinted too. Fencing a fenced key is a no-op: safe to run again.
  */
-import { forgottenEntries } from '../state.js';
+import { forgottenEntries, targetOf } from '../state.js';
 import { keyHolding } from './classify.js';
 import { takeFingerprints } from './fingerprint.js';
 import type { Step } from './step.js';
@@ -27,7 +27,7 @@ export const fence: Step = {
     if (live.keyId !== state.keyId) state.keyId = live.keyId;
     await res.keys.fenceKey(state.keyId, 'erasure');
     let extra = '';
-    if ((await res.log.countByKey(state.keyId)) !== state.fingerprinted) {
+    if ((await res.tiers.log.contributions(targetOf(row, state.keyId))) !== state.fingerprinted) {
       await takeFingerprints(ctx);
       extra = `; ${state.fingerprinted} record(s) fingerprinted again after late appends`;
     }

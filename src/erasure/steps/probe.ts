@@ -28,10 +28,10 @@ import type { Coverage } from '../../vectors/service.js';
 import { ErasureKey } from '../erasure-key.js';
 import { probedEvent } from '../probe-audit.js';
 import { inEffect } from '../view.js';
-import { forgottenEntries } from '../state.js';
+import { targetOf } from '../state.js';
 import { decodeFingerprints, type ExtraCandidate, type Fingerprints, PROBE_MAX_QUERIES, scoreProbe, spread, VECTOR_LIMIT, VECTOR_NEIGHBOURS } from '../probe.js';
 import type { ErasureResources } from '../resources.js';
-import type { ProbeFinding, TierScope } from '../tiers/port.js';
+import type { ProbeFinding } from '../../erasable.js';
 import { Park, type Step } from './step.js';
 import { TierFailure } from '../machine.js';
 
@@ -68,7 +68,7 @@ function scoreOf(list: ReadonlyArray<{ id: string; score: number }>, id: string)
 export const probe: Step = {
   name: 'probe',
   async run({ res, row, state }) {
-    const scope: TierScope = { erasureId: row.erasureId, subjectHash: row.subjectHash, keyId: state.keyId ?? null, entryIds: forgottenEntries(row), contributed: 0 };
+    const scope = targetOf(row, state.keyId ?? null);
     for (const f of await res.tiers['key-table'].probe(scope, { vectors: [], records: [], neighbours: 0 })) {
       if (f.kind === 'live-key') throw new TierFailure(`tier key-table: the subject has a live key (${f.keyId}) after its destruction`);
     }

@@ -10,8 +10,8 @@ import type { Certificate } from '../../crypto/certificate.js';
 import { type CertificateState, type ErasureClass, type ErasureStatus, type StepName, TierFailure, type TierName } from '../machine.js';
 import type { ErasureResources } from '../resources.js';
 import type { ErasureState } from '../state.js';
-import { forgottenEntries } from '../state.js';
-import type { TierScope } from '../tiers/port.js';
+import { targetOf } from '../state.js';
+import type { ErasureScope } from '../../erasable.js';
 
 export interface StepContext {
   readonly res: ErasureResources;
@@ -76,13 +76,10 @@ export interface Step {
 }
 
 /** The scope a tier erases in, from what the erasure recorded so far. */
-export function tierScope(ctx: StepContext, contributed: number): TierScope {
+export function tierScope(ctx: StepContext, contributed: number): ErasureScope {
   const { row, state } = ctx;
   return {
-    erasureId: row.erasureId,
-    subjectHash: row.subjectHash,
-    keyId: state.keyId ?? null,
-    entryIds: forgottenEntries(row),
+    ...targetOf(row, state.keyId ?? null),
     contributed,
     otherKeys: [...(state.versionKeys ?? []), ...(state.redactedKeys ?? [])],
     affected: (state.affected ?? []).map((a) => a.artifactId),

@@ -1,6 +1,6 @@
-/** Derived artifacts: regenerated from surviving sources by provenance, or removed when none survives. */
-import type { ArtifactService } from '../../artifacts/service.js';
-import type { ProbeFinding, Tier, TierScope } from './port.js';
+/** Derived artifacts' part of an erasure: regenerated from surviving sources by provenance, or removed when none survives. */
+import type { Erasable, ErasureScope, ErasureTarget, ProbeFinding } from '../erasable.js';
+import type { ArtifactService } from './service.js';
 
 export interface RegenerationDeps {
   readonly artifacts: ArtifactService;
@@ -33,27 +33,34 @@ export async function regenerateDerived(
   return { roots: roots.length, regenerated, removed, left: (await pending()).length };
 }
 
-/** The artifacts whose current version cites the subject — or, forgetting entries, those entries. */
-function touching(d: RegenerationDeps, scope: Pick<TierScope, 'subjectHash' | 'entryIds'>) {
-  return scope.entryIds ? d.artifacts.touchingRecords(scope.entryIds) : d.artifacts.touchingSubject(scope.subjectHash);
+/** The artifacts whose current version cites the subject — or, forgetting records, those records. */
+function touching(d: RegenerationDeps, target: ErasureTarget) {
+  return target.kind === 'records' ? d.artifacts.touchingRecords(target.entryIds) : d.artifacts.touchingSubject(target.subjectHash);
 }
 
-export function artifactsTier(d: RegenerationDeps): Tier {
+/**
+ * What still needs regenerating: what cites the target now, and every artifact
+ * classified as affected still holding a version written before the key's destruction
+ * (it carries the subject's content even when it no longer cites the subject directly:
+ * a digest above a summary that a crashed run already regenerated).
+ */
+async function pending(d: RegenerationDeps, scope: ErasureScope): Promise<string[]> {
+  const touchingNow = (await touching(d, scope)).map((t) => t.artifactId);
+  const stale = await d.artifacts.staleSince(scope.affected ?? [], scope.since);
+  return [...new Set([...touchingNow, ...stale])];
+}
+
+export function artifactsErasable(d: RegenerationDeps): Erasable {
   return {
     name: 'artifacts',
-    async contributions(scope) {
-      return (await touching(d, scope)).length;
+    async contributions(target) {
+      return (await touching(d, target)).length;
+    },
+    async readable(scope) {
+      return (await pending(d, scope)).length;
     },
     async erase(scope) {
-      const pending = async () => {
-        const touchingNow = (await touching(d, scope)).map((t) => t.artifactId);
-        // An artifact classified as affected still holding a version written before the key's
-        // destruction carries the subject's content even when it no longer cites the subject
-        // directly (a digest above a summary that a crashed run already regenerated).
-        const stale = await d.artifacts.staleSince(scope.affected ?? [], scope.since);
-        return [...new Set([...touchingNow, ...stale])];
-      };
-      const r = await regenerateDerived(d, pending, { reason: `erasure ${scope.erasureId}`, beforeRegenerate: scope.beforeRegenerate });
+      const r = await regenerateDerived(d, () => pending(d, scope), { reason: `erasure ${scope.erasureId}`, beforeRegenerate: scope.beforeRegenerate });
       const detail =
         r.roots > 0
           ? `${r.regenerated} artifact(s) regenerated from surviving sources and re-embedded, ${r.removed} removed (no surviving source); old version keys destroyed`

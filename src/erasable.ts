@@ -1,24 +1,32 @@
 /**
- * The tier port (docs/architecture.md, "Erasure": tiers): each place the subject's
- * information can live reports the subject's contributions, erases them, and answers
- * the reconstruction probe. One file per tier; each calls its module's service.
+ * The erasable port: what every module holding a subject's data answers to an
+ * erasure (docs/architecture.md, "Erasure"). Each module ships its implementation
+ * next to its data (vault/, log/, vectors/, artifacts/, backups/ `erasable.ts`); the
+ * composition root hands the list to the erasure engine, which never knows their
+ * queries.
  *
  * `erase` reports cumulative figures (what is removed and what is left now, not what
  * this call did), so a step re-run after a crash reports what the first run did. The
  * engine turns "contributed but removed nothing" and "anything left" into a hard
  * failure of the erasure: never a silent `deleted: 0`.
  */
-import type { TierName } from '../machine.js';
 
-export type { TierName } from '../machine.js';
+/** The places an erasure reaches, in the order the report lists them. */
+export const ERASABLE_NAMES = ['key-table', 'log', 'vector-index', 'artifacts', 'backups'] as const;
+export type ErasableName = (typeof ERASABLE_NAMES)[number];
 
-export interface TierScope {
+interface TargetCommon {
   readonly erasureId: string;
   readonly subjectHash: Uint8Array;
-  /** The subject's key this erasure fenced and destroys (null: it had none left); for a records-scope erasure, the key it re-keys the subject away from. */
+  /** The subject's key this erasure fenced and destroys (null: it had none left); forgetting records, the key it re-keys the subject away from. */
   readonly keyId: string | null;
-  /** A records-scope erasure's entries: the tiers count and erase these alone, and the subject keeps a live key (src/erasure/forget.ts). */
-  readonly entryIds?: readonly string[] | undefined;
+}
+
+/** What an erasure takes: a whole subject, or some records of a living subject (its entries; it keeps a live key). */
+export type ErasureTarget = (TargetCommon & { readonly kind: 'subject' }) | (TargetCommon & { readonly kind: 'records'; readonly entryIds: readonly string[] });
+
+/** The target with what the erasure recorded so far, which erasing is measured and guided by. */
+export type ErasureScope = ErasureTarget & {
   /** Contributions recorded at classification (what removals are measured against). */
   readonly contributed: number;
   /** Keys of derived versions and other subjects that this erasure destroyed (their backups are marked too). */
@@ -29,9 +37,9 @@ export interface TierScope {
   readonly since?: Date;
   /** Records the version keys a regeneration is about to destroy, before it does (so a crash still marks their backups). */
   readonly beforeRegenerate?: (versionKeys: string[]) => Promise<void>;
-}
+};
 
-export interface TierErasure {
+export interface Erased {
   readonly removed: number;
   readonly left: number;
   readonly detail: string;
@@ -57,10 +65,12 @@ export type ProbeFinding =
   /** The subject still has a live key: everything of it is readable. */
   | { readonly kind: 'live-key'; readonly keyId: string };
 
-export interface Tier {
-  readonly name: TierName;
-  /** How many of the subject's records (keys, entries, vectors, artifacts, backups) this tier holds. */
-  contributions(scope: Omit<TierScope, 'contributed'>): Promise<number>;
-  erase(scope: TierScope): Promise<TierErasure>;
-  probe(scope: TierScope, query: ProbeQuery): Promise<ProbeFinding[]>;
+export interface Erasable {
+  readonly name: ErasableName;
+  /** How many of the target's records (keys, entries, vectors, artifacts, backups) this module holds. */
+  contributions(target: ErasureTarget): Promise<number>;
+  erase(scope: ErasureScope): Promise<Erased>;
+  /** How many of the target's records this module still holds readable (or still to erase). */
+  readable(scope: ErasureScope): Promise<number>;
+  probe(target: ErasureTarget, query: ProbeQuery): Promise<ProbeFinding[]>;
 }
