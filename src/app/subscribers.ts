@@ -79,14 +79,14 @@ export function handleReplicaEvents(app: Parts & { events: App['events'] }, catc
   events.on('embeddings', (event) => app.vectors.loadWritten(embeddingsOfEvent(event)));
   // the erasure events streams' watchers wake on every replica's transitions (this one's included)
   events.on('erasure', (event) => {
-    if (typeof event.erasureId === 'string') app.erasures.heard(event.erasureId);
+    if (typeof event.erasureId === 'string') app.erasures.watchers.heard(event.erasureId);
   });
-  app.erasures.hearNotifications();
+  app.erasures.watchers.hearNotifications();
   events.onReconnect(() => {
     logger.warn('catching up on key destructions and reconciling the search index: notifications may have been missed');
     void catchUp()
       .then(() => app.vectors.reconcile())
       .catch((e: unknown) => logger.error({ err: describeError(e) }, 'search index reconcile failed'));
-    app.erasures.missedNotifications();
+    app.erasures.watchers.wakeAll('reconnect');
   });
 }

@@ -19,7 +19,7 @@ import type { AuditLog } from '../vault/audit.js';
 import type { Vectors } from '../vectors/service.js';
 import type { ErasureRecords } from './records.js';
 import type { RetryPolicy } from './retry.js';
-import type { Erasable, ErasableName } from '../erasable.js';
+import { ERASABLE_NAMES, type Erasable, type ErasableName } from '../erasable.js';
 import type { SubjectTombstones } from './tombstones.js';
 
 /** Signs certificates with the vault's current certificate-signing key (vault/certificate-keys.ts: the key provider holds the keys). */
@@ -85,4 +85,14 @@ export interface ErasureResources extends ErasureServices, ErasureSettings {
   readonly tiers: Readonly<Record<ErasableName, Erasable>>;
   /** Signs certificates; every certificate names its signing key (`signingKeyId`) inside the signed payload. */
   readonly signer: CertificateSigner;
+}
+
+/** The erasables by name: exactly one of each, or the engine refuses to start. */
+export function erasablesByName(list: readonly Erasable[]): Readonly<Record<ErasableName, Erasable>> {
+  const out = Object.fromEntries(list.map((e) => [e.name, e])) as Record<ErasableName, Erasable>;
+  const missing = ERASABLE_NAMES.filter((n) => !out[n]);
+  if (missing.length > 0 || list.length !== ERASABLE_NAMES.length) {
+    throw new Error(`the erasure engine needs one erasable of each of ${ERASABLE_NAMES.join(', ')} (missing: ${missing.join(', ') || 'none'}; given ${list.length})`);
+  }
+  return out;
 }

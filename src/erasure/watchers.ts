@@ -209,6 +209,8 @@ const PAGE = 500;
 export class ErasureWatchers {
   readonly #watchers = new Map<string, Watcher>();
   readonly #options: WatcherOptions;
+  /** Whether this replica hears erasure notifications; until then, its own transitions wake every watcher. */
+  #notified = false;
 
   constructor(options: WatcherOptions) {
     this.#options = options;
@@ -238,6 +240,16 @@ export class ErasureWatchers {
   /** A transition of this erasure committed (on any replica): its watcher, if any, reads. */
   heard(erasureId: string, cause: RefreshCause = 'notification'): void {
     this.#watchers.get(erasureId)?.wake(cause);
+  }
+
+  /** From now on the watchers wake on erasure notifications (every replica's transitions, this one's included). */
+  hearNotifications(): void {
+    this.#notified = true;
+  }
+
+  /** This replica committed a transition: without notifications, every watcher reads. */
+  committedHere(): void {
+    if (!this.#notified) this.wakeAll('local');
   }
 
   /** Notifications may have been missed (a listener reconnected), or no notification is heard: every watcher reads. */

@@ -179,7 +179,7 @@ describe('events streams in one process (PostgreSQL)', () => {
     for (const s of streams) await s.until(() => s.steps.length > 0, 'the request transition');
     expect(await watchers()).toBe(1);
     expect(await open()).toBe(CAP);
-    expect(t.vault.erasures.watchers).toBe(1);
+    expect(t.vault.erasures.watchers.size).toBe(1);
 
     // the token holds its cap: a fourth stream is refused, and not counted
     const refused = await t.call('GET', `/v1/erasures/${erasureId}/events`, { role: 'eraser' });
@@ -216,7 +216,7 @@ describe('events streams in one process (PostgreSQL)', () => {
 
     expect(await settles(watchers, 0)).toBe(0);
     expect(await settles(open, 0)).toBe(0);
-    expect(t.vault.erasures.watchers).toBe(0);
+    expect(t.vault.erasures.watchers.size).toBe(0);
     finishedId = erasureId;
   });
 
