@@ -1,0 +1,84 @@
+/** What the subject-key table says: a subject's status and live key, keys' states and validity, and reserving log sequence numbers under a key. */
+import { eq, inArray, sql } from 'drizzle-orm';
+import { queryRows } from '../db/client.js';
+import { destructionLedger, subjectKeys, type SubjectKeyRow } from '../db/schema.js';
+import { LetheError } from '../errors.js';
+import { type KeyContext, type LiveKey, MAX_VALIDITY_IDS, type SubjectStatus, type Validity } from './key-types.js';
+import { hashHex } from './subjects.js';
+
+/** subjectStatus for a subject known by its keyed hash. */
+export async function statusOf(c: KeyContext, subjectHash: Uint8Array): Promise<SubjectStatus> {
+  const row = await findRow(c, subjectHash);
+  if (row) return { subjectHash, key: { keyId: row.keyId, state: row.state }, erased: false };
+  const [destroyed] = await c.d.db
+    .select({ keyId: destructionLedger.keyId })
+    .from(destructionLedger)
+    .where(eq(destructionLedger.subjectHash, subjectHash))
+    .limit(1);
+  return { subjectHash, erased: destroyed !== undefined };
+}
+
+/** findKey for a subject known by its keyed hash (a subject has at most one live key). */
+export async function liveKeyOf(c: KeyContext, subjectHash: Uint8Array): Promise<LiveKey | undefined> {
+  const row = await findRow(c, subjectHash);
+  return row ? { keyId: row.keyId, state: row.state } : undefined;
+}
+
+/** liveKeyOf for many subjects in one query: by the hex of each keyed hash that has a live key (the others are absent). */
+export async function liveKeysOf(c: KeyContext, subjectHashes: readonly Uint8Array[]): Promise<Map<string, LiveKey>> {
+  if (subjectHashes.length === 0) return new Map();
+  const rows = await c.d.db
+    .select({ subjectHash: subjectKeys.subjectHash, keyId: subjectKeys.keyId, state: subjectKeys.state })
+    .from(subjectKeys)
+    .where(inArray(subjectKeys.subjectHash, [...subjectHashes]));
+  return new Map(rows.map((r) => [hashHex(r.subjectHash), { keyId: r.keyId, state: r.state }]));
+}
+
+/** The state of each live key among `keyIds` (destroyed and unknown keys are absent). */
+export async function states(c: KeyContext, keyIds: readonly string[]): Promise<Map<string, LiveKey['state']>> {
+  const unique = [...new Set(keyIds)];
+  if (unique.length === 0) return new Map();
+  const rows = await c.d.db.select({ keyId: subjectKeys.keyId, state: subjectKeys.state }).from(subjectKeys).where(inArray(subjectKeys.keyId, unique));
+  return new Map(rows.map((r) => [r.keyId, r.state]));
+}
+
+/** The state of each key id (subject DEKs and artifact-version keys alike), in one round trip. */
+export async function validity(c: KeyContext, keyIds: readonly string[]): Promise<Record<string, Validity>> {
+  if (keyIds.length > MAX_VALIDITY_IDS) throw new LetheError('validation_failed', `keyIds: at most ${MAX_VALIDITY_IDS} ids per request`);
+  const unique = [...new Set(keyIds)];
+  const out: Record<string, Validity> = {};
+  if (unique.length === 0) return out;
+  const rows = await queryRows<{ id: string; state: Validity }>(
+    c.d.db,
+    sql`select v.id,
+               case when sk.key_id is not null or ak.key_id is not null then 'active'
+                    when dl.key_id is not null and dl.durable_at is not null then 'destroyed'
+                    when dl.key_id is not null then 'destruction_pending'
+                    else 'unknown' end as state
+          from json_array_elements_text(${JSON.stringify(unique)}::json) as v(id)
+          left join subject_keys sk on sk.key_id = v.id
+          left join artifact_keys ak on ak.key_id = v.id
+          left join destruction_ledger dl on dl.key_id = v.id`,
+  );
+  for (const r of rows) out[r.id] = r.state;
+  return out;
+}
+
+export async function findRow(c: KeyContext, subjectHash: Uint8Array): Promise<SubjectKeyRow | undefined> {
+  const [row] = await c.d.db.select().from(subjectKeys).where(eq(subjectKeys.subjectHash, subjectHash));
+  return row;
+}
+
+/**
+ * Reserves `count` log sequence numbers under a live, active key: the first one, or
+ * undefined when the key is fenced or gone (sequence numbers are ordered per key,
+ * not dense).
+ */
+export async function reserveSeqs(c: KeyContext, keyId: string, count: number): Promise<number | undefined> {
+  const [reserved] = await queryRows<{ first: number }>(
+    c.d.db,
+    sql`update subject_keys set next_seq = next_seq + ${count}, updated_at = now()
+         where key_id = ${keyId} and state = 'active' returning next_seq - ${count} as first`,
+  );
+  return reserved ? Number(reserved.first) : undefined;
+}
