@@ -237,6 +237,8 @@ describe('tampering with the backup bucket', () => {
   });
 
   it('keeps the ledger under Object Lock (governance, as configured here): removing a version of a record or of the head is refused by MinIO', async () => {
+    /** MinIO's answer to removing a version under retention. */
+    const WORM_REFUSAL = { code: 'InvalidRequest', message: expect.stringMatching(/WORM protected/) };
     expect(await client.getObjectLockConfig(backupBucket)).toMatchObject({ objectLockEnabled: 'Enabled' });
     // a record written once by lethe, never touched by the tests above
     const head = await readJson<{ seq: number }>(tv.vault.backups.store, LEDGER_HEAD_KEY);
@@ -247,7 +249,8 @@ describe('tampering with the backup bucket', () => {
     expect(untouched).toBeDefined();
     const record = (await allVersions(client, backupBucket, chainRecordKey(untouched!)))[0]!;
     expect(await client.getObjectRetention(backupBucket, record.name, { versionId: record.versionId })).toMatchObject({ mode: 'GOVERNANCE' });
-    await expect(client.removeObject(backupBucket, record.name, { versionId: record.versionId })).rejects.toBeDefined();
+    // refused for the lock, not for another reason (a credential or a permission MinIO refuses)
+    await expect(client.removeObject(backupBucket, record.name, { versionId: record.versionId })).rejects.toMatchObject(WORM_REFUSAL);
     // a version of the head lethe wrote (the tests' own overwrites above carry no retention)
     let lethesHead: { name: string; versionId: string } | undefined;
     for (const v of await allVersions(client, backupBucket, LEDGER_HEAD_KEY)) {
@@ -255,7 +258,7 @@ describe('tampering with the backup bucket', () => {
       if (retention?.mode === 'GOVERNANCE') lethesHead = v;
     }
     expect(lethesHead).toBeDefined();
-    await expect(client.removeObject(backupBucket, lethesHead!.name, { versionId: lethesHead!.versionId })).rejects.toBeDefined();
+    await expect(client.removeObject(backupBucket, lethesHead!.name, { versionId: lethesHead!.versionId })).rejects.toMatchObject(WORM_REFUSAL);
     // still there
     expect(await allVersions(client, backupBucket, chainRecordKey(untouched!))).toContainEqual(record);
     await until('the chain to verify', () => tv.vault.backups.ledgerChain(), (c) => c.present && c.entries.size >= 3);

@@ -160,6 +160,11 @@ describe('lethe erase', () => {
     const accepted = await erase([s, '--no-wait']);
     expect(accepted.code, accepted.stderr).toBe(0);
     const erasureId = accepted.stdout.trim();
+    // a second erasure of its own, so that --limit 1 leaves a second page whatever ran before
+    const s2 = `user:cli-list-${tag()}`;
+    await append(s2, 'Lia sells the honey.');
+    const other = await erase([s2, '--no-wait']);
+    expect(other.code, other.stderr).toBe(0);
     type Listed = { erasures: Array<{ erasureId: string }>; nextCursor: string | null };
     const [bySubject, first, tooMany] = await Promise.all([
       runCli(['erasure', 'list', '--subject', s], env),
@@ -172,13 +177,12 @@ describe('lethe erase', () => {
     expect(first.code, first.stderr).toBe(0);
     const page1 = JSON.parse(first.stdout) as Listed;
     expect(page1.erasures).toHaveLength(1);
-    if (page1.nextCursor !== null) {
-      const next = await runCli(['erasure', 'list', '--limit', '1', '--cursor', page1.nextCursor], env);
-      expect(next.code, next.stderr).toBe(0);
-      const page2 = JSON.parse(next.stdout) as Listed;
-      expect(page2.erasures).toHaveLength(1);
-      expect(page2.erasures[0]!.erasureId).not.toBe(page1.erasures[0]!.erasureId);
-    }
+    expect(page1.nextCursor).toEqual(expect.any(String));
+    const next = await runCli(['erasure', 'list', '--limit', '1', '--cursor', page1.nextCursor!], env);
+    expect(next.code, next.stderr).toBe(0);
+    const page2 = JSON.parse(next.stdout) as Listed;
+    expect(page2.erasures).toHaveLength(1);
+    expect(page2.erasures[0]!.erasureId).not.toBe(page1.erasures[0]!.erasureId);
     expect(tooMany.code).toBe(2);
     expect(tooMany.stderr).toContain('400 validation_failed: query.limit: must be an integer from 1 to 1000');
   });

@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { LetheWriter, type WriterOptions } from '../../src/client/index.js';
 import { loadConfig } from '../../src/config/index.js';
 import { queryRows } from '../../src/db/client.js';
@@ -24,6 +24,10 @@ import { createLogger } from '../../src/observability/logger.js';
 import { S3ObjectStore } from '../../src/storage/s3.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
 import { TOKENS, tempDir, testEnv } from '../support/vault.js';
+import { leasedDeks, wiped } from '../support/leased-deks.js';
+
+// the DEKs the writer leases, to check it zeroes them (test/support/leased-deks.ts)
+vi.mock('../../src/crypto/index.js', async (original) => (await import('../support/leased-deks.js')).trackLeasedDeks(await original<typeof import('../../src/crypto/index.js')>()));
 
 const tag = () => randomBytes(5).toString('hex');
 const minio = inject('minio');
@@ -158,10 +162,14 @@ describe('the writer releases its leases (lease TTL at its default, 300 s)', () 
     expect(() => writer({ releaseTimeoutMs: 0 })).toThrow(/releaseTimeoutMs must be a positive number/);
     const w = writer({ idleTimeoutMs: 300 });
     const s = `user:idle-${tag()}`;
+    const before = leasedDeks.length;
+    const deks = () => leasedDeks.slice(before);
     const first = await w.append(s, { text: 'first note' });
     expect(w.leasesHeld).toBe(1);
+    expect(deks().map(wiped)).toEqual([false]);
     const idleSince = Date.now();
     await waitFor('the idle writer to drop its lease', async () => (w.leasesHeld === 0 ? true : undefined), 5_000, 20);
+    expect(deks().map(wiped)).toEqual([true]);
     expect(Date.now() - idleSince).toBeGreaterThanOrEqual(200); // idle from the end of its last upload (the sweep runs every 75 ms)
     await waitFor('the release row', async () => ((await leaseRows(svc.server, first.keyId)).every((r) => r.released) ? true : undefined), 5_000);
     expect((await svc.server.app.keys.leases(first.keyId)).outstandingUntil).toBeNull();
@@ -169,6 +177,7 @@ describe('the writer releases its leases (lease TTL at its default, 300 s)', () 
     const second = await w.append(s, { text: 'second note' });
     expect(second.keyId).toBe(first.keyId);
     expect(w.leasesHeld).toBe(1);
+    expect(deks().map(wiped)).toEqual([true, false]);
     const rows = await leaseRows(svc.server, first.keyId);
     expect(rows.map((r) => r.released)).toEqual([true, false]);
     // appending keeps it busy: no release while appends come faster than the idle timeout
@@ -178,6 +187,9 @@ describe('the writer releases its leases (lease TTL at its default, 300 s)', () 
     }
     expect((await leaseRows(svc.server, first.keyId)).map((r) => r.released)).toEqual([true, false]);
     expect(await w.close()).toEqual({ released: 1, unreleased: [] });
+    // every DEK and every copy an append sealed with
+    expect(deks().map(wiped)).toEqual([true, true]);
+    expect(deks().flatMap((d) => d.copies)).toHaveLength(7);
     expect((await svc.server.app.log.list(s)).map((e) => e.text)).toEqual(['first note', 'second note', 'busy 0', 'busy 1', 'busy 2', 'busy 3', 'busy 4']);
   }, 60_000);
 

@@ -400,9 +400,7 @@ describe('renderReport', () => {
     }
     // Interleave so the first 300 hold entries and the artifacts derived from them.
     const ordered = nodes.slice(0, 150).flatMap((n, i) => [n, nodes[500 + i]!]).concat(nodes.slice(150, 500), nodes.slice(650));
-    const started = performance.now();
     const html = renderReport({ ...classB, graph: { nodes: ordered, edges } }, { generatedAt });
-    const ms = performance.now() - started;
     const drawn = ordered.slice(0, MAX_GRAPH_NODES);
     const drawnIds = new Set(drawn.map((n) => n.id));
     expectSoundGraph(
@@ -411,7 +409,6 @@ describe('renderReport', () => {
       edges.filter((e) => drawnIds.has(e.from) && drawnIds.has(e.to)),
     );
     expect(html).toContain('Only the first 300 nodes are drawn; 700 nodes were left out');
-    expect(ms).toBeLessThan(5000);
   });
 
   it('says so when the captured graph was already cut, and drops loops, duplicates and unknown ends', () => {

@@ -16,24 +16,42 @@
  *     `completed`, a backup can be taken, every append acknowledged before is readable,
  *     and both processes still run.
  *
- * Then the store stalled again at each step of an erasure (held 3 s past the 2 s store
- * timeout while the step runs, lifted until the next one starts): a step that needs the
- * store retries (fingerprint, propagate) or waits (destroy, for the ledger's
- * durability), none fails the erasure, and it completes.
+ * Then the store stalled again during an erasure, at points the service's answers mark
+ * rather than a poll's timing: from the request until fingerprint has failed an attempt,
+ * and from the erasure parking at drain_leases (behind a lease the test holds, then
+ * releases) until a later step (propagate) has failed one or parked. A step that needs
+ * the store retries or waits, none fails the erasure, and it completes; which steps met
+ * the stall is read from the erasure's own timeline (its events stream).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Answer, answer, awaitErasureSettled, expectBothAlive, type FaultCluster, sleep, startFaultCluster, until } from './support.js';
+import { STEP_NAMES } from '../../src/erasure/machine.js';
+import type { RunningService } from '../support/process.js';
+import { type Answer, answer, awaitErasureSettled, call, expectBothAlive, type FaultCluster, sleep, startFaultCluster, until } from './support.js';
 
 /** How long any request may take while the store is stalled or down (LETHE_STORE_TIMEOUT_MS is 2 s in FAULT_ENV). */
 const BOUND_MS = 10_000;
 const KEEP = 'user:fault-s3-keep';
 const GONE = 'user:fault-s3-gone';
+const STEPS: readonly string[] = STEP_NAMES;
+
+/** An erasure's timeline as its events stream replays it (a finished erasure's stream ends with `end`). */
+async function transitions(service: RunningService, erasureId: string): Promise<Array<{ fromStep: string | null; toStep: string | null; status: string; detail: string | null }>> {
+  const res = await call(service, 'GET', `/v1/erasures/${erasureId}/events`, { role: 'eraser', timeoutMs: 10_000 });
+  expect(res.status).toBe(200);
+  const text = await res.text();
+  expect(text).toMatch(/^event: end$/m);
+  return text
+    .split('\n\n')
+    .filter((block) => /^event: step$/m.test(block))
+    .map((block) => JSON.parse(/^data: (.*)$/m.exec(block)![1]!) as { fromStep: string | null; toStep: string | null; status: string; detail: string | null });
+}
 
 describe('object store stalled and down under two replicas', () => {
   let cluster: FaultCluster;
 
   beforeAll(async () => {
-    cluster = await startFaultCluster('s3');
+    // leases outlast the stepwise test's erasure up to drain_leases (FAULT_ENV's 2 s would not)
+    cluster = await startFaultCluster('s3', { LETHE_LEASE_TTL_SECONDS: '300' });
   }, 120_000);
   afterAll(async () => {
     await cluster?.heal().catch(() => {});
@@ -148,7 +166,7 @@ describe('object store stalled and down under two replicas', () => {
   );
 
   it(
-    'the store stalled again at each step of an erasure: a step that needs it retries or waits (never fails) while it is stalled, and the erasure completes',
+    'the store stalled again at two steps of an erasure: a step that needs it retries or waits (never fails) while it is stalled, and the erasure completes',
     { timeout: 180_000 },
     async () => {
       const { a } = cluster;
@@ -163,49 +181,58 @@ describe('object store stalled and down under two replicas', () => {
       // a backup holds the subject: propagation has a backup to reach (through the ledger chain)
       expect((await answer(a, 'POST', '/v1/backups', { role: 'backup', timeoutMs: 30_000 })).status).toBe(201);
 
-      // stalled from the request on; each step that starts meets a stalled store for 3 s (past the 2 s store
-      // timeout), then the stall lifts until the next step starts
-      const HOLD_MS = 3000;
+      // the store stalls twice, each time while the erasure is at a step the test can tell from the service's
+      // answers, never from how fast it polls: from the request on (fingerprint reads the subject's entries
+      // from the store), and from the moment the erasure parks at drain_leases behind a lease this test holds
+      // until it releases it (the steps after it — propagate writes to the backup store — meet it)
+      const leased = await answer(a, 'POST', `/v1/subjects/${subject}/key/lease`);
+      expect(leased.status).toBe(200);
+      const leaseId = (leased.body as { leaseId: string }).leaseId;
+      /** Reads the erasure until `want` holds of its running step and its failed attempts at it (the service's answers). */
+      const untilErasure = async (what: string, erasureId: string, want: (running: { name: string; detail?: string } | undefined, attempts: number) => boolean) => {
+        const deadline = Date.now() + 60_000;
+        for (;;) {
+          const r = await answer(a, 'GET', `/v1/erasures/${erasureId}`, { role: 'eraser', timeoutMs: 5_000 });
+          const v = r.body as { steps: Array<{ name: string; status: string; detail?: string }>; retry?: { attempts: number } };
+          if (r.status === 200 && want(v.steps.find((st) => st.status === 'running'), v.retry?.attempts ?? 0)) return;
+          if (Date.now() > deadline) throw new Error(`${what}: not within 60 s; last answer ${r.status} ${JSON.stringify(r.body)}`);
+          await sleep(100);
+        }
+      };
       let stall = await cluster.s3.addBoth({ type: 'timeout', attributes: { timeout: 0 } });
-      let held: { step: string; since: number } | undefined;
-      let lifted: string | undefined;
-      const met: Array<{ step: string; retried: boolean }> = [];
+      let erasureId = '';
       try {
         const requested = await answer(a, 'POST', '/v1/erasures', { role: 'eraser', body: { subject } });
         expect(requested.status).toBe(202);
-        const erasureId = (requested.body as { erasureId: string }).erasureId;
-        const deadline = Date.now() + 150_000;
-        for (;;) {
-          const r = await answer(a, 'GET', `/v1/erasures/${erasureId}`, { role: 'eraser', timeoutMs: 5_000 });
-          const view = r.body as { status: string; steps: Array<{ name: string; status: string }>; retry?: { attempts: number; lastError?: string } };
-          if (r.status === 200 && view.status !== 'pending' && view.status !== 'running') {
-            expect(view.status, JSON.stringify(view.steps)).toBe('completed');
-            break;
-          }
-          const running = r.status === 200 ? view.steps.find((st) => st.status === 'running')?.name : undefined;
-          if (stall.length > 0 && running) {
-            if (held?.step !== running) held = { step: running, since: Date.now() };
-            else if (Date.now() - held.since > HOLD_MS) {
-              met.push({ step: running, retried: (view.retry?.attempts ?? 0) > 0 });
-              lifted = running;
-              for (const t of stall) await cluster.s3.remove(t);
-              stall = [];
-            }
-          } else if (stall.length === 0 && running && running !== lifted) {
-            stall = await cluster.s3.addBoth({ type: 'timeout', attributes: { timeout: 0 } });
-            held = { step: running, since: Date.now() };
-          }
-          if (Date.now() > deadline) throw new Error(`erasure ${erasureId} did not finish; steps held on a stalled store: ${JSON.stringify(met)}`);
-          await sleep(100);
-        }
+        erasureId = (requested.body as { erasureId: string }).erasureId;
+        // 1. fingerprint fails an attempt on the stalled store (recorded as its retry): then the stall lifts
+        await untilErasure('fingerprint to fail an attempt on the stalled store', erasureId, (running, attempts) => running?.name === 'fingerprint' && attempts > 0);
+        for (const t of stall) await cluster.s3.remove(t);
+        stall = [];
+        // 2. parked at drain_leases behind the lease: the store stalls again, then the lease is released
+        await untilErasure('the erasure to park at drain_leases', erasureId, (running) => running?.name === 'drain_leases' && /waiting for key leases/.test(running.detail ?? ''));
+        stall = await cluster.s3.addBoth({ type: 'timeout', attributes: { timeout: 0 } });
+        expect((await answer(a, 'DELETE', `/v1/subjects/${subject}/key/lease/${leaseId}`, { timeoutMs: 10_000 })).status).toBe(204);
+        // 3. a step after drain_leases fails an attempt on the stalled store (or parks, waiting for it): then the stall lifts for good
+        await untilErasure('a step after drain_leases to fail an attempt on the stalled store', erasureId, (running, attempts) => running !== undefined && STEPS.indexOf(running.name) > STEPS.indexOf('drain_leases') && (attempts > 0 || /store/.test(running.detail ?? '')));
+        for (const t of stall) await cluster.s3.remove(t);
+        stall = [];
       } finally {
         for (const t of stall) await cluster.s3.remove(t).catch(() => {});
       }
-      console.log(`fault-s3: steps held on a stalled store: ${JSON.stringify(met)}`);
+      const settled = await awaitErasureSettled(cluster, erasureId, 90_000);
+      expect(settled.status, JSON.stringify(settled.steps)).toBe('completed');
+
+      // the service's own record of which steps met the stall: a failed attempt or a park is a transition from a
+      // step to itself, and this one names the store (the timeline the events stream replays)
+      const timeline = await transitions(a, erasureId);
+      const met = timeline.filter((t) => t.fromStep !== null && t.fromStep === t.toStep && /store/.test(t.detail ?? '')).map((t) => t.fromStep!);
+      console.log(`fault-s3: steps that met the stalled store, as the erasure's timeline records them: ${JSON.stringify(met)}`);
       // the first step reads the subject's entries from the store: it met the stall, failed an attempt and retried
-      expect(met[0]).toEqual({ step: 'fingerprint', retried: true });
-      // and the steps after it met one too (as the poll caught them), none of them failing the erasure
-      expect(new Set(met.map((m) => m.step)).size).toBeGreaterThanOrEqual(2);
+      expect(met[0]).toBe('fingerprint');
+      // and a step after drain_leases met the second one, none of them failing the erasure
+      expect(met.some((step) => STEPS.indexOf(step) > STEPS.indexOf('drain_leases')), JSON.stringify(timeline)).toBe(true);
+      expect(new Set(met).size).toBeGreaterThanOrEqual(2);
       await expectBothAlive(cluster);
     },
   );

@@ -4,7 +4,8 @@
  * through replica a, whose database connections go through the PostgreSQL proxy.
  *
  * Faults, one after the other while appends flow: pg_terminate_backend of the
- * replicas' backends 8 times at 0.5 s, every database connection reset for 1.5 s, the
+ * replicas' backends 8 times at 0.5 s, every database connection reset from the next
+ * registration on (at least 1.5 s, until an append's outcome is unknown), the
  * object store stalled for 3 s (a `timeout` toxic), then down for 2 s.
  *
  * Invariants, once the fault clears:
@@ -48,12 +49,19 @@ describe('the writer client under database and object-store faults', () => {
       segmentMaxAgeMs: 20,
       requestTimeoutMs: 5_000,
       retryDelayMs: 100,
+      // the database reset starts as a segment is about to be registered: that segment's registration meets it
+      beforeRegister: async () => {
+        const start = resetAtNextRegistration;
+        resetAtNextRegistration = undefined;
+        await start?.();
+      },
     });
     const w = writer;
     const resolved = new Map<string, string>(); // text → entry id
     const unknown: Array<{ text: string; error: LetheOutcomeUnknownError }> = [];
     const rejected = new Map<string, string>(); // text → error
     const slow: string[] = [];
+    let resetAtNextRegistration: (() => Promise<void>) | undefined;
     let running = true;
     let n = 0;
     const appender = async () => {
@@ -82,8 +90,14 @@ describe('the writer client under database and object-store faults', () => {
         await terminateLetheBackends(cluster.db.name);
         await sleep(500);
       }
-      const reset = await cluster.pg.add({ type: 'reset_peer', attributes: { timeout: 0 } });
+      // every database connection reset, from the next registration on, for 1.5 s and until an append's outcome is
+      // unknown: that registration's attempts all meet it (answered 503 or not at all), so its appends reject with
+      // LetheOutcomeUnknownError whatever the timing, and retry() below has some to settle
+      const reset = await new Promise<string>((resolve, reject) => {
+        resetAtNextRegistration = () => cluster.pg.add({ type: 'reset_peer', attributes: { timeout: 0 } }).then(resolve, reject);
+      });
       await sleep(1500);
+      for (const deadline = Date.now() + 30_000; unknown.length === 0 && Date.now() < deadline; ) await sleep(50);
       await cluster.pg.remove(reset);
       const stall = await cluster.s3.addBoth({ type: 'timeout', attributes: { timeout: 0 } });
       await sleep(3000);
@@ -103,6 +117,7 @@ describe('the writer client under database and object-store faults', () => {
     expect(slow, 'appends that took longer than the bound to settle').toEqual([]);
     await expectBothAlive(cluster);
 
+    expect(unknown.length, 'no append ended outcome unknown: retry() was not exercised').toBeGreaterThan(0);
     // every outcome-unknown append settled by retry, once the fault is gone
     for (const u of unknown) {
       const deadline = Date.now() + 30_000;

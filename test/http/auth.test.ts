@@ -4,6 +4,7 @@
  * endpoints answer without one. The route table is checked against the OpenAPI
  * document, so a new /v1 route without a row here fails this file.
  */
+import { readFileSync } from 'node:fs';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sealLegacyFrame } from '../../src/log/frame.js';
@@ -459,8 +460,27 @@ for (const route of ROUTES.filter((r) => !r.public)) {
 }
 
 describe('the route table', () => {
-  it('admin is allowed on every route, as API.md says', () => {
-    for (const route of ROUTES) expect(route.allowed, `${route.method} ${route.template}`).toContain('admin');
+  it('each row allows the roles docs/api.md names for its route, and admin on every route, as API.md says', () => {
+    // the rows decide which roles the tests above expect through and which refused: read them from the
+    // document, not from this table, so a row that drifts from it fails here
+    const documented = new Map<string, string>();
+    for (const line of readFileSync(new URL('../../docs/api.md', import.meta.url), 'utf8').split('\n')) {
+      const m = /^\| ((?:`[A-Z]+ \/[^`]+`(?:, )?)+) \| ([^|]+) \|/.exec(line);
+      if (!m) continue;
+      for (const [, op] of m[1]!.matchAll(/`([A-Z]+ \/[^`]+)`/g)) documented.set(op!, m[2]!);
+    }
+    for (const route of ROUTES) {
+      const op = `${route.method} ${route.template}`;
+      const cell = documented.get(op);
+      expect(cell, `${op} is not in docs/api.md's tables`).toBeDefined();
+      if (route.public) {
+        expect(cell!.trim(), op).toBe('none');
+        continue;
+      }
+      const named = ROLES.filter((r) => new RegExp(`\\b${r}\\b`).test(cell!));
+      expect(named.length, `${op}: no role in docs/api.md's "${cell}"`).toBeGreaterThan(0);
+      expect([...route.allowed].sort(), `${op} (docs/api.md: ${cell})`).toEqual([...new Set([...named, 'admin'])].sort());
+    }
   });
 
   it('covers every /v1 operation in the OpenAPI document, and every row is in the document', async () => {

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app/open.js';
 import { LetheWriter } from '../../src/client/index.js';
 import { toBase64Url, zeroize } from '../../src/crypto/index.js';
@@ -146,8 +146,16 @@ describe('the indexer on PostgreSQL and MinIO', () => {
 
   describe('the durable queue', () => {
     let tv: TestVault;
+    /** The vaults the running test reopened: closed when it ends. */
+    const reopened: App[] = [];
     beforeAll(async () => {
-      tv = await openTestVault({ extraEnv: minioEnv('lethe-idxq'), vault: { indexWorker: false } });
+      const opened = await openTestVault({ extraEnv: minioEnv('lethe-idxq'), vault: { indexWorker: false } });
+      tv = { ...opened, reopen: async (...args) => reopened[reopened.push(await opened.reopen(...args)) - 1]! };
+    });
+    // each vault has a pool of up to 10 connections: a dozen left open until the end reached PostgreSQL's
+    // max_connections (100) beside another suite, and a query failed with 53300 "too many clients already"
+    afterEach(async () => {
+      await Promise.all(reopened.splice(0).map((v) => v.close()));
     });
     afterAll(async () => {
       await tv?.close();

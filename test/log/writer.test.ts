@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { Client } from 'minio';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { LetheWriter } from '../../src/client/index.js';
 import { loadConfig } from '../../src/config/index.js';
 import { queryRows } from '../../src/db/client.js';
@@ -19,6 +19,10 @@ import { createTestDatabase, type TestDatabase } from '../support/pg.js';
 import { filesContaining } from '../support/files.js';
 import { spawnProcess } from '../support/process.js';
 import { TOKENS, tempDir, testEnv } from '../support/vault.js';
+import { leasedDeks, wiped } from '../support/leased-deks.js';
+
+// the DEKs the writer leases, to check it zeroes them (test/support/leased-deks.ts)
+vi.mock('../../src/crypto/index.js', async (original) => (await import('../support/leased-deks.js')).trackLeasedDeks(await original<typeof import('../../src/crypto/index.js')>()));
 
 const SUBJECTS = Array.from({ length: 12 }, (_, i) => `user:w${i}`);
 
@@ -193,9 +197,18 @@ describe('the writer client', () => {
     const svc = await startServer(loadConfig(env), createLogger('silent'));
     try {
       const w = new LetheWriter({ baseUrl: `http://127.0.0.1:${svc.port}`, token: TOKENS.writer, store: new S3ObjectStore({ ...minio, bucket: `${bucket}-ttl` }), segmentMaxAgeMs: 10 });
+      const before = leasedDeks.length;
+      const deks = () => leasedDeks.slice(before);
       const first = await w.append('user:ttl', { text: 'one' });
+      expect(deks()).toHaveLength(1);
+      expect(deks()[0]!.copies).toHaveLength(1);
+      // the private copy the append sealed with is zeroed at once; the held DEK is not
+      expect(deks()[0]!.copies.every((c) => c.every((x) => x === 0))).toBe(true);
+      expect(wiped(deks()[0]!)).toBe(false);
       await new Promise((r) => setTimeout(r, 1700)); // past the renewal point (TTL - TTL/5)
       await w.append('user:ttl', { text: 'two' });
+      // the renewal replaced the first DEK: zeroed
+      expect(deks().map(wiped)).toEqual([true, false]);
       const leases = await queryRows<{ n: string }>(
         svc.app.db.db,
         sql`select count(*) as n from audit_log where action = 'key.lease' and key_id = ${first.keyId}`,
@@ -204,10 +217,13 @@ describe('the writer client', () => {
       expect(w.leasesHeld).toBe(1);
       await new Promise((r) => setTimeout(r, 3200)); // lease over; the sweep drops it
       expect(w.leasesHeld).toBe(0);
+      expect(deks().map(wiped)).toEqual([true, true]);
       await w.append('user:ttl', { text: 'three' });
       expect(w.leasesHeld).toBe(1);
+      expect(deks().map(wiped)).toEqual([true, true, false]);
       await w.close();
       expect(w.leasesHeld).toBe(0);
+      expect(deks().map(wiped)).toEqual([true, true, true]);
       expect((await svc.app.log.list('user:ttl')).map((e) => e.text)).toEqual(['one', 'two', 'three']);
     } finally {
       await svc.close();
