@@ -1,0 +1,180 @@
+/**
+ * Appends through the service: the entry sealed under its subject's DEK, its frame
+ * stored in a segment object, then indexed in PostgreSQL — acknowledged only after
+ * both; with an idempotency key, stored once however often it is retried
+ * (idempotency.ts); sequence numbers reserved for writers that seal locally. A write
+ * that meets a forget's re-key goes again under the new key.
+ */
+import { sql } from 'drizzle-orm';
+import { zeroize } from '../crypto/index.js';
+import { queryRows } from '../db/client.js';
+import { isLetheError, LetheError } from '../errors.js';
+import { newId, newSegmentKey } from '../ids.js';
+import { insertEmbeddingsCte, notifyInsertedEmbeddings } from '../vectors/embeddings.js';
+import type { LogContext } from './context.js';
+import { sealEntry } from './frame.js';
+import { type AppendOnce, claimCte, findRecorded, IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE, type RecordedAppend, replay, requestDigest } from './idempotency.js';
+import { MAX_ENTRY_TEXT_BYTES } from './payload.js';
+import { encodeSegment } from './segment.js';
+
+export const MAX_RESERVATION = 10_000;
+
+export interface AppendInput {
+  readonly text: string;
+  readonly kind?: string | undefined;
+  readonly metadata?: Record<string, unknown> | undefined;
+}
+
+function checkTextSize(text: string): void {
+  if (Buffer.byteLength(text, 'utf8') > MAX_ENTRY_TEXT_BYTES) {
+    throw new LetheError('payload_too_large', `text is limited to ${MAX_ENTRY_TEXT_BYTES} bytes`);
+  }
+}
+
+/** An append without an idempotency key. */
+export async function append(c: LogContext, subject: string, input: AppendInput, actor: string): Promise<{ entryId: string; keyId: string; seq: number }> {
+  return (await acrossRekeys(c, subject, () => store(c, subject, input, actor, undefined))).appended;
+}
+
+/**
+ * `write` again after a forget's re-key fenced or replaced the subject's key under
+ * it (it recorded nothing): no write fails because of a forget. An erasure of the
+ * whole subject still refuses at once.
+ */
+export async function acrossRekeys<T>(c: LogContext, subject: string, write: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await write();
+    } catch (e) {
+      if (attempt >= 2 || !isLetheError(e, 'erasure_in_progress')) throw e;
+      if (!(await c.keys.awaitRekey(c.keys.subjectHash(subject)))) throw e;
+    }
+  }
+}
+
+/**
+ * An append with an idempotency key (idempotency.ts): the first request with the
+ * key stores the entry and records its result in the statement that indexes it; a
+ * retry with the same key and body answers that result (`replayed`) and stores
+ * nothing, also when it raced the first (the loser's frame is deleted again); the
+ * same key with another body is `idempotency_key_reused`. A retry whose recorded
+ * key was destroyed since (erased, re-keyed) is `key_destroyed`.
+ */
+export async function appendOnce(c: LogContext, subject: string, input: AppendInput, actor: string, once: AppendOnce): Promise<{ appended: RecordedAppend; replayed: boolean }> {
+  if (!IDEMPOTENCY_KEY_PATTERN.test(once.key)) throw new LetheError('validation_failed', `Idempotency-Key must be ${IDEMPOTENCY_KEY_RULE}`);
+  checkTextSize(input.text);
+  await c.purge.maybe(c.db);
+  const subjectHash = c.keys.subjectHash(subject);
+  const earlier = await replayRecorded(c, subjectHash, once);
+  if (earlier) return { appended: earlier, replayed: true };
+  return acrossRekeys(c, subject, () => store(c, subject, input, actor, once));
+}
+
+/** The recorded answer to `once`, if (subject, key) was recorded within the window. */
+export async function replayRecorded(c: LogContext, subjectHash: Uint8Array, once: AppendOnce): Promise<RecordedAppend | undefined> {
+  const recorded = await findRecorded(c.db, subjectHash, once.key);
+  if (!recorded) return undefined;
+  let dek: Uint8Array;
+  try {
+    ({ dek } = await c.keys.dekFor(recorded.keyId));
+  } catch (e) {
+    if (isLetheError(e, 'key_destroyed') || isLetheError(e, 'not_found')) {
+      throw new LetheError('key_destroyed', 'the key this Idempotency-Key\'s append was stored under was destroyed since (erased or re-keyed)');
+    }
+    throw e;
+  }
+  try {
+    return replay(recorded, requestDigest(dek, once.body));
+  } finally {
+    zeroize(dek);
+  }
+}
+
+export async function store(
+  c: LogContext,
+  subject: string,
+  input: AppendInput,
+  actor: string,
+  once: AppendOnce | undefined,
+): Promise<{ appended: RecordedAppend; replayed: boolean }> {
+  checkTextSize(input.text);
+  const { keyId, dek, subjectHash, firstSeq: seq } = await reserveSeqs(c, subject, 1, actor);
+  try {
+    const entryId = newId('entry');
+    const sealed = sealEntry(dek, { keyId, entryId, seq }, { text: input.text, kind: input.kind ?? null, metadata: input.metadata ?? null });
+    const { bytes, places } = encodeSegment([sealed.envelope]);
+    const segment = newSegmentKey();
+    const [embedding] = await c.vectors.seal([{ recordId: entryId, recordType: 'entry', text: input.text }], keyId, dek);
+    await c.objects.put(segment, bytes);
+    const place = places[0]!;
+    const appended = { entryId, keyId, seq };
+    // with an idempotency key, the index insert is gated on claiming it (req); without,
+    // on the key row still existing — a shared lock either way
+    const claim = once ? sql`${claimCte(subjectHash, once.key, requestDigest(dek, once.body), appended)},` : sql``;
+    const gate = once ? sql`from req` : sql`where exists (select 1 from subject_keys where key_id = ${keyId} for key share)`;
+    // the index row, the sealed embedding (and the idempotency record) commit together, or none does
+    const inserted = await queryRows<{ record_id: string }>(
+      c.db,
+      sql`with ${claim} ins as (
+            insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at, wrapped_key)
+            select ${entryId}, decode(${Buffer.from(subjectHash).toString('hex')}, 'hex'), ${keyId}, ${seq}, ${segment},
+                   ${place.offset}, ${place.length}, now(), decode(${Buffer.from(sealed.wrappedKey).toString('hex')}, 'hex')
+             ${gate}
+            returning entry_id),
+          ${insertEmbeddingsCte([embedding!], 'ins')}
+          ${notifyInsertedEmbeddings}`,
+    );
+    if (inserted.length === 0) {
+      if (once) {
+        // a concurrent request with the same key committed first: answer its result (or
+        // refuse, when its body differed); either way our frame is indexed by nothing
+        try {
+          const winner = await replayRecorded(c, subjectHash, once);
+          if (winner) return { appended: winner, replayed: true };
+        } finally {
+          await c.objects.delete(segment).catch(() => undefined);
+        }
+      }
+      // destroyed between encryption and indexing (FOR KEY SHARE waited for any re-key
+      // or destruction holding the row): the stored frame is already unreadable
+      throw new LetheError('erasure_in_progress', 'the subject key was destroyed during the append; nothing was recorded');
+    }
+    c.vectors.publish([{ ...embedding!, vector: embedding!.vector }]);
+    return { appended, replayed: false };
+  } finally {
+    zeroize(dek);
+  }
+}
+
+/**
+ * Reserves `count` sequence numbers under the subject's live key for a writer
+ * that encrypts locally (the frame's associated data binds its sequence number, so
+ * the writer needs it before sealing). Gaps left by a writer that dies are fine:
+ * sequence numbers are ordered, not dense.
+ */
+export async function reserve(c: LogContext, subject: string, count: number, actor: string): Promise<{ keyId: string; firstSeq: number; count: number }> {
+  if (!Number.isSafeInteger(count) || count < 1 || count > MAX_RESERVATION) {
+    throw new LetheError('validation_failed', `count must be 1 to ${MAX_RESERVATION}`);
+  }
+  const { keyId, dek, firstSeq } = await acrossRekeys(c, subject, () => reserveSeqs(c, subject, count, actor));
+  zeroize(dek);
+  return { keyId, firstSeq, count };
+}
+
+/**
+ * The subject's key and DEK (the caller zeroes it) with `count` sequence numbers
+ * reserved under it. A cached key that was destroyed elsewhere is dropped and the
+ * subject's current key used instead; a fenced key means an erasure is running.
+ */
+export async function reserveSeqs(c: LogContext, subject: string, count: number, actor: string) {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const key = await c.keys.writingKey(subject, actor);
+    const firstSeq = await c.keys.reserveSeqs(key.keyId, count);
+    if (firstSeq !== undefined) return { ...key, firstSeq };
+    zeroize(key.dek);
+    const current = await c.keys.findKey(subject);
+    if (current?.keyId === key.keyId) throw new LetheError('erasure_in_progress', 'the subject key is fenced: the subject is being erased, or re-keyed for a moment while some of its entries are forgotten; no new entries are accepted until then');
+    c.keys.invalidate(key.keyId);
+  }
+  throw new LetheError('unavailable', 'the subject key changed during the append; try again');
+}

@@ -1,0 +1,49 @@
+/** Where entries are indexed, and marking them forgotten: what the erasure engine asks of the log's index. */
+import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { queryRows, type Transaction } from '../db/client.js';
+import { logEntries } from '../db/schema.js';
+import { LetheError } from '../errors.js';
+import type { LogContext } from './context.js';
+
+/** The ids of the entries indexed under a key, in append order. */
+export async function entryIdsOf(c: LogContext, keyId: string): Promise<string[]> {
+  const rows = await c.db.select({ id: logEntries.entryId }).from(logEntries).where(eq(logEntries.keyId, keyId)).orderBy(asc(logEntries.seq));
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Where each of the given entries is indexed: its subject (keyed hash), key, and the
+ * records-scope erasure forgetting it, if any (unknown ids are absent).
+ */
+export async function locate(c: LogContext, ids: readonly string[]): Promise<Array<{ entryId: string; subjectHash: Uint8Array; keyId: string; forgottenBy: string | null }>> {
+  const unique = [...new Set(ids)];
+  if (unique.length === 0) return [];
+  return c.db
+    .select({ entryId: logEntries.entryId, subjectHash: logEntries.subjectHash, keyId: logEntries.keyId, forgottenBy: logEntries.forgottenBy })
+    .from(logEntries)
+    .where(inArray(logEntries.entryId, unique));
+}
+
+/**
+ * Inside a records-scope erasure's request transaction: from its commit on, the
+ * entries are read by no one but that erasure (lists, reads, search and the probe
+ * skip them; GET answers entry_forgotten) until the re-key that ends it destroys the
+ * only key their record keys are wrapped under. Refuses (conflict) when any of them
+ * is already being forgotten or is not indexed under the subject.
+ */
+export async function markForgotten(c: LogContext, tx: Transaction, erasureId: string, subjectHash: Uint8Array, ids: readonly string[]): Promise<void> {
+  const marked = await tx
+    .update(logEntries)
+    .set({ forgottenBy: erasureId })
+    .where(and(inArray(logEntries.entryId, [...new Set(ids)]), eq(logEntries.subjectHash, subjectHash), isNull(logEntries.forgottenBy)))
+    .returning({ entryId: logEntries.entryId });
+  if (marked.length !== new Set(ids).size) {
+    throw new LetheError('conflict', 'an entry of the request changed meanwhile (it is being forgotten by another erasure); nothing was marked', { retryable: true });
+  }
+}
+
+/** Whether lethe ever indexed an entry of the subject (an erasure of a subject never seen is refused). */
+export async function hasEntries(c: LogContext, subjectHash: Uint8Array): Promise<boolean> {
+  const [row] = await queryRows<{ one: number }>(c.db, sql`select 1 as one from log_entries where subject_hash = ${subjectHash} limit 1`);
+  return row !== undefined;
+}

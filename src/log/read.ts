@@ -1,0 +1,164 @@
+/**
+ * Reading the log: a subject's entries in append order (pages keyset on seq), many
+ * entries by id (one key unwrap per key, read again under a re-key's new key), one
+ * entry. Frames are read by range from their segment and held to the entry schema.
+ */
+import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { zeroize } from '../crypto/index.js';
+import { logEntries, type LogEntryRow } from '../db/schema.js';
+import { isLetheError, LetheError } from '../errors.js';
+import { mapLimit } from '../concurrency.js';
+import type { LogContext } from './context.js';
+import { type FramePayload, openEntry } from './frame.js';
+import { FramePayloadSchema, payloadProblem } from './payload.js';
+import { frameFromRange, frameRange } from './segment.js';
+
+/** What a refused (quarantined) entry answers: it is not served. */
+const REFUSED = 'no such entry: its frame was refused when it was indexed (it did not open under the key it names, or its payload broke the entry schema)';
+const READ_CONCURRENCY = 8;
+
+export interface Entry extends FramePayload {
+  readonly entryId: string;
+  /** The subject key it was read under (what a read fence of it covers). */
+  readonly keyId: string;
+  readonly seq: number;
+  readonly createdAt: Date;
+}
+
+/**
+ * The subject's readable entries and the key they were read under (for a read fence).
+ * `page` (the HTTP list's pages): only the entries after seq `afterSeq`, at most
+ * `limit` of them; without it, all of them. Forgotten entries are never read here.
+ */
+export async function read(c: LogContext, subject: string, page: { afterSeq?: number | undefined; limit?: number | undefined } = {}): Promise<{ entries: Entry[]; keyId: string }> {
+  const status = await c.keys.subjectStatus(subject);
+  if (!status.key) {
+    if (status.erased) throw new LetheError('subject_erased', 'the subject was erased and has no new key');
+    throw new LetheError('not_found', 'no such subject');
+  }
+  const keyId = status.key.keyId;
+  const entries: Entry[] = [];
+  let dek: Uint8Array | undefined;
+  try {
+    // keyset on seq (fixed per entry, kept by a re-key): a page never repeats or skips an entry (README, "Pages")
+    for (let afterSeq = page.afterSeq; ; ) {
+      const after = afterSeq === undefined ? undefined : sql`${logEntries.seq} > ${afterSeq}`;
+      const query = c.db
+        .select()
+        .from(logEntries)
+        .where(and(eq(logEntries.keyId, keyId), isNull(logEntries.forgottenBy), isNull(logEntries.refused), after))
+        .orderBy(asc(logEntries.seq));
+      const wanted = page.limit === undefined ? undefined : page.limit - entries.length;
+      const rows = await (wanted === undefined ? query : query.limit(wanted));
+      if (rows.length === 0) break;
+      dek ??= (await c.keys.dekFor(keyId)).dek;
+      // ranged reads of just the subject's frames, a few at a time, in append order
+      const envelopes = await mapLimit(rows, READ_CONCURRENCY, (row) => fetchFrame(c, row));
+      for (const [i, row] of rows.entries()) {
+        const entry = await served(c, dek, row, envelopes[i]!);
+        if (entry) entries.push(entry);
+      }
+      // a page short of an entry left out (not yet indexed, its frame refused): the rest of the page is read on
+      if (wanted === undefined || rows.length < wanted || entries.length >= page.limit!) break;
+      afterSeq = rows.at(-1)!.seq;
+    }
+    return { entries, keyId };
+  } finally {
+    if (dek) zeroize(dek);
+  }
+}
+
+/**
+ * The readable entries among `ids` (entries whose key was destroyed, that are being
+ * forgotten, or that do not exist, are left out; `forgottenBy`: only the entries that
+ * erasure forgets), one key unwrap per key. An entry whose key was replaced
+ * while we read (a re-key moved it to a new key) is read again under its new key,
+ * not mistaken for an erased one.
+ */
+export async function readMany(c: LogContext, ids: readonly string[], options: { forgottenBy?: string } = {}): Promise<Map<string, Entry>> {
+  const out = new Map<string, Entry>();
+  let pending = [...new Set(ids)];
+  let seenKeys = new Map<string, string>();
+  // a forgotten entry is read by no one but the erasure forgetting it (its fingerprints)
+  const visible = options.forgottenBy === undefined ? isNull(logEntries.forgottenBy) : eq(logEntries.forgottenBy, options.forgottenBy);
+  for (let pass = 0; pass < 3 && pending.length > 0; pass++) {
+    const rows = (await c.db.select().from(logEntries).where(and(inArray(logEntries.entryId, pending), visible, isNull(logEntries.refused)))).filter(
+      // on a second pass, only rows that moved to another key are worth another try
+      (row) => pass === 0 || seenKeys.get(row.entryId) !== row.keyId,
+    );
+    const byKey = new Map<string, LogEntryRow[]>();
+    for (const row of rows) byKey.set(row.keyId, [...(byKey.get(row.keyId) ?? []), row]);
+    const retry: string[] = [];
+    const keys = new Map<string, string>();
+    const deks = await c.keys.deksFor([...byKey.keys()]);
+    try {
+      for (const [keyId, list] of byKey) {
+        const dek = deks.get(keyId);
+        if (!dek) {
+          for (const row of list) {
+            retry.push(row.entryId);
+            keys.set(row.entryId, keyId);
+          }
+          continue;
+        }
+        const envelopes = await mapLimit(list, READ_CONCURRENCY, (row) => fetchFrame(c, row));
+        for (const [i, row] of list.entries()) {
+          const entry = await served(c, dek, row, envelopes[i]!);
+          if (entry) out.set(row.entryId, entry);
+        }
+      }
+    } finally {
+      for (const dek of deks.values()) zeroize(dek);
+    }
+    pending = retry;
+    seenKeys = keys;
+  }
+  return out;
+}
+
+export async function get(c: LogContext, entryId: string): Promise<Entry> {
+  const [row] = await c.db.select().from(logEntries).where(eq(logEntries.entryId, entryId));
+  if (!row) throw new LetheError('not_found', 'no such entry');
+  if (row.forgottenBy !== null) throw new LetheError('entry_forgotten', `the entry is forgotten (erasure ${row.forgottenBy})`);
+  if (row.refused !== null) throw new LetheError('not_found', REFUSED);
+  let dek: Uint8Array;
+  try {
+    ({ dek } = await c.keys.dekFor(row.keyId));
+  } catch (e) {
+    if (isLetheError(e, 'not_found')) throw new LetheError('key_destroyed', 'the entry\'s key was destroyed');
+    throw e;
+  }
+  try {
+    const entry = await served(c, dek, row, await fetchFrame(c, row));
+    if (!entry) throw new LetheError('not_found', REFUSED);
+    return entry;
+  } finally {
+    zeroize(dek);
+  }
+}
+
+export async function fetchFrame(c: LogContext, row: LogEntryRow): Promise<Uint8Array> {
+  const place = { offset: row.frameOffset, length: row.frameLength };
+  const range = frameRange(place);
+  return frameFromRange(await c.objects.getRange(row.segment, range.offset, range.length), place);
+}
+
+/**
+ * The entry as served: its frame opened and its payload held to the entry schema.
+ * An entry still queued for the indexer was never checked (a writer registered it):
+ * one that does not open or breaks the schema is left out (undefined) — the indexer
+ * refuses it. Any other that fails is an invariant broken, and throws.
+ */
+export async function served(c: LogContext, dek: Uint8Array, row: LogEntryRow, envelope: Uint8Array): Promise<Entry | undefined> {
+  let failure: unknown;
+  try {
+    const payload = openEntry(dek, { keyId: row.keyId, entryId: row.entryId, seq: row.seq }, row.wrappedKey, envelope);
+    const problem = payloadProblem(FramePayloadSchema, payload);
+    if (!problem) return { entryId: row.entryId, keyId: row.keyId, seq: row.seq, createdAt: row.createdAt, text: payload.text, kind: payload.kind, metadata: payload.metadata };
+    failure = new LetheError('internal', `entry ${row.entryId}: the frame's ${problem.slice(0, problem.indexOf(':'))} breaks the entry schema`);
+  } catch (e) {
+    failure = e;
+  }
+  if (await c.indexer.isQueued(row.entryId)) return undefined;
+  throw failure;
+}
