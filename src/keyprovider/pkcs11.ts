@@ -4,15 +4,7 @@
  * the token a DEK to encrypt and gets it back on decrypt; the KEK bytes never exist in
  * lethe's memory or files.
  *
- * Wrap mechanism: CKM_AES_GCM, 12-byte random IV (randomBytes), 128-bit tag, with
- * associated data binding the epoch, the key object's id and `wrapContext(keyId,
- * purpose)` (src/crypto/wrap.ts). AES key wrap (CKM_AES_KEY_WRAP_PAD) is not used: it
- * takes no associated data, so a wrapped DEK copied onto another key's row, or used for
- * another purpose or under another epoch number, could not be told apart. With 12-byte
- * random IVs a KEK must not encrypt much more than 2^32 DEKs; an epoch wraps far fewer.
- *
- * Wrapped form (77 bytes): version 0x01 | key object id (16) | IV (12) | ciphertext (32)
- * + tag (16). Anything else is refused with `envelope_malformed`.
+ * The wrap and its form: pkcs11-format.ts. The module, its login and sessions: pkcs11-module.ts.
  *
  * Key objects: label `${prefix}-epoch-NNNNNNNN`, CKA_ID 16 random bytes (the key object
  * id written into each wrap). PKCS#11 has no "create if absent": two replicas that
@@ -26,220 +18,21 @@
  * object labelled `${prefix}-destroyed-NNNNNNNN` whose value is the ISO time (nothing
  * secret), so `destroyedAt` can answer. A crash between the two leaves no tombstone
  * (`destroyedAt` then cannot say); the KEK is gone either way.
- *
- * Sessions: the module is loaded and C_Initialize'd once per process (shared by every
- * store on it, finalized when the last one closes). Login is per application and
- * token, so the first store on a token logs in and the last to close logs out; a later
- * store on the same token must present the same PIN (compared as an HMAC under a
- * per-process random key). Each store holds a few sessions; operations on one session
- * run one at a time. Key object handles are cached per epoch and checked (label and
- * id) right before each use, in the same synchronous step as the C_EncryptInit /
- * C_DecryptInit that uses them, so a stale or reused handle is never used for a wrap.
  */
-import { realpathSync } from 'node:fs';
-import { hmac } from '@noble/hashes/hmac.js';
-import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import pkcs11js from 'pkcs11js';
-import { constantTimeEqual, encodeContext, randomBytes, wrapContext, zeroize } from '../crypto/index.js';
+import { randomBytes, wrapContext, zeroize } from '../crypto/index.js';
 import { LetheError, isLetheError } from '../errors.js';
 import type { EpochKeyStore } from './epoch-store.js';
 import type { DestructionState, KeyPurpose } from './provider.js';
+export type { Pkcs11Options } from './pkcs11-module.js';
+import { type Handle, type PKCS11, MODULES, code, acquireModule, releaseModule, HANDLE_GONE, AUTH_FAILED, tokenFailure, findSlot, login } from './pkcs11-module.js';
+import { VERSION, KID_LENGTH, IV_LENGTH, DEK_LENGTH, TAG_LENGTH, WRAPPED_LENGTH, checkEpoch, pad, escapeRegExp, associatedData, gcm, epochKeyTemplate } from './pkcs11-format.js';
+import { type Pkcs11Options, type KeyRef, type Session } from './pkcs11-module.js';
 
-type Handle = Buffer;
-type PKCS11 = InstanceType<typeof pkcs11js.PKCS11>;
+export { epochKeyTemplate } from './pkcs11-format.js';
 
-const VERSION = 0x01;
-const KID_LENGTH = 16;
-const IV_LENGTH = 12;
-const DEK_LENGTH = 32;
-const TAG_LENGTH = 16;
-const WRAPPED_LENGTH = 1 + KID_LENGTH + IV_LENGTH + DEK_LENGTH + TAG_LENGTH;
 const DEFAULT_SESSIONS = 4;
-
-export interface Pkcs11Options {
-  /** Path of the PKCS#11 module (shared library). */
-  readonly module: string;
-  /** Label of the token to use (exactly one present token must carry it). */
-  readonly tokenLabel: string;
-  /** The user PIN (UTF-8). Copied at once: the caller may zero its buffer when open returns. */
-  readonly pin: Uint8Array | string;
-  /** Prefix of every object label lethe makes in the token (several deployments may share one token). */
-  readonly prefix: string;
-  /** Sessions this store opens (default 4). */
-  readonly sessions?: number;
-}
-
-/* ---------------------------------------------------------------- module registry */
-
-interface TokenLogin {
-  refs: number;
-  /** HMAC-SHA256 of the PIN under PIN_DIGEST_KEY: a later store must present the same PIN. */
-  readonly pinDigest: Uint8Array;
-}
-
-interface LoadedModule {
-  readonly lib: PKCS11;
-  refs: number;
-  /** Whether C_Initialize was ours (only then do we C_Finalize). */
-  readonly initializedHere: boolean;
-  readonly logins: Map<string, TokenLogin>;
-}
-
-/** Modules loaded in this process, by real path. */
-const MODULES = new Map<string, LoadedModule>();
-const PIN_DIGEST_KEY = randomBytes(32);
-
-function code(e: unknown): number | undefined {
-  return e instanceof pkcs11js.Pkcs11Error ? e.code : undefined;
-}
-
-function ckr(e: unknown): string {
-  return e instanceof Error ? e.message.split('\n')[0]! : 'unknown error';
-}
-
-function acquireModule(modulePath: string): { key: string; entry: LoadedModule } {
-  let key: string;
-  try {
-    key = realpathSync(modulePath);
-  } catch (e) {
-    throw new LetheError('validation_failed', `the PKCS#11 module ${modulePath} cannot be loaded: ${(e as NodeJS.ErrnoException).code ?? 'not found'}`);
-  }
-  const known = MODULES.get(key);
-  if (known) {
-    known.refs++;
-    return { key, entry: known };
-  }
-  const lib = new pkcs11js.PKCS11();
-  try {
-    lib.load(key);
-  } catch (e) {
-    throw new LetheError('validation_failed', `the PKCS#11 module ${modulePath} cannot be loaded: ${ckr(e)}`);
-  }
-  let initializedHere = true;
-  try {
-    // OS locking: pkcs11js runs the *Async calls on libuv worker threads
-    lib.C_Initialize({ flags: pkcs11js.CKF_OS_LOCKING_OK });
-  } catch (e) {
-    if (code(e) !== pkcs11js.CKR_CRYPTOKI_ALREADY_INITIALIZED) {
-      try {
-        lib.close();
-      } catch {
-        // nothing more to release
-      }
-      throw new LetheError('unavailable', `the PKCS#11 module ${modulePath} failed to initialize: ${ckr(e)}`, { retryable: false });
-    }
-    initializedHere = false; // initialized by someone else in this process: theirs to finalize
-  }
-  const entry: LoadedModule = { lib, refs: 1, initializedHere, logins: new Map() };
-  MODULES.set(key, entry);
-  return { key, entry };
-}
-
-function releaseModule(key: string): void {
-  const entry = MODULES.get(key);
-  if (!entry || --entry.refs > 0) return;
-  MODULES.delete(key);
-  try {
-    if (entry.initializedHere) entry.lib.C_Finalize();
-    entry.lib.close();
-  } catch {
-    // the process keeps going; the module is unusable either way
-  }
-}
-
-/* ---------------------------------------------------------------- helpers */
-
-function checkEpoch(epoch: number): void {
-  if (!Number.isSafeInteger(epoch) || epoch < 1 || epoch > 99_999_999) {
-    throw new LetheError('validation_failed', 'epoch must be an integer from 1 to 99999999');
-  }
-}
-
-const pad = (epoch: number): string => String(epoch).padStart(8, '0');
-
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/** The associated data of a wrap: what this store binds (version, epoch, key object) and then the port's wrap context. */
-function associatedData(epoch: number, kid: Uint8Array, keyId: string, purpose: KeyPurpose): Buffer {
-  const store = encodeContext('pkcs11-epoch-wrap', { version: VERSION, epoch, kid: bytesToHex(kid) });
-  const port = wrapContext(keyId, purpose);
-  // encodeContext output is self-delimiting, so the concatenation is unambiguous
-  return Buffer.concat([store, port]);
-}
-
-function gcm(iv: Buffer, aad: Buffer) {
-  return {
-    mechanism: pkcs11js.CKM_AES_GCM,
-    parameter: { type: pkcs11js.CK_PARAMS_AES_GCM, iv, ivBits: IV_LENGTH * 8, aad, tagBits: TAG_LENGTH * 8 },
-  };
-}
-
-const HANDLE_GONE = new Set<number>([pkcs11js.CKR_OBJECT_HANDLE_INVALID, pkcs11js.CKR_KEY_HANDLE_INVALID]);
-const SESSION_LOST = new Set<number>([
-  pkcs11js.CKR_SESSION_HANDLE_INVALID,
-  pkcs11js.CKR_SESSION_CLOSED,
-  pkcs11js.CKR_USER_NOT_LOGGED_IN,
-  pkcs11js.CKR_DEVICE_REMOVED,
-  pkcs11js.CKR_TOKEN_NOT_PRESENT,
-  pkcs11js.CKR_DEVICE_ERROR,
-]);
-/**
- * What a token answers when a GCM tag does not verify. The standard says
- * CKR_ENCRYPTED_DATA_INVALID; SoftHSM 2.6 answers CKR_GENERAL_ERROR.
- */
-const AUTH_FAILED = new Set<number>([pkcs11js.CKR_ENCRYPTED_DATA_INVALID, pkcs11js.CKR_ENCRYPTED_DATA_LEN_RANGE, pkcs11js.CKR_GENERAL_ERROR]);
-
-/** A token failure no better code describes; never carries secrets (PKCS#11 errors are return-code names). */
-function tokenFailure(what: string, e: unknown): LetheError {
-  if (isLetheError(e)) return e;
-  const c = code(e);
-  if (c !== undefined && SESSION_LOST.has(c)) {
-    return new LetheError('unavailable', `the PKCS#11 token could not ${what}: ${ckr(e)} (session lost or token removed)`, { cause: e });
-  }
-  return new LetheError('unavailable', `the PKCS#11 token could not ${what}: ${ckr(e)}`, { cause: e, retryable: false });
-}
-
-/**
- * The attributes of an epoch KEK generated in the token: AES-256, on the token, private,
- * sensitive, never extractable or modifiable, for encrypt/decrypt only; `label` names
- * the epoch, `kid` (16 bytes) is the CKA_ID every wrap records.
- */
-export function epochKeyTemplate(label: string, kid: Buffer): pkcs11js.Template {
-  return [
-    { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_SECRET_KEY },
-    { type: pkcs11js.CKA_KEY_TYPE, value: pkcs11js.CKK_AES },
-    { type: pkcs11js.CKA_VALUE_LEN, value: 32 },
-    { type: pkcs11js.CKA_TOKEN, value: true },
-    { type: pkcs11js.CKA_PRIVATE, value: true },
-    { type: pkcs11js.CKA_SENSITIVE, value: true },
-    { type: pkcs11js.CKA_EXTRACTABLE, value: false },
-    { type: pkcs11js.CKA_MODIFIABLE, value: false },
-    { type: pkcs11js.CKA_ENCRYPT, value: true },
-    { type: pkcs11js.CKA_DECRYPT, value: true },
-    { type: pkcs11js.CKA_WRAP, value: false },
-    { type: pkcs11js.CKA_UNWRAP, value: false },
-    { type: pkcs11js.CKA_SIGN, value: false },
-    { type: pkcs11js.CKA_VERIFY, value: false },
-    { type: pkcs11js.CKA_DERIVE, value: false },
-    { type: pkcs11js.CKA_LABEL, value: label },
-    { type: pkcs11js.CKA_ID, value: kid },
-  ];
-}
-
-interface KeyRef {
-  readonly handle: Handle;
-  readonly kid: Buffer;
-}
-
-interface Session {
-  readonly handle: Handle;
-  /** Operations on a session run one at a time: each waits for the one before. */
-  tail: Promise<unknown>;
-  pending: number;
-}
 
 /* ---------------------------------------------------------------- the store */
 
@@ -589,47 +382,3 @@ export class Pkcs11EpochStore implements EpochKeyStore {
   }
 }
 
-/** The slot of the one present token labelled `tokenLabel`; errors name the labels present. */
-function findSlot(lib: PKCS11, modulePath: string, tokenLabel: string): Handle {
-  const slots = lib.C_GetSlotList(true);
-  if (slots.length === 0) {
-    throw new LetheError('unavailable', `no token is present in any slot of the PKCS#11 module ${modulePath}`);
-  }
-  const labelled = slots.flatMap((slot) => {
-    const info = lib.C_GetTokenInfo(slot);
-    // a slot with an uninitialized token (SoftHSM always offers one) has no label to name
-    return info.flags & pkcs11js.CKF_TOKEN_INITIALIZED ? [{ slot, label: info.label.replace(/[ \0]+$/, '') }] : [];
-  });
-  const matching = labelled.filter((t) => t.label === tokenLabel);
-  if (matching.length === 1) return matching[0]!.slot;
-  const names = labelled.map((t) => JSON.stringify(t.label)).join(', ') || 'none initialized';
-  if (matching.length > 1) {
-    throw new LetheError('validation_failed', `${matching.length} tokens of the PKCS#11 module ${modulePath} are labelled ${JSON.stringify(tokenLabel)}; give each a distinct label`);
-  }
-  throw new LetheError('validation_failed', `no token labelled ${JSON.stringify(tokenLabel)} in the PKCS#11 module ${modulePath}; tokens present: ${names}`);
-}
-
-/** Logs the application in to the token once; a later store on the same token must present the same PIN. */
-function login(lib: PKCS11, entry: LoadedModule, loginKey: string, session: Handle, pin: Uint8Array, tokenLabel: string): void {
-  const digest = hmac(sha256, PIN_DIGEST_KEY, pin);
-  const refused = new LetheError('validation_failed', `the PKCS#11 token ${JSON.stringify(tokenLabel)} refused the PIN (CKR_PIN_INCORRECT)`);
-  const known = entry.logins.get(loginKey);
-  if (known) {
-    if (!constantTimeEqual(known.pinDigest, digest)) throw refused;
-    known.refs++;
-    return;
-  }
-  try {
-    // pkcs11js passes the PIN as a JavaScript string, which cannot be zeroed
-    lib.C_Login(session, pkcs11js.CKU_USER, new TextDecoder().decode(pin));
-  } catch (e) {
-    const c = code(e);
-    if (c === pkcs11js.CKR_PIN_INCORRECT || c === pkcs11js.CKR_PIN_INVALID || c === pkcs11js.CKR_PIN_LEN_RANGE) throw refused;
-    if (c === pkcs11js.CKR_PIN_LOCKED) {
-      throw new LetheError('unavailable', `the PKCS#11 token ${JSON.stringify(tokenLabel)} has locked its user PIN (CKR_PIN_LOCKED)`, { retryable: false });
-    }
-    // logged in by other code of this process that does not use this registry: its PIN is not ours to check
-    if (c !== pkcs11js.CKR_USER_ALREADY_LOGGED_IN) throw new LetheError('unavailable', `the PKCS#11 token ${JSON.stringify(tokenLabel)} refused the login: ${ckr(e)}`, { retryable: false });
-  }
-  entry.logins.set(loginKey, { refs: 1, pinDigest: digest });
-}
