@@ -13,7 +13,7 @@
  *   1. bulk    the store is opened in a child process (this script with BENCH_ERASURE_SEED:
  *              PGlite's statements hold the event loop of the process that runs them;
  *              openApp, no listener, no worker) and
- *              filled with SQL (test/support/bulk-store.ts: other subjects' keys and log
+ *              filled with SQL (fixtures/bulk-store.ts: other subjects' keys and log
  *              entries, stand-in embeddings of destroyed keys, summaries with provenance,
  *              their destroyed version keys in the ledger, audit rows, backup listings)
  *              so that it holds factor × base log entries once its subjects are written.
@@ -63,7 +63,7 @@ import { queryRows } from '../src/db/client.js';
 import { PROBE_MAX_QUERIES, VECTOR_LIMIT, VECTOR_NEIGHBOURS } from '../src/erasure/probe.js';
 import { createLogger } from '../src/observability/logger.js';
 import { VectorIndex } from '../src/vectors/vector-index.js';
-import { BULK_TABLES, seedBulkStore } from '../test/support/bulk-store.js';
+import { BULK_TABLES, seedBulkStore } from '../fixtures/bulk-store.js';
 import { type Server, startService, stopService } from './lease.js';
 import {
   type Aim,

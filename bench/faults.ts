@@ -31,7 +31,7 @@ import { startServer, type RunningServer } from '../src/app/serve.js';
 import { createLogger } from '../src/observability/logger.js';
 import { minioBinary, type MinioServer, startMinio } from '../infra/minio-server.js';
 import { startToxiproxy, toxiproxyBinary, type ToxiproxyServer } from '../infra/toxiproxy-server.js';
-import { type Proxy, Toxiproxy } from '../test/support/toxiproxy.js';
+import { type Proxy, Toxiproxy } from '../infra/toxiproxy-client.js';
 import {
   byMode,
   cleanup,

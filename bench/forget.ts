@@ -73,7 +73,7 @@ import type { RekeyResult } from '../src/log/rekey.js';
 import { encodeSegment } from '../src/log/segment.js';
 import { createLogger } from '../src/observability/logger.js';
 import type { Transaction } from '../src/db/client.js';
-import { mulberry32 as prng } from '../test/support/prng.js';
+import { mulberry32 as prng } from '../fixtures/prng.js';
 import { minioBinary, type MinioServer, startMinio } from '../infra/minio-server.js';
 import { quiesce } from './erasure.js';
 import {

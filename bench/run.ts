@@ -34,7 +34,7 @@
  *               [10,000, 200,000, 1,000,000] entries, on PostgreSQL and on PGlite (ratios to the base store);
  *               per-step times; the probe's vector search timed at each store size
  *   9. probe    the reconstruction probe's recall per category and precision on the labelled evaluation
- *               set (test/probe-eval); its lexical part (scoreProbe over the shingle index) for one subject
+ *               set (fixtures/probe-eval); its lexical part (scoreProbe over the shingle index) for one subject
  *               of 1,000 records in stores of 10,000 and 100,000 [1,000,000] records (ratio), and the shingle index's
  *               memory per record (heapUsed + arrayBuffers after gc; node --expose-gc)
  *  10. faults   LetheWriter appends/s with the database and the store behind Toxiproxy with 5 ms latency

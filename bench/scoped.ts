@@ -30,7 +30,7 @@
  *           its artifacts vs index.search over the whole index, same queries.
  *           Figures: p50 / p95 ms of each and scoped ÷ global.
  */
-import { mulberry32 as prng, seededId } from '../test/support/prng.js';
+import { mulberry32 as prng, seededId } from '../fixtures/prng.js';
 import { byMode, envInt, fmtInt, fmtNum, fmtRatio, fmtSeconds, type LatencyStats, progress, QUICK, runIfMain, scratchVault, stats, table } from './lib.js';
 import { randomSparseUnit, sentences } from './search.js';
 

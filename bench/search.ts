@@ -79,7 +79,7 @@ import { BatchBuilder } from '../src/vectors/open-batch.js';
 import { type Opener, openers } from '../src/vectors/open-pool.js';
 import { DEFAULT_CANDIDATES, VectorIndex } from '../src/vectors/vector-index.js';
 import { newId } from '../src/ids.js';
-import { mulberry32 as prng, seededId } from '../test/support/prng.js';
+import { mulberry32 as prng, seededId } from '../fixtures/prng.js';
 import {
   type Aim,
   aim,
