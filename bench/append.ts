@@ -48,27 +48,11 @@ import { S3ObjectStore } from '../src/client/s3.js';
 import { COMMITMENT_LENGTH, NONCE_LENGTH, seal, TAG_LENGTH } from '../src/crypto/envelope.js';
 import type { StoredObject } from '../src/storage/store.js';
 import { minioBinary, type MinioServer, startMinio } from '../infra/minio-server.js';
-import { type Server, startService, stopService } from './lease.js';
-import {
-  type Aim,
-  aim,
-  byMode,
-  cleanup,
-  cpuSeconds,
-  createScratchDatabase,
-  dropScratchDatabase,
-  fmtInt,
-  fmtNum,
-  fmtRatio,
-  formatAims,
-  makeTempDir,
-  pool,
-  progress,
-  randomRootKey,
-  removeDir,
-  runIfMain,
-  table,
-} from './lib.js';
+import { type Server, startService, stopService } from './support/service.js';
+import { byMode } from './support/mode.js';
+import { cleanup, createScratchDatabase, dropScratchDatabase, makeTempDir, randomRootKey, removeDir } from './support/scratch.js';
+import { cpuSeconds, pool, runIfMain } from './support/process.js';
+import { type Aim, aim, fmtInt, fmtNum, fmtRatio, formatAims, progress, table } from './support/report.js';
 
 export interface AppendPhase {
   readonly label: string;

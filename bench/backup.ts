@@ -82,32 +82,11 @@ import { createLogger, describeError } from '../src/observability/logger.js';
 import { newId } from '../src/ids.js';
 import { openApp, type App } from '../src/app/open.js';
 import { minioBinary, type MinioServer, startMinio } from '../infra/minio-server.js';
-import {
-  type Aim,
-  aim,
-  byMode,
-  cleanup,
-  cpuSeconds,
-  createScratchDatabase,
-  dropScratchDatabase,
-  envInt,
-  fmtInt,
-  fmtNum,
-  fmtRatio,
-  fmtSeconds,
-  formatAims,
-  listObjects,
-  makeTempDir,
-  median,
-  minioClient,
-  pool,
-  progress,
-  QUICK,
-  randomRootKey,
-  removeDir,
-  runIfMain,
-  table,
-} from './lib.js';
+import { byMode, envInt, QUICK } from './support/mode.js';
+import { cleanup, createScratchDatabase, dropScratchDatabase, makeTempDir, randomRootKey, removeDir } from './support/scratch.js';
+import { cpuSeconds, pool, runIfMain } from './support/process.js';
+import { listObjects, minioClient } from './support/minio.js';
+import { type Aim, aim, fmtInt, fmtNum, fmtRatio, fmtSeconds, formatAims, median, progress, table } from './support/report.js';
 
 // ------------------------------------------------------------------ result types
 

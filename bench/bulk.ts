@@ -2,7 +2,7 @@
  * Bulk erasure: POST /v1/erasures/batch of N class-A subjects (BENCH_BULK_SUBJECTS,
  * default 100 to fit the default run's 10 minutes; BENCH_FULL: 1,000; BENCH_QUICK: 50), each with 3 short entries of random tokens (no word
  * sequence shared across subjects: the probe finds no cross-subject residual), against
- * `lethe serve` child processes (tsx, PORT 0; bench/lease.ts startService) on a scratch
+ * `lethe serve` child processes (tsx, PORT 0; bench/support/service.ts startService) on a scratch
  * PostgreSQL database and a local filesystem object store (LETHE_DATA_DIR).
  *
  * Two phases, each on a fresh database, data directory and root key, with a fresh set of
@@ -27,29 +27,12 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import postgres from 'postgres';
-import { mapLimit, type Server, startService, stopService } from './lease.js';
-import {
-  byMode,
-  type Aim,
-  aim,
-  cleanup,
-  createScratchDatabase,
-  dropScratchDatabase,
-  envInt,
-  fmtInt,
-  fmtNum,
-  fmtRatio,
-  fmtSeconds,
-  formatAims,
-  makeTempDir,
-  progress,
-  QUICK,
-  randomRootKey,
-  removeDir,
-  runIfMain,
-  sleep,
-  table,
-} from './lib.js';
+import { type Server, startService, stopService } from './support/service.js';
+import { mapLimit } from './support/load.js';
+import { byMode, envInt } from './support/mode.js';
+import { cleanup, createScratchDatabase, dropScratchDatabase, makeTempDir, randomRootKey, removeDir } from './support/scratch.js';
+import { runIfMain, sleep } from './support/process.js';
+import { type Aim, aim, fmtInt, fmtNum, fmtRatio, fmtSeconds, formatAims, progress, table } from './support/report.js';
 
 // ------------------------------------------------------------------ settings
 

@@ -21,7 +21,7 @@
  *              does to a live store within a minute); on PGlite nothing is: the
  *              service's own start-up statistics pass (src/db/statistics.ts) analyzes
  *              them, and its time is reported.
- *   2. serve   `lethe serve` starts (tsx, PORT 0; bench/lease.ts startService):
+ *   2. serve   `lethe serve` starts (tsx, PORT 0; bench/support/service.ts startService):
  *              migrations, statistics (PGlite), the search index rebuild (the bulk's
  *              embeddings are of destroyed keys: skipped by key, never opened), the
  *              erasure worker. Then, over HTTP: a neighbour subject
@@ -64,30 +64,11 @@ import { PROBE_MAX_QUERIES, VECTOR_LIMIT, VECTOR_NEIGHBOURS } from '../src/erasu
 import { createLogger } from '../src/observability/logger.js';
 import { VectorIndex } from '../src/vectors/vector-index.js';
 import { BULK_TABLES, seedBulkStore } from '../fixtures/bulk-store.js';
-import { type Server, startService, stopService } from './lease.js';
-import {
-  type Aim,
-  aim,
-  cleanup,
-  createScratchDatabase,
-  dropScratchDatabase,
-  envInt,
-  fmtInt,
-  fmtNum,
-  fmtRatio,
-  fmtSeconds,
-  FULL,
-  makeTempDir,
-  median,
-  pool,
-  progress,
-  randomRootKey,
-  removeDir,
-  runChild,
-  runIfMain,
-  sleep,
-  table,
-} from './lib.js';
+import { type Server, startService, stopService } from './support/service.js';
+import { envInt, FULL } from './support/mode.js';
+import { cleanup, createScratchDatabase, dropScratchDatabase, makeTempDir, randomRootKey, removeDir } from './support/scratch.js';
+import { pool, runChild, runIfMain, sleep } from './support/process.js';
+import { type Aim, aim, fmtInt, fmtNum, fmtRatio, fmtSeconds, median, progress, table } from './support/report.js';
 
 // ------------------------------------------------------------------ result types
 

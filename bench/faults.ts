@@ -32,24 +32,10 @@ import { createLogger } from '../src/observability/logger.js';
 import { minioBinary, type MinioServer, startMinio } from '../infra/minio-server.js';
 import { startToxiproxy, toxiproxyBinary, type ToxiproxyServer } from '../infra/toxiproxy-server.js';
 import { type Proxy, Toxiproxy } from '../infra/toxiproxy-client.js';
-import {
-  byMode,
-  cleanup,
-  cpuSeconds,
-  createScratchDatabase,
-  dropScratchDatabase,
-  envInt,
-  fmtInt,
-  fmtNum,
-  fmtRatio,
-  makeTempDir,
-  pool,
-  progress,
-  randomRootKey,
-  removeDir,
-  runIfMain,
-  table,
-} from './lib.js';
+import { byMode, envInt } from './support/mode.js';
+import { cleanup, createScratchDatabase, dropScratchDatabase, makeTempDir, randomRootKey, removeDir } from './support/scratch.js';
+import { cpuSeconds, pool, runIfMain } from './support/process.js';
+import { fmtInt, fmtNum, fmtRatio, progress, table } from './support/report.js';
 
 export interface FaultsPhase {
   readonly label: string;

@@ -76,29 +76,10 @@ import type { Transaction } from '../src/db/client.js';
 import { mulberry32 as prng } from '../fixtures/prng.js';
 import { minioBinary, type MinioServer, startMinio } from '../infra/minio-server.js';
 import { quiesce } from './erasure.js';
-import {
-  type Aim,
-  aim,
-  byMode,
-  cleanup,
-  createScratchDatabase,
-  dropScratchDatabase,
-  envInt,
-  fmtInt,
-  fmtNum,
-  fmtRatio,
-  fmtSeconds,
-  formatAims,
-  makeTempDir,
-  median,
-  progress,
-  QUICK,
-  randomRootKey,
-  removeDir,
-  runIfMain,
-  sleep,
-  table,
-} from './lib.js';
+import { byMode, envInt, QUICK } from './support/mode.js';
+import { cleanup, createScratchDatabase, dropScratchDatabase, makeTempDir, randomRootKey, removeDir } from './support/scratch.js';
+import { runIfMain, sleep } from './support/process.js';
+import { type Aim, aim, fmtInt, fmtNum, fmtRatio, fmtSeconds, formatAims, median, progress, table } from './support/report.js';
 
 const POLL_MS = 20;
 const TARGET = 5;

@@ -24,27 +24,12 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
-import { type LoadResult, mapLimit, measured, runAutocannon, type Server, startService, stopService } from './lease.js';
-import {
-  type Aim,
-  aim,
-  aimVerdict,
-  byMode,
-  createScratchDatabase,
-  dropScratchDatabase,
-  fmtInt,
-  fmtNum,
-  fmtRatio,
-  makeTempDir,
-  median,
-  PG_ADMIN_URL,
-  progress,
-  QUICK,
-  randomRootKey,
-  removeDir,
-  runIfMain,
-  table,
-} from './lib.js';
+import { type Server, startService, stopService } from './support/service.js';
+import { type LoadResult, mapLimit, measured, runAutocannon } from './support/load.js';
+import { byMode, QUICK } from './support/mode.js';
+import { createScratchDatabase, dropScratchDatabase, makeTempDir, PG_ADMIN_URL, randomRootKey, removeDir } from './support/scratch.js';
+import { runIfMain } from './support/process.js';
+import { type Aim, aim, aimVerdict, fmtInt, fmtNum, fmtRatio, median, progress, table } from './support/report.js';
 import { KMS_CREDENTIALS, type ProviderKind, providerSetup } from './providers.js';
 
 type Load = LoadResult & { readonly serviceCpuUsPerReq: number | null; readonly commitsPerReq: number | null };

@@ -37,25 +37,9 @@ import { scoreProbe, type RecordFingerprint, COMMON_FRACTION, COMMON_MIN_RECORDS
 import { STOP_WORDS } from '../src/vectors/embedder.js';
 import { POSTING_SHARDS, ShingleIndex } from '../src/vectors/shingle-index.js';
 import { pairHash, ShingleHasher, shingleSet } from '../src/vectors/shingles.js';
-import {
-  type Aim,
-  aim,
-  byMode,
-  envInt,
-  fmtInt,
-  formatAims,
-  gcNow,
-  memNow,
-  fmtNum,
-  fmtRatio,
-  fmtSeconds,
-  type LatencyStats,
-  progress,
-  QUICK,
-  runIfMain,
-  stats,
-  table,
-} from './lib.js';
+import { byMode, envInt, QUICK } from './support/mode.js';
+import { gcNow, memNow, runIfMain } from './support/process.js';
+import { type Aim, aim, fmtInt, formatAims, fmtNum, fmtRatio, fmtSeconds, type LatencyStats, progress, stats, table } from './support/report.js';
 import { mulberry32 as prng, seededId } from '../fixtures/prng.js';
 
 export interface ProbeScaleRun {

@@ -40,30 +40,10 @@ import { LocalKeyringProvider } from '../src/keyprovider/local.js';
 import { createLogger } from '../src/observability/logger.js';
 import { newId } from '../src/ids.js';
 import { openApp } from '../src/app/open.js';
-import {
-  type Aim,
-  aim,
-  benchKeys,
-  byMode,
-  cpuSeconds,
-  createScratchDatabase,
-  dropScratchDatabase,
-  fmtInt,
-  fmtMiB,
-  fmtNum,
-  fmtRatio,
-  fmtSeconds,
-  formatAims,
-  isMain,
-  makeTempDir,
-  progress,
-  randomRootKey,
-  removeDir,
-  reportResult,
-  runChild,
-  runIfMain,
-  table,
-} from './lib.js';
+import { benchKeys, byMode } from './support/mode.js';
+import { createScratchDatabase, dropScratchDatabase, makeTempDir, randomRootKey, removeDir } from './support/scratch.js';
+import { cpuSeconds, isMain, reportResult, runChild, runIfMain } from './support/process.js';
+import { type Aim, aim, fmtInt, fmtMiB, fmtNum, fmtRatio, fmtSeconds, formatAims, progress, table } from './support/report.js';
 
 const SCRIPT = new URL('./rewrap.ts', import.meta.url).pathname;
 const VERIFY_SAMPLE = 1000;

@@ -18,26 +18,12 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import postgres from 'postgres';
-import { type LoadResult, mapLimit, runAutocannon, type Server, startService, stopService, summarize } from './lease.js';
-import {
-  type Aim,
-  aim,
-  byMode,
-  createScratchDatabase,
-  dropScratchDatabase,
-  envInt,
-  fmtInt,
-  fmtNum,
-  fmtRatio,
-  formatAims,
-  makeTempDir,
-  progress,
-  randomRootKey,
-  removeDir,
-  runIfMain,
-  sleep,
-  table,
-} from './lib.js';
+import { type Server, startService, stopService } from './support/service.js';
+import { type LoadResult, mapLimit, runAutocannon, summarize } from './support/load.js';
+import { byMode, envInt } from './support/mode.js';
+import { createScratchDatabase, dropScratchDatabase, makeTempDir, randomRootKey, removeDir } from './support/scratch.js';
+import { runIfMain, sleep } from './support/process.js';
+import { type Aim, aim, fmtInt, fmtNum, fmtRatio, formatAims, progress, table } from './support/report.js';
 
 export interface StreamsPhase {
   readonly load: LoadResult;

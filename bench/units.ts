@@ -56,28 +56,11 @@ import { loadConfig } from '../src/config/index.js';
 import { createLogger } from '../src/observability/logger.js';
 import { openApp, type App } from '../src/app/open.js';
 import { minioBinary, type MinioServer, startMinio } from '../infra/minio-server.js';
-import {
-  byMode,
-  cleanup,
-  cpuSeconds,
-  createScratchDatabase,
-  dropScratchDatabase,
-  envInt,
-  fmtInt,
-  fmtNum,
-  fmtSeconds,
-  listObjects,
-  makeTempDir,
-  median,
-  minioClient,
-  pool,
-  progress,
-  randomRootKey,
-  removeDir,
-  runIfMain,
-  sleep,
-  table,
-} from './lib.js';
+import { byMode, envInt } from './support/mode.js';
+import { cleanup, createScratchDatabase, dropScratchDatabase, makeTempDir, randomRootKey, removeDir } from './support/scratch.js';
+import { cpuSeconds, pool, runIfMain, sleep } from './support/process.js';
+import { listObjects, minioClient } from './support/minio.js';
+import { fmtInt, fmtNum, fmtSeconds, median, progress, table } from './support/report.js';
 import { sentences } from './search.js';
 
 const ENTRIES_PER_SUBJECT = 10;
