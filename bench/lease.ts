@@ -23,9 +23,9 @@ import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { type LoadResult, mapLimit, measured, runAutocannon } from './support/load.js';
 import { byMode, envInt, FULL, QUICK } from './support/mode.js';
-import { createScratchDatabase, dropScratchDatabase, makeTempDir, randomRootKey, removeDir } from './support/scratch.js';
+import { openScratch } from './support/scratch.js';
 import { runIfMain } from './support/process.js';
-import { type Server, startService, stopService } from './support/service.js';
+import { startScratchService } from './support/service.js';
 import { type Aim, aim, aimVerdict, fmtInt, fmtNum, fmtRatio, progress, table } from './support/report.js';
 
 export interface LeasePhase {
@@ -82,22 +82,11 @@ export async function runLease(): Promise<LeaseResult> {
   const adminToken = `admin-${randomBytes(18).toString('base64url')}`;
   const load0 = os.loadavg()[0]!;
 
-  const db = await createScratchDatabase('lease');
-  const dataDir = await makeTempDir('lease');
-  let server: Server | undefined;
+  const scratch = await openScratch('lease');
+  const { db } = scratch;
   try {
     progress(`lease: starting the service on ${db.name}`);
-    server = await startService({
-      DATABASE_URL: db.url,
-      LETHE_DATA_DIR: dataDir,
-      LETHE_ROOT_KEY: randomRootKey(),
-      LETHE_TOKENS: `writer=${writerToken},admin=${adminToken}`,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      // info, not warn: "lethe listening" (with the port) is an info line. The
-      // service logs nothing per request below debug, so this costs nothing.
-      LETHE_LOG_LEVEL: 'info',
-    });
+    const server = await startScratchService(scratch, { LETHE_TOKENS: `writer=${writerToken},admin=${adminToken}` });
     const pid = server.child.pid!;
     const base = `http://127.0.0.1:${server.port}`;
     const auth = { authorization: `Bearer ${writerToken}` };
@@ -197,9 +186,7 @@ export async function runLease(): Promise<LeaseResult> {
       aims: [aim(`lease ÷ /healthz req/s, ${headline.connections} connections`, headline.ratio, `>= ${target}`, headline.ratio >= target)],
     };
   } finally {
-    if (server) await stopService(server);
-    await removeDir(dataDir);
-    await dropScratchDatabase(db.name);
+    await scratch.cleanup();
   }
 }
 

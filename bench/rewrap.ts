@@ -41,7 +41,7 @@ import { createLogger } from '../src/observability/logger.js';
 import { newId } from '../src/ids.js';
 import { openApp } from '../src/app/open.js';
 import { benchKeys, byMode } from './support/mode.js';
-import { createScratchDatabase, dropScratchDatabase, makeTempDir, randomRootKey, removeDir } from './support/scratch.js';
+import { makeTempDir, openScratch, randomRootKey, removeDir } from './support/scratch.js';
 import { cpuSeconds, isMain, reportResult, runChild, runIfMain } from './support/process.js';
 import { type Aim, aim, fmtInt, fmtMiB, fmtNum, fmtRatio, fmtSeconds, formatAims, progress, table } from './support/report.js';
 
@@ -230,8 +230,8 @@ export interface RotateOptions {
 export async function rotateWorker(keys: number, cryptoSample: number, options: RotateOptions = {}): Promise<RotateRun> {
   const tag = options.label ?? 'rewrap';
   const populateConcurrency = options.populateConcurrency ?? 1;
-  const db = await createScratchDatabase(`${tag}_${keys}`);
-  const dataDir = await makeTempDir(tag);
+  const scratch = await openScratch(`${tag}_${keys}`);
+  const { db, dataDir } = scratch;
   try {
     const config = loadConfig({
       DATABASE_URL: db.url,
@@ -463,8 +463,7 @@ export async function rotateWorker(keys: number, cryptoSample: number, options: 
       await vault.close();
     }
   } finally {
-    await removeDir(dataDir);
-    await dropScratchDatabase(db.name);
+    await scratch.cleanup();
   }
 }
 

@@ -6,7 +6,15 @@ import { Client } from 'minio';
 /** A minio client for a MinIO server the bench started (infra/minio-server.ts). */
 export function minioClient(m: { readonly endpoint: string; readonly accessKey: string; readonly secretKey: string }): Client {
   const url = new URL(m.endpoint);
-  return new Client({ endPoint: url.hostname, port: Number(url.port), useSSL: false, accessKey: m.accessKey, secretKey: m.secretKey, region: 'us-east-1', pathStyle: true });
+  return new Client({
+    endPoint: url.hostname,
+    port: Number(url.port),
+    useSSL: false,
+    accessKey: m.accessKey,
+    secretKey: m.secretKey,
+    region: 'us-east-1',
+    pathStyle: true,
+  });
 }
 
 /** Every object under `prefix` in the bucket (current versions), with its size. */

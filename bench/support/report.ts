@@ -111,9 +111,7 @@ export function table(headers: string[], rows: string[][]): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const isNumeric = (s: string) => /^[-+~]?[\d.,]+/.test(s) || s === 'n/a' || s === 'NaN';
   const line = (cells: string[], header = false) =>
-    `| ${cells
-      .map((c, i) => (header || i === 0 || !isNumeric(c) ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
-      .join(' | ')} |`;
+    `| ${cells.map((c, i) => (header || i === 0 || !isNumeric(c) ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
   const sep = `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`;
   return [line(headers, true), sep, ...rows.map((r) => line(r))].join('\n');
 }

@@ -12,6 +12,7 @@ import postgres from 'postgres';
 import { openApp, type App } from '../../src/app/open.js';
 import { loadConfig } from '../../src/config/index.js';
 import { createLogger } from '../../src/observability/logger.js';
+import { minioBinary, type MinioServer, startMinio } from '../../infra/minio-server.js';
 import { progress } from './report.js';
 
 /** Server holding the scratch databases (admin connection; trust auth). */
@@ -133,4 +134,72 @@ export async function cleanup(label: string, steps: Array<[string, () => Promise
       progress(`${label}: cleanup of the ${name} failed: ${(e as Error).message}`);
     }
   }
+}
+
+/** A scratch database: its name (lethe_bench_*) and URL. */
+export interface ScratchDatabase {
+  readonly name: string;
+  readonly url: string;
+}
+
+/**
+ * What a section runs on: a fresh database (none with `database: false`: the embedded
+ * PGlite under the data directory), a fresh data directory and, when asked, a MinIO
+ * server of its own. Resources the section opens on top (a service, a vault, a
+ * client, a connection) are handed to `defer`; `cleanup` releases them, last first,
+ * then the database, MinIO and the data directory. A step that fails is reported, not
+ * thrown, and the next one still runs.
+ */
+export interface Scratch<Db extends ScratchDatabase | undefined = ScratchDatabase> {
+  readonly label: string;
+  readonly db: Db;
+  readonly dataDir: string;
+  /** Started when openScratch was asked for it ({ minio: true }). */
+  readonly minio: MinioServer | undefined;
+  /** The S3_* settings of this scaffold's MinIO (endpoint and keys; buckets are the section's). */
+  readonly s3: Record<string, string>;
+  /** Registers `step` (called `name` in a failure's report) to run at cleanup, before the scaffold's own. */
+  defer(name: string, step: () => Promise<unknown>): void;
+  cleanup(): Promise<void>;
+}
+
+/** Opens a scaffold: MinIO first when asked (`<label>: starting MinIO`), then a scratch database and a data directory. */
+export async function openScratch(label: string, options?: { readonly minio?: boolean; readonly database?: true }): Promise<Scratch>;
+export async function openScratch(label: string, options: { readonly minio?: boolean; readonly database: false }): Promise<Scratch<undefined>>;
+export async function openScratch(
+  label: string,
+  options: { readonly minio?: boolean; readonly database?: boolean } = {},
+): Promise<Scratch<ScratchDatabase | undefined>> {
+  const deferred: Array<[string, () => Promise<unknown>]> = [];
+  let minio: MinioServer | undefined;
+  let db: ScratchDatabase | undefined;
+  let dataDir: string | undefined;
+  const own = (): Array<[string, () => Promise<unknown>]> => [
+    ['database', async () => db && dropScratchDatabase(db.name)],
+    ['MinIO', async () => minio?.stop()],
+    ['data dir', async () => dataDir && removeDir(dataDir)],
+  ];
+  try {
+    if (options.minio) {
+      progress(`${label}: starting MinIO`);
+      minio = await startMinio(minioBinary());
+    }
+    if (options.database !== false) db = await createScratchDatabase(label);
+    dataDir = await makeTempDir(label);
+  } catch (e) {
+    await cleanup(label, own());
+    throw e;
+  }
+  const s3: Record<string, string> = minio ? { S3_ENDPOINT: minio.endpoint, S3_ACCESS_KEY: minio.accessKey, S3_SECRET_KEY: minio.secretKey } : {};
+  return {
+    label,
+    db,
+    dataDir,
+    minio,
+    s3,
+    defer: (name, step) => {
+      deferred.push([name, step]);
+    },
+    cleanup: () => cleanup(label, [...deferred.splice(0).reverse(), ...own()]),
+  };
 }

@@ -6,6 +6,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { REPO_ROOT } from './mode.js';
+import { randomRootKey, type Scratch, type ScratchDatabase } from './scratch.js';
 
 export interface Server {
   readonly child: ChildProcess;
@@ -34,7 +35,10 @@ export async function startService(env: Record<string, string>, startWithinMs = 
   });
   const stderrTail: string[] = [];
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`service did not log "lethe listening" within ${startWithinMs / 1000} s:\n${stderrTail.join('\n')}`)), startWithinMs);
+    const timer = setTimeout(
+      () => reject(new Error(`service did not log "lethe listening" within ${startWithinMs / 1000} s:\n${stderrTail.join('\n')}`)),
+      startWithinMs,
+    );
     const lines = createInterface({ input: child.stderr! });
     lines.on('line', (line) => {
       stderrTail.push(line);
@@ -66,4 +70,26 @@ export async function stopService(server: Server): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
   await exited;
   clearTimeout(timer);
+}
+
+/**
+ * `lethe serve` on a scaffold's database (or its embedded one) and data directory, with a fresh root key, on a
+ * free loopback port, logging at info ("lethe listening", with the port, is an info line;
+ * nothing is logged per request below debug); `env` on top. Stopped by the scaffold's cleanup.
+ */
+export async function startScratchService(scratch: Scratch<ScratchDatabase | undefined>, env: Record<string, string>, startWithinMs?: number): Promise<Server> {
+  const server = await startService(
+    {
+      ...(scratch.db ? { DATABASE_URL: scratch.db.url } : {}),
+      LETHE_DATA_DIR: scratch.dataDir,
+      LETHE_ROOT_KEY: randomRootKey(),
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LETHE_LOG_LEVEL: 'info',
+      ...env,
+    },
+    startWithinMs,
+  );
+  scratch.defer('service', () => stopService(server));
+  return server;
 }
