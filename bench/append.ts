@@ -47,28 +47,11 @@ import { LetheWriter } from '../src/client/index.js';
 import { S3ObjectStore } from '../src/client/s3.js';
 import { COMMITMENT_LENGTH, NONCE_LENGTH, seal, TAG_LENGTH } from '../src/crypto/envelope.js';
 import type { StoredObject } from '../src/storage/store.js';
-import { minioBinary, type MinioServer, startMinio } from '../infra/minio-server.js';
-import { type Server, startService, stopService } from './lease.js';
-import {
-  type Aim,
-  aim,
-  byMode,
-  cleanup,
-  cpuSeconds,
-  createScratchDatabase,
-  dropScratchDatabase,
-  fmtInt,
-  fmtNum,
-  fmtRatio,
-  formatAims,
-  makeTempDir,
-  pool,
-  progress,
-  randomRootKey,
-  removeDir,
-  runIfMain,
-  table,
-} from './lib.js';
+import { startScratchService } from './support/service.js';
+import { byMode } from './support/mode.js';
+import { cleanup, openScratch, type Scratch } from './support/scratch.js';
+import { cpuSeconds, pool, runIfMain } from './support/process.js';
+import { type Aim, aim, fmtInt, fmtNum, fmtRatio, formatAims, progress, table } from './support/report.js';
 
 export interface AppendPhase {
   readonly label: string;
@@ -419,30 +402,17 @@ export async function runAppend(): Promise<AppendResult> {
   const warmTexts = randomTexts(subjects);
   const texts = randomTexts(entries);
 
-  let minio: MinioServer | undefined;
-  let db: { name: string; url: string } | undefined;
-  let dataDir: string | undefined;
-  let server: Server | undefined;
+  let scratch: Scratch | undefined;
   let writer: LetheWriter | undefined;
   let poller: MetricsPoller | undefined;
   try {
-    progress('append: starting MinIO');
-    minio = await startMinio(minioBinary());
-    db = await createScratchDatabase('append');
-    dataDir = await makeTempDir('append');
+    scratch = await openScratch('append', { minio: true });
+    const { db } = scratch;
+    const minio = scratch.minio!;
     progress(`append: starting the service (a child process) on ${db.name}, bucket ${bucket} at ${minio.endpoint}`);
-    server = await startService({
-      DATABASE_URL: db.url,
-      LETHE_DATA_DIR: dataDir,
-      LETHE_ROOT_KEY: randomRootKey(),
+    const server = await startScratchService(scratch, {
       LETHE_TOKENS: `writer=${writerToken}`,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      // info: "lethe listening" (with the port) is an info line; nothing is logged per request below debug
-      LETHE_LOG_LEVEL: 'info',
-      S3_ENDPOINT: minio.endpoint,
-      S3_ACCESS_KEY: minio.accessKey,
-      S3_SECRET_KEY: minio.secretKey,
+      ...scratch.s3,
       S3_BUCKET: bucket,
       S3_BACKUP_BUCKET: `${bucket}-bak`,
       // BENCH_APPEND_INDEXER=false: the service does not index (the registration path alone; the lag is not measured)
@@ -710,11 +680,8 @@ export async function runAppend(): Promise<AppendResult> {
     await cleanup('append', [
       ['metrics poller', async () => poller?.stop()],
       ['writer', async () => writer?.close()],
-      ['service', async () => server && stopService(server)],
-      ['database', async () => db && dropScratchDatabase(db.name)],
-      ['MinIO', async () => minio?.stop()],
-      ['data dir', async () => dataDir && removeDir(dataDir)],
     ]);
+    await scratch?.cleanup();
   }
 }
 

@@ -81,33 +81,11 @@ import { loadConfig } from '../src/config/index.js';
 import { createLogger, describeError } from '../src/observability/logger.js';
 import { newId } from '../src/ids.js';
 import { openApp, type App } from '../src/app/open.js';
-import { minioBinary, type MinioServer, startMinio } from '../infra/minio-server.js';
-import {
-  type Aim,
-  aim,
-  byMode,
-  cleanup,
-  cpuSeconds,
-  createScratchDatabase,
-  dropScratchDatabase,
-  envInt,
-  fmtInt,
-  fmtNum,
-  fmtRatio,
-  fmtSeconds,
-  formatAims,
-  listObjects,
-  makeTempDir,
-  median,
-  minioClient,
-  pool,
-  progress,
-  QUICK,
-  randomRootKey,
-  removeDir,
-  runIfMain,
-  table,
-} from './lib.js';
+import { byMode, envInt, QUICK } from './support/mode.js';
+import { cleanup, openScratch, randomRootKey, type Scratch } from './support/scratch.js';
+import { cpuSeconds, pool, runIfMain } from './support/process.js';
+import { listObjects, minioClient } from './support/minio.js';
+import { type Aim, aim, fmtInt, fmtNum, fmtRatio, fmtSeconds, formatAims, median, progress, table } from './support/report.js';
 
 // ------------------------------------------------------------------ result types
 
@@ -348,17 +326,14 @@ export async function runBackup(): Promise<BackupResult> {
   const copyBucket = `lethe-bench-copy-${tag}`;
   const warnings: string[] = [];
 
-  let minio: MinioServer | undefined;
-  let db: { name: string; url: string } | undefined;
-  let dataDir: string | undefined;
+  let scratch: Scratch | undefined;
   let vault: App | undefined;
   let ledgerMac: KeyedHasher | undefined;
   let sql: postgres.Sql | undefined;
   try {
-    progress('backup: starting MinIO');
-    minio = await startMinio(minioBinary());
-    db = await createScratchDatabase('backup');
-    dataDir = await makeTempDir('backup');
+    scratch = await openScratch('backup', { minio: true });
+    const { db, dataDir } = scratch;
+    const minio = scratch.minio!;
     const logger = createLogger('warn', process.stderr);
     const rootKey = randomRootKey();
     // the synthetic backups' manifests are MAC'd as lethe's own are (propagation refuses to write over any other)
@@ -369,9 +344,7 @@ export async function runBackup(): Promise<BackupResult> {
         LETHE_DATA_DIR: dataDir,
         LETHE_ROOT_KEY: rootKey,
         LETHE_LOG_LEVEL: 'warn',
-        S3_ENDPOINT: minio.endpoint,
-        S3_ACCESS_KEY: minio.accessKey,
-        S3_SECRET_KEY: minio.secretKey,
+        ...scratch.s3,
         S3_BUCKET: bucket,
         S3_BACKUP_BUCKET: backupBucket,
       }),
@@ -688,10 +661,8 @@ export async function runBackup(): Promise<BackupResult> {
       ['sql', async () => sql?.end({ timeout: 5 })],
       ['vault', async () => vault?.close()],
       ['ledger key', async () => ledgerMac?.destroy()],
-      ['database', async () => db && dropScratchDatabase(db.name)],
-      ['MinIO', async () => minio?.stop()],
-      ['data dir', async () => dataDir && removeDir(dataDir)],
     ]);
+    await scratch?.cleanup();
   }
 }
 

@@ -2,7 +2,7 @@
  * Bulk erasure: POST /v1/erasures/batch of N class-A subjects (BENCH_BULK_SUBJECTS,
  * default 100 to fit the default run's 10 minutes; BENCH_FULL: 1,000; BENCH_QUICK: 50), each with 3 short entries of random tokens (no word
  * sequence shared across subjects: the probe finds no cross-subject residual), against
- * `lethe serve` child processes (tsx, PORT 0; bench/lease.ts startService) on a scratch
+ * `lethe serve` child processes (tsx, PORT 0; bench/support/service.ts startService) on a scratch
  * PostgreSQL database and a local filesystem object store (LETHE_DATA_DIR).
  *
  * Two phases, each on a fresh database, data directory and root key, with a fresh set of
@@ -27,29 +27,12 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import postgres from 'postgres';
-import { mapLimit, type Server, startService, stopService } from './lease.js';
-import {
-  byMode,
-  type Aim,
-  aim,
-  cleanup,
-  createScratchDatabase,
-  dropScratchDatabase,
-  envInt,
-  fmtInt,
-  fmtNum,
-  fmtRatio,
-  fmtSeconds,
-  formatAims,
-  makeTempDir,
-  progress,
-  QUICK,
-  randomRootKey,
-  removeDir,
-  runIfMain,
-  sleep,
-  table,
-} from './lib.js';
+import { type Server, startScratchService } from './support/service.js';
+import { mapLimit } from './support/load.js';
+import { byMode, envInt } from './support/mode.js';
+import { cleanup, openScratch, randomRootKey } from './support/scratch.js';
+import { runIfMain, sleep } from './support/process.js';
+import { type Aim, aim, fmtInt, fmtNum, fmtRatio, fmtSeconds, formatAims, progress, table } from './support/report.js';
 
 // ------------------------------------------------------------------ settings
 
@@ -165,24 +148,20 @@ async function listAll(base: string, token: string): Promise<ErasureView[]> {
 async function runPhase(replicas: number): Promise<{ phase: BulkPhase; warnings: string[] }> {
   const label = `bulk${replicas}`;
   const warnings: string[] = [];
-  const db = await createScratchDatabase(label);
-  const dataDir = await makeTempDir(label);
+  const scratch = await openScratch(label);
+  const { db } = scratch;
   const tok: Tokens = { writer: `writer-${randomBytes(18).toString('base64url')}`, eraser: `eraser-${randomBytes(18).toString('base64url')}` };
+  // every replica on the same database, data directory and root key
   const env: Record<string, string> = {
-    DATABASE_URL: db.url,
-    LETHE_DATA_DIR: dataDir,
     LETHE_ROOT_KEY: randomRootKey(),
     LETHE_TOKENS: `writer=${tok.writer},eraser=${tok.eraser}`,
-    LETHE_LOG_LEVEL: 'info',
     LETHE_ERASURE_POLL_MS: '100',
-    PORT: '0',
-    HOST: '127.0.0.1',
   };
   const servers: Server[] = [];
   const sql = postgres(db.url, { max: 1, onnotice: () => {} });
   try {
     // one after the other: the first runs the migrations
-    for (let i = 0; i < replicas; i++) servers.push(await startService(env, 120_000));
+    for (let i = 0; i < replicas; i++) servers.push(await startScratchService(scratch, env, 120_000));
     const base = `http://127.0.0.1:${servers[0]!.port}`;
     progress(`bulk: ${replicas} replica(s) up (pids ${servers.map((s) => s.child.pid).join(', ')}); seeding ${fmtInt(SUBJECTS)} subjects × ${ENTRIES} entries`);
 
@@ -331,12 +310,8 @@ async function runPhase(replicas: number): Promise<{ phase: BulkPhase; warnings:
     for (const s of servers) progress(`bulk: replica pid ${s.child.pid} stderr tail:\n${s.stderrTail.slice(-10).join('\n')}`);
     throw e;
   } finally {
-    await cleanup(label, [
-      ['sql client', () => sql.end({ timeout: 5 })],
-      ...servers.map((s, i): [string, () => Promise<unknown>] => [`replica ${i + 1}`, () => stopService(s)]),
-      ['database', () => dropScratchDatabase(db.name)],
-      ['data dir', () => removeDir(dataDir)],
-    ]);
+    await cleanup(label, [['sql client', () => sql.end({ timeout: 5 })]]);
+    await scratch.cleanup();
   }
 }
 

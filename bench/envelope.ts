@@ -13,7 +13,9 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { encodeContext, open, seal } from '../src/crypto/index.js';
 import { newId } from '../src/ids.js';
-import { byMode, fmtBytes, fmtInt, fmtNum, fmtRatio, progress, runIfMain, table } from './lib.js';
+import { byMode } from './support/mode.js';
+import { runIfMain } from './support/process.js';
+import { fmtBytes, fmtInt, fmtNum, fmtRatio, progress, table } from './support/report.js';
 
 export const ENVELOPE_SIZES = [64, 1024, 64 * 1024, 1024 * 1024] as const;
 

@@ -13,7 +13,7 @@
  *   1. bulk    the store is opened in a child process (this script with BENCH_ERASURE_SEED:
  *              PGlite's statements hold the event loop of the process that runs them;
  *              openApp, no listener, no worker) and
- *              filled with SQL (test/support/bulk-store.ts: other subjects' keys and log
+ *              filled with SQL (fixtures/bulk-store.ts: other subjects' keys and log
  *              entries, stand-in embeddings of destroyed keys, summaries with provenance,
  *              their destroyed version keys in the ledger, audit rows, backup listings)
  *              so that it holds factor × base log entries once its subjects are written.
@@ -21,7 +21,7 @@
  *              does to a live store within a minute); on PGlite nothing is: the
  *              service's own start-up statistics pass (src/db/statistics.ts) analyzes
  *              them, and its time is reported.
- *   2. serve   `lethe serve` starts (tsx, PORT 0; bench/lease.ts startService):
+ *   2. serve   `lethe serve` starts (tsx, PORT 0; bench/support/service.ts startService):
  *              migrations, statistics (PGlite), the search index rebuild (the bulk's
  *              embeddings are of destroyed keys: skipped by key, never opened), the
  *              erasure worker. Then, over HTTP: a neighbour subject
@@ -63,31 +63,12 @@ import { queryRows } from '../src/db/client.js';
 import { PROBE_MAX_QUERIES, VECTOR_LIMIT, VECTOR_NEIGHBOURS } from '../src/erasure/probe.js';
 import { createLogger } from '../src/observability/logger.js';
 import { VectorIndex } from '../src/vectors/vector-index.js';
-import { BULK_TABLES, seedBulkStore } from '../test/support/bulk-store.js';
-import { type Server, startService, stopService } from './lease.js';
-import {
-  type Aim,
-  aim,
-  cleanup,
-  createScratchDatabase,
-  dropScratchDatabase,
-  envInt,
-  fmtInt,
-  fmtNum,
-  fmtRatio,
-  fmtSeconds,
-  FULL,
-  makeTempDir,
-  median,
-  pool,
-  progress,
-  randomRootKey,
-  removeDir,
-  runChild,
-  runIfMain,
-  sleep,
-  table,
-} from './lib.js';
+import { BULK_TABLES, seedBulkStore } from '../fixtures/bulk-store.js';
+import { type Server, startScratchService } from './support/service.js';
+import { envInt, FULL } from './support/mode.js';
+import { openScratch, randomRootKey, type Scratch, type ScratchDatabase } from './support/scratch.js';
+import { pool, runChild, runIfMain, sleep } from './support/process.js';
+import { type Aim, aim, fmtInt, fmtNum, fmtRatio, fmtSeconds, median, progress, table } from './support/report.js';
 
 // ------------------------------------------------------------------ result types
 
@@ -355,8 +336,8 @@ interface Store {
   readonly targetEntries: number;
   readonly env: Record<string, string>;
   readonly tokens: { writer: string; eraser: string };
-  readonly dataDir: string;
-  readonly db: { readonly name: string; readonly url: string } | undefined;
+  /** Its database (none on PGlite) and data directory; the service, once started, stops with it. */
+  readonly scratch: Scratch<ScratchDatabase | undefined>;
   counts?: SizeRun['counts'];
   bulkSeconds?: number;
   vacuumAnalyzeSeconds?: number | null;
@@ -374,8 +355,8 @@ interface Store {
 
 /** A fresh store of `factor` × BASE entries once its subjects are written: the bulk added in this process (service stopped). */
 async function prepareStore(backend: Backend, factor: number): Promise<Store> {
-  const dataDir = await makeTempDir(`erasure-${backend}-${factor}x`);
-  const db = backend === 'postgres' ? await createScratchDatabase(`erasure${factor}x`) : undefined;
+  const scratch = backend === 'postgres' ? await openScratch(`erasure${factor}x`) : await openScratch(`erasure-${backend}-${factor}x`, { database: false });
+  const { db, dataDir } = scratch;
   const tokens = { writer: `writer-${randomBytes(18).toString('base64url')}`, eraser: `eraser-${randomBytes(18).toString('base64url')}` };
   const env: Record<string, string> = {
     ...(db ? { DATABASE_URL: db.url } : {}),
@@ -384,7 +365,7 @@ async function prepareStore(backend: Backend, factor: number): Promise<Store> {
     LETHE_TOKENS: `writer=${tokens.writer},eraser=${tokens.eraser}`,
     LETHE_LOG_LEVEL: 'info',
   };
-  const st: Store = { factor, targetEntries: BASE * factor, env, tokens, dataDir, db, erasures: [], loads: [] };
+  const st: Store = { factor, targetEntries: BASE * factor, env, tokens, scratch, erasures: [], loads: [] };
   try {
     const writing = (SUBJECTS + 1) * ENTRIES + NEIGHBOURS;
     const bulk = st.targetEntries - writing;
@@ -444,18 +425,14 @@ async function seedStore(): Promise<SeedResult> {
 }
 
 async function dropStore(st: Store): Promise<void> {
-  await cleanup(`erasure ${st.factor}x`, [
-    ['service', async () => (st.server ? stopService(st.server) : undefined)],
-    ['database', async () => (st.db ? dropScratchDatabase(st.db.name) : undefined)],
-    ['data dir', () => removeDir(st.dataDir)],
-  ]);
+  await st.scratch.cleanup();
 }
 
 /** Starts the store's service and writes its subjects over HTTP: a neighbour, a warm-up subject and the measured ones. */
 async function serveStore(backend: Backend, st: Store): Promise<void> {
   const s0 = performance.now();
   // a large embedded store reads its whole embeddings table before it listens (the index rebuild): minutes on a busy machine
-  st.server = await startService({ ...st.env, PORT: '0', HOST: '127.0.0.1' }, 600_000);
+  st.server = await startScratchService(st.scratch, st.env, 600_000);
   st.startSeconds = (performance.now() - s0) / 1000;
   st.statistics = backend === 'pglite' ? statisticsOf(st.server) : null;
   const c = new Client(`http://127.0.0.1:${st.server.port}`, st.tokens);

@@ -29,27 +29,12 @@ import { S3ObjectStore } from '../src/client/s3.js';
 import { loadConfig } from '../src/config/index.js';
 import { startServer, type RunningServer } from '../src/app/serve.js';
 import { createLogger } from '../src/observability/logger.js';
-import { minioBinary, type MinioServer, startMinio } from '../infra/minio-server.js';
 import { startToxiproxy, toxiproxyBinary, type ToxiproxyServer } from '../infra/toxiproxy-server.js';
-import { type Proxy, Toxiproxy } from '../test/support/toxiproxy.js';
-import {
-  byMode,
-  cleanup,
-  cpuSeconds,
-  createScratchDatabase,
-  dropScratchDatabase,
-  envInt,
-  fmtInt,
-  fmtNum,
-  fmtRatio,
-  makeTempDir,
-  pool,
-  progress,
-  randomRootKey,
-  removeDir,
-  runIfMain,
-  table,
-} from './lib.js';
+import { type Proxy, Toxiproxy } from '../infra/toxiproxy-client.js';
+import { byMode, envInt } from './support/mode.js';
+import { cleanup, openScratch, randomRootKey, type Scratch } from './support/scratch.js';
+import { cpuSeconds, pool, runIfMain } from './support/process.js';
+import { fmtInt, fmtNum, fmtRatio, progress, table } from './support/report.js';
 
 export interface FaultsPhase {
   readonly label: string;
@@ -114,18 +99,17 @@ export async function runFaults(): Promise<FaultsResult> {
   const texts = randomTexts(entries);
   const warmTexts = randomTexts(subjects);
 
-  let minio: MinioServer | undefined;
+  let scratch: Scratch | undefined;
   let toxiproxy: ToxiproxyServer | undefined;
-  let db: { name: string; url: string } | undefined;
   const proxies: Proxy[] = [];
-  const dirs: string[] = [];
   let server: RunningServer | undefined;
   let writer: LetheWriter | undefined;
   try {
-    progress('faults: starting MinIO and Toxiproxy');
-    minio = await startMinio(minioBinary());
+    scratch = await openScratch('faults', { minio: true });
+    const { db, dataDir } = scratch;
+    const minio = scratch.minio!;
+    progress('faults: starting Toxiproxy');
     toxiproxy = await startToxiproxy(toxiproxyBinary());
-    db = await createScratchDatabase('faults');
     const tp = new Toxiproxy(toxiproxy.apiUrl);
     const pgProxy = await tp.create('bench_pg', hostPort(db.url, '5432'));
     proxies.push(pgProxy);
@@ -135,8 +119,6 @@ export async function runFaults(): Promise<FaultsResult> {
     proxiedDbUrl.hostname = pgProxy.host;
     proxiedDbUrl.port = String(pgProxy.port);
     const rootKey = randomRootKey();
-    const dataDir = await makeTempDir('faults');
-    dirs.push(dataDir);
 
     interface Run {
       readonly seconds: number;
@@ -268,10 +250,8 @@ export async function runFaults(): Promise<FaultsResult> {
       ['service', async () => server?.close()],
       ...proxies.map((p): [string, () => Promise<unknown>] => [`proxy ${p.name}`, () => p.delete()]),
       ['Toxiproxy', async () => toxiproxy?.stop()],
-      ['database', async () => db && dropScratchDatabase(db.name)],
-      ['MinIO', async () => minio?.stop()],
-      ['data directory', async () => Promise.all(dirs.map((d) => removeDir(d)))],
     ]);
+    await scratch?.cleanup();
   }
 }
 

@@ -73,32 +73,12 @@ import type { RekeyResult } from '../src/log/rekey.js';
 import { encodeSegment } from '../src/log/segment.js';
 import { createLogger } from '../src/observability/logger.js';
 import type { Transaction } from '../src/db/client.js';
-import { mulberry32 as prng } from '../test/support/prng.js';
-import { minioBinary, type MinioServer, startMinio } from '../infra/minio-server.js';
+import { mulberry32 as prng } from '../fixtures/prng.js';
 import { quiesce } from './erasure.js';
-import {
-  type Aim,
-  aim,
-  byMode,
-  cleanup,
-  createScratchDatabase,
-  dropScratchDatabase,
-  envInt,
-  fmtInt,
-  fmtNum,
-  fmtRatio,
-  fmtSeconds,
-  formatAims,
-  makeTempDir,
-  median,
-  progress,
-  QUICK,
-  randomRootKey,
-  removeDir,
-  runIfMain,
-  sleep,
-  table,
-} from './lib.js';
+import { byMode, envInt, QUICK } from './support/mode.js';
+import { cleanup, openScratch, randomRootKey, type Scratch } from './support/scratch.js';
+import { runIfMain, sleep } from './support/process.js';
+import { type Aim, aim, fmtInt, fmtNum, fmtRatio, fmtSeconds, formatAims, median, progress, table } from './support/report.js';
 
 const POLL_MS = 20;
 const TARGET = 5;
@@ -463,17 +443,14 @@ export async function runForget(): Promise<ForgetResult> {
   const bucket = `lethe-bench-${randomBytes(4).toString('hex')}`;
   const warnings: string[] = [];
 
-  let minio: MinioServer | undefined;
-  let db: { name: string; url: string } | undefined;
-  let dataDir: string | undefined;
+  let scratch: Scratch | undefined;
   let server: RunningServer | undefined;
   let writer: LetheWriter | undefined;
   let pg: postgres.Sql | undefined;
   try {
-    progress('forget: starting MinIO');
-    minio = await startMinio(minioBinary());
-    db = await createScratchDatabase('forget');
-    dataDir = await makeTempDir('forget');
+    scratch = await openScratch('forget', { minio: true });
+    const { db, dataDir } = scratch;
+    const minio = scratch.minio!;
     progress(`forget: starting the service in-process on ${db.name}, bucket ${bucket} at ${minio.endpoint}`);
     const config = loadConfig({
       DATABASE_URL: db.url,
@@ -483,9 +460,7 @@ export async function runForget(): Promise<ForgetResult> {
       PORT: '0',
       HOST: '127.0.0.1',
       LETHE_LOG_LEVEL: 'warn',
-      S3_ENDPOINT: minio.endpoint,
-      S3_ACCESS_KEY: minio.accessKey,
-      S3_SECRET_KEY: minio.secretKey,
+      ...scratch.s3,
       S3_BUCKET: bucket,
       S3_BACKUP_BUCKET: `${bucket}-bak`,
     });
@@ -611,10 +586,8 @@ export async function runForget(): Promise<ForgetResult> {
       ['writer', async () => writer?.close()],
       ['pg', async () => pg?.end({ timeout: 5 })],
       ['service', async () => server?.close()],
-      ['database', async () => db && dropScratchDatabase(db.name)],
-      ['MinIO', async () => minio?.stop()],
-      ['data dir', async () => dataDir && removeDir(dataDir)],
     ]);
+    await scratch?.cleanup();
   }
 }
 

@@ -24,27 +24,12 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
-import { type LoadResult, mapLimit, measured, runAutocannon, type Server, startService, stopService } from './lease.js';
-import {
-  type Aim,
-  aim,
-  aimVerdict,
-  byMode,
-  createScratchDatabase,
-  dropScratchDatabase,
-  fmtInt,
-  fmtNum,
-  fmtRatio,
-  makeTempDir,
-  median,
-  PG_ADMIN_URL,
-  progress,
-  QUICK,
-  randomRootKey,
-  removeDir,
-  runIfMain,
-  table,
-} from './lib.js';
+import { type Server, startScratchService } from './support/service.js';
+import { type LoadResult, mapLimit, measured, runAutocannon } from './support/load.js';
+import { byMode, QUICK } from './support/mode.js';
+import { openScratch, PG_ADMIN_URL } from './support/scratch.js';
+import { runIfMain } from './support/process.js';
+import { type Aim, aim, aimVerdict, fmtInt, fmtNum, fmtRatio, median, progress, table } from './support/report.js';
 import { KMS_CREDENTIALS, type ProviderKind, providerSetup } from './providers.js';
 
 type Load = LoadResult & { readonly serviceCpuUsPerReq: number | null; readonly commitsPerReq: number | null };
@@ -105,28 +90,15 @@ interface Service {
 
 /** A lethe service on a fresh database (and data dir), with `env` on top (a key provider's settings). */
 async function openService(label: string, env: Record<string, string> = {}): Promise<Service> {
-  const db = await createScratchDatabase(label);
-  const dataDir = await makeTempDir(label);
+  const scratch = await openScratch(label);
+  const { db } = scratch;
   const token = `writer-${randomBytes(18).toString('base64url')}`;
   const stats = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => {} });
-  let server: Server | undefined;
-  const stop = async () => {
-    if (server) await stopService(server);
-    await stats.end({ timeout: 5 });
-    await removeDir(dataDir);
-    await dropScratchDatabase(db.name);
-  };
+  scratch.defer('statistics connection', () => stats.end({ timeout: 5 }));
+  const stop = () => scratch.cleanup();
+  let server: Server;
   try {
-    server = await startService({
-      DATABASE_URL: db.url,
-      LETHE_DATA_DIR: dataDir,
-      LETHE_ROOT_KEY: randomRootKey(),
-      LETHE_TOKENS: `writer=${token}`,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LETHE_LOG_LEVEL: 'info',
-      ...env,
-    });
+    server = await startScratchService(scratch, { LETHE_TOKENS: `writer=${token}`, ...env });
   } catch (e) {
     await stop();
     throw e;

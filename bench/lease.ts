@@ -17,48 +17,16 @@
  * so concurrent requests hit different keys. BENCH_QUICK=1: 1 s phases, 200 subjects;
  * BENCH_FULL=1: 10 s phases.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
-import {
-  type Aim,
-  aim,
-  aimVerdict,
-  byMode,
-  createScratchDatabase,
-  dropScratchDatabase,
-  envInt,
-  fmtInt,
-  fmtNum,
-  fmtRatio,
-  FULL,
-  makeTempDir,
-  progress,
-  QUICK,
-  randomRootKey,
-  removeDir,
-  REPO_ROOT,
-  runIfMain,
-  table,
-} from './lib.js';
-
-export interface LoadResult {
-  readonly label: string;
-  readonly connections: number;
-  readonly durationSeconds: number;
-  /** Mean of autocannon's per-second samples. */
-  readonly reqPerSec: number;
-  readonly requestsTotal: number;
-  readonly ok2xx: number;
-  readonly non2xx: number;
-  readonly errors: number;
-  readonly timeouts: number;
-  readonly latencyMs: { readonly p50: number; readonly p99: number; readonly mean: number; readonly max: number };
-}
+import { type LoadResult, mapLimit, measured, runAutocannon } from './support/load.js';
+import { byMode, envInt, FULL, QUICK } from './support/mode.js';
+import { openScratch } from './support/scratch.js';
+import { runIfMain } from './support/process.js';
+import { startScratchService } from './support/service.js';
+import { type Aim, aim, aimVerdict, fmtInt, fmtNum, fmtRatio, progress, table } from './support/report.js';
 
 export interface LeasePhase {
   readonly connections: number;
@@ -94,88 +62,6 @@ export interface LeaseResult {
   readonly aims: Aim[];
 }
 
-export interface Server {
-  readonly child: ChildProcess;
-  readonly port: number;
-  readonly stderrTail: string[];
-}
-
-export function serviceEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    // never let the caller's lethe settings leak into the benchmark service
-    if (k.startsWith('LETHE_') || k.startsWith('BENCH_') || ['DATABASE_URL', 'PORT', 'HOST', 'NODE_ENV'].includes(k)) continue;
-    env[k] = v;
-  }
-  return { ...env, ...extra };
-}
-
-/** `startWithinMs`: how long the service may take to log "lethe listening" (default 60 s; a large embedded store rebuilds its indexes first). */
-export async function startService(env: Record<string, string>, startWithinMs = 60_000): Promise<Server> {
-  // BENCH_SERVER_NODE_ARGS: extra node flags for the service (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof")
-  const extraArgs = process.env.BENCH_SERVER_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...extraArgs, '--import', 'tsx', 'src/cli/main.ts', 'serve'], {
-    cwd: REPO_ROOT,
-    env: serviceEnv(env),
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  const stderrTail: string[] = [];
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`service did not log "lethe listening" within ${startWithinMs / 1000} s:\n${stderrTail.join('\n')}`)), startWithinMs);
-    const lines = createInterface({ input: child.stderr! });
-    lines.on('line', (line) => {
-      stderrTail.push(line);
-      if (stderrTail.length > 50) stderrTail.shift();
-      try {
-        const entry = JSON.parse(line) as { msg?: string; port?: number };
-        if (entry.msg === 'lethe listening' && typeof entry.port === 'number') {
-          clearTimeout(timer);
-          resolve(entry.port);
-        }
-      } catch {
-        // not a JSON log line (a stack trace, a tsx warning): kept in the tail
-      }
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`service exited (code ${code}, signal ${signal}) before listening:\n${stderrTail.join('\n')}`));
-    });
-    child.once('error', reject);
-  });
-  return { child, port, stderrTail };
-}
-
-export async function stopService(server: Server): Promise<void> {
-  const { child } = server;
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
-}
-
-export function runAutocannon(opts: autocannon.Options): Promise<autocannon.Result> {
-  return new Promise((resolve, reject) => {
-    autocannon(opts, (err, result) => (err ? reject(err) : resolve(result)));
-  });
-}
-
-export function summarize(label: string, r: autocannon.Result): LoadResult {
-  return {
-    label,
-    connections: r.connections,
-    durationSeconds: r.duration,
-    reqPerSec: r.requests.average,
-    requestsTotal: r.requests.total,
-    ok2xx: r['2xx'],
-    non2xx: r.non2xx,
-    errors: r.errors,
-    timeouts: r.timeouts,
-    latencyMs: { p50: r.latency.p50, p99: r.latency.p99, mean: r.latency.mean, max: r.latency.max },
-  };
-}
-
 /** Sum of a Prometheus counter's samples whose labels contain `labelMatch`. */
 function counter(text: string, name: string, labelMatch: string): number {
   let sum = 0;
@@ -183,35 +69,6 @@ function counter(text: string, name: string, labelMatch: string): number {
     if (line.startsWith(`${name}{`) && line.includes(labelMatch)) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return sum;
-}
-
-export async function mapLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) await fn(items[next++]!);
-    }),
-  );
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc (undefined off Linux). */
-export function processCpuSeconds(pid: number): number | undefined {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-  } catch {
-    return undefined;
-  }
-}
-/** USER_HZ: /proc counts CPU time in these ticks per second (100 on Linux). */
-const CLOCK_TICKS = 100;
-
-/** One autocannon run with the service's CPU time per request over it (null when /proc is not there). */
-export async function measured(label: string, pid: number, opts: autocannon.Options): Promise<LoadResult & { serviceCpuUsPerReq: number | null }> {
-  const before = processCpuSeconds(pid);
-  const r = summarize(label, await runAutocannon(opts));
-  const after = processCpuSeconds(pid);
-  return { ...r, serviceCpuUsPerReq: before === undefined || after === undefined || r.requestsTotal === 0 ? null : ((after - before) * 1e6) / r.requestsTotal };
 }
 
 /** The lease bench's connection counts: the first carries the aim (64 too with BENCH_FULL=1). */
@@ -225,22 +82,11 @@ export async function runLease(): Promise<LeaseResult> {
   const adminToken = `admin-${randomBytes(18).toString('base64url')}`;
   const load0 = os.loadavg()[0]!;
 
-  const db = await createScratchDatabase('lease');
-  const dataDir = await makeTempDir('lease');
-  let server: Server | undefined;
+  const scratch = await openScratch('lease');
+  const { db } = scratch;
   try {
     progress(`lease: starting the service on ${db.name}`);
-    server = await startService({
-      DATABASE_URL: db.url,
-      LETHE_DATA_DIR: dataDir,
-      LETHE_ROOT_KEY: randomRootKey(),
-      LETHE_TOKENS: `writer=${writerToken},admin=${adminToken}`,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      // info, not warn: "lethe listening" (with the port) is an info line. The
-      // service logs nothing per request below debug, so this costs nothing.
-      LETHE_LOG_LEVEL: 'info',
-    });
+    const server = await startScratchService(scratch, { LETHE_TOKENS: `writer=${writerToken},admin=${adminToken}` });
     const pid = server.child.pid!;
     const base = `http://127.0.0.1:${server.port}`;
     const auth = { authorization: `Bearer ${writerToken}` };
@@ -340,9 +186,7 @@ export async function runLease(): Promise<LeaseResult> {
       aims: [aim(`lease ÷ /healthz req/s, ${headline.connections} connections`, headline.ratio, `>= ${target}`, headline.ratio >= target)],
     };
   } finally {
-    if (server) await stopService(server);
-    await removeDir(dataDir);
-    await dropScratchDatabase(db.name);
+    await scratch.cleanup();
   }
 }
 

@@ -3,9 +3,9 @@
  * survives, and what its lexical part costs as the store grows. Needs
  * `node --expose-gc` (run.ts passes it, and a larger heap).
  *
- *   1. quality  the labelled evaluation set (test/probe-eval/corpus.ts: ~5,000 records of
+ *   1. quality  the labelled evaluation set (fixtures/probe-eval/corpus.ts: ~5,000 records of
  *               agent memory over a few hundred subjects, 360 labelled (erased, surviving)
- *               pairs in 12 categories, four of them disguised copies), run through evaluateProbe (test/probe-eval/
+ *               pairs in 12 categories, four of them disguised copies), run through evaluateProbe (fixtures/probe-eval/
  *               evaluate.ts: the whole store in one ShingleIndex and HashingEmbedder(512);
  *               each erased subject's records removed, fingerprinted, scored by scoreProbe
  *               with the vector-index neighbours as extra candidates, put back). Figures:
@@ -31,32 +31,16 @@
  *               each size, large ÷ small (aim ≤ 2: the probe's cost should follow the
  *               subject, not the store), candidates examined, capped shingles.
  */
-import { type CategoryFigures, evaluateProbe } from '../test/probe-eval/evaluate.js';
-import { DISGUISE_CATEGORIES, generateCorpus } from '../test/probe-eval/corpus.js';
+import { type CategoryFigures, evaluateProbe } from '../fixtures/probe-eval/evaluate.js';
+import { DISGUISE_CATEGORIES, generateCorpus } from '../fixtures/probe-eval/corpus.js';
 import { scoreProbe, type RecordFingerprint, COMMON_FRACTION, COMMON_MIN_RECORDS, POSTINGS_BUDGET } from '../src/erasure/probe.js';
 import { STOP_WORDS } from '../src/vectors/embedder.js';
 import { POSTING_SHARDS, ShingleIndex } from '../src/vectors/shingle-index.js';
 import { pairHash, ShingleHasher, shingleSet } from '../src/vectors/shingles.js';
-import {
-  type Aim,
-  aim,
-  byMode,
-  envInt,
-  fmtInt,
-  formatAims,
-  gcNow,
-  memNow,
-  fmtNum,
-  fmtRatio,
-  fmtSeconds,
-  type LatencyStats,
-  progress,
-  QUICK,
-  runIfMain,
-  stats,
-  table,
-} from './lib.js';
-import { mulberry32 as prng, seededId } from '../test/support/prng.js';
+import { byMode, envInt, QUICK } from './support/mode.js';
+import { gcNow, memNow, runIfMain } from './support/process.js';
+import { type Aim, aim, fmtInt, formatAims, fmtNum, fmtRatio, fmtSeconds, type LatencyStats, progress, stats, table } from './support/report.js';
+import { mulberry32 as prng, seededId } from '../fixtures/prng.js';
 
 export interface ProbeScaleRun {
   /** Records in the store before the erasure (the subject's included). */
@@ -383,7 +367,7 @@ export async function runProbe(): Promise<ProbeResult> {
   const runs = envInt('BENCH_PROBE_RUNS', QUICK ? 3 : 5, 1);
   const warnings: string[] = [];
 
-  progress('probe: evaluation set (test/probe-eval)');
+  progress('probe: evaluation set (fixtures/probe-eval)');
   const q0 = performance.now();
   const evaluation = await evaluateProbe(generateCorpus());
   const quality = {
@@ -441,7 +425,7 @@ export function formatProbe(r: ProbeResult): string {
   const s = r.scale;
   const x = [s.small, s.large];
   const lines = [
-    `Evaluation set (test/probe-eval): ${fmtInt(q.records)} records, ${q.pairs} labelled pairs; built-in embedder, similarity 0.9; ${fmtSeconds(q.seconds)}`,
+    `Evaluation set (fixtures/probe-eval): ${fmtInt(q.records)} records, ${q.pairs} labelled pairs; built-in embedder, similarity 0.9; ${fmtSeconds(q.seconds)}`,
     table(
       ['category', 'label', 'pairs', 'flagged', 'recall / false positives'],
       q.categories.map((c) => [

@@ -52,24 +52,10 @@ import postgres from 'postgres';
 import { touchingRecords, touchingSubject } from '../src/artifacts/provenance.js';
 import { type Executor, queryRows } from '../src/db/client.js';
 import type { App } from '../src/app/open.js';
-import {
-  type Aim,
-  aim,
-  byMode,
-  cpuSeconds,
-  envInt,
-  fmtInt,
-  fmtNum,
-  fmtRatio,
-  fmtSeconds,
-  formatAims,
-  type LatencyStats,
-  progress,
-  runIfMain,
-  scratchVault,
-  stats,
-  table,
-} from './lib.js';
+import { byMode, envInt } from './support/mode.js';
+import { scratchVault } from './support/scratch.js';
+import { cpuSeconds, runIfMain } from './support/process.js';
+import { type Aim, aim, fmtInt, fmtNum, fmtRatio, fmtSeconds, formatAims, type LatencyStats, progress, stats, table } from './support/report.js';
 
 // ------------------------------------------------------------------ result types
 

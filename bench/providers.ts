@@ -38,22 +38,10 @@ import { zeroize } from '../src/crypto/index.js';
 import { openKeyProvider } from '../src/keyprovider/open.js';
 import type { KeyProvider } from '../src/keyprovider/provider.js';
 import { type RotateRun, rotateWorker } from './rewrap.js';
-import {
-  envInt,
-  fmtInt,
-  fmtRatio,
-  fmtSeconds,
-  FULL,
-  isMain,
-  makeTempDir,
-  progress,
-  QUICK,
-  removeDir,
-  reportResult,
-  runChild,
-  runIfMain,
-  table,
-} from './lib.js';
+import { envInt, FULL, QUICK } from './support/mode.js';
+import { makeTempDir, removeDir } from './support/scratch.js';
+import { isMain, reportResult, runChild, runIfMain } from './support/process.js';
+import { fmtInt, fmtRatio, fmtSeconds, progress, table } from './support/report.js';
 
 const SCRIPT = new URL('./providers.ts', import.meta.url).pathname;
 const KINDS = ['local', 'pkcs11', 'aws-kms'] as const;

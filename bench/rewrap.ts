@@ -40,30 +40,10 @@ import { LocalKeyringProvider } from '../src/keyprovider/local.js';
 import { createLogger } from '../src/observability/logger.js';
 import { newId } from '../src/ids.js';
 import { openApp } from '../src/app/open.js';
-import {
-  type Aim,
-  aim,
-  benchKeys,
-  byMode,
-  cpuSeconds,
-  createScratchDatabase,
-  dropScratchDatabase,
-  fmtInt,
-  fmtMiB,
-  fmtNum,
-  fmtRatio,
-  fmtSeconds,
-  formatAims,
-  isMain,
-  makeTempDir,
-  progress,
-  randomRootKey,
-  removeDir,
-  reportResult,
-  runChild,
-  runIfMain,
-  table,
-} from './lib.js';
+import { benchKeys, byMode } from './support/mode.js';
+import { makeTempDir, openScratch, randomRootKey, removeDir } from './support/scratch.js';
+import { cpuSeconds, isMain, reportResult, runChild, runIfMain } from './support/process.js';
+import { type Aim, aim, fmtInt, fmtMiB, fmtNum, fmtRatio, fmtSeconds, formatAims, progress, table } from './support/report.js';
 
 const SCRIPT = new URL('./rewrap.ts', import.meta.url).pathname;
 const VERIFY_SAMPLE = 1000;
@@ -250,8 +230,8 @@ export interface RotateOptions {
 export async function rotateWorker(keys: number, cryptoSample: number, options: RotateOptions = {}): Promise<RotateRun> {
   const tag = options.label ?? 'rewrap';
   const populateConcurrency = options.populateConcurrency ?? 1;
-  const db = await createScratchDatabase(`${tag}_${keys}`);
-  const dataDir = await makeTempDir(tag);
+  const scratch = await openScratch(`${tag}_${keys}`);
+  const { db, dataDir } = scratch;
   try {
     const config = loadConfig({
       DATABASE_URL: db.url,
@@ -483,8 +463,7 @@ export async function rotateWorker(keys: number, cryptoSample: number, options: 
       await vault.close();
     }
   } finally {
-    await removeDir(dataDir);
-    await dropScratchDatabase(db.name);
+    await scratch.cleanup();
   }
 }
 

@@ -34,7 +34,7 @@
  *               [10,000, 200,000, 1,000,000] entries, on PostgreSQL and on PGlite (ratios to the base store);
  *               per-step times; the probe's vector search timed at each store size
  *   9. probe    the reconstruction probe's recall per category and precision on the labelled evaluation
- *               set (test/probe-eval); its lexical part (scoreProbe over the shingle index) for one subject
+ *               set (fixtures/probe-eval); its lexical part (scoreProbe over the shingle index) for one subject
  *               of 1,000 records in stores of 10,000 and 100,000 [1,000,000] records (ratio), and the shingle index's
  *               memory per record (heapUsed + arrayBuffers after gc; node --expose-gc)
  *  10. faults   LetheWriter appends/s with the database and the store behind Toxiproxy with 5 ms latency
@@ -87,7 +87,9 @@ import { type ErasureResult, formatErasure } from './erasure.js';
 import { type FaultsResult, formatFaults } from './faults.js';
 import { type ForgetResult, formatForget } from './forget.js';
 import { formatLease, type LeaseResult } from './lease.js';
-import { type Aim, BENCH_DIR, benchKeys, DEFAULT_RUN_TARGET_SECONDS, fmtBytes, fmtInt, fmtNum, fmtRatio, fmtSeconds, FULL, progress, QUICK, runChild, table } from './lib.js';
+import { BENCH_DIR, benchKeys, DEFAULT_RUN_TARGET_SECONDS, FULL, QUICK } from './support/mode.js';
+import { runChild } from './support/process.js';
+import { type Aim, fmtBytes, fmtInt, fmtNum, fmtRatio, fmtSeconds, progress, table } from './support/report.js';
 import { formatProbe, type ProbeResult } from './probe.js';
 import { formatProvenance, type ProvenanceResult } from './provenance.js';
 import { formatKeys, type KeysResult } from './keys.js';

@@ -29,7 +29,8 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { BENCH_DIR, isMain } from './lib.js';
+import { BENCH_DIR } from './support/mode.js';
+import { isMain } from './support/process.js';
 
 // ------------------------------------------------------------------ inputs
 

@@ -30,8 +30,11 @@
  *           its artifacts vs index.search over the whole index, same queries.
  *           Figures: p50 / p95 ms of each and scoped ÷ global.
  */
-import { mulberry32 as prng, seededId } from '../test/support/prng.js';
-import { byMode, envInt, fmtInt, fmtNum, fmtRatio, fmtSeconds, type LatencyStats, progress, QUICK, runIfMain, scratchVault, stats, table } from './lib.js';
+import { mulberry32 as prng, seededId } from '../fixtures/prng.js';
+import { byMode, envInt } from './support/mode.js';
+import { scratchVault } from './support/scratch.js';
+import { runIfMain } from './support/process.js';
+import { fmtInt, fmtNum, fmtRatio, fmtSeconds, type LatencyStats, progress, stats, table } from './support/report.js';
 import { randomSparseUnit, sentences } from './search.js';
 
 const MEASURED = 5;

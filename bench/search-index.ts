@@ -7,7 +7,8 @@
  * BENCH_RESULT_FILE.
  */
 import { HashingEmbedder } from '../src/vectors/embedder.js';
-import { envInt, isMain, reportResult } from './lib.js';
+import { envInt } from './support/mode.js';
+import { isMain, reportResult } from './support/process.js';
 import { indexRun, readCorpus } from './search.js';
 
 if (isMain(import.meta.url)) {

@@ -79,32 +79,11 @@ import { BatchBuilder } from '../src/vectors/open-batch.js';
 import { type Opener, openers } from '../src/vectors/open-pool.js';
 import { DEFAULT_CANDIDATES, VectorIndex } from '../src/vectors/vector-index.js';
 import { newId } from '../src/ids.js';
-import { mulberry32 as prng, seededId } from '../test/support/prng.js';
-import {
-  type Aim,
-  aim,
-  BENCH_DIR,
-  aimVerdict,
-  byMode,
-  envInt,
-  fmtInt,
-  fmtNum,
-  formatAims,
-  fmtRatio,
-  fmtSeconds,
-  gcNow,
-  type LatencyStats,
-  median,
-  progress,
-  QUICK,
-  runChild,
-  sleep,
-  runIfMain,
-  type ScratchVault,
-  scratchVault,
-  stats,
-  table,
-} from './lib.js';
+import { mulberry32 as prng, seededId } from '../fixtures/prng.js';
+import { BENCH_DIR, byMode, envInt, QUICK } from './support/mode.js';
+import { type ScratchVault, scratchVault } from './support/scratch.js';
+import { gcNow, runChild, sleep, runIfMain } from './support/process.js';
+import { type Aim, aim, aimVerdict, fmtInt, fmtNum, formatAims, fmtRatio, fmtSeconds, type LatencyStats, median, progress, stats, table } from './support/report.js';
 
 // ------------------------------------------------------------------ result types
 

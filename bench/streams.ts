@@ -18,26 +18,12 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import postgres from 'postgres';
-import { type LoadResult, mapLimit, runAutocannon, type Server, startService, stopService, summarize } from './lease.js';
-import {
-  type Aim,
-  aim,
-  byMode,
-  createScratchDatabase,
-  dropScratchDatabase,
-  envInt,
-  fmtInt,
-  fmtNum,
-  fmtRatio,
-  formatAims,
-  makeTempDir,
-  progress,
-  randomRootKey,
-  removeDir,
-  runIfMain,
-  sleep,
-  table,
-} from './lib.js';
+import { startScratchService } from './support/service.js';
+import { type LoadResult, mapLimit, runAutocannon, summarize } from './support/load.js';
+import { byMode, envInt } from './support/mode.js';
+import { openScratch } from './support/scratch.js';
+import { runIfMain, sleep } from './support/process.js';
+import { type Aim, aim, fmtInt, fmtNum, fmtRatio, formatAims, progress, table } from './support/report.js';
 
 export interface StreamsPhase {
   readonly load: LoadResult;
@@ -104,21 +90,14 @@ export async function runStreams(): Promise<StreamsResult> {
   const writerToken = `writer-${randomBytes(18).toString('base64url')}`;
   const eraserToken = `eraser-${randomBytes(18).toString('base64url')}`;
 
-  const db = await createScratchDatabase('streams');
-  const dataDir = await makeTempDir('streams');
-  let server: Server | undefined;
+  const scratch = await openScratch('streams');
+  const { db } = scratch;
   const open: http.ClientRequest[] = [];
   const sql = postgres(db.url, { max: 1, onnotice: () => {} });
   try {
     progress(`streams: starting the service on ${db.name}`);
-    server = await startService({
-      DATABASE_URL: db.url,
-      LETHE_DATA_DIR: dataDir,
-      LETHE_ROOT_KEY: randomRootKey(),
+    const server = await startScratchService(scratch, {
       LETHE_TOKENS: `writer=${writerToken},eraser=${eraserToken}`,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LETHE_LOG_LEVEL: 'info',
       // one token opens every stream here; the held leases outlast the run
       LETHE_SSE_STREAMS_PER_TOKEN: String(streamCount),
       LETHE_LEASE_TTL_SECONDS: '3600',
@@ -250,9 +229,7 @@ export async function runStreams(): Promise<StreamsResult> {
   } finally {
     for (const req of open) req.destroy();
     await sql.end({ timeout: 5 });
-    if (server) await stopService(server);
-    await removeDir(dataDir);
-    await dropScratchDatabase(db.name);
+    await scratch.cleanup();
   }
 }
 

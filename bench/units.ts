@@ -55,29 +55,11 @@ import postgres from 'postgres';
 import { loadConfig } from '../src/config/index.js';
 import { createLogger } from '../src/observability/logger.js';
 import { openApp, type App } from '../src/app/open.js';
-import { minioBinary, type MinioServer, startMinio } from '../infra/minio-server.js';
-import {
-  byMode,
-  cleanup,
-  cpuSeconds,
-  createScratchDatabase,
-  dropScratchDatabase,
-  envInt,
-  fmtInt,
-  fmtNum,
-  fmtSeconds,
-  listObjects,
-  makeTempDir,
-  median,
-  minioClient,
-  pool,
-  progress,
-  randomRootKey,
-  removeDir,
-  runIfMain,
-  sleep,
-  table,
-} from './lib.js';
+import { byMode, envInt } from './support/mode.js';
+import { cleanup, openScratch, randomRootKey, type Scratch } from './support/scratch.js';
+import { cpuSeconds, pool, runIfMain, sleep } from './support/process.js';
+import { listObjects, minioClient } from './support/minio.js';
+import { fmtInt, fmtNum, fmtSeconds, median, progress, table } from './support/report.js';
 import { sentences } from './search.js';
 
 const ENTRIES_PER_SUBJECT = 10;
@@ -360,26 +342,21 @@ export async function runUnits(): Promise<UnitsResult> {
   const bucket = `lethe-bench-units-${tag}`;
   const warnings: string[] = [];
 
-  let minio: MinioServer | undefined;
-  let db: { name: string; url: string } | undefined;
-  let dataDir: string | undefined;
+  let scratch: Scratch | undefined;
   let vault: App | undefined;
   let sql: postgres.Sql | undefined;
   try {
     const s0 = performance.now();
-    progress('units: starting MinIO');
-    minio = await startMinio(minioBinary());
-    db = await createScratchDatabase('units');
-    dataDir = await makeTempDir('units');
+    scratch = await openScratch('units', { minio: true });
+    const { db, dataDir } = scratch;
+    const minio = scratch.minio!;
     vault = await openApp(
       loadConfig({
         DATABASE_URL: db.url,
         LETHE_DATA_DIR: dataDir,
         LETHE_ROOT_KEY: randomRootKey(),
         LETHE_LOG_LEVEL: 'warn',
-        S3_ENDPOINT: minio.endpoint,
-        S3_ACCESS_KEY: minio.accessKey,
-        S3_SECRET_KEY: minio.secretKey,
+        ...scratch.s3,
         S3_BUCKET: bucket,
       }),
       { logger: createLogger('warn', process.stderr), listen: false },
@@ -616,10 +593,8 @@ export async function runUnits(): Promise<UnitsResult> {
     await cleanup('units', [
       ['sql', async () => sql?.end({ timeout: 5 })],
       ['vault', async () => vault?.close()],
-      ['database', async () => db && dropScratchDatabase(db.name)],
-      ['MinIO', async () => minio?.stop()],
-      ['data dir', async () => dataDir && removeDir(dataDir)],
     ]);
+    await scratch?.cleanup();
   }
 }
 

@@ -2,7 +2,7 @@
  * A real Toxiproxy server for the fault-injection tests and the benchmarks: installed
  * from source by infra/toxiproxy.sh (cached after the first build), its API started on
  * a free loopback port, stopped afterwards. Proxies and toxics are made through its
- * HTTP API (test/support/toxiproxy.ts).
+ * HTTP API (infra/toxiproxy-client.ts).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { freePort, installedBinary, stopChild } from './local-server.js';

@@ -1,17 +1,31 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { check, format, README, readTree, REPO, SCHEMA, type Violation } from './check.js';
-import { MODULES } from './rules.js';
+import { check, format, README, readTree, REPO, SCHEMA, type Violation, warnings } from './check.js';
+import { ALLOWED_CYCLES, ALLOWED_LONG_FILES, ALLOWED_LONG_FUNCTIONS, MODULES } from './rules.js';
+import type { ShapeAllowances } from './shape.js';
 
-// The real ownership table and schema; each test adds the files it needs.
+// The real ownership table and schema (and db's client, the import its README's "May import" line names);
+// each test adds the files it needs.
+const DB_CLIENT = 'src/db/client.ts';
 const base = {
   [README]: readFileSync(path.join(REPO, README), 'utf8'),
   [SCHEMA]: readFileSync(path.join(REPO, SCHEMA), 'utf8'),
+  [DB_CLIENT]: readFileSync(path.join(REPO, DB_CLIENT), 'utf8'),
 };
-const violations = (files: Record<string, string>, exceptions = {}) => check({ ...base, ...files }, { modules: MODULES, exceptions });
+// schema.ts, in the base, is one of today's long files
+const ALLOWED: ShapeAllowances = { longFiles: ALLOWED_LONG_FILES, longFunctions: ALLOWED_LONG_FUNCTIONS, cycles: ALLOWED_CYCLES };
+const violations = (files: Record<string, string>, exceptions = {}, allowed = ALLOWED) =>
+  check({ ...base, ...files }, { modules: MODULES, exceptions, allowed });
 const importViolation = (file: string, line: number, message: string): Violation => ({ file, line, rule: 'import', message });
 const writeViolation = (file: string, line: number, message: string): Violation => ({ file, line, rule: 'table-write', message });
+const readViolation = (file: string, module: string, line: number, table: string, how: string, owner: string): Violation => ({
+  file,
+  line,
+  rule: 'table-read',
+  message: `${module} reads ${table} (${how}), which ${owner} owns, and ${README} does not list it under "Reads across a wall": ask the owner's service, or list the read with its reason`,
+});
+const readmeViolation = (file: string, line: number, message: string): Violation => ({ file, line, rule: 'readme-imports', message });
 
 describe('the source tree', () => {
   it('has no architecture violations', () => {
@@ -89,6 +103,7 @@ describe('imports', () => {
     const cli = "import { openApp } from '../app/open.js';\nimport { openDb } from '../db/client.js';\n";
     const app = "import { openDb } from '../db/client.js';\nimport { main } from '../cli/main.js';\n";
     expect(violations({ 'src/cli/main.ts': cli, 'src/app/open.ts': app })).toEqual([
+      { file: 'src/app/open.ts', line: 1, rule: 'cycle', message: 'import cycle among src/app/open.ts, src/cli/main.ts' },
       importViolation('src/app/open.ts', 2, "app may not import cli: '../cli/main.js' (src/cli/main.ts)"),
       importViolation('src/cli/main.ts', 2, "cli may not import db: '../db/client.js' (src/db/client.ts)"),
     ]);
@@ -178,7 +193,7 @@ describe('table writes', () => {
       '/** Appends entries: update the manifest, then insert into embeddings via the vectors service. */',
       'const a = sql`select key_id, next_seq from subject_keys where key_id = ${k} for update`;',
       'const b = sql`select * from subject_keys sk where sk.epoch = ${e} for no key update skip locked`;',
-      'const c = sql`select 1 from embeddings for update of embeddings`;',
+      'const c = sql`select 1 from subject_keys for update of subject_keys`;',
       "const d = await tx.select().from(subjectKeys).where(eq(subjectKeys.keyId, k)).for('update');",
       'const e = sql`insert into log_entries (entry_id) values (${id})',
       '  on conflict (entry_id) do update set segment = excluded.segment`;',
@@ -204,7 +219,15 @@ describe('table writes', () => {
 
 describe('the ownership table', () => {
   const schema = "export const subjectKeys = pgTable(\n  'subject_keys',\n  {},\n);\nexport const orphans = pgTable('orphans', {});\n";
-  const readme = ['| table | owner | what it holds |', '|---|---|---|', '| `subject_keys` | vault | keys |', '| `ghosts` | vault | nothing |', '| `subject_keys_extra` | nobody | x |'].join('\n');
+  const readme = [
+    '| table | owner | what it holds |',
+    '|---|---|---|',
+    '| `subject_keys` | vault | keys |',
+    '| `ghosts` | vault | nothing |',
+    '| `subject_keys_extra` | nobody | x |',
+    '',
+    "May import: nothing of lethe's.",
+  ].join('\n');
 
   it('flags a README table schema.ts lacks, a schema table the README lacks, and an owner that is no module', () => {
     expect(check({ [README]: readme, [SCHEMA]: schema })).toEqual([
@@ -219,5 +242,120 @@ describe('the ownership table', () => {
     expect(check({ [README]: readme, [SCHEMA]: schema, 'src/vault/x.ts': 'await tx.insert(orphans).values({});\n' })).toContainEqual(
       writeViolation('src/vault/x.ts', 1, `vault writes orphans (drizzle .insert(orphans)), which has no owner in ${README}: call the owner's service`),
     );
+  });
+});
+
+describe('table reads across a wall', () => {
+  it('flags a read of another module’s table that src/db/README.md does not list: raw SQL and drizzle', () => {
+    const src = [
+      "import { sql } from 'drizzle-orm';",
+      'const a = sql`select key_id from destruction_ledger where key_id = ${k}`;',
+      'const b = await tx.select().from(subjectKeys).where(eq(subjectKeys.keyId, k));',
+      'const c = await tx.select().from(artifacts).innerJoin(logEntries, eq(artifacts.id, logEntries.entryId));',
+      'const d = sql`select e.entry_id from ${logEntries} e join "provenance" p on p.source_id = e.entry_id`;',
+    ].join('\n');
+    expect(violations({ 'src/search/meddle.ts': src })).toEqual([
+      readViolation('src/search/meddle.ts', 'search', 2, 'destruction_ledger', 'SQL from', 'vault'),
+      readViolation('src/search/meddle.ts', 'search', 3, 'subject_keys', 'drizzle .from(subjectKeys)', 'vault'),
+      readViolation('src/search/meddle.ts', 'search', 4, 'artifacts', 'drizzle .from(artifacts)', 'artifacts'),
+      readViolation('src/search/meddle.ts', 'search', 4, 'log_entries', 'drizzle .innerJoin(logEntries)', 'log'),
+      readViolation('src/search/meddle.ts', 'search', 5, 'log_entries', 'SQL from', 'log'),
+      readViolation('src/search/meddle.ts', 'search', 5, 'provenance', 'SQL join', 'artifacts'),
+    ]);
+  });
+
+  it('a read the README lists, the owner’s own reads, deletes and prose are not flagged; an unlisted read is', () => {
+    const vectors = 'const a = sql`select 1 from embeddings e where not exists (select 1 from destruction_ledger d where d.key_id = e.key_id)`;\n';
+    const vault = 'const b = sql`select key_id from destruction_ledger`;\nconst c = sql`delete from subject_keys where key_id = ${k}`;\n';
+    const prose = "const d = `${n} candidates from provenance; ${m} from the index`;\nconst e = 'read from artifacts';\n";
+    expect(violations({ 'src/vectors/store.ts': vectors, 'src/vault/keys.ts': vault, 'src/erasure/report.ts': prose })).toEqual([]);
+    // the same read, unlisted: the README without its `log` → `destruction_ledger` bullet
+    const readme = base[README].replace(/^- `log` reads `destruction_ledger`[\s\S]*?(?=^- )/m, '');
+    expect(readme).not.toEqual(base[README]);
+    const log = 'const moved = sql`select key_id from destruction_ledger where key_id in (${ids})`;\n';
+    expect(violations({ [README]: readme, 'src/log/registration.ts': log })).toEqual([
+      readViolation('src/log/registration.ts', 'log', 1, 'destruction_ledger', 'SQL from', 'vault'),
+    ]);
+    expect(violations({ 'src/log/registration.ts': log })).toEqual([]);
+  });
+});
+
+describe('the modules’ READMEs', () => {
+  it('flags a module imported but not in the "May import" line, and one listed but not imported', () => {
+    const storageReadme = '# src/storage\n\nThe object store.\n\nMay import: errors.\n';
+    const storage = "import { LetheError } from '../errors.js';\nimport { createLogger } from '../observability/logger.js';\n";
+    const vaultReadme = '# src/vault\n\nMay import: crypto, db, errors,\nids (and nothing else).\n';
+    const vault = "import { LetheError } from '../errors.js';\nimport { newId } from '../ids.js';\nimport type { Db } from '../db/client.js';\n";
+    expect(violations({ 'src/storage/README.md': storageReadme, 'src/storage/fs.ts': storage, 'src/vault/README.md': vaultReadme, 'src/vault/keys.ts': vault })).toEqual([
+      readmeViolation('src/storage/README.md', 5, 'storage imports observability, not in its "May import" line'),
+      readmeViolation('src/vault/README.md', 3, '"May import" lists crypto, which vault does not import'),
+    ]);
+  });
+
+  it('flags a README without the line, and an "every module except" line that differs from the rules', () => {
+    const app = "import { openVault } from '../vault/vault.js';\n";
+    expect(
+      violations({
+        'src/app/README.md': '# src/app\n\nMay import: every module except `cli`.\n',
+        'src/app/open.ts': app,
+        'src/search/README.md': '# src/search\n\nNo word on imports.\n',
+        'src/search/index.ts': "import { LetheError } from '../errors.js';\n",
+      }),
+    ).toEqual([
+      readmeViolation('src/app/README.md', 3, 'says every module except cli; test/architecture/rules.ts says every module except cli, client'),
+      readmeViolation('src/search/README.md', 1, 'no "May import:" line (the modules search imports: errors)'),
+    ]);
+    expect(violations({ 'src/app/README.md': '# src/app\n\nMay import: every module except `cli` and `client`.\n', 'src/app/open.ts': app })).toEqual([]);
+    expect(violations({ 'src/observability/README.md': "May import: nothing of lethe's.\n", 'src/observability/log.ts': "import pino from 'pino';\n" })).toEqual([]);
+  });
+});
+
+describe('the shape of src/', () => {
+  const lines = (n: number, text = (k: number) => `export const x${k} = ${k};`) => `${Array.from({ length: n }, (_, k) => text(k)).join('\n')}\n`;
+  // a function of `total` lines, head and closing brace included
+  const fn = (name: string, total: number) => `export function ${name}(): number {\n${lines(total - 3, (k) => `  const y${k} = ${k};`)}  return 0;\n}\n`;
+
+  it('flags a file over 400 lines, and not one of 400', () => {
+    expect(violations({ 'src/vault/long.ts': lines(401), 'src/vault/full.ts': lines(400) })).toEqual([
+      { file: 'src/vault/long.ts', line: 1, rule: 'file-length', message: '401 lines (at most 400)' },
+    ]);
+  });
+
+  it('flags a function over 120 lines — declarations, methods and arrows — and not one of 120', () => {
+    const method = `export class Big {\n  async grow(n: number): Promise<{ a: number }> {\n${lines(120, (k) => `    n += ${k};`)}    return { a: n };\n  }\n}\n`;
+    const arrow = `export const handler = async (c: { json: (x: unknown) => void }) => {\n${lines(119, (k) => `  c.json(${k});`)}};\n`;
+    expect(violations({ 'src/vault/a.ts': fn('tooLong', 121), 'src/vault/b.ts': fn('justRight', 120), 'src/vault/c.ts': method, 'src/vault/d.ts': arrow })).toEqual([
+      { file: 'src/vault/a.ts', line: 1, rule: 'function-length', message: 'tooLong: 121 lines (at most 120)' },
+      { file: 'src/vault/c.ts', line: 2, rule: 'function-length', message: 'grow: 123 lines (at most 120)' },
+      { file: 'src/vault/d.ts', line: 1, rule: 'function-length', message: 'handler: 121 lines (at most 120)' },
+    ]);
+  });
+
+  it('flags an import cycle inside a module, type imports included', () => {
+    const files = {
+      'src/log/a.ts': "import { b } from './b.js';\nexport const a = 1;\n",
+      'src/log/b.ts': "import type { C } from './c.js';\nexport const b = 2;\n",
+      'src/log/c.ts': "import { a } from './a.js';\nexport type C = number;\n",
+      'src/log/d.ts': "import { a } from './a.js';\n",
+    };
+    expect(violations(files)).toEqual([{ file: 'src/log/a.ts', line: 1, rule: 'cycle', message: 'import cycle among src/log/a.ts, src/log/b.ts, src/log/c.ts' }]);
+  });
+
+  it('reports the allowed offenders as warnings, and a new one as a violation', () => {
+    const allowed: ShapeAllowances = { longFiles: [SCHEMA, 'src/vault/long.ts'], longFunctions: ['src/vault/a.ts#tooLong'], cycles: [['src/log/a.ts', 'src/log/b.ts', 'src/log/z.ts']] };
+    const files = {
+      'src/vault/long.ts': lines(401),
+      'src/vault/a.ts': fn('tooLong', 121),
+      'src/vault/e.ts': fn('alsoLong', 130),
+      'src/log/a.ts': "import { b } from './b.js';\n",
+      'src/log/b.ts': "import { a } from './a.js';\n",
+    };
+    expect(violations(files, {}, allowed)).toEqual([{ file: 'src/vault/e.ts', line: 1, rule: 'function-length', message: 'alsoLong: 130 lines (at most 120)' }]);
+    expect(warnings({ ...base, ...files }, { allowed }).map(format)).toEqual([
+      'src/db/schema.ts:1 [file-length] 510 lines (at most 400)',
+      'src/log/a.ts:1 [cycle] import cycle among src/log/a.ts, src/log/b.ts',
+      'src/vault/a.ts:1 [function-length] tooLong: 121 lines (at most 120)',
+      'src/vault/long.ts:1 [file-length] 401 lines (at most 400)',
+    ]);
   });
 });

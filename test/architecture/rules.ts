@@ -66,3 +66,41 @@ export const MODULES: Readonly<Record<string, ModuleRule>> = {
  *   'src/backups/service.ts': { tables: ['audit_log'], reason: 'restore replays the audit chain verbatim' },
  */
 export const WRITE_EXCEPTIONS: Readonly<Record<string, { readonly tables: readonly string[]; readonly reason: string }>> = {};
+
+/**
+ * Today's offenders of the shape rules (test/architecture/shape.ts): files over 400 lines,
+ * functions over 120 lines (`file#name`), and import cycles, type imports included (each as the files
+ * it joins). They are reported as warnings; any offender not listed is a violation.
+ * Take an entry off when its file shrinks; an empty list makes the rule strict.
+ */
+export const ALLOWED_LONG_FILES: readonly string[] = [
+  'src/backups/ledger-chain.ts',
+  'src/cli/erasure.ts',
+  'src/client/lethe.ts',
+  'src/client/writer.ts',
+  'src/config/index.ts',
+  'src/db/schema.ts',
+  'src/erasure/probe.ts',
+  'src/http/routes/erasures.ts',
+  'src/keyprovider/aws-kms.ts',
+  'src/log/indexer.ts',
+  'src/vault/audit.ts',
+  'src/vault/creation.ts',
+  'src/vectors/service.ts',
+  'src/vectors/vector-index.ts',
+];
+export const ALLOWED_LONG_FUNCTIONS: readonly string[] = [
+  'src/backups/restore.ts#restoreBackup',
+  'src/cli/erasure.ts#addErasure',
+  'src/config/index.ts#loadConfig',
+  'src/erasure/probe.ts#scoreProbe',
+  'src/erasure/residuals.ts#residuals',
+  'src/http/app.ts#createHttpApp',
+  'src/http/routes/artifacts.ts#registerArtifactRoutes',
+  'src/http/routes/erasures.ts#registerErasureRoutes',
+  'src/http/routes/keys.ts#registerKeyRoutes',
+  'src/http/routes/log.ts#registerLogRoutes',
+  'src/vectors/service.ts##rebuild',
+];
+export const ALLOWED_CYCLES: readonly (readonly string[])[] = [
+];

@@ -1,6 +1,6 @@
 /**
  * An erasure's cost follows the subject on every backend: a plan property, not a
- * timing. On a store of 20,000 bulk entries (test/support/bulk-store.ts) every statement
+ * timing. On a store of 20,000 bulk entries (fixtures/bulk-store.ts) every statement
  * an erasure issues is captured and explained with its own parameters, and none reads a
  * large table whole — no Seq Scan on a table of the bulk that holds 1,000 rows or more —
  * on PostgreSQL (statistics from ANALYZE, autovacuum's work on a live store) and on the
@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app/open.js';
 import { type Database, queryRows } from '../../src/db/client.js';
 import { analyzeStale } from '../../src/db/statistics.js';
-import { BULK_TABLES, seedBulkStore } from '../support/bulk-store.js';
+import { BULK_TABLES, seedBulkStore } from '../../fixtures/bulk-store.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
 
 const BULK = 20_000;

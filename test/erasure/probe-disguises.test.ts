@@ -7,7 +7,7 @@
  */
 import { randomBytes, randomInt } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insideEveryWord, lookAlikes, REPLACED_LATIN, softHyphens } from '../support/disguises.js';
+import { insideEveryWord, lookAlikes, REPLACED_LATIN, softHyphens } from '../../fixtures/probe-eval/disguises.js';
 import { minioEnv, openTestApp, type TestApp } from '../support/vault.js';
 
 const tag = () => randomBytes(5).toString('hex');

@@ -1,13 +1,13 @@
 /**
- * The reconstruction probe against a labelled evaluation set (test/probe-eval): what it
+ * The reconstruction probe against a labelled evaluation set (fixtures/probe-eval): what it
  * finds of an erased subject's content in the records that survive, and what it
  * wrongly flags. The figures are printed; the floors asserted here are the levels the
  * scoring reaches (bench section `probe` reports the same figures).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ExtractiveRegenerator } from '../../src/artifacts/regenerator.js';
-import { CATEGORIES, type Category, DISGUISE_CATEGORIES, type EvalCorpus, generateCorpus, POSITIVE, type StoreRecord } from '../probe-eval/corpus.js';
-import { evaluateProbe, formatEvaluation, type ProbeEvaluation } from '../probe-eval/evaluate.js';
+import { CATEGORIES, type Category, DISGUISE_CATEGORIES, type EvalCorpus, generateCorpus, POSITIVE, type StoreRecord } from '../../fixtures/probe-eval/corpus.js';
+import { evaluateProbe, formatEvaluation, type ProbeEvaluation } from '../../fixtures/probe-eval/evaluate.js';
 
 describe('probe evaluation set', () => {
   const corpus = generateCorpus();

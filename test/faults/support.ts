@@ -15,7 +15,7 @@ import postgres from 'postgres';
 import { expect, inject } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
 import { CLI, type RunningService, startService } from '../support/process.js';
-import { type Proxy, Toxiproxy } from '../support/toxiproxy.js';
+import { type Proxy, Toxiproxy } from '../../infra/toxiproxy-client.js';
 import { requestInit, type CallOptions, tempDir, testEnv } from '../support/vault.js';
 
 /**

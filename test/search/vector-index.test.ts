@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { isLetheError } from '../../src/errors.js';
 import { quantise } from '../../src/vectors/sealed-form.js';
 import { type RecordType, VectorIndex } from '../../src/vectors/vector-index.js';
-import { mulberry32 } from '../support/prng.js';
+import { mulberry32 } from '../../fixtures/prng.js';
 
 const D = 8;
 

@@ -14,7 +14,7 @@ declare module 'vitest' {
   export interface ProvidedContext {
     pgAdminUrl: string;
     minio: { endpoint: string; accessKey: string; secretKey: string; dataDir: string };
-    /** The suite's Toxiproxy API (test/support/toxiproxy.ts), for the fault-injection tests. */
+    /** The suite's Toxiproxy API (infra/toxiproxy-client.ts), for the fault-injection tests. */
     toxiproxy: { apiUrl: string };
   }
 }

@@ -1,9 +1,9 @@
 /**
  * A small client of Toxiproxy's HTTP API (the server is started once for the suite by
- * global-setup.ts, or by a benchmark through infra/toxiproxy-server.ts). A proxy listens
+ * test/support/global-setup.ts, or by a benchmark through infra/toxiproxy-server.ts). A proxy listens
  * on a free loopback port and forwards to an upstream; toxics degrade it (latency,
  * stalls, resets, bandwidth, a byte limit); disabling it closes every connection and
- * refuses new ones until it is enabled again. No vitest import: the benchmarks use it too.
+ * refuses new ones until it is enabled again. No vitest import: the tests and the benchmarks share it.
  *
  *   const proxy = await new Toxiproxy(inject('toxiproxy').apiUrl).create('pg', '127.0.0.1:5432');
  *   await proxy.add({ type: 'latency', attributes: { latency: 5 } });
