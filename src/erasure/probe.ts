@@ -45,82 +45,20 @@
  * under another key). A match holding a verbatim run, or scoring NEAR_COPY or more, is
  * named `nearCopy`: no ruling may dismiss it (src/erasure/dismissal.ts).
  */
-import { toBase64Url, utf8 } from '../crypto/index.js';
-import { LetheError } from '../errors.js';
 import type { ShingleIndex } from '../vectors/shingle-index.js';
 import { hasShingle } from '../vectors/shingles.js';
 import type { ProbeMatch } from './view.js';
+import type { RecordFingerprint } from './fingerprints.js';
+import { MATCH_MIN_SCORE, RUN_WORDS, RUN_MIN_DISTINCT_PAIRS, RUN_SCORE, NEAR_COPY, POSTINGS_BUDGET, WORD_LOOKUP_COST, FALLBACK_POSTINGS, shingleWeight } from './probe-weights.js';
 
-/** Candidates reported as matches score at least this much against some private record. */
-export const MATCH_MIN_SCORE = 0.25;
-/** Content words in order that make a verbatim run. */
-export const RUN_WORDS = 6;
-/** Pairs of a shortest verbatim run that must not be common: half of its RUN_WORDS - 1, rounded up. */
-const RUN_MIN_DISTINCT_PAIRS = Math.ceil((RUN_WORDS - 1) / 2);
-/** What a verbatim run scores (at least): a quote of the record carries it. */
-export const RUN_SCORE = 0.5;
-/**
- * A candidate holding at least this share of the distinct shingles of a record of
- * RUN_WORDS content words or more is a near copy of it, whatever the weights say:
- * copying a record into many others does not make it common enough to hide.
- */
-export const NEAR_COPY = 0.9;
-/**
- * Postings read per private record, its weighted pairs before its words and shortest
- * lists first: a shingle on more lists than the budget left is not looked up (it still weighs in the score of
- * whatever is found). The probe's lexical cost is bounded by records × budget, not by
- * the store.
- */
-export const POSTINGS_BUDGET = 256;
-/** How much a word's list costs against a pair's of the same length when choosing what to read first. */
-const WORD_LOOKUP_COST = 4;
-/**
- * Postings read of one record's rarest shingle when what was read found nothing and
- * a copy could still matter (an all-common record of RUN_WORDS words or more, or one
- * whose weight sits in shingles over the budget): near copies are found through it.
- */
-export const FALLBACK_POSTINGS = 16_384;
-/** A shingle in more readable records than max(this, COMMON_FRACTION · N) is common and weighs 0. */
-export const COMMON_MIN_RECORDS = 20;
-export const COMMON_FRACTION = 0.01;
-/** Vector neighbours taken per query at least, and at most (the adaptive k's ceiling). */
-export const VECTOR_NEIGHBOURS = 8;
-export const VECTOR_LIMIT = 256;
-/** Fingerprinted records used as nearest-neighbour queries (each a full pass of the vector index). */
-export const PROBE_MAX_QUERIES = 128;
+export { COMMON_FRACTION, COMMON_MIN_RECORDS, FALLBACK_POSTINGS, MATCH_MIN_SCORE, NEAR_COPY, POSTINGS_BUDGET, PROBE_MAX_QUERIES, RUN_SCORE, RUN_WORDS, shingleWeight, VECTOR_LIMIT, VECTOR_NEIGHBOURS } from './probe-weights.js';
+
+export { decodeFingerprints, encodeFingerprints, type Fingerprints, type RecordFingerprint } from './fingerprints.js';
 
 /** At most `n` items of `list`, evenly spread over it. */
 export function spread<T>(list: readonly T[], n: number): T[] {
   if (list.length <= n) return [...list];
   return Array.from({ length: n }, (_, i) => list[Math.floor((i * list.length) / n)]!);
-}
-
-export interface RecordFingerprint {
-  readonly id: string;
-  /** Unit-length embedding of the record's text. */
-  readonly vector: Float32Array;
-  /** Keyed hashes of the record's content words, in order. */
-  readonly words: readonly number[];
-  /** Keyed hashes of its consecutive word pairs, in order. */
-  readonly pairs: readonly number[];
-}
-
-export interface Fingerprints {
-  /** The embedder model the vectors came from (vectors of another model are not compared). */
-  readonly model: string;
-  readonly records: readonly RecordFingerprint[];
-  /** The request's public attributes, used as search queries. */
-  readonly attributes: readonly string[];
-}
-
-/**
- * How much a shingle found in `df` of `n` readable records weighs: its inverse
- * document frequency, counting the erased record among the records (so a shingle
- * found nowhere else weighs ln(n + 2), never 0, even in a store of one record).
- */
-export function shingleWeight(df: number, n: number): number {
-  if (df > Math.max(COMMON_MIN_RECORDS, COMMON_FRACTION * n)) return 0;
-  return Math.log((n + 2) / (df + 1));
 }
 
 /** A candidate that did not come from the lexical index (a vector neighbour, a provenance artifact). */
@@ -255,19 +193,105 @@ function lexicalScore(p: Prepared, set: Float64Array): number {
   return score;
 }
 
+/** Per-slot accumulators, reused from record to record (a slot's stamp says which record last reached it), and the probe's counters. */
+interface Accumulators {
+  readonly stamp: Uint32Array;
+  readonly accW: Float64Array;
+  readonly accPairs: Uint16Array;
+  readonly examined: Uint8Array;
+  examinedCount: number;
+  cappedShingles: number;
+  fallbacks: number;
+  generation: number;
+}
+
+function newAccumulators(capacity: number): Accumulators {
+  return {
+    stamp: new Uint32Array(capacity),
+    accW: new Float64Array(capacity),
+    accPairs: new Uint16Array(capacity),
+    examined: new Uint8Array(capacity),
+    examinedCount: 0,
+    cappedShingles: 0,
+    fallbacks: 0,
+    generation: 0,
+  };
+}
+
+/**
+ * The candidates private record `p` reaches: partial weight and shared pairs of each
+ * record on the postings of its distinctive shingles, pairs first and shortest lists
+ * first, at most POSTINGS_BUDGET postings; when nothing read finds a candidate yet a
+ * copy could hold the record, the postings of its rarest shingle, up to FALLBACK_POSTINGS.
+ */
+function reachCandidates(index: ShingleIndex, p: Prepared, acc: Accumulators): { gen: number; reached: number[]; read: number; fallback: boolean } {
+  const { stamp, accW, accPairs, examined } = acc;
+  const r = p.r;
+  const gen = ++acc.generation;
+  const reached: number[] = [];
+  const reach = (slot: number): void => {
+    if (stamp[slot] === gen) return;
+    stamp[slot] = gen;
+    accW[slot] = 0;
+    accPairs[slot] = 0;
+    reached.push(slot);
+    if (!examined[slot]) {
+      examined[slot] = 1;
+      acc.examinedCount++;
+    }
+  };
+  // pairs first at equal cost (a quote is found by its pairs), then by the length of the list
+  const lookups = [...p.inside].filter(([, w]) => w > 0).map(([h, w]) => {
+    const df = p.df.get(h)!;
+    return { h, w, df, cost: df * (p.pairs.has(h) ? 1 : WORD_LOOKUP_COST) };
+  });
+  lookups.sort((a, b) => a.cost - b.cost);
+  let budget = POSTINGS_BUDGET;
+  let read = 0;
+  let unread = 0;
+  for (const { h, w, df } of lookups) {
+    if (df > budget) {
+      unread += w;
+      acc.cappedShingles++;
+      continue;
+    }
+    budget -= df;
+    read += w;
+    const isPair = p.pairs.has(h);
+    index.postings(h, df, (slot) => {
+      reach(slot);
+      accW[slot]! += w;
+      if (isPair) accPairs[slot]!++;
+    });
+  }
+  // nothing read found a candidate, yet a copy could hold the record (an all-common record of some length, or one
+  // whose weight is all in shingles on too many lists)
+  const copyMatters = p.total === 0 && r.words.length >= RUN_WORDS;
+  const unreadMatters = p.floor === 0 ? unread > 0 : unread / p.floor >= MATCH_MIN_SCORE;
+  let fallback = false;
+  if (reached.length === 0 && (copyMatters || unreadMatters)) {
+    let rarest: number | undefined;
+    let rarestDf = Infinity;
+    for (const [h, df] of p.df) {
+      if (df > 0 && df < rarestDf) {
+        rarest = h;
+        rarestDf = df;
+      }
+    }
+    if (rarest !== undefined) {
+      acc.fallbacks++;
+      fallback = true;
+      index.postings(rarest, FALLBACK_POSTINGS, reach);
+    }
+  }
+  return { gen, reached, read, fallback };
+}
+
 /** Scores every candidate against every private record (see the module comment). */
 export function scoreProbe(input: ProbeInput): ProbeScore {
   const { index, records, extra, vectorOf, similarity, dismissed } = input;
-  // per-slot accumulators, reused from record to record (a slot's stamp says which record last reached it)
-  const capacity = index.slotCapacity;
-  const stamp = new Uint32Array(capacity);
-  const accW = new Float64Array(capacity);
-  const accPairs = new Uint16Array(capacity);
-  const examined = new Uint8Array(capacity);
-  let examinedCount = 0;
-  let cappedShingles = 0;
-  let fallbacks = 0;
-  let generation = 0;
+  const acc = newAccumulators(index.slotCapacity);
+  const { stamp, accW, accPairs } = acc;
   const near = extra.filter((c) => (c.cosine ?? 0) >= similarity);
   const extraSlots = new Map<number, ExtraCandidate>();
   for (const c of extra) {
@@ -297,65 +321,7 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
   for (const p of prepared) {
     const r = p.r;
     const weight = p.total > 0 ? p.total : average;
-    // partial weight and shared pairs of each record reached through the postings of r's distinctive shingles,
-    // pairs first and shortest lists first, at most POSTINGS_BUDGET postings for the record
-    const gen = ++generation;
-    const reached: number[] = [];
-    const reach = (slot: number): void => {
-      if (stamp[slot] === gen) return;
-      stamp[slot] = gen;
-      accW[slot] = 0;
-      accPairs[slot] = 0;
-      reached.push(slot);
-      if (!examined[slot]) {
-        examined[slot] = 1;
-        examinedCount++;
-      }
-    };
-    // pairs first at equal cost (a quote is found by its pairs), then by the length of the list
-    const lookups = [...p.inside].filter(([, w]) => w > 0).map(([h, w]) => {
-      const df = p.df.get(h)!;
-      return { h, w, df, cost: df * (p.pairs.has(h) ? 1 : WORD_LOOKUP_COST) };
-    });
-    lookups.sort((a, b) => a.cost - b.cost);
-    let budget = POSTINGS_BUDGET;
-    let read = 0;
-    let unread = 0;
-    for (const { h, w, df } of lookups) {
-      if (df > budget) {
-        unread += w;
-        cappedShingles++;
-        continue;
-      }
-      budget -= df;
-      read += w;
-      const isPair = p.pairs.has(h);
-      index.postings(h, df, (slot) => {
-        reach(slot);
-        accW[slot]! += w;
-        if (isPair) accPairs[slot]!++;
-      });
-    }
-    // nothing read found a candidate, yet a copy could hold the record (an all-common record of some length, or one
-    // whose weight is all in shingles on too many lists): read the postings of its rarest shingle, up to FALLBACK_POSTINGS
-    const copyMatters = p.total === 0 && r.words.length >= RUN_WORDS;
-    const unreadMatters = p.floor === 0 ? unread > 0 : unread / p.floor >= MATCH_MIN_SCORE;
-    let fallback = false;
-    if (reached.length === 0 && (copyMatters || unreadMatters)) {
-      let rarest: number | undefined;
-      let rarestDf = Infinity;
-      for (const [h, df] of p.df) {
-        if (df > 0 && df < rarestDf) {
-          rarest = h;
-          rarestDf = df;
-        }
-      }
-      if (rarest !== undefined) {
-        fallbacks++;
-        fallback = true;
-        index.postings(rarest, FALLBACK_POSTINGS, reach);
-      }
-    }
+    const { gen, reached, read, fallback } = reachCandidates(index, p, acc);
     const scoreOf = (slot: number, extraCandidate = false): number => {
       lastRun.verbatim = false;
       const set = index.setAt(slot);
@@ -411,50 +377,8 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
   }
   matches.sort((a, b) => b.score - a.score || a.id.localeCompare(b.id));
   dismissedMatches.sort((a, b) => a.id.localeCompare(b.id));
-  const sources = { shingleIndex: examinedCount, vectorIndex: 0, provenance: 0 };
+  const sources = { shingleIndex: acc.examinedCount, vectorIndex: 0, provenance: 0 };
   for (const c of extra) sources[c.source === 'vector-index' ? 'vectorIndex' : 'provenance']++;
-  return { recovered: total === 0 ? 0 : round(weighted / total), matches, dismissedMatches, lapsed: [...lapsed].sort(), examined: sources, cappedShingles, fallbacks };
+  return { recovered: total === 0 ? 0 : round(weighted / total), matches, dismissedMatches, lapsed: [...lapsed].sort(), examined: sources, cappedShingles: acc.cappedShingles, fallbacks: acc.fallbacks };
 }
 
-/** The sealed form's version: fingerprints of another version are refused, never misread. */
-const FINGERPRINTS_VERSION = 2;
-
-/** Fingerprints as bytes to seal (vectors as base64url float32, shingles as their keyed hashes). */
-export function encodeFingerprints(f: Fingerprints): Uint8Array {
-  return utf8.encode(
-    JSON.stringify({
-      version: FINGERPRINTS_VERSION,
-      model: f.model,
-      attributes: f.attributes,
-      records: f.records.map((r) => ({
-        id: r.id,
-        v: toBase64Url(new Uint8Array(r.vector.buffer, r.vector.byteOffset, r.vector.byteLength)),
-        w: r.words,
-        p: r.pairs,
-      })),
-    }),
-  );
-}
-
-export function decodeFingerprints(bytes: Uint8Array): Fingerprints {
-  const raw = JSON.parse(utf8.decode(bytes)) as {
-    version?: number;
-    model: string;
-    attributes: string[];
-    records: Array<{ id: string; v: string; w: number[]; p: number[] }>;
-  };
-  if (raw.version !== FINGERPRINTS_VERSION) {
-    throw new LetheError('conflict', 'the probe fingerprints were taken by an older lethe; request a new erasure of the subject to probe again');
-  }
-  return {
-    model: raw.model,
-    attributes: raw.attributes,
-    records: raw.records.map((r) => {
-      const b = Buffer.from(r.v, 'base64url');
-      const vector = new Float32Array(b.byteLength / 4);
-      new Uint8Array(vector.buffer).set(b);
-      b.fill(0);
-      return { id: r.id, vector, words: r.w, pairs: r.p };
-    }),
-  };
-}

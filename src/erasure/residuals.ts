@@ -46,55 +46,7 @@ export async function residuals(d: { epochs: EpochService; backups: BackupServic
       bound: `until replica ${b.replica} applies destruction #${replicas!.seq}`,
     });
   }
-  const destruction = state.destruction;
-  if (destruction) {
-    const [epoch] = await d.epochs.rows([destruction.wrappedEpoch]);
-    const retired = epoch?.state === 'retired';
-    const gone = epoch !== undefined && (await d.epochs.retiredEpochs()).includes(epoch.epoch);
-    const backups = await d.backups.holding(destruction.keyId);
-    const until = retired && epoch?.retiredAt ? epoch.retiredAt.toISOString() : undefined;
-    // retired but not yet gone: the provider destroys the KEK at the end of a deletion window (AWS KMS), which its administrators could still cancel
-    const bound = gone
-      ? 0
-      : retired
-        ? `until ${until} (epoch ${destruction.wrappedEpoch}'s KEK is scheduled for deletion in the key provider then; until that date the provider's administrators can cancel the deletion)`
-        : `until epoch ${destruction.wrappedEpoch} is retired (not scheduled: rotate the KEK with POST /v1/admin/kek/rotate)`;
-    out.push({
-      tier: 'key-table',
-      kind: 'wrapped-dek',
-      detail:
-        `Copies of the destroyed key ${destruction.keyId}, wrapped under epoch ${destruction.wrappedEpoch}'s KEK, may remain in PostgreSQL dead tuples, WAL and database backups; they unwrap only while that epoch's KEK exists.` +
-        (input.forgotten !== undefined
-          ? ` The subject lives on under a new key: the ${input.forgotten} forgotten entr${input.forgotten === 1 ? "y's record key was" : "ies' record keys were"} wrapped under the destroyed key alone, so old copies of the entries (their frames in the object store and in backups, with the database rows holding their wrapped record keys) stay decryptable for exactly as long: until epoch ${destruction.wrappedEpoch} is retired.`
-          : ''),
-      ...(until ? { until } : {}),
-      bound,
-    });
-    if (backups > 0) {
-      out.push({
-        tier: 'backups',
-        kind: 'wrapped-dek',
-        detail: `${backups} lethe backup(s) hold the destroyed key's wrapped copy in their key table and database export (their manifests mark it destroyed); it unwraps only while epoch ${destruction.wrappedEpoch}'s KEK exists.`,
-        ...(until ? { until } : {}),
-        bound,
-      });
-    }
-    if (destruction.leasedUntil) {
-      // when the leases really ended (drain_leases recorded it): a writer's release ends its lease before the expiry captured at destruction
-      const leases = state.leases?.keyId === destruction.keyId ? state.leases : undefined;
-      const ended = leases?.endedAt ?? destruction.leasedUntil;
-      out.push({
-        tier: 'caches',
-        kind: 'lease',
-        detail:
-          leases?.ended === 'released'
-            ? `Writers that leased the key before the fence could hold the DEK in memory until they released their leases (${leases.released} of ${leases.leases} released; the last lease ended by its writer's release); lethe refuses every write under the destroyed key.`
-            : 'Writers that leased the key before the fence could hold the DEK in memory until their lease expired; lethe refuses every write under the destroyed key.',
-        until: ended,
-        bound: ended,
-      });
-    }
-  }
+  if (state.destruction) out.push(...(await keyResiduals(d, state, state.destruction, input.forgotten)));
   for (const m of probe.matches) {
     out.push({
       tier: m.tier,
@@ -144,6 +96,66 @@ export async function residuals(d: { epochs: EpochService; backups: BackupServic
       kind: 'fingerprints',
       detail: `The probe fingerprints (keyed shingle hashes and embeddings of the erased records) stay sealed under the erasure's key ${input.sealKeyId} so a redaction, or the revocation of a ruling, can be probed again; the key is destroyed once a probe finds no match and no dismissed match scores above the threshold.`,
       bound: 'until no probe match, and no dismissed match above the threshold, remains',
+    });
+  }
+  return out;
+}
+
+/**
+ * What the destroyed key leaves: its wrapped copies (database, backups) until its
+ * epoch's KEK is gone, and the DEK in writers' memory until their leases ended.
+ */
+async function keyResiduals(
+  d: { epochs: EpochService; backups: BackupService },
+  state: ResidualInputs['state'],
+  destruction: NonNullable<ResidualInputs['state']['destruction']>,
+  forgotten: number | undefined,
+): Promise<Residual[]> {
+  const out: Residual[] = [];
+  const [epoch] = await d.epochs.rows([destruction.wrappedEpoch]);
+  const retired = epoch?.state === 'retired';
+  const gone = epoch !== undefined && (await d.epochs.retiredEpochs()).includes(epoch.epoch);
+  const backups = await d.backups.holding(destruction.keyId);
+  const until = retired && epoch?.retiredAt ? epoch.retiredAt.toISOString() : undefined;
+  // retired but not yet gone: the provider destroys the KEK at the end of a deletion window (AWS KMS), which its administrators could still cancel
+  const bound = gone
+    ? 0
+    : retired
+      ? `until ${until} (epoch ${destruction.wrappedEpoch}'s KEK is scheduled for deletion in the key provider then; until that date the provider's administrators can cancel the deletion)`
+      : `until epoch ${destruction.wrappedEpoch} is retired (not scheduled: rotate the KEK with POST /v1/admin/kek/rotate)`;
+  out.push({
+    tier: 'key-table',
+    kind: 'wrapped-dek',
+    detail:
+      `Copies of the destroyed key ${destruction.keyId}, wrapped under epoch ${destruction.wrappedEpoch}'s KEK, may remain in PostgreSQL dead tuples, WAL and database backups; they unwrap only while that epoch's KEK exists.` +
+      (forgotten !== undefined
+        ? ` The subject lives on under a new key: the ${forgotten} forgotten entr${forgotten === 1 ? "y's record key was" : "ies' record keys were"} wrapped under the destroyed key alone, so old copies of the entries (their frames in the object store and in backups, with the database rows holding their wrapped record keys) stay decryptable for exactly as long: until epoch ${destruction.wrappedEpoch} is retired.`
+        : ''),
+    ...(until ? { until } : {}),
+    bound,
+  });
+  if (backups > 0) {
+    out.push({
+      tier: 'backups',
+      kind: 'wrapped-dek',
+      detail: `${backups} lethe backup(s) hold the destroyed key's wrapped copy in their key table and database export (their manifests mark it destroyed); it unwraps only while epoch ${destruction.wrappedEpoch}'s KEK exists.`,
+      ...(until ? { until } : {}),
+      bound,
+    });
+  }
+  if (destruction.leasedUntil) {
+    // when the leases really ended (drain_leases recorded it): a writer's release ends its lease before the expiry captured at destruction
+    const leases = state.leases?.keyId === destruction.keyId ? state.leases : undefined;
+    const ended = leases?.endedAt ?? destruction.leasedUntil;
+    out.push({
+      tier: 'caches',
+      kind: 'lease',
+      detail:
+        leases?.ended === 'released'
+          ? `Writers that leased the key before the fence could hold the DEK in memory until they released their leases (${leases.released} of ${leases.leases} released; the last lease ended by its writer's release); lethe refuses every write under the destroyed key.`
+          : 'Writers that leased the key before the fence could hold the DEK in memory until their lease expired; lethe refuses every write under the destroyed key.',
+      until: ended,
+      bound: ended,
     });
   }
   return out;
