@@ -1,0 +1,113 @@
+/**
+ * What the Vectors operations share: the service's types, and the one context the
+ * façade (service.ts) builds and hands each operation file (seal.ts, publish.ts,
+ * rebuild.ts, coverage.ts, reindex.ts, deletions.ts), which holds all of its state.
+ */
+import type { Database } from '../db/client.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { KeyService } from '../vault/keys.js';
+import type { VersionKeys } from '../vault/version-keys.js';
+import type { Embedder } from './embedder.js';
+import type { SealedEmbedding } from './embeddings.js';
+import { ShingleIndex } from './shingle-index.js';
+import type { ShingleHasher } from './shingles.js';
+import { type RecordType, VectorIndex } from './vector-index.js';
+
+export type SealedRow = { record_id: string; record_type: RecordType; key_id: string; model: string; sealed: Uint8Array; fold_version: number };
+
+/** A sealed row with the vector and shingle set it will read back as. */
+export type Sealed = SealedEmbedding & { readonly vector: Float32Array; readonly shingles: Float64Array };
+
+export interface VectorsDeps {
+  readonly db: Database;
+  readonly embedder: Embedder;
+  /** Where the keys sealing entries' (subject DEKs) and artifacts' (version keys) embeddings come from. */
+  readonly keys: KeyService;
+  readonly versionKeys: VersionKeys;
+  /** Keys the shingles under the index's system key ('shingle-index'); destroyed by close(). */
+  readonly shingles: ShingleHasher;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+}
+
+/** A record as the indexes take it: its vector (absent: another model's) and shingle set (absent: written before lexical indexing). */
+export interface IndexedRecord {
+  readonly recordId: string;
+  readonly recordType: RecordType;
+  readonly keyId: string;
+  readonly vector?: Float32Array | undefined;
+  readonly shingles?: Float64Array | undefined;
+}
+
+/** The two in-memory indexes, filled and replaced together. */
+export interface Indexes {
+  readonly vectors: VectorIndex;
+  readonly lexical: ShingleIndex;
+}
+
+export interface RebuildResult {
+  readonly loaded: number;
+  readonly destroyed: number;
+  readonly otherModel: number;
+  /** Worker threads that opened rows (0: the rebuild's own thread opened them all). */
+  readonly workers: number;
+}
+
+export interface RebuildOptions {
+  /**
+   * Worker threads opening the sealed rows, every row once they are warm (default: as
+   * many as cores, none for a small store, and this thread opens rows until they are
+   * warm; 0: this thread only).
+   */
+  readonly workers?: number;
+  /** The workers' script (tests: a worker that fails); default open-worker. */
+  readonly workerScript?: URL;
+}
+
+/** How far the lexical index covers what is stored: the probe certifies only at 1. */
+export interface Coverage {
+  /** Records in this replica's lexical index. */
+  readonly indexed: number;
+  /**
+   * Records that should be in it: the sealed rows of live keys (every indexed entry and
+   * current artifact version has one) and the entries waiting in the indexing queue
+   * (`queued`), which count as not covered.
+   */
+  readonly stored: number;
+  /** Of `stored`, entries a writer registered that wait in the indexing queue (src/log/indexer.ts): not covered yet. */
+  readonly queued: number;
+  /** A rebuild is filling new indexes. */
+  readonly rebuilding: boolean;
+}
+
+/** What the Vectors façade hands its operation files: its deps and every piece of its state. */
+export interface VectorsContext {
+  readonly d: VectorsDeps;
+  /** The indexes searches answer from. */
+  current: Indexes;
+  /** The indexes a rebuild is filling; writes and removals reach them too, and they replace `current` when done. */
+  building: Indexes | undefined;
+  rebuilding: Promise<RebuildResult> | undefined;
+  nextRebuild: Promise<RebuildResult> | undefined;
+  /** Recently destroyed key ids (publish.ts DESTROYED_MEMORY of them): a late load of their records is refused. */
+  readonly destroyed: Set<string>;
+  /** The keys destroyed since the running rebuild started (dropped from its result before it is swapped in). */
+  destroyedDuring: Set<string> | undefined;
+  /** Keys whose records this process is about to publish itself (their notifications come back first, sometimes). */
+  readonly publishing: Map<string, number>;
+}
+
+export function freshIndexes(embedder: Embedder): Indexes {
+  return { vectors: new VectorIndex(embedder.dimensions), lexical: new ShingleIndex() };
+}
+
+/** The indexes a write or a removal reaches: the current ones, and those a rebuild is filling. */
+export function indexesOf(c: VectorsContext): Indexes[] {
+  return c.building ? [c.current, c.building] : [c.current];
+}
+
+/** The plaintext key protecting a record's embedding; key_destroyed/not_found when gone. Caller zeroes. */
+export async function keyFor(c: VectorsContext, type: RecordType, keyId: string): Promise<Uint8Array> {
+  return type === 'entry' ? (await c.d.keys.dekFor(keyId)).dek : c.d.versionKeys.unwrap(keyId, 'artifact-version');
+}

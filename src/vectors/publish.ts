@@ -1,0 +1,138 @@
+/**
+ * Publishing: committed records put into this replica's indexes (and into those a
+ * rebuild is filling), records and destroyed keys taken out, and other replicas'
+ * writes loaded from their sealed rows.
+ */
+import { sql } from 'drizzle-orm';
+import { zeroize } from '../crypto/index.js';
+import { queryRows } from '../db/client.js';
+import { isLetheError, LetheError } from '../errors.js';
+import { describeError } from '../observability/logger.js';
+import { type IndexedRecord, indexesOf, keyFor, type SealedRow, type VectorsContext } from './context.js';
+import { openSealedRecord, type WrittenEmbedding } from './embeddings.js';
+
+/** How many recently destroyed key ids a replica remembers (to refuse a late load of their vectors). */
+const DESTROYED_MEMORY = 10_000;
+/** How long a replica waits for the scrub of removed vectors before a catch-up pass gives up (it is retried; the cursor does not move meanwhile). */
+const SCRUB_WAIT_MS = 10_000;
+
+/**
+ * Runs `fn`, which commits records under `keyId` and then publishes them on this
+ * replica: meanwhile their own notifications, which may come back before the
+ * publish, load nothing again (one query per record, for a re-key's thousands).
+ */
+export async function publishingUnder<T>(c: VectorsContext, keyIds: string | readonly string[], fn: () => Promise<T>): Promise<T> {
+  // counted: a re-key and the indexer may publish under one key at once
+  const keys = typeof keyIds === 'string' ? [keyIds] : [...new Set(keyIds)];
+  for (const k of keys) c.publishing.set(k, (c.publishing.get(k) ?? 0) + 1);
+  try {
+    return await fn();
+  } finally {
+    for (const k of keys) {
+      const n = (c.publishing.get(k) ?? 1) - 1;
+      if (n === 0) c.publishing.delete(k);
+      else c.publishing.set(k, n);
+    }
+  }
+}
+
+/** Puts committed records into this replica's indexes. */
+export function publish(c: VectorsContext, records: readonly IndexedRecord[]): void {
+  const live = records.filter((r) => !c.destroyed.has(r.keyId));
+  for (const index of indexesOf(c)) {
+    // one batch of graph insertions per index (several threads)
+    index.vectors.upsertMany(live.flatMap((r) => (r.vector ? [{ id: r.recordId, type: r.recordType, keyId: r.keyId, vector: r.vector }] : [])));
+    // each index owns its copy (it zeroes it when the record leaves)
+    for (const r of live) if (r.shingles) index.lexical.upsert(r.recordId, r.recordType, r.keyId, new Float64Array(r.shingles));
+  }
+  c.d.metrics.indexVectors.set(c.current.vectors.size);
+}
+
+export function unpublish(c: VectorsContext, recordIds: Iterable<string>): void {
+  for (const id of recordIds) {
+    for (const index of indexesOf(c)) {
+      index.vectors.remove(id);
+      index.lexical.remove(id);
+    }
+  }
+  c.d.metrics.indexVectors.set(c.current.vectors.size);
+}
+
+/**
+ * A key was destroyed: its vectors leave the index now, and a load or rebuild
+ * that was already decrypting them will not put them back.
+ */
+export function removeKey(c: VectorsContext, keyId: string): number {
+  c.destroyed.add(keyId);
+  c.destroyedDuring?.add(keyId);
+  if (c.destroyed.size > DESTROYED_MEMORY) c.destroyed.delete(c.destroyed.values().next().value!);
+  let n = 0;
+  for (const index of indexesOf(c)) {
+    n = Math.max(n, index.vectors.removeKey(keyId));
+    index.lexical.removeKey(keyId);
+  }
+  c.d.metrics.indexVectors.set(c.current.vectors.size);
+  return n;
+}
+
+/**
+ * Resolves once every removed vector's copy is gone from the native memory of this
+ * replica's graphs (the current index and one being built), or rejects `unavailable`
+ * after `timeoutMs`: what a replica waits for before it says a destruction is applied.
+ */
+export async function scrubbed(c: VectorsContext, timeoutMs = SCRUB_WAIT_MS): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      Promise.all(indexesOf(c).map((index) => index.vectors.scrubbed())),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new LetheError('unavailable', `removed vectors still in the vector index's native memory after ${timeoutMs} ms (the scrub goes on)`)),
+          timeoutMs,
+        );
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Loads one record's sealed row (another replica wrote it). */
+export async function load(c: VectorsContext, recordId: string): Promise<void> {
+  const [row] = await queryRows<SealedRow>(c.d.db, sql`select record_id, record_type, key_id, model, sealed, fold_version from embeddings where record_id = ${recordId}`);
+  if (!row) return;
+  let key: Uint8Array;
+  try {
+    key = await keyFor(c, row.record_type, row.key_id);
+  } catch (e) {
+    if (isLetheError(e, 'key_destroyed') || isLetheError(e, 'not_found')) return;
+    throw e;
+  }
+  try {
+    publish(c, [openRow(c, row, key)]); // skips a key destroyed meanwhile
+  } finally {
+    zeroize(key);
+  }
+}
+
+/** A sealed row opened: its vector when it is of this embedder's model, its shingle set when it has one. */
+function openRow(c: VectorsContext, row: SealedRow, key: Uint8Array): IndexedRecord {
+  const sealed = new Uint8Array(row.sealed.buffer, row.sealed.byteOffset, row.sealed.byteLength);
+  const opened = openSealedRecord(key, { recordId: row.record_id, keyId: row.key_id, model: row.model }, sealed, c.d.embedder.dimensions);
+  const vector = row.model === c.d.embedder.model ? opened.vector : undefined;
+  return { recordId: row.record_id, recordType: row.record_type, keyId: row.key_id, vector, shingles: opened.shingles };
+}
+
+/**
+ * Another replica wrote these records' embeddings (record id, key id): load the
+ * ones this index does not already hold under that key (our own writes come back too).
+ */
+export function loadWritten(c: VectorsContext, records: readonly WrittenEmbedding[]): void {
+  for (const [recordId, keyId, rewritten] of records) {
+    // held under that key already, unless it was computed again under it (a re-index)
+    if (!rewritten && c.current.lexical.keyOf(recordId) === keyId) continue;
+    // this process committed them and publishes them itself in a moment (a re-key's survivors)
+    if (c.publishing.has(keyId)) continue;
+    void load(c, recordId).catch((e: unknown) => c.d.logger.warn({ err: describeError(e) }, 'could not load an embedding another replica wrote'));
+  }
+}
