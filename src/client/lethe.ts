@@ -24,6 +24,7 @@ import type { ObjectStore } from '../storage/store.js';
 import { Certificates } from './certificates.js';
 import { Erasures, type RecordsErasureRequest, type RequestedErasure } from './erasures.js';
 import { LetheError } from '../errors.js';
+import type { Entry } from '../wire/log.js';
 import { followPages, type PageOptions, query, RoleCalls, type RoleTokens, seg } from './roles.js';
 import { LetheWriter, type WriterOptions } from './writer.js';
 import type { TlsOptions } from './http.js';
@@ -41,15 +42,8 @@ export interface LetheOptions {
   readonly tls?: TlsOptions;
 }
 
-/** An entry as the service reads it back. */
-export interface Entry {
-  readonly entryId: string;
-  readonly seq: number;
-  readonly text: string;
-  readonly kind: string | null;
-  readonly metadata: Record<string, unknown> | null;
-  readonly createdAt: string;
-}
+/** An entry as the service reads it back (the wire type: src/http/wire/log.ts). */
+export type { Entry };
 
 export interface EntryRead extends Entry {
   /** Pass it when writing what you derived from this read (`artifacts.create`). */

@@ -23,9 +23,10 @@
  * fails is tried again at the next idle release and at `close()`, whose report names
  * the leases still unreleased (they end at their expiry).
  */
-import { randomBytes as nodeRandomBytes } from 'node:crypto';
 import { fromBase64Url, zeroize } from '../crypto/index.js';
 import { isLetheError, LetheError } from '../errors.js';
+import type { AppendedEntry, SegmentRegistrationResult } from '../wire/log.js';
+import { newId, newSegmentKey } from '../ids.js';
 import { type SealedEntry, sealEntry } from '../log/frame.js';
 import { AppendEntrySchema, MAX_ENTRY_TEXT_BYTES, payloadProblem } from '../log/payload.js';
 import { encodeSegment } from '../log/segment.js';
@@ -89,11 +90,8 @@ export interface WriterCloseReport {
   readonly unreleased: readonly UnreleasedLease[];
 }
 
-export interface AppendedEntry {
-  readonly entryId: string;
-  readonly keyId: string;
-  readonly seq: number;
-}
+/** What an append stored (the wire type: src/http/wire/log.ts). */
+export type { AppendedEntry };
 
 interface HeldLease {
   readonly keyId: string;
@@ -113,10 +111,6 @@ interface PendingFrame {
   readonly wrappedKey: Uint8Array;
   readonly resolve: (e: AppendedEntry) => void;
   readonly reject: (e: unknown) => void;
-}
-
-function entryId(): string {
-  return `entry_${nodeRandomBytes(16).toString('base64url')}`;
 }
 
 export class LetheWriter {
@@ -179,7 +173,7 @@ export class LetheWriter {
       const dek = held.dek.slice();
       let sealed: SealedEntry;
       let seq: number | undefined;
-      const id = entryId();
+      const id = newId('entry');
       try {
         seq = await this.#nextSeq(subject, keyId);
         if (seq === undefined) {
@@ -276,7 +270,7 @@ export class LetheWriter {
     let registration: SegmentRegistration;
     try {
       const { bytes, places } = encodeSegment(batch.map((f) => f.envelope));
-      const segment = `log/seg_${nodeRandomBytes(16).toString('base64url')}`;
+      const segment = newSegmentKey();
       // a failed upload registered nothing: the appends failed, and may be made again
       await this.#withRetries(() => this.#o.store.put(segment, bytes), () => true);
       await this.#o.beforeRegister?.(segment);
@@ -320,7 +314,7 @@ export class LetheWriter {
       const { results } = await this.#withRetries(
         () => {
           attempts += 1;
-          return this.#service.json<{ results: Array<{ entryId: string; status: string }> }>('POST', '/v1/segments', { body: registration });
+          return this.#service.json<SegmentRegistrationResult>('POST', '/v1/segments', { body: registration });
         },
         (e) => {
           const outcome = attemptOutcome(e);

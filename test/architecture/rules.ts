@@ -40,18 +40,27 @@ export const MODULES: Readonly<Record<string, ModuleRule>> = {
   erasure: {
     imports: ['backups', 'search', 'artifacts', 'log', 'vectors', 'vault', 'storage', 'keyprovider', 'crypto', 'db', 'errors', 'ids', 'observability', 'config', 'concurrency'],
   },
+  // What crosses HTTP, declared once (plain zod schemas): routes, the client and the CLI import it.
+  wire: { imports: ['ids', 'errors'] },
   // Routes never touch the database (no db), and nothing below the composition root
   // imports it (no app, client, cli).
   http: {
-    imports: ['erasure', 'backups', 'search', 'artifacts', 'log', 'vectors', 'vault', 'storage', 'keyprovider', 'crypto', 'errors', 'ids', 'config', 'observability'],
+    imports: ['erasure', 'backups', 'search', 'artifacts', 'log', 'vectors', 'vault', 'storage', 'keyprovider', 'crypto', 'errors', 'ids', 'config', 'observability', 'wire'],
   },
   // The composition root: it wires everything; only cli imports it.
   app: { imports: { allExcept: ['cli', 'client'] } },
-  // The client ships to writers: it shares the frame format and the erasure request
-  // and view types with the server, nothing else.
+  // The client ships to writers: it shares the frame format, the erasure request and
+  // view types and the wire types with the server, nothing else.
   client: {
-    imports: ['crypto', 'errors', 'ids', 'storage'],
-    files: ['src/log/frame.ts', 'src/log/payload.ts', 'src/log/segment.ts', 'src/erasure/request.ts', 'src/erasure/view.ts', 'src/erasure/machine.ts'],
+    imports: ['crypto', 'errors', 'ids', 'storage', 'wire'],
+    files: [
+      'src/log/frame.ts',
+      'src/log/payload.ts',
+      'src/log/segment.ts',
+      'src/erasure/request.ts',
+      'src/erasure/view.ts',
+      'src/erasure/machine.ts',
+    ],
   },
   cli: { imports: { allExcept: ['db'] } },
 };

@@ -3,7 +3,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { AuthEnv, TokenStore } from '../../auth.js';
 import { json, security } from '../../schemas.js';
 import type { Services } from '../../services.js';
-import { CurrentKeySchema } from './shared.js';
+import { CurrentSigningKeySchema } from '../../../wire/certificates.js';
 
 /** The services this route calls. */
 export interface Uses {
@@ -17,7 +17,7 @@ export const route = createRoute({
   security: [], // public: no token
   tags: ['certificates'],
   summary: 'The current certificate-signing public key alone (no token needed); GET /v1/certificates/keys also lists the retired ones',
-  responses: { 200: json(CurrentKeySchema, 'The key, base64url, and its id') },
+  responses: { 200: json(CurrentSigningKeySchema, 'The key, base64url, and its id') },
 });
 
 export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: TokenStore): void {

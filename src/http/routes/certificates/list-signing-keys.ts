@@ -3,7 +3,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { AuthEnv, TokenStore } from '../../auth.js';
 import { json, security } from '../../schemas.js';
 import type { Services } from '../../services.js';
-import { KeyListSchema } from './shared.js';
+import { SigningKeyListSchema } from '../../../wire/certificates.js';
 
 /** The services this route calls. */
 export interface Uses {
@@ -19,7 +19,7 @@ export const route = createRoute({
   summary: 'Every certificate-signing public key, current and retired, with ids, states and times (no token needed)',
   description:
     'The trusted set for `lethe certificate verify --url`: a certificate is valid only when the key its payload names (signingKeyId) is listed here and its signature holds under that key. The key a certificate carries is never trusted by itself.',
-  responses: { 200: json(KeyListSchema, 'The current key first, then the retired keys, most recently retired first') },
+  responses: { 200: json(SigningKeyListSchema, 'The current key first, then the retired keys, most recently retired first') },
 });
 
 export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: TokenStore): void {

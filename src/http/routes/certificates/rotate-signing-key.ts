@@ -3,7 +3,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { authErrors, json, security } from '../../schemas.js';
 import type { Services } from '../../services.js';
-import { RotationSchema } from './shared.js';
+import { SigningKeyRotationSchema } from '../../../wire/certificates.js';
 
 /** The services this route calls. */
 export interface Uses {
@@ -18,7 +18,7 @@ export const route = createRoute({
   summary: 'A new certificate-signing key; the current one retires (its private part destroyed, its public part still listed)',
   description: 'Certificates signed from now on (including provisional ones turning final) name the new key. Audited as certificate.key.rotate.',
   security,
-  responses: { 200: json(RotationSchema, 'The new current key and the key it retired'), ...authErrors },
+  responses: { 200: json(SigningKeyRotationSchema, 'The new current key and the key it retired'), ...authErrors },
 });
 
 export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: TokenStore): void {

@@ -1,34 +1,10 @@
 /** POST /v1/segments (registerSegment): Index the frames of a segment a writer sealed and uploaded itself. */
-import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import { ID_PATTERNS, SEGMENT_KEY_PATTERN } from '../../../ids.js';
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Entry } from '../../../log/service.js';
 import type { Services } from '../../services.js';
+import { SegmentRegistrationResultSchema, SegmentRegistrationSchema } from '../../../wire/log.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
-import { authErrors, json, jsonBody, problemResponse, security, SubjectParam } from '../../schemas.js';
-
-const RegisterRequest = z
-  .object({
-    segment: z.string().regex(SEGMENT_KEY_PATTERN, 'must be log/seg_<22 base64url characters>'),
-    entries: z
-      .array(
-        z.object({
-          entryId: z.string().regex(ID_PATTERNS.entry, 'must be entry_<22 base64url characters>'),
-          subject: SubjectParam.shape.subject,
-          keyId: z.string().min(1).max(100),
-          seq: z.number().int().min(1),
-          offset: z.number().int().min(0),
-          length: z.number().int().min(1),
-          wrappedKey: z
-            .string()
-            .regex(/^[A-Za-z0-9_-]{40,200}$/, 'must be base64url')
-            .optional()
-            .openapi({ description: 'The entry\'s record key wrapped under the key it names (base64url). Absent: a frame sealed under the subject key itself (writers before record keys).' }),
-        }),
-      )
-      .min(1)
-      .max(10_000),
-  })
-  .openapi('RegisterSegmentRequest');
+import { authErrors, json, jsonBody, problemResponse, security } from '../../schemas.js';
 
 /** The services this route calls. */
 export interface Uses {
@@ -51,10 +27,10 @@ export const route = createRoute({
     'Per entry: `key_destroyed` when its key is gone, `subject_erased` when it is gone because an erasure erased the subject (nothing is ' +
     'accepted for it until an admin reinstates it), `erasure_in_progress` while an erasure holds the key fenced.',
   security,
-  request: { body: jsonBody(RegisterRequest) },
+  request: { body: jsonBody(SegmentRegistrationSchema) },
   responses: {
     201: json(
-      z.object({ results: z.array(z.object({ entryId: z.string(), status: z.enum(['registered', 'key_destroyed', 'subject_erased', 'erasure_in_progress']) })) }),
+      SegmentRegistrationResultSchema,
       'Per-entry outcome (registered: indexed and queued for the search indexer)',
     ),
     409: problemResponse('conflict: an entry id is already indexed at another place; nothing was registered'),

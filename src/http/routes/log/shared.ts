@@ -1,5 +1,6 @@
 /** What the log routes share. */
 import { z } from '@hono/zod-openapi';
+import { EntrySchema as WireEntrySchema } from '../../../wire/log.js';
 import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE, IDEMPOTENCY_WINDOW_HOURS } from '../../../log/idempotency.js';
 import { AppendEntrySchema } from '../../../log/payload.js';
 import type { Entry } from '../../../log/service.js';
@@ -20,18 +21,10 @@ export const IdempotencyHeaders = z.object({
     }),
 });
 
-export const Appended = z.object({ entryId: z.string(), keyId: z.string(), seq: z.number().int() }).openapi('AppendedEntry');
+export { AppendedEntrySchema as Appended } from '../../../wire/log.js';
 
-export const EntrySchema = z
-  .object({
-    entryId: z.string(),
-    seq: z.number().int(),
-    text: z.string(),
-    kind: z.string().nullable(),
-    metadata: z.record(z.string(), z.unknown()).nullable(),
-    createdAt: z.string().openapi({ format: 'date-time' }),
-  })
-  .openapi('Entry');
+/** The wire's entry, registered as the OpenAPI extension registers it: the reads that extend it (with a read fence) refer to it. */
+export const EntrySchema = WireEntrySchema.openapi('Entry');
 
 export const shape = (e: Entry) => ({
   entryId: e.entryId,
