@@ -24,6 +24,7 @@ import type { ObjectStore } from '../storage/store.js';
 import { Certificates } from './certificates.js';
 import { Erasures, type RecordsErasureRequest, type RequestedErasure } from './erasures.js';
 import { LetheError } from '../errors.js';
+import type { Provenance, Regeneration, SearchHit, SearchResult } from '../wire/artifacts.js';
 import type { Entry } from '../wire/log.js';
 import { followPages, type PageOptions, query, RoleCalls, type RoleTokens, seg } from './roles.js';
 import { LetheWriter, type WriterOptions } from './writer.js';
@@ -74,23 +75,8 @@ export interface AppendResult {
 /** Whose records a search may return: exactly one of the three. */
 export type SearchScope = { readonly subject: string } | { readonly subjects: readonly string[] } | { readonly allSubjects: true };
 
-export interface SearchHit {
-  readonly id: string;
-  readonly type: 'entry' | 'artifact';
-  readonly score: number;
-  readonly text: string;
-  /** The hit's subject when the search named it (an entry, or an artifact derived from that subject alone); else null. */
-  readonly subject: string | null;
-  readonly kind: string | null;
-  readonly metadata: Record<string, unknown> | null;
-  readonly createdAt: string;
-}
-
-export interface SearchResult {
-  readonly hits: SearchHit[];
-  /** Covers every hit. */
-  readonly readFence: string;
-}
+/** A search hit and a search's answer (the wire types: src/wire/artifacts.ts). */
+export type { SearchHit, SearchResult };
 
 export interface NewArtifact {
   readonly kind: 'summary' | 'fact' | 'digest';
@@ -129,19 +115,8 @@ export interface ArtifactPage {
   readonly nextCursor: string | null;
 }
 
-export interface Provenance {
-  readonly artifactId: string;
-  /** The transitive closure, nearest first. */
-  readonly sources: Array<{ readonly id: string; readonly type: 'entry' | 'artifact'; readonly depth: number }>;
-  /** How many distinct subjects it reaches. */
-  readonly subjects: number;
-}
-
-export interface Regeneration {
-  readonly regenerated: Array<{ readonly artifactId: string; readonly version: number }>;
-  readonly removed: string[];
-  readonly destruction: 'durable' | 'pending';
-}
+/** An artifact's provenance closure and what a regeneration rewrote (the wire types: src/wire/artifacts.ts). */
+export type { Provenance, Regeneration };
 
 export interface KeyLease {
   readonly keyId: string;

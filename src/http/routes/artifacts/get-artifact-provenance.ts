@@ -1,6 +1,7 @@
 /** GET /v1/artifacts/{artifactId}/provenance (getArtifactProvenance): Addition: the transitive closure of the artifact's sources and its number of distinct subjects. */
-import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Services } from '../../services.js';
+import { ProvenanceSchema } from '../../../wire/artifacts.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { authErrors, json, problemResponse, security } from '../../schemas.js';
 import { ArtifactIdParam } from './shared.js';
@@ -20,13 +21,7 @@ export const route = createRoute({
   request: { params: ArtifactIdParam },
   responses: {
     200: json(
-      z
-        .object({
-          artifactId: z.string(),
-          sources: z.array(z.object({ id: z.string(), type: z.enum(['entry', 'artifact']), depth: z.number().int() })),
-          subjects: z.number().int(),
-        })
-        .openapi('Provenance'),
+      ProvenanceSchema,
       'The closure, nearest first',
     ),
     404: problemResponse('not_found'),

@@ -3,6 +3,7 @@ import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { MAX_SOURCES } from '../../../artifacts/service.js';
 import { LetheError } from '../../../errors.js';
 import type { Services } from '../../services.js';
+import { RegenerationSchema } from '../../../wire/artifacts.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { authErrors, json, problemResponse, security } from '../../schemas.js';
 import { RecordId, ArtifactIdParam, REGENERATE_ACK_WAIT_MS } from './shared.js';
@@ -31,13 +32,7 @@ export const route = createRoute({
   },
   responses: {
     200: json(
-      z
-        .object({
-          regenerated: z.array(z.object({ artifactId: z.string(), version: z.number().int() })),
-          removed: z.array(z.string()),
-          destruction: z.enum(['durable', 'pending']).openapi({ description: 'whether the destroyed version keys\' records are durable in the backup store\'s ledger chain' }),
-        })
-        .openapi('Regeneration'),
+      RegenerationSchema,
       'What was rewritten and what was erased; the old versions\' keys destroyed, durably',
     ),
     202: json(

@@ -1,10 +1,11 @@
 /** POST /v1/search (searchMemory): Nearest entries and artifacts of the named subjects to a query, with their text and a read fence. */
-import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { LetheError } from '../../../errors.js';
 import type { Services } from '../../services.js';
+import { SearchResultSchema } from '../../../wire/artifacts.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { authErrors, json, jsonBody, problemResponse, security } from '../../schemas.js';
-import { SearchRequest, SearchHitSchema } from './shared.js';
+import { SearchRequest } from './shared.js';
 
 /** The services this route calls. */
 export interface Uses {
@@ -25,15 +26,7 @@ export const route = createRoute({
   security,
   request: { body: jsonBody(SearchRequest) },
   responses: {
-    200: json(
-      z
-        .object({
-          hits: z.array(SearchHitSchema),
-          readFence: z.string().openapi({ description: 'addition: covers every hit' }),
-        })
-        .openapi('SearchResult'),
-      'Best first',
-    ),
+    200: json(SearchResultSchema, 'Best first'),
     503: problemResponse('unavailable: this replica could not confirm it applied every key destruction (nothing was answered from a stale index)'),
     ...authErrors,
     403: problemResponse('forbidden: the token\'s role may not call this, or allSubjects without the admin role'),

@@ -55,18 +55,7 @@ export const SearchRequest = z
   })
   .openapi('SearchRequest');
 
-export const SearchHitSchema = z
-  .object({
-    id: z.string(),
-    type: z.enum(['entry', 'artifact']),
-    score: z.number(),
-    text: z.string(),
-    subject: z.string().nullable().openapi({ description: 'the named subject the hit is of (an entry of it, an artifact derived from it alone); null for an artifact of several named subjects and in an allSubjects search' }),
-    kind: z.string().nullable().openapi({ description: 'an entry\'s kind, or the artifact\'s (summary, fact, digest)' }),
-    metadata: z.record(z.string(), z.unknown()).nullable().openapi({ description: 'an entry\'s metadata; null for artifacts' }),
-    createdAt: z.string().openapi({ format: 'date-time', description: 'when the entry was appended; for an artifact, when its current version was written (its updatedAt)' }),
-  })
-  .openapi('SearchHit');
+export { SearchHitSchema } from '../../../wire/artifacts.js';
 
 export const ArtifactSummarySchema = ArtifactSchema.pick({ artifactId: true, kind: true, version: true, generator: true, createdAt: true, updatedAt: true }).openapi('ArtifactSummary');
 
