@@ -25,6 +25,8 @@ import { Certificates } from './certificates.js';
 import { Erasures, type RecordsErasureRequest, type RequestedErasure } from './erasures.js';
 import { LetheError } from '../errors.js';
 import type { Provenance, Regeneration, SearchHit, SearchResult } from '../wire/artifacts.js';
+import type { Backup } from '../wire/backups.js';
+import type { KeyLeaseAnswer, KeyValidity, KeyValidityState, SubjectKey } from '../wire/keys.js';
 import type { Entry } from '../wire/log.js';
 import { followPages, type PageOptions, query, RoleCalls, type RoleTokens, seg } from './roles.js';
 import { LetheWriter, type WriterOptions } from './writer.js';
@@ -118,13 +120,11 @@ export interface ArtifactPage {
 /** An artifact's provenance closure and what a regeneration rewrote (the wire types: src/wire/artifacts.ts). */
 export type { Provenance, Regeneration };
 
-export interface KeyLease {
-  readonly keyId: string;
-  readonly leaseId: string;
-  readonly expiresAt: string;
+/** A lease as the wire has it (src/wire/keys.ts), its DEK decoded. */
+export type KeyLease = Readonly<Omit<KeyLeaseAnswer, 'dek'>> & {
   /** The 32-byte DEK: zero it when done (`zeroize`). */
   readonly dek: Uint8Array;
-}
+};
 
 /** What POST /v1/keys/batch answers for one subject (`ensureKeys`), in the order asked. */
 export type KeyBatchItem =
@@ -146,13 +146,8 @@ export interface KeyBatch {
 /** At most this many subjects in one POST /v1/keys/batch (`ensureKeys` sends more in several). */
 export const KEY_BATCH_MAX_SUBJECTS = 10_000;
 
-export interface Backup {
-  readonly backupId: string;
-  readonly createdAt: string;
-  readonly objects: number;
-  readonly keys: number;
-  readonly manifestVersion: number;
-}
+/** A backup as GET /v1/backups lists it (the wire type: src/wire/backups.ts). */
+export type { Backup };
 
 export interface BackupPage {
   readonly backups: Backup[];
@@ -261,7 +256,7 @@ export class Subjects {
   }
 
   /** Creates the subject's key, or answers the live one. */
-  ensureKey(subject: string): Promise<{ subject: string; keyId: string; state: 'active' | 'fenced'; createdAt: string }> {
+  ensureKey(subject: string): Promise<SubjectKey> {
     return this.#calls.json('writer', 'PUT', `/v1/subjects/${seg(subject)}/key`);
   }
 
@@ -287,7 +282,7 @@ export class Subjects {
 
   /** Leases the subject's DEK (the writer does this itself): zero `dek` when done, and release the lease. */
   async lease(subject: string): Promise<KeyLease> {
-    const body = await this.#calls.json<{ keyId: string; leaseId: string; expiresAt: string; dek: string }>('writer', 'POST', `/v1/subjects/${seg(subject)}/key/lease`);
+    const body = await this.#calls.json<KeyLeaseAnswer>('writer', 'POST', `/v1/subjects/${seg(subject)}/key/lease`);
     const dek = fromBase64Url(body.dek);
     if (!dek || dek.length !== 32) throw new LetheError('internal', 'the service returned a malformed lease');
     return { keyId: body.keyId, leaseId: body.leaseId, expiresAt: body.expiresAt, dek };
@@ -304,8 +299,8 @@ export class Subjects {
   }
 
   /** Backup role: the state of each key id (active, destruction_pending, destroyed, unknown). */
-  async validity(keyIds: readonly string[]): Promise<Record<string, 'active' | 'destruction_pending' | 'destroyed' | 'unknown'>> {
-    return (await this.#calls.json<{ keys: Record<string, 'active' | 'destruction_pending' | 'destroyed' | 'unknown'> }>('backup', 'POST', '/v1/keys/validity', { body: { keyIds } })).keys;
+  async validity(keyIds: readonly string[]): Promise<Record<string, KeyValidityState>> {
+    return (await this.#calls.json<KeyValidity>('backup', 'POST', '/v1/keys/validity', { body: { keyIds } })).keys;
   }
 }
 

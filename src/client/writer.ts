@@ -25,7 +25,8 @@
  */
 import { fromBase64Url, zeroize } from '../crypto/index.js';
 import { isLetheError, LetheError } from '../errors.js';
-import type { AppendedEntry, SegmentRegistrationResult } from '../wire/log.js';
+import type { KeyLeaseAnswer } from '../wire/keys.js';
+import type { AppendedEntry, Reservation, SegmentRegistrationResult } from '../wire/log.js';
 import { newId, newSegmentKey } from '../ids.js';
 import { type SealedEntry, sealEntry } from '../log/frame.js';
 import { AppendEntrySchema, MAX_ENTRY_TEXT_BYTES, payloadProblem } from '../log/payload.js';
@@ -292,7 +293,7 @@ export class LetheWriter {
     let pending = this.#leasing.get(subject);
     if (!pending) {
       pending = (async () => {
-        const body = await this.#service.json<{ keyId: string; leaseId: string; dek: string; expiresAt: string }>(
+        const body = await this.#service.json<KeyLeaseAnswer>(
           'POST',
           `/v1/subjects/${encodeURIComponent(subject)}/key/lease`,
         );
@@ -322,7 +323,7 @@ export class LetheWriter {
       let reserving = this.#reserving.get(subject);
       if (!reserving) {
         reserving = (async () => {
-          const r = await this.#service.json<{ keyId: string; firstSeq: number; count: number }>(
+          const r = await this.#service.json<Reservation>(
             'POST',
             `/v1/subjects/${encodeURIComponent(subject)}/entries/reservations`,
             { body: { count: this.#o.reserveBlock } },

@@ -24,6 +24,10 @@ export type Entry = z.infer<typeof EntrySchema>;
 export const AppendedEntrySchema = z.object({ entryId: z.string(), keyId: z.string(), seq: z.number().int() }).meta({ id: 'AppendedEntry' });
 export type AppendedEntry = z.infer<typeof AppendedEntrySchema>;
 
+/** POST /v1/subjects/{subject}/entries/reservations: sequence numbers reserved under the subject's key, `firstSeq` to `firstSeq + count - 1`. */
+export const ReservationSchema = z.object({ keyId: z.string(), firstSeq: z.number().int(), count: z.number().int() }).meta({ id: 'Reservation' });
+export type Reservation = z.infer<typeof ReservationSchema>;
+
 /** One entry of a segment a writer sealed and uploaded itself, as POST /v1/segments takes it (identifiers only). */
 export const SegmentEntrySchema = z.object({
   entryId: z.string().regex(ID_PATTERNS.entry, 'must be entry_<22 base64url characters>'),

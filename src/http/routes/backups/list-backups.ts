@@ -2,6 +2,7 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { decodeCursor, listErrors, NextCursor, PageQuery, pageOf } from '../../cursor.js';
 import type { Services } from '../../services.js';
+import { BackupSchema } from '../../../wire/backups.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { json, security } from '../../schemas.js';
 
@@ -22,9 +23,7 @@ export const route = createRoute({
   responses: {
     200: json(
       z.object({
-        backups: z.array(
-          z.object({ backupId: z.string(), createdAt: z.string(), objects: z.number().int(), keys: z.number().int(), manifestVersion: z.number().int() }),
-        ),
+        backups: z.array(BackupSchema),
         nextCursor: NextCursor,
       }),
       'A page of backups',

@@ -3,7 +3,8 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Services } from '../../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { authErrors, json, jsonBody, security } from '../../schemas.js';
-import { ValidityRequest, ValidityResponse } from './shared.js';
+import { KeyValiditySchema } from '../../../wire/keys.js';
+import { ValidityRequest } from './shared.js';
 
 /** The services this route calls. */
 export interface Uses {
@@ -18,7 +19,7 @@ export const route = createRoute({
   summary: 'Which of these keys are still valid (for backup jobs)',
   security,
   request: { body: jsonBody(ValidityRequest) },
-  responses: { 200: json(ValidityResponse, 'State of each key id'), ...authErrors },
+  responses: { 200: json(KeyValiditySchema, 'State of each key id'), ...authErrors },
 });
 
 export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: TokenStore): void {

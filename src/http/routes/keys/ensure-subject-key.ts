@@ -3,7 +3,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Services } from '../../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { authErrors, json, problemResponse, security, SubjectParam } from '../../schemas.js';
-import { KeyInfo } from './shared.js';
+import { SubjectKeySchema } from '../../../wire/keys.js';
 
 /** The services this route calls. */
 export interface Uses {
@@ -19,8 +19,8 @@ export const route = createRoute({
   security,
   request: { params: SubjectParam },
   responses: {
-    200: json(KeyInfo, 'The subject already had a live key'),
-    201: json(KeyInfo, 'A new key was created'),
+    200: json(SubjectKeySchema, 'The subject already had a live key'),
+    201: json(SubjectKeySchema, 'A new key was created'),
     409: problemResponse('erasure_in_progress: an erasure of the subject is open; no new key until it ends'),
     410: problemResponse('subject_erased: an erasure destroyed the subject\'s key; no new key until an admin reinstates it (POST /v1/subjects/{subject}/reinstate)'),
     ...authErrors,

@@ -5,7 +5,7 @@ import { encodeDek } from '../../../vault/keys.js';
 import type { Services } from '../../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { authErrors, json, problemResponse, security, SubjectParam } from '../../schemas.js';
-import { LeaseSchema } from './shared.js';
+import { KeyLeaseSchema } from '../../../wire/keys.js';
 
 /** The services this route calls. */
 export interface Uses {
@@ -21,7 +21,7 @@ export const route = createRoute({
   security,
   request: { params: SubjectParam },
   responses: {
-    200: json(LeaseSchema, 'The lease'),
+    200: json(KeyLeaseSchema, 'The lease'),
     409: problemResponse('erasure_in_progress'),
     410: problemResponse('subject_erased: an erasure destroyed the subject\'s key; no lease until an admin reinstates it (POST /v1/subjects/{subject}/reinstate)'),
     ...authErrors,

@@ -12,24 +12,6 @@ export const KEY_BATCH_BODY_LIMIT_BYTES = 3 * 1024 * 1024;
 
 export const KEY_BATCH_PATH = '/v1/keys/batch';
 
-export const KeyInfo = z
-  .object({
-    subject: z.string(),
-    keyId: z.string(),
-    state: z.enum(['active', 'fenced']),
-    createdAt: z.string().openapi({ format: 'date-time' }),
-  })
-  .openapi('SubjectKey');
-
-export const LeaseSchema = z
-  .object({
-    keyId: z.string(),
-    dek: z.string().openapi({ description: 'base64url (no padding) of the 32-byte data key' }),
-    leaseId: z.string(),
-    expiresAt: z.string().openapi({ format: 'date-time' }),
-  })
-  .openapi('KeyLease');
-
 export const KeyBatchRequest = z
   .object({
     subjects: z
@@ -87,6 +69,3 @@ export const ValidityRequest = z
   .object({ keyIds: z.array(KeyIdSchema).min(1).max(MAX_VALIDITY_IDS) })
   .openapi('KeyValidityRequest');
 
-export const ValidityResponse = z
-  .object({ keys: z.record(z.string(), z.enum(['active', 'destruction_pending', 'destroyed', 'unknown'])) })
-  .openapi('KeyValidity');

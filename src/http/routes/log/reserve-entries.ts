@@ -2,6 +2,7 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { MAX_RESERVATION } from '../../../log/service.js';
 import type { Services } from '../../services.js';
+import { ReservationSchema } from '../../../wire/log.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { authErrors, json, jsonBody, problemResponse, security, SubjectParam } from '../../schemas.js';
 
@@ -19,7 +20,7 @@ export const route = createRoute({
   security,
   request: { params: SubjectParam, body: jsonBody(z.object({ count: z.number().int().min(1).max(MAX_RESERVATION) }).openapi('ReservationRequest')) },
   responses: {
-    201: json(z.object({ keyId: z.string(), firstSeq: z.number().int(), count: z.number().int() }).openapi('Reservation'), 'Reserved'),
+    201: json(ReservationSchema, 'Reserved'),
     409: problemResponse('erasure_in_progress'),
     410: problemResponse('subject_erased: an erasure destroyed the subject\'s key; nothing is accepted for it until an admin reinstates it'),
     ...authErrors,
