@@ -15,6 +15,7 @@ import { type ServiceClient, UnreachableError } from '../client/http.js';
 import { FIRST_RUN } from '../erasure/machine.js';
 import { type BulkErasureRequest, BulkErasureRequestSchema, type ErasureRequest, ErasureRequestSchema, LEGAL_BASES, MAX_BULK_SUBJECTS, MAX_PUBLIC_ATTRIBUTES, REASON_CATEGORIES } from '../erasure/request.js';
 import type { ErasureAccepted, ErasureTransition, ErasureView } from '../erasure/view.js';
+import type { BulkErasureAccepted } from '../wire/erasures.js';
 import { checked, checkErasureId, ERASE_EXIT } from './erasure-args.js';
 import { addDismissals } from './erasure-dismissals.js';
 import { addErasureDocuments } from './erasure-documents.js';
@@ -181,10 +182,6 @@ async function subjectsFrom(file: string): Promise<Array<{ line: number; subject
   return out;
 }
 
-interface BulkAnswer {
-  erasures: Array<{ index: number; erasureId?: string; status?: string; created?: boolean; error?: { code: string; detail: string } }>;
-}
-
 /**
  * `lethe erase --subjects-file F`: every subject of the file, checked whole with the
  * service's schema first (exit 2 naming the line, before any request), then
@@ -214,10 +211,10 @@ async function eraseMany(file: string, opts: EraseOptions): Promise<void> {
   let refused = 0;
   let offset = 0;
   for (const chunk of chunks) {
-    const answer = await serviceCall(client.json<BulkAnswer>('POST', '/v1/erasures/batch', { body: chunk }), ERASE_EXIT.input);
+    const answer = await serviceCall(client.json<BulkErasureAccepted>('POST', '/v1/erasures/batch', { body: chunk }), ERASE_EXIT.input);
     for (const item of answer.erasures) {
       const line = subjects[offset + item.index]!.line;
-      if (item.erasureId) {
+      if ('erasureId' in item) {
         accepted.push({ line, erasureId: item.erasureId });
         process.stdout.write(opts.json ? `${JSON.stringify({ line, erasureId: item.erasureId, status: item.status, created: item.created })}\n` : `line ${line}: ${item.erasureId} ${item.created ? 'accepted' : 'already open'}\n`);
       } else {

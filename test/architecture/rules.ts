@@ -41,7 +41,7 @@ export const MODULES: Readonly<Record<string, ModuleRule>> = {
     imports: ['backups', 'search', 'artifacts', 'log', 'vectors', 'vault', 'storage', 'keyprovider', 'crypto', 'db', 'errors', 'ids', 'observability', 'config', 'concurrency'],
   },
   // What crosses HTTP, declared once (plain zod schemas): routes, the client and the CLI import it.
-  wire: { imports: ['ids', 'errors'] },
+  wire: { imports: ['ids', 'errors'], files: ['src/erasure/view.ts', 'src/erasure/machine.ts', 'src/erasure/request.ts'] },
   // Routes never touch the database (no db), and nothing below the composition root
   // imports it (no app, client, cli).
   http: {

@@ -33,21 +33,7 @@ export const Accepted = ErasureAcceptedSchema.meta({ id: 'ErasureAccepted' });
 
 export const BulkErasureRequest = BulkErasureRequestSchema.meta({ id: 'BulkErasureRequest' });
 
-export const BulkItem = z
-  .union([
-    z.object({ index: z.number().int(), erasureId: z.string(), status: ErasureAcceptedSchema.shape.status, created: z.boolean() }),
-    z.object({ index: z.number().int(), error: z.object({ code: z.string(), detail: z.string() }) }),
-  ])
-  .openapi({ description: 'One subject of the request, by its index in `subjects` (the subject id is not repeated): its erasure (`created`: new; else the one already open), or why it was refused (`code` as a problem\'s, e.g. not_found: lethe has never seen the subject).' });
-
-export const BulkAccepted = z
-  .object({
-    erasures: z.array(BulkItem),
-    created: z.number().int().openapi({ description: 'New erasures.' }),
-    open: z.number().int().openapi({ description: 'Subjects whose erasure was already open: that erasure.' }),
-    refused: z.number().int().openapi({ description: 'Subjects refused (their item says why).' }),
-  })
-  .meta({ id: 'BulkErasureAccepted' });
+export { BulkErasureAcceptedSchema as BulkAccepted } from '../../../wire/erasures.js';
 
 export const CertificateSchema = CertificateViewSchema.meta({
   id: 'ErasureCertificate',
