@@ -26,3 +26,13 @@ export const BulkErasureAcceptedSchema = z
   })
   .meta({ id: 'BulkErasureAccepted' });
 export type BulkErasureAccepted = z.infer<typeof BulkErasureAcceptedSchema>;
+
+/** POST /v1/erasures/{erasureId}/report-link: a link that opens the report without a token until `expiresAt`. */
+export const ReportLinkSchema = z
+  .object({
+    url: z.string().meta({ description: 'The link, absolute, as this request reached the service (behind a proxy, prefer `path` on the public address)' }),
+    path: z.string().meta({ description: '/v1/erasures/{erasureId}/report?exp=…&sig=…' }),
+    expiresAt: z.string().meta({ format: 'date-time' }),
+  })
+  .meta({ id: 'ReportLink' });
+export type ReportLink = z.infer<typeof ReportLinkSchema>;

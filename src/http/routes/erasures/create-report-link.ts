@@ -4,6 +4,7 @@ import { DEFAULT_LINK_SECONDS, MAX_LINK_SECONDS, MIN_LINK_SECONDS } from '../../
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { authErrors, json, problemResponse, security } from '../../schemas.js';
 import type { Services } from '../../services.js';
+import { ReportLinkSchema } from '../../../wire/erasures.js';
 import { ErasureIdParam } from './shared.js';
 
 /** The services this route calls. */
@@ -45,16 +46,7 @@ export const route = createRoute({
     },
   },
   responses: {
-    201: json(
-      z
-        .object({
-          url: z.string().openapi({ description: 'The link, absolute, as this request reached the service (behind a proxy, prefer `path` on the public address)' }),
-          path: z.string().openapi({ description: '/v1/erasures/{erasureId}/report?exp=…&sig=…' }),
-          expiresAt: z.string().openapi({ format: 'date-time' }),
-        })
-        .meta({ id: 'ReportLink' }),
-      'The link',
-    ),
+    201: json(ReportLinkSchema, 'The link'),
     404: problemResponse('not_found'),
     ...authErrors,
   },
