@@ -1,4 +1,4 @@
-/** POST /v1/admin/keys/{keyId}/destroy (destroyKey): Destroy one key now (break-glass; erasures are the normal path). */
+/** POST /v1/admin/keys/{keyId}/destroy (destroyKey): destroy one key now (break-glass; erasures are the normal path). */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Services } from '../../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';

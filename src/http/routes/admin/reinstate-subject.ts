@@ -1,4 +1,4 @@
-/** POST /v1/subjects/{subject}/reinstate (reinstateSubject): Reinstate an erased subject: keys, leases and appends are accepted for it again. */
+/** POST /v1/subjects/{subject}/reinstate (reinstateSubject): reinstate an erased subject: keys, leases and appends are accepted for it again. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Services } from '../../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';

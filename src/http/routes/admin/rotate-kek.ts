@@ -1,4 +1,4 @@
-/** POST /v1/admin/kek/rotate (rotateKek): New KEK epoch; re-wrap live DEKs; retire unreferenced epochs. */
+/** POST /v1/admin/kek/rotate (rotateKek): new KEK epoch; re-wrap live DEKs; retire unreferenced epochs. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Services } from '../../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';

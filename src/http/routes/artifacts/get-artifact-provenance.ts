@@ -1,4 +1,4 @@
-/** GET /v1/artifacts/{artifactId}/provenance (getArtifactProvenance): Addition: the transitive closure of the artifact's sources and its number of distinct subjects. */
+/** GET /v1/artifacts/{artifactId}/provenance (getArtifactProvenance): addition: the transitive closure of the artifact's sources and its number of distinct subjects. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Services } from '../../services.js';
 import { ProvenanceSchema } from '../../../wire/artifacts.js';

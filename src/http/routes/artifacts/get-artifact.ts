@@ -1,4 +1,4 @@
-/** GET /v1/artifacts/{artifactId} (getArtifact): The artifact's current version, with a read fence. */
+/** GET /v1/artifacts/{artifactId} (getArtifact): the artifact's current version, with a read fence. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Services } from '../../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';

@@ -1,4 +1,4 @@
-/** POST /v1/training-exposures (recordTrainingExposure): Record that entries or artifacts went into a fine-tuning or distillation corpus. */
+/** POST /v1/training-exposures (recordTrainingExposure): record that entries or artifacts went into a fine-tuning or distillation corpus. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { MAX_EXPOSURE_IDS } from '../../../artifacts/exposures.js';
 import type { Services } from '../../services.js';

@@ -1,4 +1,4 @@
-/** POST /v1/artifacts/{artifactId}/regenerate (regenerateArtifact): Addition: rewrite the artifact, and every artifact above it, from the surviving sources. */
+/** POST /v1/artifacts/{artifactId}/regenerate (regenerateArtifact): addition: rewrite the artifact, and every artifact above it, from the surviving sources. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { MAX_SOURCES } from '../../../artifacts/service.js';
 import { LetheError } from '../../../errors.js';

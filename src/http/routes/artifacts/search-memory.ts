@@ -1,4 +1,4 @@
-/** POST /v1/search (searchMemory): Nearest entries and artifacts of the named subjects to a query, with their text and a read fence. */
+/** POST /v1/search (searchMemory): nearest entries and artifacts of the named subjects to a query, with their text and a read fence. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { LetheError } from '../../../errors.js';
 import type { Services } from '../../services.js';

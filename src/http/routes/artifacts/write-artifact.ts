@@ -1,4 +1,4 @@
-/** POST /v1/artifacts (writeArtifact): Write a derived artifact with its provenance. */
+/** POST /v1/artifacts (writeArtifact): write a derived artifact with its provenance. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Services } from '../../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';

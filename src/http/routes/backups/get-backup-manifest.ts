@@ -1,4 +1,4 @@
-/** GET /v1/backups/{backupId}/manifest (getBackupManifest): A backup's manifest as it stands: the base written with the backup, folded with every later destruction the ledger chain holds. */
+/** GET /v1/backups/{backupId}/manifest (getBackupManifest): a backup's manifest as it stands: the base written with the backup, folded with every later destruction the ledger chain holds. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Services } from '../../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';

@@ -1,4 +1,4 @@
-/** GET /v1/backups (listBackups): The backups taken, oldest first, a page at a time. */
+/** GET /v1/backups (listBackups): the backups taken, oldest first, a page at a time. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { decodeCursor, listErrors, NextCursor, PageQuery, pageOf } from '../../cursor.js';
 import type { Services } from '../../services.js';

@@ -1,4 +1,4 @@
-/** POST /v1/backups (takeBackup): Take a backup: ciphertext objects (incremental), the wrapped key table, a manifest. */
+/** POST /v1/backups (takeBackup): take a backup: ciphertext objects (incremental), the wrapped key table, a manifest. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { isLetheError } from '../../../errors.js';
 import type { Services } from '../../services.js';

@@ -1,4 +1,4 @@
-/** POST /v1/certificates/keys/rotate (rotateSigningKey): A new certificate-signing key; the current one retires (its private part destroyed, its public part still listed). */
+/** POST /v1/certificates/keys/rotate (rotateSigningKey): a new certificate-signing key; the current one retires (its private part destroyed, its public part still listed). */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { authErrors, json, security } from '../../schemas.js';

@@ -1,4 +1,4 @@
-/** POST /v1/erasures/{erasureId}/dismissals/{dismissalId}/approve (approveDismissal): Approve a proposed dismissal (a second principal): the probe runs again without its records. */
+/** POST /v1/erasures/{erasureId}/dismissals/{dismissalId}/approve (approveDismissal): approve a proposed dismissal (a second principal): the probe runs again without its records. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { json, problemResponse, security } from '../../schemas.js';

@@ -1,4 +1,4 @@
-/** POST /v1/erasures/{erasureId}/report-link (createReportLink): A shareable link to the erasure's report that opens without a token until it expires. */
+/** POST /v1/erasures/{erasureId}/report-link (createReportLink): a shareable link to the erasure's report that opens without a token until it expires. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { DEFAULT_LINK_SECONDS, MAX_LINK_SECONDS, MIN_LINK_SECONDS } from '../../../erasure/report-link.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';

@@ -1,4 +1,4 @@
-/** GET /v1/erasures/{erasureId}/events (followErasureEvents): Server-sent events of step progress, ending when the erasure finishes. */
+/** GET /v1/erasures/{erasureId}/events (followErasureEvents): server-sent events of step progress, ending when the erasure finishes. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { streamSSE } from 'hono/streaming';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';

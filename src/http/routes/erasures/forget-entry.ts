@@ -1,4 +1,4 @@
-/** DELETE /v1/entries/{entryId} (forgetEntry): Forget one memory: a records-scope erasure of the entry. */
+/** DELETE /v1/entries/{entryId} (forgetEntry): forget one memory: a records-scope erasure of the entry. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { authErrors, idParam, json, problemResponse, security } from '../../schemas.js';

@@ -1,4 +1,4 @@
-/** GET /v1/erasures/{erasureId}/certificate (getErasureCertificate): The erasure's signed certificate alone (JSON), as `lethe certificate verify` reads it. */
+/** GET /v1/erasures/{erasureId}/certificate (getErasureCertificate): the erasure's signed certificate alone (JSON), as `lethe certificate verify` reads it. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { authErrors, json, problemResponse, security } from '../../schemas.js';

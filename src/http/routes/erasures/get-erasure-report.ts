@@ -1,4 +1,4 @@
-/** GET /v1/erasures/{erasureId}/report (getErasureReport): The report a data-protection officer reads and signs (self-contained HTML; a bearer token, or a report link). */
+/** GET /v1/erasures/{erasureId}/report (getErasureReport): the report a data-protection officer reads and signs (self-contained HTML; a bearer token, or a report link). */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { renderReport, REPORT_CSP } from '../../../erasure/report/index.js';

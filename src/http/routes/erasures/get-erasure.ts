@@ -1,4 +1,4 @@
-/** GET /v1/erasures/{erasureId} (getErasure): Status, class, steps, residuals, probe and certificate of an erasure. */
+/** GET /v1/erasures/{erasureId} (getErasure): status, class, steps, residuals, probe and certificate of an erasure. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { authErrors, json, problemResponse, security } from '../../schemas.js';

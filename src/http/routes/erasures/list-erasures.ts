@@ -1,4 +1,4 @@
-/** GET /v1/erasures (listErasures): The erasures, oldest first, a page at a time (each as GET /v1/erasures/{erasureId} answers it). */
+/** GET /v1/erasures (listErasures): the erasures, oldest first, a page at a time (each as GET /v1/erasures/{erasureId} answers it). */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { decodeCursor, listErrors, NextCursor, pageOf } from '../../cursor.js';

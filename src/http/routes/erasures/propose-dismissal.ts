@@ -1,4 +1,4 @@
-/** POST /v1/erasures/{erasureId}/dismissals (proposeDismissal): Propose that records the probe named do not carry the erased subject's content (a ruling two people own). */
+/** POST /v1/erasures/{erasureId}/dismissals (proposeDismissal): propose that records the probe named do not carry the erased subject's content (a ruling two people own). */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { DismissalRequestSchema } from '../../../erasure/request.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';

@@ -1,4 +1,4 @@
-/** POST /v1/erasures/{erasureId}/redactions (redactRecords): Redact the erased subject's content from other subjects' records, then probe again. */
+/** POST /v1/erasures/{erasureId}/redactions (redactRecords): redact the erased subject's content from other subjects' records, then probe again. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { RedactionRequestSchema } from '../../../erasure/request.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';

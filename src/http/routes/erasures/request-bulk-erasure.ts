@@ -1,4 +1,4 @@
-/** POST /v1/erasures/batch (requestBulkErasure): Request the erasure of many subjects at once (up to ${MAX_BULK_SUBJECTS}): one erasure and one certificate each. */
+/** POST /v1/erasures/batch (requestBulkErasure): request the erasure of many subjects at once (up to MAX_BULK_SUBJECTS, 1000): one erasure and one certificate each. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { MAX_BULK_SUBJECTS } from '../../../erasure/request.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';

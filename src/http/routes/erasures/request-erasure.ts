@@ -1,4 +1,4 @@
-/** POST /v1/erasures (requestErasure): Request the erasure of a subject, or (with entryIds) forget some of its entries (idempotent while it is open). */
+/** POST /v1/erasures (requestErasure): request the erasure of a subject, or (with entryIds) forget some of its entries (idempotent while it is open). */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { authErrors, json, jsonBody, problemResponse, security } from '../../schemas.js';

@@ -1,4 +1,4 @@
-/** POST /v1/erasures/{erasureId}/resume (resumeErasure): Take a failed erasure up again from the step that failed. */
+/** POST /v1/erasures/{erasureId}/resume (resumeErasure): take a failed erasure up again from the step that failed. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { authErrors, json, problemResponse, security } from '../../schemas.js';

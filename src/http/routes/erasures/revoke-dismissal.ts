@@ -1,4 +1,4 @@
-/** POST /v1/erasures/{erasureId}/dismissals/{dismissalId}/revoke (revokeDismissal): Reject a proposed dismissal, or revoke an approved ruling (the probe runs again and counts its records). */
+/** POST /v1/erasures/{erasureId}/dismissals/{dismissalId}/revoke (revokeDismissal): reject a proposed dismissal, or revoke an approved ruling (the probe runs again and counts its records). */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { DismissalRevocationSchema } from '../../../erasure/request.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';

@@ -1,4 +1,4 @@
-/** POST /v1/keys/validity (checkKeyValidity): Which of these keys are still valid (for backup jobs). */
+/** POST /v1/keys/validity (checkKeyValidity): which of these keys are still valid (for backup jobs). */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Services } from '../../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';

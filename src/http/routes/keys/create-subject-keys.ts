@@ -1,4 +1,4 @@
-/** POST /v1/keys/batch (createSubjectKeys): Create keys for many subjects at once (imports). */
+/** POST /v1/keys/batch (createSubjectKeys): create keys for many subjects at once (imports). */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { LetheError } from '../../../errors.js';
 import { MAX_BULK_SUBJECTS } from '../../../vault/keys.js';

@@ -1,4 +1,4 @@
-/** PUT /v1/subjects/{subject}/key (ensureSubjectKey): Create the subject's data key, or return the live one. */
+/** PUT /v1/subjects/{subject}/key (ensureSubjectKey): create the subject's data key, or return the live one. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Services } from '../../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';

@@ -1,4 +1,4 @@
-/** POST /v1/subjects/{subject}/key/lease (leaseSubjectKey): Lease the subject's data key (created if needed). */
+/** POST /v1/subjects/{subject}/key/lease (leaseSubjectKey): lease the subject's data key (created if needed). */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { zeroize } from '../../../crypto/index.js';
 import { encodeDek } from '../../../vault/keys.js';

@@ -1,4 +1,4 @@
-/** DELETE /v1/subjects/{subject}/key/lease/{leaseId} (releaseKeyLease): Release a lease: the writer is done with the data key. */
+/** DELETE /v1/subjects/{subject}/key/lease/{leaseId} (releaseKeyLease): release a lease: the writer is done with the data key. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Services } from '../../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';

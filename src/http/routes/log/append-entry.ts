@@ -1,4 +1,4 @@
-/** POST /v1/subjects/{subject}/entries (appendEntry): Append an entry: the service encrypts it under the subject's DEK and stores it. */
+/** POST /v1/subjects/{subject}/entries (appendEntry): append an entry: the service encrypts it under the subject's DEK and stores it. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Services } from '../../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';

@@ -1,4 +1,4 @@
-/** GET /v1/entries/{entryId} (getEntry): One entry. */
+/** GET /v1/entries/{entryId} (getEntry): one entry. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Services } from '../../services.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';

@@ -1,4 +1,4 @@
-/** GET /v1/subjects/{subject}/entries (listEntries): The subject's entries in append order, a page at a time. */
+/** GET /v1/subjects/{subject}/entries (listEntries): the subject's entries in append order, a page at a time. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { decodeCursor, listErrors, NextCursor, PageQuery, pageOf } from '../../cursor.js';
 import type { Services } from '../../services.js';

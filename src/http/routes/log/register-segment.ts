@@ -1,4 +1,4 @@
-/** POST /v1/segments (registerSegment): Index the frames of a segment a writer sealed and uploaded itself. */
+/** POST /v1/segments (registerSegment): index the frames of a segment a writer sealed and uploaded itself. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Entry } from '../../../log/service.js';
 import type { Services } from '../../services.js';

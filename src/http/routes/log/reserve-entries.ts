@@ -1,4 +1,4 @@
-/** POST /v1/subjects/{subject}/entries/reservations (reserveEntries): Reserve sequence numbers under the subject's key (writers that encrypt locally). */
+/** POST /v1/subjects/{subject}/entries/reservations (reserveEntries): reserve sequence numbers under the subject's key (writers that encrypt locally). */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { MAX_RESERVATION } from '../../../log/service.js';
 import type { Services } from '../../services.js';
