@@ -3,7 +3,8 @@
  * Routes, services, the writer client and the CLI all take their patterns from here.
  *
  * - A lethe id is a type prefix, `_`, and 128 random bits in base64url (22
- *   characters): unguessable but not secret. Bits come from the CSPRNG in pooled
+ *   characters): unguessable but not secret (a signing key's `csk_` id: 128 bits of its
+ *   public key's hash). Bits come from the CSPRNG in pooled
  *   draws (one syscall per 256 ids), each byte used once.
  * - A subject id is the caller's own name for a person: 1 to 200 characters of
  *   A-Z a-z 0-9 . _ : @ + - (never stored: the database holds its keyed hash).
@@ -12,7 +13,12 @@
 import { randomBytes, toBase64Url } from './crypto/index.js';
 import { LetheError } from './errors.js';
 
-export const ID_PREFIXES = ['key', 'lease', 'entry', 'seg', 'art', 'exp', 'bak', 'ers', 'dsm'] as const;
+/**
+ * Every kind of lethe id. `csk` (a certificate-signing key) is the one not drawn by
+ * `newId`: it is derived from the public key (src/crypto/certificate.ts `certificateKeyId`),
+ * with the same grammar.
+ */
+export const ID_PREFIXES = ['key', 'lease', 'entry', 'seg', 'art', 'exp', 'bak', 'ers', 'dsm', 'csk'] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 
 const ID_BYTES = 16;

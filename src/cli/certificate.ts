@@ -13,6 +13,7 @@ import { isLoopbackHost } from '../config/tls.js';
 import { certificateKeyId, verifyCertificate } from '../crypto/certificate.js';
 import { fromBase64Url, zeroize } from '../crypto/index.js';
 import { describeError } from '../observability/logger.js';
+import type { CurrentSigningKey, SigningKey, SigningKeyList, SigningKeyRotation } from '../wire/certificates.js';
 import { clientTls, config, ExitError, out, withApp } from './shared.js';
 
 /** `lethe certificate verify` exit codes. */
@@ -23,13 +24,17 @@ export const NO_TRUSTED_KEY =
   'a trusted key is required: a certificate carries the public key of whoever signed it, so checking it against that key only shows that someone signed it — anyone can flip it to "completed" and re-sign it with a key of their own — not that this vault did. ' +
   'Give the vault\'s keys: --url <vault base url> (fetches GET /v1/certificates/keys), --public-key <key> or --public-key-file <file>';
 
-interface TrustedKey {
-  readonly publicKey: string;
+/**
+ * A key a certificate may be checked against: a signing key's public part (the wire type,
+ * src/wire/certificates.ts), with its state and retirement when the source listed them
+ * (a key file may hold any state: it is compared, not trusted as a type).
+ */
+type TrustedKey = Pick<SigningKey, 'publicKey'> & {
   /** current | retired, when the source listed it (the vault's key list). */
   readonly state?: string;
   /** When the source listed it retired: a certificate it signed must be issued before. */
   readonly retiredAt?: string;
-}
+};
 
 function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
@@ -166,13 +171,15 @@ export function addCertificate(program: Command): void {
     .description("The key this vault signs new certificates with, from this configuration's keyring: { algorithm, keyId, publicKey }.")
     .action(async () => {
       const [current] = await localKeys();
-      out({ algorithm: 'Ed25519', keyId: current!.keyId, publicKey: current!.publicKey });
+      const key: CurrentSigningKey = { algorithm: 'Ed25519', keyId: current!.keyId, publicKey: current!.publicKey };
+      out(key);
     });
   certificate
     .command('keys')
     .description("Every certificate-signing key of this configuration's keyring, current and retired (public parts), as GET /v1/certificates/keys answers: a file for --public-key-file.")
     .action(async () => {
-      out({ keys: await localKeys() });
+      const list: SigningKeyList = { keys: await localKeys() };
+      out(list);
     });
   certificate
     .command('rotate-key')
@@ -181,7 +188,8 @@ export function addCertificate(program: Command): void {
         'Running services sign with the new key at once (the same as POST /v1/certificates/keys/rotate). Audited.',
     )
     .action(async () => {
-      out(await withApp((app) => app.certificateKeys.rotate('cli')));
+      const rotation: SigningKeyRotation = await withApp((app) => app.certificateKeys.rotate('cli'));
+      out(rotation);
     });
 }
 

@@ -4,34 +4,22 @@
  * role's LETHE_APPROVER_TOKEN, a second person's). `erase` checks its
  * request with the service's own schema before sending it, then follows the
  * erasure's event stream and prints a summary; the exit code says how it ended.
+ * Dismissals are in erasure-dismissals.ts, the certificate and the report in
+ * erasure-documents.ts, what they share in erasure-args.ts.
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import type { z } from 'zod';
 import { ErasureProgressLostError, followErasure } from '../client/erasures.js';
 import { type ServiceClient, UnreachableError } from '../client/http.js';
 import { FIRST_RUN } from '../erasure/machine.js';
-import {
-  type BulkErasureRequest,
-  BulkErasureRequestSchema,
-  DISMISSAL_ID_PATTERN,
-  DismissalRequestSchema,
-  DismissalRevocationSchema,
-  ERASURE_ID_PATTERN,
-  type ErasureRequest,
-  ErasureRequestSchema,
-  LEGAL_BASES,
-  MAX_BULK_SUBJECTS,
-  MAX_PUBLIC_ATTRIBUTES,
-  REASON_CATEGORIES,
-} from '../erasure/request.js';
-import type { DismissalAccepted, ErasureAccepted, ErasureTransition, ErasureView } from '../erasure/view.js';
-import { idRule } from '../ids.js';
-import { describeError } from '../observability/logger.js';
+import { type BulkErasureRequest, BulkErasureRequestSchema, type ErasureRequest, ErasureRequestSchema, LEGAL_BASES, MAX_BULK_SUBJECTS, MAX_PUBLIC_ATTRIBUTES, REASON_CATEGORIES } from '../erasure/request.js';
+import type { ErasureAccepted, ErasureTransition, ErasureView } from '../erasure/view.js';
+import type { BulkErasureAccepted } from '../wire/erasures.js';
+import { checked, checkErasureId, ERASE_EXIT } from './erasure-args.js';
+import { addDismissals } from './erasure-dismissals.js';
+import { addErasureDocuments } from './erasure-documents.js';
 import { ExitError, out, serviceCall, serviceClient, serviceExit, unreachable } from './shared.js';
-
-/** `lethe erase` and `lethe erasure watch` exit codes. */
-const ERASE_EXIT = { completed: 0, lost: 1, input: 2, incomplete: 3, failed: 4 } as const;
 
 interface EraseOptions {
   reason?: string;
@@ -50,23 +38,6 @@ interface EraseOptions {
 
 function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
-}
-
-function checkErasureId(erasureId: string): string {
-  if (!ERASURE_ID_PATTERN.test(erasureId)) throw new ExitError(`an erasure id is ${idRule('ers')}`, ERASE_EXIT.input);
-  return erasureId;
-}
-
-function checkDismissalId(dismissalId: string): string {
-  if (!DISMISSAL_ID_PATTERN.test(dismissalId)) throw new ExitError(`a dismissal id is ${idRule('dsm')}`, ERASE_EXIT.input);
-  return dismissalId;
-}
-
-/** A body checked by the service's own schema, or exit 2 naming the flag. */
-function checked<T>(schema: z.ZodType<T>, value: unknown, flag: string): T {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new ExitError(`${flag}: ${parsed.error.issues[0]?.message ?? 'not valid'}`, ERASE_EXIT.input);
-  return parsed.data;
 }
 
 /** Where each field of the erasure request comes from on the command line. */
@@ -211,10 +182,6 @@ async function subjectsFrom(file: string): Promise<Array<{ line: number; subject
   return out;
 }
 
-interface BulkAnswer {
-  erasures: Array<{ index: number; erasureId?: string; status?: string; created?: boolean; error?: { code: string; detail: string } }>;
-}
-
 /**
  * `lethe erase --subjects-file F`: every subject of the file, checked whole with the
  * service's schema first (exit 2 naming the line, before any request), then
@@ -244,10 +211,10 @@ async function eraseMany(file: string, opts: EraseOptions): Promise<void> {
   let refused = 0;
   let offset = 0;
   for (const chunk of chunks) {
-    const answer = await serviceCall(client.json<BulkAnswer>('POST', '/v1/erasures/batch', { body: chunk }), ERASE_EXIT.input);
+    const answer = await serviceCall(client.json<BulkErasureAccepted>('POST', '/v1/erasures/batch', { body: chunk }), ERASE_EXIT.input);
     for (const item of answer.erasures) {
       const line = subjects[offset + item.index]!.line;
-      if (item.erasureId) {
+      if ('erasureId' in item) {
         accepted.push({ line, erasureId: item.erasureId });
         process.stdout.write(opts.json ? `${JSON.stringify({ line, erasureId: item.erasureId, status: item.status, created: item.created })}\n` : `line ${line}: ${item.erasureId} ${item.created ? 'accepted' : 'already open'}\n`);
       } else {
@@ -395,84 +362,6 @@ export function addErasure(program: Command): void {
       if (!opts.json) process.stdout.write(`erasure ${erasureId} resumed at ${view.steps.find((s) => s.status === 'pending' || s.status === 'running')?.name ?? '?'}\n`);
       await watchErasure(client, erasureId, opts.json ?? false);
     });
-  const dismissals = erasure
-    .command('dismissals')
-    .description(
-      'Dismissals two people own: one proposes (eraser role, LETHE_ERASER_TOKEN) that a record the probe named does not carry the erased content; ' +
-        'a second person approves (approver role, LETHE_APPROVER_TOKEN; never the proposer\'s or the requester\'s token). Each prints the answer as JSON; ' +
-        `exit ${ERASE_EXIT.input} for bad input or an error answer (the service's problem detail on stderr: near_copy, forbidden, conflict…).`,
-    );
-  dismissals
-    .command('propose')
-    .description('Propose a dismissal of one record (POST /v1/erasures/{id}/dismissals): it changes nothing until approved. A near copy cannot be dismissed, only redacted.')
-    .argument('<erasureId>', 'the erasure (ers_…)')
-    .argument('<recordId>', 'the record the probe named (entry_… or art_…)')
-    .requiredOption('--reason <text>', 'the judgement (signed into the certificate: never the subject\'s content)')
-    .action(async (erasureId: string, recordId: string, opts: { reason: string }) => {
-      const body = checked(DismissalRequestSchema, { matches: [{ id: recordId, reason: opts.reason }] }, '--reason');
-      const path = `/v1/erasures/${checkErasureId(erasureId)}/dismissals`;
-      out(await serviceCall(serviceClient('eraser').json<DismissalAccepted>('POST', path, { body }), ERASE_EXIT.input));
-    });
-  dismissals
-    .command('approve')
-    .description('Approve a proposed dismissal as a second person (POST /v1/erasures/{id}/dismissals/{dismissalId}/approve, LETHE_APPROVER_TOKEN): the probe runs again without its records.')
-    .argument('<erasureId>', 'the erasure (ers_…)')
-    .argument('<dismissalId>', 'the proposal (dsm_…)')
-    .action(async (erasureId: string, dismissalId: string) => {
-      const path = `/v1/erasures/${checkErasureId(erasureId)}/dismissals/${checkDismissalId(dismissalId)}/approve`;
-      out(await serviceCall(serviceClient('approver').json<DismissalAccepted>('POST', path), ERASE_EXIT.input));
-    });
-  dismissals
-    .command('revoke')
-    .description('Reject a proposed dismissal, or revoke an approved ruling (the probe runs again and counts its records), with LETHE_APPROVER_TOKEN.')
-    .argument('<erasureId>', 'the erasure (ers_…)')
-    .argument('<dismissalId>', 'the proposal (dsm_…)')
-    .option('--reason <text>', 'why (audited)')
-    .action(async (erasureId: string, dismissalId: string, opts: { reason?: string }) => {
-      const body = checked(DismissalRevocationSchema, opts.reason === undefined ? {} : { reason: opts.reason }, '--reason');
-      const path = `/v1/erasures/${checkErasureId(erasureId)}/dismissals/${checkDismissalId(dismissalId)}/revoke`;
-      out(await serviceCall(serviceClient('approver').json<DismissalAccepted>('POST', path, { body }), ERASE_EXIT.input));
-    });
-  erasure
-    .command('certificate')
-    .description(
-      "The erasure's signed certificate alone (GET /v1/erasures/{id}/certificate), to stdout or a file: what `lethe certificate verify` checks. " +
-        `Exit ${ERASE_EXIT.input} for an unknown id, or an erasure without a certificate yet (still running, or failed).`,
-    )
-    .argument('<erasureId>', 'the erasure (ers_…)')
-    .option('-o, --output <file>', 'write the certificate to this file (and print {erasureId, certificate, bytes})')
-    .action(async (erasureId: string, opts: { output?: string }) => {
-      const path = `/v1/erasures/${checkErasureId(erasureId)}/certificate`;
-      const document = await serviceCall(serviceClient('eraser').text('GET', path), ERASE_EXIT.input);
-      const text = `${JSON.stringify(JSON.parse(document) as unknown, null, 2)}\n`;
-      if (!opts.output) {
-        process.stdout.write(text);
-        return;
-      }
-      try {
-        await writeFile(opts.output, text, { mode: 0o600 });
-      } catch (e) {
-        throw new ExitError(`cannot write ${opts.output}: ${describeError(e).message}`, ERASE_EXIT.input);
-      }
-      out({ erasureId, certificate: opts.output, bytes: Buffer.byteLength(text) });
-    });
-  erasure
-    .command('report')
-    .description("The erasure's report for a data-protection officer (self-contained HTML with the provenance graph), to stdout or a file.")
-    .argument('<erasureId>', 'the erasure (ers_…)')
-    .option('-o, --output <file>', 'write the HTML to this file (and print {erasureId, report, bytes})')
-    .action(async (erasureId: string, opts: { output?: string }) => {
-      const path = `/v1/erasures/${checkErasureId(erasureId)}/report`;
-      const html = await serviceCall(serviceClient('eraser').text('GET', path, { accept: 'text/html' }), ERASE_EXIT.input);
-      if (!opts.output) {
-        process.stdout.write(html);
-        return;
-      }
-      try {
-        await writeFile(opts.output, html, { mode: 0o600 });
-      } catch (e) {
-        throw new ExitError(`cannot write ${opts.output}: ${describeError(e).message}`, ERASE_EXIT.input);
-      }
-      out({ erasureId, report: opts.output, bytes: Buffer.byteLength(html) });
-    });
+  addDismissals(erasure);
+  addErasureDocuments(erasure);
 }

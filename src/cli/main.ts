@@ -8,7 +8,7 @@
  * reads unless --json.
  *
  * This file builds the program from its parts (admin.ts: the local admin commands,
- * backup.ts, certificate.ts, erasure.ts; shared.ts: what they share), turns what ends a command into
+ * backup.ts, certificate.ts, erasure.ts and its erasure-*.ts; shared.ts: what they share), turns what ends a command into
  * its exit code, and runs when it is the entry point (bin.ts, the installed `lethe`, always runs it).
  */
 import { readFileSync, realpathSync } from 'node:fs';

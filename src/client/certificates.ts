@@ -9,18 +9,11 @@ import { type CertificateVerdict, certificateKeyId, verifyCertificate } from '..
 import { fromBase64Url } from '../crypto/index.js';
 import type { CertificateView } from '../erasure/view.js';
 import { LetheError } from '../errors.js';
+import type { SigningKey, SigningKeyList, SigningKeyRotation } from '../wire/certificates.js';
 import { type RoleCalls, seg } from './roles.js';
 
-export interface SigningKey {
-  readonly keyId: string;
-  readonly algorithm: 'Ed25519';
-  /** base64url of the 32-byte Ed25519 public key. */
-  readonly publicKey: string;
-  readonly state: 'current' | 'retired';
-  readonly origin: 'keyring' | 'root-derived';
-  readonly createdAt: string | null;
-  readonly retiredAt: string | null;
-}
+/** One certificate-signing public key, as GET /v1/certificates/keys lists it (the wire type: src/http/wire/certificates.ts). */
+export type { SigningKey };
 
 export interface VerifiedCertificate extends CertificateVerdict {
   /** The signing key's state in the trusted list (current | retired), when it named one. */
@@ -36,7 +29,7 @@ export class Certificates {
 
   /** Every certificate-signing public key of the vault, current first, then the retired ones. */
   async keys(): Promise<SigningKey[]> {
-    const { keys } = await this.#calls.anyClient().json<{ keys: SigningKey[] }>('GET', '/v1/certificates/keys', { timeoutMs: 30_000 });
+    const { keys } = await this.#calls.anyClient().json<SigningKeyList>('GET', '/v1/certificates/keys', { timeoutMs: 30_000 });
     return keys;
   }
 
@@ -78,7 +71,7 @@ export class Certificates {
   }
 
   /** Admin: a new current signing key; the old one retires (its public part stays listed). */
-  rotate(): Promise<{ current: SigningKey; retired: SigningKey }> {
+  rotate(): Promise<SigningKeyRotation> {
     return this.#calls.json('admin', 'POST', '/v1/certificates/keys/rotate');
   }
 }

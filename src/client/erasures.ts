@@ -11,6 +11,7 @@ import { TERMINAL_STATUSES } from '../erasure/machine.js';
 import type { BulkErasureRequest, ErasureRequest, RequestContext } from '../erasure/request.js';
 import type { CertificateView, DismissalAccepted, ErasureAccepted, ErasureTransition, ErasureView } from '../erasure/view.js';
 import { LetheError } from '../errors.js';
+import type { BulkErasureAccepted, ReportLink } from '../wire/erasures.js';
 import { readSse, type ServiceClient, ServiceError } from './http.js';
 import { followPages, type PageOptions, query, type RoleCalls, seg } from './roles.js';
 
@@ -30,27 +31,15 @@ export interface RecordsErasureRequest {
 }
 
 /** What `POST /v1/erasures/{id}/report-link` answers: a link that opens the report without a token until `expiresAt`. */
-export interface ReportLink {
-  readonly url: string;
-  readonly path: string;
-  readonly expiresAt: string;
-}
+export type { ReportLink };
 
 /** What `POST /v1/erasures` answered: `created` false when the subject's erasure was already open (the same one). */
 export interface RequestedErasure extends ErasureAccepted {
   readonly created: boolean;
 }
 
-/** What `POST /v1/erasures/batch` answered, one item per subject by its index in the request. */
-export interface BulkRequestedErasures {
-  readonly erasures: ReadonlyArray<
-    | { readonly index: number; readonly erasureId: string; readonly status: ErasureAccepted['status']; readonly created: boolean }
-    | { readonly index: number; readonly error: { readonly code: string; readonly detail: string } }
-  >;
-  readonly created: number;
-  readonly open: number;
-  readonly refused: number;
-}
+/** What `POST /v1/erasures/batch` answered, one item per subject by its index in the request (the wire type: src/wire/erasures.ts). */
+export type BulkRequestedErasures = BulkErasureAccepted;
 
 export interface ErasurePage {
   readonly erasures: Erasure[];

@@ -24,6 +24,10 @@ import type { ObjectStore } from '../storage/store.js';
 import { Certificates } from './certificates.js';
 import { Erasures, type RecordsErasureRequest, type RequestedErasure } from './erasures.js';
 import { LetheError } from '../errors.js';
+import type { Provenance, Regeneration, SearchHit, SearchResult } from '../wire/artifacts.js';
+import type { Backup } from '../wire/backups.js';
+import type { KeyLeaseAnswer, KeyValidity, KeyValidityState, SubjectKey } from '../wire/keys.js';
+import type { Entry } from '../wire/log.js';
 import { followPages, type PageOptions, query, RoleCalls, type RoleTokens, seg } from './roles.js';
 import { LetheWriter, type WriterOptions } from './writer.js';
 import type { TlsOptions } from './http.js';
@@ -41,15 +45,8 @@ export interface LetheOptions {
   readonly tls?: TlsOptions;
 }
 
-/** An entry as the service reads it back. */
-export interface Entry {
-  readonly entryId: string;
-  readonly seq: number;
-  readonly text: string;
-  readonly kind: string | null;
-  readonly metadata: Record<string, unknown> | null;
-  readonly createdAt: string;
-}
+/** An entry as the service reads it back (the wire type: src/http/wire/log.ts). */
+export type { Entry };
 
 export interface EntryRead extends Entry {
   /** Pass it when writing what you derived from this read (`artifacts.create`). */
@@ -80,23 +77,8 @@ export interface AppendResult {
 /** Whose records a search may return: exactly one of the three. */
 export type SearchScope = { readonly subject: string } | { readonly subjects: readonly string[] } | { readonly allSubjects: true };
 
-export interface SearchHit {
-  readonly id: string;
-  readonly type: 'entry' | 'artifact';
-  readonly score: number;
-  readonly text: string;
-  /** The hit's subject when the search named it (an entry, or an artifact derived from that subject alone); else null. */
-  readonly subject: string | null;
-  readonly kind: string | null;
-  readonly metadata: Record<string, unknown> | null;
-  readonly createdAt: string;
-}
-
-export interface SearchResult {
-  readonly hits: SearchHit[];
-  /** Covers every hit. */
-  readonly readFence: string;
-}
+/** A search hit and a search's answer (the wire types: src/wire/artifacts.ts). */
+export type { SearchHit, SearchResult };
 
 export interface NewArtifact {
   readonly kind: 'summary' | 'fact' | 'digest';
@@ -135,27 +117,14 @@ export interface ArtifactPage {
   readonly nextCursor: string | null;
 }
 
-export interface Provenance {
-  readonly artifactId: string;
-  /** The transitive closure, nearest first. */
-  readonly sources: Array<{ readonly id: string; readonly type: 'entry' | 'artifact'; readonly depth: number }>;
-  /** How many distinct subjects it reaches. */
-  readonly subjects: number;
-}
+/** An artifact's provenance closure and what a regeneration rewrote (the wire types: src/wire/artifacts.ts). */
+export type { Provenance, Regeneration };
 
-export interface Regeneration {
-  readonly regenerated: Array<{ readonly artifactId: string; readonly version: number }>;
-  readonly removed: string[];
-  readonly destruction: 'durable' | 'pending';
-}
-
-export interface KeyLease {
-  readonly keyId: string;
-  readonly leaseId: string;
-  readonly expiresAt: string;
+/** A lease as the wire has it (src/wire/keys.ts), its DEK decoded. */
+export type KeyLease = Readonly<Omit<KeyLeaseAnswer, 'dek'>> & {
   /** The 32-byte DEK: zero it when done (`zeroize`). */
   readonly dek: Uint8Array;
-}
+};
 
 /** What POST /v1/keys/batch answers for one subject (`ensureKeys`), in the order asked. */
 export type KeyBatchItem =
@@ -177,13 +146,8 @@ export interface KeyBatch {
 /** At most this many subjects in one POST /v1/keys/batch (`ensureKeys` sends more in several). */
 export const KEY_BATCH_MAX_SUBJECTS = 10_000;
 
-export interface Backup {
-  readonly backupId: string;
-  readonly createdAt: string;
-  readonly objects: number;
-  readonly keys: number;
-  readonly manifestVersion: number;
-}
+/** A backup as GET /v1/backups lists it (the wire type: src/wire/backups.ts). */
+export type { Backup };
 
 export interface BackupPage {
   readonly backups: Backup[];
@@ -292,7 +256,7 @@ export class Subjects {
   }
 
   /** Creates the subject's key, or answers the live one. */
-  ensureKey(subject: string): Promise<{ subject: string; keyId: string; state: 'active' | 'fenced'; createdAt: string }> {
+  ensureKey(subject: string): Promise<SubjectKey> {
     return this.#calls.json('writer', 'PUT', `/v1/subjects/${seg(subject)}/key`);
   }
 
@@ -318,7 +282,7 @@ export class Subjects {
 
   /** Leases the subject's DEK (the writer does this itself): zero `dek` when done, and release the lease. */
   async lease(subject: string): Promise<KeyLease> {
-    const body = await this.#calls.json<{ keyId: string; leaseId: string; expiresAt: string; dek: string }>('writer', 'POST', `/v1/subjects/${seg(subject)}/key/lease`);
+    const body = await this.#calls.json<KeyLeaseAnswer>('writer', 'POST', `/v1/subjects/${seg(subject)}/key/lease`);
     const dek = fromBase64Url(body.dek);
     if (!dek || dek.length !== 32) throw new LetheError('internal', 'the service returned a malformed lease');
     return { keyId: body.keyId, leaseId: body.leaseId, expiresAt: body.expiresAt, dek };
@@ -335,8 +299,8 @@ export class Subjects {
   }
 
   /** Backup role: the state of each key id (active, destruction_pending, destroyed, unknown). */
-  async validity(keyIds: readonly string[]): Promise<Record<string, 'active' | 'destruction_pending' | 'destroyed' | 'unknown'>> {
-    return (await this.#calls.json<{ keys: Record<string, 'active' | 'destruction_pending' | 'destroyed' | 'unknown'> }>('backup', 'POST', '/v1/keys/validity', { body: { keyIds } })).keys;
+  async validity(keyIds: readonly string[]): Promise<Record<string, KeyValidityState>> {
+    return (await this.#calls.json<KeyValidity>('backup', 'POST', '/v1/keys/validity', { body: { keyIds } })).keys;
   }
 }
 

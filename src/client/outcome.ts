@@ -7,24 +7,11 @@
  * is idempotent (`LetheWriter.retry`), so the outcome is learnt without a duplicate.
  */
 import { LetheError } from '../errors.js';
+import type { SegmentEntry, SegmentRegistration } from '../wire/log.js';
 import { ServiceError, TLS_VERIFY_CODES } from './http.js';
 
-/** One entry of a segment registration, as `POST /v1/segments` takes it (identifiers only). */
-export interface SegmentEntry {
-  readonly entryId: string;
-  readonly subject: string;
-  readonly keyId: string;
-  readonly seq: number;
-  readonly offset: number;
-  readonly length: number;
-  /** The entry's record key wrapped under the subject key (base64url): ciphertext, never the key. */
-  readonly wrappedKey: string;
-}
-
-export interface SegmentRegistration {
-  readonly segment: string;
-  readonly entries: readonly SegmentEntry[];
-}
+/** One entry of a segment registration and the registration, as `POST /v1/segments` takes them (the wire types: src/http/wire/log.ts). */
+export type { SegmentEntry, SegmentRegistration };
 
 /** Whether an append was stored is unknown; `LetheWriter.retry(error)` settles it. Retryable. */
 export class LetheOutcomeUnknownError extends LetheError {

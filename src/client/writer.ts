@@ -23,77 +23,23 @@
  * fails is tried again at the next idle release and at `close()`, whose report names
  * the leases still unreleased (they end at their expiry).
  */
-import { randomBytes as nodeRandomBytes } from 'node:crypto';
 import { fromBase64Url, zeroize } from '../crypto/index.js';
 import { isLetheError, LetheError } from '../errors.js';
+import type { KeyLeaseAnswer } from '../wire/keys.js';
+import type { AppendedEntry, Reservation, SegmentRegistrationResult } from '../wire/log.js';
+import { newId, newSegmentKey } from '../ids.js';
 import { type SealedEntry, sealEntry } from '../log/frame.js';
 import { AppendEntrySchema, MAX_ENTRY_TEXT_BYTES, payloadProblem } from '../log/payload.js';
 import { encodeSegment } from '../log/segment.js';
-import type { ObjectStore } from '../storage/store.js';
-import { ServiceClient, type TlsOptions } from './http.js';
+import { ServiceClient } from './http.js';
+import { LeaseReleases, type UnreleasedLease, type WriterCloseReport } from './lease-releases.js';
 import { attemptOutcome, LetheOutcomeUnknownError, type SegmentRegistration } from './outcome.js';
+import type { WriterOptions } from './writer-options.js';
 
-export interface WriterOptions {
-  /** The lethe service, e.g. http://127.0.0.1:8787 */
-  readonly baseUrl: string;
-  /** A writer-role bearer token. */
-  readonly token: string;
-  /** An HTTPS service's CA (and a client certificate when it requires one): `ServiceClient`'s `tls`. */
-  readonly tls?: TlsOptions;
-  /** The object store segments are uploaded to (the service's own bucket). */
-  readonly store: ObjectStore;
-  /** Flush a segment once its frames reach this many bytes (default 1 MiB). */
-  readonly segmentMaxBytes?: number;
-  /**
-   * Entries per segment at most (default 2,000): the segment's registration names each
-   * one (ids, place, wrapped record key — about 400 bytes with a long subject id), and
-   * must fit the service's request body limit (1 MiB by default) and its 10,000 entries.
-   */
-  readonly segmentMaxEntries?: number;
-  /** Flush a segment this long after its first frame (default 100 ms). */
-  readonly segmentMaxAgeMs?: number;
-  /** Sequence numbers reserved per round trip and subject (default 64). */
-  readonly reserveBlock?: number;
-  /** Test hook: runs after a segment is uploaded, before it is registered. */
-  readonly beforeRegister?: (segment: string) => Promise<void>;
-  /** Attempts at uploading a segment and at registering it, each (default 4). */
-  readonly attempts?: number;
-  /** Wait before the second attempt, doubling after each (default 200 ms, at most 5 s). */
-  readonly retryDelayMs?: number;
-  /** Give up on one service call after this long (default 30 s); an unanswered registration is retried. */
-  readonly requestTimeoutMs?: number;
-  /**
-   * After this long without an append (and nothing left to upload), the writer
-   * releases its leases and zeroes its DEKs; the next append leases again (default
-   * 60 s; `Infinity`: only at expiry and `close()`).
-   */
-  readonly idleTimeoutMs?: number;
-  /** Give up on releasing one lease after this long (default 5 s): the releases add at most about this long to `close()`. */
-  readonly releaseTimeoutMs?: number;
-}
+export type { UnreleasedLease, WriterCloseReport, WriterOptions };
 
-/** A lease the writer is done with but could not release: it ends at its expiry. */
-export interface UnreleasedLease {
-  readonly subject: string;
-  readonly leaseId: string;
-  readonly expiresAt: Date;
-  /** Why the release failed: the service's refusal, or `unavailable` (no answer within `releaseTimeoutMs`). */
-  readonly error: LetheError;
-}
-
-/** What `close()` did with the writer's leases. */
-export interface WriterCloseReport {
-  /** Leases whose release the service took while closing. */
-  readonly released: number;
-  /** Leases still unreleased (service unreachable or refusing): each stays usable until its expiry, and an erasure of its subject waits for it. */
-  readonly unreleased: readonly UnreleasedLease[];
-}
-
-export interface AppendedEntry {
-  readonly entryId: string;
-  readonly keyId: string;
-  readonly seq: number;
-}
+/** What an append stored (the wire type: src/wire/log.ts). */
+export type { AppendedEntry };
 
 interface HeldLease {
   readonly keyId: string;
@@ -115,10 +61,6 @@ interface PendingFrame {
   readonly reject: (e: unknown) => void;
 }
 
-function entryId(): string {
-  return `entry_${nodeRandomBytes(16).toString('base64url')}`;
-}
-
 export class LetheWriter {
   readonly #o: Required<Omit<WriterOptions, 'baseUrl' | 'token' | 'tls' | 'beforeRegister' | 'requestTimeoutMs'>> & Pick<WriterOptions, 'beforeRegister'>;
   readonly #service: ServiceClient;
@@ -134,10 +76,8 @@ export class LetheWriter {
   #closed = false;
   /** When an append last asked for a lease (the idle clock). */
   #lastActive = Date.now();
-  /** Releases on their way, by lease id. */
-  readonly #releasing = new Map<string, Promise<boolean>>();
-  /** Leases whose release failed, tried again at the next idle release and at close. */
-  readonly #unreleased = new Map<string, UnreleasedLease>();
+  /** The releases of leases the writer is done with (lease-releases.ts). */
+  readonly #releases: LeaseReleases;
 
   constructor(options: WriterOptions) {
     const { baseUrl, token, tls, requestTimeoutMs, ...rest } = options;
@@ -149,6 +89,7 @@ export class LetheWriter {
       if (!(this.#o[name] > 0)) throw new LetheError('validation_failed', `${name} must be a positive number of milliseconds`);
     }
     this.#service = new ServiceClient({ baseUrl, token, timeoutMs: requestTimeoutMs ?? 30_000, ...(tls ? { tls } : {}) });
+    this.#releases = new LeaseReleases(this.#service, this.#o.releaseTimeoutMs);
     // expired leases are dropped, and an idle writer's released, within a second (sooner for a shorter idle timeout)
     this.#sweeper = setInterval(() => this.#sweep(), Math.min(1000, Math.max(10, this.#o.idleTimeoutMs / 4)));
     this.#sweeper.unref();
@@ -179,7 +120,7 @@ export class LetheWriter {
       const dek = held.dek.slice();
       let sealed: SealedEntry;
       let seq: number | undefined;
-      const id = entryId();
+      const id = newId('entry');
       try {
         seq = await this.#nextSeq(subject, keyId);
         if (seq === undefined) {
@@ -238,9 +179,7 @@ export class LetheWriter {
   /** Zeroes every DEK, releases every lease held and retries the releases that failed; counts what the service took. */
   async #releaseAll(): Promise<WriterCloseReport> {
     for (const subject of [...this.#leases.keys()]) this.#forget(subject);
-    for (const lease of [...this.#unreleased.values()]) this.#release(lease.subject, lease.leaseId, lease.expiresAt.getTime());
-    const outcomes = await Promise.all([...this.#releasing.values()]);
-    return { released: outcomes.filter(Boolean).length, unreleased: [...this.#unreleased.values()] };
+    return this.#releases.settle();
   }
 
   #startFlush(): void {
@@ -276,7 +215,7 @@ export class LetheWriter {
     let registration: SegmentRegistration;
     try {
       const { bytes, places } = encodeSegment(batch.map((f) => f.envelope));
-      const segment = `log/seg_${nodeRandomBytes(16).toString('base64url')}`;
+      const segment = newSegmentKey();
       // a failed upload registered nothing: the appends failed, and may be made again
       await this.#withRetries(() => this.#o.store.put(segment, bytes), () => true);
       await this.#o.beforeRegister?.(segment);
@@ -320,7 +259,7 @@ export class LetheWriter {
       const { results } = await this.#withRetries(
         () => {
           attempts += 1;
-          return this.#service.json<{ results: Array<{ entryId: string; status: string }> }>('POST', '/v1/segments', { body: registration });
+          return this.#service.json<SegmentRegistrationResult>('POST', '/v1/segments', { body: registration });
         },
         (e) => {
           const outcome = attemptOutcome(e);
@@ -354,7 +293,7 @@ export class LetheWriter {
     let pending = this.#leasing.get(subject);
     if (!pending) {
       pending = (async () => {
-        const body = await this.#service.json<{ keyId: string; leaseId: string; dek: string; expiresAt: string }>(
+        const body = await this.#service.json<KeyLeaseAnswer>(
           'POST',
           `/v1/subjects/${encodeURIComponent(subject)}/key/lease`,
         );
@@ -367,7 +306,7 @@ export class LetheWriter {
         if (old && old.dek !== dek) zeroize(old.dek);
         this.#leases.set(subject, lease);
         // the renewed lease replaces the old one: nothing waits for the old one to expire
-        if (old && old.leaseId !== lease.leaseId) this.#release(subject, old.leaseId, old.expiresAt);
+        if (old && old.leaseId !== lease.leaseId) this.#releases.release(subject, old.leaseId, old.expiresAt);
         return lease;
       })().finally(() => this.#leasing.delete(subject));
       this.#leasing.set(subject, pending);
@@ -384,7 +323,7 @@ export class LetheWriter {
       let reserving = this.#reserving.get(subject);
       if (!reserving) {
         reserving = (async () => {
-          const r = await this.#service.json<{ keyId: string; firstSeq: number; count: number }>(
+          const r = await this.#service.json<Reservation>(
             'POST',
             `/v1/subjects/${encodeURIComponent(subject)}/entries/reservations`,
             { body: { count: this.#o.reserveBlock } },
@@ -403,42 +342,10 @@ export class LetheWriter {
     const held = this.#leases.get(subject);
     if (held) {
       zeroize(held.dek);
-      this.#release(subject, held.leaseId, held.expiresAt);
+      this.#releases.release(subject, held.leaseId, held.expiresAt);
     }
     this.#leases.delete(subject);
     this.#blocks.delete(subject);
-  }
-
-  /**
-   * `DELETE …/key/lease/{leaseId}` in the background, once per lease at a time, bounded
-   * by `releaseTimeoutMs`. Resolves true when the service took it (204), false when it
-   * failed — no answer, or a refusal (a 404 too: a service that does not know the lease
-   * has not recorded its end) — and the lease is kept in `#unreleased` for the next
-   * try until it expires.
-   */
-  #release(subject: string, leaseId: string, expiresAt: number): void {
-    if (this.#releasing.has(leaseId)) return;
-    if (expiresAt <= Date.now()) {
-      this.#unreleased.delete(leaseId); // over already: nothing left to release
-      return;
-    }
-    const path = `/v1/subjects/${encodeURIComponent(subject)}/key/lease/${encodeURIComponent(leaseId)}`;
-    const p = this.#service
-      .delete(path, { timeoutMs: this.#o.releaseTimeoutMs })
-      .then(
-        () => {
-          this.#unreleased.delete(leaseId);
-          return true;
-        },
-        (e: unknown) => {
-          const error = e instanceof LetheError ? e : new LetheError('unavailable', 'the lease release failed', { cause: e });
-          if (expiresAt > Date.now()) this.#unreleased.set(leaseId, { subject, leaseId, expiresAt: new Date(expiresAt), error });
-          else this.#unreleased.delete(leaseId);
-          return false;
-        },
-      )
-      .finally(() => this.#releasing.delete(leaseId));
-    this.#releasing.set(leaseId, p);
   }
 
   /** Drops (zeroes) DEKs whose lease expired; releases everything once the writer has been idle `idleTimeoutMs`. */
@@ -455,7 +362,7 @@ export class LetheWriter {
     const busy = this.#pending.length > 0 || this.#flushes.size > 0 || this.#leasing.size > 0 || this.#reserving.size > 0;
     if (busy) this.#lastActive = now;
     if (busy || this.#closed || now - this.#lastActive < this.#o.idleTimeoutMs) return;
-    if (this.#leases.size === 0 && this.#unreleased.size === 0) return;
+    if (this.#leases.size === 0 && this.#releases.failed === 0) return;
     this.#lastActive = now; // failed releases are tried again after another idle period, not at every sweep
     void this.#releaseAll();
   }

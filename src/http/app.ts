@@ -3,7 +3,7 @@
  * feature routes, the OpenAPI document generated from their zod schemas, and the one
  * error handler that turns every failure into problem+json.
  */
-import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
@@ -15,14 +15,14 @@ import { MAX_JSON_DEPTH, rejectBadInput } from './bad-input.js';
 import { registerDocs, withOperationIds } from './docs.js';
 import { allowedMethods } from './methods.js';
 import { problem, statusOf } from './problem.js';
-import { registerAdminRoutes } from './routes/admin.js';
-import { registerArtifactRoutes } from './routes/artifacts.js';
-import { registerBackupRoutes } from './routes/backups.js';
-import { registerCertificateRoutes } from './routes/certificates.js';
-import { registerErasureRoutes } from './routes/erasures.js';
-import { KEY_BATCH_BODY_LIMIT_BYTES, KEY_BATCH_PATH, registerKeyRoutes } from './routes/keys.js';
-import { registerLogRoutes } from './routes/log.js';
-import { replicaReadiness, ReplicaView } from './replica-readiness.js';
+import { registerAdminRoutes } from './routes/admin/index.js';
+import { registerArtifactRoutes } from './routes/artifacts/index.js';
+import { registerBackupRoutes } from './routes/backups/index.js';
+import { registerCertificateRoutes } from './routes/certificates/index.js';
+import { registerErasureRoutes } from './routes/erasures/index.js';
+import { KEY_BATCH_BODY_LIMIT_BYTES, KEY_BATCH_PATH, registerKeyRoutes } from './routes/keys/index.js';
+import { registerLogRoutes } from './routes/log/index.js';
+import { registerServiceRoutes } from './routes/service/index.js';
 import { json } from './schemas.js';
 import type { Services } from './services.js';
 
@@ -82,96 +82,7 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
 
-  app.openapi(
-    createRoute({
-      method: 'get',
-      path: '/healthz',
-      security: [], // public: no token
-      tags: ['service'],
-      summary: 'Liveness',
-      responses: { 200: json(z.object({ status: z.literal('ok') }), 'The process answers') },
-    }),
-    (c) => c.json({ status: 'ok' as const }, 200),
-  );
-
-  const ReadyResponse = z.object({
-    status: z.enum(['ok', 'degraded', 'unavailable']).openapi({ description: '`degraded` (still 200) while `checks.ledgerChain` is `failed`: the backup bucket\'s ledger chain was cut' }),
-    checks: z.record(z.string(), z.enum(['ok', 'failed', 'off', 'pending', 'bypassable'])),
-    warnings: z.array(z.string()).optional().openapi({ description: 'what does not stop readiness but an operator must know (the ledger chain not under Object Lock, destructions pending)' }),
-    replica: ReplicaView.optional(),
-  });
-  app.openapi(
-    createRoute({
-      method: 'get',
-      path: '/readyz',
-      security: [], // public: no token
-      tags: ['service'],
-      summary: 'Readiness: the database and the object store answer',
-      description:
-        '`checks.ledgerLock` is `off` when the backup bucket\'s ledger chain is not retained under Object Lock, `bypassable` when lethe\'s own credential can remove retained versions; `checks.ledgerChain` is `failed` (status `degraded`) ' +
-        'when the chain lacks a record this database stored there or its head was rolled back; `checks.ledgerWrites` is `pending` while ' +
-        'destructions wait for their record to be durable in the backup store. Neither makes the service unready; both are named in `warnings`. ' +
-        '`checks.listener` is `pending` while the replica event listener reconnects and `failed` (unready) once it has been down for longer than a short grace; ' +
-        '`replica` names the listener, the index state, the last key destruction applied, the erasure worker, the indexer, and search freshness: ' +
-        '`searchQueued` writer-registered entries not yet searchable, the oldest waiting `searchLagSeconds`.',
-      responses: { 200: json(ReadyResponse, 'Ready'), 503: json(ReadyResponse, 'Not ready') },
-    }),
-    async (c) => {
-      const checks = [
-        { name: 'database', check: () => services.db.ping() },
-        { name: 'objectStore', check: () => services.objects.ping() },
-      ];
-      const results: Record<string, 'ok' | 'failed'> = {};
-      // every read below starts now and is bounded at 2 s: the answer comes within about 2 s even when the database hangs
-      // search freshness (the indexing queue): reported, never a reason to be unready
-      const searchRead = services.replica ? withTimeout(services.log.queueStatus(), 2000).catch(() => undefined) : Promise.resolve(undefined);
-      // the ledger chain: advisory, never a reason to be unready
-      const ledgerRead = withTimeout(services.backups.ledgerStatus(), 2000).then(
-        (status) => ({ status }),
-        (e: unknown) => ({ error: e }),
-      );
-      await Promise.all(
-        checks.map(async ({ name, check }) => {
-          try {
-            await withTimeout(check(), 2000);
-            results[name] = 'ok';
-          } catch (e) {
-            logger.warn({ check: name, err: describeError(e) }, 'readiness check failed');
-            results[name] = 'failed';
-          }
-        }),
-      );
-      const search = await searchRead;
-      const replica = replicaReadiness(services, Date.now(), search);
-      const ok = Object.values(results).every((r) => r === 'ok') && replica.check !== 'failed';
-      const warnings: string[] = [];
-      const ledger: Record<string, 'ok' | 'off' | 'pending' | 'failed' | 'bypassable'> = {};
-      const read = await ledgerRead;
-      if ('status' in read) {
-        const { status } = read;
-        ledger.ledgerLock = !status.locked ? 'off' : status.bypassable ? 'bypassable' : 'ok';
-        if (!status.locked) warnings.push(`the ledger chain is not under Object Lock: ${status.why}`);
-        if (status.bypassable) warnings.push("lethe's own credential can remove retained versions of the ledger chain (the governance bypass or version deletes): give it a least-privilege policy (infra/minio/lethe-policy.json) or use compliance mode");
-        ledger.ledgerWrites = status.pending > 0 ? 'pending' : 'ok';
-        if (status.anchor.state !== 'unchecked') ledger.ledgerChain = status.anchor.state === 'cut' ? 'failed' : 'ok';
-        if (status.anchor.state === 'cut') warnings.push(`the ledger chain in the backup bucket was cut: ${status.anchor.problem}; no destruction is recorded there until it is repaired (lethe backup repair-ledger)`);
-        if (status.pending > 0) {
-          warnings.push(`${status.pending} destruction(s) not yet durable in the backup store's ledger, the oldest since ${status.oldestPending?.toISOString() ?? '?'}`);
-        }
-      } else {
-        logger.warn({ err: describeError(read.error) }, 'readiness: the ledger status could not be read');
-      }
-      return c.json(
-        {
-          status: ok ? (ledger.ledgerChain === 'failed' ? ('degraded' as const) : ('ok' as const)) : ('unavailable' as const),
-          checks: { ...results, ...ledger, ...(replica.check ? { listener: replica.check } : {}) },
-          ...(replica.warning || warnings.length > 0 ? { warnings: [...warnings, ...(replica.warning ? [replica.warning] : [])] } : {}),
-          ...(replica.view ? { replica: replica.view } : {}),
-        },
-        ok ? 200 : 503,
-      );
-    },
-  );
+  registerServiceRoutes(app, services, tokens);
 
   app.get('/metrics', async (c) => {
     c.header('content-type', metrics.registry.contentType);
@@ -186,7 +97,7 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
   registerErasureRoutes(app, services, tokens);
   registerCertificateRoutes(app, services, tokens);
 
-  // doc31, plus what the generator leaves out: an operationId on every operation, and the servers.
+  // doc31, plus the servers; every operation's hand-written operationId is checked as it is served (docs.ts).
   const documentConfig: Parameters<typeof app.getOpenAPI31Document>[0] = {
     openapi: '3.1.0',
     servers: [{ url: '/' }],
@@ -242,17 +153,3 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
 
 /** What a retryable 503 (a database outage, a retryable `unavailable`) asks the client to wait before trying again. */
 const RETRY_AFTER_SECONDS = 1;
-
-async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}

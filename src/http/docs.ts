@@ -104,30 +104,16 @@ export function registerDocs(app: Hono<AuthEnv>): void {
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'] as const;
 
-const capital = (word: string): string => word.charAt(0).toUpperCase() + word.slice(1);
-
-/** camelCase words of a path segment: `signing-keys` → SigningKeys, `{subject}` → BySubject. */
-function segmentWords(segment: string): string {
-  const param = /^\{(.+)\}$/.exec(segment);
-  const words = (param ? param[1]! : segment).split(/[^A-Za-z0-9]+/).filter(Boolean).map(capital).join('');
-  return param ? `By${words}` : words;
-}
-
-/**
- * The operationId of an operation without one: its method and path in camelCase
- * (`GET /v1/subjects/{subject}/entries` → `getSubjectsBySubjectEntries`; the `v1`
- * prefix dropped). One method and path make one id, so two operations never share one;
- * a route that names its own keeps it, and a clash throws rather than ship a document
- * with two operations of one id.
- */
-export function operationIdOf(method: string, path: string): string {
-  const segments = path.split('/').filter((s) => s !== '' && s !== 'v1');
-  return method.toLowerCase() + segments.map(segmentWords).join('');
-}
+/** A hand-written operationId: a verb and a noun in camelCase (`requestErasure`, `leaseSubjectKey`), as generated clients name their methods. */
+export const OPERATION_ID = /^[a-z]+[A-Za-z]*$/;
 
 type Operation = { operationId?: string };
 
-/** The document with an operationId on every operation. */
+/**
+ * The document, checked: every operation names its own operationId (each route file
+ * declares one with its route), in camelCase, and no two share one. A route without one,
+ * or a clash, throws rather than ship a document a client generator would name badly.
+ */
 export function withOperationIds<D extends { paths?: Record<string, unknown> }>(doc: D): D {
   const seen = new Map<string, string>();
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
@@ -136,8 +122,8 @@ export function withOperationIds<D extends { paths?: Record<string, unknown> }>(
     for (const method of METHODS) {
       const op = ops[method];
       if (!op) continue;
-      op.operationId ??= operationIdOf(method, path);
       const where = `${method.toUpperCase()} ${path}`;
+      if (!op.operationId || !OPERATION_ID.test(op.operationId)) throw new Error(`${where} needs a camelCase operationId (createRoute({ operationId }))`);
       const other = seen.get(op.operationId);
       if (other) throw new Error(`operationId ${op.operationId} names both ${other} and ${where}`);
       seen.set(op.operationId, where);

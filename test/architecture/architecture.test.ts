@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { check, format, README, readTree, REPO, SCHEMA, type Violation, warnings } from './check.js';
+import { check, format, README, readTree, REPO, SCHEMA, SERVICES, type Violation, warnings } from './check.js';
 import { ALLOWED_CYCLES, ALLOWED_LONG_FILES, ALLOWED_LONG_FUNCTIONS, MODULES } from './rules.js';
 import type { ShapeAllowances } from './shape.js';
 
@@ -12,6 +12,7 @@ const base = {
   [README]: readFileSync(path.join(REPO, README), 'utf8'),
   [SCHEMA]: readFileSync(path.join(REPO, SCHEMA), 'utf8'),
   [DB_CLIENT]: readFileSync(path.join(REPO, DB_CLIENT), 'utf8'),
+  [SERVICES]: readFileSync(path.join(REPO, SERVICES), 'utf8'),
 };
 // schema.ts, in the base, is one of today's long files
 const ALLOWED: ShapeAllowances = { longFiles: ALLOWED_LONG_FILES, longFunctions: ALLOWED_LONG_FUNCTIONS, cycles: ALLOWED_CYCLES };
@@ -356,6 +357,56 @@ describe('the shape of src/', () => {
       'src/log/a.ts:1 [cycle] import cycle among src/log/a.ts, src/log/b.ts',
       'src/vault/a.ts:1 [function-length] tooLong: 121 lines (at most 120)',
       'src/vault/long.ts:1 [file-length] 401 lines (at most 400)',
+    ]);
+  });
+});
+
+describe('route files', () => {
+  const routeViolation = (file: string, line: number, message: string): Violation => ({ file, line, rule: 'route-services', message });
+  const FILE = 'src/http/routes/erasures/forget-entry.ts';
+  /** A route file in the house style, with `uses` as its Uses body and `body` as its handler. */
+  const route = (uses: string, body: string, extraImports = '') =>
+    [
+      "import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';",
+      "import type { Services } from '../../services.js';",
+      ...(extraImports ? [extraImports] : []),
+      'export interface Uses {',
+      uses,
+      '}',
+      "export const route = createRoute({ operationId: 'forgetEntry', method: 'delete', path: '/v1/entries/{entryId}', responses: {} });",
+      'export function register(app: OpenAPIHono, services: Uses): void {',
+      `  app.openapi(route, async (c) => ${body});`,
+      '}',
+    ].join('\n');
+
+  it('the house style is clean: what it uses, it declares', () => {
+    const uses = "  readonly erasures: Pick<Services['erasures'], 'forgetEntry'>;\n  readonly principals: Pick<Services['principals'], 'name'>;";
+    const src = route(uses, "c.json(await services.erasures.forgetEntry(c.req.param('entryId'), services.principals.name(c)))", "import type { ErasureEngine } from '../../../erasure/engine.js';");
+    expect(violations({ [FILE]: src })).toEqual([]);
+  });
+
+  it('flags a planted use of a service the route does not declare', () => {
+    const uses = "  readonly erasures: Pick<Services['erasures'], 'forgetEntry'>;";
+    const src = route(uses, 'c.json(await services.keys.destroy(c.req.param(\'entryId\')))');
+    expect(violations({ [FILE]: src })).toEqual([routeViolation(FILE, 8, 'uses services.keys without declaring keys in Uses')]);
+  });
+
+  it('flags a planted import of an undeclared service, a destructured one, the whole Services object and a name that is no service', () => {
+    const uses = "  readonly erasures: Pick<Services['erasures'], 'forgetEntry'>;\n  readonly vault: Services;";
+    const src = route(uses, '{ const { erasures, backups } = services; return c.json(await erasures.forgetEntry(backups)); }', "import { KeyService } from '../../../vault/keys.js';");
+    expect(violations({ [FILE]: src })).toEqual([
+      routeViolation(FILE, 3, 'imports src/vault/keys.ts, the keys service, without declaring it in Uses'),
+      routeViolation(FILE, 4, `Uses declares vault, which is not a service of ${SERVICES}`),
+      routeViolation(FILE, 6, "takes the whole Services object: declare only what it uses (Services['<name>'] or a Pick of it)"),
+      routeViolation(FILE, 10, 'uses services.backups without declaring backups in Uses'),
+    ]);
+  });
+
+  it('flags a route file that declares no Uses; files without createRoute (indexes, shared schemas) are not route files', () => {
+    const bare = ["import { createRoute } from '@hono/zod-openapi';", "export const route = createRoute({ operationId: 'getX', method: 'get', path: '/x', responses: {} });"].join('\n');
+    const index = "import * as forgetEntry from './forget-entry.js';\nexport function registerAll(app, services) { forgetEntry.register(app, services); services.anything; }\n";
+    expect(violations({ [FILE]: bare, 'src/http/routes/erasures/index.ts': index })).toEqual([
+      routeViolation(FILE, 2, 'a route file declares the services it uses: export interface Uses { readonly <service>: … }'),
     ]);
   });
 });

@@ -3,7 +3,8 @@
  * module README's "May import" line is what its files import (readme.ts); no module
  * writes a table it does not own, nor reads one unless src/db/README.md lists the read
  * ("Reads across a wall"); and no new long file, long function or import cycle in src/
- * (shape.ts; today's are listed in rules.ts and reported as warnings).
+ * (shape.ts; today's are listed in rules.ts and reported as warnings); a route file uses only
+ * the services it declares (its `Uses` type; the services are src/http/services.ts's).
  *
  * `check()` is pure: it takes every .ts file and README.md under src/ as repo-relative
  * path → text and returns the violations (`warnings()`: the allowed offenders).
@@ -35,6 +36,8 @@ const ALLOWED: ShapeAllowances = { longFiles: ALLOWED_LONG_FILES, longFunctions:
 
 export const README = 'src/db/README.md';
 export const SCHEMA = 'src/db/schema.ts';
+export const SERVICES = 'src/http/services.ts';
+export const ROUTES = 'src/http/routes/';
 
 
 function checkImports(file: string, src: string, files: Readonly<Record<string, string>>, rules: Rules): Violation[] {
@@ -205,6 +208,92 @@ function checkTables(files: Readonly<Record<string, string>>, rules: Rules): Vio
 }
 
 // ---------------------------------------------------------------------------------
+// Routes: one file per operation, each declaring the services it uses (src/http/README.md).
+//
+// A route file is a file under src/http/routes/ that calls createRoute(. It declares
+// `export interface Uses { readonly <service>: …; }` (or `export type Uses = Pick<Services, '…'>`),
+// naming services of src/http/services.ts's `Services`; then
+//   - every `services.<name>` in it is a declared name,
+//   - importing the module a service comes from (src/erasure/engine.ts for `erasures`)
+//     needs that service declared,
+//   - the whole `Services` object is never taken: only `Services['<name>']` or a Pick.
+
+/** Service name → the file its type is imported from, parsed from src/http/services.ts. */
+export function parseServices(src: string, files: Readonly<Record<string, string>>): Map<string, string | undefined> {
+  const { code } = lex(src);
+  const typeFile = new Map<string, string>();
+  for (const m of code.matchAll(/\bimport\s+type\s*\{([^}]*)\}\s*from\s*(['"])([^'"]+)\2/g)) {
+    for (const name of m[1]!.split(',').map((n) => n.trim().split(/\s+as\s+/).pop()!).filter(Boolean)) typeFile.set(name, resolveSpecifier(SERVICES, m[3]!, files));
+  }
+  const services = new Map<string, string | undefined>();
+  const body = /\binterface\s+Services\s*\{([\s\S]*?)\n\}/.exec(code)?.[1] ?? '';
+  for (const m of body.matchAll(/^\s*(?:readonly\s+)?([\w$]+)\??\s*:\s*([\w$]+)?/gm)) services.set(m[1]!, m[2] ? typeFile.get(m[2]) : undefined);
+  return services;
+}
+
+/** The names a route file's `Uses` declares, or undefined when it declares none. */
+export function declaredUses(src: string): Set<string> | undefined {
+  const { code } = lex(src);
+  const iface = /\bexport\s+interface\s+Uses\s*\{/.exec(code);
+  if (iface) {
+    let depth = 1;
+    let k = iface.index + iface[0].length;
+    const start = k;
+    for (; k < code.length && depth > 0; k++) depth += code[k] === '{' ? 1 : code[k] === '}' ? -1 : 0;
+    const names = new Set<string>();
+    // top-level members only: blank nested braces first
+    let body = code.slice(start, k - 1);
+    while (/\{[^{}]*\}/.test(body)) body = body.replace(/\{[^{}]*\}/g, (b) => ' '.repeat(b.length));
+    for (const m of body.matchAll(/(?:^|[;,\n])\s*(?:readonly\s+)?([\w$]+)\??\s*:/g)) names.add(m[1]!);
+    return names;
+  }
+  const alias = /\bexport\s+type\s+Uses\s*=([^;]*);/.exec(code);
+  if (alias) return new Set([...alias[1]!.matchAll(/Pick\s*<\s*Services\s*,([^>]*)>/g)].flatMap((m) => [...m[1]!.matchAll(/['"]([\w$]+)['"]/g)].map((n) => n[1]!)));
+  return undefined;
+}
+
+function checkRoute(file: string, src: string, files: Readonly<Record<string, string>>, services: ReadonlyMap<string, string | undefined>): Violation[] {
+  const { code, masked } = lex(src);
+  if (!/\bcreateRoute\s*\(/.test(masked)) return [];
+  const violation = (index: number, message: string): Violation => ({ file, line: lineAt(src, index), rule: 'route-services', message });
+  const declared = declaredUses(src);
+  if (!declared) return [violation(masked.search(/\bcreateRoute\s*\(/), 'a route file declares the services it uses: export interface Uses { readonly <service>: … }')];
+  const violations: Violation[] = [];
+  for (const name of declared) {
+    if (services.size > 0 && !services.has(name)) violations.push(violation(masked.search(/\bUses\b/), `Uses declares ${name}, which is not a service of ${SERVICES}`));
+  }
+  for (const m of masked.matchAll(/\bservices\s*\??\.\s*([\w$]+)/g)) {
+    if (!declared.has(m[1]!)) violations.push(violation(m.index, `uses services.${m[1]} without declaring ${m[1]} in Uses`));
+  }
+  for (const m of masked.matchAll(/\{([^{}]*)\}\s*=\s*services\b/g)) {
+    for (const name of m[1]!.split(',').map((n) => n.trim().split(/\s*:/)[0]!.trim()).filter(Boolean)) {
+      if (!declared.has(name)) violations.push(violation(m.index, `uses services.${name} without declaring ${name} in Uses`));
+    }
+  }
+  for (const m of masked.matchAll(/\bServices\b(?!\s*\[)/g)) {
+    if (/Pick\s*<\s*$/.test(masked.slice(Math.max(0, m.index - 40), m.index)) && /\bexport\s+type\s+Uses\b/.test(code)) continue;
+    if (/\bimport\s+type\s*\{[^}]*$/.test(masked.slice(Math.max(0, m.index - 200), m.index))) continue; // the import of the type itself
+    violations.push(violation(m.index, "takes the whole Services object: declare only what it uses (Services['<name>'] or a Pick of it)"));
+  }
+  for (const { specifier, line } of importsOf(src)) {
+    if (!specifier.startsWith('.')) continue;
+    const target = resolveSpecifier(file, specifier, files);
+    const provides = [...services].filter(([, from]) => from === target).map(([name]) => name);
+    if (provides.length > 0 && !provides.some((name) => declared.has(name))) {
+      violations.push({ file, line, rule: 'route-services', message: `imports ${target}, the ${provides.join(' / ')} service, without declaring it in Uses` });
+    }
+  }
+  return violations;
+}
+
+function checkRoutes(files: Readonly<Record<string, string>>): Violation[] {
+  const services = files[SERVICES] ? parseServices(files[SERVICES], files) : new Map<string, string | undefined>();
+  return Object.entries(files)
+    .filter(([file]) => file.startsWith(ROUTES) && file.endsWith('.ts'))
+    .flatMap(([file, src]) => checkRoute(file, src, files, services));
+}
+
+// ---------------------------------------------------------------------------------
 
 const order = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
 const sorted = (vs: Violation[]) => vs.sort((a, b) => order(a.file, b.file) || a.line - b.line || order(a.message, b.message));
@@ -216,6 +305,7 @@ export function check(files: Readonly<Record<string, string>>, rules: Rules = { 
     .flatMap(([file, src]) => checkImports(file, src, files, rules));
   violations.push(...checkTables(files, rules));
   violations.push(...checkReadmes(files, rules.modules));
+  violations.push(...checkRoutes(files));
   violations.push(...checkShape(files, rules.allowed ?? ALLOWED).violations);
   return sorted(violations);
 }

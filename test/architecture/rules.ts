@@ -42,18 +42,27 @@ export const MODULES: Readonly<Record<string, ModuleRule>> = {
   erasure: {
     imports: ['erasable', 'backups', 'search', 'artifacts', 'log', 'vectors', 'vault', 'storage', 'keyprovider', 'crypto', 'db', 'errors', 'ids', 'observability', 'config', 'concurrency'],
   },
+  // What crosses HTTP, declared once (plain zod schemas): routes, the client and the CLI import it.
+  wire: { imports: ['ids', 'errors'], files: ['src/erasure/view.ts', 'src/erasure/machine.ts', 'src/erasure/request.ts'] },
   // Routes never touch the database (no db), and nothing below the composition root
   // imports it (no app, client, cli).
   http: {
-    imports: ['erasure', 'backups', 'search', 'artifacts', 'log', 'vectors', 'vault', 'storage', 'keyprovider', 'crypto', 'errors', 'ids', 'config', 'observability'],
+    imports: ['erasure', 'backups', 'search', 'artifacts', 'log', 'vectors', 'vault', 'storage', 'keyprovider', 'crypto', 'errors', 'ids', 'config', 'observability', 'wire'],
   },
   // The composition root: it wires everything; only cli imports it.
   app: { imports: { allExcept: ['cli', 'client'] } },
-  // The client ships to writers: it shares the frame format and the erasure request
-  // and view types with the server, nothing else.
+  // The client ships to writers: it shares the frame format, the erasure request and
+  // view types and the wire types with the server, nothing else.
   client: {
-    imports: ['crypto', 'errors', 'ids', 'storage'],
-    files: ['src/log/frame.ts', 'src/log/payload.ts', 'src/log/segment.ts', 'src/erasure/request.ts', 'src/erasure/view.ts', 'src/erasure/machine.ts'],
+    imports: ['crypto', 'errors', 'ids', 'storage', 'wire'],
+    files: [
+      'src/log/frame.ts',
+      'src/log/payload.ts',
+      'src/log/segment.ts',
+      'src/erasure/request.ts',
+      'src/erasure/view.ts',
+      'src/erasure/machine.ts',
+    ],
   },
   cli: { imports: { allExcept: ['db'] } },
 };
@@ -75,12 +84,8 @@ export const WRITE_EXCEPTIONS: Readonly<Record<string, { readonly tables: readon
  */
 export const ALLOWED_LONG_FILES: readonly string[] = [
   'src/backups/ledger-chain.ts',
-  'src/cli/erasure.ts',
-  'src/client/lethe.ts',
-  'src/client/writer.ts',
   'src/config/index.ts',
   'src/db/schema.ts',
-  'src/http/routes/erasures.ts',
   'src/keyprovider/aws-kms.ts',
   'src/vault/audit.ts',
   'src/vault/creation.ts',
@@ -88,13 +93,7 @@ export const ALLOWED_LONG_FILES: readonly string[] = [
 ];
 export const ALLOWED_LONG_FUNCTIONS: readonly string[] = [
   'src/backups/restore.ts#restoreBackup',
-  'src/cli/erasure.ts#addErasure',
   'src/config/index.ts#loadConfig',
-  'src/http/app.ts#createHttpApp',
-  'src/http/routes/artifacts.ts#registerArtifactRoutes',
-  'src/http/routes/erasures.ts#registerErasureRoutes',
-  'src/http/routes/keys.ts#registerKeyRoutes',
-  'src/http/routes/log.ts#registerLogRoutes',
 ];
 export const ALLOWED_CYCLES: readonly (readonly string[])[] = [
 ];

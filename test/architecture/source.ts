@@ -7,7 +7,7 @@ import path from 'node:path';
 export interface Violation {
   readonly file: string;
   readonly line: number;
-  readonly rule: 'import' | 'table-write' | 'table-read' | 'readme-imports' | 'cycle' | 'file-length' | 'function-length';
+  readonly rule: 'import' | 'table-write' | 'table-read' | 'readme-imports' | 'cycle' | 'file-length' | 'function-length' | 'route-services';
   readonly message: string;
 }
 
