@@ -23,7 +23,7 @@ describe('re-indexing rows of an older comparison form', () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    t = await openTestApp({ vault: { erasureWorker: false } });
+    t = await openTestApp({ app: { erasureWorker: false } });
     for (let i = 0; i < 20; i++) await append(`user:bg-${i}-${tag()}`, `Phone: call the front desk about parcel ${randomInt(10, 99)} before noon.`);
   }, 60_000);
 
@@ -31,13 +31,13 @@ describe('re-indexing rows of an older comparison form', () => {
     await t?.close();
   });
 
-  const append = async (subject: string, text: string) => t.vault.log.append(subject, { text }, 'writer');
+  const append = async (subject: string, text: string) => t.app.log.append(subject, { text }, 'writer');
   const erase = async (subject: string) => {
-    const { erasureId } = await t.vault.erasures.request({ subject }, 'eraser');
-    return t.vault.erasures.settle(erasureId);
+    const { erasureId } = await t.app.erasures.request({ subject }, 'eraser');
+    return t.app.erasures.settle(erasureId);
   };
   const foldVersionOf = async (recordId: string) =>
-    (await queryRows<{ v: number }>(t.vault.db.db, sql`select fold_version as v from embeddings where record_id = ${recordId}`))[0]?.v;
+    (await queryRows<{ v: number }>(t.app.db.db, sql`select fold_version as v from embeddings where record_id = ${recordId}`))[0]?.v;
 
   /**
    * An entry whose sealed row is as the older lethe wrote it: "Phone: +44 20 7946 0958"
@@ -47,11 +47,11 @@ describe('re-indexing rows of an older comparison form', () => {
   async function legacyEntry(digits: readonly string[]): Promise<string> {
     const { entryId, keyId } = await append(`user:holder-${tag()}`, `Phone: +${digits.join(' ')}`);
     // indexed first: the indexer's own row must not land over the older one afterwards
-    await t.vault.log.drained();
-    const { dek } = await t.vault.keys.dekFor(keyId);
+    await t.app.log.drained();
+    const { dek } = await t.app.keys.dekFor(keyId);
     try {
-      const [old] = await t.vault.vectors.seal([{ recordId: entryId, recordType: 'entry', text: `Phone:\n${digits.join('\n')}` }], keyId, dek);
-      await upsertEmbeddings(t.vault.db.db, [{ ...old!, foldVersion: 1 }]);
+      const [old] = await t.app.vectors.seal([{ recordId: entryId, recordType: 'entry', text: `Phone:\n${digits.join('\n')}` }], keyId, dek);
+      await upsertEmbeddings(t.app.db.db, [{ ...old!, foldVersion: 1 }]);
     } finally {
       dek.fill(0);
     }
@@ -61,9 +61,9 @@ describe('re-indexing rows of an older comparison form', () => {
   it('a row sealed with the older form hides a reformatted number from the probe until the re-index; then the probe names it', async () => {
     const digits = phone();
     const copy = await legacyEntry(digits);
-    await t.vault.vectors.rebuild();
+    await t.app.vectors.rebuild();
     expect(await foldVersionOf(copy)).toBe(1);
-    expect(await t.vault.vectors.countStale()).toBeGreaterThanOrEqual(1);
+    expect(await t.app.vectors.countStale()).toBeGreaterThanOrEqual(1);
 
     // before: the erased "442079460958" and the stored "44 20 7946 0958" share no word
     const before = `user:w-${tag()}`;
@@ -71,13 +71,13 @@ describe('re-indexing rows of an older comparison form', () => {
     const missed = await erase(before);
     expect(missed.probe.matches.map((m) => m.id)).not.toContain(copy);
 
-    const result = await t.vault.reindex();
+    const result = await t.app.reindex();
     expect(result.reindexed).toBeGreaterThanOrEqual(1);
     expect(result.left).toBe(0);
     expect(await foldVersionOf(copy)).toBe(FOLD_VERSION);
-    expect(await t.vault.vectors.countStale()).toBe(0);
+    expect(await t.app.vectors.countStale()).toBe(0);
     // nothing left: a second run finds nothing
-    expect(await t.vault.reindex()).toEqual({ stale: 0, reindexed: 0, left: 0 });
+    expect(await t.app.reindex()).toEqual({ stale: 0, reindexed: 0, left: 0 });
 
     const after = `user:w-${tag()}`;
     await append(after, `Phone: ${digits.join('-')}`);
@@ -88,14 +88,14 @@ describe('re-indexing rows of an older comparison form', () => {
 
   it("re-indexes an artifact's current version from its text, under its version key", async () => {
     const { entryId } = await append(`user:src-${tag()}`, 'Anna keeps the spare key under the blue flowerpot near the gate.');
-    const artifact = await t.vault.artifacts.write({ kind: 'summary', text: `Anna: spare key under the blue flowerpot; phone +${phone().join(' ')}.`, sources: [entryId] }, 'writer');
-    await t.vault.log.drained();
-    expect(await t.vault.reindex()).toMatchObject({ left: 0 });
-    await t.vault.db.db.execute(sql`update embeddings set fold_version = 1 where record_id = ${artifact.artifactId}`);
-    const result = await t.vault.reindex();
+    const artifact = await t.app.artifacts.write({ kind: 'summary', text: `Anna: spare key under the blue flowerpot; phone +${phone().join(' ')}.`, sources: [entryId] }, 'writer');
+    await t.app.log.drained();
+    expect(await t.app.reindex()).toMatchObject({ left: 0 });
+    await t.app.db.db.execute(sql`update embeddings set fold_version = 1 where record_id = ${artifact.artifactId}`);
+    const result = await t.app.reindex();
     expect(result).toEqual({ stale: 1, reindexed: 1, left: 0 });
     expect(await foldVersionOf(artifact.artifactId)).toBe(FOLD_VERSION);
-    expect(t.vault.vectors.lexical.has(artifact.artifactId)).toBe(true);
+    expect(t.app.vectors.lexical.has(artifact.artifactId)).toBe(true);
   });
 
   it('another replica loads the re-indexed rows although it holds them under the same key', async () => {
@@ -106,12 +106,12 @@ describe('re-indexing rows of an older comparison form', () => {
     };
     const copy = await legacyEntry(phone());
     // both replicas hold the row as the older lethe sealed it
-    await t.vault.vectors.rebuild();
+    await t.app.vectors.rebuild();
     await replica.vectors.rebuild();
     const legacy = setOn(replica, copy);
-    expect(legacy).toEqual(setOn(t.vault, copy));
-    await t.vault.reindex();
-    const current = setOn(t.vault, copy);
+    expect(legacy).toEqual(setOn(t.app, copy));
+    await t.app.reindex();
+    const current = setOn(t.app, copy);
     expect(current).not.toEqual(legacy);
     // told over NOTIFY that the row was rewritten under the key it already had
     const deadline = Date.now() + 15_000;

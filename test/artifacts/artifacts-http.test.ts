@@ -69,7 +69,7 @@ async function read(id: string): Promise<ArtifactBody> {
 }
 
 async function artifactRowCount(): Promise<number> {
-  const [row] = await queryRows<{ n: number }>(t.vault.db.db, sql`select count(*)::int as n from artifacts`);
+  const [row] = await queryRows<{ n: number }>(t.app.db.db, sql`select count(*)::int as n from artifacts`);
   return Number(row!.n);
 }
 
@@ -197,7 +197,7 @@ describe('refused writes: 422', () => {
 describe('refused writes: 409', () => {
   it('citing an entry whose key was destroyed is 409 source_erased', async () => {
     const gone = await append('user:destroyed', 'Dave had a secret.');
-    await t.vault.keys.destroyKey(gone.keyId, { reason: 't', actor: 'admin' });
+    await t.app.keys.destroyKey(gone.keyId, { reason: 't', actor: 'admin' });
     await refused(() => post({ kind: 'summary', text: PLANTED, sources: [gone.entryId] }), 409, 'source_erased');
     await refused(() => post({ kind: 'summary', text: PLANTED, sources: [alice.entryId, gone.entryId] }), 409, 'source_erased');
   });
@@ -206,7 +206,7 @@ describe('refused writes: 409', () => {
     const e = await append('user:erin', 'Erin moved away.');
     const other = await append('user:erin', 'Erin has a dog.');
     const w = await write([e.entryId, other.entryId]);
-    const result = await t.vault.artifacts.regenerate([w.artifactId], { excluding: [e.entryId, other.entryId], actor: 't' });
+    const result = await t.app.artifacts.regenerate([w.artifactId], { excluding: [e.entryId, other.entryId], actor: 't' });
     expect(result.removed).toEqual([w.artifactId]);
     await refused(() => post({ kind: 'digest', text: PLANTED, sources: [w.artifactId] }), 409, 'source_erased');
     await refused(() => post({ kind: 'digest', text: PLANTED, sources: [alice.entryId, w.artifactId] }), 409, 'source_erased');
@@ -215,11 +215,11 @@ describe('refused writes: 409', () => {
 
   it('citing an entry whose key is fenced is 409 erasure_in_progress, and accepted once the fence is lifted', async () => {
     const f = await append('user:fenced', 'Frank is being erased.');
-    await t.vault.keys.fenceKey(f.keyId, 'admin');
+    await t.app.keys.fenceKey(f.keyId, 'admin');
     try {
       await refused(() => post({ kind: 'summary', text: PLANTED, sources: [f.entryId] }), 409, 'erasure_in_progress');
     } finally {
-      await t.vault.keys.unfenceKey(f.keyId, 'admin');
+      await t.app.keys.unfenceKey(f.keyId, 'admin');
     }
     expect((await write([f.entryId])).version).toBe(1);
   });
@@ -359,7 +359,7 @@ describe('POST /v1/artifacts/{artifactId}/regenerate', () => {
 
   it('with no body at all: regenerates from every surviving source', async () => {
     const w = await write([alice.entryId, bob.entryId]);
-    const res = await t.app.request(`/v1/artifacts/${w.artifactId}/regenerate`, { method: 'POST', headers: { authorization: `Bearer ${TOKENS.writer}` } });
+    const res = await t.http.request(`/v1/artifacts/${w.artifactId}/regenerate`, { method: 'POST', headers: { authorization: `Bearer ${TOKENS.writer}` } });
     const r = await ok<{ regenerated: unknown[]; removed: unknown[] }>(res, 200);
     expect(r).toEqual({ regenerated: [{ artifactId: w.artifactId, version: 2 }], removed: [], destruction: 'durable' });
     expect((await read(w.artifactId)).sources.sort()).toEqual([alice.entryId, bob.entryId].sort());
@@ -419,7 +419,7 @@ describe('nothing is lost', () => {
   });
 
   it('every artifact row has exactly one object per live version, and none for an erased one', async () => {
-    const rows = await queryRows<{ artifact_id: string; version: number; state: string }>(t.vault.db.db, sql`select artifact_id, version, state from artifacts`);
+    const rows = await queryRows<{ artifact_id: string; version: number; state: string }>(t.app.db.db, sql`select artifact_id, version, state from artifacts`);
     const expected = rows.filter((r) => r.state === 'live').map((r) => `${r.artifact_id}/v${r.version}`).sort();
     expect(artifactObjects()).toEqual(expected);
   });

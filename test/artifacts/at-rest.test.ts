@@ -48,7 +48,7 @@ for (const store of ['minio', 'local'] as const) {
     });
 
     it('canaries and embedding vectors are in no plain bytes, and read back through lethe', async () => {
-      const v = tv.vault;
+      const v = tv.app;
       const entryCanary = `ENTRY-CANARY-${randomBytes(8).toString('hex')}`;
       const artifactCanary = `ARTIFACT-CANARY-${randomBytes(8).toString('hex')}`;
       const entryText = `remember ${entryCanary} for the weekly summary`;

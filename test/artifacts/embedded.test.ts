@@ -12,7 +12,7 @@ describe('artifacts on PGlite and the local object store', () => {
   });
 
   it('writes with provenance, searches, refuses a stale fence, regenerates, and rebuilds the index after a restart', async () => {
-    const v = tv.vault;
+    const v = tv.app;
     expect([v.db.kind, v.objects.kind]).toEqual(['pglite', 'fs']);
     const a = await v.log.append('user:ea', { text: 'Anna keeps her spare key under the blue flowerpot.' }, 'writer');
     const b = await v.log.append('user:eb', { text: 'Ben is training for a half marathon.' }, 'writer');

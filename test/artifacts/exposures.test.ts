@@ -42,7 +42,7 @@ async function register(body: { corpus: string; model?: string; ids: string[] })
 }
 
 /** The corpora registered as holding the subject's content. */
-const corporaOf = async (subject: string) => (await t.vault.exposures.forSubjectHash(t.vault.keys.subjectHash(subject))).map((e) => e.corpus);
+const corporaOf = async (subject: string) => (await t.app.exposures.forSubjectHash(t.app.keys.subjectHash(subject))).map((e) => e.corpus);
 
 describe('POST /v1/training-exposures', () => {
   it('answers 201 {exposureId, records, subjects}', async () => {
@@ -87,16 +87,16 @@ describe('vault.exposures.forSubjectHash', () => {
     const inCorpus = await append('user:x');
     await append('user:left-out');
     const r = await register({ corpus: 'corpus-x', model: 'model-x', ids: [inCorpus.entryId] });
-    const exposures = await t.vault.exposures.forSubjectHash(t.vault.keys.subjectHash('user:x'));
+    const exposures = await t.app.exposures.forSubjectHash(t.app.keys.subjectHash('user:x'));
     expect(exposures).toEqual([{ exposureId: r.exposureId, corpus: 'corpus-x', model: 'model-x', createdAt: expect.any(Date) }]);
-    expect(await t.vault.exposures.forSubjectHash(t.vault.keys.subjectHash('user:left-out'))).toEqual([]);
-    expect(await t.vault.exposures.forSubjectHash(t.vault.keys.subjectHash('user:never-seen'))).toEqual([]);
+    expect(await t.app.exposures.forSubjectHash(t.app.keys.subjectHash('user:left-out'))).toEqual([]);
+    expect(await t.app.exposures.forSubjectHash(t.app.keys.subjectHash('user:never-seen'))).toEqual([]);
   });
 
   it('records a null model when none is named', async () => {
     const e = await append('user:exp-nomodel');
     await register({ corpus: 'corpus-nomodel', ids: [e.entryId] });
-    const [exposure] = await t.vault.exposures.forSubjectHash(t.vault.keys.subjectHash('user:exp-nomodel'));
+    const [exposure] = await t.app.exposures.forSubjectHash(t.app.keys.subjectHash('user:exp-nomodel'));
     expect(exposure?.model).toBeNull();
   });
 
@@ -112,8 +112,8 @@ describe('vault.exposures.forSubjectHash', () => {
     const dropped = await append('user:exp-dropped');
     const summary = await artifact([kept.entryId, dropped.entryId]);
     await register({ corpus: 'corpus-before-regen', ids: [summary] });
-    await t.vault.artifacts.regenerate([summary], { excluding: [dropped.entryId], actor: 't' });
-    expect((await t.vault.artifacts.provenance(summary)).nodes.map((n) => n.id)).toEqual([kept.entryId]);
+    await t.app.artifacts.regenerate([summary], { excluding: [dropped.entryId], actor: 't' });
+    expect((await t.app.artifacts.provenance(summary)).nodes.map((n) => n.id)).toEqual([kept.entryId]);
     expect(await corporaOf('user:exp-dropped')).toEqual(['corpus-before-regen']);
     expect(await corporaOf('user:exp-kept')).toEqual(['corpus-before-regen']);
   });
@@ -122,7 +122,7 @@ describe('vault.exposures.forSubjectHash', () => {
 describe('erased records', () => {
   it('an entry whose key was destroyed is still accepted and counted, and its subject is still listed', async () => {
     const gone = await append('user:exp-erased');
-    await t.vault.keys.destroyKey(gone.keyId, { reason: 't', actor: 'admin' });
+    await t.app.keys.destroyKey(gone.keyId, { reason: 't', actor: 'admin' });
     const live = await append('user:exp-alive');
     const r = await register({ corpus: 'corpus-erased', ids: [gone.entryId, live.entryId] });
     expect(r).toMatchObject({ records: 2, subjects: 2 });
@@ -132,7 +132,7 @@ describe('erased records', () => {
   it('an artifact erased by regeneration is still accepted and counted as a record', async () => {
     const e = await append('user:exp-erased-art');
     const summary = await artifact([e.entryId]);
-    const result = await t.vault.artifacts.regenerate([summary], { excluding: [e.entryId], actor: 't' });
+    const result = await t.app.artifacts.regenerate([summary], { excluding: [e.entryId], actor: 't' });
     expect(result.removed).toEqual([summary]);
     const r = await register({ corpus: 'corpus-erased-art', ids: [summary] });
     expect(r.records).toBe(1);

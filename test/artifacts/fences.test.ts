@@ -40,7 +40,7 @@ describe('read fences', () => {
     const fenceA = await readFence('/v1/subjects/user:fa/entries');
     const fenceB = await readFence('/v1/subjects/user:fb/entries');
     // …A is erased meanwhile (key destroyed)…
-    await t.vault.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
+    await t.app.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
     // …and the job writes a summary that cites only B but was made from both reads
     const res = await writeArtifact({ sources: [b.entryId], readFences: [fenceA, fenceB] });
     expect(res.status).toBe(409);
@@ -58,7 +58,7 @@ describe('read fences', () => {
     const a = await append('user:fc', 'C: allergic to penicillin.');
     const b = await append('user:fd', 'D: runs marathons.');
     const fence = await readFence(`/v1/entries/${a.entryId}`);
-    await t.vault.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
+    await t.app.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
     const res = await writeArtifact({ sources: [b.entryId], readFence: fence });
     expect(res.status).toBe(409);
     expect(((await res.json()) as { code: string }).code).toBe('source_erased');
@@ -71,7 +71,7 @@ describe('read fences', () => {
     const summary = (await (await writeArtifact({ sources: [e.entryId, f.entryId] })).json()) as { artifactId: string };
     const fence = await readFence(`/v1/artifacts/${summary.artifactId}`);
     // E erased: the summary's closure is affected even before it is regenerated
-    await t.vault.keys.destroyKey(e.keyId, { reason: 'erasure', actor: 'eraser' });
+    await t.app.keys.destroyKey(e.keyId, { reason: 'erasure', actor: 'eraser' });
     const res = await writeArtifact({ sources: [g.entryId], readFence: fence });
     expect(res.status).toBe(409);
 
@@ -93,7 +93,7 @@ describe('read fences', () => {
     expect(res.status).toBe(200);
     const { hits, readFence: fence } = (await res.json()) as { hits: Array<{ id: string }>; readFence: string };
     expect(hits.map((h) => h.id)).toContain(i.entryId);
-    await t.vault.keys.destroyKey(i.keyId, { reason: 'erasure', actor: 'eraser' });
+    await t.app.keys.destroyKey(i.keyId, { reason: 'erasure', actor: 'eraser' });
     expect((await writeArtifact({ sources: [j.entryId], readFence: fence })).status).toBe(409);
   });
 
@@ -101,11 +101,11 @@ describe('read fences', () => {
     const k = await append('user:fk', 'K: birthday in May.');
     const l = await append('user:fl', 'L: speaks Finnish.');
     const fence = await readFence('/v1/subjects/user:fk/entries');
-    await t.vault.keys.fenceKey(k.keyId, 'eraser');
+    await t.app.keys.fenceKey(k.keyId, 'eraser');
     const res = await writeArtifact({ sources: [l.entryId], readFence: fence });
     expect(res.status).toBe(409);
     expect(((await res.json()) as { code: string }).code).toBe('erasure_in_progress');
-    await t.vault.keys.unfenceKey(k.keyId, 'eraser');
+    await t.app.keys.unfenceKey(k.keyId, 'eraser');
     expect((await writeArtifact({ sources: [l.entryId], readFence: fence })).status).toBe(201);
   });
 
@@ -114,7 +114,7 @@ describe('read fences', () => {
     await append('user:fm', 'M: second note, to be redacted.');
     const n = await append('user:fn', 'N: keeps bees.');
     const fence = await readFence('/v1/subjects/user:fm/entries');
-    await t.vault.log.rekeySubject('user:fm', { exclude: [m1.entryId], actor: 'eraser' });
+    await t.app.log.rekeySubject('user:fm', { exclude: [m1.entryId], actor: 'eraser' });
     expect((await writeArtifact({ sources: [n.entryId], readFence: fence })).status).toBe(409);
     expect((await writeArtifact({ sources: [n.entryId], readFence: await readFence('/v1/subjects/user:fm/entries') })).status).toBe(201);
   });

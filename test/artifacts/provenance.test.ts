@@ -20,11 +20,11 @@ afterAll(async () => {
 });
 
 async function entry(subject: string, text = `something ${subject} said.`): Promise<string> {
-  return (await tv.vault.log.append(subject, { text }, 'writer')).entryId;
+  return (await tv.app.log.append(subject, { text }, 'writer')).entryId;
 }
 
 function write(sources: string[], kind: ArtifactKind = 'summary', text = 'a summary of its sources.') {
-  return tv.vault.artifacts.write({ kind, text, sources }, 'writer');
+  return tv.app.artifacts.write({ kind, text, sources }, 'writer');
 }
 
 async function artifact(sources: string[], kind: ArtifactKind = 'summary'): Promise<string> {
@@ -32,13 +32,13 @@ async function artifact(sources: string[], kind: ArtifactKind = 'summary'): Prom
 }
 
 /** The subject as the vault names it in the database (keyed hash, hex). */
-const hashOf = (subject: string) => Buffer.from(tv.vault.keys.subjectHash(subject)).toString('hex');
+const hashOf = (subject: string) => Buffer.from(tv.app.keys.subjectHash(subject)).toString('hex');
 
 const touching = async (subject: string) =>
-  Object.fromEntries((await tv.vault.artifacts.touching(subject)).map((t) => [t.artifactId, t.depth]));
+  Object.fromEntries((await tv.app.artifacts.touching(subject)).map((t) => [t.artifactId, t.depth]));
 
 async function artifactRows(): Promise<number> {
-  const [row] = await queryRows<{ n: number }>(tv.vault.db.db, sql`select count(*)::int as n from artifacts`);
+  const [row] = await queryRows<{ n: number }>(tv.app.db.db, sql`select count(*)::int as n from artifacts`);
   return Number(row!.n);
 }
 
@@ -58,7 +58,7 @@ describe('a diamond: two summaries sharing an entry, a digest over both', () => 
   });
 
   it('the digest\'s closure holds every node exactly once: the summaries at depth 1, the entries at depth 2', async () => {
-    const { nodes } = await tv.vault.artifacts.provenance(digest);
+    const { nodes } = await tv.app.artifacts.provenance(digest);
     expect(nodes).toHaveLength(5);
     expect(new Set(nodes.map((n) => n.id)).size).toBe(5);
     const byId = Object.fromEntries(nodes.map((n) => [n.id, { type: n.type, depth: n.depth }]));
@@ -72,24 +72,24 @@ describe('a diamond: two summaries sharing an entry, a digest over both', () => 
   });
 
   it('lists the closure nearest first', async () => {
-    const { nodes } = await tv.vault.artifacts.provenance(digest);
+    const { nodes } = await tv.app.artifacts.provenance(digest);
     const depths = nodes.map((n) => n.depth);
     expect(depths).toEqual([...depths].sort((a, b) => a - b));
   });
 
   it('the digest reaches the three subjects, and its write answered that count', async () => {
-    const { subjects } = await tv.vault.artifacts.provenance(digest);
+    const { subjects } = await tv.app.artifacts.provenance(digest);
     expect(subjects).toEqual([hashOf('user:dia-a'), hashOf('user:dia-shared'), hashOf('user:dia-c')].sort());
     expect(digestSubjects).toBe(3);
   });
 
   it('each summary reaches only its own two subjects', async () => {
-    expect((await tv.vault.artifacts.provenance(s1)).subjects).toEqual([hashOf('user:dia-a'), hashOf('user:dia-shared')].sort());
-    expect((await tv.vault.artifacts.provenance(s2)).subjects).toEqual([hashOf('user:dia-shared'), hashOf('user:dia-c')].sort());
+    expect((await tv.app.artifacts.provenance(s1)).subjects).toEqual([hashOf('user:dia-a'), hashOf('user:dia-shared')].sort());
+    expect((await tv.app.artifacts.provenance(s2)).subjects).toEqual([hashOf('user:dia-shared'), hashOf('user:dia-c')].sort());
   });
 
   it('the shared subject is touched by both summaries at depth 1 and by the digest once, at depth 2', async () => {
-    const t = await tv.vault.artifacts.touching('user:dia-shared');
+    const t = await tv.app.artifacts.touching('user:dia-shared');
     expect(t.filter((x) => x.artifactId === digest)).toHaveLength(1);
     expect(Object.fromEntries(t.map((x) => [x.artifactId, x.depth]))).toEqual({ [s1]: 1, [s2]: 1, [digest]: 2 });
   });
@@ -102,7 +102,7 @@ describe('a diamond: two summaries sharing an entry, a digest over both', () => 
   it('a node reachable both directly and through a summary is listed once, at the shorter depth', async () => {
     // cites the shared entry directly and again through s1
     const shortcut = await artifact([s1, eShared], 'digest');
-    const { nodes } = await tv.vault.artifacts.provenance(shortcut);
+    const { nodes } = await tv.app.artifacts.provenance(shortcut);
     expect(nodes.filter((n) => n.id === eShared)).toEqual([{ id: eShared, type: 'entry', depth: 1 }]);
     expect(nodes.find((n) => n.id === eA)).toEqual({ id: eA, type: 'entry', depth: 2 });
     expect(nodes).toHaveLength(3);
@@ -126,20 +126,20 @@ describe('a chain of six artifacts, each derived from the one below', () => {
   });
 
   it('touching the subject gives every link at its depth, 1 to 6', async () => {
-    const t = await tv.vault.artifacts.touching('user:chain');
+    const t = await tv.app.artifacts.touching('user:chain');
     expect(t).toEqual(chain.map((artifactId, i) => ({ artifactId, depth: i + 1 })));
   });
 
   it('the top\'s closure walks down the chain to the entry at depth 6, with one subject', async () => {
     const top = chain.at(-1)!;
-    const { nodes, subjects } = await tv.vault.artifacts.provenance(top);
+    const { nodes, subjects } = await tv.app.artifacts.provenance(top);
     const expected = [...chain.slice(0, -1).reverse().map((id, i) => ({ id, type: 'artifact', depth: i + 1 })), { id: root, type: 'entry', depth: CHAIN }];
     expect(nodes).toEqual(expected);
     expect(subjects).toEqual([hashOf('user:chain')]);
   });
 
   it('the bottom link\'s closure is only the entry', async () => {
-    expect(await tv.vault.artifacts.provenance(chain[0]!)).toEqual({ nodes: [{ id: root, type: 'entry', depth: 1 }], subjects: [hashOf('user:chain')] });
+    expect(await tv.app.artifacts.provenance(chain[0]!)).toEqual({ nodes: [{ id: root, type: 'entry', depth: 1 }], subjects: [hashOf('user:chain')] });
   });
 
   it('a write over the top of the chain answers one subject', async () => {
@@ -173,7 +173,7 @@ describe('an artifact with several hundred sources from many subjects', () => {
   });
 
   it('the closure holds every source once, at depth 1, and names every subject', async () => {
-    const { nodes, subjects } = await tv.vault.artifacts.provenance(written.artifactId);
+    const { nodes, subjects } = await tv.app.artifacts.provenance(written.artifactId);
     expect(nodes).toHaveLength(SUBJECTS * PER_SUBJECT);
     expect(new Set(nodes.map((n) => n.id))).toEqual(new Set(entries));
     expect(nodes.every((n) => n.type === 'entry' && n.depth === 1)).toBe(true);
@@ -193,7 +193,7 @@ describe('an artifact with several hundred sources from many subjects', () => {
 
   it('naming a source twice counts it once', async () => {
     const dup = await write([entries[0]!, entries[0]!, entries[1]!]);
-    const { nodes } = await tv.vault.artifacts.provenance(dup.artifactId);
+    const { nodes } = await tv.app.artifacts.provenance(dup.artifactId);
     expect(nodes.map((n) => n.id).sort()).toEqual([entries[0]!, entries[1]!].sort());
     expect(dup.subjects).toBe(1);
   });
@@ -203,11 +203,11 @@ describe('a subject that touches nothing', () => {
   it('a subject with entries but no artifact over them touches no artifact', async () => {
     await entry('user:lonely');
     await entry('user:lonely');
-    expect(await tv.vault.artifacts.touching('user:lonely')).toEqual([]);
+    expect(await tv.app.artifacts.touching('user:lonely')).toEqual([]);
   });
 
   it('a subject the vault has never seen touches no artifact', async () => {
-    expect(await tv.vault.artifacts.touching('user:never-seen')).toEqual([]);
+    expect(await tv.app.artifacts.touching('user:never-seen')).toEqual([]);
   });
 });
 
@@ -236,11 +236,11 @@ describe('mixed subjects: only some artifacts touch the subject being erased', (
   it('subject sets follow the closure: two for the artifacts over both, one for the others', async () => {
     const gone = hashOf('user:mixed-gone');
     const kept = hashOf('user:mixed-kept');
-    expect((await tv.vault.artifacts.provenance(onlyGone)).subjects).toEqual([gone]);
-    expect((await tv.vault.artifacts.provenance(onlyKept)).subjects).toEqual([kept]);
-    expect((await tv.vault.artifacts.provenance(aboveKept)).subjects).toEqual([kept]);
-    expect((await tv.vault.artifacts.provenance(both)).subjects).toEqual([gone, kept].sort());
-    expect((await tv.vault.artifacts.provenance(aboveBoth)).subjects).toEqual([gone, kept].sort());
+    expect((await tv.app.artifacts.provenance(onlyGone)).subjects).toEqual([gone]);
+    expect((await tv.app.artifacts.provenance(onlyKept)).subjects).toEqual([kept]);
+    expect((await tv.app.artifacts.provenance(aboveKept)).subjects).toEqual([kept]);
+    expect((await tv.app.artifacts.provenance(both)).subjects).toEqual([gone, kept].sort());
+    expect((await tv.app.artifacts.provenance(aboveBoth)).subjects).toEqual([gone, kept].sort());
   });
 });
 
@@ -259,11 +259,11 @@ describe(`the height limit (MAX_HEIGHT = ${MAX_HEIGHT})`, () => {
 
   it(`a chain exactly ${MAX_HEIGHT} artifacts tall is accepted, and its closure reaches the entry at depth ${MAX_HEIGHT}`, async () => {
     expect(chain).toHaveLength(MAX_HEIGHT);
-    const { nodes, subjects } = await tv.vault.artifacts.provenance(chain.at(-1)!);
+    const { nodes, subjects } = await tv.app.artifacts.provenance(chain.at(-1)!);
     expect(nodes).toHaveLength(MAX_HEIGHT);
     expect(nodes.at(-1)).toEqual({ id: root, type: 'entry', depth: MAX_HEIGHT });
     expect(subjects).toEqual([hashOf('user:tall')]);
-    const t = await tv.vault.artifacts.touching('user:tall');
+    const t = await tv.app.artifacts.touching('user:tall');
     expect(t).toHaveLength(MAX_HEIGHT);
     expect(t.at(-1)).toEqual({ artifactId: chain.at(-1), depth: MAX_HEIGHT });
   });

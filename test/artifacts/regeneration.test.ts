@@ -34,11 +34,11 @@ async function getVersion(client: Client, bucket: string, name: string, versionI
 
 /** Every key lethe holds right now: live artifact-version keys and live subject DEKs. */
 async function everyLiveKey(tv: TestVault): Promise<Uint8Array[]> {
-  const art = await queryRows<{ key_id: string }>(tv.vault.db.db, sql`select key_id from artifact_keys`);
-  const sub = await queryRows<{ key_id: string }>(tv.vault.db.db, sql`select key_id from subject_keys`);
+  const art = await queryRows<{ key_id: string }>(tv.app.db.db, sql`select key_id from artifact_keys`);
+  const sub = await queryRows<{ key_id: string }>(tv.app.db.db, sql`select key_id from subject_keys`);
   return [
-    ...(await Promise.all(art.map((r) => tv.vault.versionKeys.unwrap(r.key_id, 'artifact-version')))),
-    ...(await Promise.all(sub.map(async (r) => (await tv.vault.keys.dekFor(r.key_id)).dek))),
+    ...(await Promise.all(art.map((r) => tv.app.versionKeys.unwrap(r.key_id, 'artifact-version')))),
+    ...(await Promise.all(sub.map(async (r) => (await tv.app.keys.dekFor(r.key_id)).dek))),
   ];
 }
 
@@ -58,16 +58,16 @@ describe('regenerating a summary and the digest above it without subject A (MinI
     });
     const url = new URL(minio.endpoint);
     client = new Client({ endPoint: url.hostname, port: Number(url.port), useSSL: false, accessKey: minio.accessKey, secretKey: minio.secretKey });
-    for (const c of A) ids.a.push((await tv.vault.log.append('user:a', { text: `A's home address is ${c}.` }, 'writer')).entryId);
-    for (const c of B) ids.b.push((await tv.vault.log.append('user:b', { text: `B booked a trip, reference ${c}.` }, 'writer')).entryId);
-    for (const c of C) ids.c.push((await tv.vault.log.append('user:c', { text: `C adopted a cat named ${c}.` }, 'writer')).entryId);
+    for (const c of A) ids.a.push((await tv.app.log.append('user:a', { text: `A's home address is ${c}.` }, 'writer')).entryId);
+    for (const c of B) ids.b.push((await tv.app.log.append('user:b', { text: `B booked a trip, reference ${c}.` }, 'writer')).entryId);
+    for (const c of C) ids.c.push((await tv.app.log.append('user:c', { text: `C adopted a cat named ${c}.` }, 'writer')).entryId);
   });
   afterAll(async () => {
     await tv?.close();
   });
 
   it('rewrites both as version 2 without A, keeps B and C, and leaves version 1 unreadable even from a raw copy of the bucket', async () => {
-    const v = tv.vault;
+    const v = tv.app;
     const summary = await v.artifacts.write(
       { kind: 'summary', text: `Weekly summary: A lives at ${A[0]}; B trip ${B[0]}; A also ${A[1]}; B ${B[1]}.`, sources: [...ids.a, ...ids.b] },
       'writer',
@@ -159,7 +159,7 @@ describe('regeneration cascades in dependency order, each artifact exactly once'
   });
 
   it('a digest above two regenerated summaries (a diamond) gets exactly one new version', async () => {
-    const v = tv.vault;
+    const v = tv.app;
     const a = (await v.log.append('user:d-a', { text: 'A private fact.' }, 'writer')).entryId;
     const b = (await v.log.append('user:d-b', { text: 'B public fact.' }, 'writer')).entryId;
     const s1 = (await v.artifacts.write({ kind: 'summary', text: 'one', sources: [a, b] }, 'writer')).artifactId;
@@ -180,7 +180,7 @@ describe('regeneration cascades in dependency order, each artifact exactly once'
   });
 
   it('an artifact left with no surviving source is erased (410), its key destroyed, and the digest above keeps the rest', async () => {
-    const v = tv.vault;
+    const v = tv.app;
     const a = (await v.log.append('user:e-a', { text: 'Only A is here.' }, 'writer')).entryId;
     const c = (await v.log.append('user:e-c', { text: 'C stays.' }, 'writer')).entryId;
     const s = await v.artifacts.write({ kind: 'summary', text: 'Only A is here.', sources: [a] }, 'writer');
@@ -201,7 +201,7 @@ describe('regeneration cascades in dependency order, each artifact exactly once'
   });
 
   it('after a subject key is destroyed, regenerating what touches the subject drops its now unreadable entries without being told', async () => {
-    const v = tv.vault;
+    const v = tv.app;
     const x = await v.log.append('user:f-x', { text: 'X secret meeting at noon.' }, 'writer');
     const y = await v.log.append('user:f-y', { text: 'Y likes jazz.' }, 'writer');
     const s = await v.artifacts.write({ kind: 'summary', text: 'X secret meeting at noon. Y likes jazz.', sources: [x.entryId, y.entryId] }, 'writer');
@@ -220,7 +220,7 @@ describe('regeneration cascades in dependency order, each artifact exactly once'
   });
 
   it('refuses unknown artifact ids and ids that are not artifact ids', async () => {
-    await expect(tv.vault.artifacts.regenerate(['art_AAAAAAAAAAAAAAAAAAAAAA'], { actor: 'eraser' })).rejects.toMatchObject({ code: 'not_found' });
-    await expect(tv.vault.artifacts.regenerate(['entry_AAAAAAAAAAAAAAAAAAAAAA'], { actor: 'eraser' })).rejects.toMatchObject({ code: 'validation_failed' });
+    await expect(tv.app.artifacts.regenerate(['art_AAAAAAAAAAAAAAAAAAAAAA'], { actor: 'eraser' })).rejects.toMatchObject({ code: 'not_found' });
+    await expect(tv.app.artifacts.regenerate(['entry_AAAAAAAAAAAAAAAAAAAAAA'], { actor: 'eraser' })).rejects.toMatchObject({ code: 'validation_failed' });
   });
 });

@@ -51,11 +51,11 @@ describe('a cut ledger chain on the local folder', () => {
   beforeAll(async () => {
     // the periodic check every second: "the running service alarms within a minute"
     tv = await openTestApp({ extraEnv: { LETHE_BACKUP_PROPAGATE_SECONDS: '86400', LETHE_LEDGER_CHECK_SECONDS: '1' } });
-    Object.assign(alice, await tv.vault.log.append(`user:anchor-a-${tag()}`, { text: `alice lives at ${tag()} Rose Street` }, 'writer'));
-    Object.assign(bob, await tv.vault.log.append(`user:anchor-b-${tag()}`, { text: `bob keeps bees ${tag()}` }, 'writer'));
-    backupId = (await tv.vault.backups.run()).backupId;
-    await tv.vault.keys.destroyKey(alice.keyId, { reason: 'erasure', actor: 'eraser' });
-    expect((await tv.vault.backups.awaitDurable([alice.keyId], 30_000)).pending).toEqual([]);
+    Object.assign(alice, await tv.app.log.append(`user:anchor-a-${tag()}`, { text: `alice lives at ${tag()} Rose Street` }, 'writer'));
+    Object.assign(bob, await tv.app.log.append(`user:anchor-b-${tag()}`, { text: `bob keeps bees ${tag()}` }, 'writer'));
+    backupId = (await tv.app.backups.run()).backupId;
+    await tv.app.keys.destroyKey(alice.keyId, { reason: 'erasure', actor: 'eraser' });
+    expect((await tv.app.backups.awaitDurable([alice.keyId], 30_000)).pending).toEqual([]);
   }, 120_000);
   afterAll(async () => {
     await tv?.close();
@@ -63,14 +63,14 @@ describe('a cut ledger chain on the local folder', () => {
   });
 
   it('is anchored and restores as before while nothing is cut', async () => {
-    expect(await tv.vault.backups.checkAnchor()).toBeUndefined();
+    expect(await tv.app.backups.checkAnchor()).toBeUndefined();
     const restored = await targetOf(tv, targets);
     expect(await restored.backups.restore(backupId, { actor: 'test' })).toMatchObject({ ledger: 'replayed', warnings: [] });
     await expect(restored.log.get(alice.entryId)).rejects.toMatchObject({ code: 'key_destroyed' });
   });
 
   it("refuses a restore once the head and every record after the genesis are deleted (the chain no longer records the backup's own manifest); forced, it names the keys it brings back", async () => {
-    const store = tv.vault.backups.store;
+    const store = tv.app.backups.store;
     for await (const o of store.list('ledger/chain/')) if (o.key !== chainRecordKey(0)) await store.delete(o.key);
     await store.delete(LEDGER_HEAD_KEY);
 
@@ -98,18 +98,18 @@ describe('a cut ledger chain on the local folder', () => {
     expect(metrics).toMatch(/^lethe_ledger_chain_cut 1$/m);
 
     // a destruction now is not written over the gap: it stays pending (the key is unusable all the same)
-    await tv.vault.keys.destroyKey(bob.keyId, { reason: 'erasure', actor: 'eraser' });
-    const waited = await tv.vault.backups.awaitDurable([bob.keyId], 1500);
+    await tv.app.keys.destroyKey(bob.keyId, { reason: 'erasure', actor: 'eraser' });
+    const waited = await tv.app.backups.awaitDurable([bob.keyId], 1500);
     expect(waited.pending).toEqual([bob.keyId]);
     expect(waited.error).toMatch(/not writing the ledger chain over the gap/);
-    expect((await tv.vault.backups.store.head(LEDGER_HEAD_KEY))).toBeUndefined();
+    expect((await tv.app.backups.store.head(LEDGER_HEAD_KEY))).toBeUndefined();
 
     // repaired from the database's own copy, byte for byte: the chain is whole again and the destruction goes through
-    const putBack = await tv.vault.backups.repairLedger();
+    const putBack = await tv.app.backups.repairLedger();
     expect(putBack.length).toBeGreaterThan(0);
-    expect(await tv.vault.backups.checkAnchor()).toBeUndefined();
-    expect((await tv.vault.backups.awaitDurable([bob.keyId], 30_000)).pending).toEqual([]);
-    expect(await tv.vault.backups.ledgerChain()).toMatchObject({ present: true });
+    expect(await tv.app.backups.checkAnchor()).toBeUndefined();
+    expect((await tv.app.backups.awaitDurable([bob.keyId], 30_000)).pending).toEqual([]);
+    expect(await tv.app.backups.ledgerChain()).toMatchObject({ present: true });
     const restored = await targetOf(tv, targets);
     expect(await restored.backups.restore(backupId, { actor: 'test' })).toMatchObject({ ledger: 'replayed', warnings: [] });
     await expect(restored.log.get(alice.entryId)).rejects.toMatchObject({ code: 'key_destroyed' });
@@ -117,16 +117,16 @@ describe('a cut ledger chain on the local folder', () => {
   });
 
   it('the periodic check also finds a record removed from the middle (the last one and the head kept), until it is put back', async () => {
-    const head = await readJson<Head>(tv.vault.backups.store, LEDGER_HEAD_KEY);
+    const head = await readJson<Head>(tv.app.backups.store, LEDGER_HEAD_KEY);
     expect(head.seq).toBeGreaterThan(1);
-    await tv.vault.backups.store.delete(chainRecordKey(1));
+    await tv.app.backups.store.delete(chainRecordKey(1));
     const ready = await until(
       'readyz to report the middle record gone',
       async () => (await tv.call('GET', '/readyz', { role: 'none' })).json() as Promise<{ checks: Record<string, string>; warnings?: string[] }>,
       (r) => r.checks.ledgerChain === 'failed',
     );
     expect(ready.warnings?.join(' ')).toMatch(/record 1 \(ledger\/chain\/0000000000000001\.json\).* gone in the backup bucket: a record in the middle of the chain/);
-    expect(await tv.vault.backups.repairLedger()).toEqual([1]);
+    expect(await tv.app.backups.repairLedger()).toEqual([1]);
     await until('readyz to report the chain whole', async () => (await tv.call('GET', '/readyz', { role: 'none' })).json() as Promise<{ checks: Record<string, string> }>, (r) => r.checks.ledgerChain === 'ok');
   });
 });
@@ -154,21 +154,21 @@ describe('a cut ledger chain on MinIO (the tail purged with the governance bypas
 
   beforeAll(async () => {
     // governance, so that the cut can be made with the bypass (lethe's own credential may hold it: ledger-lock.test.ts)
-    tv = await openTestVault({ extraEnv: { ...env, LETHE_BACKUP_PROPAGATE_SECONDS: '86400', LETHE_LEDGER_LOCK: 'governance', LETHE_LEDGER_WITNESS_DIR: witnessDir }, vault: { erasureWorker: false } });
-    const call = callVault(tv.vault);
+    tv = await openTestVault({ extraEnv: { ...env, LETHE_BACKUP_PROPAGATE_SECONDS: '86400', LETHE_LEDGER_LOCK: 'governance', LETHE_LEDGER_WITNESS_DIR: witnessDir }, app: { erasureWorker: false } });
+    const call = callVault(tv.app);
     const subject = `user:anchor-m-${tag()}`;
-    const a = await tv.vault.log.append(subject, { text: `alice moved to ${tag()} Rose Street` }, 'writer');
+    const a = await tv.app.log.append(subject, { text: `alice moved to ${tag()} Rose Street` }, 'writer');
     aliceEntry = a.entryId;
     aliceKey = a.keyId;
-    await tv.vault.log.append(`user:anchor-n-${tag()}`, { text: `nina plays the cello ${tag()}` }, 'writer');
-    first = (await tv.vault.backups.run()).backupId;
-    keep = (await readJson<Head>(tv.vault.backups.store, LEDGER_HEAD_KEY)).seq;
+    await tv.app.log.append(`user:anchor-n-${tag()}`, { text: `nina plays the cello ${tag()}` }, 'writer');
+    first = (await tv.app.backups.run()).backupId;
+    keep = (await readJson<Head>(tv.app.backups.store, LEDGER_HEAD_KEY)).seq;
     erasureId = (await ok<{ erasureId: string }>(call('POST', '/v1/erasures', { role: 'eraser', body: { subject, legalBasis: 'gdpr-art17' } }), 202)).erasureId;
-    const view = await tv.vault.erasures.settle(erasureId);
+    const view = await tv.app.erasures.settle(erasureId);
     expect(view.status, JSON.stringify(view.steps)).toBe('completed');
     certificate = await ok(call('GET', `/v1/erasures/${erasureId}/certificate`, { role: 'eraser' }), 200);
-    second = (await tv.vault.backups.run()).backupId;
-    savedHead = await tv.vault.backups.store.get(LEDGER_HEAD_KEY);
+    second = (await tv.app.backups.run()).backupId;
+    savedHead = await tv.app.backups.store.get(LEDGER_HEAD_KEY);
     const head = JSON.parse(Buffer.from(savedHead).toString('utf8')) as Head;
     expect(head.seq).toBeGreaterThan(keep);
     // the cut: every record after `keep` and every head version naming one, removed for good
@@ -178,7 +178,7 @@ describe('a cut ledger chain on MinIO (the tail purged with the governance bypas
       if (h.seq > keep) await client.removeObject(backupBucket, LEDGER_HEAD_KEY, { versionId: v.versionId, governanceBypass: true });
     }
     // an intact prefix: it verifies on its own and records the first backup's manifest
-    const chain = await tv.vault.backups.ledgerChain();
+    const chain = await tv.app.backups.ledgerChain();
     expect(chain.last?.seq).toBe(keep);
     expect(chain.manifests.has(first)).toBe(true);
   }, 180_000);
@@ -228,7 +228,7 @@ describe('a cut ledger chain on MinIO (the tail purged with the governance bypas
   });
 
   it('the running service finds the cut: the last record it stored is gone', async () => {
-    expect(await tv.vault.backups.checkAnchor()).toMatch(/record \d+ \(ledger\/chain\/\d+\.json\), which this database stored, is gone from the backup bucket/);
-    expect((await tv.vault.backups.ledgerStatus()).anchor).toMatchObject({ state: 'cut' });
+    expect(await tv.app.backups.checkAnchor()).toMatch(/record \d+ \(ledger\/chain\/\d+\.json\), which this database stored, is gone from the backup bucket/);
+    expect((await tv.app.backups.ledgerStatus()).anchor).toMatchObject({ state: 'cut' });
   });
 });

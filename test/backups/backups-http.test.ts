@@ -57,7 +57,7 @@ describe('backup routes', () => {
     });
     expect(appended.status).toBe(201);
     keyId = ((await appended.json()) as { keyId: string }).keyId;
-    const { dek } = await t.vault.keys.dekFor(keyId);
+    const { dek } = await t.app.keys.dekFor(keyId);
     dekForms = encodings(dek)
       .filter(([form]) => form !== 'raw')
       .map(([form, bytes]) => [form, bytes.toString('utf8')]);
@@ -113,7 +113,7 @@ describe('backup routes', () => {
       await refused(`${method} ${path} without a token`, method, path, 'none', 401, 'unauthorized');
     }
     // the refused POSTs took no backup
-    expect(await t.vault.backups.list()).toHaveLength(2);
+    expect(await t.app.backups.list()).toHaveLength(2);
   });
 
   it('shows a destruction in the folded manifest with destroyedAt, the base unchanged', async () => {

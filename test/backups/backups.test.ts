@@ -68,8 +68,8 @@ describe('backups into a versioned MinIO bucket', () => {
   let destructionA: Destruction;
   let ledgerA: { etag: string; bytes: Buffer; record: string };
 
-  const v = () => tv.vault;
-  const backupStore = () => tv.vault.backups.store;
+  const v = () => tv.app;
+  const backupStore = () => tv.app.backups.store;
   const manifestVersions = async () => new Map((await v().backups.list()).map((b) => [b.backupId, b.manifestVersion]));
   /** Every version MinIO keeps of a backup's manifest, parsed. */
   const storedVersionsOf = async (backupId: string): Promise<Manifest[]> => {

@@ -42,7 +42,7 @@ describe('backups on PGlite and the local object store', () => {
   });
 
   it('takes a backup into <dataDir>/objects/lethe-backups, marks a destruction in version 2 and copies the ledger entry there', async () => {
-    const v = tv.vault;
+    const v = tv.app;
     expect([v.db.kind, v.objects.kind, v.backups.store.kind]).toEqual(['pglite', 'fs', 'fs']);
     expect(tv.config.backupBucket).toBe('lethe-backups');
     expect(tv.config.bucket).not.toBe('lethe-backups');

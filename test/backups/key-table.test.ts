@@ -22,7 +22,7 @@ describe("a backup's key table and KEK rotation", () => {
   });
 
   it("leaves a destroyed key's wrapped copy openable under its epoch until a rotation retires that epoch, and not after", async () => {
-    const v = tv.vault;
+    const v = tv.app;
     const a = await v.log.append(`user:ka-${hex()}`, { text: 'Kept in a backup.' }, 'writer');
     const b = await v.log.append(`user:kb-${hex()}`, { text: 'Also kept in a backup.' }, 'writer');
     const dekA = Buffer.from((await v.keys.dekFor(a.keyId)).dek);

@@ -51,12 +51,12 @@ describe("the ledger's Object Lock against lethe's own credential", () => {
     const tv = await openTestVault({ extraEnv: env(undefined) });
     vaults.push(tv);
     expect(tv.config.ledgerLock?.mode).toBe('compliance');
-    expect(await tv.vault.backups.probeLedgerLock()).toBe('enforced');
-    const ready = (await (await callVault(tv.vault)('GET', '/readyz', { role: 'none' })).json()) as Ready;
+    expect(await tv.app.backups.probeLedgerLock()).toBe('enforced');
+    const ready = (await (await callVault(tv.app)('GET', '/readyz', { role: 'none' })).json()) as Ready;
     expect(ready.checks.ledgerLock).toBe('ok');
     // and a record of the chain, and a manifest (a witness of the chain's reach), retained so, cannot be removed with the bypass either
-    await tv.vault.log.append(`user:lk-${tag()}`, { text: 'compliance' }, 'writer');
-    const { backupId } = await tv.vault.backups.run();
+    await tv.app.log.append(`user:lk-${tag()}`, { text: 'compliance' }, 'writer');
+    const { backupId } = await tv.app.backups.run();
     const client = minioClient();
     for (const key of [chainRecordKey(0), manifestKey(backupId)]) {
       const [v] = await allVersions(client, tv.config.backupBucket, key);
@@ -68,7 +68,7 @@ describe("the ledger's Object Lock against lethe's own credential", () => {
   it("reports ledgerLock: bypassable in governance mode with MinIO's root credential, and refuses to start in production unless accepted", async () => {
     const tv = await openTestVault({ extraEnv: env('governance') });
     vaults.push(tv);
-    const ready = (await (await callVault(tv.vault)('GET', '/readyz', { role: 'none' })).json()) as Ready;
+    const ready = (await (await callVault(tv.app)('GET', '/readyz', { role: 'none' })).json()) as Ready;
     expect(ready.checks.ledgerLock).toBe('bypassable');
     expect(ready.warnings?.join(' ')).toMatch(/own credential can remove retained versions of the ledger chain/);
 
@@ -97,16 +97,16 @@ describe("the ledger's Object Lock against lethe's own credential", () => {
     };
     const tv = await openTestVault({ extraEnv: restricted });
     vaults.push(tv);
-    expect(await tv.vault.backups.probeLedgerLock()).toBe('enforced');
-    const ready = (await (await callVault(tv.vault)('GET', '/readyz', { role: 'none' })).json()) as Ready;
+    expect(await tv.app.backups.probeLedgerLock()).toBe('enforced');
+    const ready = (await (await callVault(tv.app)('GET', '/readyz', { role: 'none' })).json()) as Ready;
     expect(ready.checks.ledgerLock).toBe('ok');
 
     // its work: appends, a backup, a destruction durable in the chain, a restore check
-    const a = await tv.vault.log.append(`user:lp-${tag()}`, { text: `least privilege ${tag()}` }, 'writer');
-    const { backupId } = await tv.vault.backups.run();
-    await tv.vault.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
-    expect((await tv.vault.backups.awaitDurable([a.keyId], 30_000)).pending).toEqual([]);
-    expect(await tv.vault.backups.verify(backupId)).toMatchObject({ ok: true });
+    const a = await tv.app.log.append(`user:lp-${tag()}`, { text: `least privilege ${tag()}` }, 'writer');
+    const { backupId } = await tv.app.backups.run();
+    await tv.app.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
+    expect((await tv.app.backups.awaitDurable([a.keyId], 30_000)).pending).toEqual([]);
+    expect(await tv.app.backups.verify(backupId)).toMatchObject({ ok: true });
 
     // what it cannot do: remove a version of a record or of the head, with or without the bypass, nor hide one
     const url = new URL(m.endpoint);
@@ -124,6 +124,6 @@ describe("the ledger's Object Lock against lethe's own credential", () => {
       await expect(as.removeObject(buckets.backup, key, { versionId: v!.versionId })).rejects.toMatchObject({ code: expect.stringMatching(/AccessDenied|ObjectLocked|InvalidRequest/) });
       await expect(as.removeObject(buckets.backup, key)).rejects.toMatchObject({ code: 'AccessDenied' });
     }
-    expect(await tv.vault.backups.checkAnchor()).toBeUndefined();
+    expect(await tv.app.backups.checkAnchor()).toBeUndefined();
   });
 });

@@ -24,12 +24,12 @@ describe('the ledger chain after the backups move to a new bucket', () => {
   });
 
   it('copies every earlier destruction into the new bucket, so a backup there restores without force', async () => {
-    const a = await tv.vault.log.append(`user:la-${hex()}`, { text: 'Erased before the move.' }, 'writer');
-    const b = await tv.vault.log.append(`user:lb-${hex()}`, { text: 'Kept.' }, 'writer');
-    await tv.vault.backups.run();
-    await tv.vault.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
+    const a = await tv.app.log.append(`user:la-${hex()}`, { text: 'Erased before the move.' }, 'writer');
+    const b = await tv.app.log.append(`user:lb-${hex()}`, { text: 'Kept.' }, 'writer');
+    await tv.app.backups.run();
+    await tv.app.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
     // the destruction reaches the old bucket's ledger chain
-    await until('the ledger chain in the old bucket', () => ledgerHolds(tv.vault.backups.store, a.keyId), (h) => h);
+    await until('the ledger chain in the old bucket', () => ledgerHolds(tv.app.backups.store, a.keyId), (h) => h);
 
     // the backups move to a new bucket
     const moved = await tv.reopen({}, { S3_BACKUP_BUCKET: newBackupBucket });

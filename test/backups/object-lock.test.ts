@@ -101,10 +101,10 @@ describe('backups in a bucket under Object Lock in compliance mode', () => {
   beforeAll(async () => {
     tv = await openTestVault({ extraEnv: minioEnv(backupBucket, 'compliance') });
     for (let i = 0; i < 3; i++) {
-      a.push(await tv.vault.log.append('user:lock-a', { text: `A confides ${i} ${randomBytes(6).toString('hex')}` }, 'writer'));
-      b.push(await tv.vault.log.append('user:lock-b', { text: `B keeps ${i} ${randomBytes(6).toString('hex')}` }, 'writer'));
+      a.push(await tv.app.log.append('user:lock-a', { text: `A confides ${i} ${randomBytes(6).toString('hex')}` }, 'writer'));
+      b.push(await tv.app.log.append('user:lock-b', { text: `B keeps ${i} ${randomBytes(6).toString('hex')}` }, 'writer'));
     }
-    backupId = (await tv.vault.backups.run()).backupId;
+    backupId = (await tv.app.backups.run()).backupId;
   });
   afterAll(async () => {
     await tv?.close();
@@ -137,7 +137,7 @@ describe('backups in a bucket under Object Lock in compliance mode', () => {
   });
 
   it('refuses to remove a version of a stored object, of the manifest and of a ledger object, even with the root credentials', async () => {
-    const manifest = await readJson<Manifest>(tv.vault.backups.store, manifestKey(backupId));
+    const manifest = await readJson<Manifest>(tv.app.backups.store, manifestKey(backupId));
     const stored = manifest.objects.find((o) => o.key.startsWith('log/'))!.stored;
     const versions = await allVersions(client, backupBucket);
     const pick = (name: string) => {
@@ -156,21 +156,21 @@ describe('backups in a bucket under Object Lock in compliance mode', () => {
     const bKey = b[0]!.keyId;
     expect(a.every((e) => e.keyId === aKey)).toBe(true);
     expect(aKey).not.toBe(bKey);
-    await tv.vault.keys.destroyKey(aKey, { reason: 'erasure', actor: 'eraser' });
+    await tv.app.keys.destroyKey(aKey, { reason: 'erasure', actor: 'eraser' });
 
     // the vault's own destruction hook writes the chain record: nobody calls propagate here
     const folded = await until(
       "the folded manifest marking A's key destroyed",
-      () => tv.vault.backups.manifest(backupId),
+      () => tv.app.backups.manifest(backupId),
       (m) => m.keys.find((k) => k.keyId === aKey)?.state === 'destroyed',
     );
     expect(folded.overlay.destroyed).toBe(1);
     expect(folded.keys.find((k) => k.keyId === bKey)?.state).toBe('active');
-    const manifest = await readJson<Manifest>(tv.vault.backups.store, manifestKey(backupId));
+    const manifest = await readJson<Manifest>(tv.app.backups.store, manifestKey(backupId));
     expect(manifest.version).toBe(1);
     expect(manifest.keys.find((k) => k.keyId === aKey)?.state).toBe('active');
     // and the destruction's record in the ledger chain
-    const record = await until("the ledger chain record of A's destruction", () => ledgerRecordOf(tv.vault.backups.store, aKey), (r) => r !== undefined);
+    const record = await until("the ledger chain record of A's destruction", () => ledgerRecordOf(tv.app.backups.store, aKey), (r) => r !== undefined);
 
     // the manifest's one version is kept and locked (written once, never rewritten); so is the ledger copy of the destruction
     const versions = await allVersions(client, backupBucket);
@@ -182,15 +182,15 @@ describe('backups in a bucket under Object Lock in compliance mode', () => {
     expect(await client.getObjectRetention(backupBucket, ledgerCopy!.name, { versionId: ledgerCopy!.versionId })).toMatchObject({ mode: 'COMPLIANCE' });
     await expectUndeletable(client, backupBucket, ledgerCopy!);
 
-    const verification = await tv.vault.backups.verify(backupId);
+    const verification = await tv.app.backups.verify(backupId);
     expect(verification).toMatchObject({ backupId, manifestVersion: 1, corrupted: [], ok: true, ledger: { ok: true, folded: 1 } });
     expect(verification.keys.find((k) => k.keyId === aKey)).toMatchObject({ state: 'destroyed', destroyedBy: 'chain', data: 'unreadable' });
     expect(verification.keys.find((k) => k.keyId === bKey)).toMatchObject({ state: 'active', data: 'decrypts' });
 
     // A's frames are still in the backup, in stored objects nobody can remove, and every
     // key lethe holds fails their key-commitment check
-    const live = await queryRows<{ key_id: string }>(tv.vault.db.db, sql`select key_id from subject_keys`);
-    const deks = await tv.vault.keys.deksFor(live.map((r) => r.key_id));
+    const live = await queryRows<{ key_id: string }>(tv.app.db.db, sql`select key_id from subject_keys`);
+    const deks = await tv.app.keys.deksFor(live.map((r) => r.key_id));
     try {
       expect([...deks.keys()]).toEqual([bKey]);
       const holdingA = manifest.objects.filter((o) => o.keyIds.includes(aKey));
@@ -199,7 +199,7 @@ describe('backups in a bucket under Object Lock in compliance mode', () => {
       let tried = 0;
       // each frame is sealed under a record key of its own (its envelope names the entry), wrapped under the subject key in the index
       const wraps = new Map(
-        (await queryRows<{ entry_id: string; wrapped_key: Uint8Array }>(tv.vault.db.db, sql`select entry_id, wrapped_key from log_entries`)).map((r) => [r.entry_id, r.wrapped_key]),
+        (await queryRows<{ entry_id: string; wrapped_key: Uint8Array }>(tv.app.db.db, sql`select entry_id, wrapped_key from log_entries`)).map((r) => [r.entry_id, r.wrapped_key]),
       );
       const aIds = new Set(a.map((e) => e.entryId));
       for (const o of holdingA) {
@@ -225,7 +225,7 @@ describe('backups in a bucket under Object Lock in compliance mode', () => {
       // the check can tell: B's live key is committed to B's frames in the same backup
       const bObject = manifest.objects.find((o) => o.keyIds.includes(bKey))!;
       const bIds = new Set(b.map((e) => e.entryId));
-      const bFrame = decodeSegment(await tv.vault.backups.store.get(bObject.stored)).find((f) => bIds.has(envelopeKeyId(f.envelope)))!;
+      const bFrame = decodeSegment(await tv.app.backups.store.get(bObject.stored)).find((f) => bIds.has(envelopeKeyId(f.envelope)))!;
       const bRecordKey = unwrapRecordKey(deks.get(bKey)!, bKey, envelopeKeyId(bFrame.envelope), wraps.get(envelopeKeyId(bFrame.envelope))!);
       expect(isCommittedTo(bRecordKey, bFrame.envelope)).toBe(true);
       bRecordKey.fill(0);
@@ -281,8 +281,8 @@ describe('backups in a bucket under Object Lock in governance mode', () => {
   });
 
   it("puts a backup's objects under governance retention, so removing a version without the bypass is refused", async () => {
-    await tv.vault.log.append('user:gov', { text: `governed ${randomBytes(6).toString('hex')}` }, 'writer');
-    const { backupId } = await tv.vault.backups.run();
+    await tv.app.log.append('user:gov', { text: `governed ${randomBytes(6).toString('hex')}` }, 'writer');
+    const { backupId } = await tv.app.backups.run();
     const versions = await allVersions(client, backupBucket);
     const manifest = versions.find((v) => v.name === manifestKey(backupId));
     expect(manifest).toBeDefined();

@@ -39,30 +39,30 @@ describe("the manifests' overlay: the ledger chain", () => {
   });
 
   it(`writes a destruction held by ${HOLDERS} backups once, and restore and verify of each honour it`, async () => {
-    const a = await tv.vault.log.append(`user:overlay-a-${tag()}`, { text: 'A keeps a ledger of tide tables.' }, 'writer');
-    const b = await tv.vault.log.append(`user:overlay-b-${tag()}`, { text: 'B repairs bicycle hubs.' }, 'writer');
+    const a = await tv.app.log.append(`user:overlay-a-${tag()}`, { text: 'A keeps a ledger of tide tables.' }, 'writer');
+    const b = await tv.app.log.append(`user:overlay-b-${tag()}`, { text: 'B repairs bicycle hubs.' }, 'writer');
     const taken: BackupSummary[] = [];
-    for (let i = 0; i < HOLDERS; i++) taken.push(await tv.vault.backups.run());
-    expect(await tv.vault.backups.holding(a.keyId)).toBe(HOLDERS);
+    for (let i = 0; i < HOLDERS; i++) taken.push(await tv.app.backups.run());
+    expect(await tv.app.backups.holding(a.keyId)).toBe(HOLDERS);
 
-    await tv.vault.backups.idle();
+    await tv.app.backups.idle();
     const before = await versionCounts(client, backupBucket, '');
-    await tv.vault.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
-    expect((await tv.vault.backups.awaitDurable([a.keyId], 30_000)).pending).toEqual([]);
-    await tv.vault.backups.idle();
-    expect(await tv.vault.backups.marked(a.keyId)).toBe(HOLDERS);
+    await tv.app.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
+    expect((await tv.app.backups.awaitDurable([a.keyId], 30_000)).pending).toEqual([]);
+    await tv.app.backups.idle();
+    expect(await tv.app.backups.marked(a.keyId)).toBe(HOLDERS);
 
     // written: one chain record and one version of the head, nothing per backup
-    const record = await ledgerRecordOf(tv.vault.backups.store, a.keyId);
+    const record = await ledgerRecordOf(tv.app.backups.store, a.keyId);
     const after = await versionCounts(client, backupBucket, '');
     const grew = [...after].filter(([name, n]) => (before.get(name) ?? 0) !== n).map(([name, n]) => [name, n - (before.get(name) ?? 0)]);
     expect(grew.sort()).toEqual([[LEDGER_HEAD_KEY, 1], [record, 1]].sort());
 
     for (const t of taken) {
-      const folded = await tv.vault.backups.manifest(t.backupId);
+      const folded = await tv.app.backups.manifest(t.backupId);
       expect(keyState(folded, a.keyId)?.state, t.backupId).toBe('destroyed');
       expect(keyState(folded, b.keyId)?.state, t.backupId).toBe('active');
-      const verified = await tv.vault.backups.verify(t.backupId);
+      const verified = await tv.app.backups.verify(t.backupId);
       expect(verified.ok, t.backupId).toBe(true);
       expect(verified.ledger).toMatchObject({ ok: true, folded: 1 });
       expect(verified.keys.find((k) => k.keyId === a.keyId)).toMatchObject({ state: 'destroyed', destroyedBy: 'chain', data: 'unreadable' });
@@ -81,22 +81,22 @@ describe("the manifests' overlay: the ledger chain", () => {
   }, 180_000);
 
   it('is tamper-evident as the chain is: the record holding a destruction edited to drop it fails its MAC, and verify and restore say so', async () => {
-    const c = await tv.vault.log.append(`user:overlay-c-${tag()}`, { text: 'C sails a dinghy.' }, 'writer');
-    const { backupId } = await tv.vault.backups.run();
-    await tv.vault.keys.destroyKey(c.keyId, { reason: 'erasure', actor: 'eraser' });
-    expect((await tv.vault.backups.awaitDurable([c.keyId], 30_000)).pending).toEqual([]);
-    const record = (await ledgerRecordOf(tv.vault.backups.store, c.keyId))!;
+    const c = await tv.app.log.append(`user:overlay-c-${tag()}`, { text: 'C sails a dinghy.' }, 'writer');
+    const { backupId } = await tv.app.backups.run();
+    await tv.app.keys.destroyKey(c.keyId, { reason: 'erasure', actor: 'eraser' });
+    expect((await tv.app.backups.awaitDurable([c.keyId], 30_000)).pending).toEqual([]);
+    const record = (await ledgerRecordOf(tv.app.backups.store, c.keyId))!;
     const seq = Number(/(\d{16})\.json$/.exec(record)![1]);
-    const original = await tv.vault.backups.store.get(record);
+    const original = await tv.app.backups.store.get(record);
     const body = JSON.parse(Buffer.from(original).toString('utf8')) as { destructions: Array<{ keyId: string }> };
     const edited = { ...body, destructions: body.destructions.filter((d) => d.keyId !== c.keyId) };
     // the edited record over every version lethe wrote: what someone who may bypass retention does
     for (const v of (await allVersions(client, backupBucket, record)).filter((x) => x.name === record)) {
       await client.removeObject(backupBucket, v.name, { versionId: v.versionId, governanceBypass: true });
     }
-    await tv.vault.backups.store.put(chainRecordKey(seq), Buffer.from(JSON.stringify(edited)));
+    await tv.app.backups.store.put(chainRecordKey(seq), Buffer.from(JSON.stringify(edited)));
     try {
-      const verified = await tv.vault.backups.verify(backupId);
+      const verified = await tv.app.backups.verify(backupId);
       expect(verified.ok).toBe(false);
       expect(verified.ledger).toMatchObject({ ok: false, problem: expect.stringContaining(`ledger chain record ${seq} fails its MAC`) });
       const restored = await target();
@@ -106,31 +106,31 @@ describe("the manifests' overlay: the ledger chain", () => {
         await restored.close();
       }
     } finally {
-      await tv.vault.backups.store.put(chainRecordKey(seq), original);
+      await tv.app.backups.store.put(chainRecordKey(seq), original);
     }
-    expect((await tv.vault.backups.verify(backupId)).ok).toBe(true);
+    expect((await tv.app.backups.verify(backupId)).ok).toBe(true);
   }, 120_000);
 
   it('never loses a destruction to backups taken at the same time: every backup holding a destroyed key honours it', async () => {
     const subjects = [];
-    for (let i = 0; i < 6; i++) subjects.push(await tv.vault.log.append(`user:overlay-race-${i}-${tag()}`, { text: `Race subject ${i} notes ${tag()}.` }, 'writer'));
+    for (let i = 0; i < 6; i++) subjects.push(await tv.app.log.append(`user:overlay-race-${i}-${tag()}`, { text: `Race subject ${i} notes ${tag()}.` }, 'writer'));
     // four backups and six destructions, interleaved
     const runs: Array<Promise<BackupSummary>> = [];
     const destructions: Array<Promise<unknown>> = [];
     for (let i = 0; i < 6; i++) {
-      if (i % 2 === 0) runs.push(tv.vault.backups.run());
-      destructions.push(tv.vault.keys.destroyKey(subjects[i]!.keyId, { reason: 'erasure', actor: 'eraser' }));
+      if (i % 2 === 0) runs.push(tv.app.backups.run());
+      destructions.push(tv.app.keys.destroyKey(subjects[i]!.keyId, { reason: 'erasure', actor: 'eraser' }));
     }
-    runs.push(tv.vault.backups.run());
+    runs.push(tv.app.backups.run());
     const taken = await Promise.all(runs);
     await Promise.all(destructions);
-    expect((await tv.vault.backups.awaitDurable(subjects.map((s) => s.keyId), 30_000)).pending).toEqual([]);
-    await tv.vault.backups.idle();
+    expect((await tv.app.backups.awaitDurable(subjects.map((s) => s.keyId), 30_000)).pending).toEqual([]);
+    await tv.app.backups.idle();
 
     let checked = 0;
     for (const t of taken) {
-      const folded = await tv.vault.backups.manifest(t.backupId);
-      const verified = await tv.vault.backups.verify(t.backupId);
+      const folded = await tv.app.backups.manifest(t.backupId);
+      const verified = await tv.app.backups.verify(t.backupId);
       expect(verified.ok, t.backupId).toBe(true);
       for (const s of subjects) {
         const listed = keyState(folded, s.keyId);

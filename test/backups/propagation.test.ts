@@ -30,9 +30,9 @@ describe('propagating destructions the destroying replica could not write', () =
 
   /** A subject with one entry, and a backup holding its key. */
   async function backedUpSubject(): Promise<{ keyId: string; backupId: string }> {
-    const { keyId } = await tv.vault.log.append(`user:p-${hex()}`, { text: 'Something worth backing up.' }, 'writer');
-    const { backupId } = await tv.vault.backups.run();
-    expect(keyState(await storedManifest(tv.vault.backups.store, backupId), keyId)?.state).toBe('active');
+    const { keyId } = await tv.app.log.append(`user:p-${hex()}`, { text: 'Something worth backing up.' }, 'writer');
+    const { backupId } = await tv.app.backups.run();
+    expect(keyState(await storedManifest(tv.app.backups.store, backupId), keyId)?.state).toBe('active');
     return { keyId, backupId };
   }
 
@@ -42,8 +42,8 @@ describe('propagating destructions the destroying replica could not write', () =
     await broken.keys.destroyKey(keyId, { reason: 'erasure', actor: 'eraser' });
     await until('the broken replica to give up propagating', async () => brokenLog.filter((l) => l.msg?.startsWith(FAILED)).length, (n) => n > failedBefore);
     if (options.othersRunning) return; // a ticking replica may already have caught up
-    expect(await versionOf(tv.vault, backupId)).toBe(1);
-    expect(await ledgerHolds(tv.vault.backups.store, keyId)).toBe(false);
+    expect(await versionOf(tv.app, backupId)).toBe(1);
+    expect(await ledgerHolds(tv.app.backups.store, keyId)).toBe(false);
   }
 
   /** The folded manifest marks it, through the chain; the stored base is never rewritten. */
@@ -51,10 +51,10 @@ describe('propagating destructions the destroying replica could not write', () =
     until(
       `${keyId} marked destroyed in ${backupId}`,
       async () => ({
-        listed: await versionOf(tv.vault, backupId),
-        base: keyState(await storedManifest(tv.vault.backups.store, backupId), keyId)?.state,
-        folded: keyState(await tv.vault.backups.manifest(backupId), keyId)?.state,
-        ledger: await ledgerHolds(tv.vault.backups.store, keyId),
+        listed: await versionOf(tv.app, backupId),
+        base: keyState(await storedManifest(tv.app.backups.store, backupId), keyId)?.state,
+        folded: keyState(await tv.app.backups.manifest(backupId), keyId)?.state,
+        ledger: await ledgerHolds(tv.app.backups.store, keyId),
       }),
       (s) => s.listed === 1 && s.base === 'active' && s.folded === 'destroyed' && s.ledger,
     );
@@ -89,7 +89,7 @@ describe('propagating destructions the destroying replica could not write', () =
       let both!: Promise<Array<{ backups: number; keys: number }>>;
       await sql.begin(async (tx) => {
         await tx`select pg_advisory_xact_lock(hashtext(${`lethe-ledger-chain:${backupBucket}`}))`;
-        both = Promise.all([tv.vault.backups.propagate(), other.backups.propagate()]);
+        both = Promise.all([tv.app.backups.propagate(), other.backups.propagate()]);
         await until(
           'both catch-ups to wait on the chain lock',
           async () => Number((await sql`select count(*)::int as n from pg_stat_activity where datname = ${tv.db!.name} and wait_event_type = 'Lock'`)[0]!.n),
@@ -104,22 +104,22 @@ describe('propagating destructions the destroying replica could not write', () =
     expect(results.map((r) => r.keys).sort()).toEqual([0, 1]);
     expect(results.reduce((n, r) => n + r.backups, 0)).toBe(1);
 
-    const m = await storedManifest(tv.vault.backups.store, backupId);
+    const m = await storedManifest(tv.app.backups.store, backupId);
     expect(keyState(m, keyId)?.state).toBe('active');
     expect(m.version).toBe(1);
-    expect(keyState(await tv.vault.backups.manifest(backupId), keyId)?.state).toBe('destroyed');
-    expect(await versionOf(tv.vault, backupId)).toBe(1);
+    expect(keyState(await tv.app.backups.manifest(backupId), keyId)?.state).toBe('destroyed');
+    expect(await versionOf(tv.app, backupId)).toBe(1);
     expect(await allVersions(client, backupBucket, manifestKey(backupId))).toHaveLength(1);
     // the chain record holding the destruction was written once
-    const record = await ledgerRecordOf(tv.vault.backups.store, keyId);
+    const record = await ledgerRecordOf(tv.app.backups.store, keyId);
     expect(record).toBeDefined();
     expect(await allVersions(client, backupBucket, record!)).toHaveLength(1);
   });
 
   it('counts the backups holding a key and those that have learned of its destruction', async () => {
     const { keyId, backupId } = await backedUpSubject();
-    const { keyId: unbacked } = await tv.vault.log.append(`user:p-${hex()}`, { text: 'Written after the backup.' }, 'writer');
-    const b = tv.vault.backups;
+    const { keyId: unbacked } = await tv.app.log.append(`user:p-${hex()}`, { text: 'Written after the backup.' }, 'writer');
+    const b = tv.app.backups;
     await destroyWithoutPropagating(keyId, backupId);
     expect({ holding: await b.holding(keyId), marked: await b.marked(keyId) }).toEqual({ holding: 1, marked: 0 });
 

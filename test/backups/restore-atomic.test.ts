@@ -89,20 +89,20 @@ describe('a restore that fails half-way leaves the target as it found it', () =>
       ['user:atom-b', 'Bo plays the cello on Sundays. He practises scales.'],
       ['user:atom-b', 'Bo repairs old radios. He keeps the valves in a drawer.'],
     ] as const) {
-      entries.push({ ...(await source.vault.log.append(subject, { text }, 'writer')), text });
+      entries.push({ ...(await source.app.log.append(subject, { text }, 'writer')), text });
     }
     // two summaries, each of one version whose key the source destroys after the backup
     for (const sources of [[entries[0]!.entryId, entries[1]!.entryId], [entries[2]!.entryId]]) {
-      const written = await source.vault.artifacts.write({ kind: 'summary', text: `Summary of ${sources.length} notes.`, sources }, 'writer');
+      const written = await source.app.artifacts.write({ kind: 'summary', text: `Summary of ${sources.length} notes.`, sources }, 'writer');
       artifactIds.push(written.artifactId);
     }
-    backupId = (await source.vault.backups.run()).backupId;
-    const regenerated = await source.vault.artifacts.regenerate(artifactIds, { actor: 'writer', reason: 'rewritten after the backup' });
+    backupId = (await source.app.backups.run()).backupId;
+    const regenerated = await source.app.artifacts.regenerate(artifactIds, { actor: 'writer', reason: 'rewritten after the backup' });
     expect(regenerated.regenerated).toHaveLength(2);
-    await source.vault.backups.propagate();
-    manifest = await readJson<Manifest>(source.vault.backups.store, manifestKey(backupId));
+    await source.app.backups.propagate();
+    manifest = await readJson<Manifest>(source.app.backups.store, manifestKey(backupId));
     // destroyed after the backup: in the ledger chain, folded into the manifest
-    const folded = await source.vault.backups.manifest(backupId);
+    const folded = await source.app.backups.manifest(backupId);
     expect(folded.keys.filter((k) => k.kind === 'artifact-version' && k.state === 'destroyed')).toHaveLength(2);
   }, 120_000);
   afterAll(async () => {
@@ -156,7 +156,7 @@ describe('a restore that fails half-way leaves the target as it found it', () =>
     // the last object the restore copies is damaged in the backup bucket
     const last = manifest.objects.at(-1)!;
     expect(manifest.objects.length).toBeGreaterThan(2);
-    const store = source.vault.backups.store;
+    const store = source.app.backups.store;
     const bytes = await store.get(last.stored);
     const damaged = new Uint8Array(bytes);
     damaged[damaged.length - 1]! ^= 0x01;
@@ -192,15 +192,15 @@ describe('on the embedded default (PGlite and local folders), a restore that fai
   });
 
   it('regeneration throwing after the load: the PGlite tables and the live folder are put back', async () => {
-    const a = await source.vault.log.append('user:emb-a', { text: 'Cleo bakes rye bread. She uses a sourdough starter.' }, 'writer');
-    const b = await source.vault.log.append('user:emb-b', { text: 'Dev collects maps. He frames the old ones.' }, 'writer');
+    const a = await source.app.log.append('user:emb-a', { text: 'Cleo bakes rye bread. She uses a sourdough starter.' }, 'writer');
+    const b = await source.app.log.append('user:emb-b', { text: 'Dev collects maps. He frames the old ones.' }, 'writer');
     const summaries = [
-      (await source.vault.artifacts.write({ kind: 'summary', text: 'Bread and maps.', sources: [a.entryId, b.entryId] }, 'writer')).artifactId,
-      (await source.vault.artifacts.write({ kind: 'summary', text: 'Maps.', sources: [b.entryId] }, 'writer')).artifactId,
+      (await source.app.artifacts.write({ kind: 'summary', text: 'Bread and maps.', sources: [a.entryId, b.entryId] }, 'writer')).artifactId,
+      (await source.app.artifacts.write({ kind: 'summary', text: 'Maps.', sources: [b.entryId] }, 'writer')).artifactId,
     ];
-    const { backupId } = await source.vault.backups.run();
-    await source.vault.artifacts.regenerate(summaries, { actor: 'writer', reason: 'rewritten after the backup' });
-    await source.vault.backups.propagate();
+    const { backupId } = await source.app.backups.run();
+    await source.app.artifacts.regenerate(summaries, { actor: 'writer', reason: 'rewritten after the backup' });
+    await source.app.backups.propagate();
 
     // a second embedded vault: its own data folder (database, live objects), the source's keyring and backup folder
     const dataDir = tempDir();
@@ -240,13 +240,13 @@ describe('a backup whose keys are wrapped under an epoch the key provider destro
     source = await openTestVault({ extraEnv: { ...minioEnv('lethe-esrc'), LETHE_REWRAP_BATCH_SIZE: '1' } });
     for (let i = 0; i < 4; i++) {
       const text = `Note ${i}: the keys under the mat ${randomBytes(4).toString('hex')}.`;
-      const appended = await source.vault.log.append(`user:epoch-${i}`, { text }, 'writer');
+      const appended = await source.app.log.append(`user:epoch-${i}`, { text }, 'writer');
       texts.set(appended.entryId, text);
     }
     const [first] = [...texts.keys()];
-    await source.vault.artifacts.write({ kind: 'summary', text: 'A summary of note 0.', sources: [first!] }, 'writer');
+    await source.app.artifacts.write({ kind: 'summary', text: 'A summary of note 0.', sources: [first!] }, 'writer');
     // a backup under epoch 1 only
-    before = (await source.vault.backups.run()).backupId;
+    before = (await source.app.backups.run()).backupId;
     // a rotation interrupted after its first re-wrap: epoch 2 active, epoch 1 still wraps keys
     let batches = 0;
     const crashing = await source.reopen({
@@ -257,15 +257,15 @@ describe('a backup whose keys are wrapped under an epoch the key provider destro
       },
     });
     await expect(crashing.epochs.rotate('admin')).rejects.toThrow('simulated crash');
-    expect((await source.vault.epochs.list()).map((e) => [e.epoch, e.state])).toEqual([
+    expect((await source.app.epochs.list()).map((e) => [e.epoch, e.state])).toEqual([
       [1, 'retiring'],
       [2, 'active'],
     ]);
-    mixed = (await source.vault.backups.run()).backupId;
+    mixed = (await source.app.backups.run()).backupId;
     // the rotation finishes: epoch 1 is destroyed in the provider and retired
-    const resumed = await source.vault.epochs.rotate('admin');
+    const resumed = await source.app.epochs.rotate('admin');
     expect(resumed).toMatchObject({ epoch: 2, retired: [1] });
-    after = (await source.vault.backups.run()).backupId;
+    after = (await source.app.backups.run()).backupId;
   }, 120_000);
   afterAll(async () => {
     await source?.close();
@@ -280,7 +280,7 @@ describe('a backup whose keys are wrapped under an epoch the key provider destro
     const refused = await app.backups.restore(before, { actor: 'test' }).catch((e: unknown) => e);
     expect(refused).toMatchObject({ name: 'LetheError', code: 'conflict' });
     // the keyring recorded when it destroyed epoch 1's KEK
-    const epochOneDestroyedAt = await source.vault.provider.destroyedAt(1);
+    const epochOneDestroyedAt = await source.app.provider.destroyedAt(1);
     expect(epochOneDestroyedAt).toBeInstanceOf(Date);
     const message = String((refused as Error).message);
     expect(message).toContain(before);

@@ -50,13 +50,13 @@ describe('restoring a backup taken before an erasure', () => {
     for (let i = 0; i < 3; i++) {
       const ta = `A private ${i} ${randomBytes(6).toString('hex')}`;
       const tb = `B keeps ${i} ${randomBytes(6).toString('hex')}`;
-      a.push({ ...(await source.vault.log.append('user:ra', { text: ta }, 'writer')), text: ta });
-      b.push({ ...(await source.vault.log.append('user:rb', { text: tb }, 'writer')), text: tb });
+      a.push({ ...(await source.app.log.append('user:ra', { text: ta }, 'writer')), text: ta });
+      b.push({ ...(await source.app.log.append('user:rb', { text: tb }, 'writer')), text: tb });
     }
-    backupId = (await source.vault.backups.run()).backupId;
+    backupId = (await source.app.backups.run()).backupId;
     // the erasure of A happens after the backup
-    await source.vault.keys.destroyKey(a[0]!.keyId, { reason: 'erasure', actor: 'eraser' });
-    await source.vault.backups.propagate();
+    await source.app.keys.destroyKey(a[0]!.keyId, { reason: 'erasure', actor: 'eraser' });
+    await source.app.backups.propagate();
   });
   afterAll(async () => {
     await source?.close();
@@ -107,13 +107,13 @@ describe('restoring a backup taken before an erasure', () => {
 
   it("replays the backup bucket's ledger copy when the source database lost its ledger; refuses without it unless forced", async () => {
     // the source database loses its ledger table's rows
-    await source.vault.db.db.execute(sql`delete from destruction_ledger`);
+    await source.app.db.db.execute(sql`delete from destruction_ledger`);
     const first = await target();
     expect(await first.backups.restore(backupId, { actor: 'test' })).toMatchObject({ destroyedKeys: 1, ledger: 'replayed' });
     await expect(first.log.get(a[0]!.entryId)).rejects.toMatchObject({ code: 'key_destroyed' });
 
     // a plain delete of every ledger object hides nothing from a versioned bucket
-    const store = source.vault.backups.store;
+    const store = source.app.backups.store;
     for await (const o of store.list('ledger/')) await store.delete(o.key);
     const hidden = await target();
     const workedAround = await hidden.backups.restore(backupId, { actor: 'test' });

@@ -35,8 +35,8 @@ describe("two databases on one bucket's ledger chain", () => {
 
   beforeAll(async () => {
     source = await openTestVault({ extraEnv: { ...env, LETHE_BACKUP_PROPAGATE_SECONDS: '86400' } });
-    for (let i = 0; i < 5; i++) entries.push(await source.vault.log.append(`user:shared-${i}`, { text: `shared ${i} ${tag()}` }, 'writer'));
-    backupId = (await source.vault.backups.run()).backupId;
+    for (let i = 0; i < 5; i++) entries.push(await source.app.log.append(`user:shared-${i}`, { text: `shared ${i} ${tag()}` }, 'writer'));
+    backupId = (await source.app.backups.run()).backupId;
     copy = await fresh();
     await copy.backups.restore(backupId, { actor: 'test' });
   }, 120_000);
@@ -46,13 +46,13 @@ describe("two databases on one bucket's ledger chain", () => {
   });
 
   it('taking turns, each follows the other: every destruction of both is acknowledged, and a restore honours all of them', async () => {
-    for (const [i, vault] of [source.vault, copy, source.vault, copy].entries()) {
+    for (const [i, vault] of [source.app, copy, source.app, copy].entries()) {
       const { keyId } = entries[i]!;
       await vault.keys.destroyKey(keyId, { reason: 'shared', actor: 'eraser' });
       // each acknowledged, whatever the other's background writes (manifest versions) do meanwhile
       expect(await vault.backups.awaitDurable([keyId], 30_000), `turn ${i}`).toEqual({ pending: [] });
     }
-    const chain = await source.vault.backups.ledgerChain();
+    const chain = await source.app.backups.ledgerChain();
     expect(chain.notes).toEqual([]);
     for (const e of entries.slice(0, 4)) expect(chain.entries.has(e.keyId)).toBe(true);
     const restored = await fresh();
@@ -62,13 +62,13 @@ describe("two databases on one bucket's ledger chain", () => {
   }, 120_000);
 
   it('diverged (each assigned the same next record): the one whose record was stored first wins; the other withdraws its unstored record and appends after it', async () => {
-    await source.vault.backups.idle();
+    await source.app.backups.idle();
     await copy.backups.idle();
-    const head = await readJson<{ seq: number; record: string }>(source.vault.backups.store, LEDGER_HEAD_KEY);
+    const head = await readJson<{ seq: number; record: string }>(source.app.backups.store, LEDGER_HEAD_KEY);
     // the source stores the next record...
     const { keyId } = entries[4]!;
-    await source.vault.keys.destroyKey(keyId, { reason: 'source first', actor: 'eraser' });
-    expect((await source.vault.backups.awaitDurable([keyId], 30_000)).pending).toEqual([]);
+    await source.app.keys.destroyKey(keyId, { reason: 'source first', actor: 'eraser' });
+    expect((await source.app.backups.awaitDurable([keyId], 30_000)).pending).toEqual([]);
     // ...where the copy had assigned its own (valid, MAC'd, after the same head) without storing it yet
     const mac = new KeyedHasher(deriveSubkey(Buffer.from(source.env.LETHE_ROOT_KEY!, 'base64'), 'ledger-chain'));
     const unsealed = { format: 'lethe-ledger-chain/1', seq: head.seq + 1, prev: head.record, at: new Date().toISOString(), auditHead: null, destructions: [], manifests: [] };
@@ -82,9 +82,9 @@ describe("two databases on one bucket's ledger chain", () => {
     await copy.keys.destroyKey(copysKey, { reason: 'copy second', actor: 'eraser' });
     expect(await copy.backups.awaitDurable([copysKey], 30_000)).toEqual({ pending: [] });
     expect(await queryRows(copy.db.db, sql`select seq from ledger_chain where bucket = ${copy.backups.store.bucket} and stored_at is null`)).toEqual([]);
-    const stored = JSON.parse(Buffer.from(await source.vault.backups.store.get(chainRecordKey(mine.seq))).toString('utf8')) as { mac: string };
+    const stored = JSON.parse(Buffer.from(await source.app.backups.store.get(chainRecordKey(mine.seq))).toString('utf8')) as { mac: string };
     expect(stored.mac).not.toBe(mine.mac);
-    const chain = await source.vault.backups.ledgerChain();
+    const chain = await source.app.backups.ledgerChain();
     expect(chain.notes).toEqual([]);
     expect(chain.entries.has(keyId)).toBe(true);
     expect(chain.entries.has(copysKey)).toBe(true);

@@ -48,7 +48,7 @@ describe('tampering with the backup bucket', () => {
   }
 
   /** Puts `bytes` back as the current version of `key` (an attacker's overwrite). */
-  const overwrite = (key: string, bytes: Uint8Array) => tv.vault.backups.store.put(key, bytes);
+  const overwrite = (key: string, bytes: Uint8Array) => tv.app.backups.store.put(key, bytes);
   /** The chain's records as lethe wrote them, to put back after each test. */
   const saved = new Map<number, Uint8Array>();
   /** Removes every version of `key` for good: what someone who may bypass governance retention (or a bucket without Object Lock) allows. */
@@ -63,17 +63,17 @@ describe('tampering with the backup bucket', () => {
   beforeAll(async () => {
     // governance, as an operator may configure it: the tests below remove versions with the bypass (the default, compliance, lets no one)
     tv = await openTestVault({ extraEnv: { ...env, LETHE_BACKUP_PROPAGATE_SECONDS: '86400', LETHE_LEDGER_LOCK: 'governance' } });
-    for (let i = 0; i < 4; i++) subjects.push(await tv.vault.log.append(`user:tamper-${i}`, { text: `subject ${i} says ${tag()}` }, 'writer'));
-    backupId = (await tv.vault.backups.run()).backupId;
+    for (let i = 0; i < 4; i++) subjects.push(await tv.app.log.append(`user:tamper-${i}`, { text: `subject ${i} says ${tag()}` }, 'writer'));
+    backupId = (await tv.app.backups.run()).backupId;
     // each destruction after the backup is its own chain record
     for (const s of subjects.slice(0, 3)) {
-      await tv.vault.keys.destroyKey(s.keyId, { reason: 'erasure', actor: 'eraser' });
-      expect((await tv.vault.backups.awaitDurable([s.keyId], 30_000)).pending).toEqual([]);
+      await tv.app.keys.destroyKey(s.keyId, { reason: 'erasure', actor: 'eraser' });
+      expect((await tv.app.backups.awaitDurable([s.keyId], 30_000)).pending).toEqual([]);
     }
-    await tv.vault.backups.propagate();
+    await tv.app.backups.propagate();
     manifestVersionsAtSetup = (await allVersions(client, backupBucket, manifestKey(backupId))).length;
-    const head = await readJson<{ seq: number }>(tv.vault.backups.store, LEDGER_HEAD_KEY);
-    for (let seq = 0; seq <= head.seq; seq++) saved.set(seq, await tv.vault.backups.store.get(chainRecordKey(seq)));
+    const head = await readJson<{ seq: number }>(tv.app.backups.store, LEDGER_HEAD_KEY);
+    for (let seq = 0; seq <= head.seq; seq++) saved.set(seq, await tv.app.backups.store.get(chainRecordKey(seq)));
   }, 120_000);
   afterAll(async () => {
     await tv?.close();
@@ -81,7 +81,7 @@ describe('tampering with the backup bucket', () => {
   });
 
   it('restores untampered, with every destruction replayed (the baseline); verify finds the manifest and the chain intact', async () => {
-    expect(await tv.vault.backups.verify(backupId)).toMatchObject({ ok: true, manifestMac: 'valid', ledger: { ok: true, destructions: 3 } });
+    expect(await tv.app.backups.verify(backupId)).toMatchObject({ ok: true, manifestMac: 'valid', ledger: { ok: true, destructions: 3 } });
     const restored = await target();
     expect(await restored.backups.restore(backupId, { actor: 'test' })).toMatchObject({ ledger: 'replayed', warnings: [] });
     for (const s of subjects.slice(0, 3)) await expect(restored.log.get(s.entryId)).rejects.toMatchObject({ code: 'key_destroyed' });
@@ -90,20 +90,20 @@ describe('tampering with the backup bucket', () => {
 
   it("refuses the issue's story (the destruction's record deleted, the manifest rewritten without the key); a plain delete alone is worked around from the versions", async () => {
     const victim = subjects[0]!;
-    const record = await ledgerRecordOf(tv.vault.backups.store, victim.keyId);
+    const record = await ledgerRecordOf(tv.app.backups.store, victim.keyId);
     expect(record).toBeDefined();
     const seq = Number(record!.match(/(\d{16})/)![1]);
-    const manifestBytes = await tv.vault.backups.store.get(manifestKey(backupId));
+    const manifestBytes = await tv.app.backups.store.get(manifestKey(backupId));
     const manifest = JSON.parse(Buffer.from(manifestBytes).toString('utf8')) as Manifest;
     // the base was written before the destruction (the key active): an attacker hides the key from it altogether
     expect(manifest.keys.find((k) => k.keyId === victim.keyId)?.state).toBe('active');
     const forged = { ...manifest, keys: manifest.keys.filter((k) => k.keyId !== victim.keyId) };
-    await tv.vault.backups.store.delete(record!);
+    await tv.app.backups.store.delete(record!);
     await overwrite(manifestKey(backupId), Buffer.from(JSON.stringify(forged)));
     try {
       expect(await refusal()).toMatch(/manifest of backup .* fails its MAC/);
       // and verify says so too
-      expect(await tv.vault.backups.verify(backupId)).toMatchObject({ ok: false, manifestMac: 'invalid' });
+      expect(await tv.app.backups.verify(backupId)).toMatchObject({ ok: false, manifestMac: 'invalid' });
       // the manifest put back: the record's delete marker hides nothing from a versioned bucket
       await overwrite(manifestKey(backupId), manifestBytes);
       const restored = await target();
@@ -119,7 +119,7 @@ describe('tampering with the backup bucket', () => {
 
   it('refuses, even forced, a manifest edited and stripped of its MAC (the low: forcing used to restore it)', async () => {
     const victim = subjects[0]!;
-    const manifestBytes = await tv.vault.backups.store.get(manifestKey(backupId));
+    const manifestBytes = await tv.app.backups.store.get(manifestKey(backupId));
     const { mac: _mac, ...manifest } = JSON.parse(Buffer.from(manifestBytes).toString('utf8')) as Manifest;
     await overwrite(manifestKey(backupId), Buffer.from(JSON.stringify({ ...manifest, keys: manifest.keys.filter((k) => k.keyId !== victim.keyId) })));
     try {
@@ -137,20 +137,20 @@ describe('tampering with the backup bucket', () => {
 
   it('refuses a record removed for good (every version, with the governance bypass), naming it', async () => {
     const victim = subjects[1]!;
-    const record = (await ledgerRecordOf(tv.vault.backups.store, victim.keyId))!;
+    const record = (await ledgerRecordOf(tv.app.backups.store, victim.keyId))!;
     const seq = Number(record.match(/(\d{16})/)![1]);
     await purge(record);
     try {
       const message = await refusal();
       expect(message).toContain(`ledger chain record ${seq} (${record}) is missing`);
-      expect((await tv.vault.backups.verify(backupId)).ledger).toMatchObject({ ok: false, problem: expect.stringMatching(/is missing/) });
+      expect((await tv.app.backups.verify(backupId)).ledger).toMatchObject({ ok: false, problem: expect.stringMatching(/is missing/) });
     } finally {
       await restoreRecord(seq);
     }
   });
 
   it('refuses a chain cut back: the last record removed for good and an older head put back', async () => {
-    const head = await readJson<{ seq: number }>(tv.vault.backups.store, LEDGER_HEAD_KEY);
+    const head = await readJson<{ seq: number }>(tv.app.backups.store, LEDGER_HEAD_KEY);
     const versions = await allVersions(client, backupBucket, LEDGER_HEAD_KEY);
     // an older head, validly MAC'd when it was written
     let older: Uint8Array | undefined;
@@ -159,7 +159,7 @@ describe('tampering with the backup bucket', () => {
       if ((JSON.parse(Buffer.from(bytes).toString('utf8')) as { seq: number }).seq < head.seq) older = bytes;
     }
     expect(older, 'an older version of the head').toBeDefined();
-    const currentHead = await tv.vault.backups.store.get(LEDGER_HEAD_KEY);
+    const currentHead = await tv.app.backups.store.get(LEDGER_HEAD_KEY);
     await purge(chainRecordKey(head.seq));
     await overwrite(LEDGER_HEAD_KEY, older!);
     try {
@@ -189,7 +189,7 @@ describe('tampering with the backup bucket', () => {
     }
 
     // a head forged without the key
-    const currentHead = await tv.vault.backups.store.get(LEDGER_HEAD_KEY);
+    const currentHead = await tv.app.backups.store.get(LEDGER_HEAD_KEY);
     const forged = { ...(JSON.parse(Buffer.from(currentHead).toString('utf8')) as object), seq: 1, mac: 'ab'.repeat(32) };
     await overwrite(LEDGER_HEAD_KEY, Buffer.from(JSON.stringify(forged)));
     try {
@@ -204,10 +204,10 @@ describe('tampering with the backup bucket', () => {
 
   it('keeps one manifest version per backup: a destruction after it is in the chain only', async () => {
     expect(manifestVersionsAtSetup).toBe(1);
-    const base = await readJson<Manifest>(tv.vault.backups.store, manifestKey(backupId));
+    const base = await readJson<Manifest>(tv.app.backups.store, manifestKey(backupId));
     expect(base.version).toBe(1);
     expect(base.keys.filter((k) => k.state === 'destroyed')).toEqual([]);
-    const folded = await tv.vault.backups.manifest(backupId);
+    const folded = await tv.app.backups.manifest(backupId);
     expect(folded.overlay.destroyed).toBe(3);
     expect(subjects.slice(0, 3).map((s) => folded.keys.find((k) => k.keyId === s.keyId)?.state)).toEqual(['destroyed', 'destroyed', 'destroyed']);
   });
@@ -215,24 +215,24 @@ describe('tampering with the backup bucket', () => {
   it('refuses an older version of a manifest of the earlier format (rewritten by each propagation) put back after the chain recorded a newer one', async () => {
     // what propagation wrote before the chain was the overlay: version 2 of the manifest, MAC'd, recorded in the chain
     const mac = new KeyedHasher(deriveSubkey(Buffer.from(tv.env.LETHE_ROOT_KEY!, 'base64'), 'ledger-chain'));
-    const first = await tv.vault.backups.store.get(manifestKey(backupId));
+    const first = await tv.app.backups.store.get(manifestKey(backupId));
     const v1 = JSON.parse(Buffer.from(first).toString('utf8')) as Manifest;
     const v2 = sealManifest(mac, { ...v1, version: 2, keys: v1.keys.map((k) => (k.keyId === subjects[0]!.keyId ? { ...k, state: 'destroyed' as const } : k)) });
     await overwrite(manifestKey(backupId), Buffer.from(JSON.stringify(v2)));
-    await queryRows(tv.vault.db.db, sql`update backups set manifest_version = 2 where backup_id = ${backupId}`);
+    await queryRows(tv.app.db.db, sql`update backups set manifest_version = 2 where backup_id = ${backupId}`);
     try {
       // the catch-up records the newest manifest version in the chain
-      await tv.vault.backups.propagate();
+      await tv.app.backups.propagate();
       await overwrite(manifestKey(backupId), first);
       expect(await refusal()).toMatch(new RegExp(`manifest of backup ${backupId} is version 1, but the ledger chain records version 2`));
-      expect(await tv.vault.backups.verify(backupId)).toMatchObject({ ok: false, ledger: { ok: false, problem: expect.stringMatching(/older than the version 2/) } });
+      expect(await tv.app.backups.verify(backupId)).toMatchObject({ ok: false, ledger: { ok: false, problem: expect.stringMatching(/older than the version 2/) } });
       // the newer version put back: restored, and the folded view still marks every destruction
       await overwrite(manifestKey(backupId), Buffer.from(JSON.stringify(v2)));
-      expect((await tv.vault.backups.manifest(backupId)).overlay.destroyed).toBe(2);
+      expect((await tv.app.backups.manifest(backupId)).overlay.destroyed).toBe(2);
     } finally {
       mac.destroy();
       await overwrite(manifestKey(backupId), first);
-      await queryRows(tv.vault.db.db, sql`update backups set manifest_version = 1 where backup_id = ${backupId}`);
+      await queryRows(tv.app.db.db, sql`update backups set manifest_version = 1 where backup_id = ${backupId}`);
     }
   });
 
@@ -241,7 +241,7 @@ describe('tampering with the backup bucket', () => {
     const WORM_REFUSAL = { code: 'InvalidRequest', message: expect.stringMatching(/WORM protected/) };
     expect(await client.getObjectLockConfig(backupBucket)).toMatchObject({ objectLockEnabled: 'Enabled' });
     // a record written once by lethe, never touched by the tests above
-    const head = await readJson<{ seq: number }>(tv.vault.backups.store, LEDGER_HEAD_KEY);
+    const head = await readJson<{ seq: number }>(tv.app.backups.store, LEDGER_HEAD_KEY);
     let untouched: number | undefined;
     for (let seq = 0; seq <= head.seq && untouched === undefined; seq++) {
       if ((await allVersions(client, backupBucket, chainRecordKey(seq))).length === 1) untouched = seq;
@@ -261,6 +261,6 @@ describe('tampering with the backup bucket', () => {
     await expect(client.removeObject(backupBucket, lethesHead!.name, { versionId: lethesHead!.versionId })).rejects.toMatchObject(WORM_REFUSAL);
     // still there
     expect(await allVersions(client, backupBucket, chainRecordKey(untouched!))).toContainEqual(record);
-    await until('the chain to verify', () => tv.vault.backups.ledgerChain(), (c) => c.present && c.entries.size >= 3);
+    await until('the chain to verify', () => tv.app.backups.ledgerChain(), (c) => c.present && c.entries.size >= 3);
   });
 });

@@ -56,10 +56,10 @@ describe('a key destroyed while the backup store (MinIO) is down', () => {
         S3_BACKUP_BUCKET: `lethe-wal-bak-${tag()}`,
       },
     });
-    a = await tv.vault.log.append('user:wal-a', { text: `A lives at ${tag()}` }, 'writer');
+    a = await tv.app.log.append('user:wal-a', { text: `A lives at ${tag()}` }, 'writer');
     const text = `B stays ${tag()}`;
-    b = { ...(await tv.vault.log.append('user:wal-b', { text }, 'writer')), text };
-    backupId = (await tv.vault.backups.run()).backupId;
+    b = { ...(await tv.app.log.append('user:wal-b', { text }, 'writer')), text };
+    backupId = (await tv.app.backups.run()).backupId;
   }, 120_000);
   afterAll(async () => {
     await tv?.close();
@@ -77,15 +77,15 @@ describe('a key destroyed while the backup store (MinIO) is down', () => {
       expect(body.state).toBe('destruction_pending');
       expect(body.pending).toMatch(/not yet durable in the backup store's ledger/);
       // unusable: no lease, no read, no append under it
-      expect(await tv.vault.keys.validity([a.keyId])).toEqual({ [a.keyId]: 'destruction_pending' });
-      await expect(tv.vault.log.get(a.entryId)).rejects.toMatchObject({ code: 'key_destroyed' });
-      expect(await durableAt(tv.vault, a.keyId)).toBeNull();
+      expect(await tv.app.keys.validity([a.keyId])).toEqual({ [a.keyId]: 'destruction_pending' });
+      await expect(tv.app.log.get(a.entryId)).rejects.toMatchObject({ code: 'key_destroyed' });
+      expect(await durableAt(tv.app, a.keyId)).toBeNull();
 
       minio = await startMinio(minioBinary(), minio);
       restarted = true;
       // nobody asks again: the background retry (backoff from 1 s) makes it durable
-      await until('the destruction to become durable', () => durableAt(tv.vault, a.keyId), (d) => d !== null && d !== undefined, 60_000);
-      expect(await tv.vault.keys.validity([a.keyId])).toEqual({ [a.keyId]: 'destroyed' });
+      await until('the destruction to become durable', () => durableAt(tv.app, a.keyId), (d) => d !== null && d !== undefined, 60_000);
+      expect(await tv.app.keys.validity([a.keyId])).toEqual({ [a.keyId]: 'destroyed' });
       const again = await tv.call('POST', `/v1/admin/keys/${a.keyId}/destroy`, { role: 'admin', body: { reason: 'break-glass' } });
       expect(again.status).toBe(200);
       expect(((await again.json()) as { state: string }).state).toBe('destroyed');
@@ -116,11 +116,11 @@ describe('a key destroyed while the local backup folder cannot be written (embed
   });
 
   it('is pending while the folder refuses writes, durable once it accepts them, and the restore of an earlier backup keeps it erased', async () => {
-    const a = await tv.vault.log.append('user:wal-fs-a', { text: `A fs ${tag()}` }, 'writer');
+    const a = await tv.app.log.append('user:wal-fs-a', { text: `A fs ${tag()}` }, 'writer');
     const text = `B fs ${tag()}`;
-    const b = await tv.vault.log.append('user:wal-fs-b', { text }, 'writer');
-    const { backupId } = await tv.vault.backups.run();
-    const summary = await tv.vault.artifacts.write({ kind: 'summary', text: `B said ${text}`, sources: [b.entryId] }, 'writer');
+    const b = await tv.app.log.append('user:wal-fs-b', { text }, 'writer');
+    const { backupId } = await tv.app.backups.run();
+    const summary = await tv.app.artifacts.write({ kind: 'summary', text: `B said ${text}`, sources: [b.entryId] }, 'writer');
 
     // the ledger's folder becomes a file: every put under ledger/ fails (root ignores chmod, not this)
     const ledgerDir = path.join(tv.dataDir, 'objects', tv.config.backupBucket, 'ledger');
@@ -129,7 +129,7 @@ describe('a key destroyed while the local backup folder cannot be written (embed
     try {
       const reply = await tv.call('POST', `/v1/admin/keys/${a.keyId}/destroy`, { role: 'admin', body: { reason: 'break-glass' } });
       expect(reply.status).toBe(202);
-      expect(await tv.vault.keys.validity([a.keyId])).toEqual({ [a.keyId]: 'destruction_pending' });
+      expect(await tv.app.keys.validity([a.keyId])).toEqual({ [a.keyId]: 'destruction_pending' });
       // a regeneration destroys the old version's key: answered 202, pending, too
       const regenerated = await tv.call('POST', `/v1/artifacts/${summary.artifactId}/regenerate`, { role: 'writer' });
       expect(regenerated.status).toBe(202);
@@ -138,8 +138,8 @@ describe('a key destroyed while the local backup folder cannot be written (embed
       rmSync(ledgerDir, { force: true });
       renameSync(`${ledgerDir}.away`, ledgerDir);
     }
-    await until('the destruction to become durable', () => durableAt(tv.vault, a.keyId), (d) => d !== null && d !== undefined, 60_000);
-    expect(await tv.vault.keys.validity([a.keyId])).toEqual({ [a.keyId]: 'destroyed' });
+    await until('the destruction to become durable', () => durableAt(tv.app, a.keyId), (d) => d !== null && d !== undefined, 60_000);
+    expect(await tv.app.keys.validity([a.keyId])).toEqual({ [a.keyId]: 'destroyed' });
 
     // the database is lost: a fresh embedded database (a fresh data dir) with the same keyring and backup folder
     const bucketDir = path.join(tv.dataDir, 'objects', tv.config.backupBucket);

@@ -22,8 +22,8 @@ describe('lethe backup', () => {
 
   beforeAll(async () => {
     tv = await openTestVault();
-    keyA = (await tv.vault.log.append('user:cli-a', { text: 'A: the spare key is under the mat.' }, 'writer')).keyId;
-    await tv.vault.log.append('user:cli-b', { text: 'B: likes rowing.' }, 'writer');
+    keyA = (await tv.app.log.append('user:cli-a', { text: 'A: the spare key is under the mat.' }, 'writer')).keyId;
+    await tv.app.log.append('user:cli-b', { text: 'B: likes rowing.' }, 'writer');
     server = await startServer(loadConfig({ ...tv.env, PORT: '0', HOST: '127.0.0.1' }), createLogger('silent'));
     env = { ...tv.env, PATH: process.env.PATH ?? '', LETHE_URL: `http://127.0.0.1:${server.port}`, LETHE_BACKUP_TOKEN: TOKENS.backup };
   }, TIMEOUT);
@@ -53,7 +53,7 @@ describe('lethe backup', () => {
     expect(verified.ok).toBe(true);
     expect(verified.keys.every((k) => k.state === 'active' && k.data === 'decrypts')).toBe(true);
 
-    await tv.vault.keys.destroyKey(keyA, { reason: 'erasure', actor: 'eraser' });
+    await tv.app.keys.destroyKey(keyA, { reason: 'erasure', actor: 'eraser' });
     const propagated = await runCli(['backup', 'propagate'], env);
     expect(propagated.code, propagated.stderr).toBe(0);
     const after = await runCli(['backup', 'verify', taken.backupId], env);
@@ -63,11 +63,11 @@ describe('lethe backup', () => {
   });
 
   it('`verify` names a corrupted object and exits 1', { timeout: TIMEOUT }, async () => {
-    const { backupId } = await tv.vault.backups.run();
-    const manifest = await tv.vault.backups.manifest(backupId);
+    const { backupId } = await tv.app.backups.run();
+    const manifest = await tv.app.backups.manifest(backupId);
     const victim = manifest.objects[0]!;
-    const original = await tv.vault.backups.store.get(victim.stored);
-    await tv.vault.backups.store.put(victim.stored, new Uint8Array([0x4c, 0x45, 0, 0]));
+    const original = await tv.app.backups.store.get(victim.stored);
+    await tv.app.backups.store.put(victim.stored, new Uint8Array([0x4c, 0x45, 0, 0]));
     try {
       const run = await runCli(['backup', 'verify', backupId], env);
       expect(run.code).toBe(1);
@@ -76,7 +76,7 @@ describe('lethe backup', () => {
         { key: victim.key, stored: victim.stored, reason: 'sha256-mismatch' },
       ]);
     } finally {
-      await tv.vault.backups.store.put(victim.stored, original);
+      await tv.app.backups.store.put(victim.stored, original);
     }
   });
 

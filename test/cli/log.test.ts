@@ -7,7 +7,7 @@ describe('lethe log', () => {
   let tv: TestVault;
   beforeAll(async () => {
     tv = await openTestVault();
-    for (let i = 0; i < 3; i++) await tv.vault.log.append('user:f1', { text: `user:f1 ${i}` }, 'writer');
+    for (let i = 0; i < 3; i++) await tv.app.log.append('user:f1', { text: `user:f1 ${i}` }, 'writer');
   });
   afterAll(async () => {
     await tv?.close();
@@ -24,7 +24,7 @@ describe('lethe log', () => {
     const c = await runCli(['log', 'compact'], env);
     expect(c.code).toBe(0);
     expect(JSON.parse(c.stdout)).toMatchObject({ segmentsExamined: 0 });
-    const [first] = await tv.vault.log.list('user:f1');
+    const [first] = await tv.app.log.list('user:f1');
     const r = await runCli(['log', 'rekey', 'user:f1', '--exclude', first!.entryId], env);
     // the same path as DELETE /v1/entries/{id}: a records-scope erasure, run to its end, certified — and its
     // probe finds the forgotten text's near copies in the entries that stay ('user:f1 1', 'user:f1 2'): incomplete, exit 3
@@ -32,8 +32,8 @@ describe('lethe log', () => {
     const forgot = JSON.parse(r.stdout) as { status: string; scope: string; entryIds: string[]; residuals: Array<{ kind: string; detail: string }> };
     expect(forgot).toMatchObject({ status: 'incomplete', scope: 'records', entryIds: [first!.entryId] });
     expect(forgot.residuals.some((x) => x.kind === 'wrapped-dek' && /lives on under a new key/.test(x.detail))).toBe(true);
-    await expect(tv.vault.log.get(first!.entryId)).rejects.toMatchObject({ code: 'entry_forgotten' });
-    expect((await tv.vault.log.list('user:f1')).map((e) => e.text)).toEqual(['user:f1 1', 'user:f1 2']);
+    await expect(tv.app.log.get(first!.entryId)).rejects.toMatchObject({ code: 'entry_forgotten' });
+    expect((await tv.app.log.list('user:f1')).map((e) => e.text)).toEqual(['user:f1 1', 'user:f1 2']);
     const whole = await runCli(['log', 'rekey', 'user:f1'], env);
     expect(whole.code, whole.stderr).toBe(0);
     expect(JSON.parse(whole.stdout)).toMatchObject({ rewritten: 2, removed: 0, destruction: 'destroyed' });

@@ -17,7 +17,7 @@ export async function serveTestVault(options: Parameters<typeof openTestApp>[0] 
   const t = await openTestApp({ ...options, extraEnv: { LETHE_ERASURE_POLL_MS: '50', LETHE_LEASE_TTL_SECONDS: '2', ...options.extraEnv } });
   let server: ServerType | undefined;
   await new Promise<void>((resolve) => {
-    server = serve({ fetch: t.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve());
+    server = serve({ fetch: t.http.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve());
   });
   return {
     t,

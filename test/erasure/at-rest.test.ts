@@ -47,8 +47,8 @@ describe('an erased subject at rest and through the API', () => {
 
   /** The erasure's row and its transitions, every column as bytes (bytea as is, anything else as JSON). */
   const erasureRows = async (erasureId: string) => {
-    const rows = await queryRows<Record<string, unknown>>(t.vault.db.db, sql`select * from erasures where erasure_id = ${erasureId}`);
-    const transitions = await queryRows<Record<string, unknown>>(t.vault.db.db, sql`select * from erasure_transitions where erasure_id = ${erasureId}`);
+    const rows = await queryRows<Record<string, unknown>>(t.app.db.db, sql`select * from erasures where erasure_id = ${erasureId}`);
+    const transitions = await queryRows<Record<string, unknown>>(t.app.db.db, sql`select * from erasure_transitions where erasure_id = ${erasureId}`);
     expect(rows).toHaveLength(1);
     expect(transitions.length).toBeGreaterThan(9);
     const bytes = Buffer.concat(

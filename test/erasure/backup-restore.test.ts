@@ -25,17 +25,17 @@ describe('a backup taken before a class B erasure', () => {
   const targets: TestDatabase[] = [];
 
   beforeAll(async () => {
-    source = await openTestVault({ extraEnv: minioEnv().env, vault: { erasureWorker: false } });
-    call = callVault(source.vault);
-    s = await classB(source.vault, 'bak');
+    source = await openTestVault({ extraEnv: minioEnv().env, app: { erasureWorker: false } });
+    call = callVault(source.app);
+    s = await classB(source.app, 'bak');
     backupId = (await ok<{ backupId: string }>(call('POST', '/v1/backups', { role: 'backup' }), 201)).backupId;
     const manifest = await ok<{ keys: Array<{ keyId: string; state: string }> }>(call('GET', `/v1/backups/${backupId}/manifest`, { role: 'backup' }), 200);
     expect(manifest.keys.find((k) => k.keyId === s.aKeyId)?.state).toBe('active');
     erasureId = (await ok<{ erasureId: string }>(call('POST', '/v1/erasures', { role: 'eraser', body: { subject: s.A, legalBasis: 'gdpr-art17' } }), 202)).erasureId;
-    const view = await source.vault.erasures.settle(erasureId);
+    const view = await source.app.erasures.settle(erasureId);
     expect(view.status, JSON.stringify(view.steps)).toBe('completed');
     expect(view.class).toBe('B');
-    const [row] = await queryRows<{ wrapped_epoch: number }>(source.vault.db.db, sql`select wrapped_epoch from destruction_ledger where key_id = ${s.aKeyId}`);
+    const [row] = await queryRows<{ wrapped_epoch: number }>(source.app.db.db, sql`select wrapped_epoch from destruction_ledger where key_id = ${s.aKeyId}`);
     wrappedEpoch = Number(row!.wrapped_epoch);
   });
   afterAll(async () => {
@@ -52,13 +52,13 @@ describe('a backup taken before a class B erasure', () => {
     for (const keyId of [s.aKeyId, ...s.versionKeys]) {
       expect(manifest.keys.find((k) => k.keyId === keyId), keyId).toMatchObject({ state: 'destroyed', destroyedAt: expect.any(String) });
     }
-    const bKey = (await source.vault.log.get(s.b1)).keyId;
+    const bKey = (await source.app.log.get(s.b1)).keyId;
     expect(manifest.keys.find((k) => k.keyId === bKey)?.state).toBe('active');
     // the backup bucket holds the base, written once; the service folds the ledger chain into it
-    expect((await storedManifest(source.vault.backups.store, backupId)).version).toBe(manifest.version);
+    expect((await storedManifest(source.app.backups.store, backupId)).version).toBe(manifest.version);
     expect(manifest.version).toBe(1);
 
-    const verified = await source.vault.backups.verify(backupId);
+    const verified = await source.app.backups.verify(backupId);
     expect(verified.ok).toBe(true);
     expect(verified.manifestVersion).toBe(manifest.version);
     expect(verified.corrupted).toEqual([]);
@@ -115,11 +115,11 @@ describe('a backup taken before a class B erasure', () => {
     expect(rotated.epoch).toBeGreaterThan(wrappedEpoch);
     const kek = await ok<{ epochs: Array<{ epoch: number; state: string }> }>(call('GET', '/v1/admin/kek', { role: 'admin' }), 200);
     expect(kek.epochs.find((e) => e.epoch === wrappedEpoch)?.state).toBe('retired');
-    const verified = await source.vault.backups.verify(backupId);
+    const verified = await source.app.backups.verify(backupId);
     expect(verified.keys.find((k) => k.keyId === s.aKeyId)).toMatchObject({ state: 'destroyed', data: 'unreadable', wrappedCopy: 'inert', wrappedEpoch });
     expect(verified.ok).toBe(true);
     // the certificate becomes final, the residual dated by the retirement
-    await source.vault.erasures.finalizeCertificates();
+    await source.app.erasures.finalizeCertificates();
     const after = await ok<ErasureReply>(call('GET', `/v1/erasures/${erasureId}`, { role: 'eraser' }), 200);
     expect(after.certificateState).toBe('final');
     expect(after.residuals.find((r) => r.tier === 'backups' && r.kind === 'wrapped-dek')).toMatchObject({ bound: 0, until: expect.any(String) });

@@ -45,13 +45,13 @@ const words = (n: number) => Array.from({ length: n }, () => `w${randomBytes(4).
 
 async function subjectWith(t: TestApp, n: number): Promise<string> {
   const s = `user:cert-${tag()}`;
-  for (let i = 0; i < n; i++) await t.vault.log.append(s, { text: words(8) }, 'writer');
+  for (let i = 0; i < n; i++) await t.app.log.append(s, { text: words(8) }, 'writer');
   return s;
 }
 
 async function erase(t: TestApp, subject: string) {
-  const { erasureId } = await t.vault.erasures.request({ subject }, 'eraser');
-  return t.vault.erasures.settle(erasureId);
+  const { erasureId } = await t.app.erasures.request({ subject }, 'eraser');
+  return t.app.erasures.settle(erasureId);
 }
 
 async function listedKeys(t: TestApp): Promise<SigningKeyInfo[]> {
@@ -65,7 +65,7 @@ async function storedCertificate(t: TestApp, erasureId: string): Promise<Certifi
 describe('the certificate finalizer', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await openTestApp({ vault: { erasureWorker: false } });
+    t = await openTestApp({ app: { erasureWorker: false } });
   });
   afterAll(async () => {
     await t?.close();
@@ -78,15 +78,15 @@ describe('the certificate finalizer', () => {
     const A = `user:stranded-a-${tag()}`;
     const B = `user:stranded-b-${tag()}`;
     const secret = words(6);
-    await t.vault.log.append(A, { text: `the gate code is ${secret}` }, 'writer');
-    await t.vault.log.append(B, { text: `A told me the gate code is ${secret}` }, 'writer');
-    await t.vault.log.append(B, { text: words(5) }, 'writer');
+    await t.app.log.append(A, { text: `the gate code is ${secret}` }, 'writer');
+    await t.app.log.append(B, { text: `A told me the gate code is ${secret}` }, 'writer');
+    await t.app.log.append(B, { text: words(5) }, 'writer');
     const stranded = await erase(t, A);
     expect(stranded.status).toBe('incomplete');
     expect(stranded.certificateState).toBe('provisional');
     // 150 more exactly like it, finished earlier: copies of its row (the finalizer reads only the erasures table's
     // status, certificate state, own key and state, and the epochs of what the erasure destroyed or keeps)
-    await t.vault.db.db.execute(sql`
+    await t.app.db.db.execute(sql`
       insert into erasures (erasure_id, subject_hash, status, class, step, legal_basis, unlearning, seal_key_id, sealed_request,
         sealed_fingerprints, state, certificate, certificate_state, attempts, last_error, claimed_by, claimed_until, not_before,
         created_at, updated_at, finished_at)
@@ -98,17 +98,17 @@ describe('the certificate finalizer', () => {
     const fresh = await erase(t, await subjectWith(t, 2));
     expect(fresh.status).toBe('completed');
     expect(fresh.certificateState).toBe('provisional');
-    await t.vault.epochs.rotate('admin');
-    expect(await t.vault.erasures.finalizeCertificates()).toBe(1);
-    const after = await t.vault.erasures.get(fresh.erasureId);
+    await t.app.epochs.rotate('admin');
+    expect(await t.app.erasures.finalizeCertificates()).toBe(1);
+    const after = await t.app.erasures.get(fresh.erasureId);
     expect(after.certificateState).toBe('final');
     expect(after.certificate!.payload.certificateState).toBe('final');
-    expect(verifyCertificate(after.certificate, await t.vault.certificateKeys.publicKeys()).valid).toBe(true);
+    expect(verifyCertificate(after.certificate, await t.app.certificateKeys.publicKeys()).valid).toBe(true);
     // the stranded ones are still provisional, as they must be
-    const [row] = await queryRows<{ n: number }>(t.vault.db.db, sql`select count(*)::int as n from erasures where status = 'incomplete' and certificate_state = 'provisional'`);
+    const [row] = await queryRows<{ n: number }>(t.app.db.db, sql`select count(*)::int as n from erasures where status = 'incomplete' and certificate_state = 'provisional'`);
     expect(row!.n).toBe(151);
     // a second pass with nothing newly retired reads nothing
-    expect(await t.vault.erasures.finalizeCertificates()).toBe(0);
+    expect(await t.app.erasures.finalizeCertificates()).toBe(0);
   });
 });
 
@@ -116,7 +116,7 @@ describe('certificate-signing keys', () => {
   let t: TestApp;
   let first: SigningKeyInfo;
   beforeAll(async () => {
-    t = await openTestApp({ vault: { erasureWorker: false } });
+    t = await openTestApp({ app: { erasureWorker: false } });
   });
   afterAll(async () => {
     await t?.close();
@@ -156,7 +156,7 @@ describe('certificate-signing keys', () => {
     expect(rotation.retired).toMatchObject({ keyId: first.keyId, publicKey: first.publicKey, state: 'retired', retiredAt: expect.any(String) });
     expect(rotation.current).toMatchObject({ state: 'current', origin: 'keyring' });
     expect(rotation.current.keyId).not.toBe(first.keyId);
-    expect(await auditCount(t.vault.db, 'certificate.key.rotate', {})).toBe(1);
+    expect(await auditCount(t.app.db, 'certificate.key.rotate', {})).toBe(1);
 
     const keys = await listedKeys(t);
     expect(keys[0]).toEqual(rotation.current);
@@ -192,7 +192,7 @@ describe('certificate-signing keys', () => {
     delete payload.signingKeyId;
     const rootDerived = deriveSubkey(Buffer.from(t.env.LETHE_ROOT_KEY!, 'base64'), 'certificate-signing');
     const legacy = signCertificate(payload, rootDerived);
-    await t.vault.db.db.execute(sql`
+    await t.app.db.db.execute(sql`
       insert into erasures (erasure_id, subject_hash, status, class, step, legal_basis, unlearning, seal_key_id, sealed_request,
         sealed_fingerprints, state, certificate, certificate_state, attempts, last_error, claimed_by, claimed_until, not_before,
         created_at, updated_at, finished_at)
@@ -200,26 +200,26 @@ describe('certificate-signing keys', () => {
         sealed_fingerprints, state, ${JSON.stringify(legacy)}::jsonb, certificate_state, attempts, last_error, claimed_by, claimed_until, not_before,
         created_at, updated_at, finished_at
       from erasures where erasure_id = ${view.erasureId}`);
-    expect(await auditCount(t.vault.db, 'erasure.certificate.sign', { keyId: legacyId })).toBe(0);
+    expect(await auditCount(t.app.db, 'erasure.certificate.sign', { keyId: legacyId })).toBe(0);
 
     const served = await storedCertificate(t, legacyId);
     expect(served).toEqual(legacy);
     expect(verifyCertificate(served, keys)).toEqual({ valid: true, keyId: rootKey.keyId });
     expect(verifyCertificate(served, keys[0]!.publicKey).valid).toBe(false);
 
-    await t.vault.epochs.rotate('admin');
-    expect(await t.vault.erasures.finalizeCertificates()).toBeGreaterThanOrEqual(1);
+    await t.app.epochs.rotate('admin');
+    expect(await t.app.erasures.finalizeCertificates()).toBeGreaterThanOrEqual(1);
     const final = await storedCertificate(t, legacyId);
     expect(final.payload).toMatchObject({ certificateState: 'final', signingKeyId: keys[0]!.keyId, erasureId: legacyId });
     expect(verifyCertificate(final, keys.map((k) => k.publicKey))).toEqual({ valid: true, keyId: keys[0]!.keyId });
-    expect(await auditCount(t.vault.db, 'erasure.certificate.sign', { keyId: legacyId })).toBe(1);
+    expect(await auditCount(t.app.db, 'erasure.certificate.sign', { keyId: legacyId })).toBe(1);
   });
 
   it('a forgery — flipped to completed, re-signed with a random key, its embedded key replaced — verifies against no trusted set', async () => {
     const A = `user:forge-a-${tag()}`;
     const secret = words(6);
-    await t.vault.log.append(A, { text: `the vault code is ${secret}` }, 'writer');
-    await t.vault.log.append(`user:forge-b-${tag()}`, { text: `A said the vault code is ${secret}` }, 'writer');
+    await t.app.log.append(A, { text: `the vault code is ${secret}` }, 'writer');
+    await t.app.log.append(`user:forge-b-${tag()}`, { text: `A said the vault code is ${secret}` }, 'writer');
     const view = await erase(t, A);
     expect(view.status).toBe('incomplete');
     const honest = await storedCertificate(t, view.erasureId);
@@ -246,7 +246,7 @@ describe('the finalizer against database write access (issue 29, M1)', () => {
   let logged = '';
   beforeAll(async () => {
     logs.on('data', (chunk: Buffer) => void (logged += chunk.toString('utf8')));
-    t = await openTestApp({ vault: { erasureWorker: false, metrics, logger: createLogger('error', logs) } });
+    t = await openTestApp({ app: { erasureWorker: false, metrics, logger: createLogger('error', logs) } });
   });
   afterAll(async () => {
     await t?.close();
@@ -256,8 +256,8 @@ describe('the finalizer against database write access (issue 29, M1)', () => {
   async function incompleteErasure() {
     const A = `user:m1-a-${tag()}`;
     const secret = words(6);
-    await t.vault.log.append(A, { text: `the alarm code is ${secret}` }, 'writer');
-    await t.vault.log.append(`user:m1-b-${tag()}`, { text: `A told me the alarm code is ${secret}` }, 'writer');
+    await t.app.log.append(A, { text: `the alarm code is ${secret}` }, 'writer');
+    await t.app.log.append(`user:m1-b-${tag()}`, { text: `A told me the alarm code is ${secret}` }, 'writer');
     const view = await erase(t, A);
     expect(view.status).toBe('incomplete');
     expect(view.certificateState).toBe('provisional');
@@ -271,7 +271,7 @@ describe('the finalizer against database write access (issue 29, M1)', () => {
    */
   async function editToCompleted(erasureId: string, certificate?: Certificate): Promise<void> {
     const replaced = certificate ? sql`, certificate = ${JSON.stringify(certificate)}::jsonb` : sql``;
-    await t.vault.db.db.execute(sql`
+    await t.app.db.db.execute(sql`
       update erasures set status = 'completed', seal_key_id = null,
         state = jsonb_set(jsonb_set(state, '{probe,recovered}', '0'::jsonb), '{probe,matches}', '[]'::jsonb)${replaced}
       where erasure_id = ${erasureId}`);
@@ -290,7 +290,7 @@ describe('the finalizer against database write access (issue 29, M1)', () => {
     const view = await erase(t, await subjectWith(t, 2));
     expect(view.certificateState).toBe('provisional');
     const provisional = await storedCertificate(t, view.erasureId);
-    const [signed] = await queryRows<{ detail: string }>(t.vault.db.db, sql`select detail from audit_log where action = 'erasure.certificate.sign' and key_id = ${view.erasureId}`);
+    const [signed] = await queryRows<{ detail: string }>(t.app.db.db, sql`select detail from audit_log where action = 'erasure.certificate.sign' and key_id = ${view.erasureId}`);
     expect(JSON.parse(signed!.detail)).toMatchObject({
       erasureId: view.erasureId,
       digest: certificateDigest(provisional.payload),
@@ -300,17 +300,17 @@ describe('the finalizer against database write access (issue 29, M1)', () => {
       matches: 0,
       fingerprintsKept: false,
     });
-    await t.vault.epochs.rotate('admin');
-    await t.vault.erasures.finalizeCertificates();
+    await t.app.epochs.rotate('admin');
+    await t.app.erasures.finalizeCertificates();
     const final = await storedCertificate(t, view.erasureId);
     expect(final.payload.certificateState).toBe('final');
-    expect(verifyCertificate(final, await t.vault.certificateKeys.publicKeys()).valid).toBe(true);
-    const rows = await queryRows<{ detail: string }>(t.vault.db.db, sql`select detail from audit_log where action = 'erasure.certificate.sign' and key_id = ${view.erasureId} order by seq`);
+    expect(verifyCertificate(final, await t.app.certificateKeys.publicKeys()).valid).toBe(true);
+    const rows = await queryRows<{ detail: string }>(t.app.db.db, sql`select detail from audit_log where action = 'erasure.certificate.sign' and key_id = ${view.erasureId} order by seq`);
     expect(rows.map((r) => JSON.parse(r.detail) as Record<string, unknown>).map((d) => [d.certificateState, d.digest])).toEqual([
       ['provisional', certificateDigest(provisional.payload)],
       ['final', certificateDigest(final.payload)],
     ]);
-    expect((await t.vault.erasures.get(view.erasureId)).residuals.map((r) => r.kind)).not.toContain('certificate-refused');
+    expect((await t.app.erasures.get(view.erasureId)).residuals.map((r) => r.kind)).not.toContain('certificate-refused');
   });
 
   it('an incomplete erasure edited in SQL to completed, recovered 0, no matches, is not signed final by a routine KEK rotation; verify calls nothing of it valid', async () => {
@@ -330,14 +330,14 @@ describe('the finalizer against database write access (issue 29, M1)', () => {
     await editToCompleted(view.erasureId, tampered);
 
     // a routine KEK rotation retires the epoch that wrapped the destroyed key: what finalizes provisional certificates
-    await t.vault.epochs.rotate('admin');
-    await t.vault.erasures.finalizeCertificates();
+    await t.app.epochs.rotate('admin');
+    await t.app.erasures.finalizeCertificates();
 
-    const after = await t.vault.erasures.get(view.erasureId);
+    const after = await t.app.erasures.get(view.erasureId);
     expect(after.certificateState).toBe('provisional');
     // the stored certificate is left as it was: the vault signed nothing for it after the edit
     expect(await storedCertificate(t, view.erasureId)).toEqual(tampered);
-    expect(await auditCount(t.vault.db, 'erasure.certificate.sign', { keyId: view.erasureId })).toBe(1);
+    expect(await auditCount(t.app.db, 'erasure.certificate.sign', { keyId: view.erasureId })).toBe(1);
     const verdict = await cliVerify(await storedCertificate(t, view.erasureId));
     expect(verdict.code).toBe(1);
     expect(verdict.stderr).toContain('certificate does not verify');
@@ -345,24 +345,24 @@ describe('the finalizer against database write access (issue 29, M1)', () => {
     // the alarm: a residual on the erasure, an audit row, an error log, the metric
     const refused = after.residuals.find((r) => r.kind === 'certificate-refused');
     expect(refused?.detail).toMatch(/does not verify under the vault's keys/);
-    expect(await auditCount(t.vault.db, 'erasure.certificate.refuse', { keyId: view.erasureId })).toBe(1);
+    expect(await auditCount(t.app.db, 'erasure.certificate.refuse', { keyId: view.erasureId })).toBe(1);
     expect(logged).toContain('refused to sign a certificate final');
     expect(logged).toContain(view.erasureId);
     expect((await metrics.certificateRefusals.get()).values).toContainEqual(expect.objectContaining({ labels: { reason: 'signature' }, value: 1 }));
     // a later retirement does not check it again (it waits for a person)
-    await t.vault.epochs.rotate('admin');
-    await t.vault.erasures.finalizeCertificates();
-    expect(await auditCount(t.vault.db, 'erasure.certificate.refuse', { keyId: view.erasureId })).toBe(1);
-    expect((await t.vault.erasures.get(view.erasureId)).certificateState).toBe('provisional');
+    await t.app.epochs.rotate('admin');
+    await t.app.erasures.finalizeCertificates();
+    expect(await auditCount(t.app.db, 'erasure.certificate.refuse', { keyId: view.erasureId })).toBe(1);
+    expect((await t.app.erasures.get(view.erasureId)).certificateState).toBe('provisional');
   });
 
   it('an erasure edited only in its row (the genuine certificate kept) is refused too, naming what disagrees', async () => {
     const view = await incompleteErasure();
     const honest = await storedCertificate(t, view.erasureId);
     await editToCompleted(view.erasureId);
-    await t.vault.epochs.rotate('admin');
-    await t.vault.erasures.finalizeCertificates();
-    const after = await t.vault.erasures.get(view.erasureId);
+    await t.app.epochs.rotate('admin');
+    await t.app.erasures.finalizeCertificates();
+    const after = await t.app.erasures.get(view.erasureId);
     expect(after.certificateState).toBe('provisional');
     expect(await storedCertificate(t, view.erasureId)).toEqual(honest);
     expect(after.residuals.find((r) => r.kind === 'certificate-refused')?.detail).toMatch(/status: the erasure's row says "completed", the signed certificate "incomplete", the audit chain \(row \d+\) "incomplete"/);
@@ -374,10 +374,10 @@ describe('the finalizer against database write access (issue 29, M1)', () => {
     const honest = await storedCertificate(t, view.erasureId);
     await editToCompleted(view.erasureId);
     const detail = { erasureId: view.erasureId, digest: certificateDigest(honest.payload), status: 'completed', certificateState: 'provisional', recovered: 0, matches: 0, fingerprintsKept: false };
-    await t.vault.db.db.execute(sql`update audit_log set detail = ${JSON.stringify(detail)} where action = 'erasure.certificate.sign' and key_id = ${view.erasureId}`);
-    await t.vault.epochs.rotate('admin');
-    await t.vault.erasures.finalizeCertificates();
-    const after = await t.vault.erasures.get(view.erasureId);
+    await t.app.db.db.execute(sql`update audit_log set detail = ${JSON.stringify(detail)} where action = 'erasure.certificate.sign' and key_id = ${view.erasureId}`);
+    await t.app.epochs.rotate('admin');
+    await t.app.erasures.finalizeCertificates();
+    const after = await t.app.erasures.get(view.erasureId);
     expect(after.certificateState).toBe('provisional');
     expect(after.residuals.find((r) => r.kind === 'certificate-refused')?.detail).toMatch(/the audit row that recorded its certificate \(row \d+\) does not verify/);
     expect((await metrics.certificateRefusals.get()).values).toContainEqual(expect.objectContaining({ labels: { reason: 'audit' }, value: 1 }));
@@ -387,13 +387,13 @@ describe('the finalizer against database write access (issue 29, M1)', () => {
     const view = await erase(t, await subjectWith(t, 1));
     const first = await storedCertificate(t, view.erasureId);
     // a second genuine certificate of the same erasure, recorded in the chain: the vault signs the same outcome again
-    const again = await t.vault.certificateKeys.sign({ ...first.payload, issuedAt: new Date(Date.now() + 1000).toISOString() });
-    await t.vault.db.db.transaction(async (tx) => {
-      await t.vault.audit.append(tx, [{ actor: 'erasure', action: 'erasure.certificate.sign', keyId: view.erasureId, detail: { erasureId: view.erasureId, digest: certificateDigest(again.payload), status: 'completed', certificateState: 'provisional', recovered: 0, matches: 0, fingerprintsKept: false, signingKeyId: String(again.payload.signingKeyId) } }]);
+    const again = await t.app.certificateKeys.sign({ ...first.payload, issuedAt: new Date(Date.now() + 1000).toISOString() });
+    await t.app.db.db.transaction(async (tx) => {
+      await t.app.audit.append(tx, [{ actor: 'erasure', action: 'erasure.certificate.sign', keyId: view.erasureId, detail: { erasureId: view.erasureId, digest: certificateDigest(again.payload), status: 'completed', certificateState: 'provisional', recovered: 0, matches: 0, fingerprintsKept: false, signingKeyId: String(again.payload.signingKeyId) } }]);
     });
-    await t.vault.epochs.rotate('admin');
-    await t.vault.erasures.finalizeCertificates();
-    const after = await t.vault.erasures.get(view.erasureId);
+    await t.app.epochs.rotate('admin');
+    await t.app.erasures.finalizeCertificates();
+    const after = await t.app.erasures.get(view.erasureId);
     expect(after.certificateState).toBe('provisional');
     expect(after.residuals.find((r) => r.kind === 'certificate-refused')?.detail).toMatch(/not the one the audit chain recorded as signed last/);
   });
@@ -402,7 +402,7 @@ describe('the finalizer against database write access (issue 29, M1)', () => {
 describe('GET /v1/erasures/{erasureId}/certificate', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await openTestApp({ vault: { erasureWorker: false } });
+    t = await openTestApp({ app: { erasureWorker: false } });
   });
   afterAll(async () => {
     await t?.close();
@@ -416,7 +416,7 @@ describe('GET /v1/erasures/{erasureId}/certificate', () => {
     expect(Object.keys(doc).sort()).toEqual(['algorithm', 'payload', 'publicKey', 'signature']);
     expect(doc).toEqual(view.certificate);
     expect(doc.payload).toMatchObject({ erasureId: view.erasureId, status: 'completed' });
-    expect(verifyCertificate(doc, await t.vault.certificateKeys.publicKeys()).valid).toBe(true);
+    expect(verifyCertificate(doc, await t.app.certificateKeys.publicKeys()).valid).toBe(true);
     // admin may read it too; a writer may not, nor anyone without a token
     await ok(t.call('GET', `/v1/erasures/${view.erasureId}/certificate`, { role: 'admin' }), 200);
     await expectProblem(t.call('GET', `/v1/erasures/${view.erasureId}/certificate`, { role: 'writer' }), 403, 'forbidden');
@@ -424,10 +424,10 @@ describe('GET /v1/erasures/{erasureId}/certificate', () => {
   });
 
   it('is 409 conflict, saying why, while the erasure has no certificate yet', async () => {
-    const { erasureId } = await t.vault.erasures.request({ subject: await subjectWith(t, 1) }, 'eraser');
+    const { erasureId } = await t.app.erasures.request({ subject: await subjectWith(t, 1) }, 'eraser');
     const { detail } = await expectProblem(t.call('GET', `/v1/erasures/${erasureId}/certificate`, { role: 'eraser' }), 409, 'conflict');
     expect(detail).toMatch(/has no certificate yet: the erasure is pending; its certificate is signed when it finishes/);
-    await t.vault.erasures.settle(erasureId);
+    await t.app.erasures.settle(erasureId);
     await ok(t.call('GET', `/v1/erasures/${erasureId}/certificate`, { role: 'eraser' }), 200);
   });
 

@@ -39,23 +39,23 @@ interface Case {
 }
 
 const ledgerRows = async (tv: TestVault, keyId: string) =>
-  Number((await queryRows<{ n: string }>(tv.vault.db.db, sql`select count(*) as n from destruction_ledger where key_id = ${keyId}`))[0]!.n);
+  Number((await queryRows<{ n: string }>(tv.app.db.db, sql`select count(*) as n from destruction_ledger where key_id = ${keyId}`))[0]!.n);
 const versions = async (tv: TestVault, s: ClassB) =>
   (
     await queryRows<{ artifact_id: string; version: number }>(
-      tv.vault.db.db,
+      tv.app.db.db,
       sql`select artifact_id, version from artifacts where artifact_id in (${s.summary}, ${s.digest})`,
     )
   ).reduce<Record<string, number>>((m, r) => ({ ...m, [r.artifact_id === s.summary ? 'summary' : 'digest']: r.version }), {});
 const keyState = async (tv: TestVault, s: ClassB, backupId: string) =>
-  (await tv.vault.backups.manifest(backupId)).keys.find((k) => k.keyId === s.aKeyId)?.state;
+  (await tv.app.backups.manifest(backupId)).keys.find((k) => k.keyId === s.aKeyId)?.state;
 
 const CASES: readonly Case[] = [
   {
     failpoint: 'fence',
     step: 'fence',
     atDeath: async (tv, s) => {
-      const [k] = await queryRows<{ state: string }>(tv.vault.db.db, sql`select state from subject_keys where key_id = ${s.aKeyId}`);
+      const [k] = await queryRows<{ state: string }>(tv.app.db.db, sql`select state from subject_keys where key_id = ${s.aKeyId}`);
       expect(k?.state).toBe('fenced');
       expect(await ledgerRows(tv, s.aKeyId)).toBe(0);
     },
@@ -97,7 +97,7 @@ const CASES: readonly Case[] = [
     step: 'certify',
     atDeath: async (tv, _s, erasureId) => {
       const [row] = await queryRows<{ certificate: unknown; seal_key_id: string | null }>(
-        tv.vault.db.db,
+        tv.app.db.db,
         sql`select certificate, seal_key_id from erasures where erasure_id = ${erasureId}`,
       );
       expect(row?.certificate).toBeNull();
@@ -113,7 +113,7 @@ describe('an erasure whose service is killed mid-step finishes after a restart',
 
   beforeAll(async () => {
     const minio = minioEnv();
-    tv = await openTestVault({ extraEnv: { ...minio.env, LETHE_LEASE_TTL_SECONDS: '1' }, vault: { erasureWorker: false } });
+    tv = await openTestVault({ extraEnv: { ...minio.env, LETHE_LEASE_TTL_SECONDS: '1' }, app: { erasureWorker: false } });
     env = { ...tv.env, LETHE_ERASURE_CLAIM_SECONDS: '2', LETHE_ERASURE_POLL_MS: '100', LETHE_LEASE_TTL_SECONDS: '1' };
   });
   afterEach(async () => {
@@ -132,9 +132,9 @@ describe('an erasure whose service is killed mid-step finishes after a restart',
 
   for (const c of CASES) {
     it(`killed at failpoint "${c.failpoint}": the row stays at ${c.step}; a restarted service completes it with each step, regeneration and destruction done once`, { timeout: 150_000 }, async () => {
-      const s = await classB(tv.vault, c.failpoint);
-      const { backupId } = await tv.vault.backups.run();
-      expect((await tv.vault.backups.manifest(backupId)).keys.find((k) => k.keyId === s.aKeyId)?.state).toBe('active');
+      const s = await classB(tv.app, c.failpoint);
+      const { backupId } = await tv.app.backups.run();
+      expect((await tv.app.backups.manifest(backupId)).keys.find((k) => k.keyId === s.aKeyId)?.state).toBe('active');
 
       // 1. the service with the failpoint takes the erasure and kills itself
       const doomed = await serve({ LETHE_FAILPOINT: c.failpoint });
@@ -143,8 +143,8 @@ describe('an erasure whose service is killed mid-step finishes after a restart',
         .then((r) => ok<{ erasureId: string; status: string }>(r, 202))
         .catch(() => undefined); // the process may die before its answer leaves it
       const [row] = await queryRows<{ erasure_id: string }>(
-        tv.vault.db.db,
-        sql`select erasure_id from erasures where subject_hash = decode(${Buffer.from(tv.vault.keys.subjectHash(s.A)).toString('hex')}, 'hex')`,
+        tv.app.db.db,
+        sql`select erasure_id from erasures where subject_hash = decode(${Buffer.from(tv.app.keys.subjectHash(s.A)).toString('hex')}, 'hex')`,
       );
       expect(row, 'no erasure row for the subject').toBeDefined();
       const erasureId = row!.erasure_id;
@@ -155,12 +155,12 @@ describe('an erasure whose service is killed mid-step finishes after a restart',
 
       // 2. the row is left mid-step, claimed by the dead replica
       const [dead] = await queryRows<{ status: string; step: string | null; state: { steps: Record<string, { status: string }> }; finished_at: Date | null }>(
-        tv.vault.db.db,
+        tv.app.db.db,
         sql`select status, step, state, finished_at from erasures where erasure_id = ${erasureId}`,
       );
       expect(dead).toMatchObject({ status: 'running', step: c.step, finished_at: null });
       expect(dead!.state.steps[c.step]?.status).toBe('running');
-      const before = await transitionsOf(tv.vault.db, erasureId);
+      const before = await transitionsOf(tv.app.db, erasureId);
       expect(before.some((t) => t.from_step === c.step)).toBe(false);
       await c.atDeath(tv, s, erasureId, backupId);
 
@@ -173,7 +173,7 @@ describe('an erasure whose service is killed mid-step finishes after a restart',
       expect(view.steps.filter((st) => st.name !== 'redact').map((st) => [st.name, st.status])).toEqual(FIRST_RUN.map((n) => [n, 'done']));
 
       // each transition once, in order; the interrupted one committed by the survivor
-      const rows = await transitionsOf(tv.vault.db, erasureId);
+      const rows = await transitionsOf(tv.app.db, erasureId);
       expect(rows.filter((t) => t.status === 'failed')).toEqual([]);
       const moves = rows.filter((t) => t.from_step !== t.to_step);
       expect(moves.map((t) => [t.from_step, t.to_step])).toEqual([[null, 'classify'], ...FIRST_RUN.map((st) => [st, TRANSITIONS[st]])]);
@@ -190,13 +190,13 @@ describe('an erasure whose service is killed mid-step finishes after a restart',
       // every affected artifact regenerated once: version 2, one regeneration each in the audit log
       await expectArtifactsRegenerated(call, s);
       expect(await versions(tv, s)).toEqual({ summary: 2, digest: 2 });
-      expect(await auditCount(tv.vault.db, 'artifact.regenerate', { artifactId: s.summary })).toBe(1);
-      expect(await auditCount(tv.vault.db, 'artifact.regenerate', { artifactId: s.digest })).toBe(1);
+      expect(await auditCount(tv.app.db, 'artifact.regenerate', { artifactId: s.summary })).toBe(1);
+      expect(await auditCount(tv.app.db, 'artifact.regenerate', { artifactId: s.digest })).toBe(1);
       await expectLogErasedOthersKept(call, s);
 
       // the key destroyed once
       expect(await ledgerRows(tv, s.aKeyId)).toBe(1);
-      expect(await auditCount(tv.vault.db, 'key.destroy', { keyId: s.aKeyId })).toBe(1);
+      expect(await auditCount(tv.app.db, 'key.destroy', { keyId: s.aKeyId })).toBe(1);
       for (const k of s.versionKeys) expect(await ledgerRows(tv, k)).toBe(1);
 
       // the backup taken before the erasure marks the key (and the old version keys) destroyed

@@ -16,7 +16,7 @@ type Hits = { hits: Array<{ id: string; type: string; text: string }> };
 describe('derived data fenced from the erasure request', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await openTestApp({ vault: { erasureWorker: false } });
+    t = await openTestApp({ app: { erasureWorker: false } });
   });
   afterAll(async () => {
     await t?.close();
@@ -28,13 +28,13 @@ describe('derived data fenced from the erasure request', () => {
   }
 
   it("a subject's erasure: its summary and the digest above it answer erasure_in_progress and leave every search from the request's commit; regenerated, they are served again", async () => {
-    const s = await classB(t.vault, 'dfence');
+    const s = await classB(t.app, 'dfence');
     expect(await searchIds(s, { subjects: [s.A, s.B] })).toEqual(expect.arrayContaining([s.summary]));
     expect(await searchIds(s, { allSubjects: true })).toEqual(expect.arrayContaining([s.summary, s.digest]));
 
     const { erasureId } = await ok<{ erasureId: string }>(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: s.A, legalBasis: 'gdpr-art17' } }), 202);
     // the request committed; no step has run
-    expect(await t.vault.erasures.status(erasureId)).toBe('pending');
+    expect(await t.app.erasures.status(erasureId)).toBe('pending');
     await expectProblem(t.call('GET', `/v1/artifacts/${s.summary}`), 409, 'erasure_in_progress');
     await expectProblem(t.call('GET', `/v1/artifacts/${s.digest}`), 409, 'erasure_in_progress');
     for (const body of [{ subjects: [s.A] }, { subjects: [s.A, s.B] }, { allSubjects: true }]) {
@@ -46,14 +46,14 @@ describe('derived data fenced from the erasure request', () => {
     expect((await ok<{ text: string }>(t.call('GET', `/v1/entries/${s.b1}`), 200)).text).toContain(s.bCanary);
     expect(await searchIds(s, { subjects: [s.B] })).toContain(s.b1);
 
-    expect((await t.vault.erasures.settle(erasureId)).status).toBe('completed');
+    expect((await t.app.erasures.settle(erasureId)).status).toBe('completed');
     await expectArtifactsRegenerated(t.call, s);
     expect(await searchIds(s, { allSubjects: true })).toEqual(expect.arrayContaining([s.summary, s.digest]));
   });
 
   it('forgetting one entry: the artifacts citing it answer erasure_in_progress from the DELETE, those that do not are untouched', async () => {
-    const s = await classB(t.vault, 'dforget');
-    const bOnly = await t.vault.artifacts.write({ kind: 'fact', text: `Bob's hobby: synthesizers ${s.bCanary}.`, sources: [s.b1] }, 'writer');
+    const s = await classB(t.app, 'dforget');
+    const bOnly = await t.app.artifacts.write({ kind: 'fact', text: `Bob's hobby: synthesizers ${s.bCanary}.`, sources: [s.b1] }, 'writer');
     const { erasureId } = await ok<{ erasureId: string }>(t.call('DELETE', `/v1/entries/${s.aEntries[0]}`, { role: 'eraser' }), 202);
     await expectProblem(t.call('GET', `/v1/entries/${s.aEntries[0]}`), 410, 'entry_forgotten');
     await expectProblem(t.call('GET', `/v1/artifacts/${s.summary}`), 409, 'erasure_in_progress');
@@ -65,7 +65,7 @@ describe('derived data fenced from the erasure request', () => {
     // and nothing new may cite the forgotten entry meanwhile
     await expectProblem(t.call('POST', '/v1/artifacts', { body: { kind: 'fact', text: 'A fact about birds.', sources: [s.aEntries[0]] } }), 409, 'erasure_in_progress');
 
-    expect((await t.vault.erasures.settle(erasureId)).status).toBe('completed');
+    expect((await t.app.erasures.settle(erasureId)).status).toBe('completed');
     const summary = await ok<{ version: number; text: string }>(t.call('GET', `/v1/artifacts/${s.summary}`), 200);
     expect(summary.version).toBe(2);
     expect(summary.text).not.toContain(s.aCanaries[0]);

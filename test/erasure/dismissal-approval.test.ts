@@ -26,17 +26,17 @@ describe('dismissals two people own', () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    t = await openTestApp({ vault: { erasureWorker: false } });
+    t = await openTestApp({ app: { erasureWorker: false } });
   }, 60_000);
 
   afterAll(async () => {
     await t?.close();
   });
 
-  const append = async (subject: string, text: string) => (await t.vault.log.append(subject, { text }, 'writer')).entryId;
+  const append = async (subject: string, text: string) => (await t.app.log.append(subject, { text }, 'writer')).entryId;
   const view = (erasureId: string) => ok<ErasureView>(t.call('GET', `/v1/erasures/${erasureId}`, { role: 'eraser' }), 200);
   const audited = async (action: string) =>
-    (await queryRows<{ actor: string; detail: string }>(t.vault.db.db, sql`select actor, detail from audit_log where action = ${action} order by seq`)).map((r) => ({
+    (await queryRows<{ actor: string; detail: string }>(t.app.db.db, sql`select actor, detail from audit_log where action = ${action} order by seq`)).map((r) => ({
       actor: r.actor,
       detail: JSON.parse(r.detail) as Record<string, unknown>,
     }));
@@ -53,7 +53,7 @@ describe('dismissals two people own', () => {
       copy = await append(M, secret);
       const requested = await ok<{ erasureId: string }>(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: W } }), 202);
       erasureId = requested.erasureId;
-      await t.vault.erasures.settle(erasureId);
+      await t.app.erasures.settle(erasureId);
     });
 
     it('is named with score 1 and leaves the erasure incomplete', async () => {
@@ -69,11 +69,11 @@ describe('dismissals two people own', () => {
         'near_copy',
       );
       expect(refused.detail).toMatch(/redact/);
-      await t.vault.erasures.settle(erasureId);
+      await t.app.erasures.settle(erasureId);
       const v = await view(erasureId);
       expect(v.status).toBe('incomplete');
       expect(v.probe.recovered).toBeGreaterThan(v.probe.threshold);
-      expect((await t.vault.log.get(copy)).text).toContain('vault combination');
+      expect((await t.app.log.get(copy)).text).toContain('vault combination');
     });
 
     it('nor by an admin token', async () => {
@@ -99,7 +99,7 @@ describe('dismissals two people own', () => {
       unrelated = await append(`user:other-${tag()}`, 'The cafeteria serves soup on Fridays.');
       // requested by the first admin token: the requester may never approve a dismissal of it
       erasureId = (await ok<{ erasureId: string }>(t.call('POST', '/v1/erasures', { role: 'admin', body: { subject: A } }), 202)).erasureId;
-      await t.vault.erasures.settle(erasureId);
+      await t.app.erasures.settle(erasureId);
     });
 
     it('the notice strands the erasure incomplete; it is no near copy', async () => {
@@ -115,7 +115,7 @@ describe('dismissals two people own', () => {
       );
       expect(proposed).toEqual({ erasureId, status: 'incomplete', dismissalId: expect.stringMatching(/^dsm_[A-Za-z0-9_-]{22}$/) });
       dismissalId = proposed.dismissalId;
-      await t.vault.erasures.settle(erasureId);
+      await t.app.erasures.settle(erasureId);
       const v = await view(erasureId);
       expect(v.status).toBe('incomplete');
       expect(v.probe.matches.map((m) => m.id)).toEqual([notice]);
@@ -136,7 +136,7 @@ describe('dismissals two people own', () => {
       expect((await expectProblem(approve({ role: 'admin', second: true }), 403, 'forbidden')).detail).toMatch(/proposed/);
       await expectProblem(t.call('POST', `/v1/erasures/${erasureId}/dismissals/dsm_${'A'.repeat(22)}/approve`, { role: 'approver' }), 404, 'not_found');
       // in process there is no token, so no principal: no approval
-      await expect(t.vault.erasures.approveDismissal(erasureId, dismissalId, { role: 'approver' })).rejects.toMatchObject({ code: 'forbidden' });
+      await expect(t.app.erasures.approveDismissal(erasureId, dismissalId, { role: 'approver' })).rejects.toMatchObject({ code: 'forbidden' });
       expect((await view(erasureId)).status).toBe('incomplete');
       expect(await audited('erasure.dismissal.approve')).toEqual([]);
     });
@@ -144,7 +144,7 @@ describe('dismissals two people own', () => {
     it('a second principal\'s approval completes it on a ruling, and the view, certificate, residuals and report page 1 say so', async () => {
       expect(await ok(approve({ role: 'approver' }), 202)).toEqual({ erasureId, status: 'running', dismissalId });
       // approved once: 409 after
-      await t.vault.erasures.settle(erasureId);
+      await t.app.erasures.settle(erasureId);
       await expectProblem(approve({ role: 'approver', second: true }), 409, 'conflict');
       const v = await view(erasureId);
       expect(v.status).toBe('completed');
@@ -154,7 +154,7 @@ describe('dismissals two people own', () => {
       expect(v.residuals.find((r) => r.kind === 'dismissed-content')?.detail).toContain(notice);
       // the fingerprints are kept while the dismissed match scores above the threshold
       expect(v.residuals.map((r) => r.kind)).toContain('fingerprints');
-      expect(verifyCertificate(v.certificate, await t.vault.certificateKeys.publicKeys()).valid).toBe(true);
+      expect(verifyCertificate(v.certificate, await t.app.certificateKeys.publicKeys()).valid).toBe(true);
       expect(v.certificate!.payload.readableByRuling).toEqual([notice]);
       expect(v.certificate!.payload.probe).toMatchObject({ dismissed: [{ id: notice, dismissalId, approval: { role: 'approver' } }] });
       const html = await (await t.call('GET', `/v1/erasures/${erasureId}/report`, { role: 'approver' })).text();
@@ -164,7 +164,7 @@ describe('dismissals two people own', () => {
       expect(pageOne).toContain(notice);
       expect(await audited('erasure.dismissal.approve')).toEqual([{ actor: 'approver', detail: expect.objectContaining({ erasureId, dismissalId }) }]);
       // the notice stays readable: a ruling is not a redaction
-      expect((await t.vault.log.get(notice)).text).toContain('Public notice');
+      expect((await t.app.log.get(notice)).text).toContain('Public notice');
     });
 
     it('a redaction of a record the last probe did not name is refused (422 not_a_match) and that record stays readable', async () => {
@@ -174,7 +174,7 @@ describe('dismissals two people own', () => {
       await expectProblem(t.call('POST', `/v1/erasures/${erasureId}/redactions`, { role: 'eraser', body: { ids: [unrelated], override: { reason: 'asked by the DPO' } } }), 403, 'forbidden');
       await expectProblem(t.call('POST', `/v1/erasures/${erasureId}/redactions`, { role: 'admin', body: { ids: [unrelated], override: {} } }), 400, 'validation_failed');
       expect((await view(erasureId)).status).toBe('completed');
-      expect((await t.vault.log.get(unrelated)).text).toContain('cafeteria');
+      expect((await t.app.log.get(unrelated)).text).toContain('cafeteria');
     });
 
     it('a revocation after completion re-opens the erasure, and the probe finds the notice again on the kept fingerprints', async () => {
@@ -183,7 +183,7 @@ describe('dismissals two people own', () => {
         status: 'running',
         dismissalId,
       });
-      await t.vault.erasures.settle(erasureId);
+      await t.app.erasures.settle(erasureId);
       const v = await view(erasureId);
       expect(v.status).toBe('incomplete');
       expect(v.probe.matches.map((m) => m.id)).toEqual([notice]);
@@ -195,7 +195,7 @@ describe('dismissals two people own', () => {
 
     it('an admin may redact a record the probe did not name with a reason, audited', async () => {
       expect(await ok(t.call('POST', `/v1/erasures/${erasureId}/redactions`, { role: 'admin', body: { ids: [notice, unrelated], override: { reason: 'ordered by the DPO, ticket 7' } } }), 202)).toMatchObject({ erasureId });
-      const v = await t.vault.erasures.settle(erasureId);
+      const v = await t.app.erasures.settle(erasureId);
       expect(v.status).toBe('completed');
       expect(await audited('erasure.redaction.override')).toEqual([
         { actor: 'admin', detail: expect.objectContaining({ erasureId, records: 2, unnamed: 1, reason: 'ordered by the DPO, ticket 7' }) },

@@ -14,7 +14,7 @@ describe('erasure on PGlite and the local object store', () => {
   });
 
   it('the background worker runs a class B erasure to completion, and the result survives a restart', async () => {
-    const v = tv.vault;
+    const v = tv.app;
     expect([v.db.kind, v.objects.kind]).toEqual(['pglite', 'fs']);
     const a = await v.log.append('user:emb-a', { text: 'Anna keeps her spare key under the blue flowerpot near the gate.' }, 'writer');
     const b = await v.log.append('user:emb-b', { text: 'Ben is training for a half marathon in October.' }, 'writer');
@@ -65,7 +65,7 @@ describe('forgetting one memory on PGlite and the local object store', () => {
   });
 
   it('the worker re-keys the subject without the entry, regenerates what cites it, certifies; the subject keeps its other memories and writes on', async () => {
-    const v = tv.vault;
+    const v = tv.app;
     const keep = await v.log.append('user:emb-f', { text: 'Farid takes the 7:40 train to the office on Mondays.' }, 'writer');
     const gone = await v.log.append('user:emb-f', { text: 'Farid confided his therapist appointment is every Thursday at noon.' }, 'writer');
     const s = await v.artifacts.write({ kind: 'summary', text: 'Farid: 7:40 train on Mondays; therapist every Thursday at noon.', sources: [keep.entryId, gone.entryId] }, 'writer');

@@ -70,7 +70,7 @@ let completedSubject = '';
 let completedEntry = '';
 
 beforeAll(async () => {
-  t = await openTestApp({ vault: { erasureWorker: false } });
+  t = await openTestApp({ app: { erasureWorker: false } });
 });
 afterAll(async () => {
   await t?.close();
@@ -91,7 +91,7 @@ async function append(subject: string, text: string): Promise<string> {
 }
 
 async function erasureCount(): Promise<number> {
-  const [row] = await queryRows<{ n: number }>(t.vault.db.db, sql`select count(*)::int as n from erasures`);
+  const [row] = await queryRows<{ n: number }>(t.app.db.db, sql`select count(*)::int as n from erasures`);
   return row!.n;
 }
 
@@ -105,7 +105,7 @@ async function request(subject: string, extra: Record<string, unknown> = {}): Pr
 
 /** A finished erasure as GET answers it, after running it to the end in this process. */
 async function finished(erasureId: string): Promise<ErasureBody> {
-  await t.vault.erasures.settle(erasureId);
+  await t.app.erasures.settle(erasureId);
   return ok<ErasureBody>(call('GET', `/v1/erasures/${erasureId}`), 200);
 }
 
@@ -161,7 +161,7 @@ describe('POST /v1/erasures', () => {
     expect(await ok(again, 200)).toEqual({ erasureId: first.erasureId, status: expect.stringMatching(/^(pending|running)$/) });
 
     // run what can run: it parks at drain_leases and is still the open erasure
-    await t.vault.erasures.drain();
+    await t.app.erasures.drain();
     const view = await ok<ErasureBody>(call('GET', `/v1/erasures/${first.erasureId}`), 200);
     expect(view.status).toBe('running');
     expect(view.steps.find((st) => st.name === 'drain_leases')).toMatchObject({ status: 'running', detail: expect.stringContaining('lease') });
@@ -216,7 +216,7 @@ describe('POST /v1/erasures', () => {
     const accepted = await request(s, { publicAttributes: Array.from({ length: 32 }, (_, i) => `attr ${i}`), unlearning: { method: 'none', bound: 0 } });
     expect(accepted.code).toBe(202);
     expect(await erasureCount()).toBe(before + 1);
-    await t.vault.erasures.settle(accepted.erasureId);
+    await t.app.erasures.settle(accepted.erasureId);
   });
 });
 
@@ -267,7 +267,7 @@ describe('a completed class A erasure', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     const key = (await res.json()) as { algorithm: string; keyId: string; publicKey: string };
-    const [current] = await t.vault.certificateKeys.list();
+    const [current] = await t.app.certificateKeys.list();
     expect(key).toEqual({ algorithm: 'Ed25519', keyId: current!.keyId, publicKey: current!.publicKey });
     expect(completed.certificate!.publicKey).toBe(key.publicKey);
     expect(completed.certificate!.payload.signingKeyId).toBe(key.keyId);
@@ -307,7 +307,7 @@ describe('GET /v1/erasures/{id}/events', () => {
     const { erasureId } = await request(s);
     // open the stream while the erasure is still open, then run it: the stream follows it live
     const streamed = events(erasureId);
-    await t.vault.erasures.settle(erasureId);
+    await t.app.erasures.settle(erasureId);
     const { steps, end } = await streamed;
 
     const ids = steps.map((e) => e.id);
@@ -476,7 +476,7 @@ describe('roles', () => {
     for (const headers of [{}, { authorization: 'Bearer not-a-known-token-0001' }] as Array<Record<string, string>>) {
       const res = await t.call('GET', '/v1/certificates/public-key', { role: 'none', headers });
       expect(res.status).toBe(200);
-      expect(await res.json()).toEqual({ algorithm: 'Ed25519', keyId: expect.stringMatching(/^csk_/), publicKey: (await t.vault.certificateKeys.publicKeys())[0] });
+      expect(await res.json()).toEqual({ algorithm: 'Ed25519', keyId: expect.stringMatching(/^csk_/), publicKey: (await t.app.certificateKeys.publicKeys())[0] });
     }
   });
 });

@@ -146,7 +146,7 @@ describe('events streams in one process (PostgreSQL)', () => {
   let finishedId = '';
 
   beforeAll(async () => {
-    t = await openTestApp({ vault: { erasureWorker: false }, extraEnv: { LETHE_SSE_STREAMS_PER_TOKEN: String(CAP), LETHE_LEASE_TTL_SECONDS: '1' } });
+    t = await openTestApp({ app: { erasureWorker: false }, extraEnv: { LETHE_SSE_STREAMS_PER_TOKEN: String(CAP), LETHE_LEASE_TTL_SECONDS: '1' } });
   });
   afterAll(async () => {
     await t?.close();
@@ -179,7 +179,7 @@ describe('events streams in one process (PostgreSQL)', () => {
     for (const s of streams) await s.until(() => s.steps.length > 0, 'the request transition');
     expect(await watchers()).toBe(1);
     expect(await open()).toBe(CAP);
-    expect(t.vault.erasures.watchers.size).toBe(1);
+    expect(t.app.erasures.watchers.size).toBe(1);
 
     // the token holds its cap: a fourth stream is refused, and not counted
     const refused = await t.call('GET', `/v1/erasures/${erasureId}/events`, { role: 'eraser' });
@@ -194,11 +194,11 @@ describe('events streams in one process (PostgreSQL)', () => {
     expect(await open()).toBe(CAP + 1);
 
     const before = await metrics();
-    const view = await t.vault.erasures.settle(erasureId);
+    const view = await t.app.erasures.settle(erasureId);
     for (const s of [...streams, admin]) await s.until(() => s.end !== undefined, 'the end event');
     await Promise.all([...streams, admin].map((s) => s.finished));
 
-    const timeline = await t.vault.erasures.transitions(erasureId);
+    const timeline = await t.app.erasures.transitions(erasureId);
     expect(timeline.length).toBeGreaterThan(5);
     expect(TERMINAL_STATUSES).toContain(timeline.at(-1)!.status);
     for (const s of [...streams, admin]) {
@@ -216,13 +216,13 @@ describe('events streams in one process (PostgreSQL)', () => {
 
     expect(await settles(watchers, 0)).toBe(0);
     expect(await settles(open, 0)).toBe(0);
-    expect(t.vault.erasures.watchers.size).toBe(0);
+    expect(t.app.erasures.watchers.size).toBe(0);
     finishedId = erasureId;
   });
 
   it('a stream opened after the erasure finished gets the whole timeline and ends; Last-Event-ID resumes after it', async () => {
     expect(finishedId).not.toBe('');
-    const timeline = await t.vault.erasures.transitions(finishedId);
+    const timeline = await t.app.erasures.transitions(finishedId);
     const late = await stream(finishedId);
     await late.finished;
     expect(late.events.at(-1)!.event).toBe('end');
@@ -252,7 +252,7 @@ describe('events streams in one process (PostgreSQL)', () => {
     const again = [await stream(erasureId), await stream(erasureId), await stream(erasureId)];
     for (const s of again) await s.until(() => s.steps.length > 0, 'the timeline');
     expect(await watchers()).toBe(1);
-    await t.vault.erasures.settle(erasureId);
+    await t.app.erasures.settle(erasureId);
     for (const s of again) await s.finished;
     for (const s of again) expect(s.events.at(-1)!.event).toBe('end');
     expect(await settles(watchers, 0)).toBe(0);
@@ -264,7 +264,7 @@ describe('events streams in one process (PostgreSQL)', () => {
     // the app on a real Node server: a client's socket can be closed at a precise moment
     let server: ServerType | undefined;
     await new Promise<void>((resolve) => {
-      server = serve({ fetch: t.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve());
+      server = serve({ fetch: t.http.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve());
     });
     const { port } = server!.address() as AddressInfo;
     const connections = () => new Promise<number>((resolve, reject) => server!.getConnections((e, n) => (e ? reject(e) : resolve(n))));
@@ -339,14 +339,14 @@ async function streamSettledErasure(t: TestApp, subject: string, text: string): 
   expect(res.status).toBe(200);
   const events = new Stream(res);
   await events.until(() => events.steps.length > 0, 'the request transition');
-  await t.vault.erasures.settle(erasureId);
+  await t.app.erasures.settle(erasureId);
   return { erasureId, events };
 }
 
 describe('events streams on the embedded PGlite', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await openTestApp({ embedded: true, vault: { erasureWorker: false } });
+    t = await openTestApp({ embedded: true, app: { erasureWorker: false } });
   });
   afterAll(async () => {
     await t?.close();
@@ -356,7 +356,7 @@ describe('events streams on the embedded PGlite', () => {
     const { erasureId, events } = await streamSettledErasure(t, `user:sse-embedded-${tag()}`, 'A line about the pier.');
     await events.finished;
     expect(events.events.at(-1)!.event).toBe('end');
-    expect(events.steps.map((e) => e.id)).toEqual((await t.vault.erasures.transitions(erasureId)).map((tr) => tr.id));
+    expect(events.steps.map((e) => e.id)).toEqual((await t.app.erasures.transitions(erasureId)).map((tr) => tr.id));
     const text = await (await t.call('GET', '/metrics', { role: 'none' })).text();
     expect(sample(text, 'lethe_erasure_watcher_refreshes_total', '{cause="notification"}')).toBeGreaterThan(0);
     expect(await settles(async () => sample(await (await t.call('GET', '/metrics', { role: 'none' })).text(), 'lethe_erasure_watchers'), 0)).toBe(0);
@@ -366,7 +366,7 @@ describe('events streams on the embedded PGlite', () => {
 describe('events streams without a notification listener', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await openTestApp({ vault: { listen: false, erasureWorker: false } });
+    t = await openTestApp({ app: { listen: false, erasureWorker: false } });
   });
   afterAll(async () => {
     await t?.close();
@@ -376,7 +376,7 @@ describe('events streams without a notification listener', () => {
     const { erasureId, events } = await streamSettledErasure(t, `user:sse-unlistened-${tag()}`, 'A line about the harbour.');
     // settle drains in this process: the stream ends long before a 5 s fallback poll would end it
     await events.until(() => events.end !== undefined, 'the end event', 4000);
-    expect(events.steps.map((e) => e.id)).toEqual((await t.vault.erasures.transitions(erasureId)).map((tr) => tr.id));
+    expect(events.steps.map((e) => e.id)).toEqual((await t.app.erasures.transitions(erasureId)).map((tr) => tr.id));
     const text = await (await t.call('GET', '/metrics', { role: 'none' })).text();
     expect(sample(text, 'lethe_erasure_watcher_refreshes_total', '{cause="local"}')).toBeGreaterThan(0);
     expect(sample(text, 'lethe_erasure_watcher_refreshes_total', '{cause="notification"}')).toBe(0);

@@ -49,7 +49,7 @@ describe('a forget stranded by a sibling memory of the living subject', () => {
     await expectProblem(t.call('POST', `/v1/erasures/${s.erasureId}/dismissals`, { role: 'eraser', body: { matches: [{ id: s.memory, reason: 'mine' }] } }), 409, 'conflict');
     const reason = 'The user kept this memory on purpose when deleting the other one.';
     await expectProblem(t.call('POST', `/v1/erasures/${s.erasureId}/dismissals`, { role: 'eraser', body: { matches: [{ id: s.sibling, reason }] } }), 422, 'near_copy');
-    const after = await t.vault.erasures.get(s.erasureId);
+    const after = await t.app.erasures.get(s.erasureId);
     expect(after.status).toBe('incomplete');
     expect(after.dismissals).toBeUndefined();
   });

@@ -17,7 +17,7 @@ describe('a forget racing an erasure of the whole subject', () => {
 
   beforeAll(async () => {
     // no worker: the subject erasure stays open (pending) while the test looks
-    t = await openTestApp({ extraEnv: { ...minioEnv().env }, vault: { erasureWorker: false } });
+    t = await openTestApp({ extraEnv: { ...minioEnv().env }, app: { erasureWorker: false } });
   });
   afterAll(async () => {
     await t?.close();
@@ -28,7 +28,7 @@ describe('a forget racing an erasure of the whole subject', () => {
 
   /** Runs `fn` with the vectors' reseal (which a re-key calls between its fence and its switch) preceded by `during`. */
   async function withinRekey<T>(during: () => Promise<void>, fn: () => Promise<T>): Promise<T> {
-    const vectors = t.vault.vectors;
+    const vectors = t.app.vectors;
     const original = vectors.reseal.bind(vectors);
     vectors.reseal = async (...args: Parameters<typeof original>) => {
       await during();
@@ -47,7 +47,7 @@ describe('a forget racing an erasure of the whole subject', () => {
     const A = `user:race-switch-${tag()}`;
     const forgotten = await append(A, `Keeps a spare house key under the blue flowerpot ${tag(4)}`);
     await append(A, `Takes the 7:40 ferry to work ${tag(4)}`);
-    const old = (await t.vault.keys.findKey(A))!;
+    const old = (await t.app.keys.findKey(A))!;
     expect(old.state).toBe('active');
     let erasureId = '';
     await expect(
@@ -55,33 +55,33 @@ describe('a forget racing an erasure of the whole subject', () => {
         async () => {
           erasureId = await requestErasure(A);
         },
-        () => t.vault.log.rekeyKey(old.keyId, 'active', { exclude: [forgotten], actor: 'test' }),
+        () => t.app.log.rekeyKey(old.keyId, 'active', { exclude: [forgotten], actor: 'test' }),
       ),
     ).rejects.toMatchObject({ code: 'conflict' });
     expect(erasureId).not.toBe('');
-    expect(await t.vault.keys.findKey(A)).toEqual({ keyId: old.keyId, state: 'fenced' });
+    expect(await t.app.keys.findKey(A)).toEqual({ keyId: old.keyId, state: 'fenced' });
     await expectProblem(t.call('POST', `/v1/subjects/${A}/key/lease`), 409, 'erasure_in_progress');
     await expectProblem(t.call('POST', `/v1/subjects/${A}/entries`, { body: { text: 'learnt during the erasure' } }), 409, 'erasure_in_progress');
-    const done = await t.vault.erasures.settle(erasureId);
+    const done = await t.app.erasures.settle(erasureId);
     expect(done.status, JSON.stringify(done.steps)).toBe('completed');
-    expect(await t.vault.keys.findKey(A)).toBeUndefined();
+    expect(await t.app.keys.findKey(A)).toBeUndefined();
   });
 
   it('a re-key that gives up while the erasure is open does not lift the erasure\'s fence', async () => {
     const A = `user:race-giveup-${tag()}`;
     const forgotten = await append(A, `a memory to forget ${tag(4)}`);
     await append(A, `a memory to keep ${tag(4)}`);
-    const old = (await t.vault.keys.findKey(A))!;
+    const old = (await t.app.keys.findKey(A))!;
     await expect(
       withinRekey(
         async () => {
           await requestErasure(A);
           throw new Error('the re-key fails after the erasure was requested');
         },
-        () => t.vault.log.rekeyKey(old.keyId, 'active', { exclude: [forgotten], actor: 'test' }),
+        () => t.app.log.rekeyKey(old.keyId, 'active', { exclude: [forgotten], actor: 'test' }),
       ),
     ).rejects.toThrow(/re-key fails/);
-    const live = await t.vault.keys.findKey(A);
+    const live = await t.app.keys.findKey(A);
     expect(live).toEqual({ keyId: old.keyId, state: 'fenced' });
     await expectProblem(t.call('POST', `/v1/subjects/${A}/key/lease`), 409, 'erasure_in_progress');
   });
@@ -90,8 +90,8 @@ describe('a forget racing an erasure of the whole subject', () => {
     const A = `user:race-late-${tag()}`;
     const forgotten = await append(A, `Bought a rescue greyhound named Comet ${tag(4)}`);
     await append(A, `Volunteers at the food bank on Saturdays ${tag(4)}`);
-    const old = (await t.vault.keys.findKey(A))!;
-    const keys = t.vault.keys;
+    const old = (await t.app.keys.findKey(A))!;
+    const keys = t.app.keys;
     const destroyKey = keys.destroyKey.bind(keys);
     let entered!: () => void;
     const reached = new Promise<void>((r) => (entered = r));
@@ -112,10 +112,10 @@ describe('a forget racing an erasure of the whole subject', () => {
         withinRekey(
           async () => {
             erasureId = await requestErasure(A);
-            draining = t.vault.erasures.drain();
+            draining = t.app.erasures.drain();
             await reached;
           },
-          () => t.vault.log.rekeyKey(old.keyId, 'active', { exclude: [forgotten], actor: 'test' }),
+          () => t.app.log.rekeyKey(old.keyId, 'active', { exclude: [forgotten], actor: 'test' }),
         ),
       ).rejects.toMatchObject({ code: 'conflict' });
     } finally {
@@ -123,9 +123,9 @@ describe('a forget racing an erasure of the whole subject', () => {
       keys.destroyKey = destroyKey;
     }
     await draining;
-    const done = await t.vault.erasures.settle(erasureId);
+    const done = await t.app.erasures.settle(erasureId);
     expect(done.status, JSON.stringify({ steps: done.steps, left: done.left })).toBe('completed');
-    expect(await t.vault.keys.findKey(A)).toBeUndefined();
+    expect(await t.app.keys.findKey(A)).toBeUndefined();
     await expectProblem(t.call('POST', `/v1/subjects/${A}/key/lease`), 410, 'subject_erased');
   });
 
@@ -133,13 +133,13 @@ describe('a forget racing an erasure of the whole subject', () => {
     const A = `user:race-crash-${tag()}`;
     const forgotten = await append(A, `Hid the birthday present in the attic crawlspace ${tag(4)}`);
     await append(A, `Runs along the canal every Tuesday ${tag(4)}`);
-    const old = (await t.vault.keys.findKey(A))!;
+    const old = (await t.app.keys.findKey(A))!;
     const { erasureId } = await ok<{ erasureId: string }>(t.call('DELETE', `/v1/entries/${forgotten}`, { role: 'eraser' }), 202);
     // what the destroy step's re-key leaves when its process dies between its fence and its switch
-    await t.vault.keys.fenceKey(old.keyId, 'erasure');
-    const done = await t.vault.erasures.settle(erasureId, 20_000);
+    await t.app.keys.fenceKey(old.keyId, 'erasure');
+    const done = await t.app.erasures.settle(erasureId, 20_000);
     expect(done.status, JSON.stringify(done.steps)).toBe('completed');
-    const live = await t.vault.keys.findKey(A);
+    const live = await t.app.keys.findKey(A);
     expect(live?.state).toBe('active');
     expect(live?.keyId).not.toBe(old.keyId);
     expect((await t.call('POST', `/v1/subjects/${A}/entries`, { body: { text: 'written after the forget' } })).status).toBe(201);
@@ -149,7 +149,7 @@ describe('a forget racing an erasure of the whole subject', () => {
     const A = `user:race-append-${tag()}`;
     const forgotten = await append(A, `a memory to forget ${tag(4)}`);
     await append(A, `a memory to keep ${tag(4)}`);
-    const old = (await t.vault.keys.findKey(A))!;
+    const old = (await t.app.keys.findKey(A))!;
     let during: Promise<Response> | undefined;
     let settledDuring = false;
     const result = await withinRekey(
@@ -159,7 +159,7 @@ describe('a forget racing an erasure of the whole subject', () => {
         void during.then(() => (settledDuring = true));
         await new Promise((r) => setTimeout(r, 300));
       },
-      () => t.vault.log.rekeyKey(old.keyId, 'active', { exclude: [forgotten], actor: 'test' }),
+      () => t.app.log.rekeyKey(old.keyId, 'active', { exclude: [forgotten], actor: 'test' }),
     );
     expect(settledDuring).toBe(false);
     const written = await ok<{ entryId: string; keyId: string }>(during!, 201);
@@ -171,17 +171,17 @@ describe('a forget racing an erasure of the whole subject', () => {
     const A = `user:race-none-${tag()}`;
     const forgotten = await append(A, `a memory to forget ${tag(4)}`);
     await append(A, `a memory to keep ${tag(4)}`);
-    const old = (await t.vault.keys.findKey(A))!;
+    const old = (await t.app.keys.findKey(A))!;
     await expect(
       withinRekey(
         async () => {
           throw new Error('the re-key fails');
         },
-        () => t.vault.log.rekeyKey(old.keyId, 'active', { exclude: [forgotten], actor: 'test' }),
+        () => t.app.log.rekeyKey(old.keyId, 'active', { exclude: [forgotten], actor: 'test' }),
       ),
     ).rejects.toThrow(/re-key fails/);
-    expect(await t.vault.keys.findKey(A)).toEqual({ keyId: old.keyId, state: 'active' });
-    const result = await t.vault.log.rekeyKey(old.keyId, 'active', { exclude: [forgotten], actor: 'test' });
-    expect(await t.vault.keys.findKey(A)).toEqual({ keyId: result.newKeyId, state: 'active' });
+    expect(await t.app.keys.findKey(A)).toEqual({ keyId: old.keyId, state: 'active' });
+    const result = await t.app.log.rekeyKey(old.keyId, 'active', { exclude: [forgotten], actor: 'test' });
+    expect(await t.app.keys.findKey(A)).toEqual({ keyId: result.newKeyId, state: 'active' });
   });
 });

@@ -43,7 +43,7 @@ describe('forgetting one memory', () => {
     (await ok<{ hits: Hit[] }>(t.call('POST', '/v1/search', { body: { query, k: 20, subject } }), 200)).hits;
   const places = async (ids: string[]) =>
     queryRows<{ entry_id: string; key_id: string; segment: string; frame_offset: number; frame_length: number }>(
-      t.vault.db.db,
+      t.app.db.db,
       sql`select entry_id, key_id, segment, frame_offset, frame_length from log_entries where entry_id in (select json_array_elements_text(${JSON.stringify(ids)}::json)) order by seq`,
     );
 
@@ -95,17 +95,17 @@ describe('forgetting one memory', () => {
     expect(after.map(({ segment, frame_offset, frame_length }) => [segment, frame_offset, frame_length])).toEqual(
       before.map(({ segment, frame_offset, frame_length }) => [segment, frame_offset, frame_length]),
     );
-    expect(await t.vault.keys.validity([oldKey])).toEqual({ [oldKey]: 'destroyed' });
+    expect(await t.app.keys.validity([oldKey])).toEqual({ [oldKey]: 'destroyed' });
     // the forgotten frame, still in the store, opens under no live key through the record key its row kept
     const [row] = await queryRows<{ segment: string; frame_offset: number; frame_length: number; seq: number; wrapped_key: Uint8Array; key_id: string }>(
-      t.vault.db.db,
+      t.app.db.db,
       sql`select segment, frame_offset, frame_length, seq, wrapped_key, key_id from log_entries where entry_id = ${secret}`,
     );
     expect(row!.key_id).toBe(oldKey);
-    const frame = frameAt(await t.vault.objects.get(row!.segment), { offset: row!.frame_offset, length: row!.frame_length });
-    const live = await queryRows<{ key_id: string }>(t.vault.db.db, sql`select key_id from subject_keys`);
+    const frame = frameAt(await t.app.objects.get(row!.segment), { offset: row!.frame_offset, length: row!.frame_length });
+    const live = await queryRows<{ key_id: string }>(t.app.db.db, sql`select key_id from subject_keys`);
     for (const { key_id } of live) {
-      const { dek } = await t.vault.keys.dekFor(key_id);
+      const { dek } = await t.app.keys.dekFor(key_id);
       for (const keyId of [key_id, oldKey]) expect(() => openEntry(dek, { keyId, entryId: secret, seq: Number(row!.seq) }, row!.wrapped_key, frame)).toThrow();
     }
 
@@ -163,7 +163,7 @@ describe('forgetting one memory', () => {
     await expectProblem(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A, entryIds: [] } }), 400, 'validation_failed');
     await expectProblem(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A, entryIds: ['entry_x'] } }), 400, 'validation_failed');
     await expectProblem(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A, entryIds: [a], publicAttributes: ['Alice'] } }), 400, 'validation_failed');
-    const marked = await queryRows<{ n: string }>(t.vault.db.db, sql`select count(*) as n from log_entries where forgotten_by is not null and entry_id in (${a}, ${b})`);
+    const marked = await queryRows<{ n: string }>(t.app.db.db, sql`select count(*) as n from log_entries where forgotten_by is not null and entry_id in (${a}, ${b})`);
     expect(Number(marked[0]!.n)).toBe(0);
     // once the whole subject is erased, its entries cannot be forgotten again
     const { erasureId } = await ok<{ erasureId: string }>(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: B } }), 202);

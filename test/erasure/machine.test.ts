@@ -24,7 +24,7 @@ describe('the erasure state machine', () => {
   let other: App;
 
   beforeAll(async () => {
-    tv = await openTestVault({ extraEnv: { LETHE_LEASE_TTL_SECONDS: '2', LETHE_ERASURE_CLAIM_SECONDS: '1' }, vault: { erasureWorker: false } });
+    tv = await openTestVault({ extraEnv: { LETHE_LEASE_TTL_SECONDS: '2', LETHE_ERASURE_CLAIM_SECONDS: '1' }, app: { erasureWorker: false } });
     other = await tv.reopen({ erasureWorker: false, searchIndex: true });
   }, 60_000);
 
@@ -34,12 +34,12 @@ describe('the erasure state machine', () => {
 
   const subjectWith = async (n: number) => {
     const s = `user:m-${tag()}`;
-    for (let i = 0; i < n; i++) await tv.vault.log.append(s, { text: words(8) }, 'writer');
+    for (let i = 0; i < n; i++) await tv.app.log.append(s, { text: words(8) }, 'writer');
     return s;
   };
   const transitions = (id: string) =>
     queryRows<{ from_step: string | null; to_step: string | null; status: string; replica: string }>(
-      tv.vault.db.db,
+      tv.app.db.db,
       sql`select from_step, to_step, status, replica from erasure_transitions where erasure_id = ${id} order by id`,
     );
 
@@ -52,8 +52,8 @@ describe('the erasure state machine', () => {
 
   it('writes one transition row per step, following the table', async () => {
     const s = await subjectWith(2);
-    const { erasureId } = await tv.vault.erasures.request({ subject: s }, 'eraser');
-    await tv.vault.erasures.settle(erasureId);
+    const { erasureId } = await tv.app.erasures.request({ subject: s }, 'eraser');
+    await tv.app.erasures.settle(erasureId);
     const rows = await transitions(erasureId);
     expect(rows[0]).toMatchObject({ from_step: null, to_step: 'classify', status: 'pending' });
     const steps = rows.slice(1);
@@ -65,10 +65,10 @@ describe('the erasure state machine', () => {
   it('two replicas draining at once finish every erasure, each step exactly once', async () => {
     const subjects = await Promise.all(Array.from({ length: 6 }, () => subjectWith(2)));
     const ids = [];
-    for (const s of subjects) ids.push((await tv.vault.erasures.request({ subject: s }, 'eraser')).erasureId);
-    await Promise.all([tv.vault.erasures.drain(), other.erasures.drain(), tv.vault.erasures.drain(), other.erasures.drain()]);
+    for (const s of subjects) ids.push((await tv.app.erasures.request({ subject: s }, 'eraser')).erasureId);
+    await Promise.all([tv.app.erasures.drain(), other.erasures.drain(), tv.app.erasures.drain(), other.erasures.drain()]);
     for (const id of ids) {
-      const view = await tv.vault.erasures.settle(id);
+      const view = await tv.app.erasures.settle(id);
       expect(view.status).toBe('completed');
       const froms = (await transitions(id)).slice(1).map((r) => r.from_step);
       expect(froms).toEqual([...FIRST_RUN]);
@@ -77,7 +77,7 @@ describe('the erasure state machine', () => {
     for (const id of ids) for (const r of await transitions(id)) if (r.from_step) replicas.add(r.replica);
     expect(replicas.size).toBeGreaterThanOrEqual(1);
     const [ledger] = await queryRows<{ n: string }>(
-      tv.vault.db.db,
+      tv.app.db.db,
       sql`select count(*) as n from destruction_ledger where reason in (select 'erasure ' || erasure_id from erasures where erasure_id in (select json_array_elements_text(${JSON.stringify(ids)}::json)))`,
     );
     expect(Number(ledger!.n)).toBe(ids.length);
@@ -85,10 +85,10 @@ describe('the erasure state machine', () => {
 
   it('leaves an erasure claimed by another replica alone until the claim lapses, then finishes it', async () => {
     const s = await subjectWith(1);
-    const { erasureId } = await tv.vault.erasures.request({ subject: s }, 'eraser');
-    await tv.vault.db.db.execute(sql`update erasures set claimed_by = 'ghost', claimed_until = now() + interval '1.5 seconds', status = 'running' where erasure_id = ${erasureId}`);
+    const { erasureId } = await tv.app.erasures.request({ subject: s }, 'eraser');
+    await tv.app.db.db.execute(sql`update erasures set claimed_by = 'ghost', claimed_until = now() + interval '1.5 seconds', status = 'running' where erasure_id = ${erasureId}`);
     await other.erasures.drain();
-    expect((await tv.vault.erasures.get(erasureId)).status).toBe('running');
+    expect((await tv.app.erasures.get(erasureId)).status).toBe('running');
     expect((await transitions(erasureId)).length).toBe(1);
     const view = await other.erasures.settle(erasureId, 20_000);
     expect(view.status).toBe('completed');
@@ -96,13 +96,13 @@ describe('the erasure state machine', () => {
 
   it('fails the erasure when a tier reports zero removals for a subject provenance says contributed', async () => {
     const s = await subjectWith(1);
-    const { erasureId } = await tv.vault.erasures.request({ subject: s }, 'eraser');
-    expect(await tv.vault.erasures.stepOnce()).toBe('classify');
+    const { erasureId } = await tv.app.erasures.request({ subject: s }, 'eraser');
+    expect(await tv.app.erasures.stepOnce()).toBe('classify');
     // the classification says the subject's key is in 3 backups; no backup holds it, so propagation removes nothing
-    await tv.vault.db.db.execute(
+    await tv.app.db.db.execute(
       sql`update erasures set state = jsonb_set(state, '{contributions,backups}', '3'::jsonb) where erasure_id = ${erasureId}`,
     );
-    const view = await tv.vault.erasures.settle(erasureId);
+    const view = await tv.app.erasures.settle(erasureId);
     expect(view.status).toBe('failed');
     const propagate = view.steps.find((st) => st.name === 'propagate');
     expect(propagate).toMatchObject({ status: 'failed' });
@@ -114,15 +114,15 @@ describe('the erasure state machine', () => {
 
   it('waits for outstanding leases to expire, and states the lease residual with its date', async () => {
     const s = await subjectWith(1);
-    const lease = await tv.vault.keys.lease(s, 'writer');
+    const lease = await tv.app.keys.lease(s, 'writer');
     lease.dek.fill(0);
-    const { erasureId } = await tv.vault.erasures.request({ subject: s }, 'eraser');
-    for (let i = 0; i < 5; i++) await tv.vault.erasures.stepOnce(); // classify .. drain_leases (parks)
-    const parked = await tv.vault.erasures.get(erasureId);
+    const { erasureId } = await tv.app.erasures.request({ subject: s }, 'eraser');
+    for (let i = 0; i < 5; i++) await tv.app.erasures.stepOnce(); // classify .. drain_leases (parks)
+    const parked = await tv.app.erasures.get(erasureId);
     expect(parked.status).toBe('running');
     expect(parked.steps.find((st) => st.name === 'drain_leases')?.detail).toMatch(/waiting for key leases/);
     expect(parked.steps.find((st) => st.name === 'cascade')?.status).toBe('pending');
-    const view = await tv.vault.erasures.settle(erasureId);
+    const view = await tv.app.erasures.settle(erasureId);
     expect(view.status).toBe('completed');
     const residual = view.residuals.find((r) => r.kind === 'lease');
     expect(residual?.until).toBeDefined();
@@ -134,40 +134,40 @@ describe('the erasure state machine', () => {
     const A = `user:red-a-${tag()}`;
     const B = `user:red-b-${tag()}`;
     const secret = words(6);
-    await tv.vault.log.append(A, { text: `the gate code is ${secret}` }, 'writer');
-    const note = (await tv.vault.log.append(B, { text: `A told me the gate code is ${secret}` }, 'writer')).entryId;
-    await tv.vault.log.append(B, { text: words(5) }, 'writer');
-    const first = await tv.vault.erasures.settle((await tv.vault.erasures.request({ subject: A }, 'eraser')).erasureId);
+    await tv.app.log.append(A, { text: `the gate code is ${secret}` }, 'writer');
+    const note = (await tv.app.log.append(B, { text: `A told me the gate code is ${secret}` }, 'writer')).entryId;
+    await tv.app.log.append(B, { text: words(5) }, 'writer');
+    const first = await tv.app.erasures.settle((await tv.app.erasures.request({ subject: A }, 'eraser')).erasureId);
     expect(first.status).toBe('incomplete');
     expect(first.probe.matches.map((m) => m.id)).toContain(note);
-    await tv.vault.erasures.redact(first.erasureId, [note], 'eraser');
-    const ofB = await tv.vault.erasures.request({ subject: B }, 'eraser');
-    expect(await tv.vault.erasures.stepOnce()).toBe('redact'); // A's redaction re-keys B's log while B's erasure is open
-    await expect(tv.vault.keys.lease(B, 'writer')).rejects.toSatisfy((e) => isLetheError(e, 'erasure_in_progress'));
-    await expect(tv.vault.log.append(B, { text: 'more' }, 'writer')).rejects.toSatisfy((e) => isLetheError(e, 'erasure_in_progress'));
-    expect((await tv.vault.erasures.settle(first.erasureId)).status).toBe('completed');
-    expect((await tv.vault.erasures.settle(ofB.erasureId)).status).toBe('completed');
+    await tv.app.erasures.redact(first.erasureId, [note], 'eraser');
+    const ofB = await tv.app.erasures.request({ subject: B }, 'eraser');
+    expect(await tv.app.erasures.stepOnce()).toBe('redact'); // A's redaction re-keys B's log while B's erasure is open
+    await expect(tv.app.keys.lease(B, 'writer')).rejects.toSatisfy((e) => isLetheError(e, 'erasure_in_progress'));
+    await expect(tv.app.log.append(B, { text: 'more' }, 'writer')).rejects.toSatisfy((e) => isLetheError(e, 'erasure_in_progress'));
+    expect((await tv.app.erasures.settle(first.erasureId)).status).toBe('completed');
+    expect((await tv.app.erasures.settle(ofB.erasureId)).status).toBe('completed');
   });
 
   it('signs a provisional certificate, and a final one once the epoch that wrapped the key retires', async () => {
     const s = await subjectWith(1);
-    const { erasureId } = await tv.vault.erasures.request({ subject: s }, 'eraser');
-    const view = await tv.vault.erasures.settle(erasureId);
+    const { erasureId } = await tv.app.erasures.request({ subject: s }, 'eraser');
+    const view = await tv.app.erasures.settle(erasureId);
     expect(view.certificateState).toBe('provisional');
     const epoch = view.certificate!.payload.wrappedEpochs as number[];
     expect(epoch.length).toBeGreaterThan(0);
     expect(view.residuals.find((r) => r.kind === 'wrapped-dek')?.bound).toMatch(/until epoch \d+ is retired/);
-    await tv.vault.epochs.rotate('admin');
-    expect(await tv.vault.erasures.finalizeCertificates()).toBeGreaterThanOrEqual(1);
-    const final = await tv.vault.erasures.get(erasureId);
+    await tv.app.epochs.rotate('admin');
+    expect(await tv.app.erasures.finalizeCertificates()).toBeGreaterThanOrEqual(1);
+    const final = await tv.app.erasures.get(erasureId);
     expect(final.certificateState).toBe('final');
     expect(final.certificate!.payload.certificateState).toBe('final');
     expect(final.certificate!.signature).not.toBe(view.certificate!.signature);
-    expect(verifyCertificate(final.certificate, await tv.vault.certificateKeys.publicKeys()).valid).toBe(true);
+    expect(verifyCertificate(final.certificate, await tv.app.certificateKeys.publicKeys()).valid).toBe(true);
     expect(final.residuals.find((r) => r.kind === 'wrapped-dek')).toMatchObject({ bound: 0 });
     // a tampered payload no longer verifies
     const forged = { ...final.certificate!, payload: { ...final.certificate!.payload, erasureId: 'ers_someone_else_000000000' }, algorithm: 'Ed25519' };
-    expect(verifyCertificate(forged, await tv.vault.certificateKeys.publicKeys()).valid).toBe(false);
+    expect(verifyCertificate(forged, await tv.app.certificateKeys.publicKeys()).valid).toBe(false);
   });
 });
 
@@ -184,7 +184,7 @@ describe('a cascade interrupted half-way (the regenerator fails once)', () => {
   };
 
   beforeAll(async () => {
-    tv = await openTestVault({ vault: { erasureWorker: false, regenerator: flaky } });
+    tv = await openTestVault({ app: { erasureWorker: false, regenerator: flaky } });
   }, 60_000);
   afterAll(async () => {
     await tv?.close();
@@ -194,22 +194,22 @@ describe('a cascade interrupted half-way (the regenerator fails once)', () => {
     const A = `user:flaky-a-${tag()}`;
     const B = `user:flaky-b-${tag()}`;
     const ca = `ACANARY${tag()}`;
-    const a1 = (await tv.vault.log.append(A, { text: `Alice loves birdwatching in the marshes ${ca}.` }, 'writer')).entryId;
-    const b1 = (await tv.vault.log.append(B, { text: 'Bob collects vintage synthesizers.' }, 'writer')).entryId;
-    const summary = await tv.vault.artifacts.write({ kind: 'summary', text: `Interests: birdwatching ${ca}; synthesizers.`, sources: [a1, b1] }, 'writer');
-    const digest = await tv.vault.artifacts.write({ kind: 'digest', text: `Digest: birdwatching ${ca}, synthesizers.`, sources: [summary.artifactId] }, 'writer');
+    const a1 = (await tv.app.log.append(A, { text: `Alice loves birdwatching in the marshes ${ca}.` }, 'writer')).entryId;
+    const b1 = (await tv.app.log.append(B, { text: 'Bob collects vintage synthesizers.' }, 'writer')).entryId;
+    const summary = await tv.app.artifacts.write({ kind: 'summary', text: `Interests: birdwatching ${ca}; synthesizers.`, sources: [a1, b1] }, 'writer');
+    const digest = await tv.app.artifacts.write({ kind: 'digest', text: `Digest: birdwatching ${ca}, synthesizers.`, sources: [summary.artifactId] }, 'writer');
     failOnce.add(digest.artifactId);
-    const { erasureId } = await tv.vault.erasures.request({ subject: A }, 'eraser');
-    const view = await tv.vault.erasures.settle(erasureId);
+    const { erasureId } = await tv.app.erasures.request({ subject: A }, 'eraser');
+    const view = await tv.app.erasures.settle(erasureId);
     expect(view.status).toBe('completed');
     expect(failOnce.size).toBe(0);
     expect(view.steps.find((s) => s.name === 'cascade')?.status).toBe('done');
-    const d = await tv.vault.artifacts.get(digest.artifactId);
+    const d = await tv.app.artifacts.get(digest.artifactId);
     expect(d.version).toBe(2);
     expect(d.text).not.toContain(ca);
-    expect((await tv.vault.artifacts.get(summary.artifactId)).version).toBe(2);
+    expect((await tv.app.artifacts.get(summary.artifactId)).version).toBe(2);
     const [retries] = await queryRows<{ n: string }>(
-      tv.vault.db.db,
+      tv.app.db.db,
       sql`select count(*) as n from erasure_transitions where erasure_id = ${erasureId} and from_step = 'cascade' and to_step = 'cascade'`,
     );
     expect(Number(retries!.n)).toBe(1);

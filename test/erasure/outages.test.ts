@@ -37,9 +37,9 @@ import { callVault } from './fixtures.js';
 
 /** The subject's entries still indexed under a live key of its own (what an erasure must bring to 0). */
 async function readableEntries(tv: TestVault, subject: string): Promise<number> {
-  const hash = tv.vault.keys.subjectHash(subject);
+  const hash = tv.app.keys.subjectHash(subject);
   const [row] = await queryRows<{ n: string | number }>(
-    tv.vault.db.db,
+    tv.app.db.db,
     sql`select count(*) as n from log_entries e join subject_keys k on k.key_id = e.key_id where e.subject_hash = ${hash} and k.subject_hash = ${hash}`,
   );
   return Number(row?.n ?? 0);
@@ -81,13 +81,13 @@ function minioEnv(extra: Record<string, string>): Record<string, string> {
 
 async function subjectWith(tv: TestVault, n: number): Promise<string> {
   const s = `user:out-${tag()}`;
-  for (let i = 0; i < n; i++) await tv.vault.log.append(s, { text: words(8) }, 'writer');
+  for (let i = 0; i < n; i++) await tv.app.log.append(s, { text: words(8) }, 'writer');
   return s;
 }
 
 /** Polls the erasure's view until `until` holds (or fails naming where it stood). */
 async function viewUntil(tv: TestVault, erasureId: string, until: (v: ErasureView) => boolean, timeoutMs = 60_000): Promise<ErasureView> {
-  const call = callVault(tv.vault);
+  const call = callVault(tv.app);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const view = await ok<ErasureView>(call('GET', `/v1/erasures/${erasureId}`, { role: 'eraser' }), 200);
@@ -100,14 +100,14 @@ async function viewUntil(tv: TestVault, erasureId: string, until: (v: ErasureVie
 const finished = (v: ErasureView) => v.status !== 'pending' && v.status !== 'running';
 
 async function retriesCounted(tv: TestVault, kind: string): Promise<number> {
-  const metric = await tv.vault.metrics.registry.getSingleMetric('lethe_erasure_step_retries_total')?.get();
+  const metric = await tv.app.metrics.registry.getSingleMetric('lethe_erasure_step_retries_total')?.get();
   return (metric?.values ?? []).filter((v) => v.labels.kind === kind).reduce((n, v) => n + v.value, 0);
 }
 
 const committedSteps = async (tv: TestVault, erasureId: string) =>
   (
     await queryRows<{ from_step: string }>(
-      tv.vault.db.db,
+      tv.app.db.db,
       sql`select from_step from erasure_transitions where erasure_id = ${erasureId} and from_step is not null and to_step is distinct from from_step and status <> 'failed' order by id`,
     )
   ).map((r) => r.from_step);
@@ -125,7 +125,7 @@ describe('MinIO down, then frozen, during an erasure (store timeout 1 s)', () =>
 
   it('keeps retrying past the old five attempts while MinIO is stopped, shows why, and completes once it is back', { timeout: 120_000 }, async () => {
     const s = await subjectWith(tv, 3);
-    const call = callVault(tv.vault);
+    const call = callVault(tv.app);
     await minio.stop({ keepData: true });
     let restarted = false;
     try {
@@ -156,7 +156,7 @@ describe('MinIO down, then frozen, during an erasure (store timeout 1 s)', () =>
     minio.pause();
     let erasureId: string;
     try {
-      ({ erasureId } = await tv.vault.erasures.request({ subject: s }, 'eraser'));
+      ({ erasureId } = await tv.app.erasures.request({ subject: s }, 'eraser'));
       const retrying = await viewUntil(tv, erasureId, (v) => (v.retry?.attempts ?? 0) >= 2 || finished(v));
       expect(retrying.status).toBe('running');
       expect(retrying.retry!.lastError).toMatch(/did not answer in time \(1000 ms; LETHE_STORE_TIMEOUT_MS\)/);
@@ -184,14 +184,14 @@ describe('a step past its deadline (store timeout 60 s, step deadline 1 s)', () 
     minio.pause();
     let erasureId: string;
     try {
-      ({ erasureId } = await tv.vault.erasures.request({ subject: s }, 'eraser'));
+      ({ erasureId } = await tv.app.erasures.request({ subject: s }, 'eraser'));
       // two abandoned attempts: the second was claimed again by this same replica while the first still hangs
       const retrying = await viewUntil(tv, erasureId, (v) => (v.retry?.attempts ?? 0) >= 2 || finished(v));
       expect(retrying.status).toBe('running');
       expect(retrying.retry!.lastError).toMatch(/^step \w+ ran past its deadline of 1 s \(LETHE_ERASURE_STEP_DEADLINE_SECONDS\); its claim was given up$/);
       expect(await retriesCounted(tv, 'deadline')).toBeGreaterThanOrEqual(2);
       // given up: nobody holds the claim while it waits for its next attempt, or a new attempt holds a new one
-      const [row] = await queryRows<{ claimed_by: string | null }>(tv.vault.db.db, sql`select claimed_by from erasures where erasure_id = ${erasureId}`);
+      const [row] = await queryRows<{ claimed_by: string | null }>(tv.app.db.db, sql`select claimed_by from erasures where erasure_id = ${erasureId}`);
       expect(row!.claimed_by === null || /#\d+$/.test(row!.claimed_by)).toBe(true);
     } finally {
       minio.unpause();
@@ -221,8 +221,8 @@ describe('a failed erasure: what it left, and resume', () => {
   let url = '';
 
   beforeAll(async () => {
-    tv = await openTestVault({ extraEnv: minioEnv({}), vault: { embedder } });
-    const app = createHttpApp({ services: tv.vault, tokens: TokenStore.fromPairs(tv.config.tokens) });
+    tv = await openTestVault({ extraEnv: minioEnv({}), app: { embedder } });
+    const app = createHttpApp({ services: tv.app, tokens: TokenStore.fromPairs(tv.config.tokens) });
     await new Promise<void>((resolve) => {
       server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve());
     });
@@ -235,7 +235,7 @@ describe('a failed erasure: what it left, and resume', () => {
   });
 
   it('fails on a permanent error, says it left the key fenced and the data readable, and completes once resumed', { timeout: 120_000 }, async () => {
-    const call = callVault(tv.vault);
+    const call = callVault(tv.app);
     const s = await subjectWith(tv, 3);
     embedder.refusing = true;
     const { erasureId } = await ok<{ erasureId: string }>(call('POST', '/v1/erasures', { role: 'eraser', body: { subject: s } }), 202);
@@ -266,7 +266,7 @@ describe('a failed erasure: what it left, and resume', () => {
     expect(done.left).toBeUndefined();
     expect(await readableEntries(tv, s)).toBe(0);
     const timeline = await queryRows<{ from_step: string | null; to_step: string | null; status: string; detail: string }>(
-      tv.vault.db.db,
+      tv.app.db.db,
       sql`select from_step, to_step, status, detail from erasure_transitions where erasure_id = ${erasureId} order by id`,
     );
     const failedAt = timeline.findIndex((t) => t.status === 'failed');
@@ -283,14 +283,14 @@ describe('a failed erasure: what it left, and resume', () => {
   });
 
   it('refuses to resume a running erasure (409), an unknown one (404), and one a newer erasure of the subject took over (409)', { timeout: 120_000 }, async () => {
-    const call = callVault(tv.vault);
+    const call = callVault(tv.app);
     await expectProblem(call('POST', `/v1/erasures/ers_${'A'.repeat(22)}/resume`, { role: 'eraser' }), 404, 'not_found');
 
     // a running erasure: frozen MinIO keeps it running
     const running = await subjectWith(tv, 2);
     minio.pause();
     try {
-      const { erasureId } = await tv.vault.erasures.request({ subject: running }, 'eraser');
+      const { erasureId } = await tv.app.erasures.request({ subject: running }, 'eraser');
       const p = await expectProblem(call('POST', `/v1/erasures/${erasureId}/resume`, { role: 'eraser' }), 409, 'conflict');
       expect(p.detail).toMatch(/the erasure is (pending|running); only a failed erasure can be resumed/);
       // only the eraser role
@@ -304,16 +304,16 @@ describe('a failed erasure: what it left, and resume', () => {
     embedder.refusing = true;
     let first: string;
     try {
-      first = (await tv.vault.erasures.request({ subject: s }, 'eraser')).erasureId;
+      first = (await tv.app.erasures.request({ subject: s }, 'eraser')).erasureId;
       expect((await viewUntil(tv, first, finished)).status).toBe('failed');
     } finally {
       embedder.refusing = false;
     }
-    const second = await tv.vault.erasures.request({ subject: s }, 'eraser');
+    const second = await tv.app.erasures.request({ subject: s }, 'eraser');
     expect(second.created).toBe(true);
     const p = await expectProblem(call('POST', `/v1/erasures/${first}/resume`, { role: 'eraser' }), 409, 'conflict');
     expect(p.detail).toContain(`a newer erasure of the same subject (${second.erasureId}`);
     expect((await viewUntil(tv, second.erasureId, finished)).status).toBe('completed');
-    expect((await tv.vault.erasures.get(first)).status).toBe('failed');
+    expect((await tv.app.erasures.get(first)).status).toBe('failed');
   });
 });

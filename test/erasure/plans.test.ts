@@ -123,8 +123,8 @@ for (const backend of ['postgres', 'pglite'] as const) {
   describe(`an erasure's statements on a store of ${BULK.toLocaleString('en')} entries (${backend})`, () => {
     let tv: TestVault;
     beforeAll(async () => {
-      tv = await openTestVault({ embedded: backend === 'pglite', vault: { listen: false } });
-      const v = tv.vault;
+      tv = await openTestVault({ embedded: backend === 'pglite', app: { listen: false } });
+      const v = tv.app;
       await seedBulkStore(v.db.db, { entries: BULK, model: v.vectors.embedder.model, backupBucket: v.config.backupBucket });
       // the backup bucket's ledger chain starts here (its one pass over the ledger, once per bucket), not in the erasure
       await v.backups.flushLedger();
@@ -135,7 +135,7 @@ for (const backend of ['postgres', 'pglite'] as const) {
 
     if (backend === 'pglite') {
       it('before any ANALYZE, the provenance walks and the graph edges use their indexes (their shape fixes the plan)', async () => {
-        const v = tv.vault;
+        const v = tv.app;
         const s = await writeSubject(v, 'plans-walk');
         const hash = v.keys.subjectHash(s.subject);
         const c = capture(v.db.db);
@@ -157,7 +157,7 @@ for (const backend of ['postgres', 'pglite'] as const) {
     }
 
     it(backend === 'pglite' ? "the statistics keeper analyzes every table the bulk grew (PGlite runs no autovacuum)" : 'ANALYZE (autovacuum, on a live store)', async () => {
-      const db = tv.vault.db.db;
+      const db = tv.app.db.db;
       if (backend === 'pglite') {
         const analyzed = (await analyzeStale(db)).map((a) => a.table);
         for (const t of ['log_entries', 'embeddings', 'provenance', 'artifacts', 'artifact_keys', 'destruction_ledger', 'ledger_exports', 'audit_log', 'subject_keys']) expect(analyzed).toContain(t);
@@ -170,7 +170,7 @@ for (const backend of ['postgres', 'pglite'] as const) {
     });
 
     it('no statement of the erasure reads a large table whole', async () => {
-      const v = tv.vault;
+      const v = tv.app;
       const s = await writeSubject(v, 'plans-erase');
       const large = await largeTables(v.db.db);
       const c = capture(v.db.db);
@@ -193,7 +193,7 @@ for (const backend of ['postgres', 'pglite'] as const) {
     }, 180_000);
 
     it("the probe's coverage counts live keys' sealed rows without counting the table", async () => {
-      const v = tv.vault;
+      const v = tv.app;
       const db = v.db.db;
       // the bulk's rows are of destroyed keys: they do not count
       expect((await v.vectors.coverage()).stored).toBe(await storedLiveCount(db));

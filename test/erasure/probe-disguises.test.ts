@@ -21,7 +21,7 @@ describe('disguised copies are named by the probe (PostgreSQL + MinIO)', () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    t = await openTestApp({ extraEnv: minioEnv('lethe-disguise'), vault: { erasureWorker: false } });
+    t = await openTestApp({ extraEnv: minioEnv('lethe-disguise'), app: { erasureWorker: false } });
     // other subjects' everyday notes: the store the weights are measured in
     const people = ['Maya', 'Tom', 'Ines', 'Raj', 'Lena', 'Omar'];
     for (let i = 0; i < 24; i++) {
@@ -34,10 +34,10 @@ describe('disguised copies are named by the probe (PostgreSQL + MinIO)', () => {
     await t?.close();
   });
 
-  const append = async (subject: string, text: string) => (await t.vault.log.append(subject, { text }, 'writer')).entryId;
+  const append = async (subject: string, text: string) => (await t.app.log.append(subject, { text }, 'writer')).entryId;
   const erase = async (subject: string) => {
-    const { erasureId } = await t.vault.erasures.request({ subject }, 'eraser');
-    return t.vault.erasures.settle(erasureId);
+    const { erasureId } = await t.app.erasures.request({ subject }, 'eraser');
+    return t.app.erasures.settle(erasureId);
   };
   const secret = () => `Walter keeps the vault combination ${randomInt(1000, 9999)}-${tag()} written inside his grandmother's cookbook.`;
 

@@ -46,7 +46,7 @@ describe('the erasure probe and the indexing queue', () => {
     // no indexer runs unless a test starts it; the probe waits 50 ms in place, at most 3 parks
     tv = await openTestVault({
       extraEnv: minioEnv('lethe-pq'),
-      vault: { erasureWorker: false, indexWorker: false, probeQueueWait: { waitMs: 50, parks: 3 } },
+      app: { erasureWorker: false, indexWorker: false, probeQueueWait: { waitMs: 50, parks: 3 } },
     });
   }, 60_000);
 
@@ -55,16 +55,16 @@ describe('the erasure probe and the indexing queue', () => {
   });
 
   const erase = async (subject: string) => {
-    const { erasureId } = await tv.vault.erasures.request({ subject }, 'eraser');
-    return tv.vault.erasures.settle(erasureId);
+    const { erasureId } = await tv.app.erasures.request({ subject }, 'eraser');
+    return tv.app.erasures.settle(erasureId);
   };
 
   it('an entry queued before the probe and never indexed: the erasure ends incomplete, the residual naming the count', async () => {
     const A = `user:pq-a-${tag()}`;
     const canary = `PQCANARY${tag()}`;
-    await tv.vault.log.append(A, { text: `Anna's door code is ${canary}, written on the fridge` }, 'writer');
+    await tv.app.log.append(A, { text: `Anna's door code is ${canary}, written on the fridge` }, 'writer');
     // another subject's writer copies A's words: registered, queued, never indexed (no worker runs)
-    const [copy] = await registerTexts(tv.vault, `user:pq-b-${tag()}`, [`Overheard: Anna's door code is ${canary}, written on the fridge`]);
+    const [copy] = await registerTexts(tv.app, `user:pq-b-${tag()}`, [`Overheard: Anna's door code is ${canary}, written on the fridge`]);
     const view = await erase(A);
     expect(view.status).toBe('incomplete');
     expect(view.probe).toMatchObject({ unindexed: 1 });
@@ -75,34 +75,34 @@ describe('the erasure probe and the indexing queue', () => {
     expect(view.certificate!.payload.probe).toMatchObject({ unindexed: 1 });
     expect(view.steps.find((s) => s.name === 'probe')!.detail).toMatch(/1 entry registered before the probe started still not indexed after 3 waits/);
     // the queue drains for the next tests
-    await tv.vault.log.drained();
+    await tv.app.log.drained();
   });
 
   it('the probe waits for the entries queued before it started, and finds the erased content in them once indexed', async () => {
     const A = `user:pq-c-${tag()}`;
     const canary = `PQWAIT${tag()}`;
-    await tv.vault.log.append(A, { text: `Carl hides the spare key ${canary} under the blue flowerpot` }, 'writer');
-    const [copy] = await registerTexts(tv.vault, `user:pq-d-${tag()}`, [`Note to self: Carl hides the spare key ${canary} under the blue flowerpot`]);
-    const { erasureId } = await tv.vault.erasures.request({ subject: A }, 'eraser');
+    await tv.app.log.append(A, { text: `Carl hides the spare key ${canary} under the blue flowerpot` }, 'writer');
+    const [copy] = await registerTexts(tv.app, `user:pq-d-${tag()}`, [`Note to self: Carl hides the spare key ${canary} under the blue flowerpot`]);
+    const { erasureId } = await tv.app.erasures.request({ subject: A }, 'eraser');
     // run the erasure until its probe parks on the queue, then let the indexer run
     let parked = false;
     for (let i = 0; i < 200 && !parked; i++) {
-      await tv.vault.erasures.drain();
-      const view = await tv.vault.erasures.get(erasureId);
+      await tv.app.erasures.drain();
+      const view = await tv.app.erasures.get(erasureId);
       parked = /wait in the indexing queue/.test(view.steps.find((s) => s.name === 'probe')?.detail ?? '');
       if (!parked) await new Promise((r) => setTimeout(r, 20));
     }
     expect(parked).toBe(true);
-    tv.vault.log.indexer.start();
+    tv.app.log.indexer.start();
     try {
-      const view = await tv.vault.erasures.settle(erasureId);
+      const view = await tv.app.erasures.settle(erasureId);
       // the copy was indexed while the probe waited, and the probe found it
       expect(view.probe.unindexed).toBeUndefined();
       expect(view.probe.matches.map((m) => m.id)).toContain(copy);
       expect(view.residuals.map((r) => r.kind)).not.toContain('unindexed');
       expect(view.residuals.map((r) => r.kind)).toContain('cross-subject');
     } finally {
-      await tv.vault.log.indexer.stop();
+      await tv.app.log.indexer.stop();
     }
   });
 });

@@ -25,14 +25,14 @@ describe('the reconstruction probe end to end (PostgreSQL + MinIO)', () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    t = await openTestApp({ extraEnv: minioEnv('lethe-probe'), vault: { erasureWorker: false } });
+    t = await openTestApp({ extraEnv: minioEnv('lethe-probe'), app: { erasureWorker: false } });
   }, 60_000);
 
   afterAll(async () => {
     await t?.close();
   });
 
-  const append = async (subject: string, text: string) => (await t.vault.log.append(subject, { text }, 'writer')).entryId;
+  const append = async (subject: string, text: string) => (await t.app.log.append(subject, { text }, 'writer')).entryId;
   /** Everyday notes of forty other subjects: the store the weights are measured in. */
   const background = async () => {
     const people = ['Maya', 'Tom', 'Ines', 'Raj', 'Lena', 'Omar', 'Sofia', 'Ken'];
@@ -45,8 +45,8 @@ describe('the reconstruction probe end to end (PostgreSQL + MinIO)', () => {
     }
   };
   const erase = async (subject: string) => {
-    const { erasureId } = await t.vault.erasures.request({ subject }, 'eraser');
-    return t.vault.erasures.settle(erasureId);
+    const { erasureId } = await t.app.erasures.request({ subject }, 'eraser');
+    return t.app.erasures.settle(erasureId);
   };
 
   it('a secret quoted verbatim in another subject\'s long minutes: incomplete naming the minutes, completed after a redaction', async () => {
@@ -67,11 +67,11 @@ describe('the reconstruction probe end to end (PostgreSQL + MinIO)', () => {
     expect(view.probe.coverage!.indexed).toBe(view.probe.coverage!.stored);
     expect(view.residuals.find((r) => r.kind === 'cross-subject')?.detail).toContain(minutes);
 
-    await t.vault.erasures.redact(view.erasureId, [minutes], 'eraser');
-    const after = await t.vault.erasures.settle(view.erasureId);
+    await t.app.erasures.redact(view.erasureId, [minutes], 'eraser');
+    const after = await t.app.erasures.settle(view.erasureId);
     expect(after.status).toBe('completed');
     expect(after.probe.matches).toEqual([]);
-    expect(verifyCertificate(after.certificate, await t.vault.certificateKeys.publicKeys()).valid).toBe(true);
+    expect(verifyCertificate(after.certificate, await t.app.certificateKeys.publicKeys()).valid).toBe(true);
   });
 
   it('records sharing only template words with the erased subject are not accused: the erasure completes', async () => {
@@ -82,10 +82,10 @@ describe('the reconstruction probe end to end (PostgreSQL + MinIO)', () => {
     const B = `user:game-${tag()}`;
     const a1 = await append(A, `Alice said her favourite tea is ${tag().toUpperCase()}.`);
     const b1 = await append(B, `Bob said his favourite game is ${tag().toUpperCase()}.`);
-    const summary = await t.vault.artifacts.write({ kind: 'summary', text: 'Alice and Bob said what their favourites are.', sources: [a1, b1] }, 'writer');
+    const summary = await t.app.artifacts.write({ kind: 'summary', text: 'Alice and Bob said what their favourites are.', sources: [a1, b1] }, 'writer');
     const view = await erase(A);
     expect(view.class).toBe('B');
-    const regenerated = await t.vault.artifacts.get(summary.artifactId);
+    const regenerated = await t.app.artifacts.get(summary.artifactId);
     expect(regenerated.version).toBe(2);
     expect(regenerated.text).not.toContain('Alice');
     expect(view.probe.matches).toEqual([]);
@@ -128,7 +128,7 @@ describe('the reconstruction probe end to end (PostgreSQL + MinIO)', () => {
       const own = await expectProblem(dismiss(stranded.erasureId, { matches: [{ id: ownEntry, reason: 'mine' }] }), 409, 'conflict');
       expect(own.detail).toMatch(/own records/);
       await expectProblem(dismiss(`ers_${'A'.repeat(22)}`, { matches: [{ id: notice, reason: 'x' }] }), 404, 'not_found');
-      expect((await t.vault.erasures.get(stranded.erasureId)).status).toBe('incomplete');
+      expect((await t.app.erasures.get(stranded.erasureId)).status).toBe('incomplete');
     });
 
     it('a writer may not dismiss (403)', async () => {
@@ -139,7 +139,7 @@ describe('the reconstruction probe end to end (PostgreSQL + MinIO)', () => {
     it('an approved dismissal completes the erasure; the ruling is signed into the certificate and shown in the report', async () => {
       const reason = 'Public clinic closure notice: it names the clinic and date, not the patient.';
       const { dismissalId } = await ok<{ dismissalId: string }>(dismiss(stranded.erasureId, { matches: [{ id: notice, reason }] }), 201);
-      expect((await t.vault.erasures.get(stranded.erasureId)).status).toBe('incomplete');
+      expect((await t.app.erasures.get(stranded.erasureId)).status).toBe('incomplete');
       expect(await ok(t.call('POST', `/v1/erasures/${stranded.erasureId}/dismissals/${dismissalId}/approve`, { role: 'approver' }), 202)).toEqual({
         erasureId: stranded.erasureId,
         status: 'running',
@@ -147,7 +147,7 @@ describe('the reconstruction probe end to end (PostgreSQL + MinIO)', () => {
       });
       // while it runs again: 409
       await expectProblem(dismiss(stranded.erasureId, { matches: [{ id: notice, reason }] }), 409, 'conflict');
-      const after = await t.vault.erasures.settle(stranded.erasureId);
+      const after = await t.app.erasures.settle(stranded.erasureId);
       expect(after.status).toBe('completed');
       expect(after.probe.matches).toEqual([]);
       expect(after.probe.recovered).toBe(0);
@@ -167,10 +167,10 @@ describe('the reconstruction probe end to end (PostgreSQL + MinIO)', () => {
           score: ruled,
         },
       ]);
-      expect(verifyCertificate(after.certificate, await t.vault.certificateKeys.publicKeys()).valid).toBe(true);
+      expect(verifyCertificate(after.certificate, await t.app.certificateKeys.publicKeys()).valid).toBe(true);
       expect(after.certificate!.payload.probe).toMatchObject({ dismissed: [{ id: notice, role: 'eraser', reason }] });
       // the notice itself is untouched: a dismissal is a ruling, not a redaction
-      expect((await t.vault.log.get(notice)).text).toContain('Public notice');
+      expect((await t.app.log.get(notice)).text).toContain('Public notice');
       const report = await t.call('GET', `/v1/erasures/${stranded.erasureId}/report`, { role: 'eraser' });
       const html = await report.text();
       expect(html).toContain('Dismissed by a person');

@@ -52,18 +52,18 @@ const call = (method: string, p: string, o: CallOptions = {}) => t.call(method, 
 /** The test app on a real HTTP server on a free loopback port. */
 async function listen(): Promise<{ base: string; close: () => Promise<void> }> {
   const server: ServerType = await new Promise((resolve) => {
-    const s = serve({ fetch: t.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
+    const s = serve({ fetch: t.http.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
   });
   const { port } = server.address() as AddressInfo;
   return { base: `http://127.0.0.1:${port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
 async function append(subject: string, text: string): Promise<string> {
-  return (await t.vault.log.append(subject, { text }, 'writer')).entryId;
+  return (await t.app.log.append(subject, { text }, 'writer')).entryId;
 }
 
 beforeAll(async () => {
-  t = await openTestApp({ vault: { erasureWorker: false } });
+  t = await openTestApp({ app: { erasureWorker: false } });
   const A = `user:dpo-a-${tag()}`;
   const B = `user:dpo-b-${tag()}`;
   const num = `${Math.floor(Math.random() * 900) + 100}`;
@@ -71,16 +71,16 @@ beforeAll(async () => {
   const note = await append(B, `Dropped the parcel at Alice's place, ${num} rue des Lilas in Lyon, she moved there in March.`);
   await append(B, 'Bob ordered new running shoes.');
   const accepted = await ok<{ erasureId: string }>(call('POST', '/v1/erasures', { body: { subject: A, publicAttributes: ['Alice'], request: CONTEXT } }), 202);
-  const first = await t.vault.erasures.settle(accepted.erasureId);
+  const first = await t.app.erasures.settle(accepted.erasureId);
   expect(first.status).toBe('incomplete');
   await ok(call('POST', `/v1/erasures/${accepted.erasureId}/redactions`, { body: { ids: [note] } }), 202);
-  expect((await t.vault.erasures.settle(accepted.erasureId)).status).toBe('completed');
+  expect((await t.app.erasures.settle(accepted.erasureId)).status).toBe('completed');
   redacted = await ok<View>(call('GET', `/v1/erasures/${accepted.erasureId}`), 200);
 
   const C = `user:dpo-c-${tag()}`;
   await append(C, 'Carol keeps bees.');
   const second = await ok<{ erasureId: string }>(call('POST', '/v1/erasures', { body: { subject: C } }), 202);
-  await t.vault.erasures.settle(second.erasureId);
+  await t.app.erasures.settle(second.erasureId);
   other = await ok<View>(call('GET', `/v1/erasures/${second.erasureId}`), 200);
 }, 120_000);
 
@@ -100,7 +100,7 @@ describe('the request context', () => {
   });
 
   it('is refused with a 400 naming the field when malformed, personal, too long or unknown, and nothing is created', async () => {
-    const [before] = await queryRows<{ n: number }>(t.vault.db.db, sql`select count(*)::int as n from erasures`);
+    const [before] = await queryRows<{ n: number }>(t.app.db.db, sql`select count(*)::int as n from erasures`);
     const subject = `user:dpo-bad-${tag()}`;
     await append(subject, 'Dan likes jazz.');
     const cases: Array<[string, unknown, RegExp]> = [
@@ -116,7 +116,7 @@ describe('the request context', () => {
       const reply = await expectProblem(call('POST', '/v1/erasures', { body: { subject, request } }), 400, 'validation_failed', what);
       expect(reply.detail, what).toMatch(detail);
     }
-    const [after] = await queryRows<{ n: number }>(t.vault.db.db, sql`select count(*)::int as n from erasures`);
+    const [after] = await queryRows<{ n: number }>(t.app.db.db, sql`select count(*)::int as n from erasures`);
     expect(after!.n).toBe(before!.n);
   });
 });
@@ -140,7 +140,7 @@ describe('lethe erase with the request context', () => {
       const { erasureId } = JSON.parse(run.stdout) as { erasureId: string };
       const view = await ok<View>(call('GET', `/v1/erasures/${erasureId}`), 200);
       expect(view.request).toEqual({ reasonCategory: 'objection', legalBasis: 'GDPR Art. 21(1)', controller: 'Acme Analytics GmbH', reference: 'DSR-7' });
-      await t.vault.erasures.settle(erasureId);
+      await t.app.erasures.settle(erasureId);
     } finally {
       await server.close();
     }
@@ -175,7 +175,7 @@ describe('the report', () => {
 
   it("lists every transition in the timeline, in time order, both outcomes included", async () => {
     const rows = [...html.matchAll(/<tr data-kind="([a-z-]+)" data-at="([^"]+)"/g)].map((m) => ({ kind: m[1]!, at: Date.parse(m[2]!) }));
-    const transitions = await t.vault.erasures.allTransitions(redacted.erasureId);
+    const transitions = await t.app.erasures.allTransitions(redacted.erasureId);
     expect(rows).toHaveLength(transitions.length);
     expect(rows.map((r) => r.at)).toEqual([...rows.map((r) => r.at)].sort((a, b) => a - b));
     expect(rows.filter((r) => r.kind === 'outcome')).toHaveLength(2);
@@ -202,7 +202,7 @@ describe('report links', () => {
     expect(Math.abs(Date.parse(short.expiresAt) - Date.now() - 120_000)).toBeLessThan(5_000);
     // no body at all: the default
     expect((await call('POST', `/v1/erasures/${redacted.erasureId}/report-link`)).status).toBe(201);
-    const rows = await queryRows<{ actor: string; detail: string }>(t.vault.db.db, sql`select actor, detail from audit_log where action = 'erasure.report.link' order by seq`);
+    const rows = await queryRows<{ actor: string; detail: string }>(t.app.db.db, sql`select actor, detail from audit_log where action = 'erasure.report.link' order by seq`);
     expect(rows.length).toBe(3);
     expect(rows[0]!.actor).toBe('eraser');
     expect(JSON.parse(rows[0]!.detail)).toEqual({ erasureId: redacted.erasureId, expiresAt: link.expiresAt });
@@ -246,7 +246,7 @@ describe('report links', () => {
       ['a signature without its expiry', report(redacted.erasureId, `sig=${sig}`), /needs both/],
       ['a truncated signature', report(redacted.erasureId, `exp=${exp}&sig=${sig.slice(0, 20)}`), /needs both/],
     ];
-    const expired = await t.vault.reportLinks.issue(redacted.erasureId, 60, 'eraser', new Date(Date.now() - 3600_000));
+    const expired = await t.app.reportLinks.issue(redacted.erasureId, 60, 'eraser', new Date(Date.now() - 3600_000));
     cases.push(['an expired link', expired.path, /expired/]);
     for (const [what, p, detail] of cases) {
       const res = await t.call('GET', p, { role: 'none' });

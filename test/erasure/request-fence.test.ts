@@ -16,7 +16,7 @@ import { openTestApp, type TestApp } from '../support/vault.js';
 let t: TestApp;
 beforeAll(async () => {
   // no worker: only the request itself may fence the key
-  t = await openTestApp({ vault: { erasureWorker: false } });
+  t = await openTestApp({ app: { erasureWorker: false } });
 });
 afterAll(async () => {
   await t?.close();
@@ -26,7 +26,7 @@ describe('the erasure request and its fence', () => {
   it('a request whose fence fails records no erasure; the retry fences and records it in one commit', async () => {
     const subject = 'user:fence-atomic';
     await ok(t.call('POST', `/v1/subjects/${subject}/entries`, { body: { text: 'Keeps bees on the roof of the library.' } }), 201);
-    const db = t.vault.db.db;
+    const db = t.app.db.db;
     await db.execute(sql`create function lethe_test_fail_fence() returns trigger language plpgsql as $$
       begin raise exception 'connection lost (test)' using errcode = '08006'; end $$`);
     await db.execute(sql`create trigger lethe_test_fail_fence before update of state on subject_keys

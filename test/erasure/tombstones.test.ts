@@ -25,7 +25,7 @@ const targets: TestDatabase[] = [];
 
 beforeAll(async () => {
   // no background worker: the tests move each erasure along themselves; leases held by writers lapse within 2 s
-  t = await openTestApp({ extraEnv: { ...minioEnv().env, LETHE_LEASE_TTL_SECONDS: '2' }, vault: { erasureWorker: false } });
+  t = await openTestApp({ extraEnv: { ...minioEnv().env, LETHE_LEASE_TTL_SECONDS: '2' }, app: { erasureWorker: false } });
 }, 120_000);
 afterAll(async () => {
   await t?.close();
@@ -45,7 +45,7 @@ async function erase(call: Call, s: string): Promise<string> {
 
 /** The subject's tombstone row, as the table holds it. */
 async function tombstoneOf(s: string): Promise<{ erasure_id: string } | undefined> {
-  const [row] = await queryRows<{ erasure_id: string }>(t.vault.db.db, sql`select erasure_id from subject_tombstones where subject_hash = ${t.vault.keys.subjectHash(s)}`);
+  const [row] = await queryRows<{ erasure_id: string }>(t.app.db.db, sql`select erasure_id from subject_tombstones where subject_hash = ${t.app.keys.subjectHash(s)}`);
   return row;
 }
 
@@ -58,7 +58,7 @@ async function lateRegistration(s: string, lease: { keyId: string; dek: Uint8Arr
   const sealed = sealEntry(lease.dek, { keyId: lease.keyId, entryId, seq }, { text: 'learned again, from a job that read before the erasure', kind: null, metadata: null });
   const { bytes, places } = encodeSegment([sealed.envelope]);
   const segment = `log/seg_${randomBytes(16).toString('base64url')}`;
-  await t.vault.objects.put(segment, bytes);
+  await t.app.objects.put(segment, bytes);
   const entry = { entryId, subject: s, keyId: lease.keyId, seq, ...places[0]!, wrappedKey: Buffer.from(sealed.wrappedKey).toString('base64url') };
   return { entryId, body: { segment, entries: [entry] } };
 }
@@ -70,7 +70,7 @@ async function expectErased(call: Call, s: string): Promise<void> {
   await expectProblem(call('POST', path(s, '/entries'), { body: { text: 'learned again, a minute late' } }), 410, 'subject_erased', 'append');
   await expectProblem(call('POST', path(s, '/entries'), { body: { text: 'learned again' }, headers: { 'idempotency-key': `late-${tag()}` } }), 410, 'subject_erased', 'append with an Idempotency-Key');
   await expectProblem(call('POST', path(s, '/entries/reservations'), { body: { count: 4 } }), 410, 'subject_erased', 'reservation');
-  expect(await t.vault.keys.findKey(s), 'no key was created').toBeUndefined();
+  expect(await t.app.keys.findKey(s), 'no key was created').toBeUndefined();
 }
 
 describe('after a subject erasure', () => {
@@ -106,22 +106,22 @@ describe('after a subject erasure', () => {
 
   it('from the key\'s destruction on — the erasure still running — they answer 410 subject_erased', async () => {
     const deadline = Date.now() + 30_000;
-    while ((await t.vault.keys.findKey(s)) !== undefined) {
+    while ((await t.app.keys.findKey(s)) !== undefined) {
       if (Date.now() > deadline) throw new Error('the erasure did not destroy the key within 30 s');
-      if ((await t.vault.erasures.stepOnce()) === undefined) await new Promise((r) => setTimeout(r, 100));
+      if ((await t.app.erasures.stepOnce()) === undefined) await new Promise((r) => setTimeout(r, 100));
     }
-    expect((await t.vault.erasures.get(erasureId)).status).toBe('running');
+    expect((await t.app.erasures.get(erasureId)).status).toBe('running');
     await expectErased(t.call, s);
   });
 
   it('after it completed: PUT key, lease, appends and reservations answer 410 subject_erased; a late registration answers subject_erased per entry', async () => {
-    expect((await t.vault.erasures.settle(erasureId)).status).toBe('completed');
+    expect((await t.app.erasures.settle(erasureId)).status).toBe('completed');
     await expectErased(t.call, s);
     await expectProblem(t.call('GET', path(s, '/entries')), 410, 'subject_erased');
 
     const late = await lateRegistration(s, { keyId: oldKeyId, dek: leasedDek }, reserved + 1);
     expect(await ok<{ results: unknown[] }>(t.call('POST', '/v1/segments', { body: late.body }), 201)).toEqual({ results: [{ entryId: late.entryId, status: 'subject_erased' }] });
-    const [indexed] = await queryRows<{ n: number }>(t.vault.db.db, sql`select count(*)::int as n from log_entries where entry_id = ${late.entryId}`);
+    const [indexed] = await queryRows<{ n: number }>(t.app.db.db, sql`select count(*)::int as n from log_entries where entry_id = ${late.entryId}`);
     expect(indexed?.n).toBe(0);
     leasedDek.fill(0);
   });
@@ -158,15 +158,15 @@ describe('after a subject erasure', () => {
     await expectProblem(t.call('POST', path(s, '/reinstate'), { role: 'admin', body: { reason } }), 409, 'conflict');
 
     const rows = await queryRows<{ actor: string; subject_hash: Uint8Array; detail: string }>(
-      t.vault.db.db,
+      t.app.db.db,
       sql`select actor, subject_hash, detail from audit_log where action = 'subject.reinstate'`,
     );
     expect(rows).toHaveLength(1);
     expect(rows[0]!.actor).toBe('admin');
-    expect(Buffer.from(rows[0]!.subject_hash).equals(Buffer.from(t.vault.keys.subjectHash(s)))).toBe(true);
+    expect(Buffer.from(rows[0]!.subject_hash).equals(Buffer.from(t.app.keys.subjectHash(s)))).toBe(true);
     expect(JSON.parse(rows[0]!.detail)).toMatchObject({ erasureId, reason });
     expect(rows[0]!.detail).not.toContain(s);
-    expect(await t.vault.audit.verify(t.vault.db.db)).toMatchObject({ ok: true, problems: [] });
+    expect(await t.app.audit.verify(t.app.db.db)).toMatchObject({ ok: true, problems: [] });
 
     const key = await ok<{ keyId: string }>(t.call('PUT', path(s, '/key')), 201);
     expect(key.keyId).not.toBe(oldKeyId);
@@ -186,7 +186,7 @@ describe('after a subject erasure', () => {
     expect((await tombstoneOf(s))?.erasure_id).toBe(second);
     // reinstating is refused while an erasure of the subject is open
     await expectProblem(t.call('POST', path(s, '/reinstate'), { role: 'admin', body: { reason: 'too soon' } }), 409, 'erasure_in_progress');
-    expect((await t.vault.erasures.settle(second)).status).toBe('completed');
+    expect((await t.app.erasures.settle(second)).status).toBe('completed');
     await expectErased(t.call, s);
   });
 
@@ -195,7 +195,7 @@ describe('after a subject erasure', () => {
     const third = await erase(t.call, s);
     expect(third).not.toBe(before);
     expect((await tombstoneOf(s))?.erasure_id).toBe(third);
-    expect((await t.vault.erasures.settle(third)).status).toBe('completed');
+    expect((await t.app.erasures.settle(third)).status).toBe('completed');
     expect((await tombstoneOf(s))?.erasure_id).toBe(third);
     await expectErased(t.call, s);
   });
@@ -208,7 +208,7 @@ describe('backups', () => {
     await append(t.call, s, `Xena's bike lock is ${tag(3)}.`);
     await append(t.call, kept, 'Yusuf keeps bees.');
     const erasureId = await erase(t.call, s);
-    expect((await t.vault.erasures.settle(erasureId)).status).toBe('completed');
+    expect((await t.app.erasures.settle(erasureId)).status).toBe('completed');
     const { backupId } = await ok<{ backupId: string }>(t.call('POST', '/v1/backups', { role: 'backup' }), 201);
 
     const db = await createTestDatabase();

@@ -337,26 +337,26 @@ const ROUTES: readonly RouteCase[] = [
 
 beforeAll(async () => {
   t = await openTestApp();
-  liveKeyId = (await t.vault.keys.ensureKey('user:auth-live', 'writer')).keyId;
-  destroyKeyId = (await t.vault.keys.ensureKey('user:auth-destroy', 'writer')).keyId;
-  entryId = (await t.vault.log.append('user:auth-live', { text: 'seed' }, 'writer')).entryId;
-  forgetEntryId = (await t.vault.log.append('user:auth-forget', { text: 'to be forgotten' }, 'writer')).entryId;
-  leaseId = (await t.vault.keys.lease('user:auth-lease', 'writer')).leaseId;
-  artifactId = (await t.vault.artifacts.write({ kind: 'summary', text: 'seed summary', sources: [entryId] }, 'writer')).artifactId;
-  backupId = (await t.vault.backups.run()).backupId;
+  liveKeyId = (await t.app.keys.ensureKey('user:auth-live', 'writer')).keyId;
+  destroyKeyId = (await t.app.keys.ensureKey('user:auth-destroy', 'writer')).keyId;
+  entryId = (await t.app.log.append('user:auth-live', { text: 'seed' }, 'writer')).entryId;
+  forgetEntryId = (await t.app.log.append('user:auth-forget', { text: 'to be forgotten' }, 'writer')).entryId;
+  leaseId = (await t.app.keys.lease('user:auth-lease', 'writer')).leaseId;
+  artifactId = (await t.app.artifacts.write({ kind: 'summary', text: 'seed summary', sources: [entryId] }, 'writer')).artifactId;
+  backupId = (await t.app.backups.run()).backupId;
   // a segment a writer uploaded itself, registered (idempotently) by every allowed role
-  const { keyId, firstSeq } = await t.vault.log.reserve('user:auth-live', 1, 'writer');
-  const { dek } = await t.vault.keys.dekFor(keyId);
+  const { keyId, firstSeq } = await t.app.log.reserve('user:auth-live', 1, 'writer');
+  const { dek } = await t.app.keys.dekFor(keyId);
   const ownEntryId = `entry_${'A'.repeat(22)}`;
   const { bytes, places } = encodeSegment([sealLegacyFrame(dek, { keyId, entryId: ownEntryId, seq: firstSeq }, { text: 'own', kind: null, metadata: null })]);
   const segment = `log/seg_${'B'.repeat(22)}`;
-  await t.vault.objects.put(segment, bytes);
+  await t.app.objects.put(segment, bytes);
   registration = { segment, entries: [{ entryId: ownEntryId, subject: 'user:auth-live', keyId, seq: firstSeq, ...places[0]! }] };
   // erasures: one finished, and per allowed role one left incomplete by another subject's paraphrase of it
-  await t.vault.log.append('user:auth-erase', { text: 'to be erased' }, 'writer');
-  await t.vault.log.append('user:auth-erased', { text: 'erased already' }, 'writer');
-  erasureId = (await t.vault.erasures.request({ subject: 'user:auth-erased' }, 'eraser')).erasureId;
-  await t.vault.erasures.settle(erasureId);
+  await t.app.log.append('user:auth-erase', { text: 'to be erased' }, 'writer');
+  await t.app.log.append('user:auth-erased', { text: 'erased already' }, 'writer');
+  erasureId = (await t.app.erasures.request({ subject: 'user:auth-erased' }, 'eraser')).erasureId;
+  await t.app.erasures.settle(erasureId);
   for (const [i, role] of (['eraser', 'approver', 'admin'] as const).entries()) {
     for (const use of ['redaction', 'dismissal', 'approval', 'rejection'] as const) {
       const num = `${100 + i * 111 + ['redaction', 'dismissal', 'approval', 'rejection'].indexOf(use) * 500}`;
@@ -365,24 +365,24 @@ beforeAll(async () => {
         use === 'redaction'
           ? [`My home address is ${num} Rue des Lilas, Lyon; I moved there in March.`, `Dropped the parcel at Alice's place, ${num} rue des Lilas in Lyon, she moved there in March.`]
           : [`Appointment with Dr. Okonkwo at the Halden${num} clinic on 14 March about my knee.`, `Public notice: Dr. Okonkwo at the Halden${num} clinic is closed on 14 March for renovation.`];
-      await t.vault.log.append(`user:auth-para-${use}-${role}`, { text: own }, 'writer');
-      const note = await t.vault.log.append(`user:auth-note-${use}-${role}`, { text: other }, 'writer');
-      const requested = await t.vault.erasures.request({ subject: `user:auth-para-${use}-${role}`, publicAttributes: ['Alice'] }, 'eraser');
-      const view = await t.vault.erasures.settle(requested.erasureId);
+      await t.app.log.append(`user:auth-para-${use}-${role}`, { text: own }, 'writer');
+      const note = await t.app.log.append(`user:auth-note-${use}-${role}`, { text: other }, 'writer');
+      const requested = await t.app.erasures.request({ subject: `user:auth-para-${use}-${role}`, publicAttributes: ['Alice'] }, 'eraser');
+      const view = await t.app.erasures.settle(requested.erasureId);
       expect(view.status, `the ${role}'s ${use} fixture`).toBe('incomplete');
       expect(view.probe.matches.map((m) => m.id)).toContain(note.entryId);
       if (use === 'redaction') redaction[role] = { erasureId: requested.erasureId, entryId: note.entryId };
       else if (use === 'dismissal') dismissal[role] = { erasureId: requested.erasureId, entryId: note.entryId };
       else {
-        const { dismissalId } = await t.vault.erasures.dismiss(requested.erasureId, { matches: [{ id: note.entryId, reason: 'auth table: a proposal' }] }, 'eraser');
+        const { dismissalId } = await t.app.erasures.dismiss(requested.erasureId, { matches: [{ id: note.entryId, reason: 'auth table: a proposal' }] }, 'eraser');
         (use === 'approval' ? proposal : rejection)[role] = { erasureId: requested.erasureId, dismissalId };
       }
     }
     // a failed erasure, forged from a finished one at its last step (the route's access is what is tested here)
-    await t.vault.log.append(`user:auth-resume-${role}`, { text: 'to be resumed' }, 'writer');
-    const failed = (await t.vault.erasures.request({ subject: `user:auth-resume-${role}` }, 'eraser')).erasureId;
-    await t.vault.erasures.settle(failed);
-    await t.vault.db.db.execute(sql`update erasures set status = 'failed', state = jsonb_set(state, '{steps,certify,status}', '"failed"') where erasure_id = ${failed}`);
+    await t.app.log.append(`user:auth-resume-${role}`, { text: 'to be resumed' }, 'writer');
+    const failed = (await t.app.erasures.request({ subject: `user:auth-resume-${role}` }, 'eraser')).erasureId;
+    await t.app.erasures.settle(failed);
+    await t.app.db.db.execute(sql`update erasures set status = 'failed', state = jsonb_set(state, '{steps,certify,status}', '"failed"') where erasure_id = ${failed}`);
     resumable[role] = failed;
   }
 });

@@ -150,7 +150,7 @@ describe('request bodies', () => {
   });
 
   it('a JSON body sent without a Content-Type header is a client error, never a 500', async () => {
-    const res = await t.app.request('/v1/keys/validity', {
+    const res = await t.http.request('/v1/keys/validity', {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKENS.backup}` },
       body: new TextEncoder().encode(JSON.stringify({ keyIds: ['key_a'] })),
@@ -265,7 +265,7 @@ describe('nothing is lost', () => {
     const again = await leaseDek('user:survivor');
     expect(again.keyId).toBe(knownKeyId);
     expect(again.dek).toBe(knownDek);
-    t.vault.cache.clear();
+    t.app.cache.clear();
     const fromDb = await leaseDek('user:survivor');
     expect(fromDb.dek).toBe(knownDek);
     const res = await t.call('POST', '/v1/keys/validity', { role: 'backup', body: { keyIds: [knownKeyId] } });
@@ -299,7 +299,7 @@ describe('with LETHE_BODY_LIMIT_BYTES=2048', () => {
         controller.close();
       },
     });
-    const res = await small.app.request('/v1/keys/validity', {
+    const res = await small.http.request('/v1/keys/validity', {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKENS.backup}`, 'content-type': 'application/json' },
       body: stream,
@@ -514,7 +514,7 @@ describe('a database that is not answering', () => {
 
   /** The app over the test vault's services, with `epochs.list` failing with `error`. */
   const failingWith = (error: unknown) => {
-    const services = Object.create(t.vault) as Services;
+    const services = Object.create(t.app) as Services;
     Object.defineProperty(services, 'epochs', { value: { list: () => Promise.reject(error) } });
     return createHttpApp({ services, tokens: TokenStore.fromPairs(t.config.tokens) });
   };
@@ -541,7 +541,7 @@ describe('a database that is not answering', () => {
   it('a real closed connection pool answers 503 unavailable with Retry-After', async () => {
     const down = await openTestApp();
     try {
-      await down.vault.db.close();
+      await down.app.db.close();
       const res = await down.call('GET', '/v1/admin/kek', { role: 'admin' });
       await expectProblem(res, 503, 'unavailable');
       expect(res.headers.get('retry-after')).toBe('1');

@@ -20,9 +20,9 @@ let server: ServerType;
 let baseUrl = '';
 
 beforeAll(async () => {
-  t = await openTestApp({ extraEnv: minioEnv('lethe-docs'), vault: { erasureWorker: false } });
+  t = await openTestApp({ extraEnv: minioEnv('lethe-docs'), app: { erasureWorker: false } });
   await new Promise<void>((resolve) => {
-    server = serve({ fetch: t.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve());
+    server = serve({ fetch: t.http.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve());
   });
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });

@@ -213,8 +213,8 @@ beforeAll(async () => {
   }
   const art = await t.call('POST', '/v1/artifacts', { role: 'writer', body: { kind: 'fact', text: 'a fact', sources: [real.entry![0]] } });
   real.art!.push(((await art.json()) as { artifactId: string }).artifactId);
-  const erasure = await t.vault.erasures.request({ subject: 'user:fuzz-erased' }, 'eraser');
-  await t.vault.erasures.settle(erasure.erasureId);
+  const erasure = await t.app.erasures.request({ subject: 'user:fuzz-erased' }, 'eraser');
+  await t.app.erasures.settle(erasure.erasureId);
   real.ers!.push(erasure.erasureId);
   const backup = await t.call('POST', '/v1/backups', { role: 'backup' });
   const text = await backup.text();

@@ -27,7 +27,7 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})
 
 let t: TestApp;
 beforeAll(async () => {
-  t = await openTestApp({ vault: { erasureWorker: false } });
+  t = await openTestApp({ app: { erasureWorker: false } });
 });
 afterAll(async () => {
   await t?.close();
@@ -43,7 +43,7 @@ const subjectsOf = (prefix: string, n: number) => Array.from({ length: n }, (_, 
 /** key.create audit rows of these key ids. */
 async function createRows(app: TestApp, keyIds: readonly string[]): Promise<Array<{ key_id: string; epoch: number; actor: string }>> {
   return queryRows(
-    app.vault.db.db,
+    app.app.db.db,
     sql`select key_id, epoch, actor from audit_log where action = 'key.create' and key_id in (select json_array_elements_text(${JSON.stringify(keyIds)}::json))`,
   );
 }
@@ -52,8 +52,8 @@ async function createRows(app: TestApp, keyIds: readonly string[]): Promise<Arra
 async function liveKeys(app: TestApp, subjects: readonly string[]): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
   for (const s of subjects) {
-    const hash = app.vault.keys.subjectHash(s);
-    const rows = await queryRows<{ key_id: string }>(app.vault.db.db, sql`select key_id from subject_keys where subject_hash = ${Buffer.from(hash)}`);
+    const hash = app.app.keys.subjectHash(s);
+    const rows = await queryRows<{ key_id: string }>(app.app.db.db, sql`select key_id from subject_keys where subject_hash = ${Buffer.from(hash)}`);
     out.set(s, rows.map((r) => r.key_id));
   }
   return out;
@@ -64,7 +64,7 @@ describe('POST /v1/keys/batch', () => {
     const put = await ok<{ keyId: string; createdAt: string }>(await t.call('PUT', '/v1/subjects/batch:had-one/key', { role: 'writer' }), 201);
     const fresh = subjectsOf('batch:new', 50);
     const subjects = [fresh[0]!, 'batch:had-one', ...fresh.slice(1)];
-    const before = await t.vault.audit.tip(t.vault.db.db);
+    const before = await t.app.audit.tip(t.app.db.db);
     const body = await ok<Batch>(await batch(subjects), 200);
     expect(body).toMatchObject({ created: 50, existing: 1, refused: 0 });
     expect(body.keys.map((k) => k.subject)).toEqual(subjects);
@@ -80,11 +80,11 @@ describe('POST /v1/keys/batch', () => {
     // one key.create row per created key, by the caller's role, under the active epoch; none for the existing one
     const rows = await createRows(t, created.map((k) => k.keyId!));
     expect(rows).toHaveLength(50);
-    const [active] = await queryRows<{ epoch: number }>(t.vault.db.db, sql`select epoch from epochs where state = 'active'`);
+    const [active] = await queryRows<{ epoch: number }>(t.app.db.db, sql`select epoch from epochs where state = 'active'`);
     expect(rows.every((r) => r.actor === 'writer' && Number(r.epoch) === Number(active!.epoch))).toBe(true);
-    const after = await t.vault.audit.tip(t.vault.db.db);
+    const after = await t.app.audit.tip(t.app.db.db);
     expect(after.seq - before.seq).toBe(50);
-    expect(await t.vault.audit.verify(t.vault.db.db)).toMatchObject({ ok: true, head: 'anchored' });
+    expect(await t.app.audit.verify(t.app.db.db)).toMatchObject({ ok: true, head: 'anchored' });
     // the keys are real: a lease answers the same key id, with a DEK
     const lease = await ok<{ keyId: string; dek: string }>(await t.call('POST', `/v1/subjects/${fresh[7]}/key/lease`, { role: 'writer' }), 200);
     expect(lease.keyId).toBe(created.find((k) => k.subject === fresh[7])!.keyId);
@@ -94,22 +94,22 @@ describe('POST /v1/keys/batch', () => {
   it('is idempotent: the same batch again creates nothing and answers the same keys', async () => {
     const subjects = subjectsOf('batch:again', 30);
     const first = await ok<Batch>(await batch(subjects), 200);
-    const tip = await t.vault.audit.tip(t.vault.db.db);
+    const tip = await t.app.audit.tip(t.app.db.db);
     const second = await ok<Batch>(await batch([...subjects].reverse()), 200);
     expect(second).toMatchObject({ created: 0, existing: 30, refused: 0 });
     const firstBy = new Map(first.keys.map((k) => [k.subject, k]));
     for (const k of second.keys) expect(k).toEqual({ ...firstBy.get(k.subject)!, status: 'existing' });
-    expect((await t.vault.audit.tip(t.vault.db.db)).seq).toBe(tip.seq); // nothing audited: nothing changed
+    expect((await t.app.audit.tip(t.app.db.db)).seq).toBe(tip.seq); // nothing audited: nothing changed
   });
 
   it('answers a refused subject with its own problem and creates the others: erased (410), being erased with its key fenced (409)', async () => {
     await t.call('PUT', '/v1/subjects/batch:erasing/key', { role: 'writer' });
-    const erasing = await t.vault.erasures.request({ subject: 'batch:erasing' }, 'eraser');
+    const erasing = await t.app.erasures.request({ subject: 'batch:erasing' }, 'eraser');
     expect(erasing.created).toBe(true);
     // erased: an erasure requested (tombstone), then its key destroyed — no live key, the tombstone refuses a new one
     const gone = await ok<{ keyId: string }>(await t.call('PUT', '/v1/subjects/batch:erased/key', { role: 'writer' }), 201);
-    await t.vault.erasures.request({ subject: 'batch:erased' }, 'eraser');
-    await t.vault.keys.destroyKey(gone.keyId, { reason: 'batch test', actor: 'admin' });
+    await t.app.erasures.request({ subject: 'batch:erased' }, 'eraser');
+    await t.app.keys.destroyKey(gone.keyId, { reason: 'batch test', actor: 'admin' });
     const fresh = subjectsOf('batch:beside', 5);
     const body = await ok<Batch>(await batch(['batch:erased', ...fresh, 'batch:erasing']), 200);
     expect(body).toMatchObject({ created: 5, existing: 0, refused: 2 });
@@ -140,9 +140,9 @@ describe('POST /v1/keys/batch', () => {
     expect(long[0]).toHaveLength(200);
     const body = await ok<Batch>(await batch(long), 200);
     expect(body).toMatchObject({ created: 10_000, existing: 0, refused: 0 });
-    const [n] = await queryRows<{ n: string | number }>(t.vault.db.db, sql`select count(*) as n from audit_log where action = 'key.create' and key_id in (select json_array_elements_text(${JSON.stringify(body.keys.map((k) => k.keyId))}::json))`);
+    const [n] = await queryRows<{ n: string | number }>(t.app.db.db, sql`select count(*) as n from audit_log where action = 'key.create' and key_id in (select json_array_elements_text(${JSON.stringify(body.keys.map((k) => k.keyId))}::json))`);
     expect(Number(n!.n)).toBe(10_000);
-    expect(await t.vault.audit.verify(t.vault.db.db)).toMatchObject({ ok: true });
+    expect(await t.app.audit.verify(t.app.db.db)).toMatchObject({ ok: true });
   });
 
   it('takes the writer and admin roles, as PUT .../key does; not backup or eraser', async () => {
@@ -157,7 +157,7 @@ describe('POST /v1/keys/batch', () => {
     const subjects = subjectsOf('batch:race', 60);
     const [fromBatch, singles, leases, otherBatch] = await Promise.all([
       batch(subjects).then((r) => ok<Batch>(r, 200)),
-      Promise.all(subjects.map((s) => t.vault.keys.ensureKey(s, 'writer'))),
+      Promise.all(subjects.map((s) => t.app.keys.ensureKey(s, 'writer'))),
       Promise.all(subjects.filter((_, i) => i % 3 === 0).map((s) => other.keys.lease(s, 'writer'))),
       other.keys.ensureKeys([...subjects].reverse(), 'writer'),
     ]);
@@ -175,13 +175,13 @@ describe('POST /v1/keys/batch', () => {
     expect(created).toBeLessThanOrEqual(60);
     const rows = await createRows(t, subjects.map((s) => live.get(s)![0]!));
     expect(rows).toHaveLength(60);
-    expect(await t.vault.audit.verify(t.vault.db.db)).toMatchObject({ ok: true, head: 'anchored' });
+    expect(await t.app.audit.verify(t.app.db.db)).toMatchObject({ ok: true, head: 'anchored' });
   });
 });
 
 describe('POST /v1/keys/batch on the embedded database (PGlite)', () => {
   it('creates, answers existing keys and refusals, and keeps the audit chain', async () => {
-    const e = await openTestApp({ embedded: true, vault: { erasureWorker: false } });
+    const e = await openTestApp({ embedded: true, app: { erasureWorker: false } });
     try {
       const subjects = subjectsOf('embedded:bulk', 200);
       const first = await ok<Batch>(await e.call('POST', '/v1/keys/batch', { role: 'writer', body: { subjects } }), 200);
@@ -189,13 +189,13 @@ describe('POST /v1/keys/batch on the embedded database (PGlite)', () => {
       const again = await ok<Batch>(await e.call('POST', '/v1/keys/batch', { role: 'writer', body: { subjects: [...subjects, 'embedded:one-more'] } }), 200);
       expect(again).toMatchObject({ created: 1, existing: 200, refused: 0 });
       expect(again.keys.slice(0, 200).map((k) => k.keyId)).toEqual(first.keys.map((k) => k.keyId));
-      await e.vault.erasures.request({ subject: subjects[3]! }, 'eraser');
+      await e.app.erasures.request({ subject: subjects[3]! }, 'eraser');
       const third = await ok<Batch>(await e.call('POST', '/v1/keys/batch', { role: 'writer', body: { subjects: [subjects[3], 'embedded:two-more'] } }), 200);
       expect(third.keys.map((k) => k.status)).toEqual(['refused', 'created']);
       expect(third.keys[0]!.problem).toMatchObject({ code: 'erasure_in_progress', status: 409 });
       const rows = await createRows(e, [...first.keys, ...again.keys, ...third.keys].flatMap((k) => (k.status === 'created' ? [k.keyId!] : [])));
       expect(rows).toHaveLength(202);
-      expect(await e.vault.audit.verify(e.vault.db.db)).toMatchObject({ ok: true, head: 'anchored' });
+      expect(await e.app.audit.verify(e.app.db.db)).toMatchObject({ ok: true, head: 'anchored' });
     } finally {
       await e.close();
     }

@@ -92,7 +92,7 @@ describe('POST /v1/subjects/{subject}/key/lease', () => {
     expect(b.dek).toBe(a.dek);
     expect(b.leaseId).not.toBe(a.leaseId);
     // the same DEK also when it comes from the database rather than the cache
-    t.vault.cache.clear();
+    t.app.cache.clear();
     const c = await lease('user:lease-2');
     expect(c.dek).toBe(a.dek);
   });
@@ -162,7 +162,7 @@ describe('KEK rotation over HTTP', () => {
     const active = before.epochs.find((e) => e.state === 'active');
     expect(active).toBeDefined();
 
-    const liveKeys = (await t.vault.epochs.list()).reduce((n, e) => n + e.keys, 0);
+    const liveKeys = (await t.app.epochs.list()).reduce((n, e) => n + e.keys, 0);
     expect(liveKeys).toBeGreaterThan(0);
     const r = await ok<{ epoch: number; rewrapped: number; retired: number[]; resumed: boolean }>(
       await t.call('POST', '/v1/admin/kek/rotate', { role: 'admin' }),
@@ -189,7 +189,7 @@ describe('KEK rotation over HTTP', () => {
     const cached = await lease('user:rotate-same');
     expect(cached.keyId).toBe(before.keyId);
     expect(cached.dek).toBe(before.dek);
-    t.vault.cache.clear();
+    t.app.cache.clear();
     const fresh = await lease('user:rotate-same');
     expect(fresh.keyId).toBe(before.keyId);
     expect(fresh.dek).toBe(before.dek);

@@ -47,7 +47,7 @@ const release = (t: TestApp, subject: string, leaseId: string, role: 'writer' | 
   t.call('DELETE', `/v1/subjects/${subject}/key/lease/${leaseId}`, { role });
 
 async function releaseRows(t: TestApp, leaseId: string): Promise<Array<{ key_id: string; actor: string; detail: string }>> {
-  return queryRows(t.vault.db.db, sql`select key_id, actor, detail from audit_log where action = 'key.lease.release' and detail::json ->> 'leaseId' = ${leaseId}`);
+  return queryRows(t.app.db.db, sql`select key_id, actor, detail from audit_log where action = 'key.lease.release' and detail::json ->> 'leaseId' = ${leaseId}`);
 }
 
 async function append(t: TestApp, subject: string, text: string): Promise<void> {
@@ -64,7 +64,7 @@ const drainStep = (v: ErasureBody) => v.steps.find((s) => s.name === 'drain_leas
 describe('DELETE /v1/subjects/{subject}/key/lease/{leaseId}', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await openTestApp({ vault: { erasureWorker: false } });
+    t = await openTestApp({ app: { erasureWorker: false } });
   });
   afterAll(async () => {
     await t?.close();
@@ -81,8 +81,8 @@ describe('DELETE /v1/subjects/{subject}/key/lease/{leaseId}', () => {
     for (let i = 0; i < 2; i++) expect((await release(t, s, l.leaseId)).status).toBe(204);
     expect(await releaseRows(t, l.leaseId)).toHaveLength(1);
     // the lease no longer counts: nothing outstanding on the key
-    expect(await t.vault.keys.leases(l.keyId)).toMatchObject({ leases: 1, released: 1, outstandingUntil: null, lastEnded: 'released' });
-    expect(await t.vault.audit.verify(t.vault.db.db)).toMatchObject({ ok: true });
+    expect(await t.app.keys.leases(l.keyId)).toMatchObject({ leases: 1, released: 1, outstandingUntil: null, lastEnded: 'released' });
+    expect(await t.app.audit.verify(t.app.db.db)).toMatchObject({ ok: true });
   });
 
   it('records one release when the same lease is released by many requests at once', async () => {
@@ -91,7 +91,7 @@ describe('DELETE /v1/subjects/{subject}/key/lease/{leaseId}', () => {
     const answers = await Promise.all(Array.from({ length: 8 }, () => release(t, s, l.leaseId)));
     expect(answers.map((r) => r.status)).toEqual(Array(8).fill(204));
     expect(await releaseRows(t, l.leaseId)).toHaveLength(1);
-    expect(await t.vault.audit.verify(t.vault.db.db)).toMatchObject({ ok: true });
+    expect(await t.app.audit.verify(t.app.db.db)).toMatchObject({ ok: true });
   });
 
   it('answers 404 not_found for a lease id never handed out, and for another subject\'s lease', async () => {
@@ -142,7 +142,7 @@ describe('DELETE /v1/subjects/{subject}/key/lease/{leaseId}', () => {
     expect(d.leasedUntil).toBe(held.expiresAt);
     expect((await release(t, s, held.leaseId)).status).toBe(204);
     expect(await releaseRows(t, held.leaseId)).toEqual([expect.objectContaining({ key_id: held.keyId })]);
-    expect(await t.vault.keys.leases(held.keyId)).toMatchObject({ leases: 2, released: 2, outstandingUntil: null });
+    expect(await t.app.keys.leases(held.keyId)).toMatchObject({ leases: 2, released: 2, outstandingUntil: null });
 
     // every lease released before the destruction: nothing outstanding is recorded
     const s2 = `user:rel-destroyed2-${tag()}`;
@@ -167,7 +167,7 @@ describe('DELETE /v1/subjects/{subject}/key/lease/{leaseId}', () => {
 describe('drain_leases with releases (lease TTL at its default, 300 s)', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await openTestApp({ vault: { erasureWorker: false } });
+    t = await openTestApp({ app: { erasureWorker: false } });
     expect(t.config.leaseTtlSeconds).toBe(300);
   });
   afterAll(async () => {
@@ -180,14 +180,14 @@ describe('drain_leases with releases (lease TTL at its default, 300 s)', () => {
     const first = await lease(t, s);
     const second = await lease(t, s);
     const erasureId = await requestErasure(t, s);
-    await t.vault.erasures.drain(); // classify … destroy, then parks at drain_leases
+    await t.app.erasures.drain(); // classify … destroy, then parks at drain_leases
     let v = await view(t, erasureId);
     expect(v.status).toBe('running');
     expect(drainStep(v)).toMatchObject({ status: 'running', detail: expect.stringMatching(/waiting for key leases .* \(0 of 2 released\)/) });
 
     // one released: the erasure looks again at once, and parks again behind the other
     expect((await release(t, s, first.leaseId)).status).toBe(204);
-    await t.vault.erasures.drain();
+    await t.app.erasures.drain();
     v = await view(t, erasureId);
     expect(v.status).toBe('running');
     expect(drainStep(v)).toMatchObject({ status: 'running', detail: expect.stringMatching(/\(1 of 2 released\)/) });
@@ -195,7 +195,7 @@ describe('drain_leases with releases (lease TTL at its default, 300 s)', () => {
     // the last one released (the key was destroyed by the erasure a moment ago): the drain ends now, not at the expiry
     const releasedAt = Date.now();
     expect((await release(t, s, second.leaseId)).status).toBe(204);
-    v = await t.vault.erasures.settle(erasureId, 60_000).then(() => view(t, erasureId));
+    v = await t.app.erasures.settle(erasureId, 60_000).then(() => view(t, erasureId));
     const drainedAt = Date.parse(drainStep(v).finishedAt!);
     console.log(`drain_leases ended ${drainedAt - releasedAt} ms after the last release; erasure finished ${Date.parse(v.finishedAt!) - releasedAt} ms after it (the leases would have expired ${Date.parse(second.expiresAt) - releasedAt} ms after it)`);
     expect(v.status).toBe('completed');
@@ -205,7 +205,7 @@ describe('drain_leases with releases (lease TTL at its default, 300 s)', () => {
 
     // the residual (signed into the certificate) ends at the last release, not at the expiry captured at destruction
     const [releaseRow] = await queryRows<{ at: Date | string }>(
-      t.vault.db.db,
+      t.app.db.db,
       sql`select at from audit_log where action = 'key.lease.release' and detail::json ->> 'leaseId' = ${second.leaseId}`,
     );
     const leaseResidual = v.residuals.find((r) => r.kind === 'lease');
@@ -223,7 +223,7 @@ describe('drain_leases with releases (lease TTL at its default, 300 s)', () => {
     const l = await lease(t, s);
     const erasureId = await requestErasure(t, s);
     expect((await release(t, s, l.leaseId)).status).toBe(204);
-    await t.vault.erasures.settle(erasureId, 60_000);
+    await t.app.erasures.settle(erasureId, 60_000);
     const v = await view(t, erasureId);
     expect(v.status).toBe('completed');
     expect(drainStep(v).detail).toMatch(/released by its writer/);
@@ -234,7 +234,7 @@ describe('drain_leases with releases (lease TTL at its default, 300 s)', () => {
 describe('drain_leases without releases (lease TTL 3 s)', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await openTestApp({ vault: { erasureWorker: false }, extraEnv: { LETHE_LEASE_TTL_SECONDS: '3' } });
+    t = await openTestApp({ app: { erasureWorker: false }, extraEnv: { LETHE_LEASE_TTL_SECONDS: '3' } });
   });
   afterAll(async () => {
     await t?.close();
@@ -245,18 +245,18 @@ describe('drain_leases without releases (lease TTL 3 s)', () => {
     await append(t, s, 'Noor parks the green van behind the bakery.');
     const l = await lease(t, s);
     const erasureId = await requestErasure(t, s);
-    await t.vault.erasures.drain();
+    await t.app.erasures.drain();
     // another subject's release wakes nothing of this erasure
     const other = `user:drain-other-${tag()}`;
     const o = await lease(t, other);
     expect((await release(t, other, o.leaseId)).status).toBe(204);
-    await t.vault.erasures.drain();
+    await t.app.erasures.drain();
     const parked = await view(t, erasureId);
     expect(parked.status).toBe('running');
     expect(drainStep(parked)).toMatchObject({ status: 'running', detail: expect.stringMatching(/waiting for key leases/) });
     expect(Date.now()).toBeLessThan(Date.parse(l.expiresAt));
 
-    await t.vault.erasures.settle(erasureId, 60_000);
+    await t.app.erasures.settle(erasureId, 60_000);
     const v = await view(t, erasureId);
     expect(v.status).toBe('completed');
     const drainedAt = Date.parse(drainStep(v).finishedAt!);

@@ -49,9 +49,9 @@ let server: ServerType;
 let baseUrl = '';
 
 beforeAll(async () => {
-  t = await openTestApp({ extraEnv: minioEnv('lethe-pages'), vault: { erasureWorker: false } });
+  t = await openTestApp({ extraEnv: minioEnv('lethe-pages'), app: { erasureWorker: false } });
   await new Promise<void>((resolve) => {
-    server = serve({ fetch: t.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve());
+    server = serve({ fetch: t.http.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve());
   });
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
@@ -142,7 +142,7 @@ describe('artifacts, erasures and backups are listed a page at a time', () => {
       erasures.set(s, (await ok<{ erasureId: string }>(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: s } }), 202)).erasureId);
     }
     // settle runs every open erasure to its end (the e1 one erases the summary below)
-    const finished = await t.vault.erasures.settle(erasures.get('user:pg-e1')!);
+    const finished = await t.app.erasures.settle(erasures.get('user:pg-e1')!);
     expect(['completed', 'incomplete']).toContain(finished.status);
 
     const { items, sizes, cursors } = await walk<ListedErasure>('/v1/erasures', 'erasures', 'eraser', 2);
@@ -187,7 +187,7 @@ describe('artifacts, erasures and backups are listed a page at a time', () => {
 describe('GET /v1/subjects/{subject}/entries pages', () => {
   it('answers 100 entries by default, in seq order, with a cursor to the rest; forgotten entries are never listed', async () => {
     const subject = 'user:pg-default';
-    const w = new LetheWriter({ baseUrl, token: TOKENS.writer, store: t.vault.objects, reserveBlock: 1000, segmentMaxAgeMs: 20 });
+    const w = new LetheWriter({ baseUrl, token: TOKENS.writer, store: t.app.objects, reserveBlock: 1000, segmentMaxAgeMs: 20 });
     const appended = await Promise.all(Array.from({ length: 130 }, (_, i) => w.append(subject, { text: `entry ${i}` })));
     await w.close();
     const inSeqOrder = [...appended].sort((a, b) => a.seq - b.seq).map((e) => e.entryId);
@@ -199,15 +199,15 @@ describe('GET /v1/subjects/{subject}/entries pages', () => {
     expect(rest.items.map((e) => e.entryId)).toEqual(inSeqOrder.slice(100));
     expect(rest.nextCursor).toBeNull();
     // the service itself still reads them all (the erasure's fingerprint, the CLI and the tests rely on it)
-    expect(await t.vault.log.list(subject)).toHaveLength(130);
+    expect(await t.app.log.list(subject)).toHaveLength(130);
 
     // an entry a records-scope erasure forgets is gone from every page
     const forgotten = inSeqOrder[105]!;
-    await queryRows(t.vault.db.db, sql`update log_entries set forgotten_by = ${`ers_${'F'.repeat(22)}`} where entry_id = ${forgotten}`);
+    await queryRows(t.app.db.db, sql`update log_entries set forgotten_by = ${`ers_${'F'.repeat(22)}`} where entry_id = ${forgotten}`);
     const { items } = await walk<ListedEntry>(`/v1/subjects/${subject}/entries`, 'entries', 'writer', 40);
     expect(items).toHaveLength(129);
     expect(items.map((e) => e.entryId)).not.toContain(forgotten);
-    expect(await t.vault.log.list(subject)).toHaveLength(129);
+    expect(await t.app.log.list(subject)).toHaveLength(129);
   });
 
   it('a walk goes on across a re-key of the subject: every entry once (seqs survive the re-key)', async () => {
@@ -215,7 +215,7 @@ describe('GET /v1/subjects/{subject}/entries pages', () => {
     const ids: string[] = [];
     for (let i = 0; i < 30; i++) ids.push(await append(subject, `before the re-key ${i}`));
     const first = await page<ListedEntry>(`/v1/subjects/${subject}/entries`, 'entries', 'writer', { limit: 10 });
-    await t.vault.log.rekeySubject(subject, { exclude: [], actor: 'test', reason: 'pagination across a re-key' });
+    await t.app.log.rekeySubject(subject, { exclude: [], actor: 'test', reason: 'pagination across a re-key' });
     const seen = [...first.items];
     let cursor = first.nextCursor;
     while (cursor) {
@@ -230,7 +230,7 @@ describe('GET /v1/subjects/{subject}/entries pages', () => {
     const subject = 'user:pg-walk';
     const started = performance.now();
     // segments of 256 KiB: a registration of a 1 MiB segment of such small entries is a body over the 1 MiB limit
-    const bulk = new LetheWriter({ baseUrl, token: TOKENS.writer, store: t.vault.objects, reserveBlock: 10_000, segmentMaxBytes: 256 * 1024, segmentMaxAgeMs: 200 });
+    const bulk = new LetheWriter({ baseUrl, token: TOKENS.writer, store: t.app.objects, reserveBlock: 10_000, segmentMaxBytes: 256 * 1024, segmentMaxAgeMs: 200 });
     const before = await Promise.all(Array.from({ length: 10_000 }, (_, i) => bulk.append(subject, { text: `pre-existing ${i}` })));
     await bulk.close();
     const wroteMs = performance.now() - started;
@@ -242,7 +242,7 @@ describe('GET /v1/subjects/{subject}/entries pages', () => {
     let appendedDuringWalk = 0;
     let walking = true;
     const appender = (async () => {
-      const w = new LetheWriter({ baseUrl, token: TOKENS.writer, store: t.vault.objects, reserveBlock: 64, segmentMaxAgeMs: 10 });
+      const w = new LetheWriter({ baseUrl, token: TOKENS.writer, store: t.app.objects, reserveBlock: 64, segmentMaxAgeMs: 10 });
       for (let batch = 0; walking; batch++) {
         const done = await Promise.all(Array.from({ length: 25 }, (_, i) => w.append(subject, { text: `appended during the walk ${batch}.${i}` })));
         for (const d of done) concurrent.add(d.entryId);

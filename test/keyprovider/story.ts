@@ -53,10 +53,10 @@ export function providerStory(provider: () => ProviderUnderTest): void {
       p = provider();
       tv = await openTestVault({
         extraEnv: { ...minioEnv().env, ...p.env() },
-        vault: { erasureWorker: false, clock: () => new Date(Date.now() + offsetMs) },
+        app: { erasureWorker: false, clock: () => new Date(Date.now() + offsetMs) },
       });
-      call = callVault(tv.vault);
-      s = await classB(tv.vault, 'kp');
+      call = callVault(tv.app);
+      s = await classB(tv.app, 'kp');
       backupId = (await ok<{ backupId: string }>(call('POST', '/v1/backups', { role: 'backup' }), 201)).backupId;
       erasureId = (await ok<{ erasureId: string }>(call('POST', '/v1/erasures', { role: 'eraser', body: { subject: s.A, legalBasis: 'gdpr-art17' } }), 202)).erasureId;
     });
@@ -66,20 +66,20 @@ export function providerStory(provider: () => ProviderUnderTest): void {
     });
 
     it('the vault runs on the provider: its only epoch is in the provider, none in the local keyring', async () => {
-      expect(tv.vault.provider.name).toBe(p.name);
-      expect(tv.vault.provider).toBeInstanceOf(ExternalKeyProvider);
-      const epochs = (await tv.vault.epochs.list()).filter((e) => e.state === 'active');
+      expect(tv.app.provider.name).toBe(p.name);
+      expect(tv.app.provider).toBeInstanceOf(ExternalKeyProvider);
+      const epochs = (await tv.app.epochs.list()).filter((e) => e.state === 'active');
       expect(epochs).toHaveLength(1);
       firstEpoch = epochs[0]!.epoch;
-      expect(await tv.vault.provider.listEpochs()).toContain(firstEpoch);
-      expect((tv.vault.provider as ExternalKeyProvider).keyringEpochs()).toEqual([]);
+      expect(await tv.app.provider.listEpochs()).toContain(firstEpoch);
+      expect((tv.app.provider as ExternalKeyProvider).keyringEpochs()).toEqual([]);
       // nothing that could be a KEK in the keyring directory: only the signing keys and the dev files
       const files = existsSync(tv.config.keyringDir) ? readdirSync(tv.config.keyringDir) : [];
       expect(files.filter((f) => f.endsWith('.kek'))).toEqual([]);
     });
 
     it("erases A: completed, A's data unreadable and B's and C's kept, the certificate provisional until the epoch is retired", async () => {
-      const view = await tv.vault.erasures.settle(erasureId);
+      const view = await tv.app.erasures.settle(erasureId);
       expect(view.status, JSON.stringify(view.steps)).toBe('completed');
       await expectLogErasedOthersKept(call, s);
       expect(view.certificateState).toBe('provisional');
@@ -88,46 +88,46 @@ export function providerStory(provider: () => ProviderUnderTest): void {
     });
 
     it('a KEK rotation destroys the old epoch in the provider; the certificate turns final once the KEK is gone for good', async () => {
-      const rotated = await tv.vault.epochs.rotate('admin');
+      const rotated = await tv.app.epochs.rotate('admin');
       expect(rotated.retired).toEqual([firstEpoch]);
-      expect(await tv.vault.provider.listEpochs()).not.toContain(firstEpoch);
-      expect(await tv.vault.provider.listEpochs()).toContain(rotated.epoch);
-      const gone = await tv.vault.provider.destroyedAt(firstEpoch);
+      expect(await tv.app.provider.listEpochs()).not.toContain(firstEpoch);
+      expect(await tv.app.provider.listEpochs()).toContain(rotated.epoch);
+      const gone = await tv.app.provider.destroyedAt(firstEpoch);
       expect(gone).toBeInstanceOf(Date);
       // A's wrapped key copy in the backup is inert
-      const verified = await tv.vault.backups.verify(backupId);
+      const verified = await tv.app.backups.verify(backupId);
       expect(verified.keys.find((k) => k.keyId === s.aKeyId)).toMatchObject({ state: 'destroyed', data: 'unreadable', wrappedCopy: 'inert' });
 
-      await tv.vault.erasures.finalizeCertificates();
+      await tv.app.erasures.finalizeCertificates();
       const view = await ok<ErasureReply & { certificateState: string }>(call('GET', `/v1/erasures/${erasureId}`, { role: 'eraser' }), 200);
       if (p.deletionWindowDays === 0) {
-        expect(await tv.vault.provider.destructionState(firstEpoch)).toEqual({ state: 'gone' });
+        expect(await tv.app.provider.destructionState(firstEpoch)).toEqual({ state: 'gone' });
         expect(view.certificateState).toBe('final');
         expect(view.residuals.find((r) => r.tier === 'key-table' && r.kind === 'wrapped-dek')).toMatchObject({ bound: 0, until: expect.any(String) });
         return;
       }
       // the deletion is scheduled: until its date an administrator of the provider could cancel it
       expect(gone!.getTime()).toBeGreaterThan(Date.now() + (p.deletionWindowDays - 1) * DAY_MS);
-      expect(await tv.vault.provider.destructionState(firstEpoch)).toEqual({ state: 'pending', goneAt: gone });
+      expect(await tv.app.provider.destructionState(firstEpoch)).toEqual({ state: 'pending', goneAt: gone });
       expect(view.certificateState).toBe('provisional');
-      const [row] = await tv.vault.epochs.rows([firstEpoch]);
+      const [row] = await tv.app.epochs.rows([firstEpoch]);
       expect(row).toMatchObject({ state: 'retired' });
       expect(row!.retiredAt!.getTime()).toBe(gone!.getTime());
 
       // an administrator cancels the deletion and enables the key: the vault's next pass finds it and destroys it again
       await p.revive!(tv.env, firstEpoch);
-      expect(await tv.vault.provider.destructionState(firstEpoch)).toEqual({ state: 'present' });
+      expect(await tv.app.provider.destructionState(firstEpoch)).toEqual({ state: 'present' });
       offsetMs = p.deletionWindowDays * DAY_MS + 60_000; // the vault's clock past the first date
-      await tv.vault.erasures.finalizeCertificates();
-      const again = await tv.vault.provider.destructionState(firstEpoch);
+      await tv.app.erasures.finalizeCertificates();
+      const again = await tv.app.provider.destructionState(firstEpoch);
       expect(again.state).toBe('pending');
-      const audited = await queryRows<{ n: string }>(tv.vault.db.db, sql`select count(*) as n from audit_log where action = 'kek.epoch.redestroy' and epoch = ${firstEpoch}`);
+      const audited = await queryRows<{ n: string }>(tv.app.db.db, sql`select count(*) as n from audit_log where action = 'kek.epoch.redestroy' and epoch = ${firstEpoch}`);
       expect(Number(audited[0]!.n)).toBe(1);
       // the date has passed by the vault's clock, but the provider still holds the key (pending): never final
-      await tv.vault.erasures.finalizeCertificates();
+      await tv.app.erasures.finalizeCertificates();
       const still = await ok<ErasureReply & { certificateState: string }>(call('GET', `/v1/erasures/${erasureId}`, { role: 'eraser' }), 200);
       expect(still.certificateState).toBe('provisional');
-      const [redated] = await tv.vault.epochs.rows([firstEpoch]);
+      const [redated] = await tv.app.epochs.rows([firstEpoch]);
       expect(redated!.retiredAt!.getTime()).toBe((again as { goneAt: Date }).goneAt.getTime());
     });
 
@@ -146,10 +146,10 @@ export function providerStory(provider: () => ProviderUnderTest): void {
     });
 
     it('keeps serving after the rotation: B reads back, a new subject gets a key under the new epoch', async () => {
-      const b = await tv.vault.log.get(s.b1);
+      const b = await tv.app.log.get(s.b1);
       expect(JSON.stringify(b)).toContain(s.bCanary);
-      const entry = await tv.vault.log.append('user:kp-new', { text: 'after the rotation' }, 'writer');
-      expect(JSON.stringify(await tv.vault.log.get(entry.entryId))).toContain('after the rotation');
+      const entry = await tv.app.log.append('user:kp-new', { text: 'after the rotation' }, 'writer');
+      expect(JSON.stringify(await tv.app.log.get(entry.entryId))).toContain('after the rotation');
     });
   });
 
@@ -162,10 +162,10 @@ export function providerStory(provider: () => ProviderUnderTest): void {
     beforeAll(async () => {
       p = provider();
       providerEnv = p.env();
-      tv = await openTestVault({ vault: { erasureWorker: false } });
-      for (const subject of ['user:mig-a', 'user:mig-b']) entries.push((await tv.vault.log.append(subject, { text: `memory of ${subject}` }, 'writer')).entryId);
-      await tv.vault.artifacts.write({ kind: 'summary', text: 'memory of user:mig-a and user:mig-b', sources: entries }, 'writer');
-      await tv.vault.close();
+      tv = await openTestVault({ app: { erasureWorker: false } });
+      for (const subject of ['user:mig-a', 'user:mig-b']) entries.push((await tv.app.log.append(subject, { text: `memory of ${subject}` }, 'writer')).entryId);
+      await tv.app.artifacts.write({ kind: 'summary', text: 'memory of user:mig-a and user:mig-b', sources: entries }, 'writer');
+      await tv.app.close();
     });
     afterAll(async () => {
       await tv?.close().catch(() => {});

@@ -30,7 +30,7 @@ describe('idempotent service appends', () => {
     (await ok<{ entries: Array<{ entryId: string; text: string }> }>(t.call('GET', `/v1/subjects/${subject}/entries`), 200)).entries;
   const segmentsStored = async () => {
     let n = 0;
-    for await (const _ of t.vault.objects.list('log/')) n++;
+    for await (const _ of t.app.objects.list('log/')) n++;
     return n;
   };
 
@@ -77,7 +77,7 @@ describe('idempotent service appends', () => {
     expect(entries.map((e) => e.entryId)).toEqual([answers[0]!.entryId]);
     // the losers' frames were removed again: one new segment
     expect(await segmentsStored()).toBe(segments + 1);
-    const [row] = await queryRows<{ n: string }>(t.vault.db.db, sql`select count(*) as n from append_requests where idempotency_key = 'k.parallel'`);
+    const [row] = await queryRows<{ n: string }>(t.app.db.db, sql`select count(*) as n from append_requests where idempotency_key = 'k.parallel'`);
     expect(Number(row!.n)).toBe(1);
   });
 
@@ -87,7 +87,7 @@ describe('idempotent service appends', () => {
     const body = JSON.stringify({ text });
     const stored = await ok<Appended>(append(subject, body, 'k-digest'), 201);
     const rows = await queryRows<{ request_digest: Uint8Array; entry_id: string; key_id: string; seq: number }>(
-      t.vault.db.db,
+      t.app.db.db,
       sql`select request_digest, entry_id, key_id, seq from append_requests where idempotency_key = 'k-digest'`,
     );
     expect(rows).toHaveLength(1);
@@ -95,7 +95,7 @@ describe('idempotent service appends', () => {
     const digest = Buffer.from(rows[0]!.request_digest);
     expect(digest).toHaveLength(32);
     expect(digest.equals(createHash('sha256').update(body).digest())).toBe(false);
-    const dump = await queryRows<{ t: string }>(t.vault.db.db, sql`select row_to_json(a)::text as t from append_requests a`);
+    const dump = await queryRows<{ t: string }>(t.app.db.db, sql`select row_to_json(a)::text as t from append_requests a`);
     expect(dump.map((d) => d.t).join('\n')).not.toContain(text);
   });
 
@@ -112,14 +112,14 @@ describe('idempotent service appends', () => {
   it('a key is remembered for a day: an older row is purged, and an older key is a new append', async () => {
     const subject = `user:idem-${tag()}`;
     const stored = await ok<Appended>(append(subject, JSON.stringify({ text: 'old' }), 'k-old'), 201);
-    await t.vault.db.db.execute(sql`update append_requests set created_at = now() - interval '25 hours' where idempotency_key = 'k-old'`);
+    await t.app.db.db.execute(sql`update append_requests set created_at = now() - interval '25 hours' where idempotency_key = 'k-old'`);
     // past the window, the key no longer binds: another body is a new append (the row is replaced)
     const fresh = await ok<Appended>(append(subject, JSON.stringify({ text: 'new' }), 'k-old'), 201);
     expect(fresh.entryId).not.toBe(stored.entryId);
     expect(await ok<Appended>(append(subject, JSON.stringify({ text: 'new' }), 'k-old'), 200)).toEqual(fresh);
-    await t.vault.db.db.execute(sql`update append_requests set created_at = now() - interval '25 hours' where idempotency_key = 'k-old'`);
-    expect(await purgeExpired(t.vault.db.db)).toBe(1);
-    const [row] = await queryRows<{ n: string }>(t.vault.db.db, sql`select count(*) as n from append_requests where idempotency_key = 'k-old'`);
+    await t.app.db.db.execute(sql`update append_requests set created_at = now() - interval '25 hours' where idempotency_key = 'k-old'`);
+    expect(await purgeExpired(t.app.db.db)).toBe(1);
+    const [row] = await queryRows<{ n: string }>(t.app.db.db, sql`select count(*) as n from append_requests where idempotency_key = 'k-old'`);
     expect(Number(row!.n)).toBe(0);
     expect((await entriesOf(subject)).length).toBe(2);
   });
@@ -128,7 +128,7 @@ describe('idempotent service appends', () => {
     const subject = `user:idem-${tag()}`;
     const body = JSON.stringify({ text: 'to be erased' });
     const stored = await ok<Appended>(append(subject, body, 'k-gone'), 201);
-    await t.vault.keys.destroyKey(stored.keyId, { reason: 'test', actor: 'admin' });
+    await t.app.keys.destroyKey(stored.keyId, { reason: 'test', actor: 'admin' });
     await expectProblem(append(subject, body, 'k-gone'), 410, 'key_destroyed');
   });
 });

@@ -74,7 +74,7 @@ describe('the indexer on PostgreSQL and MinIO', () => {
     let served: ServedVault;
     beforeAll(async () => {
       // the worker does not run: what the registration did alone is what the test sees
-      served = await serveTestVault({ extraEnv: minioEnv('lethe-idx'), vault: { indexWorker: false } });
+      served = await serveTestVault({ extraEnv: minioEnv('lethe-idx'), app: { indexWorker: false } });
     });
     afterAll(async () => {
       await served?.close();
@@ -82,7 +82,7 @@ describe('the indexer on PostgreSQL and MinIO', () => {
 
     it('an append is answered before it is embedded, is readable at once, and becomes searchable once the queue drains; the lag is in /metrics and /readyz', async () => {
       const { t, baseUrl } = served;
-      const vault = t.vault;
+      const vault = t.app;
       const minio = (t.env as Record<string, string>);
       const store = new S3ObjectStore({ endpoint: minio.S3_ENDPOINT!, accessKey: minio.S3_ACCESS_KEY!, secretKey: minio.S3_SECRET_KEY!, bucket: minio.S3_BUCKET! });
       const writer = new LetheWriter({ baseUrl, token: TOKENS.writer, store, segmentMaxAgeMs: 10 });
@@ -126,7 +126,7 @@ describe('the indexer on PostgreSQL and MinIO', () => {
     });
 
     it('a frame not checked yet that does not open is left out of reads (not an error), then quarantined by the indexer', async () => {
-      const vault = served.t.vault;
+      const vault = served.t.app;
       const subject = `user:idx-bad-${randomBytes(3).toString('hex')}`;
       const body = await upload(vault, subject, ['a readable neighbour', 'tampered after sealing']);
       // the second entry's wrapped record key replaced: its frame cannot open under the key it names
@@ -149,7 +149,7 @@ describe('the indexer on PostgreSQL and MinIO', () => {
     /** The vaults the running test reopened: closed when it ends. */
     const reopened: App[] = [];
     beforeAll(async () => {
-      const opened = await openTestVault({ extraEnv: minioEnv('lethe-idxq'), vault: { indexWorker: false } });
+      const opened = await openTestVault({ extraEnv: minioEnv('lethe-idxq'), app: { indexWorker: false } });
       tv = { ...opened, reopen: async (...args) => reopened[reopened.push(await opened.reopen(...args)) - 1]! };
     });
     // each vault has a pool of up to 10 connections: a dozen left open until the end reached PostgreSQL's
@@ -347,7 +347,7 @@ describe('the indexer on the embedded PGlite default', () => {
   });
 
   it('claims with SKIP LOCKED in one process, indexes a registration, and answers the lag', async () => {
-    const vault = tv.vault;
+    const vault = tv.app;
     await vault.log.indexer.stop();
     const subject = `user:pglite-${randomBytes(3).toString('hex')}`;
     const { ids } = await registerTexts(vault, subject, ['an embedded registration', 'and a second one']);

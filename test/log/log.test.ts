@@ -50,13 +50,13 @@ describe('the episodic log on MinIO', () => {
 
   it('neither the database nor the bucket holds any entry text', async () => {
     const [dump] = await queryRows<{ t: string }>(
-      t.vault.db.db,
+      t.app.db.db,
       sql`select string_agg(x::text, '|') as t from (
             select row_to_json(e)::text as x from log_entries e
             union all select row_to_json(a)::text from audit_log a) y`,
     );
     const objects: Buffer[] = [];
-    for await (const o of t.vault.objects.list('log/')) objects.push(Buffer.from(await t.vault.objects.get(o.key)));
+    for await (const o of t.app.objects.list('log/')) objects.push(Buffer.from(await t.app.objects.get(o.key)));
     expect(objects.length).toBe(SUBJECTS.length * 5);
     for (const w of [...written.values()].flat()) {
       const marker = w.text.slice(-16);
@@ -68,13 +68,13 @@ describe('the episodic log on MinIO', () => {
   it('destroying one key makes its frames unreadable everywhere — current objects, noncurrent versions, a raw copy taken before — and leaves the others intact', async () => {
     // a raw copy of the whole bucket before the destruction
     const rawCopy = new Map<string, Uint8Array>();
-    for await (const o of t.vault.objects.list('log/')) rawCopy.set(o.key, await t.vault.objects.get(o.key));
-    const [aliceRow] = await queryRows<{ segment: string }>(t.vault.db.db, sql`select segment from log_entries where key_id = ${written.get('user:alice')![0]!.keyId} limit 1`);
+    for await (const o of t.app.objects.list('log/')) rawCopy.set(o.key, await t.app.objects.get(o.key));
+    const [aliceRow] = await queryRows<{ segment: string }>(t.app.db.db, sql`select segment from log_entries where key_id = ${written.get('user:alice')![0]!.keyId} limit 1`);
     // make one of alice's segments a noncurrent version
-    await t.vault.objects.delete(aliceRow!.segment);
+    await t.app.objects.delete(aliceRow!.segment);
 
     const aliceKey = written.get('user:alice')![0]!.keyId;
-    await t.vault.keys.destroyKey(aliceKey, { reason: 'log test', actor: 'admin' });
+    await t.app.keys.destroyKey(aliceKey, { reason: 'log test', actor: 'admin' });
 
     expect((await t.call('GET', '/v1/subjects/user:alice/entries')).status).toBe(410);
     const entry = await t.call('GET', `/v1/entries/${written.get('user:alice')![1]!.entryId}`);
@@ -82,9 +82,9 @@ describe('the episodic log on MinIO', () => {
     expect(((await entry.json()) as { code: string }).code).toBe('key_destroyed');
 
     // every DEK lethe still holds
-    const live = await queryRows<{ key_id: string }>(t.vault.db.db, sql`select key_id from subject_keys`);
-    const deks = await Promise.all(live.map(async (r) => ({ keyId: r.key_id, dek: (await t.vault.keys.dekFor(r.key_id)).dek })));
-    expect(await t.vault.keys.dekFor(aliceKey).catch((e: unknown) => isLetheError(e, 'key_destroyed'))).toBe(true);
+    const live = await queryRows<{ key_id: string }>(t.app.db.db, sql`select key_id from subject_keys`);
+    const deks = await Promise.all(live.map(async (r) => ({ keyId: r.key_id, dek: (await t.app.keys.dekFor(r.key_id)).dek })));
+    expect(await t.app.keys.dekFor(aliceKey).catch((e: unknown) => isLetheError(e, 'key_destroyed'))).toBe(true);
 
     const minio = inject('minio');
     const url = new URL(minio.endpoint);
@@ -103,7 +103,7 @@ describe('the episodic log on MinIO', () => {
     const sources: Array<[string, Uint8Array]> = [...rawCopy, [`${aliceRow!.segment}@noncurrent`, new Uint8Array(Buffer.concat(chunks))]];
 
     const rows = await queryRows<{ entry_id: string; key_id: string; seq: number; segment: string; wrapped_key: Uint8Array | null }>(
-      t.vault.db.db,
+      t.app.db.db,
       sql`select entry_id, key_id, seq, segment, wrapped_key from log_entries`,
     );
     let aliceFrames = 0;
@@ -134,7 +134,7 @@ describe('the episodic log on MinIO', () => {
   });
 
   it('bad input: text over 64 KiB is 413, a bad subject 400, unknown subject or entry 404, and nothing is recorded', async () => {
-    const before = await queryRows<{ n: string }>(t.vault.db.db, sql`select count(*) as n from log_entries`);
+    const before = await queryRows<{ n: string }>(t.app.db.db, sql`select count(*) as n from log_entries`);
     const big = await t.call('POST', '/v1/subjects/user:bob/entries', { body: { text: 'x'.repeat(64 * 1024 + 1) } });
     expect(big.status).toBe(413);
     expect(((await big.json()) as { code: string }).code).toBe('payload_too_large');
@@ -143,7 +143,7 @@ describe('the episodic log on MinIO', () => {
     expect((await t.call('GET', '/v1/subjects/user:nobody/entries')).status).toBe(404);
     expect((await t.call('GET', '/v1/entries/entry_nope')).status).toBe(400);
     expect((await t.call('GET', `/v1/entries/entry_${'Z'.repeat(22)}`)).status).toBe(404);
-    const after = await queryRows<{ n: string }>(t.vault.db.db, sql`select count(*) as n from log_entries`);
+    const after = await queryRows<{ n: string }>(t.app.db.db, sql`select count(*) as n from log_entries`);
     expect(after[0]!.n).toBe(before[0]!.n);
   });
 });
@@ -167,30 +167,30 @@ describe('re-keying a subject', () => {
 
   it('rewrites the surviving entries under a new key, erases the excluded ones for real, and destroys the old key', async () => {
     const ids: string[] = [];
-    for (let i = 1; i <= 5; i++) ids.push((await t.vault.log.append('user:rekey', { text: `entry ${i}` }, 'writer')).entryId);
-    const before = await t.vault.log.list('user:rekey');
-    const oldKeyId = (await t.vault.keys.findKey('user:rekey'))!.keyId;
-    const { dek: oldDek } = await t.vault.keys.dekFor(oldKeyId);
+    for (let i = 1; i <= 5; i++) ids.push((await t.app.log.append('user:rekey', { text: `entry ${i}` }, 'writer')).entryId);
+    const before = await t.app.log.list('user:rekey');
+    const oldKeyId = (await t.app.keys.findKey('user:rekey'))!.keyId;
+    const { dek: oldDek } = await t.app.keys.dekFor(oldKeyId);
     const rawCopy = new Map<string, Uint8Array>();
-    for await (const o of t.vault.objects.list('log/')) rawCopy.set(o.key, await t.vault.objects.get(o.key));
+    for await (const o of t.app.objects.list('log/')) rawCopy.set(o.key, await t.app.objects.get(o.key));
 
-    const result = await t.vault.log.rekeySubject('user:rekey', { exclude: [ids[1]!, ids[3]!], actor: 'eraser' });
+    const result = await t.app.log.rekeySubject('user:rekey', { exclude: [ids[1]!, ids[3]!], actor: 'eraser' });
     expect(result).toMatchObject({ oldKeyId, rewritten: 3, removed: 2 });
     expect(result.newKeyId).not.toBe(oldKeyId);
 
-    const after = await t.vault.log.list('user:rekey');
+    const after = await t.app.log.list('user:rekey');
     expect(after.map((e) => [e.entryId, e.seq, e.text])).toEqual(
       before.filter((e) => e.entryId !== ids[1] && e.entryId !== ids[3]).map((e) => [e.entryId, e.seq, e.text]),
     );
-    expect((await t.vault.backups.awaitDurable([oldKeyId], 30_000)).pending).toEqual([]);
-    expect(await t.vault.keys.validity([oldKeyId, result.newKeyId])).toEqual({ [oldKeyId]: 'destroyed', [result.newKeyId]: 'active' });
+    expect((await t.app.backups.awaitDurable([oldKeyId], 30_000)).pending).toEqual([]);
+    expect(await t.app.keys.validity([oldKeyId, result.newKeyId])).toEqual({ [oldKeyId]: 'destroyed', [result.newKeyId]: 'active' });
     // the excluded entries stay indexed under the destroyed key: they answer key_destroyed
-    await expect(t.vault.log.get(ids[1]!)).rejects.toMatchObject({ code: 'key_destroyed' });
+    await expect(t.app.log.get(ids[1]!)).rejects.toMatchObject({ code: 'key_destroyed' });
     // the excluded entries' frames, in the copy taken before, open under no key lethe holds: their
     // record keys were wrapped under the old key alone, and the new key unwraps none of them
-    const { dek: newDek } = await t.vault.keys.dekFor(result.newKeyId);
+    const { dek: newDek } = await t.app.keys.dekFor(result.newKeyId);
     const wraps = await queryRows<{ entry_id: string; wrapped_key: Uint8Array }>(
-      t.vault.db.db,
+      t.app.db.db,
       sql`select entry_id, wrapped_key from log_entries where entry_id in (${ids[1]!}, ${ids[3]!})`,
     );
     expect(wraps).toHaveLength(2);
@@ -208,16 +208,16 @@ describe('re-keying a subject', () => {
     expect(tried).toBeGreaterThan(0);
     oldDek.fill(0);
     // appends continue under the new key after the highest sequence number
-    expect(await t.vault.log.append('user:rekey', { text: 'after' }, 'writer')).toMatchObject({ keyId: result.newKeyId, seq: 6 });
+    expect(await t.app.log.append('user:rekey', { text: 'after' }, 'writer')).toMatchObject({ keyId: result.newKeyId, seq: 6 });
   });
 
   it('refuses ids that are not the subject\'s entries, and leaves the key active', async () => {
-    await t.vault.log.append('user:rekey2', { text: 'keep me' }, 'writer');
-    const keyId = (await t.vault.keys.findKey('user:rekey2'))!.keyId;
-    await expect(t.vault.log.rekeySubject('user:rekey2', { exclude: ['entry_not_mine'], actor: 'eraser' })).rejects.toMatchObject({
+    await t.app.log.append('user:rekey2', { text: 'keep me' }, 'writer');
+    const keyId = (await t.app.keys.findKey('user:rekey2'))!.keyId;
+    await expect(t.app.log.rekeySubject('user:rekey2', { exclude: ['entry_not_mine'], actor: 'eraser' })).rejects.toMatchObject({
       code: 'validation_failed',
     });
-    expect(await t.vault.keys.findKey('user:rekey2')).toEqual({ keyId, state: 'active' });
-    expect((await t.vault.log.list('user:rekey2')).map((e) => e.text)).toEqual(['keep me']);
+    expect(await t.app.keys.findKey('user:rekey2')).toEqual({ keyId, state: 'active' });
+    expect((await t.app.log.list('user:rekey2')).map((e) => e.text)).toEqual(['keep me']);
   });
 });

@@ -16,45 +16,45 @@ describe('log fsck and compaction', () => {
   });
 
   it('fsck finds orphan segments and missing ones, repairs orphans past the grace period, and never touches indexed data', async () => {
-    const { vault } = tv;
-    const deps = { db: vault.db.db, objects: vault.objects };
-    for (const s of ['user:f1', 'user:f2']) for (let i = 0; i < 3; i++) await vault.log.append(s, { text: `${s} ${i}` }, 'writer');
+    const { app } = tv;
+    const deps = { db: app.db.db, objects: app.objects };
+    for (const s of ['user:f1', 'user:f2']) for (let i = 0; i < 3; i++) await app.log.append(s, { text: `${s} ${i}` }, 'writer');
     expect(await fsck(deps)).toMatchObject({ ok: true, segmentsStored: 6, segmentsIndexed: 6, orphans: [], missing: [] });
 
     // a writer that crashed between upload and index
-    await vault.objects.put('log/seg_crashed', encodeSegment([randomBytes(80)]).bytes);
+    await app.objects.put('log/seg_crashed', encodeSegment([randomBytes(80)]).bytes);
     const young = await fsck(deps, { repair: true, graceSeconds: 3600 });
     expect(young.orphans).toEqual([{ segment: 'log/seg_crashed', size: expect.any(Number), action: 'kept: younger than the grace period' }]);
     const repaired = await fsck(deps, { repair: true, graceSeconds: 0 });
     expect(repaired.orphans).toEqual([{ segment: 'log/seg_crashed', size: expect.any(Number), action: 'deleted' }]);
-    expect(await vault.objects.head('log/seg_crashed')).toBeUndefined();
+    expect(await app.objects.head('log/seg_crashed')).toBeUndefined();
 
     // an indexed segment that went missing is reported, not repaired
-    const [row] = await queryRows<{ segment: string }>(vault.db.db, sql`select segment from log_entries order by seq limit 1`);
-    const saved = await vault.objects.get(row!.segment);
-    await vault.objects.delete(row!.segment);
+    const [row] = await queryRows<{ segment: string }>(app.db.db, sql`select segment from log_entries order by seq limit 1`);
+    const saved = await app.objects.get(row!.segment);
+    await app.objects.delete(row!.segment);
     const lost = await fsck(deps, { repair: true, graceSeconds: 0, deep: true });
     expect(lost.ok).toBe(false);
     expect(lost.missing).toEqual([{ segment: row!.segment, entries: 1 }]);
-    await vault.objects.put(row!.segment, saved);
+    await app.objects.put(row!.segment, saved);
     expect((await fsck(deps, { deep: true })).ok).toBe(true);
-    expect((await vault.log.list('user:f1')).map((e) => e.text)).toEqual(['user:f1 0', 'user:f1 1', 'user:f1 2']);
+    expect((await app.log.list('user:f1')).map((e) => e.text)).toEqual(['user:f1 0', 'user:f1 1', 'user:f1 2']);
   });
 
   it('compaction removes the frames of destroyed keys and keeps every live entry readable', async () => {
-    const { vault } = tv;
-    const deps = { db: vault.db.db, objects: vault.objects };
-    const doomed = (await vault.keys.findKey('user:f2'))!.keyId;
-    const doomedEntry = (await vault.log.list('user:f2'))[0]!.entryId;
-    await vault.keys.destroyKey(doomed, { reason: 'compaction test', actor: 'admin' });
+    const { app } = tv;
+    const deps = { db: app.db.db, objects: app.objects };
+    const doomed = (await app.keys.findKey('user:f2'))!.keyId;
+    const doomedEntry = (await app.log.list('user:f2'))[0]!.entryId;
+    await app.keys.destroyKey(doomed, { reason: 'compaction test', actor: 'admin' });
     const report = await compact(deps);
     expect(report).toMatchObject({ segmentsExamined: 3, segmentsRemoved: 3, framesDropped: 3 });
     expect(await compact(deps)).toMatchObject({ segmentsExamined: 0 });
     const stored: string[] = [];
-    for await (const o of vault.objects.list('log/')) stored.push(o.key);
+    for await (const o of app.objects.list('log/')) stored.push(o.key);
     expect(stored).toHaveLength(3);
-    await expect(vault.log.get(doomedEntry)).rejects.toMatchObject({ code: 'key_destroyed' });
-    expect((await vault.log.list('user:f1')).map((e) => e.text)).toEqual(['user:f1 0', 'user:f1 1', 'user:f1 2']);
+    await expect(app.log.get(doomedEntry)).rejects.toMatchObject({ code: 'key_destroyed' });
+    expect((await app.log.list('user:f1')).map((e) => e.text)).toEqual(['user:f1 0', 'user:f1 1', 'user:f1 2']);
     expect((await fsck(deps, { deep: true })).ok).toBe(true);
   });
 });
@@ -65,11 +65,11 @@ describe('appends on a replica whose DEK cache is stale', () => {
     try {
       const replica = await tv.reopen({ listen: false }); // hears no invalidations
       const first = await replica.log.append('user:stale', { text: 'one' }, 'writer');
-      await tv.vault.keys.destroyKey(first.keyId, { reason: 'stale cache test', actor: 'admin' });
+      await tv.app.keys.destroyKey(first.keyId, { reason: 'stale cache test', actor: 'admin' });
       const second = await replica.log.append('user:stale', { text: 'two' }, 'writer');
       expect(second.keyId).not.toBe(first.keyId);
-      expect((await tv.vault.log.list('user:stale')).map((e) => e.text)).toEqual(['two']);
-      await tv.vault.keys.fenceKey(second.keyId, 'eraser');
+      expect((await tv.app.log.list('user:stale')).map((e) => e.text)).toEqual(['two']);
+      await tv.app.keys.fenceKey(second.keyId, 'eraser');
       await expect(replica.log.append('user:stale', { text: 'three' }, 'writer')).rejects.toMatchObject({ code: 'erasure_in_progress' });
     } finally {
       await tv.close();

@@ -30,8 +30,8 @@ describe('a registration retried across a re-key', () => {
 
   /** Seals `texts` as the writer does (a record key each, wrapped under the subject key), uploads one segment, answers its registration body. */
   async function upload(subject: string, texts: readonly string[]) {
-    const { keyId, firstSeq } = await t.vault.log.reserve(subject, texts.length, 'writer');
-    const { dek } = await t.vault.keys.dekFor(keyId);
+    const { keyId, firstSeq } = await t.app.log.reserve(subject, texts.length, 'writer');
+    const { dek } = await t.app.keys.dekFor(keyId);
     try {
       const sealed = texts.map((text, i) => {
         const entryId = id('entry');
@@ -40,7 +40,7 @@ describe('a registration retried across a re-key', () => {
       });
       const { bytes, places } = encodeSegment(sealed.map((s) => s.envelope));
       const segment = `log/${id('seg')}`;
-      await t.vault.objects.put(segment, bytes);
+      await t.app.objects.put(segment, bytes);
       return {
         segment,
         entries: sealed.map((s, i) => ({ entryId: s.entryId, subject, keyId, seq: s.seq, ...places[i]!, wrappedKey: Buffer.from(s.wrappedKey).toString('base64url') })),
@@ -57,12 +57,12 @@ describe('a registration retried across a re-key', () => {
     expect((await ok<Results>(register(body), 201)).results.map((r) => r.status)).toEqual(['registered', 'registered', 'registered']);
     // one memory forgotten: the subject re-keyed without it, the others moved to its new key
     const forgotten = body.entries[1]!.entryId;
-    const result = await t.vault.log.rekeySubject(subject, { exclude: [forgotten], actor: 'test' });
+    const result = await t.app.log.rekeySubject(subject, { exclude: [forgotten], actor: 'test' });
     expect(result.removed).toBe(1);
     // the writer's retry of the registration whose answer it lost
     const again = await ok<Results>(register(body), 201);
     expect(again.results.map((r) => r.status)).toEqual(['registered', 'registered', 'registered']);
-    expect((await t.vault.log.list(subject)).map((e) => e.text)).toEqual(['Ordered a sourdough starter from Lyon', 'Finished reading Middlemarch']);
+    expect((await t.app.log.list(subject)).map((e) => e.text)).toEqual(['Ordered a sourdough starter from Lyon', 'Finished reading Middlemarch']);
     // a frame elsewhere under a taken id is still refused
     const other = await upload(subject, ['something else entirely']);
     const hijack = { ...other, entries: [{ ...other.entries[0]!, entryId: body.entries[0]!.entryId }] };

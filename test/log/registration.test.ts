@@ -34,8 +34,8 @@ describe('registration of writer-sealed segments', () => {
    * A frame given as `raw` JSON text is sealed as is, as a writer could (sealLegacyFrame's JSON.stringify cannot write 10,000-deep JSON).
    */
   async function upload(subject: string, frames: ReadonlyArray<{ entryId?: string; seq?: number } & ({ payload: unknown } | { raw: string })>) {
-    const { keyId, firstSeq } = await t.vault.log.reserve(subject, frames.length, 'writer');
-    const { dek } = await t.vault.keys.dekFor(keyId);
+    const { keyId, firstSeq } = await t.app.log.reserve(subject, frames.length, 'writer');
+    const { dek } = await t.app.keys.dekFor(keyId);
     const sealed = frames.map((f, i) => {
       const entryId = f.entryId ?? id('entry');
       const seq = f.seq ?? firstSeq + i;
@@ -47,14 +47,14 @@ describe('registration of writer-sealed segments', () => {
     });
     const { bytes, places } = encodeSegment(sealed.map((s) => s.envelope));
     const segment = `log/${id('seg')}`;
-    await t.vault.objects.put(segment, bytes);
+    await t.app.objects.put(segment, bytes);
     return { segment, entries: sealed.map((s, i) => ({ entryId: s.entryId, subject, keyId, seq: s.seq, ...places[i]! })) };
   }
   const register = (body: unknown) => t.call('POST', '/v1/segments', { body });
   const indexed = async (ids: readonly string[]) =>
-    queryRows<{ entry_id: string; segment: string }>(t.vault.db.db, sql`select entry_id, segment from log_entries where entry_id in ${ids}`);
+    queryRows<{ entry_id: string; segment: string }>(t.app.db.db, sql`select entry_id, segment from log_entries where entry_id in ${ids}`);
   const embedded = async (ids: readonly string[]) =>
-    Number((await queryRows<{ n: string }>(t.vault.db.db, sql`select count(*) as n from embeddings where record_id in ${ids}`))[0]!.n);
+    Number((await queryRows<{ n: string }>(t.app.db.db, sql`select count(*) as n from embeddings where record_id in ${ids}`))[0]!.n);
   const payload = (text: string): FramePayload => ({ text, kind: 'note', metadata: { at: 'home' } });
 
   it('registering an entry again at the same place answers registered again and indexes it once', async () => {
@@ -62,15 +62,15 @@ describe('registration of writer-sealed segments', () => {
     const ids = body.entries.map((e) => e.entryId);
     const first = await ok<Results>(register(body), 201);
     expect(first.results.map((r) => r.status)).toEqual(['registered', 'registered']);
-    await t.vault.log.drained();
-    const vector = t.vault.vectors.index.vectorOf(ids[0]!)!.slice();
+    await t.app.log.drained();
+    const vector = t.app.vectors.index.vectorOf(ids[0]!)!.slice();
     for (let i = 0; i < 2; i++) expect(await ok<Results>(register(body), 201)).toEqual(first);
-    await t.vault.log.drained();
+    await t.app.log.drained();
     // a retry of part of the batch, too
     expect((await ok<Results>(register({ ...body, entries: [body.entries[1]] }), 201)).results).toEqual([{ entryId: ids[1], status: 'registered' }]);
     expect(await indexed(ids)).toHaveLength(2);
     expect(await embedded(ids)).toBe(2);
-    expect(t.vault.vectors.index.vectorOf(ids[0]!)).toEqual(vector);
+    expect(t.app.vectors.index.vectorOf(ids[0]!)).toEqual(vector);
     const entries = (await ok<{ entries: Array<{ entryId: string; text: string }> }>(t.call('GET', '/v1/subjects/user:reg-same/entries'), 200)).entries;
     expect(entries.map((e) => e.text)).toEqual(['lunch with Ana', 'dinner with Bo']);
   });
@@ -79,27 +79,27 @@ describe('registration of writer-sealed segments', () => {
     const subject = `user:reg-legacy-${randomBytes(4).toString('hex')}`;
     const body = await upload(subject, [{ payload: payload('booked the dentist for May') }, { payload: payload('renewed the passport') }]);
     expect((await ok<Results>(register(body), 201)).results.map((r) => r.status)).toEqual(['registered', 'registered']);
-    await t.vault.log.drained();
+    await t.app.log.drained();
     const ids = body.entries.map((e) => e.entryId);
     const rows = async () =>
       queryRows<{ entry_id: string; segment: string; key_id: string; wrapped_key: Uint8Array | null }>(
-        t.vault.db.db,
+        t.app.db.db,
         sql`select entry_id, segment, key_id, wrapped_key from log_entries where entry_id in ${ids} order by seq`,
       );
     expect((await rows()).map((r) => r.wrapped_key)).toEqual([null, null]);
-    const texts = async () => (await t.vault.log.list(subject)).map((e) => e.text);
+    const texts = async () => (await t.app.log.list(subject)).map((e) => e.text);
     expect(await texts()).toEqual(['booked the dentist for May', 'renewed the passport']);
-    const vectors = ids.map((id) => t.vault.vectors.index.vectorOf(id)!.slice());
-    const result = await t.vault.log.rekeySubject(subject, { actor: 'test' });
+    const vectors = ids.map((id) => t.app.vectors.index.vectorOf(id)!.slice());
+    const result = await t.app.log.rekeySubject(subject, { actor: 'test' });
     // the embeddings moved to the new key as they were (re-sealed, not re-embedded): the index holds the same vectors under it
-    expect(ids.map((id) => t.vault.vectors.index.vectorOf(id))).toEqual(vectors);
-    expect((await queryRows<{ n: string | number }>(t.vault.db.db, sql`select count(*) as n from embeddings where key_id = ${result.newKeyId}`)).map((r) => Number(r.n))).toEqual([2]);
+    expect(ids.map((id) => t.app.vectors.index.vectorOf(id))).toEqual(vectors);
+    expect((await queryRows<{ n: string | number }>(t.app.db.db, sql`select count(*) as n from embeddings where key_id = ${result.newKeyId}`)).map((r) => Number(r.n))).toEqual([2]);
     expect(result).toMatchObject({ rewritten: 2, converted: 2, removed: 0 });
     const after = await rows();
     expect(after.every((r) => r.wrapped_key instanceof Uint8Array && r.key_id === result.newKeyId && r.segment !== body.segment)).toBe(true);
     expect(await texts()).toEqual(['booked the dentist for May', 'renewed the passport']);
     // a second re-key only re-wraps: the converted frames stay where they are
-    const again = await t.vault.log.rekeySubject(subject, { actor: 'test' });
+    const again = await t.app.log.rekeySubject(subject, { actor: 'test' });
     expect(again).toMatchObject({ rewritten: 2, converted: 0 });
     expect((await rows()).map((r) => r.segment)).toEqual(after.map((r) => r.segment));
     expect(await texts()).toEqual(['booked the dentist for May', 'renewed the passport']);
@@ -108,10 +108,10 @@ describe('registration of writer-sealed segments', () => {
   it('an entry id already indexed at another place is 409 conflict: nothing of the request is registered, no vector replaced', async () => {
     const original = await upload('user:reg-taken', [{ payload: payload('the original text') }]);
     await ok<Results>(register(original), 201);
-    await t.vault.log.drained();
+    await t.app.log.drained();
     const taken = original.entries[0]!.entryId;
-    const vector = t.vault.vectors.index.vectorOf(taken)!.slice();
-    const indexBefore = t.vault.vectors.index.size;
+    const vector = t.app.vectors.index.vectorOf(taken)!.slice();
+    const indexBefore = t.app.vectors.index.size;
     // the same id sealed again (another seq, another segment) next to a fresh entry
     const other = await upload('user:reg-taken', [{ entryId: taken, payload: payload('an impostor text') }, { payload: payload('an innocent bystander') }]);
     const { detail } = await expectProblem(register(other), 409, 'conflict');
@@ -119,11 +119,11 @@ describe('registration of writer-sealed segments', () => {
     expect(detail).not.toContain('impostor');
     const fresh = other.entries[1]!.entryId;
     expect(await indexed([taken, fresh])).toEqual([{ entry_id: taken, segment: original.segment }]);
-    await t.vault.log.drained();
+    await t.app.log.drained();
     expect(await embedded([fresh])).toBe(0);
-    expect(t.vault.vectors.index.vectorOf(taken)).toEqual(vector);
-    expect(t.vault.vectors.index.has(fresh)).toBe(false);
-    expect(t.vault.vectors.index.size).toBe(indexBefore);
+    expect(t.app.vectors.index.vectorOf(taken)).toEqual(vector);
+    expect(t.app.vectors.index.has(fresh)).toBe(false);
+    expect(t.app.vectors.index.size).toBe(indexBefore);
     const entry = await ok<{ text: string }>(t.call('GET', `/v1/entries/${taken}`), 200);
     expect(entry.text).toBe('the original text');
     // same segment, other offset: taken too
@@ -138,7 +138,7 @@ describe('registration of writer-sealed segments', () => {
     expect(replies.map((r) => r.status).sort()).toEqual([201, 409]);
     const winner = replies[0]!.status === 201 ? a : b;
     expect(await indexed([entryId])).toEqual([{ entry_id: entryId, segment: winner.segment }]);
-    await t.vault.log.drained();
+    await t.app.log.drained();
     expect(await embedded([entryId])).toBe(1);
     const entry = await ok<{ text: string }>(t.call('GET', `/v1/entries/${entryId}`), 200);
     expect(entry.text).toBe(winner === a ? 'version A' : 'version B');
@@ -148,9 +148,9 @@ describe('registration of writer-sealed segments', () => {
   });
 
   const refusal = async (ids: readonly string[]) =>
-    queryRows<{ entry_id: string; refused: string | null }>(t.vault.db.db, sql`select entry_id, refused from log_entries where entry_id in ${ids} order by seq`);
+    queryRows<{ entry_id: string; refused: string | null }>(t.app.db.db, sql`select entry_id, refused from log_entries where entry_id in ${ids} order by seq`);
   const refusedCount = async () =>
-    (await t.vault.metrics.registry.getSingleMetric('lethe_log_entries_refused_total')!.get()).values.reduce((n, v) => n + v.value, 0);
+    (await t.app.metrics.registry.getSingleMetric('lethe_log_entries_refused_total')!.get()).values.reduce((n, v) => n + v.value, 0);
 
   /** A registered entry the indexer refused: quarantined (its reason names the field), counted, never served nor indexed; its valid neighbour is indexed. */
   async function expectQuarantined(body: Awaited<ReturnType<typeof upload>>, reason: string, subject: string) {
@@ -158,15 +158,15 @@ describe('registration of writer-sealed segments', () => {
     const before = await refusedCount();
     // answered before the indexer looked at the frames: registered
     expect((await ok<Results>(register(body), 201)).results.map((r) => r.status)).toEqual(['registered', 'registered']);
-    await t.vault.log.drained();
+    await t.app.log.drained();
     expect(await refusal(ids)).toEqual([
       { entry_id: ids[0], refused: null },
       { entry_id: ids[1], refused: reason },
     ]);
     expect(await refusedCount()).toBe(before + 1);
     expect(await embedded([ids[1]!])).toBe(0);
-    expect(t.vault.vectors.index.has(ids[1]!)).toBe(false);
-    expect(t.vault.vectors.index.has(ids[0]!)).toBe(true);
+    expect(t.app.vectors.index.has(ids[1]!)).toBe(false);
+    expect(t.app.vectors.index.has(ids[0]!)).toBe(true);
     const { detail } = await expectProblem(t.call('GET', `/v1/entries/${ids[1]}`), 404, 'not_found');
     expect(detail).toMatch(/refused/);
     const listed = (await ok<{ entries: Array<{ entryId: string }> }>(t.call('GET', `/v1/subjects/${subject}/entries`), 200)).entries.map((e) => e.entryId);
@@ -196,7 +196,7 @@ describe('registration of writer-sealed segments', () => {
       { payload: { text: 'z', kind: 'k'.repeat(64), metadata: { nested: { list: [1, 'two', null] } } } },
     ]);
     expect((await ok<Results>(register(good), 201)).results.map((r) => r.status)).toEqual(['registered', 'registered']);
-    await t.vault.log.drained();
+    await t.app.log.drained();
     expect((await refusal(good.entries.map((e) => e.entryId))).map((r) => r.refused)).toEqual([null, null]);
   });
 
@@ -219,14 +219,14 @@ describe('registration of writer-sealed segments', () => {
     // exactly the limit: the payload is level 1, so metadata may nest one level less
     const atLimit = await upload('user:reg-deep', [{ raw: `{"text":"at the limit","kind":null,"metadata":${nested(MAX_JSON_DEPTH - 1)}}` }]);
     expect((await ok<Results>(register(atLimit), 201)).results.map((r) => r.status)).toEqual(['registered']);
-    await t.vault.log.drained();
+    await t.app.log.drained();
     expect((await refusal([atLimit.entries[0]!.entryId]))[0]!.refused).toBeNull();
   });
 
   it('quarantines a frame that does not open under the key it names (sealed under another key)', async () => {
     const subject = `user:reg-unopened-${randomBytes(3).toString('hex')}`;
-    const { keyId, firstSeq } = await t.vault.log.reserve(subject, 2, 'writer');
-    const { dek } = await t.vault.keys.dekFor(keyId);
+    const { keyId, firstSeq } = await t.app.log.reserve(subject, 2, 'writer');
+    const { dek } = await t.app.keys.dekFor(keyId);
     const ids = [id('entry'), id('entry')];
     // the second frame sealed under a key the service never made, naming the subject's key
     const { bytes, places } = encodeSegment([
@@ -234,7 +234,7 @@ describe('registration of writer-sealed segments', () => {
       sealLegacyFrame(randomBytes(32), { keyId, entryId: ids[1]!, seq: firstSeq + 1 }, payload('sealed under another key')),
     ]);
     const segment = `log/${id('seg')}`;
-    await t.vault.objects.put(segment, bytes);
+    await t.app.objects.put(segment, bytes);
     const body = { segment, entries: ids.map((entryId, i) => ({ entryId, subject, keyId, seq: firstSeq + i, ...places[i]! })) };
     await expectQuarantined(body, 'frame_unopened', subject);
   });

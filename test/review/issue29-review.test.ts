@@ -37,7 +37,7 @@ const words = (n: number) => Array.from({ length: n }, () => `w${randomBytes(4).
 describe('review: the finalizer and the row state it still trusts (M1)', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await openTestApp({ vault: { erasureWorker: false } });
+    t = await openTestApp({ app: { erasureWorker: false } });
   });
   afterAll(async () => {
     await t?.close();
@@ -45,21 +45,21 @@ describe('review: the finalizer and the row state it still trusts (M1)', () => {
 
   it("a final certificate keeps every residual the checked provisional one stated: residuals removed from the row's state in SQL are not signed away", async () => {
     const subject = `user:rev-res-${tag()}`;
-    await t.vault.log.append(subject, { text: words(8) }, 'writer');
-    const { erasureId } = await t.vault.erasures.request({ subject }, 'eraser');
-    const view = await t.vault.erasures.settle(erasureId);
+    await t.app.log.append(subject, { text: words(8) }, 'writer');
+    const { erasureId } = await t.app.erasures.request({ subject }, 'eraser');
+    const view = await t.app.erasures.settle(erasureId);
     expect(view.certificateState).toBe('provisional');
     const provisional = await ok<Certificate>(t.call('GET', `/v1/erasures/${erasureId}/certificate`, { role: 'eraser' }), 200);
     const stated = (provisional.payload.residuals as Array<{ kind: string }>).map((r) => r.kind).sort();
     expect(stated.length).toBeGreaterThan(0);
     // the insider's SQL: the row's residuals emptied (no root key needed; nothing audited is touched)
-    await t.vault.db.db.execute(sql`update erasures set state = jsonb_set(state, '{residuals}', '[]'::jsonb) where erasure_id = ${erasureId}`);
-    await t.vault.epochs.rotate('admin');
-    await t.vault.erasures.finalizeCertificates();
+    await t.app.db.db.execute(sql`update erasures set state = jsonb_set(state, '{residuals}', '[]'::jsonb) where erasure_id = ${erasureId}`);
+    await t.app.epochs.rotate('admin');
+    await t.app.erasures.finalizeCertificates();
     const after = await ok<Certificate>(t.call('GET', `/v1/erasures/${erasureId}/certificate`, { role: 'eraser' }), 200);
     // refused: the certificate stays the checked provisional one, stating every residual, and the refusal names them
     expect(after).toEqual(provisional);
-    const refused = (await t.vault.erasures.get(erasureId)).residuals.find((r) => r.kind === 'certificate-refused');
+    const refused = (await t.app.erasures.get(erasureId)).residuals.find((r) => r.kind === 'certificate-refused');
     expect(refused?.detail).toContain(`residuals: the erasure's row states none, the signed certificate ${(provisional.payload.residuals as Array<{ kind: string }>).map((r) => r.kind).join(', ')}`);
     expect(stated.length).toBeGreaterThan(0);
   });
@@ -67,19 +67,19 @@ describe('review: the finalizer and the row state it still trusts (M1)', () => {
   it("a probe result edited in SQL before certify (the step moved past the probe) is not signed: certify probes again and names the copy", async () => {
     const A = `user:rev-pre-a-${tag()}`;
     const secret = words(6);
-    await t.vault.log.append(A, { text: `the alarm code is ${secret}` }, 'writer');
-    const copy = await t.vault.log.append(`user:rev-pre-b-${tag()}`, { text: `A told me the alarm code is ${secret}` }, 'writer');
-    const { erasureId } = await t.vault.erasures.request({ subject: A }, 'eraser');
+    await t.app.log.append(A, { text: `the alarm code is ${secret}` }, 'writer');
+    const copy = await t.app.log.append(`user:rev-pre-b-${tag()}`, { text: `A told me the alarm code is ${secret}` }, 'writer');
+    const { erasureId } = await t.app.erasures.request({ subject: A }, 'eraser');
     for (let i = 0; i < 20; i++) {
-      const [row] = (await t.vault.db.db.execute(sql`select step from erasures where erasure_id = ${erasureId}`)) as unknown as Array<{ step: string }>;
+      const [row] = (await t.app.db.db.execute(sql`select step from erasures where erasure_id = ${erasureId}`)) as unknown as Array<{ step: string }>;
       if (row!.step === 'probe') break;
-      await t.vault.erasures.stepOnce();
+      await t.app.erasures.stepOnce();
     }
     // the insider, while the erasure waits before its probe: the probe "ran" and found nothing
-    await t.vault.db.db.execute(sql`update erasures set step = 'certify',
+    await t.app.db.db.execute(sql`update erasures set step = 'certify',
         state = jsonb_set(state, '{probe}', jsonb_build_object('recovered', 0, 'threshold', 0.2, 'matches', '[]'::jsonb))
       where erasure_id = ${erasureId}`);
-    const view = await t.vault.erasures.settle(erasureId);
+    const view = await t.app.erasures.settle(erasureId);
     expect(view.status, 'the vault signed a probe result edited in SQL').toBe('incomplete');
     expect(view.probe.matches.map((m) => m.id)).toContain(copy.entryId);
     const cert = await ok<Certificate>(t.call('GET', `/v1/erasures/${erasureId}/certificate`, { role: 'eraser' }), 200);
@@ -88,15 +88,15 @@ describe('review: the finalizer and the row state it still trusts (M1)', () => {
 
   it("the finalizer does not take the 'signed before sign rows existed' path for a certificate whose sign rows were re-keyed in SQL", async () => {
     const subject = `user:rev-sign-${tag()}`;
-    await t.vault.log.append(subject, { text: words(8) }, 'writer');
-    const { erasureId } = await t.vault.erasures.request({ subject }, 'eraser');
-    await t.vault.erasures.settle(erasureId);
+    await t.app.log.append(subject, { text: words(8) }, 'writer');
+    const { erasureId } = await t.app.erasures.request({ subject }, 'eraser');
+    await t.app.erasures.settle(erasureId);
     const first = await ok<Certificate>(t.call('GET', `/v1/erasures/${erasureId}/certificate`, { role: 'eraser' }), 200);
     // the insider moves every sign row of the erasure out of the finalizer's sight (one SQL update)
-    await t.vault.db.db.execute(sql`update audit_log set key_id = 'ers_hidden' where action = 'erasure.certificate.sign' and key_id = ${erasureId}`);
-    await t.vault.epochs.rotate('admin');
-    await t.vault.erasures.finalizeCertificates();
-    const after = await t.vault.erasures.get(erasureId);
+    await t.app.db.db.execute(sql`update audit_log set key_id = 'ers_hidden' where action = 'erasure.certificate.sign' and key_id = ${erasureId}`);
+    await t.app.epochs.rotate('admin');
+    await t.app.erasures.finalizeCertificates();
+    const after = await t.app.erasures.get(erasureId);
     expect(after.certificateState, 'a certificate whose sign rows were hidden was signed final').toBe('provisional');
     expect(after.residuals.find((r) => r.kind === 'certificate-refused')?.detail).toMatch(/holds no record of signing this certificate/);
     expect(await ok<Certificate>(t.call('GET', `/v1/erasures/${erasureId}/certificate`, { role: 'eraser' }), 200)).toEqual(first);
@@ -104,20 +104,20 @@ describe('review: the finalizer and the row state it still trusts (M1)', () => {
 
   it('a key destruction the audit chain does not hold is not certified: the step was moved past destroy in SQL', async () => {
     const A = `user:rev-skip-${tag()}`;
-    await t.vault.log.append(A, { text: words(8) }, 'writer');
-    const { erasureId } = await t.vault.erasures.request({ subject: A }, 'eraser');
+    await t.app.log.append(A, { text: words(8) }, 'writer');
+    const { erasureId } = await t.app.erasures.request({ subject: A }, 'eraser');
     // classify and fingerprint run; then the insider jumps straight to certify, the key never destroyed
     for (let i = 0; i < 20; i++) {
-      const [row] = (await t.vault.db.db.execute(sql`select step from erasures where erasure_id = ${erasureId}`)) as unknown as Array<{ step: string }>;
+      const [row] = (await t.app.db.db.execute(sql`select step from erasures where erasure_id = ${erasureId}`)) as unknown as Array<{ step: string }>;
       if (row!.step === 'destroy') break;
-      await t.vault.erasures.stepOnce();
+      await t.app.erasures.stepOnce();
     }
-    await t.vault.db.db.execute(sql`update erasures set step = 'certify' where erasure_id = ${erasureId}`);
-    await t.vault.erasures.stepOnce();
-    const [after] = (await t.vault.db.db.execute(sql`select status, step, certificate from erasures where erasure_id = ${erasureId}`)) as unknown as Array<{ status: string; step: string; certificate: unknown }>;
+    await t.app.db.db.execute(sql`update erasures set step = 'certify' where erasure_id = ${erasureId}`);
+    await t.app.erasures.stepOnce();
+    const [after] = (await t.app.db.db.execute(sql`select status, step, certificate from erasures where erasure_id = ${erasureId}`)) as unknown as Array<{ status: string; step: string; certificate: unknown }>;
     expect(after!.certificate, 'a certificate was signed for a key never destroyed').toBeNull();
     expect(after!.step).toBe('certify');
-    const transitions = await t.vault.erasures.transitions(erasureId);
+    const transitions = await t.app.erasures.transitions(erasureId);
     expect(transitions.at(-1)?.detail).toMatch(/refusing to certify: the audit chain holds no destruction of key/);
   });
 });
@@ -132,20 +132,20 @@ describe('review: the anchor on the local folder', () => {
   });
 
   it('a record the database holds but lethe never sealed (inserted in SQL) is not written to the bucket, where Object Lock would keep it for good', async () => {
-    const a = await tv.vault.log.append(`user:rev-poison-${tag()}`, { text: words(6) }, 'writer');
-    await tv.vault.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
-    expect((await tv.vault.backups.awaitDurable([a.keyId], 30_000)).pending).toEqual([]);
-    const bucket = tv.vault.backups.store.bucket;
-    const head = await readJson<{ seq: number }>(tv.vault.backups.store, LEDGER_HEAD_KEY);
+    const a = await tv.app.log.append(`user:rev-poison-${tag()}`, { text: words(6) }, 'writer');
+    await tv.app.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
+    expect((await tv.app.backups.awaitDurable([a.keyId], 30_000)).pending).toEqual([]);
+    const bucket = tv.app.backups.store.bucket;
+    const head = await readJson<{ seq: number }>(tv.app.backups.store, LEDGER_HEAD_KEY);
     // the insider's SQL: an unstored record after the last, with any body and MAC
     const forged = JSON.stringify({ format: 'lethe-ledger-chain/1', seq: head.seq + 1, prev: '0'.repeat(64), at: new Date().toISOString(), auditHead: null, destructions: [], manifests: [], mac: 'f'.repeat(64) });
-    await tv.vault.db.db.execute(sql`insert into ledger_chain (bucket, seq, body, mac, created_at) values (${bucket}, ${head.seq + 1}, ${forged}, ${Buffer.from('f'.repeat(64), 'hex')}, now())`);
-    const b = await tv.vault.log.append(`user:rev-poison-b-${tag()}`, { text: words(6) }, 'writer');
-    await tv.vault.keys.destroyKey(b.keyId, { reason: 'erasure', actor: 'eraser' });
-    const waited = await tv.vault.backups.awaitDurable([b.keyId], 3000);
+    await tv.app.db.db.execute(sql`insert into ledger_chain (bucket, seq, body, mac, created_at) values (${bucket}, ${head.seq + 1}, ${forged}, ${Buffer.from('f'.repeat(64), 'hex')}, now())`);
+    const b = await tv.app.log.append(`user:rev-poison-b-${tag()}`, { text: words(6) }, 'writer');
+    await tv.app.keys.destroyKey(b.keyId, { reason: 'erasure', actor: 'eraser' });
+    const waited = await tv.app.backups.awaitDurable([b.keyId], 3000);
     // nothing unsealed reached the bucket, and its chain still verifies
-    const written = await tv.vault.backups.store.head(chainRecordKey(head.seq + 1));
-    const chain = await tv.vault.backups.ledgerChain().then(() => 'verifies', (e: Error) => e.message);
+    const written = await tv.app.backups.store.head(chainRecordKey(head.seq + 1));
+    const chain = await tv.app.backups.ledgerChain().then(() => 'verifies', (e: Error) => e.message);
     expect(waited.pending).toEqual([b.keyId]);
     expect(waited.error).toMatch(/record \d+ .*(MAC|sealed)/);
     expect(written, 'an unsealed record was written to the backup bucket').toBeUndefined();
@@ -154,21 +154,21 @@ describe('review: the anchor on the local folder', () => {
 
   it('repair-ledger puts back a record whose current version was overwritten (a plain PutObject), and the alarm ends', async () => {
     // the unsealed row of the test before is refused for good: this one starts from a clean state
-    await tv.vault.db.db.execute(sql`delete from ledger_chain where bucket = ${tv.vault.backups.store.bucket} and stored_at is null`);
-    const a = await tv.vault.log.append(`user:rev-over-${tag()}`, { text: words(6) }, 'writer');
-    await tv.vault.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
-    expect((await tv.vault.backups.awaitDurable([a.keyId], 30_000)).pending).toEqual([]);
-    expect(await tv.vault.backups.checkAnchor()).toBeUndefined();
-    const head = await readJson<{ seq: number }>(tv.vault.backups.store, LEDGER_HEAD_KEY);
+    await tv.app.db.db.execute(sql`delete from ledger_chain where bucket = ${tv.app.backups.store.bucket} and stored_at is null`);
+    const a = await tv.app.log.append(`user:rev-over-${tag()}`, { text: words(6) }, 'writer');
+    await tv.app.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
+    expect((await tv.app.backups.awaitDurable([a.keyId], 30_000)).pending).toEqual([]);
+    expect(await tv.app.backups.checkAnchor()).toBeUndefined();
+    const head = await readJson<{ seq: number }>(tv.app.backups.store, LEDGER_HEAD_KEY);
     // anyone who may put objects in the bucket (lethe's least-privilege credential may) overwrites the last record
-    await tv.vault.backups.store.put(chainRecordKey(head.seq), Buffer.from('{"noise":true}'));
-    expect(await tv.vault.backups.checkAnchor()).toMatch(/was replaced in the backup bucket/);
-    await tv.vault.backups.repairLedger();
-    expect(await tv.vault.backups.checkAnchor(), 'repair-ledger left the overwritten record in place: the chain stays cut, no destruction is durable again').toBeUndefined();
-    const b = await tv.vault.log.append(`user:rev-over-b-${tag()}`, { text: words(6) }, 'writer');
-    await tv.vault.keys.destroyKey(b.keyId, { reason: 'erasure', actor: 'eraser' });
-    expect((await tv.vault.backups.awaitDurable([b.keyId], 30_000)).pending).toEqual([]);
-    await tv.vault.backups.ledgerChain();
+    await tv.app.backups.store.put(chainRecordKey(head.seq), Buffer.from('{"noise":true}'));
+    expect(await tv.app.backups.checkAnchor()).toMatch(/was replaced in the backup bucket/);
+    await tv.app.backups.repairLedger();
+    expect(await tv.app.backups.checkAnchor(), 'repair-ledger left the overwritten record in place: the chain stays cut, no destruction is durable again').toBeUndefined();
+    const b = await tv.app.log.append(`user:rev-over-b-${tag()}`, { text: words(6) }, 'writer');
+    await tv.app.keys.destroyKey(b.keyId, { reason: 'erasure', actor: 'eraser' });
+    expect((await tv.app.backups.awaitDurable([b.keyId], 30_000)).pending).toEqual([]);
+    await tv.app.backups.ledgerChain();
   });
 });
 

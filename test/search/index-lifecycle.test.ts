@@ -55,7 +55,7 @@ describe('the search index on two replicas of one vault', () => {
     tv = await openTestVault();
     replica = await tv.reopen();
     for (const [subject, text] of ENTRIES) {
-      const { entryId, keyId } = await tv.vault.log.append(subject, { text }, 'writer');
+      const { entryId, keyId } = await tv.app.log.append(subject, { text }, 'writer');
       written.push({ subject, text, entryId, keyId });
     }
   });
@@ -64,7 +64,7 @@ describe('the search index on two replicas of one vault', () => {
   });
 
   it('an entry is searchable at once on the vault that appended it: its text read back and a read fence covering its key', async () => {
-    const { hits, readFence } = await tv.vault.search.search('moving to lisbon', 2, ALL);
+    const { hits, readFence } = await tv.app.search.search('moving to lisbon', 2, ALL);
     expect(hits.map((h) => h.id).sort()).toEqual(idsOf('user:lisbon').sort());
     expect(hits[0]).toEqual({
       id: written[0]!.entryId,
@@ -78,11 +78,11 @@ describe('the search index on two replicas of one vault', () => {
       createdAt: expect.any(Date),
     });
     expect(hits[0]!.score).toBeGreaterThan(hits[1]!.score);
-    expect(tv.vault.fences.parse(readFence)).toEqual([keyOf('user:lisbon')]);
+    expect(tv.app.fences.parse(readFence)).toEqual([keyOf('user:lisbon')]);
     // a fence covers exactly the keys of what the search returned
-    const mixed = await tv.vault.search.search('peanut allergy jazz saxophone', 8, ALL);
+    const mixed = await tv.app.search.search('peanut allergy jazz saxophone', 8, ALL);
     const keys = [...new Set(mixed.hits.map((h) => written.find((w) => w.entryId === h.id)!.keyId))].sort();
-    expect(tv.vault.fences.parse(mixed.readFence)).toEqual(keys);
+    expect(tv.app.fences.parse(mixed.readFence)).toEqual(keys);
   });
 
   it('entries appended on one replica become searchable on the other', async () => {
@@ -91,15 +91,15 @@ describe('the search index on two replicas of one vault', () => {
     // and the other way round
     const { entryId, keyId } = await replica.log.append('user:kite', { text: 'Goes kitesurfing at Tarifa every August.' }, 'writer');
     written.push({ subject: 'user:kite', text: 'Goes kitesurfing at Tarifa every August.', entryId, keyId });
-    expect(await eventually(async () => (await hitIds(tv.vault, 'kitesurfing in Tarifa', 1))[0] === entryId)).toBe(true);
-    expect(tv.vault.vectors.index.has(entryId)).toBe(true);
+    expect(await eventually(async () => (await hitIds(tv.app, 'kitesurfing in Tarifa', 1))[0] === entryId)).toBe(true);
+    expect(tv.app.vectors.index.has(entryId)).toBe(true);
   });
 
   it('a vault opened later rebuilds the index by decrypting the stored embeddings and answers the same hits', async () => {
     const fresh = await tv.reopen();
     expect(fresh.vectors.index.size).toBe(written.length);
     for (const query of ['moving to lisbon', 'peanut allergy', 'jazz saxophone', 'tomato allotment', 'kitesurfing']) {
-      const before = await tv.vault.search.search(query, 5, ALL);
+      const before = await tv.app.search.search(query, 5, ALL);
       const after = await fresh.search.search(query, 5, ALL);
       expect(after.hits, query).toEqual(before.hits);
     }
@@ -107,12 +107,12 @@ describe('the search index on two replicas of one vault', () => {
   });
 
   it('embeddings are stored sealed: no row holds the vector\'s bytes in the clear', async () => {
-    const rows = await queryRows<{ record_id: string; key_id: string; sealed: Uint8Array }>(tv.vault.db.db, sql`select record_id, key_id, sealed from embeddings`);
+    const rows = await queryRows<{ record_id: string; key_id: string; sealed: Uint8Array }>(tv.app.db.db, sql`select record_id, key_id, sealed from embeddings`);
     expect(rows.length).toBe(written.length);
     for (const w of written) {
       const row = rows.find((r) => r.record_id === w.entryId)!;
       expect(row.key_id).toBe(w.keyId);
-      const [vector] = await tv.vault.vectors.embedder.embed([w.text]);
+      const [vector] = await tv.app.vectors.embedder.embed([w.text]);
       const clear = Buffer.from(vector!.buffer, vector!.byteOffset, vector!.byteLength);
       // any 16-byte window of the plaintext vector that is not all zeros
       let window = 0;
@@ -126,16 +126,16 @@ describe('the search index on two replicas of one vault', () => {
     const ids = idsOf('user:peanut');
     expect((await hitIds(replica, 'peanut allergy', 2)).sort()).toEqual([...ids].sort());
     peanutRows = await queryRows<{ record_id: string; record_type: string; key_id: string; model: string; sealed: string }>(
-      tv.vault.db.db,
+      tv.app.db.db,
       sql`select record_id, record_type, key_id, model, encode(sealed, 'hex') as sealed from embeddings where key_id = ${keyId}`,
     );
     expect(peanutRows.length).toBe(ids.length);
 
-    await tv.vault.keys.destroyKey(keyId, { reason: 'search test', actor: 'admin' });
+    await tv.app.keys.destroyKey(keyId, { reason: 'search test', actor: 'admin' });
 
-    expect(tv.vault.vectors.index.idsOfKey(keyId)).toEqual([]);
-    for (const id of ids) expect(tv.vault.vectors.index.has(id)).toBe(false);
-    const here = await hitIds(tv.vault, 'peanut allergy cashews adrenaline pen', 10);
+    expect(tv.app.vectors.index.idsOfKey(keyId)).toEqual([]);
+    for (const id of ids) expect(tv.app.vectors.index.has(id)).toBe(false);
+    const here = await hitIds(tv.app, 'peanut allergy cashews adrenaline pen', 10);
     expect(here.length).toBe(written.length - ids.length);
     for (const id of ids) expect(here).not.toContain(id);
 
@@ -145,7 +145,7 @@ describe('the search index on two replicas of one vault', () => {
     for (const id of ids) expect(there).not.toContain(id);
     // the other subjects are untouched on both
     expect((await hitIds(replica, 'moving to lisbon', 2)).sort()).toEqual(idsOf('user:lisbon').sort());
-    expect((await hitIds(tv.vault, 'moving to lisbon', 2)).sort()).toEqual(idsOf('user:lisbon').sort());
+    expect((await hitIds(tv.app, 'moving to lisbon', 2)).sort()).toEqual(idsOf('user:lisbon').sort());
   });
 
   it('a vault started after a key destruction does not load that key\'s vectors, not even sealed copies that outlived the key: the rebuild counts them as destroyed', async () => {
@@ -153,11 +153,11 @@ describe('the search index on two replicas of one vault', () => {
     // Sealed copies of the destroyed key's embeddings that outlived it (a database
     // restored from a backup taken before the destruction): put back any the
     // destruction removed.
-    await tv.vault.db.db.execute(sql`insert into embeddings (record_id, record_type, key_id, model, sealed)
+    await tv.app.db.db.execute(sql`insert into embeddings (record_id, record_type, key_id, model, sealed)
       select record_id, record_type, key_id, model, decode(sealed, 'hex')
         from json_to_recordset(${JSON.stringify(peanutRows)}::json) as v(record_id text, record_type text, key_id text, model text, sealed text)
       on conflict (record_id) do nothing`);
-    const [left] = await queryRows<{ n: string | number }>(tv.vault.db.db, sql`select count(*) as n from embeddings where key_id = ${keyOf('user:peanut')}`);
+    const [left] = await queryRows<{ n: string | number }>(tv.app.db.db, sql`select count(*) as n from embeddings where key_id = ${keyOf('user:peanut')}`);
     expect(Number(left!.n)).toBe(ids.length);
 
     const restarted = await tv.reopen();
@@ -171,14 +171,14 @@ describe('the search index on two replicas of one vault', () => {
 
   it('the survivors of a re-key stay searchable on every replica, and the excluded entry on none', async () => {
     const [kept1, excluded, kept2] = idsOf('user:jazz');
-    const result = await tv.vault.log.rekeySubject('user:jazz', { exclude: [excluded!], actor: 'admin', reason: 'search test' });
+    const result = await tv.app.log.rekeySubject('user:jazz', { exclude: [excluded!], actor: 'admin', reason: 'search test' });
     expect(result).toMatchObject({ rewritten: 2, removed: 1 });
 
-    const onPrimary = await hitIds(tv.vault, 'jazz saxophone records', 3);
+    const onPrimary = await hitIds(tv.app, 'jazz saxophone records', 3);
     expect(onPrimary).toContain(kept1);
     expect(onPrimary).toContain(kept2);
     expect(onPrimary).not.toContain(excluded);
-    expect(tv.vault.vectors.index.idsOfKey(result.newKeyId).sort()).toEqual([kept1!, kept2!].sort());
+    expect(tv.app.vectors.index.idsOfKey(result.newKeyId).sort()).toEqual([kept1!, kept2!].sort());
 
     const restarted = await tv.reopen();
     expect(restarted.vectors.index.idsOfKey(result.newKeyId).sort()).toEqual([kept1!, kept2!].sort());
@@ -198,13 +198,13 @@ describe('the search index on two replicas of one vault', () => {
 
   it('search refuses k outside 1..100 and a query over 8 KiB (counted in UTF-8 bytes)', async () => {
     for (const k of [0, -1, MAX_SEARCH_K + 1, 2.5, Number.NaN]) {
-      expect(isLetheError(await thrown(() => tv.vault.search.search('lisbon', k, ALL)), 'validation_failed'), `k=${k}`).toBe(true);
+      expect(isLetheError(await thrown(() => tv.app.search.search('lisbon', k, ALL)), 'validation_failed'), `k=${k}`).toBe(true);
     }
-    expect((await tv.vault.search.search('lisbon', MAX_SEARCH_K, ALL)).hits.length).toBeGreaterThan(0);
-    expect(isLetheError(await thrown(() => tv.vault.search.search('x'.repeat(MAX_QUERY_BYTES + 1), 5, ALL)), 'payload_too_large')).toBe(true);
+    expect((await tv.app.search.search('lisbon', MAX_SEARCH_K, ALL)).hits.length).toBeGreaterThan(0);
+    expect(isLetheError(await thrown(() => tv.app.search.search('x'.repeat(MAX_QUERY_BYTES + 1), 5, ALL)), 'payload_too_large')).toBe(true);
     // 4,097 two-byte characters: under 8 Ki characters, over 8 KiB
-    expect(isLetheError(await thrown(() => tv.vault.search.search('é'.repeat(MAX_QUERY_BYTES / 2 + 1), 5, ALL)), 'payload_too_large')).toBe(true);
-    const atLimit = await tv.vault.search.search(`lisbon ${'x'.repeat(MAX_QUERY_BYTES - 7)}`, 5, ALL);
+    expect(isLetheError(await thrown(() => tv.app.search.search('é'.repeat(MAX_QUERY_BYTES / 2 + 1), 5, ALL)), 'payload_too_large')).toBe(true);
+    const atLimit = await tv.app.search.search(`lisbon ${'x'.repeat(MAX_QUERY_BYTES - 7)}`, 5, ALL);
     expect(atLimit.hits.length).toBeGreaterThan(0);
   });
 });
@@ -263,7 +263,7 @@ describe('POST /v1/search', () => {
     for (const h of body.hits) expect(h.text).toBe(written.find((w) => w.entryId === h.id)!.text);
     expect(body.readFence).toMatch(/^rf1\./);
     const keys = [...new Set(body.hits.map((h) => written.find((w) => w.entryId === h.id)!.keyId))].sort();
-    expect(t.vault.fences.parse(body.readFence)).toEqual(keys);
+    expect(t.app.fences.parse(body.readFence)).toEqual(keys);
   });
 
   it('answers 10 hits when k is not given', async () => {

@@ -38,14 +38,14 @@ describe('the lexical index on two replicas of one vault', () => {
   const written: Array<{ subject: string; text: string; entryId: string; keyId: string }> = [];
 
   beforeAll(async () => {
-    tv = await openTestVault({ vault: { erasureWorker: false } });
+    tv = await openTestVault({ app: { erasureWorker: false } });
     replica = await tv.reopen({ erasureWorker: false });
     for (const [subject, text] of [
       ['user:lex-a', 'Ingrid keeps her bicycle at the Vesterbro depot.'],
       ['user:lex-a', 'Ingrid is learning the cello on Tuesdays.'],
       ['user:lex-b', 'Paolo grows basil on a balcony in Trastevere.'],
     ] as const) {
-      const { entryId, keyId } = await tv.vault.log.append(subject, { text }, 'writer');
+      const { entryId, keyId } = await tv.app.log.append(subject, { text }, 'writer');
       written.push({ subject, text, entryId, keyId });
     }
   }, 60_000);
@@ -56,10 +56,10 @@ describe('the lexical index on two replicas of one vault', () => {
 
   it('an appended entry is in the lexical index at once here and soon on the other replica, under its key', async () => {
     for (const w of written) {
-      expect(tv.vault.vectors.lexical.keyOf(w.entryId)).toBe(w.keyId);
+      expect(tv.app.vectors.lexical.keyOf(w.entryId)).toBe(w.keyId);
       // the entry's own rarest shingle finds it
-      const { words } = tv.vault.vectors.shinglesOf(w.text);
-      expect(words.some((h) => tv.vault.vectors.lexical.df(h) === 1)).toBe(true);
+      const { words } = tv.app.vectors.shinglesOf(w.text);
+      expect(words.some((h) => tv.app.vectors.lexical.df(h) === 1)).toBe(true);
     }
     expect(await eventually(() => written.every((w) => replica.vectors.lexical.keyOf(w.entryId) === w.keyId))).toBe(true);
     const coverage = await replica.vectors.coverage();
@@ -67,10 +67,10 @@ describe('the lexical index on two replicas of one vault', () => {
   });
 
   it('shingle sets are sealed at rest: no stored row holds any of its text\'s shingle hashes in the clear', async () => {
-    const rows = await queryRows<{ record_id: string; sealed: Uint8Array }>(tv.vault.db.db, sql`select record_id, sealed from embeddings`);
+    const rows = await queryRows<{ record_id: string; sealed: Uint8Array }>(tv.app.db.db, sql`select record_id, sealed from embeddings`);
     for (const w of written) {
       const row = rows.find((r) => r.record_id === w.entryId)!;
-      const { words, pairs } = tv.vault.vectors.shinglesOf(w.text);
+      const { words, pairs } = tv.app.vectors.shinglesOf(w.text);
       for (const h of [...words, ...pairs]) expect(Buffer.from(row.sealed).includes(bytesOf(h))).toBe(false);
     }
   });
@@ -99,34 +99,34 @@ describe('the lexical index on two replicas of one vault', () => {
     expect(view.steps.find((s) => s.name === 'probe')!.detail).toMatch(/index coverage (\d+)\/\1/);
     // the erased subject's records left the index on both replicas
     const gone = written.filter((w) => w.subject === 'user:lex-a');
-    expect(await eventually(() => gone.every((w) => !replica.vectors.lexical.has(w.entryId) && !tv.vault.vectors.lexical.has(w.entryId)))).toBe(true);
+    expect(await eventually(() => gone.every((w) => !replica.vectors.lexical.has(w.entryId) && !tv.app.vectors.lexical.has(w.entryId)))).toBe(true);
   }, 60_000);
 
   it('reconcile loads what a missed notification left out and drops what a missed destruction left in', async () => {
     const kept = written.find((w) => w.subject === 'user:lex-b')!;
-    tv.vault.vectors.lexical.remove(kept.entryId);
+    tv.app.vectors.lexical.remove(kept.entryId);
     // a record whose row is gone (its key destroyed where this replica did not hear it)
-    tv.vault.vectors.publish([{ recordId: 'entry_ghostghostghostghost00', recordType: 'entry', keyId: 'key_gone', shingles: Float64Array.of(1, 2, 3) }]);
-    const coverage = await tv.vault.vectors.reconcile();
+    tv.app.vectors.publish([{ recordId: 'entry_ghostghostghostghost00', recordType: 'entry', keyId: 'key_gone', shingles: Float64Array.of(1, 2, 3) }]);
+    const coverage = await tv.app.vectors.reconcile();
     expect(coverage).toMatchObject({ loaded: 1, dropped: 1 });
     expect(coverage.indexed).toBe(coverage.stored);
-    expect(tv.vault.vectors.lexical.has(kept.entryId)).toBe(true);
-    expect(tv.vault.vectors.lexical.has('entry_ghostghostghostghost00')).toBe(false);
+    expect(tv.app.vectors.lexical.has(kept.entryId)).toBe(true);
+    expect(tv.app.vectors.lexical.has('entry_ghostghostghostghost00')).toBe(false);
   });
 
   it('a stored record the index can never hold (written before lexical indexing) fails the erasure loudly, naming the coverage', async () => {
-    const { entryId, keyId } = await tv.vault.log.append('user:lex-old', { text: 'An entry from an older lethe.' }, 'writer');
+    const { entryId, keyId } = await tv.app.log.append('user:lex-old', { text: 'An entry from an older lethe.' }, 'writer');
     // its row as an older lethe sealed it: the vector alone, no shingle set
-    const { dek } = await tv.vault.keys.dekFor(keyId);
-    const [vector] = await tv.vault.vectors.embedder.embed(['An entry from an older lethe.']);
-    const model = tv.vault.vectors.embedder.model;
-    await upsertEmbeddings(tv.vault.db.db, [{ recordId: entryId, recordType: 'entry', keyId, model, sealed: sealEmbedding(dek, { recordId: entryId, keyId, model }, vector!), foldVersion: 1 }]);
+    const { dek } = await tv.app.keys.dekFor(keyId);
+    const [vector] = await tv.app.vectors.embedder.embed(['An entry from an older lethe.']);
+    const model = tv.app.vectors.embedder.model;
+    await upsertEmbeddings(tv.app.db.db, [{ recordId: entryId, recordType: 'entry', keyId, model, sealed: sealEmbedding(dek, { recordId: entryId, keyId, model }, vector!), foldVersion: 1 }]);
     dek.fill(0);
-    await tv.vault.vectors.rebuild();
-    expect(tv.vault.vectors.lexical.has(entryId)).toBe(false);
-    await tv.vault.log.append('user:lex-c', { text: 'Someone to erase.' }, 'writer');
-    const { erasureId } = await tv.vault.erasures.request({ subject: 'user:lex-c' }, 'eraser');
-    const view = await tv.vault.erasures.settle(erasureId, (MAX_INDEX_WAITS + 10) * 1500);
+    await tv.app.vectors.rebuild();
+    expect(tv.app.vectors.lexical.has(entryId)).toBe(false);
+    await tv.app.log.append('user:lex-c', { text: 'Someone to erase.' }, 'writer');
+    const { erasureId } = await tv.app.erasures.request({ subject: 'user:lex-c' }, 'eraser');
+    const view = await tv.app.erasures.settle(erasureId, (MAX_INDEX_WAITS + 10) * 1500);
     expect(view.status).toBe('failed');
     const probe = view.steps.find((s) => s.name === 'probe')!;
     expect(probe.status).toBe('failed');

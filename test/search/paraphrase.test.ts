@@ -48,7 +48,7 @@ describe('paraphrased questions find their entry with the built-in embedder', ()
   beforeAll(async () => {
     tv = await openTestVault();
     for (const p of corpus.pairs) {
-      const { entryId } = await tv.vault.log.append(p.subject, { text: p.entry, kind: 'fact' }, 'writer');
+      const { entryId } = await tv.app.log.append(p.subject, { text: p.entry, kind: 'fact' }, 'writer');
       ids.set(p.subject, entryId);
     }
   });
@@ -71,7 +71,7 @@ describe('paraphrased questions find their entry with the built-in embedder', ()
   it(`ranks the right entry first for at least ${MIN_TOP1 * 100}% of the questions (hit rate and MRR@5 printed)`, async () => {
     const ranks: Array<{ subject: string; rank: number | undefined; top: string | undefined }> = [];
     for (const p of corpus.pairs) {
-      const { hits } = await tv.vault.search.search(p.query, 5, { allSubjects: true });
+      const { hits } = await tv.app.search.search(p.query, 5, { allSubjects: true });
       expect(hits.length).toBe(5);
       const at = hits.findIndex((h) => h.id === ids.get(p.subject));
       if (at >= 0) expect(hits[at]!.text).toBe(p.entry);
@@ -82,7 +82,7 @@ describe('paraphrased questions find their entry with the built-in embedder', ()
     const mrr = ranks.reduce((sum, r) => sum + (r.rank ? 1 / r.rank : 0), 0) / n;
     const misses = ranks.filter((r) => r.rank !== 1).map((r) => `  ${r.subject}: rank ${r.rank ?? '>5'}, first was "${r.top}"`);
     console.log(
-      `paraphrase retrieval (${tv.vault.vectors.embedder.model}, ${n} entries): top-1 hit rate ${top1}/${n} = ${(top1 / n).toFixed(3)}, ` +
+      `paraphrase retrieval (${tv.app.vectors.embedder.model}, ${n} entries): top-1 hit rate ${top1}/${n} = ${(top1 / n).toFixed(3)}, ` +
         `MRR@5 ${mrr.toFixed(3)}${misses.length ? `\n${misses.join('\n')}` : ''}`,
     );
     expect(top1 / n).toBeGreaterThanOrEqual(MIN_TOP1);

@@ -16,14 +16,14 @@ describe('overlapping rebuilds and a destruction in between', () => {
   const idsOf = (subject: string) => written.filter((w) => w.subject === subject).map((w) => w.entryId);
 
   beforeAll(async () => {
-    tv = await openTestVault({ vault: { listen: false } });
+    tv = await openTestVault({ app: { listen: false } });
     for (const [subject, text] of [
       ['user:keep', 'Keeps bees on the roof of the library.'],
       ['user:gone', 'Was treated for a rare tropical fever last spring.'],
       ['user:gone', 'Takes a weekly tropical fever follow-up at the clinic.'],
       ['user:other', 'Builds wooden canoes in a shed by the lake.'],
     ] as const) {
-      const { entryId, keyId } = await tv.vault.log.append(subject, { text }, 'writer');
+      const { entryId, keyId } = await tv.app.log.append(subject, { text }, 'writer');
       written.push({ subject, entryId, keyId });
     }
   });
@@ -36,7 +36,7 @@ describe('overlapping rebuilds and a destruction in between', () => {
     let destroyOnUnwrap: string | undefined = goneKey;
     const unwrapped: string[] = [];
     // the vault's key service, except that unwrapping user:gone's key has another replica destroy it right after (the rows are read, the DEK in hand)
-    const real = tv.vault.keys;
+    const real = tv.app.keys;
     const keys = new Proxy(real, {
       get(target, prop) {
         if (prop === 'dekFor') {

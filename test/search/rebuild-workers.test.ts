@@ -44,24 +44,24 @@ describe.each([
   const idsOf: string[][] = [];
 
   /** A Vectors service on the test vault (it hears no destruction event), with `keys` standing in for the vault's key service. */
-  const vectorsWith = (keys: KeyService = tv.vault.keys) => vectorsOn(tv, keys);
+  const vectorsWith = (keys: KeyService = tv.app.keys) => vectorsOn(tv, keys);
 
   beforeAll(async () => {
-    tv = await openTestVault({ embedded, vault: { listen: false } });
+    tv = await openTestVault({ embedded, app: { listen: false } });
     // one entry per subject through the log (its key), the rest sealed under the subject's key and inserted
     for (let s = 0; s < SUBJECTS; s++) {
-      const { entryId, keyId } = await tv.vault.log.append(`user:w${s}`, { text: text(s, 0) }, 'writer');
+      const { entryId, keyId } = await tv.app.log.append(`user:w${s}`, { text: text(s, 0) }, 'writer');
       keyOf.push(keyId);
       idsOf.push([entryId]);
-      const { dek } = await tv.vault.keys.dekFor(keyId);
+      const { dek } = await tv.app.keys.dekFor(keyId);
       try {
-        const sealed = await tv.vault.vectors.seal(
+        const sealed = await tv.app.vectors.seal(
           Array.from({ length: PER_SUBJECT - 1 }, (_, i) => ({ recordId: `entry_w${s}x${String(i).padStart(18, '0')}`, recordType: 'entry' as const, text: text(s, i + 1) })),
           keyId,
           dek,
         );
         await upsertEmbeddings(
-          tv.vault.db.db,
+          tv.app.db.db,
           sealed.map((e): SealedEmbedding => ({ recordId: e.recordId, recordType: e.recordType, keyId: e.keyId, model: e.model, sealed: e.sealed, foldVersion: e.foldVersion })),
         );
         idsOf[s]!.push(...sealed.map((e) => e.recordId));
@@ -116,7 +116,7 @@ describe.each([
       const goneKey = keyOf[s]!;
       let vectors: Vectors | undefined;
       // the vault's key service, except that unwrapping the subject's key has another replica destroy it right after (the rows are read, the key in hand)
-      const real = tv.vault.keys;
+      const real = tv.app.keys;
       let armed = true;
       const keys = new Proxy(real, {
         get(target, prop) {

@@ -106,8 +106,8 @@ describe('POST /v1/search, scoped to subjects', () => {
     expect(hits.find((h) => h.id === aliceSummary)).toMatchObject({ type: 'artifact', subject: ALICE, kind: 'summary', metadata: null, createdAt: summary.updatedAt });
     expect(hits.find((h) => h.id === aliceDigest)).toMatchObject({ type: 'artifact', subject: ALICE, kind: 'digest', metadata: null });
     // the fence covers exactly what was returned: Alice's key and her artifacts' version keys
-    const versionKeys = (await t.vault.artifacts.current([aliceSummary, aliceDigest])).map((a) => a.keyId!);
-    expect(t.vault.fences.parse(readFence).sort()).toEqual([...new Set([alice[0]!.keyId, ...versionKeys])].sort());
+    const versionKeys = (await t.app.artifacts.current([aliceSummary, aliceDigest])).map((a) => a.keyId!);
+    expect(t.app.fences.parse(readFence).sort()).toEqual([...new Set([alice[0]!.keyId, ...versionKeys])].sort());
   });
 
   it('a summary shared with Bob never appears in Alice\'s search, however many there are and however near', async () => {
@@ -131,7 +131,7 @@ describe('POST /v1/search, scoped to subjects', () => {
     expect(hits.find((h) => h.id === aliceSummary)?.subject).toBe(ALICE);
     // the nearest first: Bob's and the shared records lead
     expect(hits[0]!.subject === BOB || shared.includes(hits[0]!.id) || hits[0]!.id === sharedDigest).toBe(true);
-    const fenced = t.vault.fences.parse(readFence);
+    const fenced = t.app.fences.parse(readFence);
     expect(fenced).toContain(alice[0]!.keyId);
     expect(fenced).toContain(bob[0]!.keyId);
   });
@@ -148,7 +148,7 @@ describe('POST /v1/search, scoped to subjects', () => {
   it('a subject lethe has never seen has no hits: 200 with an empty list, no error', async () => {
     const { hits, readFence } = await ok<Result>(search({ subject: 'user:nobody-ever' }), 200);
     expect(hits).toEqual([]);
-    expect(t.vault.fences.parse(readFence)).toEqual([]);
+    expect(t.app.fences.parse(readFence)).toEqual([]);
     // among known subjects it changes nothing
     const mixed = await ok<Result>(search({ k: 100, subjects: [ALICE, 'user:nobody-ever'] }), 200);
     expect(mixed.hits.map((h) => h.id).sort()).toEqual([...alice.map((a) => a.entryId), aliceSummary, aliceDigest].sort());
@@ -180,7 +180,7 @@ describe('POST /v1/search, scoped to subjects', () => {
 
   it('an entry being forgotten is never a hit', async () => {
     const forgotten = alice[2]!.entryId;
-    await t.vault.db.db.execute(sql`update log_entries set forgotten_by = 'ers_scopedsearchtest00000' where entry_id = ${forgotten}`);
+    await t.app.db.db.execute(sql`update log_entries set forgotten_by = 'ers_scopedsearchtest00000' where entry_id = ${forgotten}`);
     try {
       for (const body of [{ k: 100, subject: ALICE }, { k: 100, subjects: [ALICE, BOB] }]) {
         const { hits } = await ok<Result>(search(body), 200);
@@ -190,12 +190,12 @@ describe('POST /v1/search, scoped to subjects', () => {
       const all = await ok<Result>(search({ k: 100, allSubjects: true }, 'admin'), 200);
       expect(all.hits.map((h) => h.id)).not.toContain(forgotten);
     } finally {
-      await t.vault.db.db.execute(sql`update log_entries set forgotten_by = null where entry_id = ${forgotten}`);
+      await t.app.db.db.execute(sql`update log_entries set forgotten_by = null where entry_id = ${forgotten}`);
     }
   });
 
   it('after Bob\'s key is destroyed his entries leave every scope, and the shared summaries stay out of Alice\'s', async () => {
-    await t.vault.keys.destroyKey(bob[0]!.keyId, { reason: 'scoped search test', actor: 'admin' });
+    await t.app.keys.destroyKey(bob[0]!.keyId, { reason: 'scoped search test', actor: 'admin' });
     const bobs = await ok<Result>(search({ k: 100, subject: BOB }), 200);
     expect(bobs.hits).toEqual([]);
     const { hits } = await ok<Result>(search({ k: 100, subjects: [ALICE, BOB] }), 200);

@@ -19,7 +19,7 @@ describe('readiness with MinIO', () => {
   });
 
   it('creates its bucket at start-up and is ready while MinIO answers', async () => {
-    expect(t.vault.objects.kind).toBe('s3');
+    expect(t.app.objects.kind).toBe('s3');
     const res = await t.call('GET', '/readyz', { role: 'none' });
     expect(res.status).toBe(200);
     // the backup bucket was created with Object Lock, so the ledger chain is retained; the chain holds what was stored; nothing is pending
@@ -27,18 +27,18 @@ describe('readiness with MinIO', () => {
       status: 'ok',
       checks: { database: 'ok', objectStore: 'ok', ledgerLock: 'ok', ledgerChain: 'ok', ledgerWrites: 'ok', listener: 'ok' },
       // this replica: listening, its index whole, its destruction cursor caught up, its erasure worker running
-      replica: expect.objectContaining({ id: t.vault.erasures.replica, listener: 'up', index: 'ready', appliedSeq: 0, erasureWorker: 'running' }),
+      replica: expect.objectContaining({ id: t.app.erasures.replica, listener: 'up', index: 'ready', appliedSeq: 0, erasureWorker: 'running' }),
     });
     expect((await t.call('POST', '/v1/subjects/user:ready/entries', { body: { text: 'before the outage' } })).status).toBe(201);
   });
 
   it('answers 503 naming the object store once MinIO is gone, and keys still lease', async () => {
-    const lease = await t.vault.keys.lease('user:ready', 'writer');
+    const lease = await t.app.keys.lease('user:ready', 'writer');
     await minio.stop({ keepData: true });
     const res = await t.call('GET', '/readyz', { role: 'none' });
     expect(res.status).toBe(503);
     expect(await res.json()).toMatchObject({ status: 'unavailable', checks: { database: 'ok', objectStore: 'failed' } });
-    const again = await t.vault.keys.lease('user:ready', 'writer');
+    const again = await t.app.keys.lease('user:ready', 'writer');
     expect(again.keyId).toBe(lease.keyId);
   });
 
@@ -47,18 +47,18 @@ describe('readiness with MinIO', () => {
     expect(res.status).toBe(503);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
     expect(((await res.json()) as { code: string }).code).toBe('unavailable');
-    const rows = await t.vault.db.db.select().from(logEntries);
+    const rows = await t.app.db.db.select().from(logEntries);
     expect(rows).toHaveLength(1); // only the entry acknowledged before the outage
   });
 
   it('once MinIO is back, appends resume and everything acknowledged before is readable', async () => {
-    const refused = await t.vault.log.append('user:ready', { text: 'refused while down' }, 'writer').catch((e: unknown) => e);
+    const refused = await t.app.log.append('user:ready', { text: 'refused while down' }, 'writer').catch((e: unknown) => e);
     expect(refused).toMatchObject({ code: 'unavailable' });
     minio = await startMinio(minioBinary(), minio);
     const res = await t.call('GET', '/readyz', { role: 'none' });
     expect(res.status).toBe(200);
     const after = await t.call('POST', '/v1/subjects/user:ready/entries', { body: { text: 'after the outage' } });
     expect(after.status).toBe(201);
-    expect((await t.vault.log.list('user:ready')).map((e) => e.text)).toEqual(['before the outage', 'after the outage']);
+    expect((await t.app.log.list('user:ready')).map((e) => e.text)).toEqual(['before the outage', 'after the outage']);
   });
 });

@@ -66,7 +66,8 @@ export function testEnv(options: { databaseUrl?: string | undefined; dataDir: st
 }
 
 export interface TestVault {
-  readonly vault: App;
+  /** The opened app (src/app/open.ts): its services. */
+  readonly app: App;
   readonly config: Config;
   readonly env: Record<string, string>;
   readonly db: TestDatabase | undefined;
@@ -77,7 +78,7 @@ export interface TestVault {
 }
 
 export async function openTestVault(
-  options: { embedded?: boolean; extraEnv?: Record<string, string>; vault?: Partial<OpenAppOptions> } = {},
+  options: { embedded?: boolean; extraEnv?: Record<string, string>; app?: Partial<OpenAppOptions> } = {},
 ): Promise<TestVault> {
   const db = options.embedded ? undefined : await createTestDatabase();
   const dataDir = tempDir();
@@ -86,10 +87,10 @@ export async function openTestVault(
   const env = testEnv({ databaseUrl: db?.url, dataDir, ...(extra ? { extra } : {}) });
   const config = loadConfig(env);
   const logger = createLogger('silent');
-  const vault = await openApp(config, { logger, ...options.vault });
+  const app = await openApp(config, { logger, ...options.app });
   const others: App[] = [];
   return {
-    vault,
+    app,
     config,
     env,
     db,
@@ -101,7 +102,7 @@ export async function openTestVault(
     },
     async close() {
       for (const v of others) await v.close().catch(() => {});
-      await vault.close();
+      await app.close();
       await db?.drop();
       rmSync(dataDir, { recursive: true, force: true });
     },
@@ -124,28 +125,29 @@ export function requestInit(method: string, o: CallOptions = {}): RequestInit {
 }
 
 export interface TestApp extends TestVault {
-  readonly app: OpenAPIHono<AuthEnv>;
-  /** app.request with the role's bearer token (or none). */
+  /** The HTTP app over it (src/http/app.ts). */
+  readonly http: OpenAPIHono<AuthEnv>;
+  /** http.request with the role's bearer token (or none). */
   call(method: string, path: string, options?: CallOptions): Promise<Response>;
 }
 
 export async function openTestApp(options: Parameters<typeof openTestVault>[0] = {}): Promise<TestApp> {
   const tv = await openTestVault(options);
-  const app = createHttpApp({ services: tv.vault, tokens: TokenStore.fromPairs(tv.config.tokens) });
+  const http = createHttpApp({ services: tv.app, tokens: TokenStore.fromPairs(tv.config.tokens) });
   return {
     ...tv,
-    app,
+    http,
     call(method, p, o = {}) {
-      return Promise.resolve(app.request(p, requestInit(method, o)));
+      return Promise.resolve(http.request(p, requestInit(method, o)));
     },
   };
 }
 
 /** Gives a test vault an audit history of every kind: two leases, a destruction, a rotation. */
 export async function withAuditHistory(tv: TestVault, reason: string): Promise<TestVault> {
-  const a = await tv.vault.keys.lease('user:a', 'writer');
-  await tv.vault.keys.lease('user:b', 'writer');
-  await tv.vault.keys.destroyKey(a.keyId, { reason, actor: 'admin' });
-  await tv.vault.epochs.rotate('admin');
+  const a = await tv.app.keys.lease('user:a', 'writer');
+  await tv.app.keys.lease('user:b', 'writer');
+  await tv.app.keys.destroyKey(a.keyId, { reason, actor: 'admin' });
+  await tv.app.epochs.rotate('admin');
   return tv;
 }

@@ -10,13 +10,13 @@ import { Vectors } from '../../src/vectors/service.js';
 import { ShingleHasher } from '../../src/vectors/shingles.js';
 import type { TestVault } from './vault.js';
 
-export async function vectorsOn(tv: TestVault, keys: KeyService = tv.vault.keys): Promise<Vectors> {
+export async function vectorsOn(tv: TestVault, keys: KeyService = tv.app.keys): Promise<Vectors> {
   return new Vectors({
-    db: tv.vault.db.db,
-    embedder: tv.vault.vectors.embedder,
+    db: tv.app.db.db,
+    embedder: tv.app.vectors.embedder,
     keys,
-    versionKeys: tv.vault.versionKeys,
-    shingles: new ShingleHasher(await tv.vault.provider.deriveSystemKey('shingle-index')),
+    versionKeys: tv.app.versionKeys,
+    shingles: new ShingleHasher(await tv.app.provider.deriveSystemKey('shingle-index')),
     logger: createLogger('silent'),
     metrics: createMetrics(),
   });

@@ -43,34 +43,34 @@ async function until(check: () => boolean, ms = 10_000): Promise<void> {
 
 describe('the key destruction event', () => {
   it('a destroyed subject key is published once, locally, after its ledger row committed, with its embeddings gone in the same transaction', async () => {
-    const { keyId } = await tv.vault.log.append('user:d1', { text: 'kept until the key goes' }, 'writer');
-    expect(await tv.vault.db.db.select().from(embeddings).where(eq(embeddings.keyId, keyId))).toHaveLength(1);
+    const { keyId } = await tv.app.log.append('user:d1', { text: 'kept until the key goes' }, 'writer');
+    expect(await tv.app.db.db.select().from(embeddings).where(eq(embeddings.keyId, keyId))).toHaveLength(1);
     let ledgerAtPublish: number | undefined;
     const seen: Array<{ keyIds: readonly string[]; origin: string }> = [];
-    const off = tv.vault.destructions.subscribe((keyIds, origin) => {
+    const off = tv.app.destructions.subscribe((keyIds, origin) => {
       seen.push({ keyIds, origin });
       // published after commit: another connection already sees the ledger row
-      void tv.vault.db.db.select().from(destructionLedger).where(eq(destructionLedger.keyId, keyId)).then((rows) => (ledgerAtPublish = rows.length));
+      void tv.app.db.db.select().from(destructionLedger).where(eq(destructionLedger.keyId, keyId)).then((rows) => (ledgerAtPublish = rows.length));
     });
     try {
-      await tv.vault.keys.destroyKey(keyId, { reason: 'test', actor: 'admin' });
-      await tv.vault.keys.destroyKey(keyId, { reason: 'again', actor: 'admin' }); // idempotent: nothing new to publish
+      await tv.app.keys.destroyKey(keyId, { reason: 'test', actor: 'admin' });
+      await tv.app.keys.destroyKey(keyId, { reason: 'again', actor: 'admin' }); // idempotent: nothing new to publish
     } finally {
       off();
     }
     expect(seen).toEqual([{ keyIds: [keyId], origin: 'local' }]);
     await until(() => ledgerAtPublish !== undefined);
     expect(ledgerAtPublish).toBe(1);
-    expect(await tv.vault.db.db.select().from(embeddings).where(eq(embeddings.keyId, keyId))).toEqual([]);
+    expect(await tv.app.db.db.select().from(embeddings).where(eq(embeddings.keyId, keyId))).toEqual([]);
   });
 
   it('another replica publishes it when it hears the key is gone, and drops its vectors', async () => {
-    const { keyId, entryId } = await tv.vault.log.append('user:d2', { text: 'a vector another replica loads' }, 'writer');
+    const { keyId, entryId } = await tv.app.log.append('user:d2', { text: 'a vector another replica loads' }, 'writer');
     await until(() => replica.vectors.index.keyOf(entryId) === keyId);
     const heard: Array<{ keyIds: readonly string[]; origin: string }> = [];
     const off = replica.destructions.subscribe((keyIds, origin) => heard.push({ keyIds, origin }));
     try {
-      await tv.vault.keys.destroyKey(keyId, { reason: 'test', actor: 'admin' });
+      await tv.app.keys.destroyKey(keyId, { reason: 'test', actor: 'admin' });
       await until(() => heard.length > 0);
     } finally {
       off();
@@ -80,11 +80,11 @@ describe('the key destruction event', () => {
   });
 
   it('destroying a key another replica already destroyed publishes it here when this replica has not heard of it yet', async () => {
-    const { keyId, entryId } = await tv.vault.log.append('user:d5', { text: 'a vector a deaf replica holds' }, 'writer');
+    const { keyId, entryId } = await tv.app.log.append('user:d5', { text: 'a vector a deaf replica holds' }, 'writer');
     // a replica that hears nothing (its notifications lost): it loads the vector at start-up
     const deaf = await tv.reopen({ listen: false, searchIndex: true });
     expect(deaf.vectors.index.keyOf(entryId)).toBe(keyId);
-    await tv.vault.keys.destroyKey(keyId, { reason: 'elsewhere', actor: 'admin' });
+    await tv.app.keys.destroyKey(keyId, { reason: 'elsewhere', actor: 'admin' });
     const seen = await published(deaf, async () => {
       const again = await deaf.keys.destroyKey(keyId, { reason: 'here', actor: 'eraser' });
       expect(again.destroyedNow).toBe(false);
@@ -96,21 +96,21 @@ describe('the key destruction event', () => {
   });
 
   it('a fence is heard by other replicas but is not a destruction', async () => {
-    const { keyId } = await tv.vault.log.append('user:d3', { text: 'fenced, not destroyed' }, 'writer');
+    const { keyId } = await tv.app.log.append('user:d3', { text: 'fenced, not destroyed' }, 'writer');
     const seen = await published(replica, async () => {
-      await tv.vault.keys.fenceKey(keyId, 'eraser');
+      await tv.app.keys.fenceKey(keyId, 'eraser');
       // the notification arrives and is checked; give it time to (wrongly) publish
       await new Promise((r) => setTimeout(r, 300));
     });
     expect(seen).toEqual([]);
-    await tv.vault.keys.unfenceKey(keyId, 'eraser');
+    await tv.app.keys.unfenceKey(keyId, 'eraser');
   });
 
   it('recording a destruction outside KeyDestructions.transaction throws and writes nothing', async () => {
     const keyId = 'key_notinatransaction0000';
-    const error = await tv.vault.db.db
+    const error = await tv.app.db.db
       .transaction((tx) =>
-        tv.vault.destructions.record(
+        tv.app.destructions.record(
           tx,
           { keyId, keyKind: 'subject', subjectHash: null, wrappedEpoch: 1, reason: 'test', destroyedAt: new Date(), leasedUntil: null },
           { actor: 'test', action: 'key.destroy', keyId },
@@ -118,13 +118,13 @@ describe('the key destruction event', () => {
       )
       .catch((e: unknown) => e);
     expect(isLetheError(error, 'internal')).toBe(true);
-    expect(await tv.vault.db.db.select().from(destructionLedger).where(eq(destructionLedger.keyId, keyId))).toEqual([]);
+    expect(await tv.app.db.db.select().from(destructionLedger).where(eq(destructionLedger.keyId, keyId))).toEqual([]);
   });
 
   it('a destruction whose transaction rolls back is not published', async () => {
-    const { keyId } = await tv.vault.log.append('user:d4', { text: 'survives a failed re-key' }, 'writer');
-    const seen = await published(tv.vault, async () => {
-      const error = await tv.vault.keys
+    const { keyId } = await tv.app.log.append('user:d4', { text: 'survives a failed re-key' }, 'writer');
+    const seen = await published(tv.app, async () => {
+      const error = await tv.app.keys
         .replaceKey(keyId, {
           reason: 'test',
           actor: 'admin',
@@ -138,6 +138,6 @@ describe('the key destruction event', () => {
       expect((error as Error).message).toBe('the migration failed');
     });
     expect(seen).toEqual([]);
-    expect((await tv.vault.keys.states([keyId])).get(keyId)).toBe('active');
+    expect((await tv.app.keys.states([keyId])).get(keyId)).toBe('active');
   });
 });

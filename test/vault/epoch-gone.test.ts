@@ -48,7 +48,7 @@ function windowed(real: KeyProvider, clock: () => Date) {
 }
 
 async function auditCount(tv: TestVault, action: string): Promise<number> {
-  const [row] = await queryRows<{ n: string }>(tv.vault.db.db, sql`select count(*) as n from audit_log where action = ${action}`);
+  const [row] = await queryRows<{ n: string }>(tv.app.db.db, sql`select count(*) as n from audit_log where action = ${action}`);
   return Number(row!.n);
 }
 
@@ -58,15 +58,15 @@ describe('a retired epoch is gone only when the provider says so', () => {
   const clock = () => new Date(now);
 
   beforeAll(async () => {
-    tv = await openTestVault({ embedded: true, vault: { erasureWorker: false } });
+    tv = await openTestVault({ embedded: true, app: { erasureWorker: false } });
   });
   afterAll(async () => {
     await tv?.close();
   });
 
   it('pending until its date; past the date still pending: re-dated, not gone; a cancelled deletion is destroyed again; gone only on the provider\'s word', async () => {
-    const w = windowed(tv.vault.provider, clock);
-    const epochs = new EpochService({ db: tv.vault.db.db, provider: w.provider, audit: tv.vault.audit, metrics: createMetrics(), batchSize: 100, now: clock });
+    const w = windowed(tv.app.provider, clock);
+    const epochs = new EpochService({ db: tv.app.db.db, provider: w.provider, audit: tv.app.audit, metrics: createMetrics(), batchSize: 100, now: clock });
     const rotated = await epochs.rotate('test');
     expect(rotated.retired).toEqual([1]);
     const goneAt = (w.states.get(1) as { goneAt: Date }).goneAt;

@@ -17,7 +17,7 @@ describe('KEK rotation and epoch retirement', () => {
   beforeAll(async () => {
     tv = await openTestVault({ extraEnv: { LETHE_REWRAP_BATCH_SIZE: '7' } });
     for (const s of SUBJECTS) {
-      const lease = await tv.vault.keys.lease(s, 'writer');
+      const lease = await tv.app.keys.lease(s, 'writer');
       deks.set(s, { keyId: lease.keyId, dek: Buffer.from(lease.dek).toString('hex') });
     }
     restored = await createTestDatabase();
@@ -31,11 +31,11 @@ describe('KEK rotation and epoch retirement', () => {
     const dumpFile = path.join(tempDir(), 'before-rotation.dump');
     execFileSync('pg_dump', ['--format=custom', `--file=${dumpFile}`, tv.db!.url]);
 
-    const result = await tv.vault.epochs.rotate('admin');
+    const result = await tv.app.epochs.rotate('admin');
     expect(result).toEqual({ epoch: 2, rewrapped: SUBJECTS.length, retired: [1], resumed: false });
 
     // the old KEK is gone from the keyring directory
-    expect(await tv.vault.provider.listEpochs()).toEqual([2]);
+    expect(await tv.app.provider.listEpochs()).toEqual([2]);
     expect(readdirSync(tv.config.keyringDir).some((f) => f.includes('00000001'))).toBe(false);
 
     // restore the old backup elsewhere and try every wrapped DEK in it
@@ -47,7 +47,7 @@ describe('KEK rotation and epoch retirement', () => {
     for (const row of oldRows) {
       expect(row.epoch).toBe(1);
       for (const epoch of [1, 2]) {
-        const err = await tv.vault.provider.unwrap(epoch, new Uint8Array(row.wrapped_dek), row.key_id, 'subject').catch((e: unknown) => e);
+        const err = await tv.app.provider.unwrap(epoch, new Uint8Array(row.wrapped_dek), row.key_id, 'subject').catch((e: unknown) => e);
         expect(isLetheError(err)).toBe(true);
       }
     }
@@ -58,7 +58,7 @@ describe('KEK rotation and epoch retirement', () => {
       expect(lease.keyId).toBe(deks.get(s)!.keyId);
       expect(Buffer.from(lease.dek).toString('hex')).toBe(deks.get(s)!.dek);
     }
-    const epochs = await tv.vault.epochs.list();
+    const epochs = await tv.app.epochs.list();
     expect(epochs.map((e) => [e.epoch, e.state, e.keys])).toEqual([
       [1, 'retired', 0],
       [2, 'active', SUBJECTS.length],
@@ -76,7 +76,7 @@ describe('KEK rotation and epoch retirement', () => {
       },
     });
     await expect(crashing.epochs.rotate('admin')).rejects.toThrow('simulated crash');
-    const midway = await tv.vault.epochs.list();
+    const midway = await tv.app.epochs.list();
     expect(midway.map((e) => [e.epoch, e.state])).toEqual([
       [1, 'retired'],
       [2, 'retiring'],
@@ -86,28 +86,28 @@ describe('KEK rotation and epoch retirement', () => {
     expect(midway[2]!.keys).toBe(14);
     // keys are readable in the middle of a rotation, from either epoch
     for (const s of SUBJECTS.slice(0, 3).concat(SUBJECTS.slice(-3))) {
-      const dek = await tv.vault.keys.dekFor(deks.get(s)!.keyId);
+      const dek = await tv.app.keys.dekFor(deks.get(s)!.keyId);
       expect(Buffer.from(dek.dek).toString('hex')).toBe(deks.get(s)!.dek);
     }
 
-    const resumed = await tv.vault.epochs.rotate('admin');
+    const resumed = await tv.app.epochs.rotate('admin');
     expect(resumed).toEqual({ epoch: 3, rewrapped: SUBJECTS.length - 14, retired: [2], resumed: true });
-    expect(await tv.vault.provider.listEpochs()).toEqual([3]);
+    expect(await tv.app.provider.listEpochs()).toEqual([3]);
     for (const s of SUBJECTS) {
-      const dek = await tv.vault.keys.dekFor(deks.get(s)!.keyId);
+      const dek = await tv.app.keys.dekFor(deks.get(s)!.keyId);
       expect(Buffer.from(dek.dek).toString('hex')).toBe(deks.get(s)!.dek);
     }
   });
 
   it('two replicas rotating at once end with one active epoch, everything older retired, and every key readable', async () => {
     const other = await tv.reopen({ listen: false });
-    const [a, b] = await Promise.all([tv.vault.epochs.rotate('admin'), other.epochs.rotate('admin')]);
-    const epochs = await tv.vault.epochs.list();
+    const [a, b] = await Promise.all([tv.app.epochs.rotate('admin'), other.epochs.rotate('admin')]);
+    const epochs = await tv.app.epochs.list();
     const active = epochs.filter((e) => e.state === 'active');
     expect(active).toHaveLength(1);
     expect(epochs.filter((e) => e.state !== 'active').every((e) => e.state === 'retired')).toBe(true);
     expect(a.rewrapped + b.rewrapped).toBeGreaterThanOrEqual(SUBJECTS.length);
-    expect(await tv.vault.provider.listEpochs()).toEqual([active[0]!.epoch]);
+    expect(await tv.app.provider.listEpochs()).toEqual([active[0]!.epoch]);
     for (const s of SUBJECTS) {
       const dek = await other.keys.dekFor(deks.get(s)!.keyId);
       expect(Buffer.from(dek.dek).toString('hex')).toBe(deks.get(s)!.dek);
@@ -118,13 +118,13 @@ describe('KEK rotation and epoch retirement', () => {
     const slow = await tv.reopen({
       listen: false,
       onRewrapBatch: async () => {
-        await tv.vault.keys.lease(`late:${Math.random().toString(36).slice(2)}`, 'writer');
+        await tv.app.keys.lease(`late:${Math.random().toString(36).slice(2)}`, 'writer');
       },
     });
     const result = await slow.epochs.rotate('admin');
-    const late = (await tv.vault.epochs.list()).find((e) => e.epoch === result.epoch)!;
+    const late = (await tv.app.epochs.list()).find((e) => e.epoch === result.epoch)!;
     expect(late.keys).toBeGreaterThan(SUBJECTS.length);
-    expect((await tv.vault.epochs.list()).filter((e) => e.state === 'retiring')).toEqual([]);
+    expect((await tv.app.epochs.list()).filter((e) => e.state === 'retiring')).toEqual([]);
   });
 
   it('a vault started with the wrong root key refuses to start instead of writing under a new keyring', async () => {

@@ -59,7 +59,7 @@ async function scene(t: TestApp): Promise<Scene> {
     201,
   );
   const { erasureId } = await ok<{ erasureId: string }>(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: erased } }), 202);
-  const db = t.vault.db.db;
+  const db = t.app.db.db;
   const [art] = await queryRows<{ key_id: string }>(db, sql`select key_id from artifact_keys where artifact_id = ${artifactId}`);
   const [ers] = await queryRows<{ key_id: string }>(db, sql`select key_id from artifact_keys where artifact_id = ${erasureId}`);
   expect(art, 'the summary has a version key').toBeDefined();
@@ -70,10 +70,10 @@ async function scene(t: TestApp): Promise<Scene> {
 /** Copies an artifact_keys row's key id, epoch and wrapped key into subject_keys as the live key of a subject never seen. */
 async function swapIntoSubjectKeys(t: TestApp, keyId: string): Promise<string> {
   const victim = `user:kp-victim-${tag()}`;
-  const hash = t.vault.keys.subjectHash(victim);
-  await t.vault.db.db.execute(sql`insert into subject_keys (key_id, subject_hash, state, epoch, wrapped_dek, created_at, updated_at)
+  const hash = t.app.keys.subjectHash(victim);
+  await t.app.db.db.execute(sql`insert into subject_keys (key_id, subject_hash, state, epoch, wrapped_dek, created_at, updated_at)
                                   select key_id, ${Buffer.from(hash)}, 'active', epoch, wrapped_dek, now(), now() from artifact_keys where key_id = ${keyId}`);
-  t.vault.cache.clear();
+  t.app.cache.clear();
   return victim;
 }
 
@@ -89,7 +89,7 @@ describe('key purposes under a new-format epoch', () => {
   let s: Scene;
 
   beforeAll(async () => {
-    t = await openTestApp({ vault: { erasureWorker: false } });
+    t = await openTestApp({ app: { erasureWorker: false } });
     s = await scene(t);
   });
   afterAll(async () => {
@@ -97,7 +97,7 @@ describe('key purposes under a new-format epoch', () => {
   });
 
   it('a fresh vault\'s epoch binds purposes (wrap_format 2) and each version-key row records its purpose', async () => {
-    const db = t.vault.db.db;
+    const db = t.app.db.db;
     expect(await queryRows(db, sql`select epoch, wrap_format from epochs`)).toEqual([{ epoch: 1, wrap_format: 2 }]);
     const rows = await queryRows<{ key_id: string; purpose: string }>(db, sql`select key_id, purpose from artifact_keys order by purpose`);
     expect(rows).toEqual(
@@ -109,30 +109,30 @@ describe('key purposes under a new-format epoch', () => {
   });
 
   it('an erasure key copied into subject_keys is not leased as a subject DEK', async () => {
-    const erasureKey = await t.vault.versionKeys.unwrap(s.erasureKeyId, 'erasure');
+    const erasureKey = await t.app.versionKeys.unwrap(s.erasureKeyId, 'erasure');
     const victim = await swapIntoSubjectKeys(t, s.erasureKeyId);
     await expectLeaseRefused(t, victim, erasureKey);
     // nor through the service, nor through the key's id
-    await expect(t.vault.keys.lease(victim, 'writer')).rejects.toMatchObject({ code: 'decrypt_failed' });
-    await expect(t.vault.keys.dekFor(s.erasureKeyId)).rejects.toMatchObject({ code: 'decrypt_failed' });
+    await expect(t.app.keys.lease(victim, 'writer')).rejects.toMatchObject({ code: 'decrypt_failed' });
+    await expect(t.app.keys.dekFor(s.erasureKeyId)).rejects.toMatchObject({ code: 'decrypt_failed' });
     erasureKey.fill(0);
   });
 
   it('an artifact-version key copied into subject_keys is not leased as a subject DEK', async () => {
-    const versionKey = await t.vault.versionKeys.unwrap(s.artifactKeyId, 'artifact-version');
+    const versionKey = await t.app.versionKeys.unwrap(s.artifactKeyId, 'artifact-version');
     const victim = await swapIntoSubjectKeys(t, s.artifactKeyId);
     await expectLeaseRefused(t, victim, versionKey);
     versionKey.fill(0);
   });
 
   it('a version key is unwrapped only as what its row says it is, and the row cannot be relabelled', async () => {
-    await expect(t.vault.versionKeys.unwrap(s.artifactKeyId, 'erasure')).rejects.toMatchObject({ code: 'conflict' });
-    await expect(t.vault.versionKeys.unwrap(s.erasureKeyId, 'artifact-version')).rejects.toMatchObject({ code: 'conflict' });
+    await expect(t.app.versionKeys.unwrap(s.artifactKeyId, 'erasure')).rejects.toMatchObject({ code: 'conflict' });
+    await expect(t.app.versionKeys.unwrap(s.erasureKeyId, 'artifact-version')).rejects.toMatchObject({ code: 'conflict' });
     // relabel the erasure key's row as an artifact-version key: its wrap still says erasure
-    const db = t.vault.db.db;
+    const db = t.app.db.db;
     await db.execute(sql`update artifact_keys set purpose = 'artifact-version' where key_id = ${s.erasureKeyId}`);
     try {
-      await expect(t.vault.versionKeys.unwrap(s.erasureKeyId, 'artifact-version')).rejects.toMatchObject({ code: 'decrypt_failed' });
+      await expect(t.app.versionKeys.unwrap(s.erasureKeyId, 'artifact-version')).rejects.toMatchObject({ code: 'decrypt_failed' });
     } finally {
       await db.execute(sql`update artifact_keys set purpose = 'erasure' where key_id = ${s.erasureKeyId}`);
     }
@@ -140,27 +140,27 @@ describe('key purposes under a new-format epoch', () => {
     const [subjectRow] = await queryRows<{ key_id: string }>(db, sql`select key_id from subject_keys where key_id not in (select key_id from artifact_keys) limit 1`);
     await db.execute(sql`insert into artifact_keys (key_id, artifact_id, version, epoch, wrapped_dek, created_at, purpose)
                          select key_id, 'art_forged', 1, epoch, wrapped_dek, now(), 'artifact-version' from subject_keys where key_id = ${subjectRow!.key_id}`);
-    await expect(t.vault.versionKeys.unwrap(subjectRow!.key_id, 'artifact-version')).rejects.toMatchObject({ code: 'decrypt_failed' });
+    await expect(t.app.versionKeys.unwrap(subjectRow!.key_id, 'artifact-version')).rejects.toMatchObject({ code: 'decrypt_failed' });
   });
 
   it('a rotation refuses to re-wrap a forged row, naming it; without the forged rows it resumes and completes', async () => {
-    const db = t.vault.db.db;
-    const err = await t.vault.epochs.rotate('admin').catch((e: unknown) => e);
+    const db = t.app.db.db;
+    const err = await t.app.epochs.rotate('admin').catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'decrypt_failed' });
     expect((err as Error).message).toMatch(/does not unwrap as a (subject|artifact-version) key under epoch 1/);
     expect((err as Error).message).toMatch(/key key_\S+ in (subject_keys|artifact_keys)/);
     // the forgeries go: the subject DEK copied into artifact_keys, then the version keys copied into subject_keys
     await db.execute(sql`delete from artifact_keys where artifact_id = 'art_forged'`);
     await db.execute(sql`delete from subject_keys where key_id in (select key_id from artifact_keys)`);
-    const result = await t.vault.epochs.rotate('admin');
+    const result = await t.app.epochs.rotate('admin');
     expect(result).toMatchObject({ epoch: 2, retired: [1], resumed: true });
   });
 
   it('the rightful holders still unwrap: the summary and the entry read back, the erasure key opens as an erasure key', async () => {
-    t.vault.cache.clear();
+    t.app.cache.clear();
     expect((await ok<{ text: string }>(t.call('GET', `/v1/artifacts/${s.artifactId}`), 200)).text).toMatch(/herons/);
     expect((await ok<{ text: string }>(t.call('GET', `/v1/entries/${s.entryId}`), 200)).text).toMatch(/herons/);
-    const key = await t.vault.versionKeys.unwrap(s.erasureKeyId, 'erasure');
+    const key = await t.app.versionKeys.unwrap(s.erasureKeyId, 'erasure');
     expect(key).toHaveLength(32);
     key.fill(0);
   });
@@ -175,12 +175,12 @@ describe('key purposes across the migration: legacy wraps under a wrap_format 1 
   let erasureKey: Uint8Array;
 
   beforeAll(async () => {
-    t = await openTestApp({ vault: { erasureWorker: false } });
+    t = await openTestApp({ app: { erasureWorker: false } });
     s = await scene(t);
-    subjectKeyId = (await t.vault.keys.ensureKey(subject, 'writer')).keyId;
-    erasureKey = await t.vault.versionKeys.unwrap(s.erasureKeyId, 'erasure');
+    subjectKeyId = (await t.app.keys.ensureKey(subject, 'writer')).keyId;
+    erasureKey = await t.app.versionKeys.unwrap(s.erasureKeyId, 'erasure');
     // epoch 1 as the migration leaves an epoch created before this change, and its keys as wrapped back then
-    const db = t.vault.db.db;
+    const db = t.app.db.db;
     await db.execute(sql`update epochs set wrap_format = 1 where epoch = 1`);
     const kek = kekOf(t, 1);
     const legacy = [
@@ -194,7 +194,7 @@ describe('key purposes across the migration: legacy wraps under a wrap_format 1 
       else await db.execute(sql`update artifact_keys set wrapped_dek = ${wrapped} where key_id = ${keyId}`);
     }
     kek.fill(0);
-    t.vault.cache.clear();
+    t.app.cache.clear();
   });
   afterAll(async () => {
     erasureKey?.fill(0);
@@ -204,31 +204,31 @@ describe('key purposes across the migration: legacy wraps under a wrap_format 1 
   it('legacy-wrapped keys still unwrap, each through its own path, before the rotation', async () => {
     const lease = await ok<{ keyId: string; dek: string }>(t.call('POST', `/v1/subjects/${subject}/key/lease`), 200);
     expect(lease).toMatchObject({ keyId: subjectKeyId, dek: toBase64Url(known.dek) });
-    expect(await t.vault.versionKeys.unwrap(s.artifactKeyId, 'artifact-version')).toEqual(known.version);
-    expect(await t.vault.versionKeys.unwrap(s.erasureKeyId, 'erasure')).toEqual(erasureKey);
+    expect(await t.app.versionKeys.unwrap(s.artifactKeyId, 'artifact-version')).toEqual(known.version);
+    expect(await t.app.versionKeys.unwrap(s.erasureKeyId, 'erasure')).toEqual(erasureKey);
     // the stored purpose is still checked for a legacy row
-    await expect(t.vault.versionKeys.unwrap(s.erasureKeyId, 'artifact-version')).rejects.toMatchObject({ code: 'conflict' });
+    await expect(t.app.versionKeys.unwrap(s.erasureKeyId, 'artifact-version')).rejects.toMatchObject({ code: 'conflict' });
   });
 
   it('a key made under the legacy epoch is wrapped purpose-bound all the same, and cannot be swapped', async () => {
     const fresh = await scene(t);
-    const [row] = await queryRows<{ epoch: number; wrapped_dek: Uint8Array }>(t.vault.db.db, sql`select epoch, wrapped_dek from artifact_keys where key_id = ${fresh.erasureKeyId}`);
+    const [row] = await queryRows<{ epoch: number; wrapped_dek: Uint8Array }>(t.app.db.db, sql`select epoch, wrapped_dek from artifact_keys where key_id = ${fresh.erasureKeyId}`);
     expect(row!.epoch).toBe(1);
     const kek = kekOf(t, 1);
     expect(opensUnderLegacyContext(kek, 1, fresh.erasureKeyId, new Uint8Array(row!.wrapped_dek))).toBe(false);
     kek.fill(0);
-    const key = await t.vault.versionKeys.unwrap(fresh.erasureKeyId, 'erasure');
+    const key = await t.app.versionKeys.unwrap(fresh.erasureKeyId, 'erasure');
     const victim = await swapIntoSubjectKeys(t, fresh.erasureKeyId);
     await expectLeaseRefused(t, victim, key);
     key.fill(0);
     // the forged row would stop the rotation below (it cannot be re-wrapped as a subject key): it goes
-    await t.vault.db.db.execute(sql`delete from subject_keys where key_id = ${fresh.erasureKeyId}`);
+    await t.app.db.db.execute(sql`delete from subject_keys where key_id = ${fresh.erasureKeyId}`);
   });
 
   it('a rotation re-wraps every key purpose-bound under a wrap_format 2 epoch: no legacy wrap remains, every key still opens', async () => {
-    const result = await t.vault.epochs.rotate('admin');
+    const result = await t.app.epochs.rotate('admin');
     expect(result).toMatchObject({ epoch: 2, retired: [1] });
-    const db = t.vault.db.db;
+    const db = t.app.db.db;
     expect(await queryRows(db, sql`select epoch, wrap_format, state from epochs order by epoch`)).toEqual([
       { epoch: 1, wrap_format: 1, state: 'retired' },
       { epoch: 2, wrap_format: 2, state: 'active' },
@@ -247,11 +247,11 @@ describe('key purposes across the migration: legacy wraps under a wrap_format 1 
       unwrapKey({ kek, kekId: 'kek-2', wrapped, keyId: r.key_id, purpose: r.purpose }).fill(0);
     }
     kek.fill(0);
-    t.vault.cache.clear();
+    t.app.cache.clear();
     const lease = await ok<{ keyId: string; dek: string }>(t.call('POST', `/v1/subjects/${subject}/key/lease`), 200);
     expect(lease).toMatchObject({ keyId: subjectKeyId, dek: toBase64Url(known.dek) });
-    expect(await t.vault.versionKeys.unwrap(s.artifactKeyId, 'artifact-version')).toEqual(known.version);
-    expect(await t.vault.versionKeys.unwrap(s.erasureKeyId, 'erasure')).toEqual(erasureKey);
+    expect(await t.app.versionKeys.unwrap(s.artifactKeyId, 'artifact-version')).toEqual(known.version);
+    expect(await t.app.versionKeys.unwrap(s.erasureKeyId, 'erasure')).toEqual(erasureKey);
   });
 
   it('after the rotation, the once-legacy erasure key copied into subject_keys is refused', async () => {
