@@ -84,7 +84,6 @@ export const WRITE_EXCEPTIONS: Readonly<Record<string, { readonly tables: readon
  */
 export const ALLOWED_LONG_FILES: readonly string[] = [
   'src/backups/ledger-chain.ts',
-  'src/config/index.ts',
   'src/db/schema.ts',
   'src/keyprovider/aws-kms.ts',
   'src/vault/audit.ts',
@@ -93,7 +92,6 @@ export const ALLOWED_LONG_FILES: readonly string[] = [
 ];
 export const ALLOWED_LONG_FUNCTIONS: readonly string[] = [
   'src/backups/restore.ts#restoreBackup',
-  'src/config/index.ts#loadConfig',
 ];
 export const ALLOWED_CYCLES: readonly (readonly string[])[] = [
 ];
