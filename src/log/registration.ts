@@ -15,6 +15,7 @@ import { type Executor, queryRows, type Transaction } from '../db/client.js';
 import { LetheError } from '../errors.js';
 import { SEGMENT_KEY_PATTERN } from '../ids.js';
 import type { LogDeps } from './deps.js';
+import type { Claimed } from './indexer-types.js';
 
 export interface RegisteredEntry {
   readonly entryId: string;
@@ -93,15 +94,9 @@ async function tellErasedSubjects(deps: LogDeps, rows: readonly Row[], answered:
   for (const r of gone) if (refusals.get(r.subjectHash)?.code === 'subject_erased') answered.set(r.entryId, 'subject_erased');
 }
 
-interface IndexedPlace {
-  entry_id: string;
+/** An indexed entry's place: the queue's claimed row, and its subject. */
+interface IndexedPlace extends Claimed {
   subject_hash: Uint8Array;
-  key_id: string;
-  seq: number;
-  segment: string;
-  frame_offset: number;
-  frame_length: number;
-  wrapped_key: Uint8Array | null;
 }
 
 /**

@@ -1,6 +1,7 @@
 /** The artifacts operations, one file each, registered in the order the OpenAPI document lists them. */
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { AuthEnv, TokenStore } from '../../auth.js';
+import { registerAll, type UsesOf } from '../operations.js';
 import * as writeArtifact from './write-artifact.js';
 import * as listArtifacts from './list-artifacts.js';
 import * as getArtifact from './get-artifact.js';
@@ -9,21 +10,12 @@ import * as regenerateArtifact from './regenerate-artifact.js';
 import * as searchMemory from './search-memory.js';
 import * as recordTrainingExposure from './record-training-exposure.js';
 
-/** The services the artifacts routes call, together. */
-export type Uses = writeArtifact.Uses &
-  listArtifacts.Uses &
-  getArtifact.Uses &
-  getArtifactProvenance.Uses &
-  regenerateArtifact.Uses &
-  searchMemory.Uses &
-  recordTrainingExposure.Uses;
+/** The operations, in the order the document lists them. */
+const OPERATIONS = [writeArtifact, listArtifacts, getArtifact, getArtifactProvenance, regenerateArtifact, searchMemory, recordTrainingExposure] as const;
+
+/** The services these routes call, together. */
+export type Uses = UsesOf<typeof OPERATIONS>;
 
 export function registerArtifactRoutes(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: TokenStore): void {
-  writeArtifact.register(app, services, tokens);
-  listArtifacts.register(app, services, tokens);
-  getArtifact.register(app, services, tokens);
-  getArtifactProvenance.register(app, services, tokens);
-  regenerateArtifact.register(app, services, tokens);
-  searchMemory.register(app, services, tokens);
-  recordTrainingExposure.register(app, services, tokens);
+  registerAll(app, services, tokens, OPERATIONS);
 }
