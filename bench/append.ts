@@ -461,13 +461,17 @@ export async function runAppend(): Promise<AppendResult> {
     });
     if (warm.errors > 0) {
       const exited = server.child.exitCode !== null || server.child.signalCode !== null;
-      throw new Error(`writer warm-up: ${warm.errors} appends failed, first: ${warm.firstError}${exited ? `; the service exited:\n${server.stderrTail.join('\n')}` : ''}`);
+      throw new Error(
+        `writer warm-up: ${warm.errors} appends failed, first: ${warm.firstError}${exited ? `; the service exited:\n${server.stderrTail.join('\n')}` : ''}`,
+      );
     }
     const segsBefore = new Set((await listAll(store, 'log/')).map((o) => o.key));
     // the warm-up's entries indexed before the measured phase
     if (indexing) await waitForQueue(poller, byMode({ quick: 10_000, normal: 10_000, full: 60_000 }));
 
-    progress(`append: writer, ${fmtInt(entries)} entries x ${ENTRY_BYTES} B, ${concurrency} in flight (service in its own process; search lag read every 100 ms)`);
+    progress(
+      `append: writer, ${fmtInt(entries)} entries x ${ENTRY_BYTES} B, ${concurrency} in flight (service in its own process; search lag read every 100 ms)`,
+    );
     const delayBefore = bucketsOf(await (await fetch(`${base}/metrics`)).text(), 'lethe_search_index_delay_seconds');
     poller.recording = true;
     const writerRun = await drive(entries, concurrency, servicePid, async (i) => {
@@ -610,7 +614,8 @@ export async function runAppend(): Promise<AppendResult> {
     const storedBytes = logObjects.reduce((n, o) => n + o.size, 0);
     const expectedFrames = subjects + entries - writerRun.errors;
     if (frames !== expectedFrames) warnings.push(`log_entries holds ${frames} frames, expected ${expectedFrames}`);
-    if (indexing && queuedAfterWait === 0 && embedded !== frames) warnings.push(`${embedded} embeddings for ${frames} entries: not every entry became searchable`);
+    if (indexing && queuedAfterWait === 0 && embedded !== frames)
+      warnings.push(`${embedded} embeddings for ${frames} entries: not every entry became searchable`);
     if (indexedSegments !== logObjects.length) warnings.push(`${logObjects.length} objects under log/, ${indexedSegments} segments indexed`);
     const textBytes = frames * ENTRY_BYTES;
     const parts = { header: ENVELOPE_FIXED_HEADER, keyId: keyIdLength, nonce: NONCE_LENGTH, commitment: COMMITMENT_LENGTH, tag: TAG_LENGTH };
@@ -721,13 +726,28 @@ export function formatAppend(r: AppendResult): string {
       `${fmtInt(r.entries)} entries x ${r.entryBytes} B round-robin over ${fmtInt(r.subjects)} subjects, ${r.concurrency} in flight, ` +
       `segments at ${r.segmentMaxBytes / 2 ** 20} MiB or ${r.segmentMaxAgeMs} ms, reserve ${r.reserveBlock}; load average ${r.loadAverage.start.join(' ')} at the start, ${r.loadAverage.end.join(' ')} at the end`,
     table(
-      ['path', 'entries/s', 'MB/s text', 'seconds', 'objects', 'entries/object', 'KiB/object', 'p50 ms', 'p99 ms', 'CPU s (this process)', 'CPU s (service)', 'errors'],
+      [
+        'path',
+        'entries/s',
+        'MB/s text',
+        'seconds',
+        'objects',
+        'entries/object',
+        'KiB/object',
+        'p50 ms',
+        'p99 ms',
+        'CPU s (this process)',
+        'CPU s (service)',
+        'errors',
+      ],
       [row(r.writer), row(r.baseline)],
     ),
     `writer / baseline = ${fmtRatio(r.ratio)} (aim >= ${r.target}: ${r.ratio >= r.target ? 'met' : 'NOT met'})`,
     `search lag during the writer phase (lethe_search_lag_seconds, ${fmtInt(l.samples)} samples): p50 ${fmtNum(l.p50, 2)} s, p99 ${fmtNum(l.p99, 2)} s, max ${fmtNum(l.max, 2)} s ` +
       `(aim p99 < 1 s: ${l.p99 < 1 ? 'met' : 'NOT met'}); ${fmtInt(l.queuedAtEnd)} entries queued at the last append, ` +
-      (l.queuedAfterWait === 0 ? `the queue empty ${fmtNum(l.drainSeconds, 1)} s later` : `${fmtInt(l.queuedAfterWait)} still queued ${fmtNum(l.drainSeconds, 1)} s later`) +
+      (l.queuedAfterWait === 0
+        ? `the queue empty ${fmtNum(l.drainSeconds, 1)} s later`
+        : `${fmtInt(l.queuedAfterWait)} still queued ${fmtNum(l.drainSeconds, 1)} s later`) +
       ` (the indexer alone: ${fmtInt(l.drainedPerSec)} entries/s); ` +
       `per entry (registration → searchable, histogram bucket bounds, ${fmtInt(l.perEntry.count)} entries): p50 <= ${fmtNum(l.perEntry.p50, 2)} s, p99 <= ${fmtNum(l.perEntry.p99, 2)} s`,
     formatAims(r.aims),

@@ -70,7 +70,7 @@
  * 1 MB = 10^6 bytes.
  */
 import { randomBytes } from 'node:crypto';
-import { Client } from 'minio';
+import type { Client } from 'minio';
 import postgres from 'postgres';
 import type { Manifest } from '../src/backups/manifest.js';
 import { manifestKey, sealManifest } from '../src/backups/manifest.js';
@@ -378,7 +378,9 @@ export async function runBackup(): Promise<BackupResult> {
     });
     const artifactsSeconds = (performance.now() - a0) / 1000;
 
-    const liveObjects = (await Promise.all(BACKED_UP.map((p) => listObjects(client, bucket, p)))).flat().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const liveObjects = (await Promise.all(BACKED_UP.map((p) => listObjects(client, bucket, p))))
+      .flat()
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const liveBytes = liveObjects.reduce((n, o) => n + o.size, 0);
     const logObjects = liveObjects.filter((o) => o.name.startsWith('log/')).length;
     const artifactObjects = liveObjects.length - logObjects;
@@ -453,8 +455,7 @@ export async function runBackup(): Promise<BackupResult> {
     // ------------------------------------------------------------ 4. holders
     const extraCount = holders - 3;
     const projectedRealSeconds = extraCount * incremental.seconds;
-    const extras: 'real' | 'synthetic' =
-      extrasMode === 'real' || (extrasMode === 'auto' && projectedRealSeconds <= realLimitSeconds) ? 'real' : 'synthetic';
+    const extras: 'real' | 'synthetic' = extrasMode === 'real' || (extrasMode === 'auto' && projectedRealSeconds <= realLimitSeconds) ? 'real' : 'synthetic';
     progress(
       `backup: ${fmtInt(extraCount)} more backups holding every original key: ${extras} ` +
         `(${fmtInt(extraCount)} real runs would take ~${fmtSeconds(projectedRealSeconds)}; limit ${realLimitSeconds} s)`,
@@ -548,7 +549,10 @@ export async function runBackup(): Promise<BackupResult> {
       };
       const manifestVersionCounts = new Map<string, number>();
       for (const o of after.values()) if (isManifest(o.name)) manifestVersionCounts.set(o.name, (manifestVersionCounts.get(o.name) ?? 0) + 1);
-      const manifestsOnce = written.manifests === 0 && manifestVersionCounts.size === dbBefore.size && [...dbBefore.keys()].every((id) => manifestVersionCounts.get(manifestKey(id)) === 1);
+      const manifestsOnce =
+        written.manifests === 0 &&
+        manifestVersionCounts.size === dbBefore.size &&
+        [...dbBefore.keys()].every((id) => manifestVersionCounts.get(manifestKey(id)) === 1);
       const ledgerOnly = written.chainRecords === 1 && written.heads === 1 && written.other === 0 && written.manifests === 0;
 
       const dbAfter = await q`select backup_id, manifest_version from backups`;
@@ -562,9 +566,14 @@ export async function runBackup(): Promise<BackupResult> {
       }
       const reportedOk = result.keys === 1 && result.backups === holderIds.length;
       if (!reportedOk) {
-        warnings.push(`propagate for ${keyId} reported ${result.keys} destructions / ${result.backups} backups (${result.records} records), expected 1 / ${holderIds.length}`);
+        warnings.push(
+          `propagate for ${keyId} reported ${result.keys} destructions / ${result.backups} backups (${result.records} records), expected 1 / ${holderIds.length}`,
+        );
       }
-      if (!manifestsOnce) warnings.push(`after destroying ${keyId}: ${written.manifests} manifest object versions were added, or a backup's manifest does not have exactly one version`);
+      if (!manifestsOnce)
+        warnings.push(
+          `after destroying ${keyId}: ${written.manifests} manifest object versions were added, or a backup's manifest does not have exactly one version`,
+        );
       if (!ledgerOnly) {
         warnings.push(
           `after destroying ${keyId}: the backup bucket gained ${written.chainRecords} chain record(s), ${written.heads} head version(s), ` +
@@ -720,7 +729,19 @@ export function formatBackup(r: BackupResult): string {
       `(made in ${fmtSeconds(p.extrasSeconds)}; ${fmtInt(p.extraBackups)} real runs estimated at ${fmtSeconds(p.projectedRealSeconds)}, limit ${p.realLimitSeconds} s); ` +
       `manifest ${fmtNum(p.manifestBytes / 1e6, 2)} MB (written once, never by a propagation); bytes/objects written = new object versions in the backup bucket per destruction`,
     table(
-      ['key held by', 'backups', 'samples', 'propagate ms (median)', 'ms per backup', 'destroy → done ms', 'destroyKey ms', 'bytes written', 'objects written', 'samples ms', 'checks'],
+      [
+        'key held by',
+        'backups',
+        'samples',
+        'propagate ms (median)',
+        'ms per backup',
+        'destroy → done ms',
+        'destroyKey ms',
+        'bytes written',
+        'objects written',
+        'samples ms',
+        'checks',
+      ],
       [prow('1 backup', p.one), prow(`${fmtInt(p.holders)} backups`, p.many)],
     ),
     `${fmtInt(p.holders)} ÷ 1 backup: propagate ms ${fmtRatio(p.ratio)}, bytes written per destruction ${fmtRatio(p.bytesWritten.ratio)} ` +

@@ -98,7 +98,28 @@ export interface BulkResult {
 // ------------------------------------------------------------------ text
 
 /** Random tokens (a word stem and hex): no word sequence is shared across subjects. */
-const STEMS = ['amber', 'birch', 'cedar', 'delta', 'ember', 'fjord', 'grove', 'heron', 'iris', 'juniper', 'kelp', 'lumen', 'maple', 'nectar', 'opal', 'pine', 'quartz', 'raven', 'sage', 'tidal'];
+const STEMS = [
+  'amber',
+  'birch',
+  'cedar',
+  'delta',
+  'ember',
+  'fjord',
+  'grove',
+  'heron',
+  'iris',
+  'juniper',
+  'kelp',
+  'lumen',
+  'maple',
+  'nectar',
+  'opal',
+  'pine',
+  'quartz',
+  'raven',
+  'sage',
+  'tidal',
+];
 function tokens(n: number): string {
   const raw = randomBytes(n * 3);
   const out: string[] = [];
@@ -200,13 +221,11 @@ async function runPhase(replicas: number): Promise<{ phase: BulkPhase; warnings:
     let created = 0;
     let refused = 0;
     for (let i = 0; i < subjects.length; i += BATCH) {
-      const r = await call<{ erasures: Array<{ index: number; erasureId?: string; error?: { code: string; detail: string } }>; created: number; refused: number }>(
-        base,
-        tok.eraser,
-        'POST',
-        '/v1/erasures/batch',
-        { subjects: subjects.slice(i, i + BATCH), legalBasis: 'gdpr-art17', reason: 'benchmark' },
-      );
+      const r = await call<{
+        erasures: Array<{ index: number; erasureId?: string; error?: { code: string; detail: string } }>;
+        created: number;
+        refused: number;
+      }>(base, tok.eraser, 'POST', '/v1/erasures/batch', { subjects: subjects.slice(i, i + BATCH), legalBasis: 'gdpr-art17', reason: 'benchmark' });
       if (r.status !== 202) warnings.push(`POST /v1/erasures/batch answered ${r.status}, not 202`);
       created += r.body.created;
       refused += r.body.refused;
@@ -224,7 +243,8 @@ async function runPhase(replicas: number): Promise<{ phase: BulkPhase; warnings:
       views = (await listAll(base, tok.eraser)).filter((v) => ids.has(v.erasureId));
       const settled = views.filter((v) => TERMINAL.has(v.status)).length;
       if (views.length === ids.size && settled === ids.size) break;
-      if (performance.now() - t0 > SETTLE_TIMEOUT_MS) throw new Error(`${ids.size - settled} of ${ids.size} erasures had not settled after ${SETTLE_TIMEOUT_MS / 1000} s`);
+      if (performance.now() - t0 > SETTLE_TIMEOUT_MS)
+        throw new Error(`${ids.size - settled} of ${ids.size} erasures had not settled after ${SETTLE_TIMEOUT_MS / 1000} s`);
       if (performance.now() - lastReport > 10_000) {
         lastReport = performance.now();
         progress(`bulk: ${replicas} replica(s): ${fmtInt(settled)} of ${fmtInt(ids.size)} settled after ${fmtSeconds((performance.now() - t0) / 1000)}`);
@@ -275,7 +295,9 @@ async function runPhase(replicas: number): Promise<{ phase: BulkPhase; warnings:
       classes[c] = (classes[c] ?? 0) + 1;
     }
     if (statuses.completed !== SUBJECTS)
-      warnings.push(`${replicas} replica(s): ${statuses.completed} of ${SUBJECTS} erasures completed (${statuses.incomplete} incomplete, ${statuses.failed} failed, ${statuses.other} other)`);
+      warnings.push(
+        `${replicas} replica(s): ${statuses.completed} of ${SUBJECTS} erasures completed (${statuses.incomplete} incomplete, ${statuses.failed} failed, ${statuses.other} other)`,
+      );
     if (refused > 0) warnings.push(`${replicas} replica(s): ${refused} subjects refused`);
     if (Object.keys(classes).some((c) => c !== 'A')) warnings.push(`${replicas} replica(s): classes ${JSON.stringify(classes)}, expected all A`);
 
@@ -358,12 +380,16 @@ export function formatBulk(r: BulkResult): string {
     `wall: first POST sent -> last transition (database clock); the poll that saw it: ${fmtSeconds(r.one.observedSeconds)} / ${fmtSeconds(r.two.observedSeconds)}; ` +
       `seeding (not measured) ${fmtSeconds(r.one.seedSeconds)} / ${fmtSeconds(r.two.seedSeconds)}`,
     `2 replicas ÷ 1: ${fmtRatio(r.ratio)} subjects/s (aim > 1: ${r.ratio > 1 ? 'met' : 'NOT met'}). Both replicas share this ${r.cpus}-CPU machine and one PostgreSQL server: ` +
-      'the ratio shows claiming from one erasures table across replicas, not two machines\' capacity.',
+      "the ratio shows claiming from one erasures table across replicas, not two machines' capacity.",
     ...[r.one, r.two].map(
       (p) =>
-        `${p.replicas} replica(s): ${fmtInt(p.destroyed)} keys destroyed (${Object.entries(p.destroyedByKind).map(([k, n]) => `${k} ${fmtInt(n)}`).join(', ')}); ledger chain records ${p.chain.map((c) => `${c.bucket}: ${fmtInt(c.records)} holding ${fmtInt(c.destructions)} destructions`).join(', ') || 'none'} ` +
+        `${p.replicas} replica(s): ${fmtInt(p.destroyed)} keys destroyed (${Object.entries(p.destroyedByKind)
+          .map(([k, n]) => `${k} ${fmtInt(n)}`)
+          .join(
+            ', ',
+          )}); ledger chain records ${p.chain.map((c) => `${c.bucket}: ${fmtInt(c.records)} holding ${fmtInt(c.destructions)} destructions`).join(', ') || 'none'} ` +
         `(${fmtNum(p.ledgerPerErasure, 2)} records per erasure, ${fmtNum(p.destroyed / Math.max(1, p.ledgerRecords), 2)} destructions per record: ` +
-          `${p.ledgerPerErasure < 1 ? 'below 1, flushes shared between erasures' : 'NOT below 1: flushes mostly not shared between erasures'})`,
+        `${p.ledgerPerErasure < 1 ? 'below 1, flushes shared between erasures' : 'NOT below 1: flushes mostly not shared between erasures'})`,
     ),
   ];
   if (r.warnings.length) lines.push(...r.warnings.map((w) => `WARNING: ${w}`));

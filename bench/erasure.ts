@@ -94,7 +94,14 @@ export interface ErasureSample {
 export interface SizeRun {
   readonly factor: number;
   readonly targetEntries: number;
-  readonly counts: { readonly entries: number; readonly artifacts: number; readonly edges: number; readonly embeddings: number; readonly ledger: number; readonly audit: number };
+  readonly counts: {
+    readonly entries: number;
+    readonly artifacts: number;
+    readonly edges: number;
+    readonly embeddings: number;
+    readonly ledger: number;
+    readonly audit: number;
+  };
   /** Adding this size's bulk (SQL). */
   readonly bulkSeconds: number;
   /** PostgreSQL: the VACUUM ANALYZE after the bulk (autovacuum's work); null on PGlite. */
@@ -162,7 +169,10 @@ const PROBE_SCALE = process.env.BENCH_ERASURE_PROBE_SCALE !== '0';
 const PROBE_QUERIES = envInt('BENCH_ERASURE_PROBE_QUERIES', 5, 1);
 /** The default run fills vector indexes up to this size (building a 100,000-vector graph takes tens of seconds here); BENCH_FULL=1 fills every store size. */
 const PROBE_MAX_VECTORS = envInt('BENCH_ERASURE_PROBE_MAX_VECTORS', 20_000, 1_000);
-const BACKENDS = (process.env.BENCH_ERASURE_BACKENDS ?? 'postgres,pglite').split(',').map((s) => s.trim()).filter(Boolean) as Backend[];
+const BACKENDS = (process.env.BENCH_ERASURE_BACKENDS ?? 'postgres,pglite')
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean) as Backend[];
 for (const b of BACKENDS) if (b !== 'postgres' && b !== 'pglite') throw new Error(`BENCH_ERASURE_BACKENDS: unknown backend ${b}`);
 const SETTLE_TIMEOUT_MS = 10 * 60 * 1000;
 const WRITE_CONCURRENCY = 8;
@@ -215,7 +225,9 @@ class Client {
   async erase(subject: string): Promise<{ erasureId: string; wallMs: number }> {
     const t0 = performance.now();
     const { erasureId } = await this.call<{ erasureId: string }>('eraser', 'POST', '/v1/erasures', { subject, reason: 'benchmark', legalBasis: 'gdpr-art17' });
-    const res = await fetch(`${this.base}/v1/erasures/${erasureId}/events`, { headers: { authorization: `Bearer ${this.tokens.eraser}`, accept: 'text/event-stream' } });
+    const res = await fetch(`${this.base}/v1/erasures/${erasureId}/events`, {
+      headers: { authorization: `Bearer ${this.tokens.eraser}`, accept: 'text/event-stream' },
+    });
     if (res.status !== 200 || !res.body) throw new Error(`GET /v1/erasures/${erasureId}/events: ${res.status}`);
     const reader = res.body.getReader();
     const decoder = new TextDecoder();
@@ -278,7 +290,10 @@ async function eraseOne(c: Client, w: Written): Promise<ErasureSample> {
     erasureId,
     status: view.status,
     wallMs,
-    steps: view.steps.map((s) => ({ name: s.name, ms: s.startedAt && s.finishedAt ? new Date(s.finishedAt).getTime() - new Date(s.startedAt).getTime() : null })),
+    steps: view.steps.map((s) => ({
+      name: s.name,
+      ms: s.startedAt && s.finishedAt ? new Date(s.finishedAt).getTime() - new Date(s.startedAt).getTime() : null,
+    })),
     regenerated,
     fingerprinted,
     ok: view.status === 'completed' && regenerated === w.artifacts,
@@ -330,7 +345,6 @@ async function counts(app: App): Promise<SizeRun['counts']> {
   return { entries: n('entries'), artifacts: n('artifacts'), edges: n('edges'), embeddings: n('embeddings'), ledger: n('ledger'), audit: n('audit') };
 }
 
-
 interface Store {
   readonly factor: number;
   readonly targetEntries: number;
@@ -371,7 +385,9 @@ async function prepareStore(backend: Backend, factor: number): Promise<Store> {
     const bulk = st.targetEntries - writing;
     if (bulk < 0) throw new Error(`a store of ${st.targetEntries} entries cannot hold the ${writing} written through the service`);
     // in a process of its own: PGlite's statements hold the event loop of the process that runs them
-    const seeded = await runChild<SeedResult>(fileURLToPath(import.meta.url), { env: { BENCH_ERASURE_SEED: JSON.stringify({ backend, env, bulk } satisfies SeedSpec) } });
+    const seeded = await runChild<SeedResult>(fileURLToPath(import.meta.url), {
+      env: { BENCH_ERASURE_SEED: JSON.stringify({ backend, env, bulk } satisfies SeedSpec) },
+    });
     st.bulkSeconds = seeded.bulkSeconds;
     st.vacuumAnalyzeSeconds = seeded.vacuumAnalyzeSeconds;
     // what the store holds once the subjects are written (their entries and artifacts added)
@@ -488,7 +504,9 @@ async function measureBackend(backend: Backend, stores: Store[], setUpSeconds: n
         st.loads.push(os.loadavg()[0]!);
         const e = await eraseOne(st.client!, st.measured![i]!);
         st.erasures.push(e);
-        progress(`erasure: ${backend} ${st.factor}x: ${e.subject} ${e.status}${e.ok ? '' : ' (NOT as expected)'} in ${fmtNum(e.wallMs, 0)} ms; ${e.steps.map((x) => `${x.name} ${x.ms ?? '-'}`).join(', ')}`);
+        progress(
+          `erasure: ${backend} ${st.factor}x: ${e.subject} ${e.status}${e.ok ? '' : ' (NOT as expected)'} in ${fmtNum(e.wallMs, 0)} ms; ${e.steps.map((x) => `${x.name} ${x.ms ?? '-'}`).join(', ')}`,
+        );
       }
     }
     for (const st of stores) st.loads.push(os.loadavg()[0]!);
@@ -516,7 +534,8 @@ async function measureBackend(backend: Backend, stores: Store[], setUpSeconds: n
       loadAvg: [Math.min(...st.loads), Math.max(...st.loads)],
     });
   }
-  for (const s of sizes) progress(`erasure: ${backend} ${s.factor}x (${fmtInt(s.counts.entries)} entries): median ${fmtNum(s.medianWallMs, 0)} ms, ${fmtRatio(s.ratio)} the base`);
+  for (const s of sizes)
+    progress(`erasure: ${backend} ${s.factor}x (${fmtInt(s.counts.entries)} entries): median ${fmtNum(s.medianWallMs, 0)} ms, ${fmtRatio(s.ratio)} the base`);
   return { backend, sizes, seconds: setUpSeconds + (performance.now() - started) / 1000 };
 }
 
@@ -585,7 +604,9 @@ function probeVectors(dims: number, filled: FilledIndex[]): ProbeVectors {
     f.index.clear();
     const medianSearchMs = median(times);
     out.push({ vectors: f.vectors, fillSeconds: f.fillSeconds, medianSearchMs, projectedMs: medianSearchMs * searches });
-    progress(`erasure: probe vectors: ${fmtInt(f.vectors)} vectors (filled in ${fmtSeconds(f.fillSeconds)}), search ${fmtNum(medianSearchMs, 2)} ms x ${searches} = ${fmtNum(medianSearchMs * searches, 0)} ms`);
+    progress(
+      `erasure: probe vectors: ${fmtInt(f.vectors)} vectors (filled in ${fmtSeconds(f.fillSeconds)}), search ${fmtNum(medianSearchMs, 2)} ms x ${searches} = ${fmtNum(medianSearchMs * searches, 0)} ms`,
+    );
   }
   return { dimensions: dims, sizes: out, searches, ratio: out.at(-1)!.projectedMs / out[0]!.projectedMs };
 }
@@ -621,7 +642,8 @@ export async function runErasure(): Promise<ErasureResult> {
     for (const s of r.sizes) {
       const bound = AIMS[s.factor];
       if (bound !== undefined) aims.push(aim(`erasure ${r.backend} ${s.factor}x store ÷ base`, s.ratio, `<= ${bound}`, s.ratio <= bound));
-      for (const e of [s.warmup, ...s.erasures]) if (!e.ok) warnings.push(`${r.backend} ${s.factor}x: the erasure of ${e.subject} ended ${e.status} with ${e.regenerated} regenerated`);
+      for (const e of [s.warmup, ...s.erasures])
+        if (!e.ok) warnings.push(`${r.backend} ${s.factor}x: the erasure of ${e.subject} ended ${e.status} with ${e.regenerated} regenerated`);
     }
   }
   return {
@@ -647,7 +669,10 @@ export function formatErasure(r: ErasureResult): string {
   lines.push(
     `One subject's erasure (${r.shape.entriesPerSubject} entries, ${r.shape.summariesPerSubject} summaries + ${r.shape.digestsPerSubject} digest, every artifact regenerated), ` +
       `request → settled over HTTP against \`lethe serve\`, ${r.shape.subjectsPerSize} subjects per size after a warm-up; the store grown from ${fmtInt(r.shape.base)} entries to ` +
-      `${r.shape.factors.slice(1).map((f) => `${f}x`).join(' and ')} (bulk by SQL); PostgreSQL VACUUM ANALYZEd after each bulk, PGlite analyzed by the service's own start-up pass`,
+      `${r.shape.factors
+        .slice(1)
+        .map((f) => `${f}x`)
+        .join(' and ')} (bulk by SQL); PostgreSQL VACUUM ANALYZEd after each bulk, PGlite analyzed by the service's own start-up pass`,
   );
   for (const b of r.backends) {
     lines.push('');
@@ -666,7 +691,11 @@ export function formatErasure(r: ErasureResult): string {
           fmtNum(s.medianWallMs, 0),
           fmtRatio(s.ratio),
           fmtSeconds(s.bulkSeconds),
-          s.vacuumAnalyzeSeconds !== null ? `vacuum analyze ${fmtSeconds(s.vacuumAnalyzeSeconds)}` : s.statistics ? `start-up pass ${fmtNum(s.statistics.ms / 1000, 1)} s (${s.statistics.tables.length} tables)` : 'none logged',
+          s.vacuumAnalyzeSeconds !== null
+            ? `vacuum analyze ${fmtSeconds(s.vacuumAnalyzeSeconds)}`
+            : s.statistics
+              ? `start-up pass ${fmtNum(s.statistics.ms / 1000, 1)} s (${s.statistics.tables.length} tables)`
+              : 'none logged',
           fmtSeconds(s.startSeconds),
           `${fmtNum(s.loadAvg[0], 1)}-${fmtNum(s.loadAvg[1], 1)}`,
         ]),
@@ -686,7 +715,12 @@ export function formatErasure(r: ErasureResult): string {
     lines.push(
       `The probe's vector side at store scale (in process: a VectorIndex of one random ${p.dimensions}-dimension vector per entry; the probe's query, ` +
         `${p.searches} per erasure of this shape): ` +
-        p.sizes.map((s) => `${fmtInt(s.vectors)} vectors ${fmtNum(s.medianSearchMs, 2)} ms a search, ${fmtNum(s.projectedMs, 0)} ms an erasure (fill ${fmtSeconds(s.fillSeconds)})`).join('; ') +
+        p.sizes
+          .map(
+            (s) =>
+              `${fmtInt(s.vectors)} vectors ${fmtNum(s.medianSearchMs, 2)} ms a search, ${fmtNum(s.projectedMs, 0)} ms an erasure (fill ${fmtSeconds(s.fillSeconds)})`,
+          )
+          .join('; ') +
         `; ${fmtRatio(p.ratio)} from the smallest to the largest (reported)`,
     );
   }

@@ -147,7 +147,14 @@ export async function runFaults(): Promise<FaultsResult> {
         createLogger('warn', process.stderr),
       );
       const store = new S3ObjectStore({ endpoint: s3Endpoint, accessKey: minio!.accessKey, secretKey: minio!.secretKey, bucket });
-      writer = new LetheWriter({ baseUrl: `http://127.0.0.1:${server.port}`, token: writerToken, store, segmentMaxBytes: 1024 * 1024, segmentMaxAgeMs: 50, reserveBlock: 64 });
+      writer = new LetheWriter({
+        baseUrl: `http://127.0.0.1:${server.port}`,
+        token: writerToken,
+        store,
+        segmentMaxBytes: 1024 * 1024,
+        segmentMaxAgeMs: 50,
+        reserveBlock: 64,
+      });
       const w = writer;
       let warmErrors = 0;
       await pool(subjects, concurrency, async (i) => {

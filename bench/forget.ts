@@ -254,25 +254,35 @@ function instrumentRekeys(app: App): Instruments {
   const add = (k: keyof Acc) => (ms: number) => {
     if (current) current[k] += ms;
   };
-  timeMethod(app.log, 'rekeyKey', (totalMs, r) => {
-    const acc = current!;
-    current = null;
-    const result = r as RekeyResult | undefined;
-    if (!result) return; // refused (a conflict: the step parks and runs it again)
-    const known = acc.fenceAndDekMs + acc.resealMs + acc.switchMs + acc.publishMs;
-    done.push({ totalMs, ...acc, restMs: totalMs - known, rewritten: result.rewritten, converted: result.converted });
-  }, (args) => {
-    current = { fenceAndDekMs: 0, resealMs: 0, switchMs: 0, migrateMs: 0, publishMs: 0 };
-    return args;
-  });
+  timeMethod(
+    app.log,
+    'rekeyKey',
+    (totalMs, r) => {
+      const acc = current!;
+      current = null;
+      const result = r as RekeyResult | undefined;
+      if (!result) return; // refused (a conflict: the step parks and runs it again)
+      const known = acc.fenceAndDekMs + acc.resealMs + acc.switchMs + acc.publishMs;
+      done.push({ totalMs, ...acc, restMs: totalMs - known, rewritten: result.rewritten, converted: result.converted });
+    },
+    (args) => {
+      current = { fenceAndDekMs: 0, resealMs: 0, switchMs: 0, migrateMs: 0, publishMs: 0 };
+      return args;
+    },
+  );
   // the replica's own 'embeddings' notifications: a record whose vector the index already holds under the key is skipped, any other is loaded one by one
   let loads = 0;
   let inFlight = 0;
-  timeMethod(app.vectors, 'load', () => inFlight--, (args) => {
-    loads++;
-    inFlight++;
-    return args;
-  });
+  timeMethod(
+    app.vectors,
+    'load',
+    () => inFlight--,
+    (args) => {
+      loads++;
+      inFlight++;
+      return args;
+    },
+  );
   timeMethod(app.keys, 'fenceKey', add('fenceAndDekMs'));
   timeMethod(app.keys, 'dekFor', add('fenceAndDekMs'));
   timeMethod(app.vectors, 'reseal', add('resealMs'));
@@ -487,7 +497,9 @@ export async function runForget(): Promise<ForgetResult> {
     const largeCount = LARGE + RUNS;
     const entries = smallSubjects.length * SMALL + largeCount;
     const all = texts(entries, 7);
-    progress(`forget: writing ${fmtInt(entries)} memories through LetheWriter (${smallSubjects.length} subjects x ${SMALL}, 1 x ${fmtInt(largeCount)}; segments of up to ${fmtInt(SEGMENT_MAX_ENTRIES)})`);
+    progress(
+      `forget: writing ${fmtInt(entries)} memories through LetheWriter (${smallSubjects.length} subjects x ${SMALL}, 1 x ${fmtInt(largeCount)}; segments of up to ${fmtInt(SEGMENT_MAX_ENTRIES)})`,
+    );
     const w0 = performance.now();
     const jobs: Array<{ subject: string; text: string }> = [];
     for (const s of smallSubjects) for (let i = 0; i < SMALL; i++) jobs.push({ subject: s, text: all[jobs.length]! });
@@ -510,7 +522,9 @@ export async function runForget(): Promise<ForgetResult> {
       `forget: ${label} (${fmtInt(s.memories)} memories) ${s.status} in ${fmtNum(s.wallMs, 0)} ms (engine ${fmtNum(s.engineMs, 0)}); ` +
       s.steps.map((x) => `${x.name} ${x.ms === null ? '-' : fmtNum(x.ms, 0)}`).join(', ') +
       `; event loop held up to ${fmtNum(s.eventLoopMaxMs, 0)} ms; ${fmtInt(s.reloads)} embeddings reloaded one by one` +
-      (s.rekey ? `; re-key ${fmtNum(s.rekey.totalMs, 0)} (reseal ${fmtNum(s.rekey.resealMs, 0)}, switch ${fmtNum(s.rekey.switchMs, 0)}, rest ${fmtNum(s.rekey.restMs, 0)})` : '');
+      (s.rekey
+        ? `; re-key ${fmtNum(s.rekey.totalMs, 0)} (reseal ${fmtNum(s.rekey.resealMs, 0)}, switch ${fmtNum(s.rekey.switchMs, 0)}, rest ${fmtNum(s.rekey.restMs, 0)})`
+        : '');
     const warmup = await forgetOne(base, eraserToken, smallPick(0), SMALL, rekeys, pg);
     progress(line('small warm-up', warmup));
     const smallSamples: ForgetSample[] = [];
@@ -605,7 +619,17 @@ export function formatForget(r: ForgetResult): string {
   );
   lines.push(
     table(
-      ['memories', 'forgets (wall ms)', 'median wall ms', 'median engine ms', 'median destroy ms', 'DELETE answered ms', 'event loop held (max, median)', 'embeddings reloaded one by one', 'status'],
+      [
+        'memories',
+        'forgets (wall ms)',
+        'median wall ms',
+        'median engine ms',
+        'median destroy ms',
+        'DELETE answered ms',
+        'event loop held (max, median)',
+        'embeddings reloaded one by one',
+        'status',
+      ],
       [s, l].map((c) => [
         fmtInt(c.memories),
         c.samples.map((x) => fmtNum(x.wallMs, 0)).join(' / '),
@@ -638,12 +662,18 @@ export function formatForget(r: ForgetResult): string {
     const b = l.stepMedians.find((x) => x.name === name)?.ms ?? 0;
     return [name, fmtNum(a, 0), fmtNum(b, 0), a > 0 ? fmtRatio(b / a) : '', pct(b, l.medianEngineMs)];
   });
-  rows.push(['between steps (claims, checkpoints, commits)', fmtNum(s.medianBetweenMs, 0), fmtNum(l.medianBetweenMs, 0), s.medianBetweenMs > 0 ? fmtRatio(l.medianBetweenMs / s.medianBetweenMs) : '', pct(l.medianBetweenMs, l.medianEngineMs)]);
+  rows.push([
+    'between steps (claims, checkpoints, commits)',
+    fmtNum(s.medianBetweenMs, 0),
+    fmtNum(l.medianBetweenMs, 0),
+    s.medianBetweenMs > 0 ? fmtRatio(l.medianBetweenMs / s.medianBetweenMs) : '',
+    pct(l.medianBetweenMs, l.medianEngineMs),
+  ]);
   lines.push(table(['step', `${fmtInt(s.memories)} ms`, `${fmtInt(l.memories)} ms`, 'ratio', `share of the ${fmtInt(l.memories)} engine time`], rows));
 
   lines.push('');
   lines.push(
-    'Where a re-key goes (timed wrappers around the vault\'s own methods): the forgets\' median re-key (destroy step), and — the previous design, a re-key ' +
+    "Where a re-key goes (timed wrappers around the vault's own methods): the forgets' median re-key (destroy step), and — the previous design, a re-key " +
       'that rewrote every frame — log.rekeySubject of a subject whose frames are sealed under the subject key (converted: read, opened, re-sealed, stored again)',
   );
   const cols = [

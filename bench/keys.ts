@@ -22,7 +22,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import autocannon from 'autocannon';
+import type autocannon from 'autocannon';
 import postgres from 'postgres';
 import { type Server, startScratchService } from './support/service.js';
 import { type LoadResult, mapLimit, measured, runAutocannon } from './support/load.js';
@@ -230,7 +230,8 @@ export async function runKeys(): Promise<KeysResult> {
   const load0 = os.loadavg()[0]!;
   const warnings: string[] = [];
   const checkLoad = (what: string, l: Load) => {
-    if (l.non2xx > 0 || l.errors > 0 || l.timeouts > 0) warnings.push(`${what}: ${l.non2xx} non-2xx, ${l.errors} errors, ${l.timeouts} timeouts: the run is NOT valid`);
+    if (l.non2xx > 0 || l.errors > 0 || l.timeouts > 0)
+      warnings.push(`${what}: ${l.non2xx} non-2xx, ${l.errors} errors, ${l.timeouts} timeouts: the run is NOT valid`);
   };
 
   // ---- the local keyring: creation vs bare commits, bulk, and the providers' baseline
@@ -247,14 +248,21 @@ export async function runKeys(): Promise<KeysResult> {
       await runAutocannon(creationOpts(local, clients, warmup));
       const keys = await load(local, 'PUT /v1/subjects/{new}/key', creationOpts(local, clients, duration));
       checkLoad(`PUT .../key at ${clients}`, keys);
-      if (keys.non2xx === 0 && keys.ok2xx !== keys.requestsTotal) warnings.push(`PUT .../key at ${clients}: ${keys.requestsTotal - keys.ok2xx} answers were not 201`);
+      if (keys.non2xx === 0 && keys.ok2xx !== keys.requestsTotal)
+        warnings.push(`PUT .../key at ${clients}: ${keys.requestsTotal - keys.ok2xx} answers were not 201`);
       points.push({ clients, bare, keys, ratio: keys.reqPerSec / bare.perSec });
     }
     progress(`keys: POST /v1/keys/batch, ${fmtInt(bulkSubjects)} new subjects, 3 times (after a warm-up of 1,000)`);
     const tag = randomBytes(3).toString('hex');
-    await bulkCreate(local, Array.from({ length: 1_000 }, (_, i) => `bench-bulk-warm-${tag}-${i}`));
+    await bulkCreate(
+      local,
+      Array.from({ length: 1_000 }, (_, i) => `bench-bulk-warm-${tag}-${i}`),
+    );
     for (let run = 0; run < 3; run++) {
-      const r = await bulkCreate(local, Array.from({ length: bulkSubjects }, (_, i) => `bench-bulk-${tag}-${run}-${i}`));
+      const r = await bulkCreate(
+        local,
+        Array.from({ length: bulkSubjects }, (_, i) => `bench-bulk-${tag}-${run}-${i}`),
+      );
       if (r.created !== bulkSubjects) warnings.push(`bulk run ${run}: ${r.created} created of ${bulkSubjects}`);
       bulkRuns.push(r);
     }
@@ -273,7 +281,10 @@ export async function runKeys(): Promise<KeysResult> {
     progress(`keys: ${kind}: starting its store and a service on it`);
     const setup = await providerSetup(kind);
     try {
-      const s = await openService(`keys_${kind.replace('-', '_')}`, { ...setup.env(`bench-keys-${randomBytes(3).toString('hex')}`), ...(kind === 'aws-kms' ? KMS_CREDENTIALS : {}) });
+      const s = await openService(`keys_${kind.replace('-', '_')}`, {
+        ...setup.env(`bench-keys-${randomBytes(3).toString('hex')}`),
+        ...(kind === 'aws-kms' ? KMS_CREDENTIALS : {}),
+      });
       try {
         progress(`keys: ${kind}: warm lease and creation at ${HEADLINE} connections`);
         const lease = await leaseLoad(s, HEADLINE, warmup, duration, leaseSubjects);
@@ -304,7 +315,12 @@ export async function runKeys(): Promise<KeysResult> {
     loadAvg1: [load0, os.loadavg()[0]!],
     aims: [
       aim(`key creation ÷ bare PostgreSQL insert-and-commit, ${HEADLINE} clients`, headline.ratio, '>= 0.5', headline.ratio >= 0.5),
-      aim(`bulk creation keys/s (POST /v1/keys/batch, ${fmtInt(bulkSubjects)} subjects) ÷ ${fmtInt(BULK_AIM)}/s`, medianKeysPerSec / BULK_AIM, '>= 1', medianKeysPerSec >= BULK_AIM),
+      aim(
+        `bulk creation keys/s (POST /v1/keys/batch, ${fmtInt(bulkSubjects)} subjects) ÷ ${fmtInt(BULK_AIM)}/s`,
+        medianKeysPerSec / BULK_AIM,
+        '>= 1',
+        medianKeysPerSec >= BULK_AIM,
+      ),
     ],
   };
 }
@@ -332,7 +348,15 @@ export function formatKeys(r: KeysResult): string {
     table(
       ['provider', 'warm lease /s', 'lease ÷ local', 'PUT .../key /s', 'creation ÷ local', 'creation p50 ms', 'service CPU µs/key'],
       [
-        ['local keyring', fmtInt(r.local.lease.reqPerSec), '1.00x', fmtInt(r.local.create.reqPerSec), '1.00x', fmtNum(r.local.create.latencyMs.p50, 0), cpu(r.local.create.serviceCpuUsPerReq)],
+        [
+          'local keyring',
+          fmtInt(r.local.lease.reqPerSec),
+          '1.00x',
+          fmtInt(r.local.create.reqPerSec),
+          '1.00x',
+          fmtNum(r.local.create.latencyMs.p50, 0),
+          cpu(r.local.create.serviceCpuUsPerReq),
+        ],
         ...r.providers.map((p) => [
           p.kind,
           fmtInt(p.lease.reqPerSec),

@@ -19,7 +19,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import autocannon from 'autocannon';
+import type autocannon from 'autocannon';
 import postgres from 'postgres';
 import { type LoadResult, mapLimit, measured, runAutocannon } from './support/load.js';
 import { byMode, envInt, FULL, QUICK } from './support/mode.js';
@@ -94,7 +94,11 @@ export async function runLease(): Promise<LeaseResult> {
     const paths = names.map((s) => `/v1/subjects/${s}/key/lease`);
 
     progress(`lease: creating ${subjects} subject keys (POST /v1/keys/batch), then one lease each`);
-    const made = await fetch(`${base}/v1/keys/batch`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ subjects: names }) });
+    const made = await fetch(`${base}/v1/keys/batch`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ subjects: names }),
+    });
     const madeBody = (await made.json()) as { created?: number };
     if (made.status !== 200 || madeBody.created !== subjects) throw new Error(`key batch failed: ${made.status} ${JSON.stringify(madeBody).slice(0, 300)}`);
     const warmCache = () =>
@@ -115,7 +119,9 @@ export async function runLease(): Promise<LeaseResult> {
     const auditSeq = async () => Number((await sql`select coalesce(max(seq), 0)::bigint as s from audit_log`)[0]?.s ?? 0);
     try {
       for (const connections of CONNECTIONS) {
-        progress(`lease: GET /healthz, then POST .../key/lease over ${subjects} subjects; ${connections} connections, ${warmup} s warm-up + ${duration} s each`);
+        progress(
+          `lease: GET /healthz, then POST .../key/lease over ${subjects} subjects; ${connections} connections, ${warmup} s warm-up + ${duration} s each`,
+        );
         const healthzOpts: autocannon.Options = { url: `${base}/healthz`, connections, method: 'GET' };
         await runAutocannon({ ...healthzOpts, duration: warmup });
         const healthz = await measured('GET /healthz', pid, { ...healthzOpts, duration });
@@ -153,7 +159,8 @@ export async function runLease(): Promise<LeaseResult> {
       await sql.end({ timeout: 5 });
     }
     const headline = phases[0]!;
-    const hits = counter(after!.metrics, 'lethe_dek_cache_lookups_total', 'result="hit"') - counter(before!.metrics, 'lethe_dek_cache_lookups_total', 'result="hit"');
+    const hits =
+      counter(after!.metrics, 'lethe_dek_cache_lookups_total', 'result="hit"') - counter(before!.metrics, 'lethe_dek_cache_lookups_total', 'result="hit"');
     const misses =
       counter(after!.metrics, 'lethe_dek_cache_lookups_total', 'result="miss"') - counter(before!.metrics, 'lethe_dek_cache_lookups_total', 'result="miss"');
 
@@ -207,7 +214,10 @@ export function formatLease(r: LeaseResult): string {
   const lines = [
     `Lease throughput vs /healthz (baseline) at the same connections; ${fmtNum(r.lease.durationSeconds, 0)} s each, ${r.subjects} subjects, loopback`,
     table(['endpoint', 'connections', 'req/s', 'p50 ms', 'p99 ms', 'service CPU µs/req', '2xx', 'non-2xx/err'], rows),
-    ...r.phases.map((p) => `lease / healthz at ${p.connections} connections = ${fmtRatio(p.ratio)}${p.connections === r.connections ? ` (${aimVerdict(r.aims[0]!)})` : ' (reported)'}`),
+    ...r.phases.map(
+      (p) =>
+        `lease / healthz at ${p.connections} connections = ${fmtRatio(p.ratio)}${p.connections === r.connections ? ` (${aimVerdict(r.aims[0]!)})` : ' (reported)'}`,
+    ),
     `DEK cache hit rate ${r.cacheHitRate === null ? 'n/a' : `${(r.cacheHitRate * 100).toFixed(1)}%`}; ${fmtInt(r.leaseAuditRows)} key.lease audit rows for ${fmtInt(r.lease.ok2xx)} granted leases ` +
       `(${r.connections} connections)`,
     `lease group commit: ${fmtInt(r.leaseBatches)} statements (${fmtNum(r.batchesPerSec, 0)}/s), ${fmtNum(r.leasesPerBatch, 1)} leases per statement; ` +

@@ -53,7 +53,13 @@ export interface ProbeScaleRun {
   /** Shingles filed over all records, and distinct shingles (posting lists), after the build. */
   readonly filed: number;
   readonly distinct: number;
-  readonly memory: { readonly deltaBytes: number; readonly heapUsedDelta: number; readonly arrayBuffersDelta: number; readonly bytesPerRecord: number; readonly bytesPerShingle: number };
+  readonly memory: {
+    readonly deltaBytes: number;
+    readonly heapUsedDelta: number;
+    readonly arrayBuffersDelta: number;
+    readonly bytesPerRecord: number;
+    readonly bytesPerShingle: number;
+  };
   readonly removeKeyMs: number;
   readonly probe: LatencyStats;
   /** Shingles with more than this many readable records weigh 0. */
@@ -98,12 +104,11 @@ export interface ProbeResult {
 
 // ------------------------------------------------------------------ helpers
 
-
 /** The cumulative distribution of a Zipf law over ranks 0..n-1 (weight 1/(rank+1)^s). */
 function zipfCdf(n: number, s: number): Float64Array {
   const cdf = new Float64Array(n);
   let acc = 0;
-  for (let i = 0; i < n; i++) cdf[i] = acc += 1 / Math.pow(i + 1, s);
+  for (let i = 0; i < n; i++) cdf[i] = acc += 1 / (i + 1) ** s;
   for (let i = 0; i < n; i++) cdf[i]! /= acc;
   return cdf;
 }
@@ -125,7 +130,32 @@ function zipfSampler(cdf: Float64Array, rand: () => number): () => number {
 }
 
 // syllables ending so that the stemmer strips nothing (no -s, -ed, -ly, -ing ...): each word is its own stem
-const SYLLABLES = ['ka', 'lo', 'mi', 'ter', 'va', 'bel', 'dor', 'pri', 'ne', 'su', 'bar', 'ro', 'gal', 'fi', 'tu', 'mar', 'le', 'kor', 'vi', 'sto', 'pa', 'zul', 'ri', 'mo'];
+const SYLLABLES = [
+  'ka',
+  'lo',
+  'mi',
+  'ter',
+  'va',
+  'bel',
+  'dor',
+  'pri',
+  'ne',
+  'su',
+  'bar',
+  'ro',
+  'gal',
+  'fi',
+  'tu',
+  'mar',
+  'le',
+  'kor',
+  'vi',
+  'sto',
+  'pa',
+  'zul',
+  'ri',
+  'mo',
+];
 
 /** The word of vocabulary rank `i`: at least three syllables, distinct for every rank. */
 function vocabularyWord(i: number): string {
@@ -397,7 +427,8 @@ export async function runProbe(): Promise<ProbeResult> {
     );
   }
   for (const x of [small, large]) {
-    if (x.planted.found !== x.planted.total) warnings.push(`at ${fmtInt(x.records)} records the probe found ${x.planted.found} of ${x.planted.total} planted quotes`);
+    if (x.planted.found !== x.planted.total)
+      warnings.push(`at ${fmtInt(x.records)} records the probe found ${x.planted.found} of ${x.planted.total} planted quotes`);
   }
   const ratio = large.probe.medianMs / small.probe.medianMs;
   const quoteRecall = Math.min(...quality.categories.filter((c) => QUOTE_CATEGORIES.includes(c.category)).map((c) => c.recall ?? 0));
@@ -443,7 +474,23 @@ export function formatProbe(r: ProbeResult): string {
       `Zipf text, ~${fmtNum(s.small.meanContentWords, 0)} content words a record; memory = heapUsed + arrayBuffers after the build minus before (after gc); ` +
       `runs after ${s.small.probe.warmups} unmeasured (fewer when one run is slow: BENCH_PROBE_BUDGET_S)`,
     table(
-      ['records', 'build', 'shingles filed', 'distinct', 'memory', 'B/record', 'B/shingle', 'removeKey ms', 'runs', 'probe median ms', 'p95 ms', 'examined', 'capped', 'common above', 'planted found'],
+      [
+        'records',
+        'build',
+        'shingles filed',
+        'distinct',
+        'memory',
+        'B/record',
+        'B/shingle',
+        'removeKey ms',
+        'runs',
+        'probe median ms',
+        'p95 ms',
+        'examined',
+        'capped',
+        'common above',
+        'planted found',
+      ],
       x.map((m) => [
         fmtInt(m.records),
         `${fmtSeconds(m.buildSeconds)} (${fmtNum(m.buildSplit.upsertSeconds, 1)} upsert)`,

@@ -219,7 +219,11 @@ function shapeFor(edges: number): GraphShape {
  * characters) and are scattered (md5), so index lookups land on pages spread over the
  * whole index, as random ids would.
  */
-async function loadGraph(pg: postgres.Sql, edges: number, targetHash: Uint8Array): Promise<{ shape: GraphShape; loadSeconds: number; vacuumAnalyzeSeconds: number }> {
+async function loadGraph(
+  pg: postgres.Sql,
+  edges: number,
+  targetHash: Uint8Array,
+): Promise<{ shape: GraphShape; loadSeconds: number; vacuumAnalyzeSeconds: number }> {
   const shape = shapeFor(edges);
   const { bgEntries: NE, bgSubjects: NS, bgSummaries: NSU, bgDigests: ND } = shape;
   const targetHex = Buffer.from(targetHash).toString('hex');
@@ -433,7 +437,9 @@ async function measureTouching(vault: App, pg: postgres.Sql, edges: number, runs
       }
       return [p, stats(times, warmups)] as const;
     });
-    progress(`provenance: on the index path (enable_seqscan off) at ${fmtInt(counts.edges)} edges: median ${fmtNum(indexPathQuery.medianMs, 2)} ms, p95 ${fmtNum(indexPathQuery.p95Ms, 2)} ms`);
+    progress(
+      `provenance: on the index path (enable_seqscan off) at ${fmtInt(counts.edges)} edges: median ${fmtNum(indexPathQuery.medianMs, 2)} ms, p95 ${fmtNum(indexPathQuery.p95Ms, 2)} ms`,
+    );
   }
   progress(
     `provenance: touchingSubject at ${fmtInt(counts.edges)} edges: median ${fmtNum(query.medianMs, 2)} ms, p95 ${fmtNum(query.p95Ms, 2)} ms; ` +
@@ -550,7 +556,9 @@ async function measureRegeneration(): Promise<RegenerationRun> {
     const excluded = entryIds[0]!;
     const excludedSet = new Set(excluded);
     const citing = Array.from({ length: nSummaries }, (_, i) => summarySources(i)).filter((srcs) => srcs.some((id) => excludedSet.has(id))).length;
-    progress(`provenance: regenerating ${nSummaries} summaries (+ digests above them), excluding ${excluded.length} entries of ${subjectTag(0)} (cited by ${citing} summaries)`);
+    progress(
+      `provenance: regenerating ${nSummaries} summaries (+ digests above them), excluding ${excluded.length} entries of ${subjectTag(0)} (cited by ${citing} summaries)`,
+    );
     const rcpu0 = process.cpuUsage();
     const r0 = performance.now();
     const result = await vault.artifacts.regenerate(summaries, { excluding: excluded, actor: 'bench' });
@@ -561,7 +569,10 @@ async function measureRegeneration(): Promise<RegenerationRun> {
     const measured = new Set([...summaries, ...digests]);
     const regeneratedIds = result.regenerated.map((r) => r.artifactId);
     const everyArtifactOnce =
-      regeneratedIds.length === measured.size && new Set(regeneratedIds).size === measured.size && regeneratedIds.every((id) => measured.has(id)) && result.removed.length === 0;
+      regeneratedIds.length === measured.size &&
+      new Set(regeneratedIds).size === measured.size &&
+      regeneratedIds.every((id) => measured.has(id)) &&
+      result.removed.length === 0;
     const allAtVersion2 = result.regenerated.every((r) => r.version === 2);
     const stillCiting = (await touchingRecords(vault.db.db, excluded)).filter((t) => measured.has(t.artifactId)).length;
     const texts = await vault.artifacts.readMany([...measured]);

@@ -527,7 +527,20 @@ export function formatRewrap(r: RewrapResult): string {
   const lines = [
     `KEK rotation (re-wrap), batch size ${r.large.batchSize}; baseline: provider unwrap+wrap with no database (${fmtInt(r.crypto.sampleKeys)}-key sample)`,
     table(
-      ['keys', 'populate', 'pop keys/s', 'rotate', 'rotate keys/s', 'first/last 10% keys/s', 'heap before', 'peak heap', 'peak live heap (samples)', 'heap after', 'peak rss', 'verify'],
+      [
+        'keys',
+        'populate',
+        'pop keys/s',
+        'rotate',
+        'rotate keys/s',
+        'first/last 10% keys/s',
+        'heap before',
+        'peak heap',
+        'peak live heap (samples)',
+        'heap after',
+        'peak rss',
+        'verify',
+      ],
       [run(r.small), run(r.large)],
     ),
     table(
@@ -539,14 +552,8 @@ export function formatRewrap(r: RewrapResult): string {
         [`peak live heapUsed ${fmtInt(r.large.keys)} ÷ ${fmtInt(r.small.keys)} keys (~1 = flat; the aim)`, fmtRatio(r.liveHeapRatio)],
         [`peak heapUsed, garbage included, ${fmtInt(r.large.keys)} ÷ ${fmtInt(r.small.keys)} keys`, fmtRatio(r.peakHeapRatio)],
         [`peak rss ${fmtInt(r.large.keys)} ÷ ${fmtInt(r.small.keys)} keys`, fmtRatio(r.peakRssRatio)],
-        [
-          'crypto-only process CPU s ÷ wall s (GC threads count; << 1 = machine busy)',
-          `${fmtNum(r.crypto.cpuSeconds / r.crypto.seconds, 2)}`,
-        ],
-        [
-          `vault process CPU s ÷ wall s during the ${fmtInt(r.keys)}-key rotation`,
-          `${fmtNum(r.large.rotation.nodeCpuSeconds / r.large.rotation.seconds, 2)}`,
-        ],
+        ['crypto-only process CPU s ÷ wall s (GC threads count; << 1 = machine busy)', `${fmtNum(r.crypto.cpuSeconds / r.crypto.seconds, 2)}`],
+        [`vault process CPU s ÷ wall s during the ${fmtInt(r.keys)}-key rotation`, `${fmtNum(r.large.rotation.nodeCpuSeconds / r.large.rotation.seconds, 2)}`],
         ['1-min load average before / after the large rotation', r.large.rotation.loadAvg1.map((l) => fmtNum(l, 2)).join(' / ')],
       ],
     ),
@@ -567,4 +574,3 @@ if (isMain(import.meta.url) && process.argv[2] === 'rotate') {
 } else {
   await runIfMain(import.meta.url, runRewrap, formatRewrap);
 }
-

@@ -127,10 +127,30 @@ interface Section<T> {
   readonly error?: string;
 }
 
-const ALL: Name[] = ['lease', 'envelope', 'rewrap', 'append', 'provenance', 'search', 'backup', 'erasure', 'probe', 'faults', 'streams', 'scoped', 'forget', 'providers', 'keys', 'units', 'bulk'];
+const ALL: Name[] = [
+  'lease',
+  'envelope',
+  'rewrap',
+  'append',
+  'provenance',
+  'search',
+  'backup',
+  'erasure',
+  'probe',
+  'faults',
+  'streams',
+  'scoped',
+  'forget',
+  'providers',
+  'keys',
+  'units',
+  'bulk',
+];
 /** Sections a default run leaves out to fit its 10 minutes: their figures are sizes in bytes, not same-run ratios (BENCH_ONLY or BENCH_FULL runs them). */
 const NOT_DEFAULT: ReadonlySet<Name> = new Set<Name>(['units']);
-const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean) as Name[] | undefined;
+const only = process.env.BENCH_ONLY?.split(',')
+  .map((s) => s.trim())
+  .filter(Boolean) as Name[] | undefined;
 const selected = ALL.filter((n) => (only ? only.includes(n) : FULL || !NOT_DEFAULT.has(n)));
 
 const started = new Date();
@@ -182,7 +202,10 @@ const totalSeconds = (performance.now() - t0) / 1000;
 // a BENCH_ONLY subset goes to its own file: bench/results.json keeps the last full run
 const resultsFile = path.join(BENCH_DIR, only ? `results-${selected.join('-') || 'none'}.json` : 'results.json');
 // the measured sections first, as they are: a report that fails below loses no figure (written again, whole, at the end)
-await writeFile(resultsFile, `${JSON.stringify({ startedAt: started.toISOString(), totalSeconds, quick: QUICK, full: FULL, partial: true, sections }, null, 2)}\n`);
+await writeFile(
+  resultsFile,
+  `${JSON.stringify({ startedAt: started.toISOString(), totalSeconds, quick: QUICK, full: FULL, partial: true, sections }, null, 2)}\n`,
+);
 
 /** A section's own tables; a formatter that throws on a malformed result costs that section's tables, not the report. */
 function formatted<T>(format: (r: T) => string, result: T): string {
@@ -292,282 +315,293 @@ else out.push(bulk ? `FAILED: ${bulk.error}` : 'skipped');
 const summary: string[][] = [];
 // one section's malformed result costs the summary rows from it on, not the aims, the wall time and results.json
 try {
-if (lease?.result) {
-  const r = lease.result;
-  summary.push([
-    'lease req/s ÷ /healthz req/s',
-    `${fmtNum(r.lease.reqPerSec, 0)} / ${fmtNum(r.healthz.reqPerSec, 0)}`,
-    fmtRatio(r.ratio),
-    `target >= ${r.target}: ${r.ratio >= r.target ? 'met' : 'NOT met'}${r.valid ? '' : '; INVALID RUN (errors)'}`,
-  ]);
-}
-if (envelope?.result) {
-  for (const s of envelope.result.sizes) {
+  if (lease?.result) {
+    const r = lease.result;
     summary.push([
-      `envelope ${fmtBytes(s.sizeBytes)}: lethe MB/s ÷ AES-256-GCM MB/s`,
-      `${fmtNum(s.lethe.mbPerSec, 2)} / ${fmtNum(s.aesGcm.mbPerSec, 2)}`,
-      fmtRatio(s.ratio),
-      '',
+      'lease req/s ÷ /healthz req/s',
+      `${fmtNum(r.lease.reqPerSec, 0)} / ${fmtNum(r.healthz.reqPerSec, 0)}`,
+      fmtRatio(r.ratio),
+      `target >= ${r.target}: ${r.ratio >= r.target ? 'met' : 'NOT met'}${r.valid ? '' : '; INVALID RUN (errors)'}`,
     ]);
   }
-}
-if (rewrap?.result) {
-  const r = rewrap.result;
-  summary.push([
-    `rotation keys/s ÷ crypto-only keys/s (${r.keys.toLocaleString('en-US')} keys)`,
-    `${fmtNum(r.large.rotation.keysPerSec, 0)} / ${fmtNum(r.crypto.keysPerSec, 0)}`,
-    fmtRatio(r.rotationVsCrypto),
-    `rotation ${fmtSeconds(r.large.rotation.seconds)}, crypto alone ~${fmtSeconds(r.cryptoSecondsExtrapolated)}`,
-  ]);
-  summary.push([
-    `rotation peak live heapUsed ${r.large.keys.toLocaleString('en-US')} ÷ ${r.small.keys.toLocaleString('en-US')} keys`,
-    `${(r.large.liveHeap.peakHeapUsed / 2 ** 20).toFixed(1)} / ${(r.small.liveHeap.peakHeapUsed / 2 ** 20).toFixed(1)} MiB`,
-    fmtRatio(r.liveHeapRatio),
-    `${Math.abs(r.liveHeapRatio - 1) <= 0.2 ? 'flat' : 'NOT flat'} (live heap: after forced GCs at ~10 batches); garbage included ` +
-      `${(r.large.memoryPeak.heapUsed / 2 ** 20).toFixed(1)} / ${(r.small.memoryPeak.heapUsed / 2 ** 20).toFixed(1)} MiB, ${fmtRatio(r.peakHeapRatio)}`,
-  ]);
-  summary.push([
-    'rotation verified (sample unwraps, old epoch retired)',
-    '',
-    '',
-    r.small.verification.ok && r.large.verification.ok ? 'ok' : 'FAILED',
-  ]);
-}
-if (append?.result) {
-  const r = append.result;
-  summary.push([
-    'append entries/s: LetheWriter ÷ plain put, same batching',
-    `${fmtNum(r.writer.entriesPerSec, 0)} / ${fmtNum(r.baseline.entriesPerSec, 0)}`,
-    fmtRatio(r.ratio),
-    `target >= ${r.target}: ${r.ratio >= r.target ? 'met' : 'NOT met'}; writer ${fmtNum(r.writer.mbPerSec, 2)} MB/s of text${r.valid ? '' : '; INVALID RUN (see warnings)'}`,
-  ]);
-  summary.push([
-    `read entries/s (GET .../entries, ${r.read.subjects.toLocaleString('en-US')} subjects)`,
-    fmtNum(r.read.entriesPerSec, 0),
-    '',
-    `${fmtNum(r.read.segmentGetsPerRequest, 1)} ranged GETs per request (one per frame); ${fmtRatio(r.read.readAmplification)} bytes fetched per text byte`,
-  ]);
-  summary.push([
-    'stored bytes of overhead per frame (512 B entries)',
-    fmtNum(r.overhead.perFrame, 1),
-    '',
-    `envelope fixed ${r.overhead.envelopeFixed} B (key id ${r.overhead.keyIdLength} B); predicted ${fmtNum(r.overhead.predictedPerFrame, 1)} B`,
-  ]);
-}
-if (provenance?.result) {
-  const t = provenance.result.touching;
-  const g = provenance.result.regeneration;
-  summary.push([
-    `touchingSubject median ms, ${fmtInt(t.large.edges)} ÷ ${fmtInt(t.small.edges)} edges (${t.expected} artifacts)`,
-    `${fmtNum(t.large.query.medianMs, 2)} / ${fmtNum(t.small.query.medianMs, 2)}`,
-    fmtRatio(t.ratio),
-    `aim <= ${t.target}: ${t.ratio <= t.target ? 'met' : 'NOT met'}; p95 ${fmtNum(t.large.query.p95Ms, 2)} / ${fmtNum(t.small.query.p95Ms, 2)} ms; ` +
-      `plan at ${fmtInt(t.large.edges)}: ${fmtInt(t.large.plan.sharedHit + t.large.plan.sharedRead)} buffers, ` +
-      `${t.large.plan.seqScans.length ? `whole-table scans: ${t.large.plan.seqScans.join(', ')}` : 'index scans only'}` +
-      (t.small.plan.seqScans.length ? `; the ${fmtInt(t.small.edges)}-edge plan hashes the whole provenance table` : ''),
-  ]);
-  if (t.small.indexPathQuery && t.indexPathRatio !== null) {
-    summary.push([
-      `  same, ${fmtInt(t.small.edges)}-edge graph forced onto the index path (enable_seqscan off)`,
-      `${fmtNum(t.large.query.medianMs, 2)} / ${fmtNum(t.small.indexPathQuery.medianMs, 2)}`,
-      fmtRatio(t.indexPathRatio),
-      `aim <= ${t.target}: ${t.indexPathRatio <= t.target ? 'met' : 'NOT met'}`,
-    ]);
-  }
-  summary.push([
-    'artifacts regenerated/s ÷ artifacts written/s (built-in regenerator)',
-    `${fmtNum(g.regenerate.perSec, 1)} / ${fmtNum(g.write.perSec, 1)}`,
-    fmtRatio(g.ratio),
-    `${fmtInt(g.regenerate.regenerated)} regenerated; verification ${g.verification.ok ? 'ok' : 'FAILED'}`,
-  ]);
-}
-if (search?.result) summary.push(...searchSummary(search.result));
-if (backup?.result) {
-  const r = backup.result;
-  const p = r.propagation;
-  summary.push([
-    `backup objects/s ÷ plain copy objects/s (${fmtInt(r.live.objects)} objects, ${fmtNum(r.live.bytes / 1e6, 1)} MB)`,
-    `${fmtNum(r.full.objectsPerSec, 0)} / ${fmtNum(r.baseline.objectsPerSec, 0)}`,
-    fmtRatio(r.ratio),
-    `${fmtNum(r.full.mbPerSec, 3)} / ${fmtNum(r.baseline.mbPerSec, 3)} MB/s; copy = mean of one before and one after ` +
-      `(${fmtNum(r.copies.before.seconds, 1)} / ${fmtNum(r.copies.after.seconds, 1)} s); objects phase alone ${fmtRatio(r.objectsPhaseRatio)}`,
-  ]);
-  summary.push([
-    'incremental backup (nothing new) seconds ÷ full backup seconds',
-    `${fmtNum(r.incremental.seconds, 1)} / ${fmtNum(r.full.seconds, 1)}`,
-    fmtRatio(r.incremental.seconds / r.full.seconds),
-    `${fmtInt(r.incremental.copied)} copied, ${fmtInt(r.incremental.reused)} reused; ${fmtNum(r.incremental.objectsPerSec, 0)} objects/s`,
-  ]);
-  summary.push([
-    `propagation ms: key in ${fmtInt(p.holders)} backups ÷ key in 1 backup`,
-    `${fmtNum(p.many.medianPropagateMs, 0)} / ${fmtNum(p.one.medianPropagateMs, 1)}`,
-    fmtRatio(p.ratio),
-    `bytes written per destruction ${fmtInt(p.bytesWritten.many)} / ${fmtInt(p.bytesWritten.one)} B (${fmtRatio(p.bytesWritten.ratio)}; no manifest rewritten, ${fmtNum(p.manifestBytes / 1e6, 2)} MB each); ${fmtInt(p.extraBackups)} extra holders ${p.extras}; ` +
-      `checks ${[...p.one.samples, ...p.many.samples].every((s) => s.ok) ? 'ok' : 'FAILED'}${r.valid ? '' : '; INVALID RUN (see warnings)'}`,
-  ]);
-}
-if (erasure?.result) {
-  const r = erasure.result;
-  const shape = `${fmtInt(r.shape.entriesPerSubject)} entries, ${r.shape.summariesPerSubject + r.shape.digestsPerSubject} artifacts`;
-  for (const b of r.backends) {
-    const base = b.sizes[0]!;
-    for (const x of b.sizes.slice(1)) {
+  if (envelope?.result) {
+    for (const s of envelope.result.sizes) {
       summary.push([
-        `erasure median ms on ${b.backend} (${shape}, over HTTP), ${fmtInt(x.counts.entries)} ÷ ${fmtInt(base.counts.entries)} entries`,
-        `${fmtNum(x.medianWallMs, 0)} / ${fmtNum(base.medianWallMs, 0)}`,
-        fmtRatio(x.ratio),
-        (r.aims.find((a) => a.name === `erasure ${b.backend} ${x.factor}x store ÷ base`)?.aim ?? '') + (r.valid ? '' : '; INVALID RUN (see warnings)'),
+        `envelope ${fmtBytes(s.sizeBytes)}: lethe MB/s ÷ AES-256-GCM MB/s`,
+        `${fmtNum(s.lethe.mbPerSec, 2)} / ${fmtNum(s.aesGcm.mbPerSec, 2)}`,
+        fmtRatio(s.ratio),
+        '',
       ]);
     }
   }
-}
-if (probe?.result) {
-  const q = probe.result.quality;
-  const s = probe.result.scale;
-  const pct = (x: number | null) => (x === null ? 'n/a' : `${fmtNum(x * 100, 1)}%`);
-  summary.push([
-    `probe recall on the evaluation set (${q.pairs} pairs)`,
-    q.categories.filter((c) => c.positive).map((c) => pct(c.recall)).join(' / '),
-    '',
-    `${q.categories.filter((c) => c.positive).map((c) => c.category).join(' / ')}; false positives ` +
-      `${q.categories.filter((c) => !c.positive).map((c) => `${c.category} ${c.falsePositives}`).join(', ')}; precision ${pct(q.precision)}`,
-  ]);
-  summary.push([
-    `lexical probe median ms (${fmtInt(s.small.subjectRecords)} records), ${fmtInt(s.large.records)} ÷ ${fmtInt(s.small.records)} records`,
-    `${fmtNum(s.large.probe.medianMs, 1)} / ${fmtNum(s.small.probe.medianMs, 1)}`,
-    fmtRatio(s.ratio),
-    `aim <= ${s.target}: ${s.ratio <= s.target ? 'met' : 'NOT met'}; ${fmtInt(s.large.examined)} / ${fmtInt(s.small.examined)} candidates examined` +
-      (probe.result.valid ? '' : '; INVALID RUN (see warnings)'),
-  ]);
-  summary.push([
-    `shingle index bytes per record, ${fmtInt(s.large.records)} ÷ ${fmtInt(s.small.records)} records`,
-    `${fmtNum(s.large.memory.bytesPerRecord, 0)} / ${fmtNum(s.small.memory.bytesPerRecord, 0)}`,
-    fmtRatio(s.memoryRatio),
-    `${fmtNum(s.large.memory.deltaBytes / 2 ** 30, 2)} GiB at ${fmtInt(s.large.records)}; ${fmtInt(s.large.distinct)} posting lists ` +
-      `(${fmtNum((100 * s.large.distinct) / s.mapMaxEntries, 2)}% of what the index's posting maps hold)`,
-  ]);
-}
-if (faults?.result) {
-  const r = faults.result;
-  summary.push([
-    `append entries/s: ${r.latencyMs} ms latency on database and store ÷ direct`,
-    `${fmtNum(r.slow.entriesPerSec, 0)} / ${fmtNum(r.direct.entriesPerSec, 0)}`,
-    fmtRatio(r.ratio),
-    `the proxy without latency ÷ direct ${fmtRatio(r.proxyRatio)}${r.valid ? '' : '; INVALID RUN (errors)'}`,
-  ]);
-}
-if (streams?.result) {
-  const r = streams.result;
-  summary.push([
-    `lease p50 with ${r.streams} events streams open ÷ none`,
-    `${fmtNum(r.with.load.latencyMs.p50, 0)} / ${fmtNum(r.without.load.latencyMs.p50, 0)} ms`,
-    fmtRatio(r.p50Ratio),
-    `target <= ${r.target}: ${r.p50Ratio <= r.target ? 'met' : 'NOT met'}; p99 ${fmtRatio(r.p99Ratio)}${r.valid ? '' : '; INVALID RUN'}`,
-  ]);
-}
-if (scoped?.result) {
-  const r = scoped.result;
-  summary.push([
-    `scoped search median ms (one subject, k = ${r.k}) ÷ allSubjects, ${fmtInt(r.vectors)} vectors`,
-    `${fmtNum(r.service.scoped.stats.medianMs, 2)} / ${fmtNum(r.service.global.stats.medianMs, 2)}`,
-    fmtRatio(r.service.ratio),
-    `p95 ${fmtNum(r.service.scoped.stats.p95Ms, 2)} / ${fmtNum(r.service.global.stats.p95Ms, 2)} ms (${fmtRatio(r.service.p95Ratio)}); ranking alone ${fmtRatio(r.index.ratio)}` +
-      (r.warnings.length === 0 ? '' : '; INVALID RUN (see warnings)'),
-  ]);
-}
-if (forget?.result) {
-  const r = forget.result;
-  const lg = r.legacy.large;
-  summary.push([
-    `forget one memory median ms, subject of ${fmtInt(r.large.memories)} ÷ ${fmtInt(r.small.memories)} memories`,
-    `${fmtNum(r.large.medianWallMs, 0)} / ${fmtNum(r.small.medianWallMs, 0)}`,
-    fmtRatio(r.ratio),
-    `aim <= ${r.target}: ${r.ratio <= r.target ? 'met' : 'NOT met'}; destroy step ${fmtNum(r.large.medianDestroyMs, 0)} / ${fmtNum(r.small.medianDestroyMs, 0)} ms (${fmtRatio(r.destroyRatio)}); ` +
-      `event loop held up to ${fmtNum(r.large.medianEventLoopMaxMs, 0)} / ${fmtNum(r.small.medianEventLoopMaxMs, 0)} ms` +
-      (r.valid ? '' : '; INVALID RUN (see warnings)'),
-  ]);
-  if (r.large.rekeyMedian) {
+  if (rewrap?.result) {
+    const r = rewrap.result;
     summary.push([
-      `  re-key of ${fmtInt(lg.memories)}: legacy frames rewritten ÷ record keys re-wrapped`,
-      `${fmtNum(lg.parts.totalMs, 0)} / ${fmtNum(r.large.rekeyMedian.totalMs, 0)}`,
-      fmtRatio(lg.parts.totalMs / r.large.rekeyMedian.totalMs),
-      'the previous design (every frame read, opened, re-sealed, stored) vs the forgets\' destroy-step re-key',
+      `rotation keys/s ÷ crypto-only keys/s (${r.keys.toLocaleString('en-US')} keys)`,
+      `${fmtNum(r.large.rotation.keysPerSec, 0)} / ${fmtNum(r.crypto.keysPerSec, 0)}`,
+      fmtRatio(r.rotationVsCrypto),
+      `rotation ${fmtSeconds(r.large.rotation.seconds)}, crypto alone ~${fmtSeconds(r.cryptoSecondsExtrapolated)}`,
+    ]);
+    summary.push([
+      `rotation peak live heapUsed ${r.large.keys.toLocaleString('en-US')} ÷ ${r.small.keys.toLocaleString('en-US')} keys`,
+      `${(r.large.liveHeap.peakHeapUsed / 2 ** 20).toFixed(1)} / ${(r.small.liveHeap.peakHeapUsed / 2 ** 20).toFixed(1)} MiB`,
+      fmtRatio(r.liveHeapRatio),
+      `${Math.abs(r.liveHeapRatio - 1) <= 0.2 ? 'flat' : 'NOT flat'} (live heap: after forced GCs at ~10 batches); garbage included ` +
+        `${(r.large.memoryPeak.heapUsed / 2 ** 20).toFixed(1)} / ${(r.small.memoryPeak.heapUsed / 2 ** 20).toFixed(1)} MiB, ${fmtRatio(r.peakHeapRatio)}`,
+    ]);
+    summary.push(['rotation verified (sample unwraps, old epoch retired)', '', '', r.small.verification.ok && r.large.verification.ok ? 'ok' : 'FAILED']);
+  }
+  if (append?.result) {
+    const r = append.result;
+    summary.push([
+      'append entries/s: LetheWriter ÷ plain put, same batching',
+      `${fmtNum(r.writer.entriesPerSec, 0)} / ${fmtNum(r.baseline.entriesPerSec, 0)}`,
+      fmtRatio(r.ratio),
+      `target >= ${r.target}: ${r.ratio >= r.target ? 'met' : 'NOT met'}; writer ${fmtNum(r.writer.mbPerSec, 2)} MB/s of text${r.valid ? '' : '; INVALID RUN (see warnings)'}`,
+    ]);
+    summary.push([
+      `read entries/s (GET .../entries, ${r.read.subjects.toLocaleString('en-US')} subjects)`,
+      fmtNum(r.read.entriesPerSec, 0),
+      '',
+      `${fmtNum(r.read.segmentGetsPerRequest, 1)} ranged GETs per request (one per frame); ${fmtRatio(r.read.readAmplification)} bytes fetched per text byte`,
+    ]);
+    summary.push([
+      'stored bytes of overhead per frame (512 B entries)',
+      fmtNum(r.overhead.perFrame, 1),
+      '',
+      `envelope fixed ${r.overhead.envelopeFixed} B (key id ${r.overhead.keyIdLength} B); predicted ${fmtNum(r.overhead.predictedPerFrame, 1)} B`,
     ]);
   }
-}
-if (providers?.result) {
-  const r = providers.result;
-  const local = localRun(r);
-  const c1 = (run: typeof local) => run.throughput.find((f) => f.concurrency === 1)!;
-  const c16 = (run: typeof local) => run.throughput.find((f) => f.concurrency === 16)!;
-  for (const run of r.runs.filter((x) => x.kind !== 'local')) {
+  if (provenance?.result) {
+    const t = provenance.result.touching;
+    const g = provenance.result.regeneration;
     summary.push([
-      `${run.kind} wraps/s ÷ local keyring wraps/s, concurrency 1`,
-      `${fmtNum(c1(run).wrapsPerSec, 0)} / ${fmtNum(c1(local).wrapsPerSec, 0)}`,
-      fmtRatio(c1(run).wrapsPerSec / c1(local).wrapsPerSec),
-      `figures only; unwraps ${fmtRatio(c1(run).unwrapsPerSec / c1(local).unwrapsPerSec)}; concurrency 16: wraps ` +
-        `${fmtRatio(c16(run).wrapsPerSec / c16(local).wrapsPerSec)}, unwraps ${fmtRatio(c16(run).unwrapsPerSec / c16(local).unwrapsPerSec)}`,
+      `touchingSubject median ms, ${fmtInt(t.large.edges)} ÷ ${fmtInt(t.small.edges)} edges (${t.expected} artifacts)`,
+      `${fmtNum(t.large.query.medianMs, 2)} / ${fmtNum(t.small.query.medianMs, 2)}`,
+      fmtRatio(t.ratio),
+      `aim <= ${t.target}: ${t.ratio <= t.target ? 'met' : 'NOT met'}; p95 ${fmtNum(t.large.query.p95Ms, 2)} / ${fmtNum(t.small.query.p95Ms, 2)} ms; ` +
+        `plan at ${fmtInt(t.large.edges)}: ${fmtInt(t.large.plan.sharedHit + t.large.plan.sharedRead)} buffers, ` +
+        `${t.large.plan.seqScans.length ? `whole-table scans: ${t.large.plan.seqScans.join(', ')}` : 'index scans only'}` +
+        (t.small.plan.seqScans.length ? `; the ${fmtInt(t.small.edges)}-edge plan hashes the whole provenance table` : ''),
     ]);
-    const n = rotationSecondsFor(run, r.keys);
-    const localN = rotationSecondsFor(local, r.keys);
+    if (t.small.indexPathQuery && t.indexPathRatio !== null) {
+      summary.push([
+        `  same, ${fmtInt(t.small.edges)}-edge graph forced onto the index path (enable_seqscan off)`,
+        `${fmtNum(t.large.query.medianMs, 2)} / ${fmtNum(t.small.indexPathQuery.medianMs, 2)}`,
+        fmtRatio(t.indexPathRatio),
+        `aim <= ${t.target}: ${t.indexPathRatio <= t.target ? 'met' : 'NOT met'}`,
+      ]);
+    }
     summary.push([
-      `${run.kind} rotation keys/s ÷ local keyring keys/s (${fmtInt(run.rotation.keys)} ÷ ${fmtInt(local.rotation.keys)} keys)`,
-      `${fmtNum(run.rotation.rotation.keysPerSec, 0)} / ${fmtNum(local.rotation.rotation.keysPerSec, 0)}`,
-      fmtRatio(run.rotation.rotation.keysPerSec / local.rotation.rotation.keysPerSec),
-      `figures only; ${fmtInt(r.keys)} keys: ${fmtSeconds(n.seconds)}${n.computed ? ' (computed from the rate)' : ''} vs ${fmtSeconds(localN.seconds)}` +
-        (run.rotation.verification.ok ? '' : '; VERIFICATION FAILED'),
+      'artifacts regenerated/s ÷ artifacts written/s (built-in regenerator)',
+      `${fmtNum(g.regenerate.perSec, 1)} / ${fmtNum(g.write.perSec, 1)}`,
+      fmtRatio(g.ratio),
+      `${fmtInt(g.regenerate.regenerated)} regenerated; verification ${g.verification.ok ? 'ok' : 'FAILED'}`,
     ]);
   }
-  if (!local.rotation.verification.ok) summary.push(['local keyring rotation verified', '', '', 'FAILED']);
-}
-if (keysSection?.result) {
-  const r = keysSection.result;
-  for (const p of r.points) {
+  if (search?.result) summary.push(...searchSummary(search.result));
+  if (backup?.result) {
+    const r = backup.result;
+    const p = r.propagation;
     summary.push([
-      `key creation (PUT .../key) ÷ bare PostgreSQL insert-and-commit, ${p.clients} client${p.clients === 1 ? '' : 's'}`,
-      `${fmtNum(p.keys.reqPerSec, 0)} / ${fmtNum(p.bare.perSec, 0)}`,
+      `backup objects/s ÷ plain copy objects/s (${fmtInt(r.live.objects)} objects, ${fmtNum(r.live.bytes / 1e6, 1)} MB)`,
+      `${fmtNum(r.full.objectsPerSec, 0)} / ${fmtNum(r.baseline.objectsPerSec, 0)}`,
+      fmtRatio(r.ratio),
+      `${fmtNum(r.full.mbPerSec, 3)} / ${fmtNum(r.baseline.mbPerSec, 3)} MB/s; copy = mean of one before and one after ` +
+        `(${fmtNum(r.copies.before.seconds, 1)} / ${fmtNum(r.copies.after.seconds, 1)} s); objects phase alone ${fmtRatio(r.objectsPhaseRatio)}`,
+    ]);
+    summary.push([
+      'incremental backup (nothing new) seconds ÷ full backup seconds',
+      `${fmtNum(r.incremental.seconds, 1)} / ${fmtNum(r.full.seconds, 1)}`,
+      fmtRatio(r.incremental.seconds / r.full.seconds),
+      `${fmtInt(r.incremental.copied)} copied, ${fmtInt(r.incremental.reused)} reused; ${fmtNum(r.incremental.objectsPerSec, 0)} objects/s`,
+    ]);
+    summary.push([
+      `propagation ms: key in ${fmtInt(p.holders)} backups ÷ key in 1 backup`,
+      `${fmtNum(p.many.medianPropagateMs, 0)} / ${fmtNum(p.one.medianPropagateMs, 1)}`,
       fmtRatio(p.ratio),
-      p.clients === r.connections ? `aim >= 0.5: ${p.ratio >= 0.5 ? 'met' : 'NOT met'}${r.valid ? '' : '; INVALID RUN (see warnings)'}` : 'reported',
+      `bytes written per destruction ${fmtInt(p.bytesWritten.many)} / ${fmtInt(p.bytesWritten.one)} B (${fmtRatio(p.bytesWritten.ratio)}; no manifest rewritten, ${fmtNum(p.manifestBytes / 1e6, 2)} MB each); ${fmtInt(p.extraBackups)} extra holders ${p.extras}; ` +
+        `checks ${[...p.one.samples, ...p.many.samples].every((s) => s.ok) ? 'ok' : 'FAILED'}${r.valid ? '' : '; INVALID RUN (see warnings)'}`,
     ]);
   }
-  summary.push([
-    `bulk key creation keys/s (POST /v1/keys/batch, ${fmtInt(r.bulk.subjects)} subjects) ÷ 10,000/s`,
-    `${fmtNum(r.bulk.medianKeysPerSec, 0)} / 10,000`,
-    fmtRatio(r.bulk.medianKeysPerSec / 10_000),
-    `aim >= 1: ${r.bulk.medianKeysPerSec >= 10_000 ? 'met' : 'NOT met'}`,
-  ]);
-  for (const p of r.providers) {
+  if (erasure?.result) {
+    const r = erasure.result;
+    const shape = `${fmtInt(r.shape.entriesPerSubject)} entries, ${r.shape.summariesPerSubject + r.shape.digestsPerSubject} artifacts`;
+    for (const b of r.backends) {
+      const base = b.sizes[0]!;
+      for (const x of b.sizes.slice(1)) {
+        summary.push([
+          `erasure median ms on ${b.backend} (${shape}, over HTTP), ${fmtInt(x.counts.entries)} ÷ ${fmtInt(base.counts.entries)} entries`,
+          `${fmtNum(x.medianWallMs, 0)} / ${fmtNum(base.medianWallMs, 0)}`,
+          fmtRatio(x.ratio),
+          (r.aims.find((a) => a.name === `erasure ${b.backend} ${x.factor}x store ÷ base`)?.aim ?? '') + (r.valid ? '' : '; INVALID RUN (see warnings)'),
+        ]);
+      }
+    }
+  }
+  if (probe?.result) {
+    const q = probe.result.quality;
+    const s = probe.result.scale;
+    const pct = (x: number | null) => (x === null ? 'n/a' : `${fmtNum(x * 100, 1)}%`);
     summary.push([
-      `${p.kind}: warm lease /s and key creation /s ÷ local keyring, ${r.connections} connections`,
-      `${fmtNum(p.lease.reqPerSec, 0)} / ${fmtNum(r.local.lease.reqPerSec, 0)}; ${fmtNum(p.create.reqPerSec, 0)} / ${fmtNum(r.local.create.reqPerSec, 0)}`,
-      `${fmtRatio(p.leaseRatio)}; ${fmtRatio(p.createRatio)}`,
-      'figures only',
+      `probe recall on the evaluation set (${q.pairs} pairs)`,
+      q.categories
+        .filter((c) => c.positive)
+        .map((c) => pct(c.recall))
+        .join(' / '),
+      '',
+      `${q.categories
+        .filter((c) => c.positive)
+        .map((c) => c.category)
+        .join(' / ')}; false positives ` +
+        `${q.categories
+          .filter((c) => !c.positive)
+          .map((c) => `${c.category} ${c.falsePositives}`)
+          .join(', ')}; precision ${pct(q.precision)}`,
+    ]);
+    summary.push([
+      `lexical probe median ms (${fmtInt(s.small.subjectRecords)} records), ${fmtInt(s.large.records)} ÷ ${fmtInt(s.small.records)} records`,
+      `${fmtNum(s.large.probe.medianMs, 1)} / ${fmtNum(s.small.probe.medianMs, 1)}`,
+      fmtRatio(s.ratio),
+      `aim <= ${s.target}: ${s.ratio <= s.target ? 'met' : 'NOT met'}; ${fmtInt(s.large.examined)} / ${fmtInt(s.small.examined)} candidates examined` +
+        (probe.result.valid ? '' : '; INVALID RUN (see warnings)'),
+    ]);
+    summary.push([
+      `shingle index bytes per record, ${fmtInt(s.large.records)} ÷ ${fmtInt(s.small.records)} records`,
+      `${fmtNum(s.large.memory.bytesPerRecord, 0)} / ${fmtNum(s.small.memory.bytesPerRecord, 0)}`,
+      fmtRatio(s.memoryRatio),
+      `${fmtNum(s.large.memory.deltaBytes / 2 ** 30, 2)} GiB at ${fmtInt(s.large.records)}; ${fmtInt(s.large.distinct)} posting lists ` +
+        `(${fmtNum((100 * s.large.distinct) / s.mapMaxEntries, 2)}% of what the index's posting maps hold)`,
     ]);
   }
-}
-if (bulk?.result) {
-  const r = bulk.result;
-  summary.push([
-    `bulk erasure subjects/s, 2 replicas ÷ 1 (${fmtInt(r.subjects)} class-A subjects, one machine and one PostgreSQL)`,
-    `${fmtNum(r.two.subjectsPerSec, 1)} / ${fmtNum(r.one.subjectsPerSec, 1)}`,
-    fmtRatio(r.ratio),
-    `aim > 1: ${r.ratio > 1 ? 'met' : 'NOT met'}; ledger chain records per erasure ${fmtNum(r.one.ledgerPerErasure, 2)} / ${fmtNum(r.two.ledgerPerErasure, 2)}`,
-  ]);
-}
+  if (faults?.result) {
+    const r = faults.result;
+    summary.push([
+      `append entries/s: ${r.latencyMs} ms latency on database and store ÷ direct`,
+      `${fmtNum(r.slow.entriesPerSec, 0)} / ${fmtNum(r.direct.entriesPerSec, 0)}`,
+      fmtRatio(r.ratio),
+      `the proxy without latency ÷ direct ${fmtRatio(r.proxyRatio)}${r.valid ? '' : '; INVALID RUN (errors)'}`,
+    ]);
+  }
+  if (streams?.result) {
+    const r = streams.result;
+    summary.push([
+      `lease p50 with ${r.streams} events streams open ÷ none`,
+      `${fmtNum(r.with.load.latencyMs.p50, 0)} / ${fmtNum(r.without.load.latencyMs.p50, 0)} ms`,
+      fmtRatio(r.p50Ratio),
+      `target <= ${r.target}: ${r.p50Ratio <= r.target ? 'met' : 'NOT met'}; p99 ${fmtRatio(r.p99Ratio)}${r.valid ? '' : '; INVALID RUN'}`,
+    ]);
+  }
+  if (scoped?.result) {
+    const r = scoped.result;
+    summary.push([
+      `scoped search median ms (one subject, k = ${r.k}) ÷ allSubjects, ${fmtInt(r.vectors)} vectors`,
+      `${fmtNum(r.service.scoped.stats.medianMs, 2)} / ${fmtNum(r.service.global.stats.medianMs, 2)}`,
+      fmtRatio(r.service.ratio),
+      `p95 ${fmtNum(r.service.scoped.stats.p95Ms, 2)} / ${fmtNum(r.service.global.stats.p95Ms, 2)} ms (${fmtRatio(r.service.p95Ratio)}); ranking alone ${fmtRatio(r.index.ratio)}` +
+        (r.warnings.length === 0 ? '' : '; INVALID RUN (see warnings)'),
+    ]);
+  }
+  if (forget?.result) {
+    const r = forget.result;
+    const lg = r.legacy.large;
+    summary.push([
+      `forget one memory median ms, subject of ${fmtInt(r.large.memories)} ÷ ${fmtInt(r.small.memories)} memories`,
+      `${fmtNum(r.large.medianWallMs, 0)} / ${fmtNum(r.small.medianWallMs, 0)}`,
+      fmtRatio(r.ratio),
+      `aim <= ${r.target}: ${r.ratio <= r.target ? 'met' : 'NOT met'}; destroy step ${fmtNum(r.large.medianDestroyMs, 0)} / ${fmtNum(r.small.medianDestroyMs, 0)} ms (${fmtRatio(r.destroyRatio)}); ` +
+        `event loop held up to ${fmtNum(r.large.medianEventLoopMaxMs, 0)} / ${fmtNum(r.small.medianEventLoopMaxMs, 0)} ms` +
+        (r.valid ? '' : '; INVALID RUN (see warnings)'),
+    ]);
+    if (r.large.rekeyMedian) {
+      summary.push([
+        `  re-key of ${fmtInt(lg.memories)}: legacy frames rewritten ÷ record keys re-wrapped`,
+        `${fmtNum(lg.parts.totalMs, 0)} / ${fmtNum(r.large.rekeyMedian.totalMs, 0)}`,
+        fmtRatio(lg.parts.totalMs / r.large.rekeyMedian.totalMs),
+        "the previous design (every frame read, opened, re-sealed, stored) vs the forgets' destroy-step re-key",
+      ]);
+    }
+  }
+  if (providers?.result) {
+    const r = providers.result;
+    const local = localRun(r);
+    const c1 = (run: typeof local) => run.throughput.find((f) => f.concurrency === 1)!;
+    const c16 = (run: typeof local) => run.throughput.find((f) => f.concurrency === 16)!;
+    for (const run of r.runs.filter((x) => x.kind !== 'local')) {
+      summary.push([
+        `${run.kind} wraps/s ÷ local keyring wraps/s, concurrency 1`,
+        `${fmtNum(c1(run).wrapsPerSec, 0)} / ${fmtNum(c1(local).wrapsPerSec, 0)}`,
+        fmtRatio(c1(run).wrapsPerSec / c1(local).wrapsPerSec),
+        `figures only; unwraps ${fmtRatio(c1(run).unwrapsPerSec / c1(local).unwrapsPerSec)}; concurrency 16: wraps ` +
+          `${fmtRatio(c16(run).wrapsPerSec / c16(local).wrapsPerSec)}, unwraps ${fmtRatio(c16(run).unwrapsPerSec / c16(local).unwrapsPerSec)}`,
+      ]);
+      const n = rotationSecondsFor(run, r.keys);
+      const localN = rotationSecondsFor(local, r.keys);
+      summary.push([
+        `${run.kind} rotation keys/s ÷ local keyring keys/s (${fmtInt(run.rotation.keys)} ÷ ${fmtInt(local.rotation.keys)} keys)`,
+        `${fmtNum(run.rotation.rotation.keysPerSec, 0)} / ${fmtNum(local.rotation.rotation.keysPerSec, 0)}`,
+        fmtRatio(run.rotation.rotation.keysPerSec / local.rotation.rotation.keysPerSec),
+        `figures only; ${fmtInt(r.keys)} keys: ${fmtSeconds(n.seconds)}${n.computed ? ' (computed from the rate)' : ''} vs ${fmtSeconds(localN.seconds)}` +
+          (run.rotation.verification.ok ? '' : '; VERIFICATION FAILED'),
+      ]);
+    }
+    if (!local.rotation.verification.ok) summary.push(['local keyring rotation verified', '', '', 'FAILED']);
+  }
+  if (keysSection?.result) {
+    const r = keysSection.result;
+    for (const p of r.points) {
+      summary.push([
+        `key creation (PUT .../key) ÷ bare PostgreSQL insert-and-commit, ${p.clients} client${p.clients === 1 ? '' : 's'}`,
+        `${fmtNum(p.keys.reqPerSec, 0)} / ${fmtNum(p.bare.perSec, 0)}`,
+        fmtRatio(p.ratio),
+        p.clients === r.connections ? `aim >= 0.5: ${p.ratio >= 0.5 ? 'met' : 'NOT met'}${r.valid ? '' : '; INVALID RUN (see warnings)'}` : 'reported',
+      ]);
+    }
+    summary.push([
+      `bulk key creation keys/s (POST /v1/keys/batch, ${fmtInt(r.bulk.subjects)} subjects) ÷ 10,000/s`,
+      `${fmtNum(r.bulk.medianKeysPerSec, 0)} / 10,000`,
+      fmtRatio(r.bulk.medianKeysPerSec / 10_000),
+      `aim >= 1: ${r.bulk.medianKeysPerSec >= 10_000 ? 'met' : 'NOT met'}`,
+    ]);
+    for (const p of r.providers) {
+      summary.push([
+        `${p.kind}: warm lease /s and key creation /s ÷ local keyring, ${r.connections} connections`,
+        `${fmtNum(p.lease.reqPerSec, 0)} / ${fmtNum(r.local.lease.reqPerSec, 0)}; ${fmtNum(p.create.reqPerSec, 0)} / ${fmtNum(r.local.create.reqPerSec, 0)}`,
+        `${fmtRatio(p.leaseRatio)}; ${fmtRatio(p.createRatio)}`,
+        'figures only',
+      ]);
+    }
+  }
+  if (bulk?.result) {
+    const r = bulk.result;
+    summary.push([
+      `bulk erasure subjects/s, 2 replicas ÷ 1 (${fmtInt(r.subjects)} class-A subjects, one machine and one PostgreSQL)`,
+      `${fmtNum(r.two.subjectsPerSec, 1)} / ${fmtNum(r.one.subjectsPerSec, 1)}`,
+      fmtRatio(r.ratio),
+      `aim > 1: ${r.ratio > 1 ? 'met' : 'NOT met'}; ledger chain records per erasure ${fmtNum(r.one.ledgerPerErasure, 2)} / ${fmtNum(r.two.ledgerPerErasure, 2)}`,
+    ]);
+  }
 } catch (e) {
   summary.push(['(summary rows stopped here)', '', '', `FAILED: ${(e as Error).message}`]);
 }
 out.push('');
 out.push('== Summary (ratio = measured ÷ same-run baseline) ==');
 out.push(table(['figure', 'measured / baseline', 'ratio', 'note'], summary));
-const failed = Object.entries(sections).filter(([, s]) => !s.ok).map(([n]) => n);
+const failed = Object.entries(sections)
+  .filter(([, s]) => !s.ok)
+  .map(([n]) => n);
 
 // every section's `aims` (sections without any do not appear)
 const aims = Object.entries(sections).flatMap(([name, s]) => ((s?.result as { aims?: Aim[] } | undefined)?.aims ?? []).map((a) => ({ section: name, ...a })));
 out.push('');
 out.push('== Aims (same-run ratios against the aims in docs/performance.md) ==');
 if (aims.length > 0) {
-  out.push(table(['section', 'figure', 'ratio', 'aim', 'verdict'], aims.map((a) => [a.section, a.name, fmtRatio(a.ratio), a.aim, a.met ? 'met' : 'NOT met'])));
+  out.push(
+    table(
+      ['section', 'figure', 'ratio', 'aim', 'verdict'],
+      aims.map((a) => [a.section, a.name, fmtRatio(a.ratio), a.aim, a.met ? 'met' : 'NOT met']),
+    ),
+  );
   out.push(`${aims.filter((a) => a.met).length} of ${aims.length} aims met`);
 } else out.push('no section of this run reported an aim');
 

@@ -151,7 +151,10 @@ export function scaleReport(inputs: Inputs): string {
     if (typeof v !== 'number' || !Number.isFinite(v)) throw new Error(`${p}: not a number in the results (${JSON.stringify(v)})`);
     return { v, how: `measured: ${p.startsWith('units.') ? UNITS : RES} → ${p}` };
   };
-  const param = (name: string, fallback: number, note: string): Fig => ({ v: envNum(name, fallback), how: `parameter: ${name}${process.env[name] ? '' : ' (default)'} — ${note}` });
+  const param = (name: string, fallback: number, note: string): Fig => ({
+    v: envNum(name, fallback),
+    how: `parameter: ${name}${process.env[name] ? '' : ' (default)'} — ${note}`,
+  });
   const c = (v: number, formula: string): Fig => ({ v, how: `computed: ${formula}` });
 
   // ---------------------------------------------------------------- parameters
@@ -164,8 +167,16 @@ export function scaleReport(inputs: Inputs): string {
     subjects: param('SCALE_SUBJECTS', 10_000_000, 'subjects with a live key'),
     entries: param('SCALE_ENTRIES', 1_000_000_000, 'log entries'),
     artifacts: param('SCALE_ARTIFACTS', 100_000_000, 'artifacts, one version each'),
-    edgesPerArtifact: param('SCALE_EDGES_PER_ARTIFACT', shape.edgesPerArtifact.v, `provenance edges per artifact (default: the units section's shape, ${shape.edgesPerArtifact.how})`),
-    entryText: param('SCALE_ENTRY_TEXT_BYTES', Math.round(shape.entryText.v), `mean entry text bytes (default: the units section's generated sentences, ${shape.entryText.how})`),
+    edgesPerArtifact: param(
+      'SCALE_EDGES_PER_ARTIFACT',
+      shape.edgesPerArtifact.v,
+      `provenance edges per artifact (default: the units section's shape, ${shape.edgesPerArtifact.how})`,
+    ),
+    entryText: param(
+      'SCALE_ENTRY_TEXT_BYTES',
+      Math.round(shape.entryText.v),
+      `mean entry text bytes (default: the units section's generated sentences, ${shape.entryText.how})`,
+    ),
     indexBudget: param('SCALE_INDEX_BUDGET_GIB', 16, 'GiB of memory per replica given to the in-memory indices'),
     shardVectors: param('SCALE_VECTORS_PER_REPLICA', 1_000_000, 'a shard size to quote memory and rebuild time for'),
     partition: param('SCALE_PARTITION_GIB', 16, 'largest PostgreSQL partition wanted, GiB'),
@@ -173,7 +184,10 @@ export function scaleReport(inputs: Inputs): string {
     lanes: param('SCALE_ERASURE_LANES', 4, "erasures one replica runs at once (LETHE_ERASURE_CONCURRENCY's default, src/config/index.ts)"),
     putsPerPrefix: param('SCALE_PUTS_PER_PREFIX', 3_500, "PUT/s one key prefix takes (AWS S3's documented per-prefix rate; MinIO has no such limit)"),
   };
-  const replicas = (process.env.SCALE_REPLICAS ?? '1,4,16,64').split(',').map((s) => Number(s.trim())).filter((n) => Number.isSafeInteger(n) && n > 0);
+  const replicas = (process.env.SCALE_REPLICAS ?? '1,4,16,64')
+    .split(',')
+    .map((s) => Number(s.trim()))
+    .filter((n) => Number.isSafeInteger(n) && n > 0);
   const S = P.subjects.v;
   const E = P.entries.v;
   const A = P.artifacts.v;
@@ -247,8 +261,16 @@ export function scaleReport(inputs: Inputs): string {
   out.push('');
   head(['figure', 'value', 'source']);
   const packedOf = (u: string) => m(`${U}.units.${u}.pgBytesPacked`).v;
-  figRow('PostgreSQL bytes per subject key (all tables it grows), slope (packed)', unit.subjectPg, `${fmt(unit.subjectPg.v)} B (${fmt(packedOf('subject'))} B)`);
-  figRow('PostgreSQL bytes per log entry (log index + sealed embedding row), slope (packed)', unit.entryPg, `${fmt(unit.entryPg.v)} B (${fmt(packedOf('entry'))} B)`);
+  figRow(
+    'PostgreSQL bytes per subject key (all tables it grows), slope (packed)',
+    unit.subjectPg,
+    `${fmt(unit.subjectPg.v)} B (${fmt(packedOf('subject'))} B)`,
+  );
+  figRow(
+    'PostgreSQL bytes per log entry (log index + sealed embedding row), slope (packed)',
+    unit.entryPg,
+    `${fmt(unit.entryPg.v)} B (${fmt(packedOf('entry'))} B)`,
+  );
   figRow('PostgreSQL bytes per artifact (its edges apart), slope (packed)', unit.artifactPg, `${fmt(unit.artifactPg.v)} B (${fmt(packedOf('artifact'))} B)`);
   figRow('PostgreSQL bytes per provenance edge, slope (packed)', unit.edgePg, `${fmt(unit.edgePg.v)} B (${fmt(packedOf('edge'))} B)`);
   figRow('object bytes per entry, one segment per entry (in-process append)', unit.entryObj, `${fmt(unit.entryObj.v)} B`);
@@ -256,7 +278,11 @@ export function scaleReport(inputs: Inputs): string {
   figRow('entries per segment object (writer client)', unit.entriesPerSegment, fmt(unit.entriesPerSegment.v));
   figRow('object bytes per artifact', unit.artifactObj, `${fmt(unit.artifactObj.v)} B`);
   figRow('MinIO disk bytes per entry object / per artifact object (single drive)', unit.entryDisk, `${fmt(unit.entryDisk.v)} / ${fmt(unit.artifactDisk.v)} B`);
-  figRow(`memory per vector in the HNSW index (at ${fmt(unit.vectorsMeasured.v)} vectors)`, unit.vectorBytes, `${fmt(unit.vectorBytes.v)} B (second half alone ${fmt(unit.vectorBytesMarginal.v)} B)`);
+  figRow(
+    `memory per vector in the HNSW index (at ${fmt(unit.vectorsMeasured.v)} vectors)`,
+    unit.vectorBytes,
+    `${fmt(unit.vectorBytes.v)} B (second half alone ${fmt(unit.vectorBytesMarginal.v)} B)`,
+  );
   figRow(`memory per record in the shingle index (at ${fmt(unit.shingleRecords.v)} records)`, unit.shingleBytes, `${fmt(unit.shingleBytes.v)} B`);
   figRow('CPU per append, in-process writer path (this process only)', unit.entryCpu, `${fmt(unit.entryCpu.v * 1e6)} µs`);
   figRow(
@@ -283,7 +309,13 @@ export function scaleReport(inputs: Inputs): string {
   // ---------------------------------------------------------------- PostgreSQL
   out.push('### PostgreSQL: table sizes and partitions');
   out.push('');
-  type TableIn = { table: string; bytesPerRow: number | null; bytesPerRowAtLarge: number | null; bytesPerRowPacked: number | null; rowsPer: { subject: number; entry: number; artifact: number } };
+  type TableIn = {
+    table: string;
+    bytesPerRow: number | null;
+    bytesPerRowAtLarge: number | null;
+    bytesPerRowPacked: number | null;
+    rowsPer: { subject: number; entry: number; artifact: number };
+  };
   const tables = (at(r, `${U}.tables`) as TableIn[] | undefined) ?? [];
   /** Bytes per row as a range: packed (VACUUM FULL) .. the larger of the slope and the whole-table figure at the large size. */
   const rowRange = (t: TableIn): [number, number] => {
@@ -333,30 +365,53 @@ export function scaleReport(inputs: Inputs): string {
   );
   out.push('');
   const nodes = Math.ceil(pgHigh / (P.node.v * TiB));
-  const unitTotal = c(S * unit.subjectPg.v + E * unit.entryPg.v + A * unit.artifactPg.v + EDGES * unit.edgePg.v, 'subjects × B/subject + entries × B/entry + artifacts × B/artifact + edges × B/edge, the slope figures');
+  const unitTotal = c(
+    S * unit.subjectPg.v + E * unit.entryPg.v + A * unit.artifactPg.v + EDGES * unit.edgePg.v,
+    'subjects × B/subject + entries × B/entry + artifacts × B/artifact + edges × B/edge, the slope figures',
+  );
   out.push(`- The total from the per-unit slope figures alone: ${bytes(unitTotal.v)} (${unitTotal.how}).`);
   out.push(
     `- PostgreSQL nodes at SCALE_NODE_TIB = ${fmt(P.node.v)} TiB per node: **${fmt(nodes)}** on the high total (computed: ⌈high total ÷ SCALE_NODE_TIB⌉; one copy, no standbys, no WAL headroom) — ` +
       `${nodes <= 1 ? 'one node holds it: declarative hash partitioning by subject hash on one PostgreSQL' : 'more than one node: a distributed PostgreSQL (Citus) with the subject hash as the distribution column'}.`,
   );
   const ingestOne = c(E / unit.writerRate.v, `entries ÷ ${unit.writerRate.how}`);
-  out.push(`- Writing ${fmt(E)} entries at the measured one-replica writer rate: ${duration(ingestOne.v)} (${ingestOne.how}); at N replicas ÷ N while the database keeps up (not measured above one replica).`);
+  out.push(
+    `- Writing ${fmt(E)} entries at the measured one-replica writer rate: ${duration(ingestOne.v)} (${ingestOne.how}); at N replicas ÷ N while the database keeps up (not measured above one replica).`,
+  );
   out.push('');
 
   // ---------------------------------------------------------------- object store
   out.push('### Object store');
   out.push('');
-  const writerEntryBytes = c(P.entryText.v + unit.frameOverhead.v, 'SCALE_ENTRY_TEXT_BYTES + stored bytes over the text per frame (append.result.overhead.perFrame)');
-  const inprocEntryBytes = c(unit.entryObj.v - shape.entryText.v + P.entryText.v, `object bytes per entry (${U}.units.entry.objectBytes) − the measured mean text + SCALE_ENTRY_TEXT_BYTES`);
+  const writerEntryBytes = c(
+    P.entryText.v + unit.frameOverhead.v,
+    'SCALE_ENTRY_TEXT_BYTES + stored bytes over the text per frame (append.result.overhead.perFrame)',
+  );
+  const inprocEntryBytes = c(
+    unit.entryObj.v - shape.entryText.v + P.entryText.v,
+    `object bytes per entry (${U}.units.entry.objectBytes) − the measured mean text + SCALE_ENTRY_TEXT_BYTES`,
+  );
   head(['prefix', 'objects', 'bytes (logical)', 'source']);
-  row(['`log/seg_<id>` (writer client: batched segments)', fmt(E / unit.entriesPerSegment.v), bytes(E * writerEntryBytes.v), `computed: objects = entries ÷ entries per segment; bytes = entries × (${writerEntryBytes.how})`]);
+  row([
+    '`log/seg_<id>` (writer client: batched segments)',
+    fmt(E / unit.entriesPerSegment.v),
+    bytes(E * writerEntryBytes.v),
+    `computed: objects = entries ÷ entries per segment; bytes = entries × (${writerEntryBytes.how})`,
+  ]);
   row(['`log/seg_<id>` (in-process append: one segment per entry)', fmt(E), bytes(E * inprocEntryBytes.v), `computed: entries × (${inprocEntryBytes.how})`]);
-  row(['`artifacts/<art_id>/v<n>`', fmt(A), bytes(A * unit.artifactObj.v), `computed: artifacts × ${unit.artifactObj.how} (artifact text ≈ ${fmt(Number(at(r, `${U}.shape.meanArtifactTextBytes`)))} B)`]);
+  row([
+    '`artifacts/<art_id>/v<n>`',
+    fmt(A),
+    bytes(A * unit.artifactObj.v),
+    `computed: artifacts × ${unit.artifactObj.how} (artifact text ≈ ${fmt(Number(at(r, `${U}.shape.meanArtifactTextBytes`)))} B)`,
+  ]);
   out.push('');
   const diskInproc = c(E * unit.entryDisk.v + A * unit.artifactDisk.v, `entries × ${unit.entryDisk.how} + artifacts × …artifact.diskBytes`);
-  out.push(`- MinIO single-drive disk for one object per entry plus the artifacts: ${bytes(diskInproc.v)} (${diskInproc.how}); erasure-coded or replicated deployments multiply this by their parity/copy factor.`);
+  out.push(
+    `- MinIO single-drive disk for one object per entry plus the artifacts: ${bytes(diskInproc.v)} (${diskInproc.how}); erasure-coded or replicated deployments multiply this by their parity/copy factor.`,
+  );
   for (const n of replicas) {
-    const puts = c(n * unit.writerRate.v / unit.entriesPerSegment.v, `${n} × writer appends/s ÷ entries per segment`);
+    const puts = c((n * unit.writerRate.v) / unit.entriesPerSegment.v, `${n} × writer appends/s ÷ entries per segment`);
     const putsInproc = c(n * unit.inprocRate.v, `${n} × ${unit.inprocRate.how}, one object each`);
     out.push(
       `- ${n} replica${n === 1 ? '' : 's'} appending at the measured rates: writer client ${fmt(puts.v, 1)} segment PUT/s (${puts.how}); in-process appends ${fmt(putsInproc.v)} PUT/s (${putsInproc.how}) → ` +
@@ -386,21 +441,37 @@ export function scaleReport(inputs: Inputs): string {
   const shardMem = c(P.shardVectors.v * (unit.vectorBytes.v + unit.shingleBytes.v), 'SCALE_VECTORS_PER_REPLICA × (B per vector + B per shingle record)');
   const shardRebuild = c((P.shardVectors.v / 1e6) * unit.rebuildPerMillion.v, `SCALE_VECTORS_PER_REPLICA ÷ 10^6 × ${unit.rebuildPerMillion.how}`);
   const shardGraph = c((P.shardVectors.v / 1e6) * unit.graphPerMillion.v, `SCALE_VECTORS_PER_REPLICA ÷ 10^6 × ${unit.graphPerMillion.how}`);
-  out.push(`- A replica holding ${fmt(P.shardVectors.v)} records: ${bytes(shardMem.v)} of indices (${shardMem.how}); searchable after a rebuild of ${duration(shardRebuild.v)} (${shardRebuild.how}), HNSW graph complete after ${duration(shardGraph.v)} (${shardGraph.how}).`);
+  out.push(
+    `- A replica holding ${fmt(P.shardVectors.v)} records: ${bytes(shardMem.v)} of indices (${shardMem.how}); searchable after a rebuild of ${duration(shardRebuild.v)} (${shardRebuild.how}), HNSW graph complete after ${duration(shardGraph.v)} (${shardGraph.how}).`,
+  );
   const fullRebuild = c((perShard / 1e6) * unit.rebuildPerMillion.v, 'records per shard ÷ 10^6 × projected rebuild seconds per million');
-  out.push(`- A replica of one ${fmt(P.indexBudget.v)} GiB shard (~${fmt(perShard)} records): searchable after ${duration(fullRebuild.v)} (${fullRebuild.how}).`);
+  out.push(
+    `- A replica of one ${fmt(P.indexBudget.v)} GiB shard (~${fmt(perShard)} records): searchable after ${duration(fullRebuild.v)} (${fullRebuild.how}).`,
+  );
   out.push('');
 
   // ---------------------------------------------------------------- KEK rotation
   out.push('### KEK rotation');
   out.push('');
-  const wrapped = c(S + A, 'subjects (one subject key each) + artifacts (one artifact-version key each); entries\' record keys are wrapped under subject keys, not the KEK: none is re-wrapped');
+  const wrapped = c(
+    S + A,
+    "subjects (one subject key each) + artifacts (one artifact-version key each); entries' record keys are wrapped under subject keys, not the KEK: none is re-wrapped",
+  );
   out.push(`- Keys to re-wrap: ${fmt(wrapped.v)} (${wrapped.how}).`);
   out.push('');
   head(['provider', 'replicas', 'keys/s', 'rotation time', 'source']);
   for (const n of replicas) {
     const t = c(wrapped.v / (n * unit.rewrap.v), `keys ÷ (${n} × ${unit.rewrap.how})`);
-    row(['local keyring', String(n), fmt(n * unit.rewrap.v), duration(t.v), t.how + (n > 1 ? '; assumes N replicas re-wrap in parallel without slowing each other (rotation is safe on several replicas at once: SKIP LOCKED batches) — not measured above one' : '')]);
+    row([
+      'local keyring',
+      String(n),
+      fmt(n * unit.rewrap.v),
+      duration(t.v),
+      t.how +
+        (n > 1
+          ? '; assumes N replicas re-wrap in parallel without slowing each other (rotation is safe on several replicas at once: SKIP LOCKED batches) — not measured above one'
+          : ''),
+    ]);
   }
   for (const p of providerRuns) {
     if (p.kind === 'local') continue;
@@ -463,7 +534,10 @@ export function scaleReport(inputs: Inputs): string {
   );
   const auditTable = tables.find((t) => t.table === 'audit_log');
   const auditRowBytes = auditTable ? rowRange(auditTable)[1] : NaN;
-  const auditDay = c(unit.leaseRate.v * auditPerLease.v * 86400 * auditRowBytes, `leases/s per replica × ${fmt(auditPerLease.v, 2)} audit rows per lease (${auditPerLease.how}) × 86,400 × audit_log bytes per row, high (${UNITS} → ${U}.tables[table=audit_log])`);
+  const auditDay = c(
+    unit.leaseRate.v * auditPerLease.v * 86400 * auditRowBytes,
+    `leases/s per replica × ${fmt(auditPerLease.v, 2)} audit rows per lease (${auditPerLease.how}) × 86,400 × audit_log bytes per row, high (${UNITS} → ${U}.tables[table=audit_log])`,
+  );
   out.push(
     `- Audit growth from leases at one replica's measured lease rate: ${bytes(auditDay.v)} per day (${auditDay.how}); the audit chain appends serialize on one row (audit_head), so its rate is one node's whatever the partitioning.`,
   );

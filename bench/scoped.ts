@@ -60,7 +60,13 @@ export interface ScopedResult {
   readonly setupSeconds: number;
   readonly k: number;
   readonly service: { readonly scoped: ScopedRun; readonly global: ScopedRun; readonly ratio: number; readonly p95Ratio: number };
-  readonly index: { readonly scoped: LatencyStats; readonly global: LatencyStats; readonly ratio: number; readonly p95Ratio: number; readonly scopeVectors: number };
+  readonly index: {
+    readonly scoped: LatencyStats;
+    readonly global: LatencyStats;
+    readonly ratio: number;
+    readonly p95Ratio: number;
+    readonly scopeVectors: number;
+  };
   /** Scoped hits outside the subject's own records (must be 0). */
   readonly leaks: number;
   /** Queries whose global candidates were all real records. */
@@ -108,7 +114,9 @@ export async function runScoped(): Promise<ScopedResult> {
 
     const seeded = total - MEASURED * PER_SUBJECT;
     const fillers = subjects - MEASURED;
-    progress(`scoped: seeding ${fmtInt(seeded)} entry vectors of ${fmtInt(fillers)} other subjects directly into the in-memory index (not written through the service)`);
+    progress(
+      `scoped: seeding ${fmtInt(seeded)} entry vectors of ${fmtInt(fillers)} other subjects directly into the in-memory index (not written through the service)`,
+    );
     const embedder = vault.vectors.embedder;
     let nnz = 0;
     for (const v of await embedder.embed(texts.slice(0, 200))) for (const x of v) if (x !== 0) nnz++;
@@ -138,7 +146,7 @@ export async function runScoped(): Promise<ScopedResult> {
     let globalReal = 0;
     let scopeVectors = 0;
     const real = new Set([...own.values()].flatMap((s) => [...s]));
-    for (const ids of (await vault.artifacts.touchingSubjects(measured.map((s) => vault.keys.subjectHash(s))))) real.add(ids.artifactId);
+    for (const ids of await vault.artifacts.touchingSubjects(measured.map((s) => vault.keys.subjectHash(s)))) real.add(ids.artifactId);
     progress(`scoped: ${WARMUPS} + ${runs} queries, scoped and global in turn`);
     for (let r = 0; r < queries.length; r++) {
       const subject = measured[r % MEASURED]!;
@@ -169,9 +177,15 @@ export async function runScoped(): Promise<ScopedResult> {
       scopeVectors = index.idsOfKey(keyOf.get(subject)!).length + touching.length;
     }
     if (leaks > 0) warnings.push(`${leaks} scoped hits were not the subject's own records`);
-    if (globalReal < runs) warnings.push(`${runs - globalReal} of ${runs} global searches had seeded filler among their candidates (read back as unreadable: the global figure is then high)`);
+    if (globalReal < runs)
+      warnings.push(
+        `${runs - globalReal} of ${runs} global searches had seeded filler among their candidates (read back as unreadable: the global figure is then high)`,
+      );
     if (scopedHits / runs < K) warnings.push(`scoped searches answered ${fmtNum(scopedHits / runs, 1)} hits on average, not ${K}`);
-    const service = { scoped: { stats: stats(scopedMs, WARMUPS), meanHits: scopedHits / runs }, global: { stats: stats(globalMs, WARMUPS), meanHits: globalHits / runs } };
+    const service = {
+      scoped: { stats: stats(scopedMs, WARMUPS), meanHits: scopedHits / runs },
+      global: { stats: stats(globalMs, WARMUPS), meanHits: globalHits / runs },
+    };
     const idx = { scoped: stats(scopedIndexMs, WARMUPS), global: stats(globalIndexMs, WARMUPS) };
     return {
       vectors,
@@ -181,7 +195,11 @@ export async function runScoped(): Promise<ScopedResult> {
       seeded,
       setupSeconds,
       k: K,
-      service: { ...service, ratio: service.scoped.stats.medianMs / service.global.stats.medianMs, p95Ratio: service.scoped.stats.p95Ms / service.global.stats.p95Ms },
+      service: {
+        ...service,
+        ratio: service.scoped.stats.medianMs / service.global.stats.medianMs,
+        p95Ratio: service.scoped.stats.p95Ms / service.global.stats.p95Ms,
+      },
       index: { ...idx, ratio: idx.scoped.medianMs / idx.global.medianMs, p95Ratio: idx.scoped.p95Ms / idx.global.p95Ms, scopeVectors },
       leaks,
       globalReal,
@@ -202,7 +220,11 @@ export function formatScoped(r: ScopedResult): string {
     table(
       ['search', 'median ms', 'p95 ms', 'max ms', 'note'],
       [
-        row(`vault.search.search, subject (${PER_SUBJECT} entries, ${SUMMARIES} own summaries, 2 shared)`, r.service.scoped.stats, `${fmtNum(r.service.scoped.meanHits, 1)} hits on average`),
+        row(
+          `vault.search.search, subject (${PER_SUBJECT} entries, ${SUMMARIES} own summaries, 2 shared)`,
+          r.service.scoped.stats,
+          `${fmtNum(r.service.scoped.meanHits, 1)} hits on average`,
+        ),
         row('vault.search.search, allSubjects (baseline)', r.service.global.stats, `${fmtNum(r.service.global.meanHits, 1)} hits on average`),
         row(`index.searchWithin (the subject's ${fmtInt(r.index.scopeVectors)} vectors)`, r.index.scoped, 'ranking only'),
         row(`index.search (${fmtInt(r.vectors)} vectors)`, r.index.global, 'ranking only'),

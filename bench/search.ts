@@ -83,7 +83,21 @@ import { mulberry32 as prng, seededId } from '../fixtures/prng.js';
 import { BENCH_DIR, byMode, envInt, QUICK } from './support/mode.js';
 import { type ScratchVault, scratchVault } from './support/scratch.js';
 import { gcNow, runChild, sleep, runIfMain } from './support/process.js';
-import { type Aim, aim, aimVerdict, fmtInt, fmtNum, formatAims, fmtRatio, fmtSeconds, type LatencyStats, median, progress, stats, table } from './support/report.js';
+import {
+  type Aim,
+  aim,
+  aimVerdict,
+  fmtInt,
+  fmtNum,
+  formatAims,
+  fmtRatio,
+  fmtSeconds,
+  type LatencyStats,
+  median,
+  progress,
+  stats,
+  table,
+} from './support/report.js';
 
 // ------------------------------------------------------------------ result types
 
@@ -238,28 +252,90 @@ export function randomSparseUnit(out: Float32Array, nonZero: number, rand: () =>
 // ------------------------------------------------------------------ texts
 
 const SUBJECTS = [
-  'The patient', 'My sister', 'The customer', 'Our landlord', 'The new manager', 'A neighbour', 'The accountant', 'His doctor', 'The school nurse',
-  'Her lawyer', 'The delivery driver', 'My grandfather', 'The support agent', 'Their daughter', 'The insurance adjuster', 'Our team lead',
+  'The patient',
+  'My sister',
+  'The customer',
+  'Our landlord',
+  'The new manager',
+  'A neighbour',
+  'The accountant',
+  'His doctor',
+  'The school nurse',
+  'Her lawyer',
+  'The delivery driver',
+  'My grandfather',
+  'The support agent',
+  'Their daughter',
+  'The insurance adjuster',
+  'Our team lead',
 ];
 const VERBS = [
-  'reported', 'mentioned', 'complained about', 'asked about', 'confirmed', 'cancelled', 'rescheduled', 'described', 'disputed', 'requested',
-  'forgot about', 'paid for', 'worried about', 'signed up for', 'moved away from', 'recovered from', 'applied for', 'returned',
+  'reported',
+  'mentioned',
+  'complained about',
+  'asked about',
+  'confirmed',
+  'cancelled',
+  'rescheduled',
+  'described',
+  'disputed',
+  'requested',
+  'forgot about',
+  'paid for',
+  'worried about',
+  'signed up for',
+  'moved away from',
+  'recovered from',
+  'applied for',
+  'returned',
 ];
 const OBJECTS = [
-  'mild headaches after the new medication', 'the overdue invoice from last spring', 'a broken dishwasher in the rented flat', 'the annual blood test results',
-  'a refund for the damaged parcel', 'the mortgage application', 'persistent back pain while running', 'the car insurance renewal', 'a visa appointment in Lisbon',
-  'the allergy to penicillin', 'the gym membership contract', 'a leaking roof above the kitchen', 'the tax return for the previous year',
-  'a sleeping problem since the surgery', 'the missing passport', 'a school trip to the mountains', 'the blood pressure readings', 'a late salary payment',
+  'mild headaches after the new medication',
+  'the overdue invoice from last spring',
+  'a broken dishwasher in the rented flat',
+  'the annual blood test results',
+  'a refund for the damaged parcel',
+  'the mortgage application',
+  'persistent back pain while running',
+  'the car insurance renewal',
+  'a visa appointment in Lisbon',
+  'the allergy to penicillin',
+  'the gym membership contract',
+  'a leaking roof above the kitchen',
+  'the tax return for the previous year',
+  'a sleeping problem since the surgery',
+  'the missing passport',
+  'a school trip to the mountains',
+  'the blood pressure readings',
+  'a late salary payment',
 ];
 const PLACES = [
-  'in March', 'on Tuesday morning', 'before the holidays', 'during the video call', 'at the clinic in Porto', 'over the phone', 'last weekend',
-  'while travelling to Berlin', 'at the branch office', 'after the school meeting', 'in the waiting room', 'by email yesterday',
+  'in March',
+  'on Tuesday morning',
+  'before the holidays',
+  'during the video call',
+  'at the clinic in Porto',
+  'over the phone',
+  'last weekend',
+  'while travelling to Berlin',
+  'at the branch office',
+  'after the school meeting',
+  'in the waiting room',
+  'by email yesterday',
 ];
 const FOLLOWUPS = [
-  'and asked whether the dosage could be reduced', 'but nobody has answered the letter yet', 'so the follow-up appointment was moved to next week',
-  'and wants a written confirmation before Friday', 'although the earlier report said otherwise', 'and the family is considering a second opinion',
-  'because the previous agreement had expired', 'and expects the matter to be settled within a month', 'so the deposit will probably be withheld',
-  'and promised to bring the missing documents', 'which explains the delay in the payment', 'and is now looking for a cheaper alternative',
+  'and asked whether the dosage could be reduced',
+  'but nobody has answered the letter yet',
+  'so the follow-up appointment was moved to next week',
+  'and wants a written confirmation before Friday',
+  'although the earlier report said otherwise',
+  'and the family is considering a second opinion',
+  'because the previous agreement had expired',
+  'and expects the matter to be settled within a month',
+  'so the deposit will probably be withheld',
+  'and promised to bring the missing documents',
+  'which explains the delay in the payment',
+  'and is now looking for a cheaper alternative',
 ];
 
 /** ~200-character English sentences, deterministic. */
@@ -279,7 +355,32 @@ export function sentences(n: number, seed: number): string[] {
 /** Pronounceable generated names (the same list for every seed: queries and the store share them). */
 const NAMES: readonly string[] = (() => {
   const rand = prng(0x1e7e);
-  const syllables = ['ka', 'lo', 'mi', 'ne', 'ru', 'ta', 'vo', 'shi', 'pe', 'da', 'gri', 'bel', 'mon', 'tor', 'san', 'vek', 'lu', 'fa', 'zo', 'ar', 'en', 'is', 'ol', 'um'];
+  const syllables = [
+    'ka',
+    'lo',
+    'mi',
+    'ne',
+    'ru',
+    'ta',
+    'vo',
+    'shi',
+    'pe',
+    'da',
+    'gri',
+    'bel',
+    'mon',
+    'tor',
+    'san',
+    'vek',
+    'lu',
+    'fa',
+    'zo',
+    'ar',
+    'en',
+    'is',
+    'ol',
+    'um',
+  ];
   const out = new Set<string>();
   while (out.size < 30_000) {
     let w = '';
@@ -293,7 +394,7 @@ const NAMES: readonly string[] = (() => {
 function zipf(n: number, s: number, rand: () => number): () => number {
   const cdf = new Float64Array(n);
   let total = 0;
-  for (let i = 0; i < n; i++) cdf[i] = total += 1 / Math.pow(i + 1, s);
+  for (let i = 0; i < n; i++) cdf[i] = total += 1 / (i + 1) ** s;
   for (let i = 0; i < n; i++) cdf[i]! /= total;
   return () => {
     const u = rand();
@@ -437,7 +538,10 @@ async function measureIndex(embedder: HashingEmbedder, n: number, nQueries: numb
   const dir = await mkdtemp(path.join(os.tmpdir(), 'lethe-bench-corpus-'));
   try {
     const file = path.join(dir, 'corpus.bin');
-    await writeFile(file, Buffer.concat([Buffer.from(c.q.buffer, c.q.byteOffset, c.q.byteLength), Buffer.from(c.scales.buffer, c.scales.byteOffset, c.scales.byteLength)]));
+    await writeFile(
+      file,
+      Buffer.concat([Buffer.from(c.q.buffer, c.q.byteOffset, c.q.byteLength), Buffer.from(c.scales.buffer, c.scales.byteOffset, c.scales.byteLength)]),
+    );
     const run = await runChild<IndexRun>(path.join(BENCH_DIR, 'search-index.ts'), {
       nodeArgs: ['--expose-gc'],
       env: { SEARCH_CORPUS: file, SEARCH_N: String(n), SEARCH_D: String(c.d), SEARCH_QUERIES: String(nQueries), SEARCH_REBUILD_AT: String(rebuildAt) },
@@ -505,7 +609,8 @@ export async function indexRun(embedder: HashingEmbedder, c: Corpus, nQueries: n
     index.upsertMany(batch);
     const done = Math.min(n, i + BUILD_BATCH);
     if (!buildUpTo && done >= rebuildAt) buildUpTo = { at: done, seconds: (performance.now() - t0) / 1000 };
-    if ((done / BUILD_BATCH) % Math.max(1, Math.round(n / BUILD_BATCH / 10)) === 0) progress(`search: graph ${fmtInt(done)} / ${fmtInt(n)} (${fmtSeconds((performance.now() - t0) / 1000)})`);
+    if ((done / BUILD_BATCH) % Math.max(1, Math.round(n / BUILD_BATCH / 10)) === 0)
+      progress(`search: graph ${fmtInt(done)} / ${fmtInt(n)} (${fmtSeconds((performance.now() - t0) / 1000)})`);
     if (!half && done >= n / 2 && done < n) {
       const p0 = performance.now();
       await settled();
@@ -756,7 +861,11 @@ async function measureOpening(vault: ScratchVault['vault'], workers: number): Pr
   const key = randomBytes(32);
   const notes = memoryNotes(OPEN_ROWS, 5);
   const embedder = vault.vectors.embedder;
-  const sealed = await vault.vectors.seal(notes.map((text, i) => ({ recordId: `entry_open${String(i).padStart(17, '0')}`, recordType: 'entry' as const, text })), 'key_open', key);
+  const sealed = await vault.vectors.seal(
+    notes.map((text, i) => ({ recordId: `entry_open${String(i).padStart(17, '0')}`, recordType: 'entry' as const, text })),
+    'key_open',
+    key,
+  );
   const rows = sealed.map((e) => ({ record_id: e.recordId, record_type: e.recordType, key_id: e.keyId, model: e.model, sealed: e.sealed }));
   const rate = async (open: Opener) => {
     const t0 = performance.now();
@@ -790,7 +899,10 @@ async function measureOpening(vault: ScratchVault['vault'], workers: number): Pr
   }
 }
 
-async function measureRebuild(records: number, runs: number): Promise<Omit<RebuildRun, 'projectedSecondsPerMillion' | 'projectedGraphSecondsPerMillion' | 'projectedAt'>> {
+async function measureRebuild(
+  records: number,
+  runs: number,
+): Promise<Omit<RebuildRun, 'projectedSecondsPerMillion' | 'projectedGraphSecondsPerMillion' | 'projectedAt'>> {
   const subjects = 100;
   if (records < subjects) throw new Error(`BENCH_SEARCH_REBUILD must be >= ${subjects}`);
   const { vault, cleanup } = await scratchVault('search');
@@ -860,7 +972,9 @@ async function measureRebuild(records: number, runs: number): Promise<Omit<Rebui
       parallel.push((a1 - a0) / 1000);
       single.push((a2 - b0) / 1000);
       select.push((a3 - b1) / 1000);
-      progress(`search: rebuild ${fmtNum(records / parallel.at(-1)!, 0)} vectors/s with ${workers} workers, ${fmtNum(records / single.at(-1)!, 0)} on one thread`);
+      progress(
+        `search: rebuild ${fmtNum(records / parallel.at(-1)!, 0)} vectors/s with ${workers} workers, ${fmtNum(records / single.at(-1)!, 0)} on one thread`,
+      );
     }
     const p = timing(parallel, records);
     const s = timing(single, records);
@@ -921,7 +1035,12 @@ export async function runSearch(): Promise<SearchResult> {
     aim(`search(q, 10) p50 at ${at} ÷ 10 ms`, index.index.medianMs / 10, '<= 1', index.index.medianMs <= 10),
     aim(`recall@10 against brute force at ${at}`, index.recall.all.recall, '>= 0.95', index.recall.all.recall >= 0.95),
     aim(`index memory per vector at ${at} ÷ 1,200 B`, index.memory.bytesPerVector / 1200, '<= 1', index.memory.bytesPerVector <= 1200),
-    aim(`rebuild until searchable, seconds per million (projected from ${fmtInt(rebuild.records)} rows) ÷ 30 s`, projectedSecondsPerMillion / 30, '<= 1', projectedSecondsPerMillion <= 30),
+    aim(
+      `rebuild until searchable, seconds per million (projected from ${fmtInt(rebuild.records)} rows) ÷ 30 s`,
+      projectedSecondsPerMillion / 30,
+      '<= 1',
+      projectedSecondsPerMillion <= 30,
+    ),
   ];
   return {
     dimensions: DIMENSIONS,
@@ -981,7 +1100,18 @@ export function formatSearch(r: SearchResult): string {
     `VectorIndex(${r.dimensions}): HNSW graph (usearch, int8, cosine; ${r.graph.threads} insertion threads on ${r.graph.cores} cores), ${r.graph.candidates} candidates ranked exactly per search; ` +
       `${fmtInt(x.vectors)} notes of ~${fmtNum(x.meanNonZero, 0)} non-zero dimensions (${r.model}), embedded in ${fmtSeconds(x.corpusSeconds)}; load average ${r.loadAvg.map((l) => fmtNum(l, 2)).join(' / ')}`,
     table(
-      ['vectors', 'keys', 'build', 'vectors/s', 'B/vector', 'JS B/vector', 'native B/vector', 'GiB per 10^6', 'RSS delta', 'heapTotal / heapUsed / arrayBuffers delta'],
+      [
+        'vectors',
+        'keys',
+        'build',
+        'vectors/s',
+        'B/vector',
+        'JS B/vector',
+        'native B/vector',
+        'GiB per 10^6',
+        'RSS delta',
+        'heapTotal / heapUsed / arrayBuffers delta',
+      ],
       [
         [
           fmtInt(x.vectors),
@@ -1008,7 +1138,13 @@ export function formatSearch(r: SearchResult): string {
     table(
       ['search', 'median ms', 'p95 ms', 'max ms', 'recall@10'],
       [
-        ['index.search (graph, exact re-rank)', fmtNum(x.index.medianMs, 3), fmtNum(x.index.p95Ms, 3), fmtNum(x.index.maxMs, 3), `${fmtNum(x.recall.all.recall, 3)} (moved ${fmtNum(x.recall.perturbed.recall, 3)}, new notes ${fmtNum(x.recall.texts.recall, 3)})`],
+        [
+          'index.search (graph, exact re-rank)',
+          fmtNum(x.index.medianMs, 3),
+          fmtNum(x.index.p95Ms, 3),
+          fmtNum(x.index.maxMs, 3),
+          `${fmtNum(x.recall.all.recall, 3)} (moved ${fmtNum(x.recall.perturbed.recall, 3)}, new notes ${fmtNum(x.recall.texts.recall, 3)})`,
+        ],
         ['brute force (baseline)', fmtNum(x.bruteForce.medianMs, 2), fmtNum(x.bruteForce.p95Ms, 2), fmtNum(x.bruteForce.maxMs, 2), '1'],
       ],
     ),
@@ -1022,9 +1158,17 @@ export function formatSearch(r: SearchResult): string {
       ['operation', 'texts/s', 'ratio to AES-256-GCM'],
       [
         [`HashingEmbedder.embedOne (${r.model})`, fmtNum(e.embed.perSec, 0), fmtRatio(e.embedRatio)],
-        [`sealEmbedding + openEmbedding (int8, ${e.quantisedPlaintextBytes} B plaintext, ${e.sealedBytes} B sealed)`, fmtNum(e.sealOpen.perSec, 0), fmtRatio(e.sealOpenRatio)],
+        [
+          `sealEmbedding + openEmbedding (int8, ${e.quantisedPlaintextBytes} B plaintext, ${e.sealedBytes} B sealed)`,
+          fmtNum(e.sealOpen.perSec, 0),
+          fmtRatio(e.sealOpenRatio),
+        ],
         ['node:crypto AES-256-GCM encrypt + decrypt, 2,048 B (baseline)', fmtNum(e.aesGcm.perSec, 0), '1.00x'],
-        [`node:crypto AES-256-GCM encrypt + decrypt, ${e.quantisedPlaintextBytes} B (reference)`, fmtNum(e.aesGcmQuantisedSize.perSec, 0), fmtRatio(e.aesGcmQuantisedSize.perSec / e.aesGcm.perSec)],
+        [
+          `node:crypto AES-256-GCM encrypt + decrypt, ${e.quantisedPlaintextBytes} B (reference)`,
+          fmtNum(e.aesGcmQuantisedSize.perSec, 0),
+          fmtRatio(e.aesGcmQuantisedSize.perSec / e.aesGcm.perSec),
+        ],
       ],
     ),
     '',
@@ -1032,10 +1176,30 @@ export function formatSearch(r: SearchResult): string {
     table(
       ['operation', 'median s', 'min / max s', 'per second'],
       [
-        [`vault.vectors.rebuild() (${b.workers} worker threads open the rows)`, fmtNum(b.parallel.medianSeconds, 2), `${fmtNum(b.parallel.minSeconds, 2)} / ${fmtNum(b.parallel.maxSeconds, 2)}`, `${fmtNum(b.parallel.perSec, 0)} vectors/s`],
-        ['vault.vectors.rebuild(2000, { workers: 0 }) (this thread)', fmtNum(b.single.medianSeconds, 2), `${fmtNum(b.single.minSeconds, 2)} / ${fmtNum(b.single.maxSeconds, 2)}`, `${fmtNum(b.single.perSec, 0)} vectors/s`],
-        ['the graph, built after the parallel rebuild (in the background)', fmtNum(b.graphAfter.medianSeconds, 2), `${fmtNum(b.graphAfter.minSeconds, 2)} / ${fmtNum(b.graphAfter.maxSeconds, 2)}`, `${fmtNum(b.graphAfter.perSec, 0)} vectors/s`],
-        ['select record_id, sealed from embeddings (reference)', fmtNum(b.select.medianSeconds, 2), `${fmtNum(b.select.minSeconds, 2)} / ${fmtNum(b.select.maxSeconds, 2)}`, `${fmtNum(b.select.perSec, 0)} rows/s`],
+        [
+          `vault.vectors.rebuild() (${b.workers} worker threads open the rows)`,
+          fmtNum(b.parallel.medianSeconds, 2),
+          `${fmtNum(b.parallel.minSeconds, 2)} / ${fmtNum(b.parallel.maxSeconds, 2)}`,
+          `${fmtNum(b.parallel.perSec, 0)} vectors/s`,
+        ],
+        [
+          'vault.vectors.rebuild(2000, { workers: 0 }) (this thread)',
+          fmtNum(b.single.medianSeconds, 2),
+          `${fmtNum(b.single.minSeconds, 2)} / ${fmtNum(b.single.maxSeconds, 2)}`,
+          `${fmtNum(b.single.perSec, 0)} vectors/s`,
+        ],
+        [
+          'the graph, built after the parallel rebuild (in the background)',
+          fmtNum(b.graphAfter.medianSeconds, 2),
+          `${fmtNum(b.graphAfter.minSeconds, 2)} / ${fmtNum(b.graphAfter.maxSeconds, 2)}`,
+          `${fmtNum(b.graphAfter.perSec, 0)} vectors/s`,
+        ],
+        [
+          'select record_id, sealed from embeddings (reference)',
+          fmtNum(b.select.medianSeconds, 2),
+          `${fmtNum(b.select.minSeconds, 2)} / ${fmtNum(b.select.maxSeconds, 2)}`,
+          `${fmtNum(b.select.perSec, 0)} rows/s`,
+        ],
       ],
     ),
     `workers ÷ one thread: ${fmtRatio(b.ratio)} (the workers take rows once warm: their start and warm-up, under tsx, ${fmtSeconds(b.workerStartSeconds)}); all loaded every run: ${b.loadedEveryRun ? 'yes' : 'NO'}`,

@@ -66,16 +66,19 @@ function metric(text: string, name: string): number {
 /** One events stream held open; resolves once its first event arrived. */
 function openStream(base: URL, path: string, token: string): Promise<http.ClientRequest> {
   return new Promise((resolve, reject) => {
-    const req = http.get({ host: base.hostname, port: base.port, path, agent: false, headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } }, (res) => {
-      if (res.statusCode !== 200) {
-        reject(new Error(`events stream answered ${res.statusCode}`));
-        res.resume();
-        return;
-      }
-      res.once('data', () => resolve(req));
-      res.on('data', () => {});
-      res.on('error', () => {});
-    });
+    const req = http.get(
+      { host: base.hostname, port: base.port, path, agent: false, headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } },
+      (res) => {
+        if (res.statusCode !== 200) {
+          reject(new Error(`events stream answered ${res.statusCode}`));
+          res.resume();
+          return;
+        }
+        res.once('data', () => resolve(req));
+        res.on('data', () => {});
+        res.on('error', () => {});
+      },
+    );
     req.on('error', (e) => reject(e));
   });
 }
@@ -129,7 +132,9 @@ export async function runStreams(): Promise<StreamsResult> {
       },
     );
     const parked = async () => {
-      const rows = await sql<{ n: number }[]>`select count(*)::int as n from erasures where status = 'running' and step = 'drain_leases' and claimed_by is null`;
+      const rows = await sql<
+        { n: number }[]
+      >`select count(*)::int as n from erasures where status = 'running' and step = 'drain_leases' and claimed_by is null`;
       return rows[0]?.n ?? 0;
     };
     const deadline = Date.now() + 120_000;
@@ -150,7 +155,8 @@ export async function runStreams(): Promise<StreamsResult> {
         client.setRequests([...paths.slice(offset), ...paths.slice(0, offset)].map((path) => ({ path, method: 'POST', headers: writer })));
       },
     };
-    const commits = async () => Number((await sql<{ c: string }[]>`select xact_commit::text as c from pg_stat_database where datname = current_database()`)[0]?.c ?? 0);
+    const commits = async () =>
+      Number((await sql<{ c: string }[]>`select xact_commit::text as c from pg_stat_database where datname = current_database()`)[0]?.c ?? 0);
     const phase = async (label: string): Promise<StreamsPhase> => {
       progress(`streams: ${label}: POST .../key/lease, ${connections} connections, ${warmup} s warm-up + ${duration} s`);
       await runAutocannon({ ...leaseOpts, duration: warmup } as never);
@@ -198,7 +204,8 @@ export async function runStreams(): Promise<StreamsResult> {
     const warnings: string[] = [];
     for (const p of [without, withStreams, withoutAgain]) {
       const r = p.load;
-      if (r.non2xx > 0 || r.errors > 0 || r.timeouts > 0) warnings.push(`${r.label}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts: the run is NOT valid`);
+      if (r.non2xx > 0 || r.errors > 0 || r.timeouts > 0)
+        warnings.push(`${r.label}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts: the run is NOT valid`);
     }
     if (streamsOpen !== streamCount) warnings.push(`the service counted ${streamsOpen} open streams, not ${streamCount}`);
     if (watchersOpen !== erasureCount) warnings.push(`the service ran ${watchersOpen} watchers for ${erasureCount} erasures`);

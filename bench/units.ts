@@ -89,7 +89,11 @@ export interface SizePoint {
   /** After VACUUM ANALYZE. */
   readonly tables: TableSize[];
   readonly databaseBytes: number;
-  readonly objects: { readonly log: { count: number; bytes: number }; readonly artifacts: { count: number; bytes: number }; readonly other: { count: number; bytes: number } };
+  readonly objects: {
+    readonly log: { count: number; bytes: number };
+    readonly artifacts: { count: number; bytes: number };
+    readonly other: { count: number; bytes: number };
+  };
   /** Sum of file sizes under MinIO's <data dir>/<bucket> (single drive). */
   readonly minioDiskBytes: number;
 }
@@ -456,7 +460,11 @@ export async function runUnits(): Promise<UnitsResult> {
     progress(`units: ${ERASED} erasures in-process, one at a time, counting the database's commits`);
     let erasure: ErasureCommits | null = null;
     try {
-      erasure = await erasureCommits(v, q, Array.from({ length: ERASED }, (_, i) => subjectName(i)));
+      erasure = await erasureCommits(
+        v,
+        q,
+        Array.from({ length: ERASED }, (_, i) => subjectName(i)),
+      );
       // incomplete is a finished erasure with residuals (cross-subject artifacts here); failed is not
       if (erasure.statuses.some((st) => st === 'failed')) warnings.push(`erasure statuses: ${erasure.statuses.join(', ')}`);
     } catch (e) {
@@ -464,9 +472,11 @@ export async function runUnits(): Promise<UnitsResult> {
     }
     const small = points[0]!;
     const large = points[1]!;
-    if (small.objects.log.count !== small.entries) warnings.push(`${small.objects.log.count} objects under log/ at the small size, expected ${small.entries} (one per append)`);
+    if (small.objects.log.count !== small.entries)
+      warnings.push(`${small.objects.log.count} objects under log/ at the small size, expected ${small.entries} (one per append)`);
     if (large.objects.log.count !== large.entries) warnings.push(`${large.objects.log.count} objects under log/ at the large size, expected ${large.entries}`);
-    if (large.objects.artifacts.count !== large.artifacts) warnings.push(`${large.objects.artifacts.count} objects under artifacts/, expected ${large.artifacts}`);
+    if (large.objects.artifacts.count !== large.artifacts)
+      warnings.push(`${large.objects.artifacts.count} objects under artifacts/, expected ${large.artifacts}`);
 
     // ---------------------------------------------------------- per table
     const rowsPer = (step: 'A' | 'B', t: string): Record<Unit, number> => {
@@ -536,7 +546,9 @@ export async function runUnits(): Promise<UnitsResult> {
         // the bucket's disk bytes grow with entries and artifacts together: split by their logical bytes
         diskBytes:
           oa && ob
-            ? ((large.minioDiskBytes - small.minioDiskBytes) * ((ob.bytes - oa.bytes) / (large.objects.log.bytes + large.objects.artifacts.bytes - small.objects.log.bytes - small.objects.artifacts.bytes))) / du
+            ? ((large.minioDiskBytes - small.minioDiskBytes) *
+                ((ob.bytes - oa.bytes) / (large.objects.log.bytes + large.objects.artifacts.bytes - small.objects.log.bytes - small.objects.artifacts.bytes))) /
+              du
             : null,
         cpuSeconds: pb.units > 0 ? pb.cpuSeconds / pb.units : null,
         cpuSecondsAtSmall: pa.units > 0 ? pa.cpuSeconds / pa.units : null,
@@ -611,7 +623,18 @@ export function formatUnits(r: UnitsResult): string {
       `${r.shape.sourcesPerArtifact} sources, ${fmtInt(r.small.edges)} → ${fmtInt(r.large.edges)} edges); entry text ${fmtInt(r.shape.meanEntryTextBytes)} B mean, ` +
       `artifact text ${fmtInt(r.shape.meanArtifactTextBytes)} B; real PostgreSQL and MinIO; fill ${fmtSeconds(r.fillSeconds)}`,
     table(
-      ['unit', 'PostgreSQL B (slope)', `B at ${fmtInt(r.small.entries)}`, `B at ${fmtInt(r.large.entries)}`, 'B packed', 'object B (slope)', 'objects/unit', 'MinIO disk B', 'CPU µs/unit (in-process)', 'units/s'],
+      [
+        'unit',
+        'PostgreSQL B (slope)',
+        `B at ${fmtInt(r.small.entries)}`,
+        `B at ${fmtInt(r.large.entries)}`,
+        'B packed',
+        'object B (slope)',
+        'objects/unit',
+        'MinIO disk B',
+        'CPU µs/unit (in-process)',
+        'units/s',
+      ],
       (['subject', 'entry', 'artifact', 'edge'] as const).map((k) => {
         const f = u[k];
         return [
@@ -631,7 +654,16 @@ export function formatUnits(r: UnitsResult): string {
     'PostgreSQL bytes per unit: the tables each unit grows (rows per unit x bytes per row, slope between the two sizes after VACUUM ANALYZE; ' +
       '"packed": after VACUUM FULL at the large size, heap rewritten and indexes rebuilt, i.e. without the free space concurrent inserts and page splits leave):',
     table(
-      ['table', 'rows/subject', 'rows/entry', 'rows/artifact', 'B/row (slope)', `B/row at ${fmtInt(r.small.entries)}`, `B/row at ${fmtInt(r.large.entries)}`, 'B/row packed'],
+      [
+        'table',
+        'rows/subject',
+        'rows/entry',
+        'rows/artifact',
+        'B/row (slope)',
+        `B/row at ${fmtInt(r.small.entries)}`,
+        `B/row at ${fmtInt(r.large.entries)}`,
+        'B/row packed',
+      ],
       r.tables.map((t) => [
         t.table,
         fmtNum(t.rowsPer.subject, 2),
@@ -643,8 +675,12 @@ export function formatUnits(r: UnitsResult): string {
         b(t.bytesPerRowPacked),
       ]),
     ),
-    `fixed-size tables (rows unchanged between the sizes): ${r.fixedTables.filter((t) => t.rows > 0).map((t) => `${t.table} (${t.rows})`).join(', ') || 'none'}; ` +
-      `database ${fmtNum(r.small.databaseBytes / 1e6, 1)} MB → ${fmtNum(r.large.databaseBytes / 1e6, 1)} MB`,
+    `fixed-size tables (rows unchanged between the sizes): ${
+      r.fixedTables
+        .filter((t) => t.rows > 0)
+        .map((t) => `${t.table} (${t.rows})`)
+        .join(', ') || 'none'
+    }; ` + `database ${fmtNum(r.small.databaseBytes / 1e6, 1)} MB → ${fmtNum(r.large.databaseBytes / 1e6, 1)} MB`,
     `CPU per unit is this process's (the in-process writer path: vault.keys.ensureKeys, vault.log.append with ${r.shape.appendInFlight} in flight, ` +
       `vault.artifacts.write with ${r.shape.artifactInFlight}); PostgreSQL's and MinIO's CPU are not in it. Step A figures: ` +
       `${cpuUs(u.subject.cpuSecondsAtSmall)} / ${cpuUs(u.entry.cpuSecondsAtSmall)} / ${cpuUs(u.artifact.cpuSecondsAtSmall)} µs per subject / entry / artifact`,

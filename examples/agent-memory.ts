@@ -39,7 +39,11 @@ interface Service {
 /** `lethe serve` on the embedded default in a fresh temp dir, on a free port, with tokens of its own. */
 async function startService(): Promise<Service> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'lethe-agent-memory-'));
-  const tokens = { writer: `w-${randomBytes(12).toString('hex')}`, eraser: `e-${randomBytes(12).toString('hex')}`, admin: `a-${randomBytes(12).toString('hex')}` };
+  const tokens = {
+    writer: `w-${randomBytes(12).toString('hex')}`,
+    eraser: `e-${randomBytes(12).toString('hex')}`,
+    admin: `a-${randomBytes(12).toString('hex')}`,
+  };
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
     cwd: ROOT,
     env: {
@@ -92,7 +96,11 @@ async function startService(): Promise<Service> {
 /** A running service named by --url, with tokens from the environment. */
 function connect(url: string): Service {
   const env = process.env;
-  const tokens = { writer: env.LETHE_WRITER_TOKEN ?? env.LETHE_TOKEN, eraser: env.LETHE_ERASER_TOKEN ?? env.LETHE_TOKEN, admin: env.LETHE_ADMIN_TOKEN ?? env.LETHE_TOKEN };
+  const tokens = {
+    writer: env.LETHE_WRITER_TOKEN ?? env.LETHE_TOKEN,
+    eraser: env.LETHE_ERASER_TOKEN ?? env.LETHE_TOKEN,
+    admin: env.LETHE_ADMIN_TOKEN ?? env.LETHE_TOKEN,
+  };
   if (!tokens.writer || !tokens.eraser) throw new Error('with --url, set LETHE_TOKEN (an admin token), or LETHE_WRITER_TOKEN and LETHE_ERASER_TOKEN');
   say(`using the lethe service at ${url}`);
   return { baseUrl: url, tokens, stop: async () => {} };
@@ -157,14 +165,18 @@ async function run(service: Service): Promise<void> {
   say(`summary ${summary.artifactId} (v1, ${summary.subjects} subjects): ${summaryBefore}`);
   const bobScopeBefore = await lethe.search('marathon thunderstorms summary', { subject: bob, k: 10 });
   const sharedInBobScopeBefore = bobScopeBefore.hits.some((h) => h.id === summary.artifactId);
-  say(`bob's scoped search finds the shared summary: ${sharedInBobScopeBefore ? 'yes' : "no (it reaches alice too: a scoped search never leaks another person)"}`);
+  say(
+    `bob's scoped search finds the shared summary: ${sharedInBobScopeBefore ? 'yes' : 'no (it reaches alice too: a scoped search never leaks another person)'}`,
+  );
 
   say(`\n== ${alice} asks to be forgotten`);
   const requested = await lethe.erase({ subject: alice, reason: 'the user asked the agent to forget her', legalBasis: 'gdpr-art17' });
   say(`erasure ${requested.erasureId} accepted; its steps, live:`);
   const erasure = await lethe.erasures.wait(requested.erasureId, { onStep: (t) => say(stepLine(t)), timeoutMs: 300_000 });
   const verdict = await lethe.certificates.verifyErasure(requested.erasureId);
-  say(`erasure ${erasure.status} (class ${erasure.class ?? '?'}); probe recovered ${erasure.probe.recovered} of her private content (threshold ${erasure.probe.threshold})`);
+  say(
+    `erasure ${erasure.status} (class ${erasure.class ?? '?'}); probe recovered ${erasure.probe.recovered} of her private content (threshold ${erasure.probe.threshold})`,
+  );
   say(
     `certificate: ${erasure.certificateState ?? 'none'}, signed by ${verdict.keyId ?? '?'} (${verdict.keyState ?? 'unknown key'}): signature ${verdict.valid ? 'verified' : `NOT verified (${verdict.reason})`} against GET /v1/certificates/keys`,
   );

@@ -51,7 +51,8 @@ export function buildMemoryAgent(store: BaseStore) {
     })
     .addNode('respond', async (state: State, config: LangGraphRunnableConfig) => {
       const answer = model(state.message, state.recalled ?? []);
-      if (answer.remember) await storeOf(config).put(memories(state.user), memoryKey(answer.remember), { text: answer.remember, saidAt: new Date().toISOString() });
+      if (answer.remember)
+        await storeOf(config).put(memories(state.user), memoryKey(answer.remember), { text: answer.remember, saidAt: new Date().toISOString() });
       return { reply: answer.reply };
     })
     .addEdge(START, 'recall')

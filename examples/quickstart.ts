@@ -45,17 +45,24 @@ async function connect(lethe: Lethe): Promise<void> {
   try {
     await lethe.certificates.keys();
   } catch (e) {
-    throw new QuickstartError(`no lethe service answers at ${baseUrl} (${e instanceof Error ? e.message : String(e)}): start one in another terminal with\n  ${START}`);
+    throw new QuickstartError(
+      `no lethe service answers at ${baseUrl} (${e instanceof Error ? e.message : String(e)}): start one in another terminal with\n  ${START}`,
+    );
   }
   try {
     await lethe.backups.page({ limit: 1 });
   } catch (e) {
     if (isLetheError(e) && (e.code === 'unauthorized' || e.code === 'forbidden')) {
-      throw new QuickstartError(`the service at ${baseUrl} refused the token (${e.code}): start it with\n  ${START}\nor set LETHE_TOKEN to one of its admin tokens`);
+      throw new QuickstartError(
+        `the service at ${baseUrl} refused the token (${e.code}): start it with\n  ${START}\nor set LETHE_TOKEN to one of its admin tokens`,
+      );
     }
     throw e;
   }
-  check(existsSync(path.join(objects, bucket)), `the writer uploads to the service's bucket, ${path.join(objects, bucket)}, which does not exist: run the quickstart in the folder \`npm start\` runs in (or set LETHE_DATA_DIR as the service has it)`);
+  check(
+    existsSync(path.join(objects, bucket)),
+    `the writer uploads to the service's bucket, ${path.join(objects, bucket)}, which does not exist: run the quickstart in the folder \`npm start\` runs in (or set LETHE_DATA_DIR as the service has it)`,
+  );
   say(`connected to ${baseUrl} (admin token; writer segments go to ${path.join(objects, bucket)})`);
 }
 
@@ -81,7 +88,10 @@ async function main(): Promise<void> {
     aliceEntries = await Promise.all(aliceTexts.map((text) => writer.append(alice, { text })));
   } finally {
     const closed = await writer.close();
-    check(closed.unreleased.length === 0, `the writer could not release ${closed.unreleased.length} lease(s): ${closed.unreleased.map((l) => l.error.message).join('; ')}`);
+    check(
+      closed.unreleased.length === 0,
+      `the writer could not release ${closed.unreleased.length} lease(s): ${closed.unreleased.map((l) => l.error.message).join('; ')}`,
+    );
   }
   say(`${alice}: ${aliceEntries.length} memories sealed in this process by LetheWriter (key ${aliceEntries[0]!.keyId}); its lease released on close()`);
 
@@ -116,7 +126,9 @@ async function main(): Promise<void> {
   const has = (r: { hits: Array<{ id: string }> }) => r.hits.some((h) => h.id === summary.artifactId);
   check(aliceSearch.hits.length > 0 && aliceSearch.hits.every((h) => h.subject === alice), "alice's scoped search returned something that is not hers");
   check(!has(bobSearch) && has(bothSearch), 'the shared summary must be a hit only of a search that names both users');
-  say(`search scoped to alice: ${aliceSearch.hits.length} hits, all hers (top: "${aliceSearch.hits[0]!.text}"); the shared summary is a hit of a search naming both users, not of bob's alone`);
+  say(
+    `search scoped to alice: ${aliceSearch.hits.length} hits, all hers (top: "${aliceSearch.hits[0]!.text}"); the shared summary is a hit of a search naming both users, not of bob's alone`,
+  );
 
   const backup = await lethe.backups.run();
   say(`backup ${backup.backupId}: ${backup.objects} objects, ${backup.keys} wrapped keys`);
@@ -126,9 +138,14 @@ async function main(): Promise<void> {
   const started = Date.now();
   const erasure = await lethe.erasures.wait(requested.erasureId, { onStep: (t) => detail(stepLine(t)), timeoutMs: 600_000 });
   const seconds = Math.round((Date.now() - started) / 100) / 10;
-  check(erasure.status === 'completed', `the erasure ended ${erasure.status}${erasure.residuals.length ? ` with ${erasure.residuals.length} residual(s)` : ''}: see its report`);
+  check(
+    erasure.status === 'completed',
+    `the erasure ended ${erasure.status}${erasure.residuals.length ? ` with ${erasure.residuals.length} residual(s)` : ''}: see its report`,
+  );
   const regenerated = erasure.graph.nodes.filter((n) => n.outcome === 'regenerated').length;
-  say(`erasure completed in ${seconds} s: class ${erasure.class ?? '?'}, probe recovered ${erasure.probe.recovered} (threshold ${erasure.probe.threshold}), ${regenerated} artifact(s) regenerated, ${erasure.residuals.length} residual(s) stated with their bounds (in the report)`);
+  say(
+    `erasure completed in ${seconds} s: class ${erasure.class ?? '?'}, probe recovered ${erasure.probe.recovered} (threshold ${erasure.probe.threshold}), ${regenerated} artifact(s) regenerated, ${erasure.residuals.length} residual(s) stated with their bounds (in the report)`,
+  );
 
   const gone = await lethe.entries.get(aliceEntries[0]!.entryId).then(
     () => 'readable',
@@ -138,7 +155,9 @@ async function main(): Promise<void> {
   const after = await lethe.artifacts.get(summary.artifactId);
   check(!/Alice/.test(after.text), 'the regenerated summary still holds alice');
   const validity = await lethe.subjects.validity([aliceEntries[0]!.keyId]);
-  say(`afterwards: alice's memories answer ${gone}, her key is ${validity[aliceEntries[0]!.keyId]}, the summary is v${after.version} from bob alone: "${after.text}"`);
+  say(
+    `afterwards: alice's memories answer ${gone}, her key is ${validity[aliceEntries[0]!.keyId]}, the summary is v${after.version} from bob alone: "${after.text}"`,
+  );
 
   const out = mkdtempSync(path.join(tmpdir(), 'lethe-quickstart-'));
   const reportFile = path.join(out, 'report.html');
@@ -156,7 +175,9 @@ async function main(): Promise<void> {
   const keys = (JSON.parse(readFileSync(keysFile, 'utf8')) as { keys: Array<{ publicKey: string }> }).keys.map((k) => k.publicKey);
   const verdict = verifyCertificate(JSON.parse(readFileSync(certificateFile, 'utf8')), keys);
   check(verdict.valid, `the certificate does not verify: ${verdict.reason ?? 'unknown reason'}`);
-  say(`certificate verified offline: signed by ${verdict.keyId ?? '?'}, one of the vault's ${keys.length} key(s) (${erasure.certificateState ?? 'no'} certificate in ${certificateFile})`);
+  say(
+    `certificate verified offline: signed by ${verdict.keyId ?? '?'}, one of the vault's ${keys.length} key(s) (${erasure.certificateState ?? 'no'} certificate in ${certificateFile})`,
+  );
   detail(`check it again yourself: npx lethe certificate verify ${certificateFile} --public-key-file ${keysFile}`);
 }
 

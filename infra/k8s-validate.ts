@@ -35,7 +35,9 @@ const KUSTOMIZATION = 'kustomization.yaml';
 /** Every object of every .yaml file in `dir` but the kustomization (YAML syntax errors throw, naming the file). */
 export function loadManifests(dir: string = K8S_DIR): Manifest[] {
   const out: Manifest[] = [];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.yaml') && f !== KUSTOMIZATION).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml') && f !== KUSTOMIZATION)
+    .sort()) {
     for (const doc of parseAllDocuments(readFileSync(path.join(dir, file), 'utf8'))) {
       if (doc.errors.length > 0) throw new Error(`${file}: ${doc.errors[0]!.message}`);
       const object = doc.toJS() as unknown;

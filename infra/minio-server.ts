@@ -28,7 +28,6 @@ export function minioBinary(): string {
   return installedBinary('minio.sh', 'MinIO is needed by the tests');
 }
 
-
 /** Starts MinIO; pass `again` (a stopped server kept with keepData) to restart it in place. */
 export async function startMinio(binary: string, again?: MinioServer): Promise<MinioServer> {
   const dataDir = again?.dataDir ?? mkdtempSync(path.join(tmpdir(), 'lethe-minio-'));
@@ -36,14 +35,10 @@ export async function startMinio(binary: string, again?: MinioServer): Promise<M
   const secretKey = again?.secretKey ?? `lethe-test-secret-${process.pid}`;
   const port = again?.port ?? (await freePort());
   const consolePort = await freePort();
-  const child: ChildProcess = spawn(
-    binary,
-    ['server', dataDir, '--address', `127.0.0.1:${port}`, '--console-address', `127.0.0.1:${consolePort}`, '--quiet'],
-    {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', MINIO_ROOT_USER: accessKey, MINIO_ROOT_PASSWORD: secretKey, MINIO_BROWSER: 'off' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    },
-  );
+  const child: ChildProcess = spawn(binary, ['server', dataDir, '--address', `127.0.0.1:${port}`, '--console-address', `127.0.0.1:${consolePort}`, '--quiet'], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', MINIO_ROOT_USER: accessKey, MINIO_ROOT_PASSWORD: secretKey, MINIO_BROWSER: 'off' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
   const endpoint = `http://127.0.0.1:${port}`;

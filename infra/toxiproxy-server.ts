@@ -19,7 +19,6 @@ export function toxiproxyBinary(): string {
   return installedBinary('toxiproxy.sh', 'Toxiproxy is needed by the fault-injection tests');
 }
 
-
 /** Starts toxiproxy-server with its API on a free loopback port and waits until the API answers. */
 export async function startToxiproxy(binary: string): Promise<ToxiproxyServer> {
   const port = await freePort();

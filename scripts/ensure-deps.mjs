@@ -22,7 +22,9 @@ const HASH_FILE = '.lethe-lock-hash';
 export class StepError extends Error {}
 
 function lockHash(root) {
-  return createHash('sha256').update(readFileSync(path.join(root, 'package-lock.json'))).digest('hex');
+  return createHash('sha256')
+    .update(readFileSync(path.join(root, 'package-lock.json')))
+    .digest('hex');
 }
 
 /** Whether npm's record of what it installed matches package-lock.json; a reason when not. */
@@ -54,7 +56,8 @@ function installedMatchesLock(root) {
  * saying why they must be installed. Reads files only.
  */
 export function dependencyState(root) {
-  if (!existsSync(path.join(root, 'package-lock.json'))) throw new StepError('package-lock.json is missing: the dependencies cannot be installed from a lockfile');
+  if (!existsSync(path.join(root, 'package-lock.json')))
+    throw new StepError('package-lock.json is missing: the dependencies cannot be installed from a lockfile');
   if (!existsSync(path.join(root, 'node_modules'))) return { current: false, reason: 'first run: node_modules is missing' };
   const stored = path.join(root, 'node_modules', HASH_FILE);
   const hash = lockHash(root);
@@ -78,11 +81,20 @@ function npmCi(root) {
   return new Promise((resolve, reject) => {
     const child = spawn(command, [...prefix, 'ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
     child.on('error', (e) =>
-      reject(new StepError(e.code === 'ENOENT' ? 'npm was not found on PATH: install Node.js 20 (it comes with npm) and run again' : `npm could not be started: ${e.message}`)),
+      reject(
+        new StepError(
+          e.code === 'ENOENT' ? 'npm was not found on PATH: install Node.js 20 (it comes with npm) and run again' : `npm could not be started: ${e.message}`,
+        ),
+      ),
     );
     child.on('exit', (code, signal) => {
       if (code === 0) resolve();
-      else reject(new StepError(`npm ci failed (${signal ?? `exit ${code}`}): the dependencies could not be installed from package-lock.json; npm's messages above say why (no network, registry unreachable, a build tool missing for a native module)`));
+      else
+        reject(
+          new StepError(
+            `npm ci failed (${signal ?? `exit ${code}`}): the dependencies could not be installed from package-lock.json; npm's messages above say why (no network, registry unreachable, a build tool missing for a native module)`,
+          ),
+        );
     });
   });
 }

@@ -54,7 +54,9 @@ function run(command, args, what) {
     // tsc prints its errors on stdout: they go to stderr, with the message that follows them
     const child = spawn(command, args, { cwd: root, stdio: ['inherit', 2, 2] });
     child.on('error', (e) => reject(new StepError(`${what} could not be started: ${e.message}`)));
-    child.on('exit', (code, signal) => (code === 0 ? resolve() : reject(new StepError(`${what} failed (${signal ?? `exit ${code}`}); its messages above say why`))));
+    child.on('exit', (code, signal) =>
+      code === 0 ? resolve() : reject(new StepError(`${what} failed (${signal ?? `exit ${code}`}); its messages above say why`)),
+    );
   });
 }
 
@@ -66,7 +68,11 @@ async function ensureBuild() {
   }
   say(`lethe: compiling src/ into dist/ with tsc (${reason})`);
   const started = Date.now();
-  await run(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], 'the TypeScript build (tsc -p tsconfig.build.json)');
+  await run(
+    process.execPath,
+    [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+    'the TypeScript build (tsc -p tsconfig.build.json)',
+  );
   // stamped with the time the build started: a file saved during the build makes the next start build again
   writeFileSync(STAMP, '');
   utimesSync(STAMP, new Date(started), new Date(started));

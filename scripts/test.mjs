@@ -41,11 +41,43 @@ const say = (line) => console.log(line);
 
 /** The services, in the order they are checked. `installs` says what a first run does. */
 const SERVICES = [
-  { name: 'MinIO server', script: 'minio.sh', variable: 'LETHE_MINIO_BIN', what: 'a minio binary', installs: 'built from source with Go, cached in ~/.cache/lethe' },
-  { name: 'Toxiproxy server', script: 'toxiproxy.sh', variable: 'LETHE_TOXIPROXY_BIN', what: 'a toxiproxy-server binary', installs: 'built from source with Go, cached in ~/.cache/lethe' },
-  { name: 'local-kms server', script: 'local-kms.sh', variable: 'LETHE_LOCAL_KMS_BIN', what: 'a local-kms binary', installs: 'built from source with Go, cached in ~/.cache/lethe' },
-  { name: 'SoftHSM2', script: 'softhsm.sh', variable: 'LETHE_SOFTHSM_MODULE', what: 'a SoftHSM2 PKCS#11 module', apt: 'softhsm2', installs: "Debian's softhsm2, installed with apt-get" },
-  { name: 'Chromium', script: 'chromium.sh', variable: 'LETHE_CHROMIUM', what: 'a Chromium binary', apt: 'chromium', installs: "Debian's chromium, installed with apt-get" },
+  {
+    name: 'MinIO server',
+    script: 'minio.sh',
+    variable: 'LETHE_MINIO_BIN',
+    what: 'a minio binary',
+    installs: 'built from source with Go, cached in ~/.cache/lethe',
+  },
+  {
+    name: 'Toxiproxy server',
+    script: 'toxiproxy.sh',
+    variable: 'LETHE_TOXIPROXY_BIN',
+    what: 'a toxiproxy-server binary',
+    installs: 'built from source with Go, cached in ~/.cache/lethe',
+  },
+  {
+    name: 'local-kms server',
+    script: 'local-kms.sh',
+    variable: 'LETHE_LOCAL_KMS_BIN',
+    what: 'a local-kms binary',
+    installs: 'built from source with Go, cached in ~/.cache/lethe',
+  },
+  {
+    name: 'SoftHSM2',
+    script: 'softhsm.sh',
+    variable: 'LETHE_SOFTHSM_MODULE',
+    what: 'a SoftHSM2 PKCS#11 module',
+    apt: 'softhsm2',
+    installs: "Debian's softhsm2, installed with apt-get",
+  },
+  {
+    name: 'Chromium',
+    script: 'chromium.sh',
+    variable: 'LETHE_CHROMIUM',
+    what: 'a Chromium binary',
+    apt: 'chromium',
+    installs: "Debian's chromium, installed with apt-get",
+  },
 ];
 
 const seconds = (since) => Math.round((Date.now() - since) / 100) / 10;
@@ -73,11 +105,20 @@ function runService(service) {
       process.stderr.write(chunk);
     });
     child.on('error', (e) =>
-      reject(new StepError(e.code === 'ENOENT' ? `the ${service.name} step needs bash to run ${where}, and there is no bash on PATH: install bash and run npm test again` : `${where} could not be started: ${e.message}`)),
+      reject(
+        new StepError(
+          e.code === 'ENOENT'
+            ? `the ${service.name} step needs bash to run ${where}, and there is no bash on PATH: install bash and run npm test again`
+            : `${where} could not be started: ${e.message}`,
+        ),
+      ),
     );
     child.on('close', (code, signal) => {
       const printed = out.trim();
-      if (code !== 0) reject(new StepError(`the ${service.name} step failed (${where}, ${signal ?? `exit ${code}`}; its message above says why): ${fix}, then run npm test again`));
+      if (code !== 0)
+        reject(
+          new StepError(`the ${service.name} step failed (${where}, ${signal ?? `exit ${code}`}; its message above says why): ${fix}, then run npm test again`),
+        );
       else if (!printed) reject(new StepError(`the ${service.name} step failed: ${where} printed no path; ${fix}`));
       else resolve({ path: printed, said });
     });
@@ -106,7 +147,11 @@ function runStep(command, args, failure) {
 async function typecheck() {
   say('lethe: type-checking (tsc --noEmit -p tsconfig.json)');
   const started = Date.now();
-  await runStep(path.join(root, 'node_modules', '.bin', 'tsc'), ['--noEmit', '-p', 'tsconfig.json'], (why) => `the type check failed (tsc --noEmit -p tsconfig.json, ${why}): fix the type errors above and run npm test again`);
+  await runStep(
+    path.join(root, 'node_modules', '.bin', 'tsc'),
+    ['--noEmit', '-p', 'tsconfig.json'],
+    (why) => `the type check failed (tsc --noEmit -p tsconfig.json, ${why}): fix the type errors above and run npm test again`,
+  );
   say(`lethe: types are sound (${seconds(started)} s)`);
 }
 

@@ -37,9 +37,9 @@ export function newId(prefix: IdPrefix): string {
 }
 
 /** `^<prefix>_` and 22 base64url characters. */
-export const ID_PATTERNS: { readonly [P in IdPrefix]: RegExp } = Object.fromEntries(
-  ID_PREFIXES.map((p) => [p, new RegExp(`^${p}_[A-Za-z0-9_-]{22}$`)]),
-) as { readonly [P in IdPrefix]: RegExp };
+export const ID_PATTERNS: { readonly [P in IdPrefix]: RegExp } = Object.fromEntries(ID_PREFIXES.map((p) => [p, new RegExp(`^${p}_[A-Za-z0-9_-]{22}$`)])) as {
+  readonly [P in IdPrefix]: RegExp;
+};
 
 export function isId(prefix: IdPrefix, value: unknown): value is string {
   return typeof value === 'string' && ID_PATTERNS[prefix].test(value);

@@ -78,17 +78,42 @@ describe('loadConfig defaults', () => {
 
 describe('loadConfig refuses bad values, naming the variable', () => {
   const CASES: ReadonlyArray<{ name: string; env: Record<string, string>; variable: string; secret?: string }> = [
-    { name: 'a root key of 16 bytes', env: { LETHE_ROOT_KEY: Buffer.alloc(16, 9).toString('base64') }, variable: 'LETHE_ROOT_KEY', secret: Buffer.alloc(16, 9).toString('base64') },
-    { name: 'a root key of 33 bytes', env: { LETHE_ROOT_KEY: Buffer.alloc(33, 9).toString('base64') }, variable: 'LETHE_ROOT_KEY', secret: Buffer.alloc(33, 9).toString('base64') },
-    { name: 'a token with an unknown role', env: { LETHE_TOKENS: 'writer=good-token-aaa1,wizard=supersecrettoken' }, variable: 'LETHE_TOKENS', secret: 'supersecrettoken' },
+    {
+      name: 'a root key of 16 bytes',
+      env: { LETHE_ROOT_KEY: Buffer.alloc(16, 9).toString('base64') },
+      variable: 'LETHE_ROOT_KEY',
+      secret: Buffer.alloc(16, 9).toString('base64'),
+    },
+    {
+      name: 'a root key of 33 bytes',
+      env: { LETHE_ROOT_KEY: Buffer.alloc(33, 9).toString('base64') },
+      variable: 'LETHE_ROOT_KEY',
+      secret: Buffer.alloc(33, 9).toString('base64'),
+    },
+    {
+      name: 'a token with an unknown role',
+      env: { LETHE_TOKENS: 'writer=good-token-aaa1,wizard=supersecrettoken' },
+      variable: 'LETHE_TOKENS',
+      secret: 'supersecrettoken',
+    },
     { name: 'a token entry without a role', env: { LETHE_TOKENS: 'lonely-token-value' }, variable: 'LETHE_TOKENS', secret: 'lonely-token-value' },
     { name: 'a token shorter than 8 characters', env: { LETHE_TOKENS: 'writer=Zq9xK' }, variable: 'LETHE_TOKENS', secret: 'Zq9xK' },
-    { name: 'the same token for two roles', env: { LETHE_TOKENS: 'writer=dupe-token-123,backup=dupe-token-123' }, variable: 'LETHE_TOKENS', secret: 'dupe-token-123' },
+    {
+      name: 'the same token for two roles',
+      env: { LETHE_TOKENS: 'writer=dupe-token-123,backup=dupe-token-123' },
+      variable: 'LETHE_TOKENS',
+      secret: 'dupe-token-123',
+    },
     { name: 'PORT=abc', env: { PORT: 'abc' }, variable: 'PORT' },
     { name: 'PORT=70000', env: { PORT: '70000' }, variable: 'PORT' },
     { name: 'PORT=-1', env: { PORT: '-1' }, variable: 'PORT' },
     { name: 'a mysql DATABASE_URL', env: { DATABASE_URL: 'mysql://x' }, variable: 'DATABASE_URL' },
-    { name: 'a non-postgres DATABASE_URL with a password', env: { DATABASE_URL: 'mysql://root:hunter2pass@db/x' }, variable: 'DATABASE_URL', secret: 'hunter2pass' },
+    {
+      name: 'a non-postgres DATABASE_URL with a password',
+      env: { DATABASE_URL: 'mysql://root:hunter2pass@db/x' },
+      variable: 'DATABASE_URL',
+      secret: 'hunter2pass',
+    },
     { name: 'LETHE_PROBE_THRESHOLD=2', env: { LETHE_PROBE_THRESHOLD: '2' }, variable: 'LETHE_PROBE_THRESHOLD' },
     { name: 'LETHE_PROBE_THRESHOLD=-0.1', env: { LETHE_PROBE_THRESHOLD: '-0.1' }, variable: 'LETHE_PROBE_THRESHOLD' },
     { name: 'LETHE_PROBE_THRESHOLD=abc', env: { LETHE_PROBE_THRESHOLD: 'abc' }, variable: 'LETHE_PROBE_THRESHOLD' },
@@ -133,7 +158,7 @@ describe('loadConfig refuses bad values, naming the variable', () => {
     expect(e.message).toContain('LETHE_ROOT_KEY_FILE');
   });
 
-  it('no refusal repeats any other variable\'s value either', () => {
+  it("no refusal repeats any other variable's value either", () => {
     const good = { LETHE_TOKENS: 'admin=good-admin-token-zz', LETHE_ROOT_KEY: ROOT_KEY_32 };
     const e = refusal({ ...good, PORT: 'abc' });
     expect(e.message).not.toContain('good-admin-token-zz');
@@ -225,7 +250,12 @@ describe('key provider settings', () => {
   it('local by default; pkcs11 and aws-kms parse into their settings', () => {
     expect(loadConfig({}).keyProvider).toEqual({ kind: 'local' });
     expect(
-      loadConfig({ LETHE_KEY_PROVIDER: 'pkcs11', LETHE_PKCS11_MODULE: '/usr/lib/softhsm/libsofthsm2.so', LETHE_PKCS11_TOKEN_LABEL: 'lethe', LETHE_PKCS11_PIN: '1234' }).keyProvider,
+      loadConfig({
+        LETHE_KEY_PROVIDER: 'pkcs11',
+        LETHE_PKCS11_MODULE: '/usr/lib/softhsm/libsofthsm2.so',
+        LETHE_PKCS11_TOKEN_LABEL: 'lethe',
+        LETHE_PKCS11_PIN: '1234',
+      }).keyProvider,
     ).toEqual({ kind: 'pkcs11', module: '/usr/lib/softhsm/libsofthsm2.so', tokenLabel: 'lethe', pin: '1234', pinFile: undefined, prefix: 'lethe' });
     expect(loadConfig({ LETHE_KEY_PROVIDER: 'aws-kms', LETHE_KMS_REGION: 'eu-west-1', LETHE_KMS_ENDPOINT: 'http://127.0.0.1:4599/' }).keyProvider).toEqual({
       kind: 'aws-kms',
@@ -240,11 +270,19 @@ describe('key provider settings', () => {
 
   it('names what a provider is missing, and a bad provider, prefix or deletion window', () => {
     expect(variablesOf(refusal({ LETHE_KEY_PROVIDER: 'pkcs11' }))).toEqual(['LETHE_PKCS11_MODULE', 'LETHE_PKCS11_PIN', 'LETHE_PKCS11_TOKEN_LABEL']);
-    const both = { LETHE_KEY_PROVIDER: 'pkcs11', LETHE_PKCS11_MODULE: '/m.so', LETHE_PKCS11_TOKEN_LABEL: 't', LETHE_PKCS11_PIN: '1234', LETHE_PKCS11_PIN_FILE: '/pin' };
+    const both = {
+      LETHE_KEY_PROVIDER: 'pkcs11',
+      LETHE_PKCS11_MODULE: '/m.so',
+      LETHE_PKCS11_TOKEN_LABEL: 't',
+      LETHE_PKCS11_PIN: '1234',
+      LETHE_PKCS11_PIN_FILE: '/pin',
+    };
     expect(variablesOf(refusal(both))).toEqual(['LETHE_PKCS11_PIN']);
     expect(variablesOf(refusal({ LETHE_KEY_PROVIDER: 'aws-kms' }))).toEqual(['LETHE_KMS_REGION']);
     expect(variablesOf(refusal({ LETHE_KEY_PROVIDER: 'vault' }))).toEqual(['LETHE_KEY_PROVIDER']);
-    expect(variablesOf(refusal({ LETHE_KEY_PROVIDER: 'aws-kms', LETHE_KMS_REGION: 'eu-west-1', LETHE_KMS_DELETION_WINDOW_DAYS: '3' }))).toEqual(['LETHE_KMS_DELETION_WINDOW_DAYS']);
+    expect(variablesOf(refusal({ LETHE_KEY_PROVIDER: 'aws-kms', LETHE_KMS_REGION: 'eu-west-1', LETHE_KMS_DELETION_WINDOW_DAYS: '3' }))).toEqual([
+      'LETHE_KMS_DELETION_WINDOW_DAYS',
+    ]);
     expect(variablesOf(refusal({ LETHE_PKCS11_KEY_PREFIX: 'a b' }))).toEqual(['LETHE_PKCS11_KEY_PREFIX']);
   });
 
@@ -255,8 +293,14 @@ describe('key provider settings', () => {
 });
 
 describe('key provider namespace in production', () => {
-  it('refuses pkcs11 or aws-kms in production without an explicit prefix (two deployments under one would destroy each other\'s KEKs)', () => {
-    const pkcs11 = { NODE_ENV: 'production', LETHE_KEY_PROVIDER: 'pkcs11', LETHE_PKCS11_MODULE: '/m.so', LETHE_PKCS11_TOKEN_LABEL: 't', LETHE_PKCS11_PIN: '1234' };
+  it("refuses pkcs11 or aws-kms in production without an explicit prefix (two deployments under one would destroy each other's KEKs)", () => {
+    const pkcs11 = {
+      NODE_ENV: 'production',
+      LETHE_KEY_PROVIDER: 'pkcs11',
+      LETHE_PKCS11_MODULE: '/m.so',
+      LETHE_PKCS11_TOKEN_LABEL: 't',
+      LETHE_PKCS11_PIN: '1234',
+    };
     expect(variablesOf(refusal(pkcs11))).toEqual(['LETHE_PKCS11_KEY_PREFIX']);
     expect(loadConfig({ ...pkcs11, LETHE_PKCS11_KEY_PREFIX: 'prod-eu' }).keyProvider).toMatchObject({ prefix: 'prod-eu' });
     const kms = { NODE_ENV: 'production', LETHE_KEY_PROVIDER: 'aws-kms', LETHE_KMS_REGION: 'eu-west-1' };

@@ -29,7 +29,10 @@ export type { App, OpenAppOptions } from './app.js';
 async function refuseBehind(db: Db): Promise<void> {
   const behind = await pendingMigrations(db.db);
   if (behind > 0) {
-    throw new LetheError('unavailable', `the database schema is ${behind} migration${behind === 1 ? '' : 's'} behind: run \`lethe migrate\` (or set LETHE_AUTO_MIGRATE=true)`);
+    throw new LetheError(
+      'unavailable',
+      `the database schema is ${behind} migration${behind === 1 ? '' : 's'} behind: run \`lethe migrate\` (or set LETHE_AUTO_MIGRATE=true)`,
+    );
   }
 }
 

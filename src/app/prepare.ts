@@ -44,11 +44,15 @@ export async function prepareStores(
   if (p.migrating) {
     reindexed = await p.reindex();
     if (reindexed.stale > 0) logger.info({ ...reindexed }, 're-indexed sealed rows of an older comparison form');
-    if (reindexed.left > 0) logger.warn({ left: reindexed.left }, 'some sealed rows of an older comparison form could not be re-indexed (their text is not readable now)');
+    if (reindexed.left > 0)
+      logger.warn({ left: reindexed.left }, 'some sealed rows of an older comparison form could not be re-indexed (their text is not readable now)');
   } else {
     const stale = await w.vectors.countStale();
     if (stale > 0) {
-      logger.warn({ stale }, 'sealed rows of an older comparison form wait for a re-index: disguised copies in them are not found until `lethe reindex` (or `lethe migrate`) runs');
+      logger.warn(
+        { stale },
+        'sealed rows of an older comparison form wait for a re-index: disguised copies in them are not found until `lethe reindex` (or `lethe migrate`) runs',
+      );
     }
   }
   logger.info({ epoch, database: p.db.kind, provider: provider.name, objectStore: w.objects.kind }, 'vault ready');

@@ -17,7 +17,18 @@ import { describeError, type Logger } from '../observability/logger.js';
 export type RejectionOrigin = 'database' | NetworkOrigin | 'unknown';
 
 /** Socket and timeout codes a dropped connection fails with (Node's, and the object store's deadline). */
-const NETWORK_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'LETHE_STORE_TIMEOUT', 'UND_ERR_SOCKET']);
+const NETWORK_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ECONNABORTED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'LETHE_STORE_TIMEOUT',
+  'UND_ERR_SOCKET',
+]);
 
 const WHAT: Readonly<Record<RejectionOrigin, string>> = {
   database: 'a database call',

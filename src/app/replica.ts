@@ -144,7 +144,7 @@ export class ReplicaPresence {
           });
           this.#lastBeatSeq = appliedSeq;
         } catch (e) {
-          this.#d.logger.warn({ err: describeError(e) }, 'could not write this replica\'s heartbeat');
+          this.#d.logger.warn({ err: describeError(e) }, "could not write this replica's heartbeat");
         }
       } while (this.#beatAgain);
     })().finally(() => {
@@ -166,6 +166,8 @@ export class ReplicaPresence {
     clearTimeout(this.#catchUpTimer);
     clearTimeout(this.#beatTimer);
     await this.#beating?.catch(() => {});
-    await this.#d.heartbeats.remove(this.#d.replicaId).catch((e: unknown) => this.#d.logger.warn({ err: describeError(e) }, 'could not remove this replica\'s heartbeat'));
+    await this.#d.heartbeats
+      .remove(this.#d.replicaId)
+      .catch((e: unknown) => this.#d.logger.warn({ err: describeError(e) }, "could not remove this replica's heartbeat"));
   }
 }

@@ -82,7 +82,13 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       port,
       url,
       docs: `${url}/docs`,
-      tls: tls ? (tls.clientCa ? 'HTTPS, client certificates required (LETHE_TLS_CLIENT_CA)' : 'HTTPS') : config.behindTlsProxy ? 'plain HTTP behind a TLS proxy' : 'plain HTTP',
+      tls: tls
+        ? tls.clientCa
+          ? 'HTTPS, client certificates required (LETHE_TLS_CLIENT_CA)'
+          : 'HTTPS'
+        : config.behindTlsProxy
+          ? 'plain HTTP behind a TLS proxy'
+          : 'plain HTTP',
       database: config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : `embedded PGlite under ${config.dataDir}`,
       objectStore: config.s3 ? `S3 at ${new URL(config.s3.endpoint).host}` : `local folder under ${config.dataDir}`,
       keyring: config.keyringDir,

@@ -31,7 +31,9 @@ export function subscribe(app: Parts): void {
   app.keys.guardCreation((tx, subjectHash) => app.erasures.refuseKeyCreation(tx, subjectHash), app.erasures.keyCreationRefusals);
   // a released lease: the subject's erasure waiting at drain_leases looks again now (a lost wake only delays it to the lease's expiry)
   app.keys.onLeaseReleased((subjectHash) =>
-    app.erasures.leasesReleased(subjectHash).catch((e: unknown) => app.logger.warn({ err: describeError(e) }, 'could not wake an erasure after a lease release')),
+    app.erasures
+      .leasesReleased(subjectHash)
+      .catch((e: unknown) => app.logger.warn({ err: describeError(e) }, 'could not wake an erasure after a lease release')),
   );
 }
 

@@ -105,7 +105,10 @@ async function wireData(w: WireContext, v: Awaited<ReturnType<typeof wireVault>>
   const objects = objectStore(config, config.bucket);
   const backupObjects = objectStore(config, config.backupBucket);
   const embedder: Embedder =
-    options.embedder ?? (config.embeddings ? new OpenAiEmbedder({ ...config.embeddings, dimensions: config.embeddingDimensions }) : new HashingEmbedder(config.embeddingDimensions));
+    options.embedder ??
+    (config.embeddings
+      ? new OpenAiEmbedder({ ...config.embeddings, dimensions: config.embeddingDimensions })
+      : new HashingEmbedder(config.embeddingDimensions));
   const regenerator: Regenerator = options.regenerator ?? (config.regenerator ? new ChatRegenerator(config.regenerator) : new ExtractiveRegenerator());
   const shingleKey = await provider.deriveSystemKey('shingle-index');
   const vectors = new Vectors({ db: database, embedder, keys, versionKeys, shingles: new ShingleHasher(shingleKey), logger, metrics });

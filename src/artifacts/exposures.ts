@@ -60,7 +60,13 @@ export class TrainingExposures {
       const unknown = ids.length - entries.length - arts.length;
       if (unknown > 0) throw new LetheError('unknown_source', `ids: ${unknown} record(s) do not exist`);
       const subjects = new Set(entries.map((e) => e.subject));
-      for (const s of (await closureSubjects(tx, arts.map((a) => a.artifact_id))).subjects) subjects.add(s);
+      for (const s of (
+        await closureSubjects(
+          tx,
+          arts.map((a) => a.artifact_id),
+        )
+      ).subjects)
+        subjects.add(s);
       await tx.insert(trainingExposures).values({ exposureId, corpus: input.corpus, model: input.model ?? null, createdAt: new Date() });
       const records = [
         ...entries.map((e) => ({ record_id: e.entry_id, record_type: 'entry', version: null })),
@@ -72,7 +78,11 @@ export class TrainingExposures {
       await tx.execute(sql`insert into training_exposure_subjects (subject_hash, exposure_id)
         select decode(s, 'hex'), ${exposureId} from json_array_elements_text(${JSON.stringify([...subjects])}::json) as v(s)`);
       await this.#audit.append(tx, [
-        { actor, action: 'training.exposure', detail: { exposureId, corpus: input.corpus, model: input.model ?? null, records: records.length, subjects: subjects.size } },
+        {
+          actor,
+          action: 'training.exposure',
+          detail: { exposureId, corpus: input.corpus, model: input.model ?? null, records: records.length, subjects: subjects.size },
+        },
       ]);
       return { exposureId, records: records.length, subjects: subjects.size };
     });

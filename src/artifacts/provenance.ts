@@ -81,10 +81,7 @@ export async function closure(exec: Executor, artifactIds: readonly string[]): P
  * The subjects (keyed hashes, hex) and the subject keys under which the entries in
  * the closure of the given artifacts were written.
  */
-export async function closureSubjects(
-  exec: Executor,
-  artifactIds: readonly string[],
-): Promise<{ subjects: string[]; keyIds: string[] }> {
+export async function closureSubjects(exec: Executor, artifactIds: readonly string[]): Promise<{ subjects: string[]; keyIds: string[] }> {
   if (artifactIds.length === 0) return { subjects: [], keyIds: [] };
   const rows = await queryRows<{ subject: string; key_id: string }>(
     exec,

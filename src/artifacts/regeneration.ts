@@ -80,7 +80,10 @@ export class Regeneration {
   async regenerate(artifactIds: readonly string[], options: RegenerationOptions): Promise<RegenerationResult> {
     const unknown = artifactIds.filter((id) => !isId('art', id));
     if (unknown.length > 0) throw new LetheError('validation_failed', `${unknown.length} id(s) are not artifact ids`);
-    const existing = await this.#d.db.select({ id: artifacts.artifactId }).from(artifacts).where(inArray(artifacts.artifactId, [...new Set(artifactIds)]));
+    const existing = await this.#d.db
+      .select({ id: artifacts.artifactId })
+      .from(artifacts)
+      .where(inArray(artifacts.artifactId, [...new Set(artifactIds)]));
     if (existing.length !== new Set(artifactIds).size) throw new LetheError('not_found', 'no such artifact');
     const excluded = new Set(options.excluding ?? []);
     const regenerated: Array<{ artifactId: string; version: number }> = [];
@@ -161,17 +164,30 @@ export class Regeneration {
       try {
         await this.#d.destructions.transaction(async (tx) => {
           const [locked] = await tx.select().from(artifacts).where(eq(artifacts.artifactId, row.artifactId)).for('update');
-          if (!locked || locked.version !== row.version || locked.state !== 'live') throw new LetheError('conflict', 'the artifact changed during regeneration');
+          if (!locked || locked.version !== row.version || locked.state !== 'live')
+            throw new LetheError('conflict', 'the artifact changed during regeneration');
           // the artifact sources must still be at the versions we read (else we built from stale text)
-          const { sourceRows } = await checkSources(tx, sources.map((s) => s.id), [...versionKeys.values()]);
-          await tx.update(artifacts).set({ version, keyId, object, generator: this.#d.regenerator.name, updatedAt: new Date() }).where(eq(artifacts.artifactId, row.artifactId));
+          const { sourceRows } = await checkSources(
+            tx,
+            sources.map((s) => s.id),
+            [...versionKeys.values()],
+          );
+          await tx
+            .update(artifacts)
+            .set({ version, keyId, object, generator: this.#d.regenerator.name, updatedAt: new Date() })
+            .where(eq(artifacts.artifactId, row.artifactId));
           await keys.store(tx, { keyId, key, artifactId: row.artifactId, version, purpose: 'artifact-version' });
           await tx.delete(provenance).where(eq(provenance.artifactId, row.artifactId));
           await insertEdges(tx, row.artifactId, sourceRows);
           await upsertEmbeddings(tx, [embedding!]);
           if (locked.keyId) await keys.destroy(tx, locked.keyId, { reason: options.reason ?? 'regenerated', actor: options.actor, artifactId: row.artifactId });
           await this.#d.audit.append(tx, [
-            { actor: options.actor, action: 'artifact.regenerate', keyId, detail: { artifactId: row.artifactId, version, sources: sources.length, reason: options.reason ?? null } },
+            {
+              actor: options.actor,
+              action: 'artifact.regenerate',
+              keyId,
+              detail: { artifactId: row.artifactId, version, sources: sources.length, reason: options.reason ?? null },
+            },
           ]);
           await notifyEmbeddings(tx, [{ recordId: row.artifactId, keyId }]);
         });
@@ -180,7 +196,10 @@ export class Regeneration {
         throw e;
       }
       vectors.publish([embedding!]);
-      if (row.object) await texts.remove(row.object).catch((e) => this.#d.logger.warn({ err: String(e) }, 'could not delete a superseded artifact object (its key is destroyed)'));
+      if (row.object)
+        await texts
+          .remove(row.object)
+          .catch((e) => this.#d.logger.warn({ err: String(e) }, 'could not delete a superseded artifact object (its key is destroyed)'));
       this.#d.metrics.artifactsWritten.inc({ operation: 'regenerate' });
       return version;
     } finally {
@@ -197,9 +216,15 @@ export class Regeneration {
       await tx.delete(provenance).where(eq(provenance.artifactId, row.artifactId));
       await this.#d.vectors.deleteRecord(tx, row.artifactId);
       if (locked.keyId) {
-        await this.#d.versionKeys.destroy(tx, locked.keyId, { reason: options.reason ?? 'no surviving source', actor: options.actor, artifactId: row.artifactId });
+        await this.#d.versionKeys.destroy(tx, locked.keyId, {
+          reason: options.reason ?? 'no surviving source',
+          actor: options.actor,
+          artifactId: row.artifactId,
+        });
       }
-      await this.#d.audit.append(tx, [{ actor: options.actor, action: 'artifact.erase', keyId: locked.keyId ?? undefined, detail: { artifactId: row.artifactId, version: row.version } }]);
+      await this.#d.audit.append(tx, [
+        { actor: options.actor, action: 'artifact.erase', keyId: locked.keyId ?? undefined, detail: { artifactId: row.artifactId, version: row.version } },
+      ]);
     });
     this.#d.vectors.unpublish([row.artifactId]);
     if (row.object) await this.#d.texts.remove(row.object).catch(() => {});

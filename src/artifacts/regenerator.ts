@@ -143,7 +143,8 @@ export class ChatRegenerator implements Regenerator {
     const body = (await response.json().catch(() => undefined)) as { choices?: Array<{ message?: { content?: unknown } }> } | undefined;
     const text = body?.choices?.[0]?.message?.content;
     if (typeof text !== 'string' || text.trim().length === 0) throw new LetheError('unavailable', 'the regeneration endpoint answered no text');
-    if (Buffer.byteLength(text, 'utf8') > MAX_ARTIFACT_TEXT_BYTES) throw new LetheError('unavailable', 'the regeneration endpoint answered more than the artifact size limit');
+    if (Buffer.byteLength(text, 'utf8') > MAX_ARTIFACT_TEXT_BYTES)
+      throw new LetheError('unavailable', 'the regeneration endpoint answered more than the artifact size limit');
     return text.trim();
   }
 }

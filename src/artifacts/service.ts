@@ -105,7 +105,8 @@ export class ArtifactService {
 
   /** POST /v1/artifacts. */
   async write(input: ArtifactWrite, actor: string): Promise<{ artifactId: string; version: 1; subjects: number }> {
-    if (!(ARTIFACT_KINDS as readonly string[]).includes(input.kind)) throw new LetheError('validation_failed', `kind must be one of ${ARTIFACT_KINDS.join(', ')}`);
+    if (!(ARTIFACT_KINDS as readonly string[]).includes(input.kind))
+      throw new LetheError('validation_failed', `kind must be one of ${ARTIFACT_KINDS.join(', ')}`);
     if (Buffer.byteLength(input.text, 'utf8') > MAX_ARTIFACT_TEXT_BYTES) {
       throw new LetheError('payload_too_large', `text is limited to ${MAX_ARTIFACT_TEXT_BYTES} bytes`);
     }
@@ -187,7 +188,10 @@ export class ArtifactService {
       // one walk of the closure: whether it is fenced, and the subject keys its read fence covers
       const closureEntries = await closureEntryStates(this.#d.db, [artifactId]);
       if ((await this.#fenced(closureEntries)).size > 0) {
-        throw new LetheError('erasure_in_progress', 'the artifact is derived from records being erased: it is served again once the erasure has regenerated it');
+        throw new LetheError(
+          'erasure_in_progress',
+          'the artifact is derived from records being erased: it is served again once the erasure has regenerated it',
+        );
       }
       try {
         const payload = await this.#texts.read(row);
@@ -249,7 +253,10 @@ export class ArtifactService {
 
   /** The keys a read of these artifact versions depends on: their version keys and their closures' subject keys (one query). */
   async fenceKeys(rows: ReadonlyArray<Pick<ArtifactRow, 'artifactId' | 'keyId'>>): Promise<string[]> {
-    const { keyIds } = await closureSubjects(this.#d.db, rows.map((r) => r.artifactId));
+    const { keyIds } = await closureSubjects(
+      this.#d.db,
+      rows.map((r) => r.artifactId),
+    );
     return [...rows.flatMap((r) => (r.keyId ? [r.keyId] : [])), ...keyIds];
   }
 

@@ -24,7 +24,17 @@ import type { ObjectStore } from '../storage/store.js';
 import type { AnchorState, BackupContext, Witness } from './context.js';
 
 export type { Witness } from './context.js';
-import { CHAIN_FORMAT, type ChainHead, chainMac, chainRecordKey, HEAD_FORMAT, LEDGER_HEAD_KEY, macMatches, retention, type VerifiedChain } from './ledger-chain.js';
+import {
+  CHAIN_FORMAT,
+  type ChainHead,
+  chainMac,
+  chainRecordKey,
+  HEAD_FORMAT,
+  LEDGER_HEAD_KEY,
+  macMatches,
+  retention,
+  type VerifiedChain,
+} from './ledger-chain.js';
 import { MANIFEST_FORMAT, type Manifest, manifestMacState } from './manifest.js';
 
 const MAC_PATTERN = /^[0-9a-f]{64}$/;
@@ -61,15 +71,24 @@ export function parseWitnessFile(mac: KeyedHasher, name: string, bytes: Uint8Arr
     const v = item as { format?: unknown; payload?: { erasureId?: unknown; ledger?: unknown } } | null;
     if (v && typeof v === 'object' && v.format === HEAD_FORMAT) {
       const head = headWitness(mac, v, `the ledger head in ${where}`);
-      if (!head) throw new LetheError('validation_failed', `witness ${where} is a ledger head that fails its MAC: it was altered, or written under another root key`);
+      if (!head)
+        throw new LetheError('validation_failed', `witness ${where} is a ledger head that fails its MAC: it was altered, or written under another root key`);
       return head;
     }
     const ledger = v?.payload?.ledger;
     if (isPosition(ledger)) {
       const erasure = typeof v?.payload?.erasureId === 'string' ? v.payload.erasureId : '?';
-      return { source: `the certificate of erasure ${erasure} (${where})`, seq: ledger.seq, mac: ledger.mac, ...(typeof ledger.bucket === 'string' ? { bucket: ledger.bucket } : {}) };
+      return {
+        source: `the certificate of erasure ${erasure} (${where})`,
+        seq: ledger.seq,
+        mac: ledger.mac,
+        ...(typeof ledger.bucket === 'string' ? { bucket: ledger.bucket } : {}),
+      };
     }
-    throw new LetheError('validation_failed', `witness ${where} is neither a ledger head nor an erasure certificate naming its ledger record (certificates signed before they named one cannot witness)`);
+    throw new LetheError(
+      'validation_failed',
+      `witness ${where} is neither a ledger head nor an erasure certificate naming its ledger record (certificates signed before they named one cannot witness)`,
+    );
   });
 }
 
@@ -126,7 +145,8 @@ export async function unanchored(
   const mirrored = await ctx.anchor.mirrored();
   const witnesses = [...restore.witnesses, ...(mirrored ? [mirrored] : []), ...(await manifestWitnesses(ctx.backup, ctx.ledgerMac))];
   for (const w of witnesses) {
-    if (w.bucket !== undefined && w.bucket !== ctx.backup.bucket) restore.warnings.push(`${w.source} names the backup bucket ${w.bucket}, not ${ctx.backup.bucket}: not compared with this chain`);
+    if (w.bucket !== undefined && w.bucket !== ctx.backup.bucket)
+      restore.warnings.push(`${w.source} names the backup bucket ${w.bucket}, not ${ctx.backup.bucket}: not compared with this chain`);
   }
   const unreached = unreachedWitnesses(chain, ctx.backup.bucket, witnesses);
   return unreached.length > 0 ? `the ledger chain in the backup bucket does not reach what a witness saw: ${unreached[0]!.problem}` : undefined;
@@ -155,7 +175,6 @@ async function recordDiffers(store: ObjectStore, seq: number, body: string): Pro
 
 /** Records the periodic check reads whole each time, besides the last one and the head. */
 const SWEEP_RECORDS = 16;
-
 
 function parseHead(mac: KeyedHasher, bytes: Uint8Array, source: string): Witness | undefined {
   let value: unknown;
@@ -207,7 +226,10 @@ export class LedgerAnchor {
     const was = this.#state.state;
     this.#state = problem ? { state: 'cut', problem, checkedAt: new Date() } : { state: 'ok', checkedAt: new Date() };
     if (problem && was !== 'cut') {
-      this.deps.logger.error({ problem }, `THE LEDGER CHAIN IN THE BACKUP BUCKET WAS CUT: ${problem}. Someone with the bucket's credential removed destruction records; a restore could bring destroyed keys back. No record is written over the gap until it is repaired (lethe backup repair-ledger).`);
+      this.deps.logger.error(
+        { problem },
+        `THE LEDGER CHAIN IN THE BACKUP BUCKET WAS CUT: ${problem}. Someone with the bucket's credential removed destruction records; a restore could bring destroyed keys back. No record is written over the gap until it is repaired (lethe backup repair-ledger).`,
+      );
     } else if (!problem && was === 'cut') {
       this.deps.logger.warn('the ledger chain in the backup bucket holds every record this database stored again');
     }
@@ -241,7 +263,10 @@ export class LedgerAnchor {
       const key = chainRecordKey(seq);
       const differs = await recordDiffers(backup, seq, r.body);
       if (differs) {
-        this.#gap = { seq, problem: `ledger chain record ${seq} (${key}), which this database stored, is ${differs} in the backup bucket: a record in the middle of the chain` };
+        this.#gap = {
+          seq,
+          problem: `ledger chain record ${seq} (${key}), which this database stored, is ${differs} in the backup bucket: a record in the middle of the chain`,
+        };
         return this.#gap.problem;
       }
       this.#sweptTo = seq;
@@ -277,7 +302,10 @@ export class LedgerAnchor {
     try {
       await witness.put(LEDGER_HEAD_KEY, head);
     } catch (e) {
-      logger.error({ err: e instanceof Error ? e.message : String(e) }, 'the ledger head could not be mirrored to LETHE_LEDGER_WITNESS_DIR: the next head written tries again');
+      logger.error(
+        { err: e instanceof Error ? e.message : String(e) },
+        'the ledger head could not be mirrored to LETHE_LEDGER_WITNESS_DIR: the next head written tries again',
+      );
     }
   }
 
@@ -288,7 +316,11 @@ export class LedgerAnchor {
     const bytes = await getIfAny(witness, LEDGER_HEAD_KEY);
     if (!bytes) return undefined;
     const head = parseHead(ledgerMac, bytes, 'the ledger head mirrored to the witness folder (LETHE_LEDGER_WITNESS_DIR)');
-    if (!head) throw new LetheError('conflict', 'the ledger head mirrored to the witness folder (LETHE_LEDGER_WITNESS_DIR) fails its MAC: it was altered, or written under another root key');
+    if (!head)
+      throw new LetheError(
+        'conflict',
+        'the ledger head mirrored to the witness folder (LETHE_LEDGER_WITNESS_DIR) fails its MAC: it was altered, or written under another root key',
+      );
     return head;
   }
 }
@@ -338,7 +370,12 @@ export async function repairCut(ctx: BackupContext): Promise<number[]> {
     const current = await getIfAny(ctx.backup, LEDGER_HEAD_KEY);
     const head = current ? parseHead(ctx.ledgerMac, current, 'the head') : undefined;
     if (!head || head.seq < Number(last.seq)) {
-      const unsealed = { format: HEAD_FORMAT as typeof HEAD_FORMAT, seq: Number(last.seq), record: Buffer.from(last.mac).toString('hex'), at: new Date().toISOString() };
+      const unsealed = {
+        format: HEAD_FORMAT as typeof HEAD_FORMAT,
+        seq: Number(last.seq),
+        record: Buffer.from(last.mac).toString('hex'),
+        at: new Date().toISOString(),
+      };
       const bytes = utf8.encode(JSON.stringify({ ...unsealed, mac: chainMac(ctx.ledgerMac, unsealed) }));
       await ctx.backup.put(LEDGER_HEAD_KEY, bytes, retain ? { retain } : {});
       await ctx.anchor.mirror(bytes);

@@ -104,7 +104,11 @@ export function parseDatabaseExport(bytes: Uint8Array): DatabaseExport {
  * export taken before epochs recorded their wrap format holds epochs whose keys carry
  * the legacy, purpose-less wrap: they come back as wrap format 1.
  */
-export async function importDatabase(tx: Transaction, dump: DatabaseExport, keep: (table: ExportedTable, row: Row) => boolean): Promise<Record<ExportedTable, number>> {
+export async function importDatabase(
+  tx: Transaction,
+  dump: DatabaseExport,
+  keep: (table: ExportedTable, row: Row) => boolean,
+): Promise<Record<ExportedTable, number>> {
   const counts = {} as Record<ExportedTable, number>;
   for (const [name, table] of Object.entries(EXPORTED_TABLES) as Array<[ExportedTable, PgTable]>) {
     const rows = (dump.tables[name] ?? [])
@@ -178,7 +182,12 @@ export async function snapshotTables(exec: Executor): Promise<TablesSnapshot> {
  */
 export async function putBackTables(db: Database, snapshot: TablesSnapshot): Promise<void> {
   await db.transaction(async (tx) => {
-    await tx.execute(sql`truncate table ${sql.join(snapshot.tables.map((t) => sql.identifier(t.name)), sql`, `)}`);
+    await tx.execute(
+      sql`truncate table ${sql.join(
+        snapshot.tables.map((t) => sql.identifier(t.name)),
+        sql`, `,
+      )}`,
+    );
     // embedding_counts last: the triggers on embeddings count its rows as they go back, into a table still empty
     const ordered = [...snapshot.tables.filter((t) => t.name !== 'embedding_counts'), ...snapshot.tables.filter((t) => t.name === 'embedding_counts')];
     for (const t of ordered) {

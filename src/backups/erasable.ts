@@ -5,7 +5,8 @@ import type { BackupService } from './service.js';
 
 export function backupsErasable(d: { backups: BackupService; destructions: KeyDestructions }): Erasable {
   // the backups listing the subject's key that no record marks destroyed yet
-  const readable: Erasable['readable'] = async (scope) => (scope.keyId ? Math.max(0, (await d.backups.holding(scope.keyId)) - (await d.backups.marked(scope.keyId))) : 0);
+  const readable: Erasable['readable'] = async (scope) =>
+    scope.keyId ? Math.max(0, (await d.backups.holding(scope.keyId)) - (await d.backups.marked(scope.keyId))) : 0;
   return {
     name: 'backups',
     async contributions(target) {
@@ -18,7 +19,11 @@ export function backupsErasable(d: { backups: BackupService; destructions: KeyDe
       const written = destroyed.length ? await d.backups.propagate({ keyIds: destroyed }) : { records: 0, backups: 0, keys: 0 };
       const marked = scope.keyId ? await d.backups.marked(scope.keyId) : 0;
       const held = destroyed.length ? await d.backups.holdingAny(destroyed) : 0;
-      return { removed: marked, left: await readable(scope), detail: `${held} backup(s) hold the destroyed keys and learn of them through the ledger chain (${written.records} chain record(s) written now, no manifest rewritten)` };
+      return {
+        removed: marked,
+        left: await readable(scope),
+        detail: `${held} backup(s) hold the destroyed keys and learn of them through the ledger chain (${written.records} chain record(s) written now, no manifest rewritten)`,
+      };
     },
     async probe() {
       // backups hold ciphertext only; what they still allow (wrapped copies until the epoch retires) is a residual

@@ -68,7 +68,7 @@ export async function readKeyTable(store: ObjectStore, manifest: Manifest): Prom
     if (isLetheError(e, 'not_found')) return out;
     throw e;
   }
-  if (sha256Hex(bytes) !== manifest.keyTable.sha256) throw new LetheError('internal', 'the backup\'s key table does not match its sha256');
+  if (sha256Hex(bytes) !== manifest.keyTable.sha256) throw new LetheError('internal', "the backup's key table does not match its sha256");
   const parsed = JSON.parse(Buffer.from(bytes).toString('utf8')) as {
     keys: Array<{ keyId: string; kind?: string; purpose?: string; epoch: number; wrappedKey: string }>;
   };

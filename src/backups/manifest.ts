@@ -132,7 +132,10 @@ export type FoldedManifest = Omit<Manifest, 'mac'> & {
   readonly overlay: ManifestOverlay;
 };
 
-export function foldManifest(manifest: Manifest, destroyed: ReadonlyMap<string, { readonly destroyedAt: Date | string; readonly seq?: number }>): FoldedManifest {
+export function foldManifest(
+  manifest: Manifest,
+  destroyed: ReadonlyMap<string, { readonly destroyedAt: Date | string; readonly seq?: number }>,
+): FoldedManifest {
   const { mac, ...base } = manifest;
   let marked = 0;
   let through: number | null = null;

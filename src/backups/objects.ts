@@ -36,7 +36,8 @@ export function recordOwnersOf(dump: DatabaseExport): Map<string, RecordOwner> {
   const out = new Map<string, RecordOwner>();
   for (const row of dump.tables.log_entries) {
     const wrapped = decodeValue(row.wrappedKey);
-    if (typeof row.entryId === 'string' && typeof row.keyId === 'string' && wrapped instanceof Uint8Array) out.set(row.entryId, { keyId: row.keyId, wrappedKey: wrapped });
+    if (typeof row.entryId === 'string' && typeof row.keyId === 'string' && wrapped instanceof Uint8Array)
+      out.set(row.entryId, { keyId: row.keyId, wrappedKey: wrapped });
   }
   return out;
 }

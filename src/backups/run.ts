@@ -20,7 +20,17 @@ import type { BackupContext } from './context.js';
 import { exportDatabase } from './database.js';
 import { writeKeyTable } from './key-table.js';
 import { chainPosition, flushLedger, retention } from './ledger-chain.js';
-import { databaseKey, keyTableKey, type Manifest, MANIFEST_FORMAT, type ManifestKey, type ManifestObject, manifestKey, sealManifest, storedObjectKey } from './manifest.js';
+import {
+  databaseKey,
+  keyTableKey,
+  type Manifest,
+  MANIFEST_FORMAT,
+  type ManifestKey,
+  type ManifestObject,
+  manifestKey,
+  sealManifest,
+  storedObjectKey,
+} from './manifest.js';
 import { BACKED_UP_PREFIXES, keyIdsOf, recordOwnersOf, sha256Hex } from './objects.js';
 
 const VALIDITY_BATCH = 10_000;
@@ -94,7 +104,10 @@ export async function takeBackup(ctx: BackupContext, options: { onProgress?: (p:
     const v = await ctx.keys.validity(ids.slice(i, i + VALIDITY_BATCH));
     for (const [id, state] of Object.entries(v)) states.set(id, state === 'active' ? 'active' : 'destroyed');
   }
-  const destroyedAt = await destroyedAtOf(ctx, ids.filter((id) => states.get(id) === 'destroyed'));
+  const destroyedAt = await destroyedAtOf(
+    ctx,
+    ids.filter((id) => states.get(id) === 'destroyed'),
+  );
   const keys: ManifestKey[] = ids.map((keyId) => {
     const at = destroyedAt.get(keyId);
     return { keyId, kind: kinds.get(keyId)!, state: states.get(keyId)!, ...(at ? { destroyedAt: at.toISOString() } : {}) };

@@ -301,7 +301,11 @@ export class BackupService {
     if (!this.#ctx.ledgerLock) return { ...base, locked: false, why: 'LETHE_LEDGER_LOCK is off' };
     if (this.#ctx.backup.kind === 'fs') return { ...base, locked: false, why: 'the backup store is a local folder, which cannot enforce Object Lock' };
     if (!(await this.#ctx.backup.lockable())) {
-      return { ...base, locked: false, why: `the backup bucket ${this.#ctx.backup.bucket} was created without Object Lock (it can only be enabled at creation: use a new bucket)` };
+      return {
+        ...base,
+        locked: false,
+        why: `the backup bucket ${this.#ctx.backup.bucket} was created without Object Lock (it can only be enabled at creation: use a new bucket)`,
+      };
     }
     return { ...base, locked: true, ...(this.#lockProbe ? { bypassable: this.#lockProbe === 'bypassable' } : {}) };
   }

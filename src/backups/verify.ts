@@ -120,12 +120,13 @@ export async function verifyBackup(ctx: BackupContext, manifest: Manifest): Prom
       let live = deks.get(k.keyId);
       if (!live && k.kind === 'artifact-version') {
         const purpose = await ctx.versionKeys.purposeOf(k.keyId);
-        live = purpose === undefined
-          ? undefined
-          : await ctx.versionKeys.unwrap(k.keyId, purpose).catch((e: unknown) => {
-              if (isLetheError(e, 'key_destroyed')) return undefined;
-              throw e;
-            });
+        live =
+          purpose === undefined
+            ? undefined
+            : await ctx.versionKeys.unwrap(k.keyId, purpose).catch((e: unknown) => {
+                if (isLetheError(e, 'key_destroyed')) return undefined;
+                throw e;
+              });
       }
       const found = sample.get(k.keyId);
       const decrypts = live !== undefined && found !== undefined && opensUnder(live, k.keyId, found);

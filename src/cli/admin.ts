@@ -104,22 +104,31 @@ export function addKek(program: Command): void {
   kek
     .command('migrate')
     .description(
-      'Move the root of trust from the local keyring to the configured LETHE_KEY_PROVIDER (pkcs11 or aws-kms): a KEK rotation whose new epoch is created there, re-wrapping every live key under it and destroying the keyring\'s epochs. Safe to interrupt and re-run.',
+      "Move the root of trust from the local keyring to the configured LETHE_KEY_PROVIDER (pkcs11 or aws-kms): a KEK rotation whose new epoch is created there, re-wrapping every live key under it and destroying the keyring's epochs. Safe to interrupt and re-run.",
     )
     .option('--quiet', 'no progress on stderr')
     .action(async (opts: { quiet?: boolean }) => {
       const cfg = config();
       if (cfg.keyProvider.kind === 'local') {
-        throw new ExitError('LETHE_KEY_PROVIDER is local: set it to pkcs11 or aws-kms, with that provider\'s settings, to migrate the keyring\'s epochs into it', 2);
+        throw new ExitError(
+          "LETHE_KEY_PROVIDER is local: set it to pkcs11 or aws-kms, with that provider's settings, to migrate the keyring's epochs into it",
+          2,
+        );
       }
       const { ExternalKeyProvider } = await import('../keyprovider/external.js');
       const { app, progress } = await openForRotation(opts);
       try {
         const provider = app.provider;
-        if (!(provider instanceof ExternalKeyProvider)) throw new ExitError('the configured key provider keeps its epochs in the local keyring: nothing to migrate', 2);
+        if (!(provider instanceof ExternalKeyProvider))
+          throw new ExitError('the configured key provider keeps its epochs in the local keyring: nothing to migrate', 2);
         const before = provider.keyringEpochs();
         if (before.length === 0) {
-          out({ migrated: false, to: provider.name, reason: 'no KEK epoch is left in the local keyring', activeEpoch: (await app.epochs.list()).find((e) => e.state === 'active')?.epoch ?? null });
+          out({
+            migrated: false,
+            to: provider.name,
+            reason: 'no KEK epoch is left in the local keyring',
+            activeEpoch: (await app.epochs.list()).find((e) => e.state === 'active')?.epoch ?? null,
+          });
           return;
         }
         const result = await app.epochs.rotate('cli');
@@ -156,14 +165,26 @@ async function forgetHere(app: App, request: ErasureRequest, timeoutMs: number) 
   for (;;) {
     await app.erasures.drain();
     const view = await app.erasures.get(erasureId);
-    const summary = { erasureId, status: view.status, scope: view.scope, entryIds: view.entryIds, residuals: view.residuals, certificateState: view.certificateState };
+    const summary = {
+      erasureId,
+      status: view.status,
+      scope: view.scope,
+      entryIds: view.entryIds,
+      residuals: view.residuals,
+      certificateState: view.certificateState,
+    };
     if (view.status === 'completed') return summary;
     if (view.status === 'incomplete') {
       process.exitCode = 3;
       return summary;
     }
-    if (view.status === 'failed') throw new ExitError(`erasure ${erasureId} failed at ${view.steps.find((s) => s.status === 'failed')?.name ?? '?'}: see \`lethe erasure status ${erasureId}\``, 1);
-    if (Date.now() > deadline) throw new ExitError(`erasure ${erasureId} is still ${view.status} after --timeout-seconds; it goes on (lethe erasure status ${erasureId})`, 1);
+    if (view.status === 'failed')
+      throw new ExitError(
+        `erasure ${erasureId} failed at ${view.steps.find((s) => s.status === 'failed')?.name ?? '?'}: see \`lethe erasure status ${erasureId}\``,
+        1,
+      );
+    if (Date.now() > deadline)
+      throw new ExitError(`erasure ${erasureId} is still ${view.status} after --timeout-seconds; it goes on (lethe erasure status ${erasureId})`, 1);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -182,9 +203,7 @@ export function addLog(program: Command): void {
     .action(async (opts: { repair?: boolean; graceSeconds: string; deep?: boolean }) => {
       const grace = Number(opts.graceSeconds);
       if (!Number.isSafeInteger(grace) || grace < 0) throw new ExitError('--grace-seconds must be a whole number of seconds', 2);
-      const report = await withApp((app) =>
-        app.log.fsck({ repair: opts.repair ?? false, graceSeconds: grace, deep: opts.deep ?? false }),
-      );
+      const report = await withApp((app) => app.log.fsck({ repair: opts.repair ?? false, graceSeconds: grace, deep: opts.deep ?? false }));
       out(report);
       if (!report.ok) throw new ExitError(`${report.missing.length} indexed segment(s) missing, ${report.badFrames.length} misplaced frame(s)`, 1);
     });
@@ -242,7 +261,7 @@ export function addAudit(program: Command): void {
     .option(
       '--anchor <seq:mac>',
       'a tip recorded outside the database earlier (row number, colon, its MAC in hex): fails when the chain no longer holds it (a rollback). ' +
-        'Default: the audit tip carried by the newest record of the backup bucket\'s ledger chain',
+        "Default: the audit tip carried by the newest record of the backup bucket's ledger chain",
     )
     .option('--no-ledger-anchor', 'do not read the ledger chain for an anchor')
     .action(async (opts: { anchor?: string; ledgerAnchor: boolean }) => {
@@ -273,7 +292,7 @@ export function addAudit(program: Command): void {
 /** `--anchor <seq>:<hex mac>`. */
 function parseAnchor(value: string): { seq: number; mac: Uint8Array } {
   const m = /^(\d{1,15}):([0-9a-fA-F]{64})$/.exec(value.trim());
-  if (!m) throw new ExitError('--anchor must be <row number>:<64 hex digits of that row\'s MAC>', 2);
+  if (!m) throw new ExitError("--anchor must be <row number>:<64 hex digits of that row's MAC>", 2);
   return { seq: Number(m[1]), mac: Uint8Array.from(Buffer.from(m[2]!, 'hex')) };
 }
 

@@ -43,7 +43,7 @@ export function addBackup(program: Command): void {
     .command('verify')
     .description(
       "Check a backup: every object's sha256, and per key whether its data still decrypts (live keys must, destroyed keys must not) " +
-        'and whether the backup\'s wrapped copy of the key still unwraps. Exits 1 when anything fails.',
+        "and whether the backup's wrapped copy of the key still unwraps. Exits 1 when anything fails.",
     )
     .argument('<backupId>', 'the backup')
     .action(async (backupId: string) => {
@@ -51,7 +51,10 @@ export function addBackup(program: Command): void {
       out(result);
       if (!result.ok) {
         const bad = result.keys.filter((k) => (k.state === 'active' ? k.data !== 'decrypts' : k.data !== 'unreadable'));
-        throw new ExitError(`backup ${backupId} failed verification: ${result.corrupted.length} corrupted object(s)${result.corrupted.map((c) => ` ${c.key} (${c.reason})`).join(',')}, ${bad.length} key(s) in the wrong state`, 1);
+        throw new ExitError(
+          `backup ${backupId} failed verification: ${result.corrupted.length} corrupted object(s)${result.corrupted.map((c) => ` ${c.key} (${c.reason})`).join(',')}, ${bad.length} key(s) in the wrong state`,
+          1,
+        );
       }
     });
   backup
@@ -61,7 +64,7 @@ export function addBackup(program: Command): void {
         'replayed first, so no destroyed key comes back; without it the restore refuses unless --force-without-ledger.',
     )
     .argument('<backupId>', 'the backup')
-    .option('--witness <file...>', "erasure certificates or saved ledger heads (ledger/head.json): the ledger chain must reach the record each names")
+    .option('--witness <file...>', 'erasure certificates or saved ledger heads (ledger/head.json): the ledger chain must reach the record each names')
     .option('--force-without-ledger', 'proceed when the ledger copy cannot be read or is cut short, and say which keys that may bring back')
     .action(async (backupId: string, opts: { forceWithoutLedger?: boolean; witness?: string[] }) => {
       const files = (opts.witness ?? []).map((file) => {
@@ -84,7 +87,7 @@ export function addBackup(program: Command): void {
   backup
     .command('repair-ledger')
     .description(
-      "Put back, byte for byte from this database, every ledger chain record it stored that the backup bucket lost (a cut tail), and a head naming the last; " +
+      'Put back, byte for byte from this database, every ledger chain record it stored that the backup bucket lost (a cut tail), and a head naming the last; ' +
         'the service then writes the chain again. Exits 1 when the chain is still cut.',
     )
     .action(async () => {
@@ -94,7 +97,9 @@ export function addBackup(program: Command): void {
     });
   backup
     .command('propagate')
-    .description('Write every key destruction not yet in the backup bucket\'s ledger chain there: every backup holding the key learns of it through the chain (the service does this on its own too).')
+    .description(
+      "Write every key destruction not yet in the backup bucket's ledger chain there: every backup holding the key learns of it through the chain (the service does this on its own too).",
+    )
     .action(async () => {
       out(await withApp((app) => app.backups.propagate()));
     });

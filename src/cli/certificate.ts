@@ -22,7 +22,7 @@ const VERIFY_EXIT = { valid: 0, invalid: 1, input: 2 } as const;
 /** Why `verify` will not check a certificate against the key it carries. */
 export const NO_TRUSTED_KEY =
   'a trusted key is required: a certificate carries the public key of whoever signed it, so checking it against that key only shows that someone signed it — anyone can flip it to "completed" and re-sign it with a key of their own — not that this vault did. ' +
-  'Give the vault\'s keys: --url <vault base url> (fetches GET /v1/certificates/keys), --public-key <key> or --public-key-file <file>';
+  "Give the vault's keys: --url <vault base url> (fetches GET /v1/certificates/keys), --public-key <key> or --public-key-file <file>";
 
 /**
  * A key a certificate may be checked against: a signing key's public part (the wire type,
@@ -64,7 +64,11 @@ function keysFrom(text: string, source: string): TrustedKey[] {
   } catch (e) {
     throw new ExitError(`${source}: not JSON (${describeError(e).message})`, VERIFY_EXIT.input);
   }
-  const list: unknown[] = Array.isArray(parsed) ? parsed : typeof parsed === 'object' && parsed !== null && Array.isArray((parsed as { keys?: unknown }).keys) ? (parsed as { keys: unknown[] }).keys : [parsed];
+  const list: unknown[] = Array.isArray(parsed)
+    ? parsed
+    : typeof parsed === 'object' && parsed !== null && Array.isArray((parsed as { keys?: unknown }).keys)
+      ? (parsed as { keys: unknown[] }).keys
+      : [parsed];
   return list.map((entry, i) => {
     const where = `${source}: key ${i + 1}`;
     if (typeof entry === 'string') return { publicKey: checkKey(entry, where) };
@@ -149,9 +153,15 @@ export function addCertificate(program: Command): void {
         `Exit ${VERIFY_EXIT.valid} valid, ${VERIFY_EXIT.invalid} not (edited, or signed by a key that is not trusted), ${VERIFY_EXIT.input} unreadable file, no trusted key, or the keys could not be had.`,
     )
     .argument('<file>', 'a certificate as JSON: { payload, signature, publicKey, algorithm } (`lethe erasure certificate <id> -o file`)')
-    .option('--url <vault base url>', "trust the keys this vault lists (GET <url>/v1/certificates/keys, current and retired; no token); https:// unless the host is loopback")
+    .option(
+      '--url <vault base url>',
+      'trust the keys this vault lists (GET <url>/v1/certificates/keys, current and retired; no token); https:// unless the host is loopback',
+    )
     .option('--public-key <key>', 'trust this Ed25519 public key, base64url (repeatable; `lethe certificate public-key`)', collect)
-    .option('--public-key-file <path>', 'trust the keys in this file: the JSON of GET /v1/certificates/keys or `lethe certificate keys`, `{ publicKey }`, or base64url keys separated by white space')
+    .option(
+      '--public-key-file <path>',
+      'trust the keys in this file: the JSON of GET /v1/certificates/keys or `lethe certificate keys`, `{ publicKey }`, or base64url keys separated by white space',
+    )
     .action(async (file: string, opts: VerifyOptions) => {
       if (!opts.url && !opts.publicKey?.length && opts.publicKeyFile === undefined) throw new ExitError(NO_TRUSTED_KEY, VERIFY_EXIT.input);
       let parsed: unknown;
@@ -162,7 +172,10 @@ export function addCertificate(program: Command): void {
       }
       const trusted = await trustedKeys(opts);
       const result = verifyCertificate(parsed, trusted);
-      const state = result.keyId === undefined ? undefined : trusted.find((k) => k.state !== undefined && certificateKeyId(fromBase64Url(k.publicKey)!) === result.keyId)?.state;
+      const state =
+        result.keyId === undefined
+          ? undefined
+          : trusted.find((k) => k.state !== undefined && certificateKeyId(fromBase64Url(k.publicKey)!) === result.keyId)?.state;
       out({ ...result, ...(state !== undefined ? { keyState: state } : {}) });
       if (!result.valid) throw new ExitError(`certificate does not verify: ${result.reason}`, VERIFY_EXIT.invalid);
     });
@@ -176,7 +189,9 @@ export function addCertificate(program: Command): void {
     });
   certificate
     .command('keys')
-    .description("Every certificate-signing key of this configuration's keyring, current and retired (public parts), as GET /v1/certificates/keys answers: a file for --public-key-file.")
+    .description(
+      "Every certificate-signing key of this configuration's keyring, current and retired (public parts), as GET /v1/certificates/keys answers: a file for --public-key-file.",
+    )
     .action(async () => {
       const list: SigningKeyList = { keys: await localKeys() };
       out(list);
@@ -184,7 +199,7 @@ export function addCertificate(program: Command): void {
   certificate
     .command('rotate-key')
     .description(
-      'Admin: a new certificate-signing key in this configuration\'s keyring. The current one retires: its private part is destroyed, its public part stays listed so that the certificates it signed still verify. ' +
+      "Admin: a new certificate-signing key in this configuration's keyring. The current one retires: its private part is destroyed, its public part stays listed so that the certificates it signed still verify. " +
         'Running services sign with the new key at once (the same as POST /v1/certificates/keys/rotate). Audited.',
     )
     .action(async () => {

@@ -15,15 +15,17 @@ export function addDismissals(erasure: Command): void {
     .command('dismissals')
     .description(
       'Dismissals two people own: one proposes (eraser role, LETHE_ERASER_TOKEN) that a record the probe named does not carry the erased content; ' +
-        'a second person approves (approver role, LETHE_APPROVER_TOKEN; never the proposer\'s or the requester\'s token). Each prints the answer as JSON; ' +
+        "a second person approves (approver role, LETHE_APPROVER_TOKEN; never the proposer's or the requester's token). Each prints the answer as JSON; " +
         `exit ${ERASE_EXIT.input} for bad input or an error answer (the service's problem detail on stderr: near_copy, forbidden, conflict…).`,
     );
   dismissals
     .command('propose')
-    .description('Propose a dismissal of one record (POST /v1/erasures/{id}/dismissals): it changes nothing until approved. A near copy cannot be dismissed, only redacted.')
+    .description(
+      'Propose a dismissal of one record (POST /v1/erasures/{id}/dismissals): it changes nothing until approved. A near copy cannot be dismissed, only redacted.',
+    )
     .argument('<erasureId>', 'the erasure (ers_…)')
     .argument('<recordId>', 'the record the probe named (entry_… or art_…)')
-    .requiredOption('--reason <text>', 'the judgement (signed into the certificate: never the subject\'s content)')
+    .requiredOption('--reason <text>', "the judgement (signed into the certificate: never the subject's content)")
     .action(async (erasureId: string, recordId: string, opts: { reason: string }) => {
       const body = checked(DismissalRequestSchema, { matches: [{ id: recordId, reason: opts.reason }] }, '--reason');
       const path = `/v1/erasures/${checkErasureId(erasureId)}/dismissals`;
@@ -31,7 +33,9 @@ export function addDismissals(erasure: Command): void {
     });
   dismissals
     .command('approve')
-    .description('Approve a proposed dismissal as a second person (POST /v1/erasures/{id}/dismissals/{dismissalId}/approve, LETHE_APPROVER_TOKEN): the probe runs again without its records.')
+    .description(
+      'Approve a proposed dismissal as a second person (POST /v1/erasures/{id}/dismissals/{dismissalId}/approve, LETHE_APPROVER_TOKEN): the probe runs again without its records.',
+    )
     .argument('<erasureId>', 'the erasure (ers_…)')
     .argument('<dismissalId>', 'the proposal (dsm_…)')
     .action(async (erasureId: string, dismissalId: string) => {

@@ -9,17 +9,23 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import type { z } from 'zod';
-import { ErasureProgressLostError, followErasure } from '../client/erasures.js';
-import { type ServiceClient, UnreachableError } from '../client/http.js';
-import { FIRST_RUN } from '../erasure/machine.js';
-import { type BulkErasureRequest, BulkErasureRequestSchema, type ErasureRequest, ErasureRequestSchema, LEGAL_BASES, MAX_BULK_SUBJECTS, MAX_PUBLIC_ATTRIBUTES, REASON_CATEGORIES } from '../erasure/request.js';
-import type { ErasureAccepted, ErasureTransition, ErasureView } from '../erasure/view.js';
+import {
+  type BulkErasureRequest,
+  BulkErasureRequestSchema,
+  type ErasureRequest,
+  ErasureRequestSchema,
+  LEGAL_BASES,
+  MAX_BULK_SUBJECTS,
+  MAX_PUBLIC_ATTRIBUTES,
+  REASON_CATEGORIES,
+} from '../erasure/request.js';
+import type { ErasureAccepted, ErasureView } from '../erasure/view.js';
 import type { BulkErasureAccepted } from '../wire/erasures.js';
-import { checked, checkErasureId, ERASE_EXIT } from './erasure-args.js';
+import { checkErasureId, ERASE_EXIT } from './erasure-args.js';
 import { addDismissals } from './erasure-dismissals.js';
 import { addErasureDocuments } from './erasure-documents.js';
-import { ExitError, out, serviceCall, serviceClient, serviceExit, unreachable } from './shared.js';
+import { ExitError, out, serviceCall, serviceClient, } from './shared.js';
+import { watchErasure } from './erasure-watch.js';
 
 interface EraseOptions {
   reason?: string;
@@ -79,7 +85,9 @@ function erasureRequestBody(subject: string, options: EraseOptions): ErasureRequ
     ...(o.legalBasis !== undefined ? { legalBasis: o.legalBasis } : {}),
     ...(o.publicAttribute.length ? { publicAttributes: o.publicAttribute } : {}),
     ...(paired ? { unlearning: { method: o.unlearningMethod, bound: o.unlearningBound!.trim() === '' ? Number.NaN : Number(o.unlearningBound) } } : {}),
-    ...(contextGiven ? { request: { reasonCategory: o.reasonCategory, legalBasis: o.requestLegalBasis, controller: o.controller, reference: o.reference } } : {}),
+    ...(contextGiven
+      ? { request: { reasonCategory: o.reasonCategory, legalBasis: o.requestLegalBasis, controller: o.controller, reference: o.reference } }
+      : {}),
   };
   const given: Readonly<Record<string, string | undefined>> = { 'unlearning.bound': o.unlearningBound };
   const parsed = ErasureRequestSchema.safeParse(body);
@@ -89,77 +97,15 @@ function erasureRequestBody(subject: string, options: EraseOptions): ErasureRequ
     const flag = FLAGS[field] ?? field;
     const message = issue.message.startsWith(`${field} `) ? issue.message.slice(field.length + 1) : issue.message;
     const value = given[field];
-    throw new ExitError(`${flag}${/^must\b/.test(message) ? ' ' : ': '}${message}${value !== undefined ? `, not ${JSON.stringify(value)}` : ''}`, ERASE_EXIT.input);
+    throw new ExitError(
+      `${flag}${/^must\b/.test(message) ? ' ' : ': '}${message}${value !== undefined ? `, not ${JSON.stringify(value)}` : ''}`,
+      ERASE_EXIT.input,
+    );
   }
   if (!paired && (o.unlearningMethod !== undefined || o.unlearningBound !== undefined)) {
     throw new ExitError('--unlearning-method and --unlearning-bound go together', ERASE_EXIT.input);
   }
   return parsed.data;
-}
-
-/** One line a person reads for a transition: which step finished (or waits, or failed), and its detail. */
-function transitionLine(t: ErasureTransition): string {
-  const detail = t.detail ? `: ${t.detail}` : '';
-  if (t.fromStep === null) return t.toStep === null ? `certificate${detail}` : `requested${detail}`;
-  const at = FIRST_RUN.indexOf(t.fromStep as (typeof FIRST_RUN)[number]);
-  const counter = at >= 0 ? `[${at + 1}/${FIRST_RUN.length}] ` : '';
-  if (t.status === 'failed') return `${counter}${t.fromStep} failed${detail}`;
-  if (t.toStep === t.fromStep) return `${counter}${t.fromStep} ${t.status === 'running' ? 'waiting' : t.status}${detail}`;
-  return `${counter}${t.fromStep} done${detail}`;
-}
-
-/**
- * Follows GET /v1/erasures/{id}/events until its `end` event, calling `onStep` per
- * transition (the client's `followErasure`: a broken connection is resumed with
- * Last-Event-ID a few times).
- */
-async function followErasureEvents(client: ServiceClient, erasureId: string, onStep: (t: ErasureTransition) => void): Promise<void> {
-  try {
-    for await (const t of followErasure(client, erasureId)) onStep(t);
-  } catch (e) {
-    if (e instanceof ErasureProgressLostError) {
-      const reason = e.cause instanceof UnreachableError ? unreachable(e.cause) : e.reason;
-      throw new ExitError(`lost the erasure's progress (${reason}); it goes on in the service: lethe erasure watch ${erasureId}`, ERASE_EXIT.lost);
-    }
-    throw serviceExit(e, ERASE_EXIT.input);
-  }
-}
-
-/** Follows an erasure to its end, prints the summary, and ends with its exit code. */
-async function watchErasure(client: ServiceClient, erasureId: string, json: boolean): Promise<void> {
-  await followErasureEvents(client, erasureId, (t) => {
-    process.stdout.write(json ? `${JSON.stringify({ step: t })}\n` : `${transitionLine(t)}\n`);
-  });
-  const view = await serviceCall(client.json<ErasureView>('GET', `/v1/erasures/${erasureId}`), ERASE_EXIT.input);
-  if (json) process.stdout.write(`${JSON.stringify(view)}\n`);
-  else {
-    const p = view.probe;
-    const lines = [
-      `erasure ${view.erasureId}: ${view.status}${view.class ? ` (class ${view.class})` : ''}`,
-      `probe: recovered ${p.recovered} (threshold ${p.threshold}), ${p.matches.length} match(es)`,
-      ...p.matches.map((m) => `  match: ${m.id} in ${m.tier} (score ${m.score})`),
-      `residuals: ${view.residuals.length}`,
-      ...view.residuals.map((r) => `  ${r.tier} ${r.kind}: bound ${r.bound}`),
-      ...(view.certificateState ? [`certificate: ${view.certificateState}`] : []),
-    ];
-    process.stdout.write(`${lines.join('\n')}\n`);
-  }
-  if (view.status === 'completed') return;
-  if (view.status === 'incomplete') {
-    const kinds = [...new Set(view.residuals.map((r) => r.kind).filter((k) => k === 'cross-subject' || k === 'parametric'))];
-    throw new ExitError(`erasure ${erasureId} is incomplete${kinds.length ? ` (${kinds.join(', ')} residual)` : ''}`, ERASE_EXIT.incomplete);
-  }
-  if (view.status === 'failed') {
-    const step = view.steps.find((s) => s.status === 'failed');
-    const left = view.left
-      ? `; left: key ${view.left.keyDestroyed ? 'destroyed' : view.left.keyFenced ? 'fenced, not destroyed' : 'not fenced'}, data ${view.left.dataReadable ? 'still readable' : 'unreadable'}`
-      : '';
-    throw new ExitError(
-      `erasure ${erasureId} failed${step ? ` at ${step.name}: ${step.detail ?? 'no detail'}` : ''}${left} (once the cause is fixed: lethe erasure resume ${erasureId})`,
-      ERASE_EXIT.failed,
-    );
-  }
-  throw new ExitError(`erasure ${erasureId} is still ${view.status} after its events ended`, ERASE_EXIT.lost);
 }
 
 /** A well-formed subject id that stands in while the shared flags of --subjects-file are checked. */
@@ -193,7 +139,8 @@ async function eraseMany(file: string, opts: EraseOptions): Promise<void> {
   const subjects = await subjectsFrom(file);
   // the shared flags, checked on their own (each subject is checked below, named by its line)
   const shared = erasureRequestBody(FLAGS_ONLY_SUBJECT, opts);
-  if (shared.publicAttributes || shared.entryIds) throw new ExitError('--public-attribute is about one person: erase that subject on its own, not with --subjects-file', ERASE_EXIT.input);
+  if (shared.publicAttributes || shared.entryIds)
+    throw new ExitError('--public-attribute is about one person: erase that subject on its own, not with --subjects-file', ERASE_EXIT.input);
   const { subject: _first, ...rest } = shared;
   const chunks: BulkErasureRequest[] = [];
   for (let i = 0; i < subjects.length; i += MAX_BULK_SUBJECTS) {
@@ -216,10 +163,16 @@ async function eraseMany(file: string, opts: EraseOptions): Promise<void> {
       const line = subjects[offset + item.index]!.line;
       if ('erasureId' in item) {
         accepted.push({ line, erasureId: item.erasureId });
-        process.stdout.write(opts.json ? `${JSON.stringify({ line, erasureId: item.erasureId, status: item.status, created: item.created })}\n` : `line ${line}: ${item.erasureId} ${item.created ? 'accepted' : 'already open'}\n`);
+        process.stdout.write(
+          opts.json
+            ? `${JSON.stringify({ line, erasureId: item.erasureId, status: item.status, created: item.created })}\n`
+            : `line ${line}: ${item.erasureId} ${item.created ? 'accepted' : 'already open'}\n`,
+        );
       } else {
         refused++;
-        process.stdout.write(opts.json ? `${JSON.stringify({ line, error: item.error })}\n` : `line ${line}: refused (${item.error?.code}: ${item.error?.detail})\n`);
+        process.stdout.write(
+          opts.json ? `${JSON.stringify({ line, error: item.error })}\n` : `line ${line}: refused (${item.error?.code}: ${item.error?.detail})\n`,
+        );
       }
     }
     offset += chunk.subjects.length;
@@ -234,12 +187,18 @@ async function eraseMany(file: string, opts: EraseOptions): Promise<void> {
   while (pending.length > 0) {
     const still: typeof pending = [];
     for (let i = 0; i < pending.length; i += 8) {
-      const views = await Promise.all(pending.slice(i, i + 8).map(async (p) => ({ p, view: await serviceCall(client.json<ErasureView>('GET', `/v1/erasures/${p.erasureId}`), ERASE_EXIT.input) })));
+      const views = await Promise.all(
+        pending
+          .slice(i, i + 8)
+          .map(async (p) => ({ p, view: await serviceCall(client.json<ErasureView>('GET', `/v1/erasures/${p.erasureId}`), ERASE_EXIT.input) })),
+      );
       for (const { p, view } of views) {
         if (view.status === 'pending' || view.status === 'running') still.push(p);
         else {
           ended.set(p.erasureId, view.status);
-          process.stdout.write(opts.json ? `${JSON.stringify({ line: p.line, erasureId: p.erasureId, ended: view.status })}\n` : `line ${p.line}: ${p.erasureId} ${view.status}\n`);
+          process.stdout.write(
+            opts.json ? `${JSON.stringify({ line: p.line, erasureId: p.erasureId, ended: view.status })}\n` : `line ${p.line}: ${p.erasureId} ${view.status}\n`,
+          );
         }
       }
     }
@@ -259,7 +218,7 @@ export function addErase(program: Command): void {
   program
     .command('erase')
     .description(
-      "Erase a subject through the running service, as a client with the eraser role (LETHE_URL, default http://127.0.0.1:8787, and LETHE_ERASER_TOKEN): " +
+      'Erase a subject through the running service, as a client with the eraser role (LETHE_URL, default http://127.0.0.1:8787, and LETHE_ERASER_TOKEN): ' +
         'POST /v1/erasures, then follow its steps live (one line per step transition) and print a summary: status, class, recovered/threshold, residuals and probe matches. ' +
         'Requesting a subject whose erasure is still open follows that erasure. The subject id is never printed. ' +
         `Exit codes: ${ERASE_EXIT.completed} completed; ${ERASE_EXIT.incomplete} incomplete (a residual is left: another subject's record still carries the content — order a redaction — ` +
@@ -267,13 +226,23 @@ export function addErase(program: Command): void {
         `or an error answer from the service (its problem detail on stderr); ${ERASE_EXIT.lost} accepted, but following it broke off (it goes on: \`lethe erasure watch <erasureId>\`).`,
     )
     .argument('[subject]', 'the subject id: 1 to 200 characters of A-Z a-z 0-9 . _ : @ + - (or --subjects-file)')
-    .option('--subjects-file <file>', `erase every subject of the file, one per line (# comments and blank lines skipped): POST /v1/erasures/batch, ${MAX_BULK_SUBJECTS} at a time, one erasure and certificate each; one line per subject, named by its line in the file; with --wait, the worst outcome is the exit code`)
+    .option(
+      '--subjects-file <file>',
+      `erase every subject of the file, one per line (# comments and blank lines skipped): POST /v1/erasures/batch, ${MAX_BULK_SUBJECTS} at a time, one erasure and certificate each; one line per subject, named by its line in the file; with --wait, the worst outcome is the exit code`,
+    )
     .option('--reason <text>', 'why the subject is erased (sealed with the request)')
     .option('--legal-basis <basis>', LEGAL_BASES.join(', '))
-    .option('--public-attribute <text>', `something public about the subject that the probe also looks for (repeatable, at most ${MAX_PUBLIC_ATTRIBUTES})`, collect)
+    .option(
+      '--public-attribute <text>',
+      `something public about the subject that the probe also looks for (repeatable, at most ${MAX_PUBLIC_ATTRIBUTES})`,
+      collect,
+    )
     .option('--unlearning-method <text>', 'class C: how the trained model was made to unlearn the subject (with --unlearning-bound)')
     .option('--unlearning-bound <number>', 'class C: the bound the method gives, a number >= 0 (with --unlearning-method)')
-    .option('--reason-category <category>', `the request's reason category, one of ${REASON_CATEGORIES.join(', ')} (with --request-legal-basis, --controller and --reference; none of them personal data: they are kept in the clear, shown on the report and signed into the certificate)`)
+    .option(
+      '--reason-category <category>',
+      `the request's reason category, one of ${REASON_CATEGORIES.join(', ')} (with --request-legal-basis, --controller and --reference; none of them personal data: they are kept in the clear, shown on the report and signed into the certificate)`,
+    )
     .option('--request-legal-basis <text>', "the legal provision the request rests on, e.g. 'GDPR Art. 17(1)(b)' (with --reason-category)")
     .option('--controller <name>', 'the data controller that asked, an organisation (with --reason-category)')
     .option('--reference <id>', "the controller's own reference for the request, e.g. its ticket id (with --reason-category)")
@@ -321,7 +290,7 @@ export function addErasure(program: Command): void {
       'A page of erasures as JSON (GET /v1/erasures): `{ erasures, nextCursor }`, oldest first, each as `lethe erasure show` prints it; ' +
         `pass nextCursor as --cursor for the next page (null: the last). Exit ${ERASE_EXIT.input} for bad input or an error answer.`,
     )
-    .option('--subject <subject>', 'only this subject\'s erasures')
+    .option('--subject <subject>', "only this subject's erasures")
     .option('--limit <n>', 'erasures per page, 1 to 1000 (default 100)')
     .option('--cursor <cursor>', 'the nextCursor of the previous page')
     .action(async (opts: { subject?: string; limit?: string; cursor?: string }) => {
@@ -335,7 +304,9 @@ export function addErasure(program: Command): void {
     });
   erasure
     .command('watch')
-    .description(`Follow an erasure's steps live until it ends, then print its summary; exit codes as \`lethe erase\` (${ERASE_EXIT.completed} completed, ${ERASE_EXIT.incomplete} incomplete, ${ERASE_EXIT.failed} failed, ${ERASE_EXIT.input} bad input or an error answer).`)
+    .description(
+      `Follow an erasure's steps live until it ends, then print its summary; exit codes as \`lethe erase\` (${ERASE_EXIT.completed} completed, ${ERASE_EXIT.incomplete} incomplete, ${ERASE_EXIT.failed} failed, ${ERASE_EXIT.input} bad input or an error answer).`,
+    )
     .argument('<erasureId>', 'the erasure (ers_…)')
     .option('--json', 'JSON lines on stdout: {"step": …} per transition, the erasure last')
     .action(async (erasureId: string, opts: { json?: boolean }) => {
@@ -346,7 +317,7 @@ export function addErasure(program: Command): void {
     .description(
       'Take a failed erasure up again from the step that failed (POST /v1/erasures/{id}/resume), its attempts reset, and print it as JSON; ' +
         `with --watch, follow it to its end (exit codes as \`lethe erase\`). Exit ${ERASE_EXIT.input} for an unknown id, an erasure that is not failed, ` +
-        'or one a newer erasure of the same subject took over (the service\'s problem detail on stderr).',
+        "or one a newer erasure of the same subject took over (the service's problem detail on stderr).",
     )
     .argument('<erasureId>', 'the erasure (ers_…)')
     .option('--watch', 'follow the resumed erasure to its end')
@@ -359,7 +330,8 @@ export function addErasure(program: Command): void {
         out(view);
         return;
       }
-      if (!opts.json) process.stdout.write(`erasure ${erasureId} resumed at ${view.steps.find((s) => s.status === 'pending' || s.status === 'running')?.name ?? '?'}\n`);
+      if (!opts.json)
+        process.stdout.write(`erasure ${erasureId} resumed at ${view.steps.find((s) => s.status === 'pending' || s.status === 'running')?.name ?? '?'}\n`);
       await watchErasure(client, erasureId, opts.json ?? false);
     });
   addDismissals(erasure);

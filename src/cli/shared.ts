@@ -84,7 +84,8 @@ export function serviceClient(role: 'backup' | 'eraser' | 'approver' | 'admin'):
     const tls = clientTls();
     return new ServiceClient({ baseUrl: base, token, timeoutMs: 3_600_000, ...(tls ? { tls } : {}) });
   } catch (e) {
-    if (isLetheError(e, 'validation_failed')) throw new ExitError(`${e.message.startsWith('tls:') ? 'LETHE_CA_FILE, LETHE_CLIENT_CERT' : variable}: ${e.message}`, 2);
+    if (isLetheError(e, 'validation_failed'))
+      throw new ExitError(`${e.message.startsWith('tls:') ? 'LETHE_CA_FILE, LETHE_CLIENT_CERT' : variable}: ${e.message}`, 2);
     throw e;
   }
 }
@@ -96,7 +97,8 @@ export function unreachable(e: UnreachableError): string {
 
 /** The client's failures in the CLI's words, ending the command with `exit`: an error answer or no answer. */
 export function serviceExit(e: unknown, exit: number): unknown {
-  if (e instanceof ServiceError) return new ExitError(`the service answered ${e.status}${e.problem?.code ? ` ${e.problem.code}` : ''}: ${e.problem?.detail ?? 'no detail'}`, exit);
+  if (e instanceof ServiceError)
+    return new ExitError(`the service answered ${e.status}${e.problem?.code ? ` ${e.problem.code}` : ''}: ${e.problem?.detail ?? 'no detail'}`, exit);
   if (e instanceof UnreachableError) return new ExitError(unreachable(e), exit);
   return e;
 }

@@ -17,7 +17,7 @@ export function addSubject(program: Command): void {
     .description(
       'Reinstate an erased subject (POST /v1/subjects/{subject}/reinstate, admin role; audited): after its erasure nothing is accepted for it ' +
         '(410 subject_erased) until this lifts its tombstone; its next key is a new one. Prints {subject, reinstated}. Exit 2 for bad input, ' +
-        'a subject that is not erased, or an erasure of it still open (the service\'s problem on stderr); 1 when the service does not answer.',
+        "a subject that is not erased, or an erasure of it still open (the service's problem on stderr); 1 when the service does not answer.",
     )
     .argument('<subject>', 'the subject id')
     .requiredOption('--reason <text>', 'why (1–500 characters, kept in the clear in the audit log: never quote the subject)')

@@ -124,7 +124,7 @@ export async function* followErasure(client: ServiceClient, erasureId: string, o
       failure = e;
     }
     if (++broken > maxBreaks) {
-      const reason = failure instanceof Error ? ((failure as { reason?: unknown }).reason as string | undefined) ?? failure.message : String(failure);
+      const reason = failure instanceof Error ? (((failure as { reason?: unknown }).reason as string | undefined) ?? failure.message) : String(failure);
       throw new ErasureProgressLostError(erasureId, lastId, reason, failure);
     }
     await sleep(delay * 2 ** broken, options.signal);
@@ -249,7 +249,9 @@ export class Erasures {
    */
   redact(erasureId: string, ids: readonly string[], options: { readonly override?: { readonly reason: string } } = {}): Promise<ErasureAccepted> {
     const role = options.override ? 'admin' : 'eraser';
-    return this.#calls.json<ErasureAccepted>(role, 'POST', `/v1/erasures/${seg(erasureId)}/redactions`, { body: { ids, ...(options.override ? { override: options.override } : {}) } });
+    return this.#calls.json<ErasureAccepted>(role, 'POST', `/v1/erasures/${seg(erasureId)}/redactions`, {
+      body: { ids, ...(options.override ? { override: options.override } : {}) },
+    });
   }
 
   /**
@@ -267,7 +269,9 @@ export class Erasures {
 
   /** Rejects a proposed dismissal, or revokes an approved ruling (the probe runs again and counts its records). */
   revokeDismissal(erasureId: string, dismissalId: string, options: { readonly reason?: string } = {}): Promise<DismissalAccepted> {
-    return this.#calls.json<DismissalAccepted>('approver', 'POST', `/v1/erasures/${seg(erasureId)}/dismissals/${seg(dismissalId)}/revoke`, { body: { ...options } });
+    return this.#calls.json<DismissalAccepted>('approver', 'POST', `/v1/erasures/${seg(erasureId)}/dismissals/${seg(dismissalId)}/revoke`, {
+      body: { ...options },
+    });
   }
 
   /** Takes a failed erasure up again at the step that failed. */

@@ -112,7 +112,8 @@ function checkTls(tls: TlsOptions): void {
   const pems = [...(tls.ca === undefined ? [] : Array.isArray(tls.ca) ? tls.ca : [tls.ca as Pem]), ...(tls.cert === undefined ? [] : [tls.cert])];
   for (const pem of pems) {
     const text = typeof pem === 'string' ? pem : new TextDecoder().decode(pem);
-    if (!text.includes('-----BEGIN CERTIFICATE-----')) throw new LetheError('validation_failed', 'tls: ca and cert must be PEM certificates (-----BEGIN CERTIFICATE-----)');
+    if (!text.includes('-----BEGIN CERTIFICATE-----'))
+      throw new LetheError('validation_failed', 'tls: ca and cert must be PEM certificates (-----BEGIN CERTIFICATE-----)');
   }
 }
 
@@ -244,7 +245,11 @@ export class ServiceClient {
     const code: ErrorCode = named !== undefined && KNOWN_CODES.has(named) ? (named as ErrorCode) : 'unavailable';
     const detail = typeof problem?.detail === 'string' ? problem.detail : text.slice(0, 200);
     // the path only to its second segment: further on it may name a subject
-    return new ServiceError(code, `${method} ${path.split('/').slice(0, 3).join('/')}… answered ${res.status}: ${detail}`, { status: res.status, detail, problem });
+    return new ServiceError(code, `${method} ${path.split('/').slice(0, 3).join('/')}… answered ${res.status}: ${detail}`, {
+      status: res.status,
+      detail,
+      problem,
+    });
   }
 
   #redact(text: string): string {

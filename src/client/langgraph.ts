@@ -48,7 +48,7 @@ import { LetheError } from '../errors.js';
 import { SUBJECT_ID_PATTERN, SUBJECT_ID_RULE } from '../ids.js';
 import { AppendEntrySchema, payloadProblem } from '../log/payload.js';
 import { ServiceError } from './http.js';
-import type { Entry, Lethe, NewEntry } from './lethe.js';
+import type { Lethe, NewEntry } from './lethe.js';
 import type { LetheWriter } from './writer.js';
 
 /** The entry metadata field that holds an item. */
@@ -164,12 +164,19 @@ function indexText(value: Record<string, unknown>, paths: readonly string[] | fa
 /** The item an entry holds, or undefined when the entry is not one of the store's. */
 function storedOf(entry: { readonly metadata: Record<string, unknown> | null }): Stored | undefined {
   const s = entry.metadata?.[ITEM_FIELD] as Partial<Stored> | undefined;
-  if (!s || typeof s !== 'object' || !Array.isArray(s.namespace) || typeof s.key !== 'string' || typeof s.value !== 'object' || s.value === null) return undefined;
+  if (!s || typeof s !== 'object' || !Array.isArray(s.namespace) || typeof s.key !== 'string' || typeof s.value !== 'object' || s.value === null)
+    return undefined;
   return s as Stored;
 }
 
 function toItem(stored: Stored, entryCreatedAt: string): Item {
-  return { namespace: [...stored.namespace], key: stored.key, value: stored.value, createdAt: new Date(stored.createdAt ?? entryCreatedAt), updatedAt: new Date(entryCreatedAt) };
+  return {
+    namespace: [...stored.namespace],
+    key: stored.key,
+    value: stored.value,
+    createdAt: new Date(stored.createdAt ?? entryCreatedAt),
+    updatedAt: new Date(entryCreatedAt),
+  };
 }
 
 /** A subject's entries as the store reads them: gone (404 never seen, 410 erased) reads as none. */
@@ -290,7 +297,10 @@ export class LetheStore extends BaseStore {
       const entry: NewEntry = { text: indexText(op.value, op.index ?? this.#fields), kind: this.#kind, metadata: { [ITEM_FIELD]: stored } };
       const problem = payloadProblem(AppendEntrySchema, entry);
       if (problem) {
-        throw new LetheError('validation_failed', `the item does not fit in a lethe entry (its namespace, key and value travel sealed as the entry's metadata: a JSON object of at most 16 KiB): ${problem}`);
+        throw new LetheError(
+          'validation_failed',
+          `the item does not fit in a lethe entry (its namespace, key and value travel sealed as the entry's metadata: a JSON object of at most 16 KiB): ${problem}`,
+        );
       }
       if (this.#writer) await this.#writer.append(subject, entry);
       else await this.#lethe.entries.append(subject, entry);
@@ -341,7 +351,12 @@ export class LetheStore extends BaseStore {
       const group = subjects.slice(i, i + 100);
       let hits;
       try {
-        hits = (await this.#lethe.search(op.query, { ...(group.length === 1 ? { subject: group[0]! } : { subjects: group }), k: Math.min(MAX_K, (offset + limit) * 4 + 10) })).hits;
+        hits = (
+          await this.#lethe.search(op.query, {
+            ...(group.length === 1 ? { subject: group[0]! } : { subjects: group }),
+            k: Math.min(MAX_K, (offset + limit) * 4 + 10),
+          })
+        ).hits;
       } catch (e) {
         if (gone(e)) continue;
         throw e;

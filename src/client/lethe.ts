@@ -155,7 +155,10 @@ export interface BackupPage {
 }
 
 type ListOptions = Omit<PageOptions, 'cursor'>;
-const withCursor = <O extends object>(options: O, cursor: string | undefined): O & { cursor?: string } => ({ ...options, ...(cursor !== undefined ? { cursor } : {}) });
+const withCursor = <O extends object>(options: O, cursor: string | undefined): O & { cursor?: string } => ({
+  ...options,
+  ...(cursor !== undefined ? { cursor } : {}),
+});
 
 /** The episodic log: appends through the service (it seals), reads, lists. */
 export class Entries {
@@ -238,11 +241,17 @@ export class Artifacts {
 
   /** Rewrites it (and everything above it) from the surviving sources, without `excluding`. */
   regenerate(artifactId: string, options: { readonly excluding?: readonly string[] } = {}): Promise<Regeneration> {
-    return this.#calls.json<Regeneration>('writer', 'POST', `/v1/artifacts/${seg(artifactId)}/regenerate`, { body: options.excluding ? { excluding: options.excluding } : {} });
+    return this.#calls.json<Regeneration>('writer', 'POST', `/v1/artifacts/${seg(artifactId)}/regenerate`, {
+      body: options.excluding ? { excluding: options.excluding } : {},
+    });
   }
 
   /** Records that these records went into a training corpus (an erasure of their subject becomes class C). */
-  recordTrainingExposure(exposure: { readonly corpus: string; readonly model?: string; readonly ids: readonly string[] }): Promise<{ exposureId: string; records: number; subjects: number }> {
+  recordTrainingExposure(exposure: {
+    readonly corpus: string;
+    readonly model?: string;
+    readonly ids: readonly string[];
+  }): Promise<{ exposureId: string; records: number; subjects: number }> {
     return this.#calls.json('writer', 'POST', '/v1/training-exposures', { body: exposure });
   }
 }
@@ -271,7 +280,9 @@ export class Subjects {
     if (subjects.length === 0) throw new LetheError('validation_failed', 'subjects: at least one subject');
     const out = { created: 0, existing: 0, refused: 0, keys: [] as KeyBatchItem[] };
     for (let at = 0; at < subjects.length; at += KEY_BATCH_MAX_SUBJECTS) {
-      const part = await this.#calls.json<KeyBatch>('writer', 'POST', '/v1/keys/batch', { body: { subjects: subjects.slice(at, at + KEY_BATCH_MAX_SUBJECTS) } });
+      const part = await this.#calls.json<KeyBatch>('writer', 'POST', '/v1/keys/batch', {
+        body: { subjects: subjects.slice(at, at + KEY_BATCH_MAX_SUBJECTS) },
+      });
       out.created += part.created;
       out.existing += part.existing;
       out.refused += part.refused;

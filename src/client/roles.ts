@@ -29,7 +29,13 @@ export class RoleCalls {
   /** The facade's TLS options, handed to every role's client and to writers built from it. */
   readonly tls: TlsOptions | undefined;
 
-  constructor(options: { baseUrl: string; token?: string | undefined; tokens?: RoleTokens | undefined; timeoutMs?: number | undefined; tls?: TlsOptions | undefined }) {
+  constructor(options: {
+    baseUrl: string;
+    token?: string | undefined;
+    tokens?: RoleTokens | undefined;
+    timeoutMs?: number | undefined;
+    tls?: TlsOptions | undefined;
+  }) {
     this.#token = options.token;
     this.#tokens = options.tokens ?? {};
     if (this.#token === undefined && Object.values(this.#tokens).every((t) => t === undefined)) {
@@ -81,7 +87,8 @@ export class RoleCalls {
   }
 
   #anyRole(): Role {
-    for (const role of ['writer', 'eraser', 'approver', 'backup', 'admin'] as const) if (this.#tokens[role] !== undefined || this.#token !== undefined) return role;
+    for (const role of ['writer', 'eraser', 'approver', 'backup', 'admin'] as const)
+      if (this.#tokens[role] !== undefined || this.#token !== undefined) return role;
     return 'admin';
   }
 }

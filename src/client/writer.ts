@@ -81,7 +81,17 @@ export class LetheWriter {
 
   constructor(options: WriterOptions) {
     const { baseUrl, token, tls, requestTimeoutMs, ...rest } = options;
-    this.#o = { segmentMaxBytes: 1024 * 1024, segmentMaxEntries: 2000, segmentMaxAgeMs: 100, reserveBlock: 64, attempts: 4, retryDelayMs: 200, idleTimeoutMs: 60_000, releaseTimeoutMs: 5_000, ...rest };
+    this.#o = {
+      segmentMaxBytes: 1024 * 1024,
+      segmentMaxEntries: 2000,
+      segmentMaxAgeMs: 100,
+      reserveBlock: 64,
+      attempts: 4,
+      retryDelayMs: 200,
+      idleTimeoutMs: 60_000,
+      releaseTimeoutMs: 5_000,
+      ...rest,
+    };
     if (!Number.isInteger(this.#o.segmentMaxEntries) || this.#o.segmentMaxEntries < 1 || this.#o.segmentMaxEntries > 10_000) {
       throw new LetheError('validation_failed', 'segmentMaxEntries must be an integer from 1 to 10000 (a registration names at most 10,000 entries)');
     }
@@ -111,7 +121,8 @@ export class LetheWriter {
     // the service holds a frame to the schema of its own appends: refuse here what it would refuse, so no batch fails for one entry
     const problem = payloadProblem(AppendEntrySchema, entry);
     if (problem) throw new LetheError('validation_failed', problem);
-    if (Buffer.byteLength(entry.text, 'utf8') > MAX_ENTRY_TEXT_BYTES) throw new LetheError('payload_too_large', `text is limited to ${MAX_ENTRY_TEXT_BYTES} bytes`);
+    if (Buffer.byteLength(entry.text, 'utf8') > MAX_ENTRY_TEXT_BYTES)
+      throw new LetheError('payload_too_large', `text is limited to ${MAX_ENTRY_TEXT_BYTES} bytes`);
     for (let attempt = 0; attempt < 3; attempt++) {
       const held = await this.#lease(subject);
       // A private copy, taken before the next await: a renewal or the expiry sweep may
@@ -217,11 +228,21 @@ export class LetheWriter {
       const { bytes, places } = encodeSegment(batch.map((f) => f.envelope));
       const segment = newSegmentKey();
       // a failed upload registered nothing: the appends failed, and may be made again
-      await this.#withRetries(() => this.#o.store.put(segment, bytes), () => true);
+      await this.#withRetries(
+        () => this.#o.store.put(segment, bytes),
+        () => true,
+      );
       await this.#o.beforeRegister?.(segment);
       registration = {
         segment,
-        entries: batch.map((f, i) => ({ entryId: f.entryId, subject: f.subject, keyId: f.keyId, seq: f.seq, ...places[i]!, wrappedKey: Buffer.from(f.wrappedKey).toString('base64url') })),
+        entries: batch.map((f, i) => ({
+          entryId: f.entryId,
+          subject: f.subject,
+          keyId: f.keyId,
+          seq: f.seq,
+          ...places[i]!,
+          wrappedKey: Buffer.from(f.wrappedKey).toString('base64url'),
+        })),
       };
     } catch (e) {
       for (const f of batch) f.reject(e);
@@ -233,7 +254,11 @@ export class LetheWriter {
     } catch (e) {
       // each append learns about its own entry: its id and the registration that settles it
       for (const [i, f] of batch.entries()) {
-        f.reject(e instanceof LetheOutcomeUnknownError ? new LetheOutcomeUnknownError({ segment: registration.segment, entries: [registration.entries[i]!] }, this.#o.attempts, e.cause) : e);
+        f.reject(
+          e instanceof LetheOutcomeUnknownError
+            ? new LetheOutcomeUnknownError({ segment: registration.segment, entries: [registration.entries[i]!] }, this.#o.attempts, e.cause)
+            : e,
+        );
       }
       return;
     }
@@ -293,10 +318,7 @@ export class LetheWriter {
     let pending = this.#leasing.get(subject);
     if (!pending) {
       pending = (async () => {
-        const body = await this.#service.json<KeyLeaseAnswer>(
-          'POST',
-          `/v1/subjects/${encodeURIComponent(subject)}/key/lease`,
-        );
+        const body = await this.#service.json<KeyLeaseAnswer>('POST', `/v1/subjects/${encodeURIComponent(subject)}/key/lease`);
         const dek = fromBase64Url(body.dek);
         if (!dek || dek.length !== 32) throw new LetheError('internal', 'the service returned a malformed lease');
         const expiresAt = Date.parse(body.expiresAt);
@@ -323,11 +345,9 @@ export class LetheWriter {
       let reserving = this.#reserving.get(subject);
       if (!reserving) {
         reserving = (async () => {
-          const r = await this.#service.json<Reservation>(
-            'POST',
-            `/v1/subjects/${encodeURIComponent(subject)}/entries/reservations`,
-            { body: { count: this.#o.reserveBlock } },
-          );
+          const r = await this.#service.json<Reservation>('POST', `/v1/subjects/${encodeURIComponent(subject)}/entries/reservations`, {
+            body: { count: this.#o.reserveBlock },
+          });
           this.#blocks.set(subject, { keyId: r.keyId, next: r.firstSeq, end: r.firstSeq + r.count });
         })().finally(() => this.#reserving.delete(subject));
         this.#reserving.set(subject, reserving);

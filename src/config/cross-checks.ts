@@ -18,7 +18,10 @@ export function crossProblems(
       if (!picked[v]) problems.push({ variable: v, message: 'is required when LETHE_KEY_PROVIDER is pkcs11' });
     }
     if (!picked.LETHE_PKCS11_PIN === !picked.LETHE_PKCS11_PIN_FILE) {
-      problems.push({ variable: 'LETHE_PKCS11_PIN', message: 'set exactly one of LETHE_PKCS11_PIN or LETHE_PKCS11_PIN_FILE when LETHE_KEY_PROVIDER is pkcs11' });
+      problems.push({
+        variable: 'LETHE_PKCS11_PIN',
+        message: 'set exactly one of LETHE_PKCS11_PIN or LETHE_PKCS11_PIN_FILE when LETHE_KEY_PROVIDER is pkcs11',
+      });
     }
   }
   // two deployments under one prefix share epoch numbers: one's rotation destroys the other's KEKs
@@ -59,7 +62,10 @@ export function crossProblems(
   if (picked.LETHE_TOKENS && picked.LETHE_TOKENS_FILE) {
     problems.push({ variable: 'LETHE_TOKENS_FILE', message: 'set either LETHE_TOKENS or LETHE_TOKENS_FILE, not both' });
   }
-  const tokens = (picked.LETHE_TOKENS ?? '').split(',').map((p) => p.trim()).filter((p) => p.includes('='));
+  const tokens = (picked.LETHE_TOKENS ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p.includes('='));
   const values = tokens.map((p) => p.slice(p.indexOf('=') + 1));
   if (new Set(values).size !== values.length) {
     problems.push({ variable: 'LETHE_TOKENS', message: 'the same token is given for two roles' });

@@ -4,166 +4,11 @@
  * value: some of these are secrets).
  */
 import path from 'node:path';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { crossProblems } from './cross-checks.js';
+import { envSchema, type Role } from './env-schema.js';
 
-export const ROLES = ['writer', 'backup', 'eraser', 'approver', 'admin'] as const;
-export type Role = (typeof ROLES)[number];
-
-const int = (def: number, min: number, max: number) =>
-  z
-    .string()
-    .trim()
-    .regex(/^\d+$/, 'must be a whole number')
-    .transform(Number)
-    .pipe(z.number().int().min(min).max(max))
-    .optional()
-    .transform((v) => v ?? def);
-
-/** A decimal from 0 to 1. */
-const fraction = (def: number) =>
-  z
-    .string()
-    .trim()
-    .regex(/^\d+(\.\d+)?$/, 'must be a decimal number from 0 to 1')
-    .transform(Number)
-    .pipe(z.number().min(0).max(1))
-    .optional()
-    .transform((v) => v ?? def);
-
-const tokenPairs = z
-  .string()
-  .transform((raw, ctx) => {
-    const out: Array<{ role: Role; token: string }> = [];
-    for (const part of raw.split(',').map((p) => p.trim()).filter((p) => p.length > 0)) {
-      const eq = part.indexOf('=');
-      const role = part.slice(0, eq);
-      const token = part.slice(eq + 1);
-      if (eq <= 0 || !(ROLES as readonly string[]).includes(role)) {
-        ctx.addIssue({ code: 'custom', message: `each entry must be role=token with role one of ${ROLES.join(', ')}` });
-        return z.NEVER;
-      }
-      if (token.length < 8) {
-        ctx.addIssue({ code: 'custom', message: `the ${role} token must be at least 8 characters` });
-        return z.NEVER;
-      }
-      out.push({ role: role as Role, token });
-    }
-    return out;
-  })
-  .optional()
-  .transform((v) => v ?? []);
-
-const rootKey = z
-  .string()
-  .trim()
-  .transform((raw, ctx) => {
-    const bytes = Buffer.from(raw, raw.includes('-') || raw.includes('_') ? 'base64url' : 'base64');
-    if (bytes.length !== 32) {
-      ctx.addIssue({ code: 'custom', message: 'must be 32 bytes, base64 encoded' });
-      return z.NEVER;
-    }
-    return new Uint8Array(bytes);
-  })
-  .optional();
-
-/** A yes-or-no setting: true/false, 1/0, yes/no (any case); unset is false. */
-const flag = z
-  .string()
-  .trim()
-  .toLowerCase()
-  .regex(/^(true|false|1|0|yes|no)$/, 'must be true or false')
-  .transform((v) => v === 'true' || v === '1' || v === 'yes')
-  .optional()
-  .transform((v) => v ?? false);
-
-const envSchema = z.object({
-  PORT: int(8787, 0, 65535),
-  HOST: z.string().trim().min(1).optional().default('127.0.0.1'),
-  LETHE_TLS_CERT: z.string().trim().min(1).optional(),
-  LETHE_TLS_KEY: z.string().trim().min(1).optional(),
-  LETHE_TLS_CLIENT_CA: z.string().trim().min(1).optional(),
-  LETHE_BEHIND_TLS_PROXY: flag,
-  NODE_ENV: z.string().optional().default('development'),
-  LETHE_TOKENS: tokenPairs,
-  LETHE_TOKENS_FILE: z.string().trim().min(1).optional(),
-  DATABASE_URL: z
-    .string()
-    .trim()
-    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
-    .optional(),
-  LETHE_DB_POOL_SIZE: int(10, 1, 200),
-  S3_ENDPOINT: z
-    .string()
-    .trim()
-    .regex(/^https?:\/\/[^/\s]+\/?$/, 'must be http(s)://host[:port]')
-    .optional(),
-  S3_ACCESS_KEY: z.string().trim().min(1).optional(),
-  S3_SECRET_KEY: z.string().min(1).optional(),
-  S3_SESSION_TOKEN: z.string().trim().min(1).optional(),
-  S3_REGION: z.string().trim().min(1).optional().default('us-east-1'),
-  S3_BUCKET: z
-    .string()
-    .trim()
-    .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid S3 bucket name')
-    .optional()
-    .default('lethe'),
-  S3_BACKUP_BUCKET: z
-    .string()
-    .trim()
-    .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid S3 bucket name')
-    .optional()
-    .default('lethe-backups'),
-  LETHE_DATA_DIR: z.string().trim().min(1).optional().default('./.lethe'),
-  LETHE_KEYRING_DIR: z.string().trim().min(1).optional(),
-  LETHE_ROOT_KEY: rootKey,
-  LETHE_ROOT_KEY_FILE: z.string().trim().min(1).optional(),
-  LETHE_KEY_PROVIDER: z.enum(['local', 'pkcs11', 'aws-kms']).optional().default('local'),
-  LETHE_PKCS11_MODULE: z.string().trim().min(1).optional(),
-  LETHE_PKCS11_TOKEN_LABEL: z.string().trim().min(1).max(32).optional(),
-  LETHE_PKCS11_PIN: z.string().min(1).optional(),
-  LETHE_PKCS11_PIN_FILE: z.string().trim().min(1).optional(),
-  LETHE_PKCS11_KEY_PREFIX: z.string().trim().regex(/^[A-Za-z0-9._-]{1,32}$/, 'must be 1 to 32 letters, digits, dots, dashes or underscores').optional().default('lethe'),
-  LETHE_KMS_REGION: z.string().trim().regex(/^[a-z0-9-]{2,32}$/, 'must be an AWS region name such as eu-west-1').optional(),
-  LETHE_KMS_ENDPOINT: z.string().trim().regex(/^https?:\/\/[^/\s]+\/?$/, 'must be http(s)://host[:port]').optional(),
-  LETHE_KMS_ALIAS_PREFIX: z.string().trim().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1 to 64 letters, digits, dashes or underscores').optional().default('lethe'),
-  LETHE_KMS_DELETION_WINDOW_DAYS: int(7, 7, 30),
-  LETHE_LEASE_TTL_SECONDS: int(300, 1, 86_400),
-  LETHE_PROBE_THRESHOLD: fraction(0.15),
-  LETHE_PROBE_SIMILARITY: fraction(0.9),
-  LETHE_ERASURE_CLAIM_SECONDS: int(30, 1, 3600),
-  LETHE_ERASURE_POLL_MS: int(1000, 10, 60_000),
-  LETHE_ERASURE_CONCURRENCY: int(4, 1, 64),
-  LETHE_ERASURE_STEP_DEADLINE_SECONDS: int(300, 1, 86_400),
-  LETHE_ERASURE_RETRY_BASE_MS: int(1000, 1, 3_600_000),
-  LETHE_ERASURE_RETRY_CAP_MS: int(300_000, 1, 86_400_000),
-  LETHE_STORE_TIMEOUT_MS: int(10_000, 100, 3_600_000),
-  LETHE_SSE_STREAMS_PER_TOKEN: int(32, 1, 100_000),
-  LETHE_SSE_FALLBACK_POLL_MS: int(5000, 100, 600_000),
-  LETHE_BODY_LIMIT_BYTES: int(1024 * 1024, 1024, 64 * 1024 * 1024),
-  LETHE_DEK_CACHE_MAX_ENTRIES: int(10_000, 0, 10_000_000),
-  LETHE_DEK_CACHE_TTL_SECONDS: int(60, 0, 86_400),
-  LETHE_REWRAP_BATCH_SIZE: int(500, 1, 10_000),
-  LETHE_EMBEDDING_DIMENSIONS: int(512, 16, 4096),
-  LETHE_EMBEDDINGS_URL: z.string().trim().regex(/^https?:\/\/\S+$/, 'must be an http(s):// URL').optional(),
-  LETHE_EMBEDDINGS_MODEL: z.string().trim().min(1).optional(),
-  LETHE_EMBEDDINGS_API_KEY: z.string().trim().min(1).optional(),
-  LETHE_REGENERATOR_URL: z.string().trim().regex(/^https?:\/\/\S+$/, 'must be an http(s):// URL').optional(),
-  LETHE_REGENERATOR_MODEL: z.string().trim().min(1).optional(),
-  LETHE_REGENERATOR_API_KEY: z.string().trim().min(1).optional(),
-  LETHE_BACKUP_PROPAGATE_SECONDS: int(60, 1, 86_400),
-  LETHE_BACKUP_OBJECT_LOCK: z.enum(['off', 'governance', 'compliance']).optional().default('off'),
-  LETHE_BACKUP_RETENTION_DAYS: int(30, 1, 36_500),
-  LETHE_LEDGER_LOCK: z.enum(['off', 'governance', 'compliance']).optional().default('compliance'),
-  LETHE_ACCEPT_BYPASSABLE_LEDGER_LOCK: z.string().trim().toLowerCase().pipe(z.enum(['true', 'false'], { message: 'must be true or false' })).optional().default('false'),
-  LETHE_LEDGER_RETENTION_DAYS: int(3650, 1, 36_500),
-  LETHE_LEDGER_CHECK_SECONDS: int(60, 1, 86_400),
-  LETHE_LEDGER_WITNESS_DIR: z.string().trim().min(1).optional(),
-  LETHE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional().default('info'),
-  // no default here: it depends on NODE_ENV and DATABASE_URL (loadConfig)
-  LETHE_AUTO_MIGRATE: z.string().trim().toLowerCase().pipe(z.enum(['true', 'false'], { message: 'must be true or false' })).optional(),
-  LETHE_INDEXER: z.string().trim().toLowerCase().pipe(z.enum(['true', 'false'], { message: 'must be true or false' })).optional().default('true'),
-});
+export { ROLES, type Role } from './env-schema.js';
 
 export interface Config {
   readonly port: number;
@@ -298,7 +143,11 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     host: e.HOST,
     tls:
       e.LETHE_TLS_CERT && e.LETHE_TLS_KEY
-        ? { certFile: path.resolve(e.LETHE_TLS_CERT), keyFile: path.resolve(e.LETHE_TLS_KEY), clientCaFile: e.LETHE_TLS_CLIENT_CA && path.resolve(e.LETHE_TLS_CLIENT_CA) }
+        ? {
+            certFile: path.resolve(e.LETHE_TLS_CERT),
+            keyFile: path.resolve(e.LETHE_TLS_KEY),
+            clientCaFile: e.LETHE_TLS_CLIENT_CA && path.resolve(e.LETHE_TLS_CLIENT_CA),
+          }
         : undefined,
     behindTlsProxy: e.LETHE_BEHIND_TLS_PROXY,
     production: e.NODE_ENV.trim().toLowerCase() === 'production',
@@ -308,7 +157,13 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     dbPoolSize: e.LETHE_DB_POOL_SIZE,
     s3:
       e.S3_ENDPOINT && e.S3_ACCESS_KEY && e.S3_SECRET_KEY
-        ? { endpoint: e.S3_ENDPOINT, accessKey: e.S3_ACCESS_KEY, secretKey: e.S3_SECRET_KEY, ...(e.S3_SESSION_TOKEN ? { sessionToken: e.S3_SESSION_TOKEN } : {}), region: e.S3_REGION }
+        ? {
+            endpoint: e.S3_ENDPOINT,
+            accessKey: e.S3_ACCESS_KEY,
+            secretKey: e.S3_SECRET_KEY,
+            ...(e.S3_SESSION_TOKEN ? { sessionToken: e.S3_SESSION_TOKEN } : {}),
+            region: e.S3_REGION,
+          }
         : undefined,
     bucket: e.S3_BUCKET,
     backupBucket: e.S3_BACKUP_BUCKET,

@@ -40,7 +40,10 @@ export const SERVER_TLS_OPTIONS = { minVersion: 'TLSv1.2', ciphers: SERVER_CIPHE
 
 /** 127.0.0.0/8, ::1 (also IPv4-mapped loopback) and `localhost`. */
 export function isLoopbackHost(host: string): boolean {
-  const h = host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  const h = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1');
   if (h === 'localhost') return true;
   const v4 = h.startsWith('::ffff:') ? h.slice(7) : h;
   if (isIPv4(v4)) return v4.startsWith('127.');

@@ -168,8 +168,10 @@ export function verifyCertificate(certificate: unknown, trusted: string | Readon
   if (retired !== undefined) {
     const issuedAt = (c.payload as Record<string, unknown>).issuedAt;
     const issued = typeof issuedAt === 'string' ? Date.parse(issuedAt) : Number.NaN;
-    if (Number.isNaN(issued)) return { valid: false, keyId, reason: `key ${keyId} was retired at ${retired} and the certificate does not say when it was issued (issuedAt)` };
-    if (issued > Date.parse(retired)) return { valid: false, keyId, reason: `issued at ${String(issuedAt)}, after its signing key ${keyId} was retired at ${retired}` };
+    if (Number.isNaN(issued))
+      return { valid: false, keyId, reason: `key ${keyId} was retired at ${retired} and the certificate does not say when it was issued (issuedAt)` };
+    if (issued > Date.parse(retired))
+      return { valid: false, keyId, reason: `issued at ${String(issuedAt)}, after its signing key ${keyId} was retired at ${retired}` };
   }
   return { valid: true, keyId };
 }

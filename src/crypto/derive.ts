@@ -9,7 +9,16 @@ import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { toBase64Url, utf8 } from './bytes.js';
 
-export type SubkeyLabel = 'subject-hash' | 'audit-chain' | 'audit-head' | 'read-fence' | 'certificate-signing' | 'shingle-index' | 'ledger-chain' | 'report-link' | 'principal';
+export type SubkeyLabel =
+  | 'subject-hash'
+  | 'audit-chain'
+  | 'audit-head'
+  | 'read-fence'
+  | 'certificate-signing'
+  | 'shingle-index'
+  | 'ledger-chain'
+  | 'report-link'
+  | 'principal';
 
 /** A 32-byte subkey of `root` for one purpose; the caller zeroes it when done. */
 export function deriveSubkey(root: Uint8Array, label: SubkeyLabel): Uint8Array {

@@ -134,7 +134,10 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
 }
 
 /** The checked key id bytes and nonce of a seal (either algorithm). */
-function checkSealInput(input: { keyId: string; plaintext: Uint8Array; associatedData: Uint8Array; nonce?: Uint8Array | undefined }): { keyIdBytes: Uint8Array; nonce: Uint8Array } {
+function checkSealInput(input: { keyId: string; plaintext: Uint8Array; associatedData: Uint8Array; nonce?: Uint8Array | undefined }): {
+  keyIdBytes: Uint8Array;
+  nonce: Uint8Array;
+} {
   const keyIdBytes = checkKeyId(input.keyId);
   if (!(input.plaintext instanceof Uint8Array)) throw new LetheError('validation_failed', 'plaintext must be bytes');
   if (!(input.associatedData instanceof Uint8Array)) throw new LetheError('validation_failed', 'associatedData must be bytes');
@@ -177,7 +180,9 @@ export function seal(input: SealInput): Uint8Array {
   const { keyIdBytes, nonce } = checkSealInput(input);
   const { encKey, commitment } = deriveKeys(input.key, nonce);
   try {
-    return writeEnvelope(ALG_XCHACHA20POLY1305_HKDF_SHA256, keyIdBytes, nonce, commitment, input.plaintext, input.associatedData, (aad) => xchacha20poly1305(encKey, nonce, aad));
+    return writeEnvelope(ALG_XCHACHA20POLY1305_HKDF_SHA256, keyIdBytes, nonce, commitment, input.plaintext, input.associatedData, (aad) =>
+      xchacha20poly1305(encKey, nonce, aad),
+    );
   } finally {
     zeroize(encKey, commitment);
   }
@@ -347,7 +352,9 @@ export interface SealPreparedInput {
 export function sealPrepared(input: SealPreparedInput): Uint8Array {
   const { keyIdBytes, nonce } = checkSealInput(input);
   const commitment = input.prepared.commitment(nonce);
-  return writeEnvelope(ALG_XCHACHA20POLY1305_PREPARED, keyIdBytes, nonce, commitment, input.plaintext, input.associatedData, (aad) => input.prepared.cipher(nonce, aad));
+  return writeEnvelope(ALG_XCHACHA20POLY1305_PREPARED, keyIdBytes, nonce, commitment, input.plaintext, input.associatedData, (aad) =>
+    input.prepared.cipher(nonce, aad),
+  );
 }
 
 export interface OpenPreparedInput {

@@ -21,7 +21,12 @@ export interface ListenHooks {
   readonly onDown?: (() => void) | undefined;
 }
 
-export async function listenPostgres(url: string, channel: string, onPayload: (payload: string) => void, hooks: ListenHooks = {}): Promise<() => Promise<void>> {
+export async function listenPostgres(
+  url: string,
+  channel: string,
+  onPayload: (payload: string) => void,
+  hooks: ListenHooks = {},
+): Promise<() => Promise<void>> {
   let stopped = false;
   let retrying = false;
   let timer: NodeJS.Timeout | undefined;

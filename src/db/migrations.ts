@@ -19,10 +19,7 @@ export async function pendingMigrations(exec: Executor): Promise<number> {
   const journal = readMigrationFiles({ migrationsFolder: MIGRATIONS_DIR });
   const [table] = await queryRows<{ present: string | null }>(exec, sql`select to_regclass(${MIGRATIONS_TABLE})::text as present`);
   if (!table?.present) return journal.length;
-  const [last] = await queryRows<{ created_at: string | number | null }>(
-    exec,
-    sql.raw(`select max(created_at) as created_at from ${MIGRATIONS_TABLE}`),
-  );
+  const [last] = await queryRows<{ created_at: string | number | null }>(exec, sql.raw(`select max(created_at) as created_at from ${MIGRATIONS_TABLE}`));
   const applied = last?.created_at === null || last?.created_at === undefined ? undefined : Number(last.created_at);
   return journal.filter((m) => applied === undefined || applied < m.folderMillis).length;
 }

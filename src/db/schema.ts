@@ -62,10 +62,7 @@ export const subjectKeys = pgTable(
     /** The next log sequence number under this key. */
     nextSeq: integer('next_seq').notNull().default(1),
   },
-  (t) => [
-    uniqueIndex('subject_keys_subject_hash').on(t.subjectHash),
-    index('subject_keys_epoch_key').on(t.epoch, t.keyId),
-  ],
+  (t) => [uniqueIndex('subject_keys_subject_hash').on(t.subjectHash), index('subject_keys_epoch_key').on(t.epoch, t.keyId)],
 );
 
 export const destructionLedger = pgTable(
@@ -73,7 +70,9 @@ export const destructionLedger = pgTable(
   {
     keyId: text('key_id').primaryKey(),
     /** What the key encrypted: a subject's records, or one version of a derived artifact. */
-    keyKind: text('key_kind', { enum: ['subject', 'artifact-version'] }).notNull().default('subject'),
+    keyKind: text('key_kind', { enum: ['subject', 'artifact-version'] })
+      .notNull()
+      .default('subject'),
     /** The subject a subject key belonged to; null for artifact-version keys. */
     subjectHash: bytea('subject_hash'),
     destroyedAt: tstz('destroyed_at').notNull(),
@@ -241,7 +240,9 @@ export const artifactKeys = pgTable(
     wrappedDek: bytea('wrapped_dek').notNull(),
     createdAt: tstz('created_at').notNull(),
     /** What the key is for, bound in its wrap: one version of an artifact, or an erasure's own key. */
-    purpose: text('purpose', { enum: ['artifact-version', 'erasure'] }).notNull().default('artifact-version'),
+    purpose: text('purpose', { enum: ['artifact-version', 'erasure'] })
+      .notNull()
+      .default('artifact-version'),
   },
   (t) => [index('artifact_keys_epoch_key').on(t.epoch, t.keyId), uniqueIndex('artifact_keys_version').on(t.artifactId, t.version)],
 );
@@ -332,13 +333,13 @@ export const trainingExposureSubjects = pgTable(
 export const backups = pgTable(
   'backups',
   {
-  backupId: text('backup_id').primaryKey(),
-  createdAt: tstz('created_at').notNull(),
-  manifestVersion: integer('manifest_version').notNull(),
-  /** The newest manifest version the ledger chain records (a restore refuses an older manifest than that). */
-  chainedVersion: integer('chained_version').notNull().default(0),
-  objects: integer('objects').notNull(),
-  keys: integer('keys').notNull(),
+    backupId: text('backup_id').primaryKey(),
+    createdAt: tstz('created_at').notNull(),
+    manifestVersion: integer('manifest_version').notNull(),
+    /** The newest manifest version the ledger chain records (a restore refuses an older manifest than that). */
+    chainedVersion: integer('chained_version').notNull().default(0),
+    objects: integer('objects').notNull(),
+    keys: integer('keys').notNull(),
   },
   // cursor pagination of the list
   (t) => [index('backups_created').on(t.createdAt, t.backupId)],
@@ -391,17 +392,17 @@ export const ledgerChain = pgTable(
 export const auditLog = pgTable(
   'audit_log',
   {
-  seq: bigint('seq', { mode: 'number' }).primaryKey(),
-  at: tstz('at').notNull(),
-  actor: text('actor').notNull(),
-  action: text('action').notNull(),
-  keyId: text('key_id'),
-  subjectHash: bytea('subject_hash'),
-  epoch: integer('epoch'),
-  /** Canonical JSON text (not jsonb: the MAC covers the exact bytes). */
-  detail: text('detail').notNull(),
-  prevMac: bytea('prev_mac').notNull(),
-  mac: bytea('mac').notNull(),
+    seq: bigint('seq', { mode: 'number' }).primaryKey(),
+    at: tstz('at').notNull(),
+    actor: text('actor').notNull(),
+    action: text('action').notNull(),
+    keyId: text('key_id'),
+    subjectHash: bytea('subject_hash'),
+    epoch: integer('epoch'),
+    /** Canonical JSON text (not jsonb: the MAC covers the exact bytes). */
+    detail: text('detail').notNull(),
+    prevMac: bytea('prev_mac').notNull(),
+    mac: bytea('mac').notNull(),
   },
   // a key's history, and the leases still outstanding when it is destroyed
   (t) => [index('audit_log_key_at').on(t.keyId, t.at)],
@@ -430,7 +431,9 @@ export const erasures = pgTable(
     erasureId: text('erasure_id').primaryKey(),
     subjectHash: bytea('subject_hash').notNull(),
     /** What is erased: the whole subject (its key), or some of its records (`entry_ids`) by a re-key without them. */
-    scope: text('scope', { enum: ['subject', 'records'] }).notNull().default('subject'),
+    scope: text('scope', { enum: ['subject', 'records'] })
+      .notNull()
+      .default('subject'),
     /** A records-scope erasure's entries (ids only, never content). */
     entryIds: jsonb('entry_ids'),
     status: text('status', { enum: ['pending', 'running', 'completed', 'incomplete', 'failed'] }).notNull(),

@@ -69,7 +69,10 @@ export async function analyzeStale(db: Database): Promise<Analyzed[]> {
     const started = performance.now();
     await db.execute(sql`analyze ${sql.identifier(t.relname)}`);
     const ms = performance.now() - started;
-    const [after] = await queryRows<{ n: string | number }>(db, sql`select reltuples as n from pg_class where relname = ${t.relname} and relnamespace = 'public'::regnamespace`);
+    const [after] = await queryRows<{ n: string | number }>(
+      db,
+      sql`select reltuples as n from pg_class where relname = ${t.relname} and relnamespace = 'public'::regnamespace`,
+    );
     out.push({ table: t.relname, rows: Math.max(0, Math.round(Number(after?.n ?? 0))), ms });
   }
   return out;
@@ -99,7 +102,10 @@ export class StatisticsKeeper {
       try {
         const analyzed = await analyzeStale(this.#db);
         if (analyzed.length > 0) {
-          this.#log({ analyzed: analyzed.map((a) => `${a.table} (${a.rows} rows, ${Math.round(a.ms)} ms)`), ms: Math.round(performance.now() - started) }, 'planner statistics refreshed');
+          this.#log(
+            { analyzed: analyzed.map((a) => `${a.table} (${a.rows} rows, ${Math.round(a.ms)} ms)`), ms: Math.round(performance.now() - started) },
+            'planner statistics refreshed',
+          );
         }
       } catch (e) {
         this.#log({ err: (e as Error).message }, 'planner statistics: a pass failed (the next one tries again)');

@@ -124,7 +124,7 @@ export async function checkBeforeFinal(
   const { row, state, stored } = check;
   const verdict = verifyCertificate(stored, check.keys);
   if (!verdict.valid) return { reason: 'signature', detail: `the stored certificate does not verify under the vault's keys (${verdict.reason ?? 'invalid'})` };
-  if (stored.payload.erasureId !== row.erasureId) return { reason: 'signature', detail: 'the stored certificate is another erasure\'s' };
+  if (stored.payload.erasureId !== row.erasureId) return { reason: 'signature', detail: "the stored certificate is another erasure's" };
   const stated = statedOutcome(stored.payload);
   const actual: Outcome = {
     status: row.status,
@@ -139,7 +139,10 @@ export async function checkBeforeFinal(
     const since = await res.audit.firstAt(exec, 'erasure.certificate.sign');
     const issued = typeof stored.payload.issuedAt === 'string' ? Date.parse(stored.payload.issuedAt) : Number.NaN;
     if (since && !(issued < since.getTime())) {
-      return { reason: 'audit', detail: `the audit chain holds no record of signing this certificate, issued ${String(stored.payload.issuedAt)}, after the chain began recording signatures (${since.toISOString()}): its sign rows were removed or moved` };
+      return {
+        reason: 'audit',
+        detail: `the audit chain holds no record of signing this certificate, issued ${String(stored.payload.issuedAt)}, after the chain began recording signatures (${since.toISOString()}): its sign rows were removed or moved`,
+      };
     }
   }
   if (audited && !audited.intact) return { reason: 'audit', detail: `the audit row that recorded its certificate (row ${audited.seq}) does not verify` };
@@ -150,7 +153,10 @@ export async function checkBeforeFinal(
     const recorded = audited?.detail[field];
     if (!same(actual[field], stated[field]) || (audited && !same(recorded, stated[field]))) {
       const said = `the erasure's row says ${JSON.stringify(actual[field]) ?? 'nothing'}, the signed certificate ${JSON.stringify(stated[field]) ?? 'nothing'}`;
-      return { reason: 'outcome', detail: `${field}: ${said}${audited ? `, the audit chain (row ${audited.seq}) ${JSON.stringify(recorded) ?? 'nothing'}` : ''}` };
+      return {
+        reason: 'outcome',
+        detail: `${field}: ${said}${audited ? `, the audit chain (row ${audited.seq}) ${JSON.stringify(recorded) ?? 'nothing'}` : ''}`,
+      };
     }
   }
   // the final payload's residuals are the row's: they must be those the checked certificate signed

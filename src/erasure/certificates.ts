@@ -76,7 +76,9 @@ function probePayload(state: ErasureState, threshold: number): { [key: string]: 
             ruledScore: d.ruledScore,
             // two people's ruling: who approved it (a ruling from before proposals has no approval)
             ...(d.dismissalId ? { dismissalId: d.dismissalId } : {}),
-            ...(d.approval ? { approval: { role: d.approval.role, at: d.approval.at, ...(d.approval.principal ? { principal: d.approval.principal } : {}) } } : {}),
+            ...(d.approval
+              ? { approval: { role: d.approval.role, at: d.approval.at, ...(d.approval.principal ? { principal: d.approval.principal } : {}) } }
+              : {}),
             ...(d.proposedBy ? { proposedBy: d.proposedBy } : {}),
             ...(d.score !== undefined ? { score: d.score } : {}),
             ...(d.lapsed ? { lapsed: true } : {}),
@@ -111,7 +113,9 @@ export function certificatePayload(
     certificateState: outcome.certificateState,
     legalBasis: row.legalBasis,
     // the request's context (never personal data), only when the request gave one: a payload without it is as before
-    ...(request ? { request: { reasonCategory: request.reasonCategory, legalBasis: request.legalBasis, controller: request.controller, reference: request.reference } } : {}),
+    ...(request
+      ? { request: { reasonCategory: request.reasonCategory, legalBasis: request.legalBasis, controller: request.controller, reference: request.reference } }
+      : {}),
     requestedAt: row.createdAt.toISOString(),
     issuedAt: new Date().toISOString(),
     steps,
@@ -202,7 +206,10 @@ export class CertificateFinalizer {
       return true;
     });
     if (!recorded) return;
-    logger.error({ erasureId: row.erasureId, reason: refusal.reason, detail: refusal.detail }, 'refused to sign a certificate final: the erasure disagrees with what the vault signed and audited');
+    logger.error(
+      { erasureId: row.erasureId, reason: refusal.reason, detail: refusal.detail },
+      'refused to sign a certificate final: the erasure disagrees with what the vault signed and audited',
+    );
     this.#onRefused(refusal.reason);
   }
 
@@ -259,7 +266,14 @@ export class CertificateFinalizer {
             .update(erasures)
             .set({ certificate: certificate as unknown as Json, certificateState: 'final', state, updatedAt: new Date() })
             // only the row as read: an erasure re-opened meanwhile (a redaction, a dismissal) is certified again by its own run
-            .where(and(eq(erasures.erasureId, row.erasureId), eq(erasures.certificateState, 'provisional'), sameMillisecond(erasures.updatedAt, row.updatedAt), inArray(erasures.status, ['completed', 'incomplete'])))
+            .where(
+              and(
+                eq(erasures.erasureId, row.erasureId),
+                eq(erasures.certificateState, 'provisional'),
+                sameMillisecond(erasures.updatedAt, row.updatedAt),
+                inArray(erasures.status, ['completed', 'incomplete']),
+              ),
+            )
             .returning({ id: erasures.erasureId });
           if (!rows.length) return false;
           // what was signed enters the audit chain with it

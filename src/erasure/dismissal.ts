@@ -39,7 +39,10 @@ function assertNamed(state: ErasureState, ids: Iterable<string>): Map<string, Pr
   if (unnamed.length > 0) throw new LetheError('conflict', `matches: ${unnamed.length} id(s) were not named as matches by the erasure's last probe`);
   const stale = list.filter((id) => named.get(id)!.tier === 'vector-index');
   if (stale.length > 0) {
-    throw new LetheError('conflict', `matches: ${stale.length} id(s) are vectors still indexed after their key went (an index fault, not a judgement about content); they cannot be dismissed`);
+    throw new LetheError(
+      'conflict',
+      `matches: ${stale.length} id(s) are vectors still indexed after their key went (an index fault, not a judgement about content); they cannot be dismissed`,
+    );
   }
   const near = list.filter((id) => named.get(id)!.nearCopy);
   if (near.length > 0) {
@@ -108,7 +111,11 @@ export async function proposeDismissal(res: ErasureResources, erasureId: string,
         }),
       ];
     },
-    { actor: actor.role, action: 'erasure.dismissal.propose', detail: { erasureId, dismissalId, records: byId.size, ...(actor.principal ? { principal: actor.principal } : {}) } },
+    {
+      actor: actor.role,
+      action: 'erasure.dismissal.propose',
+      detail: { erasureId, dismissalId, records: byId.size, ...(actor.principal ? { principal: actor.principal } : {}) },
+    },
   );
   return dismissalId;
 }
@@ -126,9 +133,12 @@ export async function approveDismissal(res: ErasureResources, erasureId: string,
   assertReopenable(row, 'approval');
   const check = (state: ErasureState): ProbeDismissal[] => {
     const rulings = rulingsOf(state, dismissalId);
-    if (rulings.some((d) => d.status !== 'proposed')) throw new LetheError('conflict', `dismissal ${dismissalId} is ${rulings[0]!.status ?? 'approved'}, not proposed`);
-    if (rulings.some((d) => d.proposedBy === principal)) throw new LetheError('forbidden', 'the principal that proposed a dismissal cannot approve it: a second person must');
-    if (state.requestedBy === principal) throw new LetheError('forbidden', 'the principal that requested the erasure cannot approve a dismissal of it: a second person must');
+    if (rulings.some((d) => d.status !== 'proposed'))
+      throw new LetheError('conflict', `dismissal ${dismissalId} is ${rulings[0]!.status ?? 'approved'}, not proposed`);
+    if (rulings.some((d) => d.proposedBy === principal))
+      throw new LetheError('forbidden', 'the principal that proposed a dismissal cannot approve it: a second person must');
+    if (state.requestedBy === principal)
+      throw new LetheError('forbidden', 'the principal that requested the erasure cannot approve a dismissal of it: a second person must');
     return rulings;
   };
   check(parseState(row.state));
@@ -141,7 +151,9 @@ export async function approveDismissal(res: ErasureResources, erasureId: string,
       // the probe may have run again since the proposal: the ruling is made on the score it has now, and never on a near copy
       const named = assertNamed(locked, ids);
       locked.dismissals = (locked.dismissals ?? []).map((d) =>
-        d.dismissalId === dismissalId ? { ...d, status: 'approved' as const, ruledScore: named.get(d.id)!.score, approval: { role: actor.role, principal, at } } : d,
+        d.dismissalId === dismissalId
+          ? { ...d, status: 'approved' as const, ruledScore: named.get(d.id)!.score, approval: { role: actor.role, principal, at } }
+          : d,
       );
     },
     detail: `dismissal ${dismissalId} approved by ${actor.role}`,
@@ -156,11 +168,16 @@ export async function approveDismissal(res: ErasureResources, erasureId: string,
  */
 export async function revokeDismissal(res: ErasureResources, erasureId: string, dismissalId: string, actor: Actor, reason?: string): Promise<boolean> {
   const row = await res.records.row(erasureId);
-  if (row.status === 'pending' || row.status === 'running') throw new LetheError('conflict', 'the erasure is still running; revoke the dismissal once it has finished');
+  if (row.status === 'pending' || row.status === 'running')
+    throw new LetheError('conflict', 'the erasure is still running; revoke the dismissal once it has finished');
   if (row.status === 'failed') throw new LetheError('conflict', 'the erasure failed; request a new erasure of the subject first');
   const rulings = rulingsOf(parseState(row.state), dismissalId);
   const act = { role: actor.role, ...(actor.principal ? { principal: actor.principal } : {}), at: new Date().toISOString(), ...(reason ? { reason } : {}) };
-  const audit = { actor: actor.role, action: 'erasure.dismissal.revoke' as const, detail: { erasureId, dismissalId, ...(actor.principal ? { principal: actor.principal } : {}) } };
+  const audit = {
+    actor: actor.role,
+    action: 'erasure.dismissal.revoke' as const,
+    detail: { erasureId, dismissalId, ...(actor.principal ? { principal: actor.principal } : {}) },
+  };
   const settle = (locked: ErasureState, from: 'proposed' | 'approved', to: 'rejected' | 'revoked') => {
     const now = rulingsOf(locked, dismissalId);
     if (now.some((d) => (d.status ?? 'approved') !== from)) throw new LetheError('conflict', 'the dismissal changed meanwhile; try again');

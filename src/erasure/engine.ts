@@ -96,7 +96,13 @@ export class ErasureEngine {
   async request(input: ErasureRequest, by: string | Actor): Promise<Requested> {
     const actor = actorOf(by);
     if (input.entryIds) {
-      const forget = { subjectHash: this.#res.keys.subjectHash(input.subject), entryIds: input.entryIds, reason: input.reason, legalBasis: input.legalBasis, requestContext: input.request };
+      const forget = {
+        subjectHash: this.#res.keys.subjectHash(input.subject),
+        entryIds: input.entryIds,
+        reason: input.reason,
+        legalBasis: input.legalBasis,
+        requestContext: input.request,
+      };
       return this.#forget(forget, actor);
     }
     const { fenced, ...requested } = await requestSubjectErasure(this.#res, input, actor);
@@ -127,14 +133,23 @@ export class ErasureEngine {
   }
 
   /** POST /v1/erasures/{id}/redactions: re-key other subjects' logs without the named records, then probe again. */
-  async redact(erasureId: string, ids: readonly string[], actor: string | Actor, override?: { readonly reason: string }): Promise<{ erasureId: string; status: ErasureStatus }> {
+  async redact(
+    erasureId: string,
+    ids: readonly string[],
+    actor: string | Actor,
+    override?: { readonly reason: string },
+  ): Promise<{ erasureId: string; status: ErasureStatus }> {
     await orderRedaction(this.#res, erasureId, ids, actorOf(actor), override);
     this.#kick();
     return { erasureId, status: 'running' };
   }
 
   /** POST /v1/erasures/{id}/dismissals: a proposal, which changes nothing until a second principal approves it. */
-  async dismiss(erasureId: string, request: DismissalRequest, actor: string | Actor): Promise<{ erasureId: string; status: ErasureStatus; dismissalId: string }> {
+  async dismiss(
+    erasureId: string,
+    request: DismissalRequest,
+    actor: string | Actor,
+  ): Promise<{ erasureId: string; status: ErasureStatus; dismissalId: string }> {
     const dismissalId = await proposeDismissal(this.#res, erasureId, request, actorOf(actor));
     return { erasureId, status: await this.#res.records.status(erasureId), dismissalId };
   }
@@ -147,7 +162,12 @@ export class ErasureEngine {
   }
 
   /** POST …/dismissals/{dismissalId}/revoke: a proposal rejected, or an approved ruling revoked (the probe runs again). */
-  async revokeDismissal(erasureId: string, dismissalId: string, actor: string | Actor, revocation: DismissalRevocation = {}): Promise<{ erasureId: string; status: ErasureStatus; dismissalId: string }> {
+  async revokeDismissal(
+    erasureId: string,
+    dismissalId: string,
+    actor: string | Actor,
+    revocation: DismissalRevocation = {},
+  ): Promise<{ erasureId: string; status: ErasureStatus; dismissalId: string }> {
     const reopened = await revokeDismissal(this.#res, erasureId, dismissalId, actorOf(actor), revocation.reason);
     if (reopened) this.#kick();
     return { erasureId, status: reopened ? 'running' : await this.#res.records.status(erasureId), dismissalId };
@@ -264,7 +284,10 @@ export class ErasureEngine {
       const view = await this.get(erasureId);
       if (!isOpen(view.status)) return view;
       if (Date.now() > deadline) {
-        throw new LetheError('unavailable', `erasure ${erasureId} did not finish in ${timeoutMs} ms (at ${JSON.stringify(view.steps.find((s) => s.status !== 'done' && s.status !== 'skipped')?.name)})`);
+        throw new LetheError(
+          'unavailable',
+          `erasure ${erasureId} did not finish in ${timeoutMs} ms (at ${JSON.stringify(view.steps.find((s) => s.status !== 'done' && s.status !== 'skipped')?.name)})`,
+        );
       }
       await this.drain();
       await new Promise((r) => setTimeout(r, 50));

@@ -31,14 +31,21 @@ export interface ForgetRequest {
  * erasure (`created: false`); entries of another subject, unknown or already erased
  * are refused, and so is a request while the whole subject is being erased.
  */
-export async function requestForget(res: ErasureResources, input: ForgetRequest, caller: string | Actor): Promise<{ erasureId: string; status: ErasureStatus; created: boolean }> {
+export async function requestForget(
+  res: ErasureResources,
+  input: ForgetRequest,
+  caller: string | Actor,
+): Promise<{ erasureId: string; status: ErasureStatus; created: boolean }> {
   const { keys, log, records } = res;
   const actor = actorOf(caller);
   const ids = [...new Set(input.entryIds)];
   const subjectHex = Buffer.from(input.subjectHash).toString('hex');
   const located = (await log.locate(ids)).filter((e) => Buffer.from(e.subjectHash).toString('hex') === subjectHex);
   if (located.length !== ids.length) {
-    throw new LetheError('not_found', `${ids.length - located.length} of the ${ids.length} entr${ids.length === 1 ? 'y is not an entry' : 'ies are not entries'} of this subject`);
+    throw new LetheError(
+      'not_found',
+      `${ids.length - located.length} of the ${ids.length} entr${ids.length === 1 ? 'y is not an entry' : 'ies are not entries'} of this subject`,
+    );
   }
   const by = new Set(located.map((e) => e.forgottenBy));
   if (by.size === 1 && !by.has(null)) {
@@ -56,7 +63,18 @@ export async function requestForget(res: ErasureResources, input: ForgetRequest,
   if (open) throw new LetheError('erasure_in_progress', `the whole subject is being erased (erasure ${open.erasureId}): its entries go with it`);
 
   const erasureId = newId('ers');
-  const opening = { erasureId, subjectHash: input.subjectHash, scope: 'records' as const, entryIds: ids, legalBasis: input.legalBasis ?? null, requestContext: input.requestContext ?? null, unlearning: null, reason: input.reason ?? null, publicAttributes: [], requestedBy: actor.principal };
+  const opening = {
+    erasureId,
+    subjectHash: input.subjectHash,
+    scope: 'records' as const,
+    entryIds: ids,
+    legalBasis: input.legalBasis ?? null,
+    requestContext: input.requestContext ?? null,
+    unlearning: null,
+    reason: input.reason ?? null,
+    publicAttributes: [],
+    requestedBy: actor.principal,
+  };
   const detail = `requested by ${actor.role}: forget ${ids.length} entr${ids.length === 1 ? 'y' : 'ies'}`;
   // unreadable from this commit on; a concurrent forget of the same entry makes one of the two refuse
   await openErasure(res, opening, detail, (tx) => log.markForgotten(tx, erasureId, input.subjectHash, ids));

@@ -78,14 +78,17 @@ export type CertificateState = (typeof CERTIFICATE_STATES)[number];
  * redaction, which destroys keys under the current epoch; the finalizer only turns
  * a provisional certificate final.
  */
-export const CERTIFICATE_TRANSITIONS: Readonly<Record<'issue' | 'finalize', { readonly from: ReadonlyArray<CertificateState | null>; readonly to: readonly CertificateState[] }>> = {
+export const CERTIFICATE_TRANSITIONS: Readonly<
+  Record<'issue' | 'finalize', { readonly from: ReadonlyArray<CertificateState | null>; readonly to: readonly CertificateState[] }>
+> = {
   issue: { from: [null, 'provisional', 'final'], to: ['provisional', 'final'] },
   finalize: { from: ['provisional'], to: ['final'] },
 };
 
 export function assertCertificateTransition(event: 'issue' | 'finalize', from: CertificateState | null, to: CertificateState): void {
   const t = CERTIFICATE_TRANSITIONS[event];
-  if (!t.from.includes(from) || !t.to.includes(to)) throw new LetheError('illegal_transition', `a certificate cannot go from ${from ?? 'none'} to ${to} by ${event}`);
+  if (!t.from.includes(from) || !t.to.includes(to))
+    throw new LetheError('illegal_transition', `a certificate cannot go from ${from ?? 'none'} to ${to} by ${event}`);
 }
 
 /** Why the finalizer refused to sign a certificate final (certificate-audit.ts). */

@@ -45,7 +45,9 @@ export async function openErasure(
   const { erasureId } = opening;
   const { keyId: sealKeyId, key } = versionKeys.fresh();
   try {
-    const request = utf8.encode(JSON.stringify({ reason: opening.reason, publicAttributes: opening.publicAttributes, unlearningMethod: opening.unlearning?.method ?? null }));
+    const request = utf8.encode(
+      JSON.stringify({ reason: opening.reason, publicAttributes: opening.publicAttributes, unlearningMethod: opening.unlearning?.method ?? null }),
+    );
     const sealedRequest = sealWithErasureKey(key, { erasureId, keyId: sealKeyId }, 'request', request);
     const now = new Date();
     return await records.db.transaction(async (tx) => {

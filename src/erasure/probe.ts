@@ -46,12 +46,33 @@
  * named `nearCopy`: no ruling may dismiss it (src/erasure/dismissal.ts).
  */
 import type { ShingleIndex } from '../vectors/shingle-index.js';
-import { hasShingle } from '../vectors/shingles.js';
 import type { ProbeMatch } from './view.js';
 import type { RecordFingerprint } from './fingerprints.js';
-import { MATCH_MIN_SCORE, RUN_WORDS, RUN_MIN_DISTINCT_PAIRS, RUN_SCORE, NEAR_COPY, POSTINGS_BUDGET, WORD_LOOKUP_COST, FALLBACK_POSTINGS, shingleWeight } from './probe-weights.js';
+import {
+  MATCH_MIN_SCORE,
+  RUN_WORDS,
+  RUN_MIN_DISTINCT_PAIRS,
+  NEAR_COPY,
+  POSTINGS_BUDGET,
+  WORD_LOOKUP_COST,
+  FALLBACK_POSTINGS,
+} from './probe-weights.js';
+import { type Prepared, prepare, lastRun, lexicalScore } from './probe-lexical.js';
 
-export { COMMON_FRACTION, COMMON_MIN_RECORDS, FALLBACK_POSTINGS, MATCH_MIN_SCORE, NEAR_COPY, POSTINGS_BUDGET, PROBE_MAX_QUERIES, RUN_SCORE, RUN_WORDS, shingleWeight, VECTOR_LIMIT, VECTOR_NEIGHBOURS } from './probe-weights.js';
+export {
+  COMMON_FRACTION,
+  COMMON_MIN_RECORDS,
+  FALLBACK_POSTINGS,
+  MATCH_MIN_SCORE,
+  NEAR_COPY,
+  POSTINGS_BUDGET,
+  PROBE_MAX_QUERIES,
+  RUN_SCORE,
+  RUN_WORDS,
+  shingleWeight,
+  VECTOR_LIMIT,
+  VECTOR_NEIGHBOURS,
+} from './probe-weights.js';
 
 export { decodeFingerprints, encodeFingerprints, type Fingerprints, type RecordFingerprint } from './fingerprints.js';
 
@@ -112,87 +133,6 @@ function dot(a: Float32Array, b: Float32Array): number {
 
 const round = (x: number): number => Math.round(x * 1e4) / 1e4;
 
-/**
- * One private record prepared for scoring: each distinct shingle's weight when a
- * candidate holds it (`inside`: judged by the other records, so the copy under
- * examination does not make the subject's own words look common) and when it does
- * not (`outside`).
- */
-interface Prepared {
-  readonly r: RecordFingerprint;
-  readonly inside: Map<number, number>;
-  readonly outside: Map<number, number>;
-  /** The record's private content: Σ inside (one copy of it does not make it common). */
-  readonly total: number;
-  /** Σ outside: the least the denominator of a containment can be. */
-  readonly floor: number;
-  /** The record's pairs, for telling pairs from words. */
-  readonly pairs: ReadonlySet<number>;
-  /** Each distinct shingle's document frequency, read once. */
-  readonly df: ReadonlyMap<number, number>;
-}
-
-function prepare(index: ShingleIndex, r: RecordFingerprint): Prepared {
-  // weights are judged by the records other than the candidate (leave one out)
-  const others = Math.max(0, index.size - 1);
-  const inside = new Map<number, number>();
-  const outside = new Map<number, number>();
-  const dfs = new Map<number, number>();
-  let total = 0;
-  let floor = 0;
-  for (const h of [...r.words, ...r.pairs]) {
-    if (inside.has(h)) continue;
-    const df = index.df(h);
-    dfs.set(h, df);
-    const wIn = shingleWeight(Math.max(0, df - 1), others);
-    const wOut = shingleWeight(df, others);
-    inside.set(h, wIn);
-    outside.set(h, wOut);
-    total += wIn;
-    floor += wOut;
-  }
-  return { r, inside, outside, total, floor, pairs: new Set(r.pairs), df: dfs };
-}
-
-/** Set by lexicalScore: whether the record it last scored holds a verbatim run (a near copy, whatever its score). */
-const lastRun = { verbatim: false };
-
-/** Containment and verbatim run of r in the record whose sorted set is `set` (`lastRun.verbatim`: a run was found). */
-function lexicalScore(p: Prepared, set: Float64Array): number {
-  lastRun.verbatim = false;
-  let found = 0;
-  let missing = 0;
-  for (const [h, wIn] of p.inside) {
-    if (hasShingle(set, h)) found += wIn;
-    else missing += p.outside.get(h)!;
-  }
-  let score = found + missing > 0 ? found / (found + missing) : 0;
-  // a near copy of a record of at least RUN_WORDS content words counts whatever the weights say (copies do not make the record common)
-  if (p.r.words.length >= RUN_WORDS) {
-    let held = 0;
-    for (const h of p.inside.keys()) if (hasShingle(set, h)) held++;
-    if (held / p.inside.size >= NEAR_COPY) score = Math.max(score, held / p.inside.size);
-  }
-  // the longest run of r's pairs present in c, in r's order
-  let run = 0;
-  let distinct = 0;
-  for (const h of p.r.pairs) {
-    if (hasShingle(set, h)) {
-      run++;
-      if (p.inside.get(h)! > 0) distinct++;
-      if (run + 1 >= RUN_WORDS && distinct * 2 >= run) {
-        score = Math.max(score, RUN_SCORE);
-        lastRun.verbatim = true;
-        break;
-      }
-    } else {
-      run = 0;
-      distinct = 0;
-    }
-  }
-  return score;
-}
-
 /** Per-slot accumulators, reused from record to record (a slot's stamp says which record last reached it), and the probe's counters. */
 interface Accumulators {
   readonly stamp: Uint32Array;
@@ -241,10 +181,12 @@ function reachCandidates(index: ShingleIndex, p: Prepared, acc: Accumulators): {
     }
   };
   // pairs first at equal cost (a quote is found by its pairs), then by the length of the list
-  const lookups = [...p.inside].filter(([, w]) => w > 0).map(([h, w]) => {
-    const df = p.df.get(h)!;
-    return { h, w, df, cost: df * (p.pairs.has(h) ? 1 : WORD_LOOKUP_COST) };
-  });
+  const lookups = [...p.inside]
+    .filter(([, w]) => w > 0)
+    .map(([h, w]) => {
+      const df = p.df.get(h)!;
+      return { h, w, df, cost: df * (p.pairs.has(h) ? 1 : WORD_LOOKUP_COST) };
+    });
   lookups.sort((a, b) => a.cost - b.cost);
   let budget = POSTINGS_BUDGET;
   let read = 0;
@@ -379,6 +321,13 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
   dismissedMatches.sort((a, b) => a.id.localeCompare(b.id));
   const sources = { shingleIndex: acc.examinedCount, vectorIndex: 0, provenance: 0 };
   for (const c of extra) sources[c.source === 'vector-index' ? 'vectorIndex' : 'provenance']++;
-  return { recovered: total === 0 ? 0 : round(weighted / total), matches, dismissedMatches, lapsed: [...lapsed].sort(), examined: sources, cappedShingles: acc.cappedShingles, fallbacks: acc.fallbacks };
+  return {
+    recovered: total === 0 ? 0 : round(weighted / total),
+    matches,
+    dismissedMatches,
+    lapsed: [...lapsed].sort(),
+    examined: sources,
+    cappedShingles: acc.cappedShingles,
+    fallbacks: acc.fallbacks,
+  };
 }
-

@@ -119,12 +119,18 @@ export class ErasureRecords {
 
   /** Saves a running step's progress (only while `claim`, the token the worker claimed the row with, still holds it). */
   async checkpoint(erasureId: string, state: ErasureState, claim: string): Promise<void> {
-    await this.#db.update(erasures).set({ state, updatedAt: new Date() }).where(and(eq(erasures.erasureId, erasureId), eq(erasures.claimedBy, claim)));
+    await this.#db
+      .update(erasures)
+      .set({ state, updatedAt: new Date() })
+      .where(and(eq(erasures.erasureId, erasureId), eq(erasures.claimedBy, claim)));
   }
 
   /** Stores the sealed probe fingerprints (only while `claim` still holds the row). */
   async saveFingerprints(erasureId: string, sealed: Uint8Array, claim: string): Promise<void> {
-    await this.#db.update(erasures).set({ sealedFingerprints: sealed }).where(and(eq(erasures.erasureId, erasureId), eq(erasures.claimedBy, claim)));
+    await this.#db
+      .update(erasures)
+      .set({ sealedFingerprints: sealed })
+      .where(and(eq(erasures.erasureId, erasureId), eq(erasures.claimedBy, claim)));
   }
 
   /**

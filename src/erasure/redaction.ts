@@ -26,7 +26,13 @@ function unnamed(state: ErasureState, ids: readonly string[]): string[] {
   return ids.filter((id) => !named.has(id));
 }
 
-export async function orderRedaction(res: ErasureResources, erasureId: string, ids: readonly string[], actor: Actor, override?: { readonly reason: string }): Promise<void> {
+export async function orderRedaction(
+  res: ErasureResources,
+  erasureId: string,
+  ids: readonly string[],
+  actor: Actor,
+  override?: { readonly reason: string },
+): Promise<void> {
   if (override && actor.role !== 'admin') throw new LetheError('forbidden', 'override: only an admin may redact records the last probe did not name');
   const unique = [...new Set(ids)];
   if (unique.length === 0) throw new LetheError('validation_failed', 'ids: name at least one entry');
@@ -35,13 +41,18 @@ export async function orderRedaction(res: ErasureResources, erasureId: string, i
   assertReopenable(row, 'redaction');
   const notEntries = unique.filter((id) => !isId('entry', id));
   if (notEntries.length > 0) {
-    throw new LetheError('validation_failed', `ids: ${notEntries.length} id(s) are not log entries (derived artifacts are regenerated from their sources: redact the sources)`);
+    throw new LetheError(
+      'validation_failed',
+      `ids: ${notEntries.length} id(s) are not log entries (derived artifacts are regenerated from their sources: redact the sources)`,
+    );
   }
   const located = await res.log.locate(unique);
   if (located.length !== unique.length) throw new LetheError('validation_failed', `ids: ${unique.length - located.length} id(s) are not entries lethe holds`);
   // forgetting entries, the subject lives on: its own entries are those forgotten; its others are readable and may be redacted
   const forgotten = forgottenEntries(row);
-  const own = forgotten ? located.filter((e) => forgotten.includes(e.entryId)) : located.filter((e) => Buffer.from(e.subjectHash).equals(Buffer.from(row.subjectHash)));
+  const own = forgotten
+    ? located.filter((e) => forgotten.includes(e.entryId))
+    : located.filter((e) => Buffer.from(e.subjectHash).equals(Buffer.from(row.subjectHash)));
   if (own.length > 0) throw new LetheError('validation_failed', `ids: ${own.length} id(s) are the erased subject's own entries (already unreadable)`);
   const live = await res.keys.states(located.map((e) => e.keyId));
   const dead = located.filter((e) => !live.has(e.keyId));
@@ -73,7 +84,13 @@ export async function orderRedaction(res: ErasureResources, erasureId: string, i
           audit: {
             actor: actor.role,
             action: 'erasure.redaction.override' as const,
-            detail: { erasureId, records: unique.length, unnamed: others.length, reason: override.reason, ...(actor.principal ? { principal: actor.principal } : {}) },
+            detail: {
+              erasureId,
+              records: unique.length,
+              unnamed: others.length,
+              reason: override.reason,
+              ...(actor.principal ? { principal: actor.principal } : {}),
+            },
           },
         }
       : {}),

@@ -17,9 +17,14 @@ import { type ErasureState, parseState } from './state.js';
 
 /** Refuses a re-open of an erasure that is running, failed, or lost its fingerprints. */
 export function assertReopenable(row: { status: string; sealKeyId: string | null }, what: string): void {
-  if (row.status === 'pending' || row.status === 'running') throw new LetheError('conflict', `the erasure is still running; order the ${what} once it has finished`);
+  if (row.status === 'pending' || row.status === 'running')
+    throw new LetheError('conflict', `the erasure is still running; order the ${what} once it has finished`);
   if (row.status === 'failed') throw new LetheError('conflict', 'the erasure failed; request a new erasure of the subject first');
-  if (!row.sealKeyId) throw new LetheError('conflict', 'the probe fingerprints were destroyed when the erasure finished with no match left; request a new erasure to probe again');
+  if (!row.sealKeyId)
+    throw new LetheError(
+      'conflict',
+      'the probe fingerprints were destroyed when the erasure finished with no match left; request a new erasure to probe again',
+    );
 }
 
 export async function reopenErasure(
@@ -29,7 +34,8 @@ export async function reopenErasure(
 ): Promise<void> {
   await res.records.db.transaction(async (tx) => {
     const [locked] = await tx.select().from(erasures).where(eq(erasures.erasureId, erasureId)).for('update');
-    if (!locked || (locked.status !== 'completed' && locked.status !== 'incomplete')) throw new LetheError('conflict', 'the erasure changed meanwhile; try again');
+    if (!locked || (locked.status !== 'completed' && locked.status !== 'incomplete'))
+      throw new LetheError('conflict', 'the erasure changed meanwhile; try again');
     if (!locked.sealKeyId) throw new LetheError('conflict', 'the probe fingerprints were destroyed meanwhile; request a new erasure to probe again');
     const state = parseState(locked.state);
     order.update(state);
@@ -54,7 +60,8 @@ export async function reopenErasure(
 export async function amendFinished(res: ErasureResources, erasureId: string, update: (state: ErasureState) => void, audit: AuditEvent): Promise<void> {
   await res.records.db.transaction(async (tx) => {
     const [locked] = await tx.select().from(erasures).where(eq(erasures.erasureId, erasureId)).for('update');
-    if (!locked || (locked.status !== 'completed' && locked.status !== 'incomplete')) throw new LetheError('conflict', 'the erasure changed meanwhile; try again');
+    if (!locked || (locked.status !== 'completed' && locked.status !== 'incomplete'))
+      throw new LetheError('conflict', 'the erasure changed meanwhile; try again');
     const state = parseState(locked.state);
     update(state);
     await tx.update(erasures).set({ state, updatedAt: new Date() }).where(eq(erasures.erasureId, erasureId));

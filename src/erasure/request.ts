@@ -27,7 +27,15 @@ const ATTRIBUTE_LENGTH = `each 1 to ${MAX_PUBLIC_ATTRIBUTE_CHARS} characters`;
  * Why the controller asks for the erasure, in the categories a data-protection officer
  * files it under (GDPR Art. 17(1)'s grounds, and `other`). Shown in words on the report.
  */
-export const REASON_CATEGORIES = ['withdrawn-consent', 'no-longer-necessary', 'objection', 'unlawful-processing', 'legal-obligation', 'child-consent', 'other'] as const;
+export const REASON_CATEGORIES = [
+  'withdrawn-consent',
+  'no-longer-necessary',
+  'objection',
+  'unlawful-processing',
+  'legal-obligation',
+  'child-consent',
+  'other',
+] as const;
 export type ReasonCategory = (typeof REASON_CATEGORIES)[number];
 
 export const MAX_REQUEST_LEGAL_BASIS_CHARS = 200;
@@ -38,12 +46,7 @@ export const MAX_REFERENCE_CHARS = 100;
 const ONE_LINE = /^[^\x00-\x1f\x7f-\x9f]*$/;
 const NOT_PERSONAL = 'must not be personal data';
 const line = (max: number) =>
-  z
-    .string()
-    .trim()
-    .min(1, `1 to ${max} characters`)
-    .max(max, `1 to ${max} characters`)
-    .regex(ONE_LINE, 'one line of text, no control characters');
+  z.string().trim().min(1, `1 to ${max} characters`).max(max, `1 to ${max} characters`).regex(ONE_LINE, 'one line of text, no control characters');
 
 /**
  * The request's context, kept in the clear (the `erasures.request_context` column), shown
@@ -62,7 +65,9 @@ export const RequestContextSchema = z
     reference: line(MAX_REFERENCE_CHARS),
   })
   .strict()
-  .meta({ description: `Why and for whom the erasure is made: ${NOT_PERSONAL} (it is kept in the clear, shown on the report and signed into the certificate).` });
+  .meta({
+    description: `Why and for whom the erasure is made: ${NOT_PERSONAL} (it is kept in the clear, shown on the report and signed into the certificate).`,
+  });
 
 export type RequestContext = z.infer<typeof RequestContextSchema>;
 
@@ -98,7 +103,10 @@ export const ErasureRequestSchema = z
     subject: z.string().regex(SUBJECT_ID_PATTERN, SUBJECT_ID_RULE),
     reason: z.string().max(MAX_REASON_CHARS, `at most ${MAX_REASON_CHARS} characters`).optional(),
     legalBasis: z.enum(LEGAL_BASES, { error: `must be one of ${LEGAL_BASES.join(', ')}` }).optional(),
-    publicAttributes: z.array(z.string().min(1, ATTRIBUTE_LENGTH).max(MAX_PUBLIC_ATTRIBUTE_CHARS, ATTRIBUTE_LENGTH)).max(MAX_PUBLIC_ATTRIBUTES, `at most ${MAX_PUBLIC_ATTRIBUTES}`).optional(),
+    publicAttributes: z
+      .array(z.string().min(1, ATTRIBUTE_LENGTH).max(MAX_PUBLIC_ATTRIBUTE_CHARS, ATTRIBUTE_LENGTH))
+      .max(MAX_PUBLIC_ATTRIBUTES, `at most ${MAX_PUBLIC_ATTRIBUTES}`)
+      .optional(),
     unlearning: UnlearningSchema.optional(),
     /**
      * Forget these entries of the subject, not the subject: a records-scope erasure. The
@@ -116,11 +124,13 @@ export const ErasureRequestSchema = z
   .superRefine((r, ctx) => {
     // the context is kept in the clear: it must not name the subject
     for (const field of ['legalBasis', 'controller', 'reference'] as const) {
-      if (r.request && r.request[field].includes(r.subject)) ctx.addIssue({ code: 'custom', path: ['request', field], message: `${NOT_PERSONAL}: it contains the subject id` });
+      if (r.request && r.request[field].includes(r.subject))
+        ctx.addIssue({ code: 'custom', path: ['request', field], message: `${NOT_PERSONAL}: it contains the subject id` });
     }
     // a living subject's own records would match its public attributes: the probe could never pass
     for (const field of ['publicAttributes', 'unlearning'] as const) {
-      if (r.entryIds && r[field] !== undefined) ctx.addIssue({ code: 'custom', path: [field], message: 'applies to erasing a whole subject, not to forgetting entries (entryIds)' });
+      if (r.entryIds && r[field] !== undefined)
+        ctx.addIssue({ code: 'custom', path: [field], message: 'applies to erasing a whole subject, not to forgetting entries (entryIds)' });
     }
   });
 
@@ -153,13 +163,13 @@ export const BulkErasureRequestSchema = z
       seen.add(subject);
       // the context is kept in the clear: it must not name any of the subjects
       for (const field of ['legalBasis', 'controller', 'reference'] as const) {
-        if (r.request && r.request[field].includes(subject)) ctx.addIssue({ code: 'custom', path: ['request', field], message: `${NOT_PERSONAL}: it contains subject ${i + 1}'s id` });
+        if (r.request && r.request[field].includes(subject))
+          ctx.addIssue({ code: 'custom', path: ['request', field], message: `${NOT_PERSONAL}: it contains subject ${i + 1}'s id` });
       }
     });
   });
 
 export type BulkErasureRequest = z.infer<typeof BulkErasureRequestSchema>;
-
 
 export const MAX_OVERRIDE_REASON_CHARS = 500;
 const OVERRIDE_REASON = `1 to ${MAX_OVERRIDE_REASON_CHARS} characters (it is audited: state why, never the subject's content)`;
@@ -171,7 +181,10 @@ const OVERRIDE_REASON = `1 to ${MAX_OVERRIDE_REASON_CHARS} characters (it is aud
 export const RedactionRequestSchema = z
   .object({
     ids: z.array(z.string().min(1).max(100)).min(1).max(MAX_REDACTION_IDS),
-    override: z.object({ reason: z.string().trim().min(1, OVERRIDE_REASON).max(MAX_OVERRIDE_REASON_CHARS, OVERRIDE_REASON) }).strict().optional(),
+    override: z
+      .object({ reason: z.string().trim().min(1, OVERRIDE_REASON).max(MAX_OVERRIDE_REASON_CHARS, OVERRIDE_REASON) })
+      .strict()
+      .optional(),
   })
   .strict();
 

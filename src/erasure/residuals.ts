@@ -53,7 +53,7 @@ export async function residuals(d: { epochs: EpochService; backups: BackupServic
       kind: 'cross-subject',
       detail: `Record ${m.id} (${input.forgotten !== undefined ? 'not one of the forgotten entries' : "not the subject's"}) still carries the erased content (score ${m.score}). ${
         m.tier === 'log'
-          ? 'Order a redaction (POST /v1/erasures/{id}/redactions) to re-key its subject\'s log without it.'
+          ? "Order a redaction (POST /v1/erasures/{id}/redactions) to re-key its subject's log without it."
           : m.tier === 'artifacts'
             ? 'It is derived from surviving sources that carry the content: redact those.'
             : 'The index still holds its vector.'
@@ -64,7 +64,7 @@ export async function residuals(d: { epochs: EpochService; backups: BackupServic
   // what an approved ruling keeps readable: counted out of `recovered` on two people's word, never hidden
   for (const d of probe.dismissed ?? []) {
     if (!inEffect(d) || d.score === undefined || d.lapsed) continue;
-    const approved = d.approval ? `approved by ${d.approval.role} at ${d.approval.at}` : 'made before dismissals needed a second person\'s approval';
+    const approved = d.approval ? `approved by ${d.approval.role} at ${d.approval.at}` : "made before dismissals needed a second person's approval";
     out.push({
       tier: d.id.startsWith('art_') ? 'artifacts' : 'log',
       kind: 'dismissed-content',

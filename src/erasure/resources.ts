@@ -92,7 +92,9 @@ export function erasablesByName(list: readonly Erasable[]): Readonly<Record<Eras
   const out = Object.fromEntries(list.map((e) => [e.name, e])) as Record<ErasableName, Erasable>;
   const missing = ERASABLE_NAMES.filter((n) => !out[n]);
   if (missing.length > 0 || list.length !== ERASABLE_NAMES.length) {
-    throw new Error(`the erasure engine needs one erasable of each of ${ERASABLE_NAMES.join(', ')} (missing: ${missing.join(', ') || 'none'}; given ${list.length})`);
+    throw new Error(
+      `the erasure engine needs one erasable of each of ${ERASABLE_NAMES.join(', ')} (missing: ${missing.join(', ') || 'none'}; given ${list.length})`,
+    );
   }
   return out;
 }

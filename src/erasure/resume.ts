@@ -42,7 +42,10 @@ export async function resumeErasure(res: ErasureResources, erasureId: string, ac
         )
         .limit(1);
       if (newer) {
-        throw new LetheError('conflict', `a newer erasure of the same subject (${newer.erasureId}, ${newer.status}) has taken it over; follow that one instead`);
+        throw new LetheError(
+          'conflict',
+          `a newer erasure of the same subject (${newer.erasureId}, ${newer.status}) has taken it over; follow that one instead`,
+        );
       }
       const state = parseState(locked.state);
       const step = failedStep(state);
@@ -61,7 +64,8 @@ export async function resumeErasure(res: ErasureResources, erasureId: string, ac
     });
   } catch (e) {
     // the subject's open-erasure index: another erasure of the subject opened meanwhile
-    if (!isLetheError(e) && [e, (e as { cause?: unknown }).cause].some((x) => String((x as { code?: string } | undefined)?.code) === '23505')) throw new LetheError('conflict', 'another erasure of this subject is open');
+    if (!isLetheError(e) && [e, (e as { cause?: unknown }).cause].some((x) => String((x as { code?: string } | undefined)?.code) === '23505'))
+      throw new LetheError('conflict', 'another erasure of this subject is open');
     throw e;
   }
 }

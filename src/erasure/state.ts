@@ -42,7 +42,15 @@ export const ErasureStateSchema = z.looseObject({
   /** Keys of other subjects destroyed by redactions. */
   redactedKeys: z.array(z.string()).optional(),
   redactions: z
-    .array(z.object({ ids: z.array(z.string()), orderedAt: z.string(), affected: z.array(z.string()).optional(), rekeyedAt: z.string().optional(), done: z.string().optional() }))
+    .array(
+      z.object({
+        ids: z.array(z.string()),
+        orderedAt: z.string(),
+        affected: z.array(z.string()).optional(),
+        rekeyedAt: z.string().optional(),
+        done: z.string().optional(),
+      }),
+    )
     .optional(),
   pendingRedaction: z.array(z.string()).optional(),
   probe: ProbeViewSchema.optional(),
@@ -79,7 +87,8 @@ export type ErasureState = z.infer<typeof ErasureStateSchema>;
 /** `erasures.state` as read from the database, checked against its shape. */
 export function parseState(value: unknown): ErasureState {
   const parsed = ErasureStateSchema.safeParse(value);
-  if (!parsed.success) throw new LetheError('internal', `an erasure's recorded state does not have its shape (${parsed.error.issues[0]?.path.join('.') ?? '?'})`);
+  if (!parsed.success)
+    throw new LetheError('internal', `an erasure's recorded state does not have its shape (${parsed.error.issues[0]?.path.join('.') ?? '?'})`);
   return parsed.data;
 }
 
@@ -94,7 +103,10 @@ export function forgottenEntries(row: { readonly scope: 'subject' | 'records'; r
 }
 
 /** What the erasure takes, as the modules' erasables read it: the whole subject, or the records it forgets (under `keyId`). */
-export function targetOf(row: { readonly erasureId: string; readonly subjectHash: Uint8Array; readonly scope: 'subject' | 'records'; readonly entryIds: unknown }, keyId: string | null): ErasureTarget {
+export function targetOf(
+  row: { readonly erasureId: string; readonly subjectHash: Uint8Array; readonly scope: 'subject' | 'records'; readonly entryIds: unknown },
+  keyId: string | null,
+): ErasureTarget {
   const base = { erasureId: row.erasureId, subjectHash: row.subjectHash, keyId };
   const entryIds = forgottenEntries(row);
   return entryIds ? { ...base, kind: 'records', entryIds } : { ...base, kind: 'subject' };

@@ -52,7 +52,7 @@ export async function requestSubjectErasure(res: ErasureResources, input: Erasur
   if (!inserted) {
     // another request for the subject won the race: answer with its erasure
     const winner = await records.openFor(subjectHash);
-    if (!winner) throw new LetheError('unavailable', 'the subject\'s erasure changed during the request; try again', { retryable: true });
+    if (!winner) throw new LetheError('unavailable', "the subject's erasure changed during the request; try again", { retryable: true });
     return { ...winner, created: false };
   }
   return { erasureId, status: 'pending', created: true, ...(fenced ? { fenced } : {}) };

@@ -12,7 +12,6 @@
 import { eq } from 'drizzle-orm';
 import type { Executor, Transaction } from '../db/client.js';
 import { subjectTombstones } from '../db/schema.js';
-import { LetheError } from '../errors.js';
 
 export interface Tombstone {
   /** The (latest) erasure that marked the subject. */

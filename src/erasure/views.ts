@@ -30,10 +30,18 @@ export async function fullView(res: ErasureResources, row: ErasureRow): Promise<
 export function certificateOf(row: ErasureRow): Certificate {
   const certificate = CertificateViewSchema.nullable().parse(row.certificate);
   if (!certificate) {
-    const why = row.status === 'failed' ? 'the erasure failed, and a failed erasure is not certified' : `the erasure is ${row.status}; its certificate is signed when it finishes`;
+    const why =
+      row.status === 'failed'
+        ? 'the erasure failed, and a failed erasure is not certified'
+        : `the erasure is ${row.status}; its certificate is signed when it finishes`;
     throw new LetheError('conflict', `erasure ${row.erasureId} has no certificate yet: ${why}`);
   }
-  return { payload: certificate.payload as Certificate['payload'], signature: certificate.signature, publicKey: certificate.publicKey, algorithm: certificate.algorithm };
+  return {
+    payload: certificate.payload as Certificate['payload'],
+    signature: certificate.signature,
+    publicKey: certificate.publicKey,
+    algorithm: certificate.algorithm,
+  };
 }
 
 export function viewOf(row: ErasureRow, probeThreshold: number): ErasureView {
@@ -42,7 +50,13 @@ export function viewOf(row: ErasureRow, probeThreshold: number): ErasureView {
   for (const name of STEP_NAMES) {
     const s = state.steps[name];
     if (name === 'redact' && !s) continue;
-    steps.push({ name, status: s?.status ?? 'pending', ...(s?.detail ? { detail: s.detail } : {}), ...(s?.startedAt ? { startedAt: s.startedAt } : {}), ...(s?.finishedAt ? { finishedAt: s.finishedAt } : {}) });
+    steps.push({
+      name,
+      status: s?.status ?? 'pending',
+      ...(s?.detail ? { detail: s.detail } : {}),
+      ...(s?.startedAt ? { startedAt: s.startedAt } : {}),
+      ...(s?.finishedAt ? { finishedAt: s.finishedAt } : {}),
+    });
   }
   const certificate = CertificateViewSchema.nullable().parse(row.certificate);
   const request = requestContextOf(row);
@@ -62,7 +76,9 @@ export function viewOf(row: ErasureRow, probeThreshold: number): ErasureView {
     steps,
     residuals: state.residuals ?? [],
     probe: state.probe ?? { recovered: 0, threshold: probeThreshold, matches: [] },
-    ...(certificate ? { certificate: { payload: certificate.payload, signature: certificate.signature, publicKey: certificate.publicKey, algorithm: certificate.algorithm } } : {}),
+    ...(certificate
+      ? { certificate: { payload: certificate.payload, signature: certificate.signature, publicKey: certificate.publicKey, algorithm: certificate.algorithm } }
+      : {}),
     ...(row.certificateState ? { certificateState: row.certificateState } : {}),
     graph: state.graph ?? { nodes: [], edges: [] },
     ...(state.dismissals?.length ? { dismissals: state.dismissals } : {}),

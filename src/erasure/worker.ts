@@ -162,13 +162,16 @@ export class ErasureWorker {
     const { records, claimSeconds } = this.#res;
     let row = initial;
     let ran = 0;
-    const heartbeat = setInterval(() => {
-      void records.db
-        .update(erasures)
-        .set({ claimedUntil: sql`now() + make_interval(secs => ${claimSeconds})` })
-        .where(this.#mine(row))
-        .catch(() => {});
-    }, Math.max(200, (claimSeconds * 1000) / 3));
+    const heartbeat = setInterval(
+      () => {
+        void records.db
+          .update(erasures)
+          .set({ claimedUntil: sql`now() + make_interval(secs => ${claimSeconds})` })
+          .where(this.#mine(row))
+          .catch(() => {});
+      },
+      Math.max(200, (claimSeconds * 1000) / 3),
+    );
     heartbeat.unref();
     try {
       for (let step = parseStep(row.step); step && !this.#stopped && ran++ < maxSteps; step = parseStep(row.step)) {
@@ -231,7 +234,11 @@ export class ErasureWorker {
         if (late) this.#res.logger.warn({ erasureId: ctx.row.erasureId, step }, 'a step abandoned at its deadline ended; its outcome was discarded');
       },
       (e: unknown) => {
-        if (late) this.#res.logger.warn({ erasureId: ctx.row.erasureId, step, err: describeError(e) }, 'a step abandoned at its deadline failed; nothing of it was recorded');
+        if (late)
+          this.#res.logger.warn(
+            { erasureId: ctx.row.erasureId, step, err: describeError(e) },
+            'a step abandoned at its deadline failed; nothing of it was recorded',
+          );
       },
     );
     try {

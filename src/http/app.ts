@@ -23,7 +23,6 @@ import { registerErasureRoutes } from './routes/erasures/index.js';
 import { KEY_BATCH_BODY_LIMIT_BYTES, KEY_BATCH_PATH, registerKeyRoutes } from './routes/keys/index.js';
 import { registerLogRoutes } from './routes/log/index.js';
 import { registerServiceRoutes } from './routes/service/index.js';
-import { json } from './schemas.js';
 import type { Services } from './services.js';
 
 export interface HttpAppOptions {

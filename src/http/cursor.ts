@@ -69,10 +69,7 @@ export const PageQuery = z.object({
 });
 
 /** The `nextCursor` field every list answers. */
-export const NextCursor = z
-  .string()
-  .nullable()
-  .openapi({ description: 'Pass as `cursor` for the next page; null on the last page.' });
+export const NextCursor = z.string().nullable().openapi({ description: 'Pass as `cursor` for the next page; null on the last page.' });
 
 /** The error answers of a list route: those of every authenticated route, the 400 saying what a list adds. */
 export const listErrors = {
@@ -102,7 +99,8 @@ export function decodeCursor<L extends ListName>(list: L, cursor: string | undef
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw refused('not a cursor lethe handed out (malformed)');
   const b = body as Record<string, unknown>;
   if (b.v !== CURSOR_VERSION) throw refused('not a cursor of this version of lethe');
-  if (b.l !== list) throw refused(`a cursor of ${typeof b.l === 'string' ? `another list (${JSON.stringify(b.l.slice(0, 20))})` : 'no list'}, not of the ${list} list`);
+  if (b.l !== list)
+    throw refused(`a cursor of ${typeof b.l === 'string' ? `another list (${JSON.stringify(b.l.slice(0, 20))})` : 'no list'}, not of the ${list} list`);
   if (list === 'entries') {
     if (Object.keys(b).length !== 3 || !Number.isSafeInteger(b.s) || (b.s as number) < 0 || (b.s as number) > SEQ_MAX) throw refused('malformed position');
     return { seq: b.s as number } as PositionOf<L>;
@@ -127,7 +125,12 @@ function isPositionTime(text: string): boolean {
  * A page of `list`: the first `limit` of `rows` — the route asked its service for
  * `limit + 1`, so one more row means another page follows — and the cursor after its last.
  */
-export function pageOf<L extends ListName, T>(list: L, rows: readonly T[], limit: number, positionOf: (row: T) => PositionOf<L>): { items: T[]; nextCursor: string | null } {
+export function pageOf<L extends ListName, T>(
+  list: L,
+  rows: readonly T[],
+  limit: number,
+  positionOf: (row: T) => PositionOf<L>,
+): { items: T[]; nextCursor: string | null } {
   const items = rows.slice(0, limit);
   const last = items[items.length - 1];
   return { items, nextCursor: rows.length > limit && last !== undefined ? encodeCursor(list, positionOf(last)) : null };

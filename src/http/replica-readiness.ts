@@ -19,8 +19,12 @@ export const ReplicaView = z
     lastCatchUpAt: z.string().optional(),
     erasureWorker: z.enum(['running', 'stopped']),
     lastWorkerPassAt: z.string().optional(),
-    indexWorker: z.enum(['running', 'stopped']).optional().openapi({ description: 'this replica\'s indexer, draining the indexing queue' }),
-    searchQueued: z.number().int().optional().openapi({ description: 'writer-registered entries waiting in the indexing queue (shared by every replica): not yet searchable' }),
+    indexWorker: z.enum(['running', 'stopped']).optional().openapi({ description: "this replica's indexer, draining the indexing queue" }),
+    searchQueued: z
+      .number()
+      .int()
+      .optional()
+      .openapi({ description: 'writer-registered entries waiting in the indexing queue (shared by every replica): not yet searchable' }),
     searchLagSeconds: z.number().optional().openapi({ description: 'age of the oldest of them (lethe_search_lag_seconds); 0 when none waits' }),
   })
   .openapi({ description: 'this replica: listener, index, destruction cursor, erasure worker, indexer and search freshness' });
@@ -45,7 +49,9 @@ export function replicaReadiness(
   const check = !down ? 'ok' : downFor > LISTENER_GRACE_MS ? 'failed' : 'pending';
   return {
     check,
-    warning: down ? `the replica event listener has been down since ${status.listener.since.toISOString()}: key destructions reach this replica through its ledger catch-up only` : undefined,
+    warning: down
+      ? `the replica event listener has been down since ${status.listener.since.toISOString()}: key destructions reach this replica through its ledger catch-up only`
+      : undefined,
     view: {
       id: status.replicaId,
       listener: status.listener.state,

@@ -21,7 +21,7 @@ export const problemResponse = (description: string) => ({
 export const authErrors = {
   400: problemResponse('validation_failed: malformed JSON or a schema violation'),
   401: problemResponse('unauthorized: missing or unknown token'),
-  403: problemResponse('forbidden: the token\'s role may not call this'),
+  403: problemResponse("forbidden: the token's role may not call this"),
   413: problemResponse('payload_too_large'),
 } as const;
 

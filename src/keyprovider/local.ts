@@ -17,18 +17,7 @@
 import { randomBytes as nodeRandomBytes } from 'node:crypto';
 import { link, mkdir, open as openFile, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  type Certificate,
-  deriveSubkey,
-  encodeContext,
-  type Json,
-  KeyWrapper,
-  open,
-  randomBytes,
-  seal,
-  type SubkeyLabel,
-  zeroize,
-} from '../crypto/index.js';
+import { type Certificate, deriveSubkey, encodeContext, type Json, KeyWrapper, open, randomBytes, seal, type SubkeyLabel, zeroize } from '../crypto/index.js';
 import { ensurePrivateDir, tightenTree } from '../config/files.js';
 import { LetheError, isLetheError } from '../errors.js';
 import { type DestructionState, type KeyProvider, type KeyPurpose, kekId, type SigningKeyInfo, type UnwrapOptions } from './provider.js';
@@ -52,7 +41,6 @@ function checkEpoch(epoch: number): void {
     throw new LetheError('validation_failed', 'epoch must be an integer from 1 to 99999999');
   }
 }
-
 
 export class LocalKeyringProvider implements KeyProvider {
   readonly name = 'local-keyring';

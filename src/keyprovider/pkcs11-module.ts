@@ -15,7 +15,8 @@ import { realpathSync } from 'node:fs';
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import pkcs11js from 'pkcs11js';
-import { constantTimeEqual, randomBytes } from '../crypto/index.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { constantTimeEqual, randomBytes, zeroize } from '../crypto/index.js';
 import { LetheError, isLetheError } from '../errors.js';
 
 export type Handle = Buffer;
@@ -141,7 +142,10 @@ export function findSlot(lib: PKCS11, modulePath: string, tokenLabel: string): H
   if (matching.length === 1) return matching[0]!.slot;
   const names = labelled.map((t) => JSON.stringify(t.label)).join(', ') || 'none initialized';
   if (matching.length > 1) {
-    throw new LetheError('validation_failed', `${matching.length} tokens of the PKCS#11 module ${modulePath} are labelled ${JSON.stringify(tokenLabel)}; give each a distinct label`);
+    throw new LetheError(
+      'validation_failed',
+      `${matching.length} tokens of the PKCS#11 module ${modulePath} are labelled ${JSON.stringify(tokenLabel)}; give each a distinct label`,
+    );
   }
   throw new LetheError('validation_failed', `no token labelled ${JSON.stringify(tokenLabel)} in the PKCS#11 module ${modulePath}; tokens present: ${names}`);
 }
@@ -166,7 +170,8 @@ export function login(lib: PKCS11, entry: LoadedModule, loginKey: string, sessio
       throw new LetheError('unavailable', `the PKCS#11 token ${JSON.stringify(tokenLabel)} has locked its user PIN (CKR_PIN_LOCKED)`, { retryable: false });
     }
     // logged in by other code of this process that does not use this registry: its PIN is not ours to check
-    if (c !== pkcs11js.CKR_USER_ALREADY_LOGGED_IN) throw new LetheError('unavailable', `the PKCS#11 token ${JSON.stringify(tokenLabel)} refused the login: ${ckr(e)}`, { retryable: false });
+    if (c !== pkcs11js.CKR_USER_ALREADY_LOGGED_IN)
+      throw new LetheError('unavailable', `the PKCS#11 token ${JSON.stringify(tokenLabel)} refused the login: ${ckr(e)}`, { retryable: false });
   }
   entry.logins.set(loginKey, { refs: 1, pinDigest: digest });
 }
@@ -194,4 +199,33 @@ export interface Session {
   /** Operations on a session run one at a time: each waits for the one before. */
   tail: Promise<unknown>;
   pending: number;
+}
+
+/** Opens `count` sessions on the token labelled `opts.tokenLabel` and logs in (once per token); the caller's PIN is copied and zeroed. */
+export function openSessions(opts: Pkcs11Options, count: number): { lib: PKCS11; moduleKey: string; loginKey: string; sessions: Session[] } {
+  // our own copy of the PIN, zeroed before returning; the PIN never enters a message
+  const pin = typeof opts.pin === 'string' ? new TextEncoder().encode(opts.pin) : opts.pin.slice();
+  const { key: moduleKey, entry } = acquireModule(opts.module);
+  const lib = entry.lib;
+  const opened: Handle[] = [];
+  let loginKey: string | undefined;
+  try {
+    const slot = findSlot(lib, opts.module, opts.tokenLabel);
+    for (let i = 0; i < count; i++) opened.push(lib.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION | pkcs11js.CKF_RW_SESSION));
+    loginKey = `${bytesToHex(slot)}`;
+    login(lib, entry, loginKey, opened[0]!, pin, opts.tokenLabel);
+  } catch (e) {
+    for (const s of opened) {
+      try {
+        lib.C_CloseSession(s);
+      } catch {
+        // already gone
+      }
+    }
+    releaseModule(moduleKey);
+    throw isLetheError(e) ? e : tokenFailure(`open token ${opts.tokenLabel}`, e);
+  } finally {
+    zeroize(pin);
+  }
+  return { lib, moduleKey, loginKey: loginKey!, sessions: opened.map((handle) => ({ handle, tail: Promise.resolve(), pending: 0 })) };
 }

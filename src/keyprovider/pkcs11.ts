@@ -1,34 +1,35 @@
-/**
- * The PKCS#11 epoch store: epoch KEKs are AES-256 secret keys generated inside a
- * PKCS#11 token (an HSM, or SoftHSM2 in the tests) and never extractable. lethe sends
- * the token a DEK to encrypt and gets it back on decrypt; the KEK bytes never exist in
- * lethe's memory or files.
- *
- * The wrap and its form: pkcs11-format.ts. The module, its login and sessions: pkcs11-module.ts.
- *
- * Key objects: label `${prefix}-epoch-NNNNNNNN`, CKA_ID 16 random bytes (the key object
- * id written into each wrap). PKCS#11 has no "create if absent": two replicas that
- * create the same epoch at the same moment may both generate a key under the label.
- * Both are kept — a DEK may already be wrapped under either — and every wrap names the
- * key object it used, so unwrap picks it exactly; new wraps use the key with the lowest
- * CKA_ID (the same choice in every replica); destroying an epoch destroys every key
- * under its label. Nothing is ever destroyed to resolve a race, so no wrap is lost.
- *
- * Destroying an epoch: C_DestroyObject on its key(s), then a tombstone, a CKO_DATA
- * object labelled `${prefix}-destroyed-NNNNNNNN` whose value is the ISO time (nothing
- * secret), so `destroyedAt` can answer. A crash between the two leaves no tombstone
- * (`destroyedAt` then cannot say); the KEK is gone either way.
- */
-import { bytesToHex } from '@noble/hashes/utils.js';
+
 import pkcs11js from 'pkcs11js';
 import { randomBytes, wrapContext, zeroize } from '../crypto/index.js';
-import { LetheError, isLetheError } from '../errors.js';
+import { LetheError, } from '../errors.js';
 import type { EpochKeyStore } from './epoch-store.js';
 import type { DestructionState, KeyPurpose } from './provider.js';
 export type { Pkcs11Options } from './pkcs11-module.js';
-import { type Handle, type PKCS11, MODULES, code, acquireModule, releaseModule, HANDLE_GONE, AUTH_FAILED, tokenFailure, findSlot, login } from './pkcs11-module.js';
-import { VERSION, KID_LENGTH, IV_LENGTH, DEK_LENGTH, TAG_LENGTH, WRAPPED_LENGTH, checkEpoch, pad, escapeRegExp, associatedData, gcm, epochKeyTemplate } from './pkcs11-format.js';
-import { type Pkcs11Options, type KeyRef, type Session } from './pkcs11-module.js';
+import {
+  type Handle,
+  type PKCS11,
+  MODULES,
+  code,
+  releaseModule,
+  HANDLE_GONE,
+  AUTH_FAILED,
+  tokenFailure,
+} from './pkcs11-module.js';
+import {
+  VERSION,
+  KID_LENGTH,
+  IV_LENGTH,
+  DEK_LENGTH,
+  TAG_LENGTH,
+  WRAPPED_LENGTH,
+  checkEpoch,
+  pad,
+  escapeRegExp,
+  associatedData,
+  gcm,
+  epochKeyTemplate,
+} from './pkcs11-format.js';
+import { type KeyRef, openSessions, type Pkcs11Options, type Session } from './pkcs11-module.js';
 
 export { epochKeyTemplate } from './pkcs11-format.js';
 
@@ -61,31 +62,7 @@ export class Pkcs11EpochStore implements EpochKeyStore {
     }
     const count = opts.sessions ?? DEFAULT_SESSIONS;
     if (!Number.isSafeInteger(count) || count < 1 || count > 64) throw new LetheError('validation_failed', 'PKCS#11 sessions must be from 1 to 64');
-    // our own copy of the PIN, zeroed before returning; the PIN never enters a message
-    const pin = typeof opts.pin === 'string' ? new TextEncoder().encode(opts.pin) : opts.pin.slice();
-    const { key: moduleKey, entry } = acquireModule(opts.module);
-    const lib = entry.lib;
-    const opened: Handle[] = [];
-    let loginKey: string | undefined;
-    try {
-      const slot = findSlot(lib, opts.module, opts.tokenLabel);
-      for (let i = 0; i < count; i++) opened.push(lib.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION | pkcs11js.CKF_RW_SESSION));
-      loginKey = `${bytesToHex(slot)}`;
-      login(lib, entry, loginKey, opened[0]!, pin, opts.tokenLabel);
-    } catch (e) {
-      for (const s of opened) {
-        try {
-          lib.C_CloseSession(s);
-        } catch {
-          // already gone
-        }
-      }
-      releaseModule(moduleKey);
-      throw isLetheError(e) ? e : tokenFailure(`open token ${opts.tokenLabel}`, e);
-    } finally {
-      zeroize(pin);
-    }
-    const sessions = opened.map((handle) => ({ handle, tail: Promise.resolve(), pending: 0 }));
+    const { lib, moduleKey, loginKey, sessions } = openSessions(opts, count);
     return new Pkcs11EpochStore(lib, moduleKey, loginKey, opts.prefix, sessions);
   }
 
@@ -182,7 +159,10 @@ export class Pkcs11EpochStore implements EpochKeyStore {
         if (!fresh) continue;
         // a key of this epoch number that was destroyed (the number taken again since): another KEK, not damage
         if (kid !== undefined && this.#destroyedKids(session, epoch).some((k) => k.equals(kid))) {
-          throw new LetheError('key_commitment_mismatch', `the wrapped key was made under an earlier, destroyed key of epoch ${epoch}, not one the token holds now`);
+          throw new LetheError(
+            'key_commitment_mismatch',
+            `the wrapped key was made under an earlier, destroyed key of epoch ${epoch}, not one the token holds now`,
+          );
         }
         throw new LetheError('decrypt_failed', `the wrapped key was not made under any key of epoch ${epoch} in this token`);
       }
@@ -197,7 +177,11 @@ export class Pkcs11EpochStore implements EpochKeyStore {
     checkEpoch(epoch);
     await this.#run(`create epoch ${epoch}`, async (session) => {
       if (this.#keyRefs(session, epoch, true).length > 0) return; // never a second key when one is seen
-      await this.#lib.C_GenerateKeyAsync(session, { mechanism: pkcs11js.CKM_AES_KEY_GEN }, epochKeyTemplate(this.#label(epoch), Buffer.from(randomBytes(KID_LENGTH))));
+      await this.#lib.C_GenerateKeyAsync(
+        session,
+        { mechanism: pkcs11js.CKM_AES_KEY_GEN },
+        epochKeyTemplate(this.#label(epoch), Buffer.from(randomBytes(KID_LENGTH))),
+      );
       // see what the token holds now, including a key another replica made meanwhile
       this.#keyRefs(session, epoch, true);
     });
@@ -216,7 +200,8 @@ export class Pkcs11EpochStore implements EpochKeyStore {
       const out = Buffer.alloc(DEK_LENGTH + TAG_LENGTH + 16);
       try {
         const sealed = await this.#lib.C_EncryptAsync(session, input, out);
-        if (sealed.length !== DEK_LENGTH + TAG_LENGTH) throw new LetheError('internal', `the PKCS#11 token returned ${sealed.length} bytes for a wrap, not ${DEK_LENGTH + TAG_LENGTH}`);
+        if (sealed.length !== DEK_LENGTH + TAG_LENGTH)
+          throw new LetheError('internal', `the PKCS#11 token returned ${sealed.length} bytes for a wrap, not ${DEK_LENGTH + TAG_LENGTH}`);
         const wrapped = new Uint8Array(WRAPPED_LENGTH);
         wrapped[0] = VERSION;
         wrapped.set(ref.kid, 1);
@@ -335,7 +320,9 @@ export class Pkcs11EpochStore implements EpochKeyStore {
     // C_DestroyObject is final: with a tombstone the destroyed keys are gone, whatever was made under the number
     // since (another key, refused as key_commitment_mismatch); without one, a key object under the label is present
     return this.#run(`look up epoch ${epoch}`, (session) =>
-      this.#tombstones(session, epoch).length > 0 || this.#keyRefs(session, epoch, true).length === 0 ? { state: 'gone' as const } : { state: 'present' as const },
+      this.#tombstones(session, epoch).length > 0 || this.#keyRefs(session, epoch, true).length === 0
+        ? { state: 'gone' as const }
+        : { state: 'present' as const },
     );
   }
 
@@ -381,4 +368,3 @@ export class Pkcs11EpochStore implements EpochKeyStore {
     releaseModule(this.#moduleKey);
   }
 }
-

@@ -29,10 +29,7 @@ function parseKeyText(text: string, where: string): Uint8Array {
   return key;
 }
 
-export function loadRootKey(
-  config: Pick<Config, 'rootKey' | 'rootKeyFile' | 'dataDir' | 'production'>,
-  warn: (message: string) => void,
-): RootKeySource {
+export function loadRootKey(config: Pick<Config, 'rootKey' | 'rootKeyFile' | 'dataDir' | 'production'>, warn: (message: string) => void): RootKeySource {
   if (config.rootKey) return { key: config.rootKey.slice(), origin: 'env' };
   if (config.rootKeyFile) {
     let text: string;
@@ -64,4 +61,3 @@ export function loadRootKey(
   warn(`GENERATED A NEW ${banner}`);
   return { key, origin: 'dev-generated' };
 }
-

@@ -74,7 +74,6 @@ function errnoCode(e: unknown): string | undefined {
   return (e as NodeJS.ErrnoException | null)?.code;
 }
 
-
 /** Writes `bytes` to `file` durably: a private temporary file, flushed, renamed over it, the directory flushed. */
 async function writeDurably(file: string, bytes: Uint8Array): Promise<void> {
   const tmp = `${file}.${nodeRandomBytes(6).toString('hex')}.tmp`;
@@ -128,7 +127,8 @@ export class SigningKeyring {
         secret = await this.#secret(current.keyId);
       } catch (e) {
         if (errnoCode(e) === 'ENOENT' && attempt < 3) continue;
-        if (errnoCode(e) === 'ENOENT') throw new LetheError('unavailable', `the current certificate-signing key ${current.keyId} is missing from the keyring`, { retryable: false });
+        if (errnoCode(e) === 'ENOENT')
+          throw new LetheError('unavailable', `the current certificate-signing key ${current.keyId} is missing from the keyring`, { retryable: false });
         throw e;
       }
       try {
@@ -177,7 +177,15 @@ export class SigningKeyring {
     const secret = deriveSubkey(this.#root, 'certificate-signing');
     try {
       const publicKey = certificatePublicKey(secret);
-      return { keyId: certificateKeyId(publicKey), algorithm: 'Ed25519', publicKey: toBase64Url(publicKey), state: 'retired', origin: 'root-derived', createdAt: null, retiredAt: now };
+      return {
+        keyId: certificateKeyId(publicKey),
+        algorithm: 'Ed25519',
+        publicKey: toBase64Url(publicKey),
+        state: 'retired',
+        origin: 'root-derived',
+        createdAt: null,
+        retiredAt: now,
+      };
     } finally {
       zeroize(secret);
     }
@@ -210,7 +218,8 @@ export class SigningKeyring {
     try {
       return open({ key: this.#root, envelope: sealed, expectedKeyId: ROOT_KEY_ID, associatedData: encodeContext('certificate-signing-key', { keyId }) });
     } catch (e) {
-      if (isLetheError(e)) throw new LetheError('unavailable', 'the certificate-signing key cannot be unsealed: the root key does not match this keyring', { retryable: false });
+      if (isLetheError(e))
+        throw new LetheError('unavailable', 'the certificate-signing key cannot be unsealed: the root key does not match this keyring', { retryable: false });
       throw e;
     }
   }
@@ -227,7 +236,8 @@ export class SigningKeyring {
     try {
       plain = open({ key: this.#root, envelope: sealed, expectedKeyId: ROOT_KEY_ID, associatedData: encodeContext('certificate-signing-keys') });
     } catch (e) {
-      if (isLetheError(e)) throw new LetheError('unavailable', 'the certificate-signing keys cannot be unsealed: the root key does not match this keyring', { retryable: false });
+      if (isLetheError(e))
+        throw new LetheError('unavailable', 'the certificate-signing keys cannot be unsealed: the root key does not match this keyring', { retryable: false });
       throw e;
     }
     let parsed: unknown;

@@ -13,7 +13,16 @@ import { newId, newSegmentKey } from '../ids.js';
 import { insertEmbeddingsCte, notifyInsertedEmbeddings } from '../vectors/embeddings.js';
 import type { LogContext } from './context.js';
 import { sealEntry } from './frame.js';
-import { type AppendOnce, claimCte, findRecorded, IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE, type RecordedAppend, replay, requestDigest } from './idempotency.js';
+import {
+  type AppendOnce,
+  claimCte,
+  findRecorded,
+  IDEMPOTENCY_KEY_PATTERN,
+  IDEMPOTENCY_KEY_RULE,
+  type RecordedAppend,
+  replay,
+  requestDigest,
+} from './idempotency.js';
 import { MAX_ENTRY_TEXT_BYTES } from './payload.js';
 import { encodeSegment } from './segment.js';
 
@@ -60,7 +69,13 @@ export async function acrossRekeys<T>(c: LogContext, subject: string, write: () 
  * same key with another body is `idempotency_key_reused`. A retry whose recorded
  * key was destroyed since (erased, re-keyed) is `key_destroyed`.
  */
-export async function appendOnce(c: LogContext, subject: string, input: AppendInput, actor: string, once: AppendOnce): Promise<{ appended: RecordedAppend; replayed: boolean }> {
+export async function appendOnce(
+  c: LogContext,
+  subject: string,
+  input: AppendInput,
+  actor: string,
+  once: AppendOnce,
+): Promise<{ appended: RecordedAppend; replayed: boolean }> {
   if (!IDEMPOTENCY_KEY_PATTERN.test(once.key)) throw new LetheError('validation_failed', `Idempotency-Key must be ${IDEMPOTENCY_KEY_RULE}`);
   checkTextSize(input.text);
   await c.purge.maybe(c.db);
@@ -79,7 +94,7 @@ export async function replayRecorded(c: LogContext, subjectHash: Uint8Array, onc
     ({ dek } = await c.keys.dekFor(recorded.keyId));
   } catch (e) {
     if (isLetheError(e, 'key_destroyed') || isLetheError(e, 'not_found')) {
-      throw new LetheError('key_destroyed', 'the key this Idempotency-Key\'s append was stored under was destroyed since (erased or re-keyed)');
+      throw new LetheError('key_destroyed', "the key this Idempotency-Key's append was stored under was destroyed since (erased or re-keyed)");
     }
     throw e;
   }
@@ -173,7 +188,11 @@ export async function reserveSeqs(c: LogContext, subject: string, count: number,
     if (firstSeq !== undefined) return { ...key, firstSeq };
     zeroize(key.dek);
     const current = await c.keys.findKey(subject);
-    if (current?.keyId === key.keyId) throw new LetheError('erasure_in_progress', 'the subject key is fenced: the subject is being erased, or re-keyed for a moment while some of its entries are forgotten; no new entries are accepted until then');
+    if (current?.keyId === key.keyId)
+      throw new LetheError(
+        'erasure_in_progress',
+        'the subject key is fenced: the subject is being erased, or re-keyed for a moment while some of its entries are forgotten; no new entries are accepted until then',
+      );
     c.keys.invalidate(key.keyId);
   }
   throw new LetheError('unavailable', 'the subject key changed during the append; try again');

@@ -53,7 +53,11 @@ export function logErasable(d: { db: Database; log: Pick<LogService, 'readMany'>
                  where e.entry_id = any(array(select json_array_elements_text(${idList(scope.entryIds)}::json)))
                    and not exists (select 1 from subject_keys k where k.key_id = e.key_id)`,
           );
-          return { removed, left: await readable(scope), detail: `${removed} entr${removed === 1 ? 'y' : 'ies'} unreadable (their record keys went with the subject's old key)` };
+          return {
+            removed,
+            left: await readable(scope),
+            detail: `${removed} entr${removed === 1 ? 'y' : 'ies'} unreadable (their record keys went with the subject's old key)`,
+          };
       }
     },
     async probe(_target, query) {

@@ -100,7 +100,12 @@ async function indexClaimed(c: IndexerContext, claim: string, rows: readonly Cla
       let payload: unknown;
       try {
         const wrapped = r.wrapped_key === null ? null : new Uint8Array(r.wrapped_key.buffer, r.wrapped_key.byteOffset, r.wrapped_key.byteLength);
-        payload = openEntry(dek, { keyId: r.key_id, entryId: r.entry_id, seq: Number(r.seq) }, wrapped, frameAt(bytes, { offset: Number(r.frame_offset), length: Number(r.frame_length) }));
+        payload = openEntry(
+          dek,
+          { keyId: r.key_id, entryId: r.entry_id, seq: Number(r.seq) },
+          wrapped,
+          frameAt(bytes, { offset: Number(r.frame_offset), length: Number(r.frame_length) }),
+        );
       } catch {
         refused.set(r.entry_id, { keyId: r.key_id, reason: 'frame_unopened' });
         continue;

@@ -40,7 +40,10 @@ export async function commitBatch(
           from emb join done on done.entry_id = emb.record_id`,
     );
     for (const r of rows) inserted.set(r.record_id, Math.max(0, Number(r.waited)));
-    await notifyEmbeddings(tx, rows.map((r) => ({ recordId: r.record_id, keyId: r.key_id })));
+    await notifyEmbeddings(
+      tx,
+      rows.map((r) => ({ recordId: r.record_id, keyId: r.key_id })),
+    );
     await c.o.beforeCommit?.();
     c.o.failpoint?.('indexer-inserted');
   }

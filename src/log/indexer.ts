@@ -43,7 +43,17 @@ import type { Transaction } from '../db/client.js';
 import { runOnce } from './indexer-batch.js';
 import { poke, start, stop } from './indexer-loop.js';
 import { dropQueuedUnder, isQueued, mark, pendingUpTo, queueStatus, requeue, waitIndexed } from './indexer-queue.js';
-import { BATCH, type BatchResult, CLAIM_SECONDS, CONCURRENCY, type IndexerContext, type IndexerDeps, type IndexerOptions, POLL_MS, type QueueStatus } from './indexer-types.js';
+import {
+  BATCH,
+  type BatchResult,
+  CLAIM_SECONDS,
+  CONCURRENCY,
+  type IndexerContext,
+  type IndexerDeps,
+  type IndexerOptions,
+  POLL_MS,
+  type QueueStatus,
+} from './indexer-types.js';
 
 export { BATCH, CLAIM_SECONDS, CONCURRENCY, EMBED_CHUNK, FREE_RETRIES, MAX_BACKOFF_SECONDS, POLL_MS } from './indexer-types.js';
 export type { BatchResult, IndexerDeps, IndexerOptions, QueueStatus, Refusal } from './indexer-types.js';

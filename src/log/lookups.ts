@@ -15,7 +15,10 @@ export async function entryIdsOf(c: LogContext, keyId: string): Promise<string[]
  * Where each of the given entries is indexed: its subject (keyed hash), key, and the
  * records-scope erasure forgetting it, if any (unknown ids are absent).
  */
-export async function locate(c: LogContext, ids: readonly string[]): Promise<Array<{ entryId: string; subjectHash: Uint8Array; keyId: string; forgottenBy: string | null }>> {
+export async function locate(
+  c: LogContext,
+  ids: readonly string[],
+): Promise<Array<{ entryId: string; subjectHash: Uint8Array; keyId: string; forgottenBy: string | null }>> {
   const unique = [...new Set(ids)];
   if (unique.length === 0) return [];
   return c.db
@@ -38,7 +41,9 @@ export async function markForgotten(c: LogContext, tx: Transaction, erasureId: s
     .where(and(inArray(logEntries.entryId, [...new Set(ids)]), eq(logEntries.subjectHash, subjectHash), isNull(logEntries.forgottenBy)))
     .returning({ entryId: logEntries.entryId });
   if (marked.length !== new Set(ids).size) {
-    throw new LetheError('conflict', 'an entry of the request changed meanwhile (it is being forgotten by another erasure); nothing was marked', { retryable: true });
+    throw new LetheError('conflict', 'an entry of the request changed meanwhile (it is being forgotten by another erasure); nothing was marked', {
+      retryable: true,
+    });
   }
 }
 

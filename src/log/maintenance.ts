@@ -55,9 +55,7 @@ export async function fsck(deps: { db: Database; objects: ObjectStore }, options
          where e.segment <> ${COMPACTED} and exists (select 1 from subject_keys k where k.key_id = e.key_id)
          group by e.segment`,
   );
-  const referenced = new Set(
-    (await queryRows<{ segment: string }>(deps.db, sql`select distinct segment from log_entries`)).map((r) => r.segment),
-  );
+  const referenced = new Set((await queryRows<{ segment: string }>(deps.db, sql`select distinct segment from log_entries`)).map((r) => r.segment));
   const indexed = new Map(counts.map((c) => [c.segment, Number(c.n)]));
   const orphans: FsckReport['orphans'] = [];
   for (const [segment, o] of stored) {

@@ -128,7 +128,11 @@ const metadataChecks = (m: Record<string, unknown>, ctx: z.RefinementCtx): void 
   if (bad) ctx.addIssue({ code: 'custom', message: bad.problem, path: bad.field.split('.').slice(1) });
 };
 
-export const EntryKindSchema = z.string({ error: `must be a string of ${KIND}` }).min(1, KIND).max(MAX_KIND_CHARS, KIND).superRefine(noBadCharacter);
+export const EntryKindSchema = z
+  .string({ error: `must be a string of ${KIND}` })
+  .min(1, KIND)
+  .max(MAX_KIND_CHARS, KIND)
+  .superRefine(noBadCharacter);
 
 export const EntryMetadataSchema = z.record(z.string(), z.unknown(), { error: `must be ${METADATA}` }).superRefine(metadataChecks);
 

@@ -30,7 +30,11 @@ export interface Entry extends FramePayload {
  * `page` (the HTTP list's pages): only the entries after seq `afterSeq`, at most
  * `limit` of them; without it, all of them. Forgotten entries are never read here.
  */
-export async function read(c: LogContext, subject: string, page: { afterSeq?: number | undefined; limit?: number | undefined } = {}): Promise<{ entries: Entry[]; keyId: string }> {
+export async function read(
+  c: LogContext,
+  subject: string,
+  page: { afterSeq?: number | undefined; limit?: number | undefined } = {},
+): Promise<{ entries: Entry[]; keyId: string }> {
   const status = await c.keys.subjectStatus(subject);
   if (!status.key) {
     if (status.erased) throw new LetheError('subject_erased', 'the subject was erased and has no new key');
@@ -82,7 +86,12 @@ export async function readMany(c: LogContext, ids: readonly string[], options: {
   // a forgotten entry is read by no one but the erasure forgetting it (its fingerprints)
   const visible = options.forgottenBy === undefined ? isNull(logEntries.forgottenBy) : eq(logEntries.forgottenBy, options.forgottenBy);
   for (let pass = 0; pass < 3 && pending.length > 0; pass++) {
-    const rows = (await c.db.select().from(logEntries).where(and(inArray(logEntries.entryId, pending), visible, isNull(logEntries.refused)))).filter(
+    const rows = (
+      await c.db
+        .select()
+        .from(logEntries)
+        .where(and(inArray(logEntries.entryId, pending), visible, isNull(logEntries.refused)))
+    ).filter(
       // on a second pass, only rows that moved to another key are worth another try
       (row) => pass === 0 || seenKeys.get(row.entryId) !== row.keyId,
     );
@@ -125,7 +134,7 @@ export async function get(c: LogContext, entryId: string): Promise<Entry> {
   try {
     ({ dek } = await c.keys.dekFor(row.keyId));
   } catch (e) {
-    if (isLetheError(e, 'not_found')) throw new LetheError('key_destroyed', 'the entry\'s key was destroyed');
+    if (isLetheError(e, 'not_found')) throw new LetheError('key_destroyed', "the entry's key was destroyed");
     throw e;
   }
   try {
@@ -154,7 +163,16 @@ export async function served(c: LogContext, dek: Uint8Array, row: LogEntryRow, e
   try {
     const payload = openEntry(dek, { keyId: row.keyId, entryId: row.entryId, seq: row.seq }, row.wrappedKey, envelope);
     const problem = payloadProblem(FramePayloadSchema, payload);
-    if (!problem) return { entryId: row.entryId, keyId: row.keyId, seq: row.seq, createdAt: row.createdAt, text: payload.text, kind: payload.kind, metadata: payload.metadata };
+    if (!problem)
+      return {
+        entryId: row.entryId,
+        keyId: row.keyId,
+        seq: row.seq,
+        createdAt: row.createdAt,
+        text: payload.text,
+        kind: payload.kind,
+        metadata: payload.metadata,
+      };
     failure = new LetheError('internal', `entry ${row.entryId}: the frame's ${problem.slice(0, problem.indexOf(':'))} breaks the entry schema`);
   } catch (e) {
     failure = e;

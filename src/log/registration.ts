@@ -51,7 +51,11 @@ export interface RegistrationResult {
  * `conflict` — the id is taken — and nothing of the request is registered. A refusal
  * registers nothing. Answers the statuses and how many entries were queued.
  */
-export async function register(deps: LogDeps, segment: string, entries: readonly RegisteredEntry[]): Promise<{ results: RegistrationResult[]; queued: number }> {
+export async function register(
+  deps: LogDeps,
+  segment: string,
+  entries: readonly RegisteredEntry[],
+): Promise<{ results: RegistrationResult[]; queued: number }> {
   if (!SEGMENT_KEY_PATTERN.test(segment)) throw new LetheError('validation_failed', 'segment must be log/seg_<22 base64url characters>');
   const ids = new Set<string>();
   for (const e of entries) {
@@ -145,7 +149,10 @@ async function alreadyPlaced(exec: Executor, segment: string, rows: readonly Row
     }
   }
   if (taken.length > 0) {
-    throw new LetheError('conflict', `entries: ${taken.slice(0, 5).join(', ')}${taken.length > 5 ? ', …' : ''} already indexed at another place (entry id taken); nothing was registered`);
+    throw new LetheError(
+      'conflict',
+      `entries: ${taken.slice(0, 5).join(', ')}${taken.length > 5 ? ', …' : ''} already indexed at another place (entry id taken); nothing was registered`,
+    );
   }
   return same;
 }
@@ -205,7 +212,16 @@ async function indexFresh(
   }
   const raced = new Set(result.filter((r) => r.status === 'raced').map((r) => r.entry_id));
   // committed by the racing registration before our insert gave up: the same place, or a conflict (rolls back)
-  if (raced.size > 0 && (await alreadyPlaced(tx, segment, rows.filter((r) => raced.has(r.entryId)))).size !== raced.size) {
+  if (
+    raced.size > 0 &&
+    (
+      await alreadyPlaced(
+        tx,
+        segment,
+        rows.filter((r) => raced.has(r.entryId)),
+      )
+    ).size !== raced.size
+  ) {
     throw new LetheError('unavailable', 'entries: a concurrent registration of the same entry ids did not settle; try again');
   }
   const statuses = new Map<string, RegistrationResult['status']>(

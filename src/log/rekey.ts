@@ -88,7 +88,13 @@ export async function rekeyKey(deps: RekeyDeps, oldKeyId: string, state: 'active
         refused.set(r.entryId, 'frame_unopened');
         continue;
       }
-      moved.push({ entry_id: r.entryId, wrapped: Buffer.from(wrapped).toString('hex'), segment: c?.segment ?? null, offset: c?.offset ?? null, length: c?.length ?? null });
+      moved.push({
+        entry_id: r.entryId,
+        wrapped: Buffer.from(wrapped).toString('hex'),
+        segment: c?.segment ?? null,
+        offset: c?.offset ?? null,
+        length: c?.length ?? null,
+      });
     }
     const survivors = candidates.filter((r) => !refused.has(r.entryId));
     // the survivors' embedding rows, re-sealed under the new key as they are
@@ -177,7 +183,12 @@ async function convertLegacy(
     }
     let payload: ReturnType<typeof openEntry>;
     try {
-      payload = openEntry(from.dek, { keyId: row.keyId, entryId: row.entryId, seq: row.seq }, null, frameAt(bytes, { offset: row.frameOffset, length: row.frameLength }));
+      payload = openEntry(
+        from.dek,
+        { keyId: row.keyId, entryId: row.entryId, seq: row.seq },
+        null,
+        frameAt(bytes, { offset: row.frameOffset, length: row.frameLength }),
+      );
     } catch (e) {
       // a writer-registered frame the indexer has not checked yet that does not open: refused now (it dies with the old key)
       if (!(await deps.indexer.isQueued(row.entryId))) throw e;

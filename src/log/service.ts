@@ -48,15 +48,21 @@ export class LogService {
    */
   async drained(options: { timeoutMs?: number; subjectHash?: Uint8Array } = {}): Promise<void> {
     const left = await this.indexer.waitIndexed({ ...options, drain: true });
-    if (left > 0) throw new LetheError('unavailable', `${left} registered entr${left === 1 ? 'y is' : 'ies are'} not indexed yet: the indexing queue did not drain in time`);
+    if (left > 0)
+      throw new LetheError(
+        'unavailable',
+        `${left} registered entr${left === 1 ? 'y is' : 'ies are'} not indexed yet: the indexing queue did not drain in time`,
+      );
   }
 
-  append = (subject: string, input: AppendInput, actor: string): Promise<{ entryId: string; keyId: string; seq: number }> => append(this.#c, subject, input, actor);
+  append = (subject: string, input: AppendInput, actor: string): Promise<{ entryId: string; keyId: string; seq: number }> =>
+    append(this.#c, subject, input, actor);
   /** An append with an idempotency key (idempotency.ts): a retry with the same key and body answers the first's result. */
   appendOnce = (subject: string, input: AppendInput, actor: string, once: AppendOnce): Promise<{ appended: RecordedAppend; replayed: boolean }> =>
     appendOnce(this.#c, subject, input, actor, once);
   /** Reserves `count` sequence numbers under the subject's live key for a writer that seals locally. */
-  reserve = (subject: string, count: number, actor: string): Promise<{ keyId: string; firstSeq: number; count: number }> => reserve(this.#c, subject, count, actor);
+  reserve = (subject: string, count: number, actor: string): Promise<{ keyId: string; firstSeq: number; count: number }> =>
+    reserve(this.#c, subject, count, actor);
 
   /** Indexes frames a writer sealed and uploaded itself (registration.ts). Idempotent per entry id. */
   async register(segment: string, entries: readonly RegisteredEntry[]): Promise<RegistrationResult[]> {
@@ -75,12 +81,15 @@ export class LogService {
     return (await read(this.#c, subject)).entries;
   }
 
-  read = (subject: string, page: { afterSeq?: number | undefined; limit?: number | undefined } = {}): Promise<{ entries: Entry[]; keyId: string }> => read(this.#c, subject, page);
+  read = (subject: string, page: { afterSeq?: number | undefined; limit?: number | undefined } = {}): Promise<{ entries: Entry[]; keyId: string }> =>
+    read(this.#c, subject, page);
   readMany = (ids: readonly string[], options: { forgottenBy?: string } = {}): Promise<Map<string, Entry>> => readMany(this.#c, ids, options);
   get = (entryId: string): Promise<Entry> => get(this.#c, entryId);
   entryIdsOf = (keyId: string): Promise<string[]> => entryIdsOf(this.#c, keyId);
-  locate = (ids: readonly string[]): Promise<Array<{ entryId: string; subjectHash: Uint8Array; keyId: string; forgottenBy: string | null }>> => locate(this.#c, ids);
-  markForgotten = (tx: Transaction, erasureId: string, subjectHash: Uint8Array, ids: readonly string[]): Promise<void> => markForgotten(this.#c, tx, erasureId, subjectHash, ids);
+  locate = (ids: readonly string[]): Promise<Array<{ entryId: string; subjectHash: Uint8Array; keyId: string; forgottenBy: string | null }>> =>
+    locate(this.#c, ids);
+  markForgotten = (tx: Transaction, erasureId: string, subjectHash: Uint8Array, ids: readonly string[]): Promise<void> =>
+    markForgotten(this.#c, tx, erasureId, subjectHash, ids);
   hasEntries = (subjectHash: Uint8Array): Promise<boolean> => hasEntries(this.#c, subjectHash);
 
   /**

@@ -29,8 +29,6 @@ export function describeError(err: unknown): { name: string; code?: string; mess
   if (!(err instanceof Error)) return { name: 'unknown', message: String(err) };
   const cause = (err as { cause?: unknown }).cause;
   const code = (err as { code?: unknown }).code ?? (cause as { code?: unknown } | undefined)?.code;
-  const message = err.message.startsWith('Failed query:')
-    ? `query failed: ${cause instanceof Error ? cause.message : 'unknown cause'}`
-    : err.message;
+  const message = err.message.startsWith('Failed query:') ? `query failed: ${cause instanceof Error ? cause.message : 'unknown cause'}` : err.message;
   return { name: err.name, ...(typeof code === 'string' ? { code } : {}), message };
 }

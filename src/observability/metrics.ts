@@ -122,26 +122,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       labelNames: ['operation'],
       registers,
     }),
-    erasureStepRetries: new Counter({
-      name: 'lethe_erasure_step_retries_total',
-      help: 'Erasure step attempts that failed and will be retried, by step and kind of failure (unavailable, database, deadline, conflict, other)',
-      labelNames: ['step', 'kind'],
-      registers,
-    }),
-    erasureWatchers: new Gauge({ name: 'lethe_erasure_watchers', help: 'Erasure watchers running on this replica (one per erasure its events streams follow)', registers }),
-    erasureWatcherRefreshes: new Counter({
-      name: 'lethe_erasure_watcher_refreshes_total',
-      help: 'Database reads by erasure watchers, by what woke them (start, notification, local, reconnect, poll)',
-      labelNames: ['cause'],
-      registers,
-    }),
-    erasureStreams: new Gauge({ name: 'lethe_erasure_event_streams', help: 'Open erasure events streams (GET /v1/erasures/{id}/events) on this replica', registers }),
-    certificateRefusals: new Counter({
-      name: 'lethe_certificate_refusals_total',
-      help: 'Provisional certificates the finalizer refused to sign final because the erasure disagreed with what the vault signed and audited (signature, audit, digest, outcome): an alarm',
-      labelNames: ['reason'],
-      registers,
-    }),
+    ...erasureMetrics(registers),
     orphanedRejections: new Counter({
       name: 'lethe_orphaned_rejections_total',
       help: 'Calls that failed when their connection dropped after nothing waited for them any more, by origin (database, object-store, kms, unknown); the process carried on',
@@ -155,4 +136,38 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     }),
   };
   return metrics;
+}
+
+/** The erasure engine's metrics: step retries, watchers and their reads, events streams, certificate refusals. */
+function erasureMetrics(registers: Registry[]) {
+  return {
+    erasureStepRetries: new Counter({
+      name: 'lethe_erasure_step_retries_total',
+      help: 'Erasure step attempts that failed and will be retried, by step and kind of failure (unavailable, database, deadline, conflict, other)',
+      labelNames: ['step', 'kind'],
+      registers,
+    }),
+    erasureWatchers: new Gauge({
+      name: 'lethe_erasure_watchers',
+      help: 'Erasure watchers running on this replica (one per erasure its events streams follow)',
+      registers,
+    }),
+    erasureWatcherRefreshes: new Counter({
+      name: 'lethe_erasure_watcher_refreshes_total',
+      help: 'Database reads by erasure watchers, by what woke them (start, notification, local, reconnect, poll)',
+      labelNames: ['cause'],
+      registers,
+    }),
+    erasureStreams: new Gauge({
+      name: 'lethe_erasure_event_streams',
+      help: 'Open erasure events streams (GET /v1/erasures/{id}/events) on this replica',
+      registers,
+    }),
+    certificateRefusals: new Counter({
+      name: 'lethe_certificate_refusals_total',
+      help: 'Provisional certificates the finalizer refused to sign final because the erasure disagreed with what the vault signed and audited (signature, audit, digest, outcome): an alarm',
+      labelNames: ['reason'],
+      registers,
+    }),
+  };
 }

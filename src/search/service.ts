@@ -114,7 +114,16 @@ export class Search {
       for (const c of candidates) {
         const j = judged.get(c.id);
         if (!j) continue;
-        hits.push({ id: j.id, type: j.type, score: Math.round(c.score * 1e6) / 1e6, text: j.text, subject: j.subject, kind: j.kind, metadata: j.metadata, createdAt: j.createdAt });
+        hits.push({
+          id: j.id,
+          type: j.type,
+          score: Math.round(c.score * 1e6) / 1e6,
+          text: j.text,
+          subject: j.subject,
+          kind: j.kind,
+          metadata: j.metadata,
+          createdAt: j.createdAt,
+        });
         if (hits.length === k) break;
       }
       if (hits.length === k || candidates.length < n || round === MAX_WIDENINGS) break;
@@ -143,10 +152,30 @@ export class Search {
     for (const c of candidates) {
       if (c.type === 'entry') {
         const e = entries.get(c.id);
-        if (e) out.set(c.id, { id: c.id, type: 'entry', text: e.text, subject: scope.entrySubject(c), kind: e.kind, metadata: e.metadata, createdAt: e.createdAt, keyId: e.keyId });
+        if (e)
+          out.set(c.id, {
+            id: c.id,
+            type: 'entry',
+            text: e.text,
+            subject: scope.entrySubject(c),
+            kind: e.kind,
+            metadata: e.metadata,
+            createdAt: e.createdAt,
+            keyId: e.keyId,
+          });
       } else {
         const a = arts.get(c.id);
-        if (a) out.set(c.id, { id: c.id, type: 'artifact', text: a.text, subject: inScope.get(c.id) ?? null, kind: a.kind, metadata: null, createdAt: a.updatedAt, keyId: a.keyId });
+        if (a)
+          out.set(c.id, {
+            id: c.id,
+            type: 'artifact',
+            text: a.text,
+            subject: inScope.get(c.id) ?? null,
+            kind: a.kind,
+            metadata: null,
+            createdAt: a.updatedAt,
+            keyId: a.keyId,
+          });
       }
     }
     return out;

@@ -223,7 +223,8 @@ export class FsObjectStore implements ObjectStore {
       }
       // the folder's disk or permissions failing is an outage to wait out, like an object store that does not answer
       const code = (e as NodeJS.ErrnoException).code;
-      if (code && STORE_FAULTS.has(code)) throw new LetheError('unavailable', `the local object store ${this.#dir} failed: ${code} (${STORE_FAULTS.get(code)})`, { cause: e });
+      if (code && STORE_FAULTS.has(code))
+        throw new LetheError('unavailable', `the local object store ${this.#dir} failed: ${code} (${STORE_FAULTS.get(code)})`, { cause: e });
       throw e;
     }
   }

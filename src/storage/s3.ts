@@ -76,16 +76,22 @@ export class S3ObjectStore implements ObjectStore {
           if ((e as { code?: string }).code !== 'ObjectLockConfigurationNotFoundError') throw e;
         }
         if (current?.objectLockEnabled !== 'Enabled') {
-          throw new LetheError('unavailable', `bucket ${this.bucket} exists without Object Lock, which can only be turned on when a bucket is created: use a new bucket name`, {
-            retryable: false,
-          });
+          throw new LetheError(
+            'unavailable',
+            `bucket ${this.bucket} exists without Object Lock, which can only be turned on when a bucket is created: use a new bucket name`,
+            {
+              retryable: false,
+            },
+          );
         }
       }
       if (options.versioned || lock) await this.#client.setBucketVersioning(this.bucket, { Status: 'Enabled' });
       if (lock) {
         const mode = lock.mode === 'compliance' ? 'COMPLIANCE' : 'GOVERNANCE';
         // never weaken an existing default (compliance to governance, or a shorter retention)
-        const weaker = (current?.mode === 'COMPLIANCE' && mode === 'GOVERNANCE') || (current?.validity !== undefined && lock.days < current.validity && current.mode === mode);
+        const weaker =
+          (current?.mode === 'COMPLIANCE' && mode === 'GOVERNANCE') ||
+          (current?.validity !== undefined && lock.days < current.validity && current.mode === mode);
         if (!weaker) await this.#client.setObjectLockConfig(this.bucket, { mode, unit: 'Days', validity: lock.days } as never);
       }
     });
@@ -112,7 +118,11 @@ export class S3ObjectStore implements ObjectStore {
     );
     const retain = options.retain;
     if (retain && stored.versionId) {
-      const retention = { versionId: stored.versionId, mode: retain.mode === 'compliance' ? 'COMPLIANCE' : 'GOVERNANCE', retainUntilDate: retain.until.toISOString() } as const;
+      const retention = {
+        versionId: stored.versionId,
+        mode: retain.mode === 'compliance' ? 'COMPLIANCE' : 'GOVERNANCE',
+        retainUntilDate: retain.until.toISOString(),
+      } as const;
       try {
         await this.#client.putObjectRetention(this.bucket, key, retention);
       } catch (e) {
@@ -136,7 +146,8 @@ export class S3ObjectStore implements ObjectStore {
           const stream = this.#client.listObjects(this.bucket, key, false, { IncludeVersion: true });
           stream.on('data', (item) => {
             const v = item as { name?: string; versionId?: string | null; isDeleteMarker?: boolean; lastModified?: Date };
-            if (v.name === key && !v.isDeleteMarker && v.versionId) out.push({ versionId: v.versionId, at: v.lastModified ? new Date(v.lastModified).getTime() : 0 });
+            if (v.name === key && !v.isDeleteMarker && v.versionId)
+              out.push({ versionId: v.versionId, at: v.lastModified ? new Date(v.lastModified).getTime() : 0 });
           });
           stream.on('error', reject);
           stream.on('end', () => resolve(out));

@@ -40,7 +40,9 @@ export class CertificateKeys {
   async rotate(actor: string): Promise<{ current: SigningKeyInfo; retired: SigningKeyInfo }> {
     const result = await this.#provider.rotateSigningKey();
     await this.#db.transaction((tx) =>
-      this.#audit.append(tx, [{ actor, action: 'certificate.key.rotate', detail: { keyId: result.current.keyId, retiredKeyId: result.retired.keyId, provider: this.#provider.name } }]),
+      this.#audit.append(tx, [
+        { actor, action: 'certificate.key.rotate', detail: { keyId: result.current.keyId, retiredKeyId: result.retired.keyId, provider: this.#provider.name } },
+      ]),
     );
     return result;
   }

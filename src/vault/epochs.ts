@@ -170,7 +170,11 @@ export class EpochService {
     const goneAt = state.state === 'pending' ? state.goneAt : null;
     await db.transaction(async (tx) => {
       // a new date when the provider gives one; without one the date stays and the next pass asks again
-      if (goneAt) await tx.update(epochs).set({ retiredAt: goneAt }).where(and(eq(epochs.epoch, epoch), eq(epochs.state, 'retired')));
+      if (goneAt)
+        await tx
+          .update(epochs)
+          .set({ retiredAt: goneAt })
+          .where(and(eq(epochs.epoch, epoch), eq(epochs.state, 'retired')));
       await this.#d.audit.append(tx, [
         {
           actor: 'system',
@@ -240,9 +244,7 @@ export class EpochService {
       }
       assertEpochTransition(target.state, 'active');
       await tx.update(epochs).set({ state: 'active', activatedAt: now }).where(eq(epochs.epoch, epoch));
-      await this.#d.audit.append(tx, [
-        { actor, action: 'kek.rotate', epoch, detail: { phase: 'activated', previous: previous?.epoch ?? null } },
-      ]);
+      await this.#d.audit.append(tx, [{ actor, action: 'kek.rotate', epoch, detail: { phase: 'activated', previous: previous?.epoch ?? null } }]);
     });
   }
 
@@ -344,7 +346,12 @@ export class EpochService {
         assertEpochTransition(fresh.state, 'retired');
         await tx.update(epochs).set({ state: 'retired', retiredAt }).where(eq(epochs.epoch, row.epoch));
         await this.#d.audit.append(tx, [
-          { actor, action: 'kek.epoch.retire', epoch: row.epoch, detail: { provider: provider.name, ...(retiredAt > now ? { goneAt: retiredAt.toISOString() } : {}) } },
+          {
+            actor,
+            action: 'kek.epoch.retire',
+            epoch: row.epoch,
+            detail: { provider: provider.name, ...(retiredAt > now ? { goneAt: retiredAt.toISOString() } : {}) },
+          },
         ]);
         await notify(tx, { t: 'epoch', epoch: row.epoch });
       });
@@ -353,7 +360,6 @@ export class EpochService {
     return retired;
   }
 }
-
 
 /**
  * Whether an epoch's KEK is gone for good at `now`: retired (destroyed in the

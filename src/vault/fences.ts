@@ -81,7 +81,10 @@ export async function assertKeysLive(tx: Transaction, keyIds: readonly string[],
   const live = new Set([...subjectRows.map((r) => r.key_id), ...artifactRows.map((r) => r.key_id)]);
   const missing = [...new Set(keyIds)].filter((k) => !live.has(k));
   if (missing.length > 0) {
-    throw new LetheError('source_erased', `${what}: ${missing.length} key(s) it covers were destroyed since (content was erased); read again and rebuild without it`);
+    throw new LetheError(
+      'source_erased',
+      `${what}: ${missing.length} key(s) it covers were destroyed since (content was erased); read again and rebuild without it`,
+    );
   }
   if (subjectRows.some((r) => r.state === 'fenced')) {
     throw new LetheError('erasure_in_progress', `${what}: a subject it covers is being erased; try again after the erasure`);

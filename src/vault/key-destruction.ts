@@ -72,7 +72,9 @@ export function replaceSubjectKey(d: Deps, oldKeyId: string, options: Replacemen
     if (!row) throw new LetheError('key_destroyed', 'the key to replace no longer exists');
     const state = options.newState ?? 'active';
     if (state === 'active' && (await options.refuseIf?.(tx, row.subjectHash))) {
-      throw new LetheError('conflict', 'an erasure of the subject was requested during the re-key: it takes the subject\'s key over, nothing was replaced', { retryable: true });
+      throw new LetheError('conflict', "an erasure of the subject was requested during the re-key: it takes the subject's key over, nothing was replaced", {
+        retryable: true,
+      });
     }
     const { epoch, wrappedDek } = await wrapUnderActive(tx, d.provider, options.newKeyId, options.newDek, 'subject');
     const destruction = await destroyLocked(d, tx, row, options);
@@ -87,7 +89,9 @@ export function replaceSubjectKey(d: Deps, oldKeyId: string, options: Replacemen
       updatedAt: now,
       nextSeq: row.nextSeq,
     });
-    await d.audit.append(tx, [{ actor: options.actor, action: 'key.create', keyId: options.newKeyId, subjectHash: row.subjectHash, epoch, detail: { replaces: oldKeyId } }]);
+    await d.audit.append(tx, [
+      { actor: options.actor, action: 'key.create', keyId: options.newKeyId, subjectHash: row.subjectHash, epoch, detail: { replaces: oldKeyId } },
+    ]);
     await options.migrate(tx);
     return destruction;
   });

@@ -37,7 +37,8 @@ export async function ensureKey(c: KeyContext, subject: string, actor: string): 
  */
 export async function ensureKeys(c: KeyContext, subjects: readonly string[], actor: string): Promise<BulkKeyResult[]> {
   if (subjects.length === 0) throw new LetheError('validation_failed', 'subjects: at least one subject');
-  if (subjects.length > MAX_BULK_SUBJECTS) throw new LetheError('payload_too_large', `subjects: at most ${MAX_BULK_SUBJECTS} subjects per request (got ${subjects.length})`);
+  if (subjects.length > MAX_BULK_SUBJECTS)
+    throw new LetheError('payload_too_large', `subjects: at most ${MAX_BULK_SUBJECTS} subjects per request (got ${subjects.length})`);
   const seen = new Set<string>();
   subjects.forEach((subject, i) => {
     try {
@@ -59,7 +60,11 @@ export async function ensureKeys(c: KeyContext, subjects: readonly string[], act
   c.d.metrics.keysCreated.inc(made.filter((o) => o.kind === 'created').length);
   return subjects.map((subject, i): BulkKeyResult => {
     const fromSurvey = known.get(hashHex(hashes[i]!));
-    const outcome: CreationOutcome = outcomes.get(i) ?? (fromSurvey && 'row' in fromSurvey ? { kind: 'existing', row: fromSurvey.row } : { kind: 'refused', refusal: (fromSurvey as { refusal: LetheError }).refusal });
+    const outcome: CreationOutcome =
+      outcomes.get(i) ??
+      (fromSurvey && 'row' in fromSurvey
+        ? { kind: 'existing', row: fromSurvey.row }
+        : { kind: 'refused', refusal: (fromSurvey as { refusal: LetheError }).refusal });
     if (outcome.kind === 'refused') return { subject, status: 'refused', refusal: outcome.refusal };
     if (outcome.kind === 'created') return { subject, status: 'created', keyId: outcome.keyId, createdAt: outcome.createdAt };
     if (outcome.row.state === 'fenced') return { subject, status: 'refused', refusal: fencedRefusal() };

@@ -37,7 +37,10 @@ export async function lease(c: KeyContext, subject: string, actor: string): Prom
     if (outcome === 'fenced') {
       if (attempt < 2 && (await awaitRekey(c, subjectHash))) continue;
       metrics.leases.inc({ outcome: 'fenced' });
-      throw new LetheError('erasure_in_progress', 'the subject key is fenced: the subject is being erased, or re-keyed for a moment while some of its entries are forgotten; no new leases are handed out until then');
+      throw new LetheError(
+        'erasure_in_progress',
+        'the subject key is fenced: the subject is being erased, or re-keyed for a moment while some of its entries are forgotten; no new leases are handed out until then',
+      );
     }
     // 'gone': the cached key was destroyed meanwhile; look again.
   }
@@ -87,7 +90,8 @@ export async function loadOrCreate(c: KeyContext, subjectHash: Uint8Array, subje
   if (!row) {
     const [outcome] = await c.creator.create([{ subjectHash, actor }], { keepDek: true });
     if (outcome!.kind === 'refused') throw outcome!.refusal;
-    if (outcome!.kind === 'existing') row = outcome!.row; // another request created it first: use that one
+    if (outcome!.kind === 'existing')
+      row = outcome!.row; // another request created it first: use that one
     else c.d.metrics.keysCreated.inc();
     keyId = outcome!.kind === 'created' ? outcome!.keyId : outcome!.row.keyId;
     dek = outcome!.kind === 'created' ? outcome!.dek! : new Uint8Array(0);

@@ -20,7 +20,19 @@ import { ensureKey, ensureKeys } from './key-ensure.js';
 import { awaitRekey, fenceSubjectWithin, transition, unfenceKey } from './key-fence.js';
 import { lease, releaseLease, writingKey } from './key-lease.js';
 import { liveKeyOf, liveKeysOf, reserveSeqs, states, statusOf, validity } from './key-reads.js';
-import type { BulkKeyResult, KeyContext, KeyCreationGuard, KeyCreationRefusals, KeyServiceDeps, Lease, LeaseRelease, LiveKey, SubjectKeyInfo, SubjectStatus, Validity } from './key-types.js';
+import type {
+  BulkKeyResult,
+  KeyContext,
+  KeyCreationGuard,
+  KeyCreationRefusals,
+  KeyServiceDeps,
+  Lease,
+  LeaseRelease,
+  LiveKey,
+  SubjectKeyInfo,
+  SubjectStatus,
+  Validity,
+} from './key-types.js';
 import { LeaseRecorder, leaseSummary, type LeaseSummary } from './leases.js';
 import { hashHex } from './subjects.js';
 
@@ -157,7 +169,8 @@ export class KeyService {
   /** Blocks new leases for the key (the erasure engine's fence step). */
   fenceKey = (keyId: string, actor: string): Promise<void> => transition(this.#c, keyId, 'fenced', actor);
   unfenceKey = (keyId: string, actor: string): Promise<void> => unfenceKey(this.#c, keyId, actor);
-  fenceSubjectWithin = (tx: Transaction, subjectHash: Uint8Array, actor: string): Promise<string | undefined> => fenceSubjectWithin(this.#c, tx, subjectHash, actor);
+  fenceSubjectWithin = (tx: Transaction, subjectHash: Uint8Array, actor: string): Promise<string | undefined> =>
+    fenceSubjectWithin(this.#c, tx, subjectHash, actor);
   awaitRekey = (subjectHash: Uint8Array, timeoutMs?: number): Promise<boolean> => awaitRekey(this.#c, subjectHash, timeoutMs);
   validity = (keyIds: readonly string[]): Promise<Record<string, Validity>> => validity(this.#c, keyIds);
   findKey = (subject: string): Promise<LiveKey | undefined> => liveKeyOf(this.#c, this.subjectHash(subject));

@@ -181,7 +181,13 @@ export interface LeaseSummary {
 }
 
 export async function leaseSummary(exec: Parameters<typeof queryRows>[0], keyId: string): Promise<LeaseSummary> {
-  const [row] = await queryRows<{ leases: number; released: number; outstanding: string | Date | null; ended: string | Date | null; last_released: boolean | null }>(
+  const [row] = await queryRows<{
+    leases: number;
+    released: number;
+    outstanding: string | Date | null;
+    ended: string | Date | null;
+    last_released: boolean | null;
+  }>(
     exec,
     sql`with e as (${keyLeases(keyId)})
         select count(*)::int as leases, count(released_at)::int as released,
@@ -246,7 +252,9 @@ export async function recordRelease(
 ): Promise<boolean> {
   try {
     await db.transaction(async (tx) => {
-      await audit.append(tx, [{ actor: release.actor, action: 'key.lease.release', keyId: release.keyId, subjectHash: release.subjectHash, detail: { leaseId: release.leaseId } }]);
+      await audit.append(tx, [
+        { actor: release.actor, action: 'key.lease.release', keyId: release.keyId, subjectHash: release.subjectHash, detail: { leaseId: release.leaseId } },
+      ]);
       const [row] = await queryRows<{ n: number }>(
         tx,
         sql`select count(*)::int as n from audit_log

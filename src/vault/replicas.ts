@@ -40,7 +40,16 @@ export interface Acknowledgement {
   readonly silent: readonly ReplicaRow[];
 }
 
-type Raw = { replica_id: string; started_at: Date | string; seen_at: Date | string; applied_seq: string | number; listener: 'up' | 'down'; index: 'ready' | 'rebuilding'; alive: boolean; now: Date | string };
+type Raw = {
+  replica_id: string;
+  started_at: Date | string;
+  seen_at: Date | string;
+  applied_seq: string | number;
+  listener: 'up' | 'down';
+  index: 'ready' | 'rebuilding';
+  alive: boolean;
+  now: Date | string;
+};
 
 export class ReplicaHeartbeats {
   readonly #db: Database;

@@ -32,7 +32,5 @@ export async function replayDestructions(tx: Transaction, rows: ReadonlyArray<Om
 
 /** Moves the ledger's seq counter past every row (after rows were loaded with their own seq). */
 export async function resyncLedgerSeq(tx: Executor): Promise<void> {
-  await tx.execute(
-    sql`select setval(pg_get_serial_sequence('destruction_ledger', 'seq'), coalesce((select max(seq) from destruction_ledger), 0) + 1, false)`,
-  );
+  await tx.execute(sql`select setval(pg_get_serial_sequence('destruction_ledger', 'seq'), coalesce((select max(seq) from destruction_ledger), 0) + 1, false)`);
 }

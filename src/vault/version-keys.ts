@@ -42,10 +42,7 @@ export class VersionKeys {
   }
 
   /** Stores `key` wrapped for `purpose` under the active epoch, inside `tx`. */
-  async store(
-    tx: Transaction,
-    input: { keyId: string; key: Uint8Array; artifactId: string; version: number; purpose: VersionKeyPurpose },
-  ): Promise<void> {
+  async store(tx: Transaction, input: { keyId: string; key: Uint8Array; artifactId: string; version: number; purpose: VersionKeyPurpose }): Promise<void> {
     const { epoch, wrappedDek } = await wrapUnderActive(tx, this.#provider, input.keyId, input.key, input.purpose);
     await tx
       .insert(artifactKeys)
@@ -62,7 +59,10 @@ export class VersionKeys {
     const checked = async () => {
       const row = await this.#row(keyId);
       if (row && row.purpose !== purpose) {
-        throw new LetheError('conflict', `key ${keyId} is ${row.purpose === 'erasure' ? 'an erasure key' : 'an artifact-version key'}, not ${purpose === 'erasure' ? 'an erasure key' : 'an artifact-version key'}`);
+        throw new LetheError(
+          'conflict',
+          `key ${keyId} is ${row.purpose === 'erasure' ? 'an erasure key' : 'an artifact-version key'}, not ${purpose === 'erasure' ? 'an erasure key' : 'an artifact-version key'}`,
+        );
       }
       return row;
     };
@@ -91,7 +91,13 @@ export class VersionKeys {
     await this.#destructions.record(
       tx,
       { keyId, keyKind: 'artifact-version', subjectHash: null, destroyedAt: new Date(), reason: options.reason, wrappedEpoch: row.epoch, leasedUntil: null },
-      { actor: options.actor, action: 'artifact.key.destroy', keyId, epoch: row.epoch, detail: { artifactId: options.artifactId, version: row.version, reason: options.reason } },
+      {
+        actor: options.actor,
+        action: 'artifact.key.destroy',
+        keyId,
+        epoch: row.epoch,
+        detail: { artifactId: options.artifactId, version: row.version, reason: options.reason },
+      },
     );
     return true;
   }

@@ -89,9 +89,15 @@ export const EMBEDDINGS_PER_NOTIFY = 100;
  * `rewritten`: rows computed again under the key they already had (a re-index), which a
  * replica must load even though it holds the record under that key.
  */
-export async function notifyEmbeddings(exec: Executor, records: ReadonlyArray<{ recordId: string; keyId: string }>, options: { rewritten?: boolean } = {}): Promise<void> {
+export async function notifyEmbeddings(
+  exec: Executor,
+  records: ReadonlyArray<{ recordId: string; keyId: string }>,
+  options: { rewritten?: boolean } = {},
+): Promise<void> {
   for (let i = 0; i < records.length; i += EMBEDDINGS_PER_NOTIFY) {
-    const r = records.slice(i, i + EMBEDDINGS_PER_NOTIFY).map((x) => (options.rewritten ? ([x.recordId, x.keyId, 1] as const) : ([x.recordId, x.keyId] as const)));
+    const r = records
+      .slice(i, i + EMBEDDINGS_PER_NOTIFY)
+      .map((x) => (options.rewritten ? ([x.recordId, x.keyId, 1] as const) : ([x.recordId, x.keyId] as const)));
     await notify(exec, { t: 'embeddings', r });
   }
 }

@@ -36,7 +36,12 @@ export function vectorIndexErasable(d: VectorErasableDeps): Erasable {
   /** Rows at rest plus vectors in this replica's index. */
   const readable: Erasable['readable'] = async (scope) => {
     const index = d.vectors.index;
-    const inMemory = scope.kind === 'subject' ? (scope.keyId ? index.idsOfKey(scope.keyId).length : 0) : scope.entryIds.filter((id) => index.vectorOf(id) !== undefined).length;
+    const inMemory =
+      scope.kind === 'subject'
+        ? scope.keyId
+          ? index.idsOfKey(scope.keyId).length
+          : 0
+        : scope.entryIds.filter((id) => index.vectorOf(id) !== undefined).length;
     return (await stored(scope)) + inMemory;
   };
   return {

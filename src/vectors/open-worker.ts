@@ -25,7 +25,12 @@ function warmUp(): void {
   try {
     const place = { recordId: 'warm-up', keyId: 'warm-up', model: 'warm-up' };
     const vector = Float32Array.from({ length: 512 }, (_, i) => Math.sin(i));
-    const sealed = sealEmbedding(key, place, vector, new Float64Array(24).map((_, i) => i));
+    const sealed = sealEmbedding(
+      key,
+      place,
+      vector,
+      new Float64Array(24).map((_, i) => i),
+    );
     for (let i = 0; i < WARM_UP; i++) openSealedRecord(key, place, sealed, 512).vector?.fill(0);
   } finally {
     key.fill(0);
@@ -38,7 +43,10 @@ port.on('message', (message: { id: number; batch: OpenBatch }) => {
     port.postMessage({ id: message.id, out }, [out.vectors.buffer as ArrayBuffer, out.shingles.buffer as ArrayBuffer]);
   } catch (e) {
     message.batch.keys.fill(0);
-    port.postMessage({ id: message.id, error: { code: isLetheError(e) ? e.code : 'internal', message: e instanceof Error ? e.message : 'opening a batch failed' } });
+    port.postMessage({
+      id: message.id,
+      error: { code: isLetheError(e) ? e.code : 'internal', message: e instanceof Error ? e.message : 'opening a batch failed' },
+    });
   }
 });
 

@@ -66,7 +66,8 @@ export class OpenAiEmbedder implements Embedder {
       if (at < 0 || at >= texts.length || out[at]) throw new LetheError('unavailable', 'the embeddings endpoint answered a bad index');
       out[at] = normalize(Float32Array.from(values as number[]));
     });
-    if (out.some((v) => v === undefined) || out.length !== texts.length) throw new LetheError('unavailable', 'the embeddings endpoint left an input without a vector');
+    if (out.some((v) => v === undefined) || out.length !== texts.length)
+      throw new LetheError('unavailable', 'the embeddings endpoint left an input without a vector');
     return out;
   }
 }

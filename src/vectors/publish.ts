@@ -99,7 +99,10 @@ export async function scrubbed(c: VectorsContext, timeoutMs = SCRUB_WAIT_MS): Pr
 
 /** Loads one record's sealed row (another replica wrote it). */
 export async function load(c: VectorsContext, recordId: string): Promise<void> {
-  const [row] = await queryRows<SealedRow>(c.d.db, sql`select record_id, record_type, key_id, model, sealed, fold_version from embeddings where record_id = ${recordId}`);
+  const [row] = await queryRows<SealedRow>(
+    c.d.db,
+    sql`select record_id, record_type, key_id, model, sealed, fold_version from embeddings where record_id = ${recordId}`,
+  );
   if (!row) return;
   let key: Uint8Array;
   try {

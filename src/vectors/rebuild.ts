@@ -159,7 +159,10 @@ async function runRebuild(c: VectorsContext, pageSize: number, options: RebuildO
   }
   if (tally.unopened > 0) c.d.logger.warn({ unopened: tally.unopened }, 'some stored embeddings did not open under their key and are not indexed');
   if (tally.otherModel > 0) {
-    c.d.logger.warn({ otherModel: tally.otherModel, model: c.d.embedder.model }, 'some stored embeddings were made by another embedder model and are not searchable');
+    c.d.logger.warn(
+      { otherModel: tally.otherModel, model: c.d.embedder.model },
+      'some stored embeddings were made by another embedder model and are not searchable',
+    );
   }
   c.d.metrics.indexVectors.set(c.current.vectors.size);
   return { loaded: tally.loaded, destroyed: tally.destroyed, otherModel: tally.otherModel, workers: pooled ? pool!.workers : 0 };
@@ -212,7 +215,14 @@ async function dropDestroyed(c: VectorsContext, building: Indexes, during: Set<s
 }
 
 /** Files one opened batch in the indexes being built (a row of a key destroyed meanwhile is left out); zeroes the batch. */
-function fileBatch(c: VectorsContext, building: Indexes, rows: readonly BatchRow[], opened: OpenedBatch, tally: RebuildTally, gone: (keyId: string) => boolean): void {
+function fileBatch(
+  c: VectorsContext,
+  building: Indexes,
+  rows: readonly BatchRow[],
+  opened: OpenedBatch,
+  tally: RebuildTally,
+  gone: (keyId: string) => boolean,
+): void {
   const d = c.d.embedder.dimensions;
   const vectors: IndexedVector[] = [];
   try {
@@ -229,7 +239,8 @@ function fileBatch(c: VectorsContext, building: Indexes, rows: readonly BatchRow
       }
       if (!opened.hasVector[i]) tally.otherModel++;
       // a newer write (published meanwhile) wins over what this page read
-      if (opened.hasVector[i] && !building.vectors.has(recordId)) vectors.push({ id: recordId, type: recordType, keyId, vector: opened.vectors.subarray(i * d, (i + 1) * d) });
+      if (opened.hasVector[i] && !building.vectors.has(recordId))
+        vectors.push({ id: recordId, type: recordType, keyId, vector: opened.vectors.subarray(i * d, (i + 1) * d) });
       if (opened.hasShingles[i] && !building.lexical.has(recordId)) {
         building.lexical.upsert(recordId, recordType, keyId, opened.shingles.slice(opened.shinglesAt[i]!, opened.shinglesAt[i + 1]!));
       }

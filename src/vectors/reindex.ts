@@ -47,7 +47,10 @@ export async function countStale(c: VectorsContext): Promise<number> {
  * a destruction or a newer write meanwhile wins and is left as it is); what was
  * written is announced and published. Answers how many rows were re-indexed.
  */
-export async function reindex(c: VectorsContext, records: ReadonlyArray<{ recordId: string; recordType: RecordType; keyId: string; text: string }>): Promise<number> {
+export async function reindex(
+  c: VectorsContext,
+  records: ReadonlyArray<{ recordId: string; recordType: RecordType; keyId: string; text: string }>,
+): Promise<number> {
   const byKey = new Map<string, Array<(typeof records)[number]>>();
   for (const r of records) byKey.set(r.keyId, [...(byKey.get(r.keyId) ?? []), r]);
   let written = 0;
@@ -61,7 +64,10 @@ export async function reindex(c: VectorsContext, records: ReadonlyArray<{ record
     }
     let sealed: Sealed[];
     try {
-      sealed = await sealEach(c, list.map((r) => ({ ...r, key })));
+      sealed = await sealEach(
+        c,
+        list.map((r) => ({ ...r, key })),
+      );
     } finally {
       zeroize(key);
     }

@@ -16,7 +16,10 @@ export function seal(
   keyId: string,
   key: Uint8Array,
 ): Promise<Sealed[]> {
-  return sealEach(c, records.map((r) => ({ ...r, keyId, key })));
+  return sealEach(
+    c,
+    records.map((r) => ({ ...r, keyId, key })),
+  );
 }
 
 /** Embeds all texts in one embedder call, and seals each vector and shingle set under its own record's key. */
@@ -56,7 +59,10 @@ export async function reseal(
   to: { keyId: string; key: Uint8Array },
   recordIds: ReadonlySet<string>,
 ): Promise<Array<IndexedRecord & SealedEmbedding>> {
-  const rows = await queryRows<SealedRow>(c.d.db, sql`select record_id, record_type, key_id, model, sealed, fold_version from embeddings where key_id = ${from.keyId}`);
+  const rows = await queryRows<SealedRow>(
+    c.d.db,
+    sql`select record_id, record_type, key_id, model, sealed, fold_version from embeddings where key_id = ${from.keyId}`,
+  );
   const out: Array<IndexedRecord & SealedEmbedding> = [];
   for (const [i, row] of rows.entries()) {
     // two envelope operations a row: let requests run between chunks

@@ -17,7 +17,16 @@
 import type { Transaction } from '../db/client.js';
 import type { Embedder } from './embedder.js';
 import type { SealedEmbedding, WrittenEmbedding } from './embeddings.js';
-import { type Coverage, freshIndexes, type IndexedRecord, type RebuildOptions, type RebuildResult, type Sealed, type VectorsContext, type VectorsDeps } from './context.js';
+import {
+  type Coverage,
+  freshIndexes,
+  type IndexedRecord,
+  type RebuildOptions,
+  type RebuildResult,
+  type Sealed,
+  type VectorsContext,
+  type VectorsDeps,
+} from './context.js';
 import { coverage, reconcile } from './coverage.js';
 import { deleteRecord, deleteSealedUnder } from './deletions.js';
 import { load, loadWritten, publish, publishingUnder, removeKey, scrubbed, unpublish } from './publish.js';
@@ -81,8 +90,11 @@ export class Vectors {
 
   seal = (records: readonly Text[], keyId: string, key: Uint8Array): Promise<Sealed[]> => seal(this.#c, records, keyId, key);
   sealEach = (records: readonly KeyedText[], embedded?: readonly Float32Array[]): Promise<Sealed[]> => sealEach(this.#c, records, embedded);
-  reseal = (from: { keyId: string; key: Uint8Array }, to: { keyId: string; key: Uint8Array }, recordIds: ReadonlySet<string>): Promise<Array<IndexedRecord & SealedEmbedding>> =>
-    reseal(this.#c, from, to, recordIds);
+  reseal = (
+    from: { keyId: string; key: Uint8Array },
+    to: { keyId: string; key: Uint8Array },
+    recordIds: ReadonlySet<string>,
+  ): Promise<Array<IndexedRecord & SealedEmbedding>> => reseal(this.#c, from, to, recordIds);
 
   publishingUnder = <T>(keyIds: string | readonly string[], fn: () => Promise<T>): Promise<T> => publishingUnder(this.#c, keyIds, fn);
   publish = (records: readonly IndexedRecord[]): void => publish(this.#c, records);

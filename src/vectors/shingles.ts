@@ -49,9 +49,9 @@ export function pairHash(a: number, b: number): number {
     x = Math.imul(x, 0xc2b2ae35);
     return (x ^ (x >>> 16)) >>> 0;
   };
-  const aLo = a % TWO_32 >>> 0;
+  const aLo = (a % TWO_32) >>> 0;
   const aHi = Math.floor(a / TWO_32);
-  const bLo = b % TWO_32 >>> 0;
+  const bLo = (b % TWO_32) >>> 0;
   const bHi = Math.floor(b / TWO_32);
   const lo = mix(aLo ^ mix(bLo + 0x9e3779b9) ^ Math.imul(bHi, 0x27d4eb2f));
   const hi = mix(aHi ^ mix(bHi ^ 0x7f4a7c15) ^ Math.imul(bLo, 0x165667b1) ^ lo) & HIGH_MASK;

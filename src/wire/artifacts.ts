@@ -12,10 +12,15 @@ export const SearchHitSchema = z
     type: z.enum(['entry', 'artifact']),
     score: z.number(),
     text: z.string(),
-    subject: z.string().nullable().meta({ description: 'the named subject the hit is of (an entry of it, an artifact derived from it alone); null for an artifact of several named subjects and in an allSubjects search' }),
-    kind: z.string().nullable().meta({ description: 'an entry\'s kind, or the artifact\'s (summary, fact, digest)' }),
-    metadata: z.record(z.string(), z.unknown()).nullable().meta({ description: 'an entry\'s metadata; null for artifacts' }),
-    createdAt: z.string().meta({ format: 'date-time', description: 'when the entry was appended; for an artifact, when its current version was written (its updatedAt)' }),
+    subject: z.string().nullable().meta({
+      description:
+        'the named subject the hit is of (an entry of it, an artifact derived from it alone); null for an artifact of several named subjects and in an allSubjects search',
+    }),
+    kind: z.string().nullable().meta({ description: "an entry's kind, or the artifact's (summary, fact, digest)" }),
+    metadata: z.record(z.string(), z.unknown()).nullable().meta({ description: "an entry's metadata; null for artifacts" }),
+    createdAt: z
+      .string()
+      .meta({ format: 'date-time', description: 'when the entry was appended; for an artifact, when its current version was written (its updatedAt)' }),
   })
   .meta({ id: 'SearchHit' });
 export type SearchHit = z.infer<typeof SearchHitSchema>;
@@ -44,7 +49,9 @@ export const RegenerationSchema = z
   .object({
     regenerated: z.array(z.object({ artifactId: z.string(), version: z.number().int() })),
     removed: z.array(z.string()),
-    destruction: z.enum(['durable', 'pending']).meta({ description: 'whether the destroyed version keys\' records are durable in the backup store\'s ledger chain' }),
+    destruction: z
+      .enum(['durable', 'pending'])
+      .meta({ description: "whether the destroyed version keys' records are durable in the backup store's ledger chain" }),
   })
   .meta({ id: 'Regeneration' });
 export type Regeneration = z.infer<typeof RegenerationSchema>;

@@ -5,5 +5,11 @@
 import { z } from 'zod';
 
 /** A backup as GET /v1/backups lists it. */
-export const BackupSchema = z.object({ backupId: z.string(), createdAt: z.string(), objects: z.number().int(), keys: z.number().int(), manifestVersion: z.number().int() });
+export const BackupSchema = z.object({
+  backupId: z.string(),
+  createdAt: z.string(),
+  objects: z.number().int(),
+  keys: z.number().int(),
+  manifestVersion: z.number().int(),
+});
 export type Backup = z.infer<typeof BackupSchema>;

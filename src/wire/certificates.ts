@@ -9,11 +9,18 @@ import { z } from 'zod';
 /** One certificate-signing public key, as the vault lists it. */
 export const SigningKeySchema = z
   .object({
-    keyId: z.string().meta({ description: 'derived from the public key (csk_ and 22 base64url characters); certificates name it in their payload as signingKeyId', example: 'csk_3q2-7wEXAMPLE0000000000' }),
+    keyId: z.string().meta({
+      description: 'derived from the public key (csk_ and 22 base64url characters); certificates name it in their payload as signingKeyId',
+      example: 'csk_3q2-7wEXAMPLE0000000000',
+    }),
     algorithm: z.literal('Ed25519'),
     publicKey: z.string().meta({ description: 'base64url of the 32-byte Ed25519 public key' }),
-    state: z.enum(['current', 'retired']).meta({ description: 'current signs new certificates; a retired key signs nothing more and stays listed so that what it signed still verifies' }),
-    origin: z.enum(['keyring', 'root-derived']).meta({ description: 'root-derived: the key derived from the root key that signed certificates before signing keys had ids' }),
+    state: z
+      .enum(['current', 'retired'])
+      .meta({ description: 'current signs new certificates; a retired key signs nothing more and stays listed so that what it signed still verifies' }),
+    origin: z
+      .enum(['keyring', 'root-derived'])
+      .meta({ description: 'root-derived: the key derived from the root key that signed certificates before signing keys had ids' }),
     createdAt: z.string().nullable().meta({ format: 'date-time' }),
     retiredAt: z.string().nullable().meta({ format: 'date-time' }),
   })

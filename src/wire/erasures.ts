@@ -13,7 +13,10 @@ export const BulkErasureItemSchema = z
     z.object({ index: z.number().int(), erasureId: z.string(), status: ErasureAcceptedSchema.shape.status, created: z.boolean() }),
     z.object({ index: z.number().int(), error: z.object({ code: z.string(), detail: z.string() }) }),
   ])
-  .meta({ description: 'One subject of the request, by its index in `subjects` (the subject id is not repeated): its erasure (`created`: new; else the one already open), or why it was refused (`code` as a problem\'s, e.g. not_found: lethe has never seen the subject).' });
+  .meta({
+    description:
+      "One subject of the request, by its index in `subjects` (the subject id is not repeated): its erasure (`created`: new; else the one already open), or why it was refused (`code` as a problem's, e.g. not_found: lethe has never seen the subject).",
+  });
 export type BulkErasureItem = z.infer<typeof BulkErasureItemSchema>;
 
 /** POST /v1/erasures/batch: an item per subject, and the counts. */

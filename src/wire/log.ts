@@ -40,7 +40,10 @@ export const SegmentEntrySchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_-]{40,200}$/, 'must be base64url')
     .optional()
-    .meta({ description: 'The entry\'s record key wrapped under the key it names (base64url). Absent: a frame sealed under the subject key itself (writers before record keys).' }),
+    .meta({
+      description:
+        "The entry's record key wrapped under the key it names (base64url). Absent: a frame sealed under the subject key itself (writers before record keys).",
+    }),
 });
 export type SegmentEntry = z.infer<typeof SegmentEntrySchema>;
 

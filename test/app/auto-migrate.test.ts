@@ -75,7 +75,9 @@ describe('lethe serve and the schema', () => {
     }
   }
 
-  it('production on PostgreSQL: refuses a fresh database with the command to run and leaves it untouched; after `lethe migrate` it starts', { timeout: TIMEOUT_MS }, async () => {
+  it('production on PostgreSQL: refuses a fresh database with the command to run and leaves it untouched; after `lethe migrate` it starts', {
+    timeout: TIMEOUT_MS,
+  }, async () => {
     const env = {
       NODE_ENV: 'production',
       DATABASE_URL: db.url,
@@ -104,10 +106,15 @@ describe('lethe serve and the schema', () => {
 
   it('the embedded default migrates by itself', { timeout: TIMEOUT_MS }, async () => {
     const dataDir = path.join(dir(), 'data');
-    const service = await startService(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
-      LETHE_DATA_DIR: dataDir,
-      LETHE_TOKENS: `writer=${TOKENS.writer}`,
-    }, 180_000);
+    const service = await startService(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/main.ts', 'serve'],
+      {
+        LETHE_DATA_DIR: dataDir,
+        LETHE_TOKENS: `writer=${TOKENS.writer}`,
+      },
+      180_000,
+    );
     try {
       const lease = await fetch(`${service.url}/v1/subjects/user:auto/key/lease`, { method: 'POST', headers: { authorization: `Bearer ${TOKENS.writer}` } });
       expect(lease.status).toBe(200);

@@ -12,7 +12,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { createLogger } from '../../src/observability/logger.js';
-import { sealEmbedding, upsertEmbeddings } from '../../src/vectors/embeddings.js';
+import { upsertEmbeddings } from '../../src/vectors/embeddings.js';
 import { FOLD_VERSION } from '../../src/vectors/fold.js';
 import { openTestApp, type TestApp } from '../support/vault.js';
 
@@ -88,7 +88,10 @@ describe('re-indexing rows of an older comparison form', () => {
 
   it("re-indexes an artifact's current version from its text, under its version key", async () => {
     const { entryId } = await append(`user:src-${tag()}`, 'Anna keeps the spare key under the blue flowerpot near the gate.');
-    const artifact = await t.app.artifacts.write({ kind: 'summary', text: `Anna: spare key under the blue flowerpot; phone +${phone().join(' ')}.`, sources: [entryId] }, 'writer');
+    const artifact = await t.app.artifacts.write(
+      { kind: 'summary', text: `Anna: spare key under the blue flowerpot; phone +${phone().join(' ')}.`, sources: [entryId] },
+      'writer',
+    );
     await t.app.log.drained();
     expect(await t.app.reindex()).toMatchObject({ left: 0 });
     await t.app.db.db.execute(sql`update embeddings set fold_version = 1 where record_id = ${artifact.artifactId}`);

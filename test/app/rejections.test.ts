@@ -12,11 +12,10 @@ import { swallowedOrigin } from '../../src/app/rejections.js';
 import { markErrorOrigin } from '../../src/errors.js';
 import { CLI } from '../support/process.js';
 
-const run = (kind: string) =>
-  spawnSync(process.execPath, [...CLI.slice(0, 2), 'test/support/rejection-guard.ts', kind], { encoding: 'utf8', timeout: 30_000 });
+const run = (kind: string) => spawnSync(process.execPath, [...CLI.slice(0, 2), 'test/support/rejection-guard.ts', kind], { encoding: 'utf8', timeout: 30_000 });
 
 describe('the unhandled-rejection guard of lethe serve', () => {
-  it('a dropped connection\'s rejection that nothing waited for is logged and counted, and the process lives on', () => {
+  it("a dropped connection's rejection that nothing waited for is logged and counted, and the process lives on", () => {
     const r = run('dropped');
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('alive, swallowed 1 (database)');
@@ -25,8 +24,12 @@ describe('the unhandled-rejection guard of lethe serve', () => {
   });
 
   const origins = [
-    { kind: 'object-store', what: 'a socket reset under an object-store request is counted as the object store\'s', says: 'an object-store request nobody was waiting for failed' },
-    { kind: 'kms', what: 'a socket reset under a KMS request is counted as the KMS\'s', says: 'a KMS request nobody was waiting for failed' },
+    {
+      kind: 'object-store',
+      what: "a socket reset under an object-store request is counted as the object store's",
+      says: 'an object-store request nobody was waiting for failed',
+    },
+    { kind: 'kms', what: "a socket reset under a KMS request is counted as the KMS's", says: 'a KMS request nobody was waiting for failed' },
     { kind: 'unknown', what: 'a bare socket reset nobody marked is of unknown origin', says: 'a network call of unknown origin nobody was waiting for failed' },
   ];
   for (const o of origins) {
@@ -47,7 +50,7 @@ describe('the unhandled-rejection guard of lethe serve', () => {
     expect(r.stderr).toContain('unhandled rejection: the process ends');
   });
 
-  it('classifies by origin: driver codes and postgres.js queries are the database\'s, marked errors their agent\'s, a marked non-network error ends the process', () => {
+  it("classifies by origin: driver codes and postgres.js queries are the database's, marked errors their agent's, a marked non-network error ends the process", () => {
     const pg = (code: string) => Object.assign(new Error('x'), { code });
     expect(swallowedOrigin(pg('57P01'))).toBe('database');
     expect(swallowedOrigin(pg('CONNECTION_CLOSED'))).toBe('database');

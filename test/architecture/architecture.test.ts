@@ -130,10 +130,10 @@ describe('imports', () => {
       "import { newId } from '../ids.js';",
       "// import { openApp } from '../app/open.js';",
       "/* export * from '../http/app.js'; */",
-      "const hint = \"import('../app/open.js')\";",
+      'const hint = "import(\'../app/open.js\')";',
       "const doc = `export { x } from '../cli/main.js'`;",
       "const re = /'|\\/\\*/; // a regex holding a quote and a comment opener",
-      "const later = 'import x from \"../app/open.js\"';",
+      'const later = \'import x from "../app/open.js"\';',
     ].join('\n');
     expect(violations({ 'src/vault/keys.ts': src })).toEqual([]);
   });
@@ -203,8 +203,9 @@ describe('table writes', () => {
       '// delete from subject_keys where … (the vault does this)',
       "const msg = 'could not update the manifest';",
     ].join('\n');
-    const vault = "await tx.insert(subjectKeys).values(row);\nawait tx.execute(sql`delete from destruction_ledger where key_id = ${k}`);\n";
-    const vectors = 'await exec.execute(sql`insert into embeddings (record_id) values (${id}) on conflict (record_id) do update set sealed = excluded.sealed`);\n';
+    const vault = 'await tx.insert(subjectKeys).values(row);\nawait tx.execute(sql`delete from destruction_ledger where key_id = ${k}`);\n';
+    const vectors =
+      'await exec.execute(sql`insert into embeddings (record_id) values (${id}) on conflict (record_id) do update set sealed = excluded.sealed`);\n';
     const schema = base[SCHEMA] + '\n// a writer-looking line in schema.ts is not a write: update subject_keys set x = 1\n';
     expect(violations({ 'src/log/service.ts': log, 'src/vault/keys.ts': vault, 'src/vectors/store.ts': vectors, [SCHEMA]: schema })).toEqual([]);
   });
@@ -287,7 +288,9 @@ describe('the modules’ READMEs', () => {
     const storage = "import { LetheError } from '../errors.js';\nimport { createLogger } from '../observability/logger.js';\n";
     const vaultReadme = '# src/vault\n\nMay import: crypto, db, errors,\nids (and nothing else).\n';
     const vault = "import { LetheError } from '../errors.js';\nimport { newId } from '../ids.js';\nimport type { Db } from '../db/client.js';\n";
-    expect(violations({ 'src/storage/README.md': storageReadme, 'src/storage/fs.ts': storage, 'src/vault/README.md': vaultReadme, 'src/vault/keys.ts': vault })).toEqual([
+    expect(
+      violations({ 'src/storage/README.md': storageReadme, 'src/storage/fs.ts': storage, 'src/vault/README.md': vaultReadme, 'src/vault/keys.ts': vault }),
+    ).toEqual([
       readmeViolation('src/storage/README.md', 5, 'storage imports observability, not in its "May import" line'),
       readmeViolation('src/vault/README.md', 3, '"May import" lists crypto, which vault does not import'),
     ]);
@@ -307,7 +310,9 @@ describe('the modules’ READMEs', () => {
       readmeViolation('src/search/README.md', 1, 'no "May import:" line (the modules search imports: errors)'),
     ]);
     expect(violations({ 'src/app/README.md': '# src/app\n\nMay import: every module except `cli` and `client`.\n', 'src/app/open.ts': app })).toEqual([]);
-    expect(violations({ 'src/observability/README.md': "May import: nothing of lethe's.\n", 'src/observability/log.ts': "import pino from 'pino';\n" })).toEqual([]);
+    expect(
+      violations({ 'src/observability/README.md': "May import: nothing of lethe's.\n", 'src/observability/log.ts': "import pino from 'pino';\n" }),
+    ).toEqual([]);
   });
 });
 
@@ -325,7 +330,9 @@ describe('the shape of src/', () => {
   it('flags a function over 120 lines — declarations, methods and arrows — and not one of 120', () => {
     const method = `export class Big {\n  async grow(n: number): Promise<{ a: number }> {\n${lines(120, (k) => `    n += ${k};`)}    return { a: n };\n  }\n}\n`;
     const arrow = `export const handler = async (c: { json: (x: unknown) => void }) => {\n${lines(119, (k) => `  c.json(${k});`)}};\n`;
-    expect(violations({ 'src/vault/a.ts': fn('tooLong', 121), 'src/vault/b.ts': fn('justRight', 120), 'src/vault/c.ts': method, 'src/vault/d.ts': arrow })).toEqual([
+    expect(
+      violations({ 'src/vault/a.ts': fn('tooLong', 121), 'src/vault/b.ts': fn('justRight', 120), 'src/vault/c.ts': method, 'src/vault/d.ts': arrow }),
+    ).toEqual([
       { file: 'src/vault/a.ts', line: 1, rule: 'function-length', message: 'tooLong: 121 lines (at most 120)' },
       { file: 'src/vault/c.ts', line: 2, rule: 'function-length', message: 'grow: 123 lines (at most 120)' },
       { file: 'src/vault/d.ts', line: 1, rule: 'function-length', message: 'handler: 121 lines (at most 120)' },
@@ -339,11 +346,17 @@ describe('the shape of src/', () => {
       'src/log/c.ts': "import { a } from './a.js';\nexport type C = number;\n",
       'src/log/d.ts': "import { a } from './a.js';\n",
     };
-    expect(violations(files)).toEqual([{ file: 'src/log/a.ts', line: 1, rule: 'cycle', message: 'import cycle among src/log/a.ts, src/log/b.ts, src/log/c.ts' }]);
+    expect(violations(files)).toEqual([
+      { file: 'src/log/a.ts', line: 1, rule: 'cycle', message: 'import cycle among src/log/a.ts, src/log/b.ts, src/log/c.ts' },
+    ]);
   });
 
   it('reports the allowed offenders as warnings, and a new one as a violation', () => {
-    const allowed: ShapeAllowances = { longFiles: [SCHEMA, 'src/vault/long.ts'], longFunctions: ['src/vault/a.ts#tooLong'], cycles: [['src/log/a.ts', 'src/log/b.ts', 'src/log/z.ts']] };
+    const allowed: ShapeAllowances = {
+      longFiles: [SCHEMA, 'src/vault/long.ts'],
+      longFunctions: ['src/vault/a.ts#tooLong'],
+      cycles: [['src/log/a.ts', 'src/log/b.ts', 'src/log/z.ts']],
+    };
     const files = {
       'src/vault/long.ts': lines(401),
       'src/vault/a.ts': fn('tooLong', 121),
@@ -351,7 +364,9 @@ describe('the shape of src/', () => {
       'src/log/a.ts': "import { b } from './b.js';\n",
       'src/log/b.ts': "import { a } from './a.js';\n",
     };
-    expect(violations(files, {}, allowed)).toEqual([{ file: 'src/vault/e.ts', line: 1, rule: 'function-length', message: 'alsoLong: 130 lines (at most 120)' }]);
+    expect(violations(files, {}, allowed)).toEqual([
+      { file: 'src/vault/e.ts', line: 1, rule: 'function-length', message: 'alsoLong: 130 lines (at most 120)' },
+    ]);
     expect(warnings({ ...base, ...files }, { allowed }).map(format)).toEqual([
       'src/db/schema.ts:1 [file-length] 510 lines (at most 400)',
       'src/log/a.ts:1 [cycle] import cycle among src/log/a.ts, src/log/b.ts',
@@ -381,19 +396,27 @@ describe('route files', () => {
 
   it('the house style is clean: what it uses, it declares', () => {
     const uses = "  readonly erasures: Pick<Services['erasures'], 'forgetEntry'>;\n  readonly principals: Pick<Services['principals'], 'name'>;";
-    const src = route(uses, "c.json(await services.erasures.forgetEntry(c.req.param('entryId'), services.principals.name(c)))", "import type { ErasureEngine } from '../../../erasure/engine.js';");
+    const src = route(
+      uses,
+      "c.json(await services.erasures.forgetEntry(c.req.param('entryId'), services.principals.name(c)))",
+      "import type { ErasureEngine } from '../../../erasure/engine.js';",
+    );
     expect(violations({ [FILE]: src })).toEqual([]);
   });
 
   it('flags a planted use of a service the route does not declare', () => {
     const uses = "  readonly erasures: Pick<Services['erasures'], 'forgetEntry'>;";
-    const src = route(uses, 'c.json(await services.keys.destroy(c.req.param(\'entryId\')))');
+    const src = route(uses, "c.json(await services.keys.destroy(c.req.param('entryId')))");
     expect(violations({ [FILE]: src })).toEqual([routeViolation(FILE, 8, 'uses services.keys without declaring keys in Uses')]);
   });
 
   it('flags a planted import of an undeclared service, a destructured one, the whole Services object and a name that is no service', () => {
     const uses = "  readonly erasures: Pick<Services['erasures'], 'forgetEntry'>;\n  readonly vault: Services;";
-    const src = route(uses, '{ const { erasures, backups } = services; return c.json(await erasures.forgetEntry(backups)); }', "import { KeyService } from '../../../vault/keys.js';");
+    const src = route(
+      uses,
+      '{ const { erasures, backups } = services; return c.json(await erasures.forgetEntry(backups)); }',
+      "import { KeyService } from '../../../vault/keys.js';",
+    );
     expect(violations({ [FILE]: src })).toEqual([
       routeViolation(FILE, 3, 'imports src/vault/keys.ts, the keys service, without declaring it in Uses'),
       routeViolation(FILE, 4, `Uses declares vault, which is not a service of ${SERVICES}`),
@@ -403,8 +426,12 @@ describe('route files', () => {
   });
 
   it('flags a route file that declares no Uses; files without createRoute (indexes, shared schemas) are not route files', () => {
-    const bare = ["import { createRoute } from '@hono/zod-openapi';", "export const route = createRoute({ operationId: 'getX', method: 'get', path: '/x', responses: {} });"].join('\n');
-    const index = "import * as forgetEntry from './forget-entry.js';\nexport function registerAll(app, services) { forgetEntry.register(app, services); services.anything; }\n";
+    const bare = [
+      "import { createRoute } from '@hono/zod-openapi';",
+      "export const route = createRoute({ operationId: 'getX', method: 'get', path: '/x', responses: {} });",
+    ].join('\n');
+    const index =
+      "import * as forgetEntry from './forget-entry.js';\nexport function registerAll(app, services) { forgetEntry.register(app, services); services.anything; }\n";
     expect(violations({ [FILE]: bare, 'src/http/routes/erasures/index.ts': index })).toEqual([
       routeViolation(FILE, 2, 'a route file declares the services it uses: export interface Uses { readonly <service>: … }'),
     ]);

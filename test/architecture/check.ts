@@ -39,7 +39,6 @@ export const SCHEMA = 'src/db/schema.ts';
 export const SERVICES = 'src/http/services.ts';
 export const ROUTES = 'src/http/routes/';
 
-
 function checkImports(file: string, src: string, files: Readonly<Record<string, string>>, rules: Rules): Violation[] {
   const own = moduleOf(file);
   if (own === undefined) return [];
@@ -177,7 +176,8 @@ function checkTables(files: Readonly<Record<string, string>>, rules: Rules): Vio
   const defined = new Set([...schema.values()].map((t) => t.table));
   for (const [table, { owner, line }] of owners) {
     if (!defined.has(table)) violations.push({ file: README, line, rule: 'table-write', message: `table ${table} is not defined in ${SCHEMA}` });
-    if (!rules.modules[owner]) violations.push({ file: README, line, rule: 'table-write', message: `table ${table}: owner ${owner} is not a module in the rules` });
+    if (!rules.modules[owner])
+      violations.push({ file: README, line, rule: 'table-write', message: `table ${table}: owner ${owner} is not a module in the rules` });
   }
   for (const { table, line } of schema.values()) {
     if (!owners.has(table)) violations.push({ file: SCHEMA, line, rule: 'table-write', message: `table ${table} has no owner in ${README}` });
@@ -223,7 +223,17 @@ export function parseServices(src: string, files: Readonly<Record<string, string
   const { code } = lex(src);
   const typeFile = new Map<string, string>();
   for (const m of code.matchAll(/\bimport\s+type\s*\{([^}]*)\}\s*from\s*(['"])([^'"]+)\2/g)) {
-    for (const name of m[1]!.split(',').map((n) => n.trim().split(/\s+as\s+/).pop()!).filter(Boolean)) typeFile.set(name, resolveSpecifier(SERVICES, m[3]!, files));
+    for (const name of m[1]!
+      .split(',')
+      .map(
+        (n) =>
+          n
+            .trim()
+            .split(/\s+as\s+/)
+            .pop()!,
+      )
+      .filter(Boolean))
+      typeFile.set(name, resolveSpecifier(SERVICES, m[3]!, files));
   }
   const services = new Map<string, string | undefined>();
   const body = /\binterface\s+Services\s*\{([\s\S]*?)\n\}/.exec(code)?.[1] ?? '';
@@ -248,7 +258,8 @@ export function declaredUses(src: string): Set<string> | undefined {
     return names;
   }
   const alias = /\bexport\s+type\s+Uses\s*=([^;]*);/.exec(code);
-  if (alias) return new Set([...alias[1]!.matchAll(/Pick\s*<\s*Services\s*,([^>]*)>/g)].flatMap((m) => [...m[1]!.matchAll(/['"]([\w$]+)['"]/g)].map((n) => n[1]!)));
+  if (alias)
+    return new Set([...alias[1]!.matchAll(/Pick\s*<\s*Services\s*,([^>]*)>/g)].flatMap((m) => [...m[1]!.matchAll(/['"]([\w$]+)['"]/g)].map((n) => n[1]!)));
   return undefined;
 }
 
@@ -257,16 +268,21 @@ function checkRoute(file: string, src: string, files: Readonly<Record<string, st
   if (!/\bcreateRoute\s*\(/.test(masked)) return [];
   const violation = (index: number, message: string): Violation => ({ file, line: lineAt(src, index), rule: 'route-services', message });
   const declared = declaredUses(src);
-  if (!declared) return [violation(masked.search(/\bcreateRoute\s*\(/), 'a route file declares the services it uses: export interface Uses { readonly <service>: … }')];
+  if (!declared)
+    return [violation(masked.search(/\bcreateRoute\s*\(/), 'a route file declares the services it uses: export interface Uses { readonly <service>: … }')];
   const violations: Violation[] = [];
   for (const name of declared) {
-    if (services.size > 0 && !services.has(name)) violations.push(violation(masked.search(/\bUses\b/), `Uses declares ${name}, which is not a service of ${SERVICES}`));
+    if (services.size > 0 && !services.has(name))
+      violations.push(violation(masked.search(/\bUses\b/), `Uses declares ${name}, which is not a service of ${SERVICES}`));
   }
   for (const m of masked.matchAll(/\bservices\s*\??\.\s*([\w$]+)/g)) {
     if (!declared.has(m[1]!)) violations.push(violation(m.index, `uses services.${m[1]} without declaring ${m[1]} in Uses`));
   }
   for (const m of masked.matchAll(/\{([^{}]*)\}\s*=\s*services\b/g)) {
-    for (const name of m[1]!.split(',').map((n) => n.trim().split(/\s*:/)[0]!.trim()).filter(Boolean)) {
+    for (const name of m[1]!
+      .split(',')
+      .map((n) => n.trim().split(/\s*:/)[0]!.trim())
+      .filter(Boolean)) {
       if (!declared.has(name)) violations.push(violation(m.index, `uses services.${name} without declaring ${name} in Uses`));
     }
   }

@@ -367,7 +367,11 @@ describe('POST /v1/artifacts/{artifactId}/regenerate', () => {
 
   it('with an empty JSON object: the same as no body', async () => {
     const w = await write([alice.entryId]);
-    expect(await ok(await regenerate(w.artifactId, { body: {} }), 200)).toEqual({ regenerated: [{ artifactId: w.artifactId, version: 2 }], removed: [], destruction: 'durable' });
+    expect(await ok(await regenerate(w.artifactId, { body: {} }), 200)).toEqual({
+      regenerated: [{ artifactId: w.artifactId, version: 2 }],
+      removed: [],
+      destruction: 'durable',
+    });
   });
 
   it('a JSON content type with an empty body is malformed JSON: 400, and nothing is regenerated', async () => {
@@ -396,7 +400,11 @@ describe('POST /v1/artifacts/{artifactId}/regenerate', () => {
 
   it('excluding every source erases the artifact: 200 with it removed, then GET is 410', async () => {
     const w = await write([alice.entryId]);
-    expect(await ok(await regenerate(w.artifactId, { body: { excluding: [alice.entryId] } }), 200)).toEqual({ regenerated: [], removed: [w.artifactId], destruction: 'durable' });
+    expect(await ok(await regenerate(w.artifactId, { body: { excluding: [alice.entryId] } }), 200)).toEqual({
+      regenerated: [],
+      removed: [w.artifactId],
+      destruction: 'durable',
+    });
     await expectProblem(await get(w.artifactId), 410, 'artifact_erased');
     expect(artifactObjects().filter((o) => o.startsWith(`${w.artifactId}/`))).toEqual([]);
   });
@@ -414,13 +422,19 @@ describe('nothing is lost', () => {
     const text = `Tea and coffee ${'∑'.repeat(100)}.`;
     const w = await write([alice.entryId, bob.entryId], text);
     expect((await read(w.artifactId)).text).toBe(text);
-    const listing = await ok<{ entries: Array<{ entryId: string; text: string }> }>(await t.call('GET', '/v1/subjects/user:bob/entries', { role: 'writer' }), 200);
+    const listing = await ok<{ entries: Array<{ entryId: string; text: string }> }>(
+      await t.call('GET', '/v1/subjects/user:bob/entries', { role: 'writer' }),
+      200,
+    );
     expect(listing.entries.map((e) => e.text)).toContain('Bob drinks black coffee. He lives in Oslo.');
   });
 
   it('every artifact row has exactly one object per live version, and none for an erased one', async () => {
     const rows = await queryRows<{ artifact_id: string; version: number; state: string }>(t.app.db.db, sql`select artifact_id, version, state from artifacts`);
-    const expected = rows.filter((r) => r.state === 'live').map((r) => `${r.artifact_id}/v${r.version}`).sort();
+    const expected = rows
+      .filter((r) => r.state === 'live')
+      .map((r) => `${r.artifact_id}/v${r.version}`)
+      .sort();
     expect(artifactObjects()).toEqual(expected);
   });
 });

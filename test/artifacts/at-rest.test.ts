@@ -39,7 +39,14 @@ for (const store of ['minio', 'local'] as const) {
       const minio = inject('minio');
       tv = await openTestVault(
         store === 'minio'
-          ? { extraEnv: { S3_ENDPOINT: minio.endpoint, S3_ACCESS_KEY: minio.accessKey, S3_SECRET_KEY: minio.secretKey, S3_BUCKET: `lethe-rest-${randomBytes(4).toString('hex')}` } }
+          ? {
+              extraEnv: {
+                S3_ENDPOINT: minio.endpoint,
+                S3_ACCESS_KEY: minio.accessKey,
+                S3_SECRET_KEY: minio.secretKey,
+                S3_BUCKET: `lethe-rest-${randomBytes(4).toString('hex')}`,
+              },
+            }
           : {},
       );
     });
@@ -63,10 +70,12 @@ for (const store of ['minio', 'local'] as const) {
       const needles: Array<[string, Buffer]> = [
         ['entry canary', Buffer.from(entryCanary)],
         ['artifact canary', Buffer.from(artifactCanary)],
-        ...vectors.flatMap((b, i): Array<[string, Buffer]> => [
-          [`vector ${i}`, b],
-          [`vector ${i} fragment`, denseWindow(b)],
-        ]),
+        ...vectors.flatMap(
+          (b, i): Array<[string, Buffer]> => [
+            [`vector ${i}`, b],
+            [`vector ${i} fragment`, denseWindow(b)],
+          ],
+        ),
       ];
 
       const dump = pgDump(tv.db!.url);

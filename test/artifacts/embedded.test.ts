@@ -16,7 +16,10 @@ describe('artifacts on PGlite and the local object store', () => {
     expect([v.db.kind, v.objects.kind]).toEqual(['pglite', 'fs']);
     const a = await v.log.append('user:ea', { text: 'Anna keeps her spare key under the blue flowerpot.' }, 'writer');
     const b = await v.log.append('user:eb', { text: 'Ben is training for a half marathon.' }, 'writer');
-    const s = await v.artifacts.write({ kind: 'summary', text: 'Anna: spare key under the blue flowerpot. Ben: half marathon.', sources: [a.entryId, b.entryId] }, 'writer');
+    const s = await v.artifacts.write(
+      { kind: 'summary', text: 'Anna: spare key under the blue flowerpot. Ben: half marathon.', sources: [a.entryId, b.entryId] },
+      'writer',
+    );
     expect(s).toMatchObject({ version: 1, subjects: 2 });
     const d = await v.artifacts.write({ kind: 'digest', text: 'Neighbourhood digest.', sources: [s.artifactId] }, 'writer');
     expect(await v.artifacts.touching('user:ea')).toEqual([
@@ -33,7 +36,9 @@ describe('artifacts on PGlite and the local object store', () => {
 
     const fence = (await v.artifacts.get(s.artifactId)).readFence;
     await v.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
-    await expect(v.artifacts.write({ kind: 'fact', text: 'x', sources: [b.entryId], readFences: [fence] }, 'writer')).rejects.toMatchObject({ code: 'source_erased' });
+    await expect(v.artifacts.write({ kind: 'fact', text: 'x', sources: [b.entryId], readFences: [fence] }, 'writer')).rejects.toMatchObject({
+      code: 'source_erased',
+    });
     expect((await v.search.search('spare key flowerpot', 5, { allSubjects: true })).hits.map((h) => h.id)).not.toContain(a.entryId);
 
     const result = await v.artifacts.regenerate([s.artifactId], { actor: 'eraser' });

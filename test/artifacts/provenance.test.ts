@@ -34,8 +34,7 @@ async function artifact(sources: string[], kind: ArtifactKind = 'summary'): Prom
 /** The subject as the vault names it in the database (keyed hash, hex). */
 const hashOf = (subject: string) => Buffer.from(tv.app.keys.subjectHash(subject)).toString('hex');
 
-const touching = async (subject: string) =>
-  Object.fromEntries((await tv.app.artifacts.touching(subject)).map((t) => [t.artifactId, t.depth]));
+const touching = async (subject: string) => Object.fromEntries((await tv.app.artifacts.touching(subject)).map((t) => [t.artifactId, t.depth]));
 
 async function artifactRows(): Promise<number> {
   const [row] = await queryRows<{ n: number }>(tv.app.db.db, sql`select count(*)::int as n from artifacts`);
@@ -57,7 +56,7 @@ describe('a diamond: two summaries sharing an entry, a digest over both', () => 
     digestSubjects = d.subjects;
   });
 
-  it('the digest\'s closure holds every node exactly once: the summaries at depth 1, the entries at depth 2', async () => {
+  it("the digest's closure holds every node exactly once: the summaries at depth 1, the entries at depth 2", async () => {
     const { nodes } = await tv.app.artifacts.provenance(digest);
     expect(nodes).toHaveLength(5);
     expect(new Set(nodes.map((n) => n.id)).size).toBe(5);
@@ -130,15 +129,21 @@ describe('a chain of six artifacts, each derived from the one below', () => {
     expect(t).toEqual(chain.map((artifactId, i) => ({ artifactId, depth: i + 1 })));
   });
 
-  it('the top\'s closure walks down the chain to the entry at depth 6, with one subject', async () => {
+  it("the top's closure walks down the chain to the entry at depth 6, with one subject", async () => {
     const top = chain.at(-1)!;
     const { nodes, subjects } = await tv.app.artifacts.provenance(top);
-    const expected = [...chain.slice(0, -1).reverse().map((id, i) => ({ id, type: 'artifact', depth: i + 1 })), { id: root, type: 'entry', depth: CHAIN }];
+    const expected = [
+      ...chain
+        .slice(0, -1)
+        .reverse()
+        .map((id, i) => ({ id, type: 'artifact', depth: i + 1 })),
+      { id: root, type: 'entry', depth: CHAIN },
+    ];
     expect(nodes).toEqual(expected);
     expect(subjects).toEqual([hashOf('user:chain')]);
   });
 
-  it('the bottom link\'s closure is only the entry', async () => {
+  it("the bottom link's closure is only the entry", async () => {
     expect(await tv.app.artifacts.provenance(chain[0]!)).toEqual({ nodes: [{ id: root, type: 'entry', depth: 1 }], subjects: [hashOf('user:chain')] });
   });
 

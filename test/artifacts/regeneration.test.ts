@@ -114,7 +114,14 @@ describe('regenerating a summary and the digest above it without subject A (MinI
     expect(v1.summary.text).toContain(A[0]); // what version 1 held
 
     // version 1's keys are destroyed: in the ledger, gone from artifact_keys
-    expect((await v.backups.awaitDurable(v1Keys.map((k) => k.key_id), 30_000)).pending).toEqual([]);
+    expect(
+      (
+        await v.backups.awaitDurable(
+          v1Keys.map((k) => k.key_id),
+          30_000,
+        )
+      ).pending,
+    ).toEqual([]);
     const validity = await v.keys.validity(v1Keys.map((k) => k.key_id));
     expect(Object.values(validity)).toEqual(['destroyed', 'destroyed']);
     // and the version 2 keys answer active to a backup job's validity check
@@ -138,7 +145,9 @@ describe('regenerating a summary and the digest above it without subject A (MinI
       const keyId = envelopeKeyId(bytes);
       const artifactId = v1Keys.find((k) => k.key_id === keyId)!.artifact_id;
       for (const key of keys) {
-        expect(() => open({ key, envelope: bytes, expectedKeyId: keyId, associatedData: encodeContext('artifact', { artifactId, version: 1, keyId }) })).toThrow();
+        expect(() =>
+          open({ key, envelope: bytes, expectedKeyId: keyId, associatedData: encodeContext('artifact', { artifactId, version: 1, keyId }) }),
+        ).toThrow();
         attempts++;
       }
     }
@@ -211,7 +220,10 @@ describe('regeneration cascades in dependency order, each artifact exactly once'
     await v.keys.destroyKey(x.keyId, { reason: 'erasure', actor: 'eraser' });
     const touching = await v.artifacts.touching('user:f-x');
     expect(touching).toEqual([{ artifactId: s.artifactId, depth: 1 }]);
-    const result = await v.artifacts.regenerate(touching.map((t) => t.artifactId), { actor: 'eraser' });
+    const result = await v.artifacts.regenerate(
+      touching.map((t) => t.artifactId),
+      { actor: 'eraser' },
+    );
     expect(result.regenerated).toEqual([{ artifactId: s.artifactId, version: 2 }]);
     expect((await v.artifacts.get(s.artifactId)).text).toBe('Y likes jazz.');
     // the index holds the regenerated vector: the old text is not served

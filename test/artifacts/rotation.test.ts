@@ -118,7 +118,9 @@ describe('KEK rotation with artifacts in the vault', () => {
   });
 
   it('a copy of an artifact key wrapped under the old epoch can no longer be unwrapped', async () => {
-    await expect(tv.app.provider.unwrap(oldEpoch, oldWrapped.wrapped, oldWrapped.keyId, 'artifact-version')).rejects.toMatchObject({ code: 'epoch_unavailable' });
+    await expect(tv.app.provider.unwrap(oldEpoch, oldWrapped.wrapped, oldWrapped.keyId, 'artifact-version')).rejects.toMatchObject({
+      code: 'epoch_unavailable',
+    });
   });
 
   it('the erased artifact stays erased', async () => {
@@ -127,7 +129,11 @@ describe('KEK rotation with artifacts in the vault', () => {
 
   it('after the rotation, artifacts are written under the new epoch and regenerate from rotated sources', async () => {
     const w = await tv.app.artifacts.write({ kind: 'digest', text: 'After rotation.', sources: [live[0]!.artifactId, live[2]!.artifactId] }, 'writer');
-    expect(await count(sql`select count(*)::int as n from artifact_keys ak join artifacts a on a.key_id = ak.key_id where a.artifact_id = ${w.artifactId} and ak.epoch = ${rotation.epoch}`)).toBe(1);
+    expect(
+      await count(
+        sql`select count(*)::int as n from artifact_keys ak join artifacts a on a.key_id = ak.key_id where a.artifact_id = ${w.artifactId} and ak.epoch = ${rotation.epoch}`,
+      ),
+    ).toBe(1);
     const r = await tv.app.artifacts.regenerate([live[0]!.artifactId], { actor: 't' });
     // live[0] and everything above it (the digest over it, and the new one) get a new version
     expect(r.removed).toEqual([]);
@@ -135,8 +141,8 @@ describe('KEK rotation with artifacts in the vault', () => {
     expect((await tv.app.artifacts.get(live[0]!.artifactId)).text).toContain('Ann reads novels.');
   });
 
-  it('a second rotation re-wraps them again and retires the first rotation\'s epoch', async () => {
-    const keys = await count(sql`select count(*)::int as n from subject_keys`) + (await count(sql`select count(*)::int as n from artifact_keys`));
+  it("a second rotation re-wraps them again and retires the first rotation's epoch", async () => {
+    const keys = (await count(sql`select count(*)::int as n from subject_keys`)) + (await count(sql`select count(*)::int as n from artifact_keys`));
     const second = await tv.app.epochs.rotate('admin');
     expect(second.rewrapped).toBe(keys);
     expect(second.retired).toEqual([rotation.epoch]);

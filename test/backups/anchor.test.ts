@@ -89,7 +89,8 @@ describe('a cut ledger chain on the local folder', () => {
   it('the running service alarms within its check interval (/readyz degraded, the metric, refuses to write over the gap) until the records are put back', async () => {
     const ready = await until(
       'readyz to report the cut chain',
-      async () => (await tv.call('GET', '/readyz', { role: 'none' })).json() as Promise<{ status: string; checks: Record<string, string>; warnings?: string[] }>,
+      async () =>
+        (await tv.call('GET', '/readyz', { role: 'none' })).json() as Promise<{ status: string; checks: Record<string, string>; warnings?: string[] }>,
       (r) => r.checks.ledgerChain === 'failed',
     );
     expect(ready.status).toBe('degraded');
@@ -102,7 +103,7 @@ describe('a cut ledger chain on the local folder', () => {
     const waited = await tv.app.backups.awaitDurable([bob.keyId], 1500);
     expect(waited.pending).toEqual([bob.keyId]);
     expect(waited.error).toMatch(/not writing the ledger chain over the gap/);
-    expect((await tv.app.backups.store.head(LEDGER_HEAD_KEY))).toBeUndefined();
+    expect(await tv.app.backups.store.head(LEDGER_HEAD_KEY)).toBeUndefined();
 
     // repaired from the database's own copy, byte for byte: the chain is whole again and the destruction goes through
     const putBack = await tv.app.backups.repairLedger();
@@ -125,9 +126,15 @@ describe('a cut ledger chain on the local folder', () => {
       async () => (await tv.call('GET', '/readyz', { role: 'none' })).json() as Promise<{ checks: Record<string, string>; warnings?: string[] }>,
       (r) => r.checks.ledgerChain === 'failed',
     );
-    expect(ready.warnings?.join(' ')).toMatch(/record 1 \(ledger\/chain\/0000000000000001\.json\).* gone in the backup bucket: a record in the middle of the chain/);
+    expect(ready.warnings?.join(' ')).toMatch(
+      /record 1 \(ledger\/chain\/0000000000000001\.json\).* gone in the backup bucket: a record in the middle of the chain/,
+    );
     expect(await tv.app.backups.repairLedger()).toEqual([1]);
-    await until('readyz to report the chain whole', async () => (await tv.call('GET', '/readyz', { role: 'none' })).json() as Promise<{ checks: Record<string, string> }>, (r) => r.checks.ledgerChain === 'ok');
+    await until(
+      'readyz to report the chain whole',
+      async () => (await tv.call('GET', '/readyz', { role: 'none' })).json() as Promise<{ checks: Record<string, string> }>,
+      (r) => r.checks.ledgerChain === 'ok',
+    );
   });
 });
 
@@ -149,12 +156,16 @@ describe('a cut ledger chain on MinIO (the tail purged with the governance bypas
   let keep = 0;
 
   async function purge(key: string): Promise<void> {
-    for (const v of await allVersions(client, backupBucket, key)) await client.removeObject(backupBucket, key, { versionId: v.versionId, governanceBypass: true });
+    for (const v of await allVersions(client, backupBucket, key))
+      await client.removeObject(backupBucket, key, { versionId: v.versionId, governanceBypass: true });
   }
 
   beforeAll(async () => {
     // governance, so that the cut can be made with the bypass (lethe's own credential may hold it: ledger-lock.test.ts)
-    tv = await openTestVault({ extraEnv: { ...env, LETHE_BACKUP_PROPAGATE_SECONDS: '86400', LETHE_LEDGER_LOCK: 'governance', LETHE_LEDGER_WITNESS_DIR: witnessDir }, app: { erasureWorker: false } });
+    tv = await openTestVault({
+      extraEnv: { ...env, LETHE_BACKUP_PROPAGATE_SECONDS: '86400', LETHE_LEDGER_LOCK: 'governance', LETHE_LEDGER_WITNESS_DIR: witnessDir },
+      app: { erasureWorker: false },
+    });
     const call = callVault(tv.app);
     const subject = `user:anchor-m-${tag()}`;
     const a = await tv.app.log.append(subject, { text: `alice moved to ${tag()} Rose Street` }, 'writer');
@@ -217,11 +228,17 @@ describe('a cut ledger chain on MinIO (the tail purged with the governance bypas
 
     // a head file edited to reach less is refused as a witness, never skipped
     const edited = { ...(JSON.parse(Buffer.from(savedHead).toString('utf8')) as Head & { mac: string }), seq: keep };
-    expect(() => unwitnessed.backups.parseWitness('edited.json', Buffer.from(JSON.stringify(edited)))).toThrow(/edited.json is a ledger head that fails its MAC/);
+    expect(() => unwitnessed.backups.parseWitness('edited.json', Buffer.from(JSON.stringify(edited)))).toThrow(
+      /edited.json is a ledger head that fails its MAC/,
+    );
     expect(() => unwitnessed.backups.parseWitness('junk.json', Buffer.from('{"hello":1}'))).toThrow(/neither a ledger head nor an erasure certificate/);
 
     // forced, the warning names the erased subject's key among those it brings back, and it does
-    const forced = await unwitnessed.backups.restore(first, { actor: 'test', force: true, witnesses: unwitnessed.backups.parseWitness('head.json', savedHead) });
+    const forced = await unwitnessed.backups.restore(first, {
+      actor: 'test',
+      force: true,
+      witnesses: unwitnessed.backups.parseWitness('head.json', savedHead),
+    });
     expect(forced.ledger).toBe('forced');
     expect(forced.warnings.join(' ')).toContain(aliceKey);
     expect((await unwitnessed.log.get(aliceEntry)).keyId).toBe(aliceKey);

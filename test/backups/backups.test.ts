@@ -89,7 +89,11 @@ describe('backups into a versioned MinIO bucket', () => {
       (states) => states.every((st) => st === 'destroyed'),
     );
   const untilLedgerObject = (keyId: string) =>
-    until(`the ledger chain record of ${keyId}`, () => ledgerRecordOf(backupStore(), keyId), (h) => h !== undefined) as Promise<string>;
+    until(
+      `the ledger chain record of ${keyId}`,
+      () => ledgerRecordOf(backupStore(), keyId),
+      (h) => h !== undefined,
+    ) as Promise<string>;
   /** The destruction of `keyId` as the ledger chain record holding it says. */
   const ledgerEntryOf = async (keyId: string): Promise<{ entry: LedgerObject; record: string; raw: string }> => {
     const record = await untilLedgerObject(keyId);
@@ -259,7 +263,11 @@ describe('backups into a versioned MinIO bucket', () => {
     expect(entry).toMatchObject({ keyId: keyA, destroyedAt: destructionA.destroyedAt.toISOString(), wrappedEpoch: destructionA.wrappedEpoch });
     expect(raw).not.toContain(SUBJECT_A);
     expect(Object.keys(entry)).not.toContain('subject');
-    expect(JSON.parse(raw)).toMatchObject({ format: 'lethe-ledger-chain/1', mac: expect.stringMatching(/^[0-9a-f]{64}$/), prev: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(JSON.parse(raw)).toMatchObject({
+      format: 'lethe-ledger-chain/1',
+      mac: expect.stringMatching(/^[0-9a-f]{64}$/),
+      prev: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
     expect((await v().backups.ledgerChain()).entries.get(keyA)).toEqual(entry);
     const stat = await client.statObject(backupBucket, record);
     ledgerA = { etag: stat.etag, bytes: Buffer.from(raw), record };
@@ -291,7 +299,11 @@ describe('backups into a versioned MinIO bucket', () => {
     expect(result.regenerated).toEqual([{ artifactId, version: 2 }]);
     // destroyed at once; acknowledged `destroyed` once the ledger chain holds it (the background write)
     expect((await v().keys.validity([artifactKeyV1]))[artifactKeyV1]).toMatch(/^(destruction_pending|destroyed)$/);
-    await until('the version key durable', () => v().keys.validity([artifactKeyV1]), (s) => s[artifactKeyV1] === 'destroyed');
+    await until(
+      'the version key durable',
+      () => v().keys.validity([artifactKeyV1]),
+      (s) => s[artifactKeyV1] === 'destroyed',
+    );
     const [row] = await queryRows<{ key_id: string }>(v().db.db, sql`select key_id from artifacts where artifact_id = ${artifactId}`);
     const artifactKeyV2 = row!.key_id;
     expect(artifactKeyV2).not.toBe(artifactKeyV1);
@@ -339,7 +351,10 @@ describe('backups into a versioned MinIO bucket', () => {
     expect(count((n) => n.endsWith('/keys.json'))).toBe(3);
     expect(count((n) => n.endsWith('/database.json'))).toBe(3);
     const ledgerNames = versions.filter((ver) => ver.name.startsWith('ledger/')).map((ver) => ver.name);
-    expect(ledgerNames.every((n) => n === LEDGER_HEAD_KEY || /^ledger\/chain\/\d{16}\.json$/.test(n)), ledgerNames.join(' ')).toBe(true);
+    expect(
+      ledgerNames.every((n) => n === LEDGER_HEAD_KEY || /^ledger\/chain\/\d{16}\.json$/.test(n)),
+      ledgerNames.join(' '),
+    ).toBe(true);
     expect(ledgerNames).toContain(ledgerA.record);
     expect(ledgerNames).toContain(await ledgerRecordOf(backupStore(), artifactKeyV1));
     // each chain record is written once
@@ -367,7 +382,10 @@ describe('backups into a versioned MinIO bucket', () => {
     const before = await versionCounts(client, backupBucket, '');
 
     await v().keys.destroyKey(keyC, { reason: 'erasure', actor: 'eraser' });
-    await untilFolded(keyC, late.map((b) => b.backupId));
+    await untilFolded(
+      keyC,
+      late.map((b) => b.backupId),
+    );
     const record = await untilLedgerObject(keyC);
     await v().backups.idle();
     expect({ holding: await v().backups.holding(keyC), marked: await v().backups.marked(keyC) }).toEqual({ holding: 2, marked: 2 });
@@ -376,7 +394,12 @@ describe('backups into a versioned MinIO bucket', () => {
     expect(await manifestVersions()).toEqual(listedBefore);
     const after = await versionCounts(client, backupBucket, '');
     const grew = [...after].filter(([name, n]) => (before.get(name) ?? 0) !== n).map(([name, n]) => [name, n - (before.get(name) ?? 0)]);
-    expect(grew.sort()).toEqual([[LEDGER_HEAD_KEY, 1], [record, 1]].sort());
+    expect(grew.sort()).toEqual(
+      [
+        [LEDGER_HEAD_KEY, 1],
+        [record, 1],
+      ].sort(),
+    );
     for (const b of early) expect(keyState(await v().backups.manifest(b.backupId), keyC)).toBeUndefined();
   });
 });

@@ -54,7 +54,12 @@ describe('backups on PGlite and the local object store', () => {
     const taken = await v.backups.run();
     const m1 = JSON.parse(readFileSync(path.join(backupDir, manifestKey(taken.backupId)), 'utf8')) as Manifest;
     expect(m1).toMatchObject({ backupId: taken.backupId, version: 1 });
-    expect(m1.keys.map((k) => [k.keyId, k.state]).sort()).toEqual([[a.keyId, 'active'], [b.keyId, 'active']].sort());
+    expect(m1.keys.map((k) => [k.keyId, k.state]).sort()).toEqual(
+      [
+        [a.keyId, 'active'],
+        [b.keyId, 'active'],
+      ].sort(),
+    );
     expect(m1.objects).toHaveLength(2);
     for (const o of m1.objects) {
       // the live object, its copy in the backup folder, and the manifest agree on the bytes
@@ -92,7 +97,11 @@ describe('backups on PGlite and the local object store', () => {
     expect(keyState(m2.service, a.keyId)).toMatchObject({ state: 'destroyed', destroyedAt: destruction.destroyedAt.toISOString() });
     expect(keyState(m2.service, b.keyId)?.state).toBe('active');
 
-    await until('the ledger chain record', () => v.keys.validity([a.keyId]), (s) => s[a.keyId] === 'destroyed');
+    await until(
+      'the ledger chain record',
+      () => v.keys.validity([a.keyId]),
+      (s) => s[a.keyId] === 'destroyed',
+    );
     const entry = (await v.backups.ledgerChain()).entries.get(a.keyId);
     expect(entry).toMatchObject({ keyId: a.keyId, destroyedAt: destruction.destroyedAt.toISOString(), wrappedEpoch: destruction.wrappedEpoch });
     // the chain is in the backup folder, as files, and never in the live one

@@ -88,7 +88,12 @@ describe("the ledger's Object Lock against lethe's own credential", () => {
       .replaceAll('arn:aws:s3:::lethe/', `arn:aws:s3:::${buckets.live}/`)
       .replaceAll('arn:aws:s3:::lethe"', `arn:aws:s3:::${buckets.live}"`);
     const m = minio();
-    const credentials = await new AssumeRoleProvider({ stsEndpoint: m.endpoint, accessKey: m.accessKey, secretKey: m.secretKey, policy: JSON.stringify(JSON.parse(policy)) }).getCredentials();
+    const credentials = await new AssumeRoleProvider({
+      stsEndpoint: m.endpoint,
+      accessKey: m.accessKey,
+      secretKey: m.secretKey,
+      policy: JSON.stringify(JSON.parse(policy)),
+    }).getCredentials();
     const restricted = {
       ...env('governance', buckets),
       S3_ACCESS_KEY: credentials.getAccessKey(),
@@ -121,7 +126,9 @@ describe("the ledger's Object Lock against lethe's own credential", () => {
     for (const key of [chainRecordKey(1), LEDGER_HEAD_KEY]) {
       const [v] = await allVersions(minioClient(), buckets.backup, key);
       await expect(as.removeObject(buckets.backup, key, { versionId: v!.versionId, governanceBypass: true })).rejects.toMatchObject({ code: 'AccessDenied' });
-      await expect(as.removeObject(buckets.backup, key, { versionId: v!.versionId })).rejects.toMatchObject({ code: expect.stringMatching(/AccessDenied|ObjectLocked|InvalidRequest/) });
+      await expect(as.removeObject(buckets.backup, key, { versionId: v!.versionId })).rejects.toMatchObject({
+        code: expect.stringMatching(/AccessDenied|ObjectLocked|InvalidRequest/),
+      });
       await expect(as.removeObject(buckets.backup, key)).rejects.toMatchObject({ code: 'AccessDenied' });
     }
     expect(await tv.app.backups.checkAnchor()).toBeUndefined();

@@ -29,7 +29,11 @@ describe('the ledger chain after the backups move to a new bucket', () => {
     await tv.app.backups.run();
     await tv.app.keys.destroyKey(a.keyId, { reason: 'erasure', actor: 'eraser' });
     // the destruction reaches the old bucket's ledger chain
-    await until('the ledger chain in the old bucket', () => ledgerHolds(tv.app.backups.store, a.keyId), (h) => h);
+    await until(
+      'the ledger chain in the old bucket',
+      () => ledgerHolds(tv.app.backups.store, a.keyId),
+      (h) => h,
+    );
 
     // the backups move to a new bucket
     const moved = await tv.reopen({}, { S3_BACKUP_BUCKET: newBackupBucket });

@@ -170,7 +170,11 @@ describe('backups in a bucket under Object Lock in compliance mode', () => {
     expect(manifest.version).toBe(1);
     expect(manifest.keys.find((k) => k.keyId === aKey)?.state).toBe('active');
     // and the destruction's record in the ledger chain
-    const record = await until("the ledger chain record of A's destruction", () => ledgerRecordOf(tv.app.backups.store, aKey), (r) => r !== undefined);
+    const record = await until(
+      "the ledger chain record of A's destruction",
+      () => ledgerRecordOf(tv.app.backups.store, aKey),
+      (r) => r !== undefined,
+    );
 
     // the manifest's one version is kept and locked (written once, never rewritten); so is the ledger copy of the destruction
     const versions = await allVersions(client, backupBucket);
@@ -199,7 +203,10 @@ describe('backups in a bucket under Object Lock in compliance mode', () => {
       let tried = 0;
       // each frame is sealed under a record key of its own (its envelope names the entry), wrapped under the subject key in the index
       const wraps = new Map(
-        (await queryRows<{ entry_id: string; wrapped_key: Uint8Array }>(tv.app.db.db, sql`select entry_id, wrapped_key from log_entries`)).map((r) => [r.entry_id, r.wrapped_key]),
+        (await queryRows<{ entry_id: string; wrapped_key: Uint8Array }>(tv.app.db.db, sql`select entry_id, wrapped_key from log_entries`)).map((r) => [
+          r.entry_id,
+          r.wrapped_key,
+        ]),
       );
       const aIds = new Set(a.map((e) => e.entryId));
       for (const o of holdingA) {

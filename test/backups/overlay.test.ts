@@ -56,7 +56,12 @@ describe("the manifests' overlay: the ledger chain", () => {
     const record = await ledgerRecordOf(tv.app.backups.store, a.keyId);
     const after = await versionCounts(client, backupBucket, '');
     const grew = [...after].filter(([name, n]) => (before.get(name) ?? 0) !== n).map(([name, n]) => [name, n - (before.get(name) ?? 0)]);
-    expect(grew.sort()).toEqual([[LEDGER_HEAD_KEY, 1], [record, 1]].sort());
+    expect(grew.sort()).toEqual(
+      [
+        [LEDGER_HEAD_KEY, 1],
+        [record, 1],
+      ].sort(),
+    );
 
     for (const t of taken) {
       const folded = await tv.app.backups.manifest(t.backupId);
@@ -101,7 +106,10 @@ describe("the manifests' overlay: the ledger chain", () => {
       expect(verified.ledger).toMatchObject({ ok: false, problem: expect.stringContaining(`ledger chain record ${seq} fails its MAC`) });
       const restored = await target();
       try {
-        await expect(restored.backups.restore(backupId, { actor: 'test' })).rejects.toMatchObject({ code: 'conflict', message: expect.stringContaining(`ledger chain record ${seq} fails its MAC`) });
+        await expect(restored.backups.restore(backupId, { actor: 'test' })).rejects.toMatchObject({
+          code: 'conflict',
+          message: expect.stringContaining(`ledger chain record ${seq} fails its MAC`),
+        });
       } finally {
         await restored.close();
       }
@@ -113,7 +121,8 @@ describe("the manifests' overlay: the ledger chain", () => {
 
   it('never loses a destruction to backups taken at the same time: every backup holding a destroyed key honours it', async () => {
     const subjects = [];
-    for (let i = 0; i < 6; i++) subjects.push(await tv.app.log.append(`user:overlay-race-${i}-${tag()}`, { text: `Race subject ${i} notes ${tag()}.` }, 'writer'));
+    for (let i = 0; i < 6; i++)
+      subjects.push(await tv.app.log.append(`user:overlay-race-${i}-${tag()}`, { text: `Race subject ${i} notes ${tag()}.` }, 'writer'));
     // four backups and six destructions, interleaved
     const runs: Array<Promise<BackupSummary>> = [];
     const destructions: Array<Promise<unknown>> = [];
@@ -124,7 +133,14 @@ describe("the manifests' overlay: the ledger chain", () => {
     runs.push(tv.app.backups.run());
     const taken = await Promise.all(runs);
     await Promise.all(destructions);
-    expect((await tv.app.backups.awaitDurable(subjects.map((s) => s.keyId), 30_000)).pending).toEqual([]);
+    expect(
+      (
+        await tv.app.backups.awaitDurable(
+          subjects.map((s) => s.keyId),
+          30_000,
+        )
+      ).pending,
+    ).toEqual([]);
     await tv.app.backups.idle();
 
     let checked = 0;

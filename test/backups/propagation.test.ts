@@ -40,7 +40,11 @@ describe('propagating destructions the destroying replica could not write', () =
   async function destroyWithoutPropagating(keyId: string, backupId: string, options: { othersRunning?: boolean } = {}): Promise<void> {
     const failedBefore = brokenLog.filter((l) => l.msg?.startsWith(FAILED)).length;
     await broken.keys.destroyKey(keyId, { reason: 'erasure', actor: 'eraser' });
-    await until('the broken replica to give up propagating', async () => brokenLog.filter((l) => l.msg?.startsWith(FAILED)).length, (n) => n > failedBefore);
+    await until(
+      'the broken replica to give up propagating',
+      async () => brokenLog.filter((l) => l.msg?.startsWith(FAILED)).length,
+      (n) => n > failedBefore,
+    );
     if (options.othersRunning) return; // a ticking replica may already have caught up
     expect(await versionOf(tv.app, backupId)).toBe(1);
     expect(await ledgerHolds(tv.app.backups.store, keyId)).toBe(false);
@@ -126,7 +130,11 @@ describe('propagating destructions the destroying replica could not write', () =
     await b.propagate({ keyIds: [keyId] });
     expect({ holding: await b.holding(keyId), marked: await b.marked(keyId) }).toEqual({ holding: 1, marked: 1 });
     expect(await b.holdingAny([keyId, unbacked])).toBe(1);
-    expect({ holding: await b.holding(unbacked), marked: await b.marked(unbacked), any: await b.holdingAny([unbacked]) }).toEqual({ holding: 0, marked: 0, any: 0 });
+    expect({ holding: await b.holding(unbacked), marked: await b.marked(unbacked), any: await b.holdingAny([unbacked]) }).toEqual({
+      holding: 0,
+      marked: 0,
+      any: 0,
+    });
     expect(await b.holdingAny([])).toBe(0);
   });
 

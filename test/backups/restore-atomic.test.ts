@@ -48,7 +48,6 @@ async function bucketListing(app: App): Promise<string[]> {
 
 const bucket = (p: string) => `${p}-${randomBytes(4).toString('hex')}`;
 
-
 /** A regenerator whose first call regenerates and every later one throws: a restore that breaks half-way. */
 function regeneratorBreakingOnSecondCall(): Regenerator & { readonly calls: number } {
   let calls = 0;
@@ -119,7 +118,8 @@ describe('a restore that fails half-way leaves the target as it found it', () =>
     // a fresh database holds its own first epoch and audit rows, and no key, entry or artifact
     expect(rowsBefore.epochs).toHaveLength(1);
     expect(rowsBefore.audit_log!.length).toBeGreaterThan(0);
-    for (const t of ['subject_keys', 'artifact_keys', 'destruction_ledger', 'log_entries', 'artifacts', 'provenance', 'embeddings']) expect(rowsBefore[t]).toEqual([]);
+    for (const t of ['subject_keys', 'artifact_keys', 'destruction_ledger', 'log_entries', 'artifacts', 'provenance', 'embeddings'])
+      expect(rowsBefore[t]).toEqual([]);
     expect(listingBefore).toEqual([]);
 
     const err = await app.backups.restore(backupId, { actor: 'test' }).catch((e: unknown) => e);

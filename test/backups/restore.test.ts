@@ -81,7 +81,12 @@ describe('restoring a backup taken before an erasure', () => {
     let aFrames = 0;
     // each frame is sealed under a record key of its own (its envelope names the entry), wrapped under A's key in the index
     const wraps = new Map(
-      (await queryRows<{ entry_id: string; wrapped_key: Uint8Array }>(restored.db.db, sql`select entry_id, wrapped_key from log_entries where key_id = ${a[0]!.keyId}`)).map((r) => [r.entry_id, r.wrapped_key]),
+      (
+        await queryRows<{ entry_id: string; wrapped_key: Uint8Array }>(
+          restored.db.db,
+          sql`select entry_id, wrapped_key from log_entries where key_id = ${a[0]!.keyId}`,
+        )
+      ).map((r) => [r.entry_id, r.wrapped_key]),
     );
     for (const { segment } of segments) {
       for (const f of decodeSegment(await restored.objects.get(segment))) {
@@ -122,7 +127,13 @@ describe('restoring a backup taken before an erasure', () => {
     await expect(hidden.log.get(a[0]!.entryId)).rejects.toMatchObject({ code: 'key_destroyed' });
 
     // and the ledger chain removed for good (every version: a bucket without Object Lock, or the governance bypass)
-    const client = new Client({ endPoint: new URL(inject('minio').endpoint).hostname, port: Number(new URL(inject('minio').endpoint).port), useSSL: false, accessKey: inject('minio').accessKey, secretKey: inject('minio').secretKey });
+    const client = new Client({
+      endPoint: new URL(inject('minio').endpoint).hostname,
+      port: Number(new URL(inject('minio').endpoint).port),
+      useSSL: false,
+      accessKey: inject('minio').accessKey,
+      secretKey: inject('minio').secretKey,
+    });
     const versions = await new Promise<Array<{ name: string; versionId: string }>>((resolve, reject) => {
       const out: Array<{ name: string; versionId: string }> = [];
       const stream = client.listObjects(backupBucket, 'ledger/', true, { IncludeVersion: true });

@@ -71,7 +71,15 @@ describe("two databases on one bucket's ledger chain", () => {
     expect((await source.app.backups.awaitDurable([keyId], 30_000)).pending).toEqual([]);
     // ...where the copy had assigned its own (valid, MAC'd, after the same head) without storing it yet
     const mac = new KeyedHasher(deriveSubkey(Buffer.from(source.env.LETHE_ROOT_KEY!, 'base64'), 'ledger-chain'));
-    const unsealed = { format: 'lethe-ledger-chain/1', seq: head.seq + 1, prev: head.record, at: new Date().toISOString(), auditHead: null, destructions: [], manifests: [] };
+    const unsealed = {
+      format: 'lethe-ledger-chain/1',
+      seq: head.seq + 1,
+      prev: head.record,
+      at: new Date().toISOString(),
+      auditHead: null,
+      destructions: [],
+      manifests: [],
+    };
     const mine = { ...unsealed, mac: chainMac(mac, unsealed) };
     mac.destroy();
     await copy.db.db.execute(sql`insert into ledger_chain (bucket, seq, body, mac, created_at)

@@ -53,7 +53,8 @@ describe('tampering with the backup bucket', () => {
   const saved = new Map<number, Uint8Array>();
   /** Removes every version of `key` for good: what someone who may bypass governance retention (or a bucket without Object Lock) allows. */
   async function purge(key: string): Promise<void> {
-    for (const v of await allVersions(client, backupBucket, key)) await client.removeObject(backupBucket, key, { versionId: v.versionId, governanceBypass: true });
+    for (const v of await allVersions(client, backupBucket, key))
+      await client.removeObject(backupBucket, key, { versionId: v.versionId, governanceBypass: true });
     // delete markers too
     await client.removeObject(backupBucket, key).catch(() => {});
   }
@@ -125,7 +126,10 @@ describe('tampering with the backup bucket', () => {
     try {
       for (const force of [false, true]) {
         const restored = await target();
-        const e = await restored.backups.restore(backupId, { actor: 'test', force }).then(() => undefined, (err: unknown) => err as Error & { code?: string });
+        const e = await restored.backups.restore(backupId, { actor: 'test', force }).then(
+          () => undefined,
+          (err: unknown) => err as Error & { code?: string },
+        );
         expect(e?.code).toBe('conflict');
         expect(e?.message).toMatch(/was written with a MAC, which was removed: it was edited .* forced or not/);
         expect(e?.message).not.toContain('--force-without-ledger');
@@ -179,7 +183,9 @@ describe('tampering with the backup bucket', () => {
     await overwrite(middle, editedBytes);
     try {
       const restored = await target();
-      expect((await restored.backups.restore(backupId, { actor: 'test' })).warnings.join(' ')).toContain('ledger chain record 1: its current version was removed or altered');
+      expect((await restored.backups.restore(backupId, { actor: 'test' })).warnings.join(' ')).toContain(
+        'ledger chain record 1: its current version was removed or altered',
+      );
       // the version lethe wrote removed for good: only the edited one is left
       await purge(middle);
       await overwrite(middle, editedBytes);
@@ -225,7 +231,10 @@ describe('tampering with the backup bucket', () => {
       await tv.app.backups.propagate();
       await overwrite(manifestKey(backupId), first);
       expect(await refusal()).toMatch(new RegExp(`manifest of backup ${backupId} is version 1, but the ledger chain records version 2`));
-      expect(await tv.app.backups.verify(backupId)).toMatchObject({ ok: false, ledger: { ok: false, problem: expect.stringMatching(/older than the version 2/) } });
+      expect(await tv.app.backups.verify(backupId)).toMatchObject({
+        ok: false,
+        ledger: { ok: false, problem: expect.stringMatching(/older than the version 2/) },
+      });
       // the newer version put back: restored, and the folded view still marks every destruction
       await overwrite(manifestKey(backupId), Buffer.from(JSON.stringify(v2)));
       expect((await tv.app.backups.manifest(backupId)).overlay.destroyed).toBe(2);
@@ -261,6 +270,10 @@ describe('tampering with the backup bucket', () => {
     await expect(client.removeObject(backupBucket, lethesHead!.name, { versionId: lethesHead!.versionId })).rejects.toMatchObject(WORM_REFUSAL);
     // still there
     expect(await allVersions(client, backupBucket, chainRecordKey(untouched!))).toContainEqual(record);
-    await until('the chain to verify', () => tv.app.backups.ledgerChain(), (c) => c.present && c.entries.size >= 3);
+    await until(
+      'the chain to verify',
+      () => tv.app.backups.ledgerChain(),
+      (c) => c.present && c.entries.size >= 3,
+    );
   });
 });

@@ -84,7 +84,12 @@ describe('a key destroyed while the backup store (MinIO) is down', () => {
       minio = await startMinio(minioBinary(), minio);
       restarted = true;
       // nobody asks again: the background retry (backoff from 1 s) makes it durable
-      await until('the destruction to become durable', () => durableAt(tv.app, a.keyId), (d) => d !== null && d !== undefined, 60_000);
+      await until(
+        'the destruction to become durable',
+        () => durableAt(tv.app, a.keyId),
+        (d) => d !== null && d !== undefined,
+        60_000,
+      );
       expect(await tv.app.keys.validity([a.keyId])).toEqual({ [a.keyId]: 'destroyed' });
       const again = await tv.call('POST', `/v1/admin/keys/${a.keyId}/destroy`, { role: 'admin', body: { reason: 'break-glass' } });
       expect(again.status).toBe(200);
@@ -138,7 +143,12 @@ describe('a key destroyed while the local backup folder cannot be written (embed
       rmSync(ledgerDir, { force: true });
       renameSync(`${ledgerDir}.away`, ledgerDir);
     }
-    await until('the destruction to become durable', () => durableAt(tv.app, a.keyId), (d) => d !== null && d !== undefined, 60_000);
+    await until(
+      'the destruction to become durable',
+      () => durableAt(tv.app, a.keyId),
+      (d) => d !== null && d !== undefined,
+      60_000,
+    );
     expect(await tv.app.keys.validity([a.keyId])).toEqual({ [a.keyId]: 'destroyed' });
 
     // the database is lost: a fresh embedded database (a fresh data dir) with the same keyring and backup folder
@@ -202,7 +212,10 @@ describe('the service killed (-9) between the PostgreSQL change and the ledger w
   it('never answered the destruction; after a restart the catch-up makes it durable, and a restore of the earlier backup keeps the key erased', async () => {
     const call = (url: string, method: string, p: string, o: Parameters<typeof requestInit>[1] = {}) => fetch(`${url}${p}`, requestInit(method, o));
     service = await startService(process.execPath, [...CLI, 'serve'], { ...env, LETHE_FAILPOINT: 'ledger-before-store' });
-    const a = (await (await call(service.url, 'POST', '/v1/subjects/user:kill-a/entries', { role: 'writer', body: { text: `A ${tag()}` } })).json()) as { entryId: string; keyId: string };
+    const a = (await (await call(service.url, 'POST', '/v1/subjects/user:kill-a/entries', { role: 'writer', body: { text: `A ${tag()}` } })).json()) as {
+      entryId: string;
+      keyId: string;
+    };
     expect(a.keyId).toMatch(/^key_/);
     // a backup from the CLI (its own process, no failpoint) before the destruction
     const backup = await runCli(['backup', 'run'], { ...env, LETHE_URL: service.url, LETHE_BACKUP_TOKEN: TOKENS.backup });
@@ -229,7 +242,9 @@ describe('the service killed (-9) between the PostgreSQL change and the ledger w
     const url = service.url;
     await until(
       'the destruction to become durable',
-      async () => ((await (await call(url, 'POST', '/v1/keys/validity', { role: 'backup', body: { keyIds: [a.keyId] } })).json()) as { keys: Record<string, string> }).keys[a.keyId],
+      async () =>
+        ((await (await call(url, 'POST', '/v1/keys/validity', { role: 'backup', body: { keyIds: [a.keyId] } })).json()) as { keys: Record<string, string> })
+          .keys[a.keyId],
       (s) => s === 'destroyed',
       60_000,
     );

@@ -52,7 +52,9 @@ beforeAll(async () => {
   const vault = await openApp(loadConfig(env), { logger: createLogger('silent'), listen: false });
   try {
     await vault.keys.lease('user:cli-a', 'writer');
-    earlier = await withSql(async (sql) => (await sql<Array<{ seq: number; mac: Buffer; head_mac: Buffer }>>`select seq::int as seq, mac, head_mac from audit_head`)[0]!);
+    earlier = await withSql(
+      async (sql) => (await sql<Array<{ seq: number; mac: Buffer; head_mac: Buffer }>>`select seq::int as seq, mac, head_mac from audit_head`)[0]!,
+    );
     await vault.keys.lease('user:cli-b', 'writer');
     await vault.keys.lease('user:cli-a', 'writer');
     anchor = await vault.audit.tip(vault.db.db);

@@ -32,11 +32,16 @@ describe('lethe backup', () => {
     await tv?.close();
   });
 
-  it('`run` takes a backup through the service, `list` shows it, `verify` passes, and after a destruction `propagate` and `verify` show the key destroyed and its data unreadable', { timeout: TIMEOUT }, async () => {
+  it('`run` takes a backup through the service, `list` shows it, `verify` passes, and after a destruction `propagate` and `verify` show the key destroyed and its data unreadable', {
+    timeout: TIMEOUT,
+  }, async () => {
     const run = await runCli(['backup', 'run'], env);
     expect(run.code, run.stderr).toBe(0);
     // not a terminal: JSON lines on stdout, progress first, the result last
-    const lines = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.length).toBeGreaterThan(2);
     expect(lines.slice(0, -1).every((l) => typeof l.progress === 'object')).toBe(true);
     expect(lines.slice(0, -1).map((l) => (l.progress as { phase: string }).phase)).toContain('objects');
@@ -80,7 +85,9 @@ describe('lethe backup', () => {
     }
   });
 
-  it('`restore --witness` refuses a witness it cannot read or that is neither a head nor a certificate, naming it (exit 2); `repair-ledger` on a whole chain puts nothing back (exit 0)', { timeout: TIMEOUT }, async () => {
+  it('`restore --witness` refuses a witness it cannot read or that is neither a head nor a certificate, naming it (exit 2); `repair-ledger` on a whole chain puts nothing back (exit 0)', {
+    timeout: TIMEOUT,
+  }, async () => {
     const missing = await runCli(['backup', 'restore', 'bak_AAAAAAAAAAAAAAAAAAAAAA', '--witness', path.join(tv.dataDir, 'nowhere.json')], env);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/cannot read witness .*nowhere\.json: ENOENT/);
@@ -95,7 +102,9 @@ describe('lethe backup', () => {
     expect(JSON.parse(repaired.stdout)).toEqual({ putBack: [], anchored: true });
   });
 
-  it('refuses without a token (exit 2), with a wrong token (exit 1, 401), with a bad URL (exit 2), and for an unknown backup (exit 1)', { timeout: TIMEOUT }, async () => {
+  it('refuses without a token (exit 2), with a wrong token (exit 1, 401), with a bad URL (exit 2), and for an unknown backup (exit 1)', {
+    timeout: TIMEOUT,
+  }, async () => {
     const { LETHE_BACKUP_TOKEN: _t, ...noToken } = env;
     const missing = await runCli(['backup', 'run'], noToken);
     expect(missing.code).toBe(2);

@@ -120,7 +120,9 @@ describe('lethe erasure certificate', () => {
     writeFileSync(forgedOwnIdFile, JSON.stringify(signCertificate({ ...flipped, signingKeyId: certificateKeyId(certificatePublicKey(forger)) }, forger)));
   });
 
-  it('exits 2 with the service\'s problem for an unknown id and an erasure without a certificate yet, and before any request for a malformed id', { timeout: TIMEOUT }, async () => {
+  it("exits 2 with the service's problem for an unknown id and an erasure without a certificate yet, and before any request for a malformed id", {
+    timeout: TIMEOUT,
+  }, async () => {
     // an erasure held open: a writer leased the key before it, so it waits at drain_leases
     const s = `user:cli-cert-open-${tag()}`;
     await append(s, words(5));
@@ -142,7 +144,9 @@ describe('lethe erasure certificate', () => {
 });
 
 describe('lethe certificate verify', () => {
-  it('exits 2 without a trusted key, saying why the key a certificate carries proves nothing — even for a forgery that holds under its own key', { timeout: TIMEOUT }, async () => {
+  it('exits 2 without a trusted key, saying why the key a certificate carries proves nothing — even for a forgery that holds under its own key', {
+    timeout: TIMEOUT,
+  }, async () => {
     const [plain, forged] = await Promise.all([verify(honestFile), verify(forgedFile)]);
     for (const run of [plain, forged]) {
       expect(run.code).toBe(2);
@@ -163,7 +167,7 @@ describe('lethe certificate verify', () => {
     expect(JSON.parse(publicKey.stdout)).toMatchObject({ keyId: honest.payload.signingKeyId, publicKey: honest.publicKey });
   });
 
-  it('exits 0 for the vault\'s certificate with --url, --public-key and --public-key-file', { timeout: TIMEOUT }, async () => {
+  it("exits 0 for the vault's certificate with --url, --public-key and --public-key-file", { timeout: TIMEOUT }, async () => {
     const [url, key, file] = await Promise.all([
       verify(honestFile, '--url', service.url),
       verify(honestFile, '--public-key', honest.publicKey),
@@ -226,8 +230,14 @@ describe('lethe certificate verify', () => {
 });
 
 describe('lethe certificate verify: retired keys and plain HTTP (issue 29)', () => {
-  it('exits 1 for a certificate issued after its signing key was retired (a retired key signs nothing later); one issued before still verifies', { timeout: TIMEOUT }, async () => {
-    const { body } = await call<{ keys: Array<{ keyId: string; publicKey: string; origin: string; retiredAt: string | null }> }>('GET', '/v1/certificates/keys', 'none');
+  it('exits 1 for a certificate issued after its signing key was retired (a retired key signs nothing later); one issued before still verifies', {
+    timeout: TIMEOUT,
+  }, async () => {
+    const { body } = await call<{ keys: Array<{ keyId: string; publicKey: string; origin: string; retiredAt: string | null }> }>(
+      'GET',
+      '/v1/certificates/keys',
+      'none',
+    );
     const retired = body.keys.find((k) => k.origin === 'root-derived')!;
     expect(retired.retiredAt).toMatch(/^\d{4}-/);
     // whoever holds a retired key's private part (here the root-derived one, which the root key derives again) signs as the vault did
@@ -239,16 +249,24 @@ describe('lethe certificate verify: retired keys and plain HTTP (issue 29)', () 
     writeFileSync(lateFile, JSON.stringify(sign(new Date(Date.parse(retired.retiredAt!) + 60_000).toISOString())));
     writeFileSync(earlyFile, JSON.stringify(sign(new Date(Date.parse(retired.retiredAt!) - 60_000).toISOString())));
     writeFileSync(keysFile, JSON.stringify(body));
-    const [lateUrl, lateFileKeys, early] = await Promise.all([verify(lateFile, '--url', service.url), verify(lateFile, '--public-key-file', keysFile), verify(earlyFile, '--url', service.url)]);
+    const [lateUrl, lateFileKeys, early] = await Promise.all([
+      verify(lateFile, '--url', service.url),
+      verify(lateFile, '--public-key-file', keysFile),
+      verify(earlyFile, '--url', service.url),
+    ]);
     for (const run of [lateUrl, lateFileKeys]) {
       expect(run.code, run.stdout).toBe(1);
-      expect(run.stderr).toMatch(new RegExp(`^lethe: certificate does not verify: issued at \\S+, after its signing key ${retired.keyId} was retired at ${retired.retiredAt}`));
+      expect(run.stderr).toMatch(
+        new RegExp(`^lethe: certificate does not verify: issued at \\S+, after its signing key ${retired.keyId} was retired at ${retired.retiredAt}`),
+      );
     }
     expect(early.code, early.stderr).toBe(0);
     expect(JSON.parse(early.stdout)).toEqual({ valid: true, keyId: retired.keyId, keyState: 'retired' });
   });
 
-  it('exits 2 for --url over plain http:// to a host that is not loopback, before any request; https://, and http:// to loopback, are asked', { timeout: TIMEOUT }, async () => {
+  it('exits 2 for --url over plain http:// to a host that is not loopback, before any request; https://, and http:// to loopback, are asked', {
+    timeout: TIMEOUT,
+  }, async () => {
     const runs = await Promise.all(['http://lethe.example', 'http://10.0.0.1:8080', 'http://[2001:db8::1]'].map((url) => verify(honestFile, '--url', url)));
     for (const run of runs) {
       expect(run.code, run.stderr).toBe(2);
@@ -265,10 +283,15 @@ describe('lethe certificate verify: retired keys and plain HTTP (issue 29)', () 
 });
 
 describe('lethe certificate rotate-key', () => {
-  it('retires the key: a certificate from before still verifies against the retired key the vault lists, and the next one names the new key', { timeout: TIMEOUT }, async () => {
+  it('retires the key: a certificate from before still verifies against the retired key the vault lists, and the next one names the new key', {
+    timeout: TIMEOUT,
+  }, async () => {
     const rotated = await runCli(['certificate', 'rotate-key'], localEnv);
     expect(rotated.code, rotated.stderr).toBe(0);
-    const { current, retired } = JSON.parse(rotated.stdout) as { current: { keyId: string; publicKey: string; state: string }; retired: { keyId: string; state: string } };
+    const { current, retired } = JSON.parse(rotated.stdout) as {
+      current: { keyId: string; publicKey: string; state: string };
+      retired: { keyId: string; state: string };
+    };
     expect(retired).toMatchObject({ keyId: honest.payload.signingKeyId, state: 'retired' });
     expect(current.state).toBe('current');
     expect(current.keyId).not.toBe(retired.keyId);

@@ -56,7 +56,10 @@ describe('scripts/ensure-deps.mjs: are the dependencies current?', () => {
   });
 
   it('installs when a locked package is missing, or one is installed that the lockfile does not name', () => {
-    expect(state(project({ packages: { 'node_modules/a': pkg('1.0.0') } }))).toEqual({ current: false, reason: 'node_modules does not match package-lock.json: b is not installed' });
+    expect(state(project({ packages: { 'node_modules/a': pkg('1.0.0') } }))).toEqual({
+      current: false,
+      reason: 'node_modules does not match package-lock.json: b is not installed',
+    });
     expect(state(project({ packages: { ...INSTALLED.packages, 'node_modules/z': pkg('9.0.0') } }))).toEqual({
       current: false,
       reason: 'node_modules does not match package-lock.json: z is installed but not in package-lock.json',

@@ -135,7 +135,10 @@ describe('lethe erase', () => {
     const s2 = `user:cli-c2-${tag()}`;
     const e2 = await append(s2, 'Cleo saw the Pixies in Oslo last June and kept the ticket stub.');
     await writer('POST', '/v1/training-exposures', { corpus: `ft-${tag()}`, model: 'agent-ft', ids: [e2] }, 201);
-    const [run, bounded] = await Promise.all([erase([s]), erase([s2, '--unlearning-method', 'SISA retrain of shard 3', '--unlearning-bound', '0.01', '--json'])]);
+    const [run, bounded] = await Promise.all([
+      erase([s]),
+      erase([s2, '--unlearning-method', 'SISA retrain of shard 3', '--unlearning-bound', '0.01', '--json']),
+    ]);
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(3);
     expect(run.stdout).toMatch(/: incomplete \(class C\)$/m);
     expect(run.stdout).toMatch(/^ {2}model-weights parametric: bound unbounded$/m);
@@ -143,7 +146,10 @@ describe('lethe erase', () => {
     expectPrivate(run, s);
 
     expect(bounded.code, bounded.stderr).toBe(0);
-    const lines = bounded.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = bounded.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const steps = lines.slice(0, -1) as Array<{ step: { fromStep: string | null; status: string } }>;
     expect(steps.length).toBeGreaterThan(FIRST_RUN.length);
     expect(steps.every((l) => typeof l.step === 'object')).toBe(true);
@@ -154,7 +160,9 @@ describe('lethe erase', () => {
     expectPrivate(bounded, s2);
   });
 
-  it('`erasure list` prints a page of erasures as the service answers it: --subject, --limit, --cursor; a bad limit exits 2', { timeout: TIMEOUT }, async () => {
+  it('`erasure list` prints a page of erasures as the service answers it: --subject, --limit, --cursor; a bad limit exits 2', {
+    timeout: TIMEOUT,
+  }, async () => {
     const s = `user:cli-list-${tag()}`;
     await append(s, 'Lia keeps bees.');
     const accepted = await erase([s, '--no-wait']);
@@ -209,7 +217,10 @@ describe('lethe erase', () => {
       { args: ['erase', 'user:ok', '--unlearning-method', 'SISA', '--unlearning-bound', '-1'], message: /--unlearning-bound must be a number >= 0/ },
       { args: ['erase', 'user:ok', '--legal-basis', 'gdpr-art99'], message: /--legal-basis must be one of gdpr-art17, ccpa-1798.105, contract/ },
       // the CLI's limit is the service's
-      { args: ['erase', 'user:ok', ...Array.from({ length: MAX_PUBLIC_ATTRIBUTES + 1 }, (_, i) => ['--public-attribute', `a${i}`]).flat()], message: new RegExp(`--public-attribute: at most ${MAX_PUBLIC_ATTRIBUTES}$`, 'm') },
+      {
+        args: ['erase', 'user:ok', ...Array.from({ length: MAX_PUBLIC_ATTRIBUTES + 1 }, (_, i) => ['--public-attribute', `a${i}`]).flat()],
+        message: new RegExp(`--public-attribute: at most ${MAX_PUBLIC_ATTRIBUTES}$`, 'm'),
+      },
       { args: ['erasure', 'show', 'not-an-erasure'], message: /an erasure id is ers_/ },
     ];
     const runs = await Promise.all(cases.map((c) => runCli(c.args, { ...env, LETHE_URL: recorderUrl })));
@@ -239,7 +250,9 @@ describe('lethe erase', () => {
 });
 
 describe('lethe erasure dismissals', () => {
-  it('propose (eraser), approve (approver: the erasure completes on the ruling), revoke; an eraser token cannot approve; bad ids exit 2 with no request', { timeout: 120_000 }, async () => {
+  it('propose (eraser), approve (approver: the erasure completes on the ruling), revoke; an eraser token cannot approve; bad ids exit 2 with no request', {
+    timeout: 120_000,
+  }, async () => {
     const s = `user:cli-clinic-${tag()}`;
     const place = `Halden${tag()}`;
     await append(s, `Appointment with Dr. Okonkwo at the ${place} clinic on 14 March about my knee.`);
@@ -260,7 +273,10 @@ describe('lethe erasure dismissals', () => {
     expect(approved.code, approved.stderr).toBe(0);
     expect(JSON.parse(approved.stdout)).toEqual({ erasureId, status: 'running', dismissalId });
     expect((await runCli(['erasure', 'watch', erasureId], env)).code).toBe(0);
-    const revoked = await runCli(['erasure', 'dismissals', 'revoke', erasureId, dismissalId, '--reason', 'reconsidered'], { ...env, LETHE_APPROVER_TOKEN: TOKENS.approver });
+    const revoked = await runCli(['erasure', 'dismissals', 'revoke', erasureId, dismissalId, '--reason', 'reconsidered'], {
+      ...env,
+      LETHE_APPROVER_TOKEN: TOKENS.approver,
+    });
     expect(revoked.code, revoked.stderr).toBe(0);
     expect((await runCli(['erasure', 'watch', erasureId], env)).code).toBe(3);
     const bad = await Promise.all([

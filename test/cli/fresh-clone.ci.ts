@@ -36,7 +36,11 @@ function copyOfWorkingTree(): string {
   return dir;
 }
 
-const lines = (service: RunningService) => service.stdout().split('\n').filter((l) => l.startsWith('lethe: '));
+const lines = (service: RunningService) =>
+  service
+    .stdout()
+    .split('\n')
+    .filter((l) => l.startsWith('lethe: '));
 
 describe('npm start in a fresh clone', () => {
   const clone = copyOfWorkingTree();
@@ -80,7 +84,9 @@ describe('npm start in a fresh clone', () => {
     ]);
     await stopCleanly(service);
     service = undefined;
-    console.log(`npm start in a fresh clone: ${first.seconds} s to /healthz (${firstLines.filter((l) => / in [\d.]+ s$/.test(l)).join('; ')}); warm second start: ${second.seconds} s`);
+    console.log(
+      `npm start in a fresh clone: ${first.seconds} s to /healthz (${firstLines.filter((l) => / in [\d.]+ s$/.test(l)).join('; ')}); warm second start: ${second.seconds} s`,
+    );
   }, 900_000);
 });
 
@@ -108,7 +114,10 @@ async function stopCleanly(service: RunningService): Promise<void> {
   await service.stop();
   // the output pipes close once the last process writing to them (the server, start.mjs) is gone
   const closed = new Promise((resolve) => (service.child.stdout!.readableEnded ? resolve(true) : service.child.once('close', () => resolve(true))));
-  expect(await Promise.race([closed, new Promise((resolve) => setTimeout(() => resolve(false), 15_000))]), 'a process of npm start still holds its output 15 s after it exited').toBe(true);
+  expect(
+    await Promise.race([closed, new Promise((resolve) => setTimeout(() => resolve(false), 15_000))]),
+    'a process of npm start still holds its output 15 s after it exited',
+  ).toBe(true);
   expect(service.stderr()).toContain('"signal":"SIGTERM","msg":"shutting down"');
   expect(lines(service).at(-1)).toBe('lethe: lethe serve exited (code 0)');
 }

@@ -62,7 +62,11 @@ describe('the installed lethe command', () => {
     for (const needed of ['package.json', 'dist/cli/bin.js', 'dist/cli/main.js', 'dist/db/client.js']) expect(files, needed).toContain(needed);
     expect(files.some((f) => /^drizzle\/\d{4}_.*\.sql$/.test(f))).toBe(true);
     for (const needed of ['LICENSE', 'README.md', 'SECURITY.md', 'docs/README.md']) expect(files, needed).toContain(needed);
-    for (const absent of ['src/', 'test/', 'bench/', 'infra/', 'clients/', 'patches/', 'examples/']) expect(files.some((f) => f.startsWith(absent)), absent).toBe(false);
+    for (const absent of ['src/', 'test/', 'bench/', 'infra/', 'clients/', 'patches/', 'examples/'])
+      expect(
+        files.some((f) => f.startsWith(absent)),
+        absent,
+      ).toBe(false);
     // the one bundled dependency: postgres.js as patched at install here (patches/), which a consumer's install would not patch
     expect(files.filter((f) => f.startsWith('node_modules/')).every((f) => f.startsWith('node_modules/postgres/'))).toBe(true);
   });

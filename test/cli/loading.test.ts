@@ -12,7 +12,13 @@ import { CLI } from '../support/process.js';
 async function loaded(args: string[]): Promise<string[]> {
   const child = spawn(process.execPath, ['--import', './test/support/load-trace.mjs', ...CLI, ...args], {
     cwd: process.cwd(),
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LETHE_URL: 'http://127.0.0.1:9', LETHE_ERASER_TOKEN: 'eraser-token', LETHE_BACKUP_TOKEN: 'backup-token' },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      LETHE_URL: 'http://127.0.0.1:9',
+      LETHE_ERASER_TOKEN: 'eraser-token',
+      LETHE_BACKUP_TOKEN: 'backup-token',
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -24,7 +30,16 @@ async function loaded(args: string[]): Promise<string[]> {
 const SERVICE_SIDE = /^src\/(app|db|http|vault|log|artifacts|search|vectors|backups|storage|keyprovider\/local)\b|^src\/erasure\/(engine|service)/;
 
 describe('lazy loading', () => {
-  for (const args of [['erase', 'user:ok'], ['erasure', 'show', `ers_${'A'.repeat(22)}`], ['erasure', 'watch', 'not-an-id'], ['backup', 'list'], ['backup', 'run'], ['erasure', 'certificate', `ers_${'A'.repeat(22)}`], ['certificate', 'verify', 'no-such-file.json', '--url', 'http://127.0.0.1:9'], ['subject', 'reinstate', 'user:ok', '--reason', 'back']]) {
+  for (const args of [
+    ['erase', 'user:ok'],
+    ['erasure', 'show', `ers_${'A'.repeat(22)}`],
+    ['erasure', 'watch', 'not-an-id'],
+    ['backup', 'list'],
+    ['backup', 'run'],
+    ['erasure', 'certificate', `ers_${'A'.repeat(22)}`],
+    ['certificate', 'verify', 'no-such-file.json', '--url', 'http://127.0.0.1:9'],
+    ['subject', 'reinstate', 'user:ok', '--reason', 'back'],
+  ]) {
     it(`\`lethe ${args.join(' ')}\` loads the client, not the app, the database client or the service`, { timeout: 60_000 }, async () => {
       const files = await loaded(args);
       expect(files).toContain('src/cli/main.ts');

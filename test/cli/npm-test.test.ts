@@ -18,7 +18,11 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-const LOCK = { name: 'app', lockfileVersion: 3, packages: { '': { name: 'app' }, 'node_modules/a': { version: '1.0.0', resolved: 'https://registry.npmjs.org/a/-/a-1.0.0.tgz' } } };
+const LOCK = {
+  name: 'app',
+  lockfileVersion: 3,
+  packages: { '': { name: 'app' }, 'node_modules/a': { version: '1.0.0', resolved: 'https://registry.npmjs.org/a/-/a-1.0.0.tgz' } },
+};
 
 function executable(file: string, text: string): string {
   mkdirSync(path.dirname(file), { recursive: true });
@@ -38,7 +42,18 @@ interface Project {
 function project(): Project {
   const dir = tempDir('lethe-npm-test-');
   dirs.push(dir);
-  for (const file of ['scripts/test.mjs', 'scripts/ensure-deps.mjs', 'scripts/child.mjs', 'infra/go-install.sh', 'infra/minio.sh', 'infra/toxiproxy.sh', 'infra/local-kms.sh', 'infra/softhsm.sh', 'infra/chromium.sh', 'infra/apt-install.sh']) {
+  for (const file of [
+    'scripts/test.mjs',
+    'scripts/ensure-deps.mjs',
+    'scripts/child.mjs',
+    'infra/go-install.sh',
+    'infra/minio.sh',
+    'infra/toxiproxy.sh',
+    'infra/local-kms.sh',
+    'infra/softhsm.sh',
+    'infra/chromium.sh',
+    'infra/apt-install.sh',
+  ]) {
     mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
     copyFileSync(file, path.join(dir, file));
   }
@@ -83,7 +98,12 @@ process.exit(7);
 }
 
 function npmTest(p: Project, env: Record<string, string> = {}, args: string[] = []) {
-  const r = spawnSync(process.execPath, [path.join(p.dir, 'scripts', 'test.mjs'), ...args], { cwd: p.dir, env: { ...p.env, ...env }, encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(process.execPath, [path.join(p.dir, 'scripts', 'test.mjs'), ...args], {
+    cwd: p.dir,
+    env: { ...p.env, ...env },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr, log: existsSync(p.log) ? readFileSync(p.log, 'utf8').trim().split('\n') : [] };
 }
 
@@ -151,7 +171,9 @@ describe('scripts/test.mjs (npm test)', () => {
     executable(path.join(p.dir, 'infra', 'softhsm.sh'), '#!/usr/bin/env bash\nexit 0\n');
     const r = npmTest(p, { LETHE_SOFTHSM_MODULE: '' });
     expect(r.status).toBe(1);
-    expect(r.stderr).toBe("lethe: the SoftHSM2 step failed: infra/softhsm.sh printed no path; run 'apt-get install -y softhsm2' as root, or set LETHE_SOFTHSM_MODULE to a SoftHSM2 PKCS#11 module\n");
+    expect(r.stderr).toBe(
+      "lethe: the SoftHSM2 step failed: infra/softhsm.sh printed no path; run 'apt-get install -y softhsm2' as root, or set LETHE_SOFTHSM_MODULE to a SoftHSM2 PKCS#11 module\n",
+    );
     expect(r.log).toEqual([]);
   });
 

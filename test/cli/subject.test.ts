@@ -69,7 +69,9 @@ async function erasedSubject(): Promise<string> {
 }
 
 describe('lethe subject reinstate', () => {
-  it('lifts the tombstone with LETHE_ADMIN_TOKEN: exit 0 and JSON; the subject then takes a new key; again: exit 2 with the 409', { timeout: TIMEOUT }, async () => {
+  it('lifts the tombstone with LETHE_ADMIN_TOKEN: exit 0 and JSON; the subject then takes a new key; again: exit 2 with the 409', {
+    timeout: TIMEOUT,
+  }, async () => {
     const s = await erasedSubject();
     expect((await call('PUT', `/v1/subjects/${s}/key`, 'writer')).status).toBe(410);
     const env = { LETHE_URL: service.url, LETHE_ADMIN_TOKEN: TOKENS.admin };
@@ -84,7 +86,9 @@ describe('lethe subject reinstate', () => {
     expect(again.stderr).toMatch(/the service answered 409 conflict: the subject is not erased/);
   });
 
-  it('refuses: no LETHE_ADMIN_TOKEN, a bad subject, an empty or missing reason (exit 2, no request); a writer token (the service\'s 403, exit 2); no service (exit 1)', { timeout: TIMEOUT }, async () => {
+  it("refuses: no LETHE_ADMIN_TOKEN, a bad subject, an empty or missing reason (exit 2, no request); a writer token (the service's 403, exit 2); no service (exit 1)", {
+    timeout: TIMEOUT,
+  }, async () => {
     const s = await erasedSubject();
     const before = recorded;
     const none = await runCli(['subject', 'reinstate', s, '--reason', 'x'], { LETHE_URL: recorderUrl });

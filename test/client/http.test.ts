@@ -81,7 +81,12 @@ describe('calls', () => {
       headers: { 'last-event-id': '7' },
     });
     expect(echo).toMatchObject({ method: 'POST', url: '/echo', body: '{"a":1,"b":["x"]}' });
-    expect(echo.headers).toMatchObject({ authorization: `Bearer ${TOKEN}`, accept: 'application/json', 'content-type': 'application/json', 'last-event-id': '7' });
+    expect(echo.headers).toMatchObject({
+      authorization: `Bearer ${TOKEN}`,
+      accept: 'application/json',
+      'content-type': 'application/json',
+      'last-event-id': '7',
+    });
     expect(client({ baseUrl: `${base}/` }).baseUrl).toBe(base);
   });
 
@@ -99,7 +104,13 @@ describe('error answers', () => {
     const e = await thrown(client().request('PUT', '/v1/subjects/user%3Aana/key'));
     expect(e).toBeInstanceOf(ServiceError);
     expect(e).toBeInstanceOf(LetheError);
-    expect(e).toMatchObject({ code: 'conflict', status: 409, detail: 'the key is fenced', retryable: false, problem: { code: 'conflict', detail: 'the key is fenced' } });
+    expect(e).toMatchObject({
+      code: 'conflict',
+      status: 409,
+      detail: 'the key is fenced',
+      retryable: false,
+      problem: { code: 'conflict', detail: 'the key is fenced' },
+    });
     expect((e as Error).message).toBe('PUT /v1/subjects… answered 409: the key is fenced');
     expect((e as Error).message).not.toContain('ana');
   });

@@ -66,7 +66,11 @@ describe('the LangGraph store contract', () => {
     expect(await store.get(['nobody-ever', 'prefs'], 'seat')).toBeNull();
     // the subject is the namespace's first label; namespace, key and value travel as the entry's metadata
     const [entry] = await entriesOf('ana');
-    expect(entry).toMatchObject({ kind: 'langgraph-item', text: 'Ana prefers the window seat', metadata: { [ITEM_FIELD]: { namespace: ['ana', 'prefs'], key: 'seat', value: { rank: 2 } } } });
+    expect(entry).toMatchObject({
+      kind: 'langgraph-item',
+      text: 'Ana prefers the window seat',
+      metadata: { [ITEM_FIELD]: { namespace: ['ana', 'prefs'], key: 'seat', value: { rank: 2 } } },
+    });
     // where it lives, to name it as an artifact's source
     expect(await store.locate(['ana', 'prefs'], 'seat')).toEqual({ subject: 'ana', entryId: entry!.entryId });
     expect(await store.locate(['ana', 'prefs'], 'nothing')).toBeNull();

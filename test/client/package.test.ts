@@ -20,7 +20,20 @@ const PACKAGE = JSON.parse(readFileSync(path.join(PACKAGE_DIR, 'package.json'), 
 };
 
 /** What the service runs on: none of it may reach a client install. */
-const SERVER_PACKAGES = ['@electric-sql/pglite', 'drizzle-orm', 'hono', '@hono/node-server', '@hono/zod-openapi', 'swagger-ui-dist', 'minio', 'pino', 'postgres', 'prom-client', 'commander', '@dagrejs/dagre'];
+const SERVER_PACKAGES = [
+  '@electric-sql/pglite',
+  'drizzle-orm',
+  'hono',
+  '@hono/node-server',
+  '@hono/zod-openapi',
+  'swagger-ui-dist',
+  'minio',
+  'pino',
+  'postgres',
+  'prom-client',
+  'commander',
+  '@dagrejs/dagre',
+];
 
 let dir = '';
 let app = '';
@@ -74,9 +87,16 @@ describe('the @lethe/client package', () => {
     expect(files).toContain('dist/client/index.d.ts');
     expect(files).toContain('dist/client/langgraph.js');
     expect(files).toContain('LICENSE');
-    expect(files.every((f) => f.startsWith('dist/') || ['package.json', 'README.md', 'LICENSE'].includes(f)), files.join(', ')).toBe(true);
+    expect(
+      files.every((f) => f.startsWith('dist/') || ['package.json', 'README.md', 'LICENSE'].includes(f)),
+      files.join(', '),
+    ).toBe(true);
     // nothing of the service was compiled into it
-    for (const server of ['dist/http/', 'dist/db/', 'dist/vault/', 'dist/app/', 'dist/observability/']) expect(files.some((f) => f.startsWith(server)), server).toBe(false);
+    for (const server of ['dist/http/', 'dist/db/', 'dist/vault/', 'dist/app/', 'dist/observability/'])
+      expect(
+        files.some((f) => f.startsWith(server)),
+        server,
+      ).toBe(false);
   });
 
   it('depends on @noble/* and zod alone, at the versions the repository uses; minio and LangGraph are optional peers', async () => {
@@ -113,17 +133,29 @@ console.log(JSON.stringify({
 }));`,
       { CERT: JSON.stringify(certificate) },
     );
-    expect(result.exports).toEqual(expect.arrayContaining(['Lethe', 'LetheWriter', 'ServiceClient', 'LetheError', 'verifyCertificate', 'followErasure', 'FsObjectStore', 'zeroize']));
+    expect(result.exports).toEqual(
+      expect.arrayContaining(['Lethe', 'LetheWriter', 'ServiceClient', 'LetheError', 'verifyCertificate', 'followErasure', 'FsObjectStore', 'zeroize']),
+    );
     expect(result.exports).not.toContain('S3ObjectStore');
     expect(result.parts).toEqual(['entries', 'artifacts', 'erasures', 'certificates', 'subjects', 'backups']);
     expect(result).toMatchObject({ valid: true, forged: false, refused: 'validation_failed', unreachable: 'UnreachableError:unavailable' });
   });
 
   it('@lethe/client/langgraph needs its optional peer, and with it is a LangGraph BaseStore', async () => {
-    const without = await esm(`try { await import('@lethe/client/langgraph'); console.log(JSON.stringify({ loaded: true })); } catch (e) { console.log(JSON.stringify({ loaded: false, message: String(e.message) })); }`);
+    const without = await esm(
+      `try { await import('@lethe/client/langgraph'); console.log(JSON.stringify({ loaded: true })); } catch (e) { console.log(JSON.stringify({ loaded: false, message: String(e.message) })); }`,
+    );
     expect(without.loaded).toBe(false);
     expect(String(without.message)).toContain('@langchain/langgraph-checkpoint');
-    await npm(['install', `@langchain/langgraph-checkpoint@${ROOT.devDependencies['@langchain/langgraph-checkpoint']}`, `@langchain/core@${ROOT.devDependencies['@langchain/core']}`, ...NPM_FLAGS], app);
+    await npm(
+      [
+        'install',
+        `@langchain/langgraph-checkpoint@${ROOT.devDependencies['@langchain/langgraph-checkpoint']}`,
+        `@langchain/core@${ROOT.devDependencies['@langchain/core']}`,
+        ...NPM_FLAGS,
+      ],
+      app,
+    );
     const tree = names(JSON.parse(await npm(['ls', '--all', '--json'], app)) as LsTree);
     for (const server of SERVER_PACKAGES) expect(tree.has(server), server).toBe(false);
     const withPeer = await esm(

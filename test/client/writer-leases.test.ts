@@ -27,7 +27,9 @@ import { TOKENS, tempDir, testEnv } from '../support/vault.js';
 import { leasedDeks, wiped } from '../support/leased-deks.js';
 
 // the DEKs the writer leases, to check it zeroes them (test/support/leased-deks.ts)
-vi.mock('../../src/crypto/index.js', async (original) => (await import('../support/leased-deks.js')).trackLeasedDeks(await original<typeof import('../../src/crypto/index.js')>()));
+vi.mock('../../src/crypto/index.js', async (original) =>
+  (await import('../support/leased-deks.js')).trackLeasedDeks(await original<typeof import('../../src/crypto/index.js')>()),
+);
 
 const tag = () => randomBytes(5).toString('hex');
 const minio = inject('minio');
@@ -46,7 +48,16 @@ async function service(extra: Record<string, string> = {}): Promise<{ server: Ru
   const env = testEnv({
     databaseUrl: db.url,
     dataDir: tempDir(),
-    extra: { PORT: '0', LETHE_ERASURE_POLL_MS: '1000', S3_ENDPOINT: minio.endpoint, S3_ACCESS_KEY: minio.accessKey, S3_SECRET_KEY: minio.secretKey, S3_BUCKET: bucket, S3_BACKUP_BUCKET: `${bucket}-bak`, ...extra },
+    extra: {
+      PORT: '0',
+      LETHE_ERASURE_POLL_MS: '1000',
+      S3_ENDPOINT: minio.endpoint,
+      S3_ACCESS_KEY: minio.accessKey,
+      S3_SECRET_KEY: minio.secretKey,
+      S3_BUCKET: bucket,
+      S3_BACKUP_BUCKET: `${bucket}-bak`,
+      ...extra,
+    },
   });
   const server = await startServer(loadConfig(env), createLogger('silent'));
   return {
@@ -82,10 +93,14 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tim
 
 const erasure = (server: RunningServer, id: string) => api<ErasureBody>(server, 'GET', `/v1/erasures/${id}`, 'eraser').then((r) => r.body);
 const finished = (server: RunningServer, id: string, timeoutMs: number) =>
-  waitFor('the erasure to finish', async () => {
-    const v = await erasure(server, id);
-    return v.status === 'running' || v.status === 'pending' ? undefined : v;
-  }, timeoutMs);
+  waitFor(
+    'the erasure to finish',
+    async () => {
+      const v = await erasure(server, id);
+      return v.status === 'running' || v.status === 'pending' ? undefined : v;
+    },
+    timeoutMs,
+  );
 
 async function leaseRows(server: RunningServer, keyId: string): Promise<Array<{ lease_id: string; released: boolean }>> {
   return queryRows(
@@ -113,7 +128,10 @@ describe('the writer releases its leases (lease TTL at its default, 300 s)', () 
     const w = writer();
     const s = `user:close-${tag()}`;
     const other = `user:close-other-${tag()}`;
-    const [a] = await Promise.all([w.append(s, { text: 'Marta takes the 7:40 ferry to the island on Fridays.' }), w.append(other, { text: 'Unrelated note about the ferry timetable.' })]);
+    const [a] = await Promise.all([
+      w.append(s, { text: 'Marta takes the 7:40 ferry to the island on Fridays.' }),
+      w.append(other, { text: 'Unrelated note about the ferry timetable.' }),
+    ]);
     expect(w.leasesHeld).toBe(2);
     const report = await w.close();
     expect(report).toEqual({ released: 2, unreleased: [] });
@@ -139,18 +157,26 @@ describe('the writer releases its leases (lease TTL at its default, 300 s)', () 
     const req = await api<{ erasureId: string }>(svc.server, 'POST', '/v1/erasures', 'eraser', { subject: s });
     expect(req.status).toBe(202);
     // the worker runs it up to drain_leases, where it parks behind the writer's lease (300 s)
-    await waitFor('the erasure to park at drain_leases', async () => {
-      const v = await erasure(svc.server, req.body.erasureId);
-      const drain = v.steps.find((st) => st.name === 'drain_leases');
-      return drain?.status === 'running' && /waiting for key leases/.test(drain.detail ?? '') ? v : undefined;
-    }, 60_000);
-    expect((await api(svc.server, 'POST', '/v1/keys/validity', 'backup', { keyIds: [keyId] })).body).toEqual({ keys: { [keyId]: expect.stringMatching(/^(destroyed|destruction_pending)$/) } });
+    await waitFor(
+      'the erasure to park at drain_leases',
+      async () => {
+        const v = await erasure(svc.server, req.body.erasureId);
+        const drain = v.steps.find((st) => st.name === 'drain_leases');
+        return drain?.status === 'running' && /waiting for key leases/.test(drain.detail ?? '') ? v : undefined;
+      },
+      60_000,
+    );
+    expect((await api(svc.server, 'POST', '/v1/keys/validity', 'backup', { keyIds: [keyId] })).body).toEqual({
+      keys: { [keyId]: expect.stringMatching(/^(destroyed|destruction_pending)$/) },
+    });
 
     const closedAt = Date.now();
     expect(await w.close()).toEqual({ released: 1, unreleased: [] });
     const v = await finished(svc.server, req.body.erasureId, 60_000);
     const drainedAt = Date.parse(v.steps.find((st) => st.name === 'drain_leases')!.finishedAt!);
-    console.log(`close() during drain_leases: the drain ended ${drainedAt - closedAt} ms and the erasure ${Date.parse(v.finishedAt!) - closedAt} ms after close() (lease TTL 300 s)`);
+    console.log(
+      `close() during drain_leases: the drain ended ${drainedAt - closedAt} ms and the erasure ${Date.parse(v.finishedAt!) - closedAt} ms after close() (lease TTL 300 s)`,
+    );
     expect(v.status).toBe('completed');
     expect(drainedAt - closedAt).toBeLessThan(5_000);
     expect(v.residuals.find((r) => r.kind === 'lease')).toMatchObject({ until: expect.any(String) });
@@ -207,7 +233,9 @@ describe('the writer releases its leases (lease TTL at its default, 300 s)', () 
       expect(took).toBeLessThan(3_000);
       expect(w.leasesHeld).toBe(0); // the DEK is zeroed whatever the service does
       expect(report.released).toBe(0);
-      expect(report.unreleased).toEqual([{ subject: s, leaseId: expect.stringMatching(/^lease_/), expiresAt: expect.any(Date), error: expect.objectContaining({ code: 'unavailable' }) }]);
+      expect(report.unreleased).toEqual([
+        { subject: s, leaseId: expect.stringMatching(/^lease_/), expiresAt: expect.any(Date), error: expect.objectContaining({ code: 'unavailable' }) },
+      ]);
       expect((await leaseRows(svc.server, keyId)).map((r) => r.released)).toEqual([false]);
 
       proxy.freeze(false);
@@ -236,11 +264,16 @@ describe('renewal (lease TTL 10 s)', () => {
     const first = await w.append(s, { text: 'one' });
     await new Promise((r) => setTimeout(r, 8300)); // past the renewal point (TTL - TTL/5), before the expiry
     await w.append(s, { text: 'two' });
-    const rows = await waitFor('the replaced lease to be released', async () => {
-      const r = await leaseRows(svc.server, first.keyId);
-      return r.length === 2 && r[0]!.released ? r : undefined;
-      // the release is sent after the renewal answers, off the append's path: seconds on a busy machine (only a release counts, never an expiry)
-    }, 5_000, 20);
+    const rows = await waitFor(
+      'the replaced lease to be released',
+      async () => {
+        const r = await leaseRows(svc.server, first.keyId);
+        return r.length === 2 && r[0]!.released ? r : undefined;
+        // the release is sent after the renewal answers, off the append's path: seconds on a busy machine (only a release counts, never an expiry)
+      },
+      5_000,
+      20,
+    );
     expect(rows.map((r) => r.released)).toEqual([true, false]);
     expect(await w.close()).toEqual({ released: 1, unreleased: [] });
   }, 30_000);
@@ -258,11 +291,16 @@ async function freezingProxy(port: number): Promise<{ url: string; freeze(on: bo
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k, v]) => typeof v === 'string' && k !== 'host' && k !== 'connection' && k !== 'content-length')) as Record<string, string>;
+      const headers = Object.fromEntries(
+        Object.entries(req.headers).filter(([k, v]) => typeof v === 'string' && k !== 'host' && k !== 'connection' && k !== 'content-length'),
+      ) as Record<string, string>;
       fetch(`http://127.0.0.1:${port}${req.url}`, { method: req.method!, headers, ...(chunks.length ? { body: Buffer.concat(chunks) } : {}) })
         .then(async (upstream) => {
           const body = Buffer.from(await upstream.arrayBuffer());
-          res.writeHead(upstream.status, Object.fromEntries([...upstream.headers].filter(([k]) => k !== 'content-encoding' && k !== 'transfer-encoding' && k !== 'content-length')));
+          res.writeHead(
+            upstream.status,
+            Object.fromEntries([...upstream.headers].filter(([k]) => k !== 'content-encoding' && k !== 'transfer-encoding' && k !== 'content-length')),
+          );
           res.end(body);
         })
         .catch(() => res.destroy());

@@ -23,12 +23,12 @@ afterAll(async () => {
   await v?.close();
 });
 
-describe('a writer across a forget of one of its subject\'s memories', () => {
+describe("a writer across a forget of one of its subject's memories", () => {
   it('the next append after the re-key is stored under the new key, not refused key_destroyed', { timeout: 60_000 }, async () => {
     const writer = lethe.writer({ store: new FsObjectStore(path.join(v.t.dataDir, 'objects'), v.t.config.bucket), segmentMaxAgeMs: 10 });
     try {
       const subject = 'user:writer-rekey';
-      const gone = await writer.append(subject, { text: 'Quentin pawned his grandfather\'s pocket watch in Marseille' });
+      const gone = await writer.append(subject, { text: "Quentin pawned his grandfather's pocket watch in Marseille" });
       const kept = await writer.append(subject, { text: 'Prefers aisle seats on overnight trains' });
       const { erasureId } = await lethe.forget(gone.entryId);
       expect((await lethe.erasures.wait(erasureId)).status).toBe('completed');

@@ -131,7 +131,14 @@ describe('the writer client when answers are lost', () => {
     faults = ['drop-before', 'drop-before'];
     const w = writer({ attempts: 2 });
     const texts = [`one ${tag()}`, `two ${tag()}`];
-    const errors = await Promise.all(texts.map((text) => w.append(subject, { text }).then(() => undefined, (e: unknown) => e)));
+    const errors = await Promise.all(
+      texts.map((text) =>
+        w.append(subject, { text }).then(
+          () => undefined,
+          (e: unknown) => e,
+        ),
+      ),
+    );
     expect(errors.every((e) => e instanceof LetheOutcomeUnknownError)).toBe(true);
     const ids = errors.flatMap((e) => (e as LetheOutcomeUnknownError).entryIds);
     expect(new Set(ids).size).toBe(2);

@@ -65,7 +65,10 @@ describe('certificates', () => {
     expect(verifyCertificate({ ...cert, payload: { ...payload, probe: { recovered: 0.5, threshold: 0.15 } } }, cert.publicKey).valid).toBe(false);
     const sig = fromBase64Url(cert.signature)!;
     sig[0]! ^= 1;
-    expect(verifyCertificate({ ...cert, signature: Buffer.from(sig).toString('base64url') }, cert.publicKey)).toMatchObject({ valid: false, reason: /does not match/ });
+    expect(verifyCertificate({ ...cert, signature: Buffer.from(sig).toString('base64url') }, cert.publicKey)).toMatchObject({
+      valid: false,
+      reason: /does not match/,
+    });
     const other = signCertificate(payload, randomBytes(32));
     expect(verifyCertificate({ ...cert, publicKey: other.publicKey }, [cert.publicKey, other.publicKey]).valid).toBe(false);
     expect(verifyCertificate(other, cert.publicKey)).toMatchObject({ valid: false, reason: /not one of the 1 trusted key/ });
@@ -108,8 +111,15 @@ describe('verification against a trusted set of keys', () => {
     const keepsId = signCertificate(flipped, forger);
     expect(keepsId.publicKey).toBe(forgerKey);
     // keeping the vault's key id: the trusted key is selected, and the signature does not hold under it
-    expect(verifyCertificate(keepsId, [vaultKey, retiredKey])).toMatchObject({ valid: false, keyId: vaultKeyId, reason: /public key it carries is not the trusted key/ });
-    expect(verifyCertificate({ ...keepsId, publicKey: vaultKey }, [vaultKey])).toMatchObject({ valid: false, reason: /signature does not match the payload under trusted key/ });
+    expect(verifyCertificate(keepsId, [vaultKey, retiredKey])).toMatchObject({
+      valid: false,
+      keyId: vaultKeyId,
+      reason: /public key it carries is not the trusted key/,
+    });
+    expect(verifyCertificate({ ...keepsId, publicKey: vaultKey }, [vaultKey])).toMatchObject({
+      valid: false,
+      reason: /signature does not match the payload under trusted key/,
+    });
     // naming its own key: not in the trusted set
     const ownId = signCertificate({ ...flipped, signingKeyId: certificateKeyId(certificatePublicKey(forger)) }, forger);
     expect(verifyCertificate(ownId, [vaultKey, retiredKey])).toMatchObject({ valid: false, reason: /which is not one of the 2 trusted key\(s\)/ });
@@ -125,10 +135,17 @@ describe('verification against a trusted set of keys', () => {
   it('a key given with its retirement time signed nothing issued after it; before it, or given without one, as before', () => {
     const retiredId = certificateKeyId(certificatePublicKey(retiredSecret));
     const at = (issuedAt: string | undefined) => signCertificate({ ...payload, signingKeyId: retiredId, ...(issuedAt ? { issuedAt } : {}) }, retiredSecret);
-    const keys = [{ publicKey: vaultKey, retiredAt: null }, { publicKey: retiredKey, retiredAt: '2026-12-01T00:00:00.000Z' }];
+    const keys = [
+      { publicKey: vaultKey, retiredAt: null },
+      { publicKey: retiredKey, retiredAt: '2026-12-01T00:00:00.000Z' },
+    ];
     expect(verifyCertificate(at('2026-11-30T23:59:59.999Z'), keys)).toEqual({ valid: true, keyId: retiredId });
     expect(verifyCertificate(at('2026-12-01T00:00:00.000Z'), keys)).toEqual({ valid: true, keyId: retiredId });
-    expect(verifyCertificate(at('2026-12-01T00:00:00.001Z'), keys)).toMatchObject({ valid: false, keyId: retiredId, reason: /^issued at 2026-12-01T00:00:00\.001Z, after its signing key csk_\S+ was retired at 2026-12-01T00:00:00\.000Z$/ });
+    expect(verifyCertificate(at('2026-12-01T00:00:00.001Z'), keys)).toMatchObject({
+      valid: false,
+      keyId: retiredId,
+      reason: /^issued at 2026-12-01T00:00:00\.001Z, after its signing key csk_\S+ was retired at 2026-12-01T00:00:00\.000Z$/,
+    });
     expect(verifyCertificate(at(undefined), keys)).toMatchObject({ valid: false, reason: /does not say when it was issued/ });
     expect(verifyCertificate(at('not a time'), keys)).toMatchObject({ valid: false, reason: /does not say when it was issued/ });
     // the current key (no retirement) and keys given without times: the signature alone
@@ -139,6 +156,9 @@ describe('verification against a trusted set of keys', () => {
   it('is invalid with no usable trusted key, and for a key id that is not one', () => {
     expect(verifyCertificate(honest, [])).toMatchObject({ valid: false, reason: /proves nothing/ });
     expect(verifyCertificate(honest, ['not-a-key'])).toMatchObject({ valid: false, reason: /proves nothing/ });
-    expect(verifyCertificate({ ...honest, payload: { ...honest.payload, signingKeyId: 42 } }, vaultKey)).toMatchObject({ valid: false, reason: /signingKeyId/ });
+    expect(verifyCertificate({ ...honest, payload: { ...honest.payload, signingKeyId: 42 } }, vaultKey)).toMatchObject({
+      valid: false,
+      reason: /signingKeyId/,
+    });
   });
 });

@@ -15,9 +15,7 @@ const keyId = fc.string({
 const plaintext = fc.uint8Array({ minLength: 0, maxLength: 4096 });
 const associatedData = fc.uint8Array({ minLength: 0, maxLength: 256 });
 
-const sealed = fc
-  .record({ key, keyId, plaintext, associatedData })
-  .map((input) => ({ ...input, envelope: seal(input) }));
+const sealed = fc.record({ key, keyId, plaintext, associatedData }).map((input) => ({ ...input, envelope: seal(input) }));
 
 describe('envelope properties', () => {
   it('opens every sealed envelope back to its plaintext, with the header naming its key id', () => {
@@ -34,17 +32,12 @@ describe('envelope properties', () => {
 
   it('rejects any single-byte mutation (random position, random non-zero xor) with a LetheError', () => {
     fc.assert(
-      fc.property(
-        sealed,
-        fc.nat(),
-        fc.integer({ min: 1, max: 255 }),
-        ({ key, associatedData, envelope }, position, xor) => {
-          const tampered = envelope.slice();
-          const at = position % tampered.length;
-          tampered[at] = tampered[at]! ^ xor;
-          return throwsLetheError(() => open({ key, envelope: tampered, associatedData }));
-        },
-      ),
+      fc.property(sealed, fc.nat(), fc.integer({ min: 1, max: 255 }), ({ key, associatedData, envelope }, position, xor) => {
+        const tampered = envelope.slice();
+        const at = position % tampered.length;
+        tampered[at] = tampered[at]! ^ xor;
+        return throwsLetheError(() => open({ key, envelope: tampered, associatedData }));
+      }),
       RUNS,
     );
   });
@@ -98,10 +91,7 @@ describe('envelope properties', () => {
       fc.property(anyBytes, (bytes) => {
         const outcome = thrownBy(() => parseEnvelope(bytes));
         if (outcome.threw) {
-          return (
-            outcome.error instanceof LetheError &&
-            (outcome.error.code === 'envelope_malformed' || outcome.error.code === 'envelope_unsupported')
-          );
+          return outcome.error instanceof LetheError && (outcome.error.code === 'envelope_malformed' || outcome.error.code === 'envelope_unsupported');
         }
         parsed++;
         const parts = parseEnvelope(bytes);
@@ -130,9 +120,7 @@ describe('envelope properties', () => {
 
   it('open on arbitrary bytes throws a LetheError and never anything else', () => {
     fc.assert(
-      fc.property(anyBytes, key, associatedData, (bytes, k, ad) =>
-        throwsLetheError(() => open({ key: k, envelope: bytes, associatedData: ad })),
-      ),
+      fc.property(anyBytes, key, associatedData, (bytes, k, ad) => throwsLetheError(() => open({ key: k, envelope: bytes, associatedData: ad }))),
       { numRuns: 300 },
     );
   });

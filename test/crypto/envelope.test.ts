@@ -4,16 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { ErrorCode } from '../../src/errors.js';
 import { encodeContext, envelopeKeyId, open, parseEnvelope, seal } from '../../src/crypto/index.js';
 import { LetheError } from '../../src/errors.js';
-import {
-  OPEN_FAILURE_CODES,
-  ascii,
-  concatBytes,
-  expectLetheError,
-  hex,
-  seq,
-  thrownBy,
-  unhex,
-} from './helpers.js';
+import { OPEN_FAILURE_CODES, ascii, concatBytes, expectLetheError, hex, seq, thrownBy, unhex } from './helpers.js';
 import { hchacha20, refHeader, refHkdf, refSealEnvelope, refXChaChaOpen, refXChaChaSeal } from './reference.js';
 
 const KEY = seq(32, 0x10);
@@ -185,10 +176,7 @@ describe('key commitment', () => {
   });
 
   it('reports key_commitment_mismatch, not decrypt_failed, when the associated data is wrong too (commitment is checked first)', () => {
-    expectLetheError(
-      () => open({ key: OTHER_KEY, envelope, associatedData: new Uint8Array(0) }),
-      'key_commitment_mismatch',
-    );
+    expectLetheError(() => open({ key: OTHER_KEY, envelope, associatedData: new Uint8Array(0) }), 'key_commitment_mismatch');
   });
 
   it('fails with key_commitment_mismatch under a key that differs in one bit', () => {
@@ -236,10 +224,7 @@ describe('key id binding', () => {
     expect(envelopeKeyId(relabelled)).toBe(newId);
     expect(relabelled.length).toBe(envelope.length - KEY_ID.length + newId.length);
     expectLetheError(() => open({ key: KEY, envelope: relabelled, associatedData: AAD }), 'decrypt_failed');
-    expectLetheError(
-      () => open({ key: KEY, envelope: relabelled, associatedData: AAD, expectedKeyId: newId }),
-      'decrypt_failed',
-    );
+    expectLetheError(() => open({ key: KEY, envelope: relabelled, associatedData: AAD, expectedKeyId: newId }), 'decrypt_failed');
   });
 
   it('fails with decrypt_failed when expectedKeyId differs from the header, even with the right key', () => {
@@ -283,10 +268,7 @@ describe('truncated, extended and garbage input', () => {
 
   it('rejects an envelope with bytes appended with decrypt_failed', () => {
     for (const extra of [Uint8Array.of(0), Uint8Array.of(0xff, 0xff), new Uint8Array(100)]) {
-      expectLetheError(
-        () => open({ key: KEY, envelope: concatBytes(envelope, extra), associatedData: AAD }),
-        'decrypt_failed',
-      );
+      expectLetheError(() => open({ key: KEY, envelope: concatBytes(envelope, extra), associatedData: AAD }), 'decrypt_failed');
     }
   });
 
@@ -425,9 +407,7 @@ describe('randomness and buffer hygiene', () => {
 
 describe('cross-check against independent implementations', () => {
   // draft-irtf-cfrg-xchacha-03 §2.2.1 and §A.3.1.
-  const SUNSCREEN = ascii(
-    "Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it.",
-  );
+  const SUNSCREEN = ascii("Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it.");
   const DRAFT_KEY = seq(32, 0x80);
   const DRAFT_NONCE = seq(24, 0x40);
   const DRAFT_AAD = unhex('50515253c0c1c2c3c4c5c6c7');
@@ -439,9 +419,7 @@ describe('cross-check against independent implementations', () => {
     'c0875924c1c7987947deafd8780acf49';
 
   it('the test’s HChaCha20 reproduces the draft-irtf-cfrg-xchacha §2.2.1 vector', () => {
-    expect(hex(hchacha20(seq(32), unhex('000000090000004a0000000031415927')))).toBe(
-      '82413b4227b27bfed30e42508a877d73a0f9e4d58a74a853c12ec41326d3ecdc',
-    );
+    expect(hex(hchacha20(seq(32), unhex('000000090000004a0000000031415927')))).toBe('82413b4227b27bfed30e42508a877d73a0f9e4d58a74a853c12ec41326d3ecdc');
   });
 
   it('the test’s XChaCha20-Poly1305 (HChaCha20 + node ChaCha20-Poly1305) reproduces the draft §A.3.1 vector', () => {

@@ -7,12 +7,7 @@ import type { ErrorCode } from '../../src/errors.js';
 import { LetheError } from '../../src/errors.js';
 
 /** Every code an envelope that fails to open is allowed to report. */
-export const OPEN_FAILURE_CODES: readonly ErrorCode[] = [
-  'envelope_malformed',
-  'envelope_unsupported',
-  'decrypt_failed',
-  'key_commitment_mismatch',
-];
+export const OPEN_FAILURE_CODES: readonly ErrorCode[] = ['envelope_malformed', 'envelope_unsupported', 'decrypt_failed', 'key_commitment_mismatch'];
 
 export function hex(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');

@@ -130,7 +130,11 @@ describe('KeyWrapper (a KEK prepared once, wrapping many keys)', () => {
       const bad = wrapped.slice();
       bad[at] = bad[at]! ^ flip;
       expectLetheError(() => wrapper.unwrap(bad, DEK_ID, 'subject'), codes as never, `${what}: `);
-      expectLetheError(() => unwrapKey({ kek: KEK, kekId: KEK_ID, wrapped: bad, keyId: DEK_ID, purpose: 'subject' }), codes as never, `${what} (with the KEK): `);
+      expectLetheError(
+        () => unwrapKey({ kek: KEK, kekId: KEK_ID, wrapped: bad, keyId: DEK_ID, purpose: 'subject' }),
+        codes as never,
+        `${what} (with the KEK): `,
+      );
     }
     // an algorithm-1 wrap relabelled as algorithm 2
     const old = wrapKey({ kek: KEK, kekId: KEK_ID, dek: DEK, keyId: DEK_ID, purpose: 'subject' });
@@ -140,7 +144,7 @@ describe('KeyWrapper (a KEK prepared once, wrapping many keys)', () => {
     expectLetheError(() => wrapper.unwrap(wrapped.subarray(0, bodyAt + 10), DEK_ID, 'subject'), 'envelope_malformed');
   });
 
-  it('uses a fresh nonce per wrap, leaves the caller\'s buffers alone, and refuses once destroyed', () => {
+  it("uses a fresh nonce per wrap, leaves the caller's buffers alone, and refuses once destroyed", () => {
     const kek = KEK.slice();
     const w = new KeyWrapper(kek, KEK_ID);
     const dek = DEK.slice();
@@ -171,7 +175,12 @@ describe('the local keyring wraps with its epoch KEK prepared once', () => {
     expect(parseEnvelope(fresh).algorithm).toBe(ALG_XCHACHA20POLY1305_PREPARED);
     expect(await p.unwrap(1, fresh, 'key_new', 'subject')).toEqual(dek);
     // a wrap the previous code made: algorithm 1 under the epoch's KEK (unsealed here from its file with the root key)
-    const kek = open({ key: root(), envelope: new Uint8Array(readFileSync(path.join(dir, 'epoch-00000001.kek'))), expectedKeyId: 'root', associatedData: encodeContext('epoch-kek', { epoch: 1 }) });
+    const kek = open({
+      key: root(),
+      envelope: new Uint8Array(readFileSync(path.join(dir, 'epoch-00000001.kek'))),
+      expectedKeyId: 'root',
+      associatedData: encodeContext('epoch-kek', { epoch: 1 }),
+    });
     const old = wrapKey({ kek, kekId: 'kek-1', dek, keyId: 'key_old', purpose: 'subject' });
     expect(await p.unwrap(1, old, 'key_old', 'subject')).toEqual(dek);
     await expect(p.unwrap(1, old, 'key_old', 'erasure')).rejects.toMatchObject({ code: 'decrypt_failed' });

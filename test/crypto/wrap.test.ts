@@ -54,9 +54,15 @@ describe('wrapKey / unwrapKey', () => {
       expectLetheError(() => unwrapKey({ kek: KEK, kekId: KEK_ID, wrapped: legacy, keyId: DEK_ID, purpose }), 'decrypt_failed');
       expect(hex(unwrapKey({ kek: KEK, kekId: KEK_ID, wrapped: legacy, keyId: DEK_ID, purpose, acceptLegacy: true }))).toBe(hex(DEK));
     }
-    expectLetheError(() => unwrapKey({ kek: KEK, kekId: KEK_ID, wrapped: legacy, keyId: 'dek-subject-43', purpose: 'subject', acceptLegacy: true }), 'decrypt_failed');
+    expectLetheError(
+      () => unwrapKey({ kek: KEK, kekId: KEK_ID, wrapped: legacy, keyId: 'dek-subject-43', purpose: 'subject', acceptLegacy: true }),
+      'decrypt_failed',
+    );
     // a wrong KEK is not a legacy wrap: the commitment error is not retried
-    expectLetheError(() => unwrapKey({ kek: OTHER_KEK, kekId: KEK_ID, wrapped: legacy, keyId: DEK_ID, purpose: 'subject', acceptLegacy: true }), 'key_commitment_mismatch');
+    expectLetheError(
+      () => unwrapKey({ kek: OTHER_KEK, kekId: KEK_ID, wrapped: legacy, keyId: DEK_ID, purpose: 'subject', acceptLegacy: true }),
+      'key_commitment_mismatch',
+    );
   });
 
   it('refuses a purpose outside the closed set', () => {
@@ -70,10 +76,7 @@ describe('wrapKey / unwrapKey', () => {
 
   it('rejects a KEK that is not 32 bytes with validation_failed', () => {
     expectLetheError(() => wrapKey({ kek: new Uint8Array(31), kekId: KEK_ID, dek: DEK, keyId: DEK_ID, purpose: 'subject' }), 'validation_failed');
-    expectLetheError(
-      () => unwrapKey({ kek: new Uint8Array(31), kekId: KEK_ID, wrapped, keyId: DEK_ID, purpose: 'subject' }),
-      'validation_failed',
-    );
+    expectLetheError(() => unwrapKey({ kek: new Uint8Array(31), kekId: KEK_ID, wrapped, keyId: DEK_ID, purpose: 'subject' }), 'validation_failed');
   });
 
   it('refuses to unwrap a correctly authenticated envelope whose payload is not 32 bytes', () => {
@@ -86,7 +89,10 @@ describe('wrapKey / unwrapKey', () => {
     expectLetheError(() => unwrapKey({ kek: KEK, kekId: KEK_ID, wrapped: short, keyId: DEK_ID, purpose: 'subject' }), 'envelope_malformed');
     // and through the legacy context
     const shortLegacy = seal({ key: KEK, keyId: KEK_ID, plaintext: new Uint8Array(31).fill(7), associatedData: encodeContext('dek', { keyId: DEK_ID }) });
-    expectLetheError(() => unwrapKey({ kek: KEK, kekId: KEK_ID, wrapped: shortLegacy, keyId: DEK_ID, purpose: 'subject', acceptLegacy: true }), 'envelope_malformed');
+    expectLetheError(
+      () => unwrapKey({ kek: KEK, kekId: KEK_ID, wrapped: shortLegacy, keyId: DEK_ID, purpose: 'subject', acceptLegacy: true }),
+      'envelope_malformed',
+    );
   });
 
   it('uses a fresh nonce per wrap: wrapping the same key twice gives different envelopes', () => {

@@ -62,7 +62,9 @@ describe('an erased subject at rest and through the API', () => {
     }
   };
 
-  it('after a class B erasure and a paraphrase redaction, no canary, subject id, attribute or reason is in any plain byte or API answer', { timeout: 120_000 }, async () => {
+  it('after a class B erasure and a paraphrase redaction, no canary, subject id, attribute or reason is in any plain byte or API answer', {
+    timeout: 120_000,
+  }, async () => {
     const n = tag();
     const A = `user:rest-a-${n}`;
     const B = `user:rest-b-${n}`;
@@ -82,15 +84,24 @@ describe('an erased subject at rest and through the API', () => {
 
     await append(A, `My home address is ${street}, Lyon; I moved there in March. The door code is ${doorCanary}.`);
     const a2 = await append(A, `Alice loves birdwatching in the marshes ${birdCanary}.`);
-    const note = await append(B, `Dropped the parcel at Alice's place, ${street.toLowerCase()} in Lyon, she moved there in March. The door code is ${doorCanary}.`);
+    const note = await append(
+      B,
+      `Dropped the parcel at Alice's place, ${street.toLowerCase()} in Lyon, she moved there in March. The door code is ${doorCanary}.`,
+    );
     const keep = await append(B, `Bob ordered new running shoes ${bCanary}.`);
     const summary = await write('summary', `Interests: birdwatching ${birdCanary}; running shoes ${bCanary}.`, [a2, keep]);
-    const digest = await write('digest', `Digest: birdwatching ${birdCanary}; running shoes ${bCanary}; parcel left, door code ${doorCanary}.`, [summary, note]);
+    const digest = await write('digest', `Digest: birdwatching ${birdCanary}; running shoes ${bCanary}; parcel left, door code ${doorCanary}.`, [
+      summary,
+      note,
+    ]);
     // a backup before the erasure: its objects and database export are at rest too
     await ok(t.call('POST', '/v1/backups', { role: 'backup' }), 201);
 
     const { erasureId } = await ok<{ erasureId: string }>(
-      t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A, legalBasis: 'gdpr-art17', reason: `asked by letter ${reasonCanary}`, publicAttributes: [attribute] } }),
+      t.call('POST', '/v1/erasures', {
+        role: 'eraser',
+        body: { subject: A, legalBasis: 'gdpr-art17', reason: `asked by letter ${reasonCanary}`, publicAttributes: [attribute] },
+      }),
       202,
     );
     const first = await awaitErasure(t.call, erasureId);
@@ -118,7 +129,9 @@ describe('an erased subject at rest and through the API', () => {
       answers.push([what, text]);
       return text;
     };
-    const bEntries = JSON.parse(await read('GET B entries', t.call('GET', `/v1/subjects/${B}/entries`), 200)) as { entries: Array<{ entryId: string; text: string }> };
+    const bEntries = JSON.parse(await read('GET B entries', t.call('GET', `/v1/subjects/${B}/entries`), 200)) as {
+      entries: Array<{ entryId: string; text: string }>;
+    };
     expect(bEntries.entries.map((e) => e.entryId)).toEqual([keep]);
     expect(bEntries.entries[0]!.text).toContain(bCanary);
     await expectProblem(t.call('GET', `/v1/entries/${note}`), 410, 'key_destroyed');
@@ -173,7 +186,7 @@ describe('an erased subject at rest and through the API', () => {
     expect(filesContaining(minioDir, marker).hits.length).toBeGreaterThan(0);
   });
 
-  it('a consolidation job that read A and B before A\'s erasure cannot write a summary after it, even citing only B', async () => {
+  it("a consolidation job that read A and B before A's erasure cannot write a summary after it, even citing only B", async () => {
     const n = tag();
     const A = `user:job-a-${n}`;
     const B = `user:job-b-${n}`;
@@ -183,7 +196,10 @@ describe('an erased subject at rest and through the API', () => {
     // the job reads both logs, and a search that returns both
     const readA = await ok<{ readFence: string }>(t.call('GET', `/v1/subjects/${A}/entries`), 200);
     const readB = await ok<{ readFence: string }>(t.call('GET', `/v1/subjects/${B}/entries`), 200);
-    const searched = await ok<{ hits: Array<{ id: string }>; readFence: string }>(t.call('POST', '/v1/search', { body: { query: `${aCanary} allergy Ben switched teams`, k: 10, subjects: [A, B] } }), 200);
+    const searched = await ok<{ hits: Array<{ id: string }>; readFence: string }>(
+      t.call('POST', '/v1/search', { body: { query: `${aCanary} allergy Ben switched teams`, k: 10, subjects: [A, B] } }),
+      200,
+    );
     expect(searched.hits.length).toBeGreaterThanOrEqual(2);
 
     const { erasureId } = await ok<{ erasureId: string }>(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A } }), 202);

@@ -31,7 +31,8 @@ describe('a backup taken before a class B erasure', () => {
     backupId = (await ok<{ backupId: string }>(call('POST', '/v1/backups', { role: 'backup' }), 201)).backupId;
     const manifest = await ok<{ keys: Array<{ keyId: string; state: string }> }>(call('GET', `/v1/backups/${backupId}/manifest`, { role: 'backup' }), 200);
     expect(manifest.keys.find((k) => k.keyId === s.aKeyId)?.state).toBe('active');
-    erasureId = (await ok<{ erasureId: string }>(call('POST', '/v1/erasures', { role: 'eraser', body: { subject: s.A, legalBasis: 'gdpr-art17' } }), 202)).erasureId;
+    erasureId = (await ok<{ erasureId: string }>(call('POST', '/v1/erasures', { role: 'eraser', body: { subject: s.A, legalBasis: 'gdpr-art17' } }), 202))
+      .erasureId;
     const view = await source.app.erasures.settle(erasureId);
     expect(view.status, JSON.stringify(view.steps)).toBe('completed');
     expect(view.class).toBe('B');
@@ -50,7 +51,10 @@ describe('a backup taken before a class B erasure', () => {
     );
     expect(manifest.overlay.destroyed).toBe(1 + s.versionKeys.length);
     for (const keyId of [s.aKeyId, ...s.versionKeys]) {
-      expect(manifest.keys.find((k) => k.keyId === keyId), keyId).toMatchObject({ state: 'destroyed', destroyedAt: expect.any(String) });
+      expect(
+        manifest.keys.find((k) => k.keyId === keyId),
+        keyId,
+      ).toMatchObject({ state: 'destroyed', destroyedAt: expect.any(String) });
     }
     const bKey = (await source.app.log.get(s.b1)).keyId;
     expect(manifest.keys.find((k) => k.keyId === bKey)?.state).toBe('active');
@@ -62,7 +66,14 @@ describe('a backup taken before a class B erasure', () => {
     expect(verified.ok).toBe(true);
     expect(verified.manifestVersion).toBe(manifest.version);
     expect(verified.corrupted).toEqual([]);
-    expect(verified.keys.find((k) => k.keyId === s.aKeyId)).toEqual({ keyId: s.aKeyId, state: 'destroyed', destroyedBy: 'chain', data: 'unreadable', wrappedCopy: 'unwraps', wrappedEpoch });
+    expect(verified.keys.find((k) => k.keyId === s.aKeyId)).toEqual({
+      keyId: s.aKeyId,
+      state: 'destroyed',
+      destroyedBy: 'chain',
+      data: 'unreadable',
+      wrappedCopy: 'unwraps',
+      wrappedEpoch,
+    });
     for (const keyId of s.versionKeys) expect(verified.keys.find((k) => k.keyId === keyId)).toMatchObject({ state: 'destroyed', data: 'unreadable' });
     expect(verified.keys.find((k) => k.keyId === bKey)).toMatchObject({ state: 'active', data: 'decrypts' });
   });

@@ -27,7 +27,11 @@ let service: RunningService;
 beforeAll(async () => {
   db = await createTestDatabase();
   dataDir = tempDir();
-  service = await startService(process.execPath, [...CLI, 'serve'], testEnv({ databaseUrl: db.url, dataDir, extra: { LETHE_ERASURE_POLL_MS: '100', LETHE_ERASURE_CONCURRENCY: '4' } }));
+  service = await startService(
+    process.execPath,
+    [...CLI, 'serve'],
+    testEnv({ databaseUrl: db.url, dataDir, extra: { LETHE_ERASURE_POLL_MS: '100', LETHE_ERASURE_CONCURRENCY: '4' } }),
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -46,7 +50,33 @@ async function call(method: string, p: string, role: keyof typeof TOKENS | 'none
   return { status: res.status, text, json: text ? JSON.parse(text) : undefined };
 }
 
-const WORDS = ['amber', 'birch', 'cobalt', 'dune', 'ember', 'fjord', 'garnet', 'heron', 'indigo', 'juniper', 'kestrel', 'lichen', 'marlin', 'nectar', 'onyx', 'pewter', 'quartz', 'russet', 'saffron', 'thistle', 'umber', 'vellum', 'willow', 'yarrow', 'zephyr'];
+const WORDS = [
+  'amber',
+  'birch',
+  'cobalt',
+  'dune',
+  'ember',
+  'fjord',
+  'garnet',
+  'heron',
+  'indigo',
+  'juniper',
+  'kestrel',
+  'lichen',
+  'marlin',
+  'nectar',
+  'onyx',
+  'pewter',
+  'quartz',
+  'russet',
+  'saffron',
+  'thistle',
+  'umber',
+  'vellum',
+  'willow',
+  'yarrow',
+  'zephyr',
+];
 /** A sentence of its own: random words and tokens, sharing no run of words with any other subject's (the probe would rightly match those). */
 const sentence = () => Array.from({ length: 9 }, () => `${WORDS[randomBytes(1)[0]! % WORDS.length]}${randomBytes(2).toString('hex')}`).join(' ');
 
@@ -85,7 +115,11 @@ describe('POST /v1/erasures/batch', () => {
   it('erases every subject, each its own erasure and certificate; a subject never seen is refused in its item alone', { timeout: TIMEOUT }, async () => {
     const subjects = await seed(6, 'http');
     const unknown = `user:bulk-never-${tag()}`;
-    const r = await call('POST', '/v1/erasures/batch', 'eraser', { subjects: [subjects[0], unknown, ...subjects.slice(1)], legalBasis: 'gdpr-art17', reason: 'bulk test' });
+    const r = await call('POST', '/v1/erasures/batch', 'eraser', {
+      subjects: [subjects[0], unknown, ...subjects.slice(1)],
+      legalBasis: 'gdpr-art17',
+      reason: 'bulk test',
+    });
     expect(r.status, r.text).toBe(202);
     expect(r.json).toMatchObject({ created: 6, open: 0, refused: 1 });
     expect(r.json.erasures).toHaveLength(7);
@@ -119,13 +153,21 @@ describe('POST /v1/erasures/batch', () => {
       ['too many', { subjects: Array.from({ length: MAX_BULK_SUBJECTS + 1 }, (_, i) => `user:x${i}`) }, new RegExp(`at most ${MAX_BULK_SUBJECTS}`)],
       ['a malformed subject id', { subjects: [s, 'not a subject id'] }, /subjects\.1/],
       ['a per-person field', { subjects: [s], publicAttributes: ['x'] }, /publicAttributes/],
-      ['a context naming a subject', { subjects: [s], request: { reasonCategory: 'other', legalBasis: 'GDPR Art. 17', controller: 'Acme', reference: `ticket ${s}` } }, /request\.reference.*personal data/],
+      [
+        'a context naming a subject',
+        { subjects: [s], request: { reasonCategory: 'other', legalBasis: 'GDPR Art. 17', controller: 'Acme', reference: `ticket ${s}` } },
+        /request\.reference.*personal data/,
+      ],
       ['not JSON', undefined, /JSON/],
     ];
     for (const [what, body, detail] of cases) {
       const r =
         body === undefined
-          ? await fetch(`${service.url}/v1/erasures/batch`, { method: 'POST', headers: { authorization: `Bearer ${TOKENS.eraser}`, 'content-type': 'application/json' }, body: '{"subjects": [' }).then(async (res) => ({ status: res.status, text: await res.text() }))
+          ? await fetch(`${service.url}/v1/erasures/batch`, {
+              method: 'POST',
+              headers: { authorization: `Bearer ${TOKENS.eraser}`, 'content-type': 'application/json' },
+              body: '{"subjects": [',
+            }).then(async (res) => ({ status: res.status, text: await res.text() }))
           : await call('POST', '/v1/erasures/batch', 'eraser', body);
       expect(r.status, what).toBe(400);
       expect(JSON.parse(r.text), what).toMatchObject({ code: 'validation_failed' });

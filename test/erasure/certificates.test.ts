@@ -27,7 +27,15 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Certificate, certificateDigest, certificateKeyId, certificatePublicKey, type Json, signCertificate, verifyCertificate } from '../../src/crypto/certificate.js';
+import {
+  type Certificate,
+  certificateDigest,
+  certificateKeyId,
+  certificatePublicKey,
+  type Json,
+  signCertificate,
+  verifyCertificate,
+} from '../../src/crypto/certificate.js';
 import { deriveSubkey, fromBase64Url } from '../../src/crypto/index.js';
 import { queryRows } from '../../src/db/client.js';
 import { FINALIZE_BATCH } from '../../src/erasure/certificates.js';
@@ -105,7 +113,10 @@ describe('the certificate finalizer', () => {
     expect(after.certificate!.payload.certificateState).toBe('final');
     expect(verifyCertificate(after.certificate, await t.app.certificateKeys.publicKeys()).valid).toBe(true);
     // the stranded ones are still provisional, as they must be
-    const [row] = await queryRows<{ n: number }>(t.app.db.db, sql`select count(*)::int as n from erasures where status = 'incomplete' and certificate_state = 'provisional'`);
+    const [row] = await queryRows<{ n: number }>(
+      t.app.db.db,
+      sql`select count(*)::int as n from erasures where status = 'incomplete' and certificate_state = 'provisional'`,
+    );
     expect(row!.n).toBe(151);
     // a second pass with nothing newly retired reads nothing
     expect(await t.app.erasures.finalizeCertificates()).toBe(0);
@@ -138,7 +149,10 @@ describe('certificate-signing keys', () => {
     expect(keys[0]!.createdAt).toMatch(/^\d{4}-/);
     expect(keys[0]!.publicKey).not.toBe(keys[1]!.publicKey);
     // the same list again, and to a bogus token too
-    const again = await ok<{ keys: SigningKeyInfo[] }>(t.call('GET', '/v1/certificates/keys', { role: 'none', headers: { authorization: 'Bearer not-a-known-token-0001' } }), 200);
+    const again = await ok<{ keys: SigningKeyInfo[] }>(
+      t.call('GET', '/v1/certificates/keys', { role: 'none', headers: { authorization: 'Bearer not-a-known-token-0001' } }),
+      200,
+    );
     expect(again.keys).toEqual(keys);
     first = keys[0]!;
   });
@@ -162,13 +176,23 @@ describe('certificate-signing keys', () => {
     expect(keys[0]).toEqual(rotation.current);
     expect(keys.find((k) => k.keyId === first.keyId)).toEqual(rotation.retired);
     // the old certificate verifies against the listed keys (the retired one) and not against the current key alone
-    expect(verifyCertificate(old, keys.map((k) => k.publicKey))).toEqual({ valid: true, keyId: first.keyId });
+    expect(
+      verifyCertificate(
+        old,
+        keys.map((k) => k.publicKey),
+      ),
+    ).toEqual({ valid: true, keyId: first.keyId });
     expect(verifyCertificate(old, rotation.current.publicKey)).toMatchObject({ valid: false, reason: /not one of the 1 trusted key/ });
 
     const afterwards = await erase(t, await subjectWith(t, 1));
     const fresh = await storedCertificate(t, afterwards.erasureId);
     expect(fresh.payload.signingKeyId).toBe(rotation.current.keyId);
-    expect(verifyCertificate(fresh, keys.map((k) => k.publicKey))).toEqual({ valid: true, keyId: rotation.current.keyId });
+    expect(
+      verifyCertificate(
+        fresh,
+        keys.map((k) => k.publicKey),
+      ),
+    ).toEqual({ valid: true, keyId: rotation.current.keyId });
 
     // the retired key's private part is gone from the keyring: only the current key has a file
     const files = await readdir(path.join(t.config.keyringDir, 'certificate-signing'));
@@ -211,7 +235,12 @@ describe('certificate-signing keys', () => {
     expect(await t.app.erasures.finalizeCertificates()).toBeGreaterThanOrEqual(1);
     const final = await storedCertificate(t, legacyId);
     expect(final.payload).toMatchObject({ certificateState: 'final', signingKeyId: keys[0]!.keyId, erasureId: legacyId });
-    expect(verifyCertificate(final, keys.map((k) => k.publicKey))).toEqual({ valid: true, keyId: keys[0]!.keyId });
+    expect(
+      verifyCertificate(
+        final,
+        keys.map((k) => k.publicKey),
+      ),
+    ).toEqual({ valid: true, keyId: keys[0]!.keyId });
     expect(await auditCount(t.app.db, 'erasure.certificate.sign', { keyId: legacyId })).toBe(1);
   });
 
@@ -290,7 +319,10 @@ describe('the finalizer against database write access (issue 29, M1)', () => {
     const view = await erase(t, await subjectWith(t, 2));
     expect(view.certificateState).toBe('provisional');
     const provisional = await storedCertificate(t, view.erasureId);
-    const [signed] = await queryRows<{ detail: string }>(t.app.db.db, sql`select detail from audit_log where action = 'erasure.certificate.sign' and key_id = ${view.erasureId}`);
+    const [signed] = await queryRows<{ detail: string }>(
+      t.app.db.db,
+      sql`select detail from audit_log where action = 'erasure.certificate.sign' and key_id = ${view.erasureId}`,
+    );
     expect(JSON.parse(signed!.detail)).toMatchObject({
       erasureId: view.erasureId,
       digest: certificateDigest(provisional.payload),
@@ -305,7 +337,10 @@ describe('the finalizer against database write access (issue 29, M1)', () => {
     const final = await storedCertificate(t, view.erasureId);
     expect(final.payload.certificateState).toBe('final');
     expect(verifyCertificate(final, await t.app.certificateKeys.publicKeys()).valid).toBe(true);
-    const rows = await queryRows<{ detail: string }>(t.app.db.db, sql`select detail from audit_log where action = 'erasure.certificate.sign' and key_id = ${view.erasureId} order by seq`);
+    const rows = await queryRows<{ detail: string }>(
+      t.app.db.db,
+      sql`select detail from audit_log where action = 'erasure.certificate.sign' and key_id = ${view.erasureId} order by seq`,
+    );
     expect(rows.map((r) => JSON.parse(r.detail) as Record<string, unknown>).map((d) => [d.certificateState, d.digest])).toEqual([
       ['provisional', certificateDigest(provisional.payload)],
       ['final', certificateDigest(final.payload)],
@@ -365,7 +400,9 @@ describe('the finalizer against database write access (issue 29, M1)', () => {
     const after = await t.app.erasures.get(view.erasureId);
     expect(after.certificateState).toBe('provisional');
     expect(await storedCertificate(t, view.erasureId)).toEqual(honest);
-    expect(after.residuals.find((r) => r.kind === 'certificate-refused')?.detail).toMatch(/status: the erasure's row says "completed", the signed certificate "incomplete", the audit chain \(row \d+\) "incomplete"/);
+    expect(after.residuals.find((r) => r.kind === 'certificate-refused')?.detail).toMatch(
+      /status: the erasure's row says "completed", the signed certificate "incomplete", the audit chain \(row \d+\) "incomplete"/,
+    );
     expect((await metrics.certificateRefusals.get()).values).toContainEqual(expect.objectContaining({ labels: { reason: 'outcome' }, value: 1 }));
   });
 
@@ -373,13 +410,25 @@ describe('the finalizer against database write access (issue 29, M1)', () => {
     const view = await incompleteErasure();
     const honest = await storedCertificate(t, view.erasureId);
     await editToCompleted(view.erasureId);
-    const detail = { erasureId: view.erasureId, digest: certificateDigest(honest.payload), status: 'completed', certificateState: 'provisional', recovered: 0, matches: 0, fingerprintsKept: false };
-    await t.app.db.db.execute(sql`update audit_log set detail = ${JSON.stringify(detail)} where action = 'erasure.certificate.sign' and key_id = ${view.erasureId}`);
+    const detail = {
+      erasureId: view.erasureId,
+      digest: certificateDigest(honest.payload),
+      status: 'completed',
+      certificateState: 'provisional',
+      recovered: 0,
+      matches: 0,
+      fingerprintsKept: false,
+    };
+    await t.app.db.db.execute(
+      sql`update audit_log set detail = ${JSON.stringify(detail)} where action = 'erasure.certificate.sign' and key_id = ${view.erasureId}`,
+    );
     await t.app.epochs.rotate('admin');
     await t.app.erasures.finalizeCertificates();
     const after = await t.app.erasures.get(view.erasureId);
     expect(after.certificateState).toBe('provisional');
-    expect(after.residuals.find((r) => r.kind === 'certificate-refused')?.detail).toMatch(/the audit row that recorded its certificate \(row \d+\) does not verify/);
+    expect(after.residuals.find((r) => r.kind === 'certificate-refused')?.detail).toMatch(
+      /the audit row that recorded its certificate \(row \d+\) does not verify/,
+    );
     expect((await metrics.certificateRefusals.get()).values).toContainEqual(expect.objectContaining({ labels: { reason: 'audit' }, value: 1 }));
   });
 
@@ -389,7 +438,23 @@ describe('the finalizer against database write access (issue 29, M1)', () => {
     // a second genuine certificate of the same erasure, recorded in the chain: the vault signs the same outcome again
     const again = await t.app.certificateKeys.sign({ ...first.payload, issuedAt: new Date(Date.now() + 1000).toISOString() });
     await t.app.db.db.transaction(async (tx) => {
-      await t.app.audit.append(tx, [{ actor: 'erasure', action: 'erasure.certificate.sign', keyId: view.erasureId, detail: { erasureId: view.erasureId, digest: certificateDigest(again.payload), status: 'completed', certificateState: 'provisional', recovered: 0, matches: 0, fingerprintsKept: false, signingKeyId: String(again.payload.signingKeyId) } }]);
+      await t.app.audit.append(tx, [
+        {
+          actor: 'erasure',
+          action: 'erasure.certificate.sign',
+          keyId: view.erasureId,
+          detail: {
+            erasureId: view.erasureId,
+            digest: certificateDigest(again.payload),
+            status: 'completed',
+            certificateState: 'provisional',
+            recovered: 0,
+            matches: 0,
+            fingerprintsKept: false,
+            signingKeyId: String(again.payload.signingKeyId),
+          },
+        },
+      ]);
     });
     await t.app.epochs.rotate('admin');
     await t.app.erasures.finalizeCertificates();

@@ -47,8 +47,7 @@ const versions = async (tv: TestVault, s: ClassB) =>
       sql`select artifact_id, version from artifacts where artifact_id in (${s.summary}, ${s.digest})`,
     )
   ).reduce<Record<string, number>>((m, r) => ({ ...m, [r.artifact_id === s.summary ? 'summary' : 'digest']: r.version }), {});
-const keyState = async (tv: TestVault, s: ClassB, backupId: string) =>
-  (await tv.app.backups.manifest(backupId)).keys.find((k) => k.keyId === s.aKeyId)?.state;
+const keyState = async (tv: TestVault, s: ClassB, backupId: string) => (await tv.app.backups.manifest(backupId)).keys.find((k) => k.keyId === s.aKeyId)?.state;
 
 const CASES: readonly Case[] = [
   {
@@ -131,7 +130,9 @@ describe('an erasure whose service is killed mid-step finishes after a restart',
   };
 
   for (const c of CASES) {
-    it(`killed at failpoint "${c.failpoint}": the row stays at ${c.step}; a restarted service completes it with each step, regeneration and destruction done once`, { timeout: 150_000 }, async () => {
+    it(`killed at failpoint "${c.failpoint}": the row stays at ${c.step}; a restarted service completes it with each step, regeneration and destruction done once`, {
+      timeout: 150_000,
+    }, async () => {
       const s = await classB(tv.app, c.failpoint);
       const { backupId } = await tv.app.backups.run();
       expect((await tv.app.backups.manifest(backupId)).keys.find((k) => k.keyId === s.aKeyId)?.state).toBe('active');

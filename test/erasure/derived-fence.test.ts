@@ -32,7 +32,10 @@ describe('derived data fenced from the erasure request', () => {
     expect(await searchIds(s, { subjects: [s.A, s.B] })).toEqual(expect.arrayContaining([s.summary]));
     expect(await searchIds(s, { allSubjects: true })).toEqual(expect.arrayContaining([s.summary, s.digest]));
 
-    const { erasureId } = await ok<{ erasureId: string }>(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: s.A, legalBasis: 'gdpr-art17' } }), 202);
+    const { erasureId } = await ok<{ erasureId: string }>(
+      t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: s.A, legalBasis: 'gdpr-art17' } }),
+      202,
+    );
     // the request committed; no step has run
     expect(await t.app.erasures.status(erasureId)).toBe('pending');
     await expectProblem(t.call('GET', `/v1/artifacts/${s.summary}`), 409, 'erasure_in_progress');
@@ -63,7 +66,11 @@ describe('derived data fenced from the erasure request', () => {
     expect(ids).not.toContain(s.summary);
     expect(ids).toContain(bOnly.artifactId);
     // and nothing new may cite the forgotten entry meanwhile
-    await expectProblem(t.call('POST', '/v1/artifacts', { body: { kind: 'fact', text: 'A fact about birds.', sources: [s.aEntries[0]] } }), 409, 'erasure_in_progress');
+    await expectProblem(
+      t.call('POST', '/v1/artifacts', { body: { kind: 'fact', text: 'A fact about birds.', sources: [s.aEntries[0]] } }),
+      409,
+      'erasure_in_progress',
+    );
 
     expect((await t.app.erasures.settle(erasureId)).status).toBe('completed');
     const summary = await ok<{ version: number; text: string }>(t.call('GET', `/v1/artifacts/${s.summary}`), 200);

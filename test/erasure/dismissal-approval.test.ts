@@ -36,10 +36,12 @@ describe('dismissals two people own', () => {
   const append = async (subject: string, text: string) => (await t.app.log.append(subject, { text }, 'writer')).entryId;
   const view = (erasureId: string) => ok<ErasureView>(t.call('GET', `/v1/erasures/${erasureId}`, { role: 'eraser' }), 200);
   const audited = async (action: string) =>
-    (await queryRows<{ actor: string; detail: string }>(t.app.db.db, sql`select actor, detail from audit_log where action = ${action} order by seq`)).map((r) => ({
-      actor: r.actor,
-      detail: JSON.parse(r.detail) as Record<string, unknown>,
-    }));
+    (await queryRows<{ actor: string; detail: string }>(t.app.db.db, sql`select actor, detail from audit_log where action = ${action} order by seq`)).map(
+      (r) => ({
+        actor: r.actor,
+        detail: JSON.parse(r.detail) as Record<string, unknown>,
+      }),
+    );
 
   describe('a verbatim copy', () => {
     let erasureId = '';
@@ -77,7 +79,11 @@ describe('dismissals two people own', () => {
     });
 
     it('nor by an admin token', async () => {
-      await expectProblem(t.call('POST', `/v1/erasures/${erasureId}/dismissals`, { role: 'admin', body: { matches: [{ id: copy, reason: 'it is a public text' }] } }), 422, 'near_copy');
+      await expectProblem(
+        t.call('POST', `/v1/erasures/${erasureId}/dismissals`, { role: 'admin', body: { matches: [{ id: copy, reason: 'it is a public text' }] } }),
+        422,
+        'near_copy',
+      );
     });
   });
 
@@ -108,7 +114,7 @@ describe('dismissals two people own', () => {
       expect(v.probe.matches).toEqual([{ id: notice, tier: 'log', score: expect.any(Number) }]);
     });
 
-    it('one token\'s dismissal is a proposal: 201, audited, and the erasure stays incomplete', async () => {
+    it("one token's dismissal is a proposal: 201, audited, and the erasure stays incomplete", async () => {
       const proposed = await ok<{ erasureId: string; status: string; dismissalId: string }>(
         t.call('POST', `/v1/erasures/${erasureId}/dismissals`, { role: 'admin', second: true, body: { matches: [{ id: notice, reason }] } }),
         201,
@@ -125,7 +131,11 @@ describe('dismissals two people own', () => {
         expect.objectContaining({ id: notice, dismissalId, status: 'proposed', role: 'admin', proposedBy: expect.stringMatching(/^prn_/), reason }),
       ]);
       // a second proposal of the same record while this one stands: 409
-      await expectProblem(t.call('POST', `/v1/erasures/${erasureId}/dismissals`, { role: 'eraser', body: { matches: [{ id: notice, reason }] } }), 409, 'conflict');
+      await expectProblem(
+        t.call('POST', `/v1/erasures/${erasureId}/dismissals`, { role: 'eraser', body: { matches: [{ id: notice, reason }] } }),
+        409,
+        'conflict',
+      );
       expect(await audited('erasure.dismissal.propose')).toEqual([{ actor: 'admin', detail: expect.objectContaining({ erasureId, dismissalId, records: 1 }) }]);
     });
 
@@ -141,7 +151,7 @@ describe('dismissals two people own', () => {
       expect(await audited('erasure.dismissal.approve')).toEqual([]);
     });
 
-    it('a second principal\'s approval completes it on a ruling, and the view, certificate, residuals and report page 1 say so', async () => {
+    it("a second principal's approval completes it on a ruling, and the view, certificate, residuals and report page 1 say so", async () => {
       expect(await ok(approve({ role: 'approver' }), 202)).toEqual({ erasureId, status: 'running', dismissalId });
       // approved once: 409 after
       await t.app.erasures.settle(erasureId);
@@ -150,7 +160,13 @@ describe('dismissals two people own', () => {
       expect(v.status).toBe('completed');
       expect(v.probe.matches).toEqual([]);
       expect(v.readableByRuling).toEqual([notice]);
-      expect(v.dismissals).toEqual([expect.objectContaining({ dismissalId, status: 'approved', approval: { role: 'approver', principal: expect.stringMatching(/^prn_/), at: expect.any(String) } })]);
+      expect(v.dismissals).toEqual([
+        expect.objectContaining({
+          dismissalId,
+          status: 'approved',
+          approval: { role: 'approver', principal: expect.stringMatching(/^prn_/), at: expect.any(String) },
+        }),
+      ]);
       expect(v.residuals.find((r) => r.kind === 'dismissed-content')?.detail).toContain(notice);
       // the fingerprints are kept while the dismissed match scores above the threshold
       expect(v.residuals.map((r) => r.kind)).toContain('fingerprints');
@@ -168,17 +184,37 @@ describe('dismissals two people own', () => {
     });
 
     it('a redaction of a record the last probe did not name is refused (422 not_a_match) and that record stays readable', async () => {
-      const refused = await expectProblem(t.call('POST', `/v1/erasures/${erasureId}/redactions`, { role: 'eraser', body: { ids: [unrelated] } }), 422, 'not_a_match');
+      const refused = await expectProblem(
+        t.call('POST', `/v1/erasures/${erasureId}/redactions`, { role: 'eraser', body: { ids: [unrelated] } }),
+        422,
+        'not_a_match',
+      );
       expect(refused.detail).toContain(unrelated);
       // an override is an admin's, with a reason
-      await expectProblem(t.call('POST', `/v1/erasures/${erasureId}/redactions`, { role: 'eraser', body: { ids: [unrelated], override: { reason: 'asked by the DPO' } } }), 403, 'forbidden');
-      await expectProblem(t.call('POST', `/v1/erasures/${erasureId}/redactions`, { role: 'admin', body: { ids: [unrelated], override: {} } }), 400, 'validation_failed');
+      await expectProblem(
+        t.call('POST', `/v1/erasures/${erasureId}/redactions`, { role: 'eraser', body: { ids: [unrelated], override: { reason: 'asked by the DPO' } } }),
+        403,
+        'forbidden',
+      );
+      await expectProblem(
+        t.call('POST', `/v1/erasures/${erasureId}/redactions`, { role: 'admin', body: { ids: [unrelated], override: {} } }),
+        400,
+        'validation_failed',
+      );
       expect((await view(erasureId)).status).toBe('completed');
       expect((await t.app.log.get(unrelated)).text).toContain('cafeteria');
     });
 
     it('a revocation after completion re-opens the erasure, and the probe finds the notice again on the kept fingerprints', async () => {
-      expect(await ok(t.call('POST', `/v1/erasures/${erasureId}/dismissals/${dismissalId}/revoke`, { role: 'approver', body: { reason: 'the notice names the date of the appointment' } }), 202)).toEqual({
+      expect(
+        await ok(
+          t.call('POST', `/v1/erasures/${erasureId}/dismissals/${dismissalId}/revoke`, {
+            role: 'approver',
+            body: { reason: 'the notice names the date of the appointment' },
+          }),
+          202,
+        ),
+      ).toEqual({
         erasureId,
         status: 'running',
         dismissalId,
@@ -194,7 +230,15 @@ describe('dismissals two people own', () => {
     });
 
     it('an admin may redact a record the probe did not name with a reason, audited', async () => {
-      expect(await ok(t.call('POST', `/v1/erasures/${erasureId}/redactions`, { role: 'admin', body: { ids: [notice, unrelated], override: { reason: 'ordered by the DPO, ticket 7' } } }), 202)).toMatchObject({ erasureId });
+      expect(
+        await ok(
+          t.call('POST', `/v1/erasures/${erasureId}/redactions`, {
+            role: 'admin',
+            body: { ids: [notice, unrelated], override: { reason: 'ordered by the DPO, ticket 7' } },
+          }),
+          202,
+        ),
+      ).toMatchObject({ erasureId });
       const v = await t.app.erasures.settle(erasureId);
       expect(v.status).toBe('completed');
       expect(await audited('erasure.redaction.override')).toEqual([

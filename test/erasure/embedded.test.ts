@@ -18,7 +18,10 @@ describe('erasure on PGlite and the local object store', () => {
     expect([v.db.kind, v.objects.kind]).toEqual(['pglite', 'fs']);
     const a = await v.log.append('user:emb-a', { text: 'Anna keeps her spare key under the blue flowerpot near the gate.' }, 'writer');
     const b = await v.log.append('user:emb-b', { text: 'Ben is training for a half marathon in October.' }, 'writer');
-    const s = await v.artifacts.write({ kind: 'summary', text: 'Anna: spare key under the blue flowerpot near the gate. Ben: half marathon in October.', sources: [a.entryId, b.entryId] }, 'writer');
+    const s = await v.artifacts.write(
+      { kind: 'summary', text: 'Anna: spare key under the blue flowerpot near the gate. Ben: half marathon in October.', sources: [a.entryId, b.entryId] },
+      'writer',
+    );
     const { erasureId, status } = await v.erasures.request({ subject: 'user:emb-a', publicAttributes: ['Anna'] }, 'eraser');
     expect(status).toBe('pending');
     // no settle(): the worker started with the vault claims and runs it
@@ -68,7 +71,10 @@ describe('forgetting one memory on PGlite and the local object store', () => {
     const v = tv.app;
     const keep = await v.log.append('user:emb-f', { text: 'Farid takes the 7:40 train to the office on Mondays.' }, 'writer');
     const gone = await v.log.append('user:emb-f', { text: 'Farid confided his therapist appointment is every Thursday at noon.' }, 'writer');
-    const s = await v.artifacts.write({ kind: 'summary', text: 'Farid: 7:40 train on Mondays; therapist every Thursday at noon.', sources: [keep.entryId, gone.entryId] }, 'writer');
+    const s = await v.artifacts.write(
+      { kind: 'summary', text: 'Farid: 7:40 train on Mondays; therapist every Thursday at noon.', sources: [keep.entryId, gone.entryId] },
+      'writer',
+    );
     const { erasureId } = await v.erasures.forgetEntry(gone.entryId, 'eraser');
     await expect(v.log.get(gone.entryId)).rejects.toSatisfy((e) => isLetheError(e, 'entry_forgotten'));
     const deadline = Date.now() + 30_000;

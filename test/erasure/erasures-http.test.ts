@@ -131,7 +131,10 @@ function parseSse(text: string): SseEvent[] {
 }
 
 /** The events stream of an erasure, read to its end. */
-async function events(erasureId: string, headers: Record<string, string> = {}): Promise<{ steps: Array<Transition & { eventId: string }>; end: SseEvent; all: SseEvent[] }> {
+async function events(
+  erasureId: string,
+  headers: Record<string, string> = {},
+): Promise<{ steps: Array<Transition & { eventId: string }>; end: SseEvent; all: SseEvent[] }> {
   const res = await call('GET', `/v1/erasures/${erasureId}/events`, { headers });
   const text = await res.text();
   expect(res.status, text).toBe(200);
@@ -140,7 +143,10 @@ async function events(erasureId: string, headers: Record<string, string> = {}): 
   expect(all.length).toBeGreaterThan(0);
   const end = all.at(-1)!;
   expect(end.event).toBe('end');
-  expect(all.slice(0, -1).every((e) => e.event === 'step'), text).toBe(true);
+  expect(
+    all.slice(0, -1).every((e) => e.event === 'step'),
+    text,
+  ).toBe(true);
   const steps = all.slice(0, -1).map((e) => ({ ...(JSON.parse(e.data) as Transition), eventId: e.id ?? '' }));
   return { steps, end, all };
 }
@@ -258,7 +264,13 @@ describe('a completed class A erasure', () => {
     expect(v.probe.coverage!.indexed).toBe(v.probe.coverage!.stored);
     expect(v.certificate!.payload.probe).toMatchObject({ coverage: v.probe.coverage, examined: v.probe.examined, replica: v.probe.replica });
     expect(v.certificate).toMatchObject({ payload: expect.any(Object), signature: expect.any(String), publicKey: expect.any(String) });
-    expect(v.certificate!.payload).toMatchObject({ erasureId: v.erasureId, subjectHash: v.subjectHash, class: 'A', status: 'completed', legalBasis: 'gdpr-art17' });
+    expect(v.certificate!.payload).toMatchObject({
+      erasureId: v.erasureId,
+      subjectHash: v.subjectHash,
+      class: 'A',
+      status: 'completed',
+      legalBasis: 'gdpr-art17',
+    });
     expect(v.certificateState).toMatch(/^(provisional|final)$/);
   });
 
@@ -400,13 +412,13 @@ describe('POST /v1/erasures/{id}/redactions', () => {
     await expectProblem(await call('POST', `/v1/erasures/${completed.erasureId}/redactions`, { body: { ids: [keep] } }), 409, 'conflict');
   });
 
-  it('400 validation_failed for an artifact id, the erased subject\'s own entry, an unknown or unreadable entry, an empty list, and malformed JSON', async () => {
+  it("400 validation_failed for an artifact id, the erased subject's own entry, an unknown or unreadable entry, an empty list, and malformed JSON", async () => {
     const path = `/v1/erasures/${incomplete.erasureId}/redactions`;
     const cases: Array<{ name: string; body?: unknown; rawBody?: string; detail: RegExp }> = [
       { name: 'an artifact id', body: { ids: [artifactId] }, detail: /not log entries/ },
-      { name: 'the erased subject\'s own entry', body: { ids: [aEntry] }, detail: /own entries/ },
+      { name: "the erased subject's own entry", body: { ids: [aEntry] }, detail: /own entries/ },
       { name: 'an unknown entry id', body: { ids: [UNKNOWN_ENTRY] }, detail: /not entries lethe holds/ },
-      { name: 'another erased subject\'s entry', body: { ids: [completedEntry] }, detail: /already unreadable/ },
+      { name: "another erased subject's entry", body: { ids: [completedEntry] }, detail: /already unreadable/ },
       { name: 'a known entry with an unknown one', body: { ids: [note, UNKNOWN_ENTRY] }, detail: /not entries lethe holds/ },
       { name: 'an empty list', body: { ids: [] }, detail: /ids/ },
       { name: 'no ids', body: {}, detail: /ids/ },
@@ -426,7 +438,7 @@ describe('POST /v1/erasures/{id}/redactions', () => {
     expect(entry.status).toBe(200);
   });
 
-  it('202 for another subject\'s entry: the redaction runs, the probe reruns, and the erasure completes', async () => {
+  it("202 for another subject's entry: the redaction runs, the probe reruns, and the erasure completes", async () => {
     const reply = await call('POST', `/v1/erasures/${incomplete.erasureId}/redactions`, { body: { ids: [note] } });
     expect(await ok(reply, 202)).toEqual({ erasureId: incomplete.erasureId, status: 'running' });
     // ordered again while it runs: 409
@@ -476,7 +488,11 @@ describe('roles', () => {
     for (const headers of [{}, { authorization: 'Bearer not-a-known-token-0001' }] as Array<Record<string, string>>) {
       const res = await t.call('GET', '/v1/certificates/public-key', { role: 'none', headers });
       expect(res.status).toBe(200);
-      expect(await res.json()).toEqual({ algorithm: 'Ed25519', keyId: expect.stringMatching(/^csk_/), publicKey: (await t.app.certificateKeys.publicKeys())[0] });
+      expect(await res.json()).toEqual({
+        algorithm: 'Ed25519',
+        keyId: expect.stringMatching(/^csk_/),
+        publicKey: (await t.app.certificateKeys.publicKeys())[0],
+      });
     }
   });
 });

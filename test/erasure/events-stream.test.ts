@@ -287,12 +287,16 @@ describe('events streams in one process (PostgreSQL)', () => {
           socket.on('error', () => {});
           clients.push(socket);
           await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-          socket.write(`GET /v1/erasures/${erasureId}/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKENS[role]}\r\nAccept: text/event-stream\r\n\r\n`);
+          socket.write(
+            `GET /v1/erasures/${erasureId}/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKENS[role]}\r\nAccept: text/event-stream\r\n\r\n`,
+          );
         }
       }
       // every request took its slot and waits on the status read
       const waiting = async () => {
-        const [row] = await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`;
+        const [row] = await sql<
+          { n: number }[]
+        >`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`;
         return row!.n;
       };
       expect(await settles(waiting, 2 * CAP)).toBe(2 * CAP);
@@ -405,11 +409,19 @@ describe('events streams across two lethe serve processes on one database', () =
 
   it('a transition committed by replica A reaches a stream on replica B by notification; a disconnect on B releases', async () => {
     const s = `user:sse-replicas-${tag()}`;
-    const appended = await fetch(`${a.url}/v1/subjects/${s}/entries`, { method: 'POST', headers: { ...auth('writer'), 'content-type': 'application/json' }, body: JSON.stringify({ text: 'Kept on A.' }) });
+    const appended = await fetch(`${a.url}/v1/subjects/${s}/entries`, {
+      method: 'POST',
+      headers: { ...auth('writer'), 'content-type': 'application/json' },
+      body: JSON.stringify({ text: 'Kept on A.' }),
+    });
     expect(appended.status).toBe(201);
     // the lease holds the erasure at drain_leases for up to 3 s, while B's streams connect
     expect((await fetch(`${a.url}/v1/subjects/${s}/key/lease`, { method: 'POST', headers: auth('writer') })).status).toBe(200);
-    const requested = await fetch(`${a.url}/v1/erasures`, { method: 'POST', headers: { ...auth('eraser'), 'content-type': 'application/json' }, body: JSON.stringify({ subject: s }) });
+    const requested = await fetch(`${a.url}/v1/erasures`, {
+      method: 'POST',
+      headers: { ...auth('eraser'), 'content-type': 'application/json' },
+      body: JSON.stringify({ subject: s }),
+    });
     expect(requested.status).toBe(202);
     const { erasureId } = (await requested.json()) as { erasureId: string };
 

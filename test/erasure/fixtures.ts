@@ -90,11 +90,19 @@ export async function classB(vault: App, label: string): Promise<ClassB> {
   const b1 = await vault.log.append(B, { text: `Bob collects vintage synthesizers ${bCanary}.` }, 'writer');
   const c1 = await vault.log.append(C, { text: `Carol trains for the Berlin marathon ${cCanary}.` }, 'writer');
   const summary = await vault.artifacts.write(
-    { kind: 'summary', text: `Interests: birdwatching ${aCanaries[0]}; locker ${aCanaries[1]}; synthesizers ${bCanary}.`, sources: [a1.entryId, a2.entryId, b1.entryId] },
+    {
+      kind: 'summary',
+      text: `Interests: birdwatching ${aCanaries[0]}; locker ${aCanaries[1]}; synthesizers ${bCanary}.`,
+      sources: [a1.entryId, a2.entryId, b1.entryId],
+    },
     'writer',
   );
   const digest = await vault.artifacts.write(
-    { kind: 'digest', text: `Topic digest: birdwatching ${aCanaries[0]}, synthesizers ${bCanary}, marathon ${cCanary}.`, sources: [summary.artifactId, c1.entryId] },
+    {
+      kind: 'digest',
+      text: `Topic digest: birdwatching ${aCanaries[0]}, synthesizers ${bCanary}, marathon ${cCanary}.`,
+      sources: [summary.artifactId, c1.entryId],
+    },
     'writer',
   );
   const versionKeys = (
@@ -124,7 +132,10 @@ export async function classB(vault: App, label: string): Promise<ClassB> {
 export async function searchTexts(call: Call, queries: readonly string[]): Promise<string> {
   const out: string[] = [];
   for (const query of queries) {
-    const { hits } = await ok<{ hits: Array<{ id: string; text: string }> }>(call('POST', '/v1/search', { role: 'admin', body: { query, k: 50, allSubjects: true } }), 200);
+    const { hits } = await ok<{ hits: Array<{ id: string; text: string }> }>(
+      call('POST', '/v1/search', { role: 'admin', body: { query, k: 50, allSubjects: true } }),
+      200,
+    );
     out.push(...hits.map((h) => `${h.id} ${h.text}`));
   }
   return out.join('\n');

@@ -38,7 +38,9 @@ describe('a forget stranded by a sibling memory of the living subject', () => {
     return { A, memory, sibling, other, erasureId, done };
   }
 
-  it('the sibling strands the forget incomplete; it is a near copy, so a dismissal of it is refused and the erasure stays incomplete', { timeout: 120_000 }, async () => {
+  it('the sibling strands the forget incomplete; it is a near copy, so a dismissal of it is refused and the erasure stays incomplete', {
+    timeout: 120_000,
+  }, async () => {
     const s = await stranded({ what: 'gym locker combination', where: 'the Riverside pool', other: 'Prefers aisle seats on overnight trains to Vienna.' });
     expect(s.done.status).toBe('incomplete');
     expect(s.done.probe.matches.map((m) => m.id)).toEqual([s.sibling]);
@@ -46,19 +48,31 @@ describe('a forget stranded by a sibling memory of the living subject', () => {
     const residual = s.done.residuals.find((r) => r.detail.includes(s.sibling))!;
     expect(residual.detail).not.toMatch(/not the subject's/);
     // the erasure's own forgotten entry is not a record a person may rule on
-    await expectProblem(t.call('POST', `/v1/erasures/${s.erasureId}/dismissals`, { role: 'eraser', body: { matches: [{ id: s.memory, reason: 'mine' }] } }), 409, 'conflict');
+    await expectProblem(
+      t.call('POST', `/v1/erasures/${s.erasureId}/dismissals`, { role: 'eraser', body: { matches: [{ id: s.memory, reason: 'mine' }] } }),
+      409,
+      'conflict',
+    );
     const reason = 'The user kept this memory on purpose when deleting the other one.';
-    await expectProblem(t.call('POST', `/v1/erasures/${s.erasureId}/dismissals`, { role: 'eraser', body: { matches: [{ id: s.sibling, reason }] } }), 422, 'near_copy');
+    await expectProblem(
+      t.call('POST', `/v1/erasures/${s.erasureId}/dismissals`, { role: 'eraser', body: { matches: [{ id: s.sibling, reason }] } }),
+      422,
+      'near_copy',
+    );
     const after = await t.app.erasures.get(s.erasureId);
     expect(after.status).toBe('incomplete');
     expect(after.dismissals).toBeUndefined();
   });
 
-  it('the sibling strands the forget incomplete; a redaction of it re-keys the subject without it too and completes the erasure', { timeout: 120_000 }, async () => {
+  it('the sibling strands the forget incomplete; a redaction of it re-keys the subject without it too and completes the erasure', {
+    timeout: 120_000,
+  }, async () => {
     const s = await stranded({ what: 'bicycle padlock code', where: 'the Northgate library', other: 'Grows basil and chillies on the kitchen windowsill.' });
     expect(s.done.status).toBe('incomplete');
     expect(s.done.probe.matches.map((m) => m.id)).toEqual([s.sibling]);
-    expect(await ok(t.call('POST', `/v1/erasures/${s.erasureId}/redactions`, { role: 'eraser', body: { ids: [s.sibling] } }), 202)).toMatchObject({ erasureId: s.erasureId });
+    expect(await ok(t.call('POST', `/v1/erasures/${s.erasureId}/redactions`, { role: 'eraser', body: { ids: [s.sibling] } }), 202)).toMatchObject({
+      erasureId: s.erasureId,
+    });
     const after = await awaitErasure(t.call, s.erasureId);
     expect(after.status, JSON.stringify({ probe: after.probe, steps: after.steps, residuals: after.residuals })).toBe('completed');
     // the subject lives on with its unrelated memory alone

@@ -41,9 +41,12 @@ describe('a forget racing an erasure of the whole subject', () => {
     }
   }
 
-  const requestErasure = async (subject: string) => (await ok<{ erasureId: string }>(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject } }), 202)).erasureId;
+  const requestErasure = async (subject: string) =>
+    (await ok<{ erasureId: string }>(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject } }), 202)).erasureId;
 
-  it('a re-key overtaken by an erasure of the subject gives up and leaves the old key fenced to the erasure: no lease, no append; the erasure completes', { timeout: 120_000 }, async () => {
+  it('a re-key overtaken by an erasure of the subject gives up and leaves the old key fenced to the erasure: no lease, no append; the erasure completes', {
+    timeout: 120_000,
+  }, async () => {
     const A = `user:race-switch-${tag()}`;
     const forgotten = await append(A, `Keeps a spare house key under the blue flowerpot ${tag(4)}`);
     await append(A, `Takes the 7:40 ferry to work ${tag(4)}`);
@@ -67,7 +70,7 @@ describe('a forget racing an erasure of the whole subject', () => {
     expect(await t.app.keys.findKey(A)).toBeUndefined();
   });
 
-  it('a re-key that gives up while the erasure is open does not lift the erasure\'s fence', async () => {
+  it("a re-key that gives up while the erasure is open does not lift the erasure's fence", async () => {
     const A = `user:race-giveup-${tag()}`;
     const forgotten = await append(A, `a memory to forget ${tag(4)}`);
     await append(A, `a memory to keep ${tag(4)}`);
@@ -86,7 +89,9 @@ describe('a forget racing an erasure of the whole subject', () => {
     await expectProblem(t.call('POST', `/v1/subjects/${A}/key/lease`), 409, 'erasure_in_progress');
   });
 
-  it('an erasure of the subject that reached its destroy step while the re-key ran destroys the subject\'s key and completes', { timeout: 120_000 }, async () => {
+  it("an erasure of the subject that reached its destroy step while the re-key ran destroys the subject's key and completes", {
+    timeout: 120_000,
+  }, async () => {
     const A = `user:race-late-${tag()}`;
     const forgotten = await append(A, `Bought a rescue greyhound named Comet ${tag(4)}`);
     await append(A, `Volunteers at the food bank on Saturdays ${tag(4)}`);
@@ -129,7 +134,9 @@ describe('a forget racing an erasure of the whole subject', () => {
     await expectProblem(t.call('POST', `/v1/subjects/${A}/key/lease`), 410, 'subject_erased');
   });
 
-  it('a forget whose re-key died after fencing the key (a crash: nobody lifts that fence) re-keys on its retry and the subject writes again', { timeout: 60_000 }, async () => {
+  it('a forget whose re-key died after fencing the key (a crash: nobody lifts that fence) re-keys on its retry and the subject writes again', {
+    timeout: 60_000,
+  }, async () => {
     const A = `user:race-crash-${tag()}`;
     const forgotten = await append(A, `Hid the birthday present in the attic crawlspace ${tag(4)}`);
     await append(A, `Runs along the canal every Tuesday ${tag(4)}`);
@@ -145,7 +152,7 @@ describe('a forget racing an erasure of the whole subject', () => {
     expect((await t.call('POST', `/v1/subjects/${A}/entries`, { body: { text: 'written after the forget' } })).status).toBe(201);
   });
 
-  it('an append that meets a forget\'s re-key waits for it and is recorded under the new key (no write fails because of a forget)', async () => {
+  it("an append that meets a forget's re-key waits for it and is recorded under the new key (no write fails because of a forget)", async () => {
     const A = `user:race-append-${tag()}`;
     const forgotten = await append(A, `a memory to forget ${tag(4)}`);
     await append(A, `a memory to keep ${tag(4)}`);

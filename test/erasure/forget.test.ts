@@ -36,7 +36,12 @@ describe('forgetting one memory', () => {
   });
 
   const append = async (subject: string, text: string, metadata?: Record<string, unknown>) =>
-    (await ok<{ entryId: string; keyId: string }>(t.call('POST', `/v1/subjects/${subject}/entries`, { body: { text, kind: 'memory', ...(metadata ? { metadata } : {}) } }), 201)).entryId;
+    (
+      await ok<{ entryId: string; keyId: string }>(
+        t.call('POST', `/v1/subjects/${subject}/entries`, { body: { text, kind: 'memory', ...(metadata ? { metadata } : {}) } }),
+        201,
+      )
+    ).entryId;
   const entries = async (subject: string) =>
     (await ok<{ entries: Array<{ entryId: string; text: string }> }>(t.call('GET', `/v1/subjects/${subject}/entries?limit=1000`), 200)).entries;
   const search = async (subject: string, query: string) =>
@@ -47,17 +52,34 @@ describe('forgetting one memory', () => {
       sql`select entry_id, key_id, segment, frame_offset, frame_length from log_entries where entry_id in (select json_array_elements_text(${JSON.stringify(ids)}::json)) order by seq`,
     );
 
-  it('DELETE /v1/entries/{id}: unreadable at once, re-keyed without it (no frame rewritten), cascaded, certified; the subject goes on', { timeout: 120_000 }, async () => {
+  it('DELETE /v1/entries/{id}: unreadable at once, re-keyed without it (no frame rewritten), cascaded, certified; the subject goes on', {
+    timeout: 120_000,
+  }, async () => {
     const n = tag();
     const A = `user:forget-a-${n}`;
     const B = `user:forget-b-${n}`;
     const canary = `PINCODE${tag(6)}`;
-    const kept = [await append(A, `Alice prefers window seats on long flights ${tag(3)}.`), await append(A, `Alice is training for the Lyon half marathon ${tag(3)}.`)];
+    const kept = [
+      await append(A, `Alice prefers window seats on long flights ${tag(3)}.`),
+      await append(A, `Alice is training for the Lyon half marathon ${tag(3)}.`),
+    ];
     const secret = await append(A, `Alice's bank card PIN is ${canary}, she keeps forgetting it.`);
     kept.push(await append(A, `Alice drinks her coffee black ${tag(3)}.`));
     const bob = await append(B, `Bob collects vintage radios ${tag(3)}.`);
-    const summary = (await ok<{ artifactId: string }>(t.call('POST', '/v1/artifacts', { body: { kind: 'summary', text: `Alice: window seats; PIN ${canary}; black coffee.`, sources: [kept[0]!, secret, kept[2]!] } }), 201)).artifactId;
-    const shared = (await ok<{ artifactId: string }>(t.call('POST', '/v1/artifacts', { body: { kind: 'digest', text: `Team notes: PIN ${canary}; vintage radios.`, sources: [secret, bob] } }), 201)).artifactId;
+    const summary = (
+      await ok<{ artifactId: string }>(
+        t.call('POST', '/v1/artifacts', {
+          body: { kind: 'summary', text: `Alice: window seats; PIN ${canary}; black coffee.`, sources: [kept[0]!, secret, kept[2]!] },
+        }),
+        201,
+      )
+    ).artifactId;
+    const shared = (
+      await ok<{ artifactId: string }>(
+        t.call('POST', '/v1/artifacts', { body: { kind: 'digest', text: `Team notes: PIN ${canary}; vintage radios.`, sources: [secret, bob] } }),
+        201,
+      )
+    ).artifactId;
     expect((await search(A, `bank card PIN ${canary}`)).map((h) => h.id)).toContain(secret);
     const before = await places(kept);
     const oldKey = before[0]!.key_id;
@@ -81,8 +103,16 @@ describe('forgetting one memory', () => {
     // the certificate names what was forgotten, and verifies against the served key
     const cert = done.certificate!;
     expect(cert.payload).toMatchObject({ scope: 'records', entryIds: [secret], status: 'completed' });
-    const { keys } = await ok<{ keys: Array<{ keyId: string; publicKey: string; state: string }> }>(t.call('GET', '/v1/certificates/keys', { role: 'none' }), 200);
-    expect(verifyCertificate(cert, keys.map((k) => k.publicKey)).valid).toBe(true);
+    const { keys } = await ok<{ keys: Array<{ keyId: string; publicKey: string; state: string }> }>(
+      t.call('GET', '/v1/certificates/keys', { role: 'none' }),
+      200,
+    );
+    expect(
+      verifyCertificate(
+        cert,
+        keys.map((k) => k.publicKey),
+      ).valid,
+    ).toBe(true);
     // the residual says the subject lives on and how long old copies stay decryptable
     const wrapped = done.residuals.find((r) => r.tier === 'key-table' && r.kind === 'wrapped-dek')!;
     expect(wrapped.detail).toMatch(/lives on under a new key/);
@@ -122,7 +152,10 @@ describe('forgetting one memory', () => {
     expect(d.text).not.toContain(canary);
     expect(d.text).toMatch(/vintage radios/);
     // nothing of it in search, by any subject, with admin authority
-    const everywhere = await ok<{ hits: Hit[] }>(t.call('POST', '/v1/search', { role: 'admin', body: { query: `bank card PIN ${canary}`, k: 50, allSubjects: true } }), 200);
+    const everywhere = await ok<{ hits: Hit[] }>(
+      t.call('POST', '/v1/search', { role: 'admin', body: { query: `bank card PIN ${canary}`, k: 50, allSubjects: true } }),
+      200,
+    );
     for (const h of everywhere.hits) expect(h.text).not.toContain(canary);
     expect(everywhere.hits.map((h) => h.id)).not.toContain(secret);
     // and in no plain byte at rest (MinIO's data directory, the vault's data directory)
@@ -141,7 +174,10 @@ describe('forgetting one memory', () => {
       'Plays bass guitar in a weekend jazz trio',
     ];
     for (const m of memories) ids.push(await append(A, `${m} ${tag(4)}.`));
-    const first = await ok<{ erasureId: string }>(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A, entryIds: [ids[1], ids[2]], reason: 'the user deleted them' } }), 202);
+    const first = await ok<{ erasureId: string }>(
+      t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A, entryIds: [ids[1], ids[2]], reason: 'the user deleted them' } }),
+      202,
+    );
     const second = await ok<{ erasureId: string }>(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A, entryIds: [ids[4]] } }), 202);
     expect(second.erasureId).not.toBe(first.erasureId);
     for (const id of [first.erasureId, second.erasureId]) expect((await awaitErasure(t.call, id)).status).toBe('completed');
@@ -162,8 +198,15 @@ describe('forgetting one memory', () => {
     await expectProblem(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A, entryIds: [b] } }), 404, 'not_found');
     await expectProblem(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A, entryIds: [] } }), 400, 'validation_failed');
     await expectProblem(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A, entryIds: ['entry_x'] } }), 400, 'validation_failed');
-    await expectProblem(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A, entryIds: [a], publicAttributes: ['Alice'] } }), 400, 'validation_failed');
-    const marked = await queryRows<{ n: string }>(t.app.db.db, sql`select count(*) as n from log_entries where forgotten_by is not null and entry_id in (${a}, ${b})`);
+    await expectProblem(
+      t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A, entryIds: [a], publicAttributes: ['Alice'] } }),
+      400,
+      'validation_failed',
+    );
+    const marked = await queryRows<{ n: string }>(
+      t.app.db.db,
+      sql`select count(*) as n from log_entries where forgotten_by is not null and entry_id in (${a}, ${b})`,
+    );
     expect(Number(marked[0]!.n)).toBe(0);
     // once the whole subject is erased, its entries cannot be forgotten again
     const { erasureId } = await ok<{ erasureId: string }>(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: B } }), 202);

@@ -86,7 +86,9 @@ describe('the erasure state machine', () => {
   it('leaves an erasure claimed by another replica alone until the claim lapses, then finishes it', async () => {
     const s = await subjectWith(1);
     const { erasureId } = await tv.app.erasures.request({ subject: s }, 'eraser');
-    await tv.app.db.db.execute(sql`update erasures set claimed_by = 'ghost', claimed_until = now() + interval '1.5 seconds', status = 'running' where erasure_id = ${erasureId}`);
+    await tv.app.db.db.execute(
+      sql`update erasures set claimed_by = 'ghost', claimed_until = now() + interval '1.5 seconds', status = 'running' where erasure_id = ${erasureId}`,
+    );
     await other.erasures.drain();
     expect((await tv.app.erasures.get(erasureId)).status).toBe('running');
     expect((await transitions(erasureId)).length).toBe(1);
@@ -99,9 +101,7 @@ describe('the erasure state machine', () => {
     const { erasureId } = await tv.app.erasures.request({ subject: s }, 'eraser');
     expect(await tv.app.erasures.stepOnce()).toBe('classify');
     // the classification says the subject's key is in 3 backups; no backup holds it, so propagation removes nothing
-    await tv.app.db.db.execute(
-      sql`update erasures set state = jsonb_set(state, '{contributions,backups}', '3'::jsonb) where erasure_id = ${erasureId}`,
-    );
+    await tv.app.db.db.execute(sql`update erasures set state = jsonb_set(state, '{contributions,backups}', '3'::jsonb) where erasure_id = ${erasureId}`);
     const view = await tv.app.erasures.settle(erasureId);
     expect(view.status).toBe('failed');
     const propagate = view.steps.find((st) => st.name === 'propagate');
@@ -130,7 +130,7 @@ describe('the erasure state machine', () => {
     expect(new Date(view.steps.find((st) => st.name === 'cascade')!.startedAt!).getTime()).toBeGreaterThanOrEqual(lease.expiresAt.getTime() - 50);
   });
 
-  it('a redaction keeps another subject fenced when that subject\'s own erasure is open', async () => {
+  it("a redaction keeps another subject fenced when that subject's own erasure is open", async () => {
     const A = `user:red-a-${tag()}`;
     const B = `user:red-b-${tag()}`;
     const secret = words(6);

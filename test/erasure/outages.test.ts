@@ -92,7 +92,10 @@ async function viewUntil(tv: TestVault, erasureId: string, until: (v: ErasureVie
   for (;;) {
     const view = await ok<ErasureView>(call('GET', `/v1/erasures/${erasureId}`, { role: 'eraser' }), 200);
     if (until(view)) return view;
-    if (Date.now() > deadline) throw new Error(`erasure ${erasureId} never got there: ${JSON.stringify({ status: view.status, retry: view.retry, steps: view.steps.map((s) => [s.name, s.status]) })}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `erasure ${erasureId} never got there: ${JSON.stringify({ status: view.status, retry: view.retry, steps: view.steps.map((s) => [s.name, s.status]) })}`,
+      );
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -282,7 +285,9 @@ describe('a failed erasure: what it left, and resume', () => {
     expect(again.stderr).toMatch(/409 conflict: the erasure is completed; only a failed erasure can be resumed/);
   });
 
-  it('refuses to resume a running erasure (409), an unknown one (404), and one a newer erasure of the subject took over (409)', { timeout: 120_000 }, async () => {
+  it('refuses to resume a running erasure (409), an unknown one (404), and one a newer erasure of the subject took over (409)', {
+    timeout: 120_000,
+  }, async () => {
     const call = callVault(tv.app);
     await expectProblem(call('POST', `/v1/erasures/ers_${'A'.repeat(22)}/resume`, { role: 'eraser' }), 404, 'not_found');
 

@@ -64,7 +64,9 @@ async function explain(db: Database, s: Captured): Promise<PlanNode> {
   const text = `explain (format json) ${s.text}`;
   let raw: unknown;
   if (typeof (client as { unsafe?: unknown }).unsafe === 'function') {
-    const rows = (await (client as { unsafe(q: string, p: unknown[]): Promise<Array<Record<string, unknown>>> }).unsafe(text, s.params)) as Array<Record<string, unknown>>;
+    const rows = (await (client as { unsafe(q: string, p: unknown[]): Promise<Array<Record<string, unknown>>> }).unsafe(text, s.params)) as Array<
+      Record<string, unknown>
+    >;
     raw = rows[0]?.['QUERY PLAN'];
   } else {
     const result = await (client as { query(q: string, p: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }> }).query(text, s.params);
@@ -95,13 +97,17 @@ const planned = (s: Captured) => /^\s*(select|insert|update|delete|with)\b/i.tes
 /** Words no other text shares (the probe must find nothing of one subject in another's). */
 function words(n: number): string {
   const letters = 'abcdefghijklmnopqrstuvwxyz';
-  return Array.from(randomBytes(n * 6), (b) => letters[b % 26]).join('').replace(/(.{6})/g, '$1 ').trim();
+  return Array.from(randomBytes(n * 6), (b) => letters[b % 26])
+    .join('')
+    .replace(/(.{6})/g, '$1 ')
+    .trim();
 }
 
 /** A subject among the bulk: entries, summaries citing them and another subject's entries, a digest above them. */
 async function writeSubject(v: App, label: string): Promise<{ subject: string; entryIds: string[]; summaryIds: string[]; digestId: string }> {
   const other = [];
-  for (let i = 0; i < 3; i++) other.push((await v.log.append(`user:${label}-other`, { text: `The other subject's note ${i}: ${words(8)}.` }, 'writer')).entryId);
+  for (let i = 0; i < 3; i++)
+    other.push((await v.log.append(`user:${label}-other`, { text: `The other subject's note ${i}: ${words(8)}.` }, 'writer')).entryId);
   const subject = `user:${label}`;
   const entryIds = [];
   for (let i = 0; i < 8; i++) entryIds.push((await v.log.append(subject, { text: `${label} note ${i}: ${words(10)}.` }, 'writer')).entryId);
@@ -115,7 +121,10 @@ async function writeSubject(v: App, label: string): Promise<{ subject: string; e
 }
 
 async function storedLiveCount(db: Database): Promise<number> {
-  const [row] = await queryRows<{ n: string | number }>(db, sql`select count(*) as n from embeddings e where not exists (select 1 from destruction_ledger d where d.key_id = e.key_id)`);
+  const [row] = await queryRows<{ n: string | number }>(
+    db,
+    sql`select count(*) as n from embeddings e where not exists (select 1 from destruction_ledger d where d.key_id = e.key_id)`,
+  );
   return Number(row?.n ?? 0);
 }
 
@@ -151,23 +160,40 @@ for (const backend of ['postgres', 'pglite'] as const) {
         }
         const walked = new Set(['provenance', 'log_entries', 'artifacts']);
         const found: string[] = [];
-        for (const st of c.statements.filter(planned)) for (const t of seqScans(await explain(v.db.db, st))) if (walked.has(t)) found.push(`${t}: ${st.text.slice(0, 120)}`);
+        for (const st of c.statements.filter(planned))
+          for (const t of seqScans(await explain(v.db.db, st))) if (walked.has(t)) found.push(`${t}: ${st.text.slice(0, 120)}`);
         expect(found).toEqual([]);
       });
     }
 
-    it(backend === 'pglite' ? "the statistics keeper analyzes every table the bulk grew (PGlite runs no autovacuum)" : 'ANALYZE (autovacuum, on a live store)', async () => {
-      const db = tv.app.db.db;
-      if (backend === 'pglite') {
-        const analyzed = (await analyzeStale(db)).map((a) => a.table);
-        for (const t of ['log_entries', 'embeddings', 'provenance', 'artifacts', 'artifact_keys', 'destruction_ledger', 'ledger_exports', 'audit_log', 'subject_keys']) expect(analyzed).toContain(t);
-        // nothing changed since: the next pass has nothing to do
-        expect((await analyzeStale(db)).map((a) => a.table)).not.toContain('log_entries');
-      } else {
-        for (const t of BULK_TABLES) await db.execute(sql.raw(`analyze ${t}`));
-      }
-      expect(await largeTables(db)).toEqual(new Set(['log_entries', 'embeddings', 'provenance', 'audit_log', 'artifacts', 'artifact_keys', 'destruction_ledger', 'ledger_exports']));
-    });
+    it(
+      backend === 'pglite' ? 'the statistics keeper analyzes every table the bulk grew (PGlite runs no autovacuum)' : 'ANALYZE (autovacuum, on a live store)',
+      async () => {
+        const db = tv.app.db.db;
+        if (backend === 'pglite') {
+          const analyzed = (await analyzeStale(db)).map((a) => a.table);
+          for (const t of [
+            'log_entries',
+            'embeddings',
+            'provenance',
+            'artifacts',
+            'artifact_keys',
+            'destruction_ledger',
+            'ledger_exports',
+            'audit_log',
+            'subject_keys',
+          ])
+            expect(analyzed).toContain(t);
+          // nothing changed since: the next pass has nothing to do
+          expect((await analyzeStale(db)).map((a) => a.table)).not.toContain('log_entries');
+        } else {
+          for (const t of BULK_TABLES) await db.execute(sql.raw(`analyze ${t}`));
+        }
+        expect(await largeTables(db)).toEqual(
+          new Set(['log_entries', 'embeddings', 'provenance', 'audit_log', 'artifacts', 'artifact_keys', 'destruction_ledger', 'ledger_exports']),
+        );
+      },
+    );
 
     it('no statement of the erasure reads a large table whole', async () => {
       const v = tv.app;
@@ -188,7 +214,8 @@ for (const backend of ['postgres', 'pglite'] as const) {
       const all = [...statements.keys()].join('\n');
       for (const part of ['with recursive t(artifact_id, depth)', 'from destruction_ledger dl', 'embedding_counts']) expect(all).toContain(part);
       const found: string[] = [];
-      for (const st of statements.values()) for (const t of seqScans(await explain(v.db.db, st))) if (large.has(t)) found.push(`${t}: ${st.text.replace(/\s+/g, ' ').slice(0, 160)}`);
+      for (const st of statements.values())
+        for (const t of seqScans(await explain(v.db.db, st))) if (large.has(t)) found.push(`${t}: ${st.text.replace(/\s+/g, ' ').slice(0, 160)}`);
       expect(found).toEqual([]);
     }, 180_000);
 

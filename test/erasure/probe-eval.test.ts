@@ -6,7 +6,15 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ExtractiveRegenerator } from '../../src/artifacts/regenerator.js';
-import { CATEGORIES, type Category, DISGUISE_CATEGORIES, type EvalCorpus, generateCorpus, POSITIVE, type StoreRecord } from '../../fixtures/probe-eval/corpus.js';
+import {
+  CATEGORIES,
+  type Category,
+  DISGUISE_CATEGORIES,
+  type EvalCorpus,
+  generateCorpus,
+  POSITIVE,
+  type StoreRecord,
+} from '../../fixtures/probe-eval/corpus.js';
 import { evaluateProbe, formatEvaluation, type ProbeEvaluation } from '../../fixtures/probe-eval/evaluate.js';
 
 describe('probe evaluation set', () => {
@@ -77,7 +85,18 @@ function store(records: Array<[id: string, subject: string, text: string, kind?:
 /** ~`words` words of meeting-minutes filler, deterministic. */
 function minutesFiller(words: number): string[] {
   const people = ['Ana', 'Ben', 'Chloe', 'Dev', 'Eva', 'Femi'];
-  const things = ['budget', 'timeline', 'vendor contract', 'hiring plan', 'release checklist', 'office move', 'customer survey', 'pricing page', 'audit findings', 'training day'];
+  const things = [
+    'budget',
+    'timeline',
+    'vendor contract',
+    'hiring plan',
+    'release checklist',
+    'office move',
+    'customer survey',
+    'pricing page',
+    'audit findings',
+    'training day',
+  ];
   const verbs = ['review', 'update', 'circulate', 'postpone', 'finalise', 'estimate'];
   const out: string[] = [];
   let n = 0;
@@ -104,11 +123,7 @@ describe('probe stories', () => {
       ][i % 3]!,
     ]);
     const corpus: EvalCorpus = {
-      store: store([
-        ['entry_w', 'subject_w', secret],
-        ['minutes_m', 'subject_m', `Minutes of the planning meeting.\n${filler.join(' ')}`],
-        ...notes,
-      ]),
+      store: store([['entry_w', 'subject_w', secret], ['minutes_m', 'subject_m', `Minutes of the planning meeting.\n${filler.join(' ')}`], ...notes]),
       pairs: [{ erased: 'entry_w', surviving: 'minutes_m', category: 'verbatim-in-long', positive: true }],
       decoys: notes.map(([id]) => ({ erased: 'entry_w', decoy: id })),
     };

@@ -18,7 +18,23 @@ import { expectProblem, ok } from '../support/http.js';
 import { minioEnv, openTestApp, type TestApp } from '../support/vault.js';
 
 const tag = () => randomBytes(5).toString('hex');
-const FILLER = ['project', 'timeline', 'budget', 'review', 'team', 'agreed', 'quarter', 'item', 'discussed', 'owner', 'vendor', 'milestone', 'slides', 'hiring', 'roadmap'];
+const FILLER = [
+  'project',
+  'timeline',
+  'budget',
+  'review',
+  'team',
+  'agreed',
+  'quarter',
+  'item',
+  'discussed',
+  'owner',
+  'vendor',
+  'milestone',
+  'slides',
+  'hiring',
+  'roadmap',
+];
 const filler = (n: number, seed: number) => Array.from({ length: n }, (_, i) => FILLER[(i * 7 + seed) % FILLER.length]).join(' ');
 
 describe('the reconstruction probe end to end (PostgreSQL + MinIO)', () => {
@@ -49,7 +65,7 @@ describe('the reconstruction probe end to end (PostgreSQL + MinIO)', () => {
     return t.app.erasures.settle(erasureId);
   };
 
-  it('a secret quoted verbatim in another subject\'s long minutes: incomplete naming the minutes, completed after a redaction', async () => {
+  it("a secret quoted verbatim in another subject's long minutes: incomplete naming the minutes, completed after a redaction", async () => {
     const W = `user:w-${tag()}`;
     const M = `user:minutes-${tag()}`;
     const N = `user:notes-${tag()}`;
@@ -117,12 +133,21 @@ describe('the reconstruction probe end to end (PostgreSQL + MinIO)', () => {
       expect(stranded.probe.matches.map((m) => m.id)).toEqual([notice]);
     });
 
-    it('400 for a malformed body, 409 for a record the probe did not name and for the erased subject\'s own record; nothing changes', async () => {
+    it("400 for a malformed body, 409 for a record the probe did not name and for the erased subject's own record; nothing changes", async () => {
       await expectProblem(dismiss(stranded.erasureId, { matches: [] }), 400, 'validation_failed');
       await expectProblem(dismiss(stranded.erasureId, { matches: [{ id: notice }] }), 400, 'validation_failed');
       await expectProblem(dismiss(stranded.erasureId, { matches: [{ id: notice, reason: '   ' }] }), 400, 'validation_failed');
       await expectProblem(dismiss(stranded.erasureId, { matches: [{ id: notice, reason: 'x'.repeat(501) }] }), 400, 'validation_failed');
-      await expectProblem(dismiss(stranded.erasureId, { matches: [{ id: notice, reason: 'a' }, { id: notice, reason: 'b' }] }), 400, 'validation_failed');
+      await expectProblem(
+        dismiss(stranded.erasureId, {
+          matches: [
+            { id: notice, reason: 'a' },
+            { id: notice, reason: 'b' },
+          ],
+        }),
+        400,
+        'validation_failed',
+      );
       const unnamed = await expectProblem(dismiss(stranded.erasureId, { matches: [{ id: unrelated, reason: 'not it' }] }), 409, 'conflict');
       expect(unnamed.detail).toMatch(/not named/);
       const own = await expectProblem(dismiss(stranded.erasureId, { matches: [{ id: ownEntry, reason: 'mine' }] }), 409, 'conflict');

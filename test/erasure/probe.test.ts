@@ -40,7 +40,11 @@ async function store(records: Record<string, string>) {
   return { index, vectors };
 }
 
-async function probe(erased: Record<string, string>, survivors: Record<string, string>, options: { extra?: ExtraCandidate[]; dismissed?: string[]; similarity?: number } = {}) {
+async function probe(
+  erased: Record<string, string>,
+  survivors: Record<string, string>,
+  options: { extra?: ExtraCandidate[]; dismissed?: string[]; similarity?: number } = {},
+) {
   const { index, vectors } = await store(survivors);
   const records = await Promise.all(Object.entries(erased).map(([id, text]) => fingerprint(id, text)));
   return scoreProbe({
@@ -54,7 +58,11 @@ async function probe(erased: Record<string, string>, survivors: Record<string, s
 }
 
 const filler = (n: number, seed: number) =>
-  Array.from({ length: n }, (_, i) => ['project', 'timeline', 'budget', 'review', 'team', 'agreed', 'quarter', 'item', 'discussed', 'owner', 'vendor', 'milestone'][(i * 7 + seed) % 12]).join(' ');
+  Array.from(
+    { length: n },
+    (_, i) =>
+      ['project', 'timeline', 'budget', 'review', 'team', 'agreed', 'quarter', 'item', 'discussed', 'owner', 'vendor', 'milestone'][(i * 7 + seed) % 12],
+  ).join(' ');
 
 describe('shingle weights', () => {
   it('weigh rare shingles more, and nothing once a shingle is common', () => {
@@ -72,8 +80,10 @@ describe('shingle weights', () => {
 
 describe('scoreProbe', () => {
   it('finds a verbatim sentence inside a long record that only shares words with the decoys', async () => {
-    const secret = 'Walter keeps the vault combination 7741 written inside his grandmother\'s cookbook.';
-    const decoys = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`entry_note${i}`, `Note ${i}: the cookbook club meets Thursday; bring your grandmother's recipes.`]));
+    const secret = "Walter keeps the vault combination 7741 written inside his grandmother's cookbook.";
+    const decoys = Object.fromEntries(
+      Array.from({ length: 10 }, (_, i) => [`entry_note${i}`, `Note ${i}: the cookbook club meets Thursday; bring your grandmother's recipes.`]),
+    );
     const result = await probe({ entry_w1: secret }, { entry_long: `${filler(300, 1)} ${secret} ${filler(300, 5)}`, ...decoys });
     expect(result.matches.map((m) => m.id)).toEqual(['entry_long']);
     expect(result.recovered).toBe(1);
@@ -90,7 +100,8 @@ describe('scoreProbe', () => {
   });
 
   it('names a partial quote of six content words in order', async () => {
-    const erased = 'During the retreat Priya explained that the Halvorsen acquisition closes quietly next spring, and legal should prepare the Oslo filings before the board meets.';
+    const erased =
+      'During the retreat Priya explained that the Halvorsen acquisition closes quietly next spring, and legal should prepare the Oslo filings before the board meets.';
     const quote = `${filler(40, 2)} someone mentioned the Halvorsen acquisition closes quietly next spring apparently ${filler(40, 3)}`;
     const result = await probe({ entry_p1: erased }, { entry_q: quote, entry_other: filler(60, 4) });
     expect(result.matches.map((m) => m.id)).toEqual(['entry_q']);
@@ -122,7 +133,10 @@ describe('scoreProbe', () => {
 
   it('weighs records by their private content: one record of two recovered is about half', async () => {
     const result = await probe(
-      { entry_a1: 'Alice keeps her spare key under the blue flowerpot by the door.', entry_a2: 'Alice volunteers at the riverside animal shelter every Sunday morning.' },
+      {
+        entry_a1: 'Alice keeps her spare key under the blue flowerpot by the door.',
+        entry_a2: 'Alice volunteers at the riverside animal shelter every Sunday morning.',
+      },
       { art_x: 'Alice keeps her spare key under the blue flowerpot by the door.', entry_y: 'Lunch menu: soup.' },
       { extra: [{ id: 'art_x', source: 'provenance' }] },
     );
@@ -137,7 +151,9 @@ describe('scoreProbe', () => {
     const { index, vectors } = await store({ entry_other: 'Completely different words here.' });
     const a = await fingerprint('entry_a1', text);
     const base = { index, records: [a], extra: [], vectorOf: (id: string) => vectors.get(id), similarity: 0.9, dismissed: new Map() };
-    expect(scoreProbe({ ...base, unreadable: [{ id: 'entry_gone', vector: a.vector }] }).matches).toEqual([{ id: 'entry_gone', tier: 'vector-index', score: 1, nearCopy: true }]);
+    expect(scoreProbe({ ...base, unreadable: [{ id: 'entry_gone', vector: a.vector }] }).matches).toEqual([
+      { id: 'entry_gone', tier: 'vector-index', score: 1, nearCopy: true },
+    ]);
     expect(scoreProbe({ ...base, unreadable: [{ id: 'entry_gone', vector: new Float32Array(512) }] }).recovered).toBe(0);
   });
 
@@ -156,7 +172,11 @@ describe('scoreProbe', () => {
     for (let i = 0; i < 40; i++) survivors[`entry_ok${i}`] = 'ok thanks see you tomorrow';
     const result = await probe({ entry_a1: note, entry_a2: 'ok thanks see you tomorrow', entry_a3: 'Alice booked the Halden cabin for 12 June.' }, survivors);
     // every copy is named; the everyday message is not, and it does not dilute what is recovered
-    expect(result.matches.map((m) => m.id).sort()).toEqual(Object.keys(survivors).filter((id) => id.startsWith('entry_copy')).sort());
+    expect(result.matches.map((m) => m.id).sort()).toEqual(
+      Object.keys(survivors)
+        .filter((id) => id.startsWith('entry_copy'))
+        .sort(),
+    );
     expect(result.fallbacks).toBeGreaterThanOrEqual(1);
     expect(result.recovered).toBeGreaterThan(0.4);
   });
@@ -176,7 +196,14 @@ describe('scoreProbe', () => {
     for (const h of subjectShingles) expect(index.df(h)).toBeGreaterThan(POSTINGS_BUDGET);
     index.upsert('entry_copy', 'entry', 'key_copy', hasher.setOf(`Log: ${text}.`));
     const [vector] = await embedder.embed([text]);
-    const result = scoreProbe({ index, records: [{ id: 'entry_q', vector: vector!, words, pairs }], extra: [], vectorOf: () => undefined, similarity: 0.9, dismissed: new Map() });
+    const result = scoreProbe({
+      index,
+      records: [{ id: 'entry_q', vector: vector!, words, pairs }],
+      extra: [],
+      vectorOf: () => undefined,
+      similarity: 0.9,
+      dismissed: new Map(),
+    });
     expect(result.cappedShingles).toBeGreaterThan(0);
     expect(result.matches.map((m) => m.id)).toEqual(['entry_copy']);
   });
@@ -239,7 +266,7 @@ describe('ShingleIndex', () => {
     expect(visited).toBe(0);
   });
 
-  it('replaces a record\'s shingles on upsert', () => {
+  it("replaces a record's shingles on upsert", () => {
     const index = new ShingleIndex();
     const before = hasher.setOf('Lisbon');
     index.upsert('art_1', 'artifact', 'vk_1', before);

@@ -45,7 +45,13 @@ const classB: ErasureView = {
   createdAt: '2026-11-30T12:00:00.000Z',
   finishedAt: '2026-11-30T12:00:09.000Z',
   steps: [
-    { name: 'classify', status: 'done', detail: 'class B: 3 artifacts depend on 2 entries', startedAt: '2026-11-30T12:00:00.000Z', finishedAt: '2026-11-30T12:00:01.000Z' },
+    {
+      name: 'classify',
+      status: 'done',
+      detail: 'class B: 3 artifacts depend on 2 entries',
+      startedAt: '2026-11-30T12:00:00.000Z',
+      finishedAt: '2026-11-30T12:00:01.000Z',
+    },
     { name: 'cascade', status: 'done', detail: '2 regenerated, 1 removed', startedAt: '2026-11-30T12:00:02.000Z', finishedAt: '2026-11-30T12:00:05.000Z' },
   ],
   residuals: [{ tier: 'key-table', kind: 'wrapped-dek', detail: '2 wrapped copies in epoch 7', bound: 2, until: '2026-12-31T00:00:00.000Z' }],
@@ -206,12 +212,14 @@ describe('the erasure report in Chromium', () => {
 
     const expected = new Map<NodeStyleName, number>();
     for (const n of nodes) {
-      const style: NodeStyleName =
-        n.type === 'entry' ? (n.erasedSubject ? 'entry-erased' : 'entry') : (`artifact-${n.outcome}` as NodeStyleName);
+      const style: NodeStyleName = n.type === 'entry' ? (n.erasedSubject ? 'entry-erased' : 'entry') : (`artifact-${n.outcome}` as NodeStyleName);
       expected.set(style, (expected.get(style) ?? 0) + 1);
     }
     expect(expected.size).toBe(5);
-    const counts = countColours(png, [...expected.keys()].map((k) => NODE_STYLES[k].fill));
+    const counts = countColours(
+      png,
+      [...expected.keys()].map((k) => NODE_STYLES[k].fill),
+    );
     const nodeArea = NODE_WIDTH * NODE_HEIGHT * scale * scale;
     for (const [style, many] of expected) {
       const got = counts.get(NODE_STYLES[style].fill)!;
@@ -343,11 +351,7 @@ function countColours(png: Png, colours: string[]): Map<string, number> {
   const counts = new Map(colours.map((c) => [c, 0]));
   for (let i = 0; i < png.rgba.length; i += 4) {
     for (const t of targets) {
-      if (
-        Math.abs(png.rgba[i]! - t.rgb[0]) <= 3 &&
-        Math.abs(png.rgba[i + 1]! - t.rgb[1]) <= 3 &&
-        Math.abs(png.rgba[i + 2]! - t.rgb[2]) <= 3
-      ) {
+      if (Math.abs(png.rgba[i]! - t.rgb[0]) <= 3 && Math.abs(png.rgba[i + 1]! - t.rgb[1]) <= 3 && Math.abs(png.rgba[i + 2]! - t.rgb[2]) <= 3) {
         counts.set(t.hex, counts.get(t.hex)! + 1);
         break;
       }

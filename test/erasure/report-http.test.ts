@@ -27,7 +27,12 @@ const ARTIFACTS = path.resolve(import.meta.dirname, '../../test-artifacts');
 /** A4 at 96 CSS pixels per inch. */
 const A4 = { width: 794, height: 1123 };
 
-const CONTEXT = { reasonCategory: 'withdrawn-consent', legalBasis: 'GDPR Art. 17(1)(b)', controller: 'Acme Analytics GmbH', reference: 'DSR-2026-0042' } as const;
+const CONTEXT = {
+  reasonCategory: 'withdrawn-consent',
+  legalBasis: 'GDPR Art. 17(1)(b)',
+  controller: 'Acme Analytics GmbH',
+  reference: 'DSR-2026-0042',
+} as const;
 
 interface View {
   erasureId: string;
@@ -93,7 +98,12 @@ describe('the request context', () => {
     expect(redacted.request).toEqual(CONTEXT);
     expect(redacted.certificate?.payload.request).toEqual(CONTEXT);
     const { keys } = await ok<{ keys: Array<{ publicKey: string }> }>(t.call('GET', '/v1/certificates/keys', { role: 'none' }), 200);
-    expect(verifyCertificate(redacted.certificate, keys.map((k) => k.publicKey))).toMatchObject({ valid: true });
+    expect(
+      verifyCertificate(
+        redacted.certificate,
+        keys.map((k) => k.publicKey),
+      ),
+    ).toMatchObject({ valid: true });
     // an erasure requested without one has neither
     expect(other.request).toBeUndefined();
     expect(other.certificate?.payload).not.toHaveProperty('request');
@@ -128,7 +138,16 @@ describe('lethe erase with the request context', () => {
       const env = { LETHE_URL: server.base, LETHE_ERASER_TOKEN: TOKENS.eraser, LETHE_LOG_LEVEL: 'silent' };
       const subject = `user:dpo-cli-${tag()}`;
       await append(subject, 'Erin plays the cello.');
-      const flags = ['--reason-category', 'objection', '--request-legal-basis', 'GDPR Art. 21(1)', '--controller', 'Acme Analytics GmbH', '--reference', 'DSR-7'];
+      const flags = [
+        '--reason-category',
+        'objection',
+        '--request-legal-basis',
+        'GDPR Art. 21(1)',
+        '--controller',
+        'Acme Analytics GmbH',
+        '--reference',
+        'DSR-7',
+      ];
       const bad = await runCli(['erase', subject, ...flags.slice(0, 4), '--no-wait'], env, { timeoutMs: 60_000 });
       expect(bad.code, bad.stderr).toBe(2);
       expect(bad.stderr).toContain('--reason-category, --request-legal-basis, --controller, --reference go together');
@@ -153,7 +172,9 @@ describe('the report', () => {
     const res = await call('GET', `/v1/erasures/${redacted.erasureId}/report`);
     html = await res.text();
     expect(res.status, html).toBe(200);
-    expect(res.headers.get('content-security-policy')).toMatch(/^default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'/);
+    expect(res.headers.get('content-security-policy')).toMatch(
+      /^default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'/,
+    );
     expect(res.headers.get('cache-control')).toBe('no-store');
     expect(res.headers.get('referrer-policy')).toBe('no-referrer');
   });
@@ -167,13 +188,17 @@ describe('the report', () => {
   });
 
   it('keeps the outcome history: incomplete, then the redaction, then completed, in time order', () => {
-    const items = [...html.matchAll(/<li data-kind="([a-z-]+)"(?: data-status="([a-z]+)")?><time datetime="([^"]+)">/g)].map((m) => ({ kind: m[1], status: m[2], at: Date.parse(m[3]!) }));
+    const items = [...html.matchAll(/<li data-kind="([a-z-]+)"(?: data-status="([a-z]+)")?><time datetime="([^"]+)">/g)].map((m) => ({
+      kind: m[1],
+      status: m[2],
+      at: Date.parse(m[3]!),
+    }));
     expect(items.map((i) => `${i.kind}:${i.status}`)).toEqual(['outcome:incomplete', 'reopened:running', 'outcome:completed']);
     expect(items.map((i) => i.at)).toEqual([...items.map((i) => i.at)].sort((a, b) => a - b));
     expect(html).toContain('Re-opened: redaction of 1 record(s) ordered by eraser');
   });
 
-  it("lists every transition in the timeline, in time order, both outcomes included", async () => {
+  it('lists every transition in the timeline, in time order, both outcomes included', async () => {
     const rows = [...html.matchAll(/<tr data-kind="([a-z-]+)" data-at="([^"]+)"/g)].map((m) => ({ kind: m[1]!, at: Date.parse(m[2]!) }));
     const transitions = await t.app.erasures.allTransitions(redacted.erasureId);
     expect(rows).toHaveLength(transitions.length);
@@ -202,7 +227,10 @@ describe('report links', () => {
     expect(Math.abs(Date.parse(short.expiresAt) - Date.now() - 120_000)).toBeLessThan(5_000);
     // no body at all: the default
     expect((await call('POST', `/v1/erasures/${redacted.erasureId}/report-link`)).status).toBe(201);
-    const rows = await queryRows<{ actor: string; detail: string }>(t.app.db.db, sql`select actor, detail from audit_log where action = 'erasure.report.link' order by seq`);
+    const rows = await queryRows<{ actor: string; detail: string }>(
+      t.app.db.db,
+      sql`select actor, detail from audit_log where action = 'erasure.report.link' order by seq`,
+    );
     expect(rows.length).toBe(3);
     expect(rows[0]!.actor).toBe('eraser');
     expect(JSON.parse(rows[0]!.detail)).toEqual({ erasureId: redacted.erasureId, expiresAt: link.expiresAt });

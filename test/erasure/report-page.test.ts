@@ -25,24 +25,73 @@ const transitions: ErasureTransition[] = [
   { id: 6, fromStep: 'redact', toStep: 'propagate', status: 'running', at: '2026-12-02T14:47:08.000Z', detail: 're-keyed 1 subject' },
   { id: 7, fromStep: 'probe', toStep: 'certify', status: 'running', at: '2026-12-02T14:47:08.500Z', detail: 'no match' },
   { id: 8, fromStep: 'certify', toStep: null, status: 'completed', at: '2026-12-02T14:47:09.000Z', detail: 'recovered 0 <= 0.15' },
-  { id: 9, fromStep: null, toStep: null, status: 'completed', at: '2026-12-20T08:00:00.000Z', detail: 'certificate final: every epoch that wrapped a destroyed key is retired' },
+  {
+    id: 9,
+    fromStep: null,
+    toStep: null,
+    status: 'completed',
+    at: '2026-12-20T08:00:00.000Z',
+    detail: 'certificate final: every epoch that wrapped a destroyed key is retired',
+  },
 ];
 
 /** Every residual residuals.ts can record, in its words (jargon and all: the detail is the engine's). */
 const residuals: Residual[] = [
   { tier: 'vector-index', kind: 'gist', detail: "The erased records' embeddings were deleted; their gist stays a property of the vector space.", bound: 0.02 },
-  { tier: 'vector-index', kind: 'replica-lag', detail: 'Replica r2 had applied destructions up to #3 (this one is #4).', bound: 'until replica r2 applies destruction #4' },
-  { tier: 'key-table', kind: 'wrapped-dek', detail: "Copies of the destroyed key k1, wrapped under epoch 1's KEK, may remain in dead tuples and WAL.", bound: 'until epoch 1 is retired (not scheduled)' },
-  { tier: 'backups', kind: 'wrapped-dek', detail: "2 lethe backup(s) hold the destroyed key's wrapped copy; it unwraps only while epoch 1's KEK exists.", bound: 0, until: '2026-12-20T08:00:00.000Z' },
-  { tier: 'caches', kind: 'lease', detail: 'Writers that leased the key before the fence could hold the DEK in memory.', until: '2026-12-02T14:52:00.000Z', bound: '2026-12-02T14:52:00.000Z' },
+  {
+    tier: 'vector-index',
+    kind: 'replica-lag',
+    detail: 'Replica r2 had applied destructions up to #3 (this one is #4).',
+    bound: 'until replica r2 applies destruction #4',
+  },
+  {
+    tier: 'key-table',
+    kind: 'wrapped-dek',
+    detail: "Copies of the destroyed key k1, wrapped under epoch 1's KEK, may remain in dead tuples and WAL.",
+    bound: 'until epoch 1 is retired (not scheduled)',
+  },
+  {
+    tier: 'backups',
+    kind: 'wrapped-dek',
+    detail: "2 lethe backup(s) hold the destroyed key's wrapped copy; it unwraps only while epoch 1's KEK exists.",
+    bound: 0,
+    until: '2026-12-20T08:00:00.000Z',
+  },
+  {
+    tier: 'caches',
+    kind: 'lease',
+    detail: 'Writers that leased the key before the fence could hold the DEK in memory.',
+    until: '2026-12-02T14:52:00.000Z',
+    bound: '2026-12-02T14:52:00.000Z',
+  },
   { tier: 'log', kind: 'cross-subject', detail: 'Record entry_x still carries the erased content (score 0.4).', bound: 'unbounded until redacted' },
   { tier: 'artifacts', kind: 'cross-subject', detail: 'Record art_x still carries the erased content.', bound: 'unbounded until redacted' },
   { tier: 'vector-index', kind: 'cross-subject', detail: 'Record entry_y still carries the erased content.', bound: 'unbounded until redacted' },
-  { tier: 'log', kind: 'dismissed-content', detail: 'Record entry_z stays readable: it scores 0.4 against the erased content, and a ruling dismissed it.', bound: 'unbounded until the record is redacted or the ruling revoked' },
-  { tier: 'model-weights', kind: 'parametric', detail: "The subject's records were in 2 registered training exposure(s) and no unlearning bound was stated.", bound: 'unbounded' },
-  { tier: 'model-weights', kind: 'parametric', detail: 'The subject\'s records were in 1 registered training exposure(s); the requester states unlearning by "SISA" with bound 0.1.', bound: 0.1 },
+  {
+    tier: 'log',
+    kind: 'dismissed-content',
+    detail: 'Record entry_z stays readable: it scores 0.4 against the erased content, and a ruling dismissed it.',
+    bound: 'unbounded until the record is redacted or the ruling revoked',
+  },
+  {
+    tier: 'model-weights',
+    kind: 'parametric',
+    detail: "The subject's records were in 2 registered training exposure(s) and no unlearning bound was stated.",
+    bound: 'unbounded',
+  },
+  {
+    tier: 'model-weights',
+    kind: 'parametric',
+    detail: 'The subject\'s records were in 1 registered training exposure(s); the requester states unlearning by "SISA" with bound 0.1.',
+    bound: 0.1,
+  },
   { tier: 'erasure', kind: 'fingerprints', detail: "The probe fingerprints stay sealed under the erasure's key ak_1.", bound: 'until no probe match remains' },
-  { tier: 'vector-index', kind: 'unindexed', detail: '3 entries registered by writers before the probe started were still waiting in the indexing queue.', bound: '3 unprobed entries, until probed' },
+  {
+    tier: 'vector-index',
+    kind: 'unindexed',
+    detail: '3 entries registered by writers before the probe started were still waiting in the indexing queue.',
+    bound: '3 unprobed entries, until probed',
+  },
 ];
 
 const view: ErasureView = {
@@ -124,8 +173,21 @@ describe('residualSentence', () => {
 describe('the timeline and the outcome history', () => {
   it('lists every event in time order, whatever order the steps are in, with ties kept in row order', () => {
     // the rows as read (by id), shuffled: the timeline sorts them by time
-    const shuffled = [transitions[7]!, transitions[2]!, transitions[0]!, transitions[5]!, transitions[8]!, transitions[1]!, transitions[4]!, transitions[6]!, transitions[3]!];
-    const dismissed = { ...view.probe, dismissed: [{ id: 'entry_z', role: 'eraser', at: '2026-12-02T14:47:05.000Z', reason: 'a public fact', ruledScore: 0.3 }] };
+    const shuffled = [
+      transitions[7]!,
+      transitions[2]!,
+      transitions[0]!,
+      transitions[5]!,
+      transitions[8]!,
+      transitions[1]!,
+      transitions[4]!,
+      transitions[6]!,
+      transitions[3]!,
+    ];
+    const dismissed = {
+      ...view.probe,
+      dismissed: [{ id: 'entry_z', role: 'eraser', at: '2026-12-02T14:47:05.000Z', reason: 'a public fact', ruledScore: 0.3 }],
+    };
     const timeline = buildTimeline({ probe: dismissed }, shuffled);
     expect(timeline).toHaveLength(transitions.length + 1);
     const times = timeline.map((e) => Date.parse(e.at));
@@ -206,7 +268,9 @@ describe("the report's first page", () => {
     expect(text(section(html, 'page-one'))).toContain('found nothing recoverable');
     const ruled = text(section(renderReport({ ...view, readableByRuling: ['entry_z'] }, { generatedAt }), 'page-one'));
     expect(ruled).not.toContain('found nothing recoverable');
-    expect(ruled).toContain('Completed on a ruling: the data is erased, but the reconstruction check found 1 record that still carries the erased information and stays readable');
+    expect(ruled).toContain(
+      'Completed on a ruling: the data is erased, but the reconstruction check found 1 record that still carries the erased information and stays readable',
+    );
   });
 
   it('prints on A4 with the timeline, the technical detail and the appendix each from a new page, and no navigation', () => {

@@ -399,7 +399,10 @@ describe('renderReport', () => {
       edges.push({ from: `entry_${String(i).padStart(22, '0')}`, to: id });
     }
     // Interleave so the first 300 hold entries and the artifacts derived from them.
-    const ordered = nodes.slice(0, 150).flatMap((n, i) => [n, nodes[500 + i]!]).concat(nodes.slice(150, 500), nodes.slice(650));
+    const ordered = nodes
+      .slice(0, 150)
+      .flatMap((n, i) => [n, nodes[500 + i]!])
+      .concat(nodes.slice(150, 500), nodes.slice(650));
     const html = renderReport({ ...classB, graph: { nodes: ordered, edges } }, { generatedAt });
     const drawn = ordered.slice(0, MAX_GRAPH_NODES);
     const drawnIds = new Set(drawn.map((n) => n.id));

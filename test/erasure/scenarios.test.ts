@@ -71,7 +71,10 @@ describe('erasure scenarios (PostgreSQL + MinIO)', () => {
     const b1 = await append(B, `Bob collects vintage synthesizers ${cb}.`);
     const c1 = await append(C, `Carol trains for the Berlin marathon ${cc}.`);
     const interest = await tv.app.artifacts.write({ kind: 'summary', text: `Interests: birdwatching ${ca}; synthesizers ${cb}.`, sources: [a1, b1] }, 'writer');
-    const digest = await tv.app.artifacts.write({ kind: 'digest', text: `Topic digest: birdwatching ${ca}, synthesizers ${cb}, marathon ${cc}.`, sources: [interest.artifactId, c1] }, 'writer');
+    const digest = await tv.app.artifacts.write(
+      { kind: 'digest', text: `Topic digest: birdwatching ${ca}, synthesizers ${cb}, marathon ${cc}.`, sources: [interest.artifactId, c1] },
+      'writer',
+    );
     const view = await erase(A);
     expect(view.class).toBe('B');
     expect(view.status).toBe('completed');
@@ -92,17 +95,25 @@ describe('erasure scenarios (PostgreSQL + MinIO)', () => {
       artifacts: { contributed: 2, removed: 2 },
     });
     expect(view.graph.nodes.find((n) => n.id === interest.artifactId)?.outcome).toBe('regenerated');
-    expect(view.graph.edges).toEqual(expect.arrayContaining([{ from: a1, to: interest.artifactId }, { from: interest.artifactId, to: digest.artifactId }]));
+    expect(view.graph.edges).toEqual(
+      expect.arrayContaining([
+        { from: a1, to: interest.artifactId },
+        { from: interest.artifactId, to: digest.artifactId },
+      ]),
+    );
     expect(await searchTexts([ca, 'birdwatching marshes'])).not.toContain(ca);
   });
 
-  it('a weekly summary owned by a shared calendar context loses A\'s address', async () => {
+  it("a weekly summary owned by a shared calendar context loses A's address", async () => {
     const A = `user:cal-a-${tag()}`;
     const calendar = `ctx:calendar-${tag()}`;
     const street = `${Math.floor(Math.random() * 90) + 10} Rue des Lilas ${tag()}`;
     const a1 = await append(A, `My home address is ${street}, Lyon.`);
     const m1 = await append(calendar, 'Team sync every Monday at ten.');
-    const weekly = await tv.app.artifacts.write({ kind: 'summary', text: `Week: team sync Monday; pick Alice up at ${street}, Lyon.`, sources: [a1, m1] }, 'writer');
+    const weekly = await tv.app.artifacts.write(
+      { kind: 'summary', text: `Week: team sync Monday; pick Alice up at ${street}, Lyon.`, sources: [a1, m1] },
+      'writer',
+    );
     const view = await erase(A);
     expect(view.status).toBe('completed');
     const after = await tv.app.artifacts.get(weekly.artifactId);
@@ -110,7 +121,7 @@ describe('erasure scenarios (PostgreSQL + MinIO)', () => {
     expect(after.text).toContain('Team sync');
   });
 
-  it('another subject\'s note paraphrasing A\'s address: incomplete naming it, completed after a redaction', async () => {
+  it("another subject's note paraphrasing A's address: incomplete naming it, completed after a redaction", async () => {
     const A = `user:para-a-${tag()}`;
     const B = `user:para-b-${tag()}`;
     const num = `${Math.floor(Math.random() * 900) + 100}`;
@@ -163,7 +174,9 @@ describe('erasure scenarios (PostgreSQL + MinIO)', () => {
     expect(view.residuals.find((r) => r.kind === 'parametric')).toMatchObject({ bound: 0.02 });
     // not in any column (the state's residuals and the certificate included), not in the view
     const [row] = await queryRows<Record<string, unknown>>(tv.app.db.db, sql`select * from erasures where erasure_id = ${erasureId}`);
-    const clear = Object.values(row!).map((v) => (v instanceof Uint8Array ? Buffer.from(v).toString('latin1') : JSON.stringify(v))).join('\n');
+    const clear = Object.values(row!)
+      .map((v) => (v instanceof Uint8Array ? Buffer.from(v).toString('latin1') : JSON.stringify(v)))
+      .join('\n');
     expect(clear).not.toContain(method);
     expect(clear).not.toContain('SISA');
     expect(JSON.stringify(view)).not.toContain('SISA');
@@ -174,7 +187,9 @@ describe('erasure scenarios (PostgreSQL + MinIO)', () => {
     const e = await append(A, `Allergic to dust ${tag()}`);
     await tv.app.exposures.register({ corpus: 'ft-2026-14', model: 'agent-ft', ids: [e] }, 'admin');
     const { erasureId } = await tv.app.erasures.request({ subject: A }, 'eraser');
-    await tv.app.db.db.execute(sql`update erasures set unlearning = ${JSON.stringify({ method: 'legacy retrain', bound: 0.03 })}::jsonb where erasure_id = ${erasureId}`);
+    await tv.app.db.db.execute(
+      sql`update erasures set unlearning = ${JSON.stringify({ method: 'legacy retrain', bound: 0.03 })}::jsonb where erasure_id = ${erasureId}`,
+    );
     const view = await tv.app.erasures.settle(erasureId);
     expect(view.status).toBe('completed');
     expect(view.residuals.find((r) => r.kind === 'parametric')).toMatchObject({ bound: 0.03 });

@@ -45,7 +45,10 @@ async function erase(call: Call, s: string): Promise<string> {
 
 /** The subject's tombstone row, as the table holds it. */
 async function tombstoneOf(s: string): Promise<{ erasure_id: string } | undefined> {
-  const [row] = await queryRows<{ erasure_id: string }>(t.app.db.db, sql`select erasure_id from subject_tombstones where subject_hash = ${t.app.keys.subjectHash(s)}`);
+  const [row] = await queryRows<{ erasure_id: string }>(
+    t.app.db.db,
+    sql`select erasure_id from subject_tombstones where subject_hash = ${t.app.keys.subjectHash(s)}`,
+  );
   return row;
 }
 
@@ -55,7 +58,11 @@ async function tombstoneOf(s: string): Promise<{ erasure_id: string } | undefine
  */
 async function lateRegistration(s: string, lease: { keyId: string; dek: Uint8Array }, seq: number) {
   const entryId = `entry_${randomBytes(16).toString('base64url')}`;
-  const sealed = sealEntry(lease.dek, { keyId: lease.keyId, entryId, seq }, { text: 'learned again, from a job that read before the erasure', kind: null, metadata: null });
+  const sealed = sealEntry(
+    lease.dek,
+    { keyId: lease.keyId, entryId, seq },
+    { text: 'learned again, from a job that read before the erasure', kind: null, metadata: null },
+  );
   const { bytes, places } = encodeSegment([sealed.envelope]);
   const segment = `log/seg_${randomBytes(16).toString('base64url')}`;
   await t.app.objects.put(segment, bytes);
@@ -68,7 +75,12 @@ async function expectErased(call: Call, s: string): Promise<void> {
   await expectProblem(call('PUT', path(s, '/key')), 410, 'subject_erased', 'PUT key');
   await expectProblem(call('POST', path(s, '/key/lease')), 410, 'subject_erased', 'lease');
   await expectProblem(call('POST', path(s, '/entries'), { body: { text: 'learned again, a minute late' } }), 410, 'subject_erased', 'append');
-  await expectProblem(call('POST', path(s, '/entries'), { body: { text: 'learned again' }, headers: { 'idempotency-key': `late-${tag()}` } }), 410, 'subject_erased', 'append with an Idempotency-Key');
+  await expectProblem(
+    call('POST', path(s, '/entries'), { body: { text: 'learned again' }, headers: { 'idempotency-key': `late-${tag()}` } }),
+    410,
+    'subject_erased',
+    'append with an Idempotency-Key',
+  );
   await expectProblem(call('POST', path(s, '/entries/reservations'), { body: { count: 4 } }), 410, 'subject_erased', 'reservation');
   expect(await t.app.keys.findKey(s), 'no key was created').toBeUndefined();
 }
@@ -101,10 +113,12 @@ describe('after a subject erasure', () => {
     // PUT key answers the live (fenced) key, as before
     expect(await ok<{ keyId: string; state: string }>(t.call('PUT', path(s, '/key')), 200)).toMatchObject({ keyId: oldKeyId, state: 'fenced' });
     const early = await lateRegistration(s, { keyId: oldKeyId, dek: leasedDek }, reserved);
-    expect(await ok(t.call('POST', '/v1/segments', { body: early.body }), 201)).toEqual({ results: [{ entryId: early.entryId, status: 'erasure_in_progress' }] });
+    expect(await ok(t.call('POST', '/v1/segments', { body: early.body }), 201)).toEqual({
+      results: [{ entryId: early.entryId, status: 'erasure_in_progress' }],
+    });
   });
 
-  it('from the key\'s destruction on — the erasure still running — they answer 410 subject_erased', async () => {
+  it("from the key's destruction on — the erasure still running — they answer 410 subject_erased", async () => {
     const deadline = Date.now() + 30_000;
     while ((await t.app.keys.findKey(s)) !== undefined) {
       if (Date.now() > deadline) throw new Error('the erasure did not destroy the key within 30 s');
@@ -120,7 +134,9 @@ describe('after a subject erasure', () => {
     await expectProblem(t.call('GET', path(s, '/entries')), 410, 'subject_erased');
 
     const late = await lateRegistration(s, { keyId: oldKeyId, dek: leasedDek }, reserved + 1);
-    expect(await ok<{ results: unknown[] }>(t.call('POST', '/v1/segments', { body: late.body }), 201)).toEqual({ results: [{ entryId: late.entryId, status: 'subject_erased' }] });
+    expect(await ok<{ results: unknown[] }>(t.call('POST', '/v1/segments', { body: late.body }), 201)).toEqual({
+      results: [{ entryId: late.entryId, status: 'subject_erased' }],
+    });
     const [indexed] = await queryRows<{ n: number }>(t.app.db.db, sql`select count(*)::int as n from log_entries where entry_id = ${late.entryId}`);
     expect(indexed?.n).toBe(0);
     leasedDek.fill(0);
@@ -128,7 +144,11 @@ describe('after a subject erasure', () => {
 
   it('a write derived from a read before the erasure is refused after it (the read fence)', async () => {
     const other = await append(t.call, `user:tomb-other-${tag()}`, 'Ulf repairs clocks.');
-    await expectProblem(t.call('POST', '/v1/artifacts', { body: { kind: 'summary', text: 'Ulf repairs clocks.', sources: [other.entryId], readFence: fence } }), 409, 'source_erased');
+    await expectProblem(
+      t.call('POST', '/v1/artifacts', { body: { kind: 'summary', text: 'Ulf repairs clocks.', sources: [other.entryId], readFence: fence } }),
+      409,
+      'source_erased',
+    );
   });
 
   it('reinstate: admin only (403 for writer and eraser), 400 for a bad body, 409 for a subject that is not erased', async () => {
@@ -139,7 +159,11 @@ describe('after a subject erasure', () => {
       await expectProblem(t.call('POST', path(s, '/reinstate'), { role: 'admin', body: bad }), 400, 'validation_failed', JSON.stringify(bad));
     }
     // the reason is kept in the clear: it may not name the subject
-    const quoting = await expectProblem(t.call('POST', path(s, '/reinstate'), { role: 'admin', body: { reason: `${s} asked to come back` } }), 400, 'validation_failed');
+    const quoting = await expectProblem(
+      t.call('POST', path(s, '/reinstate'), { role: 'admin', body: { reason: `${s} asked to come back` } }),
+      400,
+      'validation_failed',
+    );
     expect(quoting.detail).toMatch(/reason/);
     expect(quoting.text).not.toContain(s);
     const living = `user:tomb-living-${tag()}`;
@@ -177,7 +201,11 @@ describe('after a subject erasure', () => {
     expect(entries.map((e) => e.text)).toEqual(['a fresh start']);
     // reinstating brings no key back: what the job read before the erasure stays refused
     const other = await append(t.call, `user:tomb-other-${tag()}`, 'Wim sails on Sundays.');
-    await expectProblem(t.call('POST', '/v1/artifacts', { body: { kind: 'summary', text: 'Wim sails on Sundays.', sources: [other.entryId], readFence: fence } }), 409, 'source_erased');
+    await expectProblem(
+      t.call('POST', '/v1/artifacts', { body: { kind: 'summary', text: 'Wim sails on Sundays.', sources: [other.entryId], readFence: fence } }),
+      409,
+      'source_erased',
+    );
   });
 
   it('a second erasure after reinstatement tombstones the subject again', async () => {
@@ -217,12 +245,18 @@ describe('backups', () => {
     const result = await restorer.backups.restore(backupId, { actor: 'test' });
     expect(result.warnings).toEqual([]);
     const restored = callVault(restorer);
-    const [row] = await queryRows<{ erasure_id: string }>(restorer.db.db, sql`select erasure_id from subject_tombstones where subject_hash = ${restorer.keys.subjectHash(s)}`);
+    const [row] = await queryRows<{ erasure_id: string }>(
+      restorer.db.db,
+      sql`select erasure_id from subject_tombstones where subject_hash = ${restorer.keys.subjectHash(s)}`,
+    );
     expect(row?.erasure_id).toBe(erasureId);
     await expectProblem(restored('PUT', path(s, '/key')), 410, 'subject_erased');
     await expectProblem(restored('POST', path(s, '/entries'), { body: { text: 'learned again after a restore' } }), 410, 'subject_erased');
     await ok(restored('POST', path(kept, '/entries'), { body: { text: 'Yusuf sells honey.' } }), 201);
-    expect(await ok(restored('POST', path(s, '/reinstate'), { role: 'admin', body: { reason: 'restored, then reinstated' } }), 200)).toEqual({ subject: s, reinstated: true });
+    expect(await ok(restored('POST', path(s, '/reinstate'), { role: 'admin', body: { reason: 'restored, then reinstated' } }), 200)).toEqual({
+      subject: s,
+      reinstated: true,
+    });
     await ok(restored('PUT', path(s, '/key')), 201);
   });
 });

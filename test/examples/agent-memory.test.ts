@@ -51,8 +51,6 @@ describe('examples/agent-memory.ts', () => {
     expect(outcome.bobScope).toEqual({ before: false, after: true });
     // nothing of alice in what the example printed after her erasure, but the agent's refusal to learn her again
     const after = out.slice(out.indexOf('== afterwards'), out.lastIndexOf('\n{'));
-    expect(after.split('\n').filter((l) => /Lilas|Chloé|oboe/.test(l))).toEqual([
-      `${outcome.alice}> Remember that I live at 14 Rue des Lilas in Lyon`,
-    ]);
+    expect(after.split('\n').filter((l) => /Lilas|Chloé|oboe/.test(l))).toEqual([`${outcome.alice}> Remember that I live at 14 Rue des Lilas in Lyon`]);
   }, 300_000);
 });

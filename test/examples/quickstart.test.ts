@@ -16,7 +16,12 @@ describe('examples/quickstart.ts', () => {
   let service: RunningService | undefined;
 
   beforeAll(async () => {
-    service = await startService(process.execPath, [...CLI, 'serve'], { LETHE_DATA_DIR: dataDir, LETHE_TOKENS: TOKENS_ENV, LETHE_LEASE_TTL_SECONDS: '30' }, 120_000);
+    service = await startService(
+      process.execPath,
+      [...CLI, 'serve'],
+      { LETHE_DATA_DIR: dataDir, LETHE_TOKENS: TOKENS_ENV, LETHE_LEASE_TTL_SECONDS: '30' },
+      120_000,
+    );
   }, 150_000);
   afterAll(async () => {
     await service?.stop();
@@ -38,7 +43,9 @@ describe('examples/quickstart.ts', () => {
     expect(out).toMatch(/shared summary \S+: derived from 6 memories of 2 users \(v1\)/);
     expect(out).toMatch(/search scoped to alice: \d+ hits, all hers/);
     expect(out).toMatch(/backup \S+: \d+ objects, \d+ wrapped keys/);
-    expect(out).toMatch(/erasure completed in [\d.]+ s: class \w+, probe recovered 0 .*, 1 artifact\(s\) regenerated, \d+ residual\(s\) stated with their bounds/);
+    expect(out).toMatch(
+      /erasure completed in [\d.]+ s: class \w+, probe recovered 0 .*, 1 artifact\(s\) regenerated, \d+ residual\(s\) stated with their bounds/,
+    );
     expect(out).toMatch(/afterwards: alice's memories answer key_destroyed, her key is destroyed, the summary is v2 from bob alone/);
     expect(out).toMatch(/certificate verified offline: signed by \S+, one of the vault's \d+ key\(s\)/);
 

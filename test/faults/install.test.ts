@@ -39,7 +39,10 @@ describe('infra/toxiproxy.sh', () => {
     writeFileSync(bin, '#!/bin/sh\n');
     chmodSync(bin, 0o755);
     // no Go on the PATH: a build would fail, so an answer proves none was attempted
-    const r = spawnSync('/bin/bash', [script], { env: { PATH: '/nonexistent', HOME: process.env.HOME ?? '/tmp', LETHE_TOXIPROXY_CACHE: cache }, encoding: 'utf8' });
+    const r = spawnSync('/bin/bash', [script], {
+      env: { PATH: '/nonexistent', HOME: process.env.HOME ?? '/tmp', LETHE_TOXIPROXY_CACHE: cache },
+      encoding: 'utf8',
+    });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout.trim()).toBe(bin);

@@ -34,7 +34,9 @@ describe('a slow network: 5 ms on every database and object-store connection', (
     await cluster?.stop();
   });
 
-  it('appends through the writer client and the service all resolve and are readable on the other replica; an erasure completes', { timeout: 120_000 }, async () => {
+  it('appends through the writer client and the service all resolve and are readable on the other replica; an erasure completes', {
+    timeout: 120_000,
+  }, async () => {
     const { a, b, env } = cluster;
     writer = new LetheWriter({
       baseUrl: a.url,
@@ -75,7 +77,10 @@ describe('a slow network: 5 ms on every database and object-store connection', (
         expect(r.status).toBe(200);
         const stored = new Map((r.body as { entries: Array<{ entryId: string; text: string }> }).entries.map((e) => [e.entryId, e.text]));
         const want = [...expected].filter(([, e]) => e.subject === subject);
-        expect(want.filter(([id, e]) => stored.get(id) !== e.text).map(([id]) => id), `${subject} on replica ${name}`).toEqual([]);
+        expect(
+          want.filter(([id, e]) => stored.get(id) !== e.text).map(([id]) => id),
+          `${subject} on replica ${name}`,
+        ).toEqual([]);
         expect(stored.size).toBe(want.length);
       }
     }

@@ -149,7 +149,12 @@ export async function answer(service: RunningService, method: string, path: stri
     const code = typeof body === 'object' && body !== null && 'code' in body ? String((body as { code: unknown }).code) : undefined;
     return { status: res.status, ...(code ? { code } : {}), body, ms: performance.now() - t0 };
   } catch (e) {
-    return { status: 0, body: undefined, ms: performance.now() - t0, error: (e as Error).name === 'TimeoutError' ? 'no answer within the bound' : (e as Error).message };
+    return {
+      status: 0,
+      body: undefined,
+      ms: performance.now() - t0,
+      error: (e as Error).name === 'TimeoutError' ? 'no answer within the bound' : (e as Error).message,
+    };
   }
 }
 
@@ -214,7 +219,10 @@ export async function awaitErasureSettled(cluster: FaultCluster, erasureId: stri
       const view = last.body as ErasureView | undefined;
       throw new Error(
         `erasure ${erasureId} did not settle in ${timeoutMs} ms; last answer ${last.status}: ` +
-          JSON.stringify(view?.steps ? { status: view.status, steps: view.steps.map((s) => [s.name, s.status, s.detail]) } : (last.body ?? last.error)).slice(0, 2000),
+          JSON.stringify(view?.steps ? { status: view.status, steps: view.steps.map((s) => [s.name, s.status, s.detail]) } : (last.body ?? last.error)).slice(
+            0,
+            2000,
+          ),
       );
     }
     await sleep(200);
@@ -228,7 +236,10 @@ export async function erasureTimeline(cluster: FaultCluster, erasureId: string):
     const rows = await sql<{ at: Date; from_step: string | null; to_step: string | null; status: string; replica: string; detail: string | null }[]>`
       select at, from_step, to_step, status, replica, detail from erasure_transitions where erasure_id = ${erasureId} order by id`;
     const t0 = rows[0]?.at.getTime() ?? 0;
-    return rows.map((r) => `+${r.at.getTime() - t0} ms ${r.from_step ?? '-'} -> ${r.to_step ?? '-'} ${r.status} (${r.replica.slice(0, 12)})${r.detail ? ` ${r.detail.slice(0, 160)}` : ''}`);
+    return rows.map(
+      (r) =>
+        `+${r.at.getTime() - t0} ms ${r.from_step ?? '-'} -> ${r.to_step ?? '-'} ${r.status} (${r.replica.slice(0, 12)})${r.detail ? ` ${r.detail.slice(0, 160)}` : ''}`,
+    );
   } finally {
     await sql.end({ timeout: 1 });
   }

@@ -40,12 +40,20 @@ describe('the writer client under database and object-store faults', () => {
     await cluster?.stop();
   });
 
-  it('resolved appends are stored once, outcome-unknown ones are settled by retry, other rejections stored nothing, none hangs', { timeout: 180_000 }, async () => {
+  it('resolved appends are stored once, outcome-unknown ones are settled by retry, other rejections stored nothing, none hangs', {
+    timeout: 180_000,
+  }, async () => {
     const { a, b, env } = cluster;
     writer = new LetheWriter({
       baseUrl: a.url,
       token: TOKENS.writer,
-      store: new S3ObjectStore({ endpoint: env.S3_ENDPOINT!, accessKey: env.S3_ACCESS_KEY!, secretKey: env.S3_SECRET_KEY!, bucket: env.S3_BUCKET!, timeoutMs: 2_000 }),
+      store: new S3ObjectStore({
+        endpoint: env.S3_ENDPOINT!,
+        accessKey: env.S3_ACCESS_KEY!,
+        secretKey: env.S3_SECRET_KEY!,
+        bucket: env.S3_BUCKET!,
+        timeoutMs: 2_000,
+      }),
       segmentMaxAgeMs: 20,
       requestTimeoutMs: 5_000,
       retryDelayMs: 100,
@@ -141,9 +149,15 @@ describe('the writer client under database and object-store faults', () => {
     ] as const) {
       const stored = new Map<string, string[]>();
       for (const subject of SUBJECTS) {
-        const r = await until(`read ${subject} on ${name}`, () => answer(replica, 'GET', `/v1/subjects/${subject}/entries?limit=1000`), (x) => x.status === 200 || x.status === 404, 20_000);
+        const r = await until(
+          `read ${subject} on ${name}`,
+          () => answer(replica, 'GET', `/v1/subjects/${subject}/entries?limit=1000`),
+          (x) => x.status === 200 || x.status === 404,
+          20_000,
+        );
         if (r.status === 404) continue;
-        for (const e of (r.body as { entries: Array<{ entryId: string; text: string }> }).entries) stored.set(e.text, [...(stored.get(e.text) ?? []), e.entryId]);
+        for (const e of (r.body as { entries: Array<{ entryId: string; text: string }> }).entries)
+          stored.set(e.text, [...(stored.get(e.text) ?? []), e.entryId]);
       }
       const missing = [...resolved].filter(([text, id]) => stored.get(text)?.length !== 1 || stored.get(text)![0] !== id);
       expect(missing, `resolved appends not stored exactly once (replica ${name})`).toEqual([]);

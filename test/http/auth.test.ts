@@ -363,8 +363,14 @@ beforeAll(async () => {
       // a redaction takes a near copy; a dismissal only a record that is none (a notice sharing the clinic and date)
       const [own, other] =
         use === 'redaction'
-          ? [`My home address is ${num} Rue des Lilas, Lyon; I moved there in March.`, `Dropped the parcel at Alice's place, ${num} rue des Lilas in Lyon, she moved there in March.`]
-          : [`Appointment with Dr. Okonkwo at the Halden${num} clinic on 14 March about my knee.`, `Public notice: Dr. Okonkwo at the Halden${num} clinic is closed on 14 March for renovation.`];
+          ? [
+              `My home address is ${num} Rue des Lilas, Lyon; I moved there in March.`,
+              `Dropped the parcel at Alice's place, ${num} rue des Lilas in Lyon, she moved there in March.`,
+            ]
+          : [
+              `Appointment with Dr. Okonkwo at the Halden${num} clinic on 14 March about my knee.`,
+              `Public notice: Dr. Okonkwo at the Halden${num} clinic is closed on 14 March for renovation.`,
+            ];
       await t.app.log.append(`user:auth-para-${use}-${role}`, { text: own }, 'writer');
       const note = await t.app.log.append(`user:auth-note-${use}-${role}`, { text: other }, 'writer');
       const requested = await t.app.erasures.request({ subject: `user:auth-para-${use}-${role}`, publicAttributes: ['Alice'] }, 'eraser');
@@ -374,7 +380,11 @@ beforeAll(async () => {
       if (use === 'redaction') redaction[role] = { erasureId: requested.erasureId, entryId: note.entryId };
       else if (use === 'dismissal') dismissal[role] = { erasureId: requested.erasureId, entryId: note.entryId };
       else {
-        const { dismissalId } = await t.app.erasures.dismiss(requested.erasureId, { matches: [{ id: note.entryId, reason: 'auth table: a proposal' }] }, 'eraser');
+        const { dismissalId } = await t.app.erasures.dismiss(
+          requested.erasureId,
+          { matches: [{ id: note.entryId, reason: 'auth table: a proposal' }] },
+          'eraser',
+        );
         (use === 'approval' ? proposal : rejection)[role] = { erasureId: requested.erasureId, dismissalId };
       }
     }
@@ -382,7 +392,9 @@ beforeAll(async () => {
     await t.app.log.append(`user:auth-resume-${role}`, { text: 'to be resumed' }, 'writer');
     const failed = (await t.app.erasures.request({ subject: `user:auth-resume-${role}` }, 'eraser')).erasureId;
     await t.app.erasures.settle(failed);
-    await t.app.db.db.execute(sql`update erasures set status = 'failed', state = jsonb_set(state, '{steps,certify,status}', '"failed"') where erasure_id = ${failed}`);
+    await t.app.db.db.execute(
+      sql`update erasures set status = 'failed', state = jsonb_set(state, '{steps,certify,status}', '"failed"') where erasure_id = ${failed}`,
+    );
     resumable[role] = failed;
   }
 });
@@ -490,12 +502,19 @@ describe('the route table', () => {
     const methods = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options']);
     const documented = Object.entries(doc.paths)
       .filter(([p]) => p.startsWith('/v1/'))
-      .flatMap(([p, ops]) => Object.keys(ops).filter((m) => methods.has(m)).map((m) => `${m.toUpperCase()} ${p}`))
+      .flatMap(([p, ops]) =>
+        Object.keys(ops)
+          .filter((m) => methods.has(m))
+          .map((m) => `${m.toUpperCase()} ${p}`),
+      )
       .sort();
     const table = ROUTES.map((r) => `${r.method} ${r.template}`).sort();
     const uncovered = documented.filter((op) => !table.includes(op));
     expect(uncovered, 'documented /v1 operations without a row in the auth table').toEqual([]);
-    expect(table.filter((op) => !documented.includes(op)), 'table rows missing from openapi.json').toEqual([]);
+    expect(
+      table.filter((op) => !documented.includes(op)),
+      'table rows missing from openapi.json',
+    ).toEqual([]);
   });
 
   it('every /v1 operation in the OpenAPI document declares bearer security and a 401 and 403 answer (public rows: none of them)', async () => {

@@ -75,11 +75,7 @@ describe('request bodies', () => {
   });
 
   it('malformed JSON on the destroy route is 400 validation_failed', async () => {
-    await expectProblem(
-      await t.call('POST', `/v1/admin/keys/${knownKeyId}/destroy`, { role: 'admin', rawBody: '{"reason": ' }),
-      400,
-      'validation_failed',
-    );
+    await expectProblem(await t.call('POST', `/v1/admin/keys/${knownKeyId}/destroy`, { role: 'admin', rawBody: '{"reason": ' }), 400, 'validation_failed');
   });
 
   const VALIDITY_VIOLATIONS: ReadonlyArray<[string, unknown]> = [
@@ -325,23 +321,114 @@ describe('NUL and unpaired UTF-16 surrogates in a JSON body', () => {
   const ENTRY = `entry_${'A'.repeat(22)}`;
   const CASES: ReadonlyArray<{ what: string; method: string; path: string; role: TestRole; body: unknown; field: string }> = [
     { what: 'a key id with NUL', method: 'POST', path: '/v1/keys/validity', role: 'backup', body: { keyIds: [NUL] }, field: 'body.keyIds.0' },
-    { what: 'a key id with a lone high surrogate', method: 'POST', path: '/v1/keys/validity', role: 'backup', body: { keyIds: ['key_a', HIGH] }, field: 'body.keyIds.1' },
+    {
+      what: 'a key id with a lone high surrogate',
+      method: 'POST',
+      path: '/v1/keys/validity',
+      role: 'backup',
+      body: { keyIds: ['key_a', HIGH] },
+      field: 'body.keyIds.1',
+    },
     { what: 'entry text with NUL', method: 'POST', path: '/v1/subjects/user:nul/entries', role: 'writer', body: { text: NUL }, field: 'body.text' },
-    { what: 'entry kind with a lone low surrogate', method: 'POST', path: '/v1/subjects/user:nul/entries', role: 'writer', body: { text: 'ok', kind: LOW }, field: 'body.kind' },
-    { what: 'a metadata key with NUL', method: 'POST', path: '/v1/subjects/user:nul/entries', role: 'writer', body: { text: 'ok', metadata: { [NUL]: 1 } }, field: 'body.metadata' },
-    { what: 'a metadata key with a lone surrogate', method: 'POST', path: '/v1/subjects/user:nul/entries', role: 'writer', body: { text: 'ok', metadata: { ok: { [HIGH]: 1 } } }, field: 'body.metadata.ok' },
-    { what: 'a deep metadata value with NUL', method: 'POST', path: '/v1/subjects/user:nul/entries', role: 'writer', body: { text: 'ok', metadata: { a: { b: [1, NUL] } } }, field: 'body.metadata.a.b.1' },
-    { what: 'an artifact source with NUL', method: 'POST', path: '/v1/artifacts', role: 'writer', body: { kind: 'fact', text: 'ok', sources: [NUL] }, field: 'body.sources.0' },
-    { what: 'artifact text with a lone surrogate', method: 'POST', path: '/v1/artifacts', role: 'writer', body: { kind: 'fact', text: HIGH, sources: [ENTRY] }, field: 'body.text' },
+    {
+      what: 'entry kind with a lone low surrogate',
+      method: 'POST',
+      path: '/v1/subjects/user:nul/entries',
+      role: 'writer',
+      body: { text: 'ok', kind: LOW },
+      field: 'body.kind',
+    },
+    {
+      what: 'a metadata key with NUL',
+      method: 'POST',
+      path: '/v1/subjects/user:nul/entries',
+      role: 'writer',
+      body: { text: 'ok', metadata: { [NUL]: 1 } },
+      field: 'body.metadata',
+    },
+    {
+      what: 'a metadata key with a lone surrogate',
+      method: 'POST',
+      path: '/v1/subjects/user:nul/entries',
+      role: 'writer',
+      body: { text: 'ok', metadata: { ok: { [HIGH]: 1 } } },
+      field: 'body.metadata.ok',
+    },
+    {
+      what: 'a deep metadata value with NUL',
+      method: 'POST',
+      path: '/v1/subjects/user:nul/entries',
+      role: 'writer',
+      body: { text: 'ok', metadata: { a: { b: [1, NUL] } } },
+      field: 'body.metadata.a.b.1',
+    },
+    {
+      what: 'an artifact source with NUL',
+      method: 'POST',
+      path: '/v1/artifacts',
+      role: 'writer',
+      body: { kind: 'fact', text: 'ok', sources: [NUL] },
+      field: 'body.sources.0',
+    },
+    {
+      what: 'artifact text with a lone surrogate',
+      method: 'POST',
+      path: '/v1/artifacts',
+      role: 'writer',
+      body: { kind: 'fact', text: HIGH, sources: [ENTRY] },
+      field: 'body.text',
+    },
     { what: 'a search query with NUL', method: 'POST', path: '/v1/search', role: 'writer', body: { query: NUL, subject: 'user:nul' }, field: 'body.query' },
-    { what: 'a corpus name with NUL', method: 'POST', path: '/v1/training-exposures', role: 'writer', body: { corpus: NUL, ids: [ENTRY] }, field: 'body.corpus' },
-    { what: 'an exposure id with a lone surrogate', method: 'POST', path: '/v1/training-exposures', role: 'writer', body: { corpus: 'c', ids: [LOW] }, field: 'body.ids.0' },
-    { what: 'an erasure reason with NUL', method: 'POST', path: '/v1/erasures', role: 'eraser', body: { subject: 'user:survivor', reason: NUL }, field: 'body.reason' },
-    { what: 'a public attribute with a lone surrogate', method: 'POST', path: '/v1/erasures', role: 'eraser', body: { subject: 'user:survivor', publicAttributes: ['x', LOW] }, field: 'body.publicAttributes.1' },
+    {
+      what: 'a corpus name with NUL',
+      method: 'POST',
+      path: '/v1/training-exposures',
+      role: 'writer',
+      body: { corpus: NUL, ids: [ENTRY] },
+      field: 'body.corpus',
+    },
+    {
+      what: 'an exposure id with a lone surrogate',
+      method: 'POST',
+      path: '/v1/training-exposures',
+      role: 'writer',
+      body: { corpus: 'c', ids: [LOW] },
+      field: 'body.ids.0',
+    },
+    {
+      what: 'an erasure reason with NUL',
+      method: 'POST',
+      path: '/v1/erasures',
+      role: 'eraser',
+      body: { subject: 'user:survivor', reason: NUL },
+      field: 'body.reason',
+    },
+    {
+      what: 'a public attribute with a lone surrogate',
+      method: 'POST',
+      path: '/v1/erasures',
+      role: 'eraser',
+      body: { subject: 'user:survivor', publicAttributes: ['x', LOW] },
+      field: 'body.publicAttributes.1',
+    },
     { what: 'a destroy reason with NUL', method: 'POST', path: '/v1/admin/keys/KEY/destroy', role: 'admin', body: { reason: NUL }, field: 'body.reason' },
     { what: 'a redaction id with NUL', method: 'POST', path: `/v1/erasures/${ERASURE}/redactions`, role: 'eraser', body: { ids: [NUL] }, field: 'body.ids.0' },
-    { what: 'a dismissal reason with a lone surrogate', method: 'POST', path: `/v1/erasures/${ERASURE}/dismissals`, role: 'eraser', body: { matches: [{ id: ENTRY, reason: HIGH }] }, field: 'body.matches.0.reason' },
-    { what: 'a regeneration exclusion with NUL', method: 'POST', path: `/v1/artifacts/art_${'A'.repeat(22)}/regenerate`, role: 'writer', body: { excluding: [NUL] }, field: 'body.excluding.0' },
+    {
+      what: 'a dismissal reason with a lone surrogate',
+      method: 'POST',
+      path: `/v1/erasures/${ERASURE}/dismissals`,
+      role: 'eraser',
+      body: { matches: [{ id: ENTRY, reason: HIGH }] },
+      field: 'body.matches.0.reason',
+    },
+    {
+      what: 'a regeneration exclusion with NUL',
+      method: 'POST',
+      path: `/v1/artifacts/art_${'A'.repeat(22)}/regenerate`,
+      role: 'writer',
+      body: { excluding: [NUL] },
+      field: 'body.excluding.0',
+    },
     { what: 'an unknown top-level key with NUL', method: 'POST', path: '/v1/segments', role: 'writer', body: { [NUL]: 'x' }, field: 'body' },
   ];
 
@@ -362,7 +449,7 @@ describe('NUL and unpaired UTF-16 surrogates in a JSON body', () => {
 
   it('a surrogate pair (an emoji) and other Unicode pass, and read back unchanged', async () => {
     const text = 'ok 😀 ünï 中文 \u{10FFFF}';
-    const metadata = { '😀': ['é', { 'ключ': '𝄞' }] };
+    const metadata = { '😀': ['é', { ключ: '𝄞' }] };
     const { entryId } = await ok<{ entryId: string }>(t.call('POST', '/v1/subjects/user:unicode/entries', { role: 'writer', body: { text, metadata } }), 201);
     const entry = await ok<{ text: string; metadata: unknown }>(t.call('GET', `/v1/entries/${entryId}`, { role: 'writer' }), 200);
     expect(entry.text).toBe(text);
@@ -377,7 +464,11 @@ describe('NUL and unpaired UTF-16 surrogates in a JSON body', () => {
   });
 
   it('the problem detail never echoes the offending text', async () => {
-    const { text } = await expectProblem(await t.call('POST', '/v1/search', { role: 'writer', body: { query: `${PLANTED}\u0000`, subject: 'user:nul' } }), 400, 'validation_failed');
+    const { text } = await expectProblem(
+      await t.call('POST', '/v1/search', { role: 'writer', body: { query: `${PLANTED}\u0000`, subject: 'user:nul' } }),
+      400,
+      'validation_failed',
+    );
     expect(text).not.toContain(PLANTED);
   });
 });
@@ -403,16 +494,34 @@ describe('JSON nesting depth', () => {
 
   it('brackets inside strings (and escaped quotes) do not count', async () => {
     const text = `${'[{'.repeat(5000)} "quoted \\" [[[ ${'}]'.repeat(10)}`;
-    const { entryId } = await ok<{ entryId: string }>(t.call('POST', '/v1/subjects/user:deep/entries', { role: 'writer', body: { text, metadata: { '[[[': '{{{' } } }), 201);
+    const { entryId } = await ok<{ entryId: string }>(
+      t.call('POST', '/v1/subjects/user:deep/entries', { role: 'writer', body: { text, metadata: { '[[[': '{{{' } } }),
+      201,
+    );
     expect((await ok<{ text: string }>(t.call('GET', `/v1/entries/${entryId}`, { role: 'writer' }), 200)).text).toBe(text);
   });
 });
 
 describe('ids in the path', () => {
   const ENTRY = `entry_${'A'.repeat(22)}`;
-  const ROUTES: ReadonlyArray<{ method: string; template: string; param: string; prefix: string; role: TestRole; body?: unknown; other?: Record<string, string> }> = [
+  const ROUTES: ReadonlyArray<{
+    method: string;
+    template: string;
+    param: string;
+    prefix: string;
+    role: TestRole;
+    body?: unknown;
+    other?: Record<string, string>;
+  }> = [
     { method: 'DELETE', template: '/v1/entries/{entryId}', param: 'entryId', prefix: 'entry', role: 'eraser' },
-    { method: 'DELETE', template: '/v1/subjects/{subject}/key/lease/{leaseId}', param: 'leaseId', prefix: 'lease', role: 'writer', other: { subject: 'user:ids-in-path' } },
+    {
+      method: 'DELETE',
+      template: '/v1/subjects/{subject}/key/lease/{leaseId}',
+      param: 'leaseId',
+      prefix: 'lease',
+      role: 'writer',
+      other: { subject: 'user:ids-in-path' },
+    },
     { method: 'POST', template: '/v1/admin/keys/{keyId}/destroy', param: 'keyId', prefix: 'key', role: 'admin', body: { reason: 'ids in the path' } },
     { method: 'GET', template: '/v1/entries/{entryId}', param: 'entryId', prefix: 'entry', role: 'writer' },
     { method: 'GET', template: '/v1/artifacts/{artifactId}', param: 'artifactId', prefix: 'art', role: 'writer' },
@@ -424,7 +533,14 @@ describe('ids in the path', () => {
     { method: 'GET', template: '/v1/erasures/{erasureId}/report', param: 'erasureId', prefix: 'ers', role: 'eraser' },
     { method: 'GET', template: '/v1/erasures/{erasureId}/certificate', param: 'erasureId', prefix: 'ers', role: 'eraser' },
     { method: 'POST', template: '/v1/erasures/{erasureId}/redactions', param: 'erasureId', prefix: 'ers', role: 'eraser', body: { ids: [ENTRY] } },
-    { method: 'POST', template: '/v1/erasures/{erasureId}/dismissals', param: 'erasureId', prefix: 'ers', role: 'eraser', body: { matches: [{ id: ENTRY, reason: 'a ruling' }] } },
+    {
+      method: 'POST',
+      template: '/v1/erasures/{erasureId}/dismissals',
+      param: 'erasureId',
+      prefix: 'ers',
+      role: 'eraser',
+      body: { matches: [{ id: ENTRY, reason: 'a ruling' }] },
+    },
     { method: 'POST', template: '/v1/erasures/{erasureId}/resume', param: 'erasureId', prefix: 'ers', role: 'eraser' },
     ...(['approve', 'revoke'] as const).flatMap((op) =>
       (['erasureId', 'dismissalId'] as const).map((param) => ({
@@ -433,7 +549,10 @@ describe('ids in the path', () => {
         param,
         prefix: param === 'erasureId' ? 'ers' : 'dsm',
         role: 'approver' as const,
-        other: { [param === 'erasureId' ? 'dismissalId' : 'erasureId']: param === 'erasureId' ? `dsm_${'Z'.repeat(22)}` : `ers_${'Z'.repeat(22)}` } as Record<string, string>,
+        other: { [param === 'erasureId' ? 'dismissalId' : 'erasureId']: param === 'erasureId' ? `dsm_${'Z'.repeat(22)}` : `ers_${'Z'.repeat(22)}` } as Record<
+          string,
+          string
+        >,
       })),
     ),
     { method: 'POST', template: '/v1/erasures/{erasureId}/report-link', param: 'erasureId', prefix: 'ers', role: 'eraser', body: {} },
@@ -510,7 +629,31 @@ describe('ids in the path', () => {
 });
 
 describe('a database that is not answering', () => {
-  const TRANSIENT = ['08000', '08003', '08006', '08001', '08004', '08P01', '55000', '57P01', '57P02', '57P03', '53300', '25006', '40001', '40P01', '55P03', 'CONNECTION_DESTROYED', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECT_TIMEOUT', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT'];
+  const TRANSIENT = [
+    '08000',
+    '08003',
+    '08006',
+    '08001',
+    '08004',
+    '08P01',
+    '55000',
+    '57P01',
+    '57P02',
+    '57P03',
+    '53300',
+    '25006',
+    '40001',
+    '40P01',
+    '55P03',
+    'CONNECTION_DESTROYED',
+    'CONNECTION_CLOSED',
+    'CONNECTION_ENDED',
+    'CONNECT_TIMEOUT',
+    'ECONNREFUSED',
+    'ECONNRESET',
+    'EPIPE',
+    'ETIMEDOUT',
+  ];
 
   /** The app over the test vault's services, with `epochs.list` failing with `error`. */
   const failingWith = (error: unknown) => {

@@ -38,7 +38,14 @@ describe('GET /docs', () => {
     expect(res.headers.get('content-type')).toMatch(/^text\/html/);
     const csp = res.headers.get('content-security-policy') ?? '';
     expect(csp).toBe(DOCS_CSP);
-    for (const directive of ["script-src 'self'", "style-src 'self'", "connect-src 'self'", "img-src 'self' data:", "frame-ancestors 'none'", "default-src 'none'"]) {
+    for (const directive of [
+      "script-src 'self'",
+      "style-src 'self'",
+      "connect-src 'self'",
+      "img-src 'self' data:",
+      "frame-ancestors 'none'",
+      "default-src 'none'",
+    ]) {
       expect(csp.split('; '), directive).toContain(directive);
     }
     expect(csp).not.toContain('unsafe-inline');

@@ -19,7 +19,15 @@ import { openTestApp, type TestApp, type TestRole } from '../support/vault.js';
 const RUNS_PER_ROUTE = 40;
 const REQUEST_DEADLINE_MS = 15_000;
 
-type Schema = { $ref?: string; type?: string | string[]; properties?: Record<string, Schema>; items?: Schema; anyOf?: Schema[]; oneOf?: Schema[]; allOf?: Schema[] };
+type Schema = {
+  $ref?: string;
+  type?: string | string[];
+  properties?: Record<string, Schema>;
+  items?: Schema;
+  anyOf?: Schema[];
+  oneOf?: Schema[];
+  allOf?: Schema[];
+};
 interface Operation {
   readonly method: string;
   readonly template: string;
@@ -56,10 +64,12 @@ function operationsOf(doc: OpenApiDoc): Operation[] {
       const pathParams = (op.parameters ?? []).filter((p) => p.in === 'path').map((p) => p.name);
       const schema = resolve(doc, op.requestBody?.content?.['application/json']?.schema);
       const body = op.requestBody
-        ? new Map(Object.entries(schema?.properties ?? {}).map(([name, s]) => {
-            const r = resolve(doc, s);
-            return [name, String(Array.isArray(r?.type) ? r.type[0] : (r?.type ?? 'unknown'))];
-          }))
+        ? new Map(
+            Object.entries(schema?.properties ?? {}).map(([name, s]) => {
+              const r = resolve(doc, s);
+              return [name, String(Array.isArray(r?.type) ? r.type[0] : (r?.type ?? 'unknown'))];
+            }),
+          )
         : undefined;
       out.push({ method: method.toUpperCase(), template, pathParams, body });
     }
@@ -91,12 +101,10 @@ const plausibleString = fc.oneof(
 );
 
 /** A plausible string with NUL or a lone surrogate put somewhere in it: what PostgreSQL refuses in text. */
-const poisonedString = fc
-  .tuple(plausibleString, fc.constantFrom('\u0000', '\uD800', '\uDBFF', '\uDC00', '\uDFFF'), fc.nat())
-  .map(([base, bad, at]) => {
-    const i = base.length === 0 ? 0 : at % (base.length + 1);
-    return `${base.slice(0, i)}${bad}${base.slice(i)}`;
-  });
+const poisonedString = fc.tuple(plausibleString, fc.constantFrom('\u0000', '\uD800', '\uDBFF', '\uDC00', '\uDFFF'), fc.nat()).map(([base, bad, at]) => {
+  const i = base.length === 0 ? 0 : at % (base.length + 1);
+  return `${base.slice(0, i)}${bad}${base.slice(i)}`;
+});
 
 /** Strings built to hurt: NUL, lone surrogates, huge, id-shaped, SQL- and path-shaped. */
 const hostileString = fc.oneof(
@@ -106,11 +114,7 @@ const hostileString = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom('😀', "'; drop table subject_keys; --", '../../etc/passwd', '%00', '{}', '', ' ', '\\u0000') },
   { weight: 1, arbitrary: fc.nat({ max: 3 }).map((n) => 'x'.repeat([256, 8193, 70_000, 300_000][n]!)) },
 );
-const hostileNumber = fc.oneof(
-  fc.double(),
-  fc.integer(),
-  fc.constantFrom(0, -1, 1e308, -1e308, 2 ** 53 + 2, 2 ** 31, -(2 ** 31) - 1, 0.5, 1e-320),
-);
+const hostileNumber = fc.oneof(fc.double(), fc.integer(), fc.constantFrom(0, -1, 1e308, -1e308, 2 ** 53 + 2, 2 ** 31, -(2 ** 31) - 1, 0.5, 1e-320));
 const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
   hostileString,
   hostileNumber,
@@ -124,11 +128,15 @@ const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
 /** A value for a declared field type: usually the type with hostile content, sometimes anything. */
 function fieldValue(type: string): fc.Arbitrary<unknown> {
   const typed =
-    type === 'string' ? hostileString
-    : type === 'number' || type === 'integer' ? hostileNumber
-    : type === 'array' ? fc.array(fc.oneof(hostileString, fc.dictionary(hostileString, hostileString, { maxKeys: 3 })), { minLength: 1, maxLength: 4 })
-    : type === 'object' ? fc.dictionary(hostileString, hostileValue, { maxKeys: 4 })
-    : hostileValue;
+    type === 'string'
+      ? hostileString
+      : type === 'number' || type === 'integer'
+        ? hostileNumber
+        : type === 'array'
+          ? fc.array(fc.oneof(hostileString, fc.dictionary(hostileString, hostileString, { maxKeys: 3 })), { minLength: 1, maxLength: 4 })
+          : type === 'object'
+            ? fc.dictionary(hostileString, hostileValue, { maxKeys: 4 })
+            : hostileValue;
   return fc.oneof({ weight: 3, arbitrary: typed }, { weight: 1, arbitrary: hostileValue });
 }
 
@@ -174,7 +182,8 @@ const PREFIX_OF: Record<string, string> = { keyId: 'key', entryId: 'entry', arti
 
 function paramFor(name: string): fc.Arbitrary<string> {
   const ids = real[PREFIX_OF[name] ?? ''] ?? [];
-  const good = name === 'subject' ? fc.constantFrom('user:fuzz', 'user:fuzz-erased', 'user:never-seen') : ids.length > 0 ? fc.constantFrom(...ids) : hostileString;
+  const good =
+    name === 'subject' ? fc.constantFrom('user:fuzz', 'user:fuzz-erased', 'user:never-seen') : ids.length > 0 ? fc.constantFrom(...ids) : hostileString;
   return fc.oneof(
     { weight: 2, arbitrary: good.map(encodeSegment) },
     { weight: 3, arbitrary: fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }).map(encodeSegment) },
@@ -184,7 +193,12 @@ function paramFor(name: string): fc.Arbitrary<string> {
 
 const query = fc.oneof(
   { weight: 3, arbitrary: fc.constant('') },
-  { weight: 1, arbitrary: fc.tuple(fc.string({ unit: 'binary', maxLength: 10 }), fc.string({ unit: 'binary', maxLength: 10 })).map(([k, v]) => `?${encodeSegment(k)}=${encodeSegment(v)}`) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.string({ unit: 'binary', maxLength: 10 }), fc.string({ unit: 'binary', maxLength: 10 }))
+      .map(([k, v]) => `?${encodeSegment(k)}=${encodeSegment(v)}`),
+  },
   { weight: 1, arbitrary: fc.constantFrom('?after=%00', '?limit=-1', '?%00=1', '?a=%ED%A0%80', '?limit=1e400&limit=2') },
 );
 
@@ -197,7 +211,12 @@ const role = fc.oneof(
 async function withDeadline<T>(what: string, work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${REQUEST_DEADLINE_MS} ms`)), REQUEST_DEADLINE_MS)))]);
+    return await Promise.race([
+      work,
+      new Promise<never>(
+        (_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${REQUEST_DEADLINE_MS} ms`)), REQUEST_DEADLINE_MS)),
+      ),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -256,7 +275,13 @@ describe('arbitrary input on every route of the OpenAPI document', () => {
           if (res.status >= 400) {
             expect(type, what).toMatch(/^application\/problem\+json/);
             const problem = JSON.parse(text) as Record<string, unknown>;
-            expect(problem, what).toMatchObject({ type: expect.any(String), title: expect.any(String), status: res.status, detail: expect.any(String), code: expect.any(String) });
+            expect(problem, what).toMatchObject({
+              type: expect.any(String),
+              title: expect.any(String),
+              status: res.status,
+              detail: expect.any(String),
+              code: expect.any(String),
+            });
           }
         }),
         { numRuns: RUNS_PER_ROUTE, endOnFailure: true },

@@ -54,7 +54,10 @@ async function liveKeys(app: TestApp, subjects: readonly string[]): Promise<Map<
   for (const s of subjects) {
     const hash = app.app.keys.subjectHash(s);
     const rows = await queryRows<{ key_id: string }>(app.app.db.db, sql`select key_id from subject_keys where subject_hash = ${Buffer.from(hash)}`);
-    out.set(s, rows.map((r) => r.key_id));
+    out.set(
+      s,
+      rows.map((r) => r.key_id),
+    );
   }
   return out;
 }
@@ -78,7 +81,10 @@ describe('POST /v1/keys/batch', () => {
     }
     expect(new Set(created.map((k) => k.keyId)).size).toBe(50);
     // one key.create row per created key, by the caller's role, under the active epoch; none for the existing one
-    const rows = await createRows(t, created.map((k) => k.keyId!));
+    const rows = await createRows(
+      t,
+      created.map((k) => k.keyId!),
+    );
     expect(rows).toHaveLength(50);
     const [active] = await queryRows<{ epoch: number }>(t.app.db.db, sql`select epoch from epochs where state = 'active'`);
     expect(rows.every((r) => r.actor === 'writer' && Number(r.epoch) === Number(active!.epoch))).toBe(true);
@@ -113,7 +119,11 @@ describe('POST /v1/keys/batch', () => {
     const fresh = subjectsOf('batch:beside', 5);
     const body = await ok<Batch>(await batch(['batch:erased', ...fresh, 'batch:erasing']), 200);
     expect(body).toMatchObject({ created: 5, existing: 0, refused: 2 });
-    expect(body.keys[0]).toMatchObject({ subject: 'batch:erased', status: 'refused', problem: { code: 'subject_erased', status: 410, type: 'urn:lethe:problem:subject_erased' } });
+    expect(body.keys[0]).toMatchObject({
+      subject: 'batch:erased',
+      status: 'refused',
+      problem: { code: 'subject_erased', status: 410, type: 'urn:lethe:problem:subject_erased' },
+    });
     expect(body.keys[0]).not.toHaveProperty('keyId');
     expect(body.keys[6]).toMatchObject({ subject: 'batch:erasing', status: 'refused', problem: { code: 'erasure_in_progress', status: 409 } });
     expect(body.keys.slice(1, 6).every((k) => k.status === 'created')).toBe(true);
@@ -140,7 +150,10 @@ describe('POST /v1/keys/batch', () => {
     expect(long[0]).toHaveLength(200);
     const body = await ok<Batch>(await batch(long), 200);
     expect(body).toMatchObject({ created: 10_000, existing: 0, refused: 0 });
-    const [n] = await queryRows<{ n: string | number }>(t.app.db.db, sql`select count(*) as n from audit_log where action = 'key.create' and key_id in (select json_array_elements_text(${JSON.stringify(body.keys.map((k) => k.keyId))}::json))`);
+    const [n] = await queryRows<{ n: string | number }>(
+      t.app.db.db,
+      sql`select count(*) as n from audit_log where action = 'key.create' and key_id in (select json_array_elements_text(${JSON.stringify(body.keys.map((k) => k.keyId))}::json))`,
+    );
     expect(Number(n!.n)).toBe(10_000);
     expect(await t.app.audit.verify(t.app.db.db)).toMatchObject({ ok: true });
   });
@@ -171,9 +184,15 @@ describe('POST /v1/keys/batch', () => {
     }
     for (const l of leases) expect(subjects.map((s) => live.get(s)![0])).toContain(l.keyId);
     // exactly one creation per subject, whoever made it, and one audit row each
-    const created = fromBatch.keys.filter((k) => k.status === 'created').length + singles.filter((x) => x.created).length + otherBatch.filter((r) => r.status === 'created').length;
+    const created =
+      fromBatch.keys.filter((k) => k.status === 'created').length +
+      singles.filter((x) => x.created).length +
+      otherBatch.filter((r) => r.status === 'created').length;
     expect(created).toBeLessThanOrEqual(60);
-    const rows = await createRows(t, subjects.map((s) => live.get(s)![0]!));
+    const rows = await createRows(
+      t,
+      subjects.map((s) => live.get(s)![0]!),
+    );
     expect(rows).toHaveLength(60);
     expect(await t.app.audit.verify(t.app.db.db)).toMatchObject({ ok: true, head: 'anchored' });
   });
@@ -193,7 +212,10 @@ describe('POST /v1/keys/batch on the embedded database (PGlite)', () => {
       const third = await ok<Batch>(await e.call('POST', '/v1/keys/batch', { role: 'writer', body: { subjects: [subjects[3], 'embedded:two-more'] } }), 200);
       expect(third.keys.map((k) => k.status)).toEqual(['refused', 'created']);
       expect(third.keys[0]!.problem).toMatchObject({ code: 'erasure_in_progress', status: 409 });
-      const rows = await createRows(e, [...first.keys, ...again.keys, ...third.keys].flatMap((k) => (k.status === 'created' ? [k.keyId!] : [])));
+      const rows = await createRows(
+        e,
+        [...first.keys, ...again.keys, ...third.keys].flatMap((k) => (k.status === 'created' ? [k.keyId!] : [])),
+      );
       expect(rows).toHaveLength(202);
       expect(await e.app.audit.verify(e.app.db.db)).toMatchObject({ ok: true, head: 'anchored' });
     } finally {

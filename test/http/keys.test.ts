@@ -38,8 +38,7 @@ const putKey = (subject: string) => t.call('PUT', `/v1/subjects/${subject}/key`,
 const lease = async (subject: string) => ok<Lease>(await t.call('POST', `/v1/subjects/${subject}/key/lease`, { role: 'writer' }), 200);
 const validity = async (keyIds: string[]) =>
   (await ok<{ keys: Record<string, string> }>(await t.call('POST', '/v1/keys/validity', { role: 'backup', body: { keyIds } }), 200)).keys;
-const destroy = (keyId: string, reason = 'contract test') =>
-  t.call('POST', `/v1/admin/keys/${keyId}/destroy`, { role: 'admin', body: { reason } });
+const destroy = (keyId: string, reason = 'contract test') => t.call('POST', `/v1/admin/keys/${keyId}/destroy`, { role: 'admin', body: { reason } });
 const dekBytes = (l: Lease) => Buffer.from(l.dek, 'base64url');
 
 describe('PUT /v1/subjects/{subject}/key', () => {
@@ -223,7 +222,13 @@ describe('what leaks and what errors look like', () => {
       expect(res.status, what).toBeGreaterThanOrEqual(400);
       expect(res.headers.get('content-type'), what).toMatch(/^application\/problem\+json/);
       const body = (await res.json()) as Record<string, unknown>;
-      expect(body, what).toMatchObject({ type: expect.any(String), title: expect.any(String), status: res.status, detail: expect.any(String), code: expect.any(String) });
+      expect(body, what).toMatchObject({
+        type: expect.any(String),
+        title: expect.any(String),
+        status: res.status,
+        detail: expect.any(String),
+        code: expect.any(String),
+      });
     }
   });
 });

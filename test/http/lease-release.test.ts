@@ -47,7 +47,10 @@ const release = (t: TestApp, subject: string, leaseId: string, role: 'writer' | 
   t.call('DELETE', `/v1/subjects/${subject}/key/lease/${leaseId}`, { role });
 
 async function releaseRows(t: TestApp, leaseId: string): Promise<Array<{ key_id: string; actor: string; detail: string }>> {
-  return queryRows(t.app.db.db, sql`select key_id, actor, detail from audit_log where action = 'key.lease.release' and detail::json ->> 'leaseId' = ${leaseId}`);
+  return queryRows(
+    t.app.db.db,
+    sql`select key_id, actor, detail from audit_log where action = 'key.lease.release' and detail::json ->> 'leaseId' = ${leaseId}`,
+  );
 }
 
 async function append(t: TestApp, subject: string, text: string): Promise<void> {
@@ -70,7 +73,7 @@ describe('DELETE /v1/subjects/{subject}/key/lease/{leaseId}', () => {
     await t?.close();
   });
 
-  it('answers 204 and records one key.lease.release audit row on the lease\'s key; releasing again answers 204 and records nothing more', async () => {
+  it("answers 204 and records one key.lease.release audit row on the lease's key; releasing again answers 204 and records nothing more", async () => {
     const s = `user:rel-${tag()}`;
     const l = await lease(t, s);
     const res = await release(t, s, l.leaseId);
@@ -94,7 +97,7 @@ describe('DELETE /v1/subjects/{subject}/key/lease/{leaseId}', () => {
     expect(await t.app.audit.verify(t.app.db.db)).toMatchObject({ ok: true });
   });
 
-  it('answers 404 not_found for a lease id never handed out, and for another subject\'s lease', async () => {
+  it("answers 404 not_found for a lease id never handed out, and for another subject's lease", async () => {
     const s = `user:rel-404-${tag()}`;
     const other = `user:rel-other-${tag()}`;
     const mine = await lease(t, s);
@@ -111,11 +114,21 @@ describe('DELETE /v1/subjects/{subject}/key/lease/{leaseId}', () => {
   it('answers 400 validation_failed naming the parameter for a malformed lease id or subject', async () => {
     const s = `user:rel-400-${tag()}`;
     const l = await lease(t, s);
-    for (const bad of ['lease_short', `key_${'A'.repeat(22)}`, `lease_${'A'.repeat(21)}*`, `lease_${'A'.repeat(23)}`, encodeURIComponent('lease_\u0000AAAAAAAAAAAAAAAAAAAAA')]) {
+    for (const bad of [
+      'lease_short',
+      `key_${'A'.repeat(22)}`,
+      `lease_${'A'.repeat(21)}*`,
+      `lease_${'A'.repeat(23)}`,
+      encodeURIComponent('lease_\u0000AAAAAAAAAAAAAAAAAAAAA'),
+    ]) {
       const { detail } = await expectProblem(release(t, s, bad), 400, 'validation_failed', bad);
       expect(detail, bad).toMatch(/leaseId/);
     }
-    const { detail } = await expectProblem(t.call('DELETE', `/v1/subjects/${encodeURIComponent('user 42')}/key/lease/${l.leaseId}`, { role: 'writer' }), 400, 'validation_failed');
+    const { detail } = await expectProblem(
+      t.call('DELETE', `/v1/subjects/${encodeURIComponent('user 42')}/key/lease/${l.leaseId}`, { role: 'writer' }),
+      400,
+      'validation_failed',
+    );
     expect(detail).toMatch(/subject/);
     expect(await releaseRows(t, l.leaseId)).toEqual([]);
   });
@@ -138,7 +151,10 @@ describe('DELETE /v1/subjects/{subject}/key/lease/{leaseId}', () => {
     expect(held.keyId).toBe(released.keyId);
     expect((await release(t, s, released.leaseId)).status).toBe(204);
     // the destruction records the latest expiry of the leases not released: the held one's
-    const d = await ok<{ leasedUntil?: string }>(t.call('POST', `/v1/admin/keys/${held.keyId}/destroy`, { role: 'admin', body: { reason: 'lease test' } }), 200);
+    const d = await ok<{ leasedUntil?: string }>(
+      t.call('POST', `/v1/admin/keys/${held.keyId}/destroy`, { role: 'admin', body: { reason: 'lease test' } }),
+      200,
+    );
     expect(d.leasedUntil).toBe(held.expiresAt);
     expect((await release(t, s, held.leaseId)).status).toBe(204);
     expect(await releaseRows(t, held.leaseId)).toEqual([expect.objectContaining({ key_id: held.keyId })]);
@@ -148,15 +164,17 @@ describe('DELETE /v1/subjects/{subject}/key/lease/{leaseId}', () => {
     const s2 = `user:rel-destroyed2-${tag()}`;
     const only = await lease(t, s2);
     expect((await release(t, s2, only.leaseId)).status).toBe(204);
-    const d2 = await ok<{ leasedUntil?: string }>(t.call('POST', `/v1/admin/keys/${only.keyId}/destroy`, { role: 'admin', body: { reason: 'lease test' } }), 200);
+    const d2 = await ok<{ leasedUntil?: string }>(
+      t.call('POST', `/v1/admin/keys/${only.keyId}/destroy`, { role: 'admin', body: { reason: 'lease test' } }),
+      200,
+    );
     expect(d2.leasedUntil).toBeUndefined();
   });
 
   it('the OpenAPI document describes the route: 204, 404, the lease id pattern', async () => {
-    const doc = await ok<{ paths: Record<string, Record<string, { responses: Record<string, unknown>; parameters: Array<{ name: string; schema: { pattern?: string } }> }>> }>(
-      t.call('GET', '/openapi.json', { role: 'none' }),
-      200,
-    );
+    const doc = await ok<{
+      paths: Record<string, Record<string, { responses: Record<string, unknown>; parameters: Array<{ name: string; schema: { pattern?: string } }> }>>;
+    }>(t.call('GET', '/openapi.json', { role: 'none' }), 200);
     const op = doc.paths['/v1/subjects/{subject}/key/lease/{leaseId}']?.delete;
     expect(op).toBeDefined();
     expect(Object.keys(op!.responses)).toEqual(expect.arrayContaining(['204', '404', '400', '401', '403']));
@@ -197,11 +215,16 @@ describe('drain_leases with releases (lease TTL at its default, 300 s)', () => {
     expect((await release(t, s, second.leaseId)).status).toBe(204);
     v = await t.app.erasures.settle(erasureId, 60_000).then(() => view(t, erasureId));
     const drainedAt = Date.parse(drainStep(v).finishedAt!);
-    console.log(`drain_leases ended ${drainedAt - releasedAt} ms after the last release; erasure finished ${Date.parse(v.finishedAt!) - releasedAt} ms after it (the leases would have expired ${Date.parse(second.expiresAt) - releasedAt} ms after it)`);
+    console.log(
+      `drain_leases ended ${drainedAt - releasedAt} ms after the last release; erasure finished ${Date.parse(v.finishedAt!) - releasedAt} ms after it (the leases would have expired ${Date.parse(second.expiresAt) - releasedAt} ms after it)`,
+    );
     expect(v.status).toBe('completed');
     expect(drainedAt - releasedAt).toBeLessThan(5_000);
     expect(drainedAt).toBeLessThan(Date.parse(second.expiresAt) - 280_000);
-    expect(drainStep(v)).toMatchObject({ status: 'done', detail: expect.stringMatching(/^every lease ended, the last released by its writer at .* \(2 of 2 released by their writers\)$/) });
+    expect(drainStep(v)).toMatchObject({
+      status: 'done',
+      detail: expect.stringMatching(/^every lease ended, the last released by its writer at .* \(2 of 2 released by their writers\)$/),
+    });
 
     // the residual (signed into the certificate) ends at the last release, not at the expiry captured at destruction
     const [releaseRow] = await queryRows<{ at: Date | string }>(

@@ -61,7 +61,12 @@ afterAll(async () => {
 });
 
 /** One page of a list: its items (under the list's array key) and nextCursor. */
-async function page<T>(path: string, key: string, role: TestRole, query: { limit?: number | string; cursor?: string | null; subject?: string } = {}): Promise<Page<string, T>> {
+async function page<T>(
+  path: string,
+  key: string,
+  role: TestRole,
+  query: { limit?: number | string; cursor?: string | null; subject?: string } = {},
+): Promise<Page<string, T>> {
   const q = new URLSearchParams();
   if (query.limit !== undefined) q.set('limit', String(query.limit));
   if (query.cursor) q.set('cursor', query.cursor);
@@ -94,8 +99,10 @@ async function append(subject: string, text: string): Promise<string> {
   return (await ok<{ entryId: string }>(t.call('POST', `/v1/subjects/${subject}/entries`, { body: { text } }), 201)).entryId;
 }
 
-const byPosition = <T extends { createdAt: string }>(id: (x: T) => string) => (a: T, b: T) =>
-  a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : id(a) < id(b) ? -1 : id(a) > id(b) ? 1 : 0;
+const byPosition =
+  <T extends { createdAt: string }>(id: (x: T) => string) =>
+  (a: T, b: T) =>
+    a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : id(a) < id(b) ? -1 : id(a) > id(b) ? 1 : 0;
 
 /** Cursors handed out during the tests, per list (for the foreign-cursor checks). */
 const handedOut: Record<'entries' | 'artifacts' | 'backups' | 'erasures', string[]> = { entries: [], artifacts: [], backups: [], erasures: [] };
@@ -230,7 +237,14 @@ describe('GET /v1/subjects/{subject}/entries pages', () => {
     const subject = 'user:pg-walk';
     const started = performance.now();
     // segments of 256 KiB: a registration of a 1 MiB segment of such small entries is a body over the 1 MiB limit
-    const bulk = new LetheWriter({ baseUrl, token: TOKENS.writer, store: t.app.objects, reserveBlock: 10_000, segmentMaxBytes: 256 * 1024, segmentMaxAgeMs: 200 });
+    const bulk = new LetheWriter({
+      baseUrl,
+      token: TOKENS.writer,
+      store: t.app.objects,
+      reserveBlock: 10_000,
+      segmentMaxBytes: 256 * 1024,
+      segmentMaxAgeMs: 200,
+    });
     const before = await Promise.all(Array.from({ length: 10_000 }, (_, i) => bulk.append(subject, { text: `pre-existing ${i}` })));
     await bulk.close();
     const wroteMs = performance.now() - started;
@@ -339,7 +353,12 @@ describe('bad list input is 400 validation_failed, never a 500', () => {
       expect(handedOut[list].length, `a ${list} cursor was handed out`).toBeGreaterThan(0);
       for (const other of lists.filter((l) => l.list !== list)) {
         const cursor = handedOut[other.list][0]!;
-        const { detail } = await expectProblem(t.call('GET', `${path}?cursor=${cursor}`, { role }), 400, 'validation_failed', `${other.list} cursor on ${path}`);
+        const { detail } = await expectProblem(
+          t.call('GET', `${path}?cursor=${cursor}`, { role }),
+          400,
+          'validation_failed',
+          `${other.list} cursor on ${path}`,
+        );
         expect(detail).toContain(`not of the ${list} list`);
       }
       // its own cursor is fine
@@ -361,7 +380,10 @@ describe('bad list input is 400 validation_failed, never a 500', () => {
     );
     for (const path of ['/v1/subjects/{subject}/entries', '/v1/artifacts', '/v1/backups', '/v1/erasures']) {
       const get = doc.paths[path]!.get;
-      expect(get.parameters?.filter((p) => p.in === 'query').map((p) => p.name), path).toEqual(expect.arrayContaining(['limit', 'cursor']));
+      expect(
+        get.parameters?.filter((p) => p.in === 'query').map((p) => p.name),
+        path,
+      ).toEqual(expect.arrayContaining(['limit', 'cursor']));
       expect(JSON.stringify(get.responses['200']), path).toContain('nextCursor');
     }
     expect(doc.paths['/v1/erasures']!.get.parameters?.map((p) => p.name)).toContain('subject');

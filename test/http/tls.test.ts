@@ -56,22 +56,73 @@ function openssl(args: string[]): void {
 
 /** A CA certificate and key (P-256), `<name>.crt` / `<name>.key`. */
 function makeCa(name: string): void {
-  openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.crt`, '-days', '2',
-    '-subj', `/CN=${name}`, '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+  openssl([
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    `${name}.key`,
+    '-out',
+    `${name}.crt`,
+    '-days',
+    '2',
+    '-subj',
+    `/CN=${name}`,
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
 }
 
 /** A leaf certificate signed by `ca`, with these extensions (subjectAltName, extendedKeyUsage). */
 function makeLeaf(name: string, ca: string, extensions: string): void {
   openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`]);
   writeFileSync(file(`${name}.ext`), `basicConstraints=CA:FALSE\n${extensions}\n`);
-  openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.crt`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`]);
+  openssl([
+    'x509',
+    '-req',
+    '-in',
+    `${name}.csr`,
+    '-CA',
+    `${ca}.crt`,
+    '-CAkey',
+    `${ca}.key`,
+    '-CAcreateserial',
+    '-out',
+    `${name}.crt`,
+    '-days',
+    '2',
+    '-extfile',
+    `${name}.ext`,
+  ]);
 }
 
 /** An RSA (2048) leaf signed by `ca`: the certificate kind under which `AES128-SHA` (RSA key exchange) can be negotiated. */
 function makeRsaLeaf(name: string, ca: string, extensions: string): void {
   openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`]);
   writeFileSync(file(`${name}.ext`), `basicConstraints=CA:FALSE\n${extensions}\n`);
-  openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.crt`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`]);
+  openssl([
+    'x509',
+    '-req',
+    '-in',
+    `${name}.csr`,
+    '-CA',
+    `${ca}.crt`,
+    '-CAkey',
+    `${ca}.key`,
+    '-CAcreateserial',
+    '-out',
+    `${name}.crt`,
+    '-days',
+    '2',
+    '-extfile',
+    `${name}.ext`,
+  ]);
 }
 
 /** A TLS handshake with the service offering only `ciphers` at `version`: the suite it agreed on, or the error that ended it. */
@@ -88,7 +139,10 @@ function handshake(port: number, version: SecureVersion, ciphers: string): Promi
 
 /** The url the "lethe listening" line names. */
 function listeningUrl(s: RunningService): string {
-  const line = s.stderr().split('\n').find((l) => l.includes('lethe listening'));
+  const line = s
+    .stderr()
+    .split('\n')
+    .find((l) => l.includes('lethe listening'));
   return (JSON.parse(line!) as { url: string }).url;
 }
 
@@ -196,7 +250,11 @@ describe('client certificates required (LETHE_TLS_CLIENT_CA)', () => {
     const without = await runCli(['erasure', 'list'], cliEnv, { timeoutMs: 60_000 });
     expect(without.code).not.toBe(0);
     expect(without.stderr).toMatch(/^lethe: the service at https:/);
-    const ok = await runCli(['erasure', 'list'], { ...cliEnv, LETHE_CLIENT_CERT: file('client.crt'), LETHE_CLIENT_KEY: file('client.key') }, { timeoutMs: 60_000 });
+    const ok = await runCli(
+      ['erasure', 'list'],
+      { ...cliEnv, LETHE_CLIENT_CERT: file('client.crt'), LETHE_CLIENT_KEY: file('client.key') },
+      { timeoutMs: 60_000 },
+    );
     expect(ok.code, ok.stderr).toBe(0);
     expect(JSON.parse(ok.stdout)).toHaveProperty('erasures');
     const half = await runCli(['erasure', 'list'], { ...cliEnv, LETHE_CLIENT_CERT: file('client.crt') }, { timeoutMs: 60_000 });
@@ -207,7 +265,8 @@ describe('client certificates required (LETHE_TLS_CLIENT_CA)', () => {
 
 describe('production and plain HTTP', () => {
   it('which hosts are loopback', () => {
-    for (const h of ['127.0.0.1', '127.8.9.10', 'localhost', 'LOCALHOST', '::1', '[::1]', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1']) expect(isLoopbackHost(h), h).toBe(true);
+    for (const h of ['127.0.0.1', '127.8.9.10', 'localhost', 'LOCALHOST', '::1', '[::1]', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1'])
+      expect(isLoopbackHost(h), h).toBe(true);
     for (const h of ['0.0.0.0', '::', '10.0.0.1', '128.0.0.1', 'lethe.example', 'localhost.example']) expect(isLoopbackHost(h), h).toBe(false);
   });
 
@@ -238,7 +297,9 @@ describe('production and plain HTTP', () => {
     expect(variables({ LETHE_TLS_KEY: file('server.key') })).toEqual(['LETHE_TLS_CERT']);
   });
 
-  it('`lethe serve` exits 2 saying why and the two ways out; LETHE_BEHIND_TLS_PROXY=true starts it; loopback plain HTTP starts', { timeout: TIMEOUT }, async () => {
+  it('`lethe serve` exits 2 saying why and the two ways out; LETHE_BEHIND_TLS_PROXY=true starts it; loopback plain HTTP starts', {
+    timeout: TIMEOUT,
+  }, async () => {
     const production = { ...env, NODE_ENV: 'production', PORT: '0' };
     const refused = await runCli(['serve'], { ...production, HOST: '0.0.0.0' }, { timeoutMs: 60_000 });
     expect(refused.code).toBe(2);
@@ -272,7 +333,9 @@ describe('the cipher suites', () => {
     await rsaService?.stop();
   });
 
-  it('with an RSA certificate, a client offering only AES128-SHA (no forward secrecy) is refused; ECDHE-RSA with AES-GCM or ChaCha20 and TLS 1.3 are taken', { timeout: TIMEOUT }, async () => {
+  it('with an RSA certificate, a client offering only AES128-SHA (no forward secrecy) is refused; ECDHE-RSA with AES-GCM or ChaCha20 and TLS 1.3 are taken', {
+    timeout: TIMEOUT,
+  }, async () => {
     makeRsaLeaf('rsa-server', 'ca', 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth');
     rsaService = await serve({ LETHE_TLS_CERT: file('rsa-server.crt'), LETHE_TLS_KEY: file('rsa-server.key') });
     for (const weak of ['AES128-SHA', 'AES256-GCM-SHA384', 'ECDHE-RSA-AES128-SHA', 'ECDHE-RSA-AES128-SHA256']) {
@@ -288,18 +351,41 @@ describe('the cipher suites', () => {
     for (const weak of ['ECDHE-ECDSA-AES128-SHA', 'ECDHE-ECDSA-AES256-SHA384']) {
       expect(await handshake(tlsService.port, 'TLSv1.2', weak), weak).toHaveProperty('error');
     }
-    expect(await handshake(tlsService.port, 'TLSv1.2', 'ECDHE-ECDSA-AES128-GCM-SHA256')).toMatchObject({ protocol: 'TLSv1.2', cipher: 'TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256' });
+    expect(await handshake(tlsService.port, 'TLSv1.2', 'ECDHE-ECDSA-AES128-GCM-SHA256')).toMatchObject({
+      protocol: 'TLSv1.2',
+      cipher: 'TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256',
+    });
     expect(await handshake(tlsService.port, 'TLSv1.3', 'TLS_CHACHA20_POLY1305_SHA256')).toMatchObject({ protocol: 'TLSv1.3' });
   });
 });
 
 describe('the TLS files', () => {
   const cases: ReadonlyArray<{ name: string; extra: () => Record<string, string>; says: RegExp }> = [
-    { name: 'a missing key file', extra: () => ({ LETHE_TLS_CERT: file('server.crt'), LETHE_TLS_KEY: file('missing.key') }), says: /LETHE_TLS_KEY: cannot read .*missing\.key \(ENOENT\)/ },
-    { name: 'a key of another certificate', extra: () => ({ LETHE_TLS_CERT: file('server.crt'), LETHE_TLS_KEY: file('client.key') }), says: /LETHE_TLS_KEY: .*client\.key is not the private key of the certificate in LETHE_TLS_CERT/ },
-    { name: 'a certificate file that holds a key', extra: () => ({ LETHE_TLS_CERT: file('server.key'), LETHE_TLS_KEY: file('server.key') }), says: /LETHE_TLS_CERT: .*server\.key does not hold a PEM certificate/ },
-    { name: 'a certificate without its key', extra: () => ({ LETHE_TLS_CERT: file('server.crt') }), says: /LETHE_TLS_KEY: set both LETHE_TLS_CERT and LETHE_TLS_KEY, or neither/ },
-    { name: 'an unreadable client CA', extra: () => ({ LETHE_TLS_CERT: file('server.crt'), LETHE_TLS_KEY: file('server.key'), LETHE_TLS_CLIENT_CA: file('missing-ca.crt') }), says: /LETHE_TLS_CLIENT_CA: cannot read/ },
+    {
+      name: 'a missing key file',
+      extra: () => ({ LETHE_TLS_CERT: file('server.crt'), LETHE_TLS_KEY: file('missing.key') }),
+      says: /LETHE_TLS_KEY: cannot read .*missing\.key \(ENOENT\)/,
+    },
+    {
+      name: 'a key of another certificate',
+      extra: () => ({ LETHE_TLS_CERT: file('server.crt'), LETHE_TLS_KEY: file('client.key') }),
+      says: /LETHE_TLS_KEY: .*client\.key is not the private key of the certificate in LETHE_TLS_CERT/,
+    },
+    {
+      name: 'a certificate file that holds a key',
+      extra: () => ({ LETHE_TLS_CERT: file('server.key'), LETHE_TLS_KEY: file('server.key') }),
+      says: /LETHE_TLS_CERT: .*server\.key does not hold a PEM certificate/,
+    },
+    {
+      name: 'a certificate without its key',
+      extra: () => ({ LETHE_TLS_CERT: file('server.crt') }),
+      says: /LETHE_TLS_KEY: set both LETHE_TLS_CERT and LETHE_TLS_KEY, or neither/,
+    },
+    {
+      name: 'an unreadable client CA',
+      extra: () => ({ LETHE_TLS_CERT: file('server.crt'), LETHE_TLS_KEY: file('server.key'), LETHE_TLS_CLIENT_CA: file('missing-ca.crt') }),
+      says: /LETHE_TLS_CLIENT_CA: cannot read/,
+    },
   ];
   for (const c of cases) {
     it.concurrent(`${c.name}: exit 2 naming the variable, never the key`, { timeout: TIMEOUT }, async () => {

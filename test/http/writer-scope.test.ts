@@ -21,7 +21,10 @@ describe('a writer token and the subjects it never named', () => {
     const other = await t.app.log.append('user:scope-other', { text: 'Olga keeps her passport in the freezer.' }, 'writer');
     const mine = await t.app.log.append('user:scope-mine', { text: 'Milo waters the ferns on Sundays.' }, 'writer');
     const art = await t.app.artifacts.write({ kind: 'summary', text: 'Two households.', sources: [other.entryId, mine.entryId] }, 'writer');
-    const graph = await ok<{ sources: Array<{ id: string; type: string }> }>(t.call('GET', `/v1/artifacts/${art.artifactId}/provenance`, { role: 'writer' }), 200);
+    const graph = await ok<{ sources: Array<{ id: string; type: string }> }>(
+      t.call('GET', `/v1/artifacts/${art.artifactId}/provenance`, { role: 'writer' }),
+      200,
+    );
     expect(graph.sources.map((s) => s.id)).toContain(other.entryId);
     const read = await ok<{ text: string }>(t.call('GET', `/v1/entries/${other.entryId}`, { role: 'writer' }), 200);
     expect(read.text).toBe('Olga keeps her passport in the freezer.');

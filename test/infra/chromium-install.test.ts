@@ -41,6 +41,8 @@ describe('infra/chromium.sh', () => {
     expect(r.status).toBe(1);
     expect(r.stdout).toBe('');
     expect(r.stderr).toContain(`no Chromium at ${missing}: installing Debian's chromium\n`);
-    expect(r.stderr).toContain("Chromium could not be installed (apt-get failed): run 'apt-get install -y chromium' as root, or set LETHE_CHROMIUM to a Chromium binary\n");
+    expect(r.stderr).toContain(
+      "Chromium could not be installed (apt-get failed): run 'apt-get install -y chromium' as root, or set LETHE_CHROMIUM to a Chromium binary\n",
+    );
   });
 });

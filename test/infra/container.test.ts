@@ -98,7 +98,10 @@ describe('infra/docker-compose.yml', () => {
     const broken = path.join(tempDir('lethe-compose-'), 'compose.yml');
     writeFileSync(broken, 'services:\n  lethe:\n    imagee: lethe:local\n');
     expect(composeSchemaErrors(broken).join('\n')).toMatch(/additional properties/);
-    writeFileSync(broken, 'services:\n  lethe:\n    image: lethe:local\n    depends_on:\n      migrate:\n        condition: service_done\n  migrate:\n    image: lethe:local\n');
+    writeFileSync(
+      broken,
+      'services:\n  lethe:\n    image: lethe:local\n    depends_on:\n      migrate:\n        condition: service_done\n  migrate:\n    image: lethe:local\n',
+    );
     expect(composeSchemaErrors(broken).length).toBeGreaterThan(0);
   });
 

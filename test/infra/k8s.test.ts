@@ -33,24 +33,70 @@ describe('infra/k8s', () => {
   });
 
   it('every manifest passes the schema, unknown-field and lethe checks', { timeout: 60_000 }, async () => {
-    expect(manifests.map((m) => m.object.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'Job', 'NetworkPolicy', 'PersistentVolumeClaim', 'Secret', 'Service']);
+    expect(manifests.map((m) => m.object.kind).sort()).toEqual([
+      'ConfigMap',
+      'Deployment',
+      'Job',
+      'NetworkPolicy',
+      'PersistentVolumeClaim',
+      'Secret',
+      'Service',
+    ]);
     expect(await validateManifests(manifests, CONFIG_VARIABLES)).toEqual([]);
   });
 
-  it('rejects a misspelled field, a wrong type, a Deployment without an image, and an environment variable lethe does not read', { timeout: 180_000 }, async () => {
-    const misspelled = await validateManifests(withEdit('Deployment', (o) => { o.spec.replicaz = o.spec.replicas; delete o.spec.replicas; }), CONFIG_VARIABLES);
+  it('rejects a misspelled field, a wrong type, a Deployment without an image, and an environment variable lethe does not read', {
+    timeout: 180_000,
+  }, async () => {
+    const misspelled = await validateManifests(
+      withEdit('Deployment', (o) => {
+        o.spec.replicaz = o.spec.replicas;
+        delete o.spec.replicas;
+      }),
+      CONFIG_VARIABLES,
+    );
     expect(misspelled.join('\n')).toMatch(/deployment\.yaml: Deployment lethe: .*'replicaz' does not exist/);
-    const nested = await validateManifests(withEdit('Deployment', (o) => { container(o).readinessProbe.httpGet.paht = '/readyz'; }), CONFIG_VARIABLES);
+    const nested = await validateManifests(
+      withEdit('Deployment', (o) => {
+        container(o).readinessProbe.httpGet.paht = '/readyz';
+      }),
+      CONFIG_VARIABLES,
+    );
     expect(nested.join('\n')).toMatch(/'paht' does not exist/);
-    const wrongType = await validateManifests(withEdit('Deployment', (o) => { o.spec.replicas = 'two'; }), CONFIG_VARIABLES);
+    const wrongType = await validateManifests(
+      withEdit('Deployment', (o) => {
+        o.spec.replicas = 'two';
+      }),
+      CONFIG_VARIABLES,
+    );
     expect(wrongType.join('\n')).toMatch(/replicas must be integer/);
-    const noImage = await validateManifests(withEdit('Deployment', (o) => { delete container(o).image; }), CONFIG_VARIABLES);
+    const noImage = await validateManifests(
+      withEdit('Deployment', (o) => {
+        delete container(o).image;
+      }),
+      CONFIG_VARIABLES,
+    );
     expect(noImage).toContain('deployment.yaml: Deployment lethe container lethe: no image');
-    const unknownEnv = await validateManifests(withEdit('Deployment', (o) => { container(o).env.push({ name: 'LETHE_ROOTKEY', value: 'x' }); }), CONFIG_VARIABLES);
+    const unknownEnv = await validateManifests(
+      withEdit('Deployment', (o) => {
+        container(o).env.push({ name: 'LETHE_ROOTKEY', value: 'x' });
+      }),
+      CONFIG_VARIABLES,
+    );
     expect(unknownEnv).toContain('deployment.yaml: Deployment lethe container lethe: env LETHE_ROOTKEY is not a variable lethe reads');
-    const unknownKey = await validateManifests(withEdit('ConfigMap', (o) => { o.data.LETHE_AUTOMIGRATE = 'false'; }), CONFIG_VARIABLES);
+    const unknownKey = await validateManifests(
+      withEdit('ConfigMap', (o) => {
+        o.data.LETHE_AUTOMIGRATE = 'false';
+      }),
+      CONFIG_VARIABLES,
+    );
     expect(unknownKey).toContain('configmap.yaml: ConfigMap lethe: key LETHE_AUTOMIGRATE is passed as an environment variable lethe does not read');
-    const badEnum = await validateManifests(withEdit('Service', (o) => { o.spec.type = 'Public'; }), CONFIG_VARIABLES);
+    const badEnum = await validateManifests(
+      withEdit('Service', (o) => {
+        o.spec.type = 'Public';
+      }),
+      CONFIG_VARIABLES,
+    );
     expect(badEnum).toContain('service.yaml: Service lethe: data/spec/type must be equal to one of the allowed values');
     expect(badEnum.join('\n')).toMatch(/service\.yaml: Service lethe: Type 'Public' is not assignable/);
   });
@@ -115,7 +161,9 @@ describe('infra/k8s', () => {
   it('the NetworkPolicy admits only labelled clients, on the HTTP port', () => {
     const policy = find('NetworkPolicy', 'lethe');
     expect(policy.spec.policyTypes).toEqual(['Ingress', 'Egress']);
-    expect(policy.spec.ingress).toEqual([{ from: [{ podSelector: { matchLabels: { 'lethe.io/client': 'true' } } }], ports: [{ protocol: 'TCP', port: 8787 }] }]);
+    expect(policy.spec.ingress).toEqual([
+      { from: [{ podSelector: { matchLabels: { 'lethe.io/client': 'true' } } }], ports: [{ protocol: 'TCP', port: 8787 }] },
+    ]);
     const egressPorts = (policy.spec.egress as Obj[]).flatMap((r) => (r.ports as Obj[]).map((p) => p.port as number));
     expect(egressPorts.sort((a, b) => a - b)).toEqual([53, 53, 443, 5432, 9000]);
   });

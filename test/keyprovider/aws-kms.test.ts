@@ -7,13 +7,7 @@
 import { randomBytes as nodeRandomBytes } from 'node:crypto';
 import { createServer as createHttpServer, request as httpRequest, type Server } from 'node:http';
 import { createServer as createTcpServer, type Socket } from 'node:net';
-import {
-  DecryptCommand,
-  DescribeKeyCommand,
-  KMSClient,
-  ListAliasesCommand,
-  ListKeysCommand,
-} from '@aws-sdk/client-kms';
+import { DecryptCommand, DescribeKeyCommand, KMSClient, ListAliasesCommand, ListKeysCommand } from '@aws-sdk/client-kms';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../infra/local-server.js';
 import { localKmsBinary, type LocalKmsServer, startLocalKms } from '../../infra/local-kms-server.js';
@@ -243,7 +237,13 @@ describe('AwsKmsEpochStore against local-kms', () => {
     });
     const port = await freePort();
     await new Promise<void>((r) => proxy.listen(port, '127.0.0.1', r));
-    const store = await AwsKmsEpochStore.open({ region: kms.region, endpoint: `http://127.0.0.1:${port}`, credentials: CREDENTIALS, aliasPrefix: prefix(), concurrency: 3 });
+    const store = await AwsKmsEpochStore.open({
+      region: kms.region,
+      endpoint: `http://127.0.0.1:${port}`,
+      credentials: CREDENTIALS,
+      aliasPrefix: prefix(),
+      concurrency: 3,
+    });
     try {
       await store.createEpoch(1);
       most = 0;
@@ -327,7 +327,14 @@ describe('AwsKmsEpochStore against local-kms', () => {
   });
 
   it('refuses bad options with validation_failed', async () => {
-    for (const bad of [{ aliasPrefix: 'aws/lethe' }, { aliasPrefix: 'has space' }, { aliasPrefix: '' }, { deletionWindowDays: 6 }, { deletionWindowDays: 31 }, { concurrency: 0 }]) {
+    for (const bad of [
+      { aliasPrefix: 'aws/lethe' },
+      { aliasPrefix: 'has space' },
+      { aliasPrefix: '' },
+      { deletionWindowDays: 6 },
+      { deletionWindowDays: 31 },
+      { concurrency: 0 },
+    ]) {
       const err = await rejection(openStore('lethe-test/ok', bad));
       expect(err.code, JSON.stringify(bad)).toBe('validation_failed');
     }

@@ -73,7 +73,10 @@ describe('the local keyring provider', () => {
     expect((await readdir(dir)).filter((f) => f !== 'destroyed')).toEqual(['epoch-00000002.kek']);
     // what is left of epoch 1 is a tombstone holding when it was destroyed (the first destruction's time), nothing secret
     expect(await readdir(path.join(dir, 'destroyed'))).toEqual(['epoch-00000001.json']);
-    expect(Object.keys(JSON.parse(readFileSync(path.join(dir, 'destroyed', 'epoch-00000001.json'), 'utf8')) as object).sort()).toEqual(['destroyedAt', 'epoch']);
+    expect(Object.keys(JSON.parse(readFileSync(path.join(dir, 'destroyed', 'epoch-00000001.json'), 'utf8')) as object).sort()).toEqual([
+      'destroyedAt',
+      'epoch',
+    ]);
     const at = await p.destroyedAt(1);
     expect(at).toBeInstanceOf(Date);
     expect(at!.getTime()).toBeLessThanOrEqual(destroyedBy);
@@ -146,9 +149,7 @@ describe('the root key', () => {
   });
 
   it('is never generated in production', () => {
-    expect(() => loadRootKey({ rootKey: undefined, rootKeyFile: undefined, dataDir: tempDir(), production: true }, warn)).toThrow(
-      /LETHE_ROOT_KEY/,
-    );
+    expect(() => loadRootKey({ rootKey: undefined, rootKeyFile: undefined, dataDir: tempDir(), production: true }, warn)).toThrow(/LETHE_ROOT_KEY/);
   });
 
   it('is read from LETHE_ROOT_KEY_FILE, and a bad file is refused without echoing it', () => {

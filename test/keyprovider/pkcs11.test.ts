@@ -15,7 +15,13 @@ const other: SoftHsmToken = await createSoftHsmToken({ label: `lethe-other-${pro
 let prefixes = 0;
 const freshPrefix = () => `t${process.pid}-${++prefixes}`;
 const openStore = (prefix: string, extra: { pin?: string | Uint8Array; sessions?: number } = {}) =>
-  Pkcs11EpochStore.open({ module: token.module, tokenLabel: token.tokenLabel, pin: extra.pin ?? token.pin, prefix, ...(extra.sessions ? { sessions: extra.sessions } : {}) });
+  Pkcs11EpochStore.open({
+    module: token.module,
+    tokenLabel: token.tokenLabel,
+    pin: extra.pin ?? token.pin,
+    prefix,
+    ...(extra.sessions ? { sessions: extra.sessions } : {}),
+  });
 
 afterAll(async () => {
   await token.cleanup();
@@ -47,7 +53,10 @@ function rawSession(): { lib: InstanceType<typeof pkcs11js.PKCS11>; session: Buf
     lib,
     session,
     find(label, cls = pkcs11js.CKO_SECRET_KEY) {
-      lib.C_FindObjectsInit(session, [{ type: pkcs11js.CKA_CLASS, value: cls }, { type: pkcs11js.CKA_LABEL, value: label }]);
+      lib.C_FindObjectsInit(session, [
+        { type: pkcs11js.CKA_CLASS, value: cls },
+        { type: pkcs11js.CKA_LABEL, value: label },
+      ]);
       const found = lib.C_FindObjects(session, 16);
       lib.C_FindObjectsFinal(session);
       return found;
@@ -165,10 +174,14 @@ describe('the PKCS#11 epoch store on SoftHSM2', () => {
     await store.createEpoch(4);
     const dek = randomBytes(32);
     const wrapped = Buffer.from(await store.wrap(4, dek, 'xproc', 'subject')).toString('base64');
-    const child = fork(path.join(import.meta.dirname, 'pkcs11-replica.ts'), [JSON.stringify({ module: token.module, tokenLabel: token.tokenLabel, pin: token.pin, prefix })], {
-      execArgv: ['--import', 'tsx'],
-      env: process.env,
-    });
+    const child = fork(
+      path.join(import.meta.dirname, 'pkcs11-replica.ts'),
+      [JSON.stringify({ module: token.module, tokenLabel: token.tokenLabel, pin: token.pin, prefix })],
+      {
+        execArgv: ['--import', 'tsx'],
+        env: process.env,
+      },
+    );
     const replies: Array<Record<string, unknown>> = [];
     const waiters: Array<(m: Record<string, unknown>) => void> = [];
     child.on('message', (m: Record<string, unknown>) => (waiters.shift() ?? ((x) => replies.push(x)))(m));
@@ -262,7 +275,9 @@ describe('the PKCS#11 epoch store on SoftHSM2', () => {
   });
 
   it('refuses a bad prefix and works after close of another store on the same token', async () => {
-    await expect(Pkcs11EpochStore.open({ module: token.module, tokenLabel: token.tokenLabel, pin: token.pin, prefix: 'a b' })).rejects.toMatchObject({ code: 'validation_failed' });
+    await expect(Pkcs11EpochStore.open({ module: token.module, tokenLabel: token.tokenLabel, pin: token.pin, prefix: 'a b' })).rejects.toMatchObject({
+      code: 'validation_failed',
+    });
     const second = await openStore(prefix, { sessions: 1 });
     await second.close();
     // the first store is still logged in and working

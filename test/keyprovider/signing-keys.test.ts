@@ -64,7 +64,12 @@ describe('certificate-signing keys in the local keyring', () => {
     const keys = await replica.listSigningKeys();
     expect(keys.map((k) => k.keyId)).toEqual([current.keyId, first!.keyId, keys[2]!.keyId]);
     expect((await replica.signCertificate({ n: 2 })).payload.signingKeyId).toBe(current.keyId);
-    expect(verifyCertificate(before, keys.map((k) => k.publicKey)).valid).toBe(true);
+    expect(
+      verifyCertificate(
+        before,
+        keys.map((k) => k.publicKey),
+      ).valid,
+    ).toBe(true);
     expect((await readdir(folder(dir))).filter((f) => f.endsWith('.key'))).toEqual([`${current.keyId}.key`]);
     await p.close();
     await replica.close();

@@ -58,7 +58,8 @@ export function providerStory(provider: () => ProviderUnderTest): void {
       call = callVault(tv.app);
       s = await classB(tv.app, 'kp');
       backupId = (await ok<{ backupId: string }>(call('POST', '/v1/backups', { role: 'backup' }), 201)).backupId;
-      erasureId = (await ok<{ erasureId: string }>(call('POST', '/v1/erasures', { role: 'eraser', body: { subject: s.A, legalBasis: 'gdpr-art17' } }), 202)).erasureId;
+      erasureId = (await ok<{ erasureId: string }>(call('POST', '/v1/erasures', { role: 'eraser', body: { subject: s.A, legalBasis: 'gdpr-art17' } }), 202))
+        .erasureId;
     });
     afterAll(async () => {
       await tv?.close();
@@ -121,7 +122,10 @@ export function providerStory(provider: () => ProviderUnderTest): void {
       await tv.app.erasures.finalizeCertificates();
       const again = await tv.app.provider.destructionState(firstEpoch);
       expect(again.state).toBe('pending');
-      const audited = await queryRows<{ n: string }>(tv.app.db.db, sql`select count(*) as n from audit_log where action = 'kek.epoch.redestroy' and epoch = ${firstEpoch}`);
+      const audited = await queryRows<{ n: string }>(
+        tv.app.db.db,
+        sql`select count(*) as n from audit_log where action = 'kek.epoch.redestroy' and epoch = ${firstEpoch}`,
+      );
       expect(Number(audited[0]!.n)).toBe(1);
       // the date has passed by the vault's clock, but the provider still holds the key (pending): never final
       await tv.app.erasures.finalizeCertificates();
@@ -131,7 +135,7 @@ export function providerStory(provider: () => ProviderUnderTest): void {
       expect(redated!.retiredAt!.getTime()).toBe((again as { goneAt: Date }).goneAt.getTime());
     });
 
-    it("the backup taken before the rotation cannot be restored: its keys are under an epoch the provider no longer holds", async () => {
+    it('the backup taken before the rotation cannot be restored: its keys are under an epoch the provider no longer holds', async () => {
       const db = await createTestDatabase();
       targets.push(db);
       const restorer = await tv.reopen({ listen: false }, { DATABASE_URL: db.url, S3_BUCKET: `lethe-rst-${Date.now().toString(36)}` });
@@ -186,7 +190,15 @@ export function providerStory(provider: () => ProviderUnderTest): void {
       const env = { ...tv.env, ...providerEnv, LETHE_LOG_LEVEL: 'warn' };
       const run = await runCli(['kek', 'migrate', '--quiet'], env, { timeoutMs: 120_000 });
       expect(run.code, run.stderr).toBe(0);
-      const result = JSON.parse(run.stdout) as { migrated: boolean; from: string; to: string; epoch: number; rewrapped: number; retired: number[]; keyringEpochsLeft: number[] };
+      const result = JSON.parse(run.stdout) as {
+        migrated: boolean;
+        from: string;
+        to: string;
+        epoch: number;
+        rewrapped: number;
+        retired: number[];
+        keyringEpochsLeft: number[];
+      };
       expect(result).toMatchObject({ migrated: true, from: 'local-keyring', to: p.name, retired: [1], keyringEpochsLeft: [] });
       expect(result.rewrapped).toBeGreaterThanOrEqual(3); // two subject keys and the summary's version key
       expect(readdirSync(tv.config.keyringDir).filter((f) => f.endsWith('.kek'))).toEqual([]);

@@ -124,7 +124,7 @@ describe('idempotent service appends', () => {
     expect((await entriesOf(subject)).length).toBe(2);
   });
 
-  it('a retry after the subject\'s key was destroyed is 410 key_destroyed, not a new entry', async () => {
+  it("a retry after the subject's key was destroyed is 410 key_destroyed, not a new entry", async () => {
     const subject = `user:idem-${tag()}`;
     const body = JSON.stringify({ text: 'to be erased' });
     const stored = await ok<Appended>(append(subject, body, 'k-gone'), 201);

@@ -34,7 +34,11 @@ async function upload(vault: App, subject: string, texts: readonly string[]) {
     const { bytes, places } = encodeSegment(sealed.map((s) => s.envelope));
     const segment = newSegmentKey();
     await vault.objects.put(segment, bytes);
-    return { segment, keyId, entries: sealed.map((s, i) => ({ entryId: s.entryId, subject, keyId, seq: s.seq, wrappedKey: toBase64Url(s.wrappedKey), ...places[i]! })) };
+    return {
+      segment,
+      keyId,
+      entries: sealed.map((s, i) => ({ entryId: s.entryId, subject, keyId, seq: s.seq, wrappedKey: toBase64Url(s.wrappedKey), ...places[i]! })),
+    };
   } finally {
     zeroize(dek);
   }
@@ -83,8 +87,13 @@ describe('the indexer on PostgreSQL and MinIO', () => {
     it('an append is answered before it is embedded, is readable at once, and becomes searchable once the queue drains; the lag is in /metrics and /readyz', async () => {
       const { t, baseUrl } = served;
       const vault = t.app;
-      const minio = (t.env as Record<string, string>);
-      const store = new S3ObjectStore({ endpoint: minio.S3_ENDPOINT!, accessKey: minio.S3_ACCESS_KEY!, secretKey: minio.S3_SECRET_KEY!, bucket: minio.S3_BUCKET! });
+      const minio = t.env as Record<string, string>;
+      const store = new S3ObjectStore({
+        endpoint: minio.S3_ENDPOINT!,
+        accessKey: minio.S3_ACCESS_KEY!,
+        secretKey: minio.S3_SECRET_KEY!,
+        bucket: minio.S3_BUCKET!,
+      });
       const writer = new LetheWriter({ baseUrl, token: TOKENS.writer, store, segmentMaxAgeMs: 10 });
       const subject = `user:idx-${randomBytes(3).toString('hex')}`;
       const canary = `quetzal-${randomBytes(4).toString('hex')}`;
@@ -104,7 +113,10 @@ describe('the indexer on PostgreSQL and MinIO', () => {
       const metrics = await (await t.call('GET', '/metrics', { role: 'none' })).text();
       expect(sample(metrics, 'lethe_search_lag_seconds')).toBeGreaterThan(0);
       expect(sample(metrics, 'lethe_search_queue_entries')).toBeGreaterThanOrEqual(1);
-      const ready = await ok<{ replica?: { searchQueued?: number; searchLagSeconds?: number; indexWorker?: string } }>(t.call('GET', '/readyz', { role: 'none' }), 200);
+      const ready = await ok<{ replica?: { searchQueued?: number; searchLagSeconds?: number; indexWorker?: string } }>(
+        t.call('GET', '/readyz', { role: 'none' }),
+        200,
+      );
       expect(ready.replica).toMatchObject({ indexWorker: 'stopped' });
       expect(ready.replica?.searchQueued).toBeGreaterThanOrEqual(1);
       expect(ready.replica?.searchLagSeconds).toBeGreaterThan(0);
@@ -138,7 +150,10 @@ describe('the indexer on PostgreSQL and MinIO', () => {
       const paged = await ok<{ entries: Array<{ entryId: string }> }>(served.t.call('GET', `/v1/subjects/${subject}/entries?limit=1`), 200);
       expect(paged.entries.map((e) => e.entryId)).toEqual([body.entries[0]!.entryId]);
       await vault.log.drained({ timeoutMs: 60_000 });
-      const rows = await queryRows<{ refused: string | null }>(vault.db.db, sql`select refused from log_entries where entry_id in ${body.entries.map((e) => e.entryId)} order by seq`);
+      const rows = await queryRows<{ refused: string | null }>(
+        vault.db.db,
+        sql`select refused from log_entries where entry_id in ${body.entries.map((e) => e.entryId)} order by seq`,
+      );
       expect(rows.map((r) => r.refused)).toEqual([null, 'frame_unopened']);
       expect(vault.vectors.index.has(body.entries[1]!.entryId)).toBe(false);
     });
@@ -315,7 +330,10 @@ describe('the indexer on PostgreSQL and MinIO', () => {
       expect(await queued(vault, [ids[0]!, ids[2]!])).toBe(2);
       expect(await queued(vault, [ids[1]!])).toBe(0);
       await vault.log.drained({ timeoutMs: 60_000 });
-      const rows = await queryRows<{ record_id: string; key_id: string }>(vault.db.db, sql`select record_id, key_id from embeddings where record_id in ${ids} order by record_id`);
+      const rows = await queryRows<{ record_id: string; key_id: string }>(
+        vault.db.db,
+        sql`select record_id, key_id from embeddings where record_id in ${ids} order by record_id`,
+      );
       expect(rows.map((r) => r.key_id)).toEqual([result.newKeyId, result.newKeyId]);
       expect(new Set(rows.map((r) => r.record_id))).toEqual(new Set([ids[0], ids[2]]));
     });

@@ -69,7 +69,10 @@ describe('the episodic log on MinIO', () => {
     // a raw copy of the whole bucket before the destruction
     const rawCopy = new Map<string, Uint8Array>();
     for await (const o of t.app.objects.list('log/')) rawCopy.set(o.key, await t.app.objects.get(o.key));
-    const [aliceRow] = await queryRows<{ segment: string }>(t.app.db.db, sql`select segment from log_entries where key_id = ${written.get('user:alice')![0]!.keyId} limit 1`);
+    const [aliceRow] = await queryRows<{ segment: string }>(
+      t.app.db.db,
+      sql`select segment from log_entries where key_id = ${written.get('user:alice')![0]!.keyId} limit 1`,
+    );
     // make one of alice's segments a noncurrent version
     await t.app.objects.delete(aliceRow!.segment);
 
@@ -128,7 +131,10 @@ describe('the episodic log on MinIO', () => {
       expect(((await res.json()) as { entries: Array<{ text: string }> }).entries.map((e) => e.text)).toEqual(written.get(s)!.map((w) => w.text));
     }
     // after the erasure alice writes under a new key, from seq 1
-    const again = (await (await t.call('POST', '/v1/subjects/user:alice/entries', { body: { text: 'a fresh start' } })).json()) as { keyId: string; seq: number };
+    const again = (await (await t.call('POST', '/v1/subjects/user:alice/entries', { body: { text: 'a fresh start' } })).json()) as {
+      keyId: string;
+      seq: number;
+    };
     expect(again.keyId).not.toBe(aliceKey);
     expect(again.seq).toBe(1);
   });
@@ -197,7 +203,10 @@ describe('re-keying a subject', () => {
     let tried = 0;
     for (const bytes of rawCopy.values()) {
       for (const f of decodeSegment(bytes)) {
-        for (const [i, id] of [[2, ids[1]!], [4, ids[3]!]] as const) {
+        for (const [i, id] of [
+          [2, ids[1]!],
+          [4, ids[3]!],
+        ] as const) {
           const wrapped = wraps.find((w) => w.entry_id === id)!.wrapped_key;
           expect(() => openEntry(newDek, { keyId: oldKeyId, entryId: id, seq: i }, wrapped, f.envelope)).toThrow();
           expect(() => openEntry(newDek, { keyId: result.newKeyId, entryId: id, seq: i }, wrapped, f.envelope)).toThrow();
@@ -211,7 +220,7 @@ describe('re-keying a subject', () => {
     expect(await t.app.log.append('user:rekey', { text: 'after' }, 'writer')).toMatchObject({ keyId: result.newKeyId, seq: 6 });
   });
 
-  it('refuses ids that are not the subject\'s entries, and leaves the key active', async () => {
+  it("refuses ids that are not the subject's entries, and leaves the key active", async () => {
     await t.app.log.append('user:rekey2', { text: 'keep me' }, 'writer');
     const keyId = (await t.app.keys.findKey('user:rekey2'))!.keyId;
     await expect(t.app.log.rekeySubject('user:rekey2', { exclude: ['entry_not_mine'], actor: 'eraser' })).rejects.toMatchObject({

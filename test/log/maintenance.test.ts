@@ -60,7 +60,7 @@ describe('log fsck and compaction', () => {
 });
 
 describe('appends on a replica whose DEK cache is stale', () => {
-  it('use the subject\'s new key when the cached one was destroyed elsewhere, and refuse while it is fenced', async () => {
+  it("use the subject's new key when the cached one was destroyed elsewhere, and refuse while it is fenced", async () => {
     const tv = await openTestVault();
     try {
       const replica = await tv.reopen({ listen: false }); // hears no invalidations

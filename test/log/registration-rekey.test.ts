@@ -43,7 +43,14 @@ describe('a registration retried across a re-key', () => {
       await t.app.objects.put(segment, bytes);
       return {
         segment,
-        entries: sealed.map((s, i) => ({ entryId: s.entryId, subject, keyId, seq: s.seq, ...places[i]!, wrappedKey: Buffer.from(s.wrappedKey).toString('base64url') })),
+        entries: sealed.map((s, i) => ({
+          entryId: s.entryId,
+          subject,
+          keyId,
+          seq: s.seq,
+          ...places[i]!,
+          wrappedKey: Buffer.from(s.wrappedKey).toString('base64url'),
+        })),
       };
     } finally {
       zeroize(dek);
@@ -51,7 +58,7 @@ describe('a registration retried across a re-key', () => {
   }
   const register = (body: unknown) => t.call('POST', '/v1/segments', { body });
 
-  it('answers registered again once a re-key moved the entries to the subject\'s new key; another frame under a taken id is still a conflict', async () => {
+  it("answers registered again once a re-key moved the entries to the subject's new key; another frame under a taken id is still a conflict", async () => {
     const subject = `user:regrk-${randomBytes(4).toString('hex')}`;
     const body = await upload(subject, ['Ordered a sourdough starter from Lyon', 'Moved the dentist to Thursday', 'Finished reading Middlemarch']);
     expect((await ok<Results>(register(body), 201)).results.map((r) => r.status)).toEqual(['registered', 'registered', 'registered']);

@@ -93,7 +93,11 @@ describe('registration of writer-sealed segments', () => {
     const result = await t.app.log.rekeySubject(subject, { actor: 'test' });
     // the embeddings moved to the new key as they were (re-sealed, not re-embedded): the index holds the same vectors under it
     expect(ids.map((id) => t.app.vectors.index.vectorOf(id))).toEqual(vectors);
-    expect((await queryRows<{ n: string | number }>(t.app.db.db, sql`select count(*) as n from embeddings where key_id = ${result.newKeyId}`)).map((r) => Number(r.n))).toEqual([2]);
+    expect(
+      (await queryRows<{ n: string | number }>(t.app.db.db, sql`select count(*) as n from embeddings where key_id = ${result.newKeyId}`)).map((r) =>
+        Number(r.n),
+      ),
+    ).toEqual([2]);
     expect(result).toMatchObject({ rewritten: 2, converted: 2, removed: 0 });
     const after = await rows();
     expect(after.every((r) => r.wrapped_key instanceof Uint8Array && r.key_id === result.newKeyId && r.segment !== body.segment)).toBe(true);

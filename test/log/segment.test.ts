@@ -67,7 +67,11 @@ describe('log frames', () => {
 
   it('are bound to their entry id, sequence number and subject key', () => {
     const { envelope, wrappedKey } = sealEntry(dek, ids, payload);
-    for (const moved of [{ ...ids, entryId: 'entry_2' }, { ...ids, seq: 4 }, { ...ids, keyId: 'key_b' }]) {
+    for (const moved of [
+      { ...ids, entryId: 'entry_2' },
+      { ...ids, seq: 4 },
+      { ...ids, keyId: 'key_b' },
+    ]) {
       expect(() => openEntry(dek, moved, wrappedKey, envelope)).toThrow(LetheError);
     }
     expect(() => openEntry(new Uint8Array(32).fill(8), ids, wrappedKey, envelope)).toThrow(LetheError);

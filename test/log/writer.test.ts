@@ -22,7 +22,9 @@ import { TOKENS, tempDir, testEnv } from '../support/vault.js';
 import { leasedDeks, wiped } from '../support/leased-deks.js';
 
 // the DEKs the writer leases, to check it zeroes them (test/support/leased-deks.ts)
-vi.mock('../../src/crypto/index.js', async (original) => (await import('../support/leased-deks.js')).trackLeasedDeks(await original<typeof import('../../src/crypto/index.js')>()));
+vi.mock('../../src/crypto/index.js', async (original) =>
+  (await import('../support/leased-deks.js')).trackLeasedDeks(await original<typeof import('../../src/crypto/index.js')>()),
+);
 
 const SUBJECTS = Array.from({ length: 12 }, (_, i) => `user:w${i}`);
 
@@ -38,7 +40,14 @@ describe('the writer client', () => {
     const env = testEnv({
       databaseUrl: db.url,
       dataDir: tempDir(),
-      extra: { PORT: '0', S3_ENDPOINT: minio.endpoint, S3_ACCESS_KEY: minio.accessKey, S3_SECRET_KEY: minio.secretKey, S3_BUCKET: bucket, S3_BACKUP_BUCKET: `${bucket}-bak` },
+      extra: {
+        PORT: '0',
+        S3_ENDPOINT: minio.endpoint,
+        S3_ACCESS_KEY: minio.accessKey,
+        S3_SECRET_KEY: minio.secretKey,
+        S3_BUCKET: bucket,
+        S3_BACKUP_BUCKET: `${bucket}-bak`,
+      },
     });
     server = await startServer(loadConfig(env), createLogger('silent'));
     store = new S3ObjectStore({ ...minio, bucket });
@@ -196,7 +205,12 @@ describe('the writer client', () => {
     });
     const svc = await startServer(loadConfig(env), createLogger('silent'));
     try {
-      const w = new LetheWriter({ baseUrl: `http://127.0.0.1:${svc.port}`, token: TOKENS.writer, store: new S3ObjectStore({ ...minio, bucket: `${bucket}-ttl` }), segmentMaxAgeMs: 10 });
+      const w = new LetheWriter({
+        baseUrl: `http://127.0.0.1:${svc.port}`,
+        token: TOKENS.writer,
+        store: new S3ObjectStore({ ...minio, bucket: `${bucket}-ttl` }),
+        segmentMaxAgeMs: 10,
+      });
       const before = leasedDeks.length;
       const deks = () => leasedDeks.slice(before);
       const first = await w.append('user:ttl', { text: 'one' });

@@ -60,11 +60,13 @@ describe('review: the finalizer and the row state it still trusts (M1)', () => {
     // refused: the certificate stays the checked provisional one, stating every residual, and the refusal names them
     expect(after).toEqual(provisional);
     const refused = (await t.app.erasures.get(erasureId)).residuals.find((r) => r.kind === 'certificate-refused');
-    expect(refused?.detail).toContain(`residuals: the erasure's row states none, the signed certificate ${(provisional.payload.residuals as Array<{ kind: string }>).map((r) => r.kind).join(', ')}`);
+    expect(refused?.detail).toContain(
+      `residuals: the erasure's row states none, the signed certificate ${(provisional.payload.residuals as Array<{ kind: string }>).map((r) => r.kind).join(', ')}`,
+    );
     expect(stated.length).toBeGreaterThan(0);
   });
 
-  it("a probe result edited in SQL before certify (the step moved past the probe) is not signed: certify probes again and names the copy", async () => {
+  it('a probe result edited in SQL before certify (the step moved past the probe) is not signed: certify probes again and names the copy', async () => {
     const A = `user:rev-pre-a-${tag()}`;
     const secret = words(6);
     await t.app.log.append(A, { text: `the alarm code is ${secret}` }, 'writer');
@@ -114,7 +116,11 @@ describe('review: the finalizer and the row state it still trusts (M1)', () => {
     }
     await t.app.db.db.execute(sql`update erasures set step = 'certify' where erasure_id = ${erasureId}`);
     await t.app.erasures.stepOnce();
-    const [after] = (await t.app.db.db.execute(sql`select status, step, certificate from erasures where erasure_id = ${erasureId}`)) as unknown as Array<{ status: string; step: string; certificate: unknown }>;
+    const [after] = (await t.app.db.db.execute(sql`select status, step, certificate from erasures where erasure_id = ${erasureId}`)) as unknown as Array<{
+      status: string;
+      step: string;
+      certificate: unknown;
+    }>;
     expect(after!.certificate, 'a certificate was signed for a key never destroyed').toBeNull();
     expect(after!.step).toBe('certify');
     const transitions = await t.app.erasures.transitions(erasureId);
@@ -138,14 +144,28 @@ describe('review: the anchor on the local folder', () => {
     const bucket = tv.app.backups.store.bucket;
     const head = await readJson<{ seq: number }>(tv.app.backups.store, LEDGER_HEAD_KEY);
     // the insider's SQL: an unstored record after the last, with any body and MAC
-    const forged = JSON.stringify({ format: 'lethe-ledger-chain/1', seq: head.seq + 1, prev: '0'.repeat(64), at: new Date().toISOString(), auditHead: null, destructions: [], manifests: [], mac: 'f'.repeat(64) });
-    await tv.app.db.db.execute(sql`insert into ledger_chain (bucket, seq, body, mac, created_at) values (${bucket}, ${head.seq + 1}, ${forged}, ${Buffer.from('f'.repeat(64), 'hex')}, now())`);
+    const forged = JSON.stringify({
+      format: 'lethe-ledger-chain/1',
+      seq: head.seq + 1,
+      prev: '0'.repeat(64),
+      at: new Date().toISOString(),
+      auditHead: null,
+      destructions: [],
+      manifests: [],
+      mac: 'f'.repeat(64),
+    });
+    await tv.app.db.db.execute(
+      sql`insert into ledger_chain (bucket, seq, body, mac, created_at) values (${bucket}, ${head.seq + 1}, ${forged}, ${Buffer.from('f'.repeat(64), 'hex')}, now())`,
+    );
     const b = await tv.app.log.append(`user:rev-poison-b-${tag()}`, { text: words(6) }, 'writer');
     await tv.app.keys.destroyKey(b.keyId, { reason: 'erasure', actor: 'eraser' });
     const waited = await tv.app.backups.awaitDurable([b.keyId], 3000);
     // nothing unsealed reached the bucket, and its chain still verifies
     const written = await tv.app.backups.store.head(chainRecordKey(head.seq + 1));
-    const chain = await tv.app.backups.ledgerChain().then(() => 'verifies', (e: Error) => e.message);
+    const chain = await tv.app.backups.ledgerChain().then(
+      () => 'verifies',
+      (e: Error) => e.message,
+    );
     expect(waited.pending).toEqual([b.keyId]);
     expect(waited.error).toMatch(/record \d+ .*(MAC|sealed)/);
     expect(written, 'an unsealed record was written to the backup bucket').toBeUndefined();
@@ -164,11 +184,13 @@ describe('review: the anchor on the local folder', () => {
     await tv.app.backups.store.put(chainRecordKey(head.seq), Buffer.from('{"noise":true}'));
     expect(await tv.app.backups.checkAnchor()).toMatch(/was replaced in the backup bucket/);
     await tv.app.backups.repairLedger();
-    expect(await tv.app.backups.checkAnchor(), 'repair-ledger left the overwritten record in place: the chain stays cut, no destruction is durable again').toBeUndefined();
+    expect(
+      await tv.app.backups.checkAnchor(),
+      'repair-ledger left the overwritten record in place: the chain stays cut, no destruction is durable again',
+    ).toBeUndefined();
     const b = await tv.app.log.append(`user:rev-over-b-${tag()}`, { text: words(6) }, 'writer');
     await tv.app.keys.destroyKey(b.keyId, { reason: 'erasure', actor: 'eraser' });
     expect((await tv.app.backups.awaitDurable([b.keyId], 30_000)).pending).toEqual([]);
     await tv.app.backups.ledgerChain();
   });
 });
-

@@ -118,7 +118,10 @@ describe('HashingEmbedder', () => {
     const e = new HashingEmbedder();
     for (const t of ['', '   ', '?!...', 'the and of to it']) {
       const v = e.embedOne(t);
-      expect(v.every((x) => x === 0), JSON.stringify(t)).toBe(true);
+      expect(
+        v.every((x) => x === 0),
+        JSON.stringify(t),
+      ).toBe(true);
     }
   });
 
@@ -235,14 +238,90 @@ describe('OpenAiEmbedder against a local OpenAI-compatible endpoint', () => {
     ['a body that is not JSON', () => server.answer(() => ({ status: 200, body: 'not json', raw: true }))],
     ['no data', () => server.answer(() => ({ status: 200, body: { object: 'list' } }))],
     ['fewer vectors than inputs', () => server.answer((r) => ({ status: 200, body: { data: vectorsFor((r.body as { input: unknown[] }).input).slice(1) } }))],
-    ['more vectors than inputs', () => server.answer((r) => ({ status: 200, body: { data: [...vectorsFor((r.body as { input: unknown[] }).input), { index: 9, embedding: [1, 0, 0, 0] }] } }))],
-    ['vectors of the wrong dimensions', () => server.answer(() => ({ status: 200, body: { data: [{ index: 0, embedding: [1, 2, 3] }, { index: 1, embedding: [1, 2, 3] }] } }))],
-    ['non-numbers in a vector', () => server.answer(() => ({ status: 200, body: { data: [{ index: 0, embedding: [1, '2', 3, 4] }, { index: 1, embedding: [1, 2, null, 4] }] } }))],
-    ['a vector that is not an array', () => server.answer(() => ({ status: 200, body: { data: [{ index: 0, embedding: 'AAAA' }, { index: 1, embedding: {} }] } }))],
+    [
+      'more vectors than inputs',
+      () =>
+        server.answer((r) => ({ status: 200, body: { data: [...vectorsFor((r.body as { input: unknown[] }).input), { index: 9, embedding: [1, 0, 0, 0] }] } })),
+    ],
+    [
+      'vectors of the wrong dimensions',
+      () =>
+        server.answer(() => ({
+          status: 200,
+          body: {
+            data: [
+              { index: 0, embedding: [1, 2, 3] },
+              { index: 1, embedding: [1, 2, 3] },
+            ],
+          },
+        })),
+    ],
+    [
+      'non-numbers in a vector',
+      () =>
+        server.answer(() => ({
+          status: 200,
+          body: {
+            data: [
+              { index: 0, embedding: [1, '2', 3, 4] },
+              { index: 1, embedding: [1, 2, null, 4] },
+            ],
+          },
+        })),
+    ],
+    [
+      'a vector that is not an array',
+      () =>
+        server.answer(() => ({
+          status: 200,
+          body: {
+            data: [
+              { index: 0, embedding: 'AAAA' },
+              { index: 1, embedding: {} },
+            ],
+          },
+        })),
+    ],
     ['entries that are null instead of objects', () => server.answer(() => ({ status: 200, body: { data: [null, null] } }))],
-    ['the same index twice', () => server.answer(() => ({ status: 200, body: { data: [{ index: 0, embedding: [1, 0, 0, 0] }, { index: 0, embedding: [0, 1, 0, 0] }] } }))],
-    ['a fractional index', () => server.answer(() => ({ status: 200, body: { data: [{ index: 0.5, embedding: [1, 0, 0, 0] }, { index: 1, embedding: [0, 1, 0, 0] }] } }))],
-    ['an index out of range', () => server.answer(() => ({ status: 200, body: { data: [{ index: 0, embedding: [1, 0, 0, 0] }, { index: 2, embedding: [0, 1, 0, 0] }] } }))],
+    [
+      'the same index twice',
+      () =>
+        server.answer(() => ({
+          status: 200,
+          body: {
+            data: [
+              { index: 0, embedding: [1, 0, 0, 0] },
+              { index: 0, embedding: [0, 1, 0, 0] },
+            ],
+          },
+        })),
+    ],
+    [
+      'a fractional index',
+      () =>
+        server.answer(() => ({
+          status: 200,
+          body: {
+            data: [
+              { index: 0.5, embedding: [1, 0, 0, 0] },
+              { index: 1, embedding: [0, 1, 0, 0] },
+            ],
+          },
+        })),
+    ],
+    [
+      'an index out of range',
+      () =>
+        server.answer(() => ({
+          status: 200,
+          body: {
+            data: [
+              { index: 0, embedding: [1, 0, 0, 0] },
+              { index: 2, embedding: [0, 1, 0, 0] },
+            ],
+          },
+        })),
+    ],
   ];
 
   for (const [what, arrange] of failures) {

@@ -10,7 +10,7 @@ const plain = "Walter keeps the vault combination 7741 inside his grandmother's 
 
 describe('comparisonForm', () => {
   it('drops default-ignorable code points: zero-width space and joiners, soft hyphen, word joiner, variation selector, bidi controls, BOM', () => {
-    const disguised = 'Wal\u200bter ke\u00adeps the va\u200dult com\u2060bination 77\u200c41 in\ufe0fside his \u202egrandmother\u202c\'s cook\ufeffbook.';
+    const disguised = "Wal\u200bter ke\u00adeps the va\u200dult com\u2060bination 77\u200c41 in\ufe0fside his \u202egrandmother\u202c's cook\ufeffbook.";
     expect(comparisonForm(disguised)).toBe(comparisonForm(plain));
   });
 
@@ -22,11 +22,24 @@ describe('comparisonForm', () => {
 
   it('keeps ASCII a fixed point: m, l, I, 0 and 1 are not folded to rn, l, O as the raw skeleton does', () => {
     expect(comparisonForm('Mom filled 10 boxes in 2001, I think')).toBe('mom filled 10 boxes in 2001, i think');
-    fc.assert(fc.property(fc.string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!?,;: \'"') }), (s) => comparisonForm(s) === s.toLowerCase()));
+    fc.assert(
+      fc.property(
+        fc.string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!?,;: \'"') }),
+        (s) => comparisonForm(s) === s.toLowerCase(),
+      ),
+    );
   });
 
   it('joins a number whatever its separators: spaces, dashes, dots, brackets, or none', () => {
-    const forms = ['+44 20 7946 0958', '442079460958', '44-20-7946-0958', '44.20.7946.0958', '+44 (20) 7946 0958', '44\u201320\u20137946\u20130958', '４４ ２０ ７９４６ ０９５８'];
+    const forms = [
+      '+44 20 7946 0958',
+      '442079460958',
+      '44-20-7946-0958',
+      '44.20.7946.0958',
+      '+44 (20) 7946 0958',
+      '44\u201320\u20137946\u20130958',
+      '４４ ２０ ７９４６ ０９５８',
+    ];
     for (const f of forms) expect(tokenize(`call ${f} now`), f).toEqual(['call', '442079460958', 'now']);
     // a number beside words stays apart from them; a group that is part of a word is not a number's group
     expect(tokenize('room 12, floor 3')).toEqual(['room', '12', 'floor', '3']);
@@ -35,7 +48,10 @@ describe('comparisonForm', () => {
 
   it('gives a disguised copy the same keyed shingles as the plain text', () => {
     const hasher = new ShingleHasher(randomBytes(32));
-    const disguised = [...plain].map((c) => ({ a: 'а', e: 'е', o: 'о', c: 'с', i: 'і' })[c] ?? c).join('').replace(/(\w)(\w)/g, '$1\u00ad$2');
+    const disguised = [...plain]
+      .map((c) => ({ a: 'а', e: 'е', o: 'о', c: 'с', i: 'і' })[c] ?? c)
+      .join('')
+      .replace(/(\w)(\w)/g, '$1\u00ad$2');
     expect(hasher.of(disguised)).toEqual(hasher.of(plain));
     hasher.destroy();
   });

@@ -106,8 +106,11 @@ describe('the search index on two replicas of one vault', () => {
     expect(await fresh.vectors.rebuild()).toEqual({ loaded: written.length, destroyed: 0, otherModel: 0, workers: 0 });
   });
 
-  it('embeddings are stored sealed: no row holds the vector\'s bytes in the clear', async () => {
-    const rows = await queryRows<{ record_id: string; key_id: string; sealed: Uint8Array }>(tv.app.db.db, sql`select record_id, key_id, sealed from embeddings`);
+  it("embeddings are stored sealed: no row holds the vector's bytes in the clear", async () => {
+    const rows = await queryRows<{ record_id: string; key_id: string; sealed: Uint8Array }>(
+      tv.app.db.db,
+      sql`select record_id, key_id, sealed from embeddings`,
+    );
     expect(rows.length).toBe(written.length);
     for (const w of written) {
       const row = rows.find((r) => r.record_id === w.entryId)!;
@@ -121,7 +124,7 @@ describe('the search index on two replicas of one vault', () => {
     }
   });
 
-  it('destroying a subject\'s key drops its entries from search at once on the same vault, and soon on the other replica', async () => {
+  it("destroying a subject's key drops its entries from search at once on the same vault, and soon on the other replica", async () => {
     const keyId = keyOf('user:peanut');
     const ids = idsOf('user:peanut');
     expect((await hitIds(replica, 'peanut allergy', 2)).sort()).toEqual([...ids].sort());
@@ -148,7 +151,7 @@ describe('the search index on two replicas of one vault', () => {
     expect((await hitIds(tv.app, 'moving to lisbon', 2)).sort()).toEqual(idsOf('user:lisbon').sort());
   });
 
-  it('a vault started after a key destruction does not load that key\'s vectors, not even sealed copies that outlived the key: the rebuild counts them as destroyed', async () => {
+  it("a vault started after a key destruction does not load that key's vectors, not even sealed copies that outlived the key: the rebuild counts them as destroyed", async () => {
     const ids = idsOf('user:peanut');
     // Sealed copies of the destroyed key's embeddings that outlived it (a database
     // restored from a backup taken before the destruction): put back any the
@@ -185,13 +188,10 @@ describe('the search index on two replicas of one vault', () => {
     expect(restarted.vectors.index.has(excluded!)).toBe(false);
 
     // the replica that was running during the re-key
-    const replicaCaughtUp = await eventually(
-      async () => {
-        const ids = await hitIds(replica, 'jazz saxophone records', 3);
-        return ids.includes(kept1!) && ids.includes(kept2!) && !ids.includes(excluded!);
-      },
-      5_000,
-    );
+    const replicaCaughtUp = await eventually(async () => {
+      const ids = await hitIds(replica, 'jazz saxophone records', 3);
+      return ids.includes(kept1!) && ids.includes(kept2!) && !ids.includes(excluded!);
+    }, 5_000);
     expect(replica.vectors.index.has(excluded!)).toBe(false);
     expect(replicaCaughtUp, `replica index holds ${JSON.stringify(replica.vectors.index.idsOfKey(result.newKeyId))} under the new key`).toBe(true);
   });

@@ -66,7 +66,7 @@ describe('the lexical index on two replicas of one vault', () => {
     expect(coverage).toEqual({ indexed: coverage.stored, stored: coverage.stored, queued: 0, rebuilding: false });
   });
 
-  it('shingle sets are sealed at rest: no stored row holds any of its text\'s shingle hashes in the clear', async () => {
+  it("shingle sets are sealed at rest: no stored row holds any of its text's shingle hashes in the clear", async () => {
     const rows = await queryRows<{ record_id: string; sealed: Uint8Array }>(tv.app.db.db, sql`select record_id, sealed from embeddings`);
     for (const w of written) {
       const row = rows.find((r) => r.record_id === w.entryId)!;
@@ -120,7 +120,9 @@ describe('the lexical index on two replicas of one vault', () => {
     const { dek } = await tv.app.keys.dekFor(keyId);
     const [vector] = await tv.app.vectors.embedder.embed(['An entry from an older lethe.']);
     const model = tv.app.vectors.embedder.model;
-    await upsertEmbeddings(tv.app.db.db, [{ recordId: entryId, recordType: 'entry', keyId, model, sealed: sealEmbedding(dek, { recordId: entryId, keyId, model }, vector!), foldVersion: 1 }]);
+    await upsertEmbeddings(tv.app.db.db, [
+      { recordId: entryId, recordType: 'entry', keyId, model, sealed: sealEmbedding(dek, { recordId: entryId, keyId, model }, vector!), foldVersion: 1 },
+    ]);
     dek.fill(0);
     await tv.app.vectors.rebuild();
     expect(tv.app.vectors.lexical.has(entryId)).toBe(false);

@@ -38,7 +38,11 @@ const FUNCTION_WORDS = new Set(
 );
 
 function contentStems(text: string): Set<string> {
-  return new Set(tokenize(text).filter((w) => !FUNCTION_WORDS.has(w)).map(stem));
+  return new Set(
+    tokenize(text)
+      .filter((w) => !FUNCTION_WORDS.has(w))
+      .map(stem),
+  );
 }
 
 describe('paraphrased questions find their entry with the built-in embedder', () => {

@@ -14,7 +14,22 @@ import { vectorsOn } from '../support/vectors.js';
 
 const SUBJECTS = 4;
 const PER_SUBJECT = 150;
-const WORDS = ['harbour', 'violin', 'allergy', 'mortgage', 'glacier', 'passport', 'orchard', 'insulin', 'lantern', 'tractor', 'sonata', 'visa', 'ferry', 'pollen'];
+const WORDS = [
+  'harbour',
+  'violin',
+  'allergy',
+  'mortgage',
+  'glacier',
+  'passport',
+  'orchard',
+  'insulin',
+  'lantern',
+  'tractor',
+  'sonata',
+  'visa',
+  'ferry',
+  'pollen',
+];
 
 function text(s: number, i: number): string {
   const w = (n: number) => WORDS[(s * 7 + i * n) % WORDS.length]!;
@@ -56,13 +71,26 @@ describe.each([
       const { dek } = await tv.app.keys.dekFor(keyId);
       try {
         const sealed = await tv.app.vectors.seal(
-          Array.from({ length: PER_SUBJECT - 1 }, (_, i) => ({ recordId: `entry_w${s}x${String(i).padStart(18, '0')}`, recordType: 'entry' as const, text: text(s, i + 1) })),
+          Array.from({ length: PER_SUBJECT - 1 }, (_, i) => ({
+            recordId: `entry_w${s}x${String(i).padStart(18, '0')}`,
+            recordType: 'entry' as const,
+            text: text(s, i + 1),
+          })),
           keyId,
           dek,
         );
         await upsertEmbeddings(
           tv.app.db.db,
-          sealed.map((e): SealedEmbedding => ({ recordId: e.recordId, recordType: e.recordType, keyId: e.keyId, model: e.model, sealed: e.sealed, foldVersion: e.foldVersion })),
+          sealed.map(
+            (e): SealedEmbedding => ({
+              recordId: e.recordId,
+              recordType: e.recordType,
+              keyId: e.keyId,
+              model: e.model,
+              sealed: e.sealed,
+              foldVersion: e.foldVersion,
+            }),
+          ),
         );
         idsOf[s]!.push(...sealed.map((e) => e.recordId));
       } finally {
@@ -102,7 +130,10 @@ describe.each([
     expect(snapshot(vectors)).toEqual(before);
     // one that fails as it starts, before it is ready
     const crashing = new URL(`data:text/javascript,${encodeURIComponent("throw new Error('this worker fails as it starts')")}`);
-    await expect(vectors.rebuild(97, { workers: 2, workerScript: crashing })).rejects.toMatchObject({ code: 'internal', message: expect.stringMatching(/rebuild worker/) });
+    await expect(vectors.rebuild(97, { workers: 2, workerScript: crashing })).rejects.toMatchObject({
+      code: 'internal',
+      message: expect.stringMatching(/rebuild worker/),
+    });
     expect(vectors.rebuilding).toBe(false);
     expect(snapshot(vectors)).toEqual(before);
     expect(await vectors.rebuild(97, { workers: 2 })).toMatchObject({ loaded: SUBJECTS * PER_SUBJECT, workers: 2 });

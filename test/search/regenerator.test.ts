@@ -73,7 +73,7 @@ describe('ExtractiveRegenerator', () => {
     }
   });
 
-  it('drops repeated sentences (ignoring case and spacing), and a repeat does not use up its source\'s quota', async () => {
+  it("drops repeated sentences (ignoring case and spacing), and a repeat does not use up its source's quota", async () => {
     const r = new ExtractiveRegenerator({ sentencesPerSource: 2 });
     const out = await r.regenerate(input('Likes tea. Lives in Leeds. Has a dog.', 'likes   TEA. Lives in Leeds. Works nights. Plays chess.', 'Works nights.'));
     expect(out).toBe('Likes tea. Lives in Leeds. Works nights. Plays chess.');
@@ -117,9 +117,15 @@ describe('ExtractiveRegenerator', () => {
   });
 
   const sourceText = fc
-    .array(fc.oneof(fc.constantFrom('Lives in Leeds.', 'likes tea!', 'Works nights?', 'Has a cat', 'HAS  A CAT', '\n', ' ', '. ', 'é'), fc.string({ maxLength: 12 })), {
-      maxLength: 12,
-    })
+    .array(
+      fc.oneof(
+        fc.constantFrom('Lives in Leeds.', 'likes tea!', 'Works nights?', 'Has a cat', 'HAS  A CAT', '\n', ' ', '. ', 'é'),
+        fc.string({ maxLength: 12 }),
+      ),
+      {
+        maxLength: 12,
+      },
+    )
     .map((parts) => parts.join(''));
   const sourcesArb = fc.array(
     fc.record({ id: fc.string({ minLength: 1, maxLength: 5 }), type: fc.constantFrom<'entry' | 'artifact'>('entry', 'artifact'), text: sourceText }),
@@ -130,7 +136,9 @@ describe('ExtractiveRegenerator', () => {
     await fc.assert(
       fc.asyncProperty(sourcesArb, fc.integer({ min: 1, max: 5 }), async (sources, n) => {
         const i: RegenerationInput = { artifactId: 'art_x', kind: 'fact', sources };
-        expect(await new ExtractiveRegenerator({ sentencesPerSource: n }).regenerate(i)).toBe(await new ExtractiveRegenerator({ sentencesPerSource: n }).regenerate(i));
+        expect(await new ExtractiveRegenerator({ sentencesPerSource: n }).regenerate(i)).toBe(
+          await new ExtractiveRegenerator({ sentencesPerSource: n }).regenerate(i),
+        );
       }),
       { numRuns: 200 },
     );
@@ -151,7 +159,7 @@ describe('ExtractiveRegenerator', () => {
     );
   });
 
-  it('after a source is dropped, none of that source\'s own sentences remain', async () => {
+  it("after a source is dropped, none of that source's own sentences remain", async () => {
     const r = new ExtractiveRegenerator();
     const kept = { id: 'entry_1', type: 'entry' as const, text: 'Prefers window seats. Drinks oat milk.' };
     const erased = { id: 'entry_2', type: 'entry' as const, text: 'Was treated for burnout in 2024. Sees a therapist weekly.' };
@@ -178,7 +186,10 @@ describe('ChatRegenerator against a local chat-completions endpoint', () => {
   });
   beforeEach(() => {
     server.requests.length = 0;
-    server.answer(() => ({ status: 200, body: { id: 'c1', choices: [{ index: 0, message: { role: 'assistant', content: '  Lives in Leith; works nights.\n' } }] } }));
+    server.answer(() => ({
+      status: 200,
+      body: { id: 'c1', choices: [{ index: 0, message: { role: 'assistant', content: '  Lives in Leith; works nights.\n' } }] },
+    }));
   });
 
   function regenerator(options: Partial<ConstructorParameters<typeof ChatRegenerator>[0]> = {}): ChatRegenerator {
@@ -209,7 +220,7 @@ describe('ChatRegenerator against a local chat-completions endpoint', () => {
     expect(server.requests[0]!.headers.authorization).toBeUndefined();
   });
 
-  it('answers the first choice\'s text, trimmed', async () => {
+  it("answers the first choice's text, trimmed", async () => {
     expect(await regenerator().regenerate({ artifactId: 'art_1', kind: 'summary', sources })).toBe('Lives in Leith; works nights.');
   });
 
@@ -219,9 +230,15 @@ describe('ChatRegenerator against a local chat-completions endpoint', () => {
     ['a body that is not JSON', () => server.answer(() => ({ status: 200, body: '<html>', raw: true }))],
     ['no choices', () => server.answer(() => ({ status: 200, body: { choices: [] } }))],
     ['a choice with no message', () => server.answer(() => ({ status: 200, body: { choices: [{ index: 0 }] } }))],
-    ['content that is not a string', () => server.answer(() => ({ status: 200, body: { choices: [{ message: { content: [{ type: 'text', text: 'x' }] } }] } }))],
+    [
+      'content that is not a string',
+      () => server.answer(() => ({ status: 200, body: { choices: [{ message: { content: [{ type: 'text', text: 'x' }] } }] } })),
+    ],
     ['blank content', () => server.answer(() => ({ status: 200, body: { choices: [{ message: { content: ' \n\t ' } }] } }))],
-    ['content over 64 KiB', () => server.answer(() => ({ status: 200, body: { choices: [{ message: { content: 'x'.repeat(MAX_ARTIFACT_TEXT_BYTES + 1) } }] } }))],
+    [
+      'content over 64 KiB',
+      () => server.answer(() => ({ status: 200, body: { choices: [{ message: { content: 'x'.repeat(MAX_ARTIFACT_TEXT_BYTES + 1) } }] } })),
+    ],
   ];
 
   for (const [what, arrange] of failures) {

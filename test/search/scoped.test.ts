@@ -44,7 +44,8 @@ describe('POST /v1/search, scoped to subjects', () => {
   let aliceSummary = '';
   let aliceDigest = '';
 
-  const search = (body: Record<string, unknown>, role: 'writer' | 'admin' = 'writer') => t.call('POST', '/v1/search', { role, body: { query: QUERY, ...body } });
+  const search = (body: Record<string, unknown>, role: 'writer' | 'admin' = 'writer') =>
+    t.call('POST', '/v1/search', { role, body: { query: QUERY, ...body } });
   const append = async (subject: string, text: string, extra: Record<string, unknown> = {}) =>
     ok<{ entryId: string; keyId: string }>(t.call('POST', `/v1/subjects/${subject}/entries`, { body: { text, ...extra } }), 201);
   const write = async (kind: string, text: string, sources: string[]) =>
@@ -64,24 +65,33 @@ describe('POST /v1/search, scoped to subjects', () => {
       bob.push({ ...(await append(BOB, text)), text });
     }
     for (let i = 0; i < SHARED_SUMMARIES; i++) {
-      shared.push(await write('summary', `Alice and Bob: he lives in a flat near the river in Lisbon, summary ${i}.`, [alice[i % alice.length]!.entryId, bob[i]!.entryId]));
+      shared.push(
+        await write('summary', `Alice and Bob: he lives in a flat near the river in Lisbon, summary ${i}.`, [
+          alice[i % alice.length]!.entryId,
+          bob[i]!.entryId,
+        ]),
+      );
     }
     sharedDigest = await write('digest', 'Digest: a flat near the river in Lisbon.', [shared[0]!]);
-    aliceSummary = await write('summary', 'Alice: a house in Porto, chess, penicillin.', alice.map((a) => a.entryId));
+    aliceSummary = await write(
+      'summary',
+      'Alice: a house in Porto, chess, penicillin.',
+      alice.map((a) => a.entryId),
+    );
     aliceDigest = await write('digest', 'Digest of Alice: Porto.', [aliceSummary]);
   });
   afterAll(async () => {
     await t?.close();
   });
 
-  it('Bob\'s records are the nearest to the query (what the scoped searches below must not fall for)', async () => {
+  it("Bob's records are the nearest to the query (what the scoped searches below must not fall for)", async () => {
     const { hits } = await ok<Result>(search({ k: 10, allSubjects: true }, 'admin'), 200);
     const bobs = new Set([...bob.map((b) => b.entryId), ...shared, sharedDigest]);
     expect(hits.length).toBe(10);
     for (const h of hits) expect(bobs.has(h.id), h.text).toBe(true);
   });
 
-  it('Alice\'s search answers only her entries and the artifacts derived from her alone, even with Bob\'s records nearest', async () => {
+  it("Alice's search answers only her entries and the artifacts derived from her alone, even with Bob's records nearest", async () => {
     const { hits, readFence } = await ok<Result>(search({ k: 5, subject: ALICE }), 200);
     expect(hits.map((h) => h.id).sort()).toEqual([...alice.map((a) => a.entryId), aliceSummary, aliceDigest].sort());
     for (const h of hits) expect(h.subject).toBe(ALICE);
@@ -103,14 +113,20 @@ describe('POST /v1/search, scoped to subjects', () => {
     expect(hits.find((h) => h.id === alice[1]!.entryId)).toMatchObject({ kind: null, metadata: null });
     // artifacts: their kind, no metadata, and when their current version was written
     const summary = await ok<{ updatedAt: string }>(t.call('GET', `/v1/artifacts/${aliceSummary}`), 200);
-    expect(hits.find((h) => h.id === aliceSummary)).toMatchObject({ type: 'artifact', subject: ALICE, kind: 'summary', metadata: null, createdAt: summary.updatedAt });
+    expect(hits.find((h) => h.id === aliceSummary)).toMatchObject({
+      type: 'artifact',
+      subject: ALICE,
+      kind: 'summary',
+      metadata: null,
+      createdAt: summary.updatedAt,
+    });
     expect(hits.find((h) => h.id === aliceDigest)).toMatchObject({ type: 'artifact', subject: ALICE, kind: 'digest', metadata: null });
     // the fence covers exactly what was returned: Alice's key and her artifacts' version keys
     const versionKeys = (await t.app.artifacts.current([aliceSummary, aliceDigest])).map((a) => a.keyId!);
     expect(t.app.fences.parse(readFence).sort()).toEqual([...new Set([alice[0]!.keyId, ...versionKeys])].sort());
   });
 
-  it('a summary shared with Bob never appears in Alice\'s search, however many there are and however near', async () => {
+  it("a summary shared with Bob never appears in Alice's search, however many there are and however near", async () => {
     const { hits } = await ok<Result>(search({ k: 100, subject: ALICE }), 200);
     const ids = hits.map((h) => h.id);
     expect(ids.sort()).toEqual([...alice.map((a) => a.entryId), aliceSummary, aliceDigest].sort());
@@ -136,7 +152,7 @@ describe('POST /v1/search, scoped to subjects', () => {
     expect(fenced).toContain(bob[0]!.keyId);
   });
 
-  it('allSubjects answers everyone\'s records, every hit with subject null, for an admin; a writer asking for it is 403', async () => {
+  it("allSubjects answers everyone's records, every hit with subject null, for an admin; a writer asking for it is 403", async () => {
     const { hits } = await ok<Result>(search({ k: 100, allSubjects: true }, 'admin'), 200);
     const ids = hits.map((h) => h.id);
     for (const id of [alice[0]!.entryId, bob[0]!.entryId, shared[0]!, aliceSummary]) expect(ids).toContain(id);
@@ -182,7 +198,10 @@ describe('POST /v1/search, scoped to subjects', () => {
     const forgotten = alice[2]!.entryId;
     await t.app.db.db.execute(sql`update log_entries set forgotten_by = 'ers_scopedsearchtest00000' where entry_id = ${forgotten}`);
     try {
-      for (const body of [{ k: 100, subject: ALICE }, { k: 100, subjects: [ALICE, BOB] }]) {
+      for (const body of [
+        { k: 100, subject: ALICE },
+        { k: 100, subjects: [ALICE, BOB] },
+      ]) {
         const { hits } = await ok<Result>(search(body), 200);
         expect(hits.map((h) => h.id)).not.toContain(forgotten);
         expect(hits.map((h) => h.id)).toContain(alice[1]!.entryId);
@@ -194,7 +213,7 @@ describe('POST /v1/search, scoped to subjects', () => {
     }
   });
 
-  it('after Bob\'s key is destroyed his entries leave every scope, and the shared summaries stay out of Alice\'s', async () => {
+  it("after Bob's key is destroyed his entries leave every scope, and the shared summaries stay out of Alice's", async () => {
     await t.app.keys.destroyKey(bob[0]!.keyId, { reason: 'scoped search test', actor: 'admin' });
     const bobs = await ok<Result>(search({ k: 100, subject: BOB }), 200);
     expect(bobs.hits).toEqual([]);

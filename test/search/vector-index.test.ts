@@ -71,7 +71,8 @@ describe('VectorIndex', () => {
 
   it('leaves out records the filter refuses, and still answers k of the others', () => {
     const index = new VectorIndex(D);
-    for (let i = 0; i < D; i++) index.upsert(`r${i}`, i % 2 === 0 ? 'entry' : 'artifact', 'k', vec(...Array.from({ length: D }, (_, j) => (j === 0 ? 10 - i : 1))));
+    for (let i = 0; i < D; i++)
+      index.upsert(`r${i}`, i % 2 === 0 ? 'entry' : 'artifact', 'k', vec(...Array.from({ length: D }, (_, j) => (j === 0 ? 10 - i : 1))));
     const hits = index.search(axis(0), 3, (_id, type) => type === 'artifact');
     expect(hits.map((h) => h.id)).toEqual(['r1', 'r3', 'r5']);
   });
@@ -79,7 +80,8 @@ describe('VectorIndex', () => {
   it('searchWithin ranks only the records filed under the given keys or named by id, and answers k of them however near the others are', () => {
     const index = new VectorIndex(D);
     // Bob's records are all nearer the query than Alice's
-    for (let i = 0; i < 50; i++) index.upsert(`bob${i}`, 'entry', 'key_bob', vec(...Array.from({ length: D }, (_, j) => (j === 0 ? 10 : j === 1 ? i / 100 : 0))));
+    for (let i = 0; i < 50; i++)
+      index.upsert(`bob${i}`, 'entry', 'key_bob', vec(...Array.from({ length: D }, (_, j) => (j === 0 ? 10 : j === 1 ? i / 100 : 0))));
     index.upsert('alice1', 'entry', 'key_alice', vec(1, 0, 1, 0, 0, 0, 0, 0));
     index.upsert('alice2', 'entry', 'key_alice', vec(1, 0, 0, 2, 0, 0, 0, 0));
     index.upsert('summary', 'artifact', 'key_version', vec(1, 0, 0, 0, 3, 0, 0, 0));
@@ -124,7 +126,7 @@ describe('VectorIndex', () => {
     expect(index.has('a')).toBe(true);
   });
 
-  it('keeps its own copy of a vector: changing the caller\'s array afterwards changes nothing', () => {
+  it("keeps its own copy of a vector: changing the caller's array afterwards changes nothing", () => {
     const index = new VectorIndex(D);
     const v = axis(3);
     index.upsert('a', 'entry', 'k', v);
@@ -145,7 +147,7 @@ describe('VectorIndex', () => {
     expect(index.search(axis(0), 5).map((h) => h.id)).toEqual(['b']);
   });
 
-  it('removeKey drops every record filed under the key, counts them, and leaves other keys\' records', () => {
+  it("removeKey drops every record filed under the key, counts them, and leaves other keys' records", () => {
     const index = new VectorIndex(D);
     for (let i = 0; i < 6; i++) index.upsert(`r${i}`, 'entry', i < 4 ? 'doomed' : 'kept', axis(i));
     expect(index.idsOfKey('doomed').sort()).toEqual(['r0', 'r1', 'r2', 'r3']);
@@ -189,7 +191,12 @@ describe('VectorIndex', () => {
     const d = 16;
     const index = new VectorIndex(d, { exactUpTo: 0 });
     const random = mulberry32(11);
-    const records = Array.from({ length: 2_000 }, (_, i) => ({ id: `r${i}`, type: 'entry' as const, keyId: `k${i % 10}`, vector: Float32Array.from({ length: d }, () => random() - 0.5) }));
+    const records = Array.from({ length: 2_000 }, (_, i) => ({
+      id: `r${i}`,
+      type: 'entry' as const,
+      keyId: `k${i % 10}`,
+      vector: Float32Array.from({ length: d }, () => random() - 0.5),
+    }));
     index.upsertMany(records, { graphLater: true });
     expect(index.graphPending).toBe(2_000);
     // one timer, and nothing else to wake the loop: eight turns of 256 are done long before it fires
@@ -202,7 +209,9 @@ describe('VectorIndex', () => {
     const d = 16;
     const index = new VectorIndex(d, { exactUpTo: Number.POSITIVE_INFINITY });
     const n = 5_000;
-    const vectors = Array.from({ length: n }, (_, i) => vec(...Array.from({ length: d }, (_, j) => Math.sin((i + 1) * (j + 1) * 0.37) + (j === i % d ? 3 : 0) + (j === (i * 7) % d ? 2 : 0))));
+    const vectors = Array.from({ length: n }, (_, i) =>
+      vec(...Array.from({ length: d }, (_, j) => Math.sin((i + 1) * (j + 1) * 0.37) + (j === i % d ? 3 : 0) + (j === (i * 7) % d ? 2 : 0))),
+    );
     vectors.forEach((v, i) => index.upsert(`r${i}`, 'entry', `k${i % 7}`, v));
     expect(index.size).toBe(n);
     // a tenth removed and written again: the slots are taken back, every record still answers at its own vector
@@ -304,7 +313,12 @@ describe('VectorIndex', () => {
           expect(x.size).toBe(model.size);
           for (let i = 0; i < 12; i++) expect(x.has(`r${i}`)).toBe(model.has(`r${i}`));
           for (let key = 0; key < 4; key++) {
-            expect(x.idsOfKey(`k${key}`).sort()).toEqual([...model].filter(([, r]) => r.key === `k${key}`).map(([id]) => id).sort());
+            expect(x.idsOfKey(`k${key}`).sort()).toEqual(
+              [...model]
+                .filter(([, r]) => r.key === `k${key}`)
+                .map(([id]) => id)
+                .sort(),
+            );
           }
         }
         // every live record is still filed at its own vector
@@ -316,7 +330,10 @@ describe('VectorIndex', () => {
         // the top k are the k best scores, best first
         const query = Float32Array.from(q);
         const hits = index.search(query, k);
-        const expected = [...model.values()].map((r) => scoreOf(r.v, query)).sort((a, b) => b - a).slice(0, k);
+        const expected = [...model.values()]
+          .map((r) => scoreOf(r.v, query))
+          .sort((a, b) => b - a)
+          .slice(0, k);
         expect(hits.map((h) => h.score)).toEqual(expected);
         for (const h of hits) expect(h.score).toBe(scoreOf(model.get(h.id)!.v, query));
         expect(new Set(hits.map((h) => h.id)).size).toBe(hits.length);
@@ -327,7 +344,8 @@ describe('VectorIndex', () => {
           const approx = graph.search(query, k);
           expect(approx.length).toBeLessThanOrEqual(Math.min(k, model.size));
           expect(new Set(approx.map((h) => h.id)).size).toBe(approx.length);
-          for (const h of approx) expect(h).toMatchObject({ keyId: model.get(h.id)!.key, type: model.get(h.id)!.type, score: scoreOf(model.get(h.id)!.v, query) });
+          for (const h of approx)
+            expect(h).toMatchObject({ keyId: model.get(h.id)!.key, type: model.get(h.id)!.type, score: scoreOf(model.get(h.id)!.v, query) });
           for (let i = 1; i < approx.length; i++) expect(approx[i]!.score).toBeLessThanOrEqual(approx[i - 1]!.score);
         }
         // scoped to some keys and some ids: exactly a search of the records in scope
@@ -336,7 +354,11 @@ describe('VectorIndex', () => {
         const inScope = (id: string) => keys.includes(model.get(id)!.key) || ids.includes(id);
         const scoped = index.searchWithin(query, k, { keyIds: keys, ids });
         expect(scoped).toEqual(index.search(query, k, (id) => inScope(id)));
-        const scopedExpected = [...model].filter(([id]) => inScope(id)).map(([, r]) => scoreOf(r.v, query)).sort((a, b) => b - a).slice(0, k);
+        const scopedExpected = [...model]
+          .filter(([id]) => inScope(id))
+          .map(([, r]) => scoreOf(r.v, query))
+          .sort((a, b) => b - a)
+          .slice(0, k);
         expect(scoped.map((h) => h.score)).toEqual(scopedExpected);
         expect(graph.searchWithin(query, k, { keyIds: keys, ids }).map((h) => h.score)).toEqual(scopedExpected);
         // every key and every id: the same as the whole index
@@ -355,7 +377,10 @@ describe('VectorIndex', () => {
     const exact = new VectorIndex(d, { exactUpTo: Number.POSITIVE_INFINITY });
     index.pauseGraph();
     index.upsertMany(vectors.slice(0, 2_000).map((vector, i) => ({ id: `r${i}`, type: 'entry' as const, keyId: `k${i % 10}`, vector })));
-    index.upsertMany(vectors.slice(2_000).map((vector, i) => ({ id: `r${2_000 + i}`, type: 'entry' as const, keyId: `k${i % 10}`, vector })), { graphLater: true });
+    index.upsertMany(
+      vectors.slice(2_000).map((vector, i) => ({ id: `r${2_000 + i}`, type: 'entry' as const, keyId: `k${i % 10}`, vector })),
+      { graphLater: true },
+    );
     exact.upsertMany(vectors.map((vector, i) => ({ id: `r${i}`, type: 'entry' as const, keyId: `k${i % 10}`, vector })));
     expect(index.graphPending).toBe(1_000);
     // a waiting record is found at its own vector, first, at its exact score; removed, it is not

@@ -50,7 +50,9 @@ describe('a first start on a fresh data directory', () => {
     rmSync(parent, { recursive: true, force: true });
   });
 
-  it('makes every folder 0700 and every file 0600 — the embedded database, the keyring, the objects and the development root key', { timeout: 120_000 }, async () => {
+  it('makes every folder 0700 and every file 0600 — the embedded database, the keyring, the objects and the development root key', {
+    timeout: 120_000,
+  }, async () => {
     // no DATABASE_URL (PGlite), no S3 (local objects), no root key (a development key in the data directory)
     const config = loadConfig({ LETHE_DATA_DIR: dataDir, LETHE_TOKENS: TOKENS_ENV, LETHE_LOG_LEVEL: 'silent' });
     const app = await openApp(config, { logger });
@@ -81,7 +83,11 @@ describe('a first start on a fresh data directory', () => {
     chmodSync(pgFile, 0o666);
     chmodSync(path.join(dataDir, 'pgdata', 'base'), 0o755);
     chmodSync(path.join(dataDir, 'keyring', 'epoch-00000001.kek'), 0o644);
-    expect(loose(dataDir).map((m) => m.path).sort()).toEqual(['keyring/epoch-00000001.kek', 'pgdata/PG_VERSION', 'pgdata/base']);
+    expect(
+      loose(dataDir)
+        .map((m) => m.path)
+        .sort(),
+    ).toEqual(['keyring/epoch-00000001.kek', 'pgdata/PG_VERSION', 'pgdata/base']);
     const app = await openApp(loadConfig({ LETHE_DATA_DIR: dataDir, LETHE_TOKENS: TOKENS_ENV, LETHE_LOG_LEVEL: 'silent' }), { logger });
     await app.close();
     expect(loose(dataDir)).toEqual([]);

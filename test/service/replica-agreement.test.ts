@@ -84,7 +84,7 @@ describe('two replicas agree on key destructions', () => {
     expect(listeners).toHaveLength(1);
   });
 
-  it('a key destroyed while B\'s listener is cut leaves B\'s cache and index within the bound, and B\'s heartbeat acknowledges it', async () => {
+  it("a key destroyed while B's listener is cut leaves B's cache and index within the bound, and B's heartbeat acknowledges it", async () => {
     const text = 'Collects antique barometers and repairs them on weekends.';
     const { entryId, keyId } = await append('user:cut', text);
     await until('B to index the entry', async () => (await searchIds(b, 'antique barometers repairs')).includes(entryId));
@@ -96,25 +96,31 @@ describe('two replicas agree on key destructions', () => {
     await sql`select pg_terminate_backend(${listener!.pid})`;
     await until('B to report its listener down', async () => (await ready(b)).replica?.listener === 'down');
     // B re-listens after a second: this destruction's notification is sent while it does not listen
-    const destroyed = await fetch(`${a.url}/v1/admin/keys/${keyId}/destroy`, { method: 'POST', headers: auth('admin'), body: JSON.stringify({ reason: 'listener cut' }) });
+    const destroyed = await fetch(`${a.url}/v1/admin/keys/${keyId}/destroy`, {
+      method: 'POST',
+      headers: auth('admin'),
+      body: JSON.stringify({ reason: 'listener cut' }),
+    });
     expect(destroyed.status).toBe(200);
     const started = Date.now();
     const [{ seq }] = (await sql`select seq from destruction_ledger where key_id = ${keyId}`) as unknown as [{ seq: string }];
 
     await until('B to drop the destroyed key', async () => !(await searchIds(b, 'antique barometers repairs')).includes(entryId), BOUND_MS);
-    await until('B\'s heartbeat to acknowledge the destruction', async () => Number((await heartbeat(bId))?.applied_seq) >= Number(seq), BOUND_MS);
+    await until("B's heartbeat to acknowledge the destruction", async () => Number((await heartbeat(bId))?.applied_seq) >= Number(seq), BOUND_MS);
     expect(Date.now() - started).toBeLessThan(BOUND_MS);
     // applied by the catch-up, not by a notification: the notification was missed
     expect(await metricValue(b, 'lethe_dek_cache_invalidations_total', '{source="catch-up"}')).toBe(before + 1);
     expect(await metricValue(b, 'lethe_dek_cache_entries')).toBe(0);
     // and the listener comes back: ready again
-    const back = await until('B\'s listener to come back', async () => {
+    const back = await until("B's listener to come back", async () => {
       const r = await ready(b);
       return r.replica?.listener === 'up' ? r : undefined;
     });
     expect(back).toMatchObject({ status: 'ok', checks: { listener: 'ok' } });
     expect(back.replica!.appliedSeq).toBeGreaterThanOrEqual(Number(seq));
-    expect((await sql`select pid from pg_stat_activity where application_name = ${listenerApplicationName(b.child.pid!)} and query ilike 'listen%'`).length).toBe(1);
+    expect(
+      (await sql`select pid from pg_stat_activity where application_name = ${listenerApplicationName(b.child.pid!)} and query ilike 'listen%'`).length,
+    ).toBe(1);
   });
 
   const erase = async (subject: string) => {
@@ -129,10 +135,15 @@ describe('two replicas agree on key destructions', () => {
     certificate?: { payload: { replicas: { seq: number; waits: number; applied: string[]; behind: Array<{ replica: string; silent: boolean }> } } };
   };
   const view = async (id: string) => (await (await fetch(`${a.url}/v1/erasures/${id}`, { headers: auth('eraser') })).json()) as View;
-  const finished = (id: string, timeoutMs = 60_000) => until(`erasure ${id} to finish`, async () => {
-    const v = await view(id);
-    return v.status === 'completed' || v.status === 'incomplete' || v.status === 'failed' ? v : undefined;
-  }, timeoutMs);
+  const finished = (id: string, timeoutMs = 60_000) =>
+    until(
+      `erasure ${id} to finish`,
+      async () => {
+        const v = await view(id);
+        return v.status === 'completed' || v.status === 'incomplete' || v.status === 'failed' ? v : undefined;
+      },
+      timeoutMs,
+    );
 
   it('an erasure through A parks while B (paused) has not applied the destruction, and completes once B applies it', async () => {
     await append('user:lag', 'Sings baritone in a choir that rehearses in a lighthouse.');

@@ -156,7 +156,10 @@ describe('the local filesystem store when its folder fails', () => {
     await store.put('a', new Uint8Array([1]));
     // "a" is an object (a file): nothing can live below it
     for (const attempt of [() => store.put('a/b', new Uint8Array([2])), () => store.get('a/b'), () => store.putIfAbsent('a/c', new Uint8Array([3]))]) {
-      const e = await attempt().then(() => undefined, (err: unknown) => err as { code?: string; retryable?: boolean; message: string });
+      const e = await attempt().then(
+        () => undefined,
+        (err: unknown) => err as { code?: string; retryable?: boolean; message: string },
+      );
       expect(e, 'no error').toBeDefined();
       expect(e).toMatchObject({ code: 'unavailable', retryable: true });
       expect(e!.message).toMatch(/the local object store .* failed: (ENOTDIR|EEXIST) \(a part of the path is not a folder\)/);

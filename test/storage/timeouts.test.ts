@@ -8,12 +8,12 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { open } from 'node:fs/promises';
-import http from 'node:http';
+import type http from 'node:http';
 import type { Socket } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { minioBinary, type MinioServer, startMinio } from '../../infra/minio-server.js';
-import { isLetheError, LetheError } from '../../src/errors.js';
+import { isLetheError, type LetheError } from '../../src/errors.js';
 import { allowanceMs, StoreTimeout, timedTransport } from '../../src/storage/deadline.js';
 import { FsObjectStore } from '../../src/storage/fs.js';
 import { S3ObjectStore } from '../../src/storage/s3.js';
@@ -45,7 +45,13 @@ describe('MinIO that stops answering (SIGSTOP)', () => {
 
   beforeAll(async () => {
     minio = await startMinio(minioBinary());
-    store = new S3ObjectStore({ endpoint: minio.endpoint, accessKey: minio.accessKey, secretKey: minio.secretKey, bucket: bucketName(), timeoutMs: TIMEOUT_MS });
+    store = new S3ObjectStore({
+      endpoint: minio.endpoint,
+      accessKey: minio.accessKey,
+      secretKey: minio.secretKey,
+      bucket: bucketName(),
+      timeoutMs: TIMEOUT_MS,
+    });
     await store.ensureBucket({ versioned: true });
   }, 120_000);
 
@@ -91,10 +97,13 @@ describe('MinIO that stops answering (SIGSTOP)', () => {
     try {
       let socket: Socket | undefined;
       const error = await new Promise<unknown>((resolve) => {
-        const req = (transport.request as typeof http.request)({ hostname: url.hostname, port: Number(url.port), path: '/minio/health/live', method: 'GET' }, (res) => {
-          res.resume();
-          resolve(new Error(`answered ${res.statusCode}`));
-        });
+        const req = (transport.request as typeof http.request)(
+          { hostname: url.hostname, port: Number(url.port), path: '/minio/health/live', method: 'GET' },
+          (res) => {
+            res.resume();
+            resolve(new Error(`answered ${res.statusCode}`));
+          },
+        );
         req.on('socket', (s) => (socket = s));
         req.on('error', resolve);
         req.end();

@@ -29,7 +29,8 @@ function reset(request: (o: http.RequestOptions) => http.ClientRequest): Promise
   });
 }
 
-if (kind === 'dropped') void Promise.reject(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01', severity: 'FATAL' }));
+if (kind === 'dropped')
+  void Promise.reject(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01', severity: 'FATAL' }));
 else if (kind === 'object-store') void reset((o) => timedTransport(false, 5000).transport.request(o));
 else if (kind === 'kms') void reset((o) => http.request({ ...o, agent: kmsAgents({ keepAlive: true }).http }));
 else if (kind === 'unknown') void reset((o) => http.request(o));

@@ -32,9 +32,7 @@ export const SECOND_TOKENS = {
   admin: 'admin-token-00002',
 } as const;
 
-export const TOKENS_ENV = [...Object.entries(TOKENS), ...Object.entries(SECOND_TOKENS)]
-  .map(([role, token]) => `${role}=${token}`)
-  .join(',');
+export const TOKENS_ENV = [...Object.entries(TOKENS), ...Object.entries(SECOND_TOKENS)].map(([role, token]) => `${role}=${token}`).join(',');
 
 /** The environment that points a test vault at the suite's MinIO, with fresh buckets named after `prefix`. */
 export function minioEnv(prefix: string): Record<string, string> {
@@ -54,7 +52,12 @@ export function tempDir(prefix = 'lethe-test-'): string {
 }
 
 /** Environment for a vault on `databaseUrl` (PGlite when undefined) in `dataDir`. */
-export function testEnv(options: { databaseUrl?: string | undefined; dataDir: string; rootKey?: string; extra?: Record<string, string> }): Record<string, string> {
+export function testEnv(options: {
+  databaseUrl?: string | undefined;
+  dataDir: string;
+  rootKey?: string;
+  extra?: Record<string, string>;
+}): Record<string, string> {
   return {
     ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
     LETHE_DATA_DIR: options.dataDir,
@@ -83,7 +86,10 @@ export async function openTestVault(
   const db = options.embedded ? undefined : await createTestDatabase();
   const dataDir = tempDir();
   // each test vault is a deployment of its own: on MinIO, its own backup bucket (two databases never share a ledger chain)
-  const extra = options.extraEnv?.S3_ENDPOINT && !options.extraEnv.S3_BACKUP_BUCKET ? { ...options.extraEnv, S3_BACKUP_BUCKET: `lethe-bak-${randomBytes(5).toString('hex')}` } : options.extraEnv;
+  const extra =
+    options.extraEnv?.S3_ENDPOINT && !options.extraEnv.S3_BACKUP_BUCKET
+      ? { ...options.extraEnv, S3_BACKUP_BUCKET: `lethe-bak-${randomBytes(5).toString('hex')}` }
+      : options.extraEnv;
   const env = testEnv({ databaseUrl: db?.url, dataDir, ...(extra ? { extra } : {}) });
   const config = loadConfig(env);
   const logger = createLogger('silent');

@@ -261,7 +261,9 @@ describe('a head without a MAC', () => {
     await setHead(t, { seq: cut, mac: await rowMac(t, cut), headMac: null });
     const result = await t.app.audit.verify(t.app.db.db);
     expect(result).toMatchObject({ ok: false, head: 'unanchored', brokenAt: cut + 1 });
-    expect(result.problem).toBe(`the head (row ${cut}) carries no MAC, but the chain was anchored at row 1: its MAC was removed — rows after row ${cut} may have been removed`);
+    expect(result.problem).toBe(
+      `the head (row ${cut}) carries no MAC, but the chain was anchored at row 1: its MAC was removed — rows after row ${cut} may have been removed`,
+    );
     await expect(t.app.keys.lease('user:b', 'writer')).rejects.toThrow(/has no MAC but the chain was anchored at row 1/);
     await expect(t.app.audit.tip(t.app.db.db)).rejects.toThrow(/anchored at row 1/);
     expect(await lastSeq(t)).toBe(cut);
@@ -287,7 +289,10 @@ describe('lease group commit', () => {
     // this replica's batches went through the one-statement compare-and-set
     const outcomes = await Promise.all(cas.mock.results.map((r) => r.value as Promise<{ appended: boolean }>));
     expect(outcomes.filter((o) => o.appended).length).toBeGreaterThan(0);
-    const [count] = await queryRows<{ n: string | number }>(t.app.db.db, sql`select count(*) as n from audit_log where action = 'key.lease' and seq > ${before.seq}`);
+    const [count] = await queryRows<{ n: string | number }>(
+      t.app.db.db,
+      sql`select count(*) as n from audit_log where action = 'key.lease' and seq > ${before.seq}`,
+    );
     expect(Number(count!.n)).toBe(300);
     const head = await headRow(t);
     expect(head.seq).toBe(await lastSeq(t));
@@ -325,7 +330,7 @@ describe('other writers of audit_head', () => {
     expect(await t.app.audit.verify(t.app.db.db)).toMatchObject({ ok: false, head: 'invalid', brokenAt: cut + 1 });
   });
 
-  it('a restore loads the backup\'s head with its MAC and extends it with the restore row: verify ok, and leases go on', async () => {
+  it("a restore loads the backup's head with its MAC and extends it with the restore row: verify ok, and leases go on", async () => {
     const t = (tv = await openTestVault({ extraEnv: minioEnv('lethe-ahead') }));
     await t.app.log.append('user:restored', { text: 'kept across the restore' }, 'writer');
     const { backupId } = await t.app.backups.run();

@@ -46,7 +46,10 @@ async function catchUpTo(cursor: DestructionCursor, seq: number): Promise<void> 
 let n = 0;
 const destroyed = (sql: postgres.Sql | postgres.TransactionSql) =>
   sql`insert into destruction_ledger (key_id, key_kind, destroyed_at, reason, wrapped_epoch)
-      values (${`key_cursor_${++n}`}, 'subject', now(), 'cursor test', 1) returning key_id, seq`.then((r) => ({ keyId: r[0]!.key_id as string, seq: Number(r[0]!.seq) }));
+      values (${`key_cursor_${++n}`}, 'subject', now(), 'cursor test', 1) returning key_id, seq`.then((r) => ({
+    keyId: r[0]!.key_id as string,
+    seq: Number(r[0]!.seq),
+  }));
 
 /** Runs `fn` inside a transaction held open until `release` resolves; answers what fn answered once it ran. */
 function heldOpen<T>(fn: (tx: postgres.TransactionSql) => Promise<T>, release: Promise<'commit' | 'rollback'>) {

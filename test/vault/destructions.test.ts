@@ -50,7 +50,11 @@ describe('the key destruction event', () => {
     const off = tv.app.destructions.subscribe((keyIds, origin) => {
       seen.push({ keyIds, origin });
       // published after commit: another connection already sees the ledger row
-      void tv.app.db.db.select().from(destructionLedger).where(eq(destructionLedger.keyId, keyId)).then((rows) => (ledgerAtPublish = rows.length));
+      void tv.app.db.db
+        .select()
+        .from(destructionLedger)
+        .where(eq(destructionLedger.keyId, keyId))
+        .then((rows) => (ledgerAtPublish = rows.length));
     });
     try {
       await tv.app.keys.destroyKey(keyId, { reason: 'test', actor: 'admin' });

@@ -64,7 +64,7 @@ describe('a retired epoch is gone only when the provider says so', () => {
     await tv?.close();
   });
 
-  it('pending until its date; past the date still pending: re-dated, not gone; a cancelled deletion is destroyed again; gone only on the provider\'s word', async () => {
+  it("pending until its date; past the date still pending: re-dated, not gone; a cancelled deletion is destroyed again; gone only on the provider's word", async () => {
     const w = windowed(tv.app.provider, clock);
     const epochs = new EpochService({ db: tv.app.db.db, provider: w.provider, audit: tv.app.audit, metrics: createMetrics(), batchSize: 100, now: clock });
     const rotated = await epochs.rotate('test');

@@ -25,11 +25,16 @@ afterAll(async () => {
 const hashOf = (t: TestVault, subject: string) => Buffer.from(t.app.keys.subjectHash(subject));
 
 async function liveKeyIds(t: TestVault, subject: string): Promise<string[]> {
-  return (await queryRows<{ key_id: string }>(t.app.db.db, sql`select key_id from subject_keys where subject_hash = ${hashOf(t, subject)}`)).map((r) => r.key_id);
+  return (await queryRows<{ key_id: string }>(t.app.db.db, sql`select key_id from subject_keys where subject_hash = ${hashOf(t, subject)}`)).map(
+    (r) => r.key_id,
+  );
 }
 
 async function createRowsOf(t: TestVault, subject: string): Promise<number> {
-  const [row] = await queryRows<{ n: string | number }>(t.app.db.db, sql`select count(*) as n from audit_log where action = 'key.create' and subject_hash = ${hashOf(t, subject)}`);
+  const [row] = await queryRows<{ n: string | number }>(
+    t.app.db.db,
+    sql`select count(*) as n from audit_log where action = 'key.create' and subject_hash = ${hashOf(t, subject)}`,
+  );
   return Number(row!.n);
 }
 
@@ -86,7 +91,8 @@ describe('group-committed key creation', () => {
     holdNextStatement(
       tv.app.audit,
       () => wraps.mock.calls.length >= 1 + fresh.length + 1,
-      () => tv.app.db.db.execute(sql`insert into subject_tombstones (subject_hash, erasure_id, erased_at) values (${hashOf(tv, late)}, 'ers_elsewhere', now())`),
+      () =>
+        tv.app.db.db.execute(sql`insert into subject_tombstones (subject_hash, erasure_id, erased_at) values (${hashOf(tv, late)}, 'ers_elsewhere', now())`),
     );
     const first = tv.app.keys.ensureKey('create:first', 'writer');
     await vi.waitFor(() => expect(cas).toHaveBeenCalled());
@@ -134,7 +140,10 @@ describe('group-committed key creation', () => {
       // the batch's statement waits on the uncommitted row's unique index entry
       await vi.waitFor(
         async () => {
-          const [w] = await queryRows<{ n: string | number }>(tv.app.db.db, sql`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
+          const [w] = await queryRows<{ n: string | number }>(
+            tv.app.db.db,
+            sql`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+          );
           expect(Number(w!.n)).toBeGreaterThan(0);
         },
         { timeout: 10_000, interval: 20 },
@@ -172,7 +181,7 @@ describe('group-committed key creation', () => {
     expect(await tv.app.audit.verify(tv.app.db.db)).toMatchObject({ ok: true });
   });
 
-  it('a creation guard without a SQL form: creations take the head\'s lock in a transaction, and its refusals and one key per subject hold', async () => {
+  it("a creation guard without a SQL form: creations take the head's lock in a transaction, and its refusals and one key per subject hold", async () => {
     const t = await openTestVault({ app: { erasureWorker: false } });
     try {
       t.app.keys.guardCreation(async (_tx, subjectHash) => {
@@ -210,8 +219,16 @@ describe('group-committed key creation', () => {
     ]);
     expect((results[1] as { refusal: LetheError }).refusal.code).toBe('erasure_in_progress');
     await expect(tv.app.keys.ensureKeys([], 'writer')).rejects.toMatchObject({ code: 'validation_failed' });
-    await expect(tv.app.keys.ensureKeys(['a:1', 'a:1'], 'writer')).rejects.toMatchObject({ code: 'validation_failed', message: expect.stringMatching(/subjects\.1: duplicate/) });
+    await expect(tv.app.keys.ensureKeys(['a:1', 'a:1'], 'writer')).rejects.toMatchObject({
+      code: 'validation_failed',
+      message: expect.stringMatching(/subjects\.1: duplicate/),
+    });
     await expect(tv.app.keys.ensureKeys(['a b'], 'writer')).rejects.toMatchObject({ code: 'validation_failed' });
-    await expect(tv.app.keys.ensureKeys(Array.from({ length: 10_001 }, (_, i) => `a:${i}`), 'writer')).rejects.toMatchObject({ code: 'payload_too_large' });
+    await expect(
+      tv.app.keys.ensureKeys(
+        Array.from({ length: 10_001 }, (_, i) => `a:${i}`),
+        'writer',
+      ),
+    ).rejects.toMatchObject({ code: 'payload_too_large' });
   });
 });

@@ -52,7 +52,10 @@ async function scene(t: TestApp): Promise<Scene> {
   const n = tag();
   const subject = `user:kp-${n}`;
   const erased = `user:kp-erased-${n}`;
-  const { entryId } = await ok<{ entryId: string }>(t.call('POST', `/v1/subjects/${subject}/entries`, { body: { text: `a note ${n} about herons`, kind: 'note' } }), 201);
+  const { entryId } = await ok<{ entryId: string }>(
+    t.call('POST', `/v1/subjects/${subject}/entries`, { body: { text: `a note ${n} about herons`, kind: 'note' } }),
+    201,
+  );
   await ok(t.call('POST', `/v1/subjects/${erased}/entries`, { body: { text: `to be erased ${n}`, kind: 'note' } }), 201);
   const { artifactId } = await ok<{ artifactId: string }>(
     t.call('POST', '/v1/artifacts', { body: { kind: 'summary', text: `summary ${n}: herons`, sources: [entryId] } }),
@@ -96,7 +99,7 @@ describe('key purposes under a new-format epoch', () => {
     await t?.close();
   });
 
-  it('a fresh vault\'s epoch binds purposes (wrap_format 2) and each version-key row records its purpose', async () => {
+  it("a fresh vault's epoch binds purposes (wrap_format 2) and each version-key row records its purpose", async () => {
     const db = t.app.db.db;
     expect(await queryRows(db, sql`select epoch, wrap_format from epochs`)).toEqual([{ epoch: 1, wrap_format: 2 }]);
     const rows = await queryRows<{ key_id: string; purpose: string }>(db, sql`select key_id, purpose from artifact_keys order by purpose`);
@@ -137,7 +140,10 @@ describe('key purposes under a new-format epoch', () => {
       await db.execute(sql`update artifact_keys set purpose = 'erasure' where key_id = ${s.erasureKeyId}`);
     }
     // and a subject DEK copied into artifact_keys does not open as a version key
-    const [subjectRow] = await queryRows<{ key_id: string }>(db, sql`select key_id from subject_keys where key_id not in (select key_id from artifact_keys) limit 1`);
+    const [subjectRow] = await queryRows<{ key_id: string }>(
+      db,
+      sql`select key_id from subject_keys where key_id not in (select key_id from artifact_keys) limit 1`,
+    );
     await db.execute(sql`insert into artifact_keys (key_id, artifact_id, version, epoch, wrapped_dek, created_at, purpose)
                          select key_id, 'art_forged', 1, epoch, wrapped_dek, now(), 'artifact-version' from subject_keys where key_id = ${subjectRow!.key_id}`);
     await expect(t.app.versionKeys.unwrap(subjectRow!.key_id, 'artifact-version')).rejects.toMatchObject({ code: 'decrypt_failed' });
@@ -212,7 +218,10 @@ describe('key purposes across the migration: legacy wraps under a wrap_format 1 
 
   it('a key made under the legacy epoch is wrapped purpose-bound all the same, and cannot be swapped', async () => {
     const fresh = await scene(t);
-    const [row] = await queryRows<{ epoch: number; wrapped_dek: Uint8Array }>(t.app.db.db, sql`select epoch, wrapped_dek from artifact_keys where key_id = ${fresh.erasureKeyId}`);
+    const [row] = await queryRows<{ epoch: number; wrapped_dek: Uint8Array }>(
+      t.app.db.db,
+      sql`select epoch, wrapped_dek from artifact_keys where key_id = ${fresh.erasureKeyId}`,
+    );
     expect(row!.epoch).toBe(1);
     const kek = kekOf(t, 1);
     expect(opensUnderLegacyContext(kek, 1, fresh.erasureKeyId, new Uint8Array(row!.wrapped_dek))).toBe(false);

@@ -83,7 +83,17 @@ describe('subject keys on PostgreSQL', () => {
     expect(rows).toEqual([]);
     const [ledger] = await tv.app.db.db.select().from(destructionLedger).where(eq(destructionLedger.keyId, lease.keyId));
     expect(ledger).toBeDefined();
-    expect(Object.keys(ledger!).sort()).toEqual(['destroyedAt', 'durableAt', 'keyId', 'keyKind', 'leasedUntil', 'reason', 'seq', 'subjectHash', 'wrappedEpoch']);
+    expect(Object.keys(ledger!).sort()).toEqual([
+      'destroyedAt',
+      'durableAt',
+      'keyId',
+      'keyKind',
+      'leasedUntil',
+      'reason',
+      'seq',
+      'subjectHash',
+      'wrappedEpoch',
+    ]);
     expect(ledger!.keyKind).toBe('subject');
     expect(hashHex(ledger!.subjectHash!)).toBe(hashHex(before!.subjectHash));
 
@@ -160,9 +170,7 @@ describe('subject keys on PostgreSQL', () => {
       .select()
       .from(auditLog)
       .where(and(eq(auditLog.action, 'key.lease'), sql`${auditLog.seq} > ${before.seq}`));
-    expect(new Set(leaseRows.map((r) => (JSON.parse(r.detail) as { leaseId: string }).leaseId))).toEqual(
-      new Set(results.map((r) => r.leaseId)),
-    );
+    expect(new Set(leaseRows.map((r) => (JSON.parse(r.detail) as { leaseId: string }).leaseId))).toEqual(new Set(results.map((r) => r.leaseId)));
     expect(await tv.app.audit.verify(tv.app.db.db)).toMatchObject({ ok: true });
   });
 });

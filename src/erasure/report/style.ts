@@ -5,13 +5,7 @@
 import type { ErasureClass, ErasureStatus, StepStatus } from '../machine.js';
 import type { GraphNode } from '../view.js';
 
-export type NodeStyleName =
-  | 'entry-erased'
-  | 'entry'
-  | 'artifact-regenerated'
-  | 'artifact-removed'
-  | 'artifact-unchanged'
-  | 'artifact-unknown';
+export type NodeStyleName = 'entry-erased' | 'entry' | 'artifact-regenerated' | 'artifact-removed' | 'artifact-unchanged' | 'artifact-unknown';
 
 export interface NodeStyle {
   readonly fill: string;
@@ -70,8 +64,7 @@ export const CLASS_MEANING: { readonly [K in ErasureClass]: { readonly name: str
   },
   C: {
     name: 'parametric',
-    sentence:
-      "A record of the subject is in a registered training corpus, so a residual may remain in model weights that deleting rows and keys cannot reach.",
+    sentence: 'A record of the subject is in a registered training corpus, so a residual may remain in model weights that deleting rows and keys cannot reach.',
   },
 };
 

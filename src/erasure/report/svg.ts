@@ -38,11 +38,7 @@ function nodeSvg({ node, x, y }: LaidOutNode): string {
   const top = y - NODE_HEIGHT / 2;
   const struck = styleName === 'entry-erased' || styleName === 'artifact-removed';
   const second =
-    node.type === 'entry'
-      ? node.erasedSubject
-        ? 'entry · erased subject'
-        : 'entry'
-      : `${clip(node.kind ?? 'artifact', 14)} · ${node.outcome ?? 'pending'}`;
+    node.type === 'entry' ? (node.erasedSubject ? 'entry · erased subject' : 'entry') : `${clip(node.kind ?? 'artifact', 14)} · ${node.outcome ?? 'pending'}`;
   return `<g class="node" data-id="${escapeHtml(node.id)}" data-type="${escapeHtml(node.type)}" data-style="${styleName}">
 <title>${escapeHtml(node.id)}${node.kind ? ` (${escapeHtml(node.kind)})` : ''}${node.type === 'entry' && node.erasedSubject ? ' — the erased subject' : node.outcome ? ` — ${escapeHtml(node.outcome)}` : ''}</title>
 <rect x="${num(left)}" y="${num(top)}" width="${NODE_WIDTH}" height="${NODE_HEIGHT}" rx="5" fill="${s.fill}" stroke="${s.stroke}" stroke-width="1.5"${s.dashed ? ' stroke-dasharray="5 3"' : ''}/>

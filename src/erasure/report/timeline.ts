@@ -78,7 +78,12 @@ export function buildTimeline(view: Pick<ErasureView, 'probe'>, transitions: rea
       t: timeOf(d.at),
       rank: 0,
       seq: i,
-      event: { at: d.at, kind: 'dismissal', what: `Probe match ${d.id} dismissed by the ${d.role} role${d.approval ? `, approved by the ${d.approval.role} role` : ''}`, detail: d.reason },
+      event: {
+        at: d.at,
+        kind: 'dismissal',
+        what: `Probe match ${d.id} dismissed by the ${d.role} role${d.approval ? `, approved by the ${d.approval.role} role` : ''}`,
+        detail: d.reason,
+      },
     });
   });
   for (const tr of transitions) keyed.push({ t: timeOf(tr.at), rank: 1, seq: tr.id, event: { at: tr.at, ...describeTransition(tr) } });

@@ -69,7 +69,8 @@ export const STATUS_LABEL: { readonly [K in ErasureStatus]: string } = {
 /** The certificate's state in words, with when it was signed (the payload's `issuedAt`). */
 export function certificateInWords(state: 'provisional' | 'final' | undefined, issuedAt: string | undefined): string {
   const signed = issuedAt && dateInWords(issuedAt) ? ` Signed on ${dateInWords(issuedAt)}.` : '';
-  if (state === 'final') return `Final.${signed} No old copy of the destroyed key can be unlocked any more: the master key that could unlock them has been retired.`;
+  if (state === 'final')
+    return `Final.${signed} No old copy of the destroyed key can be unlocked any more: the master key that could unlock them has been retired.`;
   if (state === 'provisional') {
     return `Provisional.${signed} It becomes final, and is signed again, once the vault retires the master key that can still unlock old copies of the destroyed key (a routine key rotation).`;
   }
@@ -116,7 +117,10 @@ export function residualSentence(r: Residual, context: ResidualContext = {}): st
         if (ended) return `${holders} a locked copy of the destroyed key; since ${ended} it can no longer be unlocked.`;
         return `${holders} a locked copy of the destroyed key, which could unlock ${what} ${untilWords(r)}.`;
       }
-      const copies = context.scope === 'records' ? 'Old encrypted copies of the forgotten entries, in storage and in database backups,' : "Old locked copies of the person's key, in database backups and logs,";
+      const copies =
+        context.scope === 'records'
+          ? 'Old encrypted copies of the forgotten entries, in storage and in database backups,'
+          : "Old locked copies of the person's key, in database backups and logs,";
       if (ended) return `${copies} could be read only until ${ended}, when the master key that could unlock them was retired.`;
       return `${copies} can be unlocked ${untilWords(r)}.`;
     }
@@ -125,8 +129,9 @@ export function residualSentence(r: Residual, context: ResidualContext = {}): st
       return `Programs that were writing ${what} before the request could keep its key in memory${day ? ` until ${day}` : ' for a few minutes'}; nothing they write with it has been accepted since.`;
     }
     case 'cross-subject':
-      if (r.tier === 'artifacts') return 'A summary or other derived text still carries the erased information, because records it was built from carry it; those records need to be redacted.';
-      if (r.tier === 'vector-index') return "The search index still holds another record that carries the erased information, until that record is redacted.";
+      if (r.tier === 'artifacts')
+        return 'A summary or other derived text still carries the erased information, because records it was built from carry it; those records need to be redacted.';
+      if (r.tier === 'vector-index') return 'The search index still holds another record that carries the erased information, until that record is redacted.';
       return "Another person's record still carries the erased information; it remains until that record is redacted (no end date until then).";
     case 'dismissed-content': {
       const id = /^Record (\S+) /.exec(r.detail)?.[1];

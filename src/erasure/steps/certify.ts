@@ -26,13 +26,23 @@ export const certify: Step = {
     // sign only what the audit chain vouches for: the key destroyed, the probe's result as it found it (probe-audit.ts)
     if (state.keyId && !(await destructionAudited(res, res.records.db, state.keyId))) {
       res.onRefusal?.('steps');
-      res.logger.error({ erasureId: row.erasureId }, 'refusing to certify: the audit chain holds no destruction of the key the erasure names; its row was edited');
-      return new Park(new Date(Date.now() + REFUSED_PARK_MS), `refusing to certify: the audit chain holds no destruction of key ${state.keyId}; the erasure's row was edited (run lethe audit verify)`);
+      res.logger.error(
+        { erasureId: row.erasureId },
+        'refusing to certify: the audit chain holds no destruction of the key the erasure names; its row was edited',
+      );
+      return new Park(
+        new Date(Date.now() + REFUSED_PARK_MS),
+        `refusing to certify: the audit chain holds no destruction of key ${state.keyId}; the erasure's row was edited (run lethe audit verify)`,
+      );
     }
     let probed: readonly AuditEvent[] = [];
     if (!(await probeAudited(res, res.records.db, row.erasureId, state.probe))) {
       // edited, or the probe skipped by moving the step: probe now, and sign what it finds
-      if (state.probe) res.logger.error({ erasureId: row.erasureId }, "the erasure's recorded probe result is not the one the audit chain holds: probing again before certifying");
+      if (state.probe)
+        res.logger.error(
+          { erasureId: row.erasureId },
+          "the erasure's recorded probe result is not the one the audit chain holds: probing again before certifying",
+        );
       const again = await probeStep.run(ctx);
       if (again instanceof Park) return again;
       probed = again.audit ?? [];
@@ -48,7 +58,15 @@ export const certify: Step = {
     const ruledAbove = (probe.dismissed ?? []).some((d) => inEffect(d) && !d.lapsed && (d.score ?? 0) > probe.threshold);
     const destroySealKey = probe.matches.length === 0 && !ruledAbove;
     const ruled = readableByRuling(probe);
-    state.residuals = await residuals(res, { state, cls, probe, unlearning, fingerprintsKept: !destroySealKey, sealKeyId: row.sealKeyId, forgotten: forgottenEntries(row)?.length });
+    state.residuals = await residuals(res, {
+      state,
+      cls,
+      probe,
+      unlearning,
+      fingerprintsKept: !destroySealKey,
+      sealKeyId: row.sealKeyId,
+      forgotten: forgottenEntries(row)?.length,
+    });
     const held = await wrappedEpochs(res, state, destroySealKey ? null : row.sealKeyId);
     state.wrappedEpochs = held.epochs;
     const certificateState = held.allRetired ? 'final' : 'provisional';

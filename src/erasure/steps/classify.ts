@@ -47,7 +47,9 @@ export const classify: Step = {
     state.affected = versions.map((v) => ({ artifactId: v.artifactId, version: v.version }));
     state.graph = await affectedGraph(res.artifacts, subjectHash, versions, entryIds);
     const cls: ErasureClass = exposures.length > 0 ? 'C' : touching.length > 0 ? 'B' : 'A';
-    const what = entryIds ? `${contributions.log} of the subject's entries to forget (the subject keeps its other entries under a new key)` : `${contributions.log} entries under ${keyId ? 'the live key' : 'no live key'}`;
+    const what = entryIds
+      ? `${contributions.log} of the subject's entries to forget (the subject keeps its other entries under a new key)`
+      : `${contributions.log} entries under ${keyId ? 'the live key' : 'no live key'}`;
     const detail =
       `class ${cls}: ${what}, ${contributions['vector-index']} vector(s), ` +
       `${touching.length} derived artifact(s) touch the subject (${affectedIds.length} to regenerate with what lies above them), ` +

@@ -36,9 +36,14 @@ async function rekeyWithout(ctx: StepContext, entryIds: readonly string[]): Prom
     // fenced by an erasure of the whole subject (open, or failed with its key fenced): that erasure takes the key over.
     // Otherwise the fence is a re-key's — running elsewhere, or left by one that died before lifting it — and
     // re-keying over it is safe: replacements serialize on the key row and the loser changes nothing.
-    if (states.get(keyId) === 'fenced' && (await res.keys.creationRefusals([row.subjectHash])).size > 0) return wait('is fenced by an erasure of the whole subject');
+    if (states.get(keyId) === 'fenced' && (await res.keys.creationRefusals([row.subjectHash])).size > 0)
+      return wait('is fenced by an erasure of the whole subject');
     try {
-      const result = await res.log.rekeyKey(keyId, 'active', { exclude: ids, actor: 'erasure', reason: `erasure ${row.erasureId}: forget ${ids.length} entr${ids.length === 1 ? 'y' : 'ies'}` });
+      const result = await res.log.rekeyKey(keyId, 'active', {
+        exclude: ids,
+        actor: 'erasure',
+        reason: `erasure ${row.erasureId}: forget ${ids.length} entr${ids.length === 1 ? 'y' : 'ies'}`,
+      });
       state.keyId = result.oldKeyId;
       await ctx.checkpoint();
     } catch (e) {
@@ -79,6 +84,10 @@ export const destroy: Step = {
       if (lagging) return lagging;
     }
     const replicas = state.replicas ? `; ${describeReplicas(state.replicas)}` : '';
-    return { detail: keyId ? `${details.join('; ')} (the key was wrapped under epoch ${state.destruction?.wrappedEpoch})${replicas}` : 'no live key (nothing to destroy)' };
+    return {
+      detail: keyId
+        ? `${details.join('; ')} (the key was wrapped under epoch ${state.destruction?.wrappedEpoch})${replicas}`
+        : 'no live key (nothing to destroy)',
+    };
   },
 };

@@ -17,7 +17,11 @@ export const drainLeases: Step = {
     // forgetting entries: a writer's lease holds the subject key, not the record keys (those stay wrapped in the
     // database): not waited for — its next write under the old key is refused and it leases again; the lease
     // residual states until when a lease holder who also reads the database could still unwrap them
-    if (forgottenEntries(row)) return { detail: 'not waited for: a lease of the subject\'s old key carries no record key (they stay wrapped in the database); the lease residual states the bound' };
+    if (forgottenEntries(row))
+      return {
+        detail:
+          "not waited for: a lease of the subject's old key carries no record key (they stay wrapped in the database); the lease residual states the bound",
+      };
     const destroyed = state.destruction;
     if (!destroyed) return { detail: 'no lease was outstanding' };
     const leases = await res.keys.leases(destroyed.keyId);

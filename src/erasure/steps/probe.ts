@@ -29,10 +29,19 @@ import { ErasureKey } from '../erasure-key.js';
 import { probedEvent } from '../probe-audit.js';
 import { inEffect } from '../view.js';
 import { targetOf } from '../state.js';
-import { decodeFingerprints, type ExtraCandidate, type Fingerprints, PROBE_MAX_QUERIES, scoreProbe, spread, VECTOR_LIMIT, VECTOR_NEIGHBOURS } from '../probe.js';
+import {
+  decodeFingerprints,
+  type ExtraCandidate,
+  type Fingerprints,
+  PROBE_MAX_QUERIES,
+  scoreProbe,
+  spread,
+  VECTOR_LIMIT,
+  VECTOR_NEIGHBOURS,
+} from '../probe.js';
 import type { ErasureResources } from '../resources.js';
 import type { ProbeFinding } from '../../erasable.js';
-import { Park, type Step } from './step.js';
+import { Park, type Step, type StepContext } from './step.js';
 import { TierFailure } from '../machine.js';
 
 /** Parks while the index catches up, before the probe fails the erasure. */
@@ -65,6 +74,38 @@ function scoreOf(list: ReadonlyArray<{ id: string; score: number }>, id: string)
   return found ? { score: found.score } : {};
 }
 
+/**
+ * Waits (bounded) for the entries queued for indexing before the probe started, and
+ * until this replica's lexical index covers every stored record: a Park while it must
+ * wait, the coverage and what stayed unindexed once it may probe.
+ */
+async function awaitCoverage(res: StepContext['res'], state: StepContext['state'], replica: string) {
+  // the entries registered before the probe started are indexed first (bounded: past it, the erasure says what was not seen)
+  const queueWait = res.probeQueueWait ?? { waitMs: QUEUE_WAIT_MS, parks: MAX_QUEUE_WAITS };
+  state.queueMark ??= await res.log.indexer.mark();
+  const unindexed = state.queueMark > 0 ? await res.log.indexer.waitIndexed({ mark: state.queueMark, timeoutMs: queueWait.waitMs }) : 0;
+  if (unindexed > 0 && (state.queueWaits ?? 0) < queueWait.parks) {
+    state.queueWaits = (state.queueWaits ?? 0) + 1;
+    return new Park(
+      new Date(Date.now() + INDEX_WAIT_MS),
+      `${unindexed} entr${unindexed === 1 ? 'y' : 'ies'} registered before the probe started still wait in the indexing queue: waiting for ${unindexed === 1 ? 'it' : 'them'} (${state.queueWaits} of ${queueWait.parks})`,
+    );
+  }
+  const coverage = await currentCoverage(res);
+  if (coverage.rebuilding) {
+    // a rebuild is progress: wait for it without counting the wait
+    return new Park(new Date(Date.now() + INDEX_WAIT_MS), `the lexical index on replica ${replica} is being rebuilt: waiting for it to catch up`);
+  }
+  if (coverage.indexed !== sealedRows(coverage)) {
+    const waits = (state.indexWaits ?? 0) + 1;
+    const what = `the lexical index on replica ${replica} covers ${coverage.indexed} of ${sealedRows(coverage)} stored records`;
+    if (waits > MAX_INDEX_WAITS) throw new TierFailure(`${what} after ${MAX_INDEX_WAITS} waits: the probe cannot certify on an index that is not caught up`);
+    state.indexWaits = waits;
+    return new Park(new Date(Date.now() + INDEX_WAIT_MS), `${what}: waiting for it to catch up (${waits} of ${MAX_INDEX_WAITS})`);
+  }
+  return { coverage, unindexed, queueWait };
+}
+
 export const probe: Step = {
   name: 'probe',
   async run({ res, row, state }) {
@@ -74,29 +115,9 @@ export const probe: Step = {
     }
     if (!row.sealedFingerprints) throw new TierFailure('the probe fingerprints are missing: the probe cannot run');
     const replica = res.records.replica;
-    // the entries registered before the probe started are indexed first (bounded: past it, the erasure says what was not seen)
-    const queueWait = res.probeQueueWait ?? { waitMs: QUEUE_WAIT_MS, parks: MAX_QUEUE_WAITS };
-    state.queueMark ??= await res.log.indexer.mark();
-    const unindexed = state.queueMark > 0 ? await res.log.indexer.waitIndexed({ mark: state.queueMark, timeoutMs: queueWait.waitMs }) : 0;
-    if (unindexed > 0 && (state.queueWaits ?? 0) < queueWait.parks) {
-      state.queueWaits = (state.queueWaits ?? 0) + 1;
-      return new Park(
-        new Date(Date.now() + INDEX_WAIT_MS),
-        `${unindexed} entr${unindexed === 1 ? 'y' : 'ies'} registered before the probe started still wait in the indexing queue: waiting for ${unindexed === 1 ? 'it' : 'them'} (${state.queueWaits} of ${queueWait.parks})`,
-      );
-    }
-    const coverage = await currentCoverage(res);
-    if (coverage.rebuilding) {
-      // a rebuild is progress: wait for it without counting the wait
-      return new Park(new Date(Date.now() + INDEX_WAIT_MS), `the lexical index on replica ${replica} is being rebuilt: waiting for it to catch up`);
-    }
-    if (coverage.indexed !== sealedRows(coverage)) {
-      const waits = (state.indexWaits ?? 0) + 1;
-      const what = `the lexical index on replica ${replica} covers ${coverage.indexed} of ${sealedRows(coverage)} stored records`;
-      if (waits > MAX_INDEX_WAITS) throw new TierFailure(`${what} after ${MAX_INDEX_WAITS} waits: the probe cannot certify on an index that is not caught up`);
-      state.indexWaits = waits;
-      return new Park(new Date(Date.now() + INDEX_WAIT_MS), `${what}: waiting for it to catch up (${waits} of ${MAX_INDEX_WAITS})`);
-    }
+    const ready = await awaitCoverage(res, state, replica);
+    if (ready instanceof Park) return ready;
+    const { coverage, unindexed, queueWait } = ready;
     delete state.indexWaits;
     const key = await ErasureKey.unwrap(res.versionKeys, row);
     let fp: Fingerprints | undefined;
@@ -140,13 +161,22 @@ export const probe: Step = {
         sameModel,
       });
       // a match is named only when its tier still reads it (or it is an indexed vector whose text is gone)
-      const query = { vectors: [], records: scored.matches.filter((m) => m.tier !== 'vector-index').map((m) => ({ id: m.id, type: m.tier === 'log' ? ('entry' as const) : ('artifact' as const) })), neighbours: 0 };
-      const readable = new Set([...(await res.tiers.log.probe(scope, query)), ...(await res.tiers.artifacts.probe(scope, query))].flatMap((f) => (f.kind === 'text' ? [f.id] : [])));
+      const query = {
+        vectors: [],
+        records: scored.matches
+          .filter((m) => m.tier !== 'vector-index')
+          .map((m) => ({ id: m.id, type: m.tier === 'log' ? ('entry' as const) : ('artifact' as const) })),
+        neighbours: 0,
+      };
+      const readable = new Set(
+        [...(await res.tiers.log.probe(scope, query)), ...(await res.tiers.artifacts.probe(scope, query))].flatMap((f) => (f.kind === 'text' ? [f.id] : [])),
+      );
       const gone = scored.matches.filter((m) => m.tier !== 'vector-index' && !readable.has(m.id)).length;
       // a match that became unreadable meanwhile (its key destroyed) carries nothing now: probe again on the index without it
       if (gone > 0) {
         const waits = (state.indexWaits ?? 0) + 1;
-        if (waits > MAX_INDEX_WAITS) throw new TierFailure(`${gone} matched record(s) the index holds cannot be read, after ${MAX_INDEX_WAITS} probes: the probe cannot certify`);
+        if (waits > MAX_INDEX_WAITS)
+          throw new TierFailure(`${gone} matched record(s) the index holds cannot be read, after ${MAX_INDEX_WAITS} probes: the probe cannot certify`);
         state.indexWaits = waits;
         return new Park(new Date(Date.now() + INDEX_WAIT_MS), `${gone} matched record(s) became unreadable while the probe ran: probing again`);
       }
@@ -180,7 +210,9 @@ export const probe: Step = {
           `recovered ${scored.recovered} of the subject's private content (threshold ${res.probeThreshold}); ${matches.length} match(es)` +
           (scored.dismissedMatches.length ? `, ${scored.dismissedMatches.length} dismissed` : '') +
           `; candidates examined: ${e.shingleIndex} from the shingle index, ${e.vectorIndex} from the vector index, ${e.provenance} from provenance; index coverage ${coverage.indexed}/${sealedRows(coverage)} on replica ${replica}` +
-          (unindexed > 0 ? `; ${unindexed} entr${unindexed === 1 ? 'y' : 'ies'} registered before the probe started still not indexed after ${queueWait.parks} waits: not probed` : ''),
+          (unindexed > 0
+            ? `; ${unindexed} entr${unindexed === 1 ? 'y' : 'ies'} registered before the probe started still not indexed after ${queueWait.parks} waits: not probed`
+            : ''),
       };
     } finally {
       for (const r of fp.records) r.vector.fill(0);

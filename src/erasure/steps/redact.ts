@@ -56,6 +56,8 @@ export const redact: Step = {
     if (left > 0) throw new TierFailure(`tier artifacts still derives ${left} artifact(s) from redacted records`);
     if (round) round.done = new Date().toISOString();
     state.pendingRedaction = [];
-    return { detail: `${ids.length} record(s) redacted by re-keying ${byKey.size} subject log(s) (old keys destroyed); ${regenerated} artifact(s) regenerated, ${removed} removed` };
+    return {
+      detail: `${ids.length} record(s) redacted by re-keying ${byKey.size} subject log(s) (old keys destroyed); ${regenerated} artifact(s) regenerated, ${removed} removed`,
+    };
   },
 };

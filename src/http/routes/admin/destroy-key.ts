@@ -19,7 +19,7 @@ export const route = createRoute({
   summary: 'Destroy one key now (break-glass; erasures are the normal path)',
   description:
     'Removes the wrapped DEK, records the destruction in the ledger and the audit log, and tells every replica to drop it; then waits (a few seconds) for ' +
-    'the destruction record to be durable in the backup store\'s ledger chain. 200 `destroyed` once it is; 202 `destruction_pending` while the write is ' +
+    "the destruction record to be durable in the backup store's ledger chain. 200 `destroyed` once it is; 202 `destruction_pending` while the write is " +
     'retried in the background (the key is unusable already; call again to see it acknowledged). Idempotent.',
   security,
   request: {
@@ -27,7 +27,7 @@ export const route = createRoute({
     body: jsonBody(DestroyRequest),
   },
   responses: {
-    200: json(DestroyResponse, 'The key is destroyed and its destruction durable in the backup store\'s ledger'),
+    200: json(DestroyResponse, "The key is destroyed and its destruction durable in the backup store's ledger"),
     202: json(DestroyResponse, 'The key is unusable; its destruction record is not yet durable in the backup store (retried in the background)'),
     404: problemResponse('not_found: no such key'),
     ...authErrors,

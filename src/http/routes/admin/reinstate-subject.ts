@@ -17,10 +17,10 @@ export const route = createRoute({
   tags: ['admin'],
   summary: 'Reinstate an erased subject: keys, leases and appends are accepted for it again',
   description:
-    'A subject-scope erasure tombstones its subject: from its key\'s destruction on, creating a key, leasing, appending, reserving and ' +
+    "A subject-scope erasure tombstones its subject: from its key's destruction on, creating a key, leasing, appending, reserving and " +
     'registering entries for it answer 410 `subject_erased`, so a late job cannot re-learn the person. This lifts the tombstone (the person ' +
     'came back, or the erasure was a mistake): the next key is a new one — nothing erased comes back. Recorded in the audit log ' +
-    '(`subject.reinstate`: the subject\'s keyed hash, the erasure and the reason; the reason is kept in the clear, so it must not quote the subject).',
+    "(`subject.reinstate`: the subject's keyed hash, the erasure and the reason; the reason is kept in the clear, so it must not quote the subject).",
   security,
   request: { params: SubjectParam, body: jsonBody(ReinstateRequest) },
   responses: {

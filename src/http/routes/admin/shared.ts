@@ -22,19 +22,17 @@ export const EpochSchema = z
   })
   .openapi('KekEpoch');
 
-export const DestroyRequest = z
-  .object({ reason: z.string().trim().min(1).max(500) })
-  .openapi('KeyDestroyRequest');
+export const DestroyRequest = z.object({ reason: z.string().trim().min(1).max(500) }).openapi('KeyDestroyRequest');
 
 export const DestroyResponse = z
   .object({
     keyId: z.string(),
     state: z.enum(['destroyed', 'destruction_pending']).openapi({
       description:
-        '`destroyed` once the destruction record is durable in the backup store\'s ledger chain (no restore can bring the key back); ' +
+        "`destroyed` once the destruction record is durable in the backup store's ledger chain (no restore can bring the key back); " +
         '`destruction_pending` while that write is still being retried: the key is already unusable, but a database lost now and restored from a backup would bring it back',
     }),
-    pending: z.string().optional().openapi({ description: 'why the destruction is still pending (the ledger write\'s last error)' }),
+    pending: z.string().optional().openapi({ description: "why the destruction is still pending (the ledger write's last error)" }),
     destroyedAt: z.string(),
     wrappedEpoch: z.number().int().openapi({ description: 'copies of the wrapped key in database backups stay inert once this epoch is retired' }),
     leasedUntil: z.string().optional().openapi({ description: 'leases handed out before destruction stay usable by their holders until this time' }),

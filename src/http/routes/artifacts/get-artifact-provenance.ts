@@ -16,14 +16,11 @@ export const route = createRoute({
   method: 'get',
   path: '/v1/artifacts/{artifactId}/provenance',
   tags: ['artifacts'],
-  summary: 'Addition: the transitive closure of the artifact\'s sources and its number of distinct subjects',
+  summary: "Addition: the transitive closure of the artifact's sources and its number of distinct subjects",
   security,
   request: { params: ArtifactIdParam },
   responses: {
-    200: json(
-      ProvenanceSchema,
-      'The closure, nearest first',
-    ),
+    200: json(ProvenanceSchema, 'The closure, nearest first'),
     404: problemResponse('not_found'),
     ...authErrors,
   },

@@ -15,7 +15,7 @@ export const route = createRoute({
   method: 'get',
   path: '/v1/artifacts/{artifactId}',
   tags: ['artifacts'],
-  summary: 'The artifact\'s current version, with a read fence',
+  summary: "The artifact's current version, with a read fence",
   security,
   request: { params: ArtifactIdParam },
   responses: {

@@ -33,5 +33,7 @@ export const route = createRoute({
 });
 
 export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: TokenStore): void {
-  app.openapi({ ...route, middleware: [authorize(tokens, 'writer')] as const }, async (c) => c.json(await services.exposures.register(c.req.valid('json'), c.get('role')), 201));
+  app.openapi({ ...route, middleware: [authorize(tokens, 'writer')] as const }, async (c) =>
+    c.json(await services.exposures.register(c.req.valid('json'), c.get('role')), 201),
+  );
 }

@@ -22,22 +22,26 @@ export const route = createRoute({
   summary: 'Addition: rewrite the artifact, and every artifact above it, from the surviving sources',
   description:
     'Sources named in `excluding`, unreadable or erased are dropped. Each affected artifact gets exactly one new version under a new key ' +
-    '(the previous version\'s key is destroyed); one left with no surviving source is erased. 200 once the destroyed keys\' records are durable in ' +
+    "(the previous version's key is destroyed); one left with no surviving source is erased. 200 once the destroyed keys' records are durable in " +
     'the backup store\'s ledger chain; 202 with `destruction: "pending"` when they are not after a few seconds (the old versions are unreadable ' +
     'already; the write is retried in the background).',
   security,
   request: {
     params: ArtifactIdParam,
-    body: { required: false, content: { 'application/json': { schema: z.object({ excluding: z.array(RecordId).max(MAX_SOURCES).optional() }).openapi('RegenerateRequest') } } },
+    body: {
+      required: false,
+      content: { 'application/json': { schema: z.object({ excluding: z.array(RecordId).max(MAX_SOURCES).optional() }).openapi('RegenerateRequest') } },
+    },
   },
   responses: {
-    200: json(
-      RegenerationSchema,
-      'What was rewritten and what was erased; the old versions\' keys destroyed, durably',
-    ),
+    200: json(RegenerationSchema, "What was rewritten and what was erased; the old versions' keys destroyed, durably"),
     202: json(
-      z.object({ regenerated: z.array(z.object({ artifactId: z.string(), version: z.number().int() })), removed: z.array(z.string()), destruction: z.literal('pending') }),
-      'Rewritten; the old versions\' keys are unusable, their destruction records not yet durable (retried in the background)',
+      z.object({
+        regenerated: z.array(z.object({ artifactId: z.string(), version: z.number().int() })),
+        removed: z.array(z.string()),
+        destruction: z.literal('pending'),
+      }),
+      "Rewritten; the old versions' keys are unusable, their destruction records not yet durable (retried in the background)",
     ),
     404: problemResponse('not_found'),
     ...authErrors,

@@ -21,15 +21,15 @@ export const route = createRoute({
   summary: 'Nearest entries and artifacts of the named subjects to a query, with their text and a read fence',
   description:
     'Name whose records to search: `subject`, `subjects` (1–100) or `allSubjects: true` (admin only), exactly one. ' +
-    'A scoped search ranks only the named subjects\' entries and the artifacts every subject of whose provenance closure is named ' +
-    '(a summary shared with someone else is never in one person\'s scope). A subject lethe has never seen has no hits.',
+    "A scoped search ranks only the named subjects' entries and the artifacts every subject of whose provenance closure is named " +
+    "(a summary shared with someone else is never in one person's scope). A subject lethe has never seen has no hits.",
   security,
   request: { body: jsonBody(SearchRequest) },
   responses: {
     200: json(SearchResultSchema, 'Best first'),
     503: problemResponse('unavailable: this replica could not confirm it applied every key destruction (nothing was answered from a stale index)'),
     ...authErrors,
-    403: problemResponse('forbidden: the token\'s role may not call this, or allSubjects without the admin role'),
+    403: problemResponse("forbidden: the token's role may not call this, or allSubjects without the admin role"),
   },
 });
 

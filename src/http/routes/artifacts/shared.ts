@@ -11,7 +11,10 @@ export const ArtifactIdParam = z.object({
   artifactId: idParam('art', 'artifactId'),
 });
 
-export const ReadFence = z.string().min(1).max(8 * 1024 * 1024);
+export const ReadFence = z
+  .string()
+  .min(1)
+  .max(8 * 1024 * 1024);
 
 export const WriteArtifact = z
   .object({
@@ -20,7 +23,7 @@ export const WriteArtifact = z
     sources: z.array(RecordId).max(MAX_SOURCES).openapi({ description: 'entry and artifact ids it was derived from; empty: 422 provenance_required' }),
     generator: z.string().min(1).max(200).optional(),
     readFence: ReadFence.optional().openapi({ description: 'the readFence of the read this artifact was made from' }),
-    readFences: z.array(ReadFence).max(1000).optional().openapi({ description: 'addition: several reads\' fences at once' }),
+    readFences: z.array(ReadFence).max(1000).optional().openapi({ description: "addition: several reads' fences at once" }),
   })
   .openapi('WriteArtifactRequest');
 
@@ -44,9 +47,14 @@ export const SearchRequest = z
   .object({
     query: z.string().min(1).openapi({ description: 'at most 8 KiB' }),
     k: z.number().int().min(1).max(MAX_SEARCH_K).optional(),
-    subject: SearchSubject.optional().openapi({ description: 'search this subject\'s records' }),
-    subjects: z.array(SearchSubject).min(1).max(MAX_SEARCH_SUBJECTS).optional().openapi({ description: `search these subjects' records (1–${MAX_SEARCH_SUBJECTS})` }),
-    allSubjects: z.boolean().optional().openapi({ description: 'true: search every subject\'s records (admin only; hits have subject null)' }),
+    subject: SearchSubject.optional().openapi({ description: "search this subject's records" }),
+    subjects: z
+      .array(SearchSubject)
+      .min(1)
+      .max(MAX_SEARCH_SUBJECTS)
+      .optional()
+      .openapi({ description: `search these subjects' records (1–${MAX_SEARCH_SUBJECTS})` }),
+    allSubjects: z.boolean().optional().openapi({ description: "true: search every subject's records (admin only; hits have subject null)" }),
   })
   .superRefine((body, ctx) => {
     const named = [body.subject !== undefined, body.subjects !== undefined, body.allSubjects === true].filter(Boolean).length;
@@ -57,7 +65,14 @@ export const SearchRequest = z
 
 export { SearchHitSchema } from '../../../wire/artifacts.js';
 
-export const ArtifactSummarySchema = ArtifactSchema.pick({ artifactId: true, kind: true, version: true, generator: true, createdAt: true, updatedAt: true }).openapi('ArtifactSummary');
+export const ArtifactSummarySchema = ArtifactSchema.pick({
+  artifactId: true,
+  kind: true,
+  version: true,
+  generator: true,
+  createdAt: true,
+  updatedAt: true,
+}).openapi('ArtifactSummary');
 
 /** How long a regeneration waits for its destroyed version keys to be durable before answering 202. */
 export const REGENERATE_ACK_WAIT_MS = 5000;

@@ -17,7 +17,7 @@ export const route = createRoute({
   tags: ['artifacts'],
   summary: 'Write a derived artifact with its provenance',
   description:
-    'The text is sealed under a key of its own (this version\'s), its embedding under the same key. Refused when a source is unknown (422), ' +
+    "The text is sealed under a key of its own (this version's), its embedding under the same key. Refused when a source is unknown (422), " +
     'erased (409 source_erased) or being erased (409 erasure_in_progress), and when anything a presented read fence covers was erased since the read.',
   security,
   request: { body: jsonBody(WriteArtifact) },

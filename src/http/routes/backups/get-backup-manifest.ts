@@ -15,7 +15,7 @@ export const route = createRoute({
   method: 'get',
   path: '/v1/backups/{backupId}/manifest',
   tags: ['backups'],
-  summary: 'A backup\'s manifest as it stands: the base written with the backup, folded with every later destruction the ledger chain holds',
+  summary: "A backup's manifest as it stands: the base written with the backup, folded with every later destruction the ledger chain holds",
   security,
   request: { params: BackupIdParam },
   responses: {
@@ -26,5 +26,7 @@ export const route = createRoute({
 });
 
 export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: TokenStore): void {
-  app.openapi({ ...route, middleware: [authorize(tokens, 'backup')] as const }, async (c) => c.json(await services.backups.manifest(c.req.valid('param').backupId), 200));
+  app.openapi({ ...route, middleware: [authorize(tokens, 'backup')] as const }, async (c) =>
+    c.json(await services.backups.manifest(c.req.valid('param').backupId), 200),
+  );
 }

@@ -27,7 +27,8 @@ export const ManifestSchema = z
       description: 'The manifest as written with the backup (never rewritten): its version and MAC. The keys above are its keys folded with the ledger chain.',
     }),
     overlay: z.object({ destroyed: z.number().int(), through: z.number().int().nullable() }).openapi({
-      description: 'What the backup bucket\'s ledger chain adds to the base: how many keys it marks destroyed after the backup, and the newest chain record among them.',
+      description:
+        "What the backup bucket's ledger chain adds to the base: how many keys it marks destroyed after the backup, and the newest chain record among them.",
     }),
   })
   .openapi('BackupManifest');

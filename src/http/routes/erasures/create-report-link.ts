@@ -17,7 +17,7 @@ export const route = createRoute({
   method: 'post',
   path: '/v1/erasures/{erasureId}/report-link',
   tags: ['erasure'],
-  summary: 'A shareable link to the erasure\'s report that opens without a token until it expires',
+  summary: "A shareable link to the erasure's report that opens without a token until it expires",
   description:
     `Answers \`GET /v1/erasures/{erasureId}/report?exp=…&sig=…\`: an HMAC-SHA256 under a vault key used for nothing else, binding the erasure id and the expiry. ` +
     `It opens this report alone, and only until \`expiresAt\` (default ${DEFAULT_LINK_SECONDS / 86400} days, at most ${MAX_LINK_SECONDS / 86400}); it cannot be revoked sooner, so keep it short. ` +

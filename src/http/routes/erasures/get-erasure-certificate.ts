@@ -15,7 +15,7 @@ export const route = createRoute({
   method: 'get',
   path: '/v1/erasures/{erasureId}/certificate',
   tags: ['erasure'],
-  summary: 'The erasure\'s signed certificate alone (JSON), as `lethe certificate verify` reads it',
+  summary: "The erasure's signed certificate alone (JSON), as `lethe certificate verify` reads it",
   security,
   request: { params: ErasureIdParam },
   responses: {

@@ -5,7 +5,7 @@ import { renderReport, REPORT_CSP } from '../../../erasure/report/index.js';
 import { LetheError } from '../../../errors.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { problem } from '../../problem.js';
-import { authErrors, problemResponse, security } from '../../schemas.js';
+import { authErrors, problemResponse, } from '../../schemas.js';
 import type { Services } from '../../services.js';
 import { ErasureIdParam } from './shared.js';
 
@@ -33,15 +33,23 @@ export const route = createRoute({
   request: {
     params: ErasureIdParam,
     query: z.object({
-      exp: z.string().regex(/^[0-9]{1,12}$/, 'Unix seconds').optional().openapi({ description: 'A report link\'s expiry (Unix seconds), with `sig`' }),
-      sig: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'base64url').optional().openapi({ description: 'A report link\'s signature, with `exp`' }),
+      exp: z
+        .string()
+        .regex(/^[0-9]{1,12}$/, 'Unix seconds')
+        .optional()
+        .openapi({ description: "A report link's expiry (Unix seconds), with `sig`" }),
+      sig: z
+        .string()
+        .regex(/^[A-Za-z0-9_-]{43}$/, 'base64url')
+        .optional()
+        .openapi({ description: "A report link's signature, with `exp`" }),
     }),
   },
   responses: {
     200: { description: 'text/html', content: { 'text/html': { schema: z.string() } } },
     404: problemResponse('not_found'),
     ...authErrors,
-    403: problemResponse('forbidden: the token\'s role may not read reports, or the report link is expired, forged, or for another erasure'),
+    403: problemResponse("forbidden: the token's role may not read reports, or the report link is expired, forged, or for another erasure"),
   },
 });
 

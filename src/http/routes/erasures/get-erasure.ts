@@ -16,12 +16,15 @@ export const route = createRoute({
   path: '/v1/erasures/{erasureId}',
   tags: ['erasure'],
   summary: 'Status, class, steps, residuals, probe and certificate of an erasure',
-  description: 'Also readable by the approver role, which rules on dismissals: `dismissals` lists every proposal with its status; `readableByRuling` the records an approved ruling keeps readable.',
+  description:
+    'Also readable by the approver role, which rules on dismissals: `dismissals` lists every proposal with its status; `readableByRuling` the records an approved ruling keeps readable.',
   security,
   request: { params: ErasureIdParam },
   responses: { 200: json(ErasureSchema, 'The erasure'), 404: problemResponse('not_found'), ...authErrors },
 });
 
 export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: TokenStore): void {
-  app.openapi({ ...route, middleware: [authorize(tokens, 'eraser', 'approver')] as const }, async (c) => c.json(await services.erasures.get(c.req.valid('param').erasureId), 200));
+  app.openapi({ ...route, middleware: [authorize(tokens, 'eraser', 'approver')] as const }, async (c) =>
+    c.json(await services.erasures.get(c.req.valid('param').erasureId), 200),
+  );
 }

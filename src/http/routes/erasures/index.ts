@@ -18,7 +18,22 @@ import * as revokeDismissal from './revoke-dismissal.js';
 import * as resumeErasure from './resume-erasure.js';
 
 /** The operations, in the order the document lists them. */
-const OPERATIONS = [requestErasure, requestBulkErasure, forgetEntry, listErasures, getErasure, followErasureEvents, getErasureReport, createReportLink, getErasureCertificate, redactRecords, proposeDismissal, approveDismissal, revokeDismissal, resumeErasure] as const;
+const OPERATIONS = [
+  requestErasure,
+  requestBulkErasure,
+  forgetEntry,
+  listErasures,
+  getErasure,
+  followErasureEvents,
+  getErasureReport,
+  createReportLink,
+  getErasureCertificate,
+  redactRecords,
+  proposeDismissal,
+  approveDismissal,
+  revokeDismissal,
+  resumeErasure,
+] as const;
 
 /** The services these routes call, together. */
 export type Uses = UsesOf<typeof OPERATIONS>;

@@ -18,7 +18,7 @@ export const route = createRoute({
   tags: ['erasure'],
   summary: 'The erasures, oldest first, a page at a time (each as GET /v1/erasures/{erasureId} answers it)',
   description:
-    'Ordered by (createdAt, erasureId). With `subject`, only that subject\'s erasures (looked up by its keyed hash; the id is not kept). ' +
+    "Ordered by (createdAt, erasureId). With `subject`, only that subject's erasures (looked up by its keyed hash; the id is not kept). " +
     '`limit` per page (default 100); `nextCursor` (null on the last page) is the `cursor` of the next.',
   security,
   request: { query: ErasureListQuery },

@@ -17,17 +17,19 @@ export const route = createRoute({
   method: 'post',
   path: '/v1/erasures/{erasureId}/dismissals',
   tags: ['erasure'],
-  summary: 'Propose that records the probe named do not carry the erased subject\'s content (a ruling two people own)',
+  summary: "Propose that records the probe named do not carry the erased subject's content (a ruling two people own)",
   description:
     'A stated human judgement, proposed: each ruling (record id, role, principal, time, reason) is kept as `proposed`, audited, and changes nothing — ' +
-    'the erasure stays as it is until a second principal with another token (approver or admin; never the proposer, nor the erasure\'s requester) approves it ' +
+    "the erasure stays as it is until a second principal with another token (approver or admin; never the proposer, nor the erasure's requester) approves it " +
     '(POST …/dismissals/{dismissalId}/approve). A near copy (a verbatim run of the erased content, or a score of 0.9 or more) cannot be dismissed: order its redaction.',
   security,
   request: { params: ErasureIdParam, body: jsonBody(DismissalRequestSchema.meta({ id: 'DismissalRequest' })) },
   responses: {
-    201: json(DismissalAccepted, 'The proposal; the erasure\'s status is unchanged'),
+    201: json(DismissalAccepted, "The proposal; the erasure's status is unchanged"),
     404: problemResponse('not_found'),
-    409: problemResponse('conflict: the erasure is running or failed, its fingerprints are gone, a record was not named by its probe, is the erased subject\'s own, or already has a proposal'),
+    409: problemResponse(
+      "conflict: the erasure is running or failed, its fingerprints are gone, a record was not named by its probe, is the erased subject's own, or already has a proposal",
+    ),
     422: problemResponse('near_copy: a record is a near copy of the erased content; it can only be redacted'),
     ...authErrors,
     400: problemResponse('validation_failed: malformed body'),

@@ -17,20 +17,20 @@ export const route = createRoute({
   method: 'post',
   path: '/v1/erasures/{erasureId}/redactions',
   tags: ['erasure'],
-  summary: 'Redact the erased subject\'s content from other subjects\' records, then probe again',
+  summary: "Redact the erased subject's content from other subjects' records, then probe again",
   description:
-    'Re-keys each named entry\'s subject log without it (the old key is destroyed), regenerates what was derived from it, and reruns propagate, probe and certify. ' +
-    'Only records the erasure\'s last probe named (a match, or a dismissed match) are taken: anything else is 422 `not_a_match`, unless an admin gives `override.reason` (audited as erasure.redaction.override).',
+    "Re-keys each named entry's subject log without it (the old key is destroyed), regenerates what was derived from it, and reruns propagate, probe and certify. " +
+    "Only records the erasure's last probe named (a match, or a dismissed match) are taken: anything else is 422 `not_a_match`, unless an admin gives `override.reason` (audited as erasure.redaction.override).",
   security,
   request: { params: ErasureIdParam, body: jsonBody(RedactionRequestSchema.meta({ id: 'RedactionRequest' })) },
   responses: {
     202: json(Accepted, 'Accepted: the redaction runs in the background'),
     404: problemResponse('not_found'),
     409: problemResponse('conflict: the erasure is still running, failed, or its fingerprints are gone'),
-    422: problemResponse('not_a_match: a record the erasure\'s last probe did not name (an admin may override with a reason)'),
+    422: problemResponse("not_a_match: a record the erasure's last probe did not name (an admin may override with a reason)"),
     ...authErrors,
-    400: problemResponse('validation_failed: malformed body, or an id that is not another subject\'s readable entry'),
-    403: problemResponse('forbidden: the token\'s role may not call this endpoint, or an override by a role other than admin'),
+    400: problemResponse("validation_failed: malformed body, or an id that is not another subject's readable entry"),
+    403: problemResponse("forbidden: the token's role may not call this endpoint, or an override by a role other than admin"),
   },
 });
 

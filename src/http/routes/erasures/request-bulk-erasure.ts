@@ -19,14 +19,14 @@ export const route = createRoute({
   tags: ['erasure'],
   summary: `Request the erasure of many subjects at once (up to ${MAX_BULK_SUBJECTS}): one erasure and one certificate each`,
   description:
-    'Each subject is requested as `POST /v1/erasures` would request it — a new erasure, or the subject\'s open one — with the fields they share. ' +
+    "Each subject is requested as `POST /v1/erasures` would request it — a new erasure, or the subject's open one — with the fields they share. " +
     'A subject refused (lethe has never seen it, …) is answered in its own item and stops no other. The erasures then run as any other, on every replica, ' +
     'destructions waiting for the ledger at the same moment sharing one chain record. Follow each with `GET /v1/erasures/{erasureId}`.',
   security,
   request: { body: jsonBody(BulkErasureRequest) },
   responses: {
     202: json(BulkAccepted, 'Accepted: at least one new erasure runs in the background'),
-    200: json(BulkAccepted, 'No new erasure: every subject\'s erasure was already open, or refused'),
+    200: json(BulkAccepted, "No new erasure: every subject's erasure was already open, or refused"),
     ...authErrors,
   },
 });

@@ -20,15 +20,17 @@ export const route = createRoute({
   description:
     'Without `entryIds`: the whole subject — its key destroyed, everything derived from it regenerated, the subject tombstoned. ' +
     'With `entryIds`: a records-scope erasure — those entries are unreadable from the answer on, the subject is re-keyed without them ' +
-    '(its other entries\' record keys re-wrapped under a new key, the old key destroyed), every artifact citing them regenerated, the probe ' +
+    "(its other entries' record keys re-wrapped under a new key, the old key destroyed), every artifact citing them regenerated, the probe " +
     'run for their content, a certificate signed; the subject keeps writing. Asking again for the entries one erasure already forgets answers that erasure.',
   security,
   request: { body: jsonBody(ErasureRequest) },
   responses: {
     202: { ...json(Accepted, 'Accepted: the erasure runs in the background'), headers: z.object({ Location: z.string() }) },
-    200: json(Accepted, 'The subject\'s erasure is already open (or these entries are already being forgotten): the same erasure'),
-    404: problemResponse('not_found: lethe has never seen the subject, or an entry is not one of the subject\'s'),
-    409: problemResponse('conflict: some of the entries are already being forgotten by another erasure; erasure_in_progress: the whole subject is being erased'),
+    200: json(Accepted, "The subject's erasure is already open (or these entries are already being forgotten): the same erasure"),
+    404: problemResponse("not_found: lethe has never seen the subject, or an entry is not one of the subject's"),
+    409: problemResponse(
+      'conflict: some of the entries are already being forgotten by another erasure; erasure_in_progress: the whole subject is being erased',
+    ),
     410: problemResponse('key_destroyed: an entry is already erased'),
     ...authErrors,
   },

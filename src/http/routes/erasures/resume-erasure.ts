@@ -31,5 +31,7 @@ export const route = createRoute({
 });
 
 export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: TokenStore): void {
-  app.openapi({ ...route, middleware: [authorize(tokens, 'eraser')] as const }, async (c) => c.json(await services.erasures.resume(c.req.valid('param').erasureId, c.get('role')), 202));
+  app.openapi({ ...route, middleware: [authorize(tokens, 'eraser')] as const }, async (c) =>
+    c.json(await services.erasures.resume(c.req.valid('param').erasureId, c.get('role')), 202),
+  );
 }

@@ -28,7 +28,7 @@ export const route = createRoute({
   },
   responses: {
     ...dismissalAnswers('the dismissal is already rejected or revoked'),
-    200: json(DismissalAccepted, 'The proposal is rejected; the erasure\'s status is unchanged'),
+    200: json(DismissalAccepted, "The proposal is rejected; the erasure's status is unchanged"),
     202: json(DismissalAccepted, 'The ruling is revoked: the probe runs again in the background'),
   },
 });

@@ -42,7 +42,9 @@ export const CertificateSchema = CertificateViewSchema.meta({
 });
 
 export const ErasureListQuery = PageQuery.extend({
-  subject: SubjectParam.shape.subject.optional().openapi({ param: { name: 'subject', in: 'query' }, description: 'Only this subject\'s erasures.', example: 'user:42' }),
+  subject: SubjectParam.shape.subject
+    .optional()
+    .openapi({ param: { name: 'subject', in: 'query' }, description: "Only this subject's erasures.", example: 'user:42' }),
 });
 
 /** The caller: its role, and the principal behind its token (never the token). */

@@ -39,7 +39,10 @@ export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: Toke
   app.openapi({ ...route, middleware: [authorize(tokens, 'writer')] as const }, async (c) => {
     const { subjects } = c.req.valid('json');
     if (subjects.length > MAX_BULK_SUBJECTS) {
-      throw new LetheError('payload_too_large', `body.subjects: at most ${MAX_BULK_SUBJECTS} subjects per request (got ${subjects.length}); send the rest in another request`);
+      throw new LetheError(
+        'payload_too_large',
+        `body.subjects: at most ${MAX_BULK_SUBJECTS} subjects per request (got ${subjects.length}); send the rest in another request`,
+      );
     }
     const first = new Map<string, number>();
     for (let i = 0; i < subjects.length; i++) {

@@ -15,14 +15,16 @@ export const route = createRoute({
   method: 'put',
   path: '/v1/subjects/{subject}/key',
   tags: ['keys'],
-  summary: 'Create the subject\'s data key, or return the live one',
+  summary: "Create the subject's data key, or return the live one",
   security,
   request: { params: SubjectParam },
   responses: {
     200: json(SubjectKeySchema, 'The subject already had a live key'),
     201: json(SubjectKeySchema, 'A new key was created'),
     409: problemResponse('erasure_in_progress: an erasure of the subject is open; no new key until it ends'),
-    410: problemResponse('subject_erased: an erasure destroyed the subject\'s key; no new key until an admin reinstates it (POST /v1/subjects/{subject}/reinstate)'),
+    410: problemResponse(
+      "subject_erased: an erasure destroyed the subject's key; no new key until an admin reinstates it (POST /v1/subjects/{subject}/reinstate)",
+    ),
     ...authErrors,
   },
 });
@@ -31,9 +33,6 @@ export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: Toke
   app.openapi({ ...route, middleware: [authorize(tokens, 'writer')] as const }, async (c) => {
     const { subject } = c.req.valid('param');
     const info = await services.keys.ensureKey(subject, c.get('role'));
-    return c.json(
-      { subject, keyId: info.keyId, state: info.state, createdAt: info.createdAt.toISOString() },
-      info.created ? 201 : 200,
-    );
+    return c.json({ subject, keyId: info.keyId, state: info.state, createdAt: info.createdAt.toISOString() }, info.created ? 201 : 200);
   });
 }

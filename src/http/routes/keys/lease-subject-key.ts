@@ -17,13 +17,15 @@ export const route = createRoute({
   method: 'post',
   path: '/v1/subjects/{subject}/key/lease',
   tags: ['keys'],
-  summary: 'Lease the subject\'s data key (created if needed)',
+  summary: "Lease the subject's data key (created if needed)",
   security,
   request: { params: SubjectParam },
   responses: {
     200: json(KeyLeaseSchema, 'The lease'),
     409: problemResponse('erasure_in_progress'),
-    410: problemResponse('subject_erased: an erasure destroyed the subject\'s key; no lease until an admin reinstates it (POST /v1/subjects/{subject}/reinstate)'),
+    410: problemResponse(
+      "subject_erased: an erasure destroyed the subject's key; no lease until an admin reinstates it (POST /v1/subjects/{subject}/reinstate)",
+    ),
     ...authErrors,
   },
 });

@@ -25,12 +25,14 @@ export const KeyBatchItem = z
   .object({
     subject: z.string(),
     status: z.enum(['created', 'existing', 'refused']).openapi({
-      description: '`created`: a key was made now; `existing`: the subject already had a live, active key (this one); `refused`: no key for it now (`problem` says why)',
+      description:
+        '`created`: a key was made now; `existing`: the subject already had a live, active key (this one); `refused`: no key for it now (`problem` says why)',
     }),
-    keyId: z.string().optional().openapi({ description: 'the subject\'s key (created or existing); absent when refused' }),
+    keyId: z.string().optional().openapi({ description: "the subject's key (created or existing); absent when refused" }),
     createdAt: z.string().optional().openapi({ format: 'date-time' }),
     problem: ProblemSchema.optional().openapi({
-      description: 'why the subject was refused: 410 `subject_erased` (erased, not reinstated), 409 `erasure_in_progress` (an erasure of it is open, or its key is fenced)',
+      description:
+        'why the subject was refused: 410 `subject_erased` (erased, not reinstated), 409 `erasure_in_progress` (an erasure of it is open, or its key is fenced)',
     }),
   })
   .openapi('KeyBatchItem');
@@ -65,7 +67,4 @@ export const KeyBatchResponse = z
     },
   });
 
-export const ValidityRequest = z
-  .object({ keyIds: z.array(KeyIdSchema).min(1).max(MAX_VALIDITY_IDS) })
-  .openapi('KeyValidityRequest');
-
+export const ValidityRequest = z.object({ keyIds: z.array(KeyIdSchema).min(1).max(MAX_VALIDITY_IDS) }).openapi('KeyValidityRequest');

@@ -15,19 +15,19 @@ export const route = createRoute({
   method: 'post',
   path: '/v1/subjects/{subject}/entries',
   tags: ['log'],
-  summary: 'Append an entry: the service encrypts it under the subject\'s DEK and stores it',
+  summary: "Append an entry: the service encrypts it under the subject's DEK and stores it",
   security,
   request: { params: SubjectParam, headers: IdempotencyHeaders, body: jsonBody(AppendRequest) },
   responses: {
     200: {
-      ...json(Appended, 'A retry with the Idempotency-Key of an earlier append and the same body: that append\'s result; nothing was stored'),
+      ...json(Appended, "A retry with the Idempotency-Key of an earlier append and the same body: that append's result; nothing was stored"),
       headers: z.object({ 'Idempotent-Replayed': z.literal('true') }),
     },
     201: json(Appended, 'Stored and indexed'),
     409: problemResponse('erasure_in_progress; idempotency_key_reused: the Idempotency-Key was used with another body for this subject'),
     410: problemResponse(
-      'subject_erased: an erasure destroyed the subject\'s key and nothing is accepted for it until an admin reinstates it; ' +
-        'key_destroyed: the key the Idempotency-Key\'s append was stored under was destroyed since',
+      "subject_erased: an erasure destroyed the subject's key and nothing is accepted for it until an admin reinstates it; " +
+        "key_destroyed: the key the Idempotency-Key's append was stored under was destroyed since",
     ),
     503: problemResponse('unavailable: the object store or database did not answer; nothing was recorded'),
     ...authErrors,

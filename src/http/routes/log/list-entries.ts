@@ -17,17 +17,17 @@ export const route = createRoute({
   method: 'get',
   path: '/v1/subjects/{subject}/entries',
   tags: ['log'],
-  summary: 'The subject\'s entries in append order, a page at a time',
+  summary: "The subject's entries in append order, a page at a time",
   description:
     'Ordered by seq. `limit` entries per page (default 100); `nextCursor` (null on the last page) is the `cursor` of the next. Walking the pages ' +
     'while entries are appended never answers an entry twice and never skips one that existed when the walk began (entries appended meanwhile may ' +
-    'or may not appear); a re-key keeps every entry\'s seq, so a walk goes on across one. Forgotten entries are never listed.',
+    "or may not appear); a re-key keeps every entry's seq, so a walk goes on across one. Forgotten entries are never listed.",
   security,
   request: { params: SubjectParam, query: PageQuery },
   responses: {
     200: json(
       z.object({ entries: z.array(EntrySchema), readFence: z.string(), nextCursor: NextCursor }),
-      'A page of the entries under the subject\'s live key, and a read fence covering them',
+      "A page of the entries under the subject's live key, and a read fence covering them",
     ),
     404: problemResponse('not_found: a subject lethe has never seen'),
     410: problemResponse('subject_erased'),

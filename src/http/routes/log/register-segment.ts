@@ -1,6 +1,5 @@
 /** POST /v1/segments (registerSegment): index the frames of a segment a writer sealed and uploaded itself. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import type { Entry } from '../../../log/service.js';
 import type { Services } from '../../services.js';
 import { SegmentRegistrationResultSchema, SegmentRegistrationSchema } from '../../../wire/log.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
@@ -29,10 +28,7 @@ export const route = createRoute({
   security,
   request: { body: jsonBody(SegmentRegistrationSchema) },
   responses: {
-    201: json(
-      SegmentRegistrationResultSchema,
-      'Per-entry outcome (registered: indexed and queued for the search indexer)',
-    ),
+    201: json(SegmentRegistrationResultSchema, 'Per-entry outcome (registered: indexed and queued for the search indexer)'),
     409: problemResponse('conflict: an entry id is already indexed at another place; nothing was registered'),
     ...authErrors,
   },

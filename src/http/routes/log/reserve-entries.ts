@@ -16,13 +16,13 @@ export const route = createRoute({
   method: 'post',
   path: '/v1/subjects/{subject}/entries/reservations',
   tags: ['log'],
-  summary: 'Reserve sequence numbers under the subject\'s key (writers that encrypt locally)',
+  summary: "Reserve sequence numbers under the subject's key (writers that encrypt locally)",
   security,
   request: { params: SubjectParam, body: jsonBody(z.object({ count: z.number().int().min(1).max(MAX_RESERVATION) }).openapi('ReservationRequest')) },
   responses: {
     201: json(ReservationSchema, 'Reserved'),
     409: problemResponse('erasure_in_progress'),
-    410: problemResponse('subject_erased: an erasure destroyed the subject\'s key; nothing is accepted for it until an admin reinstates it'),
+    410: problemResponse("subject_erased: an erasure destroyed the subject's key; nothing is accepted for it until an admin reinstates it"),
     ...authErrors,
   },
 });

@@ -4,7 +4,7 @@ import type { AuthEnv, TokenStore } from '../../auth.js';
 import { json } from '../../schemas.js';
 
 /** The services this route calls: none. */
-export interface Uses {}
+export type Uses = {};
 
 export const route = createRoute({
   operationId: 'checkLiveness',

@@ -23,9 +23,14 @@ export interface Uses {
 }
 
 const ReadyResponse = z.object({
-  status: z.enum(['ok', 'degraded', 'unavailable']).openapi({ description: '`degraded` (still 200) while `checks.ledgerChain` is `failed`: the backup bucket\'s ledger chain was cut' }),
+  status: z
+    .enum(['ok', 'degraded', 'unavailable'])
+    .openapi({ description: "`degraded` (still 200) while `checks.ledgerChain` is `failed`: the backup bucket's ledger chain was cut" }),
   checks: z.record(z.string(), z.enum(['ok', 'failed', 'off', 'pending', 'bypassable'])),
-  warnings: z.array(z.string()).optional().openapi({ description: 'what does not stop readiness but an operator must know (the ledger chain not under Object Lock, destructions pending)' }),
+  warnings: z
+    .array(z.string())
+    .optional()
+    .openapi({ description: 'what does not stop readiness but an operator must know (the ledger chain not under Object Lock, destructions pending)' }),
   replica: ReplicaView.optional(),
 });
 
@@ -37,7 +42,7 @@ export const route = createRoute({
   tags: ['service'],
   summary: 'Readiness: the database and the object store answer',
   description:
-    '`checks.ledgerLock` is `off` when the backup bucket\'s ledger chain is not retained under Object Lock, `bypassable` when lethe\'s own credential can remove retained versions; `checks.ledgerChain` is `failed` (status `degraded`) ' +
+    "`checks.ledgerLock` is `off` when the backup bucket's ledger chain is not retained under Object Lock, `bypassable` when lethe's own credential can remove retained versions; `checks.ledgerChain` is `failed` (status `degraded`) " +
     'when the chain lacks a record this database stored there or its head was rolled back; `checks.ledgerWrites` is `pending` while ' +
     'destructions wait for their record to be durable in the backup store. Neither makes the service unready; both are named in `warnings`. ' +
     '`checks.listener` is `pending` while the replica event listener reconnects and `failed` (unready) once it has been down for longer than a short grace; ' +
@@ -55,12 +60,20 @@ function ledgerChecks(status: LedgerStatus): { checks: Record<string, LedgerChec
   const warnings: string[] = [];
   checks.ledgerLock = !status.locked ? 'off' : status.bypassable ? 'bypassable' : 'ok';
   if (!status.locked) warnings.push(`the ledger chain is not under Object Lock: ${status.why}`);
-  if (status.bypassable) warnings.push("lethe's own credential can remove retained versions of the ledger chain (the governance bypass or version deletes): give it a least-privilege policy (infra/minio/lethe-policy.json) or use compliance mode");
+  if (status.bypassable)
+    warnings.push(
+      "lethe's own credential can remove retained versions of the ledger chain (the governance bypass or version deletes): give it a least-privilege policy (infra/minio/lethe-policy.json) or use compliance mode",
+    );
   checks.ledgerWrites = status.pending > 0 ? 'pending' : 'ok';
   if (status.anchor.state !== 'unchecked') checks.ledgerChain = status.anchor.state === 'cut' ? 'failed' : 'ok';
-  if (status.anchor.state === 'cut') warnings.push(`the ledger chain in the backup bucket was cut: ${status.anchor.problem}; no destruction is recorded there until it is repaired (lethe backup repair-ledger)`);
+  if (status.anchor.state === 'cut')
+    warnings.push(
+      `the ledger chain in the backup bucket was cut: ${status.anchor.problem}; no destruction is recorded there until it is repaired (lethe backup repair-ledger)`,
+    );
   if (status.pending > 0) {
-    warnings.push(`${status.pending} destruction(s) not yet durable in the backup store's ledger, the oldest since ${status.oldestPending?.toISOString() ?? '?'}`);
+    warnings.push(
+      `${status.pending} destruction(s) not yet durable in the backup store's ledger, the oldest since ${status.oldestPending?.toISOString() ?? '?'}`,
+    );
   }
   return { checks, warnings };
 }
