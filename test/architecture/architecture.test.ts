@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { check, format, README, readTree, REPO, SCHEMA, SERVICES, type Violation, warnings } from './check.js';
 import { ALLOWED_CYCLES, ALLOWED_LONG_FILES, ALLOWED_LONG_FUNCTIONS, MODULES } from './rules.js';
-import type { ShapeAllowances } from './shape.js';
+import { lineCount, type ShapeAllowances } from './shape.js';
 
 // The real ownership table and schema (and db's client, the import its README's "May import" line names);
 // each test adds the files it needs.
@@ -368,7 +368,7 @@ describe('the shape of src/', () => {
       { file: 'src/vault/e.ts', line: 1, rule: 'function-length', message: 'alsoLong: 130 lines (at most 120)' },
     ]);
     expect(warnings({ ...base, ...files }, { allowed }).map(format)).toEqual([
-      'src/db/schema.ts:1 [file-length] 510 lines (at most 400)',
+      `src/db/schema.ts:1 [file-length] ${lineCount(base[SCHEMA])} lines (at most 400)`,
       'src/log/a.ts:1 [cycle] import cycle among src/log/a.ts, src/log/b.ts',
       'src/vault/a.ts:1 [function-length] tooLong: 121 lines (at most 120)',
       'src/vault/long.ts:1 [file-length] 401 lines (at most 400)',
