@@ -241,8 +241,14 @@ class PlainBatcher {
     this.bytes += body.length;
     const key = `${this.prefix}/plain_${String(this.#n++).padStart(8, '0')}_${randomBytes(6).toString('hex')}`;
     this.store.put(key, body).then(
-      () => batch.forEach((e) => e.resolve()),
-      (err: unknown) => batch.forEach((e) => e.reject(err)),
+      () =>
+        batch.forEach((e) => {
+          e.resolve();
+        }),
+      (err: unknown) =>
+        batch.forEach((e) => {
+          e.reject(err);
+        }),
     );
   }
 }

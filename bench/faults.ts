@@ -30,7 +30,7 @@ import { loadConfig } from '../src/config/index.js';
 import { startServer, type RunningServer } from '../src/app/serve.js';
 import { createLogger } from '../src/observability/logger.js';
 import { startToxiproxy, toxiproxyBinary, type ToxiproxyServer } from '../infra/toxiproxy-server.js';
-import { type Proxy, Toxiproxy } from '../infra/toxiproxy-client.js';
+import { type TcpProxy, Toxiproxy } from '../infra/toxiproxy-client.js';
 import { byMode, envInt } from './support/mode.js';
 import { cleanup, openScratch, randomRootKey, type Scratch } from './support/scratch.js';
 import { cpuSeconds, pool, runIfMain } from './support/process.js';
@@ -101,7 +101,7 @@ export async function runFaults(): Promise<FaultsResult> {
 
   let scratch: Scratch | undefined;
   let toxiproxy: ToxiproxyServer | undefined;
-  const proxies: Proxy[] = [];
+  const proxies: TcpProxy[] = [];
   let server: RunningServer | undefined;
   let writer: LetheWriter | undefined;
   try {

@@ -506,7 +506,9 @@ export async function runForget(): Promise<ForgetResult> {
     for (let i = 0; i < largeCount; i++) jobs.push({ subject: largeSubject, text: all[jobs.length]! });
     const written = await Promise.all(jobs.map((j) => w.append(j.subject, { text: j.text, kind: 'memory' })));
     const ids = new Map<string, string[]>();
-    written.forEach((r, i) => ids.set(jobs[i]!.subject, [...(ids.get(jobs[i]!.subject) ?? []), r.entryId]));
+    written.forEach((r, i) => {
+      ids.set(jobs[i]!.subject, [...(ids.get(jobs[i]!.subject) ?? []), r.entryId]);
+    });
     const writeSeconds = (performance.now() - w0) / 1000;
     progress(`forget: written in ${fmtSeconds(writeSeconds)} (${fmtInt(entries / writeSeconds)} entries/s)`);
     await writer.close();

@@ -46,7 +46,7 @@ async function call<T>(api: string, method: string, path: string, body?: unknown
   return (text ? JSON.parse(text) : undefined) as T;
 }
 
-export class Proxy {
+export class TcpProxy {
   readonly #api: string;
   readonly name: string;
   /** host:port the proxy listens on (a free loopback port, kept across down/up). */
@@ -119,7 +119,7 @@ export class Toxiproxy {
   }
 
   /** A proxy to `upstream` (host:port) on a free loopback port; the name gets a random suffix (test files share one server). */
-  async create(name: string, upstream: string): Promise<Proxy> {
+  async create(name: string, upstream: string): Promise<TcpProxy> {
     const unique = `${name}_${randomBytes(4).toString('hex')}`;
     const p = await call<{ name: string; listen: string; upstream: string }>(this.apiUrl, 'POST', '/proxies', {
       name: unique,
@@ -127,6 +127,6 @@ export class Toxiproxy {
       upstream,
       enabled: true,
     });
-    return new Proxy(this.apiUrl, p.name, p.listen, p.upstream);
+    return new TcpProxy(this.apiUrl, p.name, p.listen, p.upstream);
   }
 }

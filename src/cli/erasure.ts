@@ -24,7 +24,7 @@ import type { BulkErasureAccepted } from '../wire/erasures.js';
 import { checkErasureId, ERASE_EXIT } from './erasure-args.js';
 import { addDismissals } from './erasure-dismissals.js';
 import { addErasureDocuments } from './erasure-documents.js';
-import { ExitError, out, serviceCall, serviceClient, } from './shared.js';
+import { ExitError, out, serviceCall, serviceClient } from './shared.js';
 import { watchErasure } from './erasure-watch.js';
 
 interface EraseOptions {

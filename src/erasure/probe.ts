@@ -48,15 +48,7 @@
 import type { ShingleIndex } from '../vectors/shingle-index.js';
 import type { ProbeMatch } from './view.js';
 import type { RecordFingerprint } from './fingerprints.js';
-import {
-  MATCH_MIN_SCORE,
-  RUN_WORDS,
-  RUN_MIN_DISTINCT_PAIRS,
-  NEAR_COPY,
-  POSTINGS_BUDGET,
-  WORD_LOOKUP_COST,
-  FALLBACK_POSTINGS,
-} from './probe-weights.js';
+import { MATCH_MIN_SCORE, RUN_WORDS, RUN_MIN_DISTINCT_PAIRS, NEAR_COPY, POSTINGS_BUDGET, WORD_LOOKUP_COST, FALLBACK_POSTINGS } from './probe-weights.js';
 import { type Prepared, prepare, lastRun, lexicalScore } from './probe-lexical.js';
 
 export {

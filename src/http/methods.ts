@@ -15,14 +15,14 @@ interface PathMethods {
   readonly methods: Set<string>;
 }
 
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** A Hono route path (`/v1/subjects/:subject/key`) as a regular expression over request paths. */
 function toPattern(path: string): RegExp {
   const segments = path.split('/').map((segment) => {
     if (segment.startsWith(':')) return '[^/]+';
     if (segment === '*') return '.*';
-    return escape(segment);
+    return escapeRegExp(segment);
   });
   return new RegExp(`^${segments.join('/')}$`);
 }

@@ -1,20 +1,10 @@
-
 import pkcs11js from 'pkcs11js';
 import { randomBytes, wrapContext, zeroize } from '../crypto/index.js';
-import { LetheError, } from '../errors.js';
+import { LetheError } from '../errors.js';
 import type { EpochKeyStore } from './epoch-store.js';
 import type { DestructionState, KeyPurpose } from './provider.js';
 export type { Pkcs11Options } from './pkcs11-module.js';
-import {
-  type Handle,
-  type PKCS11,
-  MODULES,
-  code,
-  releaseModule,
-  HANDLE_GONE,
-  AUTH_FAILED,
-  tokenFailure,
-} from './pkcs11-module.js';
+import { type Handle, type PKCS11, MODULES, code, releaseModule, HANDLE_GONE, AUTH_FAILED, tokenFailure } from './pkcs11-module.js';
 import {
   VERSION,
   KID_LENGTH,

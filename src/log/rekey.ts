@@ -204,6 +204,8 @@ async function convertLegacy(
   const segment = newSegmentKey();
   const { bytes, places } = encodeSegment(envelopes);
   await deps.objects.put(segment, bytes);
-  kept.forEach((row, i) => out.set(row.entryId, { wrappedKey: wrapped[i]!, segment, offset: places[i]!.offset, length: places[i]!.length }));
+  kept.forEach((row, i) => {
+    out.set(row.entryId, { wrappedKey: wrapped[i]!, segment, offset: places[i]!.offset, length: places[i]!.length });
+  });
   return out;
 }

@@ -39,8 +39,14 @@ export class Batcher<T, R> {
     }
     run
       .then(
-        (results) => batch.forEach((p) => p.resolve(results.get(p.item) as R)),
-        (error: unknown) => batch.forEach((p) => p.reject(error)),
+        (results) =>
+          batch.forEach((p) => {
+            p.resolve(results.get(p.item) as R);
+          }),
+        (error: unknown) =>
+          batch.forEach((p) => {
+            p.reject(error);
+          }),
       )
       .finally(() => {
         this.#running = false;

@@ -13,7 +13,9 @@ import { openTestVault, type TestVault, tempDir } from '../support/vault.js';
 
 function vectorBytes(v: Float32Array): Buffer {
   const out = Buffer.alloc(v.length * 4);
-  v.forEach((x, i) => out.writeFloatLE(x, i * 4));
+  v.forEach((x, i) => {
+    out.writeFloatLE(x, i * 4);
+  });
   return out;
 }
 

@@ -15,7 +15,7 @@ import postgres from 'postgres';
 import { expect, inject } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
 import { CLI, type RunningService, startService } from '../support/process.js';
-import { type Proxy, Toxiproxy } from '../../infra/toxiproxy-client.js';
+import { type TcpProxy, Toxiproxy } from '../../infra/toxiproxy-client.js';
 import { requestInit, type CallOptions, tempDir, testEnv } from '../support/vault.js';
 
 /**
@@ -38,8 +38,8 @@ export const FAULT_ENV: Readonly<Record<string, string>> = {
 
 export interface FaultCluster {
   readonly db: TestDatabase;
-  readonly pg: Proxy;
-  readonly s3: Proxy;
+  readonly pg: TcpProxy;
+  readonly s3: TcpProxy;
   readonly a: RunningService;
   readonly b: RunningService;
   readonly replicas: readonly RunningService[];
@@ -65,7 +65,7 @@ export async function startFaultCluster(label: string, extra: Record<string, str
   const tp = toxiproxy();
   const db = await createTestDatabase('lethe_fault');
   const started: RunningService[] = [];
-  const proxies: Proxy[] = [];
+  const proxies: TcpProxy[] = [];
   const stop = async () => {
     for (const s of started) await s.stop().catch(() => {});
     for (const p of proxies) await p.delete().catch(() => {});

@@ -10,7 +10,9 @@ describe('log segments', () => {
     const { bytes, places } = encodeSegment(frames);
     const decoded = decodeSegment(bytes);
     expect(decoded.map((d) => Buffer.from(d.envelope))).toEqual(frames.map((f) => Buffer.from(f)));
-    places.forEach((p, i) => expect(frameAt(bytes, p)).toEqual(frames[i]));
+    places.forEach((p, i) => {
+      expect(frameAt(bytes, p)).toEqual(frames[i]);
+    });
   });
 
   it('a frame can be fetched by its range alone, with its length prefix checked', () => {

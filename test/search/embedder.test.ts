@@ -98,7 +98,9 @@ describe('HashingEmbedder', () => {
     const texts = ['allergic to peanuts', 'plays bass in a jazz trio', 'allergic to peanuts', ''];
     const vectors = await e.embed(texts);
     expect(vectors.length).toBe(4);
-    texts.forEach((t, i) => expect(Array.from(vectors[i]!)).toEqual(Array.from(e.embedOne(t))));
+    texts.forEach((t, i) => {
+      expect(Array.from(vectors[i]!)).toEqual(Array.from(e.embedOne(t)));
+    });
     expect(await e.embed([])).toEqual([]);
   });
 

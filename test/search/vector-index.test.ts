@@ -212,7 +212,9 @@ describe('VectorIndex', () => {
     const vectors = Array.from({ length: n }, (_, i) =>
       vec(...Array.from({ length: d }, (_, j) => Math.sin((i + 1) * (j + 1) * 0.37) + (j === i % d ? 3 : 0) + (j === (i * 7) % d ? 2 : 0))),
     );
-    vectors.forEach((v, i) => index.upsert(`r${i}`, 'entry', `k${i % 7}`, v));
+    vectors.forEach((v, i) => {
+      index.upsert(`r${i}`, 'entry', `k${i % 7}`, v);
+    });
     expect(index.size).toBe(n);
     // a tenth removed and written again: the slots are taken back, every record still answers at its own vector
     for (let i = 0; i < n; i += 10) index.remove(`r${i}`);

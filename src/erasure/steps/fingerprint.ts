@@ -31,7 +31,9 @@ export async function takeFingerprints(ctx: StepContext): Promise<string> {
         const entries = await res.log.readMany(chunk, forgetting ? { forgottenBy: row.erasureId } : {});
         const readable = chunk.filter((id) => entries.has(id));
         const vectors = await res.vectors.embedder.embed(readable.map((id) => entries.get(id)!.text));
-        readable.forEach((id, j) => records.push({ id, vector: vectors[j]!, ...res.vectors.shinglesOf(entries.get(id)!.text) }));
+        readable.forEach((id, j) => {
+          records.push({ id, vector: vectors[j]!, ...res.vectors.shinglesOf(entries.get(id)!.text) });
+        });
       }
     }
     const fingerprints: Fingerprints = { model: res.vectors.embedder.model, records, attributes: request.publicAttributes };

@@ -1,7 +1,7 @@
 /** GET /v1/certificates/public-key (getSigningPublicKey): the current certificate-signing public key alone (no token needed); GET /v1/certificates/keys also lists the retired ones. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { AuthEnv, TokenStore } from '../../auth.js';
-import { json, } from '../../schemas.js';
+import { json } from '../../schemas.js';
 import type { Services } from '../../services.js';
 import { CurrentSigningKeySchema } from '../../../wire/certificates.js';
 

@@ -1,7 +1,7 @@
 /** GET /v1/certificates/keys (listSigningKeys): every certificate-signing public key, current and retired, with ids, states and times (no token needed). */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { AuthEnv, TokenStore } from '../../auth.js';
-import { json, } from '../../schemas.js';
+import { json } from '../../schemas.js';
 import type { Services } from '../../services.js';
 import { SigningKeyListSchema } from '../../../wire/certificates.js';
 

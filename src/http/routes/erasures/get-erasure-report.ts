@@ -5,7 +5,7 @@ import { renderReport, REPORT_CSP } from '../../../erasure/report/index.js';
 import { LetheError } from '../../../errors.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { problem } from '../../problem.js';
-import { authErrors, problemResponse, } from '../../schemas.js';
+import { authErrors, problemResponse } from '../../schemas.js';
 import type { Services } from '../../services.js';
 import { ErasureIdParam } from './shared.js';
 
