@@ -81,7 +81,6 @@ export const ALLOWED_LONG_FILES: readonly string[] = [
   'src/db/schema.ts',
   'src/erasure/probe.ts',
   'src/http/routes/erasures.ts',
-  'src/keyprovider/aws-kms.ts',
   'src/log/indexer.ts',
   'src/vault/audit.ts',
   'src/vault/creation.ts',
