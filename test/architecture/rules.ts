@@ -82,7 +82,6 @@ export const ALLOWED_LONG_FILES: readonly string[] = [
   'src/erasure/probe.ts',
   'src/http/routes/erasures.ts',
   'src/log/indexer.ts',
-  'src/vault/creation.ts',
   'src/vectors/service.ts',
   'src/vectors/vector-index.ts',
 ];
