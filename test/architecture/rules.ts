@@ -86,7 +86,6 @@ export const ALLOWED_LONG_FILES: readonly string[] = [
   'src/vectors/vector-index.ts',
 ];
 export const ALLOWED_LONG_FUNCTIONS: readonly string[] = [
-  'src/backups/restore.ts#restoreBackup',
   'src/cli/erasure.ts#addErasure',
   'src/config/index.ts#loadConfig',
   'src/erasure/probe.ts#scoreProbe',
