@@ -22,81 +22,24 @@
  * (among every version of the head in a versioned bucket) and names what is wrong:
  * a missing record, a MAC that does not verify, a record out of sequence, a head
  * beyond the records.
+ *
+ * This file writes; the objects' format is in `ledger-record.ts`, reading in
+ * `ledger-read.ts`, both re-exported here.
  */
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { sql } from 'drizzle-orm';
-import { canonicalJson, type Json } from '../crypto/certificate.js';
 import { constantTimeEqual, type KeyedHasher, utf8 } from '../crypto/index.js';
 import { type Executor, queryRows, type Transaction } from '../db/client.js';
 import { isLetheError, LetheError } from '../errors.js';
-import type { ObjectStore, Retention } from '../storage/store.js';
 import type { BackupContext } from './context.js';
+import { CHAIN_FORMAT, HEAD_FORMAT, LEDGER_HEAD_KEY, chainRecordKey, type ChainRecord, type ChainHead, GENESIS_PREV, chainMac, macMatches, retention, parseJson, parseRecord } from './ledger-record.js';
+import { newestHead, type VerifiedChain } from './ledger-read.js';
 
-export const CHAIN_FORMAT = 'lethe-ledger-chain/1';
-export const HEAD_FORMAT = 'lethe-ledger-head/1';
-export const LEDGER_HEAD_KEY = 'ledger/head.json';
-export const LEDGER_CHAIN_PREFIX = 'ledger/chain/';
+export { CHAIN_FORMAT, type ChainHead, chainMac, chainRecordKey, type ChainRecord, HEAD_FORMAT, LEDGER_CHAIN_PREFIX, LEDGER_HEAD_KEY, type LedgerEntry, macMatches, retention } from './ledger-record.js';
+export { readChain, salvageChain, type VerifiedChain } from './ledger-read.js';
 
 /** How many destructions (and manifest versions) one record holds at most. */
 const RECORD_BATCH = 1000;
-
-export function chainRecordKey(seq: number): string {
-  return `${LEDGER_CHAIN_PREFIX}${String(seq).padStart(16, '0')}.json`;
-}
-
-/** One destruction as the ledger chain holds it: the key by id, the subject only by its keyed hash. */
-export interface LedgerEntry {
-  readonly keyId: string;
-  readonly keyKind: string;
-  /** The subject's keyed hash (hex), never the subject id. */
-  readonly subjectHash: string | null;
-  readonly destroyedAt: string;
-  readonly reason: string;
-  readonly wrappedEpoch: number;
-  readonly leasedUntil: string | null;
-}
-
-export interface ChainRecord {
-  readonly format: typeof CHAIN_FORMAT;
-  readonly seq: number;
-  /** The previous record's MAC (hex); 64 zeros for the genesis. */
-  readonly prev: string;
-  readonly at: string;
-  /** The audit chain's tip when the record was assigned: a database rolled back behind it is visible. */
-  readonly auditHead: { readonly seq: number; readonly mac: string } | null;
-  readonly destructions: LedgerEntry[];
-  /** Manifest versions written since the previous record: a restore refuses an older manifest. */
-  readonly manifests: { readonly backupId: string; readonly version: number }[];
-  readonly mac: string;
-}
-
-export interface ChainHead {
-  readonly format: typeof HEAD_FORMAT;
-  readonly seq: number;
-  /** The MAC of record `seq`. */
-  readonly record: string;
-  readonly at: string;
-  readonly mac: string;
-}
-
-const GENESIS_PREV = '0'.repeat(64);
-
-/** The MAC of a record or head: over its canonical JSON without the `mac` field. */
-export function chainMac(mac: KeyedHasher, value: object): string {
-  const { mac: _omitted, ...rest } = value as { mac?: unknown };
-  return bytesToHex(mac.hash(utf8.encode(canonicalJson(JSON.parse(JSON.stringify(rest)) as Json))));
-}
-
-export function macMatches(mac: KeyedHasher, value: { mac?: unknown }): boolean {
-  if (typeof value.mac !== 'string' || !/^[0-9a-f]{64}$/.test(value.mac)) return false;
-  return constantTimeEqual(hexToBytes(chainMac(mac, value)), hexToBytes(value.mac));
-}
-
-export function retention(ctx: Pick<BackupContext, 'ledgerLock'>, lockable: boolean): Retention | undefined {
-  const lock = ctx.ledgerLock;
-  if (!lock || !lockable) return undefined;
-  return { mode: lock.mode, until: new Date(Date.now() + lock.days * 86_400_000) };
-}
 
 /** The bucket's advisory lock: one chain writer per bucket across replicas. */
 function lockChain(tx: Transaction, bucket: string): Promise<unknown> {
@@ -408,158 +351,6 @@ export async function flushLedger(ctx: BackupContext, options: { everything?: bo
   const records = await assign(ctx, options.everything ?? true);
   const durable = await store(ctx);
   return { records, durable };
-}
-
-function parseJson(bytes: Uint8Array, what: string): Record<string, unknown> {
-  try {
-    const value = JSON.parse(Buffer.from(bytes).toString('utf8')) as unknown;
-    if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
-  } catch {
-    // named below
-  }
-  throw new LetheError('conflict', `${what} is not a ledger chain object (unreadable JSON)`);
-}
-
-function parseRecord(bytes: Uint8Array, mac: KeyedHasher, seq: number): ChainRecord {
-  const value = parseJson(bytes, `ledger chain record ${seq}`);
-  if (value.format !== CHAIN_FORMAT || value.seq !== seq) throw new LetheError('conflict', `ledger chain record ${seq} is out of sequence or of another format`);
-  if (!macMatches(mac, value)) throw new LetheError('conflict', `ledger chain record ${seq} fails its MAC: it was altered, or written under another root key`);
-  return value as unknown as ChainRecord;
-}
-
-/** The newest head with a valid MAC among every stored version of the head; undefined when there is none. */
-async function newestHead(store: ObjectStore, mac: KeyedHasher): Promise<ChainHead | undefined> {
-  let best: ChainHead | undefined;
-  let forged = 0;
-  for (const bytes of await store.versions(LEDGER_HEAD_KEY)) {
-    let value: Record<string, unknown>;
-    try {
-      value = parseJson(bytes, 'the ledger head');
-    } catch {
-      forged++;
-      continue;
-    }
-    if (value.format !== HEAD_FORMAT || typeof value.seq !== 'number' || !macMatches(mac, value)) {
-      forged++;
-      continue;
-    }
-    const head = value as unknown as ChainHead;
-    if (!best || head.seq > best.seq) best = head;
-  }
-  if (!best && forged > 0) throw new LetheError('conflict', 'the ledger head (ledger/head.json) fails its MAC: it was altered, or written under another root key');
-  return best;
-}
-
-export interface VerifiedChain {
-  /** False when the bucket holds no chain at all (no genesis, no head). */
-  readonly present: boolean;
-  /** Every destruction the chain records, by key id (from every stored version of every record with a valid MAC). */
-  readonly entries: Map<string, LedgerEntry>;
-  /** The newest manifest version the chain records for each backup. */
-  readonly manifests: Map<string, number>;
-  /** The MACs (hex) of the records on the chain at each sequence number (two after a fork). */
-  readonly macs: Map<number, string[]>;
-  /** The last record: where a restored database continues the chain. */
-  readonly last: { readonly seq: number; readonly mac: string; readonly body: string } | undefined;
-  /** The audit chain's tip as the last record saw it. */
-  readonly auditHead: { readonly seq: number; readonly mac: string } | null;
-  /** What was found and worked around: a record's current version removed or altered (an earlier one used), two writers' records at one sequence number. */
-  readonly notes: string[];
-}
-
-/** The stored versions of record `seq` whose MAC holds, newest first, and how many did not. */
-async function recordVersions(store: ObjectStore, mac: KeyedHasher, seq: number): Promise<{ valid: Array<{ record: ChainRecord; body: string }>; stored: number }> {
-  const versions = await store.versions(chainRecordKey(seq));
-  const valid: Array<{ record: ChainRecord; body: string }> = [];
-  for (const bytes of versions) {
-    try {
-      valid.push({ record: parseRecord(bytes, mac, seq), body: Buffer.from(bytes).toString('utf8') });
-    } catch (e) {
-      if (!isLetheError(e, 'conflict')) throw e;
-    }
-  }
-  return { valid, stored: versions.length };
-}
-
-/**
- * Reads and verifies the bucket's ledger chain from the genesis to the newest head
- * (and any whole records written after it); throws a conflict naming what is wrong.
- *
- * Every stored version of a record is read (a versioned bucket keeps what a delete or
- * an overwrite hides): the chain follows the versions whose MAC holds and whose
- * previous MAC is a record already on it, and every destruction in every such version
- * is honoured — so neither a removed current version nor two writers' records at one
- * sequence number loses one.
- */
-export async function readChain(store: ObjectStore, mac: KeyedHasher): Promise<VerifiedChain> {
-  const head = await newestHead(store, mac);
-  const entries = new Map<string, LedgerEntry>();
-  const manifests = new Map<string, number>();
-  const macs = new Map<number, string[]>();
-  const notes: string[] = [];
-  let frontier = new Set<string>([GENESIS_PREV]);
-  let last: VerifiedChain['last'];
-  let auditHead: VerifiedChain['auditHead'] = null;
-  for (let seq = 0; ; seq++) {
-    const { valid, stored } = await recordVersions(store, mac, seq);
-    if (stored === 0) {
-      if (seq === 0) {
-        if (head) throw new LetheError('conflict', `the ledger chain's genesis (${chainRecordKey(0)}) is missing while its head names record ${head.seq}`);
-        return { present: false, entries, manifests, macs, last: undefined, auditHead: null, notes };
-      }
-      if (head && seq <= head.seq) {
-        throw new LetheError('conflict', `ledger chain record ${seq} (${chainRecordKey(seq)}) is missing: the head names record ${head.seq}, so records were removed`);
-      }
-      break;
-    }
-    if (valid.length === 0) throw new LetheError('conflict', `ledger chain record ${seq} fails its MAC: it was altered, or written under another root key`);
-    const linked = valid.filter((v) => frontier.has(v.record.prev));
-    if (linked.length === 0) {
-      throw new LetheError('conflict', `ledger chain record ${seq} does not follow record ${seq - 1} (its previous MAC differs): a record was replaced or reordered`);
-    }
-    const current = await store.get(chainRecordKey(seq)).catch(() => undefined);
-    const currentMac = current ? (() => { try { return parseRecord(current, mac, seq).mac; } catch { return undefined; } })() : undefined;
-    if (!linked.some((v) => v.record.mac === currentMac)) notes.push(`ledger chain record ${seq}: its current version was removed or altered; the version lethe wrote was used`);
-    const distinct = new Map(linked.map((v) => [v.record.mac, v]));
-    if (distinct.size > 1) notes.push(`ledger chain record ${seq} was written twice, differently (two databases appended to this bucket's chain at once): the destructions of both are honoured`);
-    // every valid version's destructions count, linked or not: more destruction is the safe direction
-    for (const v of valid) {
-      for (const d of v.record.destructions) entries.set(d.keyId, d);
-      for (const m of v.record.manifests) manifests.set(m.backupId, Math.max(manifests.get(m.backupId) ?? 0, m.version));
-    }
-    macs.set(seq, [...distinct.keys()]);
-    // the head picks among two writers' records at its own sequence number; otherwise the newest
-    const named = head && seq === head.seq ? distinct.get(head.record) : undefined;
-    if (head && seq === head.seq && !named) throw new LetheError('conflict', `ledger chain record ${seq} is not the one its head names: it was replaced`);
-    const chosen = named ?? [...distinct.values()][0]!;
-    if (chosen.record.auditHead) auditHead = chosen.record.auditHead;
-    frontier = new Set(distinct.keys());
-    last = { seq, mac: chosen.record.mac, body: chosen.body };
-  }
-  if (!head && last && last.seq > 0) {
-    throw new LetheError('conflict', `the ledger chain holds ${last.seq} record(s) but no head (ledger/head.json): the head was removed`);
-  }
-  return { present: true, entries, manifests, macs, last, auditHead, notes };
-}
-
-/**
- * What a forced restore past a damaged chain can still honour: every destruction in
- * every stored version, under `ledger/chain/`, of every record whose MAC holds,
- * whatever is wrong with the chain around them.
- */
-export async function salvageChain(store: ObjectStore, mac: KeyedHasher): Promise<Map<string, LedgerEntry>> {
-  const entries = new Map<string, LedgerEntry>();
-  // records hidden by a delete marker are not listed: every sequence number up to the highest listed is read
-  let highest = -1;
-  for await (const o of store.list(LEDGER_CHAIN_PREFIX)) {
-    const m = /(\d{16})\.json$/.exec(o.key);
-    if (m) highest = Math.max(highest, Number(m[1]));
-  }
-  for (let seq = 0; seq <= highest; seq++) {
-    const { valid } = await recordVersions(store, mac, seq);
-    for (const v of valid) for (const d of v.record.destructions) entries.set(d.keyId, d);
-  }
-  return entries;
 }
 
 /** The last record of the bucket's chain this database has stored: where a backup taken now stands. */

@@ -10,18 +10,19 @@
  * — and then it says what it could not guarantee.
  */
 import { sql } from 'drizzle-orm';
-import { queryRows } from '../db/client.js';
+import { queryRows, type Transaction } from '../db/client.js';
 import { isLetheError, LetheError } from '../errors.js';
 import type { KeyPurpose } from '../keyprovider/provider.js';
-import { describeError } from '../observability/logger.js';
 import { zeroize } from '../crypto/index.js';
 import { clearForRestore, replayDestructions } from '../vault/restore.js';
-import { restoredLiveConsequence, unanchored, type Witness } from './anchor.js';
+import type { Witness } from './anchor.js';
 import type { BackupContext } from './context.js';
-import { type DatabaseExport, decodeValue, importDatabase, occupiedTables, parseDatabaseExport, putBackTables, snapshotTables, type TablesSnapshot } from './database.js';
-import { adoptChain, type LedgerEntry, readChain, salvageChain, type VerifiedChain } from './ledger-chain.js';
-import { manifestMacState, readManifest } from './manifest.js';
+import { type DatabaseExport, decodeValue, importDatabase, occupiedTables, parseDatabaseExport, snapshotTables } from './database.js';
+import { adoptChain } from './ledger-chain.js';
+import { type Manifest, readManifest } from './manifest.js';
 import { BACKED_UP_PREFIXES, sha256Hex } from './objects.js';
+import { type RestoreLedger, restoreLedger } from './restore-ledger.js';
+import { RestoreUndo } from './restore-undo.js';
 
 export interface RestoreResult {
   readonly backupId: string;
@@ -73,72 +74,8 @@ export async function restoreBackup(ctx: BackupContext, backupId: string, option
   if (sha256Hex(databaseBytes) !== manifest.database.sha256) throw new LetheError('validation_failed', 'the backup\'s database export does not match its sha256');
   const dump = parseDatabaseExport(databaseBytes);
 
-  // the ledger: the MAC-chained copy in the backup bucket, verified from its genesis
-  // and checked against what the backup knew
-  const warnings: string[] = [];
-  let forced = false;
-  const refuse = (problem: string, consequence: string): void => {
-    if (!options.force) {
-      throw new LetheError('conflict', `${problem}: refusing to restore, since a key destroyed after this backup could come back. Restore with --force-without-ledger to proceed anyway.`);
-    }
-    forced = true;
-    warnings.push(`${problem}. Proceeding because forced: ${consequence}`);
-  };
-  const macState = manifestMacState(ctx.ledgerMac, manifest);
-  if (macState === 'invalid') {
-    throw new LetheError('conflict', `the manifest of backup ${backupId} fails its MAC: it was edited after lethe wrote it (or under another root key); refusing to restore`);
-  }
-  let chain: VerifiedChain = { present: false, entries: new Map(), manifests: new Map(), macs: new Map(), last: undefined, auditHead: null, notes: [] };
-  let damaged = false;
-  try {
-    chain = await readChain(ctx.backup, ctx.ledgerMac);
-  } catch (e) {
-    if (!isLetheError(e, 'conflict')) throw e;
-    damaged = true;
-    refuse(
-      `the ledger chain in the backup bucket is damaged: ${e.message}`,
-      'every destruction in a ledger record whose MAC still holds is honoured; keys destroyed after this backup and recorded only in a lost or damaged record ARE RESTORED AS LIVE unless the manifest marks them; erase them again.',
-    );
-    // forced: still honour every record that verifies on its own
-    chain = { ...chain, present: true, entries: await salvageChain(ctx.backup, ctx.ledgerMac) };
-  }
-  warnings.push(...chain.notes);
-  // a manifest lethe MAC'd (the chain records it, or it names the record it was taken at) had its MAC removed: edited
-  if (macState === 'absent' && (chain.manifests.has(backupId) || manifest.ledgerHead)) {
-    throw new LetheError('conflict', `the manifest of backup ${backupId} was written with a MAC, which was removed: it was edited after lethe wrote it; refusing to restore, forced or not`);
-  }
-  if (macState === 'absent') refuse(`the manifest of backup ${backupId} carries no MAC (written before manifests were MAC'd, or its MAC stripped with the chain record that would show it)`, 'its key states and objects are not authenticated: an edited manifest would be restored as it is.');
-  const destroyed = new Map<string, LedgerEntry>(chain.entries);
-  const knownAtBackup = dump.tables.destruction_ledger.map((r) => String(r.keyId));
-  if (!chain.present) {
-    refuse('the ledger chain in the backup bucket is gone (ledger/chain/ holds no genesis)', 'keys destroyed after this backup ARE RESTORED AS LIVE unless the manifest marks them; erase them again.');
-  } else if (!damaged) {
-    const missing = knownAtBackup.filter((k) => !destroyed.has(k));
-    if (missing.length > 0) {
-      refuse(`the ledger chain in the backup bucket lacks ${missing.length} destruction(s) the backup itself records`, 'keys destroyed after this backup may be RESTORED AS LIVE; erase them again.');
-    }
-    const knew = manifest.ledgerHead;
-    if (knew && !chain.macs.get(knew.seq)?.includes(knew.mac)) {
-      refuse(
-        `the ledger chain in the backup bucket is older than this backup: the backup was taken at record ${knew.seq}, which the chain ${chain.macs.has(knew.seq) ? 'holds with another MAC' : 'does not reach'} (rolled back or replaced)`,
-        'keys destroyed after this backup may be RESTORED AS LIVE; erase them again.',
-      );
-    }
-    const chained = chain.manifests.get(backupId);
-    if (chained !== undefined && manifest.version < chained) {
-      refuse(`the manifest of backup ${backupId} is version ${manifest.version}, but the ledger chain records version ${chained}: an older manifest was put back`, 'destructions marked only in the newer manifest are still honoured through the ledger chain.');
-    }
-  }
-  // the manifest's marks and the backup's own ledger rows count as destructions too
-  for (const k of manifest.keys) {
-    if (k.state === 'destroyed' && !destroyed.has(k.keyId)) {
-      destroyed.set(k.keyId, { keyId: k.keyId, keyKind: k.kind, subjectHash: null, destroyedAt: k.destroyedAt ?? manifest.updatedAt, reason: 'manifest', wrappedEpoch: -1, leasedUntil: null });
-    }
-  }
-
-  // anchored (anchor.ts): an intact prefix verifies on its own, so a tail cut with an older head put back shows only here
-  const unanchoredBy = chain.present && !damaged ? await unanchored(ctx, { backupId, manifest, chain, witnesses: options.witnesses ?? [], warnings }) : undefined;
-  if (unanchoredBy) refuse(unanchoredBy, restoredLiveConsequence(dump.tables.subject_keys.map((r) => String(r.keyId)).filter((k) => !destroyed.has(k))));
+  const ledger = await restoreLedger(ctx, backupId, manifest, dump, options);
+  const { destroyed, warnings, forced } = ledger;
 
   // epochs: every epoch a restored key is wrapped under must still be in the key provider
   await refuseInertEpochs(ctx, backupId, dump, destroyed);
@@ -161,69 +98,14 @@ export async function restoreBackup(ctx: BackupContext, backupId: string, option
     }
     return copied;
   });
-  const counts = await undo.step('loading the database export', () => ctx.db.transaction(async (tx) => {
-    // every lethe table's rows, put back should a later step fail
-    undo.saved = await snapshotTables(tx);
-    // a fresh database has its own first epoch and audit rows: the backup's replace them
-    await clearForRestore(tx);
-    const imported = await importDatabase(tx, dump, (table, row) => {
-      if (table === 'subject_keys' || table === 'artifact_keys') {
-        const keep = !destroyed.has(String(row.keyId));
-        if (keep) restoredKeyIds.add(String(row.keyId));
-        return keep;
-      }
-      if (table === 'embeddings') return !destroyed.has(String(row.keyId));
-      return true;
-    });
-    const inLedger = new Set(knownAtBackup);
-    const replay = [...destroyed.values()].filter((d) => !inLedger.has(d.keyId));
-    await replayDestructions(
-      tx,
-      replay.map((d) => ({
-        keyId: d.keyId,
-        keyKind: d.keyKind === 'artifact-version' ? 'artifact-version' : 'subject',
-        subjectHash: d.subjectHash ? Buffer.from(d.subjectHash, 'hex') : null,
-        destroyedAt: new Date(d.destroyedAt),
-        reason: `replayed at restore: ${d.reason}`,
-        wrappedEpoch: d.wrappedEpoch,
-        leasedUntil: d.leasedUntil ? new Date(d.leasedUntil) : null,
-        // durable when the bucket's ledger chain holds it (a manifest's mark alone is written into the chain again)
-        durableAt: chain.entries.has(d.keyId) ? new Date() : null,
-      })),
-    );
-    // the restored database continues the bucket's chain; what the chain holds is durable
-    await adoptChain(tx, ctx.backup.bucket, chain);
-    await ctx.destructions.resetDurable(tx);
-    await ctx.destructions.markDurable(tx, [...chain.entries.keys()]);
-    await ctx.audit.append(tx, [
-      {
-        actor: options.actor,
-        action: 'backup.restore',
-        detail: { backupId, manifestVersion: manifest.version, replayed: replay.length, forced },
-      },
-    ]);
-    return { imported, replayed: replay.length };
-  }));
+  const counts = await undo.step('loading the database export', () =>
+    ctx.db.transaction((tx) => loadExport(ctx, tx, undo, { backupId, manifest, dump, ledger, actor: options.actor })),
+  );
 
   // An artifact whose current version's key was destroyed after the backup (an erasure's
   // cascade regenerated it) points at text nothing opens: regenerate it from the
   // restored sources that survive, as the erasure did, or erase it when none does.
-  const { stale, repaired } = await undo.step('regenerating the artifacts whose version key was destroyed after the backup', async () => {
-    const stale = (
-      await queryRows<{ artifact_id: string }>(
-        ctx.db,
-        sql`select a.artifact_id from artifacts a
-             where a.state = 'live' and a.key_id is not null
-               and not exists (select 1 from artifact_keys k where k.key_id = a.key_id)`,
-      )
-    ).map((r) => r.artifact_id);
-    let repaired = { regenerated: 0, removed: 0 };
-    if (stale.length > 0) {
-      const result = await ctx.artifacts.regenerate(stale, { actor: 'restore', reason: 'restore: the version key was destroyed after the backup' });
-      repaired = { regenerated: result.regenerated.length, removed: result.removed.length };
-    }
-    return { stale, repaired };
-  });
+  const { stale, repaired } = await undo.step('regenerating the artifacts whose version key was destroyed after the backup', () => regenerateStale(ctx));
   return {
     backupId,
     manifestVersion: manifest.version,
@@ -241,84 +123,78 @@ export async function restoreBackup(ctx: BackupContext, backupId: string, option
   };
 }
 
-/** Every object key the bucket lists. */
-async function listedKeys(store: BackupContext['live']): Promise<Set<string>> {
-  const keys = new Set<string>();
-  for await (const o of store.list('')) keys.add(o.key);
-  return keys;
+/**
+ * The backup's database, in the restore's one transaction: what the target held saved
+ * (`undo`), the tables loaded without the destroyed keys, the destructions the backup's
+ * own ledger lacks replayed, the bucket's chain adopted, the restore audited.
+ */
+async function loadExport(
+  ctx: BackupContext,
+  tx: Transaction,
+  undo: RestoreUndo,
+  load: { backupId: string; manifest: Manifest; dump: DatabaseExport; ledger: RestoreLedger; actor: string },
+): Promise<{ imported: Awaited<ReturnType<typeof importDatabase>>; replayed: number }> {
+  const { backupId, manifest, dump, actor } = load;
+  const { chain, destroyed, knownAtBackup, forced } = load.ledger;
+  // every lethe table's rows, put back should a later step fail
+  undo.saved = await snapshotTables(tx);
+  // a fresh database has its own first epoch and audit rows: the backup's replace them
+  await clearForRestore(tx);
+  const imported = await importDatabase(tx, dump, (table, row) => {
+    if (table === 'subject_keys' || table === 'artifact_keys') {
+      const keep = !destroyed.has(String(row.keyId));
+      if (keep) undo.keyIds.add(String(row.keyId));
+      return keep;
+    }
+    if (table === 'embeddings') return !destroyed.has(String(row.keyId));
+    return true;
+  });
+  const inLedger = new Set(knownAtBackup);
+  const replay = [...destroyed.values()].filter((d) => !inLedger.has(d.keyId));
+  await replayDestructions(
+    tx,
+    replay.map((d) => ({
+      keyId: d.keyId,
+      keyKind: d.keyKind === 'artifact-version' ? 'artifact-version' : 'subject',
+      subjectHash: d.subjectHash ? Buffer.from(d.subjectHash, 'hex') : null,
+      destroyedAt: new Date(d.destroyedAt),
+      reason: `replayed at restore: ${d.reason}`,
+      wrappedEpoch: d.wrappedEpoch,
+      leasedUntil: d.leasedUntil ? new Date(d.leasedUntil) : null,
+      // durable when the bucket's ledger chain holds it (a manifest's mark alone is written into the chain again)
+      durableAt: chain.entries.has(d.keyId) ? new Date() : null,
+    })),
+  );
+  // the restored database continues the bucket's chain; what the chain holds is durable
+  await adoptChain(tx, ctx.backup.bucket, chain);
+  await ctx.destructions.resetDurable(tx);
+  await ctx.destructions.markDurable(tx, [...chain.entries.keys()]);
+  await ctx.audit.append(tx, [
+    {
+      actor,
+      action: 'backup.restore',
+      detail: { backupId, manifestVersion: manifest.version, replayed: replay.length, forced },
+    },
+  ]);
+  return { imported, replayed: replay.length };
 }
 
-/**
- * What it takes to put the target back as the restore found it, gathered as the
- * restore goes: the keys the live bucket listed before, the objects the restore put
- * there, the rows the target database held (saved by the import's transaction before
- * it cleared them). `step` runs one step of the restore; when it throws, the target
- * is put back — every lethe table emptied and the saved rows inserted again, every
- * object the bucket did not list before removed — and the error says so.
- */
-class RestoreUndo {
-  /** Objects this restore put into the live bucket (the last perhaps half-written). */
-  readonly written = new Set<string>();
-  /** Keys restored live: dropped from the DEK cache when the restore is undone. */
-  readonly keyIds = new Set<string>();
-  /** Every lethe table's rows before the import cleared them; set inside the import's transaction. */
-  saved: TablesSnapshot | undefined;
-
-  private constructor(
-    private readonly ctx: BackupContext,
-    private readonly backupId: string,
-    private readonly listed: ReadonlySet<string>,
-    private readonly settle: (() => Promise<void>) | undefined,
-  ) {}
-
-  static async start(ctx: BackupContext, backupId: string, settle?: () => Promise<void>): Promise<RestoreUndo> {
-    return new RestoreUndo(ctx, backupId, await listedKeys(ctx.live), settle);
+/** The live artifacts whose current version's key is gone, regenerated from the restored sources (or erased for want of any). */
+async function regenerateStale(ctx: BackupContext): Promise<{ stale: string[]; repaired: { regenerated: number; removed: number } }> {
+  const stale = (
+    await queryRows<{ artifact_id: string }>(
+      ctx.db,
+      sql`select a.artifact_id from artifacts a
+           where a.state = 'live' and a.key_id is not null
+             and not exists (select 1 from artifact_keys k where k.key_id = a.key_id)`,
+    )
+  ).map((r) => r.artifact_id);
+  let repaired = { regenerated: 0, removed: 0 };
+  if (stale.length > 0) {
+    const result = await ctx.artifacts.regenerate(stale, { actor: 'restore', reason: 'restore: the version key was destroyed after the backup' });
+    repaired = { regenerated: result.regenerated.length, removed: result.removed.length };
   }
-
-  async step<T>(stage: string, run: () => Promise<T>): Promise<T> {
-    try {
-      return await run();
-    } catch (e) {
-      throw await this.#putBack(stage, e);
-    }
-  }
-
-  /** Puts the target back; answers the error to throw (the cause's code, or `unavailable` for an unexpected one). */
-  async #putBack(stage: string, cause: unknown): Promise<LetheError> {
-    const { ctx, backupId } = this;
-    const failed = `restore of backup ${backupId} failed while ${stage}: ${describeError(cause).message}`;
-    let removed = 0;
-    try {
-      await this.settle?.();
-      // the database first: once its rows are gone nothing points at the objects
-      if (this.saved) await putBackTables(ctx.db, this.saved);
-      for (const keyId of this.keyIds) ctx.keys.invalidate(keyId);
-      const stray = new Set([...this.written, ...(await listedKeys(ctx.live))].filter((k) => !this.listed.has(k)));
-      for (const key of stray) {
-        await ctx.live.delete(key);
-        removed++;
-      }
-      const left = [...(await listedKeys(ctx.live))].filter((k) => !this.listed.has(k));
-      if (left.length > 0) throw new Error(`${left.length} object(s) written by the restore are still in the live bucket`);
-    } catch (undoFailed) {
-      ctx.logger.error({ backupId, stage, err: describeError(cause), undo: describeError(undoFailed) }, 'restore failed, and putting the target back failed too');
-      return new LetheError(
-        'internal',
-        `${failed}. Putting the target back failed too (${describeError(undoFailed).message}): the target database and live bucket may hold part of the backup — ` +
-          'restore into a fresh database and an empty bucket, or empty these first.',
-        { cause },
-      );
-    }
-    ctx.logger.warn({ backupId, stage, err: describeError(cause), removedObjects: removed }, 'restore failed; the target was put back as it was found');
-    const database = this.saved
-      ? `the database holds again exactly the ${this.saved.rows} row(s) it held before (every lethe table emptied and refilled)`
-      : 'the database was not changed';
-    return new LetheError(
-      isLetheError(cause) && cause.code !== 'internal' ? cause.code : 'unavailable',
-      `${failed}. The target was left as it was found: ${database}, and the ${removed} object(s) the restore had written into the live bucket were removed.`,
-      { cause },
-    );
-  }
+  return { stale, repaired };
 }
 
 /**

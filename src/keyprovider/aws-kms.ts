@@ -36,137 +36,29 @@ import {
   DecryptCommand,
   DescribeKeyCommand,
   EncryptCommand,
-  KMSClient,
-  type KMSClientConfig,
+  type KMSClient,
   type KeyMetadata,
   ListAliasesCommand,
   ListResourceTagsCommand,
   ScheduleKeyDeletionCommand,
   UpdateAliasCommand,
 } from '@aws-sdk/client-kms';
-import { KEY_LENGTH, KEY_PURPOSES, zeroize } from '../crypto/index.js';
-import http from 'node:http';
-import https from 'node:https';
-import type { Duplex } from 'node:stream';
-import { LetheError, errorCodes, isLetheError, markSocketErrors } from '../errors.js';
+import { KEY_LENGTH, zeroize } from '../crypto/index.js';
+import { LetheError } from '../errors.js';
+import { type AwsKmsEpochStoreOptions, kmsClient, Semaphore } from './aws-kms-client.js';
+import { classifyKmsError, DECRYPT_ERRORS, keyUnavailable, kmsName, UNUSABLE_KEY_ERRORS } from './aws-kms-errors.js';
+import { encryptionContext, HEADER, KMS_KEY_ID, keyIdOf } from './aws-kms-wrap.js';
 import type { EpochKeyStore } from './epoch-store.js';
 import type { DestructionState, KeyPurpose } from './provider.js';
 
-export interface AwsKmsEpochStoreOptions {
-  readonly region: string;
-  /** A KMS-compatible endpoint (local-kms, a VPC endpoint); the region's public endpoint when absent. */
-  readonly endpoint?: string;
-  /** Static credentials; the SDK's default chain (environment, shared config, SSO, container or instance role) when absent. */
-  readonly credentials?: { readonly accessKeyId: string; readonly secretAccessKey: string; readonly sessionToken?: string };
-  /** Aliases are `alias/<aliasPrefix>/epoch-NNNNNNNN`: letters, digits, `_`, `-`, `/`-separated; not starting with `aws`. */
-  readonly aliasPrefix: string;
-  /** The ScheduleKeyDeletion waiting period, 7 to 30 days (default 7). */
-  readonly deletionWindowDays?: number;
-  /** KMS calls in flight at once, and sockets (default 16). */
-  readonly concurrency?: number;
-  /** Connect timeout per attempt (default 3000 ms). */
-  readonly connectTimeoutMs?: number;
-  /** Request timeout per attempt (default 10000 ms). */
-  readonly requestTimeoutMs?: number;
-  /** Attempts per call, the first included (default 3). */
-  readonly maxAttempts?: number;
-  /** A client to use instead of one built from the options above (closed with the store). */
-  readonly client?: KMSClient;
-}
+export { type AwsKmsEpochStoreOptions, kmsAgents } from './aws-kms-client.js';
 
-/**
- * The stored wrap: "LK", layout version 1, the length and ASCII id of the KMS key that
- * made it (also bound in the encryption context as `kek`), then the KMS CiphertextBlob.
- * The id tells a wrap made under another key of the same epoch number (the number
- * taken again after a destroy) from a damaged one.
- */
-const HEADER = Uint8Array.of(0x4c, 0x4b, 0x01);
-const KMS_KEY_ID = /^(?:mrk-)?[0-9a-f-]{32,36}$/;
-
-/** The key id part of a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>). */
-function keyIdOf(arn: string): string {
-  return arn.slice(arn.lastIndexOf('/') + 1);
-}
-const ALIAS_PREFIX_PATTERN = /^[A-Za-z0-9_-]+(?:\/[A-Za-z0-9_-]+)*$/;
 const EPOCH_ALIAS = /^epoch-(\d{8})$/;
-
-const CREDENTIAL_ERRORS = new Set([
-  'UnrecognizedClientException',
-  'InvalidSignatureException',
-  'IncompleteSignature',
-  'InvalidClientTokenId',
-  'MissingAuthenticationToken',
-  'ExpiredTokenException',
-  'AccessDeniedException',
-  'NotAuthorizedException',
-]);
-const TRANSIENT_ERRORS = new Set(['KMSInternalException', 'DependencyTimeoutException', 'ThrottlingException', 'ServiceUnavailable', 'InternalFailure']);
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
-/** The key cannot be used now: pending deletion, disabled, or gone. */
-const UNUSABLE_KEY_ERRORS = new Set(['KMSInvalidStateException', 'DisabledException', 'NotFoundException', 'KeyUnavailableException']);
-/** The ciphertext does not open under this key and context. */
-const DECRYPT_ERRORS = new Set(['InvalidCiphertextException', 'IncorrectKeyException']);
 
 function checkEpoch(epoch: number): void {
   if (!Number.isSafeInteger(epoch) || epoch < 1 || epoch > 99_999_999) {
     throw new LetheError('validation_failed', 'epoch must be an integer from 1 to 99999999');
   }
-}
-
-function errorName(e: unknown): string {
-  return typeof e === 'object' && e !== null && typeof (e as { name?: unknown }).name === 'string' ? (e as { name: string }).name : 'Error';
-}
-
-/** A KMS refusal about the key, the ciphertext or the alias, as a LetheError that keeps the KMS error name for the callers that tell them apart. */
-class KmsRefusal extends LetheError {
-  readonly kmsName: string;
-  constructor(code: 'epoch_unavailable' | 'decrypt_failed' | 'conflict', kmsName: string, message: string) {
-    super(code, message);
-    this.kmsName = kmsName;
-  }
-}
-
-/** The KMS error name behind a failed call (`KmsRefusal`), else the error's own name. */
-function kmsName(e: unknown): string {
-  return e instanceof KmsRefusal ? e.kmsName : errorName(e);
-}
-
-/** Limits the KMS calls in flight; the rest wait their turn in order. */
-class Semaphore {
-  #free: number;
-  readonly #waiting: (() => void)[] = [];
-  constructor(size: number) {
-    this.#free = size;
-  }
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.#free > 0) this.#free--;
-    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
-    try {
-      return await fn();
-    } finally {
-      const next = this.#waiting.shift();
-      if (next) next();
-      else this.#free++;
-    }
-  }
-}
-
-/**
- * The KMS client's HTTP agents: keep-alive, at most `maxSockets` each, and every error a
- * socket of theirs emits marked as the KMS's (an unhandled one is then told apart from
- * the database's: src/app/rejections.ts).
- */
-export function kmsAgents(options: http.AgentOptions): { http: http.Agent; https: https.Agent } {
-  const marking = <A extends http.Agent>(agent: A): A => {
-    const create = (agent as unknown as { createConnection(o: unknown, cb?: unknown): Duplex | undefined }).createConnection.bind(agent);
-    (agent as unknown as { createConnection(o: unknown, cb?: unknown): Duplex | undefined }).createConnection = (o, cb) => {
-      const socket = create(o, cb);
-      if (socket) markSocketErrors(socket, 'kms');
-      return socket;
-    };
-    return agent;
-  };
-  return { http: marking(new http.Agent(options)), https: marking(new https.Agent(options)) };
 }
 
 export class AwsKmsEpochStore implements EpochKeyStore {
@@ -192,41 +84,7 @@ export class AwsKmsEpochStore implements EpochKeyStore {
 
   /** Opens the store and checks that KMS answers with these credentials (ListAliases), so a bad configuration fails at start-up. */
   static async open(opts: AwsKmsEpochStoreOptions): Promise<AwsKmsEpochStore> {
-    const prefix = opts.aliasPrefix;
-    if (!ALIAS_PREFIX_PATTERN.test(prefix) || /^aws/i.test(prefix) || prefix.length > 200) {
-      throw new LetheError(
-        'validation_failed',
-        'the AWS KMS alias prefix must be letters, digits, "_" and "-" in "/"-separated parts, at most 200 characters, not starting with "aws"',
-      );
-    }
-    const windowDays = opts.deletionWindowDays ?? 7;
-    if (!Number.isInteger(windowDays) || windowDays < 7 || windowDays > 30) {
-      throw new LetheError('validation_failed', 'the AWS KMS deletion window must be a whole number of days from 7 to 30');
-    }
-    const concurrency = opts.concurrency ?? 16;
-    if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1024) {
-      throw new LetheError('validation_failed', 'the AWS KMS concurrency must be an integer from 1 to 1024');
-    }
-    if (!opts.region) throw new LetheError('validation_failed', 'the AWS KMS region is required');
-    const where = opts.endpoint ? `AWS KMS at ${opts.endpoint}` : `AWS KMS in ${opts.region}`;
-    let client = opts.client;
-    if (!client) {
-      const agent = kmsAgents({ keepAlive: true, maxSockets: concurrency });
-      const config: KMSClientConfig = {
-        region: opts.region,
-        maxAttempts: opts.maxAttempts ?? 3,
-        requestHandler: {
-          connectionTimeout: opts.connectTimeoutMs ?? 3_000,
-          requestTimeout: opts.requestTimeoutMs ?? 10_000,
-          throwOnRequestTimeout: true,
-          httpAgent: agent.http,
-          httpsAgent: agent.https,
-        },
-      };
-      if (opts.endpoint) config.endpoint = opts.endpoint;
-      if (opts.credentials) config.credentials = { ...opts.credentials };
-      client = new KMSClient(config);
-    }
+    const { client, prefix, windowDays, where, concurrency } = kmsClient(opts);
     const store = new AwsKmsEpochStore(client, prefix, windowDays, where, concurrency);
     try {
       await store.#send('ListAliases', (c) => c.send(new ListAliasesCommand({ Limit: 1 })));
@@ -476,8 +334,8 @@ export class AwsKmsEpochStore implements EpochKeyStore {
     if (!pending) {
       pending = (async () => {
         const key = await this.#describe(epoch);
-        if (!key?.Arn) throw this.#unavailable(epoch, undefined);
-        if (key.KeyState !== 'Enabled') throw this.#unavailable(epoch, key);
+        if (!key?.Arn) throw keyUnavailable(this.#where, epoch, undefined);
+        if (key.KeyState !== 'Enabled') throw keyUnavailable(this.#where, epoch, key);
         this.#arns.set(epoch, key.Arn);
         return key.Arn;
       })().finally(() => this.#resolving.delete(epoch));
@@ -509,82 +367,17 @@ export class AwsKmsEpochStore implements EpochKeyStore {
     if (!UNUSABLE_KEY_ERRORS.has(kmsName(e))) return e;
     this.#arns.delete(epoch);
     const key = await this.#describe(epoch).catch(() => undefined);
-    return this.#unavailable(epoch, key);
+    return keyUnavailable(this.#where, epoch, key);
   }
 
-  #unavailable(epoch: number, key: KeyMetadata | undefined): LetheError {
-    return new LetheError('epoch_unavailable', `KEK epoch ${epoch} cannot be used in ${this.#where}: ${key ? this.#stateText(key) : 'its key does not exist (never created, or deleted)'}`);
-  }
 
-  #stateText(key: KeyMetadata): string {
-    if (key.KeyState === 'PendingDeletion' || key.KeyState === 'PendingReplicaDeletion') {
-      return `its key is scheduled for deletion on ${key.DeletionDate ? key.DeletionDate.toISOString() : 'an unknown date'}`;
-    }
-    if (key.KeyState === 'Disabled') return 'its key is disabled';
-    return `its key is ${key.KeyState ?? 'in an unknown state'}`;
-  }
-
-  /** One KMS call, within the concurrency bound; any failure becomes a LetheError (#classify). */
+  /** One KMS call, within the concurrency bound; any failure becomes a LetheError (classifyKmsError). */
   async #send<T>(operation: string, call: (client: KMSClient) => Promise<T>): Promise<T> {
     if (this.#closed) throw new LetheError('unavailable', 'the AWS KMS epoch store is closed', { retryable: false });
     try {
       return await this.#limit.run(() => call(this.#client));
     } catch (e) {
-      throw this.#classify(operation, e);
+      throw classifyKmsError(this.#where, operation, e);
     }
   }
-
-  /**
-   * Every failure becomes a LetheError here; refusals about the key, the ciphertext or
-   * the alias (whose meaning depends on the call) keep their KMS name (`KmsRefusal`) for
-   * the caller to judge and phrase.
-   */
-  #classify(operation: string, e: unknown): LetheError {
-    if (isLetheError(e)) return e;
-    const name = errorName(e);
-    if (CREDENTIAL_ERRORS.has(name)) {
-      return new LetheError('unavailable', `${this.#where} refused lethe's credentials for ${operation} (${name}): check the AWS credentials and the IAM and key policies`, {
-        retryable: false,
-      });
-    }
-    if (name === 'CredentialsProviderError') {
-      return new LetheError(
-        'unavailable',
-        `no AWS credentials for ${this.#where}: the SDK's default chain (environment, shared config, SSO, container or instance role) found none`,
-        { retryable: false },
-      );
-    }
-    const codes = [...errorCodes(e), ...aggregateCodes(e)];
-    const network = codes.find((c) => NETWORK_CODES.has(c));
-    if (network || name === 'TimeoutError') {
-      return new LetheError('unavailable', `${this.#where} did not answer ${operation} (${network ?? 'timed out'})`, { retryable: true });
-    }
-    const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-    if (TRANSIENT_ERRORS.has(name) || (status !== undefined && status >= 500)) {
-      return new LetheError('unavailable', `${this.#where} failed ${operation} (${name}${status ? `, HTTP ${status}` : ''})`, { retryable: true });
-    }
-    if (UNUSABLE_KEY_ERRORS.has(name)) return new KmsRefusal('epoch_unavailable', name, `${this.#where} refused ${operation}: the key is not usable (${name})`);
-    if (DECRYPT_ERRORS.has(name)) return new KmsRefusal('decrypt_failed', name, `${this.#where} refused ${operation}: the ciphertext does not open (${name})`);
-    if (name === 'AlreadyExistsException') return new KmsRefusal('conflict', name, `${this.#where} refused ${operation}: it already exists`);
-    if (name === 'LimitExceededException') {
-      return new LetheError('unavailable', `${this.#where} refused ${operation}: an AWS KMS quota is reached (keys or aliases in the account and region; LimitExceededException)`, {
-        retryable: false,
-      });
-    }
-    return new LetheError('internal', `${this.#where} refused ${operation} (${name}${status ? `, HTTP ${status}` : ''})`);
-  }
-}
-
-/** The KMS encryption context of a wrap: wrapContext's ("wrapped-key", { keyId, purpose }) and the epoch. */
-function encryptionContext(epoch: number, keyId: string, purpose: KeyPurpose): Record<string, string> {
-  if (!(KEY_PURPOSES as readonly string[]).includes(purpose)) throw new LetheError('validation_failed', 'unknown key purpose');
-  if (typeof keyId !== 'string' || keyId.length === 0) throw new LetheError('validation_failed', 'a wrapped key needs a key id');
-  return { lethe: 'wrapped-key', keyId, purpose, epoch: String(epoch) };
-}
-
-/** The codes of an AggregateError's errors (a connection tried on several addresses). */
-function aggregateCodes(e: unknown): string[] {
-  const errors = (e as { errors?: unknown }).errors;
-  if (!Array.isArray(errors)) return [];
-  return errors.map((x) => (x as { code?: unknown }).code).filter((c): c is string => typeof c === 'string');
 }

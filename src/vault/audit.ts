@@ -23,80 +23,18 @@
  * commit together or not at all. Appends serialize on the audit_head row lock.
  */
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { and, asc, desc, eq, gt, type SQL, sql } from 'drizzle-orm';
-import { constantTimeEqual, KeyedHasher, utf8, zeroize } from '../crypto/index.js';
+import { and, asc, desc, eq, type SQL, sql } from 'drizzle-orm';
+import { constantTimeEqual, KeyedHasher, zeroize } from '../crypto/index.js';
 import { type Executor, queryPrepared, queryRows, type Transaction } from '../db/client.js';
-import { auditHead, auditLog, type AuditRow } from '../db/schema.js';
+import { auditHead, auditLog } from '../db/schema.js';
 import { LetheError } from '../errors.js';
+import { ANCHOR_ACTION, type AuditAction, type AuditEvent, type AuditTip } from './audit-events.js';
+import { type AuditHeadState, canonicalDetail, GENESIS, type HeadRow, headMacInput, headStateOf, MAC_BYTES, rowMac } from './audit-mac.js';
+import { type AuditVerifyOptions, type AuditVerifyResult, verifyAuditChain } from './audit-verify.js';
 
-export type AuditAction =
-  | 'key.create'
-  | 'key.lease'
-  | 'key.lease.release'
-  | 'key.fence'
-  | 'key.unfence'
-  | 'key.destroy'
-  | 'kek.epoch.create'
-  | 'kek.rotate'
-  | 'kek.epoch.retire'
-  | 'kek.epoch.redestroy'
-  | 'kek.epoch.redate'
-  | 'certificate.key.rotate'
-  | 'artifact.write'
-  | 'artifact.regenerate'
-  | 'artifact.erase'
-  | 'artifact.key.destroy'
-  | 'training.exposure'
-  | 'backup.restore'
-  | 'subject.reinstate'
-  | 'erasure.report.link'
-  | 'erasure.dismissal.propose'
-  | 'erasure.dismissal.approve'
-  | 'erasure.dismissal.revoke'
-  | 'erasure.redaction.override'
-  | 'erasure.certificate.sign'
-  | 'erasure.probe.result'
-  | 'erasure.certificate.refuse'
-  | 'audit.head.anchor';
-
-export type AuditDetail = Readonly<Record<string, string | number | boolean | null>>;
-
-export interface AuditEvent {
-  readonly actor: string;
-  readonly action: AuditAction;
-  readonly keyId?: string | undefined;
-  readonly subjectHash?: Uint8Array | undefined;
-  readonly epoch?: number | undefined;
-  readonly detail?: AuditDetail | undefined;
-}
-
-const GENESIS: Uint8Array = new Uint8Array(32);
-const MAC_BYTES = 32;
-
-/** The action of the row an append writes when it anchors a head that had no MAC. */
-const ANCHOR_ACTION: AuditAction = 'audit.head.anchor';
-
-/** The chain's tip: the last row's sequence number and MAC (seq 0 and 32 zero bytes before the first row). */
-export interface AuditTip {
-  readonly seq: number;
-  readonly mac: Uint8Array;
-}
-
-const HEAD_DOMAIN = utf8.encode('lethe/v1/audit-head');
-
-/**
- * The canonical encoding the head MAC covers: the domain, a zero byte, seq as 8 bytes
- * big-endian, then the 32-byte MAC of row seq. Fixed lengths: one encoding per pair.
- */
-function headMacInput(tip: AuditTip): Uint8Array {
-  if (!Number.isSafeInteger(tip.seq) || tip.seq < 0) throw new LetheError('internal', 'an audit head sequence number must be a non-negative integer');
-  if (tip.mac.length !== MAC_BYTES) throw new LetheError('internal', `an audit row MAC is ${MAC_BYTES} bytes`);
-  const out = new Uint8Array(HEAD_DOMAIN.length + 1 + 8 + MAC_BYTES);
-  out.set(HEAD_DOMAIN, 0);
-  new DataView(out.buffer).setBigUint64(HEAD_DOMAIN.length + 1, BigInt(tip.seq), false);
-  out.set(tip.mac, HEAD_DOMAIN.length + 1 + 8);
-  return out;
-}
+export type { AuditAction, AuditDetail, AuditEvent, AuditTip } from './audit-events.js';
+export type { AuditHeadState } from './audit-mac.js';
+export type { AuditAnchorResult, AuditVerifyOptions, AuditVerifyResult } from './audit-verify.js';
 
 /**
  * The INSERT of a JSON array of chained rows: one statement with one parameter,
@@ -110,83 +48,6 @@ function insertRows(json: string, where: SQL = sql``): SQL {
            subject_hash text, epoch integer, detail text, prev_mac text, mac text)
       ${where}
     returning 1`;
-}
-
-function canonicalDetail(detail: AuditDetail | undefined): string {
-  const d = detail ?? {};
-  return JSON.stringify(Object.fromEntries(Object.keys(d).sort().map((k) => [k, d[k]])));
-}
-
-function macInput(row: Pick<AuditRow, 'seq' | 'at' | 'actor' | 'action' | 'keyId' | 'subjectHash' | 'epoch' | 'detail'>): Uint8Array {
-  return utf8.encode(
-    JSON.stringify([
-      row.seq,
-      row.at.toISOString(),
-      row.actor,
-      row.action,
-      row.keyId,
-      row.subjectHash ? bytesToHex(row.subjectHash) : null,
-      row.epoch,
-      row.detail,
-    ]),
-  );
-}
-
-function rowMac(key: KeyedHasher, prevMac: Uint8Array, row: Parameters<typeof macInput>[0]): Uint8Array {
-  const body = macInput(row);
-  const input = new Uint8Array(prevMac.length + body.length);
-  input.set(prevMac, 0);
-  input.set(body, prevMac.length);
-  return key.hash(input);
-}
-
-/**
- * The head's MAC: `anchored` verifies for (seq, mac); `unanchored` is null (a head
- * from before head MACs, until the next append); `invalid` does not verify — the
- * head was moved or forged.
- */
-export type AuditHeadState = 'anchored' | 'unanchored' | 'invalid';
-
-/** What an anchor — a tip recorded outside the database — says about the chain. */
-export interface AuditAnchorResult {
-  readonly seq: number;
-  /**
-   * `matches`: row seq is in the chain with the anchor's MAC. `missing`: the chain
-   * ends before it (rows removed, or the database rolled back to an older state).
-   * `differs`: row seq has another MAC (another history). `unchecked`: the chain
-   * broke before reaching it.
-   */
-  readonly state: 'matches' | 'missing' | 'differs' | 'unchecked';
-}
-
-export interface AuditVerifyOptions {
-  /** A tip recorded earlier outside the database (`tip`): the chain must still hold row anchor.seq with anchor.mac. */
-  readonly anchor?: AuditTip | undefined;
-  /** Rows read per query. */
-  readonly batchSize?: number | undefined;
-}
-
-export interface AuditVerifyResult {
-  readonly ok: boolean;
-  readonly rows: number;
-  readonly headSeq: number;
-  /** The first sequence number at which the chain breaks, when it does. */
-  readonly brokenAt?: number;
-  /** The first of `problems`, when there is one. */
-  readonly problem?: string;
-  /** Everything found wrong (empty when ok). */
-  readonly problems: readonly string[];
-  readonly head: AuditHeadState;
-  /** Not failures, but limits of what this verification shows (e.g. an unanchored head). */
-  readonly warnings: readonly string[];
-  /** Present when verify was given an anchor. */
-  readonly anchor?: AuditAnchorResult;
-}
-
-interface HeadRow {
-  readonly seq: number;
-  readonly mac: Uint8Array;
-  readonly headMac: Uint8Array | null;
 }
 
 export class AuditLog {
@@ -208,11 +69,8 @@ export class AuditLog {
   #headMac(tip: AuditTip): Uint8Array {
     return this.#headKey.hash(headMacInput(tip));
   }
-
   #headState(head: HeadRow): AuditHeadState {
-    if (head.headMac === null) return 'unanchored';
-    if (head.mac.length !== MAC_BYTES || !Number.isSafeInteger(head.seq) || head.seq < 0) return 'invalid';
-    return constantTimeEqual(this.#headMac(head), head.headMac) ? 'anchored' : 'invalid';
+    return headStateOf(this.#headKey, head);
   }
 
   /**
@@ -441,106 +299,8 @@ export class AuditLog {
   /**
    * Walks the whole chain in bounded batches, then checks the head against the last
    * row and its MAC, and — given one — the anchor against the row it names.
-   */
-  async verify(db: Executor, options: AuditVerifyOptions = {}): Promise<AuditVerifyResult> {
-    const batchSize = options.batchSize ?? 2000;
-    const anchor = options.anchor;
-    if (anchor && (!Number.isSafeInteger(anchor.seq) || anchor.seq < 0 || anchor.mac.length !== MAC_BYTES)) {
-      throw new LetheError('validation_failed', `an audit anchor is a non-negative row number and a ${MAC_BYTES}-byte MAC`);
-    }
-    const [head] = await db.select().from(auditHead).where(eq(auditHead.id, 1));
-    if (!head) {
-      const problem = 'audit_head row is missing';
-      return { ok: false, rows: 0, headSeq: 0, problem, problems: [problem], head: 'invalid', warnings: [] };
-    }
-    const headState = this.#headState(head);
-    const problems: string[] = [];
-    const warnings: string[] = [];
-    let brokenAt: number | undefined;
-    const broken = (seq: number, problem: string): void => {
-      brokenAt ??= seq;
-      problems.push(problem);
-    };
-    let expectedSeq = 1;
-    let prev = GENESIS;
-    let count = 0;
-    let anchoredAt: number | null = null;
-    let anchorState: AuditAnchorResult['state'] | undefined = anchor?.seq === 0 ? (constantTimeEqual(anchor.mac, GENESIS) ? 'matches' : 'differs') : undefined;
-    walk: for (;;) {
-      const batch = await db
-        .select()
-        .from(auditLog)
-        .where(gt(auditLog.seq, expectedSeq - 1))
-        .orderBy(asc(auditLog.seq))
-        .limit(batchSize);
-      if (batch.length === 0) break;
-      for (const row of batch) {
-        if (row.seq !== expectedSeq) {
-          broken(expectedSeq, `row ${expectedSeq} is missing`);
-          break walk;
-        }
-        if (!constantTimeEqual(row.prevMac, prev)) {
-          broken(row.seq, `row ${row.seq} does not follow the previous row`);
-          break walk;
-        }
-        const mac = rowMac(this.#key, prev, row);
-        if (!constantTimeEqual(mac, row.mac)) {
-          broken(row.seq, `row ${row.seq} was altered`);
-          break walk;
-        }
-        if (anchoredAt === null && row.action === ANCHOR_ACTION) anchoredAt = row.seq;
-        if (anchor && row.seq === anchor.seq) anchorState = constantTimeEqual(row.mac, anchor.mac) ? 'matches' : 'differs';
-        prev = row.mac;
-        expectedSeq += 1;
-        count += 1;
-      }
-    }
-    const walked = brokenAt === undefined;
-
-    if (headState === 'invalid') {
-      broken(
-        Math.min(head.seq, count) + 1,
-        `the head (row ${head.seq}) carries a MAC that does not verify: it was moved or forged — rows after row ${Math.min(head.seq, count)} may have been removed`,
-      );
-    } else if (headState === 'unanchored') {
-      if (anchoredAt !== null) {
-        broken(count + 1, `the head (row ${head.seq}) carries no MAC, but the chain was anchored at row ${anchoredAt}: its MAC was removed — rows after row ${Math.min(head.seq, count)} may have been removed`);
-      } else {
-        warnings.push(
-          `the head (row ${head.seq}) carries no MAC yet (a chain from before head MACs): rows removed from the end together with a moved head would not be noticed; the next audited change anchors it`,
-        );
-      }
-    }
-    if (walked) {
-      if (head.seq > count) {
-        broken(count + 1, `the chain ends at row ${count} but its head says ${head.seq}: rows were removed from the end`);
-      } else if (head.seq < count) {
-        broken(head.seq + 1, `the chain continues to row ${count} past its head at row ${head.seq}: the head was moved back`);
-      } else if (!constantTimeEqual(head.mac, prev)) {
-        broken(count, 'the head does not match the last row');
-      }
-    }
-    if (anchor) {
-      if (anchorState === undefined) anchorState = walked ? 'missing' : 'unchecked';
-      if (anchorState === 'missing') {
-        broken(count + 1, `the anchor names row ${anchor.seq} but the chain ends at row ${count}: rows were removed or the database was rolled back to an older state`);
-      } else if (anchorState === 'differs') {
-        broken(anchor.seq, `row ${anchor.seq} does not carry the anchor's MAC: the chain was replaced by another history`);
-      } else if (anchorState === 'unchecked') {
-        warnings.push(`the anchor (row ${anchor.seq}) was not checked: the chain breaks before it`);
-      }
-    }
-    return {
-      ok: problems.length === 0,
-      rows: count,
-      headSeq: head.seq,
-      ...(brokenAt !== undefined ? { brokenAt } : {}),
-      ...(problems.length > 0 ? { problem: problems[0] } : {}),
-      problems,
-      head: headState,
-      warnings,
-      ...(anchor ? { anchor: { seq: anchor.seq, state: anchorState! } } : {}),
-    };
+   */  async verify(db: Executor, options: AuditVerifyOptions = {}): Promise<AuditVerifyResult> {
+    return verifyAuditChain(db, this.#key, this.#headKey, options);
   }
 
   close(): void {

@@ -27,7 +27,7 @@
  */
 import { type SQL, sql } from 'drizzle-orm';
 import { randomBytes, zeroize } from '../crypto/index.js';
-import { type Database, queryPrepared, queryRows, type Transaction } from '../db/client.js';
+import { type Database, queryPrepared, queryRows } from '../db/client.js';
 import { errorCodes, isLetheError, LetheError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
@@ -35,39 +35,11 @@ import type { AuditEvent, AuditLog } from './audit.js';
 import { Batcher } from './batcher.js';
 import { hashHex } from './subjects.js';
 import { activeEpoch } from './wrapping.js';
+import { existingAmong, existingJson, existingRows, parseExisting, type RawExisting, type RawRefused, refusedJson } from './creation-sql.js';
+import type { CreationGuards, CreationOutcome, LiveKeyRow } from './creation-types.js';
 
-/** A live key row as the creation statement reads it (to answer a subject that has one). */
-export interface LiveKeyRow {
-  readonly keyId: string;
-  readonly state: 'active' | 'fenced';
-  readonly createdAt: Date;
-  readonly epoch: number;
-  readonly wrappedDek: Uint8Array;
-}
-
-/**
- * What became of one subject: `created` (its DEK when the caller keeps it: the caller
- * zeroes it), `existing` (it had a live key: that key's row, or the key another
- * creation made first), `refused` (a creation guard's refusal).
- */
-export type CreationOutcome =
-  | { readonly kind: 'created'; readonly keyId: string; readonly createdAt: Date; readonly dek?: Uint8Array }
-  | { readonly kind: 'existing'; readonly row: LiveKeyRow }
-  | { readonly kind: 'refused'; readonly refusal: LetheError };
-
-/** The creation guards as the creator runs them (KeyService holds them). */
-export interface CreationGuards {
-  /** The refusal the guards answer for the subject now, in `tx` (undefined: a key may be created). */
-  refusal(tx: Transaction, subjectHash: Uint8Array): Promise<LetheError | undefined>;
-  /**
-   * All guards as one query over `subjects` (a relation with a bytea `subject_hash`)
-   * answering `(subject_hash, g, code)` for each refusal, `g` the guard's position;
-   * undefined when a guard has no SQL form.
-   */
-  among(subjects: SQL): SQL | undefined;
-  /** The refusal guard `g` answers by `code`. */
-  error(g: number, code: string): LetheError;
-}
+export { NO_REFUSALS } from './creation-sql.js';
+export type { CreationGuards, CreationOutcome, LiveKeyRow } from './creation-types.js';
 
 interface Item {
   readonly subjectHash: Uint8Array;
@@ -405,45 +377,6 @@ export class KeyCreator {
   }
 }
 
-/**
- * The live key rows of the subjects in `input` (a relation with a bytea `subject_hash`):
- * one index lookup per subject (the lateral subquery with its limit — subject_hash is
- * unique — keeps the planner off a scan of subject_keys, whatever it guesses of the
- * input's size).
- */
-function existingAmong(input: SQL): SQL {
-  return sql`select sk.subject_hash, sk.key_id, sk.state, sk.created_at, sk.epoch, sk.wrapped_dek
-               from ${input} i cross join lateral (select * from subject_keys k where k.subject_hash = i.subject_hash limit 1) sk`;
-}
-
-/** existingAmong as plain columns named as RawExisting. */
-function existingRows(input: SQL): SQL {
-  return sql`select encode(subject_hash, 'hex') as h, key_id as k, state as s, created_at as c, epoch as e, encode(wrapped_dek, 'hex') as w
-               from (${existingAmong(input)}) sk`;
-}
-
-const existingJson = sql`select json_agg(json_build_object('h', encode(subject_hash, 'hex'), 'k', key_id, 's', state, 'c', created_at, 'e', epoch, 'w', encode(wrapped_dek, 'hex'))) from existing`;
-const refusedJson = sql`select json_agg(json_build_object('h', encode(subject_hash, 'hex'), 'g', g, 'c', code)) from refused`;
-
-interface RawExisting {
-  readonly h: string;
-  readonly k: string;
-  readonly s: 'active' | 'fenced';
-  readonly c: string | Date;
-  readonly e: number;
-  readonly w: string;
-}
-
-interface RawRefused {
-  readonly h: string;
-  readonly g: number;
-  readonly c: string;
-}
-
-function parseExisting(r: RawExisting): LiveKeyRow {
-  return { keyId: r.k, state: r.s, createdAt: new Date(r.c), epoch: Number(r.e), wrappedDek: new Uint8Array(Buffer.from(r.w, 'hex')) };
-}
-
 function created(item: Item, at: Date): CreationOutcome {
   return item.keepDek ? { kind: 'created', keyId: item.keyId, createdAt: at, dek: item.dek } : { kind: 'created', keyId: item.keyId, createdAt: at };
 }
@@ -451,7 +384,4 @@ function created(item: Item, at: Date): CreationOutcome {
 function rowOf(item: Item, createdAt: Date): LiveKeyRow {
   return { keyId: item.keyId, state: 'active', createdAt, epoch: item.epoch, wrappedDek: item.wrappedDek };
 }
-
-/** Guards' refusals as the statement's `refused` relation when there is no guard: none. */
-export const NO_REFUSALS: SQL = sql`select null::bytea as subject_hash, 0 as g, null::text as code where false`;
 
