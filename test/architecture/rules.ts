@@ -89,7 +89,6 @@ export const ALLOWED_LONG_FILES: readonly string[] = [
   'src/keyprovider/aws-kms.ts',
   'src/vault/audit.ts',
   'src/vault/creation.ts',
-  'src/vectors/vector-index.ts',
 ];
 export const ALLOWED_LONG_FUNCTIONS: readonly string[] = [
   'src/backups/restore.ts#restoreBackup',
