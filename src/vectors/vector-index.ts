@@ -1,10 +1,10 @@
 /**
  * The in-memory vector index: each record's vector held as int8 with one scale (the
  * form it is sealed in at rest: sealed-form.ts), 516 bytes a vector at 512 dimensions,
- * in blocks of 4,096 slots; an HNSW graph over the same int8 vectors (hnsw.ts, usearch)
- * to find a query's candidates without visiting every vector; and every answer ranked
- * by the exact score, `scale · Σ q[i]·query[i]` (the dot product of the query with the
- * vector as it reads back from its sealed form).
+ * in blocks of 4,096 slots (vector-slots.ts); an HNSW graph over the same int8 vectors
+ * (hnsw.ts, usearch) to find a query's candidates without visiting every vector; and
+ * every answer ranked by the exact score, `scale · Σ q[i]·query[i]` (the dot product of
+ * the query with the vector as it reads back from its sealed form: exact-rank.ts).
  *
  * - `search` asks the graph for `candidates` (128) or more and ranks those exactly: an
  *   approximate nearest-neighbour search (recall@10 against exact ranking: bench/search.ts),
@@ -28,18 +28,13 @@
  * overwritten within a few event-loop turns: hnsw.ts).
  */
 import { LetheError } from '../errors.js';
+import { type IndexHit, prepare, rankExact } from './exact-rank.js';
 import { type GraphOptions, Graph } from './hnsw.js';
 import { KeyFiling } from './key-filing.js';
 import { quantise } from './sealed-form.js';
+import { type RecordType, VectorSlots } from './vector-slots.js';
 
-export type RecordType = 'entry' | 'artifact';
-
-export interface IndexHit {
-  readonly id: string;
-  readonly type: RecordType;
-  readonly keyId: string;
-  readonly score: number;
-}
+export type { IndexHit, RecordType };
 
 export interface VectorIndexOptions extends GraphOptions {
   /** Up to this many records a search ranks every vector exactly, without the graph. */
@@ -58,33 +53,10 @@ export interface IndexedVector {
 
 export const DEFAULT_EXACT_UP_TO = 1024;
 export const DEFAULT_CANDIDATES = 128;
-/** Slots per block of int8 vectors. */
-const BLOCK = 4096;
 /** Removed slots scrubbed per event-loop turn (each an insertion into the graph). */
 const SCRUB_PER_TURN = 16;
 /** Records waiting for the graph inserted per event-loop turn (on several threads). */
 const GRAPH_PER_TURN = 256;
-const TYPES: readonly RecordType[] = ['entry', 'artifact'];
-
-/** A query prepared for exact scoring: its non-zero dimensions and their values. */
-interface Prepared {
-  readonly dims: Int32Array;
-  readonly values: Float64Array;
-}
-
-function prepare(query: Float32Array): Prepared {
-  let n = 0;
-  for (let i = 0; i < query.length; i++) if (query[i] !== 0) n++;
-  const dims = new Int32Array(n);
-  const values = new Float64Array(n);
-  for (let i = 0, j = 0; i < query.length; i++) {
-    if (query[i] !== 0) {
-      dims[j] = i;
-      values[j++] = query[i]!;
-    }
-  }
-  return { dims, values };
-}
 
 export class VectorIndex {
   readonly dimensions: number;
@@ -92,15 +64,7 @@ export class VectorIndex {
   readonly #candidates: number;
   readonly #graphOptions: GraphOptions;
   #graph: Graph;
-  #blocks: Int8Array[] = [];
-  #scales = new Float32Array(0);
-  #types = new Uint8Array(0);
-  /** 1 when the slot's vector is in the graph (not all zeros). */
-  #inGraph = new Uint8Array(0);
-  #ids: Array<string | undefined> = [];
-  #keys: Array<string | undefined> = [];
-  #free: number[] = [];
-  readonly #slot = new Map<string, number>();
+  readonly #slots: VectorSlots;
   readonly #filing = new KeyFiling();
   #scrubbing: NodeJS.Immediate | undefined;
   /** Callers of `scrubbed()` waiting for the scrub to reach every removed slot. */
@@ -118,10 +82,11 @@ export class VectorIndex {
     this.#candidates = Math.max(1, o.candidates ?? DEFAULT_CANDIDATES);
     this.#graphOptions = { connectivity: o.connectivity, expansionAdd: o.expansionAdd, expansionSearch: o.expansionSearch };
     this.#graph = new Graph(dimensions, this.#graphOptions);
+    this.#slots = new VectorSlots(dimensions);
   }
 
   get size(): number {
-    return this.#slot.size;
+    return this.#slots.size;
   }
 
   /** Records filed but not yet in the graph (a background task inserts them; searches rank them exactly meanwhile). */
@@ -151,32 +116,20 @@ export class VectorIndex {
     for (const r of batch) if (r.vector.length !== d) throw new LetheError('internal', `vector has ${r.vector.length} dimensions, the index ${d}`);
     const replaced: number[] = [];
     const toGraph = new Set<number>();
+    const s = this.#slots;
     for (const r of batch) {
-      let slot = this.#slot.get(r.id);
-      if (slot === undefined) {
-        slot = this.#free.pop() ?? this.#ids.length;
-        this.#ensure(slot);
-        this.#ids[slot] = r.id;
-        this.#slot.set(r.id, slot);
-      } else {
-        this.#filing.unfile(this.#keys[slot]!, r.id);
+      let slot = s.slotOf(r.id);
+      if (slot === undefined) slot = s.claim(r.id);
+      else {
+        this.#filing.unfile(s.keys[slot]!, r.id);
         this.#pending.delete(slot);
-        if (this.#inGraph[slot]) {
+        if (s.inGraph[slot]) {
           replaced.push(slot);
-          this.#inGraph[slot] = 0;
+          s.inGraph[slot] = 0;
         }
       }
-      this.#types[slot] = r.type === 'artifact' ? 1 : 0;
-      this.#keys[slot] = r.keyId;
       this.#filing.file(r.keyId, r.id);
-      const { scale, q } = quantise(r.vector);
-      const block = this.#blocks[Math.floor(slot / BLOCK)]!;
-      const at = (slot % BLOCK) * d;
-      block.set(q, at);
-      let nonZero = false;
-      for (let i = 0; i < d; i++) if (q[i] !== 0) nonZero = true;
-      q.fill(0);
-      this.#scales[slot] = scale;
+      const nonZero = s.write(slot, r.type, r.keyId, r.vector);
       toGraph.delete(slot);
       if (nonZero && options.graphLater) this.#pending.add(slot);
       else if (nonZero) toGraph.add(slot);
@@ -185,13 +138,13 @@ export class VectorIndex {
     if (toGraph.size > 0) {
       const slots = [...toGraph];
       const vectors = new Int8Array(slots.length * d);
-      for (let i = 0; i < slots.length; i++) vectors.set(this.#q(slots[i]!), i * d);
+      for (let i = 0; i < slots.length; i++) vectors.set(s.q(slots[i]!), i * d);
       try {
         this.#graph.add(slots, vectors);
       } finally {
         vectors.fill(0);
       }
-      for (const slot of toGraph) this.#inGraph[slot] = 1;
+      for (const slot of toGraph) s.inGraph[slot] = 1;
     }
     this.#scheduleScrub();
     this.#scheduleGraph();
@@ -216,7 +169,7 @@ export class VectorIndex {
       const slots: number[] = [];
       for (const slot of this.#pending) {
         if (slots.length === n) break;
-        vectors.set(this.#q(slot), slots.length * d);
+        vectors.set(this.#slots.q(slot), slots.length * d);
         slots.push(slot);
       }
       try {
@@ -226,7 +179,7 @@ export class VectorIndex {
       }
       for (const slot of slots) {
         this.#pending.delete(slot);
-        this.#inGraph[slot] = 1;
+        this.#slots.inGraph[slot] = 1;
       }
       max -= n;
     }
@@ -250,13 +203,13 @@ export class VectorIndex {
   }
 
   has(id: string): boolean {
-    return this.#slot.has(id);
+    return this.#slots.slotOf(id) !== undefined;
   }
 
   /** The key a record's vector is filed under, or undefined. */
   keyOf(id: string): string | undefined {
-    const slot = this.#slot.get(id);
-    return slot === undefined ? undefined : this.#keys[slot];
+    const slot = this.#slots.slotOf(id);
+    return slot === undefined ? undefined : this.#slots.keys[slot];
   }
 
   /** Removes one record; true when it was there. */
@@ -279,18 +232,12 @@ export class VectorIndex {
 
   /** Takes a record out of the answers and zeroes its vector; its graph key joins `gone` (removed by the caller, in one call). */
   #removeSlot(id: string, gone: number[]): boolean {
-    const slot = this.#slot.get(id);
+    const slot = this.#slots.slotOf(id);
     if (slot === undefined) return false;
-    this.#filing.unfile(this.#keys[slot]!, id);
-    if (this.#inGraph[slot]) gone.push(slot);
-    this.#inGraph[slot] = 0;
+    this.#filing.unfile(this.#slots.keys[slot]!, id);
+    if (this.#slots.inGraph[slot]) gone.push(slot);
     this.#pending.delete(slot);
-    this.#q(slot).fill(0);
-    this.#scales[slot] = 0;
-    this.#ids[slot] = undefined;
-    this.#keys[slot] = undefined;
-    this.#slot.delete(id);
-    this.#free.push(slot);
+    this.#slots.release(slot);
     return true;
   }
 
@@ -340,13 +287,8 @@ export class VectorIndex {
 
   /** A copy of record `id`'s vector as it reads back from its sealed form (the probe compares it), or undefined. */
   vectorOf(id: string): Float32Array | undefined {
-    const slot = this.#slot.get(id);
-    if (slot === undefined) return undefined;
-    const q = this.#q(slot);
-    const scale = this.#scales[slot]!;
-    const out = new Float32Array(this.dimensions);
-    for (let i = 0; i < out.length; i++) out[i] = q[i]! * scale;
-    return out;
+    const slot = this.#slots.slotOf(id);
+    return slot === undefined ? undefined : this.#slots.vectorOf(slot);
   }
 
   /** The ids filed under a key. */
@@ -361,11 +303,12 @@ export class VectorIndex {
    */
   search(query: Float32Array, k: number, filter?: (id: string, type: RecordType) => boolean): IndexHit[] {
     this.#checkQuery(query);
-    const n = this.#slot.size;
+    const n = this.#slots.size;
     if (k <= 0 || n === 0) return [];
     const prepared = prepare(query);
     // most of the index still waiting for the graph: ranking every vector costs less than the graph plus them
-    if (n <= this.#exactUpTo || k >= n || prepared.dims.length === 0 || this.#pending.size >= n / 2) return this.#rank(prepared, k, undefined, filter);
+    if (n <= this.#exactUpTo || k >= n || prepared.dims.length === 0 || this.#pending.size >= n / 2)
+      return rankExact(this.#slots, prepared, k, undefined, filter);
     const q8 = quantise(query).q;
     let want = Math.max(k, this.#candidates);
     for (;;) {
@@ -376,12 +319,12 @@ export class VectorIndex {
       slots.set(found);
       let at = count;
       for (const slot of this.#pending) slots[at++] = slot;
-      const hits = this.#rank(prepared, k, slots.sort(), filter);
+      const hits = rankExact(this.#slots, prepared, k, slots.sort(), filter);
       // enough kept, or the graph has no more to give
       if (hits.length === k || count < want || want >= this.#graph.size) return hits;
       want *= 4;
       // a filter refusing most of the index: ranking every vector costs less than asking the graph for most of them
-      if (want >= n / 4) return this.#rank(prepared, k, undefined, filter);
+      if (want >= n / 4) return rankExact(this.#slots, prepared, k, undefined, filter);
     }
   }
 
@@ -399,52 +342,19 @@ export class VectorIndex {
     this.#checkQuery(query);
     const slots = new Set<number>();
     for (const keyId of scope.keyIds ?? []) {
-      for (const id of this.#filing.each(keyId)) slots.add(this.#slot.get(id)!);
+      for (const id of this.#filing.each(keyId)) slots.add(this.#slots.slotOf(id)!);
     }
     for (const id of scope.ids ?? []) {
-      const slot = this.#slot.get(id);
+      const slot = this.#slots.slotOf(id);
       if (slot !== undefined) slots.add(slot);
     }
     if (k <= 0 || slots.size === 0) return [];
     // in slot order, as an exact search() visits them: equal scores rank the same way in both
-    return this.#rank(prepare(query), k, Int32Array.from(slots).sort(), filter);
+    return rankExact(this.#slots, prepare(query), k, Int32Array.from(slots).sort(), filter);
   }
 
   #checkQuery(query: Float32Array): void {
     if (query.length !== this.dimensions) throw new LetheError('internal', 'query vector has the wrong dimensions');
-  }
-
-  /** Exact scores over the given slots in order (every live slot when undefined): the `k` best, best first; ties keep slot order. */
-  #rank(query: Prepared, k: number, slots: Int32Array | undefined, filter?: (id: string, type: RecordType) => boolean): IndexHit[] {
-    if (k <= 0) return [];
-    const d = this.dimensions;
-    const { dims, values } = query;
-    const m = dims.length;
-    // a small sorted array beats a heap for the k values we serve (≤ 100)
-    const topScores: number[] = [];
-    const topSlots: number[] = [];
-    const n = slots ? slots.length : this.#ids.length;
-    for (let j = 0; j < n; j++) {
-      const slot = slots ? slots[j]! : j;
-      const id = this.#ids[slot];
-      if (id === undefined) continue;
-      const block = this.#blocks[Math.floor(slot / BLOCK)]!;
-      const base = (slot % BLOCK) * d;
-      let dot = 0;
-      for (let i = 0; i < m; i++) dot += block[base + dims[i]!]! * values[i]!;
-      dot *= this.#scales[slot]!;
-      if (topScores.length === k && dot <= topScores[k - 1]!) continue;
-      if (filter && !filter(id, TYPES[this.#types[slot]!]!)) continue;
-      let at = topScores.length;
-      while (at > 0 && topScores[at - 1]! < dot) at--;
-      topScores.splice(at, 0, dot);
-      topSlots.splice(at, 0, slot);
-      if (topScores.length > k) {
-        topScores.pop();
-        topSlots.pop();
-      }
-    }
-    return topSlots.map((slot, i) => ({ id: this.#ids[slot]!, type: TYPES[this.#types[slot]!]!, keyId: this.#keys[slot]!, score: topScores[i]! }));
   }
 
   /**
@@ -460,46 +370,12 @@ export class VectorIndex {
 
   /** Zeroes and drops everything (the graph's removed slots scrubbed first), and gives the memory back. */
   clear(): void {
-    for (const block of this.#blocks) block.fill(0);
-    this.#scales.fill(0);
+    this.#slots.clear();
     this.#graph.scrub();
     this.#graph = new Graph(this.dimensions, this.#graphOptions);
-    this.#blocks = [];
-    this.#scales = new Float32Array(0);
-    this.#types = new Uint8Array(0);
-    this.#inGraph = new Uint8Array(0);
     this.#pending = new Set();
-    this.#ids = [];
-    this.#keys = [];
-    this.#free = [];
-    this.#slot.clear();
     this.#filing.clear();
     // the old graph's removed slots were scrubbed above
     this.#wakeScrubWaiters();
-  }
-
-  /** The int8 vector of a slot (a view into its block). */
-  #q(slot: number): Int8Array {
-    const d = this.dimensions;
-    const at = (slot % BLOCK) * d;
-    return this.#blocks[Math.floor(slot / BLOCK)]!.subarray(at, at + d);
-  }
-
-  /** Makes room for `slot`. */
-  #ensure(slot: number): void {
-    while (this.#blocks.length * BLOCK <= slot) this.#blocks.push(new Int8Array(BLOCK * this.dimensions));
-    if (slot >= this.#scales.length) {
-      const capacity = Math.max(BLOCK, this.#scales.length * 2, slot + 1);
-      const scales = new Float32Array(capacity);
-      scales.set(this.#scales);
-      this.#scales.fill(0);
-      this.#scales = scales;
-      const types = new Uint8Array(capacity);
-      types.set(this.#types);
-      this.#types = types;
-      const inGraph = new Uint8Array(capacity);
-      inGraph.set(this.#inGraph);
-      this.#inGraph = inGraph;
-    }
   }
 }

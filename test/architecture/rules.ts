@@ -85,7 +85,10 @@ export const WRITE_EXCEPTIONS: Readonly<Record<string, { readonly tables: readon
 export const ALLOWED_LONG_FILES: readonly string[] = [
   // the one schema drizzle-kit reads and this check parses for table names: declarations only
   'src/db/schema.ts',
-  'src/vectors/vector-index.ts',
+  // the one schema drizzle-kit reads and this check parses for table names: declarations only
+  'src/db/schema.ts',
+];
+export const ALLOWED_LONG_FUNCTIONS: readonly string[] = [
 ];
 export const ALLOWED_LONG_FUNCTIONS: readonly string[] = [
 ];
