@@ -2,7 +2,19 @@
 import type { KeyedHasher } from '../crypto/index.js';
 import { isLetheError, LetheError } from '../errors.js';
 import type { ObjectStore } from '../storage/store.js';
-import { HEAD_FORMAT, LEDGER_HEAD_KEY, LEDGER_CHAIN_PREFIX, chainRecordKey, type LedgerEntry, type ChainRecord, type ChainHead, GENESIS_PREV, macMatches, parseJson, parseRecord } from './ledger-record.js';
+import {
+  HEAD_FORMAT,
+  LEDGER_HEAD_KEY,
+  LEDGER_CHAIN_PREFIX,
+  chainRecordKey,
+  type LedgerEntry,
+  type ChainRecord,
+  type ChainHead,
+  GENESIS_PREV,
+  macMatches,
+  parseJson,
+  parseRecord,
+} from './ledger-record.js';
 
 /** The newest head with a valid MAC among every stored version of the head; undefined when there is none. */
 export async function newestHead(store: ObjectStore, mac: KeyedHasher): Promise<ChainHead | undefined> {
@@ -23,7 +35,8 @@ export async function newestHead(store: ObjectStore, mac: KeyedHasher): Promise<
     const head = value as unknown as ChainHead;
     if (!best || head.seq > best.seq) best = head;
   }
-  if (!best && forged > 0) throw new LetheError('conflict', 'the ledger head (ledger/head.json) fails its MAC: it was altered, or written under another root key');
+  if (!best && forged > 0)
+    throw new LetheError('conflict', 'the ledger head (ledger/head.json) fails its MAC: it was altered, or written under another root key');
   return best;
 }
 
@@ -45,7 +58,11 @@ export interface VerifiedChain {
 }
 
 /** The stored versions of record `seq` whose MAC holds, newest first, and how many did not. */
-async function recordVersions(store: ObjectStore, mac: KeyedHasher, seq: number): Promise<{ valid: Array<{ record: ChainRecord; body: string }>; stored: number }> {
+async function recordVersions(
+  store: ObjectStore,
+  mac: KeyedHasher,
+  seq: number,
+): Promise<{ valid: Array<{ record: ChainRecord; body: string }>; stored: number }> {
   const versions = await store.versions(chainRecordKey(seq));
   const valid: Array<{ record: ChainRecord; body: string }> = [];
   for (const bytes of versions) {
@@ -85,20 +102,38 @@ export async function readChain(store: ObjectStore, mac: KeyedHasher): Promise<V
         return { present: false, entries, manifests, macs, last: undefined, auditHead: null, notes };
       }
       if (head && seq <= head.seq) {
-        throw new LetheError('conflict', `ledger chain record ${seq} (${chainRecordKey(seq)}) is missing: the head names record ${head.seq}, so records were removed`);
+        throw new LetheError(
+          'conflict',
+          `ledger chain record ${seq} (${chainRecordKey(seq)}) is missing: the head names record ${head.seq}, so records were removed`,
+        );
       }
       break;
     }
     if (valid.length === 0) throw new LetheError('conflict', `ledger chain record ${seq} fails its MAC: it was altered, or written under another root key`);
     const linked = valid.filter((v) => frontier.has(v.record.prev));
     if (linked.length === 0) {
-      throw new LetheError('conflict', `ledger chain record ${seq} does not follow record ${seq - 1} (its previous MAC differs): a record was replaced or reordered`);
+      throw new LetheError(
+        'conflict',
+        `ledger chain record ${seq} does not follow record ${seq - 1} (its previous MAC differs): a record was replaced or reordered`,
+      );
     }
     const current = await store.get(chainRecordKey(seq)).catch(() => undefined);
-    const currentMac = current ? (() => { try { return parseRecord(current, mac, seq).mac; } catch { return undefined; } })() : undefined;
-    if (!linked.some((v) => v.record.mac === currentMac)) notes.push(`ledger chain record ${seq}: its current version was removed or altered; the version lethe wrote was used`);
+    const currentMac = current
+      ? (() => {
+          try {
+            return parseRecord(current, mac, seq).mac;
+          } catch {
+            return undefined;
+          }
+        })()
+      : undefined;
+    if (!linked.some((v) => v.record.mac === currentMac))
+      notes.push(`ledger chain record ${seq}: its current version was removed or altered; the version lethe wrote was used`);
     const distinct = new Map(linked.map((v) => [v.record.mac, v]));
-    if (distinct.size > 1) notes.push(`ledger chain record ${seq} was written twice, differently (two databases appended to this bucket's chain at once): the destructions of both are honoured`);
+    if (distinct.size > 1)
+      notes.push(
+        `ledger chain record ${seq} was written twice, differently (two databases appended to this bucket's chain at once): the destructions of both are honoured`,
+      );
     // every valid version's destructions count, linked or not: more destruction is the safe direction
     for (const v of valid) {
       for (const d of v.record.destructions) entries.set(d.keyId, d);

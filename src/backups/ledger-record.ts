@@ -81,7 +81,8 @@ export function parseJson(bytes: Uint8Array, what: string): Record<string, unkno
 
 export function parseRecord(bytes: Uint8Array, mac: KeyedHasher, seq: number): ChainRecord {
   const value = parseJson(bytes, `ledger chain record ${seq}`);
-  if (value.format !== CHAIN_FORMAT || value.seq !== seq) throw new LetheError('conflict', `ledger chain record ${seq} is out of sequence or of another format`);
+  if (value.format !== CHAIN_FORMAT || value.seq !== seq)
+    throw new LetheError('conflict', `ledger chain record ${seq} is out of sequence or of another format`);
   if (!macMatches(mac, value)) throw new LetheError('conflict', `ledger chain record ${seq} fails its MAC: it was altered, or written under another root key`);
   return value as unknown as ChainRecord;
 }

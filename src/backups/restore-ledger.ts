@@ -36,14 +36,20 @@ export async function restoreLedger(
   let forced = false;
   const refuse = (problem: string, consequence: string): void => {
     if (!options.force) {
-      throw new LetheError('conflict', `${problem}: refusing to restore, since a key destroyed after this backup could come back. Restore with --force-without-ledger to proceed anyway.`);
+      throw new LetheError(
+        'conflict',
+        `${problem}: refusing to restore, since a key destroyed after this backup could come back. Restore with --force-without-ledger to proceed anyway.`,
+      );
     }
     forced = true;
     warnings.push(`${problem}. Proceeding because forced: ${consequence}`);
   };
   const macState = manifestMacState(ctx.ledgerMac, manifest);
   if (macState === 'invalid') {
-    throw new LetheError('conflict', `the manifest of backup ${backupId} fails its MAC: it was edited after lethe wrote it (or under another root key); refusing to restore`);
+    throw new LetheError(
+      'conflict',
+      `the manifest of backup ${backupId} fails its MAC: it was edited after lethe wrote it (or under another root key); refusing to restore`,
+    );
   }
   let chain: VerifiedChain = { present: false, entries: new Map(), manifests: new Map(), macs: new Map(), last: undefined, auditHead: null, notes: [] };
   let damaged = false;
@@ -62,17 +68,30 @@ export async function restoreLedger(
   warnings.push(...chain.notes);
   // a manifest lethe MAC'd (the chain records it, or it names the record it was taken at) had its MAC removed: edited
   if (macState === 'absent' && (chain.manifests.has(backupId) || manifest.ledgerHead)) {
-    throw new LetheError('conflict', `the manifest of backup ${backupId} was written with a MAC, which was removed: it was edited after lethe wrote it; refusing to restore, forced or not`);
+    throw new LetheError(
+      'conflict',
+      `the manifest of backup ${backupId} was written with a MAC, which was removed: it was edited after lethe wrote it; refusing to restore, forced or not`,
+    );
   }
-  if (macState === 'absent') refuse(`the manifest of backup ${backupId} carries no MAC (written before manifests were MAC'd, or its MAC stripped with the chain record that would show it)`, 'its key states and objects are not authenticated: an edited manifest would be restored as it is.');
+  if (macState === 'absent')
+    refuse(
+      `the manifest of backup ${backupId} carries no MAC (written before manifests were MAC'd, or its MAC stripped with the chain record that would show it)`,
+      'its key states and objects are not authenticated: an edited manifest would be restored as it is.',
+    );
   const destroyed = new Map<string, LedgerEntry>(chain.entries);
   const knownAtBackup = dump.tables.destruction_ledger.map((r) => String(r.keyId));
   if (!chain.present) {
-    refuse('the ledger chain in the backup bucket is gone (ledger/chain/ holds no genesis)', 'keys destroyed after this backup ARE RESTORED AS LIVE unless the manifest marks them; erase them again.');
+    refuse(
+      'the ledger chain in the backup bucket is gone (ledger/chain/ holds no genesis)',
+      'keys destroyed after this backup ARE RESTORED AS LIVE unless the manifest marks them; erase them again.',
+    );
   } else if (!damaged) {
     const missing = knownAtBackup.filter((k) => !destroyed.has(k));
     if (missing.length > 0) {
-      refuse(`the ledger chain in the backup bucket lacks ${missing.length} destruction(s) the backup itself records`, 'keys destroyed after this backup may be RESTORED AS LIVE; erase them again.');
+      refuse(
+        `the ledger chain in the backup bucket lacks ${missing.length} destruction(s) the backup itself records`,
+        'keys destroyed after this backup may be RESTORED AS LIVE; erase them again.',
+      );
     }
     const knew = manifest.ledgerHead;
     if (knew && !chain.macs.get(knew.seq)?.includes(knew.mac)) {
@@ -83,18 +102,30 @@ export async function restoreLedger(
     }
     const chained = chain.manifests.get(backupId);
     if (chained !== undefined && manifest.version < chained) {
-      refuse(`the manifest of backup ${backupId} is version ${manifest.version}, but the ledger chain records version ${chained}: an older manifest was put back`, 'destructions marked only in the newer manifest are still honoured through the ledger chain.');
+      refuse(
+        `the manifest of backup ${backupId} is version ${manifest.version}, but the ledger chain records version ${chained}: an older manifest was put back`,
+        'destructions marked only in the newer manifest are still honoured through the ledger chain.',
+      );
     }
   }
   // the manifest's marks and the backup's own ledger rows count as destructions too
   for (const k of manifest.keys) {
     if (k.state === 'destroyed' && !destroyed.has(k.keyId)) {
-      destroyed.set(k.keyId, { keyId: k.keyId, keyKind: k.kind, subjectHash: null, destroyedAt: k.destroyedAt ?? manifest.updatedAt, reason: 'manifest', wrappedEpoch: -1, leasedUntil: null });
+      destroyed.set(k.keyId, {
+        keyId: k.keyId,
+        keyKind: k.kind,
+        subjectHash: null,
+        destroyedAt: k.destroyedAt ?? manifest.updatedAt,
+        reason: 'manifest',
+        wrappedEpoch: -1,
+        leasedUntil: null,
+      });
     }
   }
 
   // anchored (anchor.ts): an intact prefix verifies on its own, so a tail cut with an older head put back shows only here
-  const unanchoredBy = chain.present && !damaged ? await unanchored(ctx, { backupId, manifest, chain, witnesses: options.witnesses ?? [], warnings }) : undefined;
+  const unanchoredBy =
+    chain.present && !damaged ? await unanchored(ctx, { backupId, manifest, chain, witnesses: options.witnesses ?? [], warnings }) : undefined;
   if (unanchoredBy) refuse(unanchoredBy, restoredLiveConsequence(dump.tables.subject_keys.map((r) => String(r.keyId)).filter((k) => !destroyed.has(k))));
   return { chain, destroyed, knownAtBackup, warnings, forced };
 }

@@ -64,7 +64,10 @@ export class RestoreUndo {
       const left = [...(await listedKeys(ctx.live))].filter((k) => !this.listed.has(k));
       if (left.length > 0) throw new Error(`${left.length} object(s) written by the restore are still in the live bucket`);
     } catch (undoFailed) {
-      ctx.logger.error({ backupId, stage, err: describeError(cause), undo: describeError(undoFailed) }, 'restore failed, and putting the target back failed too');
+      ctx.logger.error(
+        { backupId, stage, err: describeError(cause), undo: describeError(undoFailed) },
+        'restore failed, and putting the target back failed too',
+      );
       return new LetheError(
         'internal',
         `${failed}. Putting the target back failed too (${describeError(undoFailed).message}): the target database and live bucket may hold part of the backup — ` +

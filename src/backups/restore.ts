@@ -67,11 +67,13 @@ export async function restoreBackup(ctx: BackupContext, backupId: string, option
   const occupied = await occupiedTables(ctx.db);
   if (occupied.length > 0) throw new LetheError('conflict', `the target database is not empty (${occupied.join(', ')}): restore into a fresh one`);
   for (const prefix of BACKED_UP_PREFIXES) {
-    for await (const _ of ctx.live.list(prefix)) throw new LetheError('conflict', `the target bucket already holds ${prefix} objects: restore into an empty one`);
+    for await (const _ of ctx.live.list(prefix))
+      throw new LetheError('conflict', `the target bucket already holds ${prefix} objects: restore into an empty one`);
   }
 
   const databaseBytes = await ctx.backup.get(manifest.database.key);
-  if (sha256Hex(databaseBytes) !== manifest.database.sha256) throw new LetheError('validation_failed', 'the backup\'s database export does not match its sha256');
+  if (sha256Hex(databaseBytes) !== manifest.database.sha256)
+    throw new LetheError('validation_failed', "the backup's database export does not match its sha256");
   const dump = parseDatabaseExport(databaseBytes);
 
   const ledger = await restoreLedger(ctx, backupId, manifest, dump, options);
@@ -220,7 +222,8 @@ async function refuseInertEpochs(ctx: BackupContext, backupId: string, dump: Dat
         continue;
       }
       const wrapped = decodeValue(row.wrappedDek);
-      if (!(wrapped instanceof Uint8Array)) throw new LetheError('validation_failed', `the database export of backup ${backupId} holds no wrapped copy of key ${keyId}`);
+      if (!(wrapped instanceof Uint8Array))
+        throw new LetheError('validation_failed', `the database export of backup ${backupId} holds no wrapped copy of key ${keyId}`);
       const purpose: KeyPurpose = table === 'subject_keys' ? 'subject' : row.purpose === 'erasure' ? 'erasure' : 'artifact-version';
       byEpoch.set(epoch, { keys: 1, sample: { keyId, wrapped, purpose } });
     }

@@ -50,9 +50,13 @@ export function classifyKmsError(where: string, operation: string, e: unknown): 
   if (isLetheError(e)) return e;
   const name = errorName(e);
   if (CREDENTIAL_ERRORS.has(name)) {
-    return new LetheError('unavailable', `${where} refused lethe's credentials for ${operation} (${name}): check the AWS credentials and the IAM and key policies`, {
-      retryable: false,
-    });
+    return new LetheError(
+      'unavailable',
+      `${where} refused lethe's credentials for ${operation} (${name}): check the AWS credentials and the IAM and key policies`,
+      {
+        retryable: false,
+      },
+    );
   }
   if (name === 'CredentialsProviderError') {
     return new LetheError(
@@ -74,16 +78,23 @@ export function classifyKmsError(where: string, operation: string, e: unknown): 
   if (DECRYPT_ERRORS.has(name)) return new KmsRefusal('decrypt_failed', name, `${where} refused ${operation}: the ciphertext does not open (${name})`);
   if (name === 'AlreadyExistsException') return new KmsRefusal('conflict', name, `${where} refused ${operation}: it already exists`);
   if (name === 'LimitExceededException') {
-    return new LetheError('unavailable', `${where} refused ${operation}: an AWS KMS quota is reached (keys or aliases in the account and region; LimitExceededException)`, {
-      retryable: false,
-    });
+    return new LetheError(
+      'unavailable',
+      `${where} refused ${operation}: an AWS KMS quota is reached (keys or aliases in the account and region; LimitExceededException)`,
+      {
+        retryable: false,
+      },
+    );
   }
   return new LetheError('internal', `${where} refused ${operation} (${name}${status ? `, HTTP ${status}` : ''})`);
 }
 
 /** epoch_unavailable for the epoch's key in `where`, with the key's state when it still exists. */
 export function keyUnavailable(where: string, epoch: number, key: KeyMetadata | undefined): LetheError {
-  return new LetheError('epoch_unavailable', `KEK epoch ${epoch} cannot be used in ${where}: ${key ? stateText(key) : 'its key does not exist (never created, or deleted)'}`);
+  return new LetheError(
+    'epoch_unavailable',
+    `KEK epoch ${epoch} cannot be used in ${where}: ${key ? stateText(key) : 'its key does not exist (never created, or deleted)'}`,
+  );
 }
 
 function stateText(key: KeyMetadata): string {

@@ -17,7 +17,6 @@ export function keyIdOf(arn: string): string {
   return arn.slice(arn.lastIndexOf('/') + 1);
 }
 
-
 /** The KMS encryption context of a wrap: wrapContext's ("wrapped-key", { keyId, purpose }) and the epoch. */
 export function encryptionContext(epoch: number, keyId: string, purpose: KeyPurpose): Record<string, string> {
   if (!(KEY_PURPOSES as readonly string[]).includes(purpose)) throw new LetheError('validation_failed', 'unknown key purpose');

@@ -132,7 +132,9 @@ export class AwsKmsEpochStore implements EpochKeyStore {
       const now = await this.#describe(epoch);
       if (now?.Arn === arn) this.#arns.set(epoch, arn);
       else {
-        await this.#send('ScheduleKeyDeletion', (c) => c.send(new ScheduleKeyDeletionCommand({ KeyId: arn, PendingWindowInDays: this.#windowDays }))).catch(() => {});
+        await this.#send('ScheduleKeyDeletion', (c) => c.send(new ScheduleKeyDeletionCommand({ KeyId: arn, PendingWindowInDays: this.#windowDays }))).catch(
+          () => {},
+        );
         if (now?.KeyState === 'Enabled' && now.Arn) this.#arns.set(epoch, now.Arn);
       }
       return;
@@ -142,14 +144,18 @@ export class AwsKmsEpochStore implements EpochKeyStore {
       // a store whose CreateAlias is not atomic (local-kms under a race) lets two succeed: the alias names the winner
       const now = await this.#describe(epoch);
       if (now?.Arn && now.Arn !== arn) {
-        await this.#send('ScheduleKeyDeletion', (c) => c.send(new ScheduleKeyDeletionCommand({ KeyId: arn, PendingWindowInDays: this.#windowDays }))).catch(() => {});
+        await this.#send('ScheduleKeyDeletion', (c) => c.send(new ScheduleKeyDeletionCommand({ KeyId: arn, PendingWindowInDays: this.#windowDays }))).catch(
+          () => {},
+        );
         if (now.KeyState === 'Enabled') this.#arns.set(epoch, now.Arn);
         return;
       }
       this.#arns.set(epoch, arn);
     } catch (e) {
       // Our key is an orphan either way: schedule its deletion (best effort; it is tagged lethe:epoch).
-      await this.#send('ScheduleKeyDeletion', (c) => c.send(new ScheduleKeyDeletionCommand({ KeyId: arn, PendingWindowInDays: this.#windowDays }))).catch(() => {});
+      await this.#send('ScheduleKeyDeletion', (c) => c.send(new ScheduleKeyDeletionCommand({ KeyId: arn, PendingWindowInDays: this.#windowDays }))).catch(
+        () => {},
+      );
       // Another replica created the epoch between our lookup and our alias: theirs is the epoch.
       if (kmsName(e) !== 'AlreadyExistsException') throw e;
       const winner = await this.#describe(epoch);
@@ -224,7 +230,9 @@ export class AwsKmsEpochStore implements EpochKeyStore {
       if (kmsName(e) !== 'KMSInvalidStateException' && kmsName(e) !== 'NotFoundException') throw e;
       const again = await this.#describe(epoch);
       if (again && again.KeyState !== 'PendingDeletion' && again.KeyState !== 'PendingReplicaDeletion') {
-        throw new LetheError('unavailable', `${this.#where} refused to schedule the deletion of KEK epoch ${epoch} (its key is ${again.KeyState})`, { retryable: false });
+        throw new LetheError('unavailable', `${this.#where} refused to schedule the deletion of KEK epoch ${epoch} (its key is ${again.KeyState})`, {
+          retryable: false,
+        });
       }
     } finally {
       this.#arns.delete(epoch);
@@ -357,7 +365,10 @@ export class AwsKmsEpochStore implements EpochKeyStore {
       if (kmsName(e) !== 'NotFoundException' && kmsName(e) !== 'InvalidArnException') throw e;
     }
     if (tags.some((t) => t.TagKey === 'lethe:alias' && t.TagValue === this.#alias(epoch))) {
-      return new LetheError('key_commitment_mismatch', `the wrapped key was made under an earlier AWS KMS key of KEK epoch ${epoch}, not the one its alias names now`);
+      return new LetheError(
+        'key_commitment_mismatch',
+        `the wrapped key was made under an earlier AWS KMS key of KEK epoch ${epoch}, not the one its alias names now`,
+      );
     }
     return new LetheError('decrypt_failed', `the wrapped key was not made under KEK epoch ${epoch}'s AWS KMS key`);
   }
@@ -369,7 +380,6 @@ export class AwsKmsEpochStore implements EpochKeyStore {
     const key = await this.#describe(epoch).catch(() => undefined);
     return keyUnavailable(this.#where, epoch, key);
   }
-
 
   /** One KMS call, within the concurrency bound; any failure becomes a LetheError (classifyKmsError). */
   async #send<T>(operation: string, call: (client: KMSClient) => Promise<T>): Promise<T> {

@@ -29,7 +29,13 @@ export function headMacInput(tip: AuditTip): Uint8Array {
 
 export function canonicalDetail(detail: AuditDetail | undefined): string {
   const d = detail ?? {};
-  return JSON.stringify(Object.fromEntries(Object.keys(d).sort().map((k) => [k, d[k]])));
+  return JSON.stringify(
+    Object.fromEntries(
+      Object.keys(d)
+        .sort()
+        .map((k) => [k, d[k]]),
+    ),
+  );
 }
 
 function macInput(row: Pick<AuditRow, 'seq' | 'at' | 'actor' | 'action' | 'keyId' | 'subjectHash' | 'epoch' | 'detail'>): Uint8Array {

@@ -110,7 +110,10 @@ export async function verifyAuditChain(db: Executor, key: KeyedHasher, headKey: 
     );
   } else if (headState === 'unanchored') {
     if (anchoredAt !== null) {
-      broken(count + 1, `the head (row ${head.seq}) carries no MAC, but the chain was anchored at row ${anchoredAt}: its MAC was removed — rows after row ${Math.min(head.seq, count)} may have been removed`);
+      broken(
+        count + 1,
+        `the head (row ${head.seq}) carries no MAC, but the chain was anchored at row ${anchoredAt}: its MAC was removed — rows after row ${Math.min(head.seq, count)} may have been removed`,
+      );
     } else {
       warnings.push(
         `the head (row ${head.seq}) carries no MAC yet (a chain from before head MACs): rows removed from the end together with a moved head would not be noticed; the next audited change anchors it`,
@@ -129,7 +132,10 @@ export async function verifyAuditChain(db: Executor, key: KeyedHasher, headKey: 
   if (anchor) {
     if (anchorState === undefined) anchorState = walked ? 'missing' : 'unchecked';
     if (anchorState === 'missing') {
-      broken(count + 1, `the anchor names row ${anchor.seq} but the chain ends at row ${count}: rows were removed or the database was rolled back to an older state`);
+      broken(
+        count + 1,
+        `the anchor names row ${anchor.seq} but the chain ends at row ${count}: rows were removed or the database was rolled back to an older state`,
+      );
     } else if (anchorState === 'differs') {
       broken(anchor.seq, `row ${anchor.seq} does not carry the anchor's MAC: the chain was replaced by another history`);
     } else if (anchorState === 'unchecked') {

@@ -81,15 +81,27 @@ export class AuditLog {
   async #extendable(exec: Executor, head: HeadRow & { beyond: boolean }): Promise<{ anchor: boolean }> {
     const state = this.#headState(head);
     if (state === 'invalid') {
-      throw new LetheError('unavailable', "the audit chain's head does not verify (it was moved or forged): audited changes are refused until `lethe audit verify` is looked into", { retryable: false });
+      throw new LetheError(
+        'unavailable',
+        "the audit chain's head does not verify (it was moved or forged): audited changes are refused until `lethe audit verify` is looked into",
+        { retryable: false },
+      );
     }
     if (head.beyond) {
-      throw new LetheError('unavailable', `the audit chain continues past its head (row ${head.seq}): audited changes are refused until \`lethe audit verify\` is looked into`, { retryable: false });
+      throw new LetheError(
+        'unavailable',
+        `the audit chain continues past its head (row ${head.seq}): audited changes are refused until \`lethe audit verify\` is looked into`,
+        { retryable: false },
+      );
     }
     if (state === 'anchored') return { anchor: false };
     const anchoredAt = await anchorRow(exec);
     if (anchoredAt !== null) {
-      throw new LetheError('unavailable', `the audit chain's head has no MAC but the chain was anchored at row ${anchoredAt}: audited changes are refused until \`lethe audit verify\` is looked into`, { retryable: false });
+      throw new LetheError(
+        'unavailable',
+        `the audit chain's head has no MAC but the chain was anchored at row ${anchoredAt}: audited changes are refused until \`lethe audit verify\` is looked into`,
+        { retryable: false },
+      );
     }
     return { anchor: true };
   }
@@ -209,7 +221,11 @@ export class AuditLog {
    * is the previous row's. A row edited, forged or moved without the root key is not
    * intact. (A row deleted from the middle of the chain is `verify`'s to find.)
    */
-  async latest(exec: Executor, action: AuditAction, keyId: string): Promise<{ seq: number; at: Date; detail: Record<string, unknown>; intact: boolean } | undefined> {
+  async latest(
+    exec: Executor,
+    action: AuditAction,
+    keyId: string,
+  ): Promise<{ seq: number; at: Date; detail: Record<string, unknown>; intact: boolean } | undefined> {
     const [row] = await exec
       .select()
       .from(auditLog)
@@ -220,7 +236,13 @@ export class AuditLog {
     if (!row) return undefined;
     let intact = row.prevMac.length === MAC_BYTES && constantTimeEqual(rowMac(this.#key, row.prevMac, row), row.mac);
     if (intact) {
-      const [previous] = row.seq > 1 ? await exec.select({ mac: auditLog.mac }).from(auditLog).where(eq(auditLog.seq, row.seq - 1)) : [{ mac: GENESIS }];
+      const [previous] =
+        row.seq > 1
+          ? await exec
+              .select({ mac: auditLog.mac })
+              .from(auditLog)
+              .where(eq(auditLog.seq, row.seq - 1))
+          : [{ mac: GENESIS }];
       intact = previous !== undefined && constantTimeEqual(previous.mac, row.prevMac);
     }
     let detail: Record<string, unknown> = {};
@@ -299,7 +321,7 @@ export class AuditLog {
   /**
    * Walks the whole chain in bounded batches, then checks the head against the last
    * row and its MAC, and — given one — the anchor against the row it names.
-   */  async verify(db: Executor, options: AuditVerifyOptions = {}): Promise<AuditVerifyResult> {
+   */ async verify(db: Executor, options: AuditVerifyOptions = {}): Promise<AuditVerifyResult> {
     return verifyAuditChain(db, this.#key, this.#headKey, options);
   }
 

@@ -91,13 +91,10 @@ export class KeyCreator {
   /** The epoch this process believes is active (read when unknown, again when a statement says it switched). */
   #epoch: number | undefined;
   /** Concurrent look-ups share one statement (batcher.ts). */
-  readonly #lookups = new Batcher<{ readonly subjectHash: Uint8Array }, Found>(
-    async (batch) => {
-      const found = await this.survey(batch.map((l) => l.subjectHash));
-      return new Map(batch.map((l) => [l, found.get(hashHex(l.subjectHash))]));
-    },
-    MAX_BATCH,
-  );
+  readonly #lookups = new Batcher<{ readonly subjectHash: Uint8Array }, Found>(async (batch) => {
+    const found = await this.survey(batch.map((l) => l.subjectHash));
+    return new Map(batch.map((l) => [l, found.get(hashHex(l.subjectHash))]));
+  }, MAX_BATCH);
 
   constructor(deps: KeyCreatorDeps) {
     this.#d = deps;
@@ -251,7 +248,10 @@ export class KeyCreator {
       } else if (result.kind === 'epoch') {
         this.#epoch = undefined;
         const epoch = await this.#activeEpoch();
-        await this.#wrap(pending.map((p) => p.item), epoch);
+        await this.#wrap(
+          pending.map((p) => p.item),
+          epoch,
+        );
       }
       // 'raced' (a key inserted meanwhile) and 'moved' (another writer's head): the next attempt looks again
     }
@@ -266,14 +266,13 @@ export class KeyCreator {
   }
 
   /** One compare-and-set statement for `pending` (every item wrapped under the same epoch). */
-  async #attempt(
-    pending: readonly Pending[],
-    among: SQL,
-  ): Promise<Attempt> {
+  async #attempt(pending: readonly Pending[], among: SQL): Promise<Attempt> {
     const epoch = pending[0]!.item.epoch;
     if (pending.some((p) => p.item.epoch !== epoch)) return { kind: 'epoch' };
     const at = this.#d.now();
-    const events = pending.map(({ item }): AuditEvent => ({ actor: item.actor, action: 'key.create', keyId: item.keyId, subjectHash: item.subjectHash, epoch }));
+    const events = pending.map(
+      ({ item }): AuditEvent => ({ actor: item.actor, action: 'key.create', keyId: item.keyId, subjectHash: item.subjectHash, epoch }),
+    );
     const input = JSON.stringify(pending.map(({ item }) => ({ h: item.hex, k: item.keyId, w: Buffer.from(item.wrappedDek).toString('hex') })));
     try {
       return await this.#d.audit.casTurn<Attempt>(this.#d.db, async (tip) => {
@@ -328,7 +327,10 @@ export class KeyCreator {
       const stale = pending.filter((p) => p.item.epoch !== active.epoch);
       if (stale.length > 0) {
         this.#epoch = active.epoch;
-        await this.#wrap(stale.map((p) => p.item), active.epoch);
+        await this.#wrap(
+          stale.map((p) => p.item),
+          active.epoch,
+        );
       }
       const input = sql`(select decode(h, 'hex') as subject_hash from json_array_elements_text(${JSON.stringify(pending.map((p) => p.item.hex))}::json) as v(h))`;
       const existing = await queryRows<RawExisting>(tx, sql`with input as ${input} ${existingRows(sql`input`)}`);
@@ -354,7 +356,9 @@ export class KeyCreator {
       const made = new Set(inserted.map((r) => r.key_id));
       await this.#d.audit.append(
         tx,
-        toCreate.filter((p) => made.has(p.item.keyId)).map(({ item }) => ({ actor: item.actor, action: 'key.create', keyId: item.keyId, subjectHash: item.subjectHash, epoch: active.epoch })),
+        toCreate
+          .filter((p) => made.has(p.item.keyId))
+          .map(({ item }) => ({ actor: item.actor, action: 'key.create', keyId: item.keyId, subjectHash: item.subjectHash, epoch: active.epoch })),
       );
       for (const p of toCreate) if (made.has(p.item.keyId)) outcomes.set(p, created(p.item, at));
     });
@@ -384,4 +388,3 @@ function created(item: Item, at: Date): CreationOutcome {
 function rowOf(item: Item, createdAt: Date): LiveKeyRow {
   return { keyId: item.keyId, state: 'active', createdAt, epoch: item.epoch, wrappedDek: item.wrappedDek };
 }
-
