@@ -47,6 +47,18 @@ describe('imports', () => {
     ]);
   });
 
+  it("flags an engine file importing a module's erasable (its queries); the composition root may", () => {
+    const step = "import { logErasable } from '../../log/erasable.js';\n";
+    const root = "import { logErasable } from '../log/erasable.js';\n";
+    expect(violations({ 'src/erasure/steps/destroy.ts': step, 'src/app/wire.ts': root })).toEqual([
+      importViolation(
+        'src/erasure/steps/destroy.ts',
+        1,
+        "erasure may not import log's erasable (src/log/erasable.ts): the composition root (src/app) hands erasables to the engine",
+      ),
+    ]);
+  });
+
   it('flags a route importing the database, across a multi-line import with comments', () => {
     const route = [
       "import { Hono } from 'hono';",

@@ -6,7 +6,7 @@
  * already under a destroyed key are skipped; a key fenced by the other subject's own
  * open erasure stays fenced under its new id (the log's re-key keeps the state).
  */
-import { regenerateDerived } from '../../artifacts/erasable.js';
+import { regenerateDerived } from '../../artifacts/derived.js';
 import { recordVersionKeys, type Step } from './step.js';
 import { TierFailure } from '../machine.js';
 
