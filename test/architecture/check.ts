@@ -59,7 +59,12 @@ function checkImports(file: string, src: string, files: Readonly<Record<string, 
       violations.push({ file, line, rule: 'import', message: `${own} may not import ${theirs}: '${specifier}' (${target})${also}` });
     } else if (theirs !== own && own !== 'app' && /^src\/[^/]+\/erasable\.ts$/.test(target)) {
       // each module's part of an erasure reaches the engine through the composition root: nothing else knows its queries
-      violations.push({ file, line, rule: 'import', message: `${own} may not import ${theirs}'s erasable (${target}): the composition root (src/app) hands erasables to the engine` });
+      violations.push({
+        file,
+        line,
+        rule: 'import',
+        message: `${own} may not import ${theirs}'s erasable (${target}): the composition root (src/app) hands erasables to the engine`,
+      });
     }
   }
   return violations;
