@@ -5,6 +5,7 @@
  * document is built as `npm run lint:openapi` builds it: over services never called, no
  * database.
  */
+import openapiTS, { astToString } from 'openapi-typescript';
 import { describe, expect, it } from 'vitest';
 import { createHttpApp } from '../../src/http/app.js';
 import { TokenStore } from '../../src/http/auth.js';
@@ -98,5 +99,16 @@ describe('operationIds', () => {
     expect(() => withOperationIds(doc({ '/v1/x': { get: { operationId: 'getX' } }, '/v1/y': { post: { operationId: 'getX' } } }))).toThrow(
       /operationId getX names both GET \/v1\/x and POST \/v1\/y/,
     );
+  });
+
+  it('the client openapi-typescript generates names each operation by its operationId', async () => {
+    const doc = await servedDocument();
+    const generated = astToString(await openapiTS(doc as unknown as Parameters<typeof openapiTS>[0]));
+    // the generated `operations` interface holds one member per operation, and each path refers to it by name
+    const members = [...generated.matchAll(/^ {4}([a-z][A-Za-z]*): \{$/gm)].map((m) => m[1]);
+    for (const id of Object.values(OPERATIONS)) {
+      expect(members, id).toContain(id);
+      expect(generated).toContain(`operations["${id}"]`);
+    }
   });
 });
