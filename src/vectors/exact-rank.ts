@@ -34,7 +34,7 @@ export function prepare(query: Float32Array): Prepared {
   return { dims, values };
 }
 
-/** Exact scores over the given slots (every live slot when undefined): the `k` best, best first, equal scores by id. */
+/** Exact scores over the given slots in order (every live slot when undefined): the `k` best, best first; ties keep slot order. */
 export function rankExact(
   s: VectorSlots,
   query: Prepared,
@@ -59,11 +59,10 @@ export function rankExact(
     let dot = 0;
     for (let i = 0; i < m; i++) dot += block[base + dims[i]!]! * values[i]!;
     dot *= s.scales[slot]!;
-    // equal scores rank by id: the answer does not depend on the order records were loaded in
-    if (topScores.length === k && (dot < topScores[k - 1]! || (dot === topScores[k - 1]! && id >= s.ids[topSlots[k - 1]!]!))) continue;
+    if (topScores.length === k && dot <= topScores[k - 1]!) continue;
     if (filter && !filter(id, TYPES[s.types[slot]!]!)) continue;
     let at = topScores.length;
-    while (at > 0 && (topScores[at - 1]! < dot || (topScores[at - 1]! === dot && s.ids[topSlots[at - 1]!]! > id))) at--;
+    while (at > 0 && topScores[at - 1]! < dot) at--;
     topScores.splice(at, 0, dot);
     topSlots.splice(at, 0, slot);
     if (topScores.length > k) {
