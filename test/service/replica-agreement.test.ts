@@ -135,18 +135,44 @@ describe('two replicas agree on key destructions', () => {
     certificate?: { payload: { replicas: { seq: number; waits: number; applied: string[]; behind: Array<{ replica: string; silent: boolean }> } } };
   };
   const view = async (id: string) => (await (await fetch(`${a.url}/v1/erasures/${id}`, { headers: auth('eraser') })).json()) as View;
-  const finished = (id: string, timeoutMs = 60_000) =>
-    until(
-      `erasure ${id} to finish`,
-      async () => {
-        const v = await view(id);
-        return v.status === 'completed' || v.status === 'incomplete' || v.status === 'failed' ? v : undefined;
-      },
-      timeoutMs,
-    );
+  /**
+   * Waits until no replica writes the ledger chain (nothing unstored, its lock free): a replica stopped while it
+   * holds the chain's lock stalls every destruction until it resumes (a stated limit, not what these tests measure).
+   */
+  const ledgerIdle = () =>
+    until('the ledger chain to be idle', async () => {
+      const [row] = await sql`select (select count(*) from ledger_chain where stored_at is null)::int as unstored,
+                                     (select count(*) from pg_locks l join pg_database d on d.oid = l.database
+                                       where l.locktype = 'advisory' and l.granted and d.datname = current_database())::int as locked`;
+      return row!.unstored === 0 && row!.locked === 0;
+    });
+
+  /** What a stuck erasure waits on: its steps, and every statement waiting on a lock with the one holding it. */
+  const stuck = async (id: string) => {
+    const steps = (await view(id)).steps.filter((x) => x.status !== 'done' && x.status !== 'pending');
+    const waits =
+      await sql`select w.application_name as waiting_app, left(w.query, 120) as waiting, h.application_name as holder_app, h.state as holder_state, left(h.query, 120) as holder
+                              from pg_stat_activity w cross join lateral unnest(pg_blocking_pids(w.pid)) as b(pid) join pg_stat_activity h on h.pid = b.pid`;
+    return JSON.stringify({ steps, waits });
+  };
+  const finished = async (id: string, timeoutMs = 60_000) => {
+    try {
+      return await until(
+        `erasure ${id} to finish`,
+        async () => {
+          const v = await view(id);
+          return v.status === 'completed' || v.status === 'incomplete' || v.status === 'failed' ? v : undefined;
+        },
+        timeoutMs,
+      );
+    } catch (e) {
+      throw new Error(`${(e as Error).message}: ${await stuck(id)}`);
+    }
+  };
 
   it('an erasure through A parks while B (paused) has not applied the destruction, and completes once B applies it', async () => {
     await append('user:lag', 'Sings baritone in a choir that rehearses in a lighthouse.');
+    await ledgerIdle();
     process.kill(b.child.pid!, 'SIGSTOP');
     let resumed = false;
     try {
@@ -170,6 +196,7 @@ describe('two replicas agree on key destructions', () => {
   it('a replica paused past the bound is named as a residual, not counted as having dropped the vectors', async () => {
     const { entryId } = await append('user:paused', 'Restores vintage typewriters for a museum in the hills.');
     await until('B to index the entry', async () => (await searchIds(b, 'vintage typewriters museum')).includes(entryId));
+    await ledgerIdle();
     process.kill(b.child.pid!, 'SIGSTOP');
     let searchedOnWake: Promise<string[]> | undefined;
     try {
