@@ -151,8 +151,19 @@ export const logEntries = pgTable(
      * (`frame_unopened`, `payload_refused:<field>`), never anything of the content.
      */
     refused: text('refused'),
+    /**
+     * The writing token's principal (`prn_…`, src/vault/principals.ts): it may forget or
+     * supersede the entries it wrote without the eraser role. Null for entries from before.
+     */
+    writtenBy: text('written_by'),
+    /** The entry this one superseded (its successor, the same person's current data): the probe of that supersession does not count it. */
+    supersedes: text('supersedes'),
   },
-  (t) => [uniqueIndex('log_entries_key_seq').on(t.keyId, t.seq), index('log_entries_subject').on(t.subjectHash)],
+  (t) => [
+    uniqueIndex('log_entries_key_seq').on(t.keyId, t.seq),
+    index('log_entries_subject').on(t.subjectHash),
+    index('log_entries_supersedes').on(t.supersedes).where(sql`${t.supersedes} is not null`),
+  ],
 );
 
 /**
@@ -436,6 +447,8 @@ export const erasures = pgTable(
       .default('subject'),
     /** A records-scope erasure's entries (ids only, never content). */
     entryIds: jsonb('entry_ids'),
+    /** A supersession's successor: the entry written to replace the forgotten one (`entry_ids`), in the same transaction. */
+    successorId: text('successor_id'),
     status: text('status', { enum: ['pending', 'running', 'completed', 'incomplete', 'failed'] }).notNull(),
     class: text('class', { enum: ['A', 'B', 'C'] }),
     /** The next step to run; null once the erasure is finished. */

@@ -66,6 +66,8 @@ function probePayload(state: ErasureState, threshold: number): { [key: string]: 
     ...(probe?.unindexed ? { unindexed: probe.unindexed } : {}),
     ...(probe?.replica ? { replica: probe.replica } : {}),
     ...(probe?.cappedShingles !== undefined ? { cappedShingles: probe.cappedShingles } : {}),
+    // a supersession's successors were not counted: the certificate names them
+    ...(probe?.successors ? { successors: [...probe.successors] } : {}),
     ...(probe?.dismissed
       ? {
           dismissed: probe.dismissed.map((d) => ({
@@ -108,6 +110,7 @@ export function certificatePayload(
     // what was erased: the whole subject, or these entries of a subject that lives on
     scope: row.scope,
     ...(row.scope === 'records' ? { entryIds: [...(forgottenEntries(row) ?? [])] } : {}),
+    ...(row.successorId ? { supersededBy: row.successorId } : {}),
     class: outcome.cls,
     status: outcome.status,
     certificateState: outcome.certificateState,

@@ -16,6 +16,7 @@ import type { Metrics } from '../observability/metrics.js';
 import { CertificateFinalizer } from './certificates.js';
 import { approveDismissal, proposeDismissal, revokeDismissal } from './dismissal.js';
 import { type ForgetRequest, requestForget } from './forget.js';
+import { requestSupersede, type Superseded, type SupersedeRequest } from './supersede.js';
 import { refuseKeyCreation, keyCreationRefusals } from './key-guard.js';
 import { wakeOnRelease } from './lease-wake.js';
 import { type ErasureStatus, isOpen, type RefusalReason, type StepName } from './machine.js';
@@ -124,6 +125,13 @@ export class ErasureEngine {
     const [entry] = await this.#res.log.locate([entryId]);
     if (!entry) throw new LetheError('not_found', 'no such entry');
     return this.#forget({ subjectHash: entry.subjectHash, entryIds: [entryId] }, actor);
+  }
+
+  /** POST /v1/subjects/{subject}/entries/{entryId}/supersede: the successor appended and the old version forgotten, atomically (supersede.ts). */
+  async supersedeEntry(input: SupersedeRequest, actor: string | Actor): Promise<Superseded> {
+    const result = await requestSupersede(this.#res, input, actor);
+    this.#kick();
+    return result;
   }
 
   async #forget(input: ForgetRequest, actor: string | Actor): Promise<Requested> {

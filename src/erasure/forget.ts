@@ -36,32 +36,10 @@ export async function requestForget(
   input: ForgetRequest,
   caller: string | Actor,
 ): Promise<{ erasureId: string; status: ErasureStatus; created: boolean }> {
-  const { keys, log, records } = res;
   const actor = actorOf(caller);
   const ids = [...new Set(input.entryIds)];
-  const subjectHex = Buffer.from(input.subjectHash).toString('hex');
-  const located = (await log.locate(ids)).filter((e) => Buffer.from(e.subjectHash).toString('hex') === subjectHex);
-  if (located.length !== ids.length) {
-    throw new LetheError(
-      'not_found',
-      `${ids.length - located.length} of the ${ids.length} entr${ids.length === 1 ? 'y is not an entry' : 'ies are not entries'} of this subject`,
-    );
-  }
-  const by = new Set(located.map((e) => e.forgottenBy));
-  if (by.size === 1 && !by.has(null)) {
-    // every one of them is being forgotten (or was) by one erasure already: that one answers
-    const erasureId = [...by][0]!;
-    return { erasureId, status: await records.status(erasureId), created: false };
-  }
-  const taken = located.filter((e) => e.forgottenBy !== null);
-  if (taken.length > 0) {
-    throw new LetheError('conflict', `${taken.length} of the entries are already being forgotten by erasure ${taken[0]!.forgottenBy}: name the others alone`);
-  }
-  const states = await keys.states([...new Set(located.map((e) => e.keyId))]);
-  if (located.some((e) => !states.has(e.keyId))) throw new LetheError('key_destroyed', 'an entry of the request is already erased (its key was destroyed)');
-  const open = await records.openFor(input.subjectHash);
-  if (open) throw new LetheError('erasure_in_progress', `the whole subject is being erased (erasure ${open.erasureId}): its entries go with it`);
-
+  const earlier = await checkForgettable(res, input.subjectHash, ids, actor);
+  if (earlier) return { ...earlier, created: false };
   const erasureId = newId('ers');
   const opening = {
     erasureId,
@@ -77,6 +55,49 @@ export async function requestForget(
   };
   const detail = `requested by ${actor.role}: forget ${ids.length} entr${ids.length === 1 ? 'y' : 'ies'}`;
   // unreadable from this commit on; a concurrent forget of the same entry makes one of the two refuse
-  await openErasure(res, opening, detail, (tx) => log.markForgotten(tx, erasureId, input.subjectHash, ids));
+  await openErasure(res, opening, detail, (tx) => res.log.markForgotten(tx, erasureId, input.subjectHash, ids));
   return { erasureId, status: 'pending', created: true };
+}
+
+/**
+ * What forgetting `ids` of the subject needs: every one an entry of the subject under
+ * a live key, none forgotten by another erasure, no erasure of the whole subject open,
+ * and — for a writer — every one written by the caller's own token (a writer forgets
+ * or supersedes only what it wrote). Entries one erasure is already forgetting answer
+ * that erasure.
+ */
+export async function checkForgettable(
+  res: ErasureResources,
+  subjectHash: Uint8Array,
+  ids: readonly string[],
+  actor: Actor,
+): Promise<{ erasureId: string; status: ErasureStatus } | undefined> {
+  const { keys, log, records } = res;
+  const subjectHex = Buffer.from(subjectHash).toString('hex');
+  const located = (await log.locate(ids)).filter((e) => Buffer.from(e.subjectHash).toString('hex') === subjectHex);
+  if (located.length !== ids.length) {
+    throw new LetheError(
+      'not_found',
+      `${ids.length - located.length} of the ${ids.length} entr${ids.length === 1 ? 'y is not an entry' : 'ies are not entries'} of this subject`,
+    );
+  }
+  if (actor.role === 'writer') {
+    const others = located.filter((e) => e.writtenBy === null || e.writtenBy !== actor.principal).length;
+    if (others > 0) throw new LetheError('forbidden', `a writer forgets only the entries its own token wrote: ${others} of them it did not write`);
+  }
+  const by = new Set(located.map((e) => e.forgottenBy));
+  if (by.size === 1 && !by.has(null)) {
+    // every one of them is being forgotten (or was) by one erasure already: that one answers
+    const erasureId = [...by][0]!;
+    return { erasureId, status: await records.status(erasureId) };
+  }
+  const taken = located.filter((e) => e.forgottenBy !== null);
+  if (taken.length > 0) {
+    throw new LetheError('conflict', `${taken.length} of the entries are already being forgotten by erasure ${taken[0]!.forgottenBy}: name the others alone`);
+  }
+  const states = await keys.states([...new Set(located.map((e) => e.keyId))]);
+  if (located.some((e) => !states.has(e.keyId))) throw new LetheError('key_destroyed', 'an entry of the request is already erased (its key was destroyed)');
+  const open = await records.openFor(subjectHash);
+  if (open) throw new LetheError('erasure_in_progress', `the whole subject is being erased (erasure ${open.erasureId}): its entries go with it`);
+  return undefined;
 }

@@ -18,6 +18,8 @@ export interface Opening {
   readonly subjectHash: Uint8Array;
   readonly scope: ErasureRow['scope'];
   readonly entryIds?: readonly string[] | undefined;
+  /** A supersession's successor entry (inserted by `within`). */
+  readonly successorId?: string | undefined;
   readonly legalBasis: string | null;
   /** The request's context (reason category, legal basis, controller, reference): in the clear, never personal data. */
   readonly requestContext?: RequestContext | null | undefined;
@@ -56,6 +58,7 @@ export async function openErasure(
         subjectHash: opening.subjectHash,
         scope: opening.scope,
         entryIds: opening.entryIds ? [...opening.entryIds] : null,
+        successorId: opening.successorId ?? null,
         status: 'pending',
         step: 'classify',
         legalBasis: opening.legalBasis,

@@ -99,6 +99,8 @@ export interface ProbeInput {
   readonly sameModel?: boolean;
   /** Vectors still indexed although their text can no longer be read (scored by cosine alone). */
   readonly unreadable?: ReadonlyArray<{ readonly id: string; readonly vector: Float32Array }>;
+  /** A supersession's successors (supersede.ts): the same person's current data, never a match. */
+  readonly successors?: ReadonlySet<string>;
 }
 
 export interface ProbeScore {
@@ -269,7 +271,7 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
     };
     let top = 0;
     const consider = (id: string, tier: ProbeMatch['tier'], score: number, verbatim = false) => {
-      if (score < MATCH_MIN_SCORE) return;
+      if (score < MATCH_MIN_SCORE || input.successors?.has(id)) return;
       const near = verbatim || score >= NEAR_COPY;
       if (!isDismissed(id, score, near) && score > top) top = score;
       const prev = best.get(id);

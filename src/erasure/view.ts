@@ -110,6 +110,8 @@ export const ProbeViewSchema = z.object({
   replica: z.string().optional(),
   /** Fingerprint shingles too common to look candidates up by (their posting lists were not read in full). */
   cappedShingles: z.number().optional(),
+  /** A supersession's successors, not counted: the same person's current data, written to replace the forgotten entry. */
+  successors: z.array(z.string()).optional(),
   /**
    * The rulings that dismissed named matches (a stated human judgement), each with
    * the score the record would still have: dismissed records are left out of `recovered`.
@@ -191,6 +193,8 @@ export const ErasureViewSchema = z.object({
   scope: z.enum(['subject', 'records']),
   /** The entries a records-scope erasure forgets. */
   entryIds: z.array(z.string()).optional(),
+  /** A supersession: the entry written to replace the forgotten one (the same person's current data: the probe does not count it). */
+  supersededBy: z.string().optional(),
   legalBasis: z.string().optional(),
   /** The request's context as given (reason category, legal basis, controller, reference): never personal data. */
   request: RequestContextSchema.optional(),

@@ -69,6 +69,7 @@ export function viewOf(row: ErasureRow, probeThreshold: number): ErasureView {
     subjectHash: hashHex(row.subjectHash),
     scope: row.scope,
     ...(row.scope === 'records' ? { entryIds: [...(forgottenEntries(row) ?? [])] } : {}),
+    ...(row.successorId ? { supersededBy: row.successorId } : {}),
     ...(row.legalBasis ? { legalBasis: row.legalBasis } : {}),
     ...(request ? { request } : {}),
     createdAt: row.createdAt.toISOString(),

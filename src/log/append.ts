@@ -7,9 +7,10 @@
  */
 import { sql } from 'drizzle-orm';
 import { zeroize } from '../crypto/index.js';
-import { queryRows } from '../db/client.js';
+import { type Executor, queryRows } from '../db/client.js';
 import { isLetheError, LetheError } from '../errors.js';
 import { newId, newSegmentKey } from '../ids.js';
+import type { Sealed } from '../vectors/service.js';
 import { insertEmbeddingsCte, notifyInsertedEmbeddings } from '../vectors/embeddings.js';
 import type { LogContext } from './context.js';
 import { sealEntry } from './frame.js';
@@ -41,8 +42,14 @@ function checkTextSize(text: string): void {
 }
 
 /** An append without an idempotency key. */
-export async function append(c: LogContext, subject: string, input: AppendInput, actor: string): Promise<{ entryId: string; keyId: string; seq: number }> {
-  return (await acrossRekeys(c, subject, () => store(c, subject, input, actor, undefined))).appended;
+export async function append(
+  c: LogContext,
+  subject: string,
+  input: AppendInput,
+  actor: string,
+  origin: EntryOrigin = {},
+): Promise<{ entryId: string; keyId: string; seq: number }> {
+  return (await acrossRekeys(c, subject, () => store(c, subject, input, actor, undefined, origin))).appended;
 }
 
 /**
@@ -75,6 +82,7 @@ export async function appendOnce(
   input: AppendInput,
   actor: string,
   once: AppendOnce,
+  origin: EntryOrigin = {},
 ): Promise<{ appended: RecordedAppend; replayed: boolean }> {
   if (!IDEMPOTENCY_KEY_PATTERN.test(once.key)) throw new LetheError('validation_failed', `Idempotency-Key must be ${IDEMPOTENCY_KEY_RULE}`);
   checkTextSize(input.text);
@@ -82,7 +90,7 @@ export async function appendOnce(
   const subjectHash = c.keys.subjectHash(subject);
   const earlier = await replayRecorded(c, subjectHash, once);
   if (earlier) return { appended: earlier, replayed: true };
-  return acrossRekeys(c, subject, () => store(c, subject, input, actor, once));
+  return acrossRekeys(c, subject, () => store(c, subject, input, actor, once, origin));
 }
 
 /** The recorded answer to `once`, if (subject, key) was recorded within the window. */
@@ -105,13 +113,25 @@ export async function replayRecorded(c: LogContext, subjectHash: Uint8Array, onc
   }
 }
 
-export async function store(
-  c: LogContext,
-  subject: string,
-  input: AppendInput,
-  actor: string,
-  once: AppendOnce | undefined,
-): Promise<{ appended: RecordedAppend; replayed: boolean }> {
+/** What a write adds to its entry's index row: who wrote it (a principal), and the entry it supersedes. */
+export interface EntryOrigin {
+  readonly writtenBy?: string | undefined;
+  readonly supersedes?: string | undefined;
+}
+
+/** An entry sealed, embedded and its frame stored, not indexed yet: `insertEntry` commits it, `discardEntry` drops it. */
+export interface PreparedEntry {
+  readonly appended: RecordedAppend;
+  readonly subjectHash: Uint8Array;
+  readonly dek: Uint8Array;
+  readonly segment: string;
+  readonly place: { readonly offset: number; readonly length: number };
+  readonly wrappedKey: Uint8Array;
+  readonly embedding: Sealed;
+}
+
+/** Seals `input` under the subject's key with a sequence number reserved, embeds it and stores its frame. The caller inserts or discards it. */
+export async function prepareEntry(c: LogContext, subject: string, input: AppendInput, actor: string): Promise<PreparedEntry> {
   checkTextSize(input.text);
   const { keyId, dek, subjectHash, firstSeq: seq } = await reserveSeqs(c, subject, 1, actor);
   try {
@@ -121,44 +141,82 @@ export async function store(
     const segment = newSegmentKey();
     const [embedding] = await c.vectors.seal([{ recordId: entryId, recordType: 'entry', text: input.text }], keyId, dek);
     await c.objects.put(segment, bytes);
-    const place = places[0]!;
-    const appended = { entryId, keyId, seq };
-    // with an idempotency key, the index insert is gated on claiming it (req); without,
-    // on the key row still existing — a shared lock either way
-    const claim = once ? sql`${claimCte(subjectHash, once.key, requestDigest(dek, once.body), appended)},` : sql``;
-    const gate = once ? sql`from req` : sql`where exists (select 1 from subject_keys where key_id = ${keyId} for key share)`;
-    // the index row, the sealed embedding (and the idempotency record) commit together, or none does
-    const inserted = await queryRows<{ record_id: string }>(
-      c.db,
-      sql`with ${claim} ins as (
-            insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at, wrapped_key)
-            select ${entryId}, decode(${Buffer.from(subjectHash).toString('hex')}, 'hex'), ${keyId}, ${seq}, ${segment},
-                   ${place.offset}, ${place.length}, now(), decode(${Buffer.from(sealed.wrappedKey).toString('hex')}, 'hex')
-             ${gate}
-            returning entry_id),
-          ${insertEmbeddingsCte([embedding!], 'ins')}
-          ${notifyInsertedEmbeddings}`,
-    );
-    if (inserted.length === 0) {
-      if (once) {
-        // a concurrent request with the same key committed first: answer its result (or
-        // refuse, when its body differed); either way our frame is indexed by nothing
-        try {
-          const winner = await replayRecorded(c, subjectHash, once);
-          if (winner) return { appended: winner, replayed: true };
-        } finally {
-          await c.objects.delete(segment).catch(() => undefined);
-        }
-      }
-      // destroyed between encryption and indexing (FOR KEY SHARE waited for any re-key
-      // or destruction holding the row): the stored frame is already unreadable
-      throw new LetheError('erasure_in_progress', 'the subject key was destroyed during the append; nothing was recorded');
-    }
-    c.vectors.publish([{ ...embedding!, vector: embedding!.vector }]);
-    return { appended, replayed: false };
-  } finally {
+    return { appended: { entryId, keyId, seq }, subjectHash, dek, segment, place: places[0]!, wrappedKey: sealed.wrappedKey, embedding: embedding! };
+  } catch (e) {
     zeroize(dek);
+    throw e;
   }
+}
+
+/**
+ * The prepared entry's index row and sealed embedding (and, with `once`, its
+ * idempotency record) in one statement on `db` — a transaction of the caller's, or
+ * the pool. False when nothing was inserted: the key was destroyed meanwhile, or
+ * another request claimed `once` first.
+ */
+export async function insertEntry(db: Executor, p: PreparedEntry, once: AppendOnce | undefined, origin: EntryOrigin = {}): Promise<boolean> {
+  const { entryId, keyId, seq } = p.appended;
+  // with an idempotency key, the index insert is gated on claiming it (req); without,
+  // on the key row still existing — a shared lock either way
+  const claim = once ? sql`${claimCte(p.subjectHash, once.key, requestDigest(p.dek, once.body), p.appended)},` : sql``;
+  const gate = once ? sql`from req` : sql`where exists (select 1 from subject_keys where key_id = ${keyId} for key share)`;
+  const inserted = await queryRows<{ record_id: string }>(
+    db,
+    sql`with ${claim} ins as (
+          insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at, wrapped_key, written_by, supersedes)
+          select ${entryId}, decode(${Buffer.from(p.subjectHash).toString('hex')}, 'hex'), ${keyId}, ${seq}, ${p.segment},
+                 ${p.place.offset}, ${p.place.length}, now(), decode(${Buffer.from(p.wrappedKey).toString('hex')}, 'hex'),
+                 ${origin.writtenBy ?? null}, ${origin.supersedes ?? null}
+           ${gate}
+          returning entry_id),
+        ${insertEmbeddingsCte([p.embedding], 'ins')}
+        ${notifyInsertedEmbeddings}`,
+  );
+  return inserted.length > 0;
+}
+
+/** A prepared entry that was not inserted: its frame deleted (indexed by nothing), its key zeroed. */
+export async function discardEntry(c: LogContext, p: PreparedEntry): Promise<void> {
+  zeroize(p.dek);
+  await c.objects.delete(p.segment).catch(() => undefined);
+}
+
+/** The prepared entry was inserted and committed: searchable here now. */
+export function settleEntry(c: LogContext, p: PreparedEntry): RecordedAppend {
+  zeroize(p.dek);
+  c.vectors.publish([{ ...p.embedding, vector: p.embedding.vector }]);
+  return p.appended;
+}
+
+export async function store(
+  c: LogContext,
+  subject: string,
+  input: AppendInput,
+  actor: string,
+  once: AppendOnce | undefined,
+  origin: EntryOrigin = {},
+): Promise<{ appended: RecordedAppend; replayed: boolean }> {
+  const p = await prepareEntry(c, subject, input, actor);
+  let inserted: boolean;
+  try {
+    inserted = await insertEntry(c.db, p, once, origin);
+  } catch (e) {
+    // the insert may have committed before the connection failed: the frame stays (fsck settles an orphan)
+    zeroize(p.dek);
+    throw e;
+  }
+  if (inserted) return { appended: settleEntry(c, p), replayed: false };
+  try {
+    // a concurrent request with the same key committed first: answer its result (or
+    // refuse, when its body differed); either way our frame is indexed by nothing
+    const winner = once ? await replayRecorded(c, p.subjectHash, once) : undefined;
+    if (winner) return { appended: winner, replayed: true };
+  } finally {
+    await discardEntry(c, p);
+  }
+  // destroyed between encryption and indexing (FOR KEY SHARE waited for any re-key
+  // or destruction holding the row): the stored frame is already unreadable
+  throw new LetheError('erasure_in_progress', 'the subject key was destroyed during the append; nothing was recorded');
 }
 
 /**

@@ -11,18 +11,31 @@ export async function entryIdsOf(c: LogContext, keyId: string): Promise<string[]
   return rows.map((r) => r.id);
 }
 
+export interface LocatedEntry {
+  readonly entryId: string;
+  readonly subjectHash: Uint8Array;
+  readonly keyId: string;
+  /** The records-scope erasure forgetting it, if any. */
+  readonly forgottenBy: string | null;
+  /** The principal whose token wrote it (null: from before, or written by the service itself). */
+  readonly writtenBy: string | null;
+}
+
 /**
- * Where each of the given entries is indexed: its subject (keyed hash), key, and the
- * records-scope erasure forgetting it, if any (unknown ids are absent).
+ * Where each of the given entries is indexed: its subject (keyed hash), key, the
+ * records-scope erasure forgetting it, if any, and who wrote it (unknown ids are absent).
  */
-export async function locate(
-  c: LogContext,
-  ids: readonly string[],
-): Promise<Array<{ entryId: string; subjectHash: Uint8Array; keyId: string; forgottenBy: string | null }>> {
+export async function locate(c: LogContext, ids: readonly string[]): Promise<LocatedEntry[]> {
   const unique = [...new Set(ids)];
   if (unique.length === 0) return [];
   return c.db
-    .select({ entryId: logEntries.entryId, subjectHash: logEntries.subjectHash, keyId: logEntries.keyId, forgottenBy: logEntries.forgottenBy })
+    .select({
+      entryId: logEntries.entryId,
+      subjectHash: logEntries.subjectHash,
+      keyId: logEntries.keyId,
+      forgottenBy: logEntries.forgottenBy,
+      writtenBy: logEntries.writtenBy,
+    })
     .from(logEntries)
     .where(inArray(logEntries.entryId, unique));
 }
@@ -51,4 +64,21 @@ export async function markForgotten(c: LogContext, tx: Transaction, erasureId: s
 export async function hasEntries(c: LogContext, subjectHash: Uint8Array): Promise<boolean> {
   const [row] = await queryRows<{ one: number }>(c.db, sql`select 1 as one from log_entries where subject_hash = ${subjectHash} limit 1`);
   return row !== undefined;
+}
+
+/**
+ * The entries written to supersede `ids`, and theirs in turn (the successor chain):
+ * the same person's current data, which the probe of a supersession does not count.
+ */
+export async function successorsOf(c: LogContext, ids: readonly string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await queryRows<{ entry_id: string }>(
+    c.db,
+    sql`with recursive chain(entry_id) as (
+          select entry_id from log_entries where supersedes in (select json_array_elements_text(${JSON.stringify(ids)}::json))
+          union
+          select e.entry_id from log_entries e join chain on e.supersedes = chain.entry_id)
+        select entry_id from chain`,
+  );
+  return rows.map((r) => r.entry_id);
 }

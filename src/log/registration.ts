@@ -55,6 +55,8 @@ export async function register(
   deps: LogDeps,
   segment: string,
   entries: readonly RegisteredEntry[],
+  /** The registering token's principal: it may forget and supersede these entries. */
+  writtenBy?: string,
 ): Promise<{ results: RegistrationResult[]; queued: number }> {
   if (!SEGMENT_KEY_PATTERN.test(segment)) throw new LetheError('validation_failed', 'segment must be log/seg_<22 base64url characters>');
   const ids = new Set<string>();
@@ -76,7 +78,7 @@ export async function register(
   const answered = new Map<string, RegistrationResult['status']>([...again].map((id) => [id, 'registered' as const]));
   let queued = 0;
   if (fresh.length > 0) {
-    const { statuses, inserted } = await deps.db.transaction((tx) => indexFresh(tx, segment, fresh));
+    const { statuses, inserted } = await deps.db.transaction((tx) => indexFresh(tx, segment, fresh, writtenBy));
     queued = inserted.size;
     for (const [id, status] of statuses) answered.set(id, status);
     await tellErasedSubjects(deps, fresh, answered);
@@ -167,6 +169,7 @@ async function indexFresh(
   tx: Transaction,
   segment: string,
   rows: readonly Row[],
+  writtenBy: string | undefined,
 ): Promise<{ statuses: Map<string, RegistrationResult['status']>; inserted: Set<string> }> {
   const json = JSON.stringify(
     rows.map((r) => ({
@@ -191,8 +194,8 @@ async function indexFresh(
           select v.* from v join keys k on k.key_id = v.key_id
            where k.state = 'active' and k.subject_hash = decode(v.subject_hash, 'hex') and v.seq >= 1 and v.seq < k.next_seq),
         ins as (
-          insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at, wrapped_key)
-          select entry_id, decode(subject_hash, 'hex'), key_id, seq, ${segment}, "offset", length, now(), decode(wrapped, 'hex') from ok
+          insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at, wrapped_key, written_by)
+          select entry_id, decode(subject_hash, 'hex'), key_id, seq, ${segment}, "offset", length, now(), decode(wrapped, 'hex'), ${writtenBy ?? null} from ok
           on conflict (entry_id) do nothing
           returning entry_id),
         queued as (

@@ -6,14 +6,26 @@
  * An append is acknowledged only after its segment is stored and its index row
  * committed; an object-store failure answers unavailable and indexes nothing.
  */
-import type { Transaction } from '../db/client.js';
+import type { Executor, Transaction } from '../db/client.js';
 import { LetheError } from '../errors.js';
-import { append, type AppendInput, appendOnce, reserve } from './append.js';
+import {
+  acrossRekeys,
+  append,
+  type AppendInput,
+  appendOnce,
+  discardEntry,
+  type EntryOrigin,
+  insertEntry,
+  type PreparedEntry,
+  prepareEntry,
+  reserve,
+  settleEntry,
+} from './append.js';
 import type { LogContext } from './context.js';
 import type { LogDeps } from './deps.js';
 import { type AppendOnce, LazyPurge, type RecordedAppend } from './idempotency.js';
 import { Indexer, type IndexerOptions, type QueueStatus } from './indexer.js';
-import { entryIdsOf, hasEntries, locate, markForgotten } from './lookups.js';
+import { entryIdsOf, hasEntries, type LocatedEntry, locate, markForgotten, successorsOf } from './lookups.js';
 import { compact, type CompactReport, fsck, type FsckOptions, type FsckReport } from './maintenance.js';
 import { MAX_ENTRY_TEXT_BYTES } from './payload.js';
 import { type Entry, get, read, readMany } from './read.js';
@@ -55,18 +67,30 @@ export class LogService {
       );
   }
 
-  append = (subject: string, input: AppendInput, actor: string): Promise<{ entryId: string; keyId: string; seq: number }> =>
-    append(this.#c, subject, input, actor);
+  append = (subject: string, input: AppendInput, actor: string, origin?: EntryOrigin): Promise<{ entryId: string; keyId: string; seq: number }> =>
+    append(this.#c, subject, input, actor, origin);
   /** An append with an idempotency key (idempotency.ts): a retry with the same key and body answers the first's result. */
-  appendOnce = (subject: string, input: AppendInput, actor: string, once: AppendOnce): Promise<{ appended: RecordedAppend; replayed: boolean }> =>
-    appendOnce(this.#c, subject, input, actor, once);
+  appendOnce = (
+    subject: string,
+    input: AppendInput,
+    actor: string,
+    once: AppendOnce,
+    origin?: EntryOrigin,
+  ): Promise<{ appended: RecordedAppend; replayed: boolean }> => appendOnce(this.#c, subject, input, actor, once, origin);
+  /** An entry sealed and its frame stored, to be inserted in a transaction of the caller's (a supersession's): then settled, or discarded. */
+  prepareEntry = (subject: string, input: AppendInput, actor: string): Promise<PreparedEntry> =>
+    acrossRekeys(this.#c, subject, () => prepareEntry(this.#c, subject, input, actor));
+  insertEntry = (tx: Executor, p: PreparedEntry, origin: EntryOrigin): Promise<boolean> => insertEntry(tx, p, undefined, origin);
+  settleEntry = (p: PreparedEntry): RecordedAppend => settleEntry(this.#c, p);
+  discardEntry = (p: PreparedEntry): Promise<void> => discardEntry(this.#c, p);
+  successorsOf = (ids: readonly string[]): Promise<string[]> => successorsOf(this.#c, ids);
   /** Reserves `count` sequence numbers under the subject's live key for a writer that seals locally. */
   reserve = (subject: string, count: number, actor: string): Promise<{ keyId: string; firstSeq: number; count: number }> =>
     reserve(this.#c, subject, count, actor);
 
   /** Indexes frames a writer sealed and uploaded itself (registration.ts). Idempotent per entry id. */
-  async register(segment: string, entries: readonly RegisteredEntry[]): Promise<RegistrationResult[]> {
-    const { results, queued } = await register(this.#c, segment, entries);
+  async register(segment: string, entries: readonly RegisteredEntry[], writtenBy?: string): Promise<RegistrationResult[]> {
+    const { results, queued } = await register(this.#c, segment, entries, writtenBy);
     if (queued > 0) this.indexer.poke();
     return results;
   }
@@ -86,8 +110,7 @@ export class LogService {
   readMany = (ids: readonly string[], options: { forgottenBy?: string } = {}): Promise<Map<string, Entry>> => readMany(this.#c, ids, options);
   get = (entryId: string): Promise<Entry> => get(this.#c, entryId);
   entryIdsOf = (keyId: string): Promise<string[]> => entryIdsOf(this.#c, keyId);
-  locate = (ids: readonly string[]): Promise<Array<{ entryId: string; subjectHash: Uint8Array; keyId: string; forgottenBy: string | null }>> =>
-    locate(this.#c, ids);
+  locate = (ids: readonly string[]): Promise<LocatedEntry[]> => locate(this.#c, ids);
   markForgotten = (tx: Transaction, erasureId: string, subjectHash: Uint8Array, ids: readonly string[]): Promise<void> =>
     markForgotten(this.#c, tx, erasureId, subjectHash, ids);
   hasEntries = (subjectHash: Uint8Array): Promise<boolean> => hasEntries(this.#c, subjectHash);

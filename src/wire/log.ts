@@ -24,6 +24,15 @@ export type Entry = z.infer<typeof EntrySchema>;
 export const AppendedEntrySchema = z.object({ entryId: z.string(), keyId: z.string(), seq: z.number().int() }).meta({ id: 'AppendedEntry' });
 export type AppendedEntry = z.infer<typeof AppendedEntrySchema>;
 
+/** POST /v1/subjects/{subject}/entries/{entryId}/supersede: the successor appended, and the erasure forgetting the old version. */
+export const SupersededSchema = z
+  .object({
+    entry: AppendedEntrySchema,
+    superseded: z.object({ entryId: z.string(), erasureId: z.string(), status: z.string() }),
+  })
+  .meta({ id: 'Superseded' });
+export type Superseded = z.infer<typeof SupersededSchema>;
+
 /** POST /v1/subjects/{subject}/entries/reservations: sequence numbers reserved under the subject's key, `firstSeq` to `firstSeq + count - 1`. */
 export const ReservationSchema = z.object({ keyId: z.string(), firstSeq: z.number().int(), count: z.number().int() }).meta({ id: 'Reservation' });
 export type Reservation = z.infer<typeof ReservationSchema>;

@@ -194,7 +194,8 @@ describe('forgetting one memory', () => {
     const b = await append(B, `something else about ${tag(4)}`);
     await expectProblem(t.call('DELETE', `/v1/entries/entry_${'Q'.repeat(22)}`, { role: 'eraser' }), 404, 'not_found');
     await expectProblem(t.call('DELETE', '/v1/entries/entry_nope', { role: 'eraser' }), 400, 'validation_failed');
-    await expectProblem(t.call('DELETE', `/v1/entries/${a}`, { role: 'writer' }), 403, 'forbidden');
+    // a writer forgets only what its own token wrote (supersede.test.ts): the second writer did not write it
+    await expectProblem(t.call('DELETE', `/v1/entries/${a}`, { role: 'writer', second: true }), 403, 'forbidden');
     await expectProblem(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A, entryIds: [b] } }), 404, 'not_found');
     await expectProblem(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A, entryIds: [] } }), 400, 'validation_failed');
     await expectProblem(t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject: A, entryIds: ['entry_x'] } }), 400, 'validation_failed');

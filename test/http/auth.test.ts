@@ -36,6 +36,8 @@ let liveKeyId = '';
 let entryId = '';
 /** An entry the DELETE row forgets (idempotent: 202, then 200 for the same erasure). */
 let forgetEntryId = '';
+/** An entry per role to supersede, each written by the writer token. */
+const supersedeIds: Partial<Record<TestRole | 'none', string>> = {};
 /** A lease the DELETE row releases (idempotent: 204 again). */
 let leaseId = '';
 let artifactId = '';
@@ -139,8 +141,16 @@ const ROUTES: readonly RouteCase[] = [
   {
     method: 'DELETE',
     template: '/v1/entries/{entryId}',
-    allowed: ['eraser', 'admin'],
+    // a writer forgets only what its own token wrote: the entry is the writer token's
+    allowed: ['writer', 'eraser', 'admin'],
     path: () => `/v1/entries/${forgetEntryId}`,
+  },
+  {
+    method: 'POST',
+    template: '/v1/subjects/{subject}/entries/{entryId}/supersede',
+    allowed: ['writer', 'eraser', 'admin'],
+    path: (who) => `/v1/subjects/user:auth-supersede/entries/${supersedeIds[who ?? 'none'] ?? `entry_${'B'.repeat(22)}`}/supersede`,
+    body: () => ({ text: 'superseded' }),
   },
   {
     method: 'DELETE',
@@ -340,7 +350,11 @@ beforeAll(async () => {
   liveKeyId = (await t.app.keys.ensureKey('user:auth-live', 'writer')).keyId;
   destroyKeyId = (await t.app.keys.ensureKey('user:auth-destroy', 'writer')).keyId;
   entryId = (await t.app.log.append('user:auth-live', { text: 'seed' }, 'writer')).entryId;
-  forgetEntryId = (await t.app.log.append('user:auth-forget', { text: 'to be forgotten' }, 'writer')).entryId;
+  // written over HTTP with the writer token: the writer may forget and supersede its own entries
+  const written = async (subject: string, text: string) =>
+    ((await (await t.call('POST', `/v1/subjects/${subject}/entries`, { body: { text } })).json()) as { entryId: string }).entryId;
+  forgetEntryId = await written('user:auth-forget', 'to be forgotten');
+  for (const role of ROLES) supersedeIds[role] = await written('user:auth-supersede', `to be superseded by the ${role}`);
   leaseId = (await t.app.keys.lease('user:auth-lease', 'writer')).leaseId;
   artifactId = (await t.app.artifacts.write({ kind: 'summary', text: 'seed summary', sources: [entryId] }, 'writer')).artifactId;
   backupId = (await t.app.backups.run()).backupId;

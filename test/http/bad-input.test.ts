@@ -515,6 +515,15 @@ describe('ids in the path', () => {
   }> = [
     { method: 'DELETE', template: '/v1/entries/{entryId}', param: 'entryId', prefix: 'entry', role: 'eraser' },
     {
+      method: 'POST',
+      template: '/v1/subjects/{subject}/entries/{entryId}/supersede',
+      param: 'entryId',
+      prefix: 'entry',
+      role: 'writer',
+      body: { text: 'a successor' },
+      other: { subject: 'user:ids-in-path' },
+    },
+    {
       method: 'DELETE',
       template: '/v1/subjects/{subject}/key/lease/{leaseId}',
       param: 'leaseId',

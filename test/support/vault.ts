@@ -27,6 +27,7 @@ export type TestRole = keyof typeof TOKENS;
 
 /** A second token of some roles: another principal with the same role (a dismissal's approver must be a second person). */
 export const SECOND_TOKENS = {
+  writer: 'writer-token-0002',
   eraser: 'eraser-token-0002',
   approver: 'approver-token-02',
   admin: 'admin-token-00002',

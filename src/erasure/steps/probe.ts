@@ -28,7 +28,7 @@ import type { Coverage } from '../../vectors/service.js';
 import { ErasureKey } from '../erasure-key.js';
 import { probedEvent } from '../probe-audit.js';
 import { inEffect } from '../view.js';
-import { targetOf } from '../state.js';
+import { forgottenEntries, targetOf } from '../state.js';
 import {
   decodeFingerprints,
   type ExtraCandidate,
@@ -150,7 +150,9 @@ export const probe: Step = {
       const rulings = (state.dismissals ?? []).filter(inEffect);
       const dismissed = new Map(rulings.map((d) => [d.id, { score: d.ruledScore, keyId: d.keyId }]));
       const index = res.vectors.index;
+      const successors = new Set(await res.log.successorsOf(forgottenEntries(row) ?? []));
       const scored = scoreProbe({
+        successors,
         index: res.vectors.lexical,
         records: fp.records,
         extra: [...extra.values()],
@@ -192,6 +194,7 @@ export const probe: Step = {
         ...(unindexed > 0 ? { unindexed } : {}),
         replica,
         cappedShingles: scored.cappedShingles,
+        ...(successors.size > 0 ? { successors: [...successors].sort() } : {}),
         ...(rulings.length
           ? {
               dismissed: rulings.map((d) => ({

@@ -19,7 +19,8 @@ export const route = createRoute({
   summary: 'Forget one memory: a records-scope erasure of the entry',
   description:
     'The entry answers 410 `entry_forgotten` from this answer on and leaves lists and search; the erasure re-keys its subject without it ' +
-    '(the subject keeps writing), regenerates every artifact that cites it, and certifies. Idempotent: forgetting it again answers the same erasure (200).',
+    '(the subject keeps writing), regenerates every artifact that cites it, and certifies. Idempotent: forgetting it again answers the same erasure (200). ' +
+    'A writer may forget only the entries its own token wrote.',
   security,
   request: { params: z.object({ entryId: idParam('entry', 'entryId') }) },
   responses: {
@@ -34,7 +35,7 @@ export const route = createRoute({
 
 export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: TokenStore): void {
   const actor = actorOf(services, tokens);
-  app.openapi({ ...route, middleware: [authorize(tokens, 'eraser')] as const }, async (c) => {
+  app.openapi({ ...route, middleware: [authorize(tokens, 'writer', 'eraser')] as const }, async (c) => {
     const result = await services.erasures.forgetEntry(c.req.valid('param').entryId, actor(c));
     c.header('Location', `/v1/erasures/${result.erasureId}`);
     return c.json({ erasureId: result.erasureId, status: result.status }, result.created ? 202 : 200);

@@ -5,6 +5,7 @@ import { registerAll, type UsesOf } from '../operations.js';
 import * as requestErasure from './request-erasure.js';
 import * as requestBulkErasure from './request-bulk-erasure.js';
 import * as forgetEntry from './forget-entry.js';
+import * as supersedeEntry from './supersede-entry.js';
 import * as listErasures from './list-erasures.js';
 import * as getErasure from './get-erasure.js';
 import * as followErasureEvents from './follow-erasure-events.js';
@@ -22,6 +23,7 @@ const OPERATIONS = [
   requestErasure,
   requestBulkErasure,
   forgetEntry,
+  supersedeEntry,
   listErasures,
   getErasure,
   followErasureEvents,

@@ -1,12 +1,9 @@
 /** The schemas the erasure routes share: the erasure, its request and answers, the erasure id in the path. */
 import { z } from '@hono/zod-openapi';
-import type { Context } from 'hono';
-import { type Actor, BulkErasureRequestSchema, ErasureRequestSchema } from '../../../erasure/request.js';
+import { BulkErasureRequestSchema, ErasureRequestSchema } from '../../../erasure/request.js';
 import { CertificateViewSchema, DismissalAcceptedSchema, ErasureAcceptedSchema, ErasureViewSchema } from '../../../erasure/view.js';
-import type { AuthEnv, TokenStore } from '../../auth.js';
 import { PageQuery } from '../../cursor.js';
 import { authErrors, idParam, problemResponse, SubjectParam } from '../../schemas.js';
-import type { Services } from '../../services.js';
 
 export const ErasureIdParam = z.object({
   erasureId: idParam('ers', 'erasureId'),
@@ -47,7 +44,4 @@ export const ErasureListQuery = PageQuery.extend({
     .openapi({ param: { name: 'subject', in: 'query' }, description: "Only this subject's erasures.", example: 'user:42' }),
 });
 
-/** The caller: its role, and the principal behind its token (never the token). */
-export function actorOf(services: { readonly principals: Pick<Services['principals'], 'name'> }, tokens: TokenStore): (c: Context<AuthEnv>) => Actor {
-  return (c) => ({ role: c.get('role'), principal: services.principals.name(tokens.digestOf(c.get('token'))) });
-}
+export { actorOf } from '../../actor.js';

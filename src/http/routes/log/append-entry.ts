@@ -1,6 +1,7 @@
 /** POST /v1/subjects/{subject}/entries (appendEntry): append an entry: the service encrypts it under the subject's DEK and stores it. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Services } from '../../services.js';
+import { actorOf } from '../../actor.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { authErrors, json, jsonBody, problemResponse, security, SubjectParam } from '../../schemas.js';
 import { AppendRequest, IdempotencyHeaders, Appended } from './shared.js';
@@ -8,6 +9,7 @@ import { AppendRequest, IdempotencyHeaders, Appended } from './shared.js';
 /** The services this route calls. */
 export interface Uses {
   readonly log: Pick<Services['log'], 'append' | 'appendOnce'>;
+  readonly principals: Pick<Services['principals'], 'name'>;
 }
 
 export const route = createRoute({
@@ -35,16 +37,19 @@ export const route = createRoute({
 });
 
 export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: TokenStore): void {
+  const actor = actorOf(services, tokens);
   app.openapi({ ...route, middleware: [authorize(tokens, 'writer')] as const }, async (c) => {
     const { subject } = c.req.valid('param');
     const body = c.req.valid('json');
     const key = c.req.valid('header')['idempotency-key'];
+    // the writing token's principal may forget and supersede the entry later
+    const origin = { writtenBy: actor(c).principal };
     if (key === undefined) {
-      const { entryId, keyId, seq } = await services.log.append(subject, body, c.get('role'));
+      const { entryId, keyId, seq } = await services.log.append(subject, body, c.get('role'), origin);
       return c.json({ entryId, keyId, seq }, 201);
     }
     // the digest is of the body as received (the validator cached its text)
-    const { appended, replayed } = await services.log.appendOnce(subject, body, c.get('role'), { key, body: await c.req.text() });
+    const { appended, replayed } = await services.log.appendOnce(subject, body, c.get('role'), { key, body: await c.req.text() }, origin);
     const { entryId, keyId, seq } = appended;
     if (!replayed) return c.json({ entryId, keyId, seq }, 201);
     c.header('Idempotent-Replayed', 'true');

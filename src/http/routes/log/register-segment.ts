@@ -2,12 +2,14 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Services } from '../../services.js';
 import { SegmentRegistrationResultSchema, SegmentRegistrationSchema } from '../../../wire/log.js';
+import { actorOf } from '../../actor.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { authErrors, json, jsonBody, problemResponse, security } from '../../schemas.js';
 
 /** The services this route calls. */
 export interface Uses {
   readonly log: Pick<Services['log'], 'register'>;
+  readonly principals: Pick<Services['principals'], 'name'>;
 }
 
 export const route = createRoute({
@@ -35,8 +37,9 @@ export const route = createRoute({
 });
 
 export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: TokenStore): void {
+  const actor = actorOf(services, tokens);
   app.openapi({ ...route, middleware: [authorize(tokens, 'writer')] as const }, async (c) => {
     const { segment, entries } = c.req.valid('json');
-    return c.json({ results: await services.log.register(segment, entries) }, 201);
+    return c.json({ results: await services.log.register(segment, entries, actor(c).principal) }, 201);
   });
 }
