@@ -70,6 +70,27 @@ export class ErasureRecords {
     return row;
   }
 
+  /**
+   * Of `erasureIds`, the open ones whose fingerprints are taken and whose next step is
+   * the fence or the destroy: a forget's re-key may take their entries along (their
+   * destroy then finds the key destroyed and goes on from there).
+   */
+  async fingerprintedForgets(erasureIds: readonly string[]): Promise<Set<string>> {
+    if (erasureIds.length === 0) return new Set();
+    const rows = await this.#db
+      .select({ erasureId: erasures.erasureId })
+      .from(erasures)
+      .where(
+        and(
+          inArray(erasures.erasureId, [...erasureIds]),
+          inArray(erasures.status, [...OPEN_STATUSES]),
+          eq(erasures.scope, 'records'),
+          inArray(erasures.step, ['fence', 'destroy']),
+        ),
+      );
+    return new Set(rows.map((r) => r.erasureId));
+  }
+
   /** Inserts a new erasure unless the subject already has an open one (false then). */
   async insert(tx: Transaction, row: typeof erasures.$inferInsert): Promise<boolean> {
     const rows = await tx.insert(erasures).values(row).onConflictDoNothing().returning({ erasureId: erasures.erasureId });

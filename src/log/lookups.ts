@@ -82,3 +82,14 @@ export async function successorsOf(c: LogContext, ids: readonly string[]): Promi
   );
   return rows.map((r) => r.entry_id);
 }
+
+/** The entries under `keyId` that records-scope erasures other than `except` are forgetting, by erasure. */
+export async function forgottenUnder(c: LogContext, keyId: string, except: string): Promise<Map<string, string[]>> {
+  const rows = await queryRows<{ entry_id: string; forgotten_by: string }>(
+    c.db,
+    sql`select entry_id, forgotten_by from log_entries where key_id = ${keyId} and forgotten_by is not null and forgotten_by <> ${except}`,
+  );
+  const out = new Map<string, string[]>();
+  for (const r of rows) out.set(r.forgotten_by, [...(out.get(r.forgotten_by) ?? []), r.entry_id]);
+  return out;
+}

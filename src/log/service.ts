@@ -25,7 +25,7 @@ import type { LogContext } from './context.js';
 import type { LogDeps } from './deps.js';
 import { type AppendOnce, LazyPurge, type RecordedAppend } from './idempotency.js';
 import { Indexer, type IndexerOptions, type QueueStatus } from './indexer.js';
-import { entryIdsOf, hasEntries, type LocatedEntry, locate, markForgotten, successorsOf } from './lookups.js';
+import { entryIdsOf, forgottenUnder, hasEntries, type LocatedEntry, locate, markForgotten, successorsOf } from './lookups.js';
 import { compact, type CompactReport, fsck, type FsckOptions, type FsckReport } from './maintenance.js';
 import { MAX_ENTRY_TEXT_BYTES } from './payload.js';
 import { type Entry, get, read, readMany } from './read.js';
@@ -84,6 +84,8 @@ export class LogService {
   settleEntry = (p: PreparedEntry): RecordedAppend => settleEntry(this.#c, p);
   discardEntry = (p: PreparedEntry): Promise<void> => discardEntry(this.#c, p);
   successorsOf = (ids: readonly string[]): Promise<string[]> => successorsOf(this.#c, ids);
+  /** The entries under a key other records-scope erasures are forgetting, by erasure (a re-key may take them along). */
+  forgottenUnder = (keyId: string, except: string): Promise<Map<string, string[]>> => forgottenUnder(this.#c, keyId, except);
   /** Reserves `count` sequence numbers under the subject's live key for a writer that seals locally. */
   reserve = (subject: string, count: number, actor: string): Promise<{ keyId: string; firstSeq: number; count: number }> =>
     reserve(this.#c, subject, count, actor);

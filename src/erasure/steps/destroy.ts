@@ -38,22 +38,34 @@ async function rekeyWithout(ctx: StepContext, entryIds: readonly string[]): Prom
     // re-keying over it is safe: replacements serialize on the key row and the loser changes nothing.
     if (states.get(keyId) === 'fenced' && (await res.keys.creationRefusals([row.subjectHash])).size > 0)
       return wait('is fenced by an erasure of the whole subject');
+    // forgets of the subject that arrived together share this re-key: the entries of the others already fingerprinted go too
+    const riders = await coalesced(ctx, keyId);
     try {
+      const others = riders.size > 0 ? `, with ${riders.size} other forget(s) coalesced` : '';
       const result = await res.log.rekeyKey(keyId, 'active', {
-        exclude: ids,
+        exclude: [...ids, ...[...riders.values()].flat()],
         actor: 'erasure',
-        reason: `erasure ${row.erasureId}: forget ${ids.length} entr${ids.length === 1 ? 'y' : 'ies'}`,
+        reason: `erasure ${row.erasureId}: forget ${ids.length} entr${ids.length === 1 ? 'y' : 'ies'}${others}`,
       });
       state.keyId = result.oldKeyId;
       await ctx.checkpoint();
     } catch (e) {
       if (isLetheError(e, 'conflict')) return wait('took an append during the re-key');
       for (const code of ['key_destroyed', 'not_found', 'illegal_transition'] as const) if (isLetheError(e, code)) return wait('changed during the re-key');
+      // another forget's re-key moved the entries between our look and its own: the key is gone
+      if (isLetheError(e, 'validation_failed') && !(await res.keys.states([keyId])).has(keyId)) return wait('changed during the re-key');
       throw e;
     }
   }
   if (byKey.size === 0 && located[0]) state.keyId = located[0].keyId;
   return undefined;
+}
+
+/** The other forgets under `keyId` whose fingerprints are taken and who have not re-keyed yet: their entries, by erasure. */
+async function coalesced(ctx: StepContext, keyId: string): Promise<Map<string, string[]>> {
+  const under = await ctx.res.log.forgottenUnder(keyId, ctx.row.erasureId);
+  const ready = await ctx.res.records.fingerprintedForgets([...under.keys()]);
+  return new Map([...under].filter(([id]) => ready.has(id)));
 }
 
 export const destroy: Step = {

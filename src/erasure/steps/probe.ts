@@ -150,18 +150,28 @@ export const probe: Step = {
       const rulings = (state.dismissals ?? []).filter(inEffect);
       const dismissed = new Map(rulings.map((d) => [d.id, { score: d.ruledScore, keyId: d.keyId }]));
       const index = res.vectors.index;
-      const successors = new Set(await res.log.successorsOf(forgottenEntries(row) ?? []));
-      const scored = scoreProbe({
-        successors,
-        index: res.vectors.lexical,
-        records: fp.records,
-        extra: [...extra.values()],
-        vectorOf: (id) => index.vectorOf(id),
-        similarity: res.probeSimilarity,
-        dismissed,
-        unreadable,
-        sameModel,
-      });
+      const successorsNow = async () => new Set(await res.log.successorsOf(forgottenEntries(row) ?? []));
+      const score = (successors: ReadonlySet<string>) =>
+        scoreProbe({
+          successors,
+          index: res.vectors.lexical,
+          records: fp!.records,
+          extra: [...extra.values()],
+          vectorOf: (id) => index.vectorOf(id),
+          similarity: res.probeSimilarity,
+          dismissed,
+          unreadable,
+          sameModel,
+        });
+      let successors = await successorsNow();
+      let scored = score(successors);
+      // a successor written while the probe scored (the next update of the item) is not a copy either: score again without it
+      for (let again = 0; again < 3 && scored.matches.length > 0; again++) {
+        const later = await successorsNow();
+        if (!scored.matches.some((m) => later.has(m.id) && !successors.has(m.id))) break;
+        successors = later;
+        scored = score(successors);
+      }
       // a match is named only when its tier still reads it (or it is an indexed vector whose text is gone)
       const query = {
         vectors: [],
