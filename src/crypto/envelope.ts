@@ -49,6 +49,16 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { LetheError } from '../errors.js';
 import { constantTimeEqual, randomBytes, utf8, zeroize } from './bytes.js';
 
+/**
+ * One envelope's AEAD: what `xchacha20poly1305(key, nonce, aad)` answers. Named here so
+ * that the declarations import nothing of @noble/ciphers, an ES-module-only package a
+ * CommonJS consumer's types could not import under moduleResolution node16.
+ */
+export interface EnvelopeCipher {
+  encrypt(plaintext: Uint8Array, output?: Uint8Array): Uint8Array;
+  decrypt(ciphertext: Uint8Array, output?: Uint8Array): Uint8Array;
+}
+
 export const ENVELOPE_MAGIC_0 = 0x4c;
 export const ENVELOPE_MAGIC_1 = 0x45;
 export const FORMAT_VERSION = 1;
@@ -158,7 +168,7 @@ function writeEnvelope(
   commitment: Uint8Array,
   plaintext: Uint8Array,
   associatedData: Uint8Array,
-  cipherFor: (aad: Uint8Array) => ReturnType<typeof xchacha20poly1305>,
+  cipherFor: (aad: Uint8Array) => EnvelopeCipher,
 ): Uint8Array {
   const headerLength = FIXED_HEADER + keyIdBytes.length + NONCE_LENGTH + COMMITMENT_LENGTH;
   const out = new Uint8Array(headerLength + plaintext.length + TAG_LENGTH);
@@ -317,7 +327,7 @@ export class PreparedKey {
   }
 
   /** The cipher for one envelope (caller-internal: seal/open of algorithm 2). */
-  cipher(nonce: Uint8Array, aad: Uint8Array): ReturnType<typeof xchacha20poly1305> {
+  cipher(nonce: Uint8Array, aad: Uint8Array): EnvelopeCipher {
     this.#live();
     return xchacha20poly1305(this.#encKey, nonce, aad);
   }

@@ -5,36 +5,15 @@
  * in the same folder neither reinstalls nor rebuilds (asserted from the lines it prints;
  * both times are printed, not asserted).
  *
- * The "clone" is a copy of the files git knows in this working tree (`git ls-files -co
- * --exclude-standard`: tracked, and untracked but not ignored), not `git clone`: in CI,
- * which runs on a clean clone, that is exactly the clone; on a working tree it also holds
- * the changes not committed yet, which a clone would miss. npm ci in the copy uses npm's
- * usual cache (~/.npm), so after the first run it downloads nothing.
+ * The "clone" is test/support/clone.ts's copy of the working tree. npm ci in the copy uses
+ * npm's usual cache (~/.npm), so after the first run it downloads nothing.
  */
-import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { copyOfWorkingTree } from '../support/clone.js';
 import { type RunningService, startService } from '../support/process.js';
-
-const ROOT = execFileSync('git', ['rev-parse', '--show-toplevel'], { encoding: 'utf8' }).trim();
-
-/** The working tree's files as a clone would have them, in an empty folder. */
-function copyOfWorkingTree(): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'lethe-fresh-clone-'));
-  const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard', '-z'], { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
-    .split('\0')
-    .filter((f) => f !== '');
-  for (const file of files) {
-    const from = path.join(ROOT, file);
-    // a tracked file deleted in the working tree is not part of it
-    if (!existsSync(from)) continue;
-    mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
-    copyFileSync(from, path.join(dir, file));
-  }
-  return dir;
-}
 
 const lines = (service: RunningService) =>
   service

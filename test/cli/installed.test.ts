@@ -1,14 +1,15 @@
 /**
- * The `lethe` command as a user gets it: the root package built (`npm run build`), packed with
- * `npm pack`, installed from the tarball into an empty project, and run the ways a user or a
- * cron job runs it — `npx lethe`, `node_modules/.bin/lethe`, a symlink to it, and
+ * The `lethe` command as a user gets it: `npm pack` in a fresh clone (test/support/clone.ts:
+ * no dist/; its prepack builds it), the tarball installed into an empty project, and run the
+ * ways a user or a cron job runs it — `npx lethe`, `node_modules/.bin/lethe`, a symlink to it, and
  * `node …/dist/cli/main.js` through a symlink. Each does what it was asked, and never exits 0
  * after doing nothing.
  */
-import { symlinkSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { installInto, npm, pack, type Packed, run } from '../support/npm.js';
+import { copyOfWorkingTree } from '../support/clone.js';
+import { installInto, pack, type Packed, run } from '../support/npm.js';
 import { tempDir } from '../support/vault.js';
 
 const ROOT = path.resolve('.');
@@ -17,6 +18,8 @@ const VERSION = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: 
 let dir = '';
 let app = '';
 let packed: Packed | undefined;
+/** Whether the clone had a dist/ before `npm pack` ran in it. */
+let builtBefore = true;
 
 interface Ran {
   readonly code: number;
@@ -42,12 +45,14 @@ const npx = (...args: string[]): Promise<Ran> => exec('npx', ['--no', '--', 'let
 
 describe('the installed lethe command', () => {
   beforeAll(async () => {
-    // the tarball ships dist/: build it as `npm run build` does, and say why should it fail
-    await npm(['run', 'build', '--silent'], ROOT).catch((e: { stdout?: string; stderr?: string }) => {
-      throw new Error(`npm run build failed:\n${e.stdout ?? ''}${e.stderr ?? ''}`);
-    });
     dir = tempDir('lethe-cli-pack-');
-    const result = await pack(ROOT, dir);
+    // a clone after `npm ci`: its dependencies (this checkout's), no dist/ — `npm pack` alone must build it
+    const clone = copyOfWorkingTree(path.join(dir, 'clone'));
+    symlinkSync(path.join(ROOT, 'node_modules'), path.join(clone, 'node_modules'));
+    builtBefore = existsSync(path.join(clone, 'dist'));
+    const result = await pack(clone, dir).catch((e: { stdout?: string; stderr?: string }) => {
+      throw new Error(`npm pack in a fresh clone failed:\n${e.stdout ?? ''}${e.stderr ?? ''}`);
+    });
     packed = result.packed;
     app = path.join(dir, 'app');
     await installInto(app, 'lethe-cli-consumer', result.tarball);
@@ -57,8 +62,10 @@ describe('the installed lethe command', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('the tarball holds the compiled CLI, its bin and the migrations, not the sources or tests', () => {
+  it('npm pack in a fresh clone builds dist/ (prepack): the tarball holds the compiled CLI, its bin and the migrations, not the sources or tests', () => {
+    expect(builtBefore, 'the clone starts without dist/').toBe(false);
     const files = packed!.files.map((f) => f.path);
+    expect(files).not.toContain('dist/.tsbuildinfo');
     for (const needed of ['package.json', 'dist/cli/bin.js', 'dist/cli/main.js', 'dist/db/client.js']) expect(files, needed).toContain(needed);
     expect(files.some((f) => /^drizzle\/\d{4}_.*\.sql$/.test(f))).toBe(true);
     for (const needed of ['LICENSE', 'README.md', 'SECURITY.md', 'docs/README.md']) expect(files, needed).toContain(needed);

@@ -27,9 +27,9 @@ export async function pack(packageDir: string, destination: string, extra: strin
   return { tarball: path.join(destination, packed!.filename), packed: packed! };
 }
 
-/** An empty ESM project in `dir` with `tarball` installed into it. */
-export async function installInto(dir: string, name: string, tarball: string): Promise<void> {
+/** An empty project in `dir` (ES modules unless `type` says commonjs) with `packages` (tarballs, `name@range`s) installed into it. */
+export async function installInto(dir: string, name: string, packages: string | readonly string[], type: 'module' | 'commonjs' = 'module'): Promise<void> {
   mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name, private: true, type: 'module' }));
-  await npm(['install', tarball, ...NPM_FLAGS], dir);
+  writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name, private: true, type }));
+  await npm(['install', ...(typeof packages === 'string' ? [packages] : packages), ...NPM_FLAGS], dir);
 }
