@@ -13,17 +13,9 @@ import { newId, newSegmentKey } from '../ids.js';
 import { insertEmbeddingsCte, notifyInsertedEmbeddings } from '../vectors/embeddings.js';
 import type { LogContext } from './context.js';
 import { sealEntry } from './frame.js';
-import {
-  type AppendOnce,
-  claimCte,
-  findRecorded,
-  IDEMPOTENCY_KEY_PATTERN,
-  IDEMPOTENCY_KEY_RULE,
-  type RecordedAppend,
-  replay,
-  requestDigest,
-} from './idempotency.js';
+import { type AppendOnce, claimCte, IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE, type RecordedAppend } from './idempotency.js';
 import { MAX_ENTRY_TEXT_BYTES } from './payload.js';
+import { recordDigest, replayRecorded } from './replay.js';
 import { encodeSegment } from './segment.js';
 
 export const MAX_RESERVATION = 10_000;
@@ -66,8 +58,9 @@ export async function acrossRekeys<T>(c: LogContext, subject: string, write: () 
  * key stores the entry and records its result in the statement that indexes it; a
  * retry with the same key and body answers that result (`replayed`) and stores
  * nothing, also when it raced the first (the loser's frame is deleted again); the
- * same key with another body is `idempotency_key_reused`. A retry whose recorded
- * key was destroyed since (erased, re-keyed) is `key_destroyed`.
+ * same key with another body is `idempotency_key_reused`. A retry whose entry was
+ * erased or forgotten since is `key_destroyed` (a kept entry a forget's re-key moved
+ * answers as before: replay.ts).
  */
 export async function appendOnce(
   c: LogContext,
@@ -83,26 +76,6 @@ export async function appendOnce(
   const earlier = await replayRecorded(c, subjectHash, once);
   if (earlier) return { appended: earlier, replayed: true };
   return acrossRekeys(c, subject, () => store(c, subject, input, actor, once));
-}
-
-/** The recorded answer to `once`, if (subject, key) was recorded within the window. */
-export async function replayRecorded(c: LogContext, subjectHash: Uint8Array, once: AppendOnce): Promise<RecordedAppend | undefined> {
-  const recorded = await findRecorded(c.db, subjectHash, once.key);
-  if (!recorded) return undefined;
-  let dek: Uint8Array;
-  try {
-    ({ dek } = await c.keys.dekFor(recorded.keyId));
-  } catch (e) {
-    if (isLetheError(e, 'key_destroyed') || isLetheError(e, 'not_found')) {
-      throw new LetheError('key_destroyed', "the key this Idempotency-Key's append was stored under was destroyed since (erased or re-keyed)");
-    }
-    throw e;
-  }
-  try {
-    return replay(recorded, requestDigest(dek, once.body));
-  } finally {
-    zeroize(dek);
-  }
 }
 
 export async function store(
@@ -125,7 +98,7 @@ export async function store(
     const appended = { entryId, keyId, seq };
     // with an idempotency key, the index insert is gated on claiming it (req); without,
     // on the key row still existing — a shared lock either way
-    const claim = once ? sql`${claimCte(subjectHash, once.key, requestDigest(dek, once.body), appended)},` : sql``;
+    const claim = once ? sql`${claimCte(subjectHash, once.key, recordDigest(dek, keyId, entryId, sealed.wrappedKey, once.body), appended)},` : sql``;
     const gate = once ? sql`from req` : sql`where exists (select 1 from subject_keys where key_id = ${keyId} for key share)`;
     // the index row, the sealed embedding (and the idempotency record) commit together, or none does
     const inserted = await queryRows<{ record_id: string }>(
