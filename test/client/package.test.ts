@@ -162,7 +162,7 @@ console.log(JSON.stringify({
       `import { BaseStore } from '@langchain/langgraph-checkpoint';
 import { Lethe } from '@lethe/client';
 import { LetheStore } from '@lethe/client/langgraph';
-const store = new LetheStore({ lethe: new Lethe({ baseUrl: 'http://127.0.0.1:1', token: 'some-token-123' }), subjects: ['alice'] });
+const store = new LetheStore({ lethe: new Lethe({ baseUrl: 'http://127.0.0.1:1', token: 'some-token-123' }), subjectLabel: 0, subjects: ['alice'] });
 console.log(JSON.stringify({ isStore: store instanceof BaseStore, known: store.knownSubjects }));`,
     );
     expect(withPeer).toEqual({ isStore: true, known: ['alice'] });
