@@ -326,7 +326,8 @@ export class LetheStore extends BaseStore {
         hits = (
           await this.#lethe.search(op.query, {
             ...(group.length === 1 ? { subject: group[0]! } : { subjects: group }),
-            k: Math.min(MAX_K, (offset + limit) * 4 + 10),
+            // an item is an entry per indexed field: as many more hits
+            k: Math.min(MAX_K, (offset + limit) * 4 * Math.max(1, this.#fields?.length ?? 1) + 10),
           })
         ).hits;
       } catch (e) {
