@@ -128,8 +128,9 @@ async function run(service: Service): Promise<void> {
   const suffix = givenUrl ? `-${randomBytes(3).toString('hex')}` : '';
   const alice = `alice${suffix}`;
   const bob = `bob${suffix}`;
-  // each user is a subject (namespace [user, 'memories']); search matches a memory's text
-  const store = new LetheStore({ lethe, fields: ['text'] });
+  // each user is a subject: the namespace's first label (memories(user) is [encodeSubjectLabel(user), 'memories']);
+  // search matches a memory's text
+  const store = new LetheStore({ lethe, subjectLabel: 0, fields: ['text'] });
   const agent = buildMemoryAgent(store);
 
   const turn = async (user: string, message: string): Promise<string> => {

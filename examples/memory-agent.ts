@@ -4,11 +4,14 @@
  * (no network, no weights): "remember …" stores the fact as a memory of the user;
  * anything else is answered from the memories recalled for it.
  *
- * Memories live under the namespace [user, 'memories'], so with `LetheStore` each
- * user is a lethe subject: erasing the user erases every memory the agent kept.
+ * Memories live under the namespace [user, 'memories'] — the user id as a namespace
+ * label (`encodeSubjectLabel`: ids such as `user:42` or an e-mail hold `:` and `.`, which
+ * LangGraph refuses in labels) — so with `LetheStore({ subjectLabel: 0 })` each user is
+ * a lethe subject: erasing the user erases every memory the agent kept.
  */
 import { createHash } from 'node:crypto';
 import { Annotation, type BaseStore, END, type LangGraphRunnableConfig, START, StateGraph } from '@langchain/langgraph';
+import { encodeSubjectLabel } from '../src/client/langgraph.js';
 
 export const AgentState = Annotation.Root({
   user: Annotation<string>(),
@@ -20,8 +23,8 @@ export const AgentState = Annotation.Root({
 
 type State = typeof AgentState.State;
 
-/** The namespace of a user's memories. */
-export const memories = (user: string): string[] => [user, 'memories'];
+/** The namespace of a user's memories: the user id (a lethe subject id) as its first label. */
+export const memories = (user: string): string[] => [encodeSubjectLabel(user), 'memories'];
 
 /** A memory's key: the same fact is the same memory. */
 export const memoryKey = (fact: string): string => `memory-${createHash('sha256').update(fact.trim().toLowerCase()).digest('hex').slice(0, 16)}`;

@@ -63,9 +63,14 @@ export interface Problem {
   /** The service's error code (one of ERROR_CODES from a lethe service). */
   readonly code?: string;
   readonly detail?: string;
+  /** True when the same request may succeed if made again (a retryable 409 or 503). */
+  readonly retryable?: boolean;
 }
 
-/** The service answered, but not 2xx. */
+/**
+ * The service answered, but not 2xx. `retryable` is the problem's `retryable` when it
+ * says, else what the code means (`erasure_in_progress`, `unavailable`, …).
+ */
 export class ServiceError extends LetheError {
   readonly status: number;
   /** The problem's detail, else the start of the body. */
@@ -74,7 +79,7 @@ export class ServiceError extends LetheError {
   readonly problem: Problem | undefined;
 
   constructor(code: ErrorCode, message: string, fields: { status: number; detail: string; problem: Problem | undefined }) {
-    super(code, message);
+    super(code, message, typeof fields.problem?.retryable === 'boolean' ? { retryable: fields.problem.retryable } : undefined);
     this.name = 'ServiceError';
     this.status = fields.status;
     this.detail = fields.detail;

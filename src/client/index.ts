@@ -51,6 +51,7 @@ export type { CertificateView, DismissalAccepted, ErasureAccepted, ErasureTransi
 export type { ErasureRequest } from '../erasure/request.js';
 export { type AppendedEntry, LetheWriter, type UnreleasedLease, type WriterCloseReport, type WriterOptions } from './writer.js';
 export { LetheOutcomeUnknownError, type SegmentEntry, type SegmentRegistration } from './outcome.js';
+export { isRetryableConflict, newIdempotencyKey, type RetryOptions } from './retry.js';
 export {
   type CallOptions,
   normalizeBaseUrl,

@@ -3,23 +3,30 @@
  * so an agent's long-term memory is sealed per person and erasable with a certificate.
  *
  * Mapping (see clients/typescript/README.md):
- * - **namespace → subject**: `subjectOf(namespace)`, by default `namespace[0]`
- *   (`['alice', 'memories']` is the subject `alice`). Every item of a subject is
+ * - **namespace → subject**, named explicitly — there is no default, a store that
+ *   guessed would lump people together (`['memories', userId]` read as the subject
+ *   `memories`): `subjectLabel: i`, the subject is the namespace's label `i`, decoded
+ *   with `decodeSubjectLabel` (put it there with `encodeSubjectLabel(subject)`: subject
+ *   ids hold `:` `.` `@`, which LangGraph refuses or may refuse in labels); or
+ *   `subjectOf(namespace)`. `subjectMapping` says which. Every item of a subject is
  *   destroyed with that subject's erasure.
- * - **an item is an entry** of that subject: the entry's `text` is what search
- *   matches (the value's strings, or the `fields` / per-put `index` paths), and the
- *   item itself — whole namespace, key, value, first creation time — travels in the
- *   entry's `metadata` under `langgraph`, inside the sealed frame: lethe's index and
- *   the object store never hold it in clear.
+ * - **an item is an entry** of that subject per indexed field: each entry's `text` is
+ *   one field's text (the `fields` / per-put `index` paths; by default every string of
+ *   the value, as one field), so a search scores each field and an item answers its
+ *   best field's score; an item put with `index: false` is one entry with no text, and
+ *   carries no score. The item itself — whole namespace, key, value, first creation
+ *   time — travels in each entry's `metadata` under `langgraph`, inside the sealed
+ *   frame: lethe's index and the object store never hold it in clear.
  * - **put** appends a new entry; a re-put of the same namespace and key supersedes
  *   the old one by forgetting it (`DELETE /v1/entries/{id}`, a records-scope erasure)
  *   once the new one is stored. **put(…, null)** and **delete** forget it.
  * - **get** is the latest live entry with that namespace and key (the subject's
  *   entries are read, page after page).
  * - **search** with a `query` is a scoped search of the subject (`POST /v1/search`
- *   with `subject`), without one the subject's entries newest first; either way
- *   filtered here by namespace prefix and `filter` on the value, then `offset` and
- *   `limit`.
+ *   with `subject`), best field's score first, then (as LangGraph's own stores do) the
+ *   items that were not indexed, without a score; without a query the subject's items
+ *   newest first; either way filtered here by namespace prefix and `filter` on the
+ *   value, then `offset` and `limit`.
  * - **listNamespaces** enumerates the namespaces of subjects it can name: the subject
  *   a prefix names, else the subjects this store has touched in this process or was
  *   told of (`subjects`). lethe keeps no subject ids in clear (its index holds keyed
@@ -32,11 +39,9 @@
 import {
   BaseStore,
   type GetOperation,
-  getTextAtPath,
   InvalidNamespaceError,
   type Item,
   type ListNamespacesOperation,
-  type MatchCondition,
   type Operation,
   type OperationResults,
   type PutOperation,
@@ -44,15 +49,31 @@ import {
   type SearchOperation,
   validateNamespace,
 } from '@langchain/langgraph-checkpoint';
+import { randomUUID } from 'node:crypto';
 import { LetheError } from '../errors.js';
 import { SUBJECT_ID_PATTERN, SUBJECT_ID_RULE } from '../ids.js';
 import { AppendEntrySchema, payloadProblem } from '../log/payload.js';
 import { ServiceError } from './http.js';
+import {
+  hasPrefix,
+  ITEM_FIELD,
+  indexTexts,
+  type Located,
+  latest,
+  matches,
+  nsKey,
+  passes,
+  sameNamespace,
+  type Stored,
+  storedOf,
+  toItem,
+} from './langgraph-items.js';
+import { decodeSubjectLabel } from './subject-labels.js';
 import type { Lethe, NewEntry } from './lethe.js';
 import type { LetheWriter } from './writer.js';
 
-/** The entry metadata field that holds an item. */
-export const ITEM_FIELD = 'langgraph';
+export { ITEM_FIELD } from './langgraph-items.js';
+export { decodeSubjectLabel, encodeSubjectLabel } from './subject-labels.js';
 
 /** The entry kind of the store's items (default). */
 export const ITEM_KIND = 'langgraph-item';
@@ -63,13 +84,21 @@ const MAX_K = 100;
 export interface LetheStoreOptions {
   /** The client, with tokens for the writer role (appends, reads, search) and the eraser role (forgetting). */
   readonly lethe: Lethe;
-  /** The subject of a namespace (default: its first label); undefined when a prefix does not name one. */
+  /**
+   * Which label of a namespace is the subject (0-based): `1` for `['memories', userLabel]`.
+   * The label is decoded with `decodeSubjectLabel` (write it with `encodeSubjectLabel`).
+   * Give this or `subjectOf`: the store refuses to start without one.
+   */
+  readonly subjectLabel?: number;
+  /** The subject of a namespace; undefined when a prefix does not name one. Give this or `subjectLabel`. */
   readonly subjectOf?: (namespace: readonly string[]) => string | undefined;
   /**
-   * What an item's entry text (what search matches) is made of, as LangGraph index
-   * paths (`"text"`, `"notes[*].content"`, `"$"` for the whole value as JSON). Default:
-   * every string in the value, in order, one per line. A put's `index` overrides it;
-   * `index: false` stores the item with an empty text (found by listing, not by query).
+   * What an item's entry texts (what search matches) are made of, as LangGraph index
+   * paths (`"text"`, `"notes[*].content"`, `"$"` for the whole value as JSON): one
+   * entry per path, scored on its own (an item answers its best field's score).
+   * Default: every string in the value, in order, one per line, as one field. A put's
+   * `index` overrides it; `index: false` stores the item unindexed (found by listing,
+   * and after the scored items of a query, without a score).
    */
   readonly fields?: readonly string[];
   /** Append through this writer (it seals in this process) instead of the service. */
@@ -80,103 +109,12 @@ export interface LetheStoreOptions {
   readonly kind?: string;
 }
 
-/** An item as it travels inside its entry. */
-interface Stored {
-  readonly namespace: string[];
-  readonly key: string;
-  readonly value: Record<string, unknown>;
-  /** When the item was first put, on a re-put (the entry's own time is `updatedAt`, and `createdAt` of a first put). */
-  readonly createdAt?: string;
-}
-
-interface Located {
-  readonly entryId: string;
-  readonly item: Item;
-}
-
-/** Where an item lives in lethe: its subject and the entry holding its current value. */
+/** Where an item lives in lethe: its subject and the entries holding its current value (one per indexed field). */
 export interface ItemLocation {
   readonly subject: string;
+  /** The first of `entryIds`. */
   readonly entryId: string;
-}
-
-const sameNamespace = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((l, i) => l === b[i]);
-const nsKey = (namespace: readonly string[], key: string): string => JSON.stringify([namespace, key]);
-
-function hasPrefix(namespace: readonly string[], prefix: readonly string[]): boolean {
-  return prefix.length <= namespace.length && prefix.every((l, i) => l === '*' || l === namespace[i]);
-}
-
-function matches(condition: MatchCondition, namespace: readonly string[]): boolean {
-  const { path } = condition;
-  if (path.length > namespace.length) return false;
-  const offset = condition.matchType === 'suffix' ? namespace.length - path.length : 0;
-  return path.every((l, i) => l === '*' || l === namespace[offset + i]);
-}
-
-/** LangGraph's filter semantics: equality, or `$eq $ne $gt $gte $lt $lte $in $nin` on a top-level field of the value. */
-function passes(value: Record<string, unknown>, filter: Record<string, unknown> | undefined): boolean {
-  if (!filter) return true;
-  return Object.entries(filter).every(([field, wanted]) => {
-    const actual = value[field];
-    const ops = typeof wanted === 'object' && wanted !== null && !Array.isArray(wanted) ? Object.entries(wanted as Record<string, unknown>) : undefined;
-    if (!ops || ops.length === 0 || !ops.every(([op]) => op.startsWith('$'))) return JSON.stringify(actual) === JSON.stringify(wanted);
-    return ops.every(([op, v]) => {
-      switch (op) {
-        case '$eq':
-          return JSON.stringify(actual) === JSON.stringify(v);
-        case '$ne':
-          return JSON.stringify(actual) !== JSON.stringify(v);
-        case '$gt':
-          return Number(actual) > Number(v);
-        case '$gte':
-          return Number(actual) >= Number(v);
-        case '$lt':
-          return Number(actual) < Number(v);
-        case '$lte':
-          return Number(actual) <= Number(v);
-        case '$in':
-          return Array.isArray(v) && v.some((x) => JSON.stringify(x) === JSON.stringify(actual));
-        case '$nin':
-          return !Array.isArray(v) || !v.some((x) => JSON.stringify(x) === JSON.stringify(actual));
-        default:
-          return false;
-      }
-    });
-  });
-}
-
-/** Every string in a value, depth first in key order. */
-function strings(value: unknown, out: string[] = []): string[] {
-  if (typeof value === 'string') out.push(value);
-  else if (Array.isArray(value)) for (const v of value) strings(v, out);
-  else if (typeof value === 'object' && value !== null) for (const v of Object.values(value)) strings(v, out);
-  return out;
-}
-
-/** The text search matches for a value: the paths' strings, or every string. */
-function indexText(value: Record<string, unknown>, paths: readonly string[] | false | undefined): string {
-  if (paths === false) return '';
-  if (paths === undefined) return strings(value).join('\n');
-  return paths.flatMap((p) => (p === '$' ? [JSON.stringify(value)] : getTextAtPath(value, p))).join('\n');
-}
-
-/** The item an entry holds, or undefined when the entry is not one of the store's. */
-function storedOf(entry: { readonly metadata: Record<string, unknown> | null }): Stored | undefined {
-  const s = entry.metadata?.[ITEM_FIELD] as Partial<Stored> | undefined;
-  if (!s || typeof s !== 'object' || !Array.isArray(s.namespace) || typeof s.key !== 'string' || typeof s.value !== 'object' || s.value === null)
-    return undefined;
-  return s as Stored;
-}
-
-function toItem(stored: Stored, entryCreatedAt: string): Item {
-  return {
-    namespace: [...stored.namespace],
-    key: stored.key,
-    value: stored.value,
-    createdAt: new Date(stored.createdAt ?? entryCreatedAt),
-    updatedAt: new Date(entryCreatedAt),
-  };
+  readonly entryIds: readonly string[];
 }
 
 /** A subject's entries as the store reads them: gone (404 never seen, 410 erased) reads as none. */
@@ -185,6 +123,8 @@ function gone(e: unknown): boolean {
 }
 
 export class LetheStore extends BaseStore {
+  /** Which namespace label, or function, names an item's subject: `namespace[1] (decodeSubjectLabel)`, or `subjectOf(namespace)`. */
+  readonly subjectMapping: string;
   readonly #lethe: Lethe;
   readonly #subjectOf: (namespace: readonly string[]) => string | undefined;
   readonly #fields: readonly string[] | undefined;
@@ -196,7 +136,21 @@ export class LetheStore extends BaseStore {
   constructor(options: LetheStoreOptions) {
     super();
     this.#lethe = options.lethe;
-    this.#subjectOf = options.subjectOf ?? ((namespace) => (namespace[0] === undefined || namespace[0] === '*' ? undefined : namespace[0]));
+    const at = options.subjectLabel;
+    if ((at === undefined) === (options.subjectOf === undefined)) {
+      throw new LetheError(
+        'validation_failed',
+        'LetheStore: name the subject a namespace maps to — subjectLabel (which label holds it: 1 for ["memories", encodeSubjectLabel(userId)]) or subjectOf(namespace), not both; there is no default, which would put different people under one subject',
+      );
+    }
+    if (at !== undefined) {
+      if (!Number.isInteger(at) || at < 0) throw new LetheError('validation_failed', 'LetheStore: subjectLabel is the 0-based index of a namespace label');
+      this.#subjectOf = (namespace) => (namespace[at] === undefined || namespace[at] === '*' ? undefined : decodeSubjectLabel(namespace[at]!));
+      this.subjectMapping = `namespace[${at}] (decodeSubjectLabel)`;
+    } else {
+      this.#subjectOf = options.subjectOf!;
+      this.subjectMapping = 'subjectOf(namespace)';
+    }
     this.#fields = options.fields;
     this.#writer = options.writer;
     this.#kind = options.kind ?? ITEM_KIND;
@@ -232,7 +186,7 @@ export class LetheStore extends BaseStore {
     validateNamespace(namespace, { allowReservedRoot: true });
     const subject = this.#subjectFor(namespace);
     const found = this.#current(await this.#items(subject, new Map()), namespace, key);
-    return found ? { subject, entryId: found.entryId } : null;
+    return found ? { subject, entryId: found.entryIds[0]!, entryIds: [...found.entryIds] } : null;
   }
 
   #checkSubject(subject: string): string {
@@ -242,7 +196,8 @@ export class LetheStore extends BaseStore {
 
   #subjectFor(namespace: readonly string[]): string {
     const subject = this.#subjectOf(namespace);
-    if (subject === undefined) throw new InvalidNamespaceError(`the namespace ${JSON.stringify(namespace)} names no subject (subjectOf answered none)`);
+    if (subject === undefined)
+      throw new InvalidNamespaceError(`the namespace ${JSON.stringify(namespace)} names no subject (this store's subject is ${this.subjectMapping})`);
     return this.#checkSubject(subject);
   }
 
@@ -251,17 +206,22 @@ export class LetheStore extends BaseStore {
     let items = cache.get(subject);
     if (!items) {
       items = (async () => {
-        const found: Located[] = [];
+        // one version per put, in log order, with every entry of it (one per indexed field)
+        const found = new Map<string, Located>();
         try {
           for await (const entry of this.#lethe.entries.list(subject, { limit: 1000 })) {
             const stored = storedOf(entry);
-            if (stored) found.push({ entryId: entry.entryId, item: toItem(stored, entry.createdAt) });
+            if (!stored) continue;
+            const put = stored.put ?? entry.entryId;
+            const version = found.get(put);
+            if (version) version.entryIds.push(entry.entryId);
+            else found.set(put, { entryIds: [entry.entryId], item: toItem(stored, entry.createdAt), indexed: stored.indexed !== false });
           }
         } catch (e) {
           if (gone(e)) return [];
           throw e;
         }
-        return found;
+        return [...found.values()];
       })();
       cache.set(subject, items);
       // a failed read is not remembered
@@ -293,24 +253,42 @@ export class LetheStore extends BaseStore {
     cache.delete(subject);
     if (op.value !== null) {
       const first = older[0]?.item.createdAt;
-      const stored: Stored = { namespace: [...op.namespace], key: op.key, value: op.value, ...(first ? { createdAt: first.toISOString() } : {}) };
-      const entry: NewEntry = { text: indexText(op.value, op.index ?? this.#fields), kind: this.#kind, metadata: { [ITEM_FIELD]: stored } };
-      const problem = payloadProblem(AppendEntrySchema, entry);
-      if (problem) {
-        throw new LetheError(
-          'validation_failed',
-          `the item does not fit in a lethe entry (its namespace, key and value travel sealed as the entry's metadata: a JSON object of at most 16 KiB): ${problem}`,
-        );
+      const base: Stored = {
+        namespace: [...op.namespace],
+        key: op.key,
+        value: op.value,
+        ...(first ? { createdAt: first.toISOString() } : {}),
+        put: randomUUID(),
+      };
+      // one entry per indexed field (each scored on its own); an unindexed item, one entry without text
+      const texts = indexTexts(op.value, op.index ?? this.#fields);
+      const entries: NewEntry[] = (texts.length > 0 ? texts : [undefined]).map((t) => ({
+        text: t?.text ?? '',
+        kind: this.#kind,
+        metadata: { [ITEM_FIELD]: t ? { ...base, ...(t.field !== undefined ? { field: t.field } : {}) } : { ...base, indexed: false } },
+      }));
+      for (const entry of entries) {
+        const problem = payloadProblem(AppendEntrySchema, entry);
+        if (problem) {
+          throw new LetheError(
+            'validation_failed',
+            `the item does not fit in a lethe entry (its namespace, key and value travel sealed as the entry's metadata: a JSON object of at most 16 KiB): ${problem}`,
+          );
+        }
       }
-      if (this.#writer) await this.#writer.append(subject, entry);
-      else await this.#lethe.entries.append(subject, entry);
+      for (const entry of entries) {
+        if (this.#writer) await this.#writer.append(subject, entry);
+        else await this.#lethe.entries.append(subject, entry);
+      }
     }
     // the new value is stored: forget the ones it supersedes (or, for a delete, the item)
     for (const old of older) {
-      try {
-        await this.#lethe.forget(old.entryId);
-      } catch (e) {
-        if (!gone(e)) throw e;
+      for (const entryId of old.entryIds) {
+        try {
+          await this.#lethe.forget(entryId);
+        } catch (e) {
+          if (!gone(e)) throw e;
+        }
       }
     }
   }
@@ -331,21 +309,15 @@ export class LetheStore extends BaseStore {
     if (op.query === undefined || op.query === '') {
       const all: Array<{ item: Item; at: number }> = [];
       for (const subject of subjects) {
-        const items = await this.#items(subject, cache);
-        // the latest version of each item only (the log's order breaks ties of time)
-        const latest = new Map<string, { item: Item; at: number }>();
-        for (const [at, l] of items.entries()) {
-          const id = nsKey(l.item.namespace, l.item.key);
-          latest.delete(id);
-          latest.set(id, { item: l.item, at });
-        }
-        all.push(...[...latest.values()].filter((x) => wanted(x.item)));
+        const versions = latest(await this.#items(subject, cache));
+        all.push(...[...versions.values()].map(({ item: l, at }) => ({ item: l.item, at })).filter((x) => wanted(x.item)));
       }
       all.sort((a, b) => b.item.updatedAt.getTime() - a.item.updatedAt.getTime() || b.at - a.at);
       return all.slice(offset, offset + limit).map(({ item }) => ({ ...item }));
     }
-    // an item's newest version, should a superseded one still be found (it is forgotten right after its successor is stored)
-    const found = new Map<string, SearchItem>();
+    // an item's newest version, should a superseded one still be found (it is forgotten right after its successor is stored),
+    // with its best field's score
+    const found = new Map<string, SearchItem & { put: string }>();
     // scoped search, at most 100 subjects per request; more hits than asked for, as the filters drop some
     for (let i = 0; i < subjects.length; i += 100) {
       const group = subjects.slice(i, i + 100);
@@ -354,7 +326,8 @@ export class LetheStore extends BaseStore {
         hits = (
           await this.#lethe.search(op.query, {
             ...(group.length === 1 ? { subject: group[0]! } : { subjects: group }),
-            k: Math.min(MAX_K, (offset + limit) * 4 + 10),
+            // an item is an entry per indexed field: as many more hits
+            k: Math.min(MAX_K, (offset + limit) * 4 * Math.max(1, this.#fields?.length ?? 1) + 10),
           })
         ).hits;
       } catch (e) {
@@ -364,15 +337,27 @@ export class LetheStore extends BaseStore {
       for (const hit of hits) {
         if (hit.type !== 'entry') continue;
         const stored = storedOf(hit);
-        if (!stored) continue;
+        // an item that was not indexed has no score: it comes after the scored ones, below
+        if (!stored || stored.indexed === false) continue;
         const item = toItem(stored, hit.createdAt);
         if (!wanted(item)) continue;
         const id = nsKey(item.namespace, item.key);
+        const put = stored.put ?? hit.id;
         const before = found.get(id);
-        if (!before || before.updatedAt < item.updatedAt) found.set(id, { ...item, score: hit.score });
+        if (before && before.put === put) before.score = Math.max(before.score!, hit.score);
+        else if (!before || before.updatedAt < item.updatedAt) found.set(id, { ...item, score: hit.score, put });
       }
     }
-    return [...found.values()].sort((a, b) => (b.score ?? 0) - (a.score ?? 0)).slice(offset, offset + limit);
+    const scored: SearchItem[] = [...found.values()].sort((a, b) => b.score! - a.score!).map(({ put: _, ...item }) => item);
+    if (scored.length >= offset + limit) return scored.slice(offset, offset + limit);
+    // then, as LangGraph's own stores answer, the items that were not indexed, without a score
+    const unscored: SearchItem[] = [];
+    for (const subject of subjects) {
+      for (const { item, indexed } of latest(await this.#items(subject, cache)).values()) {
+        if (!indexed && wanted(item.item)) unscored.push({ ...item.item });
+      }
+    }
+    return [...scored, ...unscored].slice(offset, offset + limit);
   }
 
   async #listNamespaces(op: ListNamespacesOperation, cache: Map<string, Promise<Located[]>>): Promise<string[][]> {

@@ -18,19 +18,21 @@
  * `token`, else `tokens.admin`; errors are LetheErrors (`ServiceError` with the
  * service's code, status and detail; `UnreachableError`), never carrying the token.
  */
-import { fromBase64Url } from '../crypto/index.js';
 import type { ErasureRequest } from '../erasure/request.js';
 import type { ObjectStore } from '../storage/store.js';
 import { Certificates } from './certificates.js';
 import { Erasures, type RecordsErasureRequest, type RequestedErasure } from './erasures.js';
-import { LetheError } from '../errors.js';
 import type { Provenance, Regeneration, SearchHit, SearchResult } from '../wire/artifacts.js';
 import type { Backup } from '../wire/backups.js';
-import type { KeyLeaseAnswer, KeyValidity, KeyValidityState, SubjectKey } from '../wire/keys.js';
 import type { Entry } from '../wire/log.js';
+import { newIdempotencyKey, type RetryOptions, retryPolicy, withRetries } from './retry.js';
 import { followPages, type PageOptions, query, RoleCalls, type RoleTokens, seg } from './roles.js';
+import { Subjects } from './subjects.js';
 import { LetheWriter, type WriterOptions } from './writer.js';
+
 import type { TlsOptions } from './http.js';
+
+export { KEY_BATCH_MAX_SUBJECTS, type KeyBatch, type KeyBatchItem, type KeyLease, Subjects } from './subjects.js';
 
 export interface LetheOptions {
   /** The service, e.g. http://127.0.0.1:8787 */
@@ -43,6 +45,12 @@ export interface LetheOptions {
   readonly timeoutMs?: number;
   /** An HTTPS service's CA, and a client certificate when it requires one (needs the `undici` package). */
   readonly tls?: TlsOptions;
+  /**
+   * How appends, leases and key creations retry a retryable 409 (the subject's key fenced
+   * for a moment while a forget re-keys it): default 6 attempts, 100 ms doubling to at
+   * most 2 s (retry.ts). Writers made by `writer()` use it too unless given their own.
+   */
+  readonly retry?: RetryOptions;
 }
 
 /** An entry as the service reads it back (the wire type: src/http/wire/log.ts). */
@@ -120,32 +128,6 @@ export interface ArtifactPage {
 /** An artifact's provenance closure and what a regeneration rewrote (the wire types: src/wire/artifacts.ts). */
 export type { Provenance, Regeneration };
 
-/** A lease as the wire has it (src/wire/keys.ts), its DEK decoded. */
-export type KeyLease = Readonly<Omit<KeyLeaseAnswer, 'dek'>> & {
-  /** The 32-byte DEK: zero it when done (`zeroize`). */
-  readonly dek: Uint8Array;
-};
-
-/** What POST /v1/keys/batch answers for one subject (`ensureKeys`), in the order asked. */
-export type KeyBatchItem =
-  | { readonly subject: string; readonly status: 'created' | 'existing'; readonly keyId: string; readonly createdAt: string }
-  | {
-      readonly subject: string;
-      readonly status: 'refused';
-      /** Why: 410 `subject_erased`, 409 `erasure_in_progress` (an erasure open, or the key fenced). */
-      readonly problem: { readonly code: string; readonly status: number; readonly title: string; readonly detail: string; readonly type: string };
-    };
-
-export interface KeyBatch {
-  readonly created: number;
-  readonly existing: number;
-  readonly refused: number;
-  readonly keys: readonly KeyBatchItem[];
-}
-
-/** At most this many subjects in one POST /v1/keys/batch (`ensureKeys` sends more in several). */
-export const KEY_BATCH_MAX_SUBJECTS = 10_000;
-
 /** A backup as GET /v1/backups lists it (the wire type: src/wire/backups.ts). */
 export type { Backup };
 
@@ -163,22 +145,27 @@ const withCursor = <O extends object>(options: O, cursor: string | undefined): O
 /** The episodic log: appends through the service (it seals), reads, lists. */
 export class Entries {
   readonly #calls: RoleCalls;
+  readonly #retry: Required<RetryOptions>;
 
-  constructor(calls: RoleCalls) {
+  constructor(calls: RoleCalls, retry: RetryOptions = {}) {
     this.#calls = calls;
+    this.#retry = retryPolicy(retry);
   }
 
   /**
-   * Appends through the service, which seals the entry under the subject's key. With
-   * an `idempotencyKey`, a retry with the same key and entry stores nothing and
-   * answers the first result (`replayed`). To keep plaintext off the network, use
-   * `lethe.writer()` instead.
+   * Appends through the service, which seals the entry under the subject's key. Every
+   * append carries an `Idempotency-Key` (`idempotencyKey`, else a fresh one) and is
+   * retried with it while the service refuses it for a moment (a retryable 409: a
+   * forget re-keying the subject; `retry` option of the facade): one success, one
+   * stored entry. A retry with the same key and entry stores nothing and answers the
+   * first result (`replayed`). An erased subject is refused at once (410
+   * `subject_erased`). To keep plaintext off the network, use `lethe.writer()` instead.
    */
   async append(subject: string, entry: NewEntry, options: { readonly idempotencyKey?: string } = {}): Promise<AppendResult> {
-    const res = await this.#calls.request('writer', 'POST', `/v1/subjects/${seg(subject)}/entries`, {
-      body: entry,
-      ...(options.idempotencyKey !== undefined ? { headers: { 'idempotency-key': options.idempotencyKey } } : {}),
-    });
+    const key = options.idempotencyKey ?? newIdempotencyKey();
+    const res = await withRetries(this.#retry, () =>
+      this.#calls.request('writer', 'POST', `/v1/subjects/${seg(subject)}/entries`, { body: entry, headers: { 'idempotency-key': key } }),
+    );
     const { entryId, keyId, seq } = (await res.json()) as AppendResult;
     return { entryId, keyId, seq, replayed: res.headers.get('idempotent-replayed') === 'true' };
   }
@@ -256,65 +243,6 @@ export class Artifacts {
   }
 }
 
-/** Subject keys, their leases, and reinstating a subject after its erasure. */
-export class Subjects {
-  readonly #calls: RoleCalls;
-
-  constructor(calls: RoleCalls) {
-    this.#calls = calls;
-  }
-
-  /** Creates the subject's key, or answers the live one. */
-  ensureKey(subject: string): Promise<SubjectKey> {
-    return this.#calls.json('writer', 'PUT', `/v1/subjects/${seg(subject)}/key`);
-  }
-
-  /**
-   * Creates keys for many subjects at once (imports): POST /v1/keys/batch, 10,000
-   * subjects per request (more are sent in several requests, one after the other).
-   * Idempotent: a subject with a live key answers it (`existing`); a refused subject
-   * (erased, or being erased) answers its problem without failing the others. Subjects
-   * must be distinct. Answers key ids, never DEKs.
-   */
-  async ensureKeys(subjects: readonly string[]): Promise<KeyBatch> {
-    if (subjects.length === 0) throw new LetheError('validation_failed', 'subjects: at least one subject');
-    const out = { created: 0, existing: 0, refused: 0, keys: [] as KeyBatchItem[] };
-    for (let at = 0; at < subjects.length; at += KEY_BATCH_MAX_SUBJECTS) {
-      const part = await this.#calls.json<KeyBatch>('writer', 'POST', '/v1/keys/batch', {
-        body: { subjects: subjects.slice(at, at + KEY_BATCH_MAX_SUBJECTS) },
-      });
-      out.created += part.created;
-      out.existing += part.existing;
-      out.refused += part.refused;
-      out.keys.push(...part.keys);
-    }
-    return out;
-  }
-
-  /** Leases the subject's DEK (the writer does this itself): zero `dek` when done, and release the lease. */
-  async lease(subject: string): Promise<KeyLease> {
-    const body = await this.#calls.json<KeyLeaseAnswer>('writer', 'POST', `/v1/subjects/${seg(subject)}/key/lease`);
-    const dek = fromBase64Url(body.dek);
-    if (!dek || dek.length !== 32) throw new LetheError('internal', 'the service returned a malformed lease');
-    return { keyId: body.keyId, leaseId: body.leaseId, expiresAt: body.expiresAt, dek };
-  }
-
-  /** Ends a lease before it expires (idempotent), so an erasure need not wait for it. */
-  releaseLease(subject: string, leaseId: string): Promise<void> {
-    return this.#calls.delete('writer', `/v1/subjects/${seg(subject)}/key/lease/${seg(leaseId)}`);
-  }
-
-  /** Admin: lets an erased subject be written again (audited); 409 conflict when it is not erased. */
-  reinstate(subject: string, reason: string): Promise<{ subject: string; reinstated: true }> {
-    return this.#calls.json('admin', 'POST', `/v1/subjects/${seg(subject)}/reinstate`, { body: { reason } });
-  }
-
-  /** Backup role: the state of each key id (active, destruction_pending, destroyed, unknown). */
-  async validity(keyIds: readonly string[]): Promise<Record<string, KeyValidityState>> {
-    return (await this.#calls.json<KeyValidity>('backup', 'POST', '/v1/keys/validity', { body: { keyIds } })).keys;
-  }
-}
-
 /** Backups (backup role). */
 export class Backups {
   readonly #calls: RoleCalls;
@@ -355,15 +283,17 @@ export class Lethe {
   readonly subjects: Subjects;
   readonly backups: Backups;
   readonly #calls: RoleCalls;
+  readonly #retry: RetryOptions | undefined;
 
   constructor(options: LetheOptions) {
     this.#calls = new RoleCalls(options);
+    this.#retry = options.retry;
     this.baseUrl = this.#calls.baseUrl;
-    this.entries = new Entries(this.#calls);
+    this.entries = new Entries(this.#calls, options.retry);
     this.artifacts = new Artifacts(this.#calls);
     this.erasures = new Erasures(this.#calls);
     this.certificates = new Certificates(this.#calls);
-    this.subjects = new Subjects(this.#calls);
+    this.subjects = new Subjects(this.#calls, options.retry);
     this.backups = new Backups(this.#calls);
   }
 
@@ -387,6 +317,12 @@ export class Lethe {
 
   /** A writer that seals entries in this process under leased keys and uploads them to `store` (the service's bucket). */
   writer(options: Omit<WriterOptions, 'baseUrl' | 'token'> & { readonly store: ObjectStore }): LetheWriter {
-    return new LetheWriter({ ...options, baseUrl: this.baseUrl, token: this.#calls.tokenFor('writer'), ...(this.#calls.tls ? { tls: this.#calls.tls } : {}) });
+    return new LetheWriter({
+      ...(this.#retry ? { retry: this.#retry } : {}),
+      ...options,
+      baseUrl: this.baseUrl,
+      token: this.#calls.tokenFor('writer'),
+      ...(this.#calls.tls ? { tls: this.#calls.tls } : {}),
+    });
   }
 }

@@ -1,6 +1,7 @@
 /** What a `LetheWriter` is given (writer.ts): the service, the object store, and how it batches, retries and lets leases go. */
 import type { ObjectStore } from '../storage/store.js';
 import type { TlsOptions } from './http.js';
+import type { RetryOptions } from './retry.js';
 
 export interface WriterOptions {
   /** The lethe service, e.g. http://127.0.0.1:8787 */
@@ -39,4 +40,11 @@ export interface WriterOptions {
   readonly idleTimeoutMs?: number;
   /** Give up on releasing one lease after this long (default 5 s): the releases add at most about this long to `close()`. */
   readonly releaseTimeoutMs?: number;
+  /**
+   * How a lease, a reservation and an append re-sealed under the subject's new key are
+   * tried again while a forget re-keys the subject (a retryable 409, a registration
+   * answered `key_destroyed` or `erasure_in_progress`): default 6 attempts, 100 ms
+   * doubling to at most 2 s (retry.ts). An erased subject is never retried.
+   */
+  readonly retry?: RetryOptions;
 }

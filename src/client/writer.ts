@@ -34,6 +34,7 @@ import { encodeSegment } from '../log/segment.js';
 import { ServiceClient } from './http.js';
 import { LeaseReleases, type UnreleasedLease, type WriterCloseReport } from './lease-releases.js';
 import { attemptOutcome, LetheOutcomeUnknownError, type SegmentRegistration } from './outcome.js';
+import { type RetryOptions, retryDelay, retryPolicy, withRetries } from './retry.js';
 import type { WriterOptions } from './writer-options.js';
 
 export type { UnreleasedLease, WriterCloseReport, WriterOptions };
@@ -62,7 +63,10 @@ interface PendingFrame {
 }
 
 export class LetheWriter {
-  readonly #o: Required<Omit<WriterOptions, 'baseUrl' | 'token' | 'tls' | 'beforeRegister' | 'requestTimeoutMs'>> & Pick<WriterOptions, 'beforeRegister'>;
+  readonly #o: Required<Omit<WriterOptions, 'baseUrl' | 'token' | 'tls' | 'beforeRegister' | 'requestTimeoutMs' | 'retry'>> &
+    Pick<WriterOptions, 'beforeRegister'>;
+  /** Retrying across a forget's re-key: leases, reservations, re-seals. */
+  readonly #retry: Required<RetryOptions>;
   readonly #service: ServiceClient;
   readonly #leases = new Map<string, HeldLease>();
   readonly #leasing = new Map<string, Promise<HeldLease>>();
@@ -80,7 +84,8 @@ export class LetheWriter {
   readonly #releases: LeaseReleases;
 
   constructor(options: WriterOptions) {
-    const { baseUrl, token, tls, requestTimeoutMs, ...rest } = options;
+    const { baseUrl, token, tls, requestTimeoutMs, retry, ...rest } = options;
+    this.#retry = retryPolicy(retry);
     this.#o = {
       segmentMaxBytes: 1024 * 1024,
       segmentMaxEntries: 2000,
@@ -123,42 +128,46 @@ export class LetheWriter {
     if (problem) throw new LetheError('validation_failed', problem);
     if (Buffer.byteLength(entry.text, 'utf8') > MAX_ENTRY_TEXT_BYTES)
       throw new LetheError('payload_too_large', `text is limited to ${MAX_ENTRY_TEXT_BYTES} bytes`);
-    for (let attempt = 0; attempt < 3; attempt++) {
+    // one entry id across re-seals: the entry is stored once, under whichever key it was last sealed under
+    const id = newId('entry');
+    for (let attempt = 1; ; attempt++) {
       const held = await this.#lease(subject);
       // A private copy, taken before the next await: a renewal or the expiry sweep may
       // zero the held DEK while this append waits for its sequence number.
       const keyId = held.keyId;
       const dek = held.dek.slice();
-      let sealed: SealedEntry;
+      let sealed: SealedEntry | undefined;
       let seq: number | undefined;
-      const id = newId('entry');
       try {
         seq = await this.#nextSeq(subject, keyId);
-        if (seq === undefined) {
-          // the subject's key changed since the lease (erased and re-keyed): lease again
-          this.#forget(subject);
-          continue;
-        }
         // sealed under a record key of its own, wrapped under the leased DEK (src/log/frame.ts)
-        sealed = sealEntry(dek, { keyId, entryId: id, seq }, { text: entry.text, kind: entry.kind ?? null, metadata: entry.metadata ?? null });
+        if (seq !== undefined)
+          sealed = sealEntry(dek, { keyId, entryId: id, seq }, { text: entry.text, kind: entry.kind ?? null, metadata: entry.metadata ?? null });
       } finally {
         zeroize(dek);
       }
+      if (sealed === undefined || seq === undefined) {
+        this.#forget(subject); // the subject's key changed since the lease (re-keyed, or erased and re-created): lease again
+        if (attempt >= this.#retry.attempts) break;
+        continue;
+      }
       const reservedSeq = seq;
+      const { envelope, wrappedKey } = sealed;
       try {
         return await new Promise<AppendedEntry>((resolve, reject) => {
-          const { envelope, wrappedKey } = sealed;
           this.#pending.push({ subject, entryId: id, keyId, seq: reservedSeq, envelope, wrappedKey, resolve, reject });
           this.#pendingBytes += envelope.length + 4;
           if (this.#pendingBytes >= this.#o.segmentMaxBytes || this.#pending.length >= this.#o.segmentMaxEntries) this.#startFlush();
           else this.#timer ??= setTimeout(() => this.#startFlush(), this.#o.segmentMaxAgeMs);
         });
       } catch (e) {
-        // the key it was sealed under was fenced or replaced before it was registered (a re-key: one of the
-        // subject's memories forgotten) — nothing was stored, and the subject lives on: seal it again under its
-        // new key. The next lease decides: an erasure of the subject refuses it (erasure_in_progress,
-        // subject_erased), a re-key still running answers unavailable; an erased subject is never sealed again.
-        if ((isLetheError(e, 'key_destroyed') || isLetheError(e, 'erasure_in_progress')) && attempt < 2) continue;
+        // the key it was sealed under was fenced or replaced before it was registered (a forget's re-key): nothing was
+        // stored, the subject lives on — seal the same entry again under its new key, after a pause. The next lease
+        // decides: an erasure of the whole subject refuses it (409, then 410 subject_erased), never sealed again.
+        if ((isLetheError(e, 'key_destroyed') || isLetheError(e, 'erasure_in_progress')) && attempt < this.#retry.attempts) {
+          await new Promise((r) => setTimeout(r, retryDelay(this.#retry, attempt)));
+          continue;
+        }
         throw e;
       }
     }
@@ -299,16 +308,9 @@ export class LetheWriter {
     }
   }
 
-  /** `fn`, tried up to `attempts` times while `retryable` says so, with a doubling wait between tries. */
-  async #withRetries<T>(fn: () => Promise<T>, retryable: (e: unknown) => boolean): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await fn();
-      } catch (e) {
-        if (!retryable(e) || attempt >= this.#o.attempts) throw e;
-        await new Promise((r) => setTimeout(r, Math.min(5000, this.#o.retryDelayMs * 2 ** (attempt - 1))));
-      }
-    }
+  /** `fn`, tried up to `attempts` times while `retryable` says so, with a doubling wait between tries (at most 5 s). */
+  #withRetries<T>(fn: () => Promise<T>, retryable: (e: unknown) => boolean): Promise<T> {
+    return withRetries({ attempts: this.#o.attempts, baseDelayMs: this.#o.retryDelayMs, maxDelayMs: 5000 }, fn, retryable);
   }
 
   async #lease(subject: string): Promise<HeldLease> {
@@ -318,7 +320,8 @@ export class LetheWriter {
     let pending = this.#leasing.get(subject);
     if (!pending) {
       pending = (async () => {
-        const body = await this.#service.json<KeyLeaseAnswer>('POST', `/v1/subjects/${encodeURIComponent(subject)}/key/lease`);
+        // a key fenced for a moment (a forget re-keying the subject) answers a retryable 409: lease again after a pause
+        const body = await withRetries(this.#retry, () => this.#service.json<KeyLeaseAnswer>('POST', `/v1/subjects/${encodeURIComponent(subject)}/key/lease`));
         const dek = fromBase64Url(body.dek);
         if (!dek || dek.length !== 32) throw new LetheError('internal', 'the service returned a malformed lease');
         const expiresAt = Date.parse(body.expiresAt);
@@ -345,9 +348,11 @@ export class LetheWriter {
       let reserving = this.#reserving.get(subject);
       if (!reserving) {
         reserving = (async () => {
-          const r = await this.#service.json<Reservation>('POST', `/v1/subjects/${encodeURIComponent(subject)}/entries/reservations`, {
-            body: { count: this.#o.reserveBlock },
-          });
+          const r = await withRetries(this.#retry, () =>
+            this.#service.json<Reservation>('POST', `/v1/subjects/${encodeURIComponent(subject)}/entries/reservations`, {
+              body: { count: this.#o.reserveBlock },
+            }),
+          );
           this.#blocks.set(subject, { keyId: r.keyId, next: r.firstSeq, end: r.firstSeq + r.count });
         })().finally(() => this.#reserving.delete(subject));
         this.#reserving.set(subject, reserving);

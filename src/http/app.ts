@@ -129,7 +129,7 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
         logger.error({ code: err.code, err: err.message }, 'integrity or internal error');
       }
       const retry = err.retryable && statusOf(err.code) === 503 ? { 'retry-after': String(RETRY_AFTER_SECONDS) } : undefined;
-      return problem(c, err.code, err.message, retry);
+      return problem(c, err.code, err.message, retry, err.retryable);
     }
     if (err instanceof HTTPException) {
       // Hono's validator raises 400 for malformed JSON bodies.

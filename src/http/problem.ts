@@ -92,14 +92,16 @@ export interface Problem {
   readonly status: number;
   readonly detail: string;
   readonly code: ErrorCode;
+  /** Present (true) when the same request may succeed if made again: a client retries it (an append with the same Idempotency-Key). */
+  readonly retryable?: true;
 }
 
-export function problemBody(code: ErrorCode, detail: string): Problem {
-  return { type: `urn:lethe:problem:${code}`, title: TITLES[code], status: statusOf(code), detail, code };
+export function problemBody(code: ErrorCode, detail: string, retryable = false): Problem {
+  return { type: `urn:lethe:problem:${code}`, title: TITLES[code], status: statusOf(code), detail, code, ...(retryable ? { retryable: true as const } : {}) };
 }
 
-export function problem(c: Context, code: ErrorCode, detail: string, headers?: Record<string, string>): Response {
-  const body = problemBody(code, detail);
+export function problem(c: Context, code: ErrorCode, detail: string, headers?: Record<string, string>, retryable = false): Response {
+  const body = problemBody(code, detail, retryable);
   return new Response(JSON.stringify(body), {
     status: body.status,
     headers: { 'content-type': 'application/problem+json', ...headers },

@@ -9,6 +9,10 @@ export const ProblemSchema = z
     status: z.number().int(),
     detail: z.string(),
     code: z.string().openapi({ example: 'validation_failed' }),
+    retryable: z
+      .literal(true)
+      .optional()
+      .openapi({ description: 'Present when the same request may succeed if made again (an append with the same Idempotency-Key): clients retry it' }),
   })
   .openapi('Problem');
 

@@ -14,17 +14,9 @@ import type { Sealed } from '../vectors/service.js';
 import { insertEmbeddingsCte, notifyInsertedEmbeddings } from '../vectors/embeddings.js';
 import type { LogContext } from './context.js';
 import { sealEntry } from './frame.js';
-import {
-  type AppendOnce,
-  claimCte,
-  findRecorded,
-  IDEMPOTENCY_KEY_PATTERN,
-  IDEMPOTENCY_KEY_RULE,
-  type RecordedAppend,
-  replay,
-  requestDigest,
-} from './idempotency.js';
+import { type AppendOnce, claimCte, IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE, type RecordedAppend } from './idempotency.js';
 import { MAX_ENTRY_TEXT_BYTES } from './payload.js';
+import { recordDigest, replayRecorded } from './replay.js';
 import { encodeSegment } from './segment.js';
 
 export const MAX_RESERVATION = 10_000;
@@ -73,8 +65,9 @@ export async function acrossRekeys<T>(c: LogContext, subject: string, write: () 
  * key stores the entry and records its result in the statement that indexes it; a
  * retry with the same key and body answers that result (`replayed`) and stores
  * nothing, also when it raced the first (the loser's frame is deleted again); the
- * same key with another body is `idempotency_key_reused`. A retry whose recorded
- * key was destroyed since (erased, re-keyed) is `key_destroyed`.
+ * same key with another body is `idempotency_key_reused`. A retry whose entry was
+ * erased or forgotten since is `key_destroyed` (a kept entry a forget's re-key moved
+ * answers as before: replay.ts).
  */
 export async function appendOnce(
   c: LogContext,
@@ -91,26 +84,6 @@ export async function appendOnce(
   const earlier = await replayRecorded(c, subjectHash, once);
   if (earlier) return { appended: earlier, replayed: true };
   return acrossRekeys(c, subject, () => store(c, subject, input, actor, once, origin));
-}
-
-/** The recorded answer to `once`, if (subject, key) was recorded within the window. */
-export async function replayRecorded(c: LogContext, subjectHash: Uint8Array, once: AppendOnce): Promise<RecordedAppend | undefined> {
-  const recorded = await findRecorded(c.db, subjectHash, once.key);
-  if (!recorded) return undefined;
-  let dek: Uint8Array;
-  try {
-    ({ dek } = await c.keys.dekFor(recorded.keyId));
-  } catch (e) {
-    if (isLetheError(e, 'key_destroyed') || isLetheError(e, 'not_found')) {
-      throw new LetheError('key_destroyed', "the key this Idempotency-Key's append was stored under was destroyed since (erased or re-keyed)");
-    }
-    throw e;
-  }
-  try {
-    return replay(recorded, requestDigest(dek, once.body));
-  } finally {
-    zeroize(dek);
-  }
 }
 
 /** What a write adds to its entry's index row: who wrote it (a principal), and the entry it supersedes. */
@@ -158,7 +131,7 @@ export async function insertEntry(db: Executor, p: PreparedEntry, once: AppendOn
   const { entryId, keyId, seq } = p.appended;
   // with an idempotency key, the index insert is gated on claiming it (req); without,
   // on the key row still existing — a shared lock either way
-  const claim = once ? sql`${claimCte(p.subjectHash, once.key, requestDigest(p.dek, once.body), p.appended)},` : sql``;
+  const claim = once ? sql`${claimCte(p.subjectHash, once.key, recordDigest(p.dek, keyId, entryId, p.wrappedKey, once.body), p.appended)},` : sql``;
   const gate = once ? sql`from req` : sql`where exists (select 1 from subject_keys where key_id = ${keyId} for key share)`;
   const inserted = await queryRows<{ record_id: string }>(
     db,

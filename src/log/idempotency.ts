@@ -5,10 +5,12 @@
  * result and stores nothing; the same key with another body is refused. Keys are
  * scoped per subject and remembered for `IDEMPOTENCY_WINDOW_HOURS`.
  *
- * The digest is an HMAC-SHA256 of the body under a key derived from the subject's
- * DEK (never the body, never a plain hash of it): nobody can test a guessed body
- * against it without the key, and once the key is destroyed it is inert like the
- * frame it stands for.
+ * The digest is an HMAC-SHA256 of the body under a key derived from the entry's
+ * record key (replay.ts; rows recorded before: from the subject's DEK) — never the
+ * body, never a plain hash of it: nobody can test a guessed body against it without
+ * the key, and once the entry is erased or forgotten it is inert like the frame it
+ * stands for, while a forget's re-key of its subject leaves a kept entry's retries
+ * answering as before.
  */
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
@@ -39,9 +41,9 @@ export interface RecordedAppend {
   readonly seq: number;
 }
 
-/** The body's digest under `dek` (the subject's key the request is recorded under). */
-export function requestDigest(dek: Uint8Array, body: string): Uint8Array {
-  const key = deriveKey(dek, 'lethe/v1/append-request-digest');
+/** The body's digest under `secret` (the entry's record key, with its purpose; before: the subject's DEK the request was recorded under). */
+export function requestDigest(secret: Uint8Array, body: string, purpose = 'lethe/v1/append-request-digest'): Uint8Array {
+  const key = deriveKey(secret, purpose);
   try {
     return hmac(sha256, key, utf8.encode(body));
   } finally {
@@ -68,11 +70,11 @@ export async function findRecorded(db: Database, subjectHash: Uint8Array, key: s
 }
 
 /**
- * The answer to a retry: the recorded result when `digest` matches, else
- * `idempotency_key_reused`.
+ * The answer to a retry: the recorded result when one of `digests` (the body's, under
+ * each key it may have been recorded under) matches, else `idempotency_key_reused`.
  */
-export function replay(recorded: RecordedAppend & { digest: Uint8Array }, digest: Uint8Array): RecordedAppend {
-  if (!constantTimeEqual(recorded.digest, digest)) {
+export function replay(recorded: RecordedAppend & { digest: Uint8Array }, digests: readonly Uint8Array[]): RecordedAppend {
+  if (!digests.some((d) => constantTimeEqual(recorded.digest, d))) {
     throw new LetheError('idempotency_key_reused', 'this Idempotency-Key was used for another request body for this subject; use a new key');
   }
   return { entryId: recorded.entryId, keyId: recorded.keyId, seq: recorded.seq };

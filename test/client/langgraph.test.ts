@@ -10,11 +10,11 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { InvalidNamespaceError } from '@langchain/langgraph-checkpoint';
+import { InvalidNamespaceError, validateNamespace } from '@langchain/langgraph-checkpoint';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ask, buildMemoryAgent, memories, memoryKey } from '../../examples/memory-agent.js';
 import { FsObjectStore, isLetheError, Lethe, ServiceError } from '../../src/client/index.js';
-import { ITEM_FIELD, LetheStore } from '../../src/client/langgraph.js';
+import { decodeSubjectLabel, encodeSubjectLabel, ITEM_FIELD, LetheStore } from '../../src/client/langgraph.js';
 import { TOKENS } from '../support/vault.js';
 import { type ServedVault, serveTestVault } from './served.js';
 
@@ -55,7 +55,7 @@ async function entriesOf(subject: string) {
 
 describe('the LangGraph store contract', () => {
   it('put then get: the item with its namespace, key, value and dates; an unknown key or subject is null', async () => {
-    const store = new LetheStore({ lethe });
+    const store = new LetheStore({ lethe, subjectLabel: 0 });
     await store.put(['ana', 'prefs'], 'seat', { text: 'Ana prefers the window seat', rank: 2 });
     const item = await store.get(['ana', 'prefs'], 'seat');
     expect(item).toMatchObject({ namespace: ['ana', 'prefs'], key: 'seat', value: { text: 'Ana prefers the window seat', rank: 2 } });
@@ -72,12 +72,12 @@ describe('the LangGraph store contract', () => {
       metadata: { [ITEM_FIELD]: { namespace: ['ana', 'prefs'], key: 'seat', value: { rank: 2 } } },
     });
     // where it lives, to name it as an artifact's source
-    expect(await store.locate(['ana', 'prefs'], 'seat')).toEqual({ subject: 'ana', entryId: entry!.entryId });
+    expect(await store.locate(['ana', 'prefs'], 'seat')).toEqual({ subject: 'ana', entryId: entry!.entryId, entryIds: [entry!.entryId] });
     expect(await store.locate(['ana', 'prefs'], 'nothing')).toBeNull();
   });
 
   it('a re-put supersedes: the new value is answered, its createdAt kept, and the old memory forgotten (410 entry_forgotten)', async () => {
-    const store = new LetheStore({ lethe });
+    const store = new LetheStore({ lethe, subjectLabel: 0 });
     await store.put(['ben', 'prefs'], 'drink', { text: 'Ben drinks green tea' });
     const [first] = await entriesOf('ben');
     const before = await store.get(['ben', 'prefs'], 'drink');
@@ -101,7 +101,7 @@ describe('the LangGraph store contract', () => {
   });
 
   it('delete and put(…, null) forget the item: get answers null and the entry is gone', async () => {
-    const store = new LetheStore({ lethe });
+    const store = new LetheStore({ lethe, subjectLabel: 0 });
     await store.put(['cleo', 'notes'], 'a', { text: 'Cleo note alpha' });
     await store.put(['cleo', 'notes'], 'b', { text: 'Cleo note beta' });
     await store.delete(['cleo', 'notes'], 'a');
@@ -114,7 +114,7 @@ describe('the LangGraph store contract', () => {
   });
 
   it('search without a query: the items under the namespace prefix, newest first, filtered on the value, with offset and limit', async () => {
-    const store = new LetheStore({ lethe });
+    const store = new LetheStore({ lethe, subjectLabel: 0 });
     const ns = ['dan', 'books'];
     for (const [i, genre] of ['novel', 'essay', 'novel', 'poetry', 'novel'].entries()) {
       await store.put(ns, `b${i}`, { text: `Dan read book ${i}`, genre, pages: 100 * (i + 1) });
@@ -133,7 +133,7 @@ describe('the LangGraph store contract', () => {
   });
 
   it("search with a query is a scoped search of the subject: best first, never another subject's items", async () => {
-    const store = new LetheStore({ lethe });
+    const store = new LetheStore({ lethe, subjectLabel: 0 });
     await store.put(['eli', 'memories'], 'm1', { text: 'Eli is allergic to hazelnuts and almonds' });
     await store.put(['eli', 'memories'], 'm2', { text: 'Eli plays the cello in a string quartet' });
     await store.put(['eli', 'other'], 'm3', { text: 'Eli keeps hazelnuts out of the kitchen' });
@@ -150,7 +150,7 @@ describe('the LangGraph store contract', () => {
   });
 
   it('listNamespaces: the namespaces of the subject a prefix names, else of the subjects the store has seen; maxDepth, suffix, limit and offset', async () => {
-    const store = new LetheStore({ lethe });
+    const store = new LetheStore({ lethe, subjectLabel: 0 });
     await store.put(['gus', 'memories'], 'a', { text: 'Gus a' });
     await store.put(['gus', 'prefs', 'food'], 'b', { text: 'Gus b' });
     await store.put(['gus', 'prefs', 'travel'], 'c', { text: 'Gus c' });
@@ -176,9 +176,9 @@ describe('the LangGraph store contract', () => {
       ['hal', 'memories'],
     ]);
     // a new store knows no subject until it touches one or is told: lethe keeps no subject ids in clear
-    const fresh = new LetheStore({ lethe });
+    const fresh = new LetheStore({ lethe, subjectLabel: 0 });
     expect(await fresh.listNamespaces({})).toEqual([]);
-    expect(await new LetheStore({ lethe, subjects: ['hal'] }).listNamespaces({})).toEqual([['hal', 'memories']]);
+    expect(await new LetheStore({ lethe, subjectLabel: 0, subjects: ['hal'] }).listNamespaces({})).toEqual([['hal', 'memories']]);
   });
 
   it('a custom subjectOf maps namespaces to subjects; what does not fit is refused before any request', async () => {
@@ -188,7 +188,7 @@ describe('the LangGraph store contract', () => {
     expect(await store.get(['users', 'ivy', 'memories'], 'k')).toMatchObject({ value: { text: 'Ivy note' } });
     expect(await rejection(store.put(['teams', 'x'], 'k', { text: 'no subject' }))).toBeInstanceOf(InvalidNamespaceError);
 
-    const plain = new LetheStore({ lethe });
+    const plain = new LetheStore({ lethe, subjectLabel: 0 });
     expect(await rejection(plain.put(['bad.label'], 'k', { text: 'x' }))).toBeInstanceOf(InvalidNamespaceError);
     const tooBig = await rejection(plain.put(['ivy2', 'memories'], 'k', { text: 'x'.repeat(20_000) }));
     expect(isLetheError(tooBig, 'validation_failed')).toBe(true);
@@ -199,7 +199,7 @@ describe('the LangGraph store contract', () => {
   it('appends through a writer that seals in this process when given one', async () => {
     const writer = lethe.writer({ store: new FsObjectStore(path.join(v.t.dataDir, 'objects'), v.t.config.bucket), segmentMaxAgeMs: 10 });
     try {
-      const store = new LetheStore({ lethe, writer });
+      const store = new LetheStore({ lethe, subjectLabel: 0, writer });
       await store.put(['kai', 'memories'], 'tea', { text: 'Kai brews oolong at 85 degrees' });
       expect(await store.get(['kai', 'memories'], 'tea')).toMatchObject({ value: { text: 'Kai brews oolong at 85 degrees' } });
       expect(writer.leasesHeld).toBe(1);
@@ -209,7 +209,7 @@ describe('the LangGraph store contract', () => {
   });
 
   it('items are sealed at rest: neither the value, the key nor the namespace is in clear in the object store', async () => {
-    const store = new LetheStore({ lethe });
+    const store = new LetheStore({ lethe, subjectLabel: 0 });
     await store.put(['jo', 'secret-namespace-label'], 'secret-item-key', { text: 'Jo hides the spare key under the zebra-striped doormat' });
     const objects = files(path.join(v.t.dataDir, 'objects'));
     expect(objects.length).toBeGreaterThan(0);
@@ -220,10 +220,92 @@ describe('the LangGraph store contract', () => {
   });
 });
 
+describe('which subject a namespace maps to', () => {
+  it('subject ids with : . @ and / map to namespace labels LangGraph takes, and back', () => {
+    const cases = {
+      'user:42': 'user%3A42',
+      'ana@example.com': 'ana@example%2Ecom',
+      'org/team.lead:7': 'org%2Fteam%2Elead%3A7',
+      'a%2E': 'a%252E',
+      plain_id: 'plain_id',
+    };
+    for (const [subject, label] of Object.entries(cases)) {
+      expect(encodeSubjectLabel(subject)).toBe(label);
+      expect(decodeSubjectLabel(label)).toBe(subject);
+      expect(() => validateNamespace(['memories', label])).not.toThrow();
+    }
+    // what encodeSubjectLabel never writes is refused, not guessed at
+    for (const label of ['user:42', 'a.b', 'a%3a', '%zz', '%2', '']) expect(() => decodeSubjectLabel(label), label).toThrow(InvalidNamespaceError);
+  });
+
+  it('the store refuses to start without a mapping (no default lumps users together), and says which it uses', () => {
+    const none = (() => {
+      try {
+        return new LetheStore({ lethe });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(isLetheError(none, 'validation_failed')).toBe(true);
+    expect(String((none as Error).message)).toMatch(/subjectLabel.*subjectOf/);
+    expect(() => new LetheStore({ lethe, subjectLabel: 0, subjectOf: () => 'x' })).toThrow(/not both/);
+    expect(() => new LetheStore({ lethe, subjectLabel: -1 })).toThrow(/0-based/);
+    expect(new LetheStore({ lethe, subjectLabel: 1 }).subjectMapping).toBe('namespace[1] (decodeSubjectLabel)');
+    expect(new LetheStore({ lethe, subjectOf: () => 'x' }).subjectMapping).toBe('subjectOf(namespace)');
+  });
+
+  it('subjectLabel names the label: ["memories", user] keeps each user a subject of their own, with e-mails and user:42 as ids', async () => {
+    const store = new LetheStore({ lethe, subjectLabel: 1 });
+    const mia = 'mia@example.com';
+    const ned = 'user:ned.42';
+    await store.put(['memories', encodeSubjectLabel(mia)], 'm', { text: 'Mia collects vintage typewriters' });
+    await store.put(['memories', encodeSubjectLabel(ned), 'work'], 'm', { text: 'Ned repairs church organs' });
+    expect((await entriesOf(mia)).map((e) => e.text)).toEqual(['Mia collects vintage typewriters']);
+    expect((await entriesOf(ned)).map((e) => e.text)).toEqual(['Ned repairs church organs']);
+    expect(await entriesOf('memories').catch((e: unknown) => e)).toBeInstanceOf(ServiceError);
+    expect(await store.get(['memories', encodeSubjectLabel(ned), 'work'], 'm')).toMatchObject({ value: { text: 'Ned repairs church organs' } });
+    expect((await store.search(['memories', encodeSubjectLabel(mia)])).map((i) => i.value.text)).toEqual(['Mia collects vintage typewriters']);
+    // a namespace without that label names no subject, and says which label it lacks
+    const lacking = await rejection(store.put(['memories'], 'k', { text: 'whose?' }));
+    expect(lacking).toBeInstanceOf(InvalidNamespaceError);
+    expect(String((lacking as Error).message)).toContain('namespace[1]');
+    // a label not written by encodeSubjectLabel is refused before any request
+    expect(await rejection(store.get(['memories', 'ned%3'], 'm'))).toBeInstanceOf(InvalidNamespaceError);
+  });
+});
+
+describe('search scores', () => {
+  it('an item answers its best field’s score; an item put with index: false has no score and comes after the scored ones', async () => {
+    const store = new LetheStore({ lethe, subjectLabel: 0, fields: ['title', 'body'] });
+    const ns = ['ora', 'notes'];
+    await store.put(ns, 'both', { title: 'Weekly groceries and errands', body: 'Ora is allergic to pistachios' });
+    await store.put(ns, 'body-only', { body: 'Ora is allergic to pistachios' }, ['body']);
+    await store.put(ns, 'unindexed', { title: 'Ora is allergic to pistachios', body: 'not searchable' }, false);
+    // one entry per indexed field, each with that field's text; the unindexed item one entry without text
+    const texts = (await entriesOf('ora')).map((e) => e.text);
+    expect(texts).toEqual(['Weekly groceries and errands', 'Ora is allergic to pistachios', 'Ora is allergic to pistachios', '']);
+    const hits = await store.search(ns, { query: 'allergic to pistachios', limit: 10 });
+    expect(hits.map((h) => h.key)).toEqual([expect.any(String), expect.any(String), 'unindexed']);
+    const byKey = Object.fromEntries(hits.map((h) => [h.key, h]));
+    // the best field (the body) scores the item, as the same text alone does: not a blend of both fields
+    expect(byKey.both!.score).toBeGreaterThan(0);
+    expect(byKey.both!.score).toBeCloseTo(byKey['body-only']!.score!, 6);
+    expect(byKey.unindexed).not.toHaveProperty('score');
+    expect(byKey.unindexed!.value).toEqual({ title: 'Ora is allergic to pistachios', body: 'not searchable' });
+    // offset and limit count the unscored items after the scored ones
+    expect((await store.search(ns, { query: 'allergic to pistachios', offset: 2, limit: 5 })).map((h) => h.key)).toEqual(['unindexed']);
+    // a re-put of a two-field item forgets both of its entries
+    await store.put(ns, 'both', { title: 'Errands', body: 'Ora bakes sourdough' });
+    expect((await entriesOf('ora')).map((e) => e.text)).toEqual(['Ora is allergic to pistachios', '', 'Errands', 'Ora bakes sourdough']);
+    const located = await store.locate(ns, 'both');
+    expect(located!.entryIds).toHaveLength(2);
+  });
+});
+
 describe('an agent graph with the store', () => {
   it('writes and recalls each user’s memories; once a user is erased it recalls nothing of them, keeps the other’s, and cannot learn the erased user again', async () => {
     // search matches a memory's text, not the time it was said (a timestamp shared by two people's memories would tie them together)
-    const store = new LetheStore({ lethe, fields: ['text'] });
+    const store = new LetheStore({ lethe, subjectLabel: 0, fields: ['text'] });
     const agent = buildMemoryAgent(store);
     expect(await ask(agent, 'kim', 'Remember that I live on Rue des Lilas in Lyon')).toBe('Noted: I live on Rue des Lilas in Lyon');
     expect(await ask(agent, 'kim', 'Remember that my daughter Zoé studies oboe')).toBe('Noted: my daughter Zoé studies oboe');

@@ -118,7 +118,7 @@ import { Lethe, LetheError, verifyCertificate } from '@lethe/client';
 import { LetheStore } from '@lethe/client/langgraph';
 
 const lethe = new Lethe({ baseUrl: 'http://127.0.0.1:1', token: 'some-token-123' });
-const store: BaseStore = new LetheStore({ lethe, subjects: ['alice'] });
+const store: BaseStore = new LetheStore({ lethe, subjectLabel: 0, subjects: ['alice'] });
 export const checks: [boolean, boolean, typeof verifyCertificate] = [store instanceof BaseStore, new Error() instanceof LetheError, verifyCertificate];
 `;
 
@@ -263,7 +263,7 @@ console.log(JSON.stringify({
   });
 
   it("ES modules import the ES module build, CommonJS requires the CommonJS one: either way the store is a BaseStore of the project's own @langchain/langgraph-checkpoint", async () => {
-    const construct = `const store = new LetheStore({ lethe: new Lethe({ baseUrl: 'http://127.0.0.1:1', token: 'some-token-123' }), subjects: ['alice'] });`;
+    const construct = `const store = new LetheStore({ lethe: new Lethe({ baseUrl: 'http://127.0.0.1:1', token: 'some-token-123' }), subjectLabel: 0, subjects: ['alice'] });`;
     const imported = await script(
       'esm',
       `import { BaseStore } from '@langchain/langgraph-checkpoint';
@@ -334,7 +334,7 @@ const { LetheStore } = require('@lethe/client/langgraph');`;
           `${head}
 (async () => {
   const lethe = new Lethe({ baseUrl: process.env.LETHE_URL, tokens: { writer: process.env.WRITER_TOKEN, eraser: process.env.ERASER_TOKEN } });
-  const store = new LetheStore({ lethe });
+  const store = new LetheStore({ lethe, subjectLabel: 0 });
   const namespace = [process.env.SUBJECT, 'memories'];
   await store.put(namespace, 'seat', { text: 'prefers the window seat on long flights', rank: 2 });
   const got = await store.get(namespace, 'seat');

@@ -124,6 +124,28 @@ describe('idempotent service appends', () => {
     expect((await entriesOf(subject)).length).toBe(2);
   });
 
+  it('after a forget of another entry, a retry of a kept append answers its original result (the entry moved under the new key)', {
+    timeout: 60_000,
+  }, async () => {
+    const subject = `user:idem-${tag()}`;
+    const body = JSON.stringify({ text: `Waters the balcony ferns every Sunday morning ${tag()}`, metadata: { n: 2 } });
+    const kept = await ok<Appended>(append(subject, body, 'k-kept'), 201);
+    const other = await ok<Appended>(append(subject, JSON.stringify({ text: `Hid a spare door key beneath the doormat ${tag()}` }), 'k-forgotten'), 201);
+    const { erasureId } = await ok<{ erasureId: string }>(t.call('DELETE', `/v1/entries/${other.entryId}`, { role: 'eraser' }), 202);
+    const done = await t.app.erasures.settle(erasureId);
+    expect(done.status, JSON.stringify(done.steps)).toBe('completed');
+    const live = (await t.app.keys.findKey(subject))!;
+    expect(live.keyId).not.toBe(kept.keyId);
+    const again = await append(subject, body, 'k-kept');
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(await ok<Appended>(again, 200)).toEqual(kept);
+    // still the same key: another body is refused, and nothing was stored
+    await expectProblem(append(subject, JSON.stringify({ text: 'another body' }), 'k-kept'), 409, 'idempotency_key_reused');
+    expect((await entriesOf(subject)).map((e) => e.entryId)).toEqual([kept.entryId]);
+    // the forgotten one's key is gone with it
+    await expectProblem(append(subject, JSON.stringify({ text: 'x' }), 'k-forgotten'), 410, 'key_destroyed');
+  });
+
   it("a retry after the subject's key was destroyed is 410 key_destroyed, not a new entry", async () => {
     const subject = `user:idem-${tag()}`;
     const body = JSON.stringify({ text: 'to be erased' });

@@ -77,7 +77,7 @@ from .models import (
     TrainingExposure,
     WrittenArtifact,
 )
-from .retry import is_retryable, new_idempotency_key, retry_call
+from .retry import is_retryable, is_retryable_conflict, new_idempotency_key, retry_call
 
 __version__ = "0.1.0"
 
@@ -89,6 +89,7 @@ __all__ = [
     "ErasureEventStream",
     "retry_call",
     "is_retryable",
+    "is_retryable_conflict",
     "new_idempotency_key",
     # errors
     "LetheError",

@@ -49,7 +49,7 @@ from .models import (
     TrainingExposure,
     WrittenArtifact,
 )
-from .retry import is_retryable, new_idempotency_key, retry_call
+from .retry import CONFLICT_ATTEMPTS, CONFLICT_BASE_DELAY, CONFLICT_MAX_DELAY, is_retryable, is_retryable_conflict, new_idempotency_key, retry_call
 from .sse import iter_lines, parse_sse
 
 __all__ = ["LetheClient", "ErasureEventStream", "DEFAULT_URL", "ROLES"]
@@ -163,7 +163,14 @@ class LetheClient:
         ca_file: Optional[str] = None,
         client_cert: Optional[str] = None,
         client_key: Optional[str] = None,
+        conflict_attempts: int = CONFLICT_ATTEMPTS,
+        conflict_delay: float = CONFLICT_BASE_DELAY,
+        conflict_max_delay: float = CONFLICT_MAX_DELAY,
     ) -> None:
+        if conflict_attempts < 1:
+            raise ValueError("conflict_attempts must be at least 1")
+        #: How appends, leases and key creations retry a retryable 409 (a forget re-keying the subject): attempts, first wait, longest wait.
+        self._conflict = (conflict_attempts, conflict_delay, conflict_max_delay)
         if ca_file is not None or client_cert is not None or client_key is not None:
             if ssl_context is not None:
                 raise ValueError("give ssl_context, or ca_file / client_cert / client_key, not both")
@@ -201,6 +208,18 @@ class LetheClient:
     def _call(self, role: Optional[str], method: str, path: str, **kwargs: Any) -> HttpResult:
         return self._http.call(method, path, token=self._token_for(role), **kwargs)
 
+    def _write(self, role: str, method: str, path: str, **kwargs: Any) -> HttpResult:
+        """:meth:`_call`, tried again while the service refuses it for a moment (a
+        retryable 409: nothing was stored), at most ``conflict_attempts`` times."""
+        attempts, base_delay, max_delay = self._conflict
+        return retry_call(
+            lambda: self._call(role, method, path, **kwargs),
+            attempts=attempts,
+            base_delay=base_delay,
+            max_delay=max_delay,
+            should_retry=is_retryable_conflict,
+        )
+
     def _stream(self, role: str, method: str, path: str, **kwargs: Any) -> EventStreamResponse:
         return self._http.open_stream(method, path, token=self._token_for(role), **kwargs)
 
@@ -217,14 +236,16 @@ class LetheClient:
     # -- keys and leases (writer) ----------------------------------------------------
 
     def ensure_key(self, subject: str, *, timeout: Optional[float] = None) -> SubjectKey:
-        """``PUT /v1/subjects/{subject}/key``: the subject's live key, created if needed."""
-        r = self._call("writer", "PUT", f"/v1/subjects/{path_segment(subject, 'subject')}/key", timeout=timeout)
+        """``PUT /v1/subjects/{subject}/key``: the subject's live key, created if needed
+        (retried while a forget re-keys the subject)."""
+        r = self._write("writer", "PUT", f"/v1/subjects/{path_segment(subject, 'subject')}/key", timeout=timeout)
         return SubjectKey.from_json(r.json(), created=r.status == 201)
 
     def lease(self, subject: str, *, timeout: Optional[float] = None) -> Lease:
         """``POST /v1/subjects/{subject}/key/lease``: the subject's data key, for this
-        lease's lifetime. Release it when done (:meth:`release_lease`, or :meth:`leased`)."""
-        return Lease.from_json(self._call("writer", "POST", f"/v1/subjects/{path_segment(subject, 'subject')}/key/lease", timeout=timeout).json())
+        lease's lifetime. Release it when done (:meth:`release_lease`, or :meth:`leased`).
+        Retried while a forget re-keys the subject (a retryable 409)."""
+        return Lease.from_json(self._write("writer", "POST", f"/v1/subjects/{path_segment(subject, 'subject')}/key/lease", timeout=timeout).json())
 
     def release_lease(self, subject: str, lease: Union[Lease, str], *, timeout: Optional[float] = None) -> None:
         """``DELETE /v1/subjects/{subject}/key/lease/{leaseId}``: the lease ends now (an
@@ -266,15 +287,19 @@ class LetheClient:
         timeout: Optional[float] = None,
     ) -> AppendedEntry:
         """``POST /v1/subjects/{subject}/entries``: the service seals the entry under the
-        subject's key (no lease needed). With ``idempotency_key`` a retry with the same key
-        and body stores nothing and answers the first append (``replayed=True``); the same
+        subject's key (no lease needed). Every append carries an Idempotency-Key
+        (``idempotency_key``, or a fresh one) and is retried under it while the service
+        refuses it for a moment (a retryable 409: a forget re-keying the subject), so the
+        caller sees one success and one stored entry; an erased subject raises
+        :class:`~lethe.errors.SubjectErasedError` at once. A retry with the same key and
+        body stores nothing and answers the first append (``replayed=True``); the same
         key with another body raises :class:`~lethe.errors.IdempotencyKeyReusedError`."""
         body: Dict[str, Any] = {"text": text}
         _set(body, "kind", kind)
         if metadata is not None:
             body["metadata"] = dict(metadata)
-        headers = {"Idempotency-Key": idempotency_key} if idempotency_key is not None else None
-        r = self._call("writer", "POST", f"/v1/subjects/{path_segment(subject, 'subject')}/entries", json_body=body, headers=headers, timeout=timeout)
+        headers = {"Idempotency-Key": idempotency_key if idempotency_key is not None else new_idempotency_key()}
+        r = self._write("writer", "POST", f"/v1/subjects/{path_segment(subject, 'subject')}/entries", json_body=body, headers=headers, timeout=timeout)
         return AppendedEntry.from_json(r.json(), replayed=r.status == 200 and (r.headers.get("Idempotent-Replayed") or "").lower() == "true")
 
     def append_with_retry(
@@ -292,8 +317,9 @@ class LetheClient:
     ) -> AppendedEntry:
         """:meth:`append` under one Idempotency-Key (``idempotency_key``, or a fresh one),
         retried while the failure may pass — no answer, a timeout, 503, 429 — so an append
-        whose answer was lost is stored once. An erasure in progress is not retried (the
-        subject's appends are refused until it ends, then for good)."""
+        whose answer was lost is stored once. A retryable 409 (a forget re-keying the
+        subject) is retried by :meth:`append` itself; one still refused after those
+        retries (the subject being erased as a whole) is not retried again."""
         key = idempotency_key if idempotency_key is not None else new_idempotency_key()
         return retry_call(
             lambda: self.append(subject, text, kind=kind, metadata=metadata, idempotency_key=key, timeout=timeout),

@@ -93,7 +93,9 @@ class ServiceError(LetheError):
         retry_after: Optional[float] = None,
         problem: Optional[Mapping[str, Any]] = None,
     ) -> None:
-        super().__init__(message, code=code)
+        told = problem.get("retryable") if problem is not None else None
+        # the problem's own word on it (``retryable: true`` on a 409 the same request may get past), else the code's
+        super().__init__(message, code=code, retryable=told if isinstance(told, bool) else None)
         self.status = status
         self.title = title
         self.detail = detail

@@ -1,8 +1,16 @@
-"""Retrying a call that failed for a reason that may pass (no answer, 503, 429).
+"""Retrying a call that failed for a reason that may pass (no answer, 503, 429, a
+retryable 409).
 
 Only retry what is safe to repeat: reads, and appends that carry an Idempotency-Key
-(:meth:`lethe.LetheClient.append_with_retry` makes one up and keeps it across
-attempts, so the service stores the entry once however many attempts reach it).
+(:meth:`lethe.LetheClient.append` makes one up when given none and keeps it across its
+retries of a retryable 409; :meth:`lethe.LetheClient.append_with_retry` also across
+lost answers, so the service stores the entry once however many attempts reach it).
+
+A retryable 409 is the service refusing a write for a moment — ``erasure_in_progress``
+(the subject's key fenced while a forget re-keys it, longer than the service waits), or
+any 409 whose problem says ``retryable: true``: nothing was stored, and the same request
+succeeds once the re-key is over. An erased subject (410 ``subject_erased``) is never
+retried.
 """
 
 from __future__ import annotations
@@ -14,7 +22,14 @@ from typing import Callable, Optional, TypeVar
 
 from .errors import LetheError, ServiceError
 
-__all__ = ["retry_call", "is_retryable", "new_idempotency_key"]
+__all__ = ["retry_call", "is_retryable", "is_retryable_conflict", "new_idempotency_key", "CONFLICT_ATTEMPTS", "CONFLICT_BASE_DELAY", "CONFLICT_MAX_DELAY"]
+
+#: How often the client tries a write refused with a retryable 409, the first attempt included.
+CONFLICT_ATTEMPTS = 6
+#: The wait before the second attempt (seconds), doubling after each (jittered to 50–100 %).
+CONFLICT_BASE_DELAY = 0.1
+#: The longest wait between two attempts (seconds).
+CONFLICT_MAX_DELAY = 2.0
 
 R = TypeVar("R")
 
@@ -29,6 +44,12 @@ def is_retryable(error: BaseException) -> bool:
     """Whether the same call may succeed later: no answer or a timeout, 503
     ``unavailable``, 429 ``too_many_streams``, 409 ``erasure_in_progress``."""
     return isinstance(error, LetheError) and error.retryable
+
+
+def is_retryable_conflict(error: BaseException) -> bool:
+    """Whether the service refused a write for a moment: a 409 that is retryable
+    (``erasure_in_progress``, or a problem saying ``retryable: true``). Nothing was stored."""
+    return isinstance(error, ServiceError) and error.status == 409 and error.retryable
 
 
 def retry_call(
