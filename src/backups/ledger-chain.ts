@@ -30,6 +30,7 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { sql } from 'drizzle-orm';
 import { constantTimeEqual, utf8 } from '../crypto/index.js';
 import { type Executor, queryRows, type Transaction } from '../db/client.js';
+import type { KeyReplacement } from '../db/schema.js';
 import { LetheError } from '../errors.js';
 import type { BackupContext } from './context.js';
 import {
@@ -100,9 +101,10 @@ async function assign(ctx: BackupContext, everything: boolean): Promise<number> 
         reason: string;
         wrapped_epoch: number;
         leased_until: Date | string | null;
+        replaced_by: KeyReplacement | null;
       }>(
         tx,
-        sql`select dl.key_id, dl.key_kind, dl.subject_hash, dl.destroyed_at, dl.reason, dl.wrapped_epoch, dl.leased_until
+        sql`select dl.key_id, dl.key_kind, dl.subject_hash, dl.destroyed_at, dl.reason, dl.wrapped_epoch, dl.leased_until, dl.replaced_by
               from destruction_ledger dl
              where ${everything ? sql`` : sql`dl.durable_at is null and`}
                    not exists (select 1 from ledger_exports le where le.bucket = ${bucket} and le.key_id = dl.key_id and le.chain_seq is not null)
@@ -126,6 +128,7 @@ async function assign(ctx: BackupContext, everything: boolean): Promise<number> 
           reason: r.reason,
           wrappedEpoch: Number(r.wrapped_epoch),
           leasedUntil: r.leased_until ? new Date(r.leased_until).toISOString() : null,
+          ...(r.replaced_by ? { replacedBy: r.replaced_by } : {}),
         })),
         manifests: manifests.map((m) => ({ backupId: m.backup_id, version: Number(m.manifest_version) })),
       });

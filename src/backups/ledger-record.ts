@@ -2,6 +2,7 @@
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { canonicalJson, type Json } from '../crypto/certificate.js';
 import { constantTimeEqual, type KeyedHasher, utf8 } from '../crypto/index.js';
+import type { KeyReplacement } from '../db/schema.js';
 import { LetheError } from '../errors.js';
 import type { Retention } from '../storage/store.js';
 import type { BackupContext } from './context.js';
@@ -25,6 +26,8 @@ export interface LedgerEntry {
   readonly reason: string;
   readonly wrappedEpoch: number;
   readonly leasedUntil: string | null;
+  /** A re-key's replacement (ciphertext only): what a restore replays to bring the survivors back. */
+  readonly replacedBy?: KeyReplacement;
 }
 
 export interface ChainRecord {

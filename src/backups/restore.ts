@@ -22,6 +22,8 @@ import { adoptChain } from './ledger-chain.js';
 import { type Manifest, readManifest } from './manifest.js';
 import { BACKED_UP_PREFIXES, sha256Hex } from './objects.js';
 import { type RestoreLedger, restoreLedger } from './restore-ledger.js';
+import { type BackupKeyRow, type Carried, carryPlan, carrySurvivors } from './restore-carry.js';
+import type { LedgerEntry } from './ledger-record.js';
 import { RestoreUndo } from './restore-undo.js';
 
 export interface RestoreResult {
@@ -41,6 +43,11 @@ export interface RestoreResult {
   readonly destroyedKeys: number;
   /** Destructions written into the restored ledger that the backup's own rows did not have. */
   readonly replayed: number;
+  /**
+   * Survivors of forgets made after the backup, brought back under the key their re-keys
+   * lead to (`keys`, `entries`); `lost`, per subject: entries no re-key could carry.
+   */
+  readonly carried: Carried;
   readonly ledger: 'replayed' | 'forced';
   /** What a forced restore could not guarantee, and what was found and worked around in the ledger chain. */
   readonly warnings: string[];
@@ -120,8 +127,15 @@ export async function restoreBackup(ctx: BackupContext, backupId: string, option
     artifacts: counts.imported.artifacts,
     destroyedKeys: destroyed.size,
     replayed: counts.replayed,
+    carried: counts.carried,
     ledger: forced ? 'forced' : 'replayed',
-    warnings,
+    warnings: [
+      ...warnings,
+      ...counts.carried.lost.map(
+        (l) =>
+          `subject ${l.subjectHash.slice(0, 16)}…: ${l.entries} entr${l.entries === 1 ? 'y' : 'ies'} of the backup could not be carried across a later re-key (frames converted into a segment written after the backup)`,
+      ),
+    ],
   };
 }
 
@@ -135,22 +149,29 @@ async function loadExport(
   tx: Transaction,
   undo: RestoreUndo,
   load: { backupId: string; manifest: Manifest; dump: DatabaseExport; ledger: RestoreLedger; actor: string },
-): Promise<{ imported: Awaited<ReturnType<typeof importDatabase>>; replayed: number }> {
+): Promise<{ imported: Awaited<ReturnType<typeof importDatabase>>; replayed: number; carried: Carried }> {
   const { backupId, manifest, dump, actor } = load;
   const { chain, destroyed, knownAtBackup, forced } = load.ledger;
   // every lethe table's rows, put back should a later step fail
   undo.saved = await snapshotTables(tx);
   // a fresh database has its own first epoch and audit rows: the backup's replace them
   await clearForRestore(tx);
+  const replaced: BackupKeyRow[] = [];
   const imported = await importDatabase(tx, dump, (table, row) => {
     if (table === 'subject_keys' || table === 'artifact_keys') {
       const keep = !destroyed.has(String(row.keyId));
       if (keep) undo.keyIds.add(String(row.keyId));
+      else if (table === 'subject_keys' && destroyed.get(String(row.keyId))?.replacedBy) {
+        replaced.push({ keyId: String(row.keyId), subjectHash: row.subjectHash as Uint8Array, nextSeq: Number(row.nextSeq) });
+      }
       return keep;
     }
     if (table === 'embeddings') return !destroyed.has(String(row.keyId));
     return true;
   });
+  // the survivors of re-keys made after the backup, under the key those re-keys lead to (restore-carry.ts)
+  const carried = await carrySurvivors(tx, replaced, destroyed);
+  for (const k of carried.created) undo.keyIds.add(k.keyId);
   const inLedger = new Set(knownAtBackup);
   const replay = [...destroyed.values()].filter((d) => !inLedger.has(d.keyId));
   await replayDestructions(
@@ -163,6 +184,7 @@ async function loadExport(
       reason: `replayed at restore: ${d.reason}`,
       wrappedEpoch: d.wrappedEpoch,
       leasedUntil: d.leasedUntil ? new Date(d.leasedUntil) : null,
+      replacedBy: d.replacedBy ?? null,
       // durable when the bucket's ledger chain holds it (a manifest's mark alone is written into the chain again)
       durableAt: chain.entries.has(d.keyId) ? new Date() : null,
     })),
@@ -172,13 +194,22 @@ async function loadExport(
   await ctx.destructions.resetDurable(tx);
   await ctx.destructions.markDurable(tx, [...chain.entries.keys()]);
   await ctx.audit.append(tx, [
+    // each key a carry brought back is created here: its row was written by no key creation of this database
+    ...carried.created.map((k) => ({
+      actor,
+      action: 'key.create' as const,
+      keyId: k.keyId,
+      subjectHash: k.subjectHash,
+      epoch: k.epoch,
+      detail: { restoredFrom: backupId, replaces: k.replaces },
+    })),
     {
       actor,
       action: 'backup.restore',
-      detail: { backupId, manifestVersion: manifest.version, replayed: replay.length, forced },
+      detail: { backupId, manifestVersion: manifest.version, replayed: replay.length, forced, carriedKeys: carried.keys, carriedEntries: carried.entries },
     },
   ]);
-  return { imported, replayed: replay.length };
+  return { imported, replayed: replay.length, carried };
 }
 
 /** The live artifacts whose current version's key is gone, regenerated from the restored sources (or erased for want of any). */
@@ -209,19 +240,26 @@ async function regenerateStale(ctx: BackupContext): Promise<{ stale: string[]; r
  * and not checked. The export's active epoch must be held as well: a restored vault
  * wraps its new keys under it.
  */
-async function refuseInertEpochs(ctx: BackupContext, backupId: string, dump: DatabaseExport, destroyed: ReadonlyMap<string, unknown>): Promise<void> {
+async function refuseInertEpochs(ctx: BackupContext, backupId: string, dump: DatabaseExport, destroyed: ReadonlyMap<string, LedgerEntry>): Promise<void> {
   const byEpoch = new Map<number, { keys: number; sample: { keyId: string; wrapped: Uint8Array; purpose: KeyPurpose } }>();
   for (const table of ['subject_keys', 'artifact_keys'] as const) {
     for (const row of dump.tables[table] ?? []) {
-      const keyId = String(row.keyId);
-      if (destroyed.has(keyId)) continue;
-      const epoch = Number(row.epoch);
+      let keyId = String(row.keyId);
+      let epoch = Number(row.epoch);
+      let wrappedValue = row.wrappedDek;
+      if (destroyed.has(keyId)) {
+        // a subject key re-keyed after the backup comes back as the key its re-keys lead to: that one's epoch must be held
+        const plan = table === 'subject_keys' ? carryPlan(keyId, destroyed) : undefined;
+        if (!plan) continue;
+        ({ keyId, epoch } = plan.final);
+        wrappedValue = new Uint8Array(Buffer.from(plan.final.wrappedDek, 'hex'));
+      }
       const seen = byEpoch.get(epoch);
       if (seen) {
         seen.keys++;
         continue;
       }
-      const wrapped = decodeValue(row.wrappedDek);
+      const wrapped = wrappedValue instanceof Uint8Array ? wrappedValue : decodeValue(wrappedValue);
       if (!(wrapped instanceof Uint8Array))
         throw new LetheError('validation_failed', `the database export of backup ${backupId} holds no wrapped copy of key ${keyId}`);
       const purpose: KeyPurpose = table === 'subject_keys' ? 'subject' : row.purpose === 'erasure' ? 'erasure' : 'artifact-version';

@@ -17,9 +17,11 @@
  *   carries no score. The item itself — whole namespace, key, value, first creation
  *   time — travels in each entry's `metadata` under `langgraph`, inside the sealed
  *   frame: lethe's index and the object store never hold it in clear.
- * - **put** appends a new entry; a re-put of the same namespace and key supersedes
- *   the old one by forgetting it (`DELETE /v1/entries/{id}`, a records-scope erasure)
- *   once the new one is stored. **put(…, null)** and **delete** forget it.
+ * - **put** appends a new entry; a re-put supersedes the old one (`POST …/supersede`:
+ *   the successor stored and the old version forgotten in one transaction, the probe
+ *   not counting the successor), with the writer token alone; a put that meets a
+ *   concurrent one reads again and supersedes its successor (last writer wins).
+ *   **put(…, null)** and **delete** forget it (the writer token, for its own entries).
  * - **get** is the latest live entry with that namespace and key (the subject's
  *   entries are read, page after page).
  * - **search** with a `query` is a scoped search of the subject (`POST /v1/search`
@@ -70,10 +72,12 @@ import {
 } from './langgraph-items.js';
 import { decodeSubjectLabel } from './subject-labels.js';
 import type { Lethe, NewEntry } from './lethe.js';
+import type { ItemLocation, LetheStoreOptions } from './langgraph-options.js';
 import type { LetheWriter } from './writer.js';
 
 export { ITEM_FIELD } from './langgraph-items.js';
 export { decodeSubjectLabel, encodeSubjectLabel } from './subject-labels.js';
+export type { ItemLocation, LetheStoreOptions } from './langgraph-options.js';
 
 /** The entry kind of the store's items (default). */
 export const ITEM_KIND = 'langgraph-item';
@@ -81,41 +85,8 @@ export const ITEM_KIND = 'langgraph-item';
 /** The most hits one search asks lethe for (the service's `k` limit). */
 const MAX_K = 100;
 
-export interface LetheStoreOptions {
-  /** The client, with tokens for the writer role (appends, reads, search) and the eraser role (forgetting). */
-  readonly lethe: Lethe;
-  /**
-   * Which label of a namespace is the subject (0-based): `1` for `['memories', userLabel]`.
-   * The label is decoded with `decodeSubjectLabel` (write it with `encodeSubjectLabel`).
-   * Give this or `subjectOf`: the store refuses to start without one.
-   */
-  readonly subjectLabel?: number;
-  /** The subject of a namespace; undefined when a prefix does not name one. Give this or `subjectLabel`. */
-  readonly subjectOf?: (namespace: readonly string[]) => string | undefined;
-  /**
-   * What an item's entry texts (what search matches) are made of, as LangGraph index
-   * paths (`"text"`, `"notes[*].content"`, `"$"` for the whole value as JSON): one
-   * entry per path, scored on its own (an item answers its best field's score).
-   * Default: every string in the value, in order, one per line, as one field. A put's
-   * `index` overrides it; `index: false` stores the item unindexed (found by listing,
-   * and after the scored items of a query, without a score).
-   */
-  readonly fields?: readonly string[];
-  /** Append through this writer (it seals in this process) instead of the service. */
-  readonly writer?: LetheWriter;
-  /** Subjects `listNamespaces` and prefix-less searches also cover (the ones this store touches are added as it goes). */
-  readonly subjects?: Iterable<string>;
-  /** The kind of the items' entries (default `langgraph-item`). */
-  readonly kind?: string;
-}
-
-/** Where an item lives in lethe: its subject and the entries holding its current value (one per indexed field). */
-export interface ItemLocation {
-  readonly subject: string;
-  /** The first of `entryIds`. */
-  readonly entryId: string;
-  readonly entryIds: readonly string[];
-}
+/** Tries of a put that meets a concurrent put of the same key. */
+const PUT_ATTEMPTS = 8;
 
 /** A subject's entries as the store reads them: gone (404 never seen, 410 erased) reads as none. */
 function gone(e: unknown): boolean {
@@ -249,8 +220,23 @@ export class LetheStore extends BaseStore {
     validateNamespace(op.namespace, { allowReservedRoot: op.value === null });
     const subject = this.#subjectFor(op.namespace);
     this.#subjects.add(subject);
+    // a concurrent put of the same key (another graph node) may supersede a version under us: read again and supersede its successor
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.#putOnce(op, subject, cache);
+      } catch (e) {
+        if (attempt >= PUT_ATTEMPTS - 1 || !(e instanceof ServiceError && e.code === 'conflict')) throw e;
+        cache.delete(subject);
+      }
+    }
+  }
+
+  async #putOnce(op: PutOperation, subject: string, cache: Map<string, Promise<Located[]>>): Promise<void> {
     const older = this.#versions(await this.#items(subject, cache), op.namespace, op.key);
     cache.delete(subject);
+    // the entries of the item's live versions, oldest first: each new entry supersedes one, the rest are forgotten
+    const olds = older.flatMap((v) => v.entryIds);
+    let used = 0;
     if (op.value !== null) {
       const first = older[0]?.item.createdAt;
       const base: Stored = {
@@ -277,18 +263,30 @@ export class LetheStore extends BaseStore {
         }
       }
       for (const entry of entries) {
-        if (this.#writer) await this.#writer.append(subject, entry);
+        const old = this.#writer ? undefined : olds[used];
+        if (old !== undefined) {
+          // an update: the successor stored and the old version forgotten in one transaction, never two live versions
+          await this.#lethe.entries.supersede(subject, old, entry);
+          used++;
+        } else if (this.#writer) await this.#writer.append(subject, entry);
         else await this.#lethe.entries.append(subject, entry);
       }
     }
-    // the new value is stored: forget the ones it supersedes (or, for a delete, the item)
-    for (const old of older) {
-      for (const entryId of old.entryIds) {
-        try {
-          await this.#lethe.forget(entryId);
-        } catch (e) {
-          if (!gone(e)) throw e;
-        }
+    // what no new entry superseded (a delete, fewer fields, a writer that seals locally): forgotten
+    for (const entryId of olds.slice(used)) await this.#forget(entryId);
+  }
+
+  /** Forgets an entry: with the writer token when it wrote it, else with the eraser token. */
+  async #forget(entryId: string): Promise<void> {
+    try {
+      await this.#lethe.entries.forget(entryId);
+    } catch (e) {
+      if (gone(e)) return;
+      if (!(e instanceof ServiceError && e.status === 403)) throw e;
+      try {
+        await this.#lethe.forget(entryId);
+      } catch (again) {
+        if (!gone(again)) throw again;
       }
     }
   }

@@ -24,7 +24,7 @@ import { Certificates } from './certificates.js';
 import { Erasures, type RecordsErasureRequest, type RequestedErasure } from './erasures.js';
 import type { Provenance, Regeneration, SearchHit, SearchResult } from '../wire/artifacts.js';
 import type { Backup } from '../wire/backups.js';
-import type { Entry } from '../wire/log.js';
+import type { Entry, Superseded } from '../wire/log.js';
 import { newIdempotencyKey, type RetryOptions, retryPolicy, withRetries } from './retry.js';
 import { followPages, type PageOptions, query, RoleCalls, type RoleTokens, seg } from './roles.js';
 import { Subjects } from './subjects.js';
@@ -168,6 +168,27 @@ export class Entries {
     );
     const { entryId, keyId, seq } = (await res.json()) as AppendResult;
     return { entryId, keyId, seq, replayed: res.headers.get('idempotent-replayed') === 'true' };
+  }
+
+  /**
+   * Updates a memory: `entry` is appended as the successor of `entryId` and the old one
+   * forgotten, in one transaction (the old version's erasure does not count the
+   * successor). Writer role: only entries this token wrote (eraser: any). Retried while
+   * the subject is re-keyed for a moment; 409 `conflict` when the entry was already
+   * forgotten or superseded — supersede its current version.
+   */
+  async supersede(subject: string, entryId: string, entry: NewEntry): Promise<Superseded> {
+    const res = await withRetries(this.#retry, () =>
+      this.#calls.request('writer', 'POST', `/v1/subjects/${seg(subject)}/entries/${seg(entryId)}/supersede`, { body: entry }),
+    );
+    return (await res.json()) as Superseded;
+  }
+
+  /** Forgets an entry this writer token wrote (a records-scope erasure; `lethe.forget` takes any, with the eraser token). */
+  async forget(entryId: string): Promise<RequestedErasure> {
+    const res = await this.#calls.request('writer', 'DELETE', `/v1/entries/${seg(entryId)}`);
+    const accepted = (await res.json()) as { erasureId: string; status: RequestedErasure['status'] };
+    return { ...accepted, created: res.status === 202 };
   }
 
   /** One entry, with a read fence (410 key_destroyed or entry_forgotten once erased). */

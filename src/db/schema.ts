@@ -65,6 +65,18 @@ export const subjectKeys = pgTable(
   (t) => [uniqueIndex('subject_keys_subject_hash').on(t.subjectHash), index('subject_keys_epoch_key').on(t.epoch, t.keyId)],
 );
 
+/** What a re-key's destruction row carries (`replaced_by`): ciphertext and ids only. */
+export interface KeyReplacement {
+  readonly keyId: string;
+  readonly epoch: number;
+  /** The new key wrapped under `epoch`'s KEK (hex): what `subject_keys.wrapped_dek` holds. */
+  readonly wrappedDek: string;
+  /** The survivors carried: [entry id, record key wrapped under the new key (hex)]. */
+  readonly records: ReadonlyArray<readonly [string, string]>;
+  /** Survivors that cannot be carried (frames converted into a segment written after the backup). */
+  readonly lost: readonly string[];
+}
+
 export const destructionLedger = pgTable(
   'destruction_ledger',
   {
@@ -81,6 +93,13 @@ export const destructionLedger = pgTable(
     wrappedEpoch: integer('wrapped_epoch').notNull(),
     /** Leases handed to writers stay usable in their memory until this time. */
     leasedUntil: tstz('leased_until'),
+    /**
+     * A re-key's replacement (src/log/rekey.ts), ciphertext only: the new key wrapped
+     * under its epoch, and the survivors' record keys wrapped under it. It travels in the
+     * ledger chain, so a restore of a backup taken before the re-key brings the survivors
+     * back and only the left-out entries stay gone (src/backups/restore-carry.ts).
+     */
+    replacedBy: jsonb('replaced_by').$type<KeyReplacement>(),
     /**
      * When the destruction's record became durable in the backup store's ledger
      * chain: until then the destruction is pending (the key is already unusable, but

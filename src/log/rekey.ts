@@ -112,6 +112,11 @@ export async function rekeyKey(deps: RekeyDeps, oldKeyId: string, state: 'active
         newDek,
         // a key fenced by someone else (an erasure of this subject) stays fenced under its new id
         newState: wasActive ? 'active' : 'fenced',
+        // what a restore of a backup taken before now replays: the survivors whose frames it holds (a converted frame's new segment it does not)
+        carried: {
+          records: moved.filter((m) => m.segment === null).map((m) => [m.entry_id, m.wrapped] as const),
+          lost: moved.filter((m) => m.segment !== null).map((m) => m.entry_id),
+        },
         migrate: async (tx) => {
           await tx.execute(sql`update log_entries as e
                                   set key_id = ${newKeyId}, wrapped_key = decode(v.wrapped, 'hex'),

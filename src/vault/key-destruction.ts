@@ -7,7 +7,7 @@
  */
 import { eq } from 'drizzle-orm';
 import type { Database, Transaction } from '../db/client.js';
-import { destructionLedger, subjectKeys, type SubjectKeyRow } from '../db/schema.js';
+import { destructionLedger, type KeyReplacement, subjectKeys, type SubjectKeyRow } from '../db/schema.js';
 import { LetheError } from '../errors.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
 import type { AuditLog } from './audit.js';
@@ -41,6 +41,11 @@ export interface Replacement {
   readonly refuseIf?: (tx: Transaction, subjectHash: Uint8Array) => Promise<boolean>;
   /** Moves the caller's records onto the new key, inside the same transaction. */
   readonly migrate: (tx: Transaction) => Promise<void>;
+  /**
+   * The records moved, as a restore replays them (`destruction_ledger.replaced_by`):
+   * [entry id, its record key wrapped under the new key (hex)], and those that cannot be.
+   */
+  readonly carried?: { readonly records: ReadonlyArray<readonly [string, string]>; readonly lost: readonly string[] };
 }
 
 interface Deps {
@@ -93,6 +98,16 @@ export function replaceSubjectKey(d: Deps, oldKeyId: string, options: Replacemen
       { actor: options.actor, action: 'key.create', keyId: options.newKeyId, subjectHash: row.subjectHash, epoch, detail: { replaces: oldKeyId } },
     ]);
     await options.migrate(tx);
+    if (options.carried) {
+      const replacedBy: KeyReplacement = {
+        keyId: options.newKeyId,
+        epoch,
+        wrappedDek: Buffer.from(wrappedDek).toString('hex'),
+        records: options.carried.records,
+        lost: options.carried.lost,
+      };
+      await tx.update(destructionLedger).set({ replacedBy }).where(eq(destructionLedger.keyId, oldKeyId));
+    }
     return destruction;
   });
 }

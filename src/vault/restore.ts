@@ -8,7 +8,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { Executor, Transaction } from '../db/client.js';
-import { destructionLedger, type LedgerRow } from '../db/schema.js';
+import { destructionLedger, type LedgerRow, subjectKeys } from '../db/schema.js';
 
 /** Empties the tables a fresh database fills at start-up (epochs, the audit chain), inside the restore's transaction, after it saved their rows. */
 export async function clearForRestore(tx: Transaction): Promise<void> {
@@ -33,4 +33,17 @@ export async function replayDestructions(tx: Transaction, rows: ReadonlyArray<Om
 /** Moves the ledger's seq counter past every row (after rows were loaded with their own seq). */
 export async function resyncLedgerSeq(tx: Executor): Promise<void> {
   await tx.execute(sql`select setval(pg_get_serial_sequence('destruction_ledger', 'seq'), coalesce((select max(seq) from destruction_ledger), 0) + 1, false)`);
+}
+
+/**
+ * A subject key a restore carries across the re-keys made after its backup
+ * (src/backups/restore-carry.ts): the replacement's wrapped key, live again under the
+ * epoch that wrapped it, with the backup's sequence counter.
+ */
+export async function restoreCarriedKey(
+  tx: Transaction,
+  key: { keyId: string; subjectHash: Uint8Array; epoch: number; wrappedDek: Uint8Array; nextSeq: number },
+): Promise<void> {
+  const now = new Date();
+  await tx.insert(subjectKeys).values({ ...key, state: 'active', createdAt: now, updatedAt: now });
 }

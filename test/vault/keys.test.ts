@@ -90,10 +90,13 @@ describe('subject keys on PostgreSQL', () => {
       'keyKind',
       'leasedUntil',
       'reason',
+      'replacedBy',
       'seq',
       'subjectHash',
       'wrappedEpoch',
     ]);
+    // only a re-key's destruction carries its replacement (ciphertext: restore-carry.ts); a destruction carries nothing
+    expect(ledger!.replacedBy).toBeNull();
     expect(ledger!.keyKind).toBe('subject');
     expect(hashHex(ledger!.subjectHash!)).toBe(hashHex(before!.subjectHash));
 

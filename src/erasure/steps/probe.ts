@@ -106,6 +106,28 @@ async function awaitCoverage(res: StepContext['res'], state: StepContext['state'
   return { coverage, unindexed, queueWait };
 }
 
+/**
+ * The probe's score, leaving out a supersession's successor chain (supersede.ts); a
+ * successor written while it scored (the item's next update) is not a copy either:
+ * scored again without it.
+ */
+async function scoreBeyondSuccessors(
+  res: ErasureResources,
+  row: StepContext['row'],
+  score: (successors: ReadonlySet<string>) => ReturnType<typeof scoreProbe>,
+): Promise<{ scored: ReturnType<typeof scoreProbe>; successors: ReadonlySet<string> }> {
+  const successorsNow = async () => new Set(await res.log.successorsOf(forgottenEntries(row) ?? []));
+  let successors = await successorsNow();
+  let scored = score(successors);
+  for (let again = 0; again < 3 && scored.matches.length > 0; again++) {
+    const later = await successorsNow();
+    if (!scored.matches.some((m) => later.has(m.id) && !successors.has(m.id))) break;
+    successors = later;
+    scored = score(successors);
+  }
+  return { scored, successors };
+}
+
 export const probe: Step = {
   name: 'probe',
   async run({ res, row, state }) {
@@ -150,8 +172,7 @@ export const probe: Step = {
       const rulings = (state.dismissals ?? []).filter(inEffect);
       const dismissed = new Map(rulings.map((d) => [d.id, { score: d.ruledScore, keyId: d.keyId }]));
       const index = res.vectors.index;
-      const successorsNow = async () => new Set(await res.log.successorsOf(forgottenEntries(row) ?? []));
-      const score = (successors: ReadonlySet<string>) =>
+      const { scored, successors } = await scoreBeyondSuccessors(res, row, (successors) =>
         scoreProbe({
           successors,
           index: res.vectors.lexical,
@@ -162,16 +183,8 @@ export const probe: Step = {
           dismissed,
           unreadable,
           sameModel,
-        });
-      let successors = await successorsNow();
-      let scored = score(successors);
-      // a successor written while the probe scored (the next update of the item) is not a copy either: score again without it
-      for (let again = 0; again < 3 && scored.matches.length > 0; again++) {
-        const later = await successorsNow();
-        if (!scored.matches.some((m) => later.has(m.id) && !successors.has(m.id))) break;
-        successors = later;
-        scored = score(successors);
-      }
+        }),
+      );
       // a match is named only when its tier still reads it (or it is an indexed vector whose text is gone)
       const query = {
         vectors: [],

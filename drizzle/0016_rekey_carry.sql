@@ -1,0 +1,1 @@
+ALTER TABLE "destruction_ledger" ADD COLUMN "replaced_by" jsonb;
