@@ -49,6 +49,9 @@
  *  13. forget   forget one memory (DELETE /v1/entries/{id} → erasure finished) for a subject of 10 vs
  *               2,000 [10,000] memories (real MinIO, writer client), median wall / destroy-step times and the
  *               ratio; the re-key's parts; vs a re-key of legacy frames (the previous design)
+ *  13b. supersede one subject under 4 steady appenders: appends alone, then one client updating
+ *               memories (POST …/supersede), then 4 clients forgetting (each until its erasure ends);
+ *               supersede ÷ append median and append p99 while forgets run ÷ alone (12 s phases)
  *  14. providers the local keyring vs PKCS#11 (SoftHSM2) vs AWS KMS (local-kms), same run: wraps/s and
  *               unwraps/s at concurrency 1 and 16 through the KeyProvider the vault opens; a KEK rotation
  *               of 5,000 keys (500 through AWS KMS, its time for 5,000 computed) [100,000 through each]
@@ -86,6 +89,7 @@ import { type EnvelopeResult, formatEnvelope } from './envelope.js';
 import { type ErasureResult, formatErasure } from './erasure.js';
 import { type FaultsResult, formatFaults } from './faults.js';
 import { type ForgetResult, formatForget } from './forget.js';
+import { formatSupersede, type SupersedeResult } from './supersede.js';
 import { formatLease, type LeaseResult } from './lease.js';
 import { BENCH_DIR, benchKeys, DEFAULT_RUN_TARGET_SECONDS, FULL, QUICK } from './support/mode.js';
 import { runChild } from './support/process.js';
@@ -114,6 +118,7 @@ type Name =
   | 'streams'
   | 'scoped'
   | 'forget'
+  | 'supersede'
   | 'providers'
   | 'keys'
   | 'units'
@@ -141,6 +146,7 @@ const ALL: Name[] = [
   'streams',
   'scoped',
   'forget',
+  'supersede',
   'providers',
   'keys',
   'units',
@@ -193,6 +199,7 @@ const faults = sections.faults as Section<FaultsResult> | undefined;
 const streams = sections.streams as Section<StreamsResult> | undefined;
 const scoped = sections.scoped as Section<ScopedResult> | undefined;
 const forget = sections.forget as Section<ForgetResult> | undefined;
+const supersede = sections.supersede as Section<SupersedeResult> | undefined;
 const providers = sections.providers as Section<ProvidersResult> | undefined;
 const keysSection = sections.keys as Section<KeysResult> | undefined;
 const units = sections.units as Section<UnitsResult> | undefined;
@@ -291,6 +298,11 @@ out.push('');
 out.push('== 13. Forget one memory: a subject of 10 vs 10,000 memories ==');
 if (forget?.result) out.push(formatted(formatForget, forget.result), sectionLine('forget', forget));
 else out.push(forget ? `FAILED: ${forget.error}` : 'skipped');
+
+out.push('');
+out.push('== 13b. Updates and forgets of one subject under steady appends ==');
+if (supersede?.result) out.push(formatted(formatSupersede, supersede.result), sectionLine('supersede', supersede));
+else out.push(supersede ? `FAILED: ${supersede.error}` : 'skipped');
 
 out.push('');
 out.push('== 14. Key providers: local keyring vs PKCS#11 (SoftHSM2) vs AWS KMS (local-kms) ==');

@@ -1,0 +1,209 @@
+/**
+ * Updates and forgets of one subject under steady appends (issue 31): what an agent
+ * rewriting its memories costs next to writing them, and what it does to the writes.
+ *
+ * One service in this process on PostgreSQL and MinIO; one subject seeded with
+ * memories; APPENDERS clients append to it without pause through every phase.
+ *   1. baseline    appends alone: their latency (median, p99)
+ *   2. supersede   one more client updates the seeded memories one after another
+ *                  (POST …/supersede); the appends go on. Ratio: supersede median ÷
+ *                  append median in the same window. Aim <= 2.
+ *   3. forget      FORGETTERS clients forget seeded memories (DELETE /v1/entries/{id}),
+ *                  each waiting for its erasure to finish before the next; the appends go
+ *                  on. Forgets completed per second, and append p99 ÷ the baseline's. Aim <= 2.
+ */
+import { randomBytes } from 'node:crypto';
+import { startServer, type RunningServer } from '../src/app/serve.js';
+import { loadConfig } from '../src/config/index.js';
+import { createLogger } from '../src/observability/logger.js';
+import { envInt, QUICK } from './support/mode.js';
+import { runIfMain, sleep } from './support/process.js';
+import { type Aim, aim, fmtInt, fmtNum, fmtRatio, formatAims, median, progress, table } from './support/report.js';
+import { cleanup, openScratch, randomRootKey, type Scratch } from './support/scratch.js';
+
+interface Latencies {
+  readonly n: number;
+  readonly medianMs: number;
+  readonly p99Ms: number;
+}
+
+export interface SupersedeResult {
+  readonly appenders: number;
+  readonly forgetters: number;
+  readonly seconds: number;
+  readonly baseline: Latencies;
+  readonly duringSupersede: { readonly appends: Latencies; readonly supersedes: Latencies };
+  readonly duringForget: { readonly appends: Latencies; readonly forgets: number; readonly forgetsPerSecond: number; readonly erasureMedianMs: number };
+  readonly aims: Aim[];
+}
+
+function latencies(xs: number[]): Latencies {
+  const s = [...xs].sort((a, b) => a - b);
+  return {
+    n: s.length,
+    medianMs: s.length ? median(s) : Number.NaN,
+    p99Ms: s.length ? s[Math.min(s.length - 1, Math.ceil(0.99 * s.length) - 1)]! : Number.NaN,
+  };
+}
+
+export async function runSupersede(): Promise<SupersedeResult> {
+  const SECONDS = envInt('BENCH_SUPERSEDE_SECONDS', QUICK ? 5 : 12, 1);
+  const APPENDERS = envInt('BENCH_SUPERSEDE_APPENDERS', 4, 1);
+  const FORGETTERS = envInt('BENCH_SUPERSEDE_FORGETTERS', 4, 1);
+  const SEED = envInt('BENCH_SUPERSEDE_SEED', 400, 10);
+  const writer = `writer-${randomBytes(18).toString('base64url')}`;
+  const eraser = `eraser-${randomBytes(18).toString('base64url')}`;
+  const bucket = `lethe-bench-${randomBytes(4).toString('hex')}`;
+  let scratch: Scratch | undefined;
+  let server: RunningServer | undefined;
+  try {
+    scratch = await openScratch('supersede', { minio: true });
+    const config = loadConfig({
+      DATABASE_URL: scratch.db.url,
+      LETHE_DATA_DIR: scratch.dataDir,
+      LETHE_ROOT_KEY: randomRootKey(),
+      LETHE_TOKENS: `writer=${writer},eraser=${eraser}`,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LETHE_LOG_LEVEL: 'warn',
+      LETHE_ERASURE_POLL_MS: '50',
+      ...scratch.s3,
+      S3_BUCKET: bucket,
+      S3_BACKUP_BUCKET: `${bucket}-bak`,
+    });
+    server = await startServer(config, createLogger('warn', process.stderr));
+    const base = `http://127.0.0.1:${server.port}`;
+    const call = async (token: string, method: string, path: string, body?: unknown): Promise<unknown> => {
+      const res = await fetch(`${base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
+      const text = await res.text();
+      if (res.status >= 300) throw new Error(`${method} ${path.split('/').slice(0, 4).join('/')} answered ${res.status}: ${text.slice(0, 200)}`);
+      return JSON.parse(text) as unknown;
+    };
+    const subject = 'bench-supersede';
+    let n = 0;
+    const append = async () =>
+      (
+        (await call(writer, 'POST', `/v1/subjects/${subject}/entries`, {
+          text: `memory ${n++}: ${randomBytes(12).toString('hex')} likes ${n % 7} things`,
+        })) as {
+          entryId: string;
+        }
+      ).entryId;
+    progress(`supersede: seeding ${fmtInt(SEED)} memories`);
+    const seeded: string[] = [];
+    for (let i = 0; i < SEED; i += 16) seeded.push(...(await Promise.all(Array.from({ length: Math.min(16, SEED - i) }, append))));
+
+    /** Appends from APPENDERS clients until `stop` resolves: their latencies. */
+    const steadyAppends = (stop: Promise<void>) => {
+      const samples: number[] = [];
+      let stopped = false;
+      void stop.then(() => {
+        stopped = true;
+      });
+      const lane = async () => {
+        while (!stopped) {
+          const t0 = performance.now();
+          await append();
+          samples.push(performance.now() - t0);
+        }
+      };
+      return Promise.all(Array.from({ length: APPENDERS }, lane)).then(() => samples);
+    };
+    const phase = async <T>(name: string, work: (deadline: number) => Promise<T>): Promise<{ appends: number[]; result: T }> => {
+      progress(`supersede: ${name} for ${SECONDS} s under ${APPENDERS} appenders`);
+      let end!: () => void;
+      const stop = new Promise<void>((r) => {
+        end = r;
+      });
+      const appends = steadyAppends(stop);
+      const result = await work(performance.now() + SECONDS * 1000);
+      end();
+      return { appends: await appends, result };
+    };
+
+    const baseline = await phase('baseline', (deadline) => sleep(Math.max(0, deadline - performance.now())));
+    let next = 0;
+    const updated = await phase('supersede', async (deadline) => {
+      const samples: number[] = [];
+      while (performance.now() < deadline && next < seeded.length) {
+        const id = seeded[next++]!;
+        const t0 = performance.now();
+        await call(writer, 'POST', `/v1/subjects/${subject}/entries/${id}/supersede`, { text: `updated memory ${next}: ${randomBytes(12).toString('hex')}` });
+        samples.push(performance.now() - t0);
+      }
+      return samples;
+    });
+    const forgot = await phase('forget', async (deadline) => {
+      const erasureMs: number[] = [];
+      const t0 = performance.now();
+      const lane = async () => {
+        while (performance.now() < deadline && next < seeded.length) {
+          const id = seeded[next++]!;
+          const s0 = performance.now();
+          const { erasureId } = (await call(eraser, 'DELETE', `/v1/entries/${id}`)) as { erasureId: string };
+          for (;;) {
+            const { status } = (await call(eraser, 'GET', `/v1/erasures/${erasureId}`)) as { status: string };
+            if (status !== 'pending' && status !== 'running') break;
+            await sleep(20);
+          }
+          erasureMs.push(performance.now() - s0);
+        }
+      };
+      await Promise.all(Array.from({ length: FORGETTERS }, lane));
+      return { erasureMs, seconds: (performance.now() - t0) / 1000 };
+    });
+
+    const base0 = latencies(baseline.appends);
+    const duringSupersede = { appends: latencies(updated.appends), supersedes: latencies(updated.result) };
+    const forgets = forgot.result.erasureMs.length;
+    const duringForget = {
+      appends: latencies(forgot.appends),
+      forgets,
+      forgetsPerSecond: forgets / forgot.result.seconds,
+      erasureMedianMs: forgets ? median(forgot.result.erasureMs) : Number.NaN,
+    };
+    const supersedeRatio = duringSupersede.supersedes.medianMs / duringSupersede.appends.medianMs;
+    const p99Ratio = duringForget.appends.p99Ms / base0.p99Ms;
+    return {
+      appenders: APPENDERS,
+      forgetters: FORGETTERS,
+      seconds: SECONDS,
+      baseline: base0,
+      duringSupersede,
+      duringForget,
+      aims: [
+        aim('supersede ÷ append (median, same window)', supersedeRatio, '<= 2', supersedeRatio <= 2),
+        aim('append p99 while forgets run ÷ appends alone', p99Ratio, '<= 2', p99Ratio <= 2),
+      ],
+    };
+  } finally {
+    await cleanup('supersede', [['service', async () => server?.close()]]);
+    await scratch?.cleanup();
+  }
+}
+
+export function formatSupersede(r: SupersedeResult): string {
+  const row = (name: string, l: Latencies) => [name, fmtInt(l.n), fmtNum(l.medianMs, 1), fmtNum(l.p99Ms, 1)];
+  return [
+    `one subject, ${r.appenders} clients appending throughout; ${r.seconds} s per phase`,
+    table(
+      ['calls', 'n', 'median ms', 'p99 ms'],
+      [
+        row('appends alone', r.baseline),
+        row('appends while updates run', r.duringSupersede.appends),
+        row('updates (supersede), one client', r.duringSupersede.supersedes),
+        row(`appends while ${r.forgetters} clients forget`, r.duringForget.appends),
+      ],
+    ),
+    `forgets completed (requested and certified): ${fmtInt(r.duringForget.forgets)}, ${fmtNum(r.duringForget.forgetsPerSecond, 1)}/s; ` +
+      `each from request to its end: median ${fmtNum(r.duringForget.erasureMedianMs, 0)} ms; ` +
+      `supersede ÷ append ${fmtRatio(r.duringSupersede.supersedes.medianMs / r.duringSupersede.appends.medianMs)}`,
+    formatAims(r.aims),
+  ].join('\n');
+}
+
+await runIfMain(import.meta.url, runSupersede, formatSupersede);
