@@ -490,7 +490,8 @@ class LetheClient:
     def forget(self, entry_id: str, *, timeout: Optional[float] = None) -> ErasureAccepted:
         """``DELETE /v1/entries/{entryId}``: forget one memory (a records-scope erasure).
         From now on the entry answers :class:`~lethe.errors.EntryForgottenError` and is
-        absent from lists and search."""
+        absent from lists and search. With a writer token: only entries that token wrote
+        (else :class:`~lethe.errors.ForbiddenError`)."""
         r = self._call("eraser", "DELETE", f"/v1/entries/{path_segment(entry_id, 'entry_id')}", timeout=timeout)
         return ErasureAccepted.from_json(r.json(), created=r.status == 202, location=r.headers.get("Location"))
 

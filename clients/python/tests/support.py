@@ -45,6 +45,9 @@ TOKENS: Dict[str, str] = {
     "backup": "pytest-backup-Tk9x2q",
 }
 
+#: A second writer token: another principal of the writer role (a writer forgets only what its own token wrote).
+SECOND_WRITER = "pytest-writer2-Tk9x2q"
+
 #: Short leases: an erasure's drain step waits for outstanding leases to end.
 LEASE_TTL_SECONDS = 20
 START_TIMEOUT_SECONDS = 180
@@ -98,7 +101,7 @@ class Server:
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": os.environ.get("HOME", str(self.root)),
             "LETHE_DATA_DIR": str(self.data_dir),
-            "LETHE_TOKENS": ",".join(f"{role}={token}" for role, token in TOKENS.items()),
+            "LETHE_TOKENS": ",".join([*(f"{role}={token}" for role, token in TOKENS.items()), f"writer={SECOND_WRITER}"]),
             "PORT": "0",
             "HOST": "127.0.0.1",
             "LETHE_LOG_LEVEL": "info",
@@ -206,6 +209,11 @@ def stop_server() -> None:
     if _server is not None:
         _server.stop()
         _server = None
+
+
+def second_writer() -> LetheClient:
+    """A client with the second writer token (another principal than ``client("writer")``)."""
+    return LetheClient(server().url, token=SECOND_WRITER)
 
 
 def client(role: Optional[str], **kwargs: object) -> LetheClient:

@@ -11,7 +11,7 @@ import unittest
 from typing import ClassVar, Iterator, List, Optional
 
 from . import support
-from .support import client, unique, words
+from .support import client, second_writer, unique, words
 
 from lethe import (
     ConflictError,
@@ -237,8 +237,10 @@ class ForgetTest(unittest.TestCase):
             self.eraser.forget("entry_AAAAAAAAAAAAAAAAAAAAAA")
         with self.assertRaises(ValidationFailedError):
             self.eraser.forget("entry_bad")
+        # a writer forgets only the entries its own token wrote
+        theirs = second_writer().append(unique("user:forget-theirs-"), words()).entry_id
         with self.assertRaises(ForbiddenError):
-            self.writer.forget(self.ids[2])
+            self.writer.forget(theirs)
         with self.assertRaises(ValidationFailedError):
             self.eraser.erasures(cursor="garbage")
 
