@@ -44,18 +44,24 @@ export async function append(
   return (await acrossRekeys(c, subject, () => store(c, subject, input, actor, undefined, origin))).appended;
 }
 
+/** How long a write keeps going again after forgets' re-keys (back to back while forgets keep arriving) before it answers 409. */
+const ACROSS_REKEYS_MS = 10_000;
+
 /**
  * `write` again after a forget's re-key fenced or replaced the subject's key under
- * it (it recorded nothing): no write fails because of a forget. An erasure of the
- * whole subject still refuses at once.
+ * it (it recorded nothing), as often as re-keys come within ACROSS_REKEYS_MS: no
+ * write fails because of a forget. An erasure of the whole subject still refuses at
+ * once (awaitRekey answers false for its fence).
  */
 export async function acrossRekeys<T>(c: LogContext, subject: string, write: () => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
+  const deadline = Date.now() + ACROSS_REKEYS_MS;
+  for (;;) {
     try {
       return await write();
     } catch (e) {
-      if (attempt >= 2 || !isLetheError(e, 'erasure_in_progress')) throw e;
-      if (!(await c.keys.awaitRekey(c.keys.subjectHash(subject)))) throw e;
+      const left = deadline - Date.now();
+      if (left <= 0 || !isLetheError(e, 'erasure_in_progress')) throw e;
+      if (!(await c.keys.awaitRekey(c.keys.subjectHash(subject), left))) throw e;
     }
   }
 }

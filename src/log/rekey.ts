@@ -18,7 +18,7 @@
  */
 import { asc, eq, sql } from 'drizzle-orm';
 import { randomBytes, zeroize } from '../crypto/index.js';
-import { queryRows } from '../db/client.js';
+import { queryRows, type Transaction } from '../db/client.js';
 import { logEntries, type LogEntryRow } from '../db/schema.js';
 import { LetheError } from '../errors.js';
 import { newId, newSegmentKey } from '../ids.js';
@@ -104,6 +104,10 @@ export async function rekeyKey(deps: RekeyDeps, oldKeyId: string, state: 'active
     const unembedded = survivors.filter((r) => !embeddedIds.has(r.entryId)).map((r) => r.entryId);
     const removed = JSON.stringify([...exclude, ...refused.keys()]);
     const marks = JSON.stringify([...refused].map(([entry_id, reason]) => ({ entry_id, reason })));
+    const carried = {
+      records: moved.filter((m) => m.segment === null).map((m) => [m.entry_id, m.wrapped] as [string, string]),
+      lost: moved.filter((m) => m.segment !== null).map((m) => m.entry_id),
+    };
     await deps.vectors.publishingUnder(newKeyId, async () => {
       await deps.keys.replaceKey(oldKeyId, {
         reason: options.reason ?? 'rekey',
@@ -113,10 +117,7 @@ export async function rekeyKey(deps: RekeyDeps, oldKeyId: string, state: 'active
         // a key fenced by someone else (an erasure of this subject) stays fenced under its new id
         newState: wasActive ? 'active' : 'fenced',
         // what a restore of a backup taken before now replays: the survivors whose frames it holds (a converted frame's new segment it does not)
-        carried: {
-          records: moved.filter((m) => m.segment === null).map((m) => [m.entry_id, m.wrapped] as const),
-          lost: moved.filter((m) => m.segment !== null).map((m) => m.entry_id),
-        },
+        carried,
         migrate: async (tx) => {
           await tx.execute(sql`update log_entries as e
                                   set key_id = ${newKeyId}, wrapped_key = decode(v.wrapped, 'hex'),
@@ -139,16 +140,10 @@ export async function rekeyKey(deps: RekeyDeps, oldKeyId: string, state: 'active
           }
           // other replicas drop the old key's vectors and load the survivors' new ones
           await notifyEmbeddings(tx, embedded);
-          // An append that started before the fence may have indexed a frame since we
-          // read: destroying the key now would lose an acknowledged entry. Refuse.
-          const [left] = await queryRows<{ n: string | number }>(
-            tx,
-            sql`select count(*) as n from log_entries
-                 where key_id = ${oldKeyId} and entry_id not in (select json_array_elements_text(${removed}::json))`,
-          );
-          if (Number(left?.n ?? 0) > 0) {
-            throw new LetheError('conflict', 'an entry was appended during the re-key; run it again', { retryable: true });
-          }
+          // Appends in flight when the fence went up committed under the old key since we
+          // read (the key row's lock now holds any other back): moved along, never lost and
+          // never a reason to start over (steady appends would starve the forget).
+          await moveLate(tx, { dek: oldDek!, keyId: oldKeyId }, { dek: newDek, keyId: newKeyId }, removed, deps, carried.records);
         },
       });
       deps.vectors.publish(embedded);
@@ -160,6 +155,53 @@ export async function rekeyKey(deps: RekeyDeps, oldKeyId: string, state: 'active
   } finally {
     zeroize(newDek, oldDek);
   }
+}
+
+/**
+ * Inside the switch: the entries indexed under the old key since the re-key read it
+ * (appends in flight at the fence), re-wrapped under the new key and queued for
+ * indexing (their embedding rows went with the old key's destruction). A frame from
+ * before record keys among them (no wrapped key: it would need a new segment) makes
+ * the re-key start over.
+ */
+async function moveLate(
+  tx: Transaction,
+  from: { dek: Uint8Array; keyId: string },
+  to: { dek: Uint8Array; keyId: string },
+  removed: string,
+  deps: RekeyDeps,
+  carried: Array<[string, string]>,
+): Promise<void> {
+  const late = await queryRows<{ entry_id: string; wrapped_key: Uint8Array | null }>(
+    tx,
+    sql`select entry_id, wrapped_key from log_entries
+         where key_id = ${from.keyId} and entry_id not in (select json_array_elements_text(${removed}::json))`,
+  );
+  if (late.length === 0) return;
+  if (late.some((r) => r.wrapped_key === null)) throw new LetheError('conflict', 'an entry was appended during the re-key; run it again', { retryable: true });
+  const rewrapped: Array<{ entry_id: string; wrapped: string }> = [];
+  const unopened: string[] = [];
+  for (const r of late) {
+    try {
+      rewrapped.push({ entry_id: r.entry_id, wrapped: Buffer.from(rewrapRecordKey(from, to, r.entry_id, new Uint8Array(r.wrapped_key!))).toString('hex') });
+    } catch (e) {
+      // a writer-registered entry the indexer has not checked yet whose record key does not unwrap: refused now, it dies with the old key
+      if (!(await deps.indexer.isQueued(r.entry_id))) throw e;
+      unopened.push(r.entry_id);
+    }
+  }
+  if (unopened.length > 0) {
+    await tx.execute(sql`update log_entries set refused = 'frame_unopened'
+                          where key_id = ${from.keyId} and entry_id in (select json_array_elements_text(${JSON.stringify(unopened)}::json))`);
+  }
+  await tx.execute(sql`update log_entries as e set key_id = ${to.keyId}, wrapped_key = decode(v.wrapped, 'hex')
+                         from json_to_recordset(${JSON.stringify(rewrapped)}::json) as v(entry_id text, wrapped text)
+                        where e.entry_id = v.entry_id and e.key_id = ${from.keyId}`);
+  await deps.indexer.requeue(
+    tx,
+    rewrapped.map((r) => r.entry_id),
+  );
+  for (const r of rewrapped) carried.push([r.entry_id, r.wrapped]);
 }
 
 /**

@@ -174,6 +174,27 @@ describe('a forget racing an erasure of the whole subject', () => {
     expect((await ok<{ text: string }>(t.call('GET', `/v1/entries/${written.entryId}`), 200)).text).toMatch(/written during the re-key/);
   });
 
+  it('an append in flight at the fence that commits under the old key during the re-key is moved along: the re-key completes and the entry reads', async () => {
+    const A = `user:race-late-${tag()}`;
+    const forgotten = await append(A, `a memory to forget ${tag(4)}`);
+    await append(A, `a memory to keep ${tag(4)}`);
+    const old = (await t.app.keys.findKey(A))!;
+    // sealed under the old key before the fence, indexed after the re-key read the subject's entries
+    const inFlight = await t.app.log.prepareEntry(A, { text: `in flight at the fence ${tag(4)}` }, 'writer');
+    const result = await withinRekey(
+      async () => {
+        expect(await t.app.log.insertEntry(t.app.db.db, inFlight, {})).toBe(true);
+        t.app.log.settleEntry(inFlight);
+      },
+      () => t.app.log.rekeyKey(old.keyId, 'active', { exclude: [forgotten], actor: 'test' }),
+    );
+    expect(result.oldKeyId).toBe(old.keyId);
+    const read = await ok<{ text: string }>(t.call('GET', `/v1/entries/${inFlight.appended.entryId}`), 200);
+    expect(read.text).toMatch(/in flight at the fence/);
+    expect((await t.app.log.get(inFlight.appended.entryId)).keyId).toBe(result.newKeyId);
+    await expectProblem(t.call('GET', `/v1/entries/${forgotten}`), 410, 'key_destroyed');
+  });
+
   it('without an erasure, a re-key that gives up lifts its own fence, and one that switches leaves the new key active', async () => {
     const A = `user:race-none-${tag()}`;
     const forgotten = await append(A, `a memory to forget ${tag(4)}`);
