@@ -78,7 +78,9 @@ describe('a backup taken before forgets', () => {
     await expectProblem(rcall('GET', `/v1/entries/${bEntry}`), 410, 'key_destroyed');
     // the survivors are searchable again once re-indexed from their frames
     await first.restored.log.drained({ timeoutMs: 60_000 });
-    const hits = (await ok<{ hits: Array<{ id: string }> }>(rcall('POST', '/v1/search', { body: { query: marks[42], subject: A, k: 5 } }), 200)).hits;
+    const hits = (
+      await ok<{ hits: Array<{ id: string }> }>(rcall('POST', '/v1/search', { body: { query: `Alice memory 42: ${marks[42]}.`, subject: A, k: 5 } }), 200)
+    ).hits;
     expect(hits.map((h) => h.id)).toContain(ids[42]);
     // the forgotten text is in no plain byte at rest, in the restored database or anywhere the harness writes
     const [dump] = await queryRows<{ n: string }>(
