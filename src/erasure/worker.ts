@@ -43,11 +43,7 @@ export class ErasureWorker {
   /** Claims taken by this worker: each claim's token is `<replica>#<n>`. */
   #claims = 0;
   #timer: NodeJS.Timeout | undefined;
-  /** The lanes claiming and running erasures now (at most `concurrency`). */
-  readonly #lanes = new Set<Promise<void>>();
-  /** Lanes still claiming (a lane's promise settles a little later: it may run the finalizer). */
-  #active = 0;
-  #finalizing = false;
+  #running: Promise<void> | undefined;
   #stopped = false;
   #started = false;
 
@@ -79,55 +75,18 @@ export class ErasureWorker {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    await Promise.all([...this.#lanes].map((l) => l.catch(() => {})));
+    await this.#running?.catch(() => {});
   }
 
-  /**
-   * Looks for claimable work now, when the worker runs: lanes are started up to
-   * `concurrency` (a lane ends when nothing is claimable; a kick revives the missing
-   * ones, so erasures requested while one lane is busy do not wait for it). The last
-   * lane to end runs `afterDrain`.
-   */
+  /** Looks for claimable work now, when the worker runs (one drain at a time per replica). */
   kick(): void {
-    if (!this.#started || this.#stopped) return;
-    const want = Math.max(1, this.#res.concurrency ?? 1);
-    while (this.#active < want) {
-      this.#active++;
-      const run = async () => {
-        try {
-          await this.#lane();
-        } finally {
-          this.#active--;
-        }
-        // the finalizer once no lane runs, never two at once
-        if (this.#active === 0 && !this.#stopped && !this.#finalizing) {
-          this.#finalizing = true;
-          try {
-            await this.#afterDrain();
-          } finally {
-            this.#finalizing = false;
-          }
-        }
-      };
-      const lane: Promise<void> = run()
-        .catch((e: unknown) => this.#res.logger.error({ err: describeError(e) }, 'erasure worker failed'))
-        .finally(() => {
-          this.#lanes.delete(lane);
-        });
-      this.#lanes.add(lane);
-    }
-  }
-
-  /** Claims and runs erasures until none is claimable (or the worker stops): how many it ran. */
-  async #lane(): Promise<number> {
-    let ran = 0;
-    for (;;) {
-      if (this.#stopped) return ran;
-      const row = await this.#claim();
-      if (!row) return ran;
-      ran++;
-      await this.#run(row);
-    }
+    if (!this.#started || this.#running || this.#stopped) return;
+    this.#running = this.drain()
+      .then(() => undefined)
+      .catch((e: unknown) => this.#res.logger.error({ err: describeError(e) }, 'erasure worker failed'))
+      .finally(() => {
+        this.#running = undefined;
+      });
   }
 
   /**
@@ -137,10 +96,20 @@ export class ErasureWorker {
    * BackupService.awaitDurable group-commits them).
    */
   async drain(): Promise<number> {
-    const ran = await Promise.all(Array.from({ length: Math.max(1, this.#res.concurrency ?? 1) }, () => this.#lane()));
-    if (this.#stopped) return ran.reduce((a, b) => a + b, 0);
+    let ran = 0;
+    const lane = async (): Promise<void> => {
+      for (;;) {
+        if (this.#stopped) return;
+        const row = await this.#claim();
+        if (!row) return;
+        ran++;
+        await this.#run(row);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, this.#res.concurrency ?? 1) }, lane));
+    if (this.#stopped) return ran;
     await this.#afterDrain();
-    return ran.reduce((a, b) => a + b, 0);
+    return ran;
   }
 
   /**
