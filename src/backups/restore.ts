@@ -162,7 +162,7 @@ async function loadExport(
       const keep = !destroyed.has(String(row.keyId));
       if (keep) undo.keyIds.add(String(row.keyId));
       else if (table === 'subject_keys' && destroyed.get(String(row.keyId))?.replacedBy) {
-        replaced.push({ keyId: String(row.keyId), subjectHash: row.subjectHash as Uint8Array, nextSeq: Number(row.nextSeq) });
+        replaced.push({ keyId: String(row.keyId), subjectHash: row.subjectHash as Uint8Array, nextSeq: Number(row.nextSeq), head: row.head !== false });
       }
       return keep;
     }
@@ -249,10 +249,10 @@ async function refuseInertEpochs(ctx: BackupContext, backupId: string, dump: Dat
       let wrappedValue = row.wrappedDek;
       if (destroyed.has(keyId)) {
         // a subject key re-keyed after the backup comes back as the key its re-keys lead to: that one's epoch must be held
-        const plan = table === 'subject_keys' ? carryPlan(keyId, destroyed) : undefined;
-        if (!plan) continue;
-        ({ keyId, epoch } = plan.final);
-        wrappedValue = new Uint8Array(Buffer.from(plan.final.wrappedDek, 'hex'));
+        const final = table === 'subject_keys' ? carryPlan(keyId, destroyed)?.finals[0] : undefined;
+        if (!final) continue;
+        ({ keyId, epoch } = final);
+        wrappedValue = new Uint8Array(Buffer.from(final.wrappedDek, 'hex'));
       }
       const seen = byEpoch.get(epoch);
       if (seen) {

@@ -144,6 +144,7 @@ export const envSchema = z.object({
     .default('lethe'),
   LETHE_KMS_DELETION_WINDOW_DAYS: int(7, 7, 30),
   LETHE_LEASE_TTL_SECONDS: int(300, 1, 86_400),
+  LETHE_KEY_SHARD_ENTRIES: int(256, 2, 1_000_000),
   LETHE_PROBE_THRESHOLD: fraction(0.15),
   LETHE_PROBE_SIMILARITY: fraction(0.9),
   LETHE_ERASURE_CLAIM_SECONDS: int(30, 1, 3600),

@@ -38,6 +38,8 @@ export interface Config {
    */
   readonly keyProvider: KeyProviderConfig;
   readonly leaseTtlSeconds: number;
+  /** Entries a subject key holds before it is rolled into a shard or split (src/vault/key-shards.ts). */
+  readonly keyShardEntries: number;
   readonly probeThreshold: number;
   /** Cosine at or above which an embedding neighbour counts as carrying the erased text. */
   readonly probeSimilarity: number;
@@ -173,6 +175,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     rootKeyFile: e.LETHE_ROOT_KEY_FILE,
     keyProvider: keyProviderConfig(e, env),
     leaseTtlSeconds: e.LETHE_LEASE_TTL_SECONDS,
+    keyShardEntries: e.LETHE_KEY_SHARD_ENTRIES,
     probeThreshold: e.LETHE_PROBE_THRESHOLD,
     probeSimilarity: e.LETHE_PROBE_SIMILARITY,
     erasureClaimSeconds: e.LETHE_ERASURE_CLAIM_SECONDS,

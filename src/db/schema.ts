@@ -11,7 +11,7 @@
  * - audit_log is append-only and MAC-chained; audit_head holds the chain's tip.
  */
 import { sql } from 'drizzle-orm';
-import { bigint, bigserial, customType, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, bigserial, boolean, customType, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 /** bytea as Uint8Array on both drivers (postgres.js returns Buffer, PGlite Uint8Array). */
 export const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({
@@ -61,8 +61,16 @@ export const subjectKeys = pgTable(
     updatedAt: tstz('updated_at').notNull().defaultNow(),
     /** The next log sequence number under this key. */
     nextSeq: integer('next_seq').notNull().default(1),
+    /** The subject's head key: where appends and leases go. Its other live keys are shards (full heads, re-keys' splits). */
+    head: boolean('head').notNull().default(true),
+    /** `next_seq` when this key became head: a head with a shard's worth of sequence numbers past it is rolled (key-shards.ts). */
+    baseSeq: integer('base_seq').notNull().default(1),
   },
-  (t) => [uniqueIndex('subject_keys_subject_hash').on(t.subjectHash), index('subject_keys_epoch_key').on(t.epoch, t.keyId)],
+  (t) => [
+    uniqueIndex('subject_keys_subject_head').on(t.subjectHash).where(sql`${t.head}`),
+    index('subject_keys_subject_hash').on(t.subjectHash),
+    index('subject_keys_epoch_key').on(t.epoch, t.keyId),
+  ],
 );
 
 /** What a re-key's destruction row carries (`replaced_by`): ciphertext and ids only. */
@@ -75,6 +83,8 @@ export interface KeyReplacement {
   readonly records: ReadonlyArray<readonly [string, string]>;
   /** Survivors that cannot be carried (frames converted into a segment written after the backup). */
   readonly lost: readonly string[];
+  /** Survivors split off into shard keys of their own (a re-key of more than a shard's worth). */
+  readonly shards?: ReadonlyArray<{ readonly keyId: string; readonly epoch: number; readonly wrappedDek: string; readonly records: ReadonlyArray<readonly [string, string]> }>;
 }
 
 export const destructionLedger = pgTable(

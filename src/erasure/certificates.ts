@@ -18,7 +18,7 @@ import { assertCertificateTransition, type CertificateState, type ErasureClass, 
 import type { ErasureResources } from './resources.js';
 import { endWrappedCopies } from './residuals.js';
 import { type ErasureState, parseState } from './state.js';
-import { forgottenEntries } from './state.js';
+import { forgottenEntries, keysTaken } from './state.js';
 import { requestContextOf } from './request.js';
 import { readableByRuling } from './view.js';
 
@@ -39,7 +39,7 @@ export async function wrappedEpochs(
   keptSealKey: string | null,
   signed: readonly number[] = [],
 ): Promise<WrappedEpochs> {
-  const keyIds = [...(state.keyId ? [state.keyId] : []), ...(state.versionKeys ?? []), ...(state.redactedKeys ?? [])];
+  const keyIds = keysTaken(state);
   const set = new Set<number>(signed);
   for (const r of await res.destructions.ledger(keyIds)) set.add(r.wrappedEpoch);
   if (keptSealKey) {

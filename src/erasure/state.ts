@@ -41,6 +41,8 @@ export const ErasureStateSchema = z.looseObject({
   versionKeys: z.array(z.string()).optional(),
   /** Keys of other subjects destroyed by redactions. */
   redactedKeys: z.array(z.string()).optional(),
+  /** The subject's other keys this erasure destroyed besides `keyId`: its shards (src/vault/key-shards.ts), or more keys its forgotten entries were under. */
+  shardKeys: z.array(z.string()).optional(),
   redactions: z
     .array(
       z.object({
@@ -110,4 +112,9 @@ export function targetOf(
   const base = { erasureId: row.erasureId, subjectHash: row.subjectHash, keyId };
   const entryIds = forgottenEntries(row);
   return entryIds ? { ...base, kind: 'records', entryIds } : { ...base, kind: 'subject' };
+}
+
+/** Every key this erasure destroys or destroyed: the subject's (head and shards), superseded version keys, redacted subjects' old keys. */
+export function keysTaken(state: ErasureState): string[] {
+  return [...new Set([...(state.keyId ? [state.keyId] : []), ...(state.shardKeys ?? []), ...(state.versionKeys ?? []), ...(state.redactedKeys ?? [])])];
 }

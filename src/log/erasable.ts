@@ -8,9 +8,21 @@ import type { LogService } from './service.js';
 const count = async (db: Database, query: ReturnType<typeof sql>) => Number((await queryRows<{ n: string | number }>(db, query))[0]?.n ?? 0);
 const idList = (ids: readonly string[]) => JSON.stringify([...new Set(ids)]);
 
-/** How many entries are indexed under a key. */
-export function countByKey(db: Database, keyId: string): Promise<number> {
-  return count(db, sql`select count(*) as n from log_entries where key_id = ${keyId}`);
+/** How many of the subject's entries are indexed under any of `keyIds`. */
+function countByKeys(db: Database, subjectHash: Uint8Array, keyIds: readonly string[]): Promise<number> {
+  return count(
+    db,
+    sql`select count(*) as n from log_entries where key_id in (select json_array_elements_text(${idList(keyIds)}::json)) and subject_hash = ${subjectHash}`,
+  );
+}
+
+/** How many of the subject's entries are under its live keys (head and shards), each by its (key_id, seq) index. */
+function countLive(db: Database, subjectHash: Uint8Array): Promise<number> {
+  return count(
+    db,
+    sql`select count(*) as n from subject_keys k cross join lateral (select 1 from log_entries e where e.key_id = k.key_id) e
+         where k.subject_hash = ${subjectHash}`,
+  );
 }
 
 export function logErasable(d: { db: Database; log: Pick<LogService, 'readMany'>; destructions: KeyDestructions }): Erasable {
@@ -18,12 +30,8 @@ export function logErasable(d: { db: Database; log: Pick<LogService, 'readMany'>
   const readable: Erasable['readable'] = async (scope) => {
     switch (scope.kind) {
       case 'subject':
-        // the subject's one live key by its unique index, then its entries by (key_id, seq): never a join that could read subject_keys whole
-        return count(
-          db,
-          sql`select count(*) as n from log_entries e
-               where e.key_id = (select k.key_id from subject_keys k where k.subject_hash = ${scope.subjectHash}) and e.subject_hash = ${scope.subjectHash}`,
-        );
+        // the subject's live keys by their index, then their entries by (key_id, seq): never a join that could read subject_keys whole
+        return countLive(db, scope.subjectHash);
       case 'records':
         return count(
           db,
@@ -36,14 +44,16 @@ export function logErasable(d: { db: Database; log: Pick<LogService, 'readMany'>
     name: 'log',
     async contributions(target) {
       if (target.kind === 'records') return target.entryIds.length;
-      return target.keyId ? countByKey(db, target.keyId) : 0;
+      return target.keyId ? countLive(db, target.subjectHash) : 0;
     },
     readable,
     async erase(scope) {
       let removed: number;
       switch (scope.kind) {
         case 'subject':
-          removed = scope.keyId !== null && (await d.destructions.get(scope.keyId)) !== undefined ? await countByKey(db, scope.keyId) : 0;
+          // the head and the shards this erasure destroyed
+          removed =
+            scope.keyId !== null && (await d.destructions.get(scope.keyId)) !== undefined ? await countByKeys(db, scope.subjectHash, [scope.keyId, ...(scope.otherKeys ?? [])]) : 0;
           return { removed, left: await readable(scope), detail: `${removed} entr${removed === 1 ? 'y' : 'ies'} unreadable` };
         case 'records':
           // indexed under a destroyed key: their record keys went with the subject's old key

@@ -26,49 +26,53 @@ export interface Entry extends FramePayload {
 }
 
 /**
- * The subject's readable entries and the key they were read under (for a read fence).
- * `page` (the HTTP list's pages): only the entries after seq `afterSeq`, at most
- * `limit` of them; without it, all of them. Forgotten entries are never read here.
+ * The subject's readable entries and the keys they were read under (for a read fence):
+ * its head's and its shards', in sequence order. `page` (the HTTP list's pages): only
+ * the entries after seq `afterSeq`, at most `limit` of them; without it, all of them.
+ * Forgotten entries are never read here.
  */
 export async function read(
   c: LogContext,
   subject: string,
   page: { afterSeq?: number | undefined; limit?: number | undefined } = {},
-): Promise<{ entries: Entry[]; keyId: string }> {
+): Promise<{ entries: Entry[]; keyIds: string[] }> {
   const status = await c.keys.subjectStatus(subject);
   if (!status.key) {
     if (status.erased) throw new LetheError('subject_erased', 'the subject was erased and has no new key');
     throw new LetheError('not_found', 'no such subject');
   }
-  const keyId = status.key.keyId;
+  const keyIds = (await c.keys.keysOf(status.subjectHash)).map((k) => k.keyId);
+  if (!keyIds.includes(status.key.keyId)) keyIds.unshift(status.key.keyId);
   const entries: Entry[] = [];
-  let dek: Uint8Array | undefined;
+  const deks = new Map<string, Uint8Array>();
   try {
-    // keyset on seq (fixed per entry, kept by a re-key): a page never repeats or skips an entry (README, "Pages")
+    // keyset on seq (fixed per entry, kept by a re-key, unique across a subject's keys): a page never repeats or skips an entry (README, "Pages")
     for (let afterSeq = page.afterSeq; ; ) {
       const after = afterSeq === undefined ? undefined : sql`${logEntries.seq} > ${afterSeq}`;
       const query = c.db
         .select()
         .from(logEntries)
-        .where(and(eq(logEntries.keyId, keyId), isNull(logEntries.forgottenBy), isNull(logEntries.refused), after))
+        .where(
+          and(eq(logEntries.subjectHash, status.subjectHash), inArray(logEntries.keyId, keyIds), isNull(logEntries.forgottenBy), isNull(logEntries.refused), after),
+        )
         .orderBy(asc(logEntries.seq));
       const wanted = page.limit === undefined ? undefined : page.limit - entries.length;
       const rows = await (wanted === undefined ? query : query.limit(wanted));
       if (rows.length === 0) break;
-      dek ??= (await c.keys.dekFor(keyId)).dek;
+      for (const row of rows) if (!deks.has(row.keyId)) deks.set(row.keyId, (await c.keys.dekFor(row.keyId)).dek);
       // ranged reads of just the subject's frames, a few at a time, in append order
       const envelopes = await mapLimit(rows, READ_CONCURRENCY, (row) => fetchFrame(c, row));
       for (const [i, row] of rows.entries()) {
-        const entry = await served(c, dek, row, envelopes[i]!);
+        const entry = await served(c, deks.get(row.keyId)!, row, envelopes[i]!);
         if (entry) entries.push(entry);
       }
       // a page short of an entry left out (not yet indexed, its frame refused): the rest of the page is read on
       if (wanted === undefined || rows.length < wanted || entries.length >= page.limit!) break;
       afterSeq = rows.at(-1)!.seq;
     }
-    return { entries, keyId };
+    return { entries, keyIds };
   } finally {
-    if (dek) zeroize(dek);
+    zeroize(...deks.values());
   }
 }
 

@@ -45,6 +45,8 @@ export interface RekeyOptions {
 export interface RekeyResult {
   readonly oldKeyId: string;
   readonly newKeyId: string;
+  /** Shards split off: more survivors than a key holds (src/vault/key-shards.ts). */
+  readonly shardKeyIds: readonly string[];
   /** Survivors moved to the new key. */
   readonly rewritten: number;
   /** Of them, frames written before record keys, rewritten under record keys of their own. */
@@ -62,18 +64,19 @@ export async function rekeyKey(deps: RekeyDeps, oldKeyId: string, state: 'active
   if (wasActive) await deps.keys.fenceKey(oldKeyId, options.actor);
   const newKeyId = newId('key');
   const newDek = randomBytes(32);
+  const to = { dek: newDek, keyId: newKeyId };
   let oldDek: Uint8Array | undefined;
+  // an entry the indexer refused is never served: it stays under the old key and dies with it
+  const refused = new Map(rows.filter((r) => r.refused !== null && !exclude.has(r.entryId)).map((r) => [r.entryId, r.refused!]));
+  const candidates = rows.filter((r) => !exclude.has(r.entryId) && !refused.has(r.entryId));
+  const { shards, targetOf } = splitIntoShards(candidates, deps.keys.shardEntries, to);
   try {
     ({ dek: oldDek } = await deps.keys.dekFor(oldKeyId));
     const from = { dek: oldDek, keyId: oldKeyId };
-    const to = { dek: newDek, keyId: newKeyId };
-    // an entry the indexer refused is never served: it stays under the old key and dies with it
-    const refused = new Map(rows.filter((r) => r.refused !== null && !exclude.has(r.entryId)).map((r) => [r.entryId, r.refused!]));
-    const candidates = rows.filter((r) => !exclude.has(r.entryId) && !refused.has(r.entryId));
-    // record keys re-wrapped under the new key; frames from before record keys converted
+    // record keys re-wrapped under the new key (or a shard's); frames from before record keys converted
     const legacy = candidates.filter((r) => r.wrappedKey === null);
-    const converted = await convertLegacy(deps, from, to, legacy, refused);
-    const moved: Array<{ entry_id: string; wrapped: string; segment: string | null; offset: number | null; length: number | null }> = [];
+    const converted = await convertLegacy(deps, from, targetOf, legacy, refused);
+    const moved: Array<{ entry_id: string; key_id: string; wrapped: string; segment: string | null; offset: number | null; length: number | null }> = [];
     for (const [i, r] of candidates.entries()) {
       // two envelope operations a survivor: let requests run between chunks
       if (i > 0 && i % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
@@ -81,7 +84,7 @@ export async function rekeyKey(deps: RekeyDeps, oldKeyId: string, state: 'active
       const c = converted.get(r.entryId);
       let wrapped: Uint8Array;
       try {
-        wrapped = c ? c.wrappedKey : rewrapRecordKey(from, to, r.entryId, r.wrappedKey!);
+        wrapped = c ? c.wrappedKey : rewrapRecordKey(from, targetOf(r.entryId), r.entryId, r.wrappedKey!);
       } catch (e) {
         // a writer-registered entry the indexer has not checked yet whose record key does not unwrap: refused now
         if (!(await deps.indexer.isQueued(r.entryId))) throw e;
@@ -90,6 +93,7 @@ export async function rekeyKey(deps: RekeyDeps, oldKeyId: string, state: 'active
       }
       moved.push({
         entry_id: r.entryId,
+        key_id: targetOf(r.entryId).keyId,
         wrapped: Buffer.from(wrapped).toString('hex'),
         segment: c?.segment ?? null,
         offset: c?.offset ?? null,
@@ -97,18 +101,25 @@ export async function rekeyKey(deps: RekeyDeps, oldKeyId: string, state: 'active
       });
     }
     const survivors = candidates.filter((r) => !refused.has(r.entryId));
-    // the survivors' embedding rows, re-sealed under the new key as they are
-    const embedded = await deps.vectors.reseal({ keyId: oldKeyId, key: oldDek }, { keyId: newKeyId, key: newDek }, new Set(survivors.map((r) => r.entryId)));
+    // the survivors' embedding rows, re-sealed under their new key as they are
+    const embedded = await deps.vectors.reseal(
+      { keyId: oldKeyId, key: oldDek },
+      new Map(
+        survivors.map((r) => {
+          const t = targetOf(r.entryId);
+          return [r.entryId, { keyId: t.keyId, key: t.dek }];
+        }),
+      ),
+    );
     // the survivors not embedded yet (still queued): queued again under the new key, in the switch (the old key's destruction drops their rows)
     const embeddedIds = new Set(embedded.map((x) => x.recordId));
     const unembedded = survivors.filter((r) => !embeddedIds.has(r.entryId)).map((r) => r.entryId);
     const removed = JSON.stringify([...exclude, ...refused.keys()]);
     const marks = JSON.stringify([...refused].map(([entry_id, reason]) => ({ entry_id, reason })));
-    const carried = {
-      records: moved.filter((m) => m.segment === null).map((m) => [m.entry_id, m.wrapped] as [string, string]),
-      lost: moved.filter((m) => m.segment !== null).map((m) => m.entry_id),
-    };
-    await deps.vectors.publishingUnder(newKeyId, async () => {
+    const carriedUnder = (keyId: string) =>
+      moved.filter((m) => m.segment === null && m.key_id === keyId).map((m) => [m.entry_id, m.wrapped] as [string, string]);
+    const carried = { records: carriedUnder(newKeyId), lost: moved.filter((m) => m.segment !== null).map((m) => m.entry_id) };
+    await deps.vectors.publishingUnder([newKeyId, ...shards.map((x) => x.keyId)], async () => {
       await deps.keys.replaceKey(oldKeyId, {
         reason: options.reason ?? 'rekey',
         actor: options.actor,
@@ -118,14 +129,16 @@ export async function rekeyKey(deps: RekeyDeps, oldKeyId: string, state: 'active
         newState: wasActive ? 'active' : 'fenced',
         // what a restore of a backup taken before now replays: the survivors whose frames it holds (a converted frame's new segment it does not)
         carried,
+        // more survivors than a shard holds (a subject from before shards, a head that grew): split into shards of their own
+        shards: shards.map((x) => ({ keyId: x.keyId, dek: x.dek, records: carriedUnder(x.keyId) })),
         migrate: async (tx) => {
           await tx.execute(sql`update log_entries as e
-                                  set key_id = ${newKeyId}, wrapped_key = decode(v.wrapped, 'hex'),
+                                  set key_id = v.key_id, wrapped_key = decode(v.wrapped, 'hex'),
                                       segment = coalesce(v.segment, e.segment),
                                       frame_offset = coalesce(v."offset", e.frame_offset),
                                       frame_length = coalesce(v.length, e.frame_length)
                                  from json_to_recordset(${JSON.stringify(moved)}::json)
-                                      as v(entry_id text, wrapped text, segment text, "offset" integer, length integer)
+                                      as v(entry_id text, key_id text, wrapped text, segment text, "offset" integer, length integer)
                                 where e.entry_id = v.entry_id and e.key_id = ${oldKeyId}`);
           // The excluded entries stay indexed under the old key, which is destroyed below:
           // their record keys were wrapped under it alone. They answer key_destroyed (or
@@ -148,13 +161,33 @@ export async function rekeyKey(deps: RekeyDeps, oldKeyId: string, state: 'active
       });
       deps.vectors.publish(embedded);
     });
-    return { oldKeyId, newKeyId, rewritten: survivors.length, converted: converted.size, removed: exclude.size };
+    return { oldKeyId, newKeyId, shardKeyIds: shards.map((x) => x.keyId), rewritten: survivors.length, converted: converted.size, removed: exclude.size };
   } catch (e) {
     if (wasActive) await deps.keys.unfenceKey(oldKeyId, options.actor).catch(() => {});
     throw e;
   } finally {
-    zeroize(newDek, oldDek);
+    zeroize(newDek, oldDek, ...shards.map((x) => x.dek));
   }
+}
+
+/**
+ * Where each survivor goes: with more than `size` of them, the oldest in shards of
+ * `size` (fresh keys of their own), the rest — at most `size`, the newest — under
+ * the replacement `to`, which keeps the old key's place (head or shard).
+ */
+function splitIntoShards(
+  survivors: readonly LogEntryRow[],
+  size: number,
+  to: { dek: Uint8Array; keyId: string },
+): { shards: Array<{ dek: Uint8Array; keyId: string }>; targetOf: (entryId: string) => { dek: Uint8Array; keyId: string } } {
+  const keep = survivors.length % size || size;
+  const shards: Array<{ dek: Uint8Array; keyId: string }> = [];
+  const target = new Map<string, { dek: Uint8Array; keyId: string }>();
+  survivors.slice(0, Math.max(0, survivors.length - keep)).forEach((r, i) => {
+    if (i % size === 0) shards.push({ dek: randomBytes(32), keyId: newId('key') });
+    target.set(r.entryId, shards.at(-1)!);
+  });
+  return { shards, targetOf: (entryId) => target.get(entryId) ?? to };
 }
 
 /**
@@ -212,7 +245,7 @@ async function moveLate(
 async function convertLegacy(
   deps: RekeyDeps,
   from: { dek: Uint8Array; keyId: string },
-  to: { dek: Uint8Array; keyId: string },
+  toOf: (entryId: string) => { dek: Uint8Array; keyId: string },
   rows: readonly LogEntryRow[],
   refused: Map<string, string>,
 ): Promise<Map<string, { wrappedKey: Uint8Array; segment: string; offset: number; length: number }>> {
@@ -242,6 +275,7 @@ async function convertLegacy(
       refused.set(row.entryId, 'frame_unopened');
       continue;
     }
+    const to = toOf(row.entryId);
     const sealed = sealEntry(to.dek, { keyId: to.keyId, entryId: row.entryId, seq: row.seq }, payload);
     envelopes.push(sealed.envelope);
     wrapped.push(sealed.wrappedKey);

@@ -107,7 +107,7 @@ export class LogService {
     return (await read(this.#c, subject)).entries;
   }
 
-  read = (subject: string, page: { afterSeq?: number | undefined; limit?: number | undefined } = {}): Promise<{ entries: Entry[]; keyId: string }> =>
+  read = (subject: string, page: { afterSeq?: number | undefined; limit?: number | undefined } = {}): Promise<{ entries: Entry[]; keyIds: string[] }> =>
     read(this.#c, subject, page);
   readMany = (ids: readonly string[], options: { forgottenBy?: string } = {}): Promise<Map<string, Entry>> => readMany(this.#c, ids, options);
   get = (entryId: string): Promise<Entry> => get(this.#c, entryId);

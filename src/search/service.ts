@@ -80,9 +80,9 @@ export class Search {
     } else {
       const hashes = named.map((n) => n.hash);
       const nameOf = new Map(named.map((n) => [Buffer.from(n.hash).toString('hex'), n.subject]));
-      // the subjects' entries: the vectors filed under their live keys; their artifacts: those above their entries
-      const [live, touching] = await Promise.all([keys.liveKeysOf(hashes), this.#d.artifacts.touchingSubjects(hashes)]);
-      const subjectOfKey = new Map([...live].map(([hex, key]) => [key.keyId, nameOf.get(hex)!]));
+      // the subjects' entries: the vectors filed under their live keys (head and shards); their artifacts: those above their entries
+      const [live, touching] = await Promise.all([keys.keysOfSubjects(hashes), this.#d.artifacts.touchingSubjects(hashes)]);
+      const subjectOfKey = new Map([...live].flatMap(([hex, list]) => list.map((key) => [key.keyId, nameOf.get(hex)!] as const)));
       const scope = { keyIds: [...subjectOfKey.keys()], ids: touching.map((t) => t.artifactId) };
       rank = (n, keep) => index.searchWithin(vector!, n, scope, keep);
       judge = (candidates) =>

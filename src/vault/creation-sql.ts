@@ -5,12 +5,12 @@ import type { LiveKeyRow } from './creation-types.js';
 /**
  * The live key rows of the subjects in `input` (a relation with a bytea `subject_hash`):
  * one index lookup per subject (the lateral subquery with its limit — subject_hash is
- * unique — keeps the planner off a scan of subject_keys, whatever it guesses of the
+ * unique among heads — keeps the planner off a scan of subject_keys, whatever it guesses of the
  * input's size).
  */
 export function existingAmong(input: SQL): SQL {
   return sql`select sk.subject_hash, sk.key_id, sk.state, sk.created_at, sk.epoch, sk.wrapped_dek
-               from ${input} i cross join lateral (select * from subject_keys k where k.subject_hash = i.subject_hash limit 1) sk`;
+               from ${input} i cross join lateral (select * from subject_keys k where k.subject_hash = i.subject_hash and k.head limit 1) sk`;
 }
 
 /** existingAmong as plain columns named as RawExisting. */

@@ -8,7 +8,7 @@ export function keyTableErasable(d: { keys: KeyService; destructions: KeyDestruc
   const readable: Erasable['readable'] = async (scope) => {
     switch (scope.kind) {
       case 'subject':
-        return (await d.keys.liveKeyOf(scope.subjectHash)) ? 1 : 0;
+        return (await d.keys.keysOf(scope.subjectHash)).length;
       case 'records':
         // the subject lives on under a new key; only the key the records were under must be gone
         return scope.keyId && (await d.keys.states([scope.keyId])).has(scope.keyId) ? 1 : 0;
@@ -37,8 +37,7 @@ export function keyTableErasable(d: { keys: KeyService; destructions: KeyDestruc
     async probe(target) {
       // a living subject (forgetting some of its records) has a live key, rightly
       if (target.kind === 'records') return [];
-      const k = await d.keys.liveKeyOf(target.subjectHash);
-      return k ? [{ kind: 'live-key' as const, keyId: k.keyId }] : [];
+      return (await d.keys.keysOf(target.subjectHash)).map((k) => ({ kind: 'live-key' as const, keyId: k.keyId }));
     },
   };
 }

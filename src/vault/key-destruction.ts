@@ -46,6 +46,8 @@ export interface Replacement {
    * [entry id, its record key wrapped under the new key (hex)], and those that cannot be.
    */
   readonly carried?: { readonly records: ReadonlyArray<readonly [string, string]>; readonly lost: readonly string[] };
+  /** Shard keys made alongside the new key (never heads), and the records each carries, as `carried` (key-shards.ts). */
+  readonly shards?: ReadonlyArray<{ readonly keyId: string; readonly dek: Uint8Array; readonly records: ReadonlyArray<readonly [string, string]> }>;
 }
 
 interface Deps {
@@ -82,20 +84,26 @@ export function replaceSubjectKey(d: Deps, oldKeyId: string, options: Replacemen
       });
     }
     const { epoch, wrappedDek } = await wrapUnderActive(tx, d.provider, options.newKeyId, options.newDek, 'subject');
+    const shards = [];
+    for (const s of options.shards ?? []) shards.push({ ...s, ...(await wrapUnderActive(tx, d.provider, s.keyId, s.dek, 'subject')) });
     const destruction = await destroyLocked(d, tx, row, options);
     const now = (d.now ?? (() => new Date()))();
-    await tx.insert(subjectKeys).values({
-      keyId: options.newKeyId,
-      subjectHash: row.subjectHash,
-      state,
-      epoch,
-      wrappedDek,
-      createdAt: now,
-      updatedAt: now,
-      nextSeq: row.nextSeq,
-    });
+    // the replacement keeps the old key's place (head or shard); a head's count starts again (key-shards.ts)
+    const common = { subjectHash: row.subjectHash, state, createdAt: now, updatedAt: now, nextSeq: row.nextSeq, baseSeq: row.nextSeq };
+    await tx.insert(subjectKeys).values([
+      { ...common, keyId: options.newKeyId, epoch, wrappedDek, head: row.head },
+      ...shards.map((s) => ({ ...common, keyId: s.keyId, epoch: s.epoch, wrappedDek: s.wrappedDek, head: false })),
+    ]);
     await d.audit.append(tx, [
       { actor: options.actor, action: 'key.create', keyId: options.newKeyId, subjectHash: row.subjectHash, epoch, detail: { replaces: oldKeyId } },
+      ...shards.map((s) => ({
+        actor: options.actor,
+        action: 'key.create' as const,
+        keyId: s.keyId,
+        subjectHash: row.subjectHash,
+        epoch: s.epoch,
+        detail: { replaces: oldKeyId, shard: true },
+      })),
     ]);
     await options.migrate(tx);
     if (options.carried) {
@@ -105,6 +113,9 @@ export function replaceSubjectKey(d: Deps, oldKeyId: string, options: Replacemen
         wrappedDek: Buffer.from(wrappedDek).toString('hex'),
         records: options.carried.records,
         lost: options.carried.lost,
+        ...(shards.length > 0
+          ? { shards: shards.map((s) => ({ keyId: s.keyId, epoch: s.epoch, wrappedDek: Buffer.from(s.wrappedDek).toString('hex'), records: s.records })) }
+          : {}),
       };
       await tx.update(destructionLedger).set({ replacedBy }).where(eq(destructionLedger.keyId, oldKeyId));
     }

@@ -1,5 +1,5 @@
 /** Fencing a key (no leases, appends or new keys) and lifting a fence, audited and announced; waiting out a forget's re-key. */
-import { eq } from 'drizzle-orm';
+import { and, asc, eq } from 'drizzle-orm';
 import type { Transaction } from '../db/client.js';
 import { destructionLedger, subjectKeys } from '../db/schema.js';
 import { LetheError } from '../errors.js';
@@ -32,7 +32,10 @@ export async function awaitRekey(c: KeyContext, subjectHash: Uint8Array, timeout
   for (let pause = 10; ; pause = Math.min(pause * 2, 200)) {
     const state = await c.d.db.transaction(async (tx) => {
       if (await c.refusal(tx, subjectHash)) return 'refused';
-      const [row] = await tx.select({ state: subjectKeys.state }).from(subjectKeys).where(eq(subjectKeys.subjectHash, subjectHash));
+      const [row] = await tx
+        .select({ state: subjectKeys.state })
+        .from(subjectKeys)
+        .where(and(eq(subjectKeys.subjectHash, subjectHash), eq(subjectKeys.head, true)));
       return row?.state ?? 'none';
     });
     if (state === 'refused') return false;
@@ -48,23 +51,23 @@ export async function transition(c: KeyContext, keyId: string, to: KeyState, act
 }
 
 /**
- * Fences the subject's live key inside the caller's transaction (answers its id, or
- * undefined when the subject has none): the erasure request fences the key in
- * the transaction that records the erasure, so no erasure is ever open with its key
- * still leasable (a connection lost after the commit cannot split the two). Other
- * replicas drop the key on commit (the notification); the caller drops this
- * replica's cached copy with `dropCached` after the commit.
+ * Fences the subject's keys inside the caller's transaction — its head and its shards
+ * — and answers the head's id, or undefined when the subject has none: the erasure
+ * request fences them in the transaction that records the erasure, so no erasure is
+ * ever open with a key of the subject still leasable or writable (a connection lost
+ * after the commit cannot split the two). Other replicas drop the keys on commit (the
+ * notification); the caller drops this replica's cached copies with `dropCached`.
  */
 export async function fenceSubjectWithin(c: KeyContext, tx: Transaction, subjectHash: Uint8Array, actor: string): Promise<string | undefined> {
-  // the subject's live key as it is now, locked: a key re-keyed or destroyed since the caller looked is not the one fenced
-  const [row] = await tx
-    .select({ keyId: subjectKeys.keyId, state: subjectKeys.state })
+  // the subject's live keys as they are now, locked in key order: a key re-keyed or destroyed since the caller looked is not one fenced
+  const rows = await tx
+    .select({ keyId: subjectKeys.keyId, state: subjectKeys.state, head: subjectKeys.head })
     .from(subjectKeys)
     .where(eq(subjectKeys.subjectHash, subjectHash))
+    .orderBy(asc(subjectKeys.keyId))
     .for('update');
-  if (!row) return undefined;
-  if (row.state === 'active') await transitionWithin(c, tx, row.keyId, 'fenced', actor);
-  return row.keyId;
+  for (const row of rows) if (row.state === 'active') await transitionWithin(c, tx, row.keyId, 'fenced', actor);
+  return rows.find((r) => r.head)?.keyId;
 }
 
 export async function transitionWithin(c: KeyContext, tx: Transaction, keyId: string, to: KeyState, actor: string): Promise<void> {

@@ -1,5 +1,5 @@
 /** What the subject-key table says: a subject's status and live key, keys' states and validity, and reserving log sequence numbers under a key. */
-import { eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
 import { destructionLedger, subjectKeys, type SubjectKeyRow } from '../db/schema.js';
 import { LetheError } from '../errors.js';
@@ -18,7 +18,7 @@ export async function statusOf(c: KeyContext, subjectHash: Uint8Array): Promise<
   return { subjectHash, erased: destroyed !== undefined };
 }
 
-/** findKey for a subject known by its keyed hash (a subject has at most one live key). */
+/** findKey for a subject known by its keyed hash: its head key (a subject has at most one; its shards are not named here). */
 export async function liveKeyOf(c: KeyContext, subjectHash: Uint8Array): Promise<LiveKey | undefined> {
   const row = await findRow(c, subjectHash);
   return row ? { keyId: row.keyId, state: row.state } : undefined;
@@ -30,7 +30,7 @@ export async function liveKeysOf(c: KeyContext, subjectHashes: readonly Uint8Arr
   const rows = await c.d.db
     .select({ subjectHash: subjectKeys.subjectHash, keyId: subjectKeys.keyId, state: subjectKeys.state })
     .from(subjectKeys)
-    .where(inArray(subjectKeys.subjectHash, [...subjectHashes]));
+    .where(and(inArray(subjectKeys.subjectHash, [...subjectHashes]), eq(subjectKeys.head, true)));
   return new Map(rows.map((r) => [hashHex(r.subjectHash), { keyId: r.keyId, state: r.state }]));
 }
 
@@ -65,7 +65,10 @@ export async function validity(c: KeyContext, keyIds: readonly string[]): Promis
 }
 
 export async function findRow(c: KeyContext, subjectHash: Uint8Array): Promise<SubjectKeyRow | undefined> {
-  const [row] = await c.d.db.select().from(subjectKeys).where(eq(subjectKeys.subjectHash, subjectHash));
+  const [row] = await c.d.db
+    .select()
+    .from(subjectKeys)
+    .where(and(eq(subjectKeys.subjectHash, subjectHash), eq(subjectKeys.head, true)));
   return row;
 }
 
@@ -74,11 +77,12 @@ export async function findRow(c: KeyContext, subjectHash: Uint8Array): Promise<S
  * undefined when the key is fenced or gone (sequence numbers are ordered per key,
  * not dense).
  */
-export async function reserveSeqs(c: KeyContext, keyId: string, count: number): Promise<number | undefined> {
-  const [reserved] = await queryRows<{ first: number }>(
+export async function reserveSeqs(c: KeyContext, keyId: string, count: number): Promise<{ first: number; sinceHead: number } | undefined> {
+  // only the head takes sequence numbers: a shard's range is closed (the head after it continues past it)
+  const [reserved] = await queryRows<{ first: number; since: number }>(
     c.d.db,
     sql`update subject_keys set next_seq = next_seq + ${count}, updated_at = now()
-         where key_id = ${keyId} and state = 'active' returning next_seq - ${count} as first`,
+         where key_id = ${keyId} and state = 'active' and head returning next_seq - ${count} as first, next_seq - base_seq as since`,
   );
-  return reserved ? Number(reserved.first) : undefined;
+  return reserved ? { first: Number(reserved.first), sinceHead: Number(reserved.since) } : undefined;
 }

@@ -103,7 +103,23 @@ export interface KeyServiceDeps {
   readonly destructions: KeyDestructions;
   readonly metrics: Metrics;
   readonly leaseTtlSeconds: number;
+  /** Sequence numbers a head takes before it is rolled into a shard (default SHARD_ENTRIES). */
+  readonly shardEntries?: number;
   readonly now?: () => Date;
+}
+
+/**
+ * How many entries a key holds, about: a head is rolled into a shard once it took
+ * this many sequence numbers, and a re-key splits more survivors than this into
+ * shards. A forget re-wraps one key's entries, so this bounds its cost (bench 12).
+ */
+export const SHARD_ENTRIES = 256;
+
+/** One of a subject's live keys: its head (appends and leases) or a shard. */
+export interface SubjectKeyRef {
+  readonly keyId: string;
+  readonly state: 'active' | 'fenced';
+  readonly head: boolean;
 }
 
 /** What KeyService hands its operation files (key-*.ts). */

@@ -20,6 +20,7 @@ import { ensureKey, ensureKeys } from './key-ensure.js';
 import { awaitRekey, fenceSubjectWithin, transition, unfenceKey } from './key-fence.js';
 import { lease, releaseLease, writingKey } from './key-lease.js';
 import { liveKeyOf, liveKeysOf, reserveSeqs, states, statusOf, validity } from './key-reads.js';
+import { keysOf, keysOfSubjects, rollHead } from './key-shards.js';
 import type {
   BulkKeyResult,
   KeyContext,
@@ -30,9 +31,11 @@ import type {
   LeaseRelease,
   LiveKey,
   SubjectKeyInfo,
+  SubjectKeyRef,
   SubjectStatus,
   Validity,
 } from './key-types.js';
+import { SHARD_ENTRIES } from './key-types.js';
 import { LeaseRecorder, leaseSummary, type LeaseSummary } from './leases.js';
 import { hashHex } from './subjects.js';
 
@@ -44,9 +47,12 @@ export class KeyService {
   readonly #c: KeyContext;
   readonly #guards: Array<{ readonly check: KeyCreationGuard; readonly refusals: KeyCreationRefusals | undefined }> = [];
   readonly #onRelease: Array<(subjectHash: Uint8Array) => Promise<void>> = [];
+  readonly #rolling = new Set<string>();
+  readonly #shardEntries: number;
 
   constructor(deps: KeyServiceDeps) {
     const now = deps.now ?? (() => new Date());
+    this.#shardEntries = deps.shardEntries ?? SHARD_ENTRIES;
     const guards: CreationGuards = {
       refusal: (tx, subjectHash) => this.#refusal(tx, subjectHash),
       among: (subjects) => {
@@ -156,7 +162,7 @@ export class KeyService {
     const result = await replaceSubjectKey(this.#c.d, oldKeyId, { ...options, refuseIf });
     this.dropCached(oldKeyId);
     this.#c.d.metrics.keysDestroyed.inc();
-    this.#c.d.metrics.keysCreated.inc();
+    this.#c.d.metrics.keysCreated.inc(1 + (options.shards?.length ?? 0));
     return result;
   }
 
@@ -177,7 +183,30 @@ export class KeyService {
   liveKeyOf = (subjectHash: Uint8Array): Promise<LiveKey | undefined> => liveKeyOf(this.#c, subjectHash);
   liveKeysOf = (subjectHashes: readonly Uint8Array[]): Promise<Map<string, LiveKey>> => liveKeysOf(this.#c, subjectHashes);
   states = (keyIds: readonly string[]): Promise<Map<string, LiveKey['state']>> => states(this.#c, keyIds);
-  reserveSeqs = (keyId: string, count: number): Promise<number | undefined> => reserveSeqs(this.#c, keyId, count);
+  keysOf = (subjectHash: Uint8Array): Promise<SubjectKeyRef[]> => keysOf(this.#c, subjectHash);
+  keysOfSubjects = (subjectHashes: readonly Uint8Array[]): Promise<Map<string, SubjectKeyRef[]>> => keysOfSubjects(this.#c, subjectHashes);
+
+  /** Reserves `count` sequence numbers under the head `keyId` (undefined: fenced, gone or no longer the head); a full head is rolled meanwhile. */
+  async reserveSeqs(keyId: string, count: number): Promise<number | undefined> {
+    const reserved = await reserveSeqs(this.#c, keyId, count);
+    if (!reserved) return undefined;
+    if (reserved.sinceHead >= this.#shardEntries && !this.#rolling.has(keyId)) {
+      this.#rolling.add(keyId);
+      // off the append's path: the head stays writable while it rolls, and a failed roll is tried by the next append
+      void rollHead(this.#c, keyId, this.#shardEntries)
+        .catch(() => {})
+        .finally(() => this.#rolling.delete(keyId));
+    }
+    return reserved.first;
+  }
+
+  /** Rolls the head `keyId` into a shard now if it is full (what reserveSeqs does on its own). */
+  rollHead = (keyId: string): Promise<string | undefined> => rollHead(this.#c, keyId, this.#shardEntries);
+
+  /** How many entries a key holds before it is rolled or split (KeyServiceDeps.shardEntries). */
+  get shardEntries(): number {
+    return this.#shardEntries;
+  }
 }
 
 /** base64url of a DEK for the wire; zeroes nothing (the caller owns the buffer). */

@@ -112,14 +112,15 @@ function lockedStates(locked: unknown): Map<string, string> {
 }
 
 /**
- * The keys' rows under shared locks: a destruction (FOR UPDATE) waits for them. One
+ * The keys' rows under shared locks — heads only: a key rolled into a shard is leased no
+ * more (its lease answers `gone` and is looked up again) — a destruction (FOR UPDATE) waits for them. One
  * index lookup per key (a lateral subquery with a limit: the statement is prepared, and
  * its plan never turns into a scan of subject_keys whatever the planner guesses).
  */
 function lockKeys(keyIds: readonly string[]): SQL {
   return sql`select k.key_id, k.state
                from json_array_elements_text(${JSON.stringify(keyIds)}::json) as v(id)
-               cross join lateral (select key_id, state from subject_keys where key_id = v.id limit 1 for key share) k`;
+               cross join lateral (select key_id, state from subject_keys where key_id = v.id and head limit 1 for key share) k`;
 }
 
 function leaseEvent({ request }: Pending): AuditEvent {

@@ -42,8 +42,8 @@ export async function resyncLedgerSeq(tx: Executor): Promise<void> {
  */
 export async function restoreCarriedKey(
   tx: Transaction,
-  key: { keyId: string; subjectHash: Uint8Array; epoch: number; wrappedDek: Uint8Array; nextSeq: number },
+  key: { keyId: string; subjectHash: Uint8Array; epoch: number; wrappedDek: Uint8Array; nextSeq: number; head: boolean },
 ): Promise<void> {
   const now = new Date();
-  await tx.insert(subjectKeys).values({ ...key, state: 'active', createdAt: now, updatedAt: now });
+  await tx.insert(subjectKeys).values({ ...key, baseSeq: key.nextSeq, state: 'active', createdAt: now, updatedAt: now });
 }

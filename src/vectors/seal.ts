@@ -49,15 +49,14 @@ export async function sealEach(
 }
 
 /**
- * A re-key (src/log/rekey.ts): the sealed rows of `recordIds` stored under `from`
- * re-sealed under `to` as they are — no re-embedding — ready to upsert in the
- * re-key's transaction, and opened to publish after it commits.
+ * A re-key (src/log/rekey.ts): the sealed rows stored under `from` of the records
+ * `to` names, each re-sealed under its record's new key as it is — no re-embedding —
+ * ready to upsert in the re-key's transaction, and opened to publish after it commits.
  */
 export async function reseal(
   c: VectorsContext,
   from: { keyId: string; key: Uint8Array },
-  to: { keyId: string; key: Uint8Array },
-  recordIds: ReadonlySet<string>,
+  targets: ReadonlyMap<string, { keyId: string; key: Uint8Array }>,
 ): Promise<Array<IndexedRecord & SealedEmbedding>> {
   const rows = await queryRows<SealedRow>(
     c.d.db,
@@ -67,7 +66,8 @@ export async function reseal(
   for (const [i, row] of rows.entries()) {
     // two envelope operations a row: let requests run between chunks
     if (i > 0 && i % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
-    if (!recordIds.has(row.record_id)) continue;
+    const to = targets.get(row.record_id);
+    if (!to) continue;
     const sealed = new Uint8Array(row.sealed.buffer, row.sealed.byteOffset, row.sealed.byteLength);
     const moved = resealEmbedding(
       { key: from.key, place: { recordId: row.record_id, keyId: from.keyId, model: row.model } },

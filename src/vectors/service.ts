@@ -92,9 +92,8 @@ export class Vectors {
   sealEach = (records: readonly KeyedText[], embedded?: readonly Float32Array[]): Promise<Sealed[]> => sealEach(this.#c, records, embedded);
   reseal = (
     from: { keyId: string; key: Uint8Array },
-    to: { keyId: string; key: Uint8Array },
-    recordIds: ReadonlySet<string>,
-  ): Promise<Array<IndexedRecord & SealedEmbedding>> => reseal(this.#c, from, to, recordIds);
+    targets: ReadonlyMap<string, { keyId: string; key: Uint8Array }>,
+  ): Promise<Array<IndexedRecord & SealedEmbedding>> => reseal(this.#c, from, targets);
 
   publishingUnder = <T>(keyIds: string | readonly string[], fn: () => Promise<T>): Promise<T> => publishingUnder(this.#c, keyIds, fn);
   publish = (records: readonly IndexedRecord[]): void => publish(this.#c, records);

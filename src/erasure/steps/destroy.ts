@@ -47,7 +47,10 @@ async function rekeyWithout(ctx: StepContext, entryIds: readonly string[]): Prom
         actor: 'erasure',
         reason: `erasure ${row.erasureId}: forget ${ids.length} entr${ids.length === 1 ? 'y' : 'ies'}${others}`,
       });
-      state.keyId = result.oldKeyId;
+      // a forget whose entries were under several keys (shards) destroys each of them
+      if (state.keyId && state.keyId !== result.oldKeyId && !(await res.keys.states([state.keyId])).has(state.keyId))
+        state.shardKeys = [...new Set([...(state.shardKeys ?? []), result.oldKeyId])];
+      else state.keyId = result.oldKeyId;
       await ctx.checkpoint();
     } catch (e) {
       if (isLetheError(e, 'conflict')) return wait('took an append during the re-key');
@@ -59,6 +62,17 @@ async function rekeyWithout(ctx: StepContext, entryIds: readonly string[]): Prom
   }
   if (byKey.size === 0 && located[0]) state.keyId = located[0].keyId;
   return undefined;
+}
+
+/** The subject's live keys other than its head, destroyed and recorded in `state.shardKeys`. Safe to run again. */
+async function destroyShards(ctx: StepContext): Promise<void> {
+  const { res, row, state } = ctx;
+  for (const k of await res.keys.keysOf(row.subjectHash)) {
+    if (k.head || k.keyId === state.keyId) continue;
+    await res.keys.destroyKey(k.keyId, { reason: `erasure ${row.erasureId}: shard`, actor: 'erasure' });
+    state.shardKeys = [...new Set([...(state.shardKeys ?? []), k.keyId])];
+    await ctx.checkpoint();
+  }
 }
 
 /** The other forgets under `keyId` whose fingerprints are taken and who have not re-keyed yet: their entries, by erasure. */
@@ -79,6 +93,8 @@ export const destroy: Step = {
     }
     const keyId = state.keyId;
     let seq: number | undefined;
+    // erasing the whole subject: its shards go first, the head (the key-table tier's) last
+    if (!forgetting && keyId) await destroyShards(ctx);
     const details = [await eraseTier(ctx, 'key-table')];
     if (keyId) {
       const d = await res.destructions.get(keyId);
@@ -89,7 +105,7 @@ export const destroy: Step = {
     }
     for (const name of ['log', 'vector-index'] as const) details.push(await eraseTier(ctx, name));
     // write-ahead: the destruction is acknowledged only once its record is durable in the backup store
-    const waiting = keyId ? await awaitDurable(ctx, [keyId]) : undefined;
+    const waiting = keyId ? await awaitDurable(ctx, [keyId, ...(state.shardKeys ?? [])]) : undefined;
     if (waiting) return waiting;
     if (keyId && seq !== undefined) {
       const lagging = await awaitReplicas(ctx, keyId, seq);

@@ -9,7 +9,22 @@
  * Releases and time only move forward: safe to run again.
  */
 import { forgottenEntries } from '../state.js';
-import { Park, type Step } from './step.js';
+import { Park, type Step, type StepContext } from './step.js';
+
+/** The leases of `keyIds` as one: the figures summed, the latest end. */
+async function latestLeases(res: StepContext['res'], keyIds: readonly string[]) {
+  const all = await Promise.all(keyIds.map((k) => res.keys.leases(k)));
+  const by = (d: Date | null | undefined) => d?.getTime() ?? -1;
+  const last = all.reduce((a, b) => (by(b.endedAt) > by(a.endedAt) ? b : a));
+  const outstandingUntil = all.map((l) => l.outstandingUntil).reduce((a, b) => (by(b) > by(a) ? b : a));
+  return {
+    leases: all.reduce((n, l) => n + l.leases, 0),
+    released: all.reduce((n, l) => n + l.released, 0),
+    outstandingUntil,
+    endedAt: last.endedAt,
+    lastEnded: last.lastEnded,
+  };
+}
 
 export const drainLeases: Step = {
   name: 'drain_leases',
@@ -24,7 +39,8 @@ export const drainLeases: Step = {
       };
     const destroyed = state.destruction;
     if (!destroyed) return { detail: 'no lease was outstanding' };
-    const leases = await res.keys.leases(destroyed.keyId);
+    // a shard was a head once: a writer may still hold its lease
+    const leases = await latestLeases(res, [destroyed.keyId, ...(state.shardKeys ?? [])]);
     const until = leases.outstandingUntil;
     if (until && until.getTime() > Date.now()) {
       return new Park(

@@ -25,7 +25,8 @@ export const fence: Step = {
     if (!live) return { detail: 'the key was already destroyed' };
     // the classified key was replaced meanwhile (a re-key): fence the subject's key now
     if (live.keyId !== state.keyId) state.keyId = live.keyId;
-    await res.keys.fenceKey(state.keyId, 'erasure');
+    // its shards too (the request fenced them; keys rolled or split since are fenced here)
+    for (const k of await res.keys.keysOf(row.subjectHash)) if (k.state === 'active') await res.keys.fenceKey(k.keyId, 'erasure');
     let extra = '';
     if ((await res.tiers.log.contributions(targetOf(row, state.keyId))) !== state.fingerprinted) {
       await takeFingerprints(ctx);

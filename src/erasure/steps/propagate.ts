@@ -4,6 +4,7 @@
  * of those destructions is durable in the backup store's ledger chain (the step parks
  * until then), which every backup's manifest is folded with. Safe to run again.
  */
+import { keysTaken } from '../state.js';
 import { awaitDurable, eraseTier, type Step } from './step.js';
 
 export const propagate: Step = {
@@ -11,8 +12,7 @@ export const propagate: Step = {
   async run(ctx) {
     const { state, res } = ctx;
     // every key this erasure destroyed (redactions and superseded version keys too) must be durable in the ledger first
-    const keys = [...new Set([...(state.keyId ? [state.keyId] : []), ...(state.versionKeys ?? []), ...(state.redactedKeys ?? [])])];
-    const destroyed = (await res.destructions.ledger(keys)).map((r) => r.keyId);
+    const destroyed = (await res.destructions.ledger(keysTaken(state))).map((r) => r.keyId);
     const waiting = await awaitDurable(ctx, destroyed);
     if (waiting) return waiting;
     // where the chain stood once they were durable: signed into the certificate, a restore's witness (src/backups/anchor.ts)

@@ -10,7 +10,7 @@ import type { Certificate } from '../../crypto/certificate.js';
 import { type CertificateState, type ErasureClass, type ErasureStatus, type StepName, TierFailure, type TierName } from '../machine.js';
 import type { ErasureResources } from '../resources.js';
 import type { ErasureState } from '../state.js';
-import { targetOf } from '../state.js';
+import { keysTaken, targetOf } from '../state.js';
 import type { ErasureScope } from '../../erasable.js';
 
 export interface StepContext {
@@ -81,7 +81,7 @@ export function tierScope(ctx: StepContext, contributed: number): ErasureScope {
   return {
     ...targetOf(row, state.keyId ?? null),
     contributed,
-    otherKeys: [...(state.versionKeys ?? []), ...(state.redactedKeys ?? [])],
+    otherKeys: keysTaken(state).filter((k) => k !== state.keyId),
     affected: (state.affected ?? []).map((a) => a.artifactId),
     ...(state.destruction ? { since: new Date(state.destruction.destroyedAt) } : {}),
     beforeRegenerate: (keys) => recordVersionKeys(ctx, keys),

@@ -40,9 +40,9 @@ export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: Toke
     const { subject } = c.req.valid('param');
     const { limit, cursor } = c.req.valid('query');
     const after = decodeCursor('entries', cursor);
-    const { entries, keyId } = await services.log.read(subject, { afterSeq: after?.seq, limit: limit + 1 });
+    const { entries, keyIds } = await services.log.read(subject, { afterSeq: after?.seq, limit: limit + 1 });
     const page = pageOf('entries', entries, limit, (e) => ({ seq: e.seq }));
     c.header('cache-control', 'no-store');
-    return c.json({ entries: page.items.map(shape), readFence: services.fences.issue([keyId]), nextCursor: page.nextCursor }, 200);
+    return c.json({ entries: page.items.map(shape), readFence: services.fences.issue(keyIds), nextCursor: page.nextCursor }, 200);
   });
 }
