@@ -1,9 +1,10 @@
 /**
  * Forgetting one memory: what a records-scope erasure (`DELETE /v1/entries/{entryId}`)
- * costs for a subject of BENCH_FORGET_SMALL memories (default 10) and of
- * BENCH_FORGET_LARGE (default 2,000; 10,000 with BENCH_FULL=1; 1,000 when quick), and
- * the ratio. Aim: ratio <= 5 — forgetting one memory costs about the same however many
- * the subject has.
+ * costs for a subject of BENCH_FORGET_SMALL memories (default 10), of
+ * BENCH_FORGET_LARGE (default 10,000; 1,000 when quick) and — with BENCH_FULL=1, or
+ * BENCH_FORGET_HUGE set — of BENCH_FORGET_HUGE (100,000), and the ratios. Aim: large ÷
+ * small <= 2 — forgetting one memory costs about the same however many the subject
+ * has (a forget re-keys the one key shard holding the entry: src/vault/key-shards.ts).
  *
  *   setup   a MinIO server started here (infra/minio-server.ts), a fresh lethe_bench_*
  *           database, the service in this process (startServer on a free port: S3
@@ -81,7 +82,7 @@ import { runIfMain, sleep } from './support/process.js';
 import { type Aim, aim, fmtInt, fmtNum, fmtRatio, fmtSeconds, formatAims, median, progress, table } from './support/report.js';
 
 const POLL_MS = 20;
-const TARGET = 5;
+const TARGET = 2;
 const SEGMENT_MAX_ENTRIES = 2_000;
 const MIN_SMALL_RUNS = 5;
 
@@ -170,6 +171,9 @@ export interface ForgetResult {
   readonly erasurePollMs: number;
   readonly small: ForgetCase;
   readonly large: ForgetCase;
+  /** BENCH_FULL=1 or BENCH_FORGET_HUGE: a subject of 100,000 memories, and its ratio to small. */
+  readonly huge: ForgetCase | null;
+  readonly hugeRatio: number | null;
   readonly warmup: ForgetSample;
   /** large ÷ small, median wall time DELETE → finished. */
   readonly ratio: number;
@@ -445,7 +449,10 @@ async function writeLegacy(app: App, subject: string, all: readonly string[]): P
 
 export async function runForget(): Promise<ForgetResult> {
   const SMALL = envInt('BENCH_FORGET_SMALL', 10, 2);
-  const LARGE = envInt('BENCH_FORGET_LARGE', byMode({ quick: 1_000, normal: 2_000, full: 10_000 }), SMALL);
+  const LARGE = envInt('BENCH_FORGET_LARGE', byMode({ quick: 1_000, normal: 10_000, full: 10_000 }), SMALL);
+  const HUGE = envInt('BENCH_FORGET_HUGE', byMode({ quick: 0, normal: 0, full: 100_000 }), 0);
+  // the previous design's re-key rewrites every frame: compared at up to 2,000
+  const LEGACY = Math.min(LARGE, envInt('BENCH_FORGET_LEGACY', 2_000, SMALL));
   const RUNS = envInt('BENCH_FORGET_RUNS', QUICK ? 2 : 3, 1);
   const SMALL_RUNS = Math.max(MIN_SMALL_RUNS, RUNS);
   const writerToken = `writer-${randomBytes(18).toString('base64url')}`;
@@ -495,7 +502,9 @@ export async function runForget(): Promise<ForgetResult> {
     const smallSubjects = Array.from({ length: SMALL_RUNS + 1 }, (_, i) => `bench-forget-small-${i}`);
     const largeSubject = 'bench-forget-large';
     const largeCount = LARGE + RUNS;
-    const entries = smallSubjects.length * SMALL + largeCount;
+    const hugeSubject = 'bench-forget-huge';
+    const hugeCount = HUGE > 0 ? HUGE + RUNS : 0;
+    const entries = smallSubjects.length * SMALL + largeCount + hugeCount;
     const all = texts(entries, 7);
     progress(
       `forget: writing ${fmtInt(entries)} memories through LetheWriter (${smallSubjects.length} subjects x ${SMALL}, 1 x ${fmtInt(largeCount)}; segments of up to ${fmtInt(SEGMENT_MAX_ENTRIES)})`,
@@ -504,6 +513,7 @@ export async function runForget(): Promise<ForgetResult> {
     const jobs: Array<{ subject: string; text: string }> = [];
     for (const s of smallSubjects) for (let i = 0; i < SMALL; i++) jobs.push({ subject: s, text: all[jobs.length]! });
     for (let i = 0; i < largeCount; i++) jobs.push({ subject: largeSubject, text: all[jobs.length]! });
+    for (let i = 0; i < hugeCount; i++) jobs.push({ subject: hugeSubject, text: all[jobs.length]! });
     const written = await Promise.all(jobs.map((j) => w.append(j.subject, { text: j.text, kind: 'memory' })));
     const ids = new Map<string, string[]>();
     written.forEach((r, i) => {
@@ -542,15 +552,25 @@ export async function runForget(): Promise<ForgetResult> {
     }
     const small = forgetCase(smallSamples);
     const large = forgetCase(largeSamples);
+    const hugeSamples: ForgetSample[] = [];
+    if (hugeCount > 0) {
+      const hugeIds = ids.get(hugeSubject)!;
+      for (let i = 0; i < RUNS; i++) {
+        const c = await forgetOne(base, eraserToken, hugeIds[Math.floor(((i + 0.5) * hugeIds.length) / RUNS)]!, hugeCount - i, rekeys, pg);
+        hugeSamples.push(c);
+        progress(line(`huge run ${i + 1}`, c));
+      }
+    }
+    const huge = hugeSamples.length > 0 ? forgetCase(hugeSamples) : null;
 
     // ------------------------------------------------------------ the previous design: re-keys over legacy frames
     const l0 = performance.now();
-    const legacyTexts = texts(SMALL + LARGE, 11);
-    progress(`forget: legacy frames (sealed under the subject key, no record keys): a subject of ${SMALL} and one of ${fmtInt(LARGE)}`);
+    const legacyTexts = texts(SMALL + LEGACY, 11);
+    progress(`forget: legacy frames (sealed under the subject key, no record keys): a subject of ${SMALL} and one of ${fmtInt(LEGACY)}`);
     const legacy: LegacyRekey[] = [];
     for (const [n, slice] of [
       [SMALL, legacyTexts.slice(0, SMALL)],
-      [LARGE, legacyTexts.slice(SMALL)],
+      [LEGACY, legacyTexts.slice(SMALL)],
     ] as const) {
       const subject = `bench-forget-legacy-${n}`;
       const legacyIds = await writeLegacy(app, subject, slice);
@@ -571,7 +591,7 @@ export async function runForget(): Promise<ForgetResult> {
     }
     const legacySeconds = (performance.now() - l0) / 1000;
 
-    for (const s of [warmup, ...smallSamples, ...largeSamples]) {
+    for (const s of [warmup, ...smallSamples, ...largeSamples, ...hugeSamples]) {
       if (!s.ok) warnings.push(`the forget ${s.erasureId} (${fmtInt(s.memories)} memories) ended ${s.status}${s.rekey ? '' : ' (no re-key seen)'}`);
     }
     return {
@@ -579,6 +599,8 @@ export async function runForget(): Promise<ForgetResult> {
       erasurePollMs: config.erasurePollMs,
       small,
       large,
+      huge,
+      hugeRatio: huge ? huge.medianWallMs / small.medianWallMs : null,
       warmup,
       ratio: large.medianWallMs / small.medianWallMs,
       engineRatio: large.medianEngineMs / small.medianEngineMs,
@@ -632,7 +654,7 @@ export function formatForget(r: ForgetResult): string {
         'embeddings reloaded one by one',
         'status',
       ],
-      [s, l].map((c) => [
+      [s, l, ...(r.huge ? [r.huge] : [])].map((c) => [
         fmtInt(c.memories),
         c.samples.map((x) => fmtNum(x.wallMs, 0)).join(' / '),
         fmtNum(c.medianWallMs, 0),
@@ -649,6 +671,10 @@ export function formatForget(r: ForgetResult): string {
     `ratio ${fmtInt(l.memories)} ÷ ${fmtInt(s.memories)} memories: wall ${fmtRatio(r.ratio)}, engine ${fmtRatio(r.engineRatio)}, destroy step ${fmtRatio(r.destroyRatio)}; ` +
       `aim ratio <= ${r.target} (forgetting one memory costs about the same however many the subject has): ${r.ratio <= r.target ? 'met' : 'NOT met'}`,
   );
+  if (r.huge && r.hugeRatio !== null)
+    lines.push(
+      `ratio ${fmtInt(r.huge.memories)} ÷ ${fmtInt(s.memories)} memories: wall ${fmtRatio(r.hugeRatio)} (re-key of ${fmtInt(r.huge.rekeyMedian?.rewritten ?? 0)} survivors)`,
+    );
   if (l.rekeyMedian) {
     const p = l.rekeyMedian;
     const top = [...l.stepMedians].sort((a, b) => b.ms - a.ms)[0]!;

@@ -73,7 +73,15 @@ async function wireVault(w: WireContext) {
   const statistics = w.db.kind === 'pglite' ? new StatisticsKeeper(database, (fields, message) => logger.info(fields, message)) : undefined;
   const cache = new DekCache({ maxEntries: config.dekCacheMaxEntries, maxAgeMs: config.dekCacheTtlSeconds * 1000 });
   const destructions = new KeyDestructions({ db: database, audit });
-  const keys = new KeyService({ db: database, provider, hasher, audit, cache, destructions, metrics, leaseTtlSeconds: config.leaseTtlSeconds,
+  const keys = new KeyService({
+    db: database,
+    provider,
+    hasher,
+    audit,
+    cache,
+    destructions,
+    metrics,
+    leaseTtlSeconds: config.leaseTtlSeconds,
     shardEntries: config.keyShardEntries,
   });
   const versionKeys = new VersionKeys({ db: database, provider, destructions });

@@ -84,7 +84,12 @@ export interface KeyReplacement {
   /** Survivors that cannot be carried (frames converted into a segment written after the backup). */
   readonly lost: readonly string[];
   /** Survivors split off into shard keys of their own (a re-key of more than a shard's worth). */
-  readonly shards?: ReadonlyArray<{ readonly keyId: string; readonly epoch: number; readonly wrappedDek: string; readonly records: ReadonlyArray<readonly [string, string]> }>;
+  readonly shards?: ReadonlyArray<{
+    readonly keyId: string;
+    readonly epoch: number;
+    readonly wrappedDek: string;
+    readonly records: ReadonlyArray<readonly [string, string]>;
+  }>;
 }
 
 export const destructionLedger = pgTable(

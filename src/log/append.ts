@@ -199,7 +199,8 @@ export async function store(
 }
 
 /**
- * Reserves `count` sequence numbers under the subject's live key for a writer
+ * Reserves up to `count` sequence numbers (no more than the head key has room for:
+ * key-shards.ts) under the subject's live key for a writer
  * that encrypts locally (the frame's associated data binds its sequence number, so
  * the writer needs it before sealing). Gaps left by a writer that dies are fine:
  * sequence numbers are ordered, not dense.
@@ -208,9 +209,9 @@ export async function reserve(c: LogContext, subject: string, count: number, act
   if (!Number.isSafeInteger(count) || count < 1 || count > MAX_RESERVATION) {
     throw new LetheError('validation_failed', `count must be 1 to ${MAX_RESERVATION}`);
   }
-  const { keyId, dek, firstSeq } = await acrossRekeys(c, subject, () => reserveSeqs(c, subject, count, actor));
+  const { keyId, dek, firstSeq, count: granted } = await acrossRekeys(c, subject, () => reserveSeqs(c, subject, count, actor));
   zeroize(dek);
-  return { keyId, firstSeq, count };
+  return { keyId, firstSeq, count: granted };
 }
 
 /**
@@ -221,8 +222,8 @@ export async function reserve(c: LogContext, subject: string, count: number, act
 export async function reserveSeqs(c: LogContext, subject: string, count: number, actor: string) {
   for (let attempt = 0; attempt < 2; attempt++) {
     const key = await c.keys.writingKey(subject, actor);
-    const firstSeq = await c.keys.reserveSeqs(key.keyId, count);
-    if (firstSeq !== undefined) return { ...key, firstSeq };
+    const reserved = await c.keys.reserveSeqs(key.keyId, count);
+    if (reserved !== undefined) return { ...key, firstSeq: reserved.first, count: reserved.count };
     zeroize(key.dek);
     const current = await c.keys.findKey(subject);
     if (current?.keyId === key.keyId)

@@ -53,7 +53,9 @@ export function logErasable(d: { db: Database; log: Pick<LogService, 'readMany'>
         case 'subject':
           // the head and the shards this erasure destroyed
           removed =
-            scope.keyId !== null && (await d.destructions.get(scope.keyId)) !== undefined ? await countByKeys(db, scope.subjectHash, [scope.keyId, ...(scope.otherKeys ?? [])]) : 0;
+            scope.keyId !== null && (await d.destructions.get(scope.keyId)) !== undefined
+              ? await countByKeys(db, scope.subjectHash, [scope.keyId, ...(scope.otherKeys ?? [])])
+              : 0;
           return { removed, left: await readable(scope), detail: `${removed} entr${removed === 1 ? 'y' : 'ies'} unreadable` };
         case 'records':
           // indexed under a destroyed key: their record keys went with the subject's old key

@@ -53,7 +53,13 @@ export async function read(
         .select()
         .from(logEntries)
         .where(
-          and(eq(logEntries.subjectHash, status.subjectHash), inArray(logEntries.keyId, keyIds), isNull(logEntries.forgottenBy), isNull(logEntries.refused), after),
+          and(
+            eq(logEntries.subjectHash, status.subjectHash),
+            inArray(logEntries.keyId, keyIds),
+            isNull(logEntries.forgottenBy),
+            isNull(logEntries.refused),
+            after,
+          ),
         )
         .orderBy(asc(logEntries.seq));
       const wanted = page.limit === undefined ? undefined : page.limit - entries.length;

@@ -350,7 +350,7 @@ export class KeyCreator {
         sql`insert into subject_keys (key_id, subject_hash, state, epoch, wrapped_dek, created_at, updated_at)
             select v.k, decode(v.h, 'hex'), 'active', ${active.epoch}, decode(v.w, 'hex'), ${at.toISOString()}::timestamptz, ${at.toISOString()}::timestamptz
               from json_to_recordset(${values}::json) as v(h text, k text, w text)
-            on conflict (subject_hash) do nothing
+            on conflict (subject_hash) where head do nothing
             returning key_id`,
       );
       const made = new Set(inserted.map((r) => r.key_id));

@@ -90,10 +90,12 @@ export function replaceSubjectKey(d: Deps, oldKeyId: string, options: Replacemen
     const now = (d.now ?? (() => new Date()))();
     // the replacement keeps the old key's place (head or shard); a head's count starts again (key-shards.ts)
     const common = { subjectHash: row.subjectHash, state, createdAt: now, updatedAt: now, nextSeq: row.nextSeq, baseSeq: row.nextSeq };
-    await tx.insert(subjectKeys).values([
-      { ...common, keyId: options.newKeyId, epoch, wrappedDek, head: row.head },
-      ...shards.map((s) => ({ ...common, keyId: s.keyId, epoch: s.epoch, wrappedDek: s.wrappedDek, head: false })),
-    ]);
+    await tx
+      .insert(subjectKeys)
+      .values([
+        { ...common, keyId: options.newKeyId, epoch, wrappedDek, head: row.head },
+        ...shards.map((s) => ({ ...common, keyId: s.keyId, epoch: s.epoch, wrappedDek: s.wrappedDek, head: false })),
+      ]);
     await d.audit.append(tx, [
       { actor: options.actor, action: 'key.create', keyId: options.newKeyId, subjectHash: row.subjectHash, epoch, detail: { replaces: oldKeyId } },
       ...shards.map((s) => ({

@@ -77,12 +77,21 @@ export async function findRow(c: KeyContext, subjectHash: Uint8Array): Promise<S
  * undefined when the key is fenced or gone (sequence numbers are ordered per key,
  * not dense).
  */
-export async function reserveSeqs(c: KeyContext, keyId: string, count: number): Promise<{ first: number; sinceHead: number } | undefined> {
-  // only the head takes sequence numbers: a shard's range is closed (the head after it continues past it)
-  const [reserved] = await queryRows<{ first: number; since: number }>(
+export async function reserveSeqs(
+  c: KeyContext,
+  keyId: string,
+  count: number,
+  shardEntries: number,
+): Promise<{ first: number; count: number; sinceHead: number } | undefined> {
+  // only the head takes sequence numbers: a shard's range is closed (the head after it continues past it);
+  // and no more than the head has room for, so a writer's block never fills a shard past its size
+  const [reserved] = await queryRows<{ first: number; granted: number; since: number }>(
     c.d.db,
-    sql`update subject_keys set next_seq = next_seq + ${count}, updated_at = now()
-         where key_id = ${keyId} and state = 'active' and head returning next_seq - ${count} as first, next_seq - base_seq as since`,
+    sql`with k as (select key_id, least(${count}::int, greatest(1, ${shardEntries}::int - (next_seq - base_seq))) as granted
+                     from subject_keys where key_id = ${keyId} and state = 'active' and head for no key update)
+        update subject_keys s set next_seq = s.next_seq + k.granted, updated_at = now() from k
+         where s.key_id = k.key_id
+        returning s.next_seq - k.granted as first, k.granted, s.next_seq - s.base_seq as since`,
   );
-  return reserved ? { first: Number(reserved.first), sinceHead: Number(reserved.since) } : undefined;
+  return reserved ? { first: Number(reserved.first), count: Number(reserved.granted), sinceHead: Number(reserved.since) } : undefined;
 }

@@ -59,7 +59,10 @@ export async function rollHead(c: KeyContext, keyId: string, shardEntries: numbe
       const newKeyId = newId('key');
       const { epoch, wrappedDek } = await wrapUnderActive(tx, c.d.provider, newKeyId, dek, 'subject');
       const now = c.now();
-      await tx.update(subjectKeys).set({ head: false, updatedAt: now }).where(and(eq(subjectKeys.keyId, keyId), eq(subjectKeys.head, true)));
+      await tx
+        .update(subjectKeys)
+        .set({ head: false, updatedAt: now })
+        .where(and(eq(subjectKeys.keyId, keyId), eq(subjectKeys.head, true)));
       await tx.insert(subjectKeys).values({
         keyId: newKeyId,
         subjectHash: row.subjectHash,

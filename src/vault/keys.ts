@@ -186,9 +186,13 @@ export class KeyService {
   keysOf = (subjectHash: Uint8Array): Promise<SubjectKeyRef[]> => keysOf(this.#c, subjectHash);
   keysOfSubjects = (subjectHashes: readonly Uint8Array[]): Promise<Map<string, SubjectKeyRef[]>> => keysOfSubjects(this.#c, subjectHashes);
 
-  /** Reserves `count` sequence numbers under the head `keyId` (undefined: fenced, gone or no longer the head); a full head is rolled meanwhile. */
-  async reserveSeqs(keyId: string, count: number): Promise<number | undefined> {
-    const reserved = await reserveSeqs(this.#c, keyId, count);
+  /**
+   * Reserves up to `count` sequence numbers under the head `keyId` — no more than it has
+   * room for, at least one — (undefined: fenced, gone or no longer the head); a full head
+   * is rolled meanwhile.
+   */
+  async reserveSeqs(keyId: string, count: number): Promise<{ first: number; count: number } | undefined> {
+    const reserved = await reserveSeqs(this.#c, keyId, count, this.#shardEntries);
     if (!reserved) return undefined;
     if (reserved.sinceHead >= this.#shardEntries && !this.#rolling.has(keyId)) {
       this.#rolling.add(keyId);
@@ -197,7 +201,7 @@ export class KeyService {
         .catch(() => {})
         .finally(() => this.#rolling.delete(keyId));
     }
-    return reserved.first;
+    return { first: reserved.first, count: reserved.count };
   }
 
   /** Rolls the head `keyId` into a shard now if it is full (what reserveSeqs does on its own). */

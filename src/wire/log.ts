@@ -34,7 +34,16 @@ export const SupersededSchema = z
 export type Superseded = z.infer<typeof SupersededSchema>;
 
 /** POST /v1/subjects/{subject}/entries/reservations: sequence numbers reserved under the subject's key, `firstSeq` to `firstSeq + count - 1`. */
-export const ReservationSchema = z.object({ keyId: z.string(), firstSeq: z.number().int(), count: z.number().int() }).meta({ id: 'Reservation' });
+export const ReservationSchema = z
+  .object({
+    keyId: z.string(),
+    firstSeq: z.number().int(),
+    count: z
+      .number()
+      .int()
+      .meta({ description: 'How many were reserved: at most the count asked, fewer when the head key has less room (a key holds a shard of entries)' }),
+  })
+  .meta({ id: 'Reservation' });
 export type Reservation = z.infer<typeof ReservationSchema>;
 
 /** One entry of a segment a writer sealed and uploaded itself, as POST /v1/segments takes it (identifiers only). */

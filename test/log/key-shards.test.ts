@@ -17,7 +17,10 @@ import { expectProblem, ok } from '../support/http.js';
 import { openTestApp, type TestApp } from '../support/vault.js';
 
 const SHARD = 8;
-const WORDS = 'amber basil cedar dune ember fjord grove harbor iris jade kelp lumen moss nectar opal pine quartz reef sage tundra umber violet willow yarrow zinc'.split(' ');
+const WORDS =
+  'amber basil cedar dune ember fjord grove harbor iris jade kelp lumen moss nectar opal pine quartz reef sage tundra umber violet willow yarrow zinc'.split(
+    ' ',
+  );
 const words = () => Array.from({ length: 6 }, () => `${WORDS[Math.floor(Math.random() * WORDS.length)]}${tag(2)}`).join(' ');
 
 interface Place {
@@ -89,7 +92,8 @@ describe('a subject key in shards', () => {
     expect(new Set(rows.map((r) => r.seq)).size).toBe(rows.length);
     // scoped search finds an entry of the oldest shard
     await t.app.log.indexer.waitIndexed({ subjectHash: t.app.keys.subjectHash(subject), timeoutMs: 10_000 });
-    const first = (await ok<{ entries: Array<{ text: string }> }>(t.call('GET', `/v1/subjects/${encodeURIComponent(subject)}/entries?limit=1`), 200)).entries[0]!;
+    const first = (await ok<{ entries: Array<{ text: string }> }>(t.call('GET', `/v1/subjects/${encodeURIComponent(subject)}/entries?limit=1`), 200))
+      .entries[0]!;
     const hits = (await ok<{ hits: Array<{ id: string }> }>(t.call('POST', '/v1/search', { body: { query: first.text, k: 3, subject } }), 200)).hits;
     expect(hits[0]?.id).toBe(ids[0]);
   });
