@@ -60,6 +60,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import type { App } from '../src/app/open.js';
 import { startServer, type RunningServer } from '../src/app/serve.js';
@@ -418,9 +419,13 @@ function forgetCase(samples: ForgetSample[]): ForgetCase {
 /** Entries of `subject` sealed under the subject key itself (frames from before record keys), registered without wrappedKey. */
 async function writeLegacy(app: App, subject: string, all: readonly string[]): Promise<string[]> {
   const ids: string[] = [];
+  // as before key shards: one key holds the subject, its head never rolls
+  const first = await app.log.reserve(subject, 1, 'bench');
+  await app.db.db.execute(sql`update subject_keys set base_seq = 1000000000 where key_id = ${first.keyId}`);
   for (let at = 0; at < all.length; at += SEGMENT_MAX_ENTRIES) {
     const chunk = all.slice(at, at + SEGMENT_MAX_ENTRIES);
-    const { keyId, firstSeq } = await app.log.reserve(subject, chunk.length, 'bench');
+    const { keyId, firstSeq, count } = await app.log.reserve(subject, chunk.length, 'bench');
+    if (count !== chunk.length) throw new Error(`legacy registration: ${count} of ${chunk.length} sequence numbers reserved`);
     const { dek } = await app.keys.dekFor(keyId);
     try {
       const sealed = chunk.map((text, i) => {
@@ -480,6 +485,8 @@ export async function runForget(): Promise<ForgetResult> {
       ...scratch.s3,
       S3_BUCKET: bucket,
       S3_BACKUP_BUCKET: `${bucket}-bak`,
+      // the shard size to measure (docs/performance.md compares a few)
+      ...(process.env.LETHE_KEY_SHARD_ENTRIES ? { LETHE_KEY_SHARD_ENTRIES: process.env.LETHE_KEY_SHARD_ENTRIES } : {}),
     });
     server = await startServer(config, createLogger('warn', process.stderr));
     const app = server.app;

@@ -42,6 +42,9 @@ export type { UnreleasedLease, WriterCloseReport, WriterOptions };
 /** What an append stored (the wire type: src/wire/log.ts). */
 export type { AppendedEntry };
 
+/** Key moves (a head rolled, a re-key) one append follows before it gives up: far more than a busy subject makes while an append waits. */
+const MAX_KEY_MOVES = 1_000;
+
 interface HeldLease {
   readonly keyId: string;
   readonly leaseId: string;
@@ -72,6 +75,8 @@ export class LetheWriter {
   readonly #leasing = new Map<string, Promise<HeldLease>>();
   readonly #blocks = new Map<string, { keyId: string; next: number; end: number }>();
   readonly #reserving = new Map<string, Promise<void>>();
+  /** Appends waiting for a sequence number, in line per subject. */
+  readonly #seqWaiters = new Map<string, Array<{ resolve: (r: { keyId: string; seq: number }) => void; reject: (e: unknown) => void }>>();
   #pending: PendingFrame[] = [];
   #pendingBytes = 0;
   #timer: NodeJS.Timeout | undefined;
@@ -130,26 +135,31 @@ export class LetheWriter {
       throw new LetheError('payload_too_large', `text is limited to ${MAX_ENTRY_TEXT_BYTES} bytes`);
     // one entry id across re-seals: the entry is stored once, under whichever key it was last sealed under
     const id = newId('entry');
-    for (let attempt = 1; ; attempt++) {
-      const held = await this.#lease(subject);
-      // A private copy, taken before the next await: a renewal or the expiry sweep may
-      // zero the held DEK while this append waits for its sequence number.
-      const keyId = held.keyId;
-      const dek = held.dek.slice();
-      let sealed: SealedEntry | undefined;
-      let seq: number | undefined;
-      try {
-        seq = await this.#nextSeq(subject, keyId);
-        // sealed under a record key of its own, wrapped under the leased DEK (src/log/frame.ts)
-        if (seq !== undefined)
-          sealed = sealEntry(dek, { keyId, entryId: id, seq }, { text: entry.text, kind: entry.kind ?? null, metadata: entry.metadata ?? null });
-      } finally {
-        zeroize(dek);
+    // a head key rolled into a shard (src/vault/key-shards.ts) moves the subject to a new key: lease it, not a failed try
+    for (let attempt = 1, moves = 0; ; attempt++) {
+      // a sequence number first, then the lease of the key it was reserved under
+      const { keyId, seq } = await this.#nextSeq(subject);
+      let held = await this.#lease(subject);
+      if (held.keyId !== keyId) {
+        // the lease predates the reservation's key: lease again (once for all the appends that saw the old one)
+        this.#dropLease(subject, held.keyId);
+        held = await this.#lease(subject);
       }
-      if (sealed === undefined || seq === undefined) {
-        this.#forget(subject); // the subject's key changed since the lease (re-keyed, or erased and re-created): lease again
+      if (held.keyId !== keyId) {
+        // the subject's key moved again since the reservation (rolled, re-keyed): that number stays a gap, take another
+        if (++moves <= MAX_KEY_MOVES) attempt--;
         if (attempt >= this.#retry.attempts) break;
         continue;
+      }
+      // A private copy, taken before the next await: a renewal or the expiry sweep may
+      // zero the held DEK while this append waits for its frame to be stored.
+      const dek = held.dek.slice();
+      let sealed: SealedEntry;
+      try {
+        // sealed under a record key of its own, wrapped under the leased DEK (src/log/frame.ts)
+        sealed = sealEntry(dek, { keyId, entryId: id, seq }, { text: entry.text, kind: entry.kind ?? null, metadata: entry.metadata ?? null });
+      } finally {
+        zeroize(dek);
       }
       const reservedSeq = seq;
       const { envelope, wrappedKey } = sealed;
@@ -339,37 +349,59 @@ export class LetheWriter {
     return pending;
   }
 
-  /** The next reserved sequence number under `keyId`, or undefined when the subject's key is another one now. */
-  async #nextSeq(subject: string, keyId: string): Promise<number | undefined> {
-    for (;;) {
-      const block = this.#blocks.get(subject);
-      if (block && block.keyId === keyId && block.next < block.end) return block.next++;
-      if (block && block.keyId !== keyId) this.#blocks.delete(subject);
-      let reserving = this.#reserving.get(subject);
-      if (!reserving) {
-        reserving = (async () => {
-          const r = await withRetries(this.#retry, () =>
-            this.#service.json<Reservation>('POST', `/v1/subjects/${encodeURIComponent(subject)}/entries/reservations`, {
-              body: { count: this.#o.reserveBlock },
-            }),
-          );
-          this.#blocks.set(subject, { keyId: r.keyId, next: r.firstSeq, end: r.firstSeq + r.count });
-        })().finally(() => this.#reserving.delete(subject));
-        this.#reserving.set(subject, reserving);
+  /**
+   * The subject's next reserved sequence number and the key it is under. Appends wait in
+   * line: each reservation (up to `reserveBlock`, fewer when the head key has less room)
+   * serves the first in line, so a key moving never wakes every waiting append.
+   */
+  #nextSeq(subject: string): Promise<{ keyId: string; seq: number }> {
+    const block = this.#blocks.get(subject);
+    if (block && block.next < block.end) return Promise.resolve({ keyId: block.keyId, seq: block.next++ });
+    return new Promise((resolve, reject) => {
+      const line = this.#seqWaiters.get(subject) ?? [];
+      line.push({ resolve, reject });
+      this.#seqWaiters.set(subject, line);
+      if (!this.#reserving.has(subject))
+        this.#reserving.set(
+          subject,
+          this.#reserveFor(subject).finally(() => this.#reserving.delete(subject)),
+        );
+    });
+  }
+
+  /** Reserves blocks until every append in the subject's line has its number; a refusal fails the line. */
+  async #reserveFor(subject: string): Promise<void> {
+    try {
+      for (let line = this.#seqWaiters.get(subject); line && line.length > 0; line = this.#seqWaiters.get(subject)) {
+        const r = await withRetries(this.#retry, () =>
+          this.#service.json<Reservation>('POST', `/v1/subjects/${encodeURIComponent(subject)}/entries/reservations`, {
+            body: { count: this.#o.reserveBlock },
+          }),
+        );
+        const block = { keyId: r.keyId, next: r.firstSeq, end: r.firstSeq + r.count };
+        this.#blocks.set(subject, block);
+        while (block.next < block.end && line.length > 0) line.shift()!.resolve({ keyId: block.keyId, seq: block.next++ });
       }
-      await reserving;
-      if (this.#blocks.get(subject)?.keyId !== keyId) return undefined;
+    } catch (e) {
+      for (const w of this.#seqWaiters.get(subject) ?? []) w.reject(e);
+    } finally {
+      if (!this.#seqWaiters.get(subject)?.length) this.#seqWaiters.delete(subject);
     }
   }
 
-  /** Zeroes the subject's DEK and releases its lease (the writer is done with it: key changed, idle, closing). */
+  /** Drops the subject's lease if it is still the one of `keyId` (another append may have leased the new key already). */
+  #dropLease(subject: string, keyId: string): void {
+    const held = this.#leases.get(subject);
+    if (!held || held.keyId !== keyId) return;
+    zeroize(held.dek);
+    this.#releases.release(subject, held.leaseId, held.expiresAt);
+    this.#leases.delete(subject);
+  }
+
+  /** Drops the subject's lease and reserved block (the key went: fenced, re-keyed, idle, closing). */
   #forget(subject: string): void {
     const held = this.#leases.get(subject);
-    if (held) {
-      zeroize(held.dek);
-      this.#releases.release(subject, held.leaseId, held.expiresAt);
-    }
-    this.#leases.delete(subject);
+    if (held) this.#dropLease(subject, held.keyId);
     this.#blocks.delete(subject);
   }
 
