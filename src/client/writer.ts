@@ -35,6 +35,8 @@ import { ServiceClient } from './http.js';
 import { LeaseReleases, type UnreleasedLease, type WriterCloseReport } from './lease-releases.js';
 import { attemptOutcome, LetheOutcomeUnknownError, type SegmentRegistration } from './outcome.js';
 import { type RetryOptions, retryDelay, retryPolicy, withRetries } from './retry.js';
+import { type HeldLease, retire } from './held-lease.js';
+import { SequenceLine } from './sequence-line.js';
 import type { WriterOptions } from './writer-options.js';
 
 export type { UnreleasedLease, WriterCloseReport, WriterOptions };
@@ -44,14 +46,6 @@ export type { AppendedEntry };
 
 /** Key moves (a head rolled, a re-key) one append follows before it gives up: far more than a busy subject makes while an append waits. */
 const MAX_KEY_MOVES = 1_000;
-
-interface HeldLease {
-  readonly keyId: string;
-  readonly leaseId: string;
-  readonly dek: Uint8Array;
-  readonly expiresAt: number;
-  readonly renewAt: number;
-}
 
 interface PendingFrame {
   readonly subject: string;
@@ -73,10 +67,7 @@ export class LetheWriter {
   readonly #service: ServiceClient;
   readonly #leases = new Map<string, HeldLease>();
   readonly #leasing = new Map<string, Promise<HeldLease>>();
-  readonly #blocks = new Map<string, { keyId: string; next: number; end: number }>();
-  readonly #reserving = new Map<string, Promise<void>>();
-  /** Appends waiting for a sequence number, in line per subject. */
-  readonly #seqWaiters = new Map<string, Array<{ resolve: (r: { keyId: string; seq: number }) => void; reject: (e: unknown) => void }>>();
+  readonly #seqs: SequenceLine;
   #pending: PendingFrame[] = [];
   #pendingBytes = 0;
   #timer: NodeJS.Timeout | undefined;
@@ -110,6 +101,11 @@ export class LetheWriter {
     }
     this.#service = new ServiceClient({ baseUrl, token, timeoutMs: requestTimeoutMs ?? 30_000, ...(tls ? { tls } : {}) });
     this.#releases = new LeaseReleases(this.#service, this.#o.releaseTimeoutMs);
+    this.#seqs = new SequenceLine((subject) =>
+      withRetries(this.#retry, () =>
+        this.#service.json<Reservation>('POST', `/v1/subjects/${encodeURIComponent(subject)}/entries/reservations`, { body: { count: this.#o.reserveBlock } }),
+      ),
+    );
     // expired leases are dropped, and an idle writer's released, within a second (sooner for a shorter idle timeout)
     this.#sweeper = setInterval(() => this.#sweep(), Math.min(1000, Math.max(10, this.#o.idleTimeoutMs / 4)));
     this.#sweeper.unref();
@@ -138,14 +134,15 @@ export class LetheWriter {
     // a head key rolled into a shard (src/vault/key-shards.ts) moves the subject to a new key: lease it, not a failed try
     for (let attempt = 1, moves = 0; ; attempt++) {
       // a sequence number first, then the lease of the key it was reserved under
-      const { keyId, seq } = await this.#nextSeq(subject);
+      const { keyId, seq } = await this.#seqs.next(subject);
       let held = await this.#lease(subject);
-      if (held.keyId !== keyId) {
+      if (held.keyId !== keyId && !held.dropped && this.#seqs.keyOf(subject) === keyId) {
         // the lease predates the reservation's key: lease again (once for all the appends that saw the old one)
         this.#dropLease(subject, held.keyId);
         held = await this.#lease(subject);
       }
-      if (held.keyId !== keyId) {
+      // a number reserved under a key the subject left since, or a lease another append dropped meanwhile: take another
+      if (held.keyId !== keyId || held.dropped) {
         // the subject's key moved again since the reservation (rolled, re-keyed): that number stays a gap, take another
         if (++moves <= MAX_KEY_MOVES) attempt--;
         if (attempt >= this.#retry.attempts) break;
@@ -338,7 +335,7 @@ export class LetheWriter {
         const ttl = expiresAt - Date.now();
         const lease = { keyId: body.keyId, leaseId: body.leaseId, dek, expiresAt, renewAt: expiresAt - Math.min(30_000, ttl / 5) };
         const old = this.#leases.get(subject);
-        if (old && old.dek !== dek) zeroize(old.dek);
+        if (old && old.dek !== dek) retire(old);
         this.#leases.set(subject, lease);
         // the renewed lease replaces the old one: nothing waits for the old one to expire
         if (old && old.leaseId !== lease.leaseId) this.#releases.release(subject, old.leaseId, old.expiresAt);
@@ -349,51 +346,11 @@ export class LetheWriter {
     return pending;
   }
 
-  /**
-   * The subject's next reserved sequence number and the key it is under. Appends wait in
-   * line: each reservation (up to `reserveBlock`, fewer when the head key has less room)
-   * serves the first in line, so a key moving never wakes every waiting append.
-   */
-  #nextSeq(subject: string): Promise<{ keyId: string; seq: number }> {
-    const block = this.#blocks.get(subject);
-    if (block && block.next < block.end) return Promise.resolve({ keyId: block.keyId, seq: block.next++ });
-    return new Promise((resolve, reject) => {
-      const line = this.#seqWaiters.get(subject) ?? [];
-      line.push({ resolve, reject });
-      this.#seqWaiters.set(subject, line);
-      if (!this.#reserving.has(subject))
-        this.#reserving.set(
-          subject,
-          this.#reserveFor(subject).finally(() => this.#reserving.delete(subject)),
-        );
-    });
-  }
-
-  /** Reserves blocks until every append in the subject's line has its number; a refusal fails the line. */
-  async #reserveFor(subject: string): Promise<void> {
-    try {
-      for (let line = this.#seqWaiters.get(subject); line && line.length > 0; line = this.#seqWaiters.get(subject)) {
-        const r = await withRetries(this.#retry, () =>
-          this.#service.json<Reservation>('POST', `/v1/subjects/${encodeURIComponent(subject)}/entries/reservations`, {
-            body: { count: this.#o.reserveBlock },
-          }),
-        );
-        const block = { keyId: r.keyId, next: r.firstSeq, end: r.firstSeq + r.count };
-        this.#blocks.set(subject, block);
-        while (block.next < block.end && line.length > 0) line.shift()!.resolve({ keyId: block.keyId, seq: block.next++ });
-      }
-    } catch (e) {
-      for (const w of this.#seqWaiters.get(subject) ?? []) w.reject(e);
-    } finally {
-      if (!this.#seqWaiters.get(subject)?.length) this.#seqWaiters.delete(subject);
-    }
-  }
-
   /** Drops the subject's lease if it is still the one of `keyId` (another append may have leased the new key already). */
   #dropLease(subject: string, keyId: string): void {
     const held = this.#leases.get(subject);
     if (!held || held.keyId !== keyId) return;
-    zeroize(held.dek);
+    retire(held);
     this.#releases.release(subject, held.leaseId, held.expiresAt);
     this.#leases.delete(subject);
   }
@@ -402,7 +359,7 @@ export class LetheWriter {
   #forget(subject: string): void {
     const held = this.#leases.get(subject);
     if (held) this.#dropLease(subject, held.keyId);
-    this.#blocks.delete(subject);
+    this.#seqs.drop(subject);
   }
 
   /** Drops (zeroes) DEKs whose lease expired; releases everything once the writer has been idle `idleTimeoutMs`. */
@@ -410,13 +367,13 @@ export class LetheWriter {
     const now = Date.now();
     for (const [subject, lease] of this.#leases) {
       if (lease.expiresAt > now) continue;
-      zeroize(lease.dek);
+      retire(lease);
       this.#leases.delete(subject);
-      this.#blocks.delete(subject);
+      this.#seqs.drop(subject);
     }
     // busy — frames waiting or uploading, a lease or a reservation in flight (an append between its lease and its frame is in one of these) — is
     // activity: the idle clock starts once the last upload is done
-    const busy = this.#pending.length > 0 || this.#flushes.size > 0 || this.#leasing.size > 0 || this.#reserving.size > 0;
+    const busy = this.#pending.length > 0 || this.#flushes.size > 0 || this.#leasing.size > 0 || this.#seqs.busy;
     if (busy) this.#lastActive = now;
     if (busy || this.#closed || now - this.#lastActive < this.#o.idleTimeoutMs) return;
     if (this.#leases.size === 0 && this.#releases.failed === 0) return;

@@ -12,6 +12,7 @@ import { isLetheError, LetheError } from '../errors.js';
 import { newId, newSegmentKey } from '../ids.js';
 import type { Sealed } from '../vectors/service.js';
 import { insertEmbeddingsCte, notifyInsertedEmbeddings } from '../vectors/embeddings.js';
+import { MAX_KEY_MOVES } from '../vault/keys.js';
 import type { LogContext } from './context.js';
 import { sealEntry } from './frame.js';
 import { type AppendOnce, claimCte, IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE, type RecordedAppend } from './idempotency.js';
@@ -220,7 +221,8 @@ export async function reserve(c: LogContext, subject: string, count: number, act
  * subject's current key used instead; a fenced key means an erasure is running.
  */
 export async function reserveSeqs(c: LogContext, subject: string, count: number, actor: string) {
-  for (let attempt = 0; attempt < 2; attempt++) {
+  // a head rolled into a shard meanwhile (src/vault/key-shards.ts) is a move: followed up to MAX_KEY_MOVES times
+  for (let attempt = 0; attempt < 2 + MAX_KEY_MOVES; attempt++) {
     const key = await c.keys.writingKey(subject, actor);
     const reserved = await c.keys.reserveSeqs(key.keyId, count);
     if (reserved !== undefined) return { ...key, firstSeq: reserved.first, count: reserved.count };

@@ -5,7 +5,7 @@ import { newId } from '../ids.js';
 import type { LiveKeyRow } from './creation.js';
 import { unwrapRow } from './key-deks.js';
 import { awaitRekey } from './key-fence.js';
-import { fencedRefusal, type KeyContext, type Lease, type LeaseRelease } from './key-types.js';
+import { fencedRefusal, type KeyContext, type Lease, type LeaseRelease, MAX_KEY_MOVES } from './key-types.js';
 import { findLease, recordRelease } from './leases.js';
 import { hashHex } from './subjects.js';
 
@@ -14,7 +14,8 @@ export async function lease(c: KeyContext, subject: string, actor: string): Prom
   const subjectHash = c.d.hasher.hash(subject);
   const subjectHex = hashHex(subjectHash);
   const { cache, metrics } = c.d;
-  for (let attempt = 0; attempt < 3; attempt++) {
+  // a head rolled into a shard meanwhile ('gone': key-shards.ts) is a move, not a failed try
+  for (let attempt = 0, moves = 0; attempt < 3; attempt++) {
     let current = cache.get(subjectHex);
     metrics.dekCacheLookups.inc({ result: current ? 'hit' : 'miss' });
     if (!current) current = await loadOrCreate(c, subjectHash, subjectHex, actor);
@@ -42,7 +43,8 @@ export async function lease(c: KeyContext, subject: string, actor: string): Prom
         'the subject key is fenced: the subject is being erased, or re-keyed for a moment while some of its entries are forgotten; no new leases are handed out until then',
       );
     }
-    // 'gone': the cached key was destroyed meanwhile; look again.
+    // 'gone': the cached key was destroyed or rolled meanwhile; look again.
+    if (++moves <= MAX_KEY_MOVES) attempt--;
   }
   throw new LetheError('unavailable', 'the subject key changed repeatedly during the lease; try again');
 }

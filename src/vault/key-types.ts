@@ -115,6 +115,9 @@ export interface KeyServiceDeps {
  */
 export const SHARD_ENTRIES = 256;
 
+/** Key moves (a head rolled, a re-key) one lease or service append follows before it gives up. */
+export const MAX_KEY_MOVES = 20;
+
 /** One of a subject's live keys: its head (appends and leases) or a shard. */
 export interface SubjectKeyRef {
   readonly keyId: string;
