@@ -16,7 +16,8 @@ export class SequenceLine {
   readonly #reserve: (subject: string) => Promise<Reservation>;
   readonly #blocks = new Map<string, { keyId: string; next: number; end: number }>();
   readonly #reserving = new Map<string, Promise<void>>();
-  readonly #waiting = new Map<string, Waiter[]>();
+  /** Appends waiting, per subject: a queue read from `at` (shifting a long array would cost its length each time). */
+  readonly #waiting = new Map<string, { items: Waiter[]; at: number }>();
 
   constructor(reserve: (subject: string) => Promise<Reservation>) {
     this.#reserve = reserve;
@@ -27,8 +28,8 @@ export class SequenceLine {
     const block = this.#blocks.get(subject);
     if (block && block.next < block.end) return Promise.resolve({ keyId: block.keyId, seq: block.next++ });
     return new Promise((resolve, reject) => {
-      const line = this.#waiting.get(subject) ?? [];
-      line.push({ resolve, reject });
+      const line = this.#waiting.get(subject) ?? { items: [], at: 0 };
+      line.items.push({ resolve, reject });
       this.#waiting.set(subject, line);
       if (!this.#reserving.has(subject))
         this.#reserving.set(
@@ -55,18 +56,24 @@ export class SequenceLine {
 
   /** Reserves blocks until everyone in the subject's line has a number; a refusal fails the whole line. */
   async #fill(subject: string): Promise<void> {
+    const waiting = (line: { items: Waiter[]; at: number } | undefined) => (line ? line.items.length - line.at : 0);
     try {
-      for (let line = this.#waiting.get(subject); line && line.length > 0; line = this.#waiting.get(subject)) {
+      for (let line = this.#waiting.get(subject); line && waiting(line) > 0; line = this.#waiting.get(subject)) {
         const r = await this.#reserve(subject);
         const block = { keyId: r.keyId, next: r.firstSeq, end: r.firstSeq + r.count };
         this.#blocks.set(subject, block);
-        while (block.next < block.end && line.length > 0) line.shift()!.resolve({ keyId: block.keyId, seq: block.next++ });
+        while (block.next < block.end && waiting(line) > 0) line.items[line.at++]!.resolve({ keyId: block.keyId, seq: block.next++ });
+        if (line.at > 1024 && line.at * 2 > line.items.length) {
+          line.items = line.items.slice(line.at);
+          line.at = 0;
+        }
       }
     } catch (e) {
-      for (const w of this.#waiting.get(subject) ?? []) w.reject(e);
+      const line = this.#waiting.get(subject);
       this.#waiting.delete(subject);
+      for (const w of line?.items.slice(line.at) ?? []) w.reject(e);
     } finally {
-      if (!this.#waiting.get(subject)?.length) this.#waiting.delete(subject);
+      if (waiting(this.#waiting.get(subject)) === 0) this.#waiting.delete(subject);
     }
   }
 }

@@ -5,10 +5,13 @@ import { logEntries } from '../db/schema.js';
 import { LetheError } from '../errors.js';
 import type { LogContext } from './context.js';
 
-/** The ids of the entries indexed under a key, in append order. */
-export async function entryIdsOf(c: LogContext, keyId: string): Promise<string[]> {
-  const rows = await c.db.select({ id: logEntries.entryId }).from(logEntries).where(eq(logEntries.keyId, keyId)).orderBy(asc(logEntries.seq));
-  return rows.map((r) => r.id);
+/** The entries under the subject's live keys — its head and its shards — in sequence order. */
+export async function entryIdsOf(c: LogContext, subjectHash: Uint8Array): Promise<string[]> {
+  const rows = await queryRows<{ entry_id: string }>(
+    c.db,
+    sql`select e.entry_id from subject_keys k join log_entries e on e.key_id = k.key_id where k.subject_hash = ${subjectHash} order by e.seq`,
+  );
+  return rows.map((r) => r.entry_id);
 }
 
 export interface LocatedEntry {

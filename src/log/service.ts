@@ -111,7 +111,7 @@ export class LogService {
     read(this.#c, subject, page);
   readMany = (ids: readonly string[], options: { forgottenBy?: string } = {}): Promise<Map<string, Entry>> => readMany(this.#c, ids, options);
   get = (entryId: string): Promise<Entry> => get(this.#c, entryId);
-  entryIdsOf = (keyId: string): Promise<string[]> => entryIdsOf(this.#c, keyId);
+  entryIdsOf = (subjectHash: Uint8Array): Promise<string[]> => entryIdsOf(this.#c, subjectHash);
   locate = (ids: readonly string[]): Promise<LocatedEntry[]> => locate(this.#c, ids);
   markForgotten = (tx: Transaction, erasureId: string, subjectHash: Uint8Array, ids: readonly string[]): Promise<void> =>
     markForgotten(this.#c, tx, erasureId, subjectHash, ids);

@@ -38,6 +38,9 @@ import { activeEpoch } from './wrapping.js';
 import { existingAmong, existingJson, existingRows, parseExisting, type RawExisting, type RawRefused, refusedJson } from './creation-sql.js';
 import type { CreationGuards, CreationOutcome, LiveKeyRow } from './creation-types.js';
 
+/** A new head's first sequence number: past the subject's shards' (a head destroyed alone leaves them), else 1. */
+const NEXT_SEQ = sql`coalesce((select max(s.next_seq) from subject_keys s where s.subject_hash = i.subject_hash), 1)`;
+
 export { NO_REFUSALS } from './creation-sql.js';
 export type { CreationGuards, CreationOutcome, LiveKeyRow } from './creation-types.js';
 
@@ -286,8 +289,9 @@ export class KeyCreator {
                refused as (${among}),`,
           guard: sql`exists (select 1 from locked) and not exists (select 1 from existing) and not exists (select 1 from refused)`,
           after: sql`created as (
-                 insert into subject_keys (key_id, subject_hash, state, epoch, wrapped_dek, created_at, updated_at)
-                 select i.key_id, i.subject_hash, 'active', ${epoch}, i.wrapped_dek, ${at.toISOString()}::timestamptz, ${at.toISOString()}::timestamptz
+                 insert into subject_keys (key_id, subject_hash, state, epoch, wrapped_dek, created_at, updated_at, next_seq, base_seq)
+                 select i.key_id, i.subject_hash, 'active', ${epoch}, i.wrapped_dek, ${at.toISOString()}::timestamptz, ${at.toISOString()}::timestamptz,
+                        ${NEXT_SEQ}, ${NEXT_SEQ}
                    from input i where exists (select 1 from head)
                  returning 1)`,
           report: sql`(${existingJson}) as existing, (${refusedJson}) as refused`,
@@ -347,9 +351,11 @@ export class KeyCreator {
       const values = JSON.stringify(toCreate.map(({ item }) => ({ h: item.hex, k: item.keyId, w: Buffer.from(item.wrappedDek).toString('hex') })));
       const inserted = await queryRows<{ key_id: string }>(
         tx,
-        sql`insert into subject_keys (key_id, subject_hash, state, epoch, wrapped_dek, created_at, updated_at)
-            select v.k, decode(v.h, 'hex'), 'active', ${active.epoch}, decode(v.w, 'hex'), ${at.toISOString()}::timestamptz, ${at.toISOString()}::timestamptz
+        sql`insert into subject_keys (key_id, subject_hash, state, epoch, wrapped_dek, created_at, updated_at, next_seq, base_seq)
+            select v.k, i.subject_hash, 'active', ${active.epoch}, decode(v.w, 'hex'), ${at.toISOString()}::timestamptz, ${at.toISOString()}::timestamptz,
+                   ${NEXT_SEQ}, ${NEXT_SEQ}
               from json_to_recordset(${values}::json) as v(h text, k text, w text)
+              cross join lateral (select decode(v.h, 'hex') as subject_hash) i
             on conflict (subject_hash) where head do nothing
             returning key_id`,
       );

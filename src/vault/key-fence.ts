@@ -59,16 +59,27 @@ export async function transition(c: KeyContext, keyId: string, to: KeyState, act
  * notification); the caller drops this replica's cached copies with `dropCached`.
  */
 export async function fenceSubjectWithin(c: KeyContext, tx: Transaction, subjectHash: Uint8Array, actor: string): Promise<string | undefined> {
-  // the subject's live keys as they are now, locked in key order: a key re-keyed or destroyed since the caller looked is not one fenced
-  const rows = await tx
-    .select({ keyId: subjectKeys.keyId, state: subjectKeys.state, head: subjectKeys.head })
-    .from(subjectKeys)
-    .where(eq(subjectKeys.subjectHash, subjectHash))
-    .orderBy(asc(subjectKeys.keyId))
-    .for('update');
-  for (const row of rows) if (row.state === 'active') await transitionWithin(c, tx, row.keyId, 'fenced', actor);
-  return rows.find((r) => r.head)?.keyId;
+  // the subject's live keys as they are now, locked in key order: a key re-keyed or destroyed since the caller looked is not one fenced.
+  // Looked at again until none is active: a key a roll or a re-key committed while this statement waited for its lock is
+  // not in its snapshot, and the next statement sees it (once this one holds the locks, no new key can be made past the guards).
+  let head: string | undefined;
+  for (let round = 0; round < FENCE_ROUNDS; round++) {
+    const rows = await tx
+      .select({ keyId: subjectKeys.keyId, state: subjectKeys.state, head: subjectKeys.head })
+      .from(subjectKeys)
+      .where(eq(subjectKeys.subjectHash, subjectHash))
+      .orderBy(asc(subjectKeys.keyId))
+      .for('update');
+    head = rows.find((r) => r.head)?.keyId ?? head;
+    const active = rows.filter((r) => r.state === 'active');
+    if (active.length === 0) return head;
+    for (const row of active) await transitionWithin(c, tx, row.keyId, 'fenced', actor);
+  }
+  throw new LetheError('unavailable', "the subject's keys kept changing while the erasure fenced them; try again", { retryable: true });
 }
+
+/** Times the erasure request looks at the subject's keys again for one made meanwhile. */
+const FENCE_ROUNDS = 5;
 
 export async function transitionWithin(c: KeyContext, tx: Transaction, keyId: string, to: KeyState, actor: string): Promise<void> {
   const [row] = await tx.select().from(subjectKeys).where(eq(subjectKeys.keyId, keyId)).for('update');

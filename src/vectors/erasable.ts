@@ -20,13 +20,26 @@ export interface VectorErasableDeps {
   readonly readable: (records: { entries: readonly string[]; artifacts: readonly string[] }) => Promise<Set<string>>;
 }
 
+/** The subject's keys an erasure names: its key and, once it destroyed them, the others (shards among them). */
+function subjectKeysOf(target: ErasureTarget & { readonly otherKeys?: readonly string[] }): string[] {
+  return [...new Set([...(target.keyId ? [target.keyId] : []), ...(target.otherKeys ?? [])])];
+}
+
 export function vectorIndexErasable(d: VectorErasableDeps): Erasable {
   const { db } = d;
   /** Sealed rows stored for the target: under its key, or (forgetting records) those records' rows under any key. */
   const stored = (target: ErasureTarget) => {
     switch (target.kind) {
-      case 'subject':
-        return target.keyId ? count(db, sql`select count(*) as n from embeddings where key_id = ${target.keyId}`) : Promise.resolve(0);
+      case 'subject': {
+        // under the subject's live keys (head and shards), and under the keys this erasure destroyed
+        const keys = subjectKeysOf(target);
+        return count(
+          db,
+          sql`select count(*) as n from embeddings
+               where key_id in (select key_id from subject_keys where subject_hash = ${target.subjectHash})
+                  or key_id = any(${idArrayLiteral(keys)}::text[])`,
+        );
+      }
       case 'records':
         return target.entryIds.length === 0
           ? Promise.resolve(0)
@@ -38,9 +51,7 @@ export function vectorIndexErasable(d: VectorErasableDeps): Erasable {
     const index = d.vectors.index;
     const inMemory =
       scope.kind === 'subject'
-        ? scope.keyId
-          ? index.idsOfKey(scope.keyId).length
-          : 0
+        ? subjectKeysOf(scope).reduce((n, k) => n + index.idsOfKey(k).length, 0)
         : scope.entryIds.filter((id) => index.vectorOf(id) !== undefined).length;
     return (await stored(scope)) + inMemory;
   };

@@ -172,4 +172,31 @@ describe('a subject key in shards', () => {
     // every shard's destruction is in the backup store's ledger chain before the certificate
     expect(await t.app.destructions.ledger(keys.map((k) => k.keyId))).toHaveLength(keys.length);
   });
+
+  it('a head destroyed alone (break-glass) leaves its shards: the next head continues their sequence numbers, and erasing the subject takes the shards', {
+    timeout: 120_000,
+  }, async () => {
+    const subject = `user:shards-headless-${tag()}`;
+    const ids = await appendMany(subject, 2 * SHARD + 1, 'headless');
+    const keys = await rolled(subject, 3);
+    const head = keys.find((k) => k.head)!;
+    await ok(t.call('POST', `/v1/admin/keys/${head.keyId}/destroy`, { role: 'admin', body: { reason: 'test: break-glass' } }), 200);
+    const left = await keysOf(subject);
+    expect(left.length).toBe(keys.length - 1);
+    expect(left.some((k) => k.head)).toBe(false);
+    // a new head: its numbers follow the shards', so pages stay in order
+    const next = await append(subject, `after ${words()}`);
+    // (the destroyed head's rows stay indexed under it, unreadable: not counted)
+    const live = new Set((await keysOf(subject)).map((k) => k.keyId));
+    const rows = (await places(subject)).filter((r) => live.has(r.key_id));
+    expect(rows.at(-1)!.entry_id).toBe(next);
+    expect(new Set(rows.map((r) => r.seq)).size).toBe(rows.length);
+    const survivors = rows.map((r) => r.entry_id);
+    expect(await listed(subject)).toEqual(survivors);
+    expect(survivors.length).toBeLessThan(ids.length + 1);
+    const res = await t.call('POST', '/v1/erasures', { role: 'eraser', body: { subject, legalBasis: 'gdpr-art17' } });
+    const done = await awaitErasure(t.call, ((await res.json()) as { erasureId: string }).erasureId);
+    expect(done.status, JSON.stringify(done.steps)).toBe('completed');
+    expect(await keysOf(subject)).toEqual([]);
+  });
 });

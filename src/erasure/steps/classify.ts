@@ -33,7 +33,8 @@ export const classify: Step = {
     // the subject's own entries still queued for indexing settle first: every tier then counts them as they will stay
     const unindexed = await res.log.indexer.waitIndexed({ subjectHash, timeoutMs: QUEUE_WAIT_MS });
     // forgetting entries: the key they are under now (the subject's live key, unless a re-key moved them since)
-    const keyId = entryIds ? await keyHolding(res, entryIds) : ((await res.keys.liveKeyOf(subjectHash))?.keyId ?? null);
+    // erasing the subject: its head, or any key of it left (a head destroyed by break-glass leaves shards)
+    const keyId = entryIds ? await keyHolding(res, entryIds) : ((await res.keys.keysOf(subjectHash))[0]?.keyId ?? null);
     const scope = targetOf(row, keyId);
     const contributions = {} as Record<TierName, number>;
     for (const tier of Object.values(res.tiers)) contributions[tier.name] = await tier.contributions(scope);

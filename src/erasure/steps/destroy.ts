@@ -64,11 +64,15 @@ async function rekeyWithout(ctx: StepContext, entryIds: readonly string[]): Prom
   return undefined;
 }
 
-/** The subject's live keys other than its head, destroyed and recorded in `state.shardKeys`. Safe to run again. */
+/**
+ * The subject's live keys other than `state.keyId` (the key-table tier's), destroyed and
+ * recorded in `state.shardKeys` — its shards, and a head that replaced the classified
+ * key since (another erasure's redaction re-keyed it). Safe to run again.
+ */
 async function destroyShards(ctx: StepContext): Promise<void> {
   const { res, row, state } = ctx;
   for (const k of await res.keys.keysOf(row.subjectHash)) {
-    if (k.head || k.keyId === state.keyId) continue;
+    if (k.keyId === state.keyId) continue;
     await res.keys.destroyKey(k.keyId, { reason: `erasure ${row.erasureId}: shard`, actor: 'erasure' });
     state.shardKeys = [...new Set([...(state.shardKeys ?? []), k.keyId])];
     await ctx.checkpoint();

@@ -21,12 +21,12 @@ export const fence: Step = {
       };
     }
     if (!state.keyId) return { detail: 'no live key to fence (the subject was erased before)' };
-    const live = await res.keys.liveKeyOf(row.subjectHash);
-    if (!live) return { detail: 'the key was already destroyed' };
-    // the classified key was replaced meanwhile (a re-key): fence the subject's key now
-    if (live.keyId !== state.keyId) state.keyId = live.keyId;
-    // its shards too (the request fenced them; keys rolled or split since are fenced here)
-    for (const k of await res.keys.keysOf(row.subjectHash)) if (k.state === 'active') await res.keys.fenceKey(k.keyId, 'erasure');
+    // its head (or any key left) and its shards: the request fenced them; keys rolled or split since are fenced here
+    const keys = await res.keys.keysOf(row.subjectHash);
+    if (keys.length === 0) return { detail: 'the key was already destroyed' };
+    // the classified key was replaced meanwhile (a re-key): the subject's key now
+    if (!keys.some((k) => k.keyId === state.keyId)) state.keyId = keys[0]!.keyId;
+    for (const k of keys) if (k.state === 'active') await res.keys.fenceKey(k.keyId, 'erasure');
     let extra = '';
     if ((await res.tiers.log.contributions(targetOf(row, state.keyId))) !== state.fingerprinted) {
       await takeFingerprints(ctx);

@@ -25,7 +25,7 @@ export async function takeFingerprints(ctx: StepContext): Promise<string> {
     const forgetting = forgottenEntries(row);
     if (state.keyId) {
       // forgetting entries: those alone, read past their forgotten mark (this erasure set it)
-      const ids = forgetting ? [...forgetting] : await res.log.entryIdsOf(state.keyId);
+      const ids = forgetting ? [...forgetting] : await res.log.entryIdsOf(row.subjectHash);
       for (let i = 0; i < ids.length; i += CHUNK) {
         const chunk = ids.slice(i, i + CHUNK);
         const entries = await res.log.readMany(chunk, forgetting ? { forgottenBy: row.erasureId } : {});
