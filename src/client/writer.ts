@@ -136,9 +136,9 @@ export class LetheWriter {
       // a sequence number first, then the lease of the key it was reserved under
       const { keyId, seq } = await this.#seqs.next(subject);
       let held = await this.#lease(subject);
-      if (held.keyId !== keyId && !held.dropped && this.#seqs.keyOf(subject) === keyId) {
-        // the lease predates the reservation's key: lease again (once for all the appends that saw the old one)
-        this.#dropLease(subject, held.keyId);
+      if (held.dropped || (held.keyId !== keyId && this.#seqs.keyOf(subject) === keyId)) {
+        // the lease predates the reservation's key (or another append found so and dropped it): lease again, once for all
+        if (!held.dropped) this.#dropLease(subject, held.keyId);
         held = await this.#lease(subject);
       }
       // a number reserved under a key the subject left since, or a lease another append dropped meanwhile: take another

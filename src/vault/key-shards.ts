@@ -4,7 +4,8 @@
  * the KEK epoch like any other; a forget re-keys only the key holding the entry, so
  * its cost is a shard's entries, not the subject's (src/log/rekey.ts).
  *
- * Rolling: once a head took `shardEntries` sequence numbers it becomes a shard (it
+ * Rolling: once a head took more than `shardEntries` sequence numbers (a reservation
+ * found it full) it becomes a shard (it
  * stays active: appends in flight and writers holding its lease still register under
  * it) and a new head takes over, in one transaction that the creation guards can
  * refuse (an erasure of the subject open: no new key).
@@ -45,8 +46,8 @@ export async function keysOfSubjects(c: KeyContext, subjectHashes: readonly Uint
 
 /**
  * Rolls the head `keyId` into a shard and makes a new head, if it is still the
- * subject's active head with `shardEntries` sequence numbers taken since it became
- * head. The new head's id, or undefined when there was nothing to roll.
+ * subject's active head with more than `shardEntries` sequence numbers taken since it
+ * became head. The new head's id, or undefined when there was nothing to roll.
  */
 export async function rollHead(c: KeyContext, keyId: string, shardEntries: number): Promise<string | undefined> {
   const dek = randomBytes(32);
@@ -54,7 +55,7 @@ export async function rollHead(c: KeyContext, keyId: string, shardEntries: numbe
     return await c.d.db.transaction(async (tx) => {
       // no key update: appends under the head (FOR KEY SHARE on its row) go on meanwhile
       const [row] = await tx.select().from(subjectKeys).where(eq(subjectKeys.keyId, keyId)).for('no key update');
-      if (!row || !row.head || row.state !== 'active' || row.nextSeq - row.baseSeq < shardEntries) return undefined;
+      if (!row || !row.head || row.state !== 'active' || row.nextSeq - row.baseSeq <= shardEntries) return undefined;
       if (await c.refusal(tx, row.subjectHash)) return undefined;
       const newKeyId = newId('key');
       const { epoch, wrappedDek } = await wrapUnderActive(tx, c.d.provider, newKeyId, dek, 'subject');

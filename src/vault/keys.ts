@@ -194,7 +194,8 @@ export class KeyService {
   async reserveSeqs(keyId: string, count: number): Promise<{ first: number; count: number } | undefined> {
     const reserved = await reserveSeqs(this.#c, keyId, count, this.#shardEntries);
     if (!reserved) return undefined;
-    if (reserved.sinceHead >= this.#shardEntries && !this.#rolling.has(keyId)) {
+    // rolled once a reservation finds it full already — not by the one that fills it, whose writer leases the head next
+    if (reserved.sinceHead > this.#shardEntries && !this.#rolling.has(keyId)) {
       this.#rolling.add(keyId);
       // off the append's path: the head stays writable while it rolls, and a failed roll is tried by the next append
       void rollHead(this.#c, keyId, this.#shardEntries)
