@@ -140,6 +140,7 @@ function assemble(
       w.hasher.close();
       w.audit.close();
       w.ledgerMac.destroy();
+      w.items.destroy();
       w.reportLinks.close();
       w.principals.close();
       await o.db.close();

@@ -123,7 +123,10 @@ async function wireData(w: WireContext, v: Awaited<ReturnType<typeof wireVault>>
   const shingleKey = await provider.deriveSystemKey('shingle-index');
   const vectors = new Vectors({ db: database, embedder, keys, versionKeys, shingles: new ShingleHasher(shingleKey), logger, metrics });
   zeroize(shingleKey);
-  const log = new LogService({ db: database, keys, objects, vectors, logger, metrics }, { ...(failpoint ? { failpoint } : {}), ...options.indexing });
+  const itemKey = await provider.deriveSystemKey('store-item');
+  const items = new KeyedHasher(itemKey);
+  zeroize(itemKey);
+  const log = new LogService({ db: database, keys, objects, vectors, logger, metrics, items }, { ...(failpoint ? { failpoint } : {}), ...options.indexing });
   const artifacts = new ArtifactService({ db: database, keys, versionKeys, destructions, objects, vectors, log, fences, regenerator, audit, metrics, logger });
   const exposures = new TrainingExposures({ db: database, audit });
   const search = new Search({ vectors, log, artifacts, fences, keys });
@@ -148,7 +151,7 @@ async function wireData(w: WireContext, v: Awaited<ReturnType<typeof wireVault>>
     onLedgerCut: (cut) => metrics.ledgerChainCut.set(cut ? 1 : 0),
     ...(failpoint ? { failpoint } : {}),
   });
-  return { objects, backupObjects, vectors, log, artifacts, exposures, search, ledgerMac, backups };
+  return { objects, backupObjects, vectors, log, artifacts, exposures, search, ledgerMac, items, backups };
 }
 
 /** The erasure engine and what its certificates and reports need. */

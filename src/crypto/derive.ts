@@ -18,7 +18,8 @@ export type SubkeyLabel =
   | 'shingle-index'
   | 'ledger-chain'
   | 'report-link'
-  | 'principal';
+  | 'principal'
+  | 'store-item';
 
 /** A 32-byte subkey of `root` for one purpose; the caller zeroes it when done. */
 export function deriveSubkey(root: Uint8Array, label: SubkeyLabel): Uint8Array {

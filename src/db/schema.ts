@@ -192,11 +192,16 @@ export const logEntries = pgTable(
     writtenBy: text('written_by'),
     /** The entry this one superseded (its successor, the same person's current data): the probe of that supersession does not count it. */
     supersedes: text('supersedes'),
+    /** A store item's (namespace, key) and namespace, as keyed hashes ('store-item' subkey): looked up by, never read back (src/log/items.ts). */
+    itemHash: bytea('item_hash'),
+    namespaceHash: bytea('namespace_hash'),
   },
   (t) => [
     uniqueIndex('log_entries_key_seq').on(t.keyId, t.seq),
     index('log_entries_subject').on(t.subjectHash),
     index('log_entries_supersedes').on(t.supersedes).where(sql`${t.supersedes} is not null`),
+    index('log_entries_item').on(t.subjectHash, t.itemHash).where(sql`${t.itemHash} is not null`),
+    index('log_entries_namespace').on(t.namespaceHash, t.seq).where(sql`${t.namespaceHash} is not null`),
   ],
 );
 

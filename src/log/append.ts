@@ -16,7 +16,8 @@ import { MAX_KEY_MOVES } from '../vault/keys.js';
 import type { LogContext } from './context.js';
 import { sealEntry } from './frame.js';
 import { type AppendOnce, claimCte, IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE, type RecordedAppend } from './idempotency.js';
-import { MAX_ENTRY_TEXT_BYTES } from './payload.js';
+import { type ItemHashes, itemHashes } from './items.js';
+import { MAX_ENTRY_TEXT_BYTES, type StoreItem } from './payload.js';
 import { recordDigest, replayRecorded } from './replay.js';
 import { encodeSegment } from './segment.js';
 
@@ -26,6 +27,8 @@ export interface AppendInput {
   readonly text: string;
   readonly kind?: string | undefined;
   readonly metadata?: Record<string, unknown> | undefined;
+  /** The store item the entry holds, indexed as keyed hashes (items.ts). */
+  readonly item?: StoreItem | undefined;
 }
 
 function checkTextSize(text: string): void {
@@ -108,11 +111,13 @@ export interface PreparedEntry {
   readonly place: { readonly offset: number; readonly length: number };
   readonly wrappedKey: Uint8Array;
   readonly embedding: Sealed;
+  readonly item: ItemHashes | undefined;
 }
 
 /** Seals `input` under the subject's key with a sequence number reserved, embeds it and stores its frame. The caller inserts or discards it. */
 export async function prepareEntry(c: LogContext, subject: string, input: AppendInput, actor: string): Promise<PreparedEntry> {
   checkTextSize(input.text);
+  const item = input.item ? itemHashes(c.items, input.item) : undefined;
   const { keyId, dek, subjectHash, firstSeq: seq } = await reserveSeqs(c, subject, 1, actor);
   try {
     const entryId = newId('entry');
@@ -121,7 +126,7 @@ export async function prepareEntry(c: LogContext, subject: string, input: Append
     const segment = newSegmentKey();
     const [embedding] = await c.vectors.seal([{ recordId: entryId, recordType: 'entry', text: input.text }], keyId, dek);
     await c.objects.put(segment, bytes);
-    return { appended: { entryId, keyId, seq }, subjectHash, dek, segment, place: places[0]!, wrappedKey: sealed.wrappedKey, embedding: embedding! };
+    return { appended: { entryId, keyId, seq }, subjectHash, dek, segment, place: places[0]!, wrappedKey: sealed.wrappedKey, embedding: embedding!, item };
   } catch (e) {
     zeroize(dek);
     throw e;
@@ -143,10 +148,11 @@ export async function insertEntry(db: Executor, p: PreparedEntry, once: AppendOn
   const inserted = await queryRows<{ record_id: string }>(
     db,
     sql`with ${claim} ins as (
-          insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at, wrapped_key, written_by, supersedes)
+          insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at, wrapped_key, written_by, supersedes,
+                                   item_hash, namespace_hash)
           select ${entryId}, decode(${Buffer.from(p.subjectHash).toString('hex')}, 'hex'), ${keyId}, ${seq}, ${p.segment},
                  ${p.place.offset}, ${p.place.length}, now(), decode(${Buffer.from(p.wrappedKey).toString('hex')}, 'hex'),
-                 ${origin.writtenBy ?? null}, ${origin.supersedes ?? null}
+                 ${origin.writtenBy ?? null}, ${origin.supersedes ?? null}, ${hexOrNull(p.item?.itemHash)}, ${hexOrNull(p.item?.namespaceHash)}
            ${gate}
           returning entry_id),
         ${insertEmbeddingsCte([p.embedding], 'ins')}
@@ -154,6 +160,8 @@ export async function insertEntry(db: Executor, p: PreparedEntry, once: AppendOn
   );
   return inserted.length > 0;
 }
+
+const hexOrNull = (b: Uint8Array | undefined) => (b ? sql`decode(${Buffer.from(b).toString('hex')}, 'hex')` : sql`null`);
 
 /** A prepared entry that was not inserted: its frame deleted (indexed by nothing), its key zeroed. */
 export async function discardEntry(c: LogContext, p: PreparedEntry): Promise<void> {

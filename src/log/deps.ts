@@ -1,4 +1,5 @@
 /** What the log's operations share: the database, the vault's keys, the object store, the vectors (and the indexer's logger and metrics). */
+import type { KeyedHasher } from '../crypto/index.js';
 import type { Database } from '../db/client.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -14,4 +15,6 @@ export interface LogDeps {
   /** Where the indexer reports refused entries and its queue (optional: a bare log for tests). */
   readonly logger?: Logger | undefined;
   readonly metrics?: Metrics | undefined;
+  /** Keys store items' hashes (the 'store-item' subkey): without it, appends naming an item are refused (items.ts). */
+  readonly items?: KeyedHasher | undefined;
 }

@@ -136,6 +136,19 @@ export const EntryKindSchema = z
 
 export const EntryMetadataSchema = z.record(z.string(), z.unknown(), { error: `must be ${METADATA}` }).superRefine(metadataChecks);
 
+const LABEL = 'a namespace label: 1 to 256 characters';
+
+/** What an append may name: the store item it holds. */
+export const StoreItemSchema = z
+  .object({
+    namespace: z.array(z.string().min(1, LABEL).max(256, LABEL), { error: 'must be an array of namespace labels' }).min(1).max(16),
+    key: z.string().min(1, 'a key: 1 to 1024 characters').max(1024, 'a key: 1 to 1024 characters'),
+  })
+  .strict()
+  .meta({ id: 'StoreItem', description: "The store item the entry holds (LangGraph's namespace and key): indexed as keyed hashes only" });
+
+export type StoreItem = z.infer<typeof StoreItemSchema>;
+
 /** A service append's body. The text's size is the service's to check (413, not 400). */
 export const AppendEntrySchema = z.object({
   text: z
@@ -144,6 +157,7 @@ export const AppendEntrySchema = z.object({
     .meta({ description: `at most ${MAX_ENTRY_TEXT_BYTES / 1024} KiB of UTF-8 (413 above)` }),
   kind: EntryKindSchema.optional(),
   metadata: EntryMetadataSchema.optional(),
+  item: StoreItemSchema.optional(),
 });
 
 export type AppendEntry = z.infer<typeof AppendEntrySchema>;

@@ -41,13 +41,13 @@ export async function read(
     if (status.erased) throw new LetheError('subject_erased', 'the subject was erased and has no new key');
     throw new LetheError('not_found', 'no such subject');
   }
-  const keyIds = (await c.keys.keysOf(status.subjectHash)).map((k) => k.keyId);
+  let keyIds = (await c.keys.keysOf(status.subjectHash)).map((k) => k.keyId);
   if (!keyIds.includes(status.key.keyId)) keyIds.unshift(status.key.keyId);
   const entries: Entry[] = [];
   const deks = new Map<string, Uint8Array>();
   try {
     // keyset on seq (fixed per entry, kept by a re-key, unique across a subject's keys): a page never repeats or skips an entry (README, "Pages")
-    for (let afterSeq = page.afterSeq; ; ) {
+    for (let afterSeq = page.afterSeq, moves = 0; ; ) {
       const after = afterSeq === undefined ? undefined : sql`${logEntries.seq} > ${afterSeq}`;
       const query = c.db
         .select()
@@ -65,7 +65,13 @@ export async function read(
       const wanted = page.limit === undefined ? undefined : page.limit - entries.length;
       const rows = await (wanted === undefined ? query : query.limit(wanted));
       if (rows.length === 0) break;
-      for (const row of rows) if (!deks.has(row.keyId)) deks.set(row.keyId, (await c.keys.dekFor(row.keyId)).dek);
+      if (!(await loadDeks(c, rows, deks))) {
+        // a key of the page was re-keyed since it was selected (a forget of a shard-mate): its entries moved, the page is read again
+        if (++moves >= MOVED_READS) throw new LetheError('unavailable', "the subject's keys kept changing during the read; try again", { retryable: true });
+        keyIds = (await c.keys.keysOf(status.subjectHash)).map((k) => k.keyId);
+        if (keyIds.length === 0) throw new LetheError('subject_erased', 'the subject was erased during the read');
+        continue;
+      }
       // ranged reads of just the subject's frames, a few at a time, in append order
       const envelopes = await mapLimit(rows, READ_CONCURRENCY, (row) => fetchFrame(c, row));
       for (const [i, row] of rows.entries()) {
@@ -135,18 +141,49 @@ export async function readMany(c: LogContext, ids: readonly string[], options: {
   return out;
 }
 
-export async function get(c: LogContext, entryId: string): Promise<Entry> {
-  const [row] = await c.db.select().from(logEntries).where(eq(logEntries.entryId, entryId));
-  if (!row) throw new LetheError('not_found', 'no such entry');
-  if (row.forgottenBy !== null) throw new LetheError('entry_forgotten', `the entry is forgotten (erasure ${row.forgottenBy})`);
-  if (row.refused !== null) throw new LetheError('not_found', REFUSED);
-  let dek: Uint8Array;
-  try {
-    ({ dek } = await c.keys.dekFor(row.keyId));
-  } catch (e) {
-    if (isLetheError(e, 'not_found')) throw new LetheError('key_destroyed', "the entry's key was destroyed");
-    throw e;
+/** The DEKs of the rows' keys into `deks`; false when one of them is gone (destroyed since the rows were selected). */
+async function loadDeks(c: LogContext, rows: readonly LogEntryRow[], deks: Map<string, Uint8Array>): Promise<boolean> {
+  for (const row of rows) {
+    if (deks.has(row.keyId)) continue;
+    try {
+      deks.set(row.keyId, (await c.keys.dekFor(row.keyId)).dek);
+    } catch (e) {
+      if (isLetheError(e, 'key_destroyed') || isLetheError(e, 'not_found')) return false;
+      throw e;
+    }
   }
+  return true;
+}
+
+/** One entry by id; an entry a re-key moved while it was read is read again under its new key, not answered as destroyed. */
+export async function get(c: LogContext, entryId: string): Promise<Entry> {
+  for (let attempt = 1; ; attempt++) {
+    const [row] = await c.db.select().from(logEntries).where(eq(logEntries.entryId, entryId));
+    if (!row) throw new LetheError('not_found', 'no such entry');
+    if (row.forgottenBy !== null) throw new LetheError('entry_forgotten', `the entry is forgotten (erasure ${row.forgottenBy})`);
+    if (row.refused !== null) throw new LetheError('not_found', REFUSED);
+    let dek: Uint8Array;
+    try {
+      ({ dek } = await c.keys.dekFor(row.keyId));
+    } catch (e) {
+      if (!isLetheError(e, 'not_found') && !isLetheError(e, 'key_destroyed')) throw e;
+      if (attempt < MOVED_READS && (await movedSince(c, row))) continue;
+      throw new LetheError('key_destroyed', "the entry's key was destroyed");
+    }
+    return await openOne(c, dek, row);
+  }
+}
+
+/** Reads again when an entry's key was destroyed under it: a re-key (a forget of a shard-mate) moves the entries it keeps. */
+const MOVED_READS = 4;
+
+/** True when the entry is under another key now than `row` says. */
+async function movedSince(c: LogContext, row: LogEntryRow): Promise<boolean> {
+  const [now] = await c.db.select({ keyId: logEntries.keyId }).from(logEntries).where(eq(logEntries.entryId, row.entryId));
+  return now !== undefined && now.keyId !== row.keyId;
+}
+
+async function openOne(c: LogContext, dek: Uint8Array, row: LogEntryRow): Promise<Entry> {
   try {
     const entry = await served(c, dek, row, await fetchFrame(c, row));
     if (!entry) throw new LetheError('not_found', REFUSED);

@@ -27,7 +27,8 @@ import { type AppendOnce, LazyPurge, type RecordedAppend } from './idempotency.j
 import { Indexer, type IndexerOptions, type QueueStatus } from './indexer.js';
 import { entryIdsOf, forgottenUnder, hasEntries, type LocatedEntry, locate, markForgotten, successorsOf } from './lookups.js';
 import { compact, type CompactReport, fsck, type FsckOptions, type FsckReport } from './maintenance.js';
-import { MAX_ENTRY_TEXT_BYTES } from './payload.js';
+import { lookupItem, namespaceEntries } from './items.js';
+import { MAX_ENTRY_TEXT_BYTES, type StoreItem } from './payload.js';
 import { type Entry, get, read, readMany } from './read.js';
 import { rekeyKey, type RekeyOptions, type RekeyResult } from './rekey.js';
 import { register, type RegisteredEntry, type RegistrationResult } from './registration.js';
@@ -116,16 +117,35 @@ export class LogService {
   markForgotten = (tx: Transaction, erasureId: string, subjectHash: Uint8Array, ids: readonly string[]): Promise<void> =>
     markForgotten(this.#c, tx, erasureId, subjectHash, ids);
   hasEntries = (subjectHash: Uint8Array): Promise<boolean> => hasEntries(this.#c, subjectHash);
+  /** A store item's live entries for the subject, newest first (items.ts). */
+  lookupItem = (subject: string, item: StoreItem): Promise<Entry[]> => lookupItem(this.#c, subject, item);
+  /** One live entry of each store namespace in use (items.ts). */
+  namespaceEntries = (options: { subject?: string | undefined; limit: number; offset: number }): Promise<Entry[]> => namespaceEntries(this.#c, options);
 
   /**
-   * Rewrites the subject's surviving entries under a new DEK and destroys the old one
-   * (rekey.ts): the way one entry of a living subject is erased for real, and what
-   * erasure redactions use. A failure before the switch lifts the fence and loses nothing.
+   * Rewrites the subject's surviving entries under new DEKs and destroys the old ones
+   * (rekey.ts), every key of it — its head and its shards, one after the other
+   * (`lethe log rekey`: after a leaked lease, no key it could have held is left). The
+   * answer is the head's re-key with the others' counts added. A failure before a
+   * key's switch lifts its fence and loses nothing; the keys switched before it stay
+   * switched.
    */
   async rekeySubject(subject: string, options: RekeyOptions): Promise<RekeyResult> {
     const status = await this.#c.keys.subjectStatus(subject);
     if (!status.key) throw new LetheError(status.erased ? 'subject_erased' : 'not_found', 'the subject has no live key');
-    return this.rekeyKey(status.key.keyId, status.key.state, options);
+    const keys = await this.#c.keys.keysOf(status.subjectHash);
+    const exclude = [...new Set(options.exclude ?? [])];
+    const under = new Map((await locate(this.#c, exclude)).map((e) => [e.entryId, e.keyId]));
+    const unknown = exclude.filter((id) => !keys.some((k) => k.keyId === under.get(id)));
+    if (unknown.length > 0) throw new LetheError('validation_failed', `exclude: ${unknown.length} id(s) are not entries of this subject under its live keys`);
+    let total: RekeyResult | undefined;
+    for (const k of keys) {
+      const r = await this.rekeyKey(k.keyId, k.state, { ...options, exclude: exclude.filter((id) => under.get(id) === k.keyId) });
+      total = total
+        ? { ...total, shardKeyIds: [...total.shardKeyIds, ...r.shardKeyIds], rewritten: total.rewritten + r.rewritten, converted: total.converted + r.converted, removed: total.removed + r.removed }
+        : r;
+    }
+    return total!;
   }
 
   /** rekeySubject for a subject known only by its live key (redactions: lethe never holds other subjects' ids). */

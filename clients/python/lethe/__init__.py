@@ -74,6 +74,8 @@ from .models import (
     SearchResult,
     SigningKey,
     SubjectKey,
+    Superseded,
+    SupersededVersion,
     TrainingExposure,
     WrittenArtifact,
 )
@@ -156,6 +158,8 @@ __all__ = [
     "SearchResult",
     "SigningKey",
     "SubjectKey",
+    "Superseded",
+    "SupersededVersion",
     "TrainingExposure",
     "WrittenArtifact",
 ]

@@ -46,6 +46,7 @@ from .models import (
     SearchResult,
     SigningKey,
     SubjectKey,
+    Superseded,
     TrainingExposure,
     WrittenArtifact,
 )
@@ -328,6 +329,35 @@ class LetheClient:
             max_delay=max_delay,
             should_retry=lambda e: is_retryable(e) and not isinstance(e, ErasureInProgressError),
         )
+
+    def supersede(
+        self,
+        subject: str,
+        entry_id: str,
+        text: str,
+        *,
+        kind: Optional[str] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
+        timeout: Optional[float] = None,
+    ) -> Superseded:
+        """``POST /v1/subjects/{subject}/entries/{entryId}/supersede``: updates a memory.
+        The successor (``text``, ``kind``, ``metadata``, as in :meth:`append`) is stored and
+        the old version forgotten in one transaction: from the answer on, ``entry_id``
+        raises :class:`~lethe.errors.EntryForgottenError`, and its records-scope erasure
+        (``superseded.erasure_id``) does not count the successor. With a writer token: only
+        entries that token wrote (else :class:`~lethe.errors.ForbiddenError`; an eraser
+        token: any). Retried while the service refuses it for a moment (a retryable 409: a
+        forget re-keying the subject; nothing was stored). An entry already forgotten or
+        superseded raises :class:`~lethe.errors.ConflictError` (``conflict``): supersede its
+        current version. The route takes no Idempotency-Key: a supersession whose answer
+        was lost is not retried (a second one is that conflict)."""
+        body: Dict[str, Any] = {"text": text}
+        _set(body, "kind", kind)
+        if metadata is not None:
+            body["metadata"] = dict(metadata)
+        path = f"/v1/subjects/{path_segment(subject, 'subject')}/entries/{path_segment(entry_id, 'entry_id')}/supersede"
+        r = self._write("writer", "POST", path, json_body=body, timeout=timeout)
+        return Superseded.from_json(r.json(), location=r.headers.get("Location"))
 
     def entry(self, entry_id: str, *, timeout: Optional[float] = None) -> Entry:
         """``GET /v1/entries/{entryId}``, with a read fence. A forgotten entry raises

@@ -21,6 +21,8 @@ __all__ = [
     "SubjectKey",
     "Lease",
     "AppendedEntry",
+    "SupersededVersion",
+    "Superseded",
     "Entry",
     "Page",
     "SearchHit",
@@ -150,6 +152,39 @@ class AppendedEntry:
         d = _obj(value, "an appended entry")
         w = "appended entry"
         return cls(_get(d, "entryId", str, w), _get(d, "keyId", str, w), _get(d, "seq", int, w), replayed)
+
+
+@dataclass(frozen=True)
+class SupersededVersion:
+    """The old version a supersession forgot: its ``entry_id``, and the records-scope
+    erasure forgetting it (``erasure_id``, its ``status`` when opened; ``location``, from
+    the ``Location`` header, is that erasure's URL path)."""
+
+    entry_id: str
+    erasure_id: str
+    status: str
+    location: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, value: Any, location: Optional[str]) -> "SupersededVersion":
+        d = _obj(value, "a superseded version")
+        w = "superseded version"
+        return cls(_get(d, "entryId", str, w), _get(d, "erasureId", str, w), _get(d, "status", str, w), location)
+
+
+@dataclass(frozen=True)
+class Superseded:
+    """A memory updated (``LetheClient.supersede``): ``entry``, the successor now stored,
+    and ``superseded``, the old version and the erasure forgetting it."""
+
+    entry: AppendedEntry
+    superseded: SupersededVersion
+
+    @classmethod
+    def from_json(cls, value: Any, location: Optional[str]) -> "Superseded":
+        d = _obj(value, "a supersession")
+        w = "supersession"
+        return cls(AppendedEntry.from_json(_get(d, "entry", dict, w), replayed=False), SupersededVersion.from_json(_get(d, "superseded", dict, w), location))
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from . import support
 from .fakes import FakeHttpServer, reply
 from .support import client, unique, words
 
-from lethe import ConflictError, ErasureInProgressError, LetheClient, SubjectErasedError, is_retryable_conflict
+from lethe import ConflictError, ErasureInProgressError, ForbiddenError, LetheClient, SubjectErasedError, is_retryable_conflict
 
 
 def setUpModule() -> None:
@@ -31,6 +31,12 @@ def problem(code: str, status: int, retryable: Optional[bool] = None) -> bytes:
 
 
 APPENDED = json.dumps({"entryId": "entry_AAAAAAAAAAAAAAAAAAAAAA", "keyId": "key_AAAAAAAAAAAAAAAAAAAAAA", "seq": 3}).encode()
+SUPERSEDED = json.dumps(
+    {
+        "entry": {"entryId": "entry_BBBBBBBBBBBBBBBBBBBBBB", "keyId": "key_AAAAAAAAAAAAAAAAAAAAAA", "seq": 4},
+        "superseded": {"entryId": "entry_AAAAAAAAAAAAAAAAAAAAAA", "erasureId": "ers_AAAAAAAAAAAAAAAAAAAAAA", "status": "pending"},
+    }
+).encode()
 
 
 class Scripted:
@@ -102,6 +108,27 @@ class ConflictRetryTest(unittest.TestCase):
             self.assertEqual(len(fake.keys), 5)
         finally:
             fake.close()
+
+    def test_a_supersede_is_retried_on_a_retryable_409_only(self) -> None:
+        fake = Scripted([(409, problem("erasure_in_progress", 409)), (409, problem("conflict", 409, True)), (201, SUPERSEDED)])
+        try:
+            result = fake.client().supersede("user:42", "entry_AAAAAAAAAAAAAAAAAAAAAA", "prefers aisle seats now")
+            self.assertEqual((result.entry.entry_id, result.entry.seq, result.entry.replayed), ("entry_BBBBBBBBBBBBBBBBBBBBBB", 4, False))
+            self.assertEqual((result.superseded.entry_id, result.superseded.erasure_id), ("entry_AAAAAAAAAAAAAAAAAAAAAA", "ers_AAAAAAAAAAAAAAAAAAAAAA"))
+            self.assertEqual(len(fake.keys), 3)
+            method, path, _ = fake.server.requests[-1]
+            self.assertEqual((method, path), ("POST", "/v1/subjects/user:42/entries/entry_AAAAAAAAAAAAAAAAAAAAAA/supersede"))
+        finally:
+            fake.close()
+        # already superseded (a plain conflict) or forbidden: one attempt
+        for answer, error in (((409, problem("conflict", 409)), ConflictError), ((403, problem("forbidden", 403)), ForbiddenError)):
+            fake = Scripted([answer, (201, SUPERSEDED)])
+            try:
+                with self.assertRaises(error):
+                    fake.client().supersede("user:42", "entry_AAAAAAAAAAAAAAAAAAAAAA", "text")
+                self.assertEqual(len(fake.keys), 1, answer)
+            finally:
+                fake.close()
 
     def test_the_problem_says_whether_a_conflict_is_retryable(self) -> None:
         fake = Scripted([(409, problem("conflict", 409, True))])

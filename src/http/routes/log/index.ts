@@ -7,9 +7,11 @@ import * as listEntries from './list-entries.js';
 import * as getEntry from './get-entry.js';
 import * as reserveEntries from './reserve-entries.js';
 import * as registerSegment from './register-segment.js';
+import * as lookupItem from './lookup-item.js';
+import * as listItemNamespaces from './list-item-namespaces.js';
 
 /** The operations, in the order the document lists them. */
-const OPERATIONS = [appendEntry, listEntries, getEntry, reserveEntries, registerSegment] as const;
+const OPERATIONS = [appendEntry, listEntries, getEntry, reserveEntries, registerSegment, lookupItem, listItemNamespaces] as const;
 
 /** The services these routes call, together. */
 export type Uses = UsesOf<typeof OPERATIONS>;

@@ -1,0 +1,65 @@
+/**
+ * Store items: an entry may name the item it holds — a namespace (a path of labels) and
+ * a key, as LangGraph's stores and Mem0 name memories. The index keeps them only as
+ * keyed hashes (HMAC-SHA256 under the 'store-item' subkey, never the labels), so an
+ * item's live entries are one index lookup whatever the subject holds, and the
+ * namespaces in use are one live entry each: the labels themselves are read back from
+ * those entries' sealed frames (the caller put them there), and die with their keys.
+ */
+import { sql } from 'drizzle-orm';
+import { type KeyedHasher, utf8 } from '../crypto/index.js';
+import { queryRows } from '../db/client.js';
+import { LetheError } from '../errors.js';
+import type { LogContext } from './context.js';
+import type { StoreItem } from './payload.js';
+import { type Entry, readMany } from './read.js';
+
+export interface ItemHashes {
+  readonly itemHash: Uint8Array;
+  readonly namespaceHash: Uint8Array;
+}
+
+/** The keyed hashes that index `item` (domain-separated: an item's and a namespace's never collide). */
+export function itemHashes(hasher: KeyedHasher | undefined, item: StoreItem): ItemHashes {
+  if (!hasher) throw new LetheError('internal', 'the log was opened without the store-item key');
+  return {
+    itemHash: hasher.hash(utf8.encode(`item\u0000${JSON.stringify([item.namespace, item.key])}`)),
+    namespaceHash: hasher.hash(utf8.encode(`namespace\u0000${JSON.stringify(item.namespace)}`)),
+  };
+}
+
+/** The readable live entries holding `item` for the subject, newest first: one index lookup, then those entries' frames. */
+export async function lookupItem(c: LogContext, subject: string, item: StoreItem): Promise<Entry[]> {
+  const { itemHash } = itemHashes(c.items, item);
+  const rows = await queryRows<{ entry_id: string }>(
+    c.db,
+    sql`select entry_id from log_entries
+         where subject_hash = ${c.keys.subjectHash(subject)} and item_hash = ${itemHash} and forgotten_by is null and refused is null
+         order by seq desc limit ${MAX_LIVE_VERSIONS}`,
+  );
+  const found = await readMany(c, rows.map((r) => r.entry_id));
+  return rows.flatMap((r) => (found.has(r.entry_id) ? [found.get(r.entry_id)!] : []));
+}
+
+/** Live entries one item may hold at once (one per indexed field, and a racing put's): more are not read. */
+const MAX_LIVE_VERSIONS = 64;
+
+/**
+ * One readable live entry of each namespace in use — of one subject, or of every
+ * subject whose key is live — in a stable order (by namespace hash), `offset` and
+ * `limit` applied. The caller reads each namespace's labels from its entry.
+ */
+export async function namespaceEntries(c: LogContext, options: { subject?: string | undefined; limit: number; offset: number }): Promise<Entry[]> {
+  const subject = options.subject === undefined ? sql`` : sql`and e.subject_hash = ${c.keys.subjectHash(options.subject)}`;
+  const rows = await queryRows<{ entry_id: string }>(
+    c.db,
+    sql`select distinct on (e.namespace_hash) e.entry_id
+          from log_entries e
+         where e.namespace_hash is not null and e.forgotten_by is null and e.refused is null ${subject}
+           and exists (select 1 from subject_keys k where k.key_id = e.key_id)
+         order by e.namespace_hash, e.seq desc
+         offset ${options.offset} limit ${options.limit}`,
+  );
+  const found = await readMany(c, rows.map((r) => r.entry_id));
+  return rows.flatMap((r) => (found.has(r.entry_id) ? [found.get(r.entry_id)!] : []));
+}
