@@ -83,15 +83,25 @@ export async function reserveSeqs(
   count: number,
   shardEntries: number,
 ): Promise<{ first: number; count: number; sinceHead: number } | undefined> {
-  // only the head takes sequence numbers: a shard's range is closed (the head after it continues past it);
-  // and no more than the head has room for, so a writer's block never fills a shard past its size
-  const [reserved] = await queryRows<{ first: number; granted: number; since: number }>(
-    c.d.db,
-    sql`with k as (select key_id, least(${count}::int, greatest(1, ${shardEntries}::int - (next_seq - base_seq))) as granted
-                     from subject_keys where key_id = ${keyId} and state = 'active' and head for no key update)
-        update subject_keys s set next_seq = s.next_seq + k.granted, updated_at = now() from k
-         where s.key_id = k.key_id
-        returning s.next_seq - k.granted as first, k.granted, s.next_seq - s.base_seq as since`,
-  );
-  return reserved ? { first: Number(reserved.first), count: Number(reserved.granted), sinceHead: Number(reserved.since) } : undefined;
+  // only the head takes sequence numbers: a shard's range is closed (the head after it continues past it)
+  if (count === 1) {
+    const [one] = await queryRows<{ first: number; since: number }>(
+      c.d.db,
+      sql`update subject_keys set next_seq = next_seq + 1, updated_at = now()
+           where key_id = ${keyId} and state = 'active' and head returning next_seq - 1 as first, next_seq - base_seq as since`,
+    );
+    return one ? { first: Number(one.first), count: 1, sinceHead: Number(one.since) } : undefined;
+  }
+  // no more than the head has room for (at least one), so a writer's block never fills a shard past its size: the row
+  // locked first, then updated (one statement doing both deadlocks with its twins)
+  return c.d.db.transaction(async (tx) => {
+    const [row] = await queryRows<{ next_seq: number; base_seq: number }>(
+      tx,
+      sql`select next_seq, base_seq from subject_keys where key_id = ${keyId} and state = 'active' and head for no key update`,
+    );
+    if (!row) return undefined;
+    const granted = Math.min(count, Math.max(1, shardEntries - (Number(row.next_seq) - Number(row.base_seq))));
+    await tx.execute(sql`update subject_keys set next_seq = next_seq + ${granted}, updated_at = now() where key_id = ${keyId}`);
+    return { first: Number(row.next_seq), count: granted, sinceHead: Number(row.next_seq) + granted - Number(row.base_seq) };
+  });
 }

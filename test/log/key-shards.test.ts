@@ -199,4 +199,14 @@ describe('a subject key in shards', () => {
     expect(done.status, JSON.stringify(done.steps)).toBe('completed');
     expect(await keysOf(subject)).toEqual([]);
   });
+
+  it("concurrent reservations of blocks: each granted at most the head's room, the ranges disjoint, none refused or deadlocked", { timeout: 60_000 }, async () => {
+    const subject = `user:shards-reserve-${tag()}`;
+    await append(subject, `first ${words()}`);
+    const blocks = await Promise.all(Array.from({ length: 32 }, () => t.app.log.reserve(subject, 5, 'writer')));
+    const taken: Array<[string, number]> = blocks.flatMap((b) => Array.from({ length: b.count }, (_, i) => [b.keyId, b.firstSeq + i] as [string, number]));
+    expect(new Set(taken.map(([k, q]) => `${k}:${q}`)).size).toBe(taken.length);
+    for (const b of blocks) expect(b.count).toBeGreaterThanOrEqual(1);
+    for (const b of blocks) expect(b.count).toBeLessThanOrEqual(5);
+  });
 });
