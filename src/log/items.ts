@@ -37,7 +37,10 @@ export async function lookupItem(c: LogContext, subject: string, item: StoreItem
          where subject_hash = ${c.keys.subjectHash(subject)} and item_hash = ${itemHash} and forgotten_by is null and refused is null
          order by seq desc limit ${MAX_LIVE_VERSIONS}`,
   );
-  const found = await readMany(c, rows.map((r) => r.entry_id));
+  const found = await readMany(
+    c,
+    rows.map((r) => r.entry_id),
+  );
   return rows.flatMap((r) => (found.has(r.entry_id) ? [found.get(r.entry_id)!] : []));
 }
 
@@ -60,6 +63,9 @@ export async function namespaceEntries(c: LogContext, options: { subject?: strin
          order by e.namespace_hash, e.seq desc
          offset ${options.offset} limit ${options.limit}`,
   );
-  const found = await readMany(c, rows.map((r) => r.entry_id));
+  const found = await readMany(
+    c,
+    rows.map((r) => r.entry_id),
+  );
   return rows.flatMap((r) => (found.has(r.entry_id) ? [found.get(r.entry_id)!] : []));
 }

@@ -142,7 +142,13 @@ export class LogService {
     for (const k of keys) {
       const r = await this.rekeyKey(k.keyId, k.state, { ...options, exclude: exclude.filter((id) => under.get(id) === k.keyId) });
       total = total
-        ? { ...total, shardKeyIds: [...total.shardKeyIds, ...r.shardKeyIds], rewritten: total.rewritten + r.rewritten, converted: total.converted + r.converted, removed: total.removed + r.removed }
+        ? {
+            ...total,
+            shardKeyIds: [...total.shardKeyIds, ...r.shardKeyIds],
+            rewritten: total.rewritten + r.rewritten,
+            converted: total.converted + r.converted,
+            removed: total.removed + r.removed,
+          }
         : r;
     }
     return total!;

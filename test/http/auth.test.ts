@@ -139,6 +139,19 @@ const ROUTES: readonly RouteCase[] = [
     path: () => `/v1/entries/${entryId}`,
   },
   {
+    method: 'POST',
+    template: '/v1/subjects/{subject}/items/lookup',
+    allowed: ['writer', 'admin'],
+    path: () => '/v1/subjects/user:auth-items/items/lookup',
+    body: () => ({ namespace: ['memories'], key: 'profile' }),
+  },
+  {
+    method: 'GET',
+    template: '/v1/items/namespaces',
+    allowed: ['writer', 'admin'],
+    path: () => '/v1/items/namespaces?limit=10',
+  },
+  {
     method: 'DELETE',
     template: '/v1/entries/{entryId}',
     // a writer forgets only what its own token wrote: the entry is the writer token's

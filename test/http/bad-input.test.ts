@@ -573,6 +573,7 @@ describe('ids in the path', () => {
     { method: 'POST', template: '/v1/subjects/{subject}/entries', body: { text: 'x' } },
     { method: 'GET', template: '/v1/subjects/{subject}/entries' },
     { method: 'POST', template: '/v1/subjects/{subject}/entries/reservations', body: { count: 1 } },
+    { method: 'POST', template: '/v1/subjects/{subject}/items/lookup', body: { namespace: ['memories'], key: 'k' } },
     { method: 'POST', template: '/v1/subjects/{subject}/reinstate', body: { reason: 'x' }, role: 'admin' },
   ];
 

@@ -33,6 +33,8 @@ const OPERATIONS: Record<string, string> = {
   'POST /v1/subjects/{subject}/entries/{entryId}/supersede': 'supersedeEntry',
   'POST /v1/subjects/{subject}/entries/reservations': 'reserveEntries',
   'POST /v1/segments': 'registerSegment',
+  'POST /v1/subjects/{subject}/items/lookup': 'lookupItem',
+  'GET /v1/items/namespaces': 'listItemNamespaces',
   'POST /v1/artifacts': 'writeArtifact',
   'GET /v1/artifacts': 'listArtifacts',
   'GET /v1/artifacts/{artifactId}': 'getArtifact',

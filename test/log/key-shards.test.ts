@@ -200,7 +200,9 @@ describe('a subject key in shards', () => {
     expect(await keysOf(subject)).toEqual([]);
   });
 
-  it("concurrent reservations of blocks: each granted at most the head's room, the ranges disjoint, none refused or deadlocked", { timeout: 60_000 }, async () => {
+  it("concurrent reservations of blocks: each granted at most the head's room, the ranges disjoint, none refused or deadlocked", {
+    timeout: 60_000,
+  }, async () => {
     const subject = `user:shards-reserve-${tag()}`;
     await append(subject, `first ${words()}`);
     const blocks = await Promise.all(Array.from({ length: 32 }, () => t.app.log.reserve(subject, 5, 'writer')));

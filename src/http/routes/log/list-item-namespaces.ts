@@ -12,9 +12,25 @@ export interface Uses {
 }
 
 const Query = z.object({
-  subject: z.string().regex(SUBJECT_ID_PATTERN, SUBJECT_ID_RULE).optional().openapi({ param: { name: 'subject', in: 'query' }, example: 'user:42' }),
-  limit: z.coerce.number().int().min(1).max(1000).default(100).openapi({ param: { name: 'limit', in: 'query' } }),
-  offset: z.coerce.number().int().min(0).max(1_000_000).default(0).openapi({ param: { name: 'offset', in: 'query' } }),
+  subject: z
+    .string()
+    .regex(SUBJECT_ID_PATTERN, SUBJECT_ID_RULE)
+    .optional()
+    .openapi({ param: { name: 'subject', in: 'query' }, example: 'user:42' }),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .default(100)
+    .openapi({ param: { name: 'limit', in: 'query' } }),
+  offset: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(1_000_000)
+    .default(0)
+    .openapi({ param: { name: 'offset', in: 'query' } }),
 });
 
 export const route = createRoute({
