@@ -244,26 +244,28 @@ async function refuseInertEpochs(ctx: BackupContext, backupId: string, dump: Dat
   const byEpoch = new Map<number, { keys: number; sample: { keyId: string; wrapped: Uint8Array; purpose: KeyPurpose } }>();
   for (const table of ['subject_keys', 'artifact_keys'] as const) {
     for (const row of dump.tables[table] ?? []) {
-      let keyId = String(row.keyId);
-      let epoch = Number(row.epoch);
-      let wrappedValue = row.wrappedDek;
-      if (destroyed.has(keyId)) {
-        // a subject key re-keyed after the backup comes back as the key its re-keys lead to: that one's epoch must be held
-        const final = table === 'subject_keys' ? carryPlan(keyId, destroyed)?.finals[0] : undefined;
-        if (!final) continue;
-        ({ keyId, epoch } = final);
-        wrappedValue = new Uint8Array(Buffer.from(final.wrappedDek, 'hex'));
-      }
-      const seen = byEpoch.get(epoch);
-      if (seen) {
-        seen.keys++;
-        continue;
-      }
-      const wrapped = wrappedValue instanceof Uint8Array ? wrappedValue : decodeValue(wrappedValue);
-      if (!(wrapped instanceof Uint8Array))
-        throw new LetheError('validation_failed', `the database export of backup ${backupId} holds no wrapped copy of key ${keyId}`);
       const purpose: KeyPurpose = table === 'subject_keys' ? 'subject' : row.purpose === 'erasure' ? 'erasure' : 'artifact-version';
-      byEpoch.set(epoch, { keys: 1, sample: { keyId, wrapped, purpose } });
+      // a subject key re-keyed after the backup comes back as the keys its re-keys lead to (a split leads to several): their epochs must be held
+      const keys: Array<{ keyId: string; epoch: number; wrappedValue: unknown }> = destroyed.has(String(row.keyId))
+        ? table === 'subject_keys'
+          ? (carryPlan(String(row.keyId), destroyed)?.finals ?? []).map((f) => ({
+              keyId: f.keyId,
+              epoch: f.epoch,
+              wrappedValue: new Uint8Array(Buffer.from(f.wrappedDek, 'hex')),
+            }))
+          : []
+        : [{ keyId: String(row.keyId), epoch: Number(row.epoch), wrappedValue: row.wrappedDek }];
+      for (const { keyId, epoch, wrappedValue } of keys) {
+        const seen = byEpoch.get(epoch);
+        if (seen) {
+          seen.keys++;
+          continue;
+        }
+        const wrapped = wrappedValue instanceof Uint8Array ? wrappedValue : decodeValue(wrappedValue);
+        if (!(wrapped instanceof Uint8Array))
+          throw new LetheError('validation_failed', `the database export of backup ${backupId} holds no wrapped copy of key ${keyId}`);
+        byEpoch.set(epoch, { keys: 1, sample: { keyId, wrapped, purpose } });
+      }
     }
   }
   const held = new Set(await ctx.provider.listEpochs());

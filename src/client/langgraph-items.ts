@@ -125,3 +125,19 @@ export function latest(items: readonly Located[]): Map<string, { item: Located; 
   }
   return out;
 }
+
+/** The store's versions among `entries` (in log order): one per put, with every entry of it (one per indexed field). */
+export function versionsIn(
+  entries: Iterable<{ readonly entryId: string; readonly createdAt: string; readonly metadata: Record<string, unknown> | null }>,
+): Located[] {
+  const found = new Map<string, Located>();
+  for (const entry of entries) {
+    const stored = storedOf(entry);
+    if (!stored) continue;
+    const put = stored.put ?? entry.entryId;
+    const version = found.get(put);
+    if (version) version.entryIds.push(entry.entryId);
+    else found.set(put, { entryIds: [entry.entryId], item: toItem(stored, entry.createdAt), indexed: stored.indexed !== false });
+  }
+  return [...found.values()];
+}

@@ -22,17 +22,21 @@
  *   not counting the successor), with the writer token alone; a put that meets a
  *   concurrent one reads again and supersedes its successor (last writer wins).
  *   **put(…, null)** and **delete** forget it (the writer token, for its own entries).
- * - **get** is the latest live entry with that namespace and key (the subject's
- *   entries are read, page after page).
+ * - **get** is the latest live version of that namespace and key: one lookup on the
+ *   service (each entry is appended with its `item`, which lethe indexes as keyed
+ *   hashes), whatever the subject holds; the subject's entries are read whole only
+ *   when the index knows none (an item put before lethe indexed items, or sealed by
+ *   a writer). A put finds the versions it supersedes the same way.
  * - **search** with a `query` is a scoped search of the subject (`POST /v1/search`
  *   with `subject`), best field's score first, then (as LangGraph's own stores do) the
  *   items that were not indexed, without a score; without a query the subject's items
  *   newest first; either way filtered here by namespace prefix and `filter` on the
  *   value, then `offset` and `limit`.
- * - **listNamespaces** enumerates the namespaces of subjects it can name: the subject
- *   a prefix names, else the subjects this store has touched in this process or was
- *   told of (`subjects`). lethe keeps no subject ids in clear (its index holds keyed
- *   hashes), so no store can list every subject of a vault.
+ * - **listNamespaces** asks the service for the namespaces in use — of the subject a
+ *   prefix names, else of every subject — one live entry each, whose sealed metadata
+ *   holds the labels: a fresh process lists them all, and an erased subject's are gone
+ *   with its keys. (A store with a `writer`, whose entries are not indexed as items,
+ *   adds those of the subjects it touched or was told of.)
  *
  * The items of an erased subject are gone: get answers null, search and
  * listNamespaces nothing, and put is refused (410 `subject_erased`) until an admin
@@ -69,6 +73,7 @@ import {
   type Stored,
   storedOf,
   toItem,
+  versionsIn,
 } from './langgraph-items.js';
 import { decodeSubjectLabel } from './subject-labels.js';
 import type { Lethe, NewEntry } from './lethe.js';
@@ -156,7 +161,7 @@ export class LetheStore extends BaseStore {
   async locate(namespace: string[], key: string): Promise<ItemLocation | null> {
     validateNamespace(namespace, { allowReservedRoot: true });
     const subject = this.#subjectFor(namespace);
-    const found = this.#current(await this.#items(subject, new Map()), namespace, key);
+    const found = (await this.#versionsOf(subject, namespace, key, new Map())).at(-1);
     return found ? { subject, entryId: found.entryIds[0]!, entryIds: [...found.entryIds] } : null;
   }
 
@@ -177,22 +182,14 @@ export class LetheStore extends BaseStore {
     let items = cache.get(subject);
     if (!items) {
       items = (async () => {
-        // one version per put, in log order, with every entry of it (one per indexed field)
-        const found = new Map<string, Located>();
+        const entries = [];
         try {
-          for await (const entry of this.#lethe.entries.list(subject, { limit: 1000 })) {
-            const stored = storedOf(entry);
-            if (!stored) continue;
-            const put = stored.put ?? entry.entryId;
-            const version = found.get(put);
-            if (version) version.entryIds.push(entry.entryId);
-            else found.set(put, { entryIds: [entry.entryId], item: toItem(stored, entry.createdAt), indexed: stored.indexed !== false });
-          }
+          for await (const entry of this.#lethe.entries.list(subject, { limit: 1000 })) entries.push(entry);
         } catch (e) {
           if (gone(e)) return [];
           throw e;
         }
-        return [...found.values()];
+        return versionsIn(entries);
       })();
       cache.set(subject, items);
       // a failed read is not remembered
@@ -206,14 +203,26 @@ export class LetheStore extends BaseStore {
     return items.filter((l) => l.item.key === key && sameNamespace(l.item.namespace, namespace));
   }
 
-  #current(items: readonly Located[], namespace: readonly string[], key: string): Located | undefined {
-    return this.#versions(items, namespace, key).at(-1);
+  /**
+   * Every live version of (namespace, key), oldest first: one lookup on the service (the
+   * item index), whatever the subject holds; the subject's entries read whole only when
+   * the index knows none (an item put before lethe indexed items, or sealed by a writer).
+   */
+  async #versionsOf(subject: string, namespace: readonly string[], key: string, cache: Map<string, Promise<Located[]>>): Promise<Located[]> {
+    let entries: Awaited<ReturnType<Lethe['entries']['lookup']>> = [];
+    try {
+      entries = await this.#lethe.entries.lookup(subject, namespace, key);
+    } catch (e) {
+      if (!gone(e)) throw e;
+    }
+    if (entries.length === 0) return this.#versions(await this.#items(subject, cache), namespace, key);
+    return this.#versions(versionsIn([...entries].reverse()), namespace, key);
   }
 
   async #get(op: GetOperation, cache: Map<string, Promise<Located[]>>): Promise<Item | null> {
     const subject = this.#subjectFor(op.namespace);
     this.#subjects.add(subject);
-    return this.#current(await this.#items(subject, cache), op.namespace, op.key)?.item ?? null;
+    return (await this.#versionsOf(subject, op.namespace, op.key, cache)).at(-1)?.item ?? null;
   }
 
   async #put(op: PutOperation, cache: Map<string, Promise<Located[]>>): Promise<void> {
@@ -232,7 +241,7 @@ export class LetheStore extends BaseStore {
   }
 
   async #putOnce(op: PutOperation, subject: string, cache: Map<string, Promise<Located[]>>): Promise<void> {
-    const older = this.#versions(await this.#items(subject, cache), op.namespace, op.key);
+    const older = await this.#versionsOf(subject, op.namespace, op.key, cache);
     cache.delete(subject);
     // the entries of the item's live versions, oldest first: each new entry supersedes one, the rest are forgotten
     const olds = older.flatMap((v) => v.entryIds);
@@ -251,6 +260,8 @@ export class LetheStore extends BaseStore {
       const entries: NewEntry[] = (texts.length > 0 ? texts : [undefined]).map((t) => ({
         text: t?.text ?? '',
         kind: this.#kind,
+        // indexed on the service as keyed hashes: get, put and listNamespaces find it without reading the subject
+        item: { namespace: [...op.namespace], key: op.key },
         metadata: { [ITEM_FIELD]: t ? { ...base, ...(t.field !== undefined ? { field: t.field } : {}) } : { ...base, indexed: false } },
       }));
       for (const entry of entries) {
@@ -360,15 +371,25 @@ export class LetheStore extends BaseStore {
 
   async #listNamespaces(op: ListNamespacesOperation, cache: Map<string, Promise<Located[]>>): Promise<string[][]> {
     const prefix = op.matchConditions?.find((c) => c.matchType === 'prefix')?.path ?? [];
-    const subjects = this.#subjectsOf(prefix.includes('*') ? prefix.slice(0, prefix.indexOf('*')) : prefix);
+    const fixed = prefix.includes('*') ? prefix.slice(0, prefix.indexOf('*')) : prefix;
+    const named = fixed.length > 0 ? this.#subjectOf(fixed) : undefined;
     const namespaces = new Map<string, string[]>();
-    for (const subject of subjects) {
-      for (const { item } of await this.#items(subject, cache)) {
-        if (!(op.matchConditions ?? []).every((c) => matches(c, item.namespace))) continue;
-        const ns = op.maxDepth !== undefined ? item.namespace.slice(0, op.maxDepth) : item.namespace;
-        namespaces.set(JSON.stringify(ns), ns);
+    const add = (namespace: string[]) => {
+      if (!(op.matchConditions ?? []).every((c) => matches(c, namespace))) return;
+      const ns = op.maxDepth !== undefined ? namespace.slice(0, op.maxDepth) : namespace;
+      namespaces.set(JSON.stringify(ns), ns);
+    };
+    // every namespace the service indexed, of the subject the prefix names or of all (a fresh process sees them too)
+    try {
+      for await (const entry of this.#lethe.entries.namespaceEntries(named !== undefined ? { subject: this.#checkSubject(named) } : {})) {
+        const stored = storedOf(entry);
+        if (stored) add(stored.namespace);
       }
+    } catch (e) {
+      if (!gone(e)) throw e;
     }
+    // a writer seals locally, and its entries are not indexed as items: those of the subjects this store knows, read whole
+    if (this.#writer) for (const subject of this.#subjectsOf(fixed)) for (const { item } of await this.#items(subject, cache)) add(item.namespace);
     const sorted = [...namespaces.values()].sort((a, b) => (a.join('\u0000') < b.join('\u0000') ? -1 : a.join('\u0000') > b.join('\u0000') ? 1 : 0));
     const offset = op.offset ?? 0;
     return sorted.slice(offset, offset + (op.limit ?? sorted.length));

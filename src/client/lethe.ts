@@ -68,10 +68,15 @@ export interface EntryPage {
   readonly nextCursor: string | null;
 }
 
+/** Namespaces asked for per request. */
+const NAMESPACE_PAGE = 1000;
+
 export interface NewEntry {
   readonly text: string;
   readonly kind?: string;
   readonly metadata?: Record<string, unknown>;
+  /** The store item the entry holds: the service indexes it as keyed hashes (`entries.lookup`, `entries.namespaceEntries`). */
+  readonly item?: { readonly namespace: readonly string[]; readonly key: string };
 }
 
 export interface AppendResult {
@@ -204,6 +209,24 @@ export class Entries {
   /** Every page of the subject's entries, following `nextCursor` (each page with its read fence). */
   pages(subject: string, options: ListOptions = {}): AsyncGenerator<EntryPage> {
     return followPages((cursor) => this.page(subject, withCursor(options, cursor)));
+  }
+
+  /** A store item's live entries (those appended with that `item`), newest first: one lookup on the service, whatever the subject holds. */
+  async lookup(subject: string, namespace: readonly string[], key: string): Promise<Entry[]> {
+    return (await this.#calls.json<{ entries: Entry[] }>('writer', 'POST', `/v1/subjects/${seg(subject)}/items/lookup`, { body: { namespace, key } })).entries;
+  }
+
+  /** One live entry of each store namespace in use — of `subject`, or of every subject — page after page. */
+  async *namespaceEntries(options: { readonly subject?: string } = {}): AsyncGenerator<Entry> {
+    for (let offset = 0; ; offset += NAMESPACE_PAGE) {
+      const { entries } = await this.#calls.json<{ entries: Entry[] }>(
+        'writer',
+        'GET',
+        `/v1/items/namespaces${query({ subject: options.subject, limit: NAMESPACE_PAGE, offset })}`,
+      );
+      yield* entries;
+      if (entries.length < NAMESPACE_PAGE) return;
+    }
   }
 
   /** Every entry of the subject, page after page: `for await (const e of lethe.entries.list('user:42'))`. */

@@ -95,9 +95,21 @@ export async function checkForgettable(
   if (taken.length > 0) {
     throw new LetheError('conflict', `${taken.length} of the entries are already being forgotten by erasure ${taken[0]!.forgottenBy}: name the others alone`);
   }
-  const states = await keys.states([...new Set(located.map((e) => e.keyId))]);
-  if (located.some((e) => !states.has(e.keyId))) throw new LetheError('key_destroyed', 'an entry of the request is already erased (its key was destroyed)');
+  if (!(await underLiveKeys(res, located))) throw new LetheError('key_destroyed', 'an entry of the request is already erased (its key was destroyed)');
   const open = await records.openFor(subjectHash);
   if (open) throw new LetheError('erasure_in_progress', `the whole subject is being erased (erasure ${open.erasureId}): its entries go with it`);
   return undefined;
+}
+
+/** True when every entry is under a live key — looked at again when one's key went: a re-key of a shard-mate moves the entries it keeps. */
+async function underLiveKeys(res: ErasureResources, located: ReadonlyArray<{ entryId: string; keyId: string }>): Promise<boolean> {
+  for (let look = 0, entries = located; ; look++) {
+    const states = await res.keys.states([...new Set(entries.map((e) => e.keyId))]);
+    const gone = entries.filter((e) => !states.has(e.keyId));
+    if (gone.length === 0) return true;
+    const again = await res.log.locate(gone.map((e) => e.entryId));
+    // still under the key that went: erased with it (or forgotten by the re-key that destroyed it)
+    if (look >= 3 || again.length < gone.length || again.every((a) => gone.some((g) => g.entryId === a.entryId && g.keyId === a.keyId))) return false;
+    entries = again;
+  }
 }

@@ -43,6 +43,8 @@ export const ErasureStateSchema = z.looseObject({
   redactedKeys: z.array(z.string()).optional(),
   /** The subject's other keys this erasure destroyed besides `keyId`: its shards (src/vault/key-shards.ts), or more keys its forgotten entries were under. */
   shardKeys: z.array(z.string()).optional(),
+  /** The keys this forget's own re-keys destroyed, in order (another forget's re-key may have destroyed the one it first classified). */
+  rekeyed: z.array(z.string()).optional(),
   redactions: z
     .array(
       z.object({

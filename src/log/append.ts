@@ -117,7 +117,7 @@ export interface PreparedEntry {
 /** Seals `input` under the subject's key with a sequence number reserved, embeds it and stores its frame. The caller inserts or discards it. */
 export async function prepareEntry(c: LogContext, subject: string, input: AppendInput, actor: string): Promise<PreparedEntry> {
   checkTextSize(input.text);
-  const item = input.item ? itemHashes(c.items, input.item) : undefined;
+  const item = input.item ? itemHashes(c.items, c.keys.subjectHash(subject), input.item) : undefined;
   const { keyId, dek, subjectHash, firstSeq: seq } = await reserveSeqs(c, subject, 1, actor);
   try {
     const entryId = newId('entry');

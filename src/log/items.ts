@@ -19,22 +19,28 @@ export interface ItemHashes {
   readonly namespaceHash: Uint8Array;
 }
 
-/** The keyed hashes that index `item` (domain-separated: an item's and a namespace's never collide). */
-export function itemHashes(hasher: KeyedHasher | undefined, item: StoreItem): ItemHashes {
+/**
+ * The keyed hashes that index `item` of the subject (domain-separated: an item's and a
+ * namespace's never collide; bound to the subject: the same labels of two subjects
+ * hash apart, so the index does not link them).
+ */
+export function itemHashes(hasher: KeyedHasher | undefined, subjectHash: Uint8Array, item: StoreItem): ItemHashes {
   if (!hasher) throw new LetheError('internal', 'the log was opened without the store-item key');
+  const subject = Buffer.from(subjectHash).toString('hex');
   return {
-    itemHash: hasher.hash(utf8.encode(`item\u0000${JSON.stringify([item.namespace, item.key])}`)),
-    namespaceHash: hasher.hash(utf8.encode(`namespace\u0000${JSON.stringify(item.namespace)}`)),
+    itemHash: hasher.hash(utf8.encode(`item\u0000${subject}\u0000${JSON.stringify([item.namespace, item.key])}`)),
+    namespaceHash: hasher.hash(utf8.encode(`namespace\u0000${subject}\u0000${JSON.stringify(item.namespace)}`)),
   };
 }
 
 /** The readable live entries holding `item` for the subject, newest first: one index lookup, then those entries' frames. */
 export async function lookupItem(c: LogContext, subject: string, item: StoreItem): Promise<Entry[]> {
-  const { itemHash } = itemHashes(c.items, item);
+  const subjectHash = c.keys.subjectHash(subject);
+  const { itemHash } = itemHashes(c.items, subjectHash, item);
   const rows = await queryRows<{ entry_id: string }>(
     c.db,
     sql`select entry_id from log_entries
-         where subject_hash = ${c.keys.subjectHash(subject)} and item_hash = ${itemHash} and forgotten_by is null and refused is null
+         where subject_hash = ${subjectHash} and item_hash = ${itemHash} and forgotten_by is null and refused is null
          order by seq desc limit ${MAX_LIVE_VERSIONS}`,
   );
   const found = await readMany(
@@ -49,8 +55,9 @@ const MAX_LIVE_VERSIONS = 64;
 
 /**
  * One readable live entry of each namespace in use — of one subject, or of every
- * subject whose key is live — in a stable order (by namespace hash), `offset` and
- * `limit` applied. The caller reads each namespace's labels from its entry.
+ * subject whose key is live (the same labels in two subjects are two namespaces) —
+ * in a stable order (by namespace hash), `offset` and `limit` applied. The caller
+ * reads each namespace's labels from its entry.
  */
 export async function namespaceEntries(c: LogContext, options: { subject?: string | undefined; limit: number; offset: number }): Promise<Entry[]> {
   const subject = options.subject === undefined ? sql`` : sql`and e.subject_hash = ${c.keys.subjectHash(options.subject)}`;

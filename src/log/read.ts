@@ -41,8 +41,7 @@ export async function read(
     if (status.erased) throw new LetheError('subject_erased', 'the subject was erased and has no new key');
     throw new LetheError('not_found', 'no such subject');
   }
-  let keyIds = (await c.keys.keysOf(status.subjectHash)).map((k) => k.keyId);
-  if (!keyIds.includes(status.key.keyId)) keyIds.unshift(status.key.keyId);
+  const keyIds = new Set<string>([status.key.keyId]);
   const entries: Entry[] = [];
   const deks = new Map<string, Uint8Array>();
   try {
@@ -55,7 +54,8 @@ export async function read(
         .where(
           and(
             eq(logEntries.subjectHash, status.subjectHash),
-            inArray(logEntries.keyId, keyIds),
+            // the subject's live keys (head and shards) in this statement's snapshot: a re-key that moved entries meanwhile is seen whole
+            sql`${logEntries.keyId} in (select key_id from subject_keys where subject_hash = ${status.subjectHash})`,
             isNull(logEntries.forgottenBy),
             isNull(logEntries.refused),
             after,
@@ -68,10 +68,9 @@ export async function read(
       if (!(await loadDeks(c, rows, deks))) {
         // a key of the page was re-keyed since it was selected (a forget of a shard-mate): its entries moved, the page is read again
         if (++moves >= MOVED_READS) throw new LetheError('unavailable', "the subject's keys kept changing during the read; try again", { retryable: true });
-        keyIds = (await c.keys.keysOf(status.subjectHash)).map((k) => k.keyId);
-        if (keyIds.length === 0) throw new LetheError('subject_erased', 'the subject was erased during the read');
         continue;
       }
+      for (const row of rows) keyIds.add(row.keyId);
       // ranged reads of just the subject's frames, a few at a time, in append order
       const envelopes = await mapLimit(rows, READ_CONCURRENCY, (row) => fetchFrame(c, row));
       for (const [i, row] of rows.entries()) {
@@ -82,7 +81,7 @@ export async function read(
       if (wanted === undefined || rows.length < wanted || entries.length >= page.limit!) break;
       afterSeq = rows.at(-1)!.seq;
     }
-    return { entries, keyIds };
+    return { entries, keyIds: [...keyIds] };
   } finally {
     zeroize(...deks.values());
   }

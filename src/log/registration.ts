@@ -189,7 +189,7 @@ async function indexFresh(
             as v(entry_id text, subject_hash text, key_id text, seq integer, "offset" integer, length integer, wrapped text)),
         keys as (
           select key_id, subject_hash, state, next_seq from subject_keys
-           where key_id in (select key_id from v) for key share),
+           where key_id in (select key_id from v) order by key_id for key share),
         ok as (
           select v.* from v join keys k on k.key_id = v.key_id
            where k.state = 'active' and k.subject_hash = decode(v.subject_hash, 'hex') and v.seq >= 1 and v.seq < k.next_seq),

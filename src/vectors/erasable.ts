@@ -33,11 +33,13 @@ export function vectorIndexErasable(d: VectorErasableDeps): Erasable {
       case 'subject': {
         // under the subject's live keys (head and shards), and under the keys this erasure destroyed
         const keys = subjectKeysOf(target);
+        // key by key through the index on key_id (the lateral with its offset keeps the planner off a scan of embeddings)
         return count(
           db,
-          sql`select count(*) as n from embeddings
-               where key_id in (select key_id from subject_keys where subject_hash = ${target.subjectHash})
-                  or key_id = any(${idArrayLiteral(keys)}::text[])`,
+          sql`select count(*) as n
+                from (select key_id from subject_keys where subject_hash = ${target.subjectHash}
+                      union select unnest(${idArrayLiteral(keys)}::text[])) k
+                cross join lateral (select 1 from embeddings e where e.key_id = k.key_id offset 0) e`,
         );
       }
       case 'records':

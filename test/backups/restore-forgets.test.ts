@@ -12,9 +12,9 @@ import { queryRows } from '../../src/db/client.js';
 import { awaitErasure, callVault, tag } from '../erasure/fixtures.js';
 import { filesContaining } from '../support/files.js';
 import { expectProblem, ok } from '../support/http.js';
-import { createTestDatabase, type TestDatabase } from '../support/pg.js';
+import type { TestDatabase } from '../support/pg.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
-import { minioEnv } from './support.js';
+import { minioEnv, restoreIntoFresh } from './support.js';
 
 describe('a backup taken before forgets', () => {
   let source: TestVault;
@@ -37,16 +37,7 @@ describe('a backup taken before forgets', () => {
   };
 
   /** Restores `backupId` into a fresh database and bucket; the vault serving it. */
-  async function restore(backupId: string) {
-    const db = await createTestDatabase();
-    targets.push(db);
-    const fresh = { DATABASE_URL: db.url, S3_BUCKET: `lethe-rst-${tag(4)}` };
-    const restorer = await source.reopen({ listen: false }, fresh);
-    const result = await restorer.backups.restore(backupId, { actor: 'test' });
-    await restorer.close();
-    const restored = await source.reopen({}, fresh);
-    return { result, restored, db };
-  }
+  const restore = (backupId: string) => restoreIntoFresh(source, backupId, targets);
 
   it('100 entries, one forgotten after the backup: 99 read back after a restore, the forgotten one stays gone; and across 50 forgets', {
     timeout: 600_000,

@@ -10,9 +10,9 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awaitErasure, callVault, tag } from '../erasure/fixtures.js';
 import { expectProblem, ok } from '../support/http.js';
-import { createTestDatabase, type TestDatabase } from '../support/pg.js';
+import type { TestDatabase } from '../support/pg.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
-import { minioEnv } from './support.js';
+import { minioEnv, restoreIntoFresh } from './support.js';
 
 const SHARD = 8;
 
@@ -52,13 +52,7 @@ describe('a backup taken before forgets split a subject into key shards', () => 
     const later = await append(A, `Alice after the backup ${tag(8)}`);
     await source.app.backups.flushLedger();
 
-    const db = await createTestDatabase();
-    targets.push(db);
-    const fresh = { DATABASE_URL: db.url, S3_BUCKET: `lethe-rst-${tag(4)}` };
-    const restorer = await source.reopen({ listen: false }, fresh);
-    const result = await restorer.backups.restore(backupId, { actor: 'test' });
-    await restorer.close();
-    const restored = await source.reopen({}, fresh);
+    const { result, restored } = await restoreIntoFresh(source, backupId, targets);
     try {
       expect(result.carried).toMatchObject({ keys: 4, entries: 28, lost: [] });
       const rcall = callVault(restored);

@@ -5,6 +5,8 @@ import { inject } from 'vitest';
 import type { Manifest } from '../../src/backups/manifest.js';
 import { manifestKey } from '../../src/backups/manifest.js';
 import type { ObjectStore } from '../../src/storage/store.js';
+import { createTestDatabase, type TestDatabase } from '../support/pg.js';
+import type { TestVault } from '../support/vault.js';
 
 export const sha256Hex = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
@@ -117,4 +119,20 @@ export async function ledgerRecordOf(store: ObjectStore, keyId: string): Promise
     if (record.destructions?.some((d) => d.keyId === keyId)) return o.key;
   }
   return undefined;
+}
+
+/**
+ * Restores `backupId` of `source` into a fresh database and bucket as the CLI runs it (no
+ * listener, no worker), then opens a vault serving the result; the database is pushed
+ * onto `targets` for the caller to drop.
+ */
+export async function restoreIntoFresh(source: TestVault, backupId: string, targets: TestDatabase[]) {
+  const db = await createTestDatabase();
+  targets.push(db);
+  const fresh = { DATABASE_URL: db.url, S3_BUCKET: `lethe-rst-${hex(4)}` };
+  const restorer = await source.reopen({ listen: false }, fresh);
+  const result = await restorer.backups.restore(backupId, { actor: 'test' });
+  await restorer.close();
+  const restored = await source.reopen({}, fresh);
+  return { result, restored, db };
 }

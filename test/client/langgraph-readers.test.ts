@@ -90,4 +90,21 @@ describe('the LangGraph store read while it is updated', () => {
       expect(Number(row!.n), u).toBe(KEYS);
     }
   });
+
+  it('a second store that touched nothing lists every namespace the first put; its get finds an item in one lookup', { timeout: 120_000 }, async () => {
+    const run = tag();
+    const users = [`user:lg-fresh-${run}-a`, `user:lg-fresh-${run}-b`];
+    for (const u of users) {
+      await store.put(['memories', encodeSubjectLabel(u)], 'k', { text: `${u} ${tag()}` });
+      await store.put(['memories', encodeSubjectLabel(u), 'work'], 'k', { text: `${u} work ${tag()}` });
+    }
+    const fresh = new LetheStore({ lethe: new Lethe({ baseUrl: v.baseUrl, tokens: { writer: TOKENS.writer } }), subjectLabel: 1 });
+    expect(fresh.knownSubjects).toEqual([]);
+    const listed = (await fresh.listNamespaces({ prefix: ['memories'], limit: 10_000 })).map((ns) => JSON.stringify(ns));
+    for (const u of users) {
+      expect(listed).toContain(JSON.stringify(['memories', encodeSubjectLabel(u)]));
+      expect(listed).toContain(JSON.stringify(['memories', encodeSubjectLabel(u), 'work']));
+    }
+    expect((await fresh.get(['memories', encodeSubjectLabel(users[0]!), 'work'], 'k'))?.value.text).toMatch(/work/);
+  });
 });

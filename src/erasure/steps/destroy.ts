@@ -47,10 +47,10 @@ async function rekeyWithout(ctx: StepContext, entryIds: readonly string[]): Prom
         actor: 'erasure',
         reason: `erasure ${row.erasureId}: forget ${ids.length} entr${ids.length === 1 ? 'y' : 'ies'}${others}`,
       });
-      // a forget whose entries were under several keys (shards) destroys each of them
-      if (state.keyId && state.keyId !== result.oldKeyId && !(await res.keys.states([state.keyId])).has(state.keyId))
-        state.shardKeys = [...new Set([...(state.shardKeys ?? []), result.oldKeyId])];
+      // a forget whose entries were under several keys (shards) destroys each of them: the first is `keyId`, the others `shardKeys`
+      if (state.rekeyed?.length) state.shardKeys = [...new Set([...(state.shardKeys ?? []), result.oldKeyId])];
       else state.keyId = result.oldKeyId;
+      state.rekeyed = [...(state.rekeyed ?? []), result.oldKeyId];
       await ctx.checkpoint();
     } catch (e) {
       if (isLetheError(e, 'conflict')) return wait('took an append during the re-key');
