@@ -24,7 +24,7 @@ export interface LetheStoreOptions {
   readonly fields?: readonly string[];
   /** Append through this writer (it seals in this process) instead of the service. */
   readonly writer?: LetheWriter;
-  /** Subjects `listNamespaces` and prefix-less searches also cover (the ones this store touches are added as it goes). */
+  /** Subjects prefix-less searches cover, and a `writer` store's `listNamespaces` (the ones this store touches are added as it goes). */
   readonly subjects?: Iterable<string>;
   /** The kind of the items' entries (default `langgraph-item`). */
   readonly kind?: string;
