@@ -419,12 +419,15 @@ function forgetCase(samples: ForgetSample[]): ForgetCase {
 /** Entries of `subject` sealed under the subject key itself (frames from before record keys), registered without wrappedKey. */
 async function writeLegacy(app: App, subject: string, all: readonly string[]): Promise<string[]> {
   const ids: string[] = [];
-  // as before key shards: one key holds the subject, its head never rolls
+  // as before key shards: one key holds the subject (a reservation past its room is granted whole while its count is
+  // moved out of the way, then put back so the registration takes the numbers)
   const first = await app.log.reserve(subject, 1, 'bench');
-  await app.db.db.execute(sql`update subject_keys set base_seq = 1000000000 where key_id = ${first.keyId}`);
+  const room = (base: number) => app.db.db.execute(sql`update subject_keys set base_seq = ${base} where key_id = ${first.keyId}`);
   for (let at = 0; at < all.length; at += SEGMENT_MAX_ENTRIES) {
     const chunk = all.slice(at, at + SEGMENT_MAX_ENTRIES);
+    await room(1_000_000_000);
     const { keyId, firstSeq, count } = await app.log.reserve(subject, chunk.length, 'bench');
+    await room(1);
     if (count !== chunk.length) throw new Error(`legacy registration: ${count} of ${chunk.length} sequence numbers reserved`);
     const { dek } = await app.keys.dekFor(keyId);
     try {

@@ -188,11 +188,12 @@ async function indexFresh(
           select * from json_to_recordset(${json}::json)
             as v(entry_id text, subject_hash text, key_id text, seq integer, "offset" integer, length integer, wrapped text)),
         keys as (
-          select key_id, subject_hash, state, next_seq from subject_keys
+          select key_id, subject_hash, state, next_seq, base_seq from subject_keys
            where key_id in (select key_id from v) order by key_id for key share),
         ok as (
+          -- a number this key reserved: since it became head (a rolled head's range is its own), before its next
           select v.* from v join keys k on k.key_id = v.key_id
-           where k.state = 'active' and k.subject_hash = decode(v.subject_hash, 'hex') and v.seq >= 1 and v.seq < k.next_seq),
+           where k.state = 'active' and k.subject_hash = decode(v.subject_hash, 'hex') and v.seq >= greatest(1, k.base_seq) and v.seq < k.next_seq),
         ins as (
           insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at, wrapped_key, written_by)
           select entry_id, decode(subject_hash, 'hex'), key_id, seq, ${segment}, "offset", length, now(), decode(wrapped, 'hex'), ${writtenBy ?? null} from ok

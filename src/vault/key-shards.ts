@@ -5,10 +5,10 @@
  * its cost is a shard's entries, not the subject's (src/log/rekey.ts).
  *
  * Rolling: once a head took more than `shardEntries` sequence numbers (a reservation
- * found it full) it becomes a shard (it
- * stays active: appends in flight and writers holding its lease still register under
- * it) and a new head takes over, in one transaction that the creation guards can
- * refuse (an erasure of the subject open: no new key).
+ * found it full) it becomes a shard — it stays active: appends in flight and writers
+ * holding its lease still register under it — and a new head takes over, in one
+ * transaction that the creation guards can refuse (an erasure of the subject open: no
+ * new key).
  */
 import { and, asc, desc, eq, inArray } from 'drizzle-orm';
 import { randomBytes, zeroize } from '../crypto/index.js';

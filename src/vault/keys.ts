@@ -199,6 +199,9 @@ export class KeyService {
       this.#rolling.add(keyId);
       // off the append's path: the head stays writable while it rolls, and a failed roll is tried by the next append
       void rollHead(this.#c, keyId, this.#shardEntries)
+        .then((made) => {
+          if (made) this.#c.d.metrics.keysCreated.inc();
+        })
         .catch(() => {})
         .finally(() => this.#rolling.delete(keyId));
     }

@@ -29,6 +29,14 @@ async function rekeyWithout(ctx: StepContext, entryIds: readonly string[]): Prom
   const { res, row, state } = ctx;
   const located = await res.log.locate(entryIds);
   const states = await res.keys.states([...new Set(located.map((e) => e.keyId))]);
+  // an entry whose key went between the two looks may have been moved by another forget's re-key (a shard-mate's), not
+  // destroyed with it: looked at again next run
+  const went = located.filter((e) => !states.has(e.keyId));
+  if (went.length > 0) {
+    const now = new Map((await res.log.locate(went.map((e) => e.entryId))).map((e) => [e.entryId, e.keyId]));
+    if (went.some((e) => now.get(e.entryId) !== e.keyId))
+      return new Park(new Date(Date.now() + FENCED_WAIT_MS), 'an entry moved to another key during the look (another forget re-keyed its shard): trying again');
+  }
   const byKey = new Map<string, string[]>();
   for (const e of located) if (states.has(e.keyId)) byKey.set(e.keyId, [...(byKey.get(e.keyId) ?? []), e.entryId]);
   for (const [keyId, ids] of byKey) {
