@@ -14,7 +14,7 @@ import { filesContaining } from '../support/files.js';
 import { expectProblem, ok } from '../support/http.js';
 import type { TestDatabase } from '../support/pg.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
-import { minioEnv, restoreIntoFresh } from './support.js';
+import { minioEnv, restoreIntoFresh, vaultCalls } from './support.js';
 
 describe('a backup taken before forgets', () => {
   let source: TestVault;
@@ -28,13 +28,7 @@ describe('a backup taken before forgets', () => {
     for (const db of targets) await db.drop().catch(() => {});
   });
 
-  const call = () => callVault(source.app);
-  const append = async (subject: string, text: string) =>
-    (await ok<{ entryId: string }>(call()('POST', `/v1/subjects/${subject}/entries`, { body: { text } }), 201)).entryId;
-  const forget = async (entryId: string) => {
-    const { erasureId } = await ok<{ erasureId: string }>(call()('DELETE', `/v1/entries/${entryId}`, { role: 'eraser' }), 202);
-    expect((await awaitErasure(call(), erasureId, 120_000)).status).toBe('completed');
-  };
+  const { call, append, forget } = vaultCalls(() => source);
 
   /** Restores `backupId` into a fresh database and bucket; the vault serving it. */
   const restore = (backupId: string) => restoreIntoFresh(source, backupId, targets);

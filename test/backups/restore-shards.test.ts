@@ -8,11 +8,11 @@
  */
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { awaitErasure, callVault, tag } from '../erasure/fixtures.js';
+import { callVault, tag } from '../erasure/fixtures.js';
 import { expectProblem, ok } from '../support/http.js';
 import type { TestDatabase } from '../support/pg.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
-import { minioEnv, restoreIntoFresh } from './support.js';
+import { minioEnv, restoreIntoFresh, vaultCalls } from './support.js';
 
 const SHARD = 8;
 
@@ -28,13 +28,7 @@ describe('a backup taken before forgets split a subject into key shards', () => 
     for (const db of targets) await db.drop().catch(() => {});
   });
 
-  const call = () => callVault(source.app);
-  const append = async (subject: string, text: string) =>
-    (await ok<{ entryId: string }>(call()('POST', `/v1/subjects/${subject}/entries`, { body: { text } }), 201)).entryId;
-  const forget = async (entryId: string) => {
-    const { erasureId } = await ok<{ erasureId: string }>(call()('DELETE', `/v1/entries/${entryId}`, { role: 'eraser' }), 202);
-    expect((await awaitErasure(call(), erasureId, 120_000)).status).toBe('completed');
-  };
+  const { call, append, forget } = vaultCalls(() => source);
 
   it('every survivor of the backup comes back under the key its branch of the split ends at; the forgotten ones stay gone', { timeout: 300_000 }, async () => {
     const A = `user:restore-shards-${tag()}`;

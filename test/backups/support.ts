@@ -1,12 +1,14 @@
 /** Helpers shared by the backup tests: reading the backup bucket, MinIO versions, polling. */
 import { createHash, randomBytes } from 'node:crypto';
 import { Client } from 'minio';
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
 import type { Manifest } from '../../src/backups/manifest.js';
 import { manifestKey } from '../../src/backups/manifest.js';
 import type { ObjectStore } from '../../src/storage/store.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
 import type { TestVault } from '../support/vault.js';
+import { ok } from '../support/http.js';
+import { awaitErasure, callVault } from '../erasure/fixtures.js';
 
 export const sha256Hex = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
@@ -135,4 +137,18 @@ export async function restoreIntoFresh(source: TestVault, backupId: string, targ
   await restorer.close();
   const restored = await source.reopen({}, fresh);
   return { result, restored, db };
+}
+
+/** Appending to and forgetting from `source` over its HTTP app: a forget is followed until it completes. */
+export function vaultCalls(source: () => TestVault) {
+  const call = () => callVault(source().app);
+  return {
+    call,
+    append: async (subject: string, text: string) =>
+      (await ok<{ entryId: string }>(call()('POST', `/v1/subjects/${subject}/entries`, { body: { text } }), 201)).entryId,
+    forget: async (entryId: string) => {
+      const { erasureId } = await ok<{ erasureId: string }>(call()('DELETE', `/v1/entries/${entryId}`, { role: 'eraser' }), 202);
+      expect((await awaitErasure(call(), erasureId, 120_000)).status).toBe('completed');
+    },
+  };
 }
