@@ -136,6 +136,18 @@ export function loadWritten(c: VectorsContext, records: readonly WrittenEmbeddin
     if (!rewritten && c.current.lexical.keyOf(recordId) === keyId) continue;
     // this process committed them and publishes them itself in a moment (a re-key's survivors)
     if (c.publishing.has(keyId)) continue;
-    void load(c, recordId).catch((e: unknown) => c.d.logger.warn({ err: describeError(e) }, 'could not load an embedding another replica wrote'));
+    const loading: Promise<void> = load(c, recordId)
+      .catch((e: unknown) => c.d.logger.warn({ err: describeError(e) }, 'could not load an embedding another replica wrote'))
+      .finally(() => c.loading.delete(loading));
+    c.loading.add(loading);
   }
+}
+
+/**
+ * Resolves once the loads `loadWritten` started have settled, those started meanwhile
+ * included: after it, a notification already heard changes this replica's indexes no
+ * more (what a caller that rewrites or rebuilds behind them waits for).
+ */
+export async function loadsSettled(c: VectorsContext): Promise<void> {
+  while (c.loading.size > 0) await Promise.all([...c.loading]);
 }

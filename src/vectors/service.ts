@@ -29,7 +29,7 @@ import {
 } from './context.js';
 import { coverage, reconcile } from './coverage.js';
 import { deleteRecord, deleteSealedUnder } from './deletions.js';
-import { load, loadWritten, publish, publishingUnder, removeKey, scrubbed, unpublish } from './publish.js';
+import { load, loadsSettled, loadWritten, publish, publishingUnder, removeKey, scrubbed, unpublish } from './publish.js';
 import { rebuild } from './rebuild.js';
 import { countStale, reindex, staleRows } from './reindex.js';
 import { reseal, seal, sealEach } from './seal.js';
@@ -57,6 +57,7 @@ export class Vectors {
       destroyed: new Set(),
       destroyedDuring: undefined,
       publishing: new Map(),
+      loading: new Set(),
     };
   }
 
@@ -102,6 +103,8 @@ export class Vectors {
   scrubbed = (timeoutMs?: number): Promise<void> => scrubbed(this.#c, timeoutMs);
   load = (recordId: string): Promise<void> => load(this.#c, recordId);
   loadWritten = (records: readonly WrittenEmbedding[]): void => loadWritten(this.#c, records);
+  /** Resolves once every load `loadWritten` has started so far (and any started meanwhile) has settled. */
+  loadsSettled = (): Promise<void> => loadsSettled(this.#c);
 
   rebuild = (pageSize?: number, options?: RebuildOptions): Promise<RebuildResult> => rebuild(this.#c, pageSize, options);
 

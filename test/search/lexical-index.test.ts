@@ -11,8 +11,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import type { App } from '../../src/app/open.js';
-import { sealEmbedding } from '../../src/vectors/embeddings.js';
-import { upsertEmbeddings } from '../../src/vectors/embeddings.js';
+import { embeddingsOfEvent, sealEmbedding, upsertEmbeddings } from '../../src/vectors/embeddings.js';
 import { MAX_INDEX_WAITS } from '../../src/erasure/steps/probe.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
 
@@ -23,6 +22,24 @@ async function eventually(check: () => boolean, timeoutMs = 15_000): Promise<boo
     await new Promise((r) => setTimeout(r, 25));
   }
   return true;
+}
+
+/**
+ * Record ids whose `embeddings` notification `app` has heard (its own writes come back
+ * too), and a wait for one. Registered after the app's own handler, so by the time a
+ * record is heard here the app's load of it, if it started one, is in
+ * `app.vectors.loadsSettled()`.
+ */
+function heardEmbeddings(app: App): (recordId: string) => Promise<void> {
+  const heard = new Set<string>();
+  const waiting = new Map<string, () => void>();
+  app.events.on('embeddings', (event) => {
+    for (const [recordId] of embeddingsOfEvent(event)) {
+      heard.add(recordId);
+      waiting.get(recordId)?.();
+    }
+  });
+  return (recordId) => (heard.has(recordId) ? Promise.resolve() : new Promise((resolve) => waiting.set(recordId, resolve)));
 }
 
 /** Little-endian float64 bytes of a shingle hash, as the sealed set would hold it in the clear. */
@@ -115,7 +132,13 @@ describe('the lexical index on two replicas of one vault', () => {
   });
 
   it('a stored record the index can never hold (written before lexical indexing) fails the erasure loudly, naming the coverage', async () => {
+    const heard = heardEmbeddings(tv.app);
     const { entryId, keyId } = await tv.app.log.append('user:lex-old', { text: 'An entry from an older lethe.' }, 'writer');
+    // the append's own notification may come back before the append publishes the entry,
+    // and the load it then starts reads the row as the append wrote it (with a shingle set):
+    // it must have landed before the row is made older below, or it puts that set back
+    await heard(entryId);
+    await tv.app.vectors.loadsSettled();
     // its row as an older lethe sealed it: the vector alone, no shingle set
     const { dek } = await tv.app.keys.dekFor(keyId);
     const [vector] = await tv.app.vectors.embedder.embed(['An entry from an older lethe.']);
