@@ -173,7 +173,7 @@ async function wireErasures(w: WireContext, d: Awaited<ReturnType<typeof wireVau
       readable: async ({ entries, artifacts: ids }) => new Set([...(await log.readMany(entries)).keys(), ...(await artifacts.readMany(ids)).keys()]),
     }),
     artifactsErasable({ artifacts, failpoint }),
-    backupsErasable({ backups, destructions }),
+    backupsErasable({ backups, destructions, keys }),
   ];
   const erasures = new ErasureEngine({
     db: database,

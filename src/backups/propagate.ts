@@ -13,7 +13,7 @@
  * in the backup's bucket (`ledger_exports` names the record, `ledger_chain.stored_at`
  * says it is stored): that is what `backupsMarked` counts and what the folded
  * manifest marks. Also the reads of that progress the erasure engine reports
- * (holding, marked, holdingAny), and the coalescing background run.
+ * (holding, marked, holdingAny, unmarkedAny), and the coalescing background run.
  */
 import { count, eq, sql } from 'drizzle-orm';
 import { type Executor, queryRows } from '../db/client.js';
@@ -93,6 +93,20 @@ export async function backupsHoldingAny(ctx: BackupContext, keyIds: readonly str
     ctx.db,
     sql`select count(distinct backup_id) as n from backup_keys
          where key_id = any(array(select json_array_elements_text(${JSON.stringify(keyIds)}::json)))`,
+  );
+  return Number(r?.n ?? 0);
+}
+
+/** How many distinct backups hold data of any of the keys whose destruction no stored record of the bucket's chain holds yet (destroyed or not). */
+export async function backupsUnmarkedAny(ctx: BackupContext, keyIds: readonly string[]): Promise<number> {
+  if (keyIds.length === 0) return 0;
+  const [r] = await queryRows<{ n: number | string }>(
+    ctx.db,
+    sql`select count(distinct bk.backup_id) as n from backup_keys bk
+         where bk.key_id = any(array(select json_array_elements_text(${JSON.stringify([...new Set(keyIds)])}::json)))
+           and not exists (select 1 from ledger_exports le
+                             join ledger_chain lc on lc.bucket = le.bucket and lc.seq = le.chain_seq and lc.stored_at is not null
+                            where le.bucket = ${ctx.backup.bucket} and le.key_id = bk.key_id)`,
   );
   return Number(r?.n ?? 0);
 }

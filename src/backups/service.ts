@@ -38,6 +38,7 @@ import { type FoldedManifest, foldManifest, type Manifest, readManifest } from '
 import {
   backupsHolding,
   backupsHoldingAny,
+  backupsUnmarkedAny,
   backupsMarked,
   chainedDestructions,
   type PropagateOptions,
@@ -339,5 +340,10 @@ export class BackupService {
   /** How many distinct backups hold data of any of the keys. */
   holdingAny(keyIds: readonly string[]): Promise<number> {
     return backupsHoldingAny(this.#ctx, keyIds);
+  }
+
+  /** How many distinct backups hold data of any of the keys whose destruction they have not learned of yet. */
+  unmarkedAny(keyIds: readonly string[]): Promise<number> {
+    return backupsUnmarkedAny(this.#ctx, keyIds);
   }
 }

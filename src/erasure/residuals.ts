@@ -115,7 +115,8 @@ async function keyResiduals(
   const [epoch] = await d.epochs.rows([destruction.wrappedEpoch]);
   const retired = epoch?.state === 'retired';
   const gone = epoch !== undefined && (await d.epochs.retiredEpochs()).includes(epoch.epoch);
-  const backups = await d.backups.holding(destruction.keyId);
+  // every key of the subject it destroyed (head and shards, or the keys its forgotten entries were under): a backup may hold only a shard
+  const backups = await d.backups.holdingAny([destruction.keyId, ...(state.shardKeys ?? [])]);
   const until = retired && epoch?.retiredAt ? epoch.retiredAt.toISOString() : undefined;
   // retired but not yet gone: the provider destroys the KEK at the end of a deletion window (AWS KMS), which its administrators could still cancel
   const bound = gone
@@ -138,7 +139,7 @@ async function keyResiduals(
     out.push({
       tier: 'backups',
       kind: 'wrapped-dek',
-      detail: `${backups} lethe backup(s) hold the destroyed key's wrapped copy in their key table and database export (their manifests mark it destroyed); it unwraps only while epoch ${destruction.wrappedEpoch}'s KEK exists.`,
+      detail: `${backups} lethe backup(s) hold the destroyed key's wrapped copy${state.shardKeys?.length ? ` (or of the subject's ${state.shardKeys.length} other destroyed key(s))` : ''} in their key table and database export (their manifests mark it destroyed); it unwraps only while epoch ${destruction.wrappedEpoch}'s KEK exists.`,
       ...(until ? { until } : {}),
       bound,
     });

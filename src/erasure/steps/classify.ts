@@ -54,7 +54,7 @@ export const classify: Step = {
     const detail =
       `class ${cls}: ${what}, ${contributions['vector-index']} vector(s), ` +
       `${touching.length} derived artifact(s) touch the subject (${affectedIds.length} to regenerate with what lies above them), ` +
-      `${contributions.backups} backup(s) hold the key, ${exposures.length} training exposure(s)` +
+      `${contributions.backups} backup(s) hold ${entryIds ? 'the key' : "the subject's keys"}, ${exposures.length} training exposure(s)` +
       (unindexed > 0 ? `; ${unindexed} of its entries still wait in the indexing queue (they go with the key)` : '');
     return { detail, cls };
   },
