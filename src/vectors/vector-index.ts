@@ -120,7 +120,13 @@ export class VectorIndex {
     for (const r of batch) {
       let slot = s.slotOf(r.id);
       if (slot === undefined) slot = s.claim(r.id);
-      else {
+      else if (s.inGraph[slot] && s.holds(slot, r.type, r.vector)) {
+        // the same vector under another key (a re-key's survivor): filed anew, its graph node kept
+        this.#filing.unfile(s.keys[slot]!, r.id);
+        this.#filing.file(r.keyId, r.id);
+        s.keys[slot] = r.keyId;
+        continue;
+      } else {
         this.#filing.unfile(s.keys[slot]!, r.id);
         this.#pending.delete(slot);
         if (s.inGraph[slot]) {

@@ -64,6 +64,20 @@ export class VectorSlots {
     return nonZero;
   }
 
+  /** Whether the slot holds `vector` (as quantised) for a record of `type`: a re-key's survivor, filed again without touching the graph. */
+  holds(slot: number, type: RecordType, vector: Float32Array): boolean {
+    if (this.types[slot] !== (type === 'artifact' ? 1 : 0)) return false;
+    const { scale, q } = quantise(vector);
+    try {
+      if (this.scales[slot] !== scale) return false;
+      const held = this.q(slot);
+      for (let i = 0; i < q.length; i++) if (held[i] !== q[i]) return false;
+      return true;
+    } finally {
+      q.fill(0);
+    }
+  }
+
   /** Zeroes a record's slot and frees it for the next record. */
   release(slot: number): void {
     this.#slot.delete(this.ids[slot]!);

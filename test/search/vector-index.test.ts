@@ -126,6 +126,26 @@ describe('VectorIndex', () => {
     expect(index.has('a')).toBe(true);
   });
 
+  it("a re-key's survivor (the same vector under another key) is filed anew and keeps its graph node", () => {
+    const index = new VectorIndex(D, { exactUpTo: 0, candidates: 4 });
+    index.upsertMany([
+      { id: 'a', type: 'entry', keyId: 'key_old', vector: axis(0) },
+      { id: 'b', type: 'entry', keyId: 'key_old', vector: axis(1) },
+    ]);
+    index.upsertMany([{ id: 'a', type: 'entry', keyId: 'key_new', vector: axis(0) }]);
+    // no tombstone: the node was not taken out and put back
+    expect(index.unscrubbed).toBe(0);
+    expect(index.idsOfKey('key_old')).toEqual(['b']);
+    expect(index.idsOfKey('key_new')).toEqual(['a']);
+    expect(index.search(axis(0), 1)[0]).toMatchObject({ id: 'a', keyId: 'key_new' });
+    expect(index.removeKey('key_old')).toBe(1);
+    expect(index.search(axis(0), 1)[0]).toMatchObject({ id: 'a', keyId: 'key_new' });
+    // a changed vector is a replacement: found where it now points, no longer where it was
+    index.upsertMany([{ id: 'a', type: 'entry', keyId: 'key_new', vector: axis(2) }]);
+    expect(index.search(axis(0), 1)[0]?.id === 'a' ? index.search(axis(0), 1)[0]!.score : 0).toBe(0);
+    expect(index.search(axis(2), 1)[0]).toMatchObject({ id: 'a', keyId: 'key_new' });
+  });
+
   it("keeps its own copy of a vector: changing the caller's array afterwards changes nothing", () => {
     const index = new VectorIndex(D);
     const v = axis(3);
