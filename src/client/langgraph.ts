@@ -273,17 +273,14 @@ export class LetheStore extends BaseStore {
           );
         }
       }
-      for (const entry of entries) {
-        const old = this.#writer ? undefined : olds[used];
-        if (old !== undefined) {
-          // an update: the successor stored and the old version forgotten in one transaction, never two live versions
-          await this.#lethe.entries.supersede(subject, old, entry);
-          used++;
-        } else if (this.#writer) await this.#writer.append(subject, entry);
-        else await this.#lethe.entries.append(subject, entry);
-      }
+      if (this.#writer) for (const entry of entries) await this.#writer.append(subject, entry);
+      else if (olds.length > 0) {
+        // an update: every field's successor stored and every old entry forgotten in one transaction, never two live versions
+        await this.#lethe.entries.supersedeAll(subject, olds, entries);
+        used = olds.length;
+      } else for (const entry of entries) await this.#lethe.entries.append(subject, entry);
     }
-    // what no new entry superseded (a delete, fewer fields, a writer that seals locally): forgotten
+    // what no new entry superseded (a delete, a writer that seals locally): forgotten
     for (const entryId of olds.slice(used)) await this.#forget(entryId);
   }
 

@@ -24,7 +24,7 @@ import { Certificates } from './certificates.js';
 import { Erasures, type RecordsErasureRequest, type RequestedErasure } from './erasures.js';
 import type { Provenance, Regeneration, SearchHit, SearchResult } from '../wire/artifacts.js';
 import type { Backup } from '../wire/backups.js';
-import type { Entry, Superseded } from '../wire/log.js';
+import type { Entry, Superseded, SupersededMany } from '../wire/log.js';
 import { newIdempotencyKey, type RetryOptions, retryPolicy, withRetries } from './retry.js';
 import { followPages, type PageOptions, query, RoleCalls, type RoleTokens, seg } from './roles.js';
 import { Subjects } from './subjects.js';
@@ -187,6 +187,18 @@ export class Entries {
       this.#calls.request('writer', 'POST', `/v1/subjects/${seg(subject)}/entries/${seg(entryId)}/supersede`, { body: entry }),
     );
     return (await res.json()) as Superseded;
+  }
+
+  /**
+   * Updates a memory held in several entries (an item's fields): `entries` are appended
+   * as the successors of `entryIds` and the old ones forgotten, all in one transaction
+   * or not at all. Retried like `supersede`.
+   */
+  async supersedeAll(subject: string, entryIds: readonly string[], entries: readonly NewEntry[]): Promise<SupersededMany> {
+    const res = await withRetries(this.#retry, () =>
+      this.#calls.request('writer', 'POST', `/v1/subjects/${seg(subject)}/supersede`, { body: { entryIds, entries } }),
+    );
+    return (await res.json()) as SupersededMany;
   }
 
   /** Forgets an entry this writer token wrote (a records-scope erasure; `lethe.forget` takes any, with the eraser token). */

@@ -6,7 +6,7 @@
  * guarded by `claimed_by = <the claim's token>`: a claim that was lost or given up writes nothing.
  */
 import { and, asc, eq, gt, inArray, type SQL, sql } from 'drizzle-orm';
-import { type Database, queryRows, type Transaction } from '../db/client.js';
+import { type Database, EVENTS_CHANNEL, queryRows, type Transaction } from '../db/client.js';
 import { afterPosition, type KeysetPage, type KeysetPosition, positionOrder, positionTime } from '../db/keyset.js';
 import { type ErasureRow, erasures, erasureTransitions } from '../db/schema.js';
 import { LetheError } from '../errors.js';
@@ -91,9 +91,20 @@ export class ErasureRecords {
     return new Set(rows.map((r) => r.erasureId));
   }
 
-  /** Inserts a new erasure unless the subject already has an open one (false then). */
-  async insert(tx: Transaction, row: typeof erasures.$inferInsert): Promise<boolean> {
-    const rows = await tx.insert(erasures).values(row).onConflictDoNothing().returning({ erasureId: erasures.erasureId });
+  /**
+   * Inserts a new erasure with its first transition row and that row's notification,
+   * in one statement (a request's transaction is on every forget's path), unless the
+   * subject already has an open one (false then, and nothing written).
+   */
+  async insert(tx: Transaction, row: typeof erasures.$inferInsert & { step: string }, detail: string): Promise<boolean> {
+    const insert = tx.insert(erasures).values(row).onConflictDoNothing().returning({ erasureId: erasures.erasureId });
+    const rows = await queryRows<{ erasure_id: string }>(
+      tx,
+      sql`with ins as (${insert.getSQL()}),
+               tr as (insert into erasure_transitions (erasure_id, from_step, to_step, status, at, replica, detail)
+                      select erasure_id, null, ${row.step}, ${row.status}, now(), ${this.replica}, ${detail} from ins)
+          select erasure_id, pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify({ t: 'erasure', erasureId: row.erasureId })}) from ins`,
+    );
     return rows.length > 0;
   }
 

@@ -5,9 +5,9 @@
  * (idempotency.ts); sequence numbers reserved for writers that seal locally. A write
  * that meets a forget's re-key goes again under the new key.
  */
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import { zeroize } from '../crypto/index.js';
-import { type Executor, queryRows } from '../db/client.js';
+import { type Executor, queryRows, type Transaction } from '../db/client.js';
 import { isLetheError, LetheError } from '../errors.js';
 import { newId, newSegmentKey } from '../ids.js';
 import type { Sealed } from '../vectors/service.js';
@@ -140,12 +140,33 @@ export async function prepareEntry(c: LogContext, subject: string, input: Append
  * another request claimed `once` first.
  */
 export async function insertEntry(db: Executor, p: PreparedEntry, once: AppendOnce | undefined, origin: EntryOrigin = {}): Promise<boolean> {
+  return (await insertRows(db, p, once, origin)).length > 0;
+}
+
+/**
+ * A supersession's successor inserted and the entry it supersedes marked forgotten by
+ * `erasureId`, in one statement (the key row's share lock taken before the old entry's
+ * row: the order a re-key takes them in). `inserted: false`: the key was destroyed
+ * meanwhile; `forgot: false`: another erasure took the old entry first — the caller
+ * rolls back.
+ */
+export async function insertSuccessor(tx: Transaction, p: PreparedEntry, origin: EntryOrigin & { supersedes: string }, erasureId: string) {
+  const forget = sql`upd as (
+    update log_entries set forgotten_by = ${erasureId}
+     where entry_id = ${origin.supersedes} and subject_hash = decode(${Buffer.from(p.subjectHash).toString('hex')}, 'hex') and forgotten_by is null
+       and exists (select 1 from ins)
+    returning entry_id),`;
+  const rows = await insertRows(tx, p, undefined, origin, forget);
+  return { inserted: rows.length > 0, forgot: rows.some((r) => Number(r.forgot) > 0) };
+}
+
+async function insertRows(db: Executor, p: PreparedEntry, once: AppendOnce | undefined, origin: EntryOrigin, forget?: SQL) {
   const { entryId, keyId, seq } = p.appended;
   // with an idempotency key, the index insert is gated on claiming it (req); without,
   // on the key row still existing — a shared lock either way
   const claim = once ? sql`${claimCte(p.subjectHash, once.key, recordDigest(p.dek, keyId, entryId, p.wrappedKey, once.body), p.appended)},` : sql``;
   const gate = once ? sql`from req` : sql`where exists (select 1 from subject_keys where key_id = ${keyId} for key share)`;
-  const inserted = await queryRows<{ record_id: string }>(
+  return queryRows<{ record_id: string; forgot?: number | string }>(
     db,
     sql`with ${claim} ins as (
           insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at, wrapped_key, written_by, supersedes,
@@ -155,10 +176,10 @@ export async function insertEntry(db: Executor, p: PreparedEntry, once: AppendOn
                  ${origin.writtenBy ?? null}, ${origin.supersedes ?? null}, ${hexOrNull(p.item?.itemHash)}, ${hexOrNull(p.item?.namespaceHash)}
            ${gate}
           returning entry_id),
+        ${forget ?? sql``}
         ${insertEmbeddingsCte([p.embedding], 'ins')}
-        ${notifyInsertedEmbeddings}`,
+        ${notifyInsertedEmbeddings(forget ? sql`(select count(*) from upd) as forgot` : undefined)}`,
   );
-  return inserted.length > 0;
 }
 
 const hexOrNull = (b: Uint8Array | undefined) => (b ? sql`decode(${Buffer.from(b).toString('hex')}, 'hex')` : sql`null`);

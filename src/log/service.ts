@@ -16,6 +16,7 @@ import {
   discardEntry,
   type EntryOrigin,
   insertEntry,
+  insertSuccessor,
   type PreparedEntry,
   prepareEntry,
   reserve,
@@ -82,6 +83,8 @@ export class LogService {
   prepareEntry = (subject: string, input: AppendInput, actor: string): Promise<PreparedEntry> =>
     acrossRekeys(this.#c, subject, () => prepareEntry(this.#c, subject, input, actor));
   insertEntry = (tx: Executor, p: PreparedEntry, origin: EntryOrigin): Promise<boolean> => insertEntry(tx, p, undefined, origin);
+  insertSuccessor = (tx: Transaction, p: PreparedEntry, origin: EntryOrigin & { supersedes: string }, erasureId: string) =>
+    insertSuccessor(tx, p, origin, erasureId);
   settleEntry = (p: PreparedEntry): RecordedAppend => settleEntry(this.#c, p);
   discardEntry = (p: PreparedEntry): Promise<void> => discardEntry(this.#c, p);
   successorsOf = (ids: readonly string[]): Promise<string[]> => successorsOf(this.#c, ids);

@@ -12,18 +12,33 @@
  * purpose (decrypt_failed). An erasure key is opened only through the erasure path,
  * an artifact's only through the artifact path, and neither as a subject DEK.
  */
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import { randomBytes } from '../crypto/index.js';
-import type { Database, Transaction } from '../db/client.js';
+import { type Database, queryRows, type Transaction } from '../db/client.js';
 import { artifactKeys } from '../db/schema.js';
 import { LetheError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { KeyPurpose, KeyProvider } from '../keyprovider/provider.js';
 import type { KeyDestructions } from './destructions.js';
-import { unwrapCurrent, wrapUnderActive } from './wrapping.js';
+import { activeEpoch, unwrapCurrent, wrapUnderActive } from './wrapping.js';
 
 /** What a version key is for: one version of an artifact, or an erasure's own key. */
 export type VersionKeyPurpose = Extract<KeyPurpose, 'artifact-version' | 'erasure'>;
+
+/** A version key to store: its plaintext (the caller zeroes it), its id, its artifact and version, its purpose. */
+export interface VersionKeyInput {
+  readonly keyId: string;
+  readonly key: Uint8Array;
+  readonly artifactId: string;
+  readonly version: number;
+  readonly purpose: VersionKeyPurpose;
+}
+
+/** A version key wrapped under `epoch`, not stored yet. */
+export interface WrappedVersionKey extends VersionKeyInput {
+  readonly epoch: number;
+  readonly wrappedDek: Uint8Array;
+}
 
 export class VersionKeys {
   readonly #db: Database;
@@ -41,8 +56,33 @@ export class VersionKeys {
     return { keyId: newId('key'), key: randomBytes(32) };
   }
 
+  /**
+   * `key` wrapped for `purpose` under the epoch active now, outside any transaction:
+   * `storeWrapped` commits it (a request's transaction then holds no wrap round trip).
+   */
+  async wrap(input: VersionKeyInput): Promise<WrappedVersionKey> {
+    const epoch = await activeEpoch(this.#db);
+    return { ...input, epoch, wrappedDek: await this.#provider.wrap(epoch, input.key, input.keyId, input.purpose) };
+  }
+
+  /**
+   * Stores a key `wrap` wrapped, inside `tx`, only while its epoch is still the active
+   * one (the share lock a rotation waits on, taken in the insert): wrapped again under
+   * the active epoch otherwise.
+   */
+  async storeWrapped(tx: Transaction, w: WrappedVersionKey): Promise<void> {
+    const rows = await queryRows<{ key_id: string }>(
+      tx,
+      sql`insert into artifact_keys (key_id, artifact_id, version, epoch, wrapped_dek, created_at, purpose)
+          select ${w.keyId}, ${w.artifactId}, ${w.version}, ${w.epoch}, decode(${Buffer.from(w.wrappedDek).toString('hex')}, 'hex'), now(), ${w.purpose}
+           where exists (select 1 from epochs where epoch = ${w.epoch} and state = 'active' for share)
+          returning key_id`,
+    );
+    if (rows.length === 0) await this.store(tx, w);
+  }
+
   /** Stores `key` wrapped for `purpose` under the active epoch, inside `tx`. */
-  async store(tx: Transaction, input: { keyId: string; key: Uint8Array; artifactId: string; version: number; purpose: VersionKeyPurpose }): Promise<void> {
+  async store(tx: Transaction, input: VersionKeyInput): Promise<void> {
     const { epoch, wrappedDek } = await wrapUnderActive(tx, this.#provider, input.keyId, input.key, input.purpose);
     await tx
       .insert(artifactKeys)

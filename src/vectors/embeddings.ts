@@ -76,10 +76,13 @@ export function insertEmbeddingsCte(rows: readonly SealedEmbedding[], gate: stri
     returning record_id, key_id)`;
 }
 
-/** The final select after `insertEmbeddingsCte`: the inserted record ids, each announced to the other replicas. */
-export const notifyInsertedEmbeddings: SQL = sql`select record_id,
+/** The final select after `insertEmbeddingsCte`: the inserted record ids, each announced to the other replicas (and the caller's `also` columns). */
+export function notifyInsertedEmbeddings(also?: SQL): SQL {
+  return sql`select record_id,
     pg_notify(${EVENTS_CHANNEL}, json_build_object('t', 'embeddings', 'r', json_build_array(json_build_array(record_id, key_id)))::text)
+    ${also ? sql`, ${also}` : sql``}
   from emb`;
+}
 
 /** Records per embeddings notification (a NOTIFY payload is limited to 8,000 bytes). */
 export const EMBEDDINGS_PER_NOTIFY = 100;

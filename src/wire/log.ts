@@ -33,6 +33,15 @@ export const SupersededSchema = z
   .meta({ id: 'Superseded' });
 export type Superseded = z.infer<typeof SupersededSchema>;
 
+/** POST /v1/subjects/{subject}/supersede: the successors appended, and the erasure forgetting the old versions. */
+export const SupersededManySchema = z
+  .object({
+    entries: z.array(AppendedEntrySchema),
+    superseded: z.object({ entryIds: z.array(z.string()), erasureId: z.string(), status: z.string() }),
+  })
+  .meta({ id: 'SupersededMany' });
+export type SupersededMany = z.infer<typeof SupersededManySchema>;
+
 /** POST /v1/subjects/{subject}/entries/reservations: sequence numbers reserved under the subject's key, `firstSeq` to `firstSeq + count - 1`. */
 export const ReservationSchema = z
   .object({

@@ -84,8 +84,8 @@ describe('superseding a memory', () => {
     expect(done.probe.matches.map((m) => m.id)).not.toContain(result.entry.entryId);
   });
 
-  it('30 sequential updates of one item with near-identical values: 30 successes, no erasure incomplete, every old version unreadable', {
-    timeout: 300_000,
+  it('100 sequential updates of one item with near-identical values: 100 successes, no erasure incomplete, every old version unreadable', {
+    timeout: 500_000,
   }, async () => {
     const A = `user:supersede-many-${tag()}`;
     // words (and numbers) no other test of the file writes: the probe looks in every subject, and only the successors are not counted
@@ -94,13 +94,13 @@ describe('superseding a memory', () => {
     let current = await append(A, profile(0));
     const old: string[] = [];
     const erasures: string[] = [];
-    for (let i = 1; i <= 30; i++) {
+    for (let i = 1; i <= 100; i++) {
       const r = await ok<Superseded>(supersede(A, current, profile(i)), 201);
       old.push(current);
       erasures.push(r.superseded.erasureId);
       current = r.entry.entryId;
     }
-    const finished = await Promise.all(erasures.map((id) => awaitErasure(t.call, id, 240_000)));
+    const finished = await Promise.all(erasures.map((id) => awaitErasure(t.call, id, 400_000)));
     expect(
       finished.map((e) => e.status),
       JSON.stringify(finished.filter((e) => e.status !== 'completed').map((e) => ({ steps: e.steps, probe: e.probe }))),

@@ -38,6 +38,7 @@ let entryId = '';
 let forgetEntryId = '';
 /** An entry per role to supersede, each written by the writer token. */
 const supersedeIds: Partial<Record<TestRole | 'none', string>> = {};
+const supersedeAllIds: Partial<Record<TestRole | 'none', string>> = {};
 /** A lease the DELETE row releases (idempotent: 204 again). */
 let leaseId = '';
 let artifactId = '';
@@ -164,6 +165,13 @@ const ROUTES: readonly RouteCase[] = [
     allowed: ['writer', 'eraser', 'admin'],
     path: (who) => `/v1/subjects/user:auth-supersede/entries/${supersedeIds[who ?? 'none'] ?? `entry_${'B'.repeat(22)}`}/supersede`,
     body: () => ({ text: 'superseded' }),
+  },
+  {
+    method: 'POST',
+    template: '/v1/subjects/{subject}/supersede',
+    allowed: ['writer', 'eraser', 'admin'],
+    path: () => '/v1/subjects/user:auth-supersede-all/supersede',
+    body: (who) => ({ entryIds: [supersedeAllIds[who ?? 'none'] ?? `entry_${'B'.repeat(22)}`], entries: [{ text: 'superseded' }] }),
   },
   {
     method: 'DELETE',
@@ -368,6 +376,7 @@ beforeAll(async () => {
     ((await (await t.call('POST', `/v1/subjects/${subject}/entries`, { body: { text } })).json()) as { entryId: string }).entryId;
   forgetEntryId = await written('user:auth-forget', 'to be forgotten');
   for (const role of ROLES) supersedeIds[role] = await written('user:auth-supersede', `to be superseded by the ${role}`);
+  for (const role of ROLES) supersedeAllIds[role] = await written('user:auth-supersede-all', `to be superseded with others by the ${role}`);
   leaseId = (await t.app.keys.lease('user:auth-lease', 'writer')).leaseId;
   artifactId = (await t.app.artifacts.write({ kind: 'summary', text: 'seed summary', sources: [entryId] }, 'writer')).artifactId;
   backupId = (await t.app.backups.run()).backupId;

@@ -31,6 +31,7 @@ const OPERATIONS: Record<string, string> = {
   'GET /v1/entries/{entryId}': 'getEntry',
   'DELETE /v1/entries/{entryId}': 'forgetEntry',
   'POST /v1/subjects/{subject}/entries/{entryId}/supersede': 'supersedeEntry',
+  'POST /v1/subjects/{subject}/supersede': 'supersedeEntries',
   'POST /v1/subjects/{subject}/entries/reservations': 'reserveEntries',
   'POST /v1/segments': 'registerSegment',
   'POST /v1/subjects/{subject}/items/lookup': 'lookupItem',

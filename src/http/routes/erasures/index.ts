@@ -6,6 +6,7 @@ import * as requestErasure from './request-erasure.js';
 import * as requestBulkErasure from './request-bulk-erasure.js';
 import * as forgetEntry from './forget-entry.js';
 import * as supersedeEntry from './supersede-entry.js';
+import * as supersedeEntries from './supersede-entries.js';
 import * as listErasures from './list-erasures.js';
 import * as getErasure from './get-erasure.js';
 import * as followErasureEvents from './follow-erasure-events.js';
@@ -24,6 +25,7 @@ const OPERATIONS = [
   requestBulkErasure,
   forgetEntry,
   supersedeEntry,
+  supersedeEntries,
   listErasures,
   getErasure,
   followErasureEvents,

@@ -46,8 +46,8 @@ export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: Toke
   const actor = actorOf(services, tokens);
   app.openapi({ ...route, middleware: [authorize(tokens, 'writer', 'eraser')] as const }, async (c) => {
     const { subject, entryId } = c.req.valid('param');
-    const result = await services.erasures.supersedeEntry({ subject, entryId, entry: c.req.valid('json') }, actor(c));
+    const result = await services.erasures.supersedeEntry({ subject, entryIds: [entryId], entries: [c.req.valid('json')] }, actor(c));
     c.header('Location', `/v1/erasures/${result.erasureId}`);
-    return c.json({ entry: result.entry, superseded: { entryId, erasureId: result.erasureId, status: result.status } }, 201);
+    return c.json({ entry: result.entries[0]!, superseded: { entryId, erasureId: result.erasureId, status: result.status } }, 201);
   });
 }
