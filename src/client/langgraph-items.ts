@@ -4,6 +4,7 @@
  * matching and filter semantics.
  */
 import { getTextAtPath, type Item, type MatchCondition } from '@langchain/langgraph-checkpoint';
+import { ServiceError } from './http.js';
 
 /** The entry metadata field that holds an item. */
 export const ITEM_FIELD = 'langgraph';
@@ -140,4 +141,9 @@ export function versionsIn(
     else found.set(put, { entryIds: [entry.entryId], item: toItem(stored, entry.createdAt), indexed: stored.indexed !== false });
   }
   return [...found.values()];
+}
+
+/** The subject or entry is not there (any more): an empty answer, not an error, to a store. */
+export function gone(e: unknown): boolean {
+  return e instanceof ServiceError && (e.status === 404 || e.status === 410);
 }

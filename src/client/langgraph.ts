@@ -27,11 +27,13 @@
  *   hashes), whatever the subject holds; the subject's entries are read whole only
  *   when the index knows none (an item put before lethe indexed items, or sealed by
  *   a writer). A put finds the versions it supersedes the same way.
- * - **search** with a `query` is a scoped search of the subject (`POST /v1/search`
- *   with `subject`), best field's score first, then (as LangGraph's own stores do) the
- *   items that were not indexed, without a score; without a query the subject's items
- *   newest first; either way filtered here by namespace prefix and `filter` on the
- *   value, then `offset` and `limit`.
+ * - **search** of one subject (the prefix names it) runs on the service (`POST
+ *   …/items/search`, langgraph-search.ts): with a `query` its items ranked by the
+ *   subject's scoped search, best field's score first, then (as LangGraph's own stores
+ *   do) the items that were not indexed, without a score; without a query its items
+ *   newest first; the namespaces under the prefix and an equality `filter` applied and
+ *   the page cut there. Across subjects, with an operator or object filter, or for a
+ *   `writer` store, the same answer is computed here from their entries.
  * - **listNamespaces** asks the service for the namespaces in use — of the subject a
  *   prefix names, else of every subject — one live entry each, whose sealed metadata
  *   holds the labels: a fresh process lists them all, and an erased subject's are gone
@@ -61,6 +63,7 @@ import { SUBJECT_ID_PATTERN, SUBJECT_ID_RULE } from '../ids.js';
 import { AppendEntrySchema, payloadProblem } from '../log/payload.js';
 import { ServiceError } from './http.js';
 import {
+  gone,
   hasPrefix,
   ITEM_FIELD,
   indexTexts,
@@ -75,6 +78,7 @@ import {
   toItem,
   versionsIn,
 } from './langgraph-items.js';
+import { searchOnService, serverFilter } from './langgraph-search.js';
 import { decodeSubjectLabel } from './subject-labels.js';
 import type { Lethe, NewEntry } from './lethe.js';
 import type { ItemLocation, LetheStoreOptions } from './langgraph-options.js';
@@ -94,10 +98,6 @@ const MAX_K = 100;
 const PUT_ATTEMPTS = 8;
 
 /** A subject's entries as the store reads them: gone (404 never seen, 410 erased) reads as none. */
-function gone(e: unknown): boolean {
-  return e instanceof ServiceError && (e.status === 404 || e.status === 410);
-}
-
 export class LetheStore extends BaseStore {
   /** Which namespace label, or function, names an item's subject: `namespace[1] (decodeSubjectLabel)`, or `subjectOf(namespace)`. */
   readonly subjectMapping: string;
@@ -312,6 +312,10 @@ export class LetheStore extends BaseStore {
     const limit = op.limit ?? 10;
     const wanted = (item: Item) => hasPrefix(item.namespace, op.namespacePrefix) && passes(item.value, op.filter);
     if (subjects.length === 0) return [];
+    if (subjects.length === 1 && !this.#writer && serverFilter(op.filter)) {
+      const found = await searchOnService(this.#lethe, subjects[0]!, op, offset, limit);
+      if (found) return found;
+    }
     if (op.query === undefined || op.query === '') {
       const all: Array<{ item: Item; at: number }> = [];
       for (const subject of subjects) {

@@ -87,6 +87,15 @@ export interface AppendResult {
   readonly replayed: boolean;
 }
 
+/** What `entries.searchItems` keeps, and which page. */
+export interface ItemSearchOptions {
+  readonly query?: string;
+  readonly namespaces?: ReadonlyArray<readonly string[]>;
+  readonly metadata?: Record<string, unknown>;
+  readonly limit?: number;
+  readonly offset?: number;
+}
+
 /** Whose records a search may return: exactly one of the three. */
 export type SearchScope = { readonly subject: string } | { readonly subjects: readonly string[] } | { readonly allSubjects: true };
 
@@ -189,11 +198,7 @@ export class Entries {
     return (await res.json()) as Superseded;
   }
 
-  /**
-   * Updates a memory held in several entries (an item's fields): `entries` are appended
-   * as the successors of `entryIds` and the old ones forgotten, all in one transaction
-   * or not at all. Retried like `supersede`.
-   */
+  /** Updates a memory held in several entries: `entries` replace `entryIds` in one transaction, or nothing does. Retried like `supersede`. */
   async supersedeAll(subject: string, entryIds: readonly string[], entries: readonly NewEntry[]): Promise<SupersededMany> {
     const res = await withRetries(this.#retry, () =>
       this.#calls.request('writer', 'POST', `/v1/subjects/${seg(subject)}/supersede`, { body: { entryIds, entries } }),
@@ -226,6 +231,15 @@ export class Entries {
   /** A store item's live entries (those appended with that `item`), newest first: one lookup on the service, whatever the subject holds. */
   async lookup(subject: string, namespace: readonly string[], key: string): Promise<Entry[]> {
     return (await this.#calls.json<{ entries: Entry[] }>('writer', 'POST', `/v1/subjects/${seg(subject)}/items/lookup`, { body: { namespace, key } })).entries;
+  }
+
+  /** A subject's store items filtered and paged on the service: ranked by `query` (`score`: the best entry's), else newest first. */
+  async searchItems(subject: string, options: ItemSearchOptions = {}): Promise<Array<{ entries: Entry[]; score?: number }>> {
+    return (
+      await this.#calls.json<{ items: Array<{ entries: Entry[]; score?: number }> }>('writer', 'POST', `/v1/subjects/${seg(subject)}/items/search`, {
+        body: options,
+      })
+    ).items;
   }
 
   /** One live entry of each store namespace in use — of `subject`, or of every subject — page after page. */

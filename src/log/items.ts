@@ -61,18 +61,25 @@ const MAX_LIVE_VERSIONS = 64;
  */
 export async function namespaceEntries(c: LogContext, options: { subject?: string | undefined; limit: number; offset: number }): Promise<Entry[]> {
   const subject = options.subject === undefined ? sql`` : sql`and e.subject_hash = ${c.keys.subjectHash(options.subject)}`;
-  const rows = await queryRows<{ entry_id: string }>(
-    c.db,
-    sql`select distinct on (e.namespace_hash) e.entry_id
-          from log_entries e
-         where e.namespace_hash is not null and e.forgotten_by is null and e.refused is null ${subject}
-           and exists (select 1 from subject_keys k where k.key_id = e.key_id)
-         order by e.namespace_hash, e.seq desc
-         offset ${options.offset} limit ${options.limit}`,
-  );
-  const found = await readMany(
-    c,
-    rows.map((r) => r.entry_id),
-  );
-  return rows.flatMap((r) => (found.has(r.entry_id) ? [found.get(r.entry_id)!] : []));
+  for (let look = 1; ; look++) {
+    const rows = await queryRows<{ entry_id: string }>(
+      c.db,
+      sql`select distinct on (e.namespace_hash) e.entry_id
+            from log_entries e
+           where e.namespace_hash is not null and e.forgotten_by is null and e.refused is null ${subject}
+             and exists (select 1 from subject_keys k where k.key_id = e.key_id)
+           order by e.namespace_hash, e.seq desc
+           offset ${options.offset} limit ${options.limit}`,
+    );
+    const found = await readMany(
+      c,
+      rows.map((r) => r.entry_id),
+    );
+    // an entry superseded or forgotten between the two looks: its namespace has a newer one, look again
+    if (found.size < rows.length && look < MAX_LOOKS) continue;
+    return rows.flatMap((r) => (found.has(r.entry_id) ? [found.get(r.entry_id)!] : []));
+  }
 }
+
+/** How often a listing looks again when entries it selected went before they were read (a supersession in between). */
+export const MAX_LOOKS = 4;

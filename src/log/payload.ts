@@ -138,10 +138,13 @@ export const EntryMetadataSchema = z.record(z.string(), z.unknown(), { error: `m
 
 const LABEL = 'a namespace label: 1 to 256 characters';
 
+/** A store namespace: a path of 1 to 16 labels. */
+export const NamespaceSchema = z.array(z.string().min(1, LABEL).max(256, LABEL), { error: 'must be an array of namespace labels' }).min(1).max(16);
+
 /** What an append may name: the store item it holds. */
 export const StoreItemSchema = z
   .object({
-    namespace: z.array(z.string().min(1, LABEL).max(256, LABEL), { error: 'must be an array of namespace labels' }).min(1).max(16),
+    namespace: NamespaceSchema,
     key: z.string().min(1, 'a key: 1 to 1024 characters').max(1024, 'a key: 1 to 1024 characters'),
   })
   .strict()

@@ -28,6 +28,7 @@ import { type AppendOnce, LazyPurge, type RecordedAppend } from './idempotency.j
 import { Indexer, type IndexerOptions, type QueueStatus } from './indexer.js';
 import { entryIdsOf, forgottenUnder, hasEntries, type LocatedEntry, locate, markForgotten, successorsOf } from './lookups.js';
 import { compact, type CompactReport, fsck, type FsckOptions, type FsckReport } from './maintenance.js';
+import { type FoundItem, type ItemSearch, listItems, rankItems } from './item-search.js';
 import { lookupItem, namespaceEntries } from './items.js';
 import { MAX_ENTRY_TEXT_BYTES, type StoreItem } from './payload.js';
 import { type Entry, get, read, readMany } from './read.js';
@@ -123,6 +124,11 @@ export class LogService {
   /** A store item's live entries for the subject, newest first (items.ts). */
   lookupItem = (subject: string, item: StoreItem): Promise<Entry[]> => lookupItem(this.#c, subject, item);
   /** One live entry of each store namespace in use (items.ts). */
+  /** The subject's live store items, newest first, filtered and paged on the service (item-search.ts). */
+  listItems = (subject: string, search: ItemSearch): Promise<FoundItem[]> => listItems(this.#c, subject, search);
+  /** The store items of a search's ranked hits, best first, filtered and paged (item-search.ts). */
+  rankItems = (subject: string, ranked: ReadonlyArray<{ entryId: string; score: number }>, search: ItemSearch): Promise<FoundItem[]> =>
+    rankItems(this.#c, subject, ranked, search);
   namespaceEntries = (options: { subject?: string | undefined; limit: number; offset: number }): Promise<Entry[]> => namespaceEntries(this.#c, options);
 
   /**

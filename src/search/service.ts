@@ -11,6 +11,7 @@
  */
 import { LetheError } from '../errors.js';
 import type { ArtifactService } from '../artifacts/service.js';
+import type { FoundItem, ItemSearch } from '../log/item-search.js';
 import type { LogService } from '../log/service.js';
 import type { ReadFences } from '../vault/fences.js';
 import type { KeyService } from '../vault/keys.js';
@@ -50,6 +51,26 @@ export class Search {
 
   constructor(deps: { vectors: Vectors; log: LogService; artifacts: ArtifactService; fences: ReadFences; keys: KeyService }) {
     this.#d = deps;
+  }
+
+  /**
+   * A subject's store items on the service (a LangGraph store's search): with a query,
+   * the items of its best entries ranked by the scoped search (an item at its best
+   * entry's score); without, its items newest first — either way kept to `namespaces`
+   * and `metadata` and paged here (src/log/item-search.ts).
+   */
+  async searchItems(subject: string, s: ItemSearch & { readonly query?: string | undefined }): Promise<{ items: FoundItem[]; readFence: string }> {
+    const { log, fences } = this.#d;
+    let items: FoundItem[];
+    if (s.query === undefined || s.query === '') items = await log.listItems(subject, s);
+    else {
+      // an item is one entry or more (one per indexed field): more hits than items asked for, as the filters drop some
+      const { hits } = await this.search(s.query, Math.min(MAX_SEARCH_K, (s.offset + s.limit) * 4 + 10), { subjects: [subject] });
+      // an entry without text (an item put unindexed) is not ranked by a query: its zero vector only ties at 0
+      const ranked = hits.filter((h) => h.type === 'entry' && h.text !== '').map((h) => ({ entryId: h.id, score: h.score }));
+      items = await log.rankItems(subject, ranked, s);
+    }
+    return { items, readFence: fences.issue([...new Set(items.flatMap((i) => i.entries.map((e) => e.keyId)))]) };
   }
 
   /**

@@ -147,6 +147,13 @@ const ROUTES: readonly RouteCase[] = [
     body: () => ({ namespace: ['memories'], key: 'profile' }),
   },
   {
+    method: 'POST',
+    template: '/v1/subjects/{subject}/items/search',
+    allowed: ['writer', 'admin'],
+    path: () => '/v1/subjects/user:auth-items/items/search',
+    body: () => ({ limit: 5 }),
+  },
+  {
     method: 'GET',
     template: '/v1/items/namespaces',
     allowed: ['writer', 'admin'],

@@ -574,6 +574,7 @@ describe('ids in the path', () => {
     { method: 'GET', template: '/v1/subjects/{subject}/entries' },
     { method: 'POST', template: '/v1/subjects/{subject}/entries/reservations', body: { count: 1 } },
     { method: 'POST', template: '/v1/subjects/{subject}/items/lookup', body: { namespace: ['memories'], key: 'k' } },
+    { method: 'POST', template: '/v1/subjects/{subject}/items/search', body: {} },
     { method: 'POST', template: '/v1/subjects/{subject}/supersede', body: { entryIds: [`entry_${'A'.repeat(22)}`], entries: [{ text: 'x' }] } },
     { method: 'POST', template: '/v1/subjects/{subject}/reinstate', body: { reason: 'x' }, role: 'admin' },
   ];

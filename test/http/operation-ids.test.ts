@@ -35,6 +35,7 @@ const OPERATIONS: Record<string, string> = {
   'POST /v1/subjects/{subject}/entries/reservations': 'reserveEntries',
   'POST /v1/segments': 'registerSegment',
   'POST /v1/subjects/{subject}/items/lookup': 'lookupItem',
+  'POST /v1/subjects/{subject}/items/search': 'searchItems',
   'GET /v1/items/namespaces': 'listItemNamespaces',
   'POST /v1/artifacts': 'writeArtifact',
   'GET /v1/artifacts': 'listArtifacts',

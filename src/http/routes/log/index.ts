@@ -9,9 +9,10 @@ import * as reserveEntries from './reserve-entries.js';
 import * as registerSegment from './register-segment.js';
 import * as lookupItem from './lookup-item.js';
 import * as listItemNamespaces from './list-item-namespaces.js';
+import * as searchItems from './search-items.js';
 
 /** The operations, in the order the document lists them. */
-const OPERATIONS = [appendEntry, listEntries, getEntry, reserveEntries, registerSegment, lookupItem, listItemNamespaces] as const;
+const OPERATIONS = [appendEntry, listEntries, getEntry, reserveEntries, registerSegment, lookupItem, searchItems, listItemNamespaces] as const;
 
 /** The services these routes call, together. */
 export type Uses = UsesOf<typeof OPERATIONS>;
