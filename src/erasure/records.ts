@@ -91,6 +91,23 @@ export class ErasureRecords {
     return new Set(rows.map((r) => r.erasureId));
   }
 
+  /** Of `erasureIds`, the open forgets not fingerprinted yet (before their fence step): what a re-key may wait a moment for. */
+  async unfingerprintedForgets(erasureIds: readonly string[]): Promise<Set<string>> {
+    if (erasureIds.length === 0) return new Set();
+    const rows = await this.#db
+      .select({ erasureId: erasures.erasureId })
+      .from(erasures)
+      .where(
+        and(
+          inArray(erasures.erasureId, [...erasureIds]),
+          inArray(erasures.status, [...OPEN_STATUSES]),
+          eq(erasures.scope, 'records'),
+          inArray(erasures.step, ['classify', 'fingerprint']),
+        ),
+      );
+    return new Set(rows.map((r) => r.erasureId));
+  }
+
   /**
    * Inserts a new erasure with its first transition row and that row's notification,
    * in one statement (a request's transaction is on every forget's path), unless the

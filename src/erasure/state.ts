@@ -45,6 +45,8 @@ export const ErasureStateSchema = z.looseObject({
   shardKeys: z.array(z.string()).optional(),
   /** The keys this forget's own re-keys destroyed, in order (another forget's re-key may have destroyed the one it first classified). */
   rekeyed: z.array(z.string()).optional(),
+  /** How often the destroy step let other forgets of its key be fingerprinted first (destroy.ts). */
+  deferrals: z.number().int().optional(),
   redactions: z
     .array(
       z.object({

@@ -87,14 +87,16 @@ export async function requestSupersede(res: ErasureResources, input: SupersedeRe
   }
 }
 
-/** The successors sealed and their frames stored (side by side); none kept when one fails. */
+/** The successors sealed and their frames stored, one after another (their sequence numbers in the order given); none kept when one fails. */
 async function prepareAll(res: ErasureResources, input: SupersedeRequest, actor: Actor): Promise<PreparedEntry[]> {
-  const settled = await Promise.allSettled(input.entries.map((entry) => res.log.prepareEntry(input.subject, entry, actor.role)));
-  const failed = settled.find((r) => r.status === 'rejected');
-  const prepared = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
-  if (!failed) return prepared;
-  await discardAll(res, prepared);
-  throw failed.reason;
+  const prepared: PreparedEntry[] = [];
+  try {
+    for (const entry of input.entries) prepared.push(await res.log.prepareEntry(input.subject, entry, actor.role));
+    return prepared;
+  } catch (e) {
+    await discardAll(res, prepared);
+    throw e;
+  }
 }
 
 async function discardAll(res: ErasureResources, prepared: readonly PreparedEntry[]): Promise<void> {

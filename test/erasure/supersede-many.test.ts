@@ -51,6 +51,9 @@ describe('superseding a memory held in several entries', () => {
     const texts = [`Alice's title: director of research ${mark}`, `Alice's team: the Lyon lab and Grenoble ${mark}`, `Alice's desk: floor 3 ${mark}`];
     const r = await ok<SupersededMany>(supersedeAll(A, olds, texts), 201);
     expect(r.entries).toHaveLength(3);
+    // the successors in the order given: the subject's log lists them so
+    const seqs = r.entries.map((e) => e.seq);
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
     expect(r.superseded.entryIds).toEqual(olds);
     for (const id of olds) await expectProblem(t.call('GET', `/v1/entries/${id}`), 410, 'entry_forgotten');
     expect((await live(A)).sort()).toEqual([kept, ...r.entries.map((e) => e.entryId)].sort());

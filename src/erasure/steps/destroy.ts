@@ -14,6 +14,9 @@ import { TierFailure } from '../machine.js';
 
 /** How long forgetting entries waits for a subject key another re-key or erasure holds fenced. */
 const FENCED_WAIT_MS = 1000;
+/** A re-key lets the forgets of its key not fingerprinted yet ahead at most this often, this long each time. */
+const MAX_DEFERRALS = 3;
+const DEFER_MS = 20;
 
 /**
  * Forgetting entries: the subject's log re-keyed without them (src/log/rekey.ts) — the
@@ -47,7 +50,13 @@ async function rekeyWithout(ctx: StepContext, entryIds: readonly string[]): Prom
     if (states.get(keyId) === 'fenced' && (await res.keys.creationRefusals([row.subjectHash])).size > 0)
       return wait('is fenced by an erasure of the whole subject');
     // forgets of the subject that arrived together share this re-key: the entries of the others already fingerprinted go too
-    const riders = await coalesced(ctx, keyId);
+    const { riders, coming } = await coalesced(ctx, keyId);
+    // others under the key not fingerprinted yet are let ahead a few times (their steps before this one are quick), so
+    // a burst of forgets — an agent rewriting its memories — re-keys the shard once rather than once each
+    if (coming > 0 && (state.deferrals ?? 0) < MAX_DEFERRALS) {
+      state.deferrals = (state.deferrals ?? 0) + 1;
+      return new Park(new Date(Date.now() + DEFER_MS), `${coming} other forget(s) of the same key are being fingerprinted: re-keying with them`);
+    }
     try {
       const others = riders.size > 0 ? `, with ${riders.size} other forget(s) coalesced` : '';
       const result = await res.log.rekeyKey(keyId, 'active', {
@@ -87,11 +96,15 @@ async function destroyShards(ctx: StepContext): Promise<void> {
   }
 }
 
-/** The other forgets under `keyId` whose fingerprints are taken and who have not re-keyed yet: their entries, by erasure. */
-async function coalesced(ctx: StepContext, keyId: string): Promise<Map<string, string[]>> {
+/**
+ * The other forgets under `keyId` whose fingerprints are taken and who have not re-keyed
+ * yet (their entries, by erasure), and how many more are open but not fingerprinted yet.
+ */
+async function coalesced(ctx: StepContext, keyId: string): Promise<{ riders: Map<string, string[]>; coming: number }> {
   const under = await ctx.res.log.forgottenUnder(keyId, ctx.row.erasureId);
-  const ready = await ctx.res.records.fingerprintedForgets([...under.keys()]);
-  return new Map([...under].filter(([id]) => ready.has(id)));
+  const ids = [...under.keys()];
+  const [ready, unready] = await Promise.all([ctx.res.records.fingerprintedForgets(ids), ctx.res.records.unfingerprintedForgets(ids)]);
+  return { riders: new Map([...under].filter(([id]) => ready.has(id))), coming: unready.size };
 }
 
 export const destroy: Step = {
