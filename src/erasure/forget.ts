@@ -72,7 +72,7 @@ export async function checkForgettable(
   ids: readonly string[],
   actor: Actor,
 ): Promise<{ erasureId: string; status: ErasureStatus } | undefined> {
-  const { keys, log, records } = res;
+  const { log, records } = res;
   const subjectHex = Buffer.from(subjectHash).toString('hex');
   const located = (await log.locate(ids)).filter((e) => Buffer.from(e.subjectHash).toString('hex') === subjectHex);
   if (located.length !== ids.length) {
