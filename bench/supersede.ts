@@ -53,7 +53,7 @@ export async function runSupersede(): Promise<SupersedeResult> {
   const SECONDS = envInt('BENCH_SUPERSEDE_SECONDS', QUICK ? 5 : 12, 1);
   const APPENDERS = envInt('BENCH_SUPERSEDE_APPENDERS', 4, 1);
   const FORGETTERS = envInt('BENCH_SUPERSEDE_FORGETTERS', 4, 1);
-  const SEED = envInt('BENCH_SUPERSEDE_SEED', 400, 10);
+  const SEED = envInt('BENCH_SUPERSEDE_SEED', 1200, 10);
   const FORGET_EVERY_MS = envInt('BENCH_SUPERSEDE_FORGET_EVERY_MS', 250, 0);
   const writer = `writer-${randomBytes(18).toString('base64url')}`;
   const eraser = `eraser-${randomBytes(18).toString('base64url')}`;
