@@ -47,6 +47,7 @@ from .models import (
     SigningKey,
     SubjectKey,
     Superseded,
+    SupersededMany,
     TrainingExposure,
     WrittenArtifact,
 )
@@ -358,6 +359,24 @@ class LetheClient:
         path = f"/v1/subjects/{path_segment(subject, 'subject')}/entries/{path_segment(entry_id, 'entry_id')}/supersede"
         r = self._write("writer", "POST", path, json_body=body, timeout=timeout)
         return Superseded.from_json(r.json(), location=r.headers.get("Location"))
+
+    def supersede_all(
+        self,
+        subject: str,
+        entry_ids: Sequence[str],
+        entries: Sequence[Mapping[str, Any]],
+        *,
+        timeout: Optional[float] = None,
+    ) -> SupersededMany:
+        """``POST /v1/subjects/{subject}/supersede``: updates a memory held in several
+        entries (a store item's fields). ``entries`` (each ``{"text", "kind"?,
+        "metadata"?}``, as in :meth:`append`) replace ``entry_ids`` in one transaction, or
+        nothing does; one records-scope erasure forgets the old ones and counts none of
+        the successors. Permissions and retries as in :meth:`supersede`."""
+        path = f"/v1/subjects/{path_segment(subject, 'subject')}/supersede"
+        body = {"entryIds": list(entry_ids), "entries": [dict(e) for e in entries]}
+        r = self._write("writer", "POST", path, json_body=body, timeout=timeout)
+        return SupersededMany.from_json(r.json(), location=r.headers.get("Location"))
 
     def entry(self, entry_id: str, *, timeout: Optional[float] = None) -> Entry:
         """``GET /v1/entries/{entryId}``, with a read fence. A forgotten entry raises

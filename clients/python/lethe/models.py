@@ -188,6 +188,42 @@ class Superseded:
 
 
 @dataclass(frozen=True)
+class SupersededVersions:
+    """The old versions a several-entry supersession forgot (``entry_ids``), and the one
+    records-scope erasure forgetting them (``erasure_id``, ``status``; ``location``, its
+    URL path)."""
+
+    entry_ids: List[str]
+    erasure_id: str
+    status: str
+    location: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, value: Any, location: Optional[str]) -> "SupersededVersions":
+        d = _obj(value, "the superseded versions")
+        w = "superseded versions"
+        return cls([str(i) for i in _get(d, "entryIds", list, w)], _get(d, "erasureId", str, w), _get(d, "status", str, w), location)
+
+
+@dataclass(frozen=True)
+class SupersededMany:
+    """A memory held in several entries updated (``LetheClient.supersede_all``):
+    ``entries``, the successors now stored (in the order given), and ``superseded``."""
+
+    entries: List[AppendedEntry]
+    superseded: SupersededVersions
+
+    @classmethod
+    def from_json(cls, value: Any, location: Optional[str]) -> "SupersededMany":
+        d = _obj(value, "a supersession")
+        w = "supersession"
+        return cls(
+            [AppendedEntry.from_json(e, replayed=False) for e in _get(d, "entries", list, w)],
+            SupersededVersions.from_json(_get(d, "superseded", dict, w), location),
+        )
+
+
+@dataclass(frozen=True)
 class Entry:
     """An entry of a subject's episodic log. ``read_fence`` is set on a single read
     (``LetheClient.entry``); a page of entries carries one fence for all of them."""

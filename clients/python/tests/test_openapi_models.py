@@ -32,6 +32,8 @@ LOCATIONS: List[Tuple[type, Tuple[str, ...], Sequence[str]]] = [
     (models.AppendedEntry, ("schema", "AppendedEntry"), ()),
     (models.Superseded, ("response", "post", "/v1/subjects/{subject}/entries/{entryId}/supersede", "201"), ()),
     (models.SupersededVersion, ("response", "post", "/v1/subjects/{subject}/entries/{entryId}/supersede", "201"), ("superseded",)),
+    (models.SupersededMany, ("response", "post", "/v1/subjects/{subject}/supersede", "201"), ()),
+    (models.SupersededVersions, ("response", "post", "/v1/subjects/{subject}/supersede", "201"), ("superseded",)),
     (models.Entry, ("response", "get", "/v1/entries/{entryId}", "200"), ()),
     (models.Entry, ("response", "get", "/v1/subjects/{subject}/entries", "200"), ("entries", "[]")),
     (models.SearchResult, ("schema", "SearchResult"), ()),
@@ -64,6 +66,7 @@ CLIENT_ONLY: Dict[type, Set[str]] = {
     models.SubjectKey: {"created"},
     models.AppendedEntry: {"replayed"},
     models.SupersededVersion: {"location"},
+    models.SupersededVersions: {"location"},
     models.ErasureAccepted: {"created", "location"},
     models.BulkErasureItem: {"erasure"},  # the item itself, read as an ErasureAccepted
 }

@@ -20,6 +20,7 @@ from lethe import (
     LetheError,
     NotFoundError,
     Superseded,
+    SupersededMany,
     is_retryable_conflict,
 )
 
@@ -63,6 +64,26 @@ class SupersedeTest(unittest.TestCase):
         with self.assertRaises(GoneError):
             writer.entry(old)
         self.assertEqual(writer.entry(successor).text, text)
+
+    def test_several_entries_are_superseded_at_once_or_not_at_all(self) -> None:
+        writer, eraser = client("writer"), client("eraser")
+        subject = unique("user:supersede-all-")
+        olds = [writer.append(subject, words()).entry_id for _ in range(2)]
+        texts = [words() for _ in range(3)]
+        result = writer.supersede_all(subject, olds, [{"text": t, "kind": "memory"} for t in texts])
+        self.assertIsInstance(result, SupersededMany)
+        self.assertEqual([writer.entry(e.entry_id).text for e in result.entries], texts)
+        self.assertEqual((result.superseded.entry_ids, result.superseded.status), (olds, "pending"))
+        self.assertEqual(result.superseded.location, f"/v1/erasures/{result.superseded.erasure_id}")
+        for old in olds:
+            with self.assertRaises(EntryForgottenError):
+                writer.entry(old)
+        self.assertEqual(eraser.wait_for_erasure(result.superseded.erasure_id, timeout=WAIT).status, "completed")
+        # one of them already superseded: nothing is stored
+        live = result.entries[0].entry_id
+        with self.assertRaises(ConflictError):
+            writer.supersede_all(subject, [live, olds[0]], [{"text": words()}])
+        self.assertEqual([e.entry_id for e in writer.iter_entries(subject)], [e.entry_id for e in result.entries])
 
     def test_an_entry_already_superseded_is_a_conflict(self) -> None:
         writer, eraser = client("writer"), client("eraser")
