@@ -37,8 +37,8 @@
  * - **listNamespaces** asks the service for the namespaces in use — of the subject a
  *   prefix names, else of every subject — one live entry each, whose sealed metadata
  *   holds the labels: a fresh process lists them all, and an erased subject's are gone
- *   with its keys. (A store with a `writer`, whose entries are not indexed as items,
- *   adds those of the subjects it touched or was told of.)
+ *   with its keys. (A store with a `writer` also adds those of the subjects it touched
+ *   or was told of, read whole: items a writer sealed before its registrations named them.)
  *
  * The items of an erased subject are gone: get answers null, search and
  * listNamespaces nothing, and put is refused (410 `subject_erased`) until an admin
@@ -206,7 +206,7 @@ export class LetheStore extends BaseStore {
   /**
    * Every live version of (namespace, key), oldest first: one lookup on the service (the
    * item index), whatever the subject holds; the subject's entries read whole only when
-   * the index knows none (an item put before lethe indexed items, or sealed by a writer).
+   * the index knows none (an item put before lethe indexed items, or sealed by a writer before its registrations named items).
    */
   async #versionsOf(subject: string, namespace: readonly string[], key: string, cache: Map<string, Promise<Located[]>>): Promise<Located[]> {
     let entries: Awaited<ReturnType<Lethe['entries']['lookup']>> = [];
@@ -389,7 +389,7 @@ export class LetheStore extends BaseStore {
     } catch (e) {
       if (!gone(e)) throw e;
     }
-    // a writer seals locally, and its entries are not indexed as items: those of the subjects this store knows, read whole
+    // items a writer sealed before its registrations named them are not indexed: those of the subjects this store knows, read whole
     if (this.#writer) for (const subject of this.#subjectsOf(fixed)) for (const { item } of await this.#items(subject, cache)) add(item.namespace);
     const sorted = [...namespaces.values()].sort((a, b) => (a.join('\u0000') < b.join('\u0000') ? -1 : a.join('\u0000') > b.join('\u0000') ? 1 : 0));
     const offset = op.offset ?? 0;

@@ -47,6 +47,9 @@ export type { AppendedEntry };
 /** Key moves (a head rolled, a re-key) one append follows before it gives up: far more than a busy subject makes while an append waits. */
 const MAX_KEY_MOVES = 1_000;
 
+/** The store item an entry holds (`NewEntry.item`). */
+type WriterItem = { readonly namespace: readonly string[]; readonly key: string };
+
 interface PendingFrame {
   readonly subject: string;
   readonly entryId: string;
@@ -55,6 +58,8 @@ interface PendingFrame {
   readonly envelope: Uint8Array;
   /** The record key sealing the frame, wrapped under the subject key. */
   readonly wrappedKey: Uint8Array;
+  /** The store item it holds: registered with it, so the service indexes it as an append's. */
+  readonly item: WriterItem | undefined;
   readonly resolve: (e: AppendedEntry) => void;
   readonly reject: (e: unknown) => void;
 }
@@ -122,7 +127,7 @@ export class LetheWriter {
    * (settle it with `retry`), with `validation_failed` or `payload_too_large` for an
    * entry the service would refuse, before anything is sent.
    */
-  async append(subject: string, entry: { text: string; kind?: string; metadata?: Record<string, unknown> }): Promise<AppendedEntry> {
+  async append(subject: string, entry: { text: string; kind?: string; metadata?: Record<string, unknown>; item?: WriterItem }): Promise<AppendedEntry> {
     if (this.#closed) throw new LetheError('validation_failed', 'the writer is closed');
     // the service holds a frame to the schema of its own appends: refuse here what it would refuse, so no batch fails for one entry
     const problem = payloadProblem(AppendEntrySchema, entry);
@@ -162,7 +167,7 @@ export class LetheWriter {
       const { envelope, wrappedKey } = sealed;
       try {
         return await new Promise<AppendedEntry>((resolve, reject) => {
-          this.#pending.push({ subject, entryId: id, keyId, seq: reservedSeq, envelope, wrappedKey, resolve, reject });
+          this.#pending.push({ subject, entryId: id, keyId, seq: reservedSeq, envelope, wrappedKey, item: entry.item, resolve, reject });
           this.#pendingBytes += envelope.length + 4;
           if (this.#pendingBytes >= this.#o.segmentMaxBytes || this.#pending.length >= this.#o.segmentMaxEntries) this.#startFlush();
           else this.#timer ??= setTimeout(() => this.#startFlush(), this.#o.segmentMaxAgeMs);
@@ -258,6 +263,7 @@ export class LetheWriter {
           seq: f.seq,
           ...places[i]!,
           wrappedKey: Buffer.from(f.wrappedKey).toString('base64url'),
+          ...(f.item ? { item: { namespace: [...f.item.namespace], key: f.item.key } } : {}),
         })),
       };
     } catch (e) {

@@ -16,6 +16,8 @@ import { LetheError } from '../errors.js';
 import { SEGMENT_KEY_PATTERN } from '../ids.js';
 import type { LogDeps } from './deps.js';
 import type { Claimed } from './indexer-types.js';
+import { itemHashes } from './items.js';
+import type { StoreItem } from './payload.js';
 
 export interface RegisteredEntry {
   readonly entryId: string;
@@ -29,6 +31,8 @@ export interface RegisteredEntry {
    * a frame sealed under the subject key itself, as writers did before record keys.
    */
   readonly wrappedKey?: string | undefined;
+  /** The store item the entry holds (its namespace and key), indexed as keyed hashes as an append's is (items.ts). */
+  readonly item?: StoreItem | undefined;
 }
 
 export interface RegistrationResult {
@@ -70,7 +74,14 @@ export async function register(
     if (e.offset < 16 || e.length < 1 || e.offset + e.length > stored.size) {
       throw new LetheError('validation_failed', `entries: ${e.entryId} does not fit the stored segment`);
     }
-    return { ...e, subjectHash: Buffer.from(deps.keys.subjectHash(e.subject)).toString('hex') };
+    const subjectHash = deps.keys.subjectHash(e.subject);
+    const item = e.item ? itemHashes(deps.items, subjectHash, e.item) : undefined;
+    return {
+      ...e,
+      subjectHash: Buffer.from(subjectHash).toString('hex'),
+      itemHash: item ? Buffer.from(item.itemHash).toString('hex') : null,
+      namespaceHash: item ? Buffer.from(item.namespaceHash).toString('hex') : null,
+    };
   });
   // a retry of a registration that was committed: those entries answer as they did
   const again = await alreadyPlaced(deps.db, segment, rows);
@@ -86,7 +97,7 @@ export async function register(
   return { results: entries.map((e) => ({ entryId: e.entryId, status: answered.get(e.entryId)! })), queued };
 }
 
-type Row = RegisteredEntry & { readonly subjectHash: string };
+type Row = RegisteredEntry & { readonly subjectHash: string; readonly itemHash: string | null; readonly namespaceHash: string | null };
 
 /**
  * Entries answered key_destroyed whose subject gets no key any more — the vault's
@@ -180,13 +191,15 @@ async function indexFresh(
       offset: r.offset,
       length: r.length,
       wrapped: r.wrappedKey === undefined ? null : Buffer.from(r.wrappedKey, 'base64url').toString('hex'),
+      item_hash: r.itemHash,
+      namespace_hash: r.namespaceHash,
     })),
   );
   const result = await queryRows<{ entry_id: string; status: string }>(
     tx,
     sql`with v as (
           select * from json_to_recordset(${json}::json)
-            as v(entry_id text, subject_hash text, key_id text, seq integer, "offset" integer, length integer, wrapped text)),
+            as v(entry_id text, subject_hash text, key_id text, seq integer, "offset" integer, length integer, wrapped text, item_hash text, namespace_hash text)),
         keys as (
           select key_id, subject_hash, state, next_seq, base_seq from subject_keys
            where key_id in (select key_id from v) order by key_id for key share),
@@ -195,8 +208,10 @@ async function indexFresh(
           select v.* from v join keys k on k.key_id = v.key_id
            where k.state = 'active' and k.subject_hash = decode(v.subject_hash, 'hex') and v.seq >= greatest(1, k.base_seq) and v.seq < k.next_seq),
         ins as (
-          insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at, wrapped_key, written_by)
-          select entry_id, decode(subject_hash, 'hex'), key_id, seq, ${segment}, "offset", length, now(), decode(wrapped, 'hex'), ${writtenBy ?? null} from ok
+          insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at, wrapped_key, written_by,
+                                   item_hash, namespace_hash)
+          select entry_id, decode(subject_hash, 'hex'), key_id, seq, ${segment}, "offset", length, now(), decode(wrapped, 'hex'), ${writtenBy ?? null},
+                 decode(item_hash, 'hex'), decode(namespace_hash, 'hex') from ok
           on conflict (entry_id) do nothing
           returning entry_id),
         queued as (

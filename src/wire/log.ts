@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { ID_PATTERNS, SEGMENT_KEY_PATTERN, SUBJECT_ID_PATTERN, SUBJECT_ID_RULE } from '../ids.js';
+import { StoreItemSchema } from '../log/payload.js';
 
 /** An entry as the service reads it back (a log row). */
 export const EntrySchema = z
@@ -71,6 +72,7 @@ export const SegmentEntrySchema = z.object({
       description:
         "The entry's record key wrapped under the key it names (base64url). Absent: a frame sealed under the subject key itself (writers before record keys).",
     }),
+  item: StoreItemSchema.optional(),
 });
 export type SegmentEntry = z.infer<typeof SegmentEntrySchema>;
 

@@ -60,7 +60,7 @@ export const MODULES: Readonly<Record<string, ModuleRule>> = {
     ],
   },
   // What crosses HTTP, declared once (plain zod schemas): routes, the client and the CLI import it.
-  wire: { imports: ['ids', 'errors'], files: ['src/erasure/view.ts', 'src/erasure/machine.ts', 'src/erasure/request.ts'] },
+  wire: { imports: ['ids', 'errors'], files: ['src/erasure/view.ts', 'src/erasure/machine.ts', 'src/erasure/request.ts', 'src/log/payload.ts'] },
   // Routes never touch the database (no db), and nothing below the composition root
   // imports it (no app, client, cli).
   http: {

@@ -72,4 +72,30 @@ describe('the writer client across head rolls', () => {
     expect(keys).toBeGreaterThan(600 / 16);
     expect(keys).toBeLessThan((600 / 8) * 1.5);
   });
+
+  it('an entry the writer seals names its store item at registration: the service finds it by one lookup and lists its namespace', {
+    timeout: 60_000,
+  }, async () => {
+    const subject = `user:witem-${randomBytes(4).toString('hex')}`;
+    const writer = new LetheWriter({
+      baseUrl: `http://127.0.0.1:${server.port}`,
+      token: TOKENS.writer,
+      store: new S3ObjectStore({ ...minio, bucket }),
+      segmentMaxAgeMs: 10,
+    });
+    const namespace = ['memories', 'prefs'];
+    const held = await writer.append(subject, { text: 'prefers the window seat', metadata: { ns: namespace }, item: { namespace, key: 'seat' } });
+    await writer.append(subject, { text: 'no item here' });
+    await writer.close();
+    const app = server.app;
+    const found = await app.log.lookupItem(subject, { namespace, key: 'seat' });
+    expect(found.map((e) => e.entryId)).toEqual([held.entryId]);
+    expect(await app.log.lookupItem(subject, { namespace, key: 'aisle' })).toEqual([]);
+    const listed = await app.log.namespaceEntries({ subject, limit: 10, offset: 0 });
+    expect(listed.map((e) => e.metadata)).toEqual([{ ns: namespace }]);
+    // the index holds keyed hashes, never the labels
+    const [row] = await queryRows<{ item_hash: Buffer | null }>(app.db.db, sql`select item_hash from log_entries where entry_id = ${held.entryId}`);
+    expect(row!.item_hash).not.toBeNull();
+    expect(Buffer.from(row!.item_hash!).toString()).not.toContain('seat');
+  });
 });
