@@ -55,7 +55,8 @@ export async function requestForget(
   };
   const detail = `requested by ${actor.role}: forget ${ids.length} entr${ids.length === 1 ? 'y' : 'ies'}`;
   // unreadable from this commit on; a concurrent forget of the same entry makes one of the two refuse
-  await openErasure(res, opening, detail, (tx) => res.log.markForgotten(tx, erasureId, input.subjectHash, ids));
+  if (!(await openErasure(res, opening, detail, (tx) => res.log.markForgotten(tx, erasureId, input.subjectHash, ids))))
+    throw new LetheError('conflict', 'the erasure could not be opened; nothing was marked', { retryable: true });
   return { erasureId, status: 'pending', created: true };
 }
 

@@ -9,7 +9,7 @@
  * that successor), and the erasure's record names it (`supersededBy`).
  */
 import { zeroize } from '../crypto/index.js';
-import { isLetheError, LetheError } from '../errors.js';
+import { errorCodes, isLetheError, LetheError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { PreparedEntry } from '../log/append.js';
 import type { AppendInput } from '../log/service.js';
@@ -66,8 +66,8 @@ export async function requestSupersede(res: ErasureResources, input: SupersedeRe
     requestedBy: actor.principal,
   });
   const [checked, entries, key] = await Promise.allSettled([checkForgettable(res, subjectHash, ids, actor), prepareAll(res, input, actor), opening]);
-  let prepared = entries.status === 'fulfilled' ? entries.value : undefined;
-  let ready = key.status === 'fulfilled' ? key.value : undefined;
+  const prepared = entries.status === 'fulfilled' ? entries.value : undefined;
+  const ready = key.status === 'fulfilled' ? key.value : undefined;
   const earlier = checked.status === 'fulfilled' ? checked.value : undefined;
   if (!prepared || !ready || checked.status === 'rejected' || earlier) {
     if (prepared) await discardAll(res, prepared);
@@ -75,14 +75,23 @@ export async function requestSupersede(res: ErasureResources, input: SupersedeRe
     for (const r of [checked, entries, key]) if (r.status === 'rejected') throw r.reason;
     throw new LetheError('conflict', `the entry was already forgotten or superseded (erasure ${earlier?.erasureId}): supersede its current version`);
   }
+  let successors: PreparedEntry[] = prepared;
+  let opened: PreparedOpening = ready;
   for (let attempt = 0; ; attempt++) {
     try {
-      return await supersedeOnce(res, input.subject, ids, actor, ready, prepared);
+      return await supersedeOnce(res, input.subject, ids, actor, opened, successors);
     } catch (e) {
       // a forget's re-key replaced the subject's key between the sealing and the commit: seal again under the new one
       if (attempt >= 2 || !(e instanceof KeyChanged)) throw e;
       await res.keys.awaitRekey(subjectHash);
-      [prepared, ready] = await Promise.all([prepareAll(res, input, actor), prepareOpening(res, ready.opening)]);
+      const [again, key] = await Promise.allSettled([prepareAll(res, input, actor), prepareOpening(res, opened.opening)]);
+      if (again.status === 'rejected' || key.status === 'rejected') {
+        if (again.status === 'fulfilled') await discardAll(res, again.value);
+        if (key.status === 'fulfilled') dropOpening(key.value);
+        throw again.status === 'rejected' ? again.reason : (key as PromiseRejectedResult).reason;
+      }
+      successors = again.value;
+      opened = key.value;
     }
   }
 }
@@ -123,24 +132,37 @@ async function supersedeOnce(
   const subjectHash = res.keys.subjectHash(subject);
   try {
     const ready = { ...opening, opening: { ...opening.opening, successorId: prepared[0]!.appended.entryId } };
-    await commitOpening(res, ready, `requested by ${actor.role}: supersede ${olds.length} entr${olds.length === 1 ? 'y' : 'ies'}`, async (tx) => {
-      for (const [i, p] of prepared.entries()) {
-        // successor i replaces old version i (the extra successors of fewer old ones, the last): the probe counts none of them
-        const origin = { writtenBy: actor.principal, supersedes: olds[Math.min(i, olds.length - 1)]! };
-        if (i >= olds.length) {
-          if (!(await log.insertEntry(tx, p, origin))) throw new KeyChanged();
-          continue;
+    const opened = await commitOpening(
+      res,
+      ready,
+      `requested by ${actor.role}: supersede ${olds.length} entr${olds.length === 1 ? 'y' : 'ies'}`,
+      async (tx) => {
+        // several old entries: locked in one order (their successors' keys first, as the inserts below take them)
+        if (olds.length > 1) await log.lockSuperseded(tx, [...new Set(prepared.map((p) => p.appended.keyId))], olds);
+        for (const [i, p] of prepared.entries()) {
+          // successor i replaces old version i (the extra successors of fewer old ones, the last): the probe counts none of them
+          const origin = { writtenBy: actor.principal, supersedes: olds[Math.min(i, olds.length - 1)]! };
+          if (i >= olds.length) {
+            if (!(await log.insertEntry(tx, p, origin))) throw new KeyChanged();
+            continue;
+          }
+          // one statement: the key row's share lock, then the old entry's row (the order a re-key takes them in: no deadlock)
+          const { inserted, forgot } = await log.insertSuccessor(tx, p, origin, erasureId);
+          if (!inserted) throw new KeyChanged();
+          // a concurrent supersession or forget of the same entry took it first: one of the two refuses (conflict, nothing written)
+          if (!forgot)
+            throw new LetheError('conflict', 'the entry changed meanwhile (another erasure is forgetting it); nothing was recorded', { retryable: true });
         }
-        // one statement: the key row's share lock, then the old entry's row (the order a re-key takes them in: no deadlock)
-        const { inserted, forgot } = await log.insertSuccessor(tx, p, origin, erasureId);
-        if (!inserted) throw new KeyChanged();
-        // a concurrent supersession or forget of the same entry took it first: one of the two refuses (conflict, nothing written)
-        if (!forgot)
-          throw new LetheError('conflict', 'the entry changed meanwhile (another erasure is forgetting it); nothing was recorded', { retryable: true });
-      }
-      // the old versions no successor replaces one to one (fewer successors): forgotten by the same erasure
-      if (olds.length > prepared.length) await log.markForgotten(tx, erasureId, subjectHash, olds.slice(prepared.length));
+        // the old versions no successor replaces one to one (fewer successors): forgotten by the same erasure
+        if (olds.length > prepared.length) await log.markForgotten(tx, erasureId, subjectHash, olds.slice(prepared.length));
+      },
+    ).catch((e: unknown) => {
+      // a deadlock or serialization failure rolled everything back (not a lost connection: that may have committed)
+      if ([...errorCodes(e)].some((code) => code === '40P01' || code === '40001'))
+        throw new LetheError('conflict', 'the supersession met a concurrent change and was rolled back; nothing was recorded', { retryable: true });
+      throw e;
     });
+    if (!opened) throw new LetheError('conflict', 'the erasure could not be opened; nothing was recorded', { retryable: true });
   } catch (e) {
     // our refusals roll the transaction back: the frames are indexed by nothing. Anything else may have committed: they stay
     if (isLetheError(e)) await discardAll(res, prepared);

@@ -28,8 +28,11 @@ export interface FoundItem {
   readonly score?: number;
 }
 
-/** Items read per round while a metadata filter drops some. */
+/** Items read per round while a metadata filter drops some, and at most this many a request (its work is bounded). */
 const ROUND = 200;
+const MAX_SCANNED = 5_000;
+/** An item's live entries read at most (one per indexed field, and a racing put's), as a lookup reads. */
+const MAX_ITEM_ENTRIES = 64;
 
 /** Whether `value` holds every field of `wanted` with its value (objects compared field by field, the rest exactly). */
 export function containsFields(value: unknown, wanted: unknown): boolean {
@@ -46,25 +49,30 @@ function namespaceFilter(c: LogContext, subjectHash: Uint8Array, s: ItemSearch) 
   return sql`and encode(e.namespace_hash, 'hex') in (select json_array_elements_text(${JSON.stringify(hashes)}::json))`;
 }
 
-/** The subject's live items, newest first (by their newest entry), filtered and paged. */
+/**
+ * The subject's live items, newest first (by their newest entry), filtered and paged.
+ * With a metadata filter, items are read a round at a time (keyset, by newest entry)
+ * until the page fills or MAX_SCANNED items were read: the page may then be short.
+ */
 export async function listItems(c: LogContext, subject: string, s: ItemSearch): Promise<FoundItem[]> {
   const subjectHash = c.keys.subjectHash(subject);
   const out: FoundItem[] = [];
   // without a metadata filter the page is the index's; with one, rounds of items until the page fills
   let skip = s.metadata ? s.offset : 0;
   const round = s.metadata ? ROUND : s.limit;
-  let from = 0;
-  let look = 1;
-  while (out.length < s.limit) {
-    const rows = await queryRows<{ item_hash: Buffer; entry_ids: string[] }>(
+  let before: number | undefined;
+  let scanned = 0;
+  for (let look = 1; out.length < s.limit && scanned < MAX_SCANNED; ) {
+    const rows = await queryRows<{ newest: string | number; entry_ids: string[] }>(
       c.db,
-      sql`select e.item_hash, array_agg(e.entry_id order by e.seq desc) as entry_ids
+      sql`select max(e.seq) as newest, (array_agg(e.entry_id order by e.seq desc))[1:${MAX_ITEM_ENTRIES}] as entry_ids
             from log_entries e
            where e.subject_hash = ${subjectHash} and e.item_hash is not null and e.forgotten_by is null and e.refused is null
              and exists (select 1 from subject_keys k where k.key_id = e.key_id) ${namespaceFilter(c, subjectHash, s)}
            group by e.item_hash
+          ${before === undefined ? sql`` : sql`having max(e.seq) < ${before}`}
            order by max(e.seq) desc
-           offset ${s.metadata ? from : s.offset} limit ${round}`,
+           ${s.metadata ? sql`` : sql`offset ${s.offset}`} limit ${round}`,
     );
     const found = await readMany(
       c,
@@ -82,7 +90,8 @@ export async function listItems(c: LogContext, subject: string, s: ItemSearch): 
       else if (out.length < s.limit) out.push({ entries });
     }
     if (rows.length < round || !s.metadata) break;
-    from += round;
+    scanned += rows.length;
+    before = Number(rows.at(-1)!.newest);
     look = 1;
   }
   return out;

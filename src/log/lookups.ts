@@ -63,6 +63,21 @@ export async function markForgotten(c: LogContext, tx: Transaction, erasureId: s
   }
 }
 
+/**
+ * Locks for a supersession of several entries, in `tx`: the successors' key rows (share,
+ * as their inserts take it), then the old entries' rows in entry id order — two
+ * supersessions naming the same entries in another order wait for each other rather
+ * than deadlock.
+ */
+export async function lockSuperseded(tx: Transaction, keyIds: readonly string[], entryIds: readonly string[]): Promise<void> {
+  await tx.execute(
+    sql`select 1 from subject_keys where key_id in (select json_array_elements_text(${JSON.stringify([...new Set(keyIds)])}::json)) order by key_id for key share`,
+  );
+  await tx.execute(
+    sql`select 1 from log_entries where entry_id in (select json_array_elements_text(${JSON.stringify([...new Set(entryIds)])}::json)) order by entry_id for update`,
+  );
+}
+
 /** Whether lethe ever indexed an entry of the subject (an erasure of a subject never seen is refused). */
 export async function hasEntries(c: LogContext, subjectHash: Uint8Array): Promise<boolean> {
   const [row] = await queryRows<{ one: number }>(c.db, sql`select 1 as one from log_entries where subject_hash = ${subjectHash} limit 1`);

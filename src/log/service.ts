@@ -26,7 +26,7 @@ import type { LogContext } from './context.js';
 import type { LogDeps } from './deps.js';
 import { type AppendOnce, LazyPurge, type RecordedAppend } from './idempotency.js';
 import { Indexer, type IndexerOptions, type QueueStatus } from './indexer.js';
-import { entryIdsOf, forgottenUnder, hasEntries, type LocatedEntry, locate, markForgotten, successorsOf } from './lookups.js';
+import { entryIdsOf, forgottenUnder, hasEntries, type LocatedEntry, locate, lockSuperseded, markForgotten, successorsOf } from './lookups.js';
 import { compact, type CompactReport, fsck, type FsckOptions, type FsckReport } from './maintenance.js';
 import { type FoundItem, type ItemSearch, listItems, rankItems } from './item-search.js';
 import { lookupItem, namespaceEntries } from './items.js';
@@ -118,6 +118,7 @@ export class LogService {
   get = (entryId: string): Promise<Entry> => get(this.#c, entryId);
   entryIdsOf = (subjectHash: Uint8Array): Promise<string[]> => entryIdsOf(this.#c, subjectHash);
   locate = (ids: readonly string[]): Promise<LocatedEntry[]> => locate(this.#c, ids);
+  lockSuperseded = (tx: Transaction, keyIds: readonly string[], entryIds: readonly string[]): Promise<void> => lockSuperseded(tx, keyIds, entryIds);
   markForgotten = (tx: Transaction, erasureId: string, subjectHash: Uint8Array, ids: readonly string[]): Promise<void> =>
     markForgotten(this.#c, tx, erasureId, subjectHash, ids);
   hasEntries = (subjectHash: Uint8Array): Promise<boolean> => hasEntries(this.#c, subjectHash);

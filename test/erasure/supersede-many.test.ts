@@ -80,6 +80,19 @@ describe('superseding a memory held in several entries', () => {
     expect(await live(A)).toEqual([a]);
   });
 
+  it("two supersessions naming the same entries in opposite orders: one stores, the other is a conflict (never a deadlock's 503)", {
+    timeout: 120_000,
+  }, async () => {
+    for (let round = 0; round < 8; round++) {
+      const A = `user:supersede-order-${tag()}`;
+      const a = await append(A, `Erin likes pears ${round}.`);
+      const b = await append(A, `Erin likes apples ${round}.`);
+      const answers = await Promise.all([supersedeAll(A, [a, b], ['Erin likes fruit.']), supersedeAll(A, [b, a], ['Erin likes berries.'])]);
+      expect(answers.map((r) => r.status).sort(), `round ${round}`).toEqual([201, 409]);
+      expect(await live(A)).toHaveLength(1);
+    }
+  });
+
   it('refuses bad input with a clear problem, and stores nothing', async () => {
     const A = `user:supersede-many-bad-${tag()}`;
     const a = await append(A, 'Dan owns a red bicycle.');

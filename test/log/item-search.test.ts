@@ -84,6 +84,21 @@ describe('store items searched on the service', () => {
     expect(await search(A, {})).toEqual([]);
   });
 
+  it('a metadata filter reads rounds of items until the page fills: the one match among 450 items, the oldest, is found', { timeout: 120_000 }, async () => {
+    const A = `user:item-search-rounds-${tag()}`;
+    const ns = ['memories', 'many'];
+    for (let i = 0; i < 450; i++) {
+      await t.app.log.append(
+        A,
+        { text: `note ${i}`, metadata: { key: `n${i}`, color: i === 0 ? 'gold' : 'grey' }, item: { namespace: ns, key: `n${i}` } },
+        'writer',
+      );
+    }
+    expect(keys(await search(A, { metadata: { color: 'gold' } }))).toEqual(['n0']);
+    expect(keys(await search(A, { metadata: { color: 'grey' }, offset: 440, limit: 20 }))).toEqual(['n9', 'n8', 'n7', 'n6', 'n5', 'n4', 'n3', 'n2', 'n1']);
+    expect(await search(A, { metadata: { color: 'none' } })).toEqual([]);
+  });
+
   it('refuses bad requests with 400 naming the field', async () => {
     const A = `user:item-search-bad-${tag()}`;
     for (const body of [
