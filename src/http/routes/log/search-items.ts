@@ -33,7 +33,7 @@ export const route = createRoute({
     'The live items of the subject (entries appended with an `item`), one answer per item with its matching entries, newest first: ' +
     "with `query`, ranked by the subject's scoped search (an item at its best entry's score); without, by the newest entry. " +
     '`namespaces` keeps the items of those namespaces; `metadata` the entries whose metadata holds those fields with those values (objects field by field). ' +
-    'Then `offset` and `limit` (items).',
+    'Then `offset` and `limit` (items). With `metadata`, at most 5,000 items are read a request: a rare match in a larger subject may leave the page short.',
   security,
   request: { params: SubjectParam, body: jsonBody(SearchItemsRequest) },
   responses: {
