@@ -247,12 +247,12 @@ describe('the writer releases its leases (lease TTL at its default, 300 s)', () 
   }, 60_000);
 });
 
-// TTL 10 s: the writer renews at 8 s; the second append at 8.3 s leaves 1.7 s before the first
-// lease expires (a writer never releases an expired lease, so a 2 s TTL failed on a loaded machine)
-describe('renewal (lease TTL 10 s)', () => {
+// TTL 20 s: the writer renews at 16 s; the second append at 16.3 s leaves 3.7 s before the first
+// lease expires (a writer never releases an expired lease: 2 s, then 10 s, failed on a loaded machine)
+describe('renewal (lease TTL 20 s)', () => {
   let svc: Awaited<ReturnType<typeof service>>;
   beforeAll(async () => {
-    svc = await service({ LETHE_LEASE_TTL_SECONDS: '10' });
+    svc = await service({ LETHE_LEASE_TTL_SECONDS: '20' });
   });
   afterAll(async () => {
     await svc?.close();
@@ -262,7 +262,7 @@ describe('renewal (lease TTL 10 s)', () => {
     const w = new LetheWriter({ baseUrl: `http://127.0.0.1:${svc.server.port}`, token: TOKENS.writer, store: svc.store, segmentMaxAgeMs: 10 });
     const s = `user:renew-${tag()}`;
     const first = await w.append(s, { text: 'one' });
-    await new Promise((r) => setTimeout(r, 8300)); // past the renewal point (TTL - TTL/5), before the expiry
+    await new Promise((r) => setTimeout(r, 16_300)); // past the renewal point (TTL - TTL/5), before the expiry
     await w.append(s, { text: 'two' });
     const rows = await waitFor(
       'the replaced lease to be released',
@@ -276,7 +276,7 @@ describe('renewal (lease TTL 10 s)', () => {
     );
     expect(rows.map((r) => r.released)).toEqual([true, false]);
     expect(await w.close()).toEqual({ released: 1, unreleased: [] });
-  }, 30_000);
+  }, 45_000);
 });
 
 /** An HTTP proxy to the service that, frozen, takes requests and never answers them. */
