@@ -7,7 +7,7 @@
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { serve as serveNode, type ServerType } from '@hono/node-server';
-import type { Config } from '../config/index.js';
+import { type Config, ConfigError } from '../config/index.js';
 import { checkPlainHttp, readServerTls, SERVER_TLS_OPTIONS, type ServerTls } from '../config/tls.js';
 import { createHttpApp } from '../http/app.js';
 import { TokenStore } from '../http/auth.js';
@@ -40,6 +40,16 @@ function listenOptions(tls: ServerTls | undefined) {
   };
 }
 
+/** A listener the system refused, as the configuration error it is (exit 2, naming PORT or HOST). */
+function listenRefused(config: Config, e: unknown): unknown {
+  const code = (e as { code?: unknown } | undefined)?.code;
+  const where = `${config.host}:${config.port}`;
+  if (code === 'EADDRINUSE') return new ConfigError([{ variable: 'PORT', message: `${where} is in use: stop what holds it, or choose another PORT` }]);
+  if (code === 'EACCES') return new ConfigError([{ variable: 'PORT', message: `${where} needs privileges this process lacks: choose a PORT above 1023` }]);
+  if (code === 'EADDRNOTAVAIL') return new ConfigError([{ variable: 'HOST', message: `${config.host} is not an address of this machine` }]);
+  return e;
+}
+
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
   // before anything opens: a refused listener, or unreadable TLS files, end the start (ConfigError: exit 2)
   checkPlainHttp(config);
@@ -68,10 +78,17 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       }
     : http.fetch;
   let server: ServerType;
-  const port = await new Promise<number>((resolve, reject) => {
-    server = serveNode({ fetch, port: config.port, hostname: config.host, ...listenOptions(tls) }, (info: AddressInfo) => resolve(info.port));
-    server.once('error', reject);
-  });
+  let port: number;
+  try {
+    port = await new Promise<number>((resolve, reject) => {
+      server = serveNode({ fetch, port: config.port, hostname: config.host, ...listenOptions(tls) }, (info: AddressInfo) => resolve(info.port));
+      server.once('error', reject);
+    });
+  } catch (e) {
+    // the app opened above holds the database, timers and workers: closed, so the process ends with its error
+    await app.close().catch(() => {});
+    throw listenRefused(config, e);
+  }
   // the server's secure context holds the key now: zero the copy read from the file
   tls?.key.fill(0);
   const url = `${tls ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;

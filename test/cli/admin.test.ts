@@ -5,6 +5,8 @@
  * with the generated hashed-token file.
  */
 import { createHash } from 'node:crypto';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import postgres from 'postgres';
@@ -223,6 +225,22 @@ describe('token new', () => {
       expect(forbidden.status).toBe(403);
     } finally {
       await server.close();
+    }
+  });
+});
+
+describe('serve on a port already in use', () => {
+  it('exits 2 at once naming PORT, and leaves nothing running (the app it opened is closed)', { timeout: TEST_TIMEOUT_MS }, async () => {
+    const holder = createServer(() => {});
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as AddressInfo).port;
+    try {
+      const run = await runCli(['serve'], { ...env, PORT: String(port), HOST: '127.0.0.1' }, { timeoutMs: 60_000 });
+      expect(run.stderr).not.toMatch(/killed after/);
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toMatch(/PORT: 127\.0\.0\.1:\d+ is in use/);
+    } finally {
+      await new Promise<void>((resolve) => holder.close(() => resolve()));
     }
   });
 });
