@@ -23,6 +23,7 @@ from .errors import (
     LetheError,
     LetheTimeoutError,
     MethodNotAllowedError,
+    InvalidArgumentError,
     NoTokenError,
     NotFoundError,
     PayloadTooLargeError,
@@ -128,6 +129,7 @@ __all__ = [
     "UnreachableError",
     "LetheTimeoutError",
     "ProtocolError",
+    "InvalidArgumentError",
     "NoTokenError",
     # models
     "TERMINAL_ERASURE_STATUSES",

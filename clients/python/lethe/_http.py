@@ -26,7 +26,7 @@ import urllib.parse
 from datetime import datetime, timezone
 from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
-from .errors import LetheError, LetheTimeoutError, ProtocolError, ServiceError, UnreachableError, error_for
+from .errors import InvalidArgumentError, LetheError, LetheTimeoutError, ProtocolError, ServiceError, UnreachableError, error_for
 
 __all__ = ["Transport", "HttpResult", "EventStreamResponse", "check_token", "path_segment", "short_path", "parse_retry_after"]
 
@@ -48,7 +48,7 @@ def path_segment(value: str, name: str = "id") -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a string")
     if value in ("", ".", ".."):
-        raise ValueError(f"{name} must not be empty, '.' or '..'")
+        raise InvalidArgumentError(f"{name} must not be empty, '.' or '..'")
     return urllib.parse.quote(value, safe=":@")
 
 
@@ -83,7 +83,7 @@ def check_token(token: Any) -> str:
     without being echoed: a bad token is the one most likely to be a pasted secret (and
     one holding a line break would come back inside http.client's own error)."""
     if not isinstance(token, str) or _TOKEN.fullmatch(token) is None:
-        raise ValueError("a token is visible ASCII characters without spaces")
+        raise InvalidArgumentError("a token is visible ASCII characters without spaces")
     return token
 
 
@@ -91,7 +91,7 @@ def _check_timeout(value: Optional[float], name: str, allow_none: bool = False) 
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive number of seconds")
+        raise InvalidArgumentError(f"{name} must be a positive number of seconds")
     return float(value)
 
 
@@ -121,16 +121,16 @@ def tls_context(ca_file: Optional[str] = None, client_cert: Optional[str] = None
     ``client_cert`` (PEM, with ``client_key`` when the key is in a file of its own) to a
     service that requires client certificates. Verification is never turned off."""
     if client_key is not None and client_cert is None:
-        raise ValueError("client_key needs client_cert")
+        raise InvalidArgumentError("client_key needs client_cert")
     try:
         context = ssl.create_default_context(cafile=ca_file)
     except (OSError, ssl.SSLError) as e:
-        raise ValueError(f"ca_file: cannot load {ca_file} ({type(e).__name__})") from None
+        raise InvalidArgumentError(f"ca_file: cannot load {ca_file} ({type(e).__name__})") from None
     if client_cert is not None:
         try:
             context.load_cert_chain(client_cert, client_key)
         except (OSError, ssl.SSLError) as e:
-            raise ValueError(f"client_cert: cannot load {client_cert} with its key ({type(e).__name__})") from None
+            raise InvalidArgumentError(f"client_cert: cannot load {client_cert} with its key ({type(e).__name__})") from None
     return context
 
 
@@ -150,11 +150,11 @@ class Transport:
             raise TypeError("base_url must be a string")
         parts = urllib.parse.urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("base_url must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8787")
+            raise InvalidArgumentError("base_url must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8787")
         if parts.username is not None or parts.password is not None:
-            raise ValueError("base_url must not hold credentials: pass tokens as token= or tokens=")
+            raise InvalidArgumentError("base_url must not hold credentials: pass tokens as token= or tokens=")
         if parts.query or parts.fragment:
-            raise ValueError("base_url must not have a query or a fragment")
+            raise InvalidArgumentError("base_url must not have a query or a fragment")
         self._scheme = parts.scheme
         self._host = parts.hostname
         self._port = parts.port
@@ -206,14 +206,14 @@ class Transport:
         headers: Dict[str, str] = {"User-Agent": self._user_agent}
         for name, value in (extra or {}).items():
             if "\r" in value or "\n" in value or "\r" in name or "\n" in name:
-                raise ValueError(f"header {name.strip()[:40]!r} must not contain a line break")
+                raise InvalidArgumentError(f"header {name.strip()[:40]!r} must not contain a line break")
             headers[name] = value
         headers["Accept"] = accept
         if has_body:
             headers["Content-Type"] = "application/json"
         if token is not None:
             if token not in self._secrets:
-                raise ValueError("a call's token must be one of the transport's (so that it is redacted)")
+                raise InvalidArgumentError("a call's token must be one of the transport's (so that it is redacted)")
             headers["Authorization"] = f"Bearer {token}"
         return headers
 
@@ -242,7 +242,7 @@ class Transport:
                 # ensure_ascii: a lone surrogate travels as \udXXX and the service refuses it with a 400 naming the field
                 data = json.dumps(json_body, allow_nan=False, separators=(",", ":")).encode("ascii")
             except (TypeError, ValueError) as e:
-                raise ValueError(f"the request body is not JSON: {e}") from None
+                raise InvalidArgumentError(f"the request body is not JSON: {e}") from None
         sent_headers = self._headers(token, accept, data is not None, headers)
         conn, sock = self._connect(deadline)
         try:

@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 from ._http import EventStreamResponse, HttpResult, Transport, check_token, path_segment, tls_context
 from .errors import (
     ErasureInProgressError,
+    InvalidArgumentError,
     LetheTimeoutError,
     NoTokenError,
     ProtocolError,
@@ -170,17 +171,17 @@ class LetheClient:
         conflict_max_delay: float = CONFLICT_MAX_DELAY,
     ) -> None:
         if conflict_attempts < 1:
-            raise ValueError("conflict_attempts must be at least 1")
+            raise InvalidArgumentError("conflict_attempts must be at least 1")
         #: How appends, leases and key creations retry a retryable 409 (a forget re-keying the subject): attempts, first wait, longest wait.
         self._conflict = (conflict_attempts, conflict_delay, conflict_max_delay)
         if ca_file is not None or client_cert is not None or client_key is not None:
             if ssl_context is not None:
-                raise ValueError("give ssl_context, or ca_file / client_cert / client_key, not both")
+                raise InvalidArgumentError("give ssl_context, or ca_file / client_cert / client_key, not both")
             ssl_context = tls_context(ca_file, client_cert, client_key)
         by_role: Dict[str, str] = {}
         for role, value in (tokens or {}).items():
             if role not in ROLES:
-                raise ValueError(f"tokens: unknown role {str(role)[:20]!r} (roles: {', '.join(ROLES)})")
+                raise InvalidArgumentError(f"tokens: unknown role {str(role)[:20]!r} (roles: {', '.join(ROLES)})")
             by_role[role] = check_token(value)
         self._token = check_token(token) if token is not None else None
         self._tokens = by_role
@@ -416,7 +417,7 @@ class LetheClient:
         every subject its provenance reaches is in scope."""
         given = (subject is not None) + (subjects is not None) + bool(all_subjects)
         if given != 1:
-            raise ValueError("name the subject to search: exactly one of subject, subjects or all_subjects=True")
+            raise InvalidArgumentError("name the subject to search: exactly one of subject, subjects or all_subjects=True")
         if isinstance(subjects, str):
             raise TypeError("subjects is a list of subject ids (use subject= for one)")
         body: Dict[str, Any] = {"query": query}

@@ -238,11 +238,16 @@ class LetheTimeoutError(UnreachableError):
     """The call's deadline passed before the answer was complete."""
 
 
-class NoTokenError(LetheError, ValueError):
-    """The client has no token for the role a call needs (raised before any request)."""
+class InvalidArgumentError(LetheError, ValueError):
+    """An argument the client refuses before any request (a malformed token, id, timeout or
+    option): a :class:`LetheError` like every error of the client, and a ``ValueError``."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message, code="validation_failed", retryable=False)
+
+
+class NoTokenError(InvalidArgumentError):
+    """The client has no token for the role a call needs (raised before any request)."""
 
 
 class ProtocolError(LetheError):

@@ -20,7 +20,7 @@ import time
 import uuid
 from typing import Callable, Optional, TypeVar
 
-from .errors import LetheError, ServiceError
+from .errors import InvalidArgumentError, LetheError, ServiceError
 
 __all__ = ["retry_call", "is_retryable", "is_retryable_conflict", "new_idempotency_key", "CONFLICT_ATTEMPTS", "CONFLICT_BASE_DELAY", "CONFLICT_MAX_DELAY"]
 
@@ -68,7 +68,7 @@ def retry_call(
     asked for when that is longer (also at most ``max_delay``). The last error is
     raised as it is. ``on_retry(attempt, error, delay)`` is told before each wait."""
     if attempts < 1:
-        raise ValueError("attempts must be at least 1")
+        raise InvalidArgumentError("attempts must be at least 1")
     attempt = 1
     while True:
         try:

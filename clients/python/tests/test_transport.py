@@ -17,7 +17,9 @@ from lethe import (
     BadRequestError,
     ErasureEnd,
     GoneError,
+    InvalidArgumentError,
     LetheClient,
+    LetheError,
     NoTokenError,
     LetheTimeoutError,
     NotFoundError,
@@ -50,8 +52,12 @@ def all_text(e: BaseException) -> str:
 class TokenTest(unittest.TestCase):
     def test_a_token_that_could_leak_is_refused_without_echoing_it(self) -> None:
         for bad in ["has space", "line\nbreak", "tab\there", "", "é-unicode"]:
-            with self.assertRaises(ValueError) as cm:
+            # a LetheError like every error of the client (validation_failed), and a ValueError
+            with self.assertRaises(InvalidArgumentError) as cm:
                 LetheClient("http://127.0.0.1:1", token=bad)
+            self.assertIsInstance(cm.exception, LetheError)
+            self.assertIsInstance(cm.exception, ValueError)
+            self.assertEqual(cm.exception.code, "validation_failed")
             if bad:
                 self.assertNotIn(bad, str(cm.exception))
 
