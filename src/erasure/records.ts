@@ -71,41 +71,23 @@ export class ErasureRecords {
   }
 
   /**
-   * Of `erasureIds`, the open ones whose fingerprints are taken and whose next step is
-   * the fence or the destroy: a forget's re-key may take their entries along (their
-   * destroy then finds the key destroyed and goes on from there).
+   * Of `erasureIds`, the open forgets by where they are: `fingerprinted` — fingerprints
+   * taken, next step the fence or the destroy: a forget's re-key may take their entries
+   * along (their destroy then finds the key destroyed and goes on from there); `coming`
+   * — not fingerprinted yet (classify, fingerprint): what a re-key may wait a moment for.
    */
-  async fingerprintedForgets(erasureIds: readonly string[]): Promise<Set<string>> {
-    if (erasureIds.length === 0) return new Set();
+  async openForgets(erasureIds: readonly string[]): Promise<{ fingerprinted: Set<string>; coming: Set<string> }> {
+    const out = { fingerprinted: new Set<string>(), coming: new Set<string>() };
+    if (erasureIds.length === 0) return out;
     const rows = await this.#db
-      .select({ erasureId: erasures.erasureId })
+      .select({ erasureId: erasures.erasureId, step: erasures.step })
       .from(erasures)
-      .where(
-        and(
-          inArray(erasures.erasureId, [...erasureIds]),
-          inArray(erasures.status, [...OPEN_STATUSES]),
-          eq(erasures.scope, 'records'),
-          inArray(erasures.step, ['fence', 'destroy']),
-        ),
-      );
-    return new Set(rows.map((r) => r.erasureId));
-  }
-
-  /** Of `erasureIds`, the open forgets not fingerprinted yet (before their fence step): what a re-key may wait a moment for. */
-  async unfingerprintedForgets(erasureIds: readonly string[]): Promise<Set<string>> {
-    if (erasureIds.length === 0) return new Set();
-    const rows = await this.#db
-      .select({ erasureId: erasures.erasureId })
-      .from(erasures)
-      .where(
-        and(
-          inArray(erasures.erasureId, [...erasureIds]),
-          inArray(erasures.status, [...OPEN_STATUSES]),
-          eq(erasures.scope, 'records'),
-          inArray(erasures.step, ['classify', 'fingerprint']),
-        ),
-      );
-    return new Set(rows.map((r) => r.erasureId));
+      .where(and(inArray(erasures.erasureId, [...erasureIds]), inArray(erasures.status, [...OPEN_STATUSES]), eq(erasures.scope, 'records')));
+    for (const r of rows) {
+      if (r.step === 'fence' || r.step === 'destroy') out.fingerprinted.add(r.erasureId);
+      else if (r.step === 'classify' || r.step === 'fingerprint') out.coming.add(r.erasureId);
+    }
+    return out;
   }
 
   /**

@@ -102,9 +102,8 @@ async function destroyShards(ctx: StepContext): Promise<void> {
  */
 async function coalesced(ctx: StepContext, keyId: string): Promise<{ riders: Map<string, string[]>; coming: number }> {
   const under = await ctx.res.log.forgottenUnder(keyId, ctx.row.erasureId);
-  const ids = [...under.keys()];
-  const [ready, unready] = await Promise.all([ctx.res.records.fingerprintedForgets(ids), ctx.res.records.unfingerprintedForgets(ids)]);
-  return { riders: new Map([...under].filter(([id]) => ready.has(id))), coming: unready.size };
+  const { fingerprinted, coming } = await ctx.res.records.openForgets([...under.keys()]);
+  return { riders: new Map([...under].filter(([id]) => fingerprinted.has(id))), coming: coming.size };
 }
 
 export const destroy: Step = {
