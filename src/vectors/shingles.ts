@@ -2,7 +2,7 @@
  * Keyed word shingles: what the lexical index files a record under and what the
  * reconstruction probe looks for.
  *
- * A text's shingles are its content words (stop words dropped, crude stems) and the
+ * A text's shingles are its content words (stop words dropped, Porter stems) and the
  * pairs of consecutive ones. Each word is hashed with HMAC-SHA256 under the index's
  * system key ('shingle-index') and kept as a 53-bit number; a pair's hash mixes its
  * two words' keyed hashes (so it cannot be computed without the key either). The

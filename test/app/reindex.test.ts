@@ -101,6 +101,23 @@ describe('re-indexing rows of an older comparison form', () => {
     expect(t.app.vectors.lexical.has(artifact.artifactId)).toBe(true);
   });
 
+  it('a row of another embedder model is embedded again with the configured one: a model change never mixes vector spaces', async () => {
+    // written by a replica configured with another embedder (a hashed half of 256 dimensions)
+    const other = await t.reopen({ migrate: false, listen: false, erasureWorker: false }, { LETHE_EMBEDDING_DIMENSIONS: '256' });
+    expect(other.vectors.embedder.model).not.toBe(t.app.vectors.embedder.model);
+    const { entryId } = await other.log.append(`user:model-${tag()}`, { text: 'Moved into a flat on Harbour Street last spring.' }, 'writer');
+    await other.log.drained();
+    await other.close();
+    await t.app.vectors.rebuild();
+    // its vector is of another space: not searchable, its shingles still are
+    expect(t.app.vectors.index.has(entryId)).toBe(false);
+    expect(t.app.vectors.lexical.has(entryId)).toBe(true);
+    expect(await t.app.reindex()).toEqual({ stale: 1, reindexed: 1, left: 0 });
+    const [row] = await queryRows<{ model: string }>(t.app.db.db, sql`select model from embeddings where record_id = ${entryId}`);
+    expect(row!.model).toBe(t.app.vectors.embedder.model);
+    expect(t.app.vectors.index.has(entryId)).toBe(true);
+  });
+
   it('another replica loads the re-indexed rows although it holds them under the same key', async () => {
     const replica = await t.reopen();
     const setOn = (app: typeof replica, id: string) => {

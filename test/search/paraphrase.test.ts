@@ -21,7 +21,7 @@ const corpus = JSON.parse(readFileSync(new URL('./paraphrases.json', import.meta
  * these paraphrases ("most cases"). It is lexical — words, stems, character trigrams
  * — so questions that share no wording with their entry ("mum" / "mother", "book
  * club" / "reading group") are beyond it; a model behind the OpenAI-compatible
- * adapter is for those. Measured on this corpus with lethe-hash-v2-512 (the
+ * adapter is for those. Measured on this corpus with lethe-hash-v3-512 (the
  * default): 16 of 30 first (0.533), MRR@5 0.641; at 384 dimensions 14/30, at 1024
  * 19/30. The embedder is deterministic, so this does not flake.
  */
