@@ -26,6 +26,8 @@ export {
   type Regeneration,
   type SearchHit,
   type SearchResult,
+  type SearchMode,
+  type SearchOptions,
   type SearchScope,
   Subjects,
   KEY_BATCH_MAX_SUBJECTS,

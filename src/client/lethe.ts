@@ -87,17 +87,8 @@ export interface AppendResult {
   readonly replayed: boolean;
 }
 
-/** What `entries.searchItems` keeps, and which page. */
-export interface ItemSearchOptions {
-  readonly query?: string;
-  readonly namespaces?: ReadonlyArray<readonly string[]>;
-  readonly metadata?: Record<string, unknown>;
-  readonly limit?: number;
-  readonly offset?: number;
-}
-
-/** Whose records a search may return: exactly one of the three. */
-export type SearchScope = { readonly subject: string } | { readonly subjects: readonly string[] } | { readonly allSubjects: true };
+export type { ItemSearchOptions, SearchMode, SearchOptions, SearchScope } from './search-options.js';
+import type { ItemSearchOptions, SearchOptions, SearchScope } from './search-options.js';
 
 /** A search hit and a search's answer (the wire types: src/wire/artifacts.ts). */
 export type { SearchHit, SearchResult };
@@ -369,9 +360,11 @@ export class Lethe {
 
   /**
    * The nearest entries and artifacts of the named subjects (`{ subject }`,
-   * `{ subjects }`) or, for an admin token, of everyone (`{ allSubjects: true }`).
+   * `{ subjects }`) or, for an admin token, of everyone (`{ allSubjects: true }`);
+   * ranked by `mode`: hybrid (the default), vector or lexical; kept to memories of
+   * `since`..`until` (ISO dates: of createdAt, or of the metadata field `timeField`).
    */
-  search(text: string, scope: SearchScope & { readonly k?: number }): Promise<SearchResult> {
+  search(text: string, scope: SearchScope & SearchOptions): Promise<SearchResult> {
     return this.#calls.json<SearchResult>('writer', 'POST', '/v1/search', { body: { query: text, ...scope } });
   }
 

@@ -17,6 +17,9 @@ import type { ReadFences } from '../vault/fences.js';
 import type { KeyService } from '../vault/keys.js';
 import type { Vectors } from '../vectors/service.js';
 import type { IndexHit, RecordType } from '../vectors/vector-index.js';
+import { type RankScope, rankerFor, type SearchMode } from './rank.js';
+
+export type { SearchMode } from './rank.js';
 
 export const MAX_SEARCH_K = 100;
 export const MAX_QUERY_BYTES = 8 * 1024;
@@ -41,6 +44,34 @@ export interface SearchHit {
   readonly metadata: Record<string, unknown> | null;
   /** When the entry was appended; when the artifact's current version was written (its updatedAt). */
   readonly createdAt: Date;
+}
+
+/** A memory's time a search keeps to: `createdAt`, or an ISO date in its metadata under `field` (an event date). */
+export interface TimeRange {
+  readonly since?: Date | undefined;
+  readonly until?: Date | undefined;
+  /** A metadata field holding an ISO date (entries without a valid one are left out); default: createdAt. */
+  readonly field?: string | undefined;
+}
+
+export interface SearchOptions {
+  /** How hits are ranked (rank.ts); hybrid by default. */
+  readonly mode?: SearchMode | undefined;
+  /** Keep to memories of this time range (both ends inclusive). */
+  readonly time?: TimeRange | undefined;
+}
+
+/** The time of a hit a range is about, or undefined (no valid date in the field). */
+function timeOf(hit: { createdAt: Date; metadata: Record<string, unknown> | null }, field: string | undefined): number | undefined {
+  if (field === undefined) return hit.createdAt.getTime();
+  const v = hit.metadata?.[field];
+  const t = typeof v === 'string' ? Date.parse(v) : Number.NaN;
+  return Number.isNaN(t) ? undefined : t;
+}
+
+function inRange(hit: { createdAt: Date; metadata: Record<string, unknown> | null }, r: TimeRange): boolean {
+  const t = timeOf(hit, r.field);
+  return t !== undefined && (r.since === undefined || t >= r.since.getTime()) && (r.until === undefined || t <= r.until.getTime());
 }
 
 /** A candidate looked at: the hit it makes, or null (unreadable, or an artifact reaching a subject outside the scope). */
@@ -77,35 +108,27 @@ export class Search {
    * The `k` records of the scope nearest the query, with their text read back through
    * their keys, and a read fence covering them.
    */
-  async search(query: string, k: number, scope: SearchScope): Promise<{ hits: SearchHit[]; readFence: string }> {
+  async search(query: string, k: number, scope: SearchScope, options: SearchOptions = {}): Promise<{ hits: SearchHit[]; readFence: string }> {
     if (Buffer.byteLength(query, 'utf8') > MAX_QUERY_BYTES) throw new LetheError('payload_too_large', `query is limited to ${MAX_QUERY_BYTES} bytes`);
     if (!Number.isInteger(k) || k < 1 || k > MAX_SEARCH_K) throw new LetheError('validation_failed', `k must be 1 to ${MAX_SEARCH_K}`);
     const subjects = 'subjects' in scope ? [...new Set(scope.subjects)] : undefined;
     if (subjects && (subjects.length < 1 || subjects.length > MAX_SEARCH_SUBJECTS)) {
       throw new LetheError('validation_failed', `subjects: name 1 to ${MAX_SEARCH_SUBJECTS} subjects`);
     }
-    const { vectors, fences, keys } = this.#d;
+    const { fences, keys } = this.#d;
     // keyed hashes first: a malformed subject id is refused before anything is embedded
     const named = subjects?.map((subject) => ({ subject, hash: keys.subjectHash(subject) }));
-    const [vector] = await vectors.embedder.embed([query]);
-    // a query with nothing to match on (only stop words) finds nothing, rather than k arbitrary records
-    if (!vector!.some((x) => x !== 0)) return { hits: [], readFence: fences.issue([]) };
-    // one index for the whole search (a rebuild may swap in another meanwhile)
-    const index = vectors.index;
-
-    let rank: (n: number, keep: (id: string) => boolean) => IndexHit[];
+    let rankScope: RankScope | undefined;
     let judge: (candidates: readonly IndexHit[]) => Promise<Map<string, Judged | null>>;
     if (!named) {
-      rank = (n, keep) => index.search(vector!, n, keep);
       judge = (candidates) => this.#judge(candidates, { entrySubject: () => null, artifacts: async (ids) => new Map(ids.map((id) => [id, null])) });
     } else {
       const hashes = named.map((n) => n.hash);
       const nameOf = new Map(named.map((n) => [Buffer.from(n.hash).toString('hex'), n.subject]));
-      // the subjects' entries: the vectors filed under their live keys (head and shards); their artifacts: those above their entries
+      // the subjects' entries: the records filed under their live keys (head and shards); their artifacts: those above their entries
       const [live, touching] = await Promise.all([keys.keysOfSubjects(hashes), this.#d.artifacts.touchingSubjects(hashes)]);
       const subjectOfKey = new Map([...live].flatMap(([hex, list]) => list.map((key) => [key.keyId, nameOf.get(hex)!] as const)));
-      const scope = { keyIds: [...subjectOfKey.keys()], ids: touching.map((t) => t.artifactId) };
-      rank = (n, keep) => index.searchWithin(vector!, n, scope, keep);
+      rankScope = { keyIds: [...subjectOfKey.keys()], ids: touching.map((t) => t.artifactId) };
       judge = (candidates) =>
         this.#judge(candidates, {
           entrySubject: (c) => subjectOfKey.get(c.keyId) ?? null,
@@ -122,6 +145,10 @@ export class Search {
           },
         });
     }
+    const rank = await rankerFor(this.#d.vectors, query, options.mode ?? 'hybrid', rankScope);
+    const time = options.time;
+    // a query with nothing to match on (only stop words) finds nothing, rather than k arbitrary records
+    if (!rank) return { hits: [], readFence: fences.issue([]) };
 
     // over-fetch, then widen while too few candidates turn out readable and in scope
     const judged = new Map<string, Judged | null>();
@@ -129,23 +156,33 @@ export class Search {
     let hits: SearchHit[] = [];
     for (let round = 0; ; round++) {
       const candidates = rank(n, (id) => judged.get(id) !== null);
-      const fresh = candidates.filter((c) => !judged.has(c.id));
-      for (const [id, j] of await judge(fresh)) judged.set(id, j);
-      hits = [];
-      for (const c of candidates) {
-        const j = judged.get(c.id);
-        if (!j) continue;
-        hits.push({
-          id: j.id,
-          type: j.type,
-          score: Math.round(c.score * 1e6) / 1e6,
-          text: j.text,
-          subject: j.subject,
-          kind: j.kind,
-          metadata: j.metadata,
-          createdAt: j.createdAt,
-        });
-        if (hits.length === k) break;
+      // read back in rank order, only as many as may still be needed: most candidates are readable
+      for (;;) {
+        hits = [];
+        const waiting: IndexHit[] = [];
+        for (const c of candidates) {
+          if (!judged.has(c.id)) {
+            waiting.push(c);
+            if (waiting.length >= k - hits.length + 2) break;
+            continue;
+          }
+          const j = judged.get(c.id);
+          if (!j || waiting.length > 0) continue;
+          hits.push({
+            id: j.id,
+            type: j.type,
+            score: Math.round(c.score * 1e6) / 1e6,
+            text: j.text,
+            subject: j.subject,
+            kind: j.kind,
+            metadata: j.metadata,
+            createdAt: j.createdAt,
+          });
+          if (hits.length === k) break;
+        }
+        if (waiting.length === 0) break;
+        // out of the time range: judged as not a hit, so the search looks further
+        for (const [id, j] of await judge(waiting)) judged.set(id, j && time && !inRange(j, time) ? null : j);
       }
       if (hits.length === k || candidates.length < n || round === MAX_WIDENINGS) break;
       n *= 4;

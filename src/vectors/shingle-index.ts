@@ -135,6 +135,11 @@ export class ShingleIndex {
     return true;
   }
 
+  /** The ids filed under a key, without a copy (do not change the index while iterating). */
+  idsOfKey(keyId: string): Iterable<string> {
+    return this.#filing.each(keyId);
+  }
+
   /** Removes every record filed under a destroyed key; returns how many. */
   removeKey(keyId: string): number {
     return this.#filing.removeKey(keyId, (id) => this.remove(id));

@@ -410,18 +410,30 @@ class LetheClient:
         subjects: Optional[Sequence[str]] = None,
         all_subjects: bool = False,
         k: Optional[int] = None,
+        mode: Optional[str] = None,
+        since: Optional[str] = None,
+        until: Optional[str] = None,
+        time_field: Optional[str] = None,
         timeout: Optional[float] = None,
     ) -> SearchResult:
         """``POST /v1/search`` within one scope — exactly one of ``subject``, ``subjects``
         (1–100) or ``all_subjects=True`` (an admin token). An artifact is a hit only when
-        every subject its provenance reaches is in scope."""
+        every subject its provenance reaches is in scope. ``mode``: ``"hybrid"`` (the
+        default), ``"vector"`` or ``"lexical"``. ``since``/``until`` (ISO dates) keep to
+        memories of that time: their ``created_at``, or the metadata field ``time_field``."""
         given = (subject is not None) + (subjects is not None) + bool(all_subjects)
         if given != 1:
             raise InvalidArgumentError("name the subject to search: exactly one of subject, subjects or all_subjects=True")
         if isinstance(subjects, str):
             raise TypeError("subjects is a list of subject ids (use subject= for one)")
+        if mode is not None and mode not in ("hybrid", "vector", "lexical"):
+            raise InvalidArgumentError("mode is one of hybrid, vector or lexical")
         body: Dict[str, Any] = {"query": query}
         _set(body, "k", k)
+        _set(body, "mode", mode)
+        _set(body, "since", since)
+        _set(body, "until", until)
+        _set(body, "timeField", time_field)
         _set(body, "subject", subject)
         if subjects is not None:
             body["subjects"] = list(subjects)

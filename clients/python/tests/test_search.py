@@ -9,7 +9,7 @@ from typing import ClassVar, List
 from . import support
 from .support import client, unique, words
 
-from lethe import ForbiddenError, LetheClient, ValidationFailedError
+from lethe import ForbiddenError, InvalidArgumentError, LetheClient, ValidationFailedError
 
 
 def setUpModule() -> None:
@@ -72,6 +72,20 @@ class ScopedSearchTest(unittest.TestCase):
         self.assertIn(self.shared, ids)
         for hit in result.hits:
             self.assertIsNone(hit.subject)
+
+    def test_each_mode_keeps_to_the_scope(self) -> None:
+        for mode in ("hybrid", "vector", "lexical"):
+            ids = [h.id for h in self.writer.search(self.a_text, subject=self.a, k=20, mode=mode).hits]
+            self.assertIn(self.ea, ids[:2], mode)  # beside the fact of the same text
+            self.assertNotIn(self.eb, ids, mode)
+        with self.assertRaises(InvalidArgumentError):
+            self.writer.search(self.a_text, subject=self.a, mode="semantic")
+
+    def test_a_time_range(self) -> None:
+        self.assertEqual(self.writer.search(self.a_text, subject=self.a, until="2000-01-01").hits, [])
+        self.assertIn(self.ea, [h.id for h in self.writer.search(self.a_text, subject=self.a, since="2000-01-01", k=20).hits])
+        with self.assertRaises(ValidationFailedError):
+            self.writer.search(self.a_text, subject=self.a, since="yesterday")
 
     def test_a_scope_must_be_named_once(self) -> None:
         with self.assertRaises(ValueError):

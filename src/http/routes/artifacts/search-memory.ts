@@ -35,12 +35,18 @@ export const route = createRoute({
 
 export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: TokenStore): void {
   app.openapi({ ...route, middleware: [authorize(tokens, 'writer')] as const }, async (c) => {
-    const { query, k, subject, subjects, allSubjects } = c.req.valid('json');
+    const { query, k, subject, subjects, allSubjects, mode, since, until, timeField } = c.req.valid('json');
     if (allSubjects === true && c.get('role') !== 'admin') throw new LetheError('forbidden', 'allSubjects needs the admin role: name the subject to search');
     // a replica that slept through a destruction catches up before it answers from memory
     await services.replica?.fresh();
     const scope = allSubjects === true ? { allSubjects: true as const } : { subjects: subject !== undefined ? [subject] : subjects! };
-    const { hits, readFence } = await services.search.search(query, k ?? 10, scope);
+    const { hits, readFence } = await services.search.search(query, k ?? 10, scope, {
+      mode,
+      time:
+        since === undefined && until === undefined
+          ? undefined
+          : { since: since === undefined ? undefined : new Date(since), until: until === undefined ? undefined : new Date(until), field: timeField },
+    });
     c.header('cache-control', 'no-store');
     return c.json({ hits: hits.map((h) => ({ ...h, createdAt: h.createdAt.toISOString() })), readFence }, 200);
   });
