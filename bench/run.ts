@@ -49,6 +49,9 @@
  *  13. forget   forget one memory (DELETE /v1/entries/{id} → erasure finished) for a subject of 10 vs
  *               10,000 [and 100,000] memories (real MinIO, writer client), median wall / destroy-step times and
  *               the ratio; the re-key's parts; vs a re-key of 2,000 legacy frames (the previous design)
+ *  12b. retrieval recall@5/@10 and MRR of the default (hybrid) search, vector and lexical alone, and a plain
+ *               BM25 over the same turns, on lethe's labelled conversations (test/search/retrieval; ~3,300 turns
+ *               appended through the service); search p50 per mode
  *  13b. supersede one subject under 4 steady appenders: appends alone, then one client updating
  *               memories (POST …/supersede), then 4 clients forgetting (each until its erasure ends);
  *               supersede ÷ append median and append p99 while forgets run ÷ alone (12 s phases)
@@ -90,6 +93,7 @@ import { type ErasureResult, formatErasure } from './erasure.js';
 import { type FaultsResult, formatFaults } from './faults.js';
 import { type ForgetResult, formatForget } from './forget.js';
 import { formatSupersede, type SupersedeResult } from './supersede.js';
+import { formatRetrieval, type RetrievalResult } from './retrieval.js';
 import { formatLease, type LeaseResult } from './lease.js';
 import { BENCH_DIR, benchKeys, DEFAULT_RUN_TARGET_SECONDS, FULL, QUICK } from './support/mode.js';
 import { runChild } from './support/process.js';
@@ -117,6 +121,7 @@ type Name =
   | 'faults'
   | 'streams'
   | 'scoped'
+  | 'retrieval'
   | 'forget'
   | 'supersede'
   | 'providers'
@@ -145,6 +150,7 @@ const ALL: Name[] = [
   'faults',
   'streams',
   'scoped',
+  'retrieval',
   'forget',
   'supersede',
   'providers',
@@ -200,6 +206,7 @@ const streams = sections.streams as Section<StreamsResult> | undefined;
 const scoped = sections.scoped as Section<ScopedResult> | undefined;
 const forget = sections.forget as Section<ForgetResult> | undefined;
 const supersede = sections.supersede as Section<SupersedeResult> | undefined;
+const retrieval = sections.retrieval as Section<RetrievalResult> | undefined;
 const providers = sections.providers as Section<ProvidersResult> | undefined;
 const keysSection = sections.keys as Section<KeysResult> | undefined;
 const units = sections.units as Section<UnitsResult> | undefined;
@@ -293,6 +300,11 @@ out.push('');
 out.push('== 12. Scoped search: one subject vs every subject, 100,000 vectors ==');
 if (scoped?.result) out.push(formatted(formatScoped, scoped.result), sectionLine('scoped', scoped));
 else out.push(scoped ? `FAILED: ${scoped.error}` : 'skipped');
+
+out.push('');
+out.push('== 12b. Retrieval: does a search find what an agent asks? (labelled conversations, same-run BM25) ==');
+if (retrieval?.result) out.push(formatted(formatRetrieval, retrieval.result), sectionLine('retrieval', retrieval));
+else out.push(retrieval ? `FAILED: ${retrieval.error}` : 'skipped');
 
 out.push('');
 out.push('== 13. Forget one memory: a subject of 10 vs 10,000 memories ==');
@@ -670,7 +682,9 @@ await writeFile(
       faults: faults ?? null,
       streams: streams ?? null,
       scoped: scoped ?? null,
+      retrieval: retrieval ?? null,
       forget: forget ?? null,
+      supersede: supersede ?? null,
       providers: providers ?? null,
       keys: keysSection ?? null,
       units: units ?? null,
