@@ -36,7 +36,8 @@
  *   in r's order (each consecutive pair of the run present in c), at least half of
  *   the run's pairs not common;
  * - semantic: the cosine of the two embeddings when ≥ the similarity setting (only
- *   when the fingerprints came from the same embedder model).
+ *   when the fingerprints came from the same embedder model; the embedder's
+ *   probeCosine: for the built-in one, of its hashed features alone).
  * A score below MATCH_MIN_SCORE is shared vocabulary and counts as 0. `recovered` is
  * the mean over the subject's records of their best score, weighted by their private
  * content. Every record that contributes to it is named in `matches`; a match a person
@@ -97,6 +98,8 @@ export interface ProbeInput {
   readonly dismissed: ReadonlyMap<string, { readonly score: number; readonly keyId?: string | undefined }>;
   /** False when the fingerprints came from another embedder model: no cosine is compared. */
   readonly sameModel?: boolean;
+  /** How alike two vectors are (the embedder's probeCosine; default their dot product, the cosine of unit vectors). */
+  readonly cosine?: (a: Float32Array, b: Float32Array) => number;
   /** Vectors still indexed although their text can no longer be read (scored by cosine alone). */
   readonly unreadable?: ReadonlyArray<{ readonly id: string; readonly vector: Float32Array }>;
   /** A supersession's successors (supersede.ts): the same person's current data, never a match. */
@@ -254,6 +257,7 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
     return true;
   };
   const sameModel = input.sameModel ?? true;
+  const cosineOf = input.cosine ?? dot;
   for (const p of prepared) {
     const r = p.r;
     const weight = p.total > 0 ? p.total : average;
@@ -289,14 +293,14 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
       const v = vectorOf(c.id);
       const slot = index.slotOf(c.id);
       if (!v || slot === undefined) continue;
-      const cosine = dot(r.vector, v);
+      const cosine = cosineOf(r.vector, v);
       if (cosine >= similarity) {
         const lexical = scoreOf(slot, true);
         considerSlot(slot, Math.max(Math.min(1, cosine), lexical), lastRun.verbatim);
       }
     }
     for (const u of sameModel ? (input.unreadable ?? []) : []) {
-      const cosine = dot(r.vector, u.vector);
+      const cosine = cosineOf(r.vector, u.vector);
       if (cosine >= similarity) consider(u.id, 'vector-index', Math.min(1, cosine));
     }
     // an all-common record weighs in only when something carries it (so everyday messages do not dilute the rest)

@@ -32,11 +32,26 @@ export class BuiltInEmbedder implements Embedder {
     this.#hashing = new HashingEmbedder(hashDimensions);
     this.#words = words;
     this.dimensions = words.dimensions + hashDimensions;
-    this.model = `lethe-words-v1-glove${words.dimensions}@${words.source.split('@')[1]}+${this.#hashing.model}`;
+    // letters, digits and dashes: the word vectors' package version and the hashed half's own model
+    this.model = `lethe-words-v1-glove${words.dimensions}-${words.source.split('@')[1]!.replaceAll('.', '-')}-${this.#hashing.model}`;
   }
 
   async embed(texts: readonly string[]): Promise<Float32Array[]> {
     return texts.map((t) => this.embedOne(t));
+  }
+
+  /** The cosine of the hashed halves alone: word vectors say two texts are about the same thing, not that one copies the other. */
+  probeCosine(a: Float32Array, b: Float32Array): number {
+    if (a.length !== this.dimensions || b.length !== this.dimensions) return 0;
+    let dot = 0;
+    let na = 0;
+    let nb = 0;
+    for (let i = this.#words.dimensions; i < a.length; i++) {
+      dot += a[i]! * b[i]!;
+      na += a[i]! * a[i]!;
+      nb += b[i]! * b[i]!;
+    }
+    return na > 0 && nb > 0 ? dot / Math.sqrt(na * nb) : 0;
   }
 
   embedWeighted(text: string, weights: readonly number[]): Float32Array {

@@ -25,6 +25,12 @@ export interface Embedder {
    * rarity in its scope. Built-in embedders only; a model's adapter embeds the text as it is.
    */
   embedWeighted?(text: string, weights: readonly number[]): Float32Array;
+  /**
+   * How alike two of its vectors are for the reconstruction probe, which looks for
+   * copies, not for texts about the same thing (default: their cosine). The built-in
+   * embedder compares the hashed features alone: what LETHE_PROBE_SIMILARITY measures.
+   */
+  probeCosine?(a: Float32Array, b: Float32Array): number;
 }
 
 export const STOP_WORDS: ReadonlySet<string> = new Set(

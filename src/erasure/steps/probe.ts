@@ -183,6 +183,7 @@ export const probe: Step = {
           dismissed,
           unreadable,
           sameModel,
+          ...(embedder.probeCosine ? { cosine: (a: Float32Array, b: Float32Array) => embedder.probeCosine!(a, b) } : {}),
         }),
       );
       // a match is named only when its tier still reads it (or it is an indexed vector whose text is gone)
