@@ -9,6 +9,7 @@ import { logEntries, type LogEntryRow } from '../db/schema.js';
 import { isLetheError, LetheError } from '../errors.js';
 import { mapLimit } from '../concurrency.js';
 import type { LogContext } from './context.js';
+import { FrameCache } from './frame-cache.js';
 import { type FramePayload, openEntry } from './frame.js';
 import { FramePayloadSchema, payloadProblem } from './payload.js';
 import { frameFromRange, frameRange } from './segment.js';
@@ -193,9 +194,14 @@ async function openOne(c: LogContext, dek: Uint8Array, row: LogEntryRow): Promis
 }
 
 export async function fetchFrame(c: LogContext, row: LogEntryRow): Promise<Uint8Array> {
+  const key = FrameCache.keyOf(row.segment, row.frameOffset, row.frameLength);
+  const cached = c.frames.get(key);
+  if (cached) return cached;
   const place = { offset: row.frameOffset, length: row.frameLength };
   const range = frameRange(place);
-  return frameFromRange(await c.objects.getRange(row.segment, range.offset, range.length), place);
+  const frame = frameFromRange(await c.objects.getRange(row.segment, range.offset, range.length), place);
+  c.frames.set(key, frame);
+  return frame;
 }
 
 /**

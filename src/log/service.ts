@@ -31,6 +31,7 @@ import { compact, type CompactReport, fsck, type FsckOptions, type FsckReport } 
 import { type FoundItem, type ItemSearch, listItems, rankItems } from './item-search.js';
 import { lookupItem, namespaceEntries } from './items.js';
 import { MAX_ENTRY_TEXT_BYTES, type StoreItem } from './payload.js';
+import { FrameCache } from './frame-cache.js';
 import { type Entry, get, read, readMany } from './read.js';
 import { rekeyKey, type RekeyOptions, type RekeyResult } from './rekey.js';
 import { register, type RegisteredEntry, type RegistrationResult } from './registration.js';
@@ -46,7 +47,7 @@ export class LogService {
 
   constructor(deps: LogDeps, indexing: IndexerOptions = {}) {
     this.indexer = new Indexer(deps, indexing);
-    this.#c = { ...deps, indexer: this.indexer, purge: new LazyPurge() };
+    this.#c = { ...deps, indexer: this.indexer, purge: new LazyPurge(), frames: new FrameCache() };
     if (deps.metrics) deps.metrics.searchQueueSource = () => this.indexer.queueStatus();
   }
 
