@@ -10,8 +10,12 @@ import { encodeContext, open, seal, utf8, zeroize } from '../crypto/index.js';
 import type { Database } from '../db/client.js';
 import { type ArtifactKind, type ArtifactRow, artifacts } from '../db/schema.js';
 import { isLetheError, LetheError } from '../errors.js';
+import { mapLimit } from '../concurrency.js';
 import type { ObjectStore } from '../storage/store.js';
 import type { VersionKeys } from '../vault/version-keys.js';
+
+/** Versions read at once. */
+const READ_CONCURRENCY = 8;
 
 export interface ArtifactPayload {
   readonly kind: ArtifactKind;
@@ -80,15 +84,19 @@ export class ArtifactTexts {
     for (let attempt = 0; attempt < 5 && pending.length > 0; attempt++) {
       const rows = await this.#d.db.select().from(artifacts).where(inArray(artifacts.artifactId, pending));
       const retry: string[] = [];
-      for (const row of rows) {
-        if (row.state !== 'live') continue;
-        try {
-          out.set(row.artifactId, { row, text: (await this.read(row)).text });
-        } catch (e) {
-          if (!isLetheError(e, 'key_destroyed') && !isLetheError(e, 'not_found') && !isLetheError(e, 'artifact_erased')) throw e;
-          retry.push(row.artifactId);
-        }
-      }
+      // side by side: each read is a key unwrap and an object fetch
+      await mapLimit(
+        rows.filter((row) => row.state === 'live'),
+        READ_CONCURRENCY,
+        async (row) => {
+          try {
+            out.set(row.artifactId, { row, text: (await this.read(row)).text });
+          } catch (e) {
+            if (!isLetheError(e, 'key_destroyed') && !isLetheError(e, 'not_found') && !isLetheError(e, 'artifact_erased')) throw e;
+            retry.push(row.artifactId);
+          }
+        },
+      );
       pending = retry;
     }
     if (pending.length > 0) throw new LetheError('unavailable', 'artifacts kept changing during the read; try again', { retryable: true });

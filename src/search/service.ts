@@ -203,9 +203,12 @@ export class Search {
     const out = new Map<string, Judged | null>(candidates.map((c) => [c.id, null]));
     const entryIds = candidates.filter((c) => c.type === 'entry').map((c) => c.id);
     const artifactIds = candidates.filter((c) => c.type === 'artifact').map((c) => c.id);
-    const inScope = artifactIds.length > 0 ? await scope.artifacts(artifactIds) : new Map<string, string | null>();
-    // an artifact derived from records being erased leaves search from the erasure's request until it is regenerated
-    for (const id of await this.#d.artifacts.fencedAmong([...inScope.keys()])) inScope.delete(id);
+    // an artifact derived from records being erased leaves search from the erasure's request until it is regenerated (both asked at once)
+    const [inScope, fenced] =
+      artifactIds.length > 0
+        ? await Promise.all([scope.artifacts(artifactIds), this.#d.artifacts.fencedAmong(artifactIds)])
+        : [new Map<string, string | null>(), new Set<string>()];
+    for (const id of fenced) inScope.delete(id);
     const [entries, arts] = await Promise.all([this.#d.log.readMany(entryIds), this.#d.artifacts.readMany([...inScope.keys()])]);
     for (const c of candidates) {
       if (c.type === 'entry') {

@@ -34,7 +34,7 @@ export const MODULES: Readonly<Record<string, ModuleRule>> = {
   vault: { imports: ['erasable', 'crypto', 'db', 'errors', 'ids', 'keyprovider', 'observability', 'config'] },
   vectors: { imports: ['erasable', 'vault', 'crypto', 'db', 'errors', 'ids', 'observability'] },
   log: { imports: ['erasable', 'vectors', 'vault', 'storage', 'crypto', 'db', 'errors', 'ids', 'observability', 'concurrency'] },
-  artifacts: { imports: ['erasable', 'log', 'vectors', 'vault', 'storage', 'crypto', 'db', 'errors', 'ids', 'observability'] },
+  artifacts: { imports: ['erasable', 'log', 'vectors', 'vault', 'storage', 'crypto', 'db', 'errors', 'ids', 'observability', 'concurrency'] },
   search: { imports: ['artifacts', 'log', 'vectors', 'vault', 'crypto', 'errors', 'ids', 'observability'] },
   backups: {
     imports: ['erasable', 'artifacts', 'log', 'vectors', 'vault', 'storage', 'keyprovider', 'crypto', 'db', 'errors', 'ids', 'observability', 'config'],
