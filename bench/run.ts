@@ -44,7 +44,7 @@
  *               same run; the watchers' database reads and the database's commits/s in each phase
  *               (250 subjects, 4 s phases [1,000 subjects, 10 s])
  *  12. scoped   vault.search.search scoped to one subject (100 entries) vs allSubjects, p50 / p95, over an
- *               index of 20,000 [100,000] entry vectors of 200 [1,000] subjects (most seeded directly into
+ *               index of 100,000 entry vectors (and shingle sets) of 1,000 subjects (most seeded directly into
  *               the index); 20 [40] queries
  *  13. forget   forget one memory (DELETE /v1/entries/{id} → erasure finished) for a subject of 10 vs
  *               10,000 [and 100,000] memories (real MinIO, writer client), median wall / destroy-step times and
