@@ -44,7 +44,7 @@
  *               same run; the watchers' database reads and the database's commits/s in each phase
  *               (250 subjects, 4 s phases [1,000 subjects, 10 s])
  *  12. scoped   vault.search.search scoped to one subject (100 entries) vs allSubjects, p50 / p95, over an
- *               index of 100,000 entry vectors (and shingle sets) of 1,000 subjects (most seeded directly into
+ *               index of 20,000 [100,000] entry vectors (and shingle sets) of 200 [1,000] subjects (most seeded directly into
  *               the index); 20 [40] queries
  *  13. forget   forget one memory (DELETE /v1/entries/{id} → erasure finished) for a subject of 10 vs
  *               10,000 [and 100,000] memories (real MinIO, writer client), median wall / destroy-step times and
@@ -53,8 +53,8 @@
  *               BM25 over the same turns, on lethe's labelled conversations (test/search/retrieval; ~3,300 turns
  *               appended through the service); search p50 per mode
  *  13b. supersede one subject under 4 steady appenders: appends alone, then one client updating
- *               memories (POST …/supersede), then 4 clients forgetting (each until its erasure ends);
- *               supersede ÷ append median and append p99 while forgets run ÷ alone (12 s phases)
+ *               memories (POST …/supersede), then 4 clients forgetting (one every 250 ms each; their erasures
+ *               awaited at most 20 s after); supersede ÷ append median and append p99 while forgets run ÷ alone (8 s phases)
  *  14. providers the local keyring vs PKCS#11 (SoftHSM2) vs AWS KMS (local-kms), same run: wraps/s and
  *               unwraps/s at concurrency 1 and 16 through the KeyProvider the vault opens; a KEK rotation
  *               of 5,000 keys (500 through AWS KMS, its time for 5,000 computed) [100,000 through each]
@@ -297,7 +297,7 @@ if (streams?.result) out.push(formatted(formatStreams, streams.result), sectionL
 else out.push(streams ? `FAILED: ${streams.error}` : 'skipped');
 
 out.push('');
-out.push('== 12. Scoped search: one subject vs every subject, 100,000 vectors ==');
+out.push('== 12. Scoped search: one subject vs every subject (20,000 vectors; 100,000 with BENCH_FULL=1) ==');
 if (scoped?.result) out.push(formatted(formatScoped, scoped.result), sectionLine('scoped', scoped));
 else out.push(scoped ? `FAILED: ${scoped.error}` : 'skipped');
 

@@ -12,8 +12,8 @@
  *           sealed embedding), 5 summaries of 20 of their entries each, and one summary
  *           shared with the next measured subject (in their closures, never in one
  *           subject's scope: the scoped search must check and drop it). The rest of
- *           the index — up to BENCH_SCOPED_VECTORS (default 100,000; 20,000 when quick)
- *           entry vectors over BENCH_SCOPED_SUBJECTS (default 1,000; 200 when quick), each with a
+ *           the index — up to BENCH_SCOPED_VECTORS (default 20,000; 100,000 with BENCH_FULL=1)
+ *           entry vectors over BENCH_SCOPED_SUBJECTS (default 200; 1,000 with BENCH_FULL=1), each with a
  *           shingle set of 24 random keyed hashes in the lexical index
  *           subjects in all — is SEEDED DIRECTLY into the in-memory index
  *           (vault.vectors.publish), ~100 per filler subject, each filler subject's
@@ -80,8 +80,8 @@ export interface ScopedResult {
 }
 
 export async function runScoped(): Promise<ScopedResult> {
-  const total = envInt('BENCH_SCOPED_VECTORS', byMode({ quick: 20_000, normal: 100_000, full: 100_000 }), 1_000);
-  const subjects = envInt('BENCH_SCOPED_SUBJECTS', byMode({ quick: 200, normal: 1_000, full: 1_000 }), MEASURED + 1);
+  const total = envInt('BENCH_SCOPED_VECTORS', byMode({ quick: 20_000, normal: 20_000, full: 100_000 }), 1_000);
+  const subjects = envInt('BENCH_SCOPED_SUBJECTS', byMode({ quick: 200, normal: 200, full: 1_000 }), MEASURED + 1);
   const runs = envInt('BENCH_SCOPED_RUNS', byMode({ quick: 15, normal: 20, full: 40 }), 5);
   const warnings: string[] = [];
   const { vault, cleanup } = await scratchVault('scoped');

@@ -73,6 +73,7 @@ import { sql as dsql } from 'drizzle-orm';
 import { encodeContext } from '../src/crypto/index.js';
 import { queryRows } from '../src/db/client.js';
 import { HashingEmbedder } from '../src/vectors/embedder.js';
+import { BuiltInEmbedder } from '../src/vectors/builtin-embedder.js';
 import { type EmbeddingPlace, openEmbedding, quantise, type SealedEmbedding, sealEmbedding, storedForm, upsertEmbeddings } from '../src/vectors/embeddings.js';
 import { DEFAULT_CONNECTIVITY, GRAPH_THREADS } from '../src/vectors/hnsw.js';
 import { BatchBuilder } from '../src/vectors/open-batch.js';
@@ -180,6 +181,9 @@ export interface EmbedRun {
   readonly meanNonZero: number;
   readonly rounds: number;
   readonly embed: Rate;
+  /** The built-in embedder (word vectors beside the hashed features), the one lethe serves with. */
+  readonly builtInEmbed: Rate;
+  readonly builtInModel: string;
   readonly sealOpen: Rate;
   /** AES-256-GCM encrypt + decrypt of the 2,048 float32 bytes: the baseline. */
   readonly aesGcm: Rate;
@@ -772,6 +776,10 @@ function measureEmbedding(embedder: HashingEmbedder, texts: string[], budgetSeco
   const embedRound = () => {
     for (const t of texts) sink += embedder.embedOne(t).length;
   };
+  const builtIn = new BuiltInEmbedder(DIMENSIONS);
+  const builtInRound = () => {
+    for (const t of texts) sink += builtIn.embedOne(t).length;
+  };
   const sealRound = () => {
     for (let i = 0; i < vectors.length; i++) {
       const sealed = sealEmbedding(key, places[i]!, vectors[i]!);
@@ -800,13 +808,14 @@ function measureEmbedding(embedder: HashingEmbedder, texts: string[], budgetSeco
   };
   const impls: Array<[string, () => void]> = [
     ['embed', embedRound],
+    ['builtInEmbed', builtInRound],
     ['sealOpen', sealRound],
     ['aesGcm', aesRound(plains)],
     ['aesGcmSmall', aesRound(smallPlains)],
   ];
   // warm-up: one round each
   for (const [, f] of impls) f();
-  const seconds: Record<string, number> = { embed: 0, sealOpen: 0, aesGcm: 0, aesGcmSmall: 0 };
+  const seconds: Record<string, number> = { embed: 0, builtInEmbed: 0, sealOpen: 0, aesGcm: 0, aesGcmSmall: 0 };
   let rounds = 0;
   const t0 = performance.now();
   while (rounds < 3 || (performance.now() - t0) / 1000 < budgetSeconds) {
@@ -821,6 +830,7 @@ function measureEmbedding(embedder: HashingEmbedder, texts: string[], budgetSeco
   const ops = rounds * texts.length;
   const rate = (name: string): Rate => ({ ops, seconds: seconds[name]!, perSec: ops / seconds[name]! });
   const embed = rate('embed');
+  const builtInEmbed = rate('builtInEmbed');
   const sealOpen = rate('sealOpen');
   const aesGcm = rate('aesGcm');
   const aesGcmQuantisedSize = rate('aesGcmSmall');
@@ -838,6 +848,8 @@ function measureEmbedding(embedder: HashingEmbedder, texts: string[], budgetSeco
     aesGcmQuantisedSize,
     quantisedPlaintextBytes,
     embedRatio: embed.perSec / aesGcm.perSec,
+    builtInEmbed,
+    builtInModel: builtIn.model,
     sealOpenRatio: sealOpen.perSec / aesGcm.perSec,
     sealedBytes,
     roundTripsOk,
@@ -1158,6 +1170,11 @@ export function formatSearch(r: SearchResult): string {
       ['operation', 'texts/s', 'ratio to AES-256-GCM'],
       [
         [`HashingEmbedder.embedOne (${r.model})`, fmtNum(e.embed.perSec, 0), fmtRatio(e.embedRatio)],
+        [
+          `BuiltInEmbedder.embedOne (${e.builtInModel}; the served default)`,
+          fmtNum(e.builtInEmbed.perSec, 0),
+          fmtRatio(e.builtInEmbed.perSec / e.aesGcm.perSec),
+        ],
         [
           `sealEmbedding + openEmbedding (int8, ${e.quantisedPlaintextBytes} B plaintext, ${e.sealedBytes} B sealed)`,
           fmtNum(e.sealOpen.perSec, 0),

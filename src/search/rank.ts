@@ -4,10 +4,11 @@
  * (the default). Each signal ranks the same scope — the named subjects' keys and the
  * artifacts above them, or everything — never the whole index filtered afterwards.
  *
- * Fusion is a weighted sum of the two scores, each made comparable first: the cosine
- * as it is (0..1 for the built-in embedder), BM25 divided by the best BM25 of the
- * query in the scope. Measured on the retrieval set (bench/retrieval.ts) against
- * reciprocal rank fusion: see docs/performance.md.
+ * Fusion is a weighted sum of the two scores, both 0..1: the cosine, and BM25 over the
+ * most the query could score (lexical-rank.ts). The query's embedding weighs each word
+ * by its rarity in the scope (from the lexical index), so a word every record holds —
+ * the user's own name — ranks nothing. Chosen on the retrieval set (bench/retrieval.ts)
+ * against other weights and reciprocal rank fusion: docs/performance.md.
  */
 import type { Vectors } from '../vectors/service.js';
 import { bm25, bm25Within, rarity } from '../vectors/lexical-rank.js';
