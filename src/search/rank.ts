@@ -33,11 +33,11 @@ export const LEXICAL_WEIGHT = 0.3;
 const FUSION_POOL = 64;
 
 /** Fuses two rankings of the same candidates: each record at the weighted sum of its two scores (a signal that missed it adds 0). */
-export function fuse(vector: readonly IndexHit[], lexical: readonly IndexHit[], n: number, lexicalWeight = LEXICAL_WEIGHT): IndexHit[] {
+export function fuse(vector: readonly IndexHit[], lexical: readonly IndexHit[], n: number): IndexHit[] {
   const fused = new Map<string, IndexHit & { score: number }>();
-  for (const h of vector) fused.set(h.id, { ...h, score: (1 - lexicalWeight) * Math.max(0, h.score) });
+  for (const h of vector) fused.set(h.id, { ...h, score: (1 - LEXICAL_WEIGHT) * Math.max(0, h.score) });
   for (const h of lexical) {
-    const part = lexicalWeight * h.score;
+    const part = LEXICAL_WEIGHT * h.score;
     const seen = fused.get(h.id);
     if (seen) seen.score += part;
     else fused.set(h.id, { ...h, score: part });
