@@ -4,7 +4,7 @@
  * a temporary data directory, stopped afterwards.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort, installedBinary, stopChild } from './local-server.js';
@@ -38,6 +38,9 @@ export async function startMinio(binary: string, again?: MinioServer): Promise<M
   const child: ChildProcess = spawn(binary, ['server', dataDir, '--address', `127.0.0.1:${port}`, '--console-address', `127.0.0.1:${consolePort}`, '--quiet'], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', MINIO_ROOT_USER: accessKey, MINIO_ROOT_PASSWORD: secretKey, MINIO_BROWSER: 'off' },
     stdio: ['ignore', 'ignore', 'pipe'],
+    // its own session: the kernel thaws a stopped process whose group becomes orphaned (SIGHUP + SIGCONT),
+    // which would end a pause() while another process of the test runner's group exits
+    detached: true,
   });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -65,6 +68,7 @@ export async function startMinio(binary: string, again?: MinioServer): Promise<M
     dataDir,
     pause() {
       child.kill('SIGSTOP');
+      waitForState(child.pid, 'T');
     },
     unpause() {
       child.kill('SIGCONT');
@@ -74,4 +78,16 @@ export async function startMinio(binary: string, again?: MinioServer): Promise<M
       if (!options.keepData) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** Waits (at most 2 s) until /proc says the process is in `state`: a signal is delivered after kill() returns. */
+function waitForState(pid: number | undefined, state: string): void {
+  if (pid === undefined) throw new Error('MinIO has no process to pause');
+  const sleeper = new Int32Array(new SharedArrayBuffer(4));
+  for (let i = 0; i < 200; i++) {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    if (stat.slice(stat.lastIndexOf(')') + 2).startsWith(state)) return;
+    Atomics.wait(sleeper, 0, 0, 10);
+  }
+  throw new Error(`MinIO (pid ${pid}) did not reach state ${state} in 2 s`);
 }
