@@ -14,7 +14,7 @@
  * an index condition (docs/performance.md, "Erasure on every backend").
  */
 import { type SQL, sql } from 'drizzle-orm';
-import { type Executor, queryRows } from '../db/client.js';
+import { type Executor, queryPrepared } from '../db/client.js';
 
 /** The deepest chain of artifacts of artifacts accepted. */
 export const MAX_HEIGHT = 64;
@@ -69,8 +69,9 @@ function upwardCte(start: SQL): SQL {
 /** Everything below the given artifacts: their sources, their sources' sources... */
 export async function closure(exec: Executor, artifactIds: readonly string[]): Promise<ClosureNode[]> {
   if (artifactIds.length === 0) return [];
-  const rows = await queryRows<{ id: string; type: 'entry' | 'artifact'; depth: number }>(
+  const rows = await queryPrepared<{ id: string; type: 'entry' | 'artifact'; depth: number }>(
     exec,
+    'provenance-closure',
     sql`${closureCte(artifactIds)}
         select id, min(type) as type, min(depth)::int as depth from c group by id order by min(depth), id`,
   );
@@ -83,34 +84,14 @@ export async function closure(exec: Executor, artifactIds: readonly string[]): P
  */
 export async function closureSubjects(exec: Executor, artifactIds: readonly string[]): Promise<{ subjects: string[]; keyIds: string[] }> {
   if (artifactIds.length === 0) return { subjects: [], keyIds: [] };
-  const rows = await queryRows<{ subject: string; key_id: string }>(
+  const rows = await queryPrepared<{ subject: string; key_id: string }>(
     exec,
+    'provenance-closureSubjects',
     sql`${closureCte(artifactIds)}
         select distinct encode(e.subject_hash, 'hex') as subject, e.key_id
           from log_entries e where e.entry_id = any(array(select distinct id from c where type = 'entry'))`,
   );
   return { subjects: [...new Set(rows.map((r) => r.subject))].sort(), keyIds: [...new Set(rows.map((r) => r.key_id))].sort() };
-}
-
-/**
- * For each of the given artifacts, the subject keys of the entries in its closure and
- * whether any of those entries is forgotten (a records-scope erasure marked it): what
- * decides whether the artifact is fenced while an erasure runs.
- */
-export async function closureEntryStates(
-  exec: Executor,
-  artifactIds: readonly string[],
-): Promise<Array<{ artifactId: string; keyId: string; forgotten: boolean }>> {
-  if (artifactIds.length === 0) return [];
-  const rows = await queryRows<{ root: string; key_id: string; forgotten: boolean }>(
-    exec,
-    sql`${rootedClosureCte(artifactIds)}
-        select c.root, e.key_id, bool_or(e.forgotten_by is not null) as forgotten
-          from c cross join lateral (select e.key_id, e.forgotten_by from log_entries e where e.entry_id = c.id offset 0) e
-         where c.type = 'entry'
-         group by c.root, e.key_id`,
-  );
-  return rows.map((r) => ({ artifactId: r.root, keyId: r.key_id, forgotten: r.forgotten === true }));
 }
 
 export interface TouchingArtifact {
@@ -123,6 +104,7 @@ export interface TouchingArtifact {
 export async function touchingSubject(exec: Executor, subjectHash: Uint8Array): Promise<TouchingArtifact[]> {
   return touching(
     exec,
+    'provenance-touchingSubject',
     sql`select p.artifact_id, 1
           from log_entries e cross join ${citing(sql`e.entry_id`)}
          where e.subject_hash = decode(${Buffer.from(subjectHash).toString('hex')}, 'hex')`,
@@ -137,44 +119,60 @@ export async function touchingSubjects(exec: Executor, subjectHashes: readonly U
   if (subjectHashes.length === 0) return [];
   return touching(
     exec,
+    'provenance-touchingSubjects',
     sql`select p.artifact_id, 1
           from log_entries e cross join ${citing(sql`e.entry_id`)}
          where e.subject_hash = any(array(select decode(h, 'hex') from json_array_elements_text(${hashesJson(subjectHashes)}::json) as s(h)))`,
   );
 }
 
-export interface ClosureScope {
-  /** An entry in the closure is of a subject outside the set (or is no longer indexed at all). */
+export interface ClosureFacts {
+  /** An entry in the closure is of a subject outside the set asked about, or is no longer indexed at all (false when no set was named). */
   readonly foreign: boolean;
   /** The subjects of the set the closure holds entries of (keyed hashes, hex, sorted). */
   readonly subjects: string[];
+  /** The subject keys of the closure's entries: what a read fence of the artifact covers (sorted). */
+  readonly keyIds: string[];
+  /** Fenced while an erasure runs: an entry of the closure is forgotten, or under a key that is not active (fenced, or gone). */
+  readonly fenced: boolean;
 }
 
 /**
- * For each of the given artifacts, whether its closure stays within a set of subjects
- * (keyed hashes): one recursive walk down from the artifacts asked about, never the
- * whole graph. An entry of the closure that `log_entries` does not hold counts as
- * foreign (whose it was cannot be told). Artifacts without provenance are absent.
+ * What reading each of the given artifacts depends on, from one recursive walk down
+ * from them (never the whole graph): whether its closure stays within a set of
+ * subjects (keyed hashes, when named), the subject keys a read fence covers, and
+ * whether an erasure fences it. Artifacts without provenance are absent.
  */
-export async function closureScope(exec: Executor, artifactIds: readonly string[], subjectHashes: readonly Uint8Array[]): Promise<Map<string, ClosureScope>> {
-  if (artifactIds.length === 0) return new Map();
-  const rows = await queryRows<{ artifact_id: string; foreign: number | string; subjects: string[] | string | null }>(
+export async function closureFacts(exec: Executor, artifactIds: readonly string[], subjectHashes?: readonly Uint8Array[]): Promise<Map<string, ClosureFacts>> {
+  const out = new Map<string, ClosureFacts>();
+  if (artifactIds.length === 0) return out;
+  const rows = await queryPrepared<{ root: string; key_id: string | null; subject: string | null; forgotten: boolean | null; state: string | null }>(
     exec,
-    sql`${rootedClosureCte(artifactIds)},
-        s(h) as (select decode(h, 'hex') from json_array_elements_text(${hashesJson(subjectHashes)}::json) as s(h))
-        select x.root as artifact_id,
-               count(*) filter (where s.h is null)::int as foreign,
-               coalesce(json_agg(distinct encode(s.h, 'hex')) filter (where s.h is not null), '[]'::json) as subjects
-          from (select distinct root, id from c where type = 'entry') x
-          left join lateral (select e.subject_hash from log_entries e where e.entry_id = x.id offset 0) e on true
-          left join s on s.h = e.subject_hash
-         group by x.root`,
+    'provenance-closureFacts',
+    sql`${rootedClosureCte(artifactIds)}
+        select g.root, g.key_id, encode(g.subject_hash, 'hex') as subject, g.forgotten, k.state::text as state
+          from (select x.root, e.key_id, e.subject_hash, bool_or(e.forgotten_by is not null) as forgotten
+                  from (select distinct root, id from c where type = 'entry') x
+                  left join lateral (select e.key_id, e.subject_hash, e.forgotten_by from log_entries e where e.entry_id = x.id offset 0) e on true
+                 group by x.root, e.key_id, e.subject_hash) g
+          left join lateral (select k.state from subject_keys k where k.key_id = g.key_id offset 0) k on true`,
   );
-  const out = new Map<string, ClosureScope>();
+  const named = subjectHashes ? new Set(subjectHashes.map((h) => Buffer.from(h).toString('hex'))) : undefined;
+  const facts = new Map<string, { foreign: boolean; subjects: Set<string>; keyIds: Set<string>; fenced: boolean }>();
   for (const r of rows) {
-    const subjects = (typeof r.subjects === 'string' ? JSON.parse(r.subjects) : (r.subjects ?? [])) as string[];
-    out.set(r.artifact_id, { foreign: Number(r.foreign) > 0, subjects: [...subjects].sort() });
+    let f = facts.get(r.root);
+    if (!f) facts.set(r.root, (f = { foreign: false, subjects: new Set(), keyIds: new Set(), fenced: false }));
+    // an entry log_entries no longer holds: whose it was cannot be told
+    if (r.key_id === null || r.subject === null) {
+      if (named) f.foreign = true;
+      continue;
+    }
+    if (named?.has(r.subject)) f.subjects.add(r.subject);
+    else if (named) f.foreign = true;
+    f.keyIds.add(r.key_id);
+    if (r.forgotten === true || r.state !== 'active') f.fenced = true;
   }
+  for (const [root, f] of facts) out.set(root, { foreign: f.foreign, subjects: [...f.subjects].sort(), keyIds: [...f.keyIds].sort(), fenced: f.fenced });
   return out;
 }
 
@@ -183,14 +181,16 @@ export async function touchingRecords(exec: Executor, recordIds: readonly string
   if (recordIds.length === 0) return [];
   return touching(
     exec,
+    'provenance-touchingRecords',
     sql`select p.artifact_id, 1
           from provenance p where p.source_id = ${anyOf(recordIds)}`,
   );
 }
 
-async function touching(exec: Executor, start: SQL): Promise<TouchingArtifact[]> {
-  const rows = await queryRows<{ artifact_id: string; depth: number }>(
+async function touching(exec: Executor, name: string, start: SQL): Promise<TouchingArtifact[]> {
+  const rows = await queryPrepared<{ artifact_id: string; depth: number }>(
     exec,
+    name,
     sql`${upwardCte(start)}
         select artifact_id, min(depth)::int as depth from t group by artifact_id order by min(depth), artifact_id`,
   );
@@ -200,8 +200,9 @@ async function touching(exec: Executor, start: SQL): Promise<TouchingArtifact[]>
 /** The given artifacts and every artifact above them, in topological order (height, then id). */
 export async function upwardClosure(exec: Executor, artifactIds: readonly string[]): Promise<Array<{ artifactId: string; height: number }>> {
   if (artifactIds.length === 0) return [];
-  const rows = await queryRows<{ artifact_id: string; height: number }>(
+  const rows = await queryPrepared<{ artifact_id: string; height: number }>(
     exec,
+    'provenance-upwardClosure',
     sql`with recursive u(artifact_id, depth) as (
           select a, 0 from json_array_elements_text(${idsJson(artifactIds)}::json) as r(a)
           union

@@ -29,9 +29,8 @@ import { notifyEmbeddings, upsertEmbeddings } from '../vectors/embeddings.js';
 import type { Vectors } from '../vectors/service.js';
 import {
   closure,
-  type ClosureScope,
-  closureScope,
-  closureEntryStates,
+  type ClosureFacts,
+  closureFacts,
   closureSubjects,
   touchingRecords,
   touchingSubject,
@@ -186,8 +185,8 @@ export class ArtifactService {
     for (let attempt = 0; attempt < 3; attempt++) {
       const row = await this.#row(artifactId);
       // one walk of the closure: whether it is fenced, and the subject keys its read fence covers
-      const closureEntries = await closureEntryStates(this.#d.db, [artifactId]);
-      if ((await this.#fenced(closureEntries)).size > 0) {
+      const facts = (await closureFacts(this.#d.db, [artifactId])).get(artifactId);
+      if (facts?.fenced) {
         throw new LetheError(
           'erasure_in_progress',
           'the artifact is derived from records being erased: it is served again once the erasure has regenerated it',
@@ -200,7 +199,7 @@ export class ArtifactService {
           .from(provenance)
           .where(eq(provenance.artifactId, artifactId))
           .orderBy(asc(provenance.sourceId));
-        const fenceKeys = [...(row.keyId ? [row.keyId] : []), ...[...new Set(closureEntries.map((e) => e.keyId))].sort()];
+        const fenceKeys = [...(row.keyId ? [row.keyId] : []), ...(facts?.keyIds ?? [])];
         return {
           artifactId,
           kind: row.kind,
@@ -225,39 +224,15 @@ export class ArtifactService {
    * version key it was read under, its kind, and when it was created and its current
    * version written (`updatedAt`).
    */
-  async readMany(ids: readonly string[]): Promise<Map<string, { text: string; keyId: string; kind: ArtifactKind; createdAt: Date; updatedAt: Date }>> {
+  async readMany(
+    ids: readonly string[],
+    only?: Promise<ReadonlySet<string>>,
+  ): Promise<Map<string, { text: string; keyId: string; kind: ArtifactKind; createdAt: Date; updatedAt: Date }>> {
     const out = new Map<string, { text: string; keyId: string; kind: ArtifactKind; createdAt: Date; updatedAt: Date }>();
-    for (const [id, { row, text }] of await this.#texts.readCurrent(ids)) {
+    for (const [id, { row, text }] of await this.#texts.readCurrent(ids, only)) {
       out.set(id, { text, keyId: row.keyId!, kind: row.kind, createdAt: row.createdAt, updatedAt: row.updatedAt });
     }
     return out;
-  }
-
-  /**
-   * The artifacts among `ids` that are fenced while an erasure runs: their closure holds
-   * an entry forgotten by a records-scope erasure (marked at its request's commit), or
-   * one under a subject key that is fenced (a subject's erasure, from its request's
-   * commit) or gone (destroyed, the artifact not yet regenerated). Reads answer
-   * `erasure_in_progress` and search leaves them out until the cascade has regenerated
-   * them from what survives.
-   */
-  async fencedAmong(ids: readonly string[]): Promise<Set<string>> {
-    return this.#fenced(await closureEntryStates(this.#d.db, ids));
-  }
-
-  async #fenced(rows: Awaited<ReturnType<typeof closureEntryStates>>): Promise<Set<string>> {
-    if (rows.length === 0) return new Set();
-    const states = await this.#d.keys.states(rows.map((r) => r.keyId));
-    return new Set(rows.filter((r) => r.forgotten || states.get(r.keyId) !== 'active').map((r) => r.artifactId));
-  }
-
-  /** The keys a read of these artifact versions depends on: their version keys and their closures' subject keys (one query). */
-  async fenceKeys(rows: ReadonlyArray<Pick<ArtifactRow, 'artifactId' | 'keyId'>>): Promise<string[]> {
-    const { keyIds } = await closureSubjects(
-      this.#d.db,
-      rows.map((r) => r.artifactId),
-    );
-    return [...rows.flatMap((r) => (r.keyId ? [r.keyId] : [])), ...keyIds];
   }
 
   /** The transitive closure below an artifact, with the number of distinct subjects in it. */
@@ -283,9 +258,15 @@ export class ArtifactService {
     return touchingSubjects(this.#d.db, subjectHashes);
   }
 
-  /** For each of the given artifacts, whether its closure holds entries of subjects outside the set, and which of the set it holds. */
-  closureScope(artifactIds: readonly string[], subjectHashes: readonly Uint8Array[]): Promise<Map<string, ClosureScope>> {
-    return closureScope(this.#d.db, artifactIds, subjectHashes);
+  /**
+   * What reading each of the given artifacts depends on, in one walk of their closures
+   * (provenance.ts): whether it is fenced while an erasure runs (an entry of its closure
+   * forgotten, or under a key fenced or gone; reads answer `erasure_in_progress` and
+   * search leaves it out until the cascade has regenerated it), the subject keys a read
+   * fence of it covers, and — given a set of subjects — whether its closure stays within it.
+   */
+  closureFacts(artifactIds: readonly string[], subjectHashes?: readonly Uint8Array[]): Promise<Map<string, ClosureFacts>> {
+    return closureFacts(this.#d.db, artifactIds, subjectHashes);
   }
 
   /** Every artifact whose closure holds one of the given records. */

@@ -19,7 +19,7 @@ import { type AppendOnce, claimCte, IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RUL
 import { type ItemHashes, itemHashes } from './items.js';
 import { MAX_ENTRY_TEXT_BYTES, type StoreItem } from './payload.js';
 import { recordDigest, replayRecorded } from './replay.js';
-import { encodeSegment } from './segment.js';
+import { encodeSegment, frameKey } from './segment.js';
 
 export const MAX_RESERVATION = 10_000;
 
@@ -126,6 +126,7 @@ export async function prepareEntry(c: LogContext, subject: string, input: Append
     const segment = newSegmentKey();
     const [embedding] = await c.vectors.seal([{ recordId: entryId, recordType: 'entry', text: input.text }], keyId, dek);
     await c.objects.put(segment, bytes);
+    c.frames.set(frameKey(segment, places[0]!), sealed.envelope);
     return { appended: { entryId, keyId, seq }, subjectHash, dek, segment, place: places[0]!, wrappedKey: sealed.wrappedKey, embedding: embedding!, item };
   } catch (e) {
     zeroize(dek);

@@ -12,7 +12,7 @@ import { openEntry } from './frame.js';
 import { commitBatch } from './indexer-commit.js';
 import { type BatchResult, type Claimed, EMBED_CHUNK, FREE_RETRIES, type IndexerContext, MAX_BACKOFF_SECONDS, type Refusal, sleep } from './indexer-types.js';
 import { FramePayloadSchema, payloadProblem } from './payload.js';
-import { frameAt } from './segment.js';
+import { frameAt, frameKey } from './segment.js';
 
 /**
  * Entries opened, shingled and sealed, or published, between two turns of the event
@@ -98,14 +98,12 @@ async function indexClaimed(c: IndexerContext, claim: string, rows: readonly Cla
       // destroyed meanwhile (its queue row went with it), or a store that did not answer: left to the release below
       if (!dek || bytes === undefined || bytes === 'missing') continue;
       let payload: unknown;
+      const place = { offset: Number(r.frame_offset), length: Number(r.frame_length) };
+      let frame: Uint8Array;
       try {
         const wrapped = r.wrapped_key === null ? null : new Uint8Array(r.wrapped_key.buffer, r.wrapped_key.byteOffset, r.wrapped_key.byteLength);
-        payload = openEntry(
-          dek,
-          { keyId: r.key_id, entryId: r.entry_id, seq: Number(r.seq) },
-          wrapped,
-          frameAt(bytes, { offset: Number(r.frame_offset), length: Number(r.frame_length) }),
-        );
+        frame = frameAt(bytes, place);
+        payload = openEntry(dek, { keyId: r.key_id, entryId: r.entry_id, seq: Number(r.seq) }, wrapped, frame);
       } catch {
         refused.set(r.entry_id, { keyId: r.key_id, reason: 'frame_unopened' });
         continue;
@@ -117,6 +115,8 @@ async function indexClaimed(c: IndexerContext, claim: string, rows: readonly Cla
         continue;
       }
       records.push({ recordId: r.entry_id, recordType: 'entry', text: (payload as { text: string }).text, keyId: r.key_id, key: dek });
+      // a copy: a view would hold the whole segment
+      c.d.frames?.set(frameKey(r.segment, place), frame.slice());
     }
     for (let i = 0; i < records.length; i += EMBED_CHUNK) {
       const chunk = records.slice(i, i + EMBED_CHUNK);

@@ -1,4 +1,5 @@
 /** What the indexer's operation files share: its limits, options and results, and the context the façade (indexer.ts) hands each of them. */
+import type { SealedCache } from '../storage/sealed-cache.js';
 import type { LogDeps } from './deps.js';
 
 /** Queue rows one claim takes (a writer's segment holds up to ~255 entries of 512 B). */
@@ -34,7 +35,8 @@ export interface IndexerOptions {
 }
 
 /** What the indexer works with: the log's own dependencies (deps.ts). */
-export type IndexerDeps = LogDeps;
+/** The log's, and the cache of sealed frames reads consult (the frames indexed are filled in). */
+export type IndexerDeps = LogDeps & { readonly frames?: SealedCache | undefined };
 
 export interface Claimed {
   entry_id: string;

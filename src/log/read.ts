@@ -3,16 +3,16 @@
  * entries by id (one key unwrap per key, read again under a re-key's new key), one
  * entry. Frames are read by range from their segment and held to the entry schema.
  */
-import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { and, asc, eq, isNull, sql } from 'drizzle-orm';
+import type { Database } from '../db/client.js';
 import { zeroize } from '../crypto/index.js';
-import { logEntries, type LogEntryRow } from '../db/schema.js';
+import { logEntries, type LogEntryRow, subjectKeys } from '../db/schema.js';
 import { isLetheError, LetheError } from '../errors.js';
 import { mapLimit } from '../concurrency.js';
 import type { LogContext } from './context.js';
-import { FrameCache } from './frame-cache.js';
 import { type FramePayload, openEntry } from './frame.js';
 import { FramePayloadSchema, payloadProblem } from './payload.js';
-import { frameFromRange, frameRange } from './segment.js';
+import { frameFromRange, frameKey, frameRange } from './segment.js';
 
 /** What a refused (quarantined) entry answers: it is not served. */
 const REFUSED = 'no such entry: its frame was refused when it was indexed (it did not open under the key it names, or its payload broke the entry schema)';
@@ -99,23 +99,18 @@ export async function readMany(c: LogContext, ids: readonly string[], options: {
   const out = new Map<string, Entry>();
   let pending = [...new Set(ids)];
   let seenKeys = new Map<string, string>();
-  // a forgotten entry is read by no one but the erasure forgetting it (its fingerprints)
-  const visible = options.forgottenBy === undefined ? isNull(logEntries.forgottenBy) : eq(logEntries.forgottenBy, options.forgottenBy);
+  const query = readManyQuery(c.db);
   for (let pass = 0; pass < 3 && pending.length > 0; pass++) {
-    const rows = (
-      await c.db
-        .select()
-        .from(logEntries)
-        .where(and(inArray(logEntries.entryId, pending), visible, isNull(logEntries.refused)))
-    ).filter(
+    // a forgotten entry is read by no one but the erasure forgetting it (its fingerprints)
+    const joined = (await query.execute({ ids: pending, forgottenBy: options.forgottenBy ?? null })).filter(
       // on a second pass, only rows that moved to another key are worth another try
-      (row) => pass === 0 || seenKeys.get(row.entryId) !== row.keyId,
+      ({ row }) => pass === 0 || seenKeys.get(row.entryId) !== row.keyId,
     );
     const byKey = new Map<string, LogEntryRow[]>();
-    for (const row of rows) byKey.set(row.keyId, [...(byKey.get(row.keyId) ?? []), row]);
+    for (const { row } of joined) byKey.set(row.keyId, [...(byKey.get(row.keyId) ?? []), row]);
     const retry: string[] = [];
     const keys = new Map<string, string>();
-    const deks = await c.keys.deksFor([...byKey.keys()]);
+    const deks = await c.keys.deksOfRows(joined.flatMap(({ key }) => (key ? [key] : [])));
     try {
       for (const [keyId, list] of byKey) {
         const dek = deks.get(keyId);
@@ -139,6 +134,33 @@ export async function readMany(c: LogContext, ids: readonly string[], options: {
     seenKeys = keys;
   }
   return out;
+}
+
+const readManyQueries = new WeakMap<Database, ReturnType<typeof prepareReadMany>>();
+
+/** readMany's query, prepared once per database (parsed and planned once per connection): entries with their keys' wrapped DEKs. */
+function readManyQuery(db: Database): ReturnType<typeof prepareReadMany> {
+  let query = readManyQueries.get(db);
+  if (!query) readManyQueries.set(db, (query = prepareReadMany(db)));
+  return query;
+}
+
+function prepareReadMany(db: Database) {
+  return db
+    .select({
+      row: logEntries,
+      key: { keyId: subjectKeys.keyId, subjectHash: subjectKeys.subjectHash, epoch: subjectKeys.epoch, wrappedDek: subjectKeys.wrappedDek },
+    })
+    .from(logEntries)
+    .leftJoin(subjectKeys, eq(subjectKeys.keyId, logEntries.keyId))
+    .where(
+      and(
+        sql`${logEntries.entryId} = any(${sql.placeholder('ids')})`,
+        sql`${logEntries.forgottenBy} is not distinct from ${sql.placeholder('forgottenBy')}`,
+        isNull(logEntries.refused),
+      ),
+    )
+    .prepare('log-read-many');
 }
 
 /** The DEKs of the rows' keys into `deks`; false when one of them is gone (destroyed since the rows were selected). */
@@ -194,10 +216,10 @@ async function openOne(c: LogContext, dek: Uint8Array, row: LogEntryRow): Promis
 }
 
 export async function fetchFrame(c: LogContext, row: LogEntryRow): Promise<Uint8Array> {
-  const key = FrameCache.keyOf(row.segment, row.frameOffset, row.frameLength);
+  const place = { offset: row.frameOffset, length: row.frameLength };
+  const key = frameKey(row.segment, place);
   const cached = c.frames.get(key);
   if (cached) return cached;
-  const place = { offset: row.frameOffset, length: row.frameLength };
   const range = frameRange(place);
   const frame = frameFromRange(await c.objects.getRange(row.segment, range.offset, range.length), place);
   c.frames.set(key, frame);

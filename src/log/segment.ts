@@ -93,6 +93,11 @@ export function frameRange(place: FramePlace): { offset: number; length: number 
   return { offset: place.offset - 4, length: place.length + 4 };
 }
 
+/** The name a frame is cached by (src/storage/sealed-cache.ts): segments are written once, so a segment and range denote one frame. */
+export function frameKey(segment: string, place: FramePlace): string {
+  return `${segment}\u0000${place.offset}\u0000${place.length}`;
+}
+
 /** The envelope in bytes fetched by frameRange, after checking its length prefix. */
 export function frameFromRange(bytes: Uint8Array, place: FramePlace): Uint8Array {
   if (bytes.length !== place.length + 4) throw new LetheError('segment_malformed', 'indexed frame lies outside its segment');

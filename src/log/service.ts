@@ -6,6 +6,7 @@
  * An append is acknowledged only after its segment is stored and its index row
  * committed; an object-store failure answers unavailable and indexes nothing.
  */
+import { SealedCache } from '../storage/sealed-cache.js';
 import type { Executor, Transaction } from '../db/client.js';
 import { LetheError } from '../errors.js';
 import {
@@ -31,7 +32,6 @@ import { compact, type CompactReport, fsck, type FsckOptions, type FsckReport } 
 import { type FoundItem, type ItemSearch, listItems, rankItems } from './item-search.js';
 import { lookupItem, namespaceEntries } from './items.js';
 import { MAX_ENTRY_TEXT_BYTES, type StoreItem } from './payload.js';
-import { FrameCache } from './frame-cache.js';
 import { type Entry, get, read, readMany } from './read.js';
 import { rekeyKey, type RekeyOptions, type RekeyResult } from './rekey.js';
 import { register, type RegisteredEntry, type RegistrationResult } from './registration.js';
@@ -46,8 +46,10 @@ export class LogService {
   readonly indexer: Indexer;
 
   constructor(deps: LogDeps, indexing: IndexerOptions = {}) {
-    this.indexer = new Indexer(deps, indexing);
-    this.#c = { ...deps, indexer: this.indexer, purge: new LazyPurge(), frames: new FrameCache() };
+    // the frames the indexer opens are those searches find next: it fills the cache reads consult
+    const frames = new SealedCache();
+    this.indexer = new Indexer({ ...deps, frames }, indexing);
+    this.#c = { ...deps, indexer: this.indexer, purge: new LazyPurge(), frames };
     if (deps.metrics) deps.metrics.searchQueueSource = () => this.indexer.queueStatus();
   }
 

@@ -10,6 +10,7 @@
  * all be someone else's.
  */
 import { LetheError } from '../errors.js';
+import type { ClosureFacts } from '../artifacts/provenance.js';
 import type { ArtifactService } from '../artifacts/service.js';
 import type { FoundItem, ItemSearch } from '../log/item-search.js';
 import type { LogService } from '../log/service.js';
@@ -75,7 +76,14 @@ function inRange(hit: { createdAt: Date; metadata: Record<string, unknown> | nul
 }
 
 /** A candidate looked at: the hit it makes, or null (unreadable, or an artifact reaching a subject outside the scope). */
-type Judged = Omit<SearchHit, 'score'> & { readonly keyId: string };
+type Judged = Omit<SearchHit, 'score'> & { readonly fenceKeys: readonly string[] };
+
+/** Whose records a search judges in scope: an entry's subject (by its key), an artifact's (by its closure: undefined when out of scope). */
+interface JudgeScope {
+  readonly hashes: readonly Uint8Array[] | undefined;
+  readonly entrySubject: (c: IndexHit) => string | null;
+  readonly artifactSubject: (facts: ClosureFacts | undefined) => string | null | undefined;
+}
 
 export class Search {
   readonly #d: { vectors: Vectors; log: LogService; artifacts: ArtifactService; fences: ReadFences; keys: KeyService };
@@ -119,31 +127,20 @@ export class Search {
     // keyed hashes first: a malformed subject id is refused before anything is embedded
     const named = subjects?.map((subject) => ({ subject, hash: keys.subjectHash(subject) }));
     let rankScope: RankScope | undefined;
-    let judge: (candidates: readonly IndexHit[]) => Promise<Map<string, Judged | null>>;
-    if (!named) {
-      judge = (candidates) => this.#judge(candidates, { entrySubject: () => null, artifacts: async (ids) => new Map(ids.map((id) => [id, null])) });
-    } else {
+    let scopeOf: JudgeScope = { hashes: undefined, entrySubject: () => null, artifactSubject: () => null };
+    if (named) {
       const hashes = named.map((n) => n.hash);
       const nameOf = new Map(named.map((n) => [Buffer.from(n.hash).toString('hex'), n.subject]));
       // the subjects' entries: the records filed under their live keys (head and shards); their artifacts: those above their entries
       const [live, touching] = await Promise.all([keys.keysOfSubjects(hashes), this.#d.artifacts.touchingSubjects(hashes)]);
       const subjectOfKey = new Map([...live].flatMap(([hex, list]) => list.map((key) => [key.keyId, nameOf.get(hex)!] as const)));
       rankScope = { keyIds: [...subjectOfKey.keys()], ids: touching.map((t) => t.artifactId) };
-      judge = (candidates) =>
-        this.#judge(candidates, {
-          entrySubject: (c) => subjectOfKey.get(c.keyId) ?? null,
-          // an artifact is in scope only when every subject its closure reaches is named
-          artifacts: async (ids) => {
-            const closures = await this.#d.artifacts.closureScope(ids, hashes);
-            return new Map(
-              ids.flatMap((id) => {
-                const c = closures.get(id);
-                if (!c || c.foreign) return [];
-                return [[id, c.subjects.length === 1 ? (nameOf.get(c.subjects[0]!) ?? null) : null] as const];
-              }),
-            );
-          },
-        });
+      scopeOf = {
+        hashes,
+        entrySubject: (c) => subjectOfKey.get(c.keyId) ?? null,
+        // an artifact is in scope only when every subject its closure reaches is named
+        artifactSubject: (f) => (!f || f.foreign ? undefined : f.subjects.length === 1 ? (nameOf.get(f.subjects[0]!) ?? null) : null),
+      };
     }
     const rank = await rankerFor(this.#d.vectors, query, options.mode ?? 'hybrid', rankScope);
     const time = options.time;
@@ -182,34 +179,30 @@ export class Search {
         }
         if (waiting.length === 0) break;
         // out of the time range: judged as not a hit, so the search looks further
-        for (const [id, j] of await judge(waiting)) judged.set(id, j && time && !inRange(j, time) ? null : j);
+        for (const [id, j] of await this.#judge(waiting, scopeOf)) judged.set(id, j && time && !inRange(j, time) ? null : j);
       }
       if (hits.length === k || candidates.length < n || round === MAX_WIDENINGS) break;
       n *= 4;
     }
     // the fence covers the hits returned, not every candidate read
-    return { hits, readFence: await this.#fence(hits.map((h) => ({ id: h.id, type: h.type, keyId: judged.get(h.id)!.keyId }))) };
+    return { hits, readFence: fences.issue(new Set(hits.flatMap((h) => judged.get(h.id)!.fenceKeys))) };
   }
 
   /**
    * Reads the candidates back through their keys: each one's hit, or null when it is
-   * unreadable (its key destroyed a moment ago, forgotten) or out of scope.
-   * `artifacts` answers the candidate artifacts in scope, with the subject each is of.
+   * unreadable (its key destroyed a moment ago, forgotten) or out of scope. Entries are
+   * read while the candidate artifacts' closures are walked (in scope? fenced by an
+   * erasure? which keys does a fence of it cover?) and the artifacts left read after.
    */
-  async #judge(
-    candidates: readonly IndexHit[],
-    scope: { entrySubject: (c: IndexHit) => string | null; artifacts: (ids: string[]) => Promise<Map<string, string | null>> },
-  ): Promise<Map<string, Judged | null>> {
+  async #judge(candidates: readonly IndexHit[], scope: JudgeScope): Promise<Map<string, Judged | null>> {
     const out = new Map<string, Judged | null>(candidates.map((c) => [c.id, null]));
-    const entryIds = candidates.filter((c) => c.type === 'entry').map((c) => c.id);
-    const artifactIds = candidates.filter((c) => c.type === 'artifact').map((c) => c.id);
-    // an artifact derived from records being erased leaves search from the erasure's request until it is regenerated (both asked at once)
-    const [inScope, fenced] =
-      artifactIds.length > 0
-        ? await Promise.all([scope.artifacts(artifactIds), this.#d.artifacts.fencedAmong(artifactIds)])
-        : [new Map<string, string | null>(), new Set<string>()];
-    for (const id of fenced) inScope.delete(id);
-    const [entries, arts] = await Promise.all([this.#d.log.readMany(entryIds), this.#d.artifacts.readMany([...inScope.keys()])]);
+    const [entries, arts] = await Promise.all([
+      this.#d.log.readMany(candidates.filter((c) => c.type === 'entry').map((c) => c.id)),
+      this.#readArtifacts(
+        candidates.filter((c) => c.type === 'artifact').map((c) => c.id),
+        scope,
+      ),
+    ]);
     for (const c of candidates) {
       if (c.type === 'entry') {
         const e = entries.get(c.id);
@@ -222,29 +215,49 @@ export class Search {
             kind: e.kind,
             metadata: e.metadata,
             createdAt: e.createdAt,
-            keyId: e.keyId,
+            fenceKeys: [e.keyId],
           });
       } else {
         const a = arts.get(c.id);
-        if (a)
-          out.set(c.id, {
-            id: c.id,
-            type: 'artifact',
-            text: a.text,
-            subject: inScope.get(c.id) ?? null,
-            kind: a.kind,
-            metadata: null,
-            createdAt: a.updatedAt,
-            keyId: a.keyId,
-          });
+        if (a) out.set(c.id, a);
       }
     }
     return out;
   }
 
-  /** A read fence covering what these hits were read from: entries' subject keys, artifacts' version keys and closures. */
-  async #fence(hits: ReadonlyArray<{ id: string; type: RecordType; keyId: string }>): Promise<string> {
-    const arts = hits.filter((h) => h.type === 'artifact').map((h) => ({ artifactId: h.id, keyId: h.keyId }));
-    return this.#d.fences.issue([...hits.filter((h) => h.type === 'entry').map((h) => h.keyId), ...(await this.#d.artifacts.fenceKeys(arts))]);
+  /** The artifacts among `ids` in scope and not fenced by an erasure (an artifact derived from records being erased leaves search from its request until it is regenerated), read. */
+  async #readArtifacts(ids: readonly string[], scope: JudgeScope): Promise<Map<string, Judged>> {
+    const out = new Map<string, Judged>();
+    if (ids.length === 0) return out;
+    const facts = this.#d.artifacts.closureFacts(ids, scope.hashes);
+    // the subject of each artifact in scope and not fenced: only those are opened (their rows and keys are read meanwhile)
+    const admitted = facts.then((all) => {
+      const subjects = new Map<string, string | null>();
+      for (const id of ids) {
+        const f = all.get(id);
+        const subject = scope.artifactSubject(f);
+        if (subject !== undefined && !f?.fenced) subjects.set(id, subject);
+      }
+      return subjects;
+    });
+    const read = await this.#d.artifacts.readMany(
+      ids,
+      admitted.then((subjects) => new Set(subjects.keys())),
+    );
+    const [all, subjects] = await Promise.all([facts, admitted]);
+    for (const [id, a] of read) {
+      out.set(id, {
+        id,
+        type: 'artifact',
+        text: a.text,
+        subject: subjects.get(id) ?? null,
+        kind: a.kind,
+        metadata: null,
+        createdAt: a.updatedAt,
+        // its version key and its closure's subject keys
+        fenceKeys: [a.keyId, ...(all.get(id)?.keyIds ?? [])],
+      });
+    }
+    return out;
   }
 }

@@ -23,23 +23,38 @@ export async function dekFor(c: KeyContext, keyId: string): Promise<{ dek: Uint8
  * absent from the answer). The caller zeroes every DEK.
  */
 export async function deksFor(c: KeyContext, keyIds: readonly string[]): Promise<Map<string, Uint8Array>> {
-  const out = new Map<string, Uint8Array>();
   const unique = [...new Set(keyIds)];
-  if (unique.length === 0) return out;
-  const rows = await c.d.db.select().from(subjectKeys).where(inArray(subjectKeys.keyId, unique));
+  if (unique.length === 0) return new Map();
+  return deksOfRows(c, await c.d.db.select().from(subjectKeys).where(inArray(subjectKeys.keyId, unique)));
+}
+
+/** What unwrapping a subject key needs of its row (a caller that joined `subject_keys` into its own query has it). */
+export type SubjectKeyWrap = Pick<typeof subjectKeys.$inferSelect, 'keyId' | 'subjectHash' | 'epoch' | 'wrappedDek'>;
+
+/**
+ * The DEKs of keys whose rows the caller read (live when read): a key destroyed since
+ * is absent from the answer. The caller zeroes every DEK.
+ */
+export async function deksOfRows(c: KeyContext, rows: readonly SubjectKeyWrap[]): Promise<Map<string, Uint8Array>> {
+  const out = new Map<string, Uint8Array>();
   try {
     for (const row of rows) {
+      if (out.has(row.keyId)) continue;
       // the row says the key is live; the cache, when it holds this very key, saves the unwrap
       const cached = c.d.cache.get(hashHex(row.subjectHash));
       if (cached && cached.keyId === row.keyId) out.set(row.keyId, cached.dek);
       else {
         if (cached) zeroize(cached.dek);
-        out.set(row.keyId, await unwrapRow(c, row));
+        try {
+          out.set(row.keyId, await unwrapRow(c, row));
+        } catch (e) {
+          // destroyed since the row was read: absent, as if the query had not found it
+          if (!isLetheError(e, 'key_destroyed')) throw e;
+        }
       }
     }
   } catch (e) {
     for (const dek of out.values()) zeroize(dek);
-    if (isLetheError(e, 'key_destroyed')) return deksFor(c, unique); // destroyed mid-read: look again
     throw e;
   }
   return out;

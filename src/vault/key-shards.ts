@@ -10,7 +10,8 @@
  * transaction that the creation guards can refuse (an erasure of the subject open: no
  * new key).
  */
-import { and, asc, desc, eq, inArray } from 'drizzle-orm';
+import { and, asc, desc, eq, sql } from 'drizzle-orm';
+import type { Database } from '../db/client.js';
 import { randomBytes, zeroize } from '../crypto/index.js';
 import { subjectKeys } from '../db/schema.js';
 import { newId } from '../ids.js';
@@ -28,15 +29,25 @@ export async function keysOf(c: KeyContext, subjectHash: Uint8Array): Promise<Su
     .orderBy(desc(subjectKeys.head), asc(subjectKeys.keyId));
 }
 
+const keysOfSubjectsQueries = new WeakMap<Database, ReturnType<typeof prepareKeysOfSubjects>>();
+
+/** keysOfSubjects' query, prepared (parsed and planned once per connection): the subjects as a JSON array of hex hashes. */
+function prepareKeysOfSubjects(db: Database) {
+  return db
+    .select({ subjectHash: subjectKeys.subjectHash, keyId: subjectKeys.keyId, state: subjectKeys.state, head: subjectKeys.head })
+    .from(subjectKeys)
+    .where(sql`${subjectKeys.subjectHash} = any(array(select decode(h, 'hex') from json_array_elements_text(${sql.placeholder('hashes')}::json) as s(h)))`)
+    .orderBy(desc(subjectKeys.head), asc(subjectKeys.keyId))
+    .prepare('keys-of-subjects');
+}
+
 /** keysOf for many subjects in one query: by the hex of each keyed hash that has live keys (the others are absent). */
 export async function keysOfSubjects(c: KeyContext, subjectHashes: readonly Uint8Array[]): Promise<Map<string, SubjectKeyRef[]>> {
   const out = new Map<string, SubjectKeyRef[]>();
   if (subjectHashes.length === 0) return out;
-  const rows = await c.d.db
-    .select({ subjectHash: subjectKeys.subjectHash, keyId: subjectKeys.keyId, state: subjectKeys.state, head: subjectKeys.head })
-    .from(subjectKeys)
-    .where(inArray(subjectKeys.subjectHash, [...subjectHashes]))
-    .orderBy(desc(subjectKeys.head), asc(subjectKeys.keyId));
+  let query = keysOfSubjectsQueries.get(c.d.db);
+  if (!query) keysOfSubjectsQueries.set(c.d.db, (query = prepareKeysOfSubjects(c.d.db)));
+  const rows = await query.execute({ hashes: JSON.stringify(subjectHashes.map(hashHex)) });
   for (const { subjectHash, ...key } of rows) {
     const hex = hashHex(subjectHash);
     out.set(hex, [...(out.get(hex) ?? []), key]);

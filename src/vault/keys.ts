@@ -15,7 +15,7 @@ import type { Transaction } from '../db/client.js';
 import { isLetheError, type LetheError } from '../errors.js';
 import { type CreationGuards, KeyCreator, NO_REFUSALS } from './creation.js';
 import { destroySubjectKey, type Destruction, type Replacement, replaceSubjectKey } from './key-destruction.js';
-import { dekFor, deksFor } from './key-deks.js';
+import { dekFor, deksFor, deksOfRows, type SubjectKeyWrap } from './key-deks.js';
 import { ensureKey, ensureKeys } from './key-ensure.js';
 import { awaitRekey, fenceSubjectWithin, transition, unfenceKey } from './key-fence.js';
 import { lease, releaseLease, writingKey } from './key-lease.js';
@@ -41,6 +41,7 @@ import { hashHex } from './subjects.js';
 
 export type { Destruction, Replacement } from './key-destruction.js';
 export type { LeaseSummary } from './leases.js';
+export type { SubjectKeyWrap } from './key-deks.js';
 export * from './key-types.js';
 
 export class KeyService {
@@ -142,6 +143,9 @@ export class KeyService {
   statusOf = (subjectHash: Uint8Array): Promise<SubjectStatus> => statusOf(this.#c, subjectHash);
   dekFor = (keyId: string): Promise<{ dek: Uint8Array; state: 'active' | 'fenced' }> => dekFor(this.#c, keyId);
   deksFor = (keyIds: readonly string[]): Promise<Map<string, Uint8Array>> => deksFor(this.#c, keyIds);
+
+  /** `deksFor` of key rows the caller read itself (joined into its own query): no query unless a rotation moved one. */
+  deksOfRows = (rows: readonly SubjectKeyWrap[]): Promise<Map<string, Uint8Array>> => deksOfRows(this.#c, rows);
 
   /** Destroys a key: row, ledger and audit row in one transaction; every replica drops it. Idempotent. */
   async destroyKey(keyId: string, options: { reason: string; actor: string }): Promise<Destruction> {

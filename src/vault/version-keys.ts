@@ -13,10 +13,10 @@
  * an artifact's only through the artifact path, and neither as a subject DEK.
  */
 import { eq, sql } from 'drizzle-orm';
-import { randomBytes } from '../crypto/index.js';
+import { randomBytes, zeroize } from '../crypto/index.js';
 import { type Database, queryRows, type Transaction } from '../db/client.js';
 import { artifactKeys } from '../db/schema.js';
-import { LetheError } from '../errors.js';
+import { isLetheError, LetheError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { KeyPurpose, KeyProvider } from '../keyprovider/provider.js';
 import type { KeyDestructions } from './destructions.js';
@@ -33,6 +33,9 @@ export interface VersionKeyInput {
   readonly version: number;
   readonly purpose: VersionKeyPurpose;
 }
+
+/** What unwrapping a version key needs of its row (a caller that joined `artifact_keys` into its own query has it). */
+export type VersionKeyRow = Pick<typeof artifactKeys.$inferSelect, 'keyId' | 'epoch' | 'wrappedDek' | 'purpose'>;
 
 /** A version key wrapped under `epoch`, not stored yet. */
 export interface WrappedVersionKey extends VersionKeyInput {
@@ -109,6 +112,32 @@ export class VersionKeys {
     const row = await checked();
     if (!row) throw gone();
     return unwrapCurrent(this.#db, this.#provider, row, purpose, checked, gone);
+  }
+
+  /**
+   * The plaintext keys of artifact-version keys whose rows the caller read (joined into
+   * its own query; live when read): a key destroyed since is absent, and a row of another
+   * purpose is refused as by `unwrap`. The caller zeroes every key.
+   */
+  async unwrapVersionRows(rows: readonly VersionKeyRow[]): Promise<Map<string, Uint8Array>> {
+    const out = new Map<string, Uint8Array>();
+    try {
+      for (const row of rows) {
+        if (out.has(row.keyId)) continue;
+        if (row.purpose !== 'artifact-version') throw new LetheError('conflict', `key ${row.keyId} is an erasure key, not an artifact-version key`);
+        const gone = () => new LetheError('key_destroyed', 'the artifact version key was destroyed');
+        try {
+          out.set(row.keyId, await unwrapCurrent(this.#db, this.#provider, row, 'artifact-version', () => this.#row(row.keyId), gone));
+        } catch (e) {
+          // destroyed since the row was read: absent, as if the query had not found it
+          if (!isLetheError(e, 'key_destroyed')) throw e;
+        }
+      }
+    } catch (e) {
+      zeroize(...out.values());
+      throw e;
+    }
+    return out;
   }
 
   /** What a live version key is for (undefined once destroyed). */

@@ -24,6 +24,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { minioBinary, type MinioServer, startMinio } from '../../infra/minio-server.js';
 import { queryRows } from '../../src/db/client.js';
+import type { App } from '../../src/app/app.js';
 import { FIRST_RUN } from '../../src/erasure/machine.js';
 import type { ErasureView } from '../../src/erasure/view.js';
 import { LetheError } from '../../src/errors.js';
@@ -79,9 +80,10 @@ function minioEnv(extra: Record<string, string>): Record<string, string> {
   };
 }
 
-async function subjectWith(tv: TestVault, n: number): Promise<string> {
+/** A subject of `n` entries, appended through `via` (default: the vault's own app). */
+async function subjectWith(tv: TestVault, n: number, via: App = tv.app): Promise<string> {
   const s = `user:out-${tag()}`;
-  for (let i = 0; i < n; i++) await tv.app.log.append(s, { text: words(8) }, 'writer');
+  for (let i = 0; i < n; i++) await via.log.append(s, { text: words(8) }, 'writer');
   return s;
 }
 
@@ -118,8 +120,12 @@ const committedSteps = async (tv: TestVault, erasureId: string) =>
 describe('MinIO down, then frozen, during an erasure (store timeout 1 s)', () => {
   let tv: TestVault;
 
+  // the entries are appended through another replica: the erasing one has none of their frames cached, so it reads them from the store
+  let writer: App;
+
   beforeAll(async () => {
     tv = await openTestVault({ extraEnv: minioEnv({ LETHE_STORE_TIMEOUT_MS: '1000' }) });
+    writer = await tv.reopen({ listen: false });
   }, 120_000);
 
   afterAll(async () => {
@@ -127,7 +133,7 @@ describe('MinIO down, then frozen, during an erasure (store timeout 1 s)', () =>
   });
 
   it('keeps retrying past the old five attempts while MinIO is stopped, shows why, and completes once it is back', { timeout: 120_000 }, async () => {
-    const s = await subjectWith(tv, 3);
+    const s = await subjectWith(tv, 3, writer);
     const call = callVault(tv.app);
     await minio.stop({ keepData: true });
     let restarted = false;
@@ -155,7 +161,7 @@ describe('MinIO down, then frozen, during an erasure (store timeout 1 s)', () =>
   });
 
   it('times out store calls while MinIO is frozen (SIGSTOP) instead of hanging, and completes after SIGCONT', { timeout: 120_000 }, async () => {
-    const s = await subjectWith(tv, 3);
+    const s = await subjectWith(tv, 3, writer);
     minio.pause();
     let erasureId: string;
     try {
