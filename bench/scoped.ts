@@ -24,7 +24,7 @@
  *           they rank below the measured subjects' entries for the queries, so the
  *           global search reads back real hits, not unreadable filler (checked per
  *           query: its candidates must all be real records, else a warning).
- *   query   BENCH_SCOPED_RUNS (default 20; 40 with BENCH_FULL=1; 15 when quick) generated sentences after 3
+ *   query   BENCH_SCOPED_RUNS (default 40; 15 when quick) generated sentences after 3
  *           unmeasured, round robin over the measured subjects, each timed as
  *           search(q, 10, { subjects: [s] }) then search(q, 10, { allSubjects: true }).
  *           Also the ranking step alone: index.searchWithin over the subject's key and
@@ -82,7 +82,7 @@ export interface ScopedResult {
 export async function runScoped(): Promise<ScopedResult> {
   const total = envInt('BENCH_SCOPED_VECTORS', byMode({ quick: 20_000, normal: 20_000, full: 100_000 }), 1_000);
   const subjects = envInt('BENCH_SCOPED_SUBJECTS', byMode({ quick: 200, normal: 200, full: 1_000 }), MEASURED + 1);
-  const runs = envInt('BENCH_SCOPED_RUNS', byMode({ quick: 15, normal: 20, full: 40 }), 5);
+  const runs = envInt('BENCH_SCOPED_RUNS', byMode({ quick: 15, normal: 40, full: 40 }), 5);
   const warnings: string[] = [];
   const { vault, cleanup } = await scratchVault('scoped');
   try {

@@ -17,8 +17,10 @@
  *     and both processes still run.
  *
  * Then the store stalled again during an erasure, at points the service's answers mark
- * rather than a poll's timing: from the request until fingerprint has failed an attempt,
- * and from the erasure parking at drain_leases (behind a lease the test holds, then
+ * rather than a poll's timing: from the request until a step before drain_leases has met
+ * it (fingerprint fails an attempt when the replica running it has not cached the
+ * entries' frames; else destroy parks until its destruction record is durable in the
+ * backup ledger), and from the erasure parking at drain_leases (behind a lease the test holds, then
  * releases) until a later step (propagate) has failed one or parked. A step that needs
  * the store retries or waits, none fails the erasure, and it completes; which steps met
  * the stall is read from the erasure's own timeline (its events stream).
@@ -201,8 +203,9 @@ describe('object store stalled and down under two replicas', () => {
     expect((await answer(a, 'POST', '/v1/backups', { role: 'backup', timeoutMs: 30_000 })).status).toBe(201);
 
     // the store stalls twice, each time while the erasure is at a step the test can tell from the service's
-    // answers, never from how fast it polls: from the request on (fingerprint reads the subject's entries
-    // from the store), and from the moment the erasure parks at drain_leases behind a lease this test holds
+    // answers, never from how fast it polls: from the request on (fingerprint reads the subject's entries, from
+    // the store unless the replica running it cached their frames as they were appended; destroy then waits for
+    // the backup ledger), and from the moment the erasure parks at drain_leases behind a lease this test holds
     // until it releases it (the steps after it — propagate writes to the backup store — meet it)
     const leased = await answer(a, 'POST', `/v1/subjects/${subject}/key/lease`);
     expect(leased.status).toBe(200);
@@ -235,11 +238,13 @@ describe('object store stalled and down under two replicas', () => {
       const requested = await answer(a, 'POST', '/v1/erasures', { role: 'eraser', body: { subject } });
       expect(requested.status).toBe(202);
       erasureId = (requested.body as { erasureId: string }).erasureId;
-      // 1. fingerprint fails an attempt on the stalled store (recorded as its retry): then the stall lifts
+      // 1. fingerprint fails an attempt on the stalled store (recorded as its retry), or destroy parks waiting for it: then the stall lifts
       await untilErasure(
-        'fingerprint to fail an attempt on the stalled store',
+        'fingerprint to fail an attempt on the stalled store, or destroy to wait for it',
         erasureId,
-        (running, attempts) => running?.name === 'fingerprint' && attempts > 0,
+        (running, attempts) =>
+          (running?.name === 'fingerprint' && attempts > 0) ||
+          (running?.name === 'destroy' && /not yet durable in the backup store's ledger \(the backup store/.test(running.detail ?? '')),
       );
       for (const t of stall) await cluster.s3.remove(t);
       stall = [];
@@ -271,8 +276,9 @@ describe('object store stalled and down under two replicas', () => {
     const timeline = await transitions(a, erasureId);
     const met = timeline.filter((t) => t.fromStep !== null && t.fromStep === t.toStep && /store/.test(t.detail ?? '')).map((t) => t.fromStep!);
     console.log(`fault-s3: steps that met the stalled store, as the erasure's timeline records them: ${JSON.stringify(met)}`);
-    // the first step reads the subject's entries from the store: it met the stall, failed an attempt and retried
-    expect(met[0]).toBe('fingerprint');
+    // the first step that needs the store met the stall and retried or waited: fingerprint (the entries' frames read
+    // from the store) or, when the replica running it had them cached, destroy (its record durable in the backup ledger)
+    expect(['fingerprint', 'destroy']).toContain(met[0]);
     // and a step after drain_leases met the second one, none of them failing the erasure
     expect(
       met.some((step) => STEPS.indexOf(step) > STEPS.indexOf('drain_leases')),
