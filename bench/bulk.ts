@@ -1,6 +1,6 @@
 /**
  * Bulk erasure: POST /v1/erasures/batch of N class-A subjects (BENCH_BULK_SUBJECTS,
- * default 100 to fit the default run's 10 minutes; BENCH_FULL: 1,000; BENCH_QUICK: 50), each with 3 short entries of random tokens (no word
+ * default 50 to fit the default run's 10 minutes; BENCH_FULL: 1,000), each with 3 short entries of random tokens (no word
  * sequence shared across subjects: the probe finds no cross-subject residual), against
  * `lethe serve` child processes (tsx, PORT 0; bench/support/service.ts startService) on a scratch
  * PostgreSQL database and a local filesystem object store (LETHE_DATA_DIR).
@@ -36,7 +36,7 @@ import { type Aim, aim, fmtInt, fmtNum, fmtRatio, fmtSeconds, formatAims, progre
 
 // ------------------------------------------------------------------ settings
 
-const SUBJECTS = envInt('BENCH_BULK_SUBJECTS', byMode({ quick: 50, normal: 100, full: 1000 }), 1);
+const SUBJECTS = envInt('BENCH_BULK_SUBJECTS', byMode({ quick: 50, normal: 50, full: 1000 }), 1);
 const ENTRIES = 3;
 const SEED_CONCURRENCY = 16;
 /** The most subjects one POST /v1/erasures/batch takes. */

@@ -21,7 +21,7 @@
  *                BENCH_PROVENANCE_RUNS (default 50) calls, sequential; every call must
  *                answer exactly the 100 artifacts (80 at depth 1, 20 at depth 2), else the
  *                benchmark fails. Then EXPLAIN (ANALYZE, BUFFERS) of the very same SQL
- *                (captured from touchingSubject, not retyped) at each size: execution
+ *                (touchingSubject's own statement, not retyped) at each size: execution
  *                time, rows, shared buffers hit/read, and every scan node with its index.
  *                Figure: median at the large size ÷ median at the small size (aim <= 2:
  *                the cost follows what is touched, not the size of the store). When the
@@ -49,8 +49,8 @@ import { randomBytes } from 'node:crypto';
 import type { SQL } from 'drizzle-orm';
 import { sql as dsql } from 'drizzle-orm';
 import postgres from 'postgres';
-import { touchingRecords, touchingSubject } from '../src/artifacts/provenance.js';
-import { type Executor, queryRows } from '../src/db/client.js';
+import { touchingRecords, touchingSubject, touchingSubjectQuery } from '../src/artifacts/provenance.js';
+import { queryRows } from '../src/db/client.js';
 import type { App } from '../src/app/open.js';
 import { byMode, envInt } from './support/mode.js';
 import { scratchVault } from './support/scratch.js';
@@ -344,18 +344,9 @@ function summarizePlan(raw: unknown): PlanSummary {
   };
 }
 
-/** The SQL touchingSubject sends, captured by running it against a recording executor. */
-async function touchingSql(subjectHash: Uint8Array): Promise<SQL> {
-  let captured: SQL | undefined;
-  const recorder = {
-    execute: async (query: SQL) => {
-      captured = query;
-      return [];
-    },
-  } as unknown as Executor;
-  await touchingSubject(recorder, subjectHash);
-  if (!captured) throw new Error('touchingSubject sent no query');
-  return captured;
+/** The SQL touchingSubject sends (its own statement, not retyped). */
+function touchingSql(subjectHash: Uint8Array): SQL {
+  return touchingSubjectQuery(subjectHash);
 }
 
 async function measureTouching(vault: App, pg: postgres.Sql, edges: number, runs: number): Promise<TouchingRun> {
@@ -411,7 +402,7 @@ async function measureTouching(vault: App, pg: postgres.Sql, edges: number, runs
   const query = stats(samples, warmups);
   const roundTrip = stats(trips, warmups);
 
-  const planRows = await queryRows<{ 'QUERY PLAN': unknown }>(exec, dsql`explain (analyze, buffers, format json) ${await touchingSql(target)}`);
+  const planRows = await queryRows<{ 'QUERY PLAN': unknown }>(exec, dsql`explain (analyze, buffers, format json) ${touchingSql(target)}`);
   const parsePlan = (rows: Array<{ 'QUERY PLAN': unknown }>) => {
     const raw = rows[0]?.['QUERY PLAN'];
     const p = summarizePlan(typeof raw === 'string' ? JSON.parse(raw) : raw);
@@ -422,7 +413,7 @@ async function measureTouching(vault: App, pg: postgres.Sql, edges: number, runs
   let indexPlan: PlanSummary | null = null;
   let indexPathQuery: LatencyStats | null = null;
   if (plan.seqScans.length > 0) {
-    const captured = await touchingSql(target);
+    const captured = touchingSql(target);
     [indexPlan, indexPathQuery] = await exec.transaction(async (tx) => {
       await tx.execute(dsql`set local enable_seqscan = off`);
       const p = parsePlan(await queryRows<{ 'QUERY PLAN': unknown }>(tx, dsql`explain (analyze, buffers, format json) ${captured}`));

@@ -102,9 +102,12 @@ export interface TouchingArtifact {
 
 /** Every artifact whose closure holds an entry of the subject, with the depth at which it does. */
 export async function touchingSubject(exec: Executor, subjectHash: Uint8Array): Promise<TouchingArtifact[]> {
-  return touching(
-    exec,
-    'provenance-touchingSubject',
+  return touching(exec, 'provenance-touchingSubject', touchingSubjectQuery(subjectHash));
+}
+
+/** The statement touchingSubject sends (the bench explains it as sent). */
+export function touchingSubjectQuery(subjectHash: Uint8Array): SQL {
+  return touchingQuery(
     sql`select p.artifact_id, 1
           from log_entries e cross join ${citing(sql`e.entry_id`)}
          where e.subject_hash = decode(${Buffer.from(subjectHash).toString('hex')}, 'hex')`,
@@ -120,9 +123,9 @@ export async function touchingSubjects(exec: Executor, subjectHashes: readonly U
   return touching(
     exec,
     'provenance-touchingSubjects',
-    sql`select p.artifact_id, 1
+    touchingQuery(sql`select p.artifact_id, 1
           from log_entries e cross join ${citing(sql`e.entry_id`)}
-         where e.subject_hash = any(array(select decode(h, 'hex') from json_array_elements_text(${hashesJson(subjectHashes)}::json) as s(h)))`,
+         where e.subject_hash = any(array(select decode(h, 'hex') from json_array_elements_text(${hashesJson(subjectHashes)}::json) as s(h)))`),
   );
 }
 
@@ -182,18 +185,19 @@ export async function touchingRecords(exec: Executor, recordIds: readonly string
   return touching(
     exec,
     'provenance-touchingRecords',
-    sql`select p.artifact_id, 1
-          from provenance p where p.source_id = ${anyOf(recordIds)}`,
+    touchingQuery(sql`select p.artifact_id, 1
+          from provenance p where p.source_id = ${anyOf(recordIds)}`),
   );
 }
 
-async function touching(exec: Executor, name: string, start: SQL): Promise<TouchingArtifact[]> {
-  const rows = await queryPrepared<{ artifact_id: string; depth: number }>(
-    exec,
-    name,
-    sql`${upwardCte(start)}
-        select artifact_id, min(depth)::int as depth from t group by artifact_id order by min(depth), artifact_id`,
-  );
+/** Every artifact above `start` (rows of `artifact_id` at depth 1), with its shortest depth. */
+function touchingQuery(start: SQL): SQL {
+  return sql`${upwardCte(start)}
+        select artifact_id, min(depth)::int as depth from t group by artifact_id order by min(depth), artifact_id`;
+}
+
+async function touching(exec: Executor, name: string, query: SQL): Promise<TouchingArtifact[]> {
+  const rows = await queryPrepared<{ artifact_id: string; depth: number }>(exec, name, query);
   return rows.map((r) => ({ artifactId: r.artifact_id, depth: Number(r.depth) }));
 }
 

@@ -7,7 +7,7 @@
  */
 import { and, eq, sql } from 'drizzle-orm';
 import { encodeContext, open, seal, utf8, zeroize } from '../crypto/index.js';
-import type { Database } from '../db/client.js';
+import { type Database, preparedPer } from '../db/client.js';
 import { type ArtifactKind, artifactKeys, type ArtifactRow, artifacts } from '../db/schema.js';
 import { isLetheError, LetheError } from '../errors.js';
 import { mapLimit } from '../concurrency.js';
@@ -35,7 +35,6 @@ export class ArtifactTexts {
   readonly #d: { db: Database; versionKeys: VersionKeys; objects: ObjectStore };
   /** Versions recently written or read, sealed, by object and key: a name never denotes another sealing. */
   readonly #sealed = new SealedCache();
-  #readCurrentQuery: ReturnType<typeof prepareReadCurrent> | undefined;
 
   constructor(deps: { db: Database; versionKeys: VersionKeys; objects: ObjectStore }) {
     this.#d = deps;
@@ -103,7 +102,7 @@ export class ArtifactTexts {
     let pending = [...new Set(ids)];
     for (let attempt = 0; attempt < 5 && pending.length > 0; attempt++) {
       // each artifact with its version key's wrapped copy, in one query; a key missing was destroyed since (a regeneration): read again
-      const joined = await (this.#readCurrentQuery ??= prepareReadCurrent(this.#d.db)).execute({ ids: pending });
+      const joined = await readCurrentQuery(this.#d.db).execute({ ids: pending });
       let rows = joined.map((j) => j.row);
       const retry: string[] = [];
       const keys = await this.#d.versionKeys.unwrapVersionRows(joined.flatMap((j) => (j.key ? [j.key] : [])));
@@ -135,6 +134,8 @@ export class ArtifactTexts {
 }
 
 /** readCurrent's query, prepared (parsed and planned once per connection): live artifacts with their version keys' wrapped copies. */
+const readCurrentQuery = preparedPer((db) => prepareReadCurrent(db));
+
 function prepareReadCurrent(db: Database) {
   return db
     .select({

@@ -68,6 +68,19 @@ export async function queryPrepared<T>(exec: Executor, name: string, query: SQL)
   return ((result as { rows?: T[] }).rows ?? []) as T[];
 }
 
+/**
+ * A query prepared once per database handle, built on first use: `build` returns a
+ * drizzle `.prepare(name)` query, which PostgreSQL parses and plans once per connection.
+ */
+export function preparedPer<T>(build: (db: Database) => T): (db: Database) => T {
+  const built = new WeakMap<Database, T>();
+  return (db) => {
+    let query = built.get(db);
+    if (!query) built.set(db, (query = build(db)));
+    return query;
+  };
+}
+
 export interface OpenDbOptions {
   readonly databaseUrl?: string | undefined;
   /** PGlite data directory; `memory://` (or undefined) for an in-memory database. */

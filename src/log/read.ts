@@ -4,7 +4,7 @@
  * entry. Frames are read by range from their segment and held to the entry schema.
  */
 import { and, asc, eq, isNull, sql } from 'drizzle-orm';
-import type { Database } from '../db/client.js';
+import { type Database, preparedPer } from '../db/client.js';
 import { zeroize } from '../crypto/index.js';
 import { logEntries, type LogEntryRow, subjectKeys } from '../db/schema.js';
 import { isLetheError, LetheError } from '../errors.js';
@@ -136,14 +136,8 @@ export async function readMany(c: LogContext, ids: readonly string[], options: {
   return out;
 }
 
-const readManyQueries = new WeakMap<Database, ReturnType<typeof prepareReadMany>>();
-
-/** readMany's query, prepared once per database (parsed and planned once per connection): entries with their keys' wrapped DEKs. */
-function readManyQuery(db: Database): ReturnType<typeof prepareReadMany> {
-  let query = readManyQueries.get(db);
-  if (!query) readManyQueries.set(db, (query = prepareReadMany(db)));
-  return query;
-}
+/** readMany's query, prepared (parsed and planned once per connection): entries with their keys' wrapped DEKs. */
+const readManyQuery = preparedPer((db) => prepareReadMany(db));
 
 function prepareReadMany(db: Database) {
   return db

@@ -11,7 +11,7 @@
  * new key).
  */
 import { and, asc, desc, eq, sql } from 'drizzle-orm';
-import type { Database } from '../db/client.js';
+import { type Database, preparedPer } from '../db/client.js';
 import { randomBytes, zeroize } from '../crypto/index.js';
 import { subjectKeys } from '../db/schema.js';
 import { newId } from '../ids.js';
@@ -29,7 +29,7 @@ export async function keysOf(c: KeyContext, subjectHash: Uint8Array): Promise<Su
     .orderBy(desc(subjectKeys.head), asc(subjectKeys.keyId));
 }
 
-const keysOfSubjectsQueries = new WeakMap<Database, ReturnType<typeof prepareKeysOfSubjects>>();
+const keysOfSubjectsQuery = preparedPer((db) => prepareKeysOfSubjects(db));
 
 /** keysOfSubjects' query, prepared (parsed and planned once per connection): the subjects as a JSON array of hex hashes. */
 function prepareKeysOfSubjects(db: Database) {
@@ -45,9 +45,7 @@ function prepareKeysOfSubjects(db: Database) {
 export async function keysOfSubjects(c: KeyContext, subjectHashes: readonly Uint8Array[]): Promise<Map<string, SubjectKeyRef[]>> {
   const out = new Map<string, SubjectKeyRef[]>();
   if (subjectHashes.length === 0) return out;
-  let query = keysOfSubjectsQueries.get(c.d.db);
-  if (!query) keysOfSubjectsQueries.set(c.d.db, (query = prepareKeysOfSubjects(c.d.db)));
-  const rows = await query.execute({ hashes: JSON.stringify(subjectHashes.map(hashHex)) });
+  const rows = await keysOfSubjectsQuery(c.d.db).execute({ hashes: JSON.stringify(subjectHashes.map(hashHex)) });
   for (const { subjectHash, ...key } of rows) {
     const hex = hashHex(subjectHash);
     out.set(hex, [...(out.get(hex) ?? []), key]);
