@@ -6,14 +6,19 @@
  * number when a signal ended it). Plain Node: it runs before node_modules exists.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 
 /**
  * `what` names the child in the message when it cannot start; `onExit` runs before this
- * process exits with the child's code.
+ * process exits with the child's code; `ipc` opens a channel whose end the child takes as
+ * this process's death (`lethe serve` then shuts down).
  */
-export function runForwardingSignals(file, args, { cwd, what, onExit }) {
-  const child = spawn(process.execPath, [file, ...args], { cwd, stdio: 'inherit', detached: true });
+export function runForwardingSignals(file, args, { cwd, what, onExit, ipc = false }) {
+  // ipc: a channel the child sees close when this process ends, however it ends (SIGKILL too)
+  const stdio = ipc ? ['inherit', 'inherit', 'inherit', 'ipc'] : 'inherit';
+  const child = spawn(process.execPath, [file, ...args], { cwd, stdio, detached: true });
+  if (ipc) child.channel?.unref();
   const lastSent = new Map();
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     process.on(signal, () => {
@@ -23,6 +28,7 @@ export function runForwardingSignals(file, args, { cwd, what, onExit }) {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     });
   }
+  if (ipc) onAncestorDeath(() => child.exitCode === null && child.signalCode === null && child.kill('SIGTERM'));
   child.on('error', (e) => {
     console.error(`lethe: ${what} could not be started: ${e.message}`);
     process.exit(1);
@@ -32,4 +38,39 @@ export function runForwardingSignals(file, args, { cwd, what, onExit }) {
     process.exit(code ?? 128 + (constants.signals[signal] ?? 0));
   });
   return child;
+}
+
+/** A process's parent pid from /proc (Linux); undefined where there is none to read. */
+function parentOf(pid) {
+  try {
+    // the command's name, in parentheses, may hold spaces: the fields after its last ')' are fixed
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Calls `then` once this process's parent is gone, or, run by npm (npm → sh → this), npm
+ * is: a SIGKILL reaches only the process it names, and the others would run on.
+ */
+function onAncestorDeath(then) {
+  const parent = process.ppid;
+  const npm = process.env.npm_lifecycle_event ? parentOf(parent) : undefined;
+  const alive = (pid) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (e) {
+      return e.code === 'EPERM';
+    }
+  };
+  const timer = setInterval(() => {
+    if (process.ppid !== parent || (npm !== undefined && npm > 1 && !alive(npm))) {
+      clearInterval(timer);
+      then();
+    }
+  }, 500);
+  timer.unref();
 }

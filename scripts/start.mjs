@@ -4,8 +4,9 @@
  *
  *   1. dependencies: `npm ci` when node_modules is missing or stale against
  *      package-lock.json (scripts/ensure-deps.mjs), else nothing;
- *   2. build: `tsc -p tsconfig.build.json` (incremental) when dist/ is missing or a file
- *      under src/, tsconfig*.json or package.json is newer than the last build made here
+ *   2. build: src/ transpiled into dist/ by esbuild (scripts/build.mjs; about a second,
+ *      types are checked by `npm test` and CI) when dist/ is missing or a file under src/,
+ *      tsconfig*.json or package.json is newer than the last build made here
  *      (dist/.lethe-build-stamp), else nothing;
  *   3. serve: `node dist/cli/bin.js serve` with the arguments given to this script.
  *
@@ -18,11 +19,11 @@
  *
  * Plain Node, no dependency: it runs before node_modules exists.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runForwardingSignals } from './child.mjs';
+import { buildDist } from './build.mjs';
 import { ensureDeps, StepError } from './ensure-deps.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -49,30 +50,19 @@ function buildStaleness() {
   return newestInput() > statSync(STAMP).mtimeMs ? 'src/ changed since the last build' : undefined;
 }
 
-function run(command, args, what) {
-  return new Promise((resolve, reject) => {
-    // tsc prints its errors on stdout: they go to stderr, with the message that follows them
-    const child = spawn(command, args, { cwd: root, stdio: ['inherit', 2, 2] });
-    child.on('error', (e) => reject(new StepError(`${what} could not be started: ${e.message}`)));
-    child.on('exit', (code, signal) =>
-      code === 0 ? resolve() : reject(new StepError(`${what} failed (${signal ?? `exit ${code}`}); its messages above say why`)),
-    );
-  });
-}
-
 async function ensureBuild() {
   const reason = buildStaleness();
   if (!reason) {
     say('lethe: build is current (dist/ is newer than src/)');
     return;
   }
-  say(`lethe: compiling src/ into dist/ with tsc (${reason})`);
+  say(`lethe: compiling src/ into dist/ with esbuild (${reason})`);
   const started = Date.now();
-  await run(
-    process.execPath,
-    [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
-    'the TypeScript build (tsc -p tsconfig.build.json)',
-  );
+  try {
+    await buildDist(root);
+  } catch (e) {
+    throw new StepError(`the build (esbuild, scripts/build.mjs) failed: ${e instanceof Error ? e.message : String(e)}`);
+  }
   // stamped with the time the build started: a file saved during the build makes the next start build again
   writeFileSync(STAMP, '');
   utimesSync(STAMP, new Date(started), new Date(started));
@@ -84,6 +74,7 @@ function serve(args) {
   runForwardingSignals(path.join(root, 'dist', 'cli', 'bin.js'), ['serve', ...args], {
     cwd: root,
     what: 'lethe serve',
+    ipc: true,
     onExit: (code, signal) => say(`lethe: lethe serve exited (${signal ?? `code ${code}`})`),
   });
 }

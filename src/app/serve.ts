@@ -40,6 +40,17 @@ function listenOptions(tls: ServerTls | undefined) {
   };
 }
 
+/** What every request gets while the app opens behind a bound port. */
+function starting(): Response {
+  return new Response(
+    JSON.stringify({ type: 'about:blank', title: 'Service starting', status: 503, code: 'starting', detail: 'lethe is opening its vault: retry in a second' }),
+    {
+      status: 503,
+      headers: { 'content-type': 'application/problem+json', 'retry-after': '1' },
+    },
+  );
+}
+
 /** A listener the system refused, as the configuration error it is (exit 2, naming PORT or HOST). */
 function listenRefused(config: Config, e: unknown): unknown {
   const code = (e as { code?: unknown } | undefined)?.code;
@@ -58,14 +69,38 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   if (tokens.size === 0) {
     logger.warn('no tokens configured (LETHE_TOKENS or LETHE_TOKENS_FILE): every /v1 endpoint will answer 401');
   }
+  // listening first: a port in use ends the start before anything is opened or created; until the
+  // app is open every request answers 503 starting (the app's own /healthz and /readyz come with it)
+  type Fetch = (request: Request, env?: unknown, ctx?: unknown) => Response | Promise<Response>;
+  let handler: Fetch | undefined;
+  const fetch: Fetch = (request, env, ctx) => handler?.(request, env, ctx) ?? starting();
+  let server: ServerType;
+  let port: number;
+  try {
+    port = await new Promise<number>((resolve, reject) => {
+      server = serveNode({ fetch, port: config.port, hostname: config.host, ...listenOptions(tls) }, (info: AddressInfo) => resolve(info.port));
+      server.once('error', reject);
+    });
+  } catch (e) {
+    tls?.key.fill(0);
+    throw listenRefused(config, e);
+  }
+  // the server's secure context holds the key now: zero the copy read from the file
+  tls?.key.fill(0);
   const metrics = createMetrics({ defaultMetrics: true });
   guardUnhandledRejections(logger, (origin) => metrics.orphanedRejections.inc({ origin }));
-  // LETHE_AUTO_MIGRATE off: a schema behind drizzle/ stops the start (`lethe migrate` applies it)
-  const app = await openApp(config, { logger, metrics, migrate: config.autoMigrate });
+  let app: App;
+  try {
+    // LETHE_AUTO_MIGRATE off: a schema behind drizzle/ stops the start (`lethe migrate` applies it)
+    app = await openApp(config, { logger, metrics, migrate: config.autoMigrate });
+  } catch (e) {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    throw e;
+  }
   const http = createHttpApp({ services: app, tokens });
-  const fetch: typeof http.fetch = tls
+  handler = tls
     ? async (request, env, ctx) => {
-        const res = await http.fetch(request, env, ctx);
+        const res = await http.fetch(request, env as never, ctx as never);
         try {
           res.headers.set('strict-transport-security', HSTS);
           return res;
@@ -76,21 +111,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
           return copy;
         }
       }
-    : http.fetch;
-  let server: ServerType;
-  let port: number;
-  try {
-    port = await new Promise<number>((resolve, reject) => {
-      server = serveNode({ fetch, port: config.port, hostname: config.host, ...listenOptions(tls) }, (info: AddressInfo) => resolve(info.port));
-      server.once('error', reject);
-    });
-  } catch (e) {
-    // the app opened above holds the database, timers and workers: closed, so the process ends with its error
-    await app.close().catch(() => {});
-    throw listenRefused(config, e);
-  }
-  // the server's secure context holds the key now: zero the copy read from the file
-  tls?.key.fill(0);
+    : (request, env, ctx) => http.fetch(request, env as never, ctx as never);
   const url = `${tls ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   // where to go next, and which defaults this process runs on (never a secret: no credentials, no token)
   logger.info(

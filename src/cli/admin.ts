@@ -22,9 +22,14 @@ export function addServe(program: Command): void {
     .action(async () => {
       const cfg = config();
       const logger = createLogger(cfg.logLevel);
-      const server = await startServer(cfg, logger);
+      let stopping: string | undefined;
+      let server: Awaited<ReturnType<typeof startServer>> | undefined;
       const stop = (signal: string) => {
+        if (stopping) return;
+        stopping = signal;
         logger.info({ signal }, 'shutting down');
+        // still starting (a migration, a database that does not answer): end now, as the signal's default would
+        if (!server) process.exit(signal === 'SIGINT' ? 130 : signal === 'SIGTERM' ? 143 : 1);
         server.close().then(
           () => process.exit(0),
           () => process.exit(1),
@@ -32,6 +37,13 @@ export function addServe(program: Command): void {
       };
       process.once('SIGINT', () => stop('SIGINT'));
       process.once('SIGTERM', () => stop('SIGTERM'));
+      // started by `npm start` (scripts/child.mjs): its channel closes when that process dies, however it dies
+      if (process.channel) {
+        process.channel.unref();
+        process.once('disconnect', () => stop('parent exited'));
+        if (!process.connected) stop('parent exited');
+      }
+      server = await startServer(cfg, logger);
     });
 }
 

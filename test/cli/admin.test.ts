@@ -7,7 +7,8 @@
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -230,15 +231,20 @@ describe('token new', () => {
 });
 
 describe('serve on a port already in use', () => {
-  it('exits 2 at once naming PORT, and leaves nothing running (the app it opened is closed)', { timeout: TEST_TIMEOUT_MS }, async () => {
+  it('exits 2 within 10 s naming PORT, having opened and created nothing', { timeout: TEST_TIMEOUT_MS }, async () => {
     const holder = createServer(() => {});
     await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
     const port = (holder.address() as AddressInfo).port;
+    const dataDir = path.join(mkdtempSync(path.join(tmpdir(), 'lethe-busy-')), 'vault');
     try {
-      const run = await runCli(['serve'], { ...env, PORT: String(port), HOST: '127.0.0.1' }, { timeoutMs: 60_000 });
+      const started = Date.now();
+      // the CLI's own run is killed at 10 s: an exit after that fails the test
+      const run = await runCli(['serve'], { ...env, LETHE_DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' }, { timeoutMs: 10_000 });
       expect(run.stderr).not.toMatch(/killed after/);
+      expect(Date.now() - started).toBeLessThan(10_000);
       expect(run.code, run.stderr).toBe(2);
       expect(run.stderr).toMatch(/PORT: 127\.0\.0\.1:\d+ is in use/);
+      expect(existsSync(dataDir), 'no vault was created').toBe(false);
     } finally {
       await new Promise<void>((resolve) => holder.close(() => resolve()));
     }

@@ -3,12 +3,13 @@
  * dependencies from package-lock.json, builds dist/ and serves on the embedded default,
  * one line per step; /healthz answers; SIGTERM stops it with exit 0. A second `npm start`
  * in the same folder neither reinstalls nor rebuilds (asserted from the lines it prints;
- * both times are printed, not asserted).
+ * both times are printed, not asserted). A third start whose npm process is killed with
+ * SIGKILL leaves no process behind (start.mjs watches npm; the server, start.mjs's channel).
  *
  * The "clone" is test/support/clone.ts's copy of the working tree. npm ci in the copy uses
  * npm's usual cache (~/.npm), so after the first run it downloads nothing.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -63,11 +64,56 @@ describe('npm start in a fresh clone', () => {
     ]);
     await stopCleanly(service);
     service = undefined;
+
+    // npm's own process killed with SIGKILL (a supervisor's last resort): nothing it started runs on
+    const third = await npmStart();
+    service = third.service;
+    const serverPids = descendants(third.service.child.pid!);
+    expect(serverPids.length, 'npm start runs a shell, start.mjs and the server').toBeGreaterThanOrEqual(2);
+    process.kill(third.service.child.pid!, 'SIGKILL');
+    const gone = await waitFor(() => serverPids.every((pid) => !alive(pid)), 10_000);
+    expect(gone, `still running 10 s after npm was killed: ${serverPids.filter(alive).join(', ')}`).toBe(true);
+    expect((await fetch(`${third.service.url}/healthz`).catch(() => undefined))?.status, 'the port is free').toBeUndefined();
+    service = undefined;
     console.log(
       `npm start in a fresh clone: ${first.seconds} s to /healthz (${firstLines.filter((l) => / in [\d.]+ s$/.test(l)).join('; ')}); warm second start: ${second.seconds} s`,
     );
   }, 900_000);
 });
+
+/** Every process below `pid`, from /proc (the server runs in a process group of its own). */
+function descendants(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const below = (p: number): number[] => (children.get(p) ?? []).flatMap((c) => [c, ...below(c)]);
+  return below(pid);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function waitFor(check: () => boolean, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (check()) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return check();
+}
 
 /**
  * The environment of a person's shell: this process's, without lethe's configuration and
