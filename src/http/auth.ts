@@ -106,7 +106,7 @@ export function authorize(tokens: TokenStore, ...allowed: Role[]): MiddlewareHan
     const m = /^Bearer +([\x21-\x7e]+)$/i.exec(header);
     const caller = m ? tokens.identify(m[1]!) : undefined;
     if (!caller) {
-      return problem(c, 'unauthorized', 'a valid bearer token is required', { 'www-authenticate': 'Bearer realm="lethe"' });
+      return problem(c, 'unauthorized', 'a valid bearer token is required'); // with its WWW-Authenticate challenge
     }
     const { role } = caller;
     if (!roles.has(role)) return problem(c, 'forbidden', `the ${role} role may not call this endpoint`);

@@ -100,10 +100,13 @@ export function problemBody(code: ErrorCode, detail: string, retryable = false):
   return { type: `urn:lethe:problem:${code}`, title: TITLES[code], status: statusOf(code), detail, code, ...(retryable ? { retryable: true as const } : {}) };
 }
 
+/** The challenge every 401 carries (RFC 9110 §11.6.1): lethe takes a bearer token. */
+export const BEARER_CHALLENGE = 'Bearer realm="lethe"';
+
 export function problem(c: Context, code: ErrorCode, detail: string, headers?: Record<string, string>, retryable = false): Response {
   const body = problemBody(code, detail, retryable);
   return new Response(JSON.stringify(body), {
     status: body.status,
-    headers: { 'content-type': 'application/problem+json', ...headers },
+    headers: { 'content-type': 'application/problem+json', ...(body.status === 401 ? { 'www-authenticate': BEARER_CHALLENGE } : {}), ...headers },
   });
 }

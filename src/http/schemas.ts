@@ -21,10 +21,23 @@ export const problemResponse = (description: string) => ({
   content: { 'application/problem+json': { schema: ProblemSchema } },
 });
 
+/** The challenge header of every 401 (problem.ts sets it). */
+export const WwwAuthenticateHeaders = z.object({
+  'WWW-Authenticate': z.string().openapi({ description: 'The challenge: a bearer token is required (RFC 6750).', example: 'Bearer realm="lethe"' }),
+});
+
+/** The header of an answer that opened (or found) an erasure: where to follow it. */
+export const ErasureLocationHeaders = z.object({
+  Location: z.string().openapi({
+    description: "The erasure's path: GET it for its view, …/events for its transitions, …/certificate once it is certified.",
+    example: '/v1/erasures/ers_3q2-7wEXAMPLE000000000',
+  }),
+});
+
 /** The error responses every authenticated route can give. */
 export const authErrors = {
   400: problemResponse('validation_failed: malformed JSON or a schema violation'),
-  401: problemResponse('unauthorized: missing or unknown token'),
+  401: { ...problemResponse('unauthorized: missing or unknown token'), headers: WwwAuthenticateHeaders },
   403: problemResponse("forbidden: the token's role may not call this"),
   413: problemResponse('payload_too_large'),
 } as const;

@@ -441,6 +441,7 @@ describe('POST /v1/erasures/{id}/redactions', () => {
   it("202 for another subject's entry: the redaction runs, the probe reruns, and the erasure completes", async () => {
     const reply = await call('POST', `/v1/erasures/${incomplete.erasureId}/redactions`, { body: { ids: [note] } });
     expect(await ok(reply, 202)).toEqual({ erasureId: incomplete.erasureId, status: 'running' });
+    expect(reply.headers.get('location')).toBe(`/v1/erasures/${incomplete.erasureId}`);
     // ordered again while it runs: 409
     await expectProblem(await call('POST', `/v1/erasures/${incomplete.erasureId}/redactions`, { body: { ids: [note] } }), 409, 'conflict');
     const after = await finished(incomplete.erasureId);

@@ -24,6 +24,7 @@ from .errors import (
     LetheTimeoutError,
     MethodNotAllowedError,
     InvalidArgumentError,
+    InvalidArgumentTypeError,
     NoTokenError,
     NotFoundError,
     PayloadTooLargeError,
@@ -130,6 +131,7 @@ __all__ = [
     "LetheTimeoutError",
     "ProtocolError",
     "InvalidArgumentError",
+    "InvalidArgumentTypeError",
     "NoTokenError",
     # models
     "TERMINAL_ERASURE_STATUSES",

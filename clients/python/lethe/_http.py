@@ -24,13 +24,32 @@ import ssl
 import time
 import urllib.parse
 from datetime import datetime, timezone
-from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from .errors import InvalidArgumentError, LetheError, LetheTimeoutError, ProtocolError, ServiceError, UnreachableError, error_for
+from .errors import InvalidArgumentError, InvalidArgumentTypeError, LetheError, LetheTimeoutError, ProtocolError, ServiceError, UnreachableError, error_for
 
-__all__ = ["Transport", "HttpResult", "EventStreamResponse", "check_token", "path_segment", "short_path", "parse_retry_after"]
+__all__ = [
+    "Transport",
+    "HttpResult",
+    "EventStreamResponse",
+    "check_token",
+    "check_list",
+    "check_mapping",
+    "check_number",
+    "path_segment",
+    "short_path",
+    "parse_retry_after",
+]
 
 _TOKEN = re.compile(r"[\x21-\x7e]+")
+#: A header value the client sends: visible ASCII and spaces (http.client would send other
+#: Latin-1 as is, and raise a bare UnicodeEncodeError past it).
+_HEADER_VALUE = re.compile(r"[\x20-\x7e]*")
+#: Characters a base URL may not hold anywhere: whitespace and controls (http.client
+#: refuses them only once a request is made).
+_URL_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")
+#: Kept as they are when the base URL's path is percent-encoded (a % already there included).
+_PATH_SAFE = "/%:@!$&'()*+,;=-._~"
 _UNSET: Any = object()
 #: Read this much at most per system call.
 _CHUNK = 64 * 1024
@@ -46,10 +65,41 @@ def path_segment(value: str, name: str = "id") -> str:
     """One path segment, percent-encoded (``user:42`` stays readable; ``/`` cannot escape
     the segment). ``.`` and ``..`` are refused: URL parsers fold them away."""
     if not isinstance(value, str):
-        raise TypeError(f"{name} must be a string")
+        raise InvalidArgumentTypeError(f"{name} must be a string, not {type(value).__name__}")
     if value in ("", ".", ".."):
         raise InvalidArgumentError(f"{name} must not be empty, '.' or '..'")
-    return urllib.parse.quote(value, safe=":@")
+    return urllib.parse.quote(_utf8(value, name), safe=":@")
+
+
+def _utf8(value: str, name: str) -> bytes:
+    """The text as UTF-8; a lone surrogate (text that is not Unicode) is refused."""
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgumentError(f"{name} holds a lone surrogate: it is not valid Unicode text") from None
+
+
+def check_list(value: Any, name: str) -> List[Any]:
+    """A list argument (any iterable but a string, bytes or a mapping) as a list."""
+    if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+        raise InvalidArgumentTypeError(f"{name} must be a list, not {type(value).__name__}")
+    return list(value)
+
+
+def check_mapping(value: Any, name: str) -> Dict[Any, Any]:
+    """A mapping argument (a dict, or any Mapping) as a dict."""
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentTypeError(f"{name} must be a mapping (a dict), not {type(value).__name__}")
+    return dict(value)
+
+
+def check_number(value: Any, name: str, *, minimum: float = 0, integer: bool = False) -> Any:
+    """A number argument of at least ``minimum`` (an int when ``integer``)."""
+    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
+        raise InvalidArgumentTypeError(f"{name} must be {'an integer' if integer else 'a number'}, not {type(value).__name__}")
+    if not math.isfinite(value) or value < minimum:
+        raise InvalidArgumentError(f"{name} must be at least {minimum:g}")
+    return value
 
 
 def short_path(path: str) -> str:
@@ -90,7 +140,9 @@ def check_token(token: Any) -> str:
 def _check_timeout(value: Optional[float], name: str, allow_none: bool = False) -> Optional[float]:
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidArgumentTypeError(f"{name} must be a positive number of seconds, not {type(value).__name__}")
+    if not math.isfinite(value) or value <= 0:
         raise InvalidArgumentError(f"{name} must be a positive number of seconds")
     return float(value)
 
@@ -124,12 +176,12 @@ def tls_context(ca_file: Optional[str] = None, client_cert: Optional[str] = None
         raise InvalidArgumentError("client_key needs client_cert")
     try:
         context = ssl.create_default_context(cafile=ca_file)
-    except (OSError, ssl.SSLError) as e:
+    except (OSError, ssl.SSLError, TypeError, ValueError) as e:
         raise InvalidArgumentError(f"ca_file: cannot load {ca_file} ({type(e).__name__})") from None
     if client_cert is not None:
         try:
             context.load_cert_chain(client_cert, client_key)
-        except (OSError, ssl.SSLError) as e:
+        except (OSError, ssl.SSLError, TypeError, ValueError) as e:
             raise InvalidArgumentError(f"client_cert: cannot load {client_cert} with its key ({type(e).__name__})") from None
     return context
 
@@ -147,18 +199,30 @@ class Transport:
         user_agent: str = "lethe-python",
     ) -> None:
         if not isinstance(base_url, str):
-            raise TypeError("base_url must be a string")
-        parts = urllib.parse.urlsplit(base_url)
+            raise InvalidArgumentTypeError(f"base_url must be a string, not {type(base_url).__name__}")
+        if _URL_FORBIDDEN.search(base_url):
+            raise InvalidArgumentError("base_url must not hold spaces or control characters")
+        try:
+            parts = urllib.parse.urlsplit(base_url)
+            port = parts.port  # raises on a port that is not a number, or out of range
+        except ValueError as e:
+            raise InvalidArgumentError(f"base_url is not a URL: {e}") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise InvalidArgumentError("base_url must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8787")
         if parts.username is not None or parts.password is not None:
             raise InvalidArgumentError("base_url must not hold credentials: pass tokens as token= or tokens=")
         if parts.query or parts.fragment:
             raise InvalidArgumentError("base_url must not have a query or a fragment")
+        try:
+            # what the resolver and the Host header are given: an IDN host encodes, a lone surrogate or an empty label does not
+            parts.hostname.encode("ascii" if ":" in parts.hostname else "idna")
+        except UnicodeError:
+            raise InvalidArgumentError("base_url has a host name that cannot be encoded (an empty label, or characters no host name may hold)") from None
         self._scheme = parts.scheme
         self._host = parts.hostname
-        self._port = parts.port
-        self._prefix = parts.path.rstrip("/")
+        self._port = port
+        # sent percent-encoded: http.client sends a path as ASCII only
+        self._prefix = urllib.parse.quote(_utf8(parts.path.rstrip("/"), "base_url"), safe=_PATH_SAFE)
         netloc = f"[{self._host}]" if ":" in self._host else self._host
         self.base_url = f"{self._scheme}://{netloc}{'' if self._port is None else f':{self._port}'}{self._prefix}"
         for secret in secrets:
@@ -168,6 +232,8 @@ class Transport:
         checked = _check_timeout(timeout, "timeout")
         assert checked is not None
         self.timeout: float = checked
+        if ssl_context is not None and not isinstance(ssl_context, ssl.SSLContext):
+            raise InvalidArgumentTypeError(f"ssl_context must be an ssl.SSLContext, not {type(ssl_context).__name__}")
         self._ssl_context = ssl_context
         self._user_agent = user_agent
 
@@ -205,8 +271,11 @@ class Transport:
     def _headers(self, token: Optional[str], accept: str, has_body: bool, extra: Optional[Mapping[str, str]]) -> Dict[str, str]:
         headers: Dict[str, str] = {"User-Agent": self._user_agent}
         for name, value in (extra or {}).items():
-            if "\r" in value or "\n" in value or "\r" in name or "\n" in name:
-                raise InvalidArgumentError(f"header {name.strip()[:40]!r} must not contain a line break")
+            if not isinstance(value, str):
+                raise InvalidArgumentTypeError(f"header {name[:40]!r} must be a string, not {type(value).__name__}")
+            if _HEADER_VALUE.fullmatch(value) is None:
+                # not echoed: an Idempotency-Key may be anything the caller derived it from
+                raise InvalidArgumentError(f"header {name[:40]!r} must be visible ASCII characters and spaces (no line break)")
             headers[name] = value
         headers["Accept"] = accept
         if has_body:
@@ -220,7 +289,7 @@ class Transport:
     def _url(self, path: str, query: Optional[Mapping[str, Any]]) -> str:
         url = self._prefix + path
         if query:
-            pairs = [(k, _query_value(v)) for k, v in query.items() if v is not None]
+            pairs = [(k, _utf8(_query_value(v), k)) for k, v in query.items() if v is not None]
             if pairs:
                 url += "?" + urllib.parse.urlencode(pairs)
         return url

@@ -14,10 +14,22 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, TypeVar, Union
 
-from ._http import EventStreamResponse, HttpResult, Transport, check_token, path_segment, tls_context
+from ._http import (
+    EventStreamResponse,
+    HttpResult,
+    Transport,
+    _check_timeout,
+    check_list,
+    check_mapping,
+    check_number,
+    check_token,
+    path_segment,
+    tls_context,
+)
 from .errors import (
     ErasureInProgressError,
     InvalidArgumentError,
+    InvalidArgumentTypeError,
     LetheTimeoutError,
     NoTokenError,
     ProtocolError,
@@ -170,8 +182,9 @@ class LetheClient:
         conflict_delay: float = CONFLICT_BASE_DELAY,
         conflict_max_delay: float = CONFLICT_MAX_DELAY,
     ) -> None:
-        if conflict_attempts < 1:
-            raise InvalidArgumentError("conflict_attempts must be at least 1")
+        check_number(conflict_attempts, "conflict_attempts", minimum=1, integer=True)
+        check_number(conflict_delay, "conflict_delay")
+        check_number(conflict_max_delay, "conflict_max_delay")
         #: How appends, leases and key creations retry a retryable 409 (a forget re-keying the subject): attempts, first wait, longest wait.
         self._conflict = (conflict_attempts, conflict_delay, conflict_max_delay)
         if ca_file is not None or client_cert is not None or client_key is not None:
@@ -179,7 +192,7 @@ class LetheClient:
                 raise InvalidArgumentError("give ssl_context, or ca_file / client_cert / client_key, not both")
             ssl_context = tls_context(ca_file, client_cert, client_key)
         by_role: Dict[str, str] = {}
-        for role, value in (tokens or {}).items():
+        for role, value in check_mapping(tokens or {}, "tokens").items():
             if role not in ROLES:
                 raise InvalidArgumentError(f"tokens: unknown role {str(role)[:20]!r} (roles: {', '.join(ROLES)})")
             by_role[role] = check_token(value)
@@ -271,7 +284,7 @@ class LetheClient:
     def key_validity(self, key_ids: Sequence[str], *, timeout: Optional[float] = None) -> Dict[str, str]:
         """``POST /v1/keys/validity`` (backup role): ``active``, ``destruction_pending``,
         ``destroyed`` or ``unknown`` per key id."""
-        data = self._call("backup", "POST", "/v1/keys/validity", json_body={"keyIds": list(key_ids)}, timeout=timeout).json()
+        data = self._call("backup", "POST", "/v1/keys/validity", json_body={"keyIds": check_list(key_ids, "key_ids")}, timeout=timeout).json()
         keys = data.get("keys") if isinstance(data, dict) else None
         if not isinstance(keys, dict):
             raise ProtocolError("the service's key validity has no keys")
@@ -300,7 +313,7 @@ class LetheClient:
         body: Dict[str, Any] = {"text": text}
         _set(body, "kind", kind)
         if metadata is not None:
-            body["metadata"] = dict(metadata)
+            body["metadata"] = check_mapping(metadata, "metadata")
         headers = {"Idempotency-Key": idempotency_key if idempotency_key is not None else new_idempotency_key()}
         r = self._write("writer", "POST", f"/v1/subjects/{path_segment(subject, 'subject')}/entries", json_body=body, headers=headers, timeout=timeout)
         return AppendedEntry.from_json(r.json(), replayed=r.status == 200 and (r.headers.get("Idempotent-Replayed") or "").lower() == "true")
@@ -356,7 +369,7 @@ class LetheClient:
         body: Dict[str, Any] = {"text": text}
         _set(body, "kind", kind)
         if metadata is not None:
-            body["metadata"] = dict(metadata)
+            body["metadata"] = check_mapping(metadata, "metadata")
         path = f"/v1/subjects/{path_segment(subject, 'subject')}/entries/{path_segment(entry_id, 'entry_id')}/supersede"
         r = self._write("writer", "POST", path, json_body=body, timeout=timeout)
         return Superseded.from_json(r.json(), location=r.headers.get("Location"))
@@ -375,7 +388,7 @@ class LetheClient:
         nothing does; one records-scope erasure forgets the old ones and counts none of
         the successors. Permissions and retries as in :meth:`supersede`."""
         path = f"/v1/subjects/{path_segment(subject, 'subject')}/supersede"
-        body = {"entryIds": list(entry_ids), "entries": [dict(e) for e in entries]}
+        body = {"entryIds": check_list(entry_ids, "entry_ids"), "entries": [check_mapping(e, "each of entries") for e in check_list(entries, "entries")]}
         r = self._write("writer", "POST", path, json_body=body, timeout=timeout)
         return SupersededMany.from_json(r.json(), location=r.headers.get("Location"))
 
@@ -425,7 +438,7 @@ class LetheClient:
         if given != 1:
             raise InvalidArgumentError("name the subject to search: exactly one of subject, subjects or all_subjects=True")
         if isinstance(subjects, str):
-            raise TypeError("subjects is a list of subject ids (use subject= for one)")
+            raise InvalidArgumentTypeError("subjects is a list of subject ids (use subject= for one)")
         if mode is not None and mode not in ("hybrid", "vector", "lexical"):
             raise InvalidArgumentError("mode is one of hybrid, vector or lexical")
         body: Dict[str, Any] = {"query": query}
@@ -436,7 +449,7 @@ class LetheClient:
         _set(body, "timeField", time_field)
         _set(body, "subject", subject)
         if subjects is not None:
-            body["subjects"] = list(subjects)
+            body["subjects"] = check_list(subjects, "subjects")
         if all_subjects:
             body["allSubjects"] = True
         return SearchResult.from_json(self._call("admin" if all_subjects else "writer", "POST", "/v1/search", json_body=body, timeout=timeout).json())
@@ -458,11 +471,11 @@ class LetheClient:
         artifact ids). Pass the read fences of the reads it was made from: the write is
         refused (:class:`~lethe.errors.ErasureInProgressError` / a 4xx) if anything they
         cover was erased meanwhile."""
-        body: Dict[str, Any] = {"kind": kind, "text": text, "sources": list(sources)}
+        body: Dict[str, Any] = {"kind": kind, "text": text, "sources": check_list(sources, "sources")}
         _set(body, "generator", generator)
         _set(body, "readFence", read_fence)
         if read_fences is not None:
-            body["readFences"] = list(read_fences)
+            body["readFences"] = check_list(read_fences, "read_fences")
         return WrittenArtifact.from_json(self._call("writer", "POST", "/v1/artifacts", json_body=body, timeout=timeout).json())
 
     def artifact(self, artifact_id: str, *, timeout: Optional[float] = None) -> Artifact:
@@ -489,12 +502,12 @@ class LetheClient:
         if excluding is None:
             r = self._call("writer", "POST", path, timeout=timeout)
         else:
-            r = self._call("writer", "POST", path, json_body={"excluding": list(excluding)}, timeout=timeout)
+            r = self._call("writer", "POST", path, json_body={"excluding": check_list(excluding, "excluding")}, timeout=timeout)
         return Regeneration.from_json(r.json())
 
     def record_training_exposure(self, corpus: str, ids: Sequence[str], *, model: Optional[str] = None, timeout: Optional[float] = None) -> TrainingExposure:
         """``POST /v1/training-exposures``: these entries or artifacts went into a training corpus."""
-        body: Dict[str, Any] = {"corpus": corpus, "ids": list(ids)}
+        body: Dict[str, Any] = {"corpus": corpus, "ids": check_list(ids, "ids")}
         _set(body, "model", model)
         return TrainingExposure.from_json(self._call("writer", "POST", "/v1/training-exposures", json_body=body, timeout=timeout).json())
 
@@ -518,14 +531,14 @@ class LetheClient:
         body: Dict[str, Any] = {"subject": subject}
         if entry_ids is not None:
             if isinstance(entry_ids, str):
-                raise TypeError("entry_ids is a list of entry ids")
-            body["entryIds"] = list(entry_ids)
+                raise InvalidArgumentTypeError("entry_ids is a list of entry ids")
+            body["entryIds"] = check_list(entry_ids, "entry_ids")
         _set(body, "reason", reason)
         _set(body, "legalBasis", legal_basis)
         if public_attributes is not None:
-            body["publicAttributes"] = list(public_attributes)
+            body["publicAttributes"] = check_list(public_attributes, "public_attributes")
         if unlearning is not None:
-            body["unlearning"] = dict(unlearning)
+            body["unlearning"] = check_mapping(unlearning, "unlearning")
         r = self._call("eraser", "POST", "/v1/erasures", json_body=body, timeout=timeout)
         return ErasureAccepted.from_json(r.json(), created=r.status == 202, location=r.headers.get("Location"))
 
@@ -542,12 +555,16 @@ class LetheClient:
         own item and fails no other; a malformed request raises
         :class:`~lethe.errors.ValidationFailedError` and creates nothing."""
         if isinstance(subjects, str):
-            raise TypeError("subjects is a list of subject ids")
-        body: Dict[str, Any] = {"subjects": list(subjects)}
+            raise InvalidArgumentTypeError("subjects is a list of subject ids")
+        body: Dict[str, Any] = {"subjects": check_list(subjects, "subjects")}
         _set(body, "reason", reason)
         _set(body, "legalBasis", legal_basis)
         r = self._call("eraser", "POST", "/v1/erasures/batch", json_body=body, timeout=timeout)
-        return [BulkErasureItem.from_json(i) for i in r.json().get("erasures", [])]
+        data = r.json()
+        items = data.get("erasures") if isinstance(data, dict) else None
+        if not isinstance(items, list):
+            raise ProtocolError("the service's bulk erasure has no erasures list")
+        return [BulkErasureItem.from_json(i) for i in items]
 
     def forget(self, entry_id: str, *, timeout: Optional[float] = None) -> ErasureAccepted:
         """``DELETE /v1/entries/{entryId}``: forget one memory (a records-scope erasure).
@@ -603,6 +620,7 @@ class LetheClient:
         while the service refuses another stream). ``on_event`` is told every event from the
         first, the final :class:`ErasureEnd` included, even when the erasure had finished
         already. Past ``timeout`` seconds raises :class:`~lethe.errors.LetheTimeoutError`."""
+        _check_timeout(timeout, "timeout")
         deadline = time.monotonic() + timeout
 
         def left() -> float:
@@ -656,7 +674,7 @@ class LetheClient:
         probe again. Only records the last probe named are taken
         (:class:`~lethe.errors.NotAMatchError`); ``override_reason`` (sent with the admin
         role's token, audited) takes others."""
-        body: Dict[str, Any] = {"ids": list(ids)}
+        body: Dict[str, Any] = {"ids": check_list(ids, "ids")}
         if override_reason is not None:
             body["override"] = {"reason": override_reason}
         role = "admin" if override_reason is not None else "eraser"
@@ -669,7 +687,7 @@ class LetheClient:
         changes nothing until a second person approves it (:meth:`approve_dismissal`); a
         near copy cannot be dismissed (:class:`~lethe.errors.NearCopyError`). The reason is
         signed into the certificate in the clear: state the judgement, never the content."""
-        body = {"matches": [dict(m) for m in matches]}
+        body = {"matches": [check_mapping(m, "each of matches") for m in check_list(matches, "matches")]}
         r = self._call("eraser", "POST", f"/v1/erasures/{path_segment(erasure_id, 'erasure_id')}/dismissals", json_body=body, timeout=timeout)
         return DismissalAccepted.from_json(r.json())
 

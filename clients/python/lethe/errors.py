@@ -9,6 +9,9 @@
 - :class:`UnreachableError` — no answer at all (refused, reset, cut off); its subclass
   :class:`LetheTimeoutError` when the call's deadline passed.
 - :class:`ProtocolError` — an answer the client could not read (not the JSON it expected).
+- :class:`InvalidArgumentError` — an argument refused before any request (a token, a
+  URL, a header, an id, an option); also a ``ValueError``, and its
+  :class:`InvalidArgumentTypeError` (an argument of the wrong type) also a ``TypeError``.
 
 No message, ``repr`` or attribute ever holds the client's token: it is refused up front
 when it could end up in an error (not visible ASCII), and redacted from whatever the
@@ -53,6 +56,8 @@ __all__ = [
     "UnreachableError",
     "LetheTimeoutError",
     "ProtocolError",
+    "InvalidArgumentError",
+    "InvalidArgumentTypeError",
     "NoTokenError",
     "error_for",
 ]
@@ -244,6 +249,12 @@ class InvalidArgumentError(LetheError, ValueError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, code="validation_failed", retryable=False)
+
+
+class InvalidArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument of the wrong type (an id that is not a string, one string where a list
+    is wanted, metadata that is not a mapping): an :class:`InvalidArgumentError`, and a
+    ``TypeError`` as Python would raise."""
 
 
 class NoTokenError(InvalidArgumentError):

@@ -20,7 +20,7 @@ import time
 import uuid
 from typing import Callable, Optional, TypeVar
 
-from .errors import InvalidArgumentError, LetheError, ServiceError
+from .errors import InvalidArgumentError, InvalidArgumentTypeError, LetheError, ServiceError
 
 __all__ = ["retry_call", "is_retryable", "is_retryable_conflict", "new_idempotency_key", "CONFLICT_ATTEMPTS", "CONFLICT_BASE_DELAY", "CONFLICT_MAX_DELAY"]
 
@@ -67,6 +67,8 @@ def retry_call(
     (jittered to 50–100 %, at most ``max_delay``), or the ``Retry-After`` the service
     asked for when that is longer (also at most ``max_delay``). The last error is
     raised as it is. ``on_retry(attempt, error, delay)`` is told before each wait."""
+    if isinstance(attempts, bool) or not isinstance(attempts, int):
+        raise InvalidArgumentTypeError(f"attempts must be an integer, not {type(attempts).__name__}")
     if attempts < 1:
         raise InvalidArgumentError("attempts must be at least 1")
     attempt = 1

@@ -9,7 +9,11 @@ service serves (a component, or a response of an operation), and checked both wa
   listed in ``RAW_ONLY`` — kept in the model's ``raw`` on purpose.
 
 Fields the client adds itself (``created`` from the status code, ``replayed`` from a
-header, …) are listed in ``CLIENT_ONLY``. The events stream's models (``ErasureTransition``,
+header, …) are listed in ``CLIENT_ONLY``; the headers they come from must be declared
+where the client reads them (``HEADERS_READ``). Properties read inside a field the model
+keeps as a dict (a certificate's ``payload``) are in ``NESTED_READS``. The backup
+manifest (answered as a dict) and a certificate are also fetched from the service and
+checked: every field they carry is documented, every required one is there. The events stream's models (``ErasureTransition``,
 ``ErasureEnd``) are ``text/event-stream`` payloads the document does not describe.
 """
 
@@ -22,6 +26,7 @@ import urllib.request
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import support
+from .support import client
 
 from lethe import models
 
@@ -86,6 +91,24 @@ ABSENT_AT: Dict[Tuple[type, Tuple[str, ...]], Set[str]] = {
 RAW_ONLY: Dict[type, Set[str]] = {
     models.ErasureView: {"graph"},
 }
+
+#: Headers the client reads (``location``, ``replayed``): declared on each answer it reads them from.
+HEADERS_READ: List[Tuple[str, str, str, str]] = [
+    ("Location", "post", "/v1/erasures", "202"),
+    ("Location", "post", "/v1/erasures", "200"),
+    ("Location", "delete", "/v1/entries/{entryId}", "202"),
+    ("Location", "delete", "/v1/entries/{entryId}", "200"),
+    ("Location", "post", "/v1/erasures/{erasureId}/redactions", "202"),
+    ("Location", "post", "/v1/subjects/{subject}/entries/{entryId}/supersede", "201"),
+    ("Location", "post", "/v1/subjects/{subject}/supersede", "201"),
+    ("Idempotent-Replayed", "post", "/v1/subjects/{subject}/entries", "200"),
+]
+
+#: Properties read inside a field kept as a dict: (model, where, path to the field) → the properties read there.
+NESTED_READS: List[Tuple[type, Tuple[str, ...], Sequence[str], Set[str]]] = [
+    # Certificate.signing_key_id and .erasure_id
+    (models.Certificate, ("schema", "ErasureCertificate"), ("payload",), {"signingKeyId", "erasureId"}),
+]
 
 MODELLED = {m for m, _, _ in LOCATIONS} | {models.ErasureTransition, models.ErasureEnd}
 
@@ -153,6 +176,23 @@ def locate(doc: Dict[str, Any], where: Tuple[str, ...], path: Sequence[str]) -> 
     return schema
 
 
+def undocumented(schema: Schema, value: Any, at: str = "$") -> List[str]:
+    """Where ``value`` departs from ``schema``: a field it does not document (an object
+    with properties documents all it has), or a required one absent."""
+    out: List[str] = []
+    if isinstance(value, dict) and schema.properties:
+        out += [f"{at}.{name}: required, absent" for name in sorted(schema.required - set(value))]
+        for name, v in value.items():
+            if name not in schema.properties:
+                out.append(f"{at}.{name}: not documented")
+            else:
+                out += undocumented(schema.at(name), v, f"{at}.{name}")
+    elif isinstance(value, list) and schema.items is not None:
+        for i, item in enumerate(value):
+            out += undocumented(schema.at("[]"), item, f"{at}[{i}]")
+    return out
+
+
 class OpenApiModelsTest(unittest.TestCase):
     doc: Dict[str, Any] = {}
 
@@ -184,6 +224,49 @@ class OpenApiModelsTest(unittest.TestCase):
                 read = {names.get(f.name, camel(f.name)) for f in dataclasses.fields(model)}
                 missing = sorted(schema.required - read - RAW_ONLY.get(model, set()))
                 self.assertEqual(missing, [], f"{model.__name__} does not model what the service always answers")
+
+    def test_each_header_read_is_declared(self) -> None:
+        for header, method, route, status in HEADERS_READ:
+            with self.subTest(header=header, operation=f"{method} {route} {status}"):
+                declared = self.doc["paths"][route][method]["responses"][status].get("headers", {})
+                self.assertIn(header, declared, f"the client reads {header} from {method.upper()} {route} {status}, which the service does not declare")
+
+    def test_each_nested_read_is_documented(self) -> None:
+        for model, where, path, names in NESTED_READS:
+            with self.subTest(model=model.__name__, path=path):
+                schema = locate(self.doc, where, path)
+                self.assertEqual(sorted(names - set(schema.properties)), [], f"{model.__name__} reads these from {'.'.join(path)}")
+
+    def test_the_backup_manifest_as_served_is_documented(self) -> None:
+        schema = locate(self.doc, ("response", "get", "/v1/backups/{backupId}/manifest", "200"), ())
+        # what issue 33 found missing
+        self.assertLessEqual({"database", "ledgerEntries"}, schema.required)
+        self.assertIn("ledgerHead", schema.properties)
+        backup = client("backup")
+        manifest = backup.backup_manifest(backup.take_backup(timeout=120).backup_id)
+        self.assertEqual(undocumented(schema, manifest), [])
+        self.assertEqual(sorted(manifest["database"]), ["key", "sha256"])
+        self.assertIsInstance(manifest["ledgerEntries"], int)
+
+    def test_a_certificate_as_served_is_documented(self) -> None:
+        schema = locate(self.doc, ("schema", "ErasureCertificate"), ())
+        payload = schema.at("payload")
+        self.assertLessEqual({"format", "erasureId", "subjectHash", "scope", "status", "steps", "probe", "residuals", "tiers"}, payload.required)
+        subject = support.unique("user:openapi-")
+        client("writer").append(subject, "Alice moved to 12 Rose Street")
+        eraser = client("eraser")
+        erasure_id = eraser.erase(subject, legal_basis="gdpr-art17").erasure_id
+        self.assertEqual(eraser.wait_for_erasure(erasure_id, timeout=120).status, "completed")
+        certificate = eraser.erasure_certificate(erasure_id)
+        self.assertEqual(undocumented(schema, certificate.raw), [])
+        self.assertEqual(certificate.erasure_id, erasure_id)
+        self.assertIsNotNone(certificate.signing_key_id)
+
+    def test_an_undocumented_field_is_caught(self) -> None:
+        # the check itself: a manifest with a field the document lacks, or without a required one
+        schema = locate(self.doc, ("schema", "BackupManifest"), ())
+        self.assertEqual(undocumented(schema.at("database"), {"key": "k", "sha256": "s", "size": 1}), ["$.size: not documented"])
+        self.assertEqual(undocumented(schema.at("database"), {"key": "k"}), ["$.sha256: required, absent"])
 
     def test_a_drift_is_caught(self) -> None:
         # the check itself: a property renamed in the document is a failure

@@ -13,7 +13,13 @@ export const ManifestSchema = z
     version: z.number().int(),
     createdAt: z.string(),
     updatedAt: z.string(),
-    keyTable: z.object({ key: z.string(), sha256: z.string(), keys: z.number().int() }),
+    keyTable: z.object({ key: z.string(), sha256: z.string(), keys: z.number().int() }).openapi({
+      description: 'The export of the key table (wrapped keys and their epochs) in the backup bucket: its object key, sha256 (hex) and how many keys it holds.',
+    }),
+    database: z.object({ key: z.string(), sha256: z.string() }).openapi({
+      description: "The export of lethe's tables (ciphertext and metadata only) a restore loads: its object key in the backup bucket and sha256 (hex).",
+    }),
+    ledgerEntries: z.number().int().openapi({ description: 'Destruction-ledger rows when the backup was taken; each is also a ledger/<keyId>.json object.' }),
     objects: z.array(z.object({ key: z.string(), sha256: z.string(), size: z.number().int(), stored: z.string(), keyIds: z.array(z.string()) })),
     keys: z.array(
       z.object({
@@ -23,6 +29,10 @@ export const ManifestSchema = z
         destroyedAt: z.string().optional(),
       }),
     ),
+    ledgerHead: z.object({ seq: z.number().int(), mac: z.string() }).optional().openapi({
+      description:
+        "The backup bucket's ledger chain record (its seq and MAC, hex) that was last when the backup was taken: a restore refuses a chain cut back behind it. Absent when the chain was empty.",
+    }),
     base: z.object({ version: z.number().int(), mac: z.string().nullable() }).openapi({
       description: 'The manifest as written with the backup (never rewritten): its version and MAC. The keys above are its keys folded with the ledger chain.',
     }),

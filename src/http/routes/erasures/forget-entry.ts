@@ -1,7 +1,7 @@
 /** DELETE /v1/entries/{entryId} (forgetEntry): forget one memory: a records-scope erasure of the entry. */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
-import { authErrors, idParam, json, problemResponse, security } from '../../schemas.js';
+import { authErrors, ErasureLocationHeaders, idParam, json, problemResponse, security } from '../../schemas.js';
 import type { Services } from '../../services.js';
 import { actorOf, Accepted } from './shared.js';
 
@@ -24,8 +24,8 @@ export const route = createRoute({
   security,
   request: { params: z.object({ entryId: idParam('entry', 'entryId') }) },
   responses: {
-    202: { ...json(Accepted, 'Accepted: the erasure runs in the background'), headers: z.object({ Location: z.string() }) },
-    200: json(Accepted, 'The entry is already being forgotten (or was): that erasure'),
+    202: { ...json(Accepted, 'Accepted: the erasure runs in the background'), headers: ErasureLocationHeaders },
+    200: { ...json(Accepted, 'The entry is already being forgotten (or was): that erasure'), headers: ErasureLocationHeaders },
     404: problemResponse('not_found: no such entry'),
     409: problemResponse('erasure_in_progress: the whole subject is being erased'),
     410: problemResponse('key_destroyed: the entry is already erased'),

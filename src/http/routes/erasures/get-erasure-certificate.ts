@@ -3,7 +3,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { authErrors, json, problemResponse, security } from '../../schemas.js';
 import type { Services } from '../../services.js';
-import { ErasureIdParam, CertificateSchema } from './shared.js';
+import { CertificateSchema, documentedCertificate, ErasureIdParam } from './shared.js';
 
 /** The services this route calls. */
 export interface Uses {
@@ -30,6 +30,6 @@ export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: Toke
   app.openapi({ ...route, middleware: [authorize(tokens, 'eraser')] as const }, async (c) => {
     const certificate = await services.erasures.certificate(c.req.valid('param').erasureId);
     c.header('cache-control', 'no-store');
-    return c.json(certificate, 200);
+    return c.json(documentedCertificate(certificate), 200);
   });
 }

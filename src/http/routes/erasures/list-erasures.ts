@@ -4,7 +4,7 @@ import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { decodeCursor, listErrors, NextCursor, pageOf } from '../../cursor.js';
 import { json, security } from '../../schemas.js';
 import type { Services } from '../../services.js';
-import { ErasureSchema, ErasureListQuery } from './shared.js';
+import { documentedErasure, ErasureSchema, ErasureListQuery } from './shared.js';
 
 /** The services this route calls. */
 export interface Uses {
@@ -33,6 +33,6 @@ export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: Toke
     const { limit, cursor, subject } = c.req.valid('query');
     const after = decodeCursor('erasures', cursor);
     const page = pageOf('erasures', await services.erasures.list({ after, limit: limit + 1, subject }), limit, (e) => e.position);
-    return c.json({ erasures: page.items.map((e) => e.view), nextCursor: page.nextCursor }, 200);
+    return c.json({ erasures: page.items.map((e) => documentedErasure(e.view)), nextCursor: page.nextCursor }, 200);
   });
 }

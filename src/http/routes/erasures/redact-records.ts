@@ -2,7 +2,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { RedactionRequestSchema } from '../../../erasure/request.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
-import { authErrors, json, jsonBody, problemResponse, security } from '../../schemas.js';
+import { authErrors, ErasureLocationHeaders, json, jsonBody, problemResponse, security } from '../../schemas.js';
 import type { Services } from '../../services.js';
 import { actorOf, ErasureIdParam, Accepted } from './shared.js';
 
@@ -24,7 +24,7 @@ export const route = createRoute({
   security,
   request: { params: ErasureIdParam, body: jsonBody(RedactionRequestSchema.meta({ id: 'RedactionRequest' })) },
   responses: {
-    202: json(Accepted, 'Accepted: the redaction runs in the background'),
+    202: { ...json(Accepted, 'Accepted: the redaction runs in the background'), headers: ErasureLocationHeaders },
     404: problemResponse('not_found'),
     409: problemResponse('conflict: the erasure is still running, failed, or its fingerprints are gone'),
     422: problemResponse("not_a_match: a record the erasure's last probe did not name (an admin may override with a reason)"),
@@ -40,6 +40,7 @@ export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: Toke
     const { erasureId } = c.req.valid('param');
     const body = c.req.valid('json');
     const result = await services.erasures.redact(erasureId, body.ids, actor(c), body.override);
+    c.header('Location', `/v1/erasures/${erasureId}`);
     return c.json(result, 202);
   });
 }

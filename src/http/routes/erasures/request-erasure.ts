@@ -1,7 +1,7 @@
 /** POST /v1/erasures (requestErasure): request the erasure of a subject, or (with entryIds) forget some of its entries (idempotent while it is open). */
-import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
-import { authErrors, json, jsonBody, problemResponse, security } from '../../schemas.js';
+import { authErrors, ErasureLocationHeaders, json, jsonBody, problemResponse, security } from '../../schemas.js';
 import type { Services } from '../../services.js';
 import { actorOf, ErasureRequest, Accepted } from './shared.js';
 
@@ -25,8 +25,11 @@ export const route = createRoute({
   security,
   request: { body: jsonBody(ErasureRequest) },
   responses: {
-    202: { ...json(Accepted, 'Accepted: the erasure runs in the background'), headers: z.object({ Location: z.string() }) },
-    200: json(Accepted, "The subject's erasure is already open (or these entries are already being forgotten): the same erasure"),
+    202: { ...json(Accepted, 'Accepted: the erasure runs in the background'), headers: ErasureLocationHeaders },
+    200: {
+      ...json(Accepted, "The subject's erasure is already open (or these entries are already being forgotten): the same erasure"),
+      headers: ErasureLocationHeaders,
+    },
     404: problemResponse("not_found: lethe has never seen the subject, or an entry is not one of the subject's"),
     409: problemResponse(
       'conflict: some of the entries are already being forgotten by another erasure; erasure_in_progress: the whole subject is being erased',

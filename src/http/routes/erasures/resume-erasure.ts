@@ -3,7 +3,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
 import { authErrors, json, problemResponse, security } from '../../schemas.js';
 import type { Services } from '../../services.js';
-import { ErasureIdParam, ErasureSchema } from './shared.js';
+import { documentedErasure, ErasureIdParam, ErasureSchema } from './shared.js';
 
 /** The services this route calls. */
 export interface Uses {
@@ -32,6 +32,6 @@ export const route = createRoute({
 
 export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: TokenStore): void {
   app.openapi({ ...route, middleware: [authorize(tokens, 'eraser')] as const }, async (c) =>
-    c.json(await services.erasures.resume(c.req.valid('param').erasureId, c.get('role')), 202),
+    c.json(documentedErasure(await services.erasures.resume(c.req.valid('param').erasureId, c.get('role'))), 202),
   );
 }

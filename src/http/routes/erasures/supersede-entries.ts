@@ -4,7 +4,7 @@ import { MAX_SUPERSEDED } from '../../../erasure/supersede.js';
 import { ID_PATTERNS } from '../../../ids.js';
 import { SupersededManySchema } from '../../../wire/log.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
-import { authErrors, json, jsonBody, problemResponse, SubjectParam, security } from '../../schemas.js';
+import { authErrors, ErasureLocationHeaders, json, jsonBody, problemResponse, SubjectParam, security } from '../../schemas.js';
 import type { Services } from '../../services.js';
 import { AppendRequest } from '../log/shared.js';
 import { actorOf } from './shared.js';
@@ -44,7 +44,7 @@ export const route = createRoute({
   responses: {
     201: {
       ...json(SupersededManySchema, 'The successors are stored; the old versions are forgotten'),
-      headers: z.object({ Location: z.string() }),
+      headers: ErasureLocationHeaders,
     },
     404: problemResponse('not_found: an entry named is not an entry of this subject'),
     409: problemResponse(

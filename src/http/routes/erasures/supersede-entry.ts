@@ -1,8 +1,8 @@
 /** POST /v1/subjects/{subject}/entries/{entryId}/supersede (supersedeEntry): update a memory: the successor appended and the old version forgotten, atomically. */
-import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { SupersededSchema } from '../../../wire/log.js';
 import { type AuthEnv, authorize, type TokenStore } from '../../auth.js';
-import { authErrors, idParam, json, jsonBody, problemResponse, SubjectParam, security } from '../../schemas.js';
+import { authErrors, ErasureLocationHeaders, idParam, json, jsonBody, problemResponse, SubjectParam, security } from '../../schemas.js';
 import type { Services } from '../../services.js';
 import { AppendRequest } from '../log/shared.js';
 import { actorOf } from './shared.js';
@@ -31,7 +31,7 @@ export const route = createRoute({
   responses: {
     201: {
       ...json(SupersededSchema.openapi('Superseded'), 'The successor is stored; the old version is forgotten'),
-      headers: z.object({ Location: z.string() }),
+      headers: ErasureLocationHeaders,
     },
     404: problemResponse('not_found: no such entry of this subject'),
     409: problemResponse(
