@@ -15,14 +15,22 @@
  *      set names what to use: the script checks it and installs nothing). A script that
  *      writes nothing on stderr installed nothing: the step says "current";
  *   3. the type check: node_modules/.bin/tsc --noEmit -p tsconfig.json;
- *   4. the suite: node test/run-all.mjs (vitest, then the Python client's tests) with the
+ *   4. PostgreSQL (infra/postgres-cluster.mjs): when one answers at DATABASE_URL_ADMIN
+ *      (else DATABASE_URL, else postgres://postgres@127.0.0.1:5432/postgres), the suite
+ *      uses it; when none answers, a private cluster of the machine's PostgreSQL server
+ *      (infra/postgres.sh finds it, or installs Debian's postgresql with apt-get) is
+ *      started on a free port, initialized once under the cache folder
+ *      (~/.cache/lethe/postgres-<major>/data; /var/cache/lethe as root), its URL exported
+ *      to the suite as DATABASE_URL_ADMIN, and stopped (pg_ctl stop -m fast) when this
+ *      script exits, however the suite ended;
+ *   5. the suite: node test/run-all.mjs (vitest, then the Python client's tests) with the
  *      arguments given to this script (`npm test -- --reporter=json` reaches vitest).
  *      This script exits with its exit code.
  *
  * A step that fails ends the script with a plain message naming the step and the fix,
  * and exit code 1; nothing after it runs. The services' own messages (Go missing,
- * apt-get failing) pass through on stderr above it. PostgreSQL and python3 are not
- * installed here: the suite checks them and says so when one is missing.
+ * apt-get failing) pass through on stderr above it. python3 is not installed here: the
+ * suite checks it and says so when it is missing.
  *
  * While the suite runs it has a process group of its own, so it hears a signal once:
  * SIGINT, SIGTERM and SIGHUP sent to this script are passed on (the same signal twice
@@ -35,6 +43,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runForwardingSignals } from './child.mjs';
 import { ensureDeps, StepError } from './ensure-deps.mjs';
+import { ensurePostgres } from '../infra/postgres-cluster.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const say = (line) => console.log(line);
@@ -155,16 +164,78 @@ async function typecheck() {
   say(`lethe: types are sound (${seconds(started)} s)`);
 }
 
-/** node test/run-all.mjs with `args`; exits with its exit code. */
+/**
+ * A PostgreSQL for the suite: the one that answers, else a private cluster, stopped when
+ * this script exits (the suite's end, a signal passed on to it, or a failed step).
+ */
+async function database() {
+  let pg;
+  try {
+    pg = await ensurePostgres({ say });
+  } catch (e) {
+    throw new StepError(`the PostgreSQL step failed: ${e.message}; then run npm test again`);
+  }
+  if (!pg.provisioned) return;
+  process.env.DATABASE_URL_ADMIN = pg.url;
+  process.on('exit', () => {
+    try {
+      pg.cluster.stop();
+      say(`lethe: stopped the private PostgreSQL cluster (${pg.cluster.dataDir})`);
+    } catch (e) {
+      console.error(`lethe: the private PostgreSQL cluster in ${pg.cluster.dataDir} did not stop: ${e.message}`);
+    }
+  });
+  // the suite starts right after, in this same turn of the event loop: from then on a signal reaches it
+  // (scripts/child.mjs), and the suite's exit ends this script. A run killed before (SIGKILL, or a signal
+  // while the cluster starts) leaves it running: the next run stops it and takes its folder over
+}
+
+/**
+ * node test/run-all.mjs with `args`; exits with its exit code. A signal passed on ends
+ * run-all.mjs at once (it waits for vitest synchronously) while vitest would run on: when a
+ * signal ended it, the signal goes on to the rest of its process group (vitest and its
+ * workers), which is waited for (30 s, then SIGKILL), so that nothing of the suite outlives
+ * this script nor the private PostgreSQL it uses.
+ */
 function suite(args) {
   say(`lethe: running the suite (node test/run-all.mjs${args.length ? ` ${args.join(' ')}` : ''})`);
-  runForwardingSignals(path.join(root, 'test', 'run-all.mjs'), args, { cwd: root, what: 'the suite (node test/run-all.mjs)' });
+  const child = runForwardingSignals(path.join(root, 'test', 'run-all.mjs'), args, {
+    cwd: root,
+    what: 'the suite (node test/run-all.mjs)',
+    onExit: (_code, signal) => {
+      if (!signal || !child.pid) return;
+      signalGroup(child.pid, signal);
+      if (!waitForGroup(child.pid, 30_000)) signalGroup(child.pid, 'SIGKILL');
+    },
+  });
+}
+
+function signalGroup(pgid, signal) {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // ESRCH: nothing left in the group
+  }
+}
+
+/** Waits (synchronously, at most `ms`) until no process of group `pgid` is left; false when some still are. */
+function waitForGroup(pgid, ms) {
+  const sleeper = new Int32Array(new SharedArrayBuffer(4));
+  for (const deadline = Date.now() + ms; Date.now() < deadline; Atomics.wait(sleeper, 0, 0, 50)) {
+    try {
+      process.kill(-pgid, 0);
+    } catch {
+      return true; // ESRCH: the group is empty
+    }
+  }
+  return false;
 }
 
 try {
   await ensureDeps(root, say);
   for (const service of SERVICES) await ensureService(service);
   await typecheck();
+  await database();
   suite(process.argv.slice(2));
 } catch (e) {
   console.error(`lethe: ${e instanceof StepError ? e.message : `npm test failed: ${e instanceof Error ? e.message : String(e)}`}`);

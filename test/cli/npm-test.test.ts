@@ -1,16 +1,22 @@
 /**
  * scripts/test.mjs (`npm test`) runs its steps in order and stops at the first that
- * fails: the dependencies, the services under infra/, the type check, the suite. Here it
+ * fails: the dependencies, the services under infra/, the type check, PostgreSQL, the
+ * suite. Here it
  * runs in a folder made up for it, without network: its own copies of scripts/ and the
  * infra/ scripts, a package-lock.json that node_modules already matches, a stand-in for
  * tsc and one for test/run-all.mjs, each writing what it was given to a log. The
  * services come from caches filled beforehand or from the variables that name them, so
- * nothing is built or installed. The real suite never starts from here.
+ * nothing is built or installed. PostgreSQL is the suite's own (it answers), except where
+ * none answers: there npm test starts a private cluster under a cache folder made up for
+ * it, the stand-in suite queries it, and it is stopped when npm test ends. The real suite
+ * never starts from here.
  */
-import { spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { freePort, running } from '../../infra/postgres-cluster.mjs';
+import { adminUrl } from '../support/pg.js';
 import { tempDir } from '../support/vault.js';
 
 const dirs: string[] = [];
@@ -53,6 +59,8 @@ function project(): Project {
     'infra/softhsm.sh',
     'infra/chromium.sh',
     'infra/apt-install.sh',
+    'infra/postgres.sh',
+    'infra/postgres-cluster.mjs',
   ]) {
     mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
     copyFileSync(file, path.join(dir, file));
@@ -93,6 +101,8 @@ process.exit(7);
     LETHE_LOCAL_KMS_CACHE: cache,
     LETHE_SOFTHSM_MODULE: module,
     LETHE_CHROMIUM: chromium,
+    // the suite's PostgreSQL, which answers: npm test starts none of its own
+    DATABASE_URL_ADMIN: adminUrl(),
   };
   return { dir, log, env, cached };
 }
@@ -122,6 +132,7 @@ describe('scripts/test.mjs (npm test)', () => {
       `lethe: Chromium: ${p.env.LETHE_CHROMIUM} (named by LETHE_CHROMIUM)`,
       'lethe: type-checking (tsc --noEmit -p tsconfig.json)',
       expect.stringMatching(/^lethe: types are sound \(\d+(\.\d)? s\)$/),
+      `lethe: PostgreSQL answers at ${new URL(adminUrl()).host}`,
       `lethe: running the suite (node test/run-all.mjs ${args.join(' ')})`,
     ]);
     expect(first.status).toBe(7);
@@ -193,5 +204,158 @@ describe('scripts/test.mjs (npm test)', () => {
     expect(r.stdout).toBe('');
     expect(r.stderr).toBe('lethe: package-lock.json is missing: the dependencies cannot be installed from a lockfile\n');
     expect(r.log).toEqual([]);
+  });
+});
+
+/**
+ * The stand-in suite for the PostgreSQL cases: it logs the DATABASE_URL_ADMIN it was given, what
+ * `select 1` there answers and the postmaster's pid (from the cluster's postmaster.pid), then exits
+ * with 7, or (FAKE_SUITE_WAIT) says so and waits for a signal.
+ */
+function queryingSuite(p: Project): void {
+  // the postgres package, as npm ci would have installed it
+  symlinkSync(path.resolve('node_modules', 'postgres'), path.join(p.dir, 'node_modules', 'postgres'));
+  writeFileSync(
+    path.join(p.dir, 'test', 'run-all.mjs'),
+    `import { appendFileSync, readFileSync } from 'node:fs';
+import postgres from 'postgres';
+const url = process.env.DATABASE_URL_ADMIN;
+const sql = postgres(url, { max: 1, connect_timeout: 5, onnotice: () => {} });
+const [row] = await sql\`select 1 as one, current_setting('data_directory') as data\`;
+await sql.end({ timeout: 1 });
+const postmaster = Number(readFileSync(row.data + '/postmaster.pid', 'utf8').split('\\n')[0]);
+appendFileSync(${JSON.stringify(p.log)}, 'suite ' + JSON.stringify({ url, one: row.one, data: row.data, postmaster }) + '\\n');
+if (process.env.FAKE_SUITE_WAIT === 'straggler') {
+  // a process of the suite's group that outlives it (as vitest outlives run-all.mjs, which it runs synchronously): a second after
+  // SIGTERM it queries the cluster again
+  const { spawn } = await import('node:child_process');
+  spawn(process.execPath, ['--input-type=module', '-e', \`
+    import { appendFileSync } from 'node:fs';
+    import postgres from 'postgres';
+    process.on('SIGTERM', () => setTimeout(async () => {
+      const sql = postgres(\${JSON.stringify(url)}, { max: 1, connect_timeout: 5 });
+      const [row] = await sql\\\`select 1 as one\\\`;
+      await sql.end({ timeout: 1 });
+      appendFileSync(\${JSON.stringify(${JSON.stringify(p.log)})}, 'straggler ' + row.one + '\\\\n');
+      process.exit(0);
+    }, 1000));
+    appendFileSync(\${JSON.stringify(${JSON.stringify(p.log)})}, 'straggler ready\\\\n');
+    setInterval(() => {}, 1000);
+  \`], { stdio: 'inherit', cwd: process.cwd() });
+}
+if (process.env.FAKE_SUITE_WAIT) {
+  appendFileSync(${JSON.stringify(p.log)}, 'waiting\\n');
+  setInterval(() => {}, 1000);
+} else process.exit(7);
+`,
+  );
+}
+
+/** npm test's environment when nothing answers at DATABASE_URL_ADMIN, with a cache folder of its own the cluster's user can reach. */
+async function nothingAnswers(p: Project): Promise<{ dead: string; cache: string }> {
+  const cache = path.join(p.dir, 'pg-cache');
+  mkdirSync(cache);
+  // as root the cluster runs as the user postgres, who must reach it through the test's folder
+  chmodSync(p.dir, 0o755);
+  return { dead: `postgres://postgres@127.0.0.1:${await freePort()}/postgres`, cache };
+}
+
+const suiteLine = (log: string[]) => JSON.parse(log.find((l) => l.startsWith('suite '))!.slice('suite '.length));
+
+describe('scripts/test.mjs when no PostgreSQL answers', () => {
+  it('starts a private cluster under the cache folder, gives the suite its URL, and stops it when the suite ends', async () => {
+    const p = project();
+    queryingSuite(p);
+    const { dead, cache } = await nothingAnswers(p);
+    const r = npmTest(p, { DATABASE_URL_ADMIN: dead, LETHE_POSTGRES_CACHE: cache });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(7);
+    const suite = suiteLine(r.log);
+    const port = Number(new URL(suite.url).port);
+    expect(suite).toEqual({
+      url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+      one: 1,
+      data: expect.stringMatching(/\/postgres-\d+\/data$/),
+      postmaster: expect.any(Number),
+    });
+    expect(suite.data.startsWith(`${cache}/`)).toBe(true);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines.slice(-3)).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^lethe: PostgreSQL: none answers at ${new URL(dead).host} \\(ECONNREFUSED\\); started a private cluster at ${suite.data} on port ${port} \\(.*initialized in`,
+        ),
+      ),
+      expect.stringMatching(/^lethe: running the suite/),
+      `lethe: stopped the private PostgreSQL cluster (${suite.data})`,
+    ]);
+    expect(running(suite.postmaster)).toBe(false);
+    expect(existsSync(path.join(suite.data, 'postmaster.pid'))).toBe(false);
+
+    // the next run starts the same cluster again: no initdb
+    const again = npmTest(p, { DATABASE_URL_ADMIN: dead, LETHE_POSTGRES_CACHE: cache });
+    expect(again.status).toBe(7);
+    expect(again.stdout).toMatch(new RegExp(`started a private cluster at ${suite.data} on port \\d+ \\([^)]*started in [\\d.]+ s`));
+    expect(again.stdout).not.toMatch(/initialized in/);
+    const second = suiteLine(again.log.slice(r.log.length));
+    expect(second.data).toBe(suite.data);
+    expect(running(second.postmaster)).toBe(false);
+  });
+
+  it('stops at the PostgreSQL step when there is no server to start, saying what to run: the suite never starts', async () => {
+    const p = project();
+    const { dead, cache } = await nothingAnswers(p);
+    const r = npmTest(p, { DATABASE_URL_ADMIN: dead, LETHE_POSTGRES_CACHE: cache, LETHE_POSTGRES_BIN_DIR: path.join(p.dir, 'no-postgres') });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe(
+      `LETHE_POSTGRES_BIN_DIR=${path.join(p.dir, 'no-postgres')} does not hold initdb, pg_ctl and postgres (executables)\n` +
+        'lethe: the PostgreSQL step failed: no PostgreSQL server could be found or installed (infra/postgres.sh, exit 1; its message above says why): ' +
+        "run 'apt-get install -y postgresql' as root, set LETHE_POSTGRES_BIN_DIR to a folder with initdb, pg_ctl and postgres, " +
+        'or start a PostgreSQL and set DATABASE_URL_ADMIN to it; then run npm test again\n',
+    );
+    expect(r.log).toEqual(['tsc --noEmit -p tsconfig.json']);
+  });
+
+  /** npm test with the waiting stand-in suite, up to the point where it waits. */
+  async function interrupted(wait: string) {
+    const p = project();
+    queryingSuite(p);
+    const { dead, cache } = await nothingAnswers(p);
+    const child = spawn(process.execPath, [path.join(p.dir, 'scripts', 'test.mjs')], {
+      cwd: p.dir,
+      env: { ...p.env, DATABASE_URL_ADMIN: dead, LETHE_POSTGRES_CACHE: cache, FAKE_SUITE_WAIT: wait },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const deadline = Date.now() + 30_000;
+    const ready = wait === 'straggler' ? 'straggler ready' : 'waiting';
+    while (!(existsSync(p.log) && readFileSync(p.log, 'utf8').includes(ready))) {
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the stand-in suite never ran: ${stdout}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const suite = suiteLine(readFileSync(p.log, 'utf8').trim().split('\n'));
+    return { p, suite, child, exited, stdout: () => stdout };
+  }
+
+  it('stops the cluster when npm test is stopped with SIGTERM while the suite runs', async () => {
+    const { suite, child, exited, stdout } = await interrupted('1');
+    expect(running(suite.postmaster)).toBe(true);
+    child.kill('SIGTERM');
+    // the suite ended by SIGTERM: 128 + 15
+    expect(await exited).toBe(143);
+    expect(stdout()).toContain(`lethe: stopped the private PostgreSQL cluster (${suite.data})`);
+    expect(running(suite.postmaster)).toBe(false);
+  });
+
+  it('passes the signal on to the rest of the suite (run-all.mjs ends at once, vitest would run on) and keeps the cluster until the last of it is gone', async () => {
+    const { p, suite, child, exited, stdout } = await interrupted('straggler');
+    child.kill('SIGTERM');
+    expect(await exited).toBe(143);
+    // the straggler queried the cluster a second after run-all.mjs had gone, then the cluster stopped
+    expect(readFileSync(p.log, 'utf8')).toContain('straggler 1\n');
+    expect(stdout()).toContain(`lethe: stopped the private PostgreSQL cluster (${suite.data})`);
+    expect(running(suite.postmaster)).toBe(false);
   });
 });

@@ -1,6 +1,7 @@
 /**
- * Runs once before the suite: PostgreSQL must answer (DATABASE_URL, else
- * 127.0.0.1:5432), and a real MinIO is started (built from source by
+ * Runs once before the suite: PostgreSQL must answer (DATABASE_URL_ADMIN, else
+ * DATABASE_URL, else 127.0.0.1:5432; npm test starts a private cluster and names it in
+ * DATABASE_URL_ADMIN when none answers), and a real MinIO is started (built from source by
  * infra/minio.sh the first time), and a Toxiproxy for the fault-injection tests
  * (infra/toxiproxy.sh). Integration tests never skip: when one is missing, the run
  * stops here and says so plainly.
@@ -22,7 +23,7 @@ declare module 'vitest' {
 export const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const url = process.env.DATABASE_URL || DEFAULT_PG_URL;
+  const url = process.env.DATABASE_URL_ADMIN || process.env.DATABASE_URL || DEFAULT_PG_URL;
   const sql = postgres(url, { max: 1, connect_timeout: 5, onnotice: () => {} });
   try {
     const [row] = await sql<{ v: string }[]>`select current_setting('server_version') as v`;
@@ -30,7 +31,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   } catch (e) {
     throw new Error(
       `lethe tests need PostgreSQL and could not reach it at ${new URL(url).host} (${(e as Error).message}). ` +
-        'Start it (pg_ctlcluster <version> main start) or set DATABASE_URL to a server where this user may CREATE DATABASE.',
+        'Run the suite with npm test (it starts a private cluster when none answers), start one (pg_ctlcluster <version> main start), ' +
+        'or set DATABASE_URL_ADMIN to a server where this user may CREATE DATABASE.',
     );
   } finally {
     await sql.end({ timeout: 1 });
