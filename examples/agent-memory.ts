@@ -8,8 +8,8 @@
  *
  *   npm run example:agent                 # starts `lethe serve` on the embedded default (PGlite, local files) in a temp dir
  *   npm run example:agent -- --url http://127.0.0.1:8787
- *                                         # uses a running service: LETHE_TOKEN (an admin token), or
- *                                         # LETHE_WRITER_TOKEN and LETHE_ERASER_TOKEN
+ *                                         # uses a running service: LETHE_TOKENS (writer and
+ *                                         # eraser tokens, or an admin token: role=token,…)
  *
  * With `--json` the last line is a JSON summary of what happened (the test reads it).
  */
@@ -19,7 +19,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type ErasureTransition, isLetheError, Lethe } from '../src/client/index.js';
+import { type ErasureTransition, isLetheError, Lethe, tokensFromEnv } from '../src/client/index.js';
 import { LetheStore } from '../src/client/langgraph.js';
 import { ask, buildMemoryAgent, memories } from './memory-agent.js';
 
@@ -95,13 +95,9 @@ async function startService(): Promise<Service> {
 
 /** A running service named by --url, with tokens from the environment. */
 function connect(url: string): Service {
-  const env = process.env;
-  const tokens = {
-    writer: env.LETHE_WRITER_TOKEN ?? env.LETHE_TOKEN,
-    eraser: env.LETHE_ERASER_TOKEN ?? env.LETHE_TOKEN,
-    admin: env.LETHE_ADMIN_TOKEN ?? env.LETHE_TOKEN,
-  };
-  if (!tokens.writer || !tokens.eraser) throw new Error('with --url, set LETHE_TOKEN (an admin token), or LETHE_WRITER_TOKEN and LETHE_ERASER_TOKEN');
+  const all = tokensFromEnv();
+  const tokens = { writer: all.writer ?? all.admin, eraser: all.eraser ?? all.admin, admin: all.admin };
+  if (!tokens.writer || !tokens.eraser) throw new Error('with --url, set LETHE_TOKENS to role=token pairs: writer and eraser tokens, or an admin token');
   say(`using the lethe service at ${url}`);
   return { baseUrl: url, tokens, stop: async () => {} };
 }

@@ -12,8 +12,8 @@
  * downloaded and the certificate is verified offline against the vault's public keys.
  * Any failure exits non-zero with a plain message.
  *
- * Environment (all optional): LETHE_URL (default http://127.0.0.1:8787); LETHE_TOKEN, an
- * admin token (default dev-admin-token, the one the command above gives the service);
+ * Environment (all optional): LETHE_URL (default http://127.0.0.1:8787); LETHE_TOKENS, the
+ * service's tokens by role (default admin=dev-admin-token, what the command above gives it);
  * LETHE_DATA_DIR and S3_BUCKET as the service has them (default ./.lethe and lethe): the
  * writer uploads its segments to the service's own bucket, on the embedded default a
  * folder under the data directory — so run it from the folder `npm start` runs in.
@@ -23,11 +23,11 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type ErasureTransition, FsObjectStore, isLetheError, Lethe, verifyCertificate } from '../src/client/index.js';
+import { type ErasureTransition, FsObjectStore, isLetheError, Lethe, tokensFromEnv, verifyCertificate } from '../src/client/index.js';
 
 const START = 'LETHE_TOKENS=admin=dev-admin-token LETHE_LEASE_TTL_SECONDS=30 npm start';
 const baseUrl = process.env.LETHE_URL ?? 'http://127.0.0.1:8787';
-const token = process.env.LETHE_TOKEN ?? 'dev-admin-token';
+const tokens = tokensFromEnv(process.env.LETHE_TOKENS?.trim() || 'admin=dev-admin-token');
 const objects = path.resolve(process.env.LETHE_DATA_DIR ?? '.lethe', 'objects');
 const bucket = process.env.S3_BUCKET ?? 'lethe';
 
@@ -54,7 +54,7 @@ async function connect(lethe: Lethe): Promise<void> {
   } catch (e) {
     if (isLetheError(e) && (e.code === 'unauthorized' || e.code === 'forbidden')) {
       throw new QuickstartError(
-        `the service at ${baseUrl} refused the token (${e.code}): start it with\n  ${START}\nor set LETHE_TOKEN to one of its admin tokens`,
+        `the service at ${baseUrl} refused the token (${e.code}): start it with\n  ${START}\nor set LETHE_TOKENS to its tokens (admin=…)`,
       );
     }
     throw e;
@@ -74,7 +74,7 @@ function stepLine(t: ErasureTransition): string {
 }
 
 async function main(): Promise<void> {
-  const lethe = new Lethe({ baseUrl, token });
+  const lethe = new Lethe({ baseUrl, tokens });
   await connect(lethe);
   // users of their own on each run: an erased subject cannot be written again
   const run = randomBytes(3).toString('hex');

@@ -54,6 +54,26 @@ export class LetheError extends Error {
   }
 }
 
+/**
+ * A failure that a configured value explains: what answered at an address a variable
+ * names was not what lethe needs there (a web page where the object store should be, a
+ * database that does not exist). Its message names the variable, then what happened
+ * (`detail`: the host and port and what answered, never a credential). It is an
+ * `unavailable` LetheError like any other while the service runs; at start-up the app
+ * reports it as the configuration error it is (exit 2).
+ */
+export class MisconfiguredError extends LetheError {
+  readonly variable: string;
+  readonly detail: string;
+
+  constructor(variable: string, detail: string, options?: { cause?: unknown }) {
+    super('unavailable', `${variable} ${detail}`, options);
+    this.name = 'MisconfiguredError';
+    this.variable = variable;
+    this.detail = detail;
+  }
+}
+
 export function isLetheError(e: unknown, code?: ErrorCode): e is LetheError {
   return e instanceof LetheError && (code === undefined || e.code === code);
 }

@@ -308,3 +308,41 @@ describe('key provider namespace in production', () => {
     expect(loadConfig({ ...kms, LETHE_KMS_ALIAS_PREFIX: 'prod-eu' }).keyProvider).toMatchObject({ aliasPrefix: 'prod-eu' });
   });
 });
+
+describe('variables that look like lethe’s and are not', () => {
+  const typos: Array<[string, string]> = [
+    ['LETHE_TOKEN', 'LETHE_TOKENS'],
+    ['LETHE_LEASE_TTL', 'LETHE_LEASE_TTL_SECONDS'],
+    ['LETHE_ROOTKEY', 'LETHE_ROOT_KEY'],
+    ['S3_ENDPIONT', 'S3_ENDPOINT'],
+    ['DATABASE_URI', 'DATABASE_URL'],
+    ['LETHE_ERASER_TOKEN', 'LETHE_TOKENS'],
+  ];
+
+  it.each(typos)('%s is said at start with its closest known name, %s', (typo, meant) => {
+    const cfg = loadConfig({ [typo]: 'x' });
+    expect(cfg.warnings).toEqual([`${typo}: not a variable lethe reads (did you mean ${meant}?)`]);
+  });
+
+  it('says nothing of known variables, of the test harness’s, or of other tools’ (DATABASE_URL_ADMIN, PATH)', () => {
+    const cfg = loadConfig({
+      LETHE_TOKENS: 'admin=0123456789',
+      LETHE_URL: 'http://x',
+      LETHE_MINIO_BIN: '/bin/x',
+      DATABASE_URL_ADMIN: 'postgres://x/y',
+      PATH: '/bin',
+    });
+    expect(cfg.warnings).toEqual([]);
+  });
+
+  it('in production an unknown LETHE_* variable stops the start, naming it and its closest known name', () => {
+    const e = refusal({ NODE_ENV: 'production', LETHE_TOKEN: 'x', LETHE_ROOT_KEY: ROOT_KEY_32, LETHE_TOKENS: 'admin=0123456789' });
+    expect(e.problems).toContainEqual({ variable: 'LETHE_TOKEN', message: 'not a variable lethe reads (did you mean LETHE_TOKENS?)' });
+    expect(e.message).not.toContain(ROOT_KEY_32);
+  });
+
+  it('in production an unknown S3_* variable is a warning only (other tools read S3_ names too)', () => {
+    const cfg = loadConfig({ NODE_ENV: 'production', S3_ENDPIONT: 'x' });
+    expect(cfg.warnings).toEqual(['S3_ENDPIONT: not a variable lethe reads (did you mean S3_ENDPOINT?)']);
+  });
+});

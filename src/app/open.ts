@@ -5,11 +5,11 @@
  * nothing below imports it.
  */
 import { checkPrivateDir } from '../config/files.js';
-import type { Config } from '../config/index.js';
+import { type Config, ConfigError } from '../config/index.js';
 import { zeroize } from '../crypto/index.js';
-import { type Db, openDb } from '../db/client.js';
+import { type Db, openDb, reachDatabase } from '../db/client.js';
 import { pendingMigrations } from '../db/migrations.js';
-import { LetheError } from '../errors.js';
+import { LetheError, MisconfiguredError } from '../errors.js';
 import { openKeyProvider } from '../keyprovider/open.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
 import { loadRootKey } from '../keyprovider/root-key.js';
@@ -49,6 +49,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
   try {
     provider = await openKeyProvider(config, root.key);
     db = await openDb({ databaseUrl: config.databaseUrl, dataDir: `${config.dataDir}/pgdata`, poolSize: config.dbPoolSize });
+    if (config.databaseUrl) await reachDatabase(db, config.databaseUrl);
     const migrating = options.migrate ?? true;
     if (!migrating) await refuseBehind(db);
     const w = await wireServices({ config, options, provider, db, metrics, failpoint, presence: () => presence });
@@ -75,6 +76,8 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
     await db?.close().catch(() => {});
     if (provider) await provider.close();
     else zeroize(root.key);
+    // what a configured value explains (a web page at S3_ENDPOINT, no such database) stops the start as a configuration error
+    if (e instanceof MisconfiguredError) throw new ConfigError([{ variable: e.variable, message: e.detail }]);
     throw e;
   }
 }

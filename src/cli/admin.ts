@@ -10,7 +10,7 @@ import { ROLES, type Role } from '../config/index.js';
 import type { App } from '../app/open.js';
 import { type ErasureRequest, ErasureRequestSchema } from '../erasure/request.js';
 import { createLogger } from '../observability/logger.js';
-import { config, ExitError, openApp, out, withApp } from './shared.js';
+import { config, ExitError, existingVault, openApp, out, serviceCall, serviceClient, viaService, withApp } from './shared.js';
 
 const startServer: typeof import('../app/serve.js').startServer = async (...args) => (await import('../app/serve.js')).startServer(...args);
 
@@ -18,7 +18,7 @@ const startServer: typeof import('../app/serve.js').startServer = async (...args
 export function addServe(program: Command): void {
   program
     .command('serve')
-    .description('Run the HTTP service (embedded PGlite + local keyring unless DATABASE_URL is set).')
+    .description('Run the HTTP service (embedded PGlite and a local keyring unless DATABASE_URL is set).')
     .action(async () => {
       const cfg = config();
       const logger = createLogger(cfg.logLevel);
@@ -51,12 +51,15 @@ export function addServe(program: Command): void {
 export function addMigrate(program: Command): void {
   program
     .command('migrate')
-    .description('Apply database migrations from drizzle/ and make sure an active KEK epoch exists.')
+    .description('Apply database migrations; create the vault if there is none.')
     .action(async () => {
-      await withApp(async (app) => {
-        const active = (await app.epochs.list()).find((e) => e.state === 'active');
-        out({ migrated: true, database: app.db.kind, activeEpoch: active?.epoch ?? null });
-      });
+      await withApp(
+        async (app) => {
+          const active = (await app.epochs.list()).find((e) => e.state === 'active');
+          out({ migrated: true, database: app.db.kind, activeEpoch: active?.epoch ?? null });
+        },
+        { create: true },
+      );
     });
 }
 
@@ -69,7 +72,7 @@ export function addMigrate(program: Command): void {
 export function addReindex(program: Command): void {
   program
     .command('reindex')
-    .description('Re-index sealed rows shingled and embedded with an older comparison form (also done by migrate and at start-up).')
+    .description('Re-index sealed rows made with an older comparison form.')
     .action(async () => {
       await withApp(async (app) => {
         const again = await app.reindex();
@@ -84,6 +87,7 @@ export function addReindex(program: Command): void {
 /** Opens the app for a KEK rotation, with progress on stderr unless --quiet. */
 async function openForRotation(opts: { quiet?: boolean }): Promise<{ app: App; progress: boolean }> {
   const cfg = config();
+  existingVault(cfg);
   const logger = createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel);
   const progress = !opts.quiet && process.stderr.isTTY;
   const app = await openApp(cfg, {
@@ -101,9 +105,13 @@ export function addKek(program: Command): void {
   const kek = program.command('kek').description('Key-encryption-key epochs.');
   kek
     .command('rotate')
-    .description('Create a new KEK epoch, re-wrap every live DEK under it, retire epochs nothing references. Safe to interrupt and re-run.')
+    .description('New KEK epoch; every live key re-wrapped under it (the running service with LETHE_URL set).')
     .option('--quiet', 'no progress on stderr')
     .action(async (opts: { quiet?: boolean }) => {
+      if (viaService()) {
+        out(await serviceCall(serviceClient('admin').json('POST', '/v1/admin/kek/rotate'), 1));
+        return;
+      }
       const { app, progress } = await openForRotation(opts);
       try {
         const result = await app.epochs.rotate('cli');
@@ -115,9 +123,7 @@ export function addKek(program: Command): void {
     });
   kek
     .command('migrate')
-    .description(
-      "Move the root of trust from the local keyring to the configured LETHE_KEY_PROVIDER (pkcs11 or aws-kms): a KEK rotation whose new epoch is created there, re-wrapping every live key under it and destroying the keyring's epochs. Safe to interrupt and re-run.",
-    )
+    .description('Move KEK epochs from the local keyring into LETHE_KEY_PROVIDER (pkcs11, aws-kms).')
     .option('--quiet', 'no progress on stderr')
     .action(async (opts: { quiet?: boolean }) => {
       const cfg = config();
@@ -156,8 +162,12 @@ export function addKek(program: Command): void {
     });
   kek
     .command('list')
-    .description('List KEK epochs with their state and how many live keys each wraps.')
+    .description('KEK epochs, their state and live keys (the running service with LETHE_URL set).')
     .action(async () => {
+      if (viaService()) {
+        out(await serviceCall(serviceClient('admin').json('GET', '/v1/admin/kek'), 1));
+        return;
+      }
       await withApp(async (app) => out({ epochs: await app.epochs.list() }));
     });
 }
@@ -206,9 +216,7 @@ export function addLog(program: Command): void {
   const log = program.command('log').description('The episodic log in the object store.');
   log
     .command('fsck')
-    .description(
-      'Check that the object store and the index agree: segments stored but not indexed (orphans), indexed but missing (lost). Exits 1 when anything indexed is missing or misplaced.',
-    )
+    .description('Check that the object store and the index agree (exit 1: indexed data missing).')
     .option('--repair', 'delete orphan segments older than the grace period (they hold nothing acknowledged)')
     .option('--grace-seconds <n>', 'orphans younger than this may belong to an append in flight', '3600')
     .option('--deep', 'also read every segment and check each indexed frame fits it')
@@ -221,9 +229,7 @@ export function addLog(program: Command): void {
     });
   log
     .command('rekey')
-    .description(
-      "Move a subject's entries under a new key (their record keys re-wrapped) and destroy the old one. With --exclude, forget those entries: a records-scope erasure (as DELETE /v1/entries/{id}) run here to its end — cascade, probe and certificate included.",
-    )
+    .description("Re-key a subject's entries and destroy the old key; --exclude forgets those entries.")
     .argument('<subject>', 'the subject id')
     .option('--exclude <entryId...>', 'entries to forget')
     .option('--reason <text>', 'recorded in the destruction ledger (without --exclude) or sealed in the erasure request', 'rekey')
@@ -256,7 +262,7 @@ export function addLog(program: Command): void {
     });
   log
     .command('compact')
-    .description('Rewrite segments without the frames of destroyed keys (storage hygiene; erasure does not depend on it).')
+    .description('Rewrite segments without the frames of destroyed keys.')
     .action(async () => {
       out(await withApp((app) => app.log.compact()));
     });
@@ -267,14 +273,8 @@ export function addAudit(program: Command): void {
   const audit = program.command('audit').description('The MAC-chained audit log.');
   audit
     .command('verify')
-    .description(
-      'Walk the audit chain and report the first edited, inserted or deleted row, rows removed from the end, and a head moved back or forged (its MAC). Exits 1 when broken.',
-    )
-    .option(
-      '--anchor <seq:mac>',
-      'a tip recorded outside the database earlier (row number, colon, its MAC in hex): fails when the chain no longer holds it (a rollback). ' +
-        "Default: the audit tip carried by the newest record of the backup bucket's ledger chain",
-    )
+    .description('Verify the audit chain (exit 1: broken).')
+    .option('--anchor <seq:mac>', "a tip recorded earlier, row:mac-hex (default: the tip the backup bucket's ledger carries)")
     .option('--no-ledger-anchor', 'do not read the ledger chain for an anchor')
     .action(async (opts: { anchor?: string; ledgerAnchor: boolean }) => {
       const given = opts.anchor === undefined ? undefined : parseAnchor(opts.anchor);
@@ -313,7 +313,7 @@ export function addToken(program: Command): void {
   const token = program.command('token').description('API tokens.');
   token
     .command('new')
-    .description('Generate a token for a role: prints the token and the line for LETHE_TOKENS_FILE.')
+    .description('A new token for a role, and its LETHE_TOKENS_FILE line.')
     .argument('<role>', `one of ${ROLES.join(', ')}`)
     .action(async (role: string) => {
       if (!(ROLES as readonly string[]).includes(role)) throw new ExitError(`role must be one of ${ROLES.join(', ')}`, 2);

@@ -1,6 +1,6 @@
 /**
  * `lethe backup`: `run` and `list` ask the running service (backup role: LETHE_URL and
- * LETHE_BACKUP_TOKEN), so the job never holds a key; `verify`, `restore` and
+ * the backup token of LETHE_TOKENS), so the job never holds a key; `verify`, `restore` and
  * `propagate` open the app on this configuration.
  */
 import { readFileSync } from 'node:fs';
@@ -10,14 +10,10 @@ import { ExitError, out, serviceCall, serviceClient, withApp } from './shared.js
 
 /** `lethe backup run | list | verify | restore | repair-ledger | propagate`. */
 export function addBackup(program: Command): void {
-  const backup = program.command('backup').description('Backups in the backup bucket (S3_BACKUP_BUCKET, or a folder of the local store).');
+  const backup = program.command('backup').description('Backups in the backup bucket.');
   backup
     .command('run')
-    .description(
-      'Ask the running service to take a backup (POST /v1/backups), as a client with the backup role: the job never holds a key. ' +
-        'LETHE_URL (default http://127.0.0.1:8787) and LETHE_BACKUP_TOKEN name the service and the token. A progress bar on a terminal; ' +
-        'otherwise JSON lines on stdout, the result last.',
-    )
+    .description('Take a backup through the running service (backup role).')
     .action(async () => {
       const result = await runBackupThroughService();
       // on a terminal the result as usual; otherwise the last of the JSON lines
@@ -26,7 +22,7 @@ export function addBackup(program: Command): void {
     });
   backup
     .command('list')
-    .description('The backups taken, every page of them (GET /v1/backups, backup role; LETHE_URL and LETHE_BACKUP_TOKEN).')
+    .description('The backups taken (backup role).')
     .action(async () => {
       const client = serviceClient('backup');
       const backups: unknown[] = [];
@@ -41,10 +37,7 @@ export function addBackup(program: Command): void {
     });
   backup
     .command('verify')
-    .description(
-      "Check a backup: every object's sha256, and per key whether its data still decrypts (live keys must, destroyed keys must not) " +
-        "and whether the backup's wrapped copy of the key still unwraps. Exits 1 when anything fails.",
-    )
+    .description('Check a backup: hashes, live keys decrypt, destroyed keys do not (exit 1: a failure).')
     .argument('<backupId>', 'the backup')
     .action(async (backupId: string) => {
       const result = await withApp((app) => app.backups.verify(backupId));
@@ -59,10 +52,7 @@ export function addBackup(program: Command): void {
     });
   backup
     .command('restore')
-    .description(
-      "Restore a backup into this configuration's (empty) database and bucket. The destruction ledger copied into the backup bucket is " +
-        'replayed first, so no destroyed key comes back; without it the restore refuses unless --force-without-ledger.',
-    )
+    .description("Restore a backup into this configuration's empty database and bucket, replaying the ledger first.")
     .argument('<backupId>', 'the backup')
     .option('--witness <file...>', 'erasure certificates or saved ledger heads (ledger/head.json): the ledger chain must reach the record each names')
     .option('--force-without-ledger', 'proceed when the ledger copy cannot be read or is cut short, and say which keys that may bring back')
@@ -86,10 +76,7 @@ export function addBackup(program: Command): void {
     });
   backup
     .command('repair-ledger')
-    .description(
-      'Put back, byte for byte from this database, every ledger chain record it stored that the backup bucket lost (a cut tail), and a head naming the last; ' +
-        'the service then writes the chain again. Exits 1 when the chain is still cut.',
-    )
+    .description('Put back ledger records the backup bucket lost (exit 1: still cut).')
     .action(async () => {
       const result = await withApp(async (app) => ({ putBack: await app.backups.repairLedger(), cut: await app.backups.checkAnchor() }));
       out({ putBack: result.putBack, anchored: result.cut === undefined, ...(result.cut ? { problem: result.cut } : {}) });
@@ -97,9 +84,7 @@ export function addBackup(program: Command): void {
     });
   backup
     .command('propagate')
-    .description(
-      "Write every key destruction not yet in the backup bucket's ledger chain there: every backup holding the key learns of it through the chain (the service does this on its own too).",
-    )
+    .description("Write pending key destructions into the backup bucket's ledger.")
     .action(async () => {
       out(await withApp((app) => app.backups.propagate()));
     });

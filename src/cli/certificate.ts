@@ -14,7 +14,7 @@ import { certificateKeyId, verifyCertificate } from '../crypto/certificate.js';
 import { fromBase64Url, zeroize } from '../crypto/index.js';
 import { describeError } from '../observability/logger.js';
 import type { CurrentSigningKey, SigningKey, SigningKeyList, SigningKeyRotation } from '../wire/certificates.js';
-import { clientTls, config, ExitError, out, withApp } from './shared.js';
+import { clientTls, config, ExitError, existingVault, out, serviceCall, serviceClient, viaService, withApp } from './shared.js';
 
 /** `lethe certificate verify` exit codes. */
 const VERIFY_EXIT = { valid: 0, invalid: 1, input: 2 } as const;
@@ -85,20 +85,24 @@ function keysFrom(text: string, source: string): TrustedKey[] {
   });
 }
 
-/** The vault's key list (GET /v1/certificates/keys: no token); exit 2 when it cannot be had. */
-async function keysFromVault(url: string): Promise<TrustedKey[]> {
+/**
+ * A public document of the vault at `url` (no token; exit 2 when it cannot be had). Its keys
+ * decide what verifies, so over plain HTTP only from a loopback host: anyone on the path
+ * could answer their own. `option` names where the URL came from.
+ */
+async function fromVault(url: string, path: string, option: string): Promise<string> {
   const base = normalizeBaseUrl(url);
-  if (!/^https?:\/\/\S+$/.test(base)) throw new ExitError('--url must be an http(s):// URL of a lethe vault', VERIFY_EXIT.input);
-  // the keys fetched decide what verifies: over plain HTTP anyone on the path could answer their own
+  const bad = `${option} must be an http(s):// URL of a lethe vault`;
+  if (!/^https?:\/\/\S+$/.test(base)) throw new ExitError(bad, VERIFY_EXIT.input);
   let host: string;
   try {
     host = new URL(base).hostname;
   } catch {
-    throw new ExitError('--url must be an http(s):// URL of a lethe vault', VERIFY_EXIT.input);
+    throw new ExitError(bad, VERIFY_EXIT.input);
   }
   if (base.startsWith('http://') && !isLoopbackHost(host)) {
     throw new ExitError(
-      `--url ${base}: the vault's keys decide what verifies, so they are fetched over https:// only (plain http:// is allowed for a loopback host: 127.0.0.0/8, ::1, localhost); ` +
+      `${option} ${base}: the vault's keys decide what verifies, so they are fetched over https:// only (plain http:// is allowed for a loopback host: 127.0.0.0/8, ::1, localhost); ` +
         'use https://, or keep the key list and pass it with --public-key-file',
       VERIFY_EXIT.input,
     );
@@ -108,15 +112,31 @@ async function keysFromVault(url: string): Promise<TrustedKey[]> {
   let res: Response;
   try {
     const call = tls ? await tlsFetch(tls)() : fetch;
-    res = await call(`${base}/v1/certificates/keys`, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(30_000) });
+    res = await call(`${base}${path}`, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(30_000) });
   } catch (e) {
     throw new ExitError(`cannot fetch the vault's certificate keys from ${base}: ${networkReason(e)}`, VERIFY_EXIT.input);
   }
   const text = await res.text().catch(() => '');
-  if (!res.ok) throw new ExitError(`cannot fetch the vault's certificate keys: ${base}/v1/certificates/keys answered ${res.status}`, VERIFY_EXIT.input);
-  const keys = keysFrom(text, `${base}/v1/certificates/keys`);
-  if (keys.length === 0) throw new ExitError(`${base}/v1/certificates/keys lists no key`, VERIFY_EXIT.input);
+  if (!res.ok) throw new ExitError(`cannot fetch the vault's certificate keys: ${base}${path} answered ${res.status}`, VERIFY_EXIT.input);
+  return text;
+}
+
+/** The vault's key list (GET /v1/certificates/keys). */
+async function keysFromVault(url: string): Promise<TrustedKey[]> {
+  const where = `${normalizeBaseUrl(url)}/v1/certificates/keys`;
+  const keys = keysFrom(await fromVault(url, '/v1/certificates/keys', '--url'), where);
+  if (keys.length === 0) throw new ExitError(`${where} lists no key`, VERIFY_EXIT.input);
   return keys;
+}
+
+/** A public answer of the running service at LETHE_URL, printed as it came. */
+async function printFromService(path: string): Promise<void> {
+  const text = await fromVault(process.env.LETHE_URL!, path, 'LETHE_URL');
+  try {
+    out(JSON.parse(text));
+  } catch {
+    throw new ExitError(`${path}: the service's answer is not JSON`, 1);
+  }
 }
 
 async function trustedKeys(opts: VerifyOptions): Promise<TrustedKey[]> {
@@ -147,21 +167,11 @@ export function addCertificate(program: Command): void {
   const certificate = program.command('certificate').description('Erasure certificates (Ed25519 over canonical JSON) and the keys that sign them.');
   certificate
     .command('verify')
-    .description(
-      "Check a certificate file against the vault's keys: its payload names the key that signed it (signingKeyId), that key must be one of the trusted keys, and the signature must hold under it. " +
-        'The key the certificate carries is never trusted by itself, and a key listed as retired signs nothing issued after its retirement. At least one of --url, --public-key, --public-key-file is required; --url must be https:// unless the host is loopback. ' +
-        `Exit ${VERIFY_EXIT.valid} valid, ${VERIFY_EXIT.invalid} not (edited, or signed by a key that is not trusted), ${VERIFY_EXIT.input} unreadable file, no trusted key, or the keys could not be had.`,
-    )
+    .description('Verify a certificate file against trusted keys (exit 0 valid, 1 not, 2 bad input).')
     .argument('<file>', 'a certificate as JSON: { payload, signature, publicKey, algorithm } (`lethe erasure certificate <id> -o file`)')
-    .option(
-      '--url <vault base url>',
-      'trust the keys this vault lists (GET <url>/v1/certificates/keys, current and retired; no token); https:// unless the host is loopback',
-    )
+    .option('--url <vault base url>', 'trust the keys this vault lists (https:// unless the host is loopback)')
     .option('--public-key <key>', 'trust this Ed25519 public key, base64url (repeatable; `lethe certificate public-key`)', collect)
-    .option(
-      '--public-key-file <path>',
-      'trust the keys in this file: the JSON of GET /v1/certificates/keys or `lethe certificate keys`, `{ publicKey }`, or base64url keys separated by white space',
-    )
+    .option('--public-key-file <path>', 'trust the keys in this file (`lethe certificate keys` output, or base64url keys)')
     .action(async (file: string, opts: VerifyOptions) => {
       if (!opts.url && !opts.publicKey?.length && opts.publicKeyFile === undefined) throw new ExitError(NO_TRUSTED_KEY, VERIFY_EXIT.input);
       let parsed: unknown;
@@ -181,28 +191,29 @@ export function addCertificate(program: Command): void {
     });
   certificate
     .command('public-key')
-    .description("The key this vault signs new certificates with, from this configuration's keyring: { algorithm, keyId, publicKey }.")
+    .description('The current certificate-signing public key (LETHE_URL, or the local vault).')
     .action(async () => {
+      if (viaService()) return printFromService('/v1/certificates/public-key');
       const [current] = await localKeys();
       const key: CurrentSigningKey = { algorithm: 'Ed25519', keyId: current!.keyId, publicKey: current!.publicKey };
       out(key);
     });
   certificate
     .command('keys')
-    .description(
-      "Every certificate-signing key of this configuration's keyring, current and retired (public parts), as GET /v1/certificates/keys answers: a file for --public-key-file.",
-    )
+    .description('Every certificate-signing public key, current and retired (LETHE_URL, or the local vault).')
     .action(async () => {
+      if (viaService()) return printFromService('/v1/certificates/keys');
       const list: SigningKeyList = { keys: await localKeys() };
       out(list);
     });
   certificate
     .command('rotate-key')
-    .description(
-      "Admin: a new certificate-signing key in this configuration's keyring. The current one retires: its private part is destroyed, its public part stays listed so that the certificates it signed still verify. " +
-        'Running services sign with the new key at once (the same as POST /v1/certificates/keys/rotate). Audited.',
-    )
+    .description('A new certificate-signing key; the current one retires (admin).')
     .action(async () => {
+      if (viaService()) {
+        out(await serviceCall(serviceClient('admin').json('POST', '/v1/certificates/keys/rotate'), 1));
+        return;
+      }
       const rotation: SigningKeyRotation = await withApp((app) => app.certificateKeys.rotate('cli'));
       out(rotation);
     });
@@ -211,6 +222,7 @@ export function addCertificate(program: Command): void {
 /** The signing keys of this configuration's keyring (the keyring and the root key: no database). */
 async function localKeys() {
   const cfg = config();
+  existingVault(cfg);
   const { loadRootKey } = await import('../keyprovider/root-key.js');
   const { LocalKeyringProvider } = await import('../keyprovider/local.js');
   const root = loadRootKey(cfg, (message) => process.stderr.write(`lethe: ${message}\n`));

@@ -13,10 +13,7 @@ import { ExitError, out, serviceCall, serviceClient } from './shared.js';
 export function addErasureDocuments(erasure: Command): void {
   erasure
     .command('certificate')
-    .description(
-      "The erasure's signed certificate alone (GET /v1/erasures/{id}/certificate), to stdout or a file: what `lethe certificate verify` checks. " +
-        `Exit ${ERASE_EXIT.input} for an unknown id, or an erasure without a certificate yet (still running, or failed).`,
-    )
+    .description("The erasure's signed certificate, to stdout or a file.")
     .argument('<erasureId>', 'the erasure (ers_…)')
     .option('-o, --output <file>', 'write the certificate to this file (and print {erasureId, certificate, bytes})')
     .action(async (erasureId: string, opts: { output?: string }) => {
@@ -36,7 +33,7 @@ export function addErasureDocuments(erasure: Command): void {
     });
   erasure
     .command('report')
-    .description("The erasure's report for a data-protection officer (self-contained HTML with the provenance graph), to stdout or a file.")
+    .description("The erasure's HTML report, to stdout or a file.")
     .argument('<erasureId>', 'the erasure (ers_…)')
     .option('-o, --output <file>', 'write the HTML to this file (and print {erasureId, report, bytes})')
     .action(async (erasureId: string, opts: { output?: string }) => {

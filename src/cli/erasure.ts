@@ -1,7 +1,7 @@
 /**
  * `lethe erase` and `lethe erasure show | list | watch | resume | certificate | report | dismissals`: clients of the
- * running service with the eraser role (LETHE_URL and LETHE_ERASER_TOKEN; a dismissal's approval with the approver
- * role's LETHE_APPROVER_TOKEN, a second person's). `erase` checks its
+ * running service with the eraser role (LETHE_URL and the eraser token of LETHE_TOKENS; a dismissal's approval with the approver
+ * role's token, a second person's). `erase` checks its
  * request with the service's own schema before sending it, then follows the
  * erasure's event stream and prints a summary; the exit code says how it ended.
  * Dismissals are in erasure-dismissals.ts, the certificate and the report in
@@ -34,7 +34,6 @@ interface EraseOptions {
   unlearningMethod?: string;
   unlearningBound?: string;
   reasonCategory?: string;
-  requestLegalBasis?: string;
   controller?: string;
   reference?: string;
   wait: boolean;
@@ -55,13 +54,13 @@ const FLAGS: Readonly<Record<string, string>> = {
   'unlearning.method': '--unlearning-method',
   'unlearning.bound': '--unlearning-bound',
   'request.reasonCategory': '--reason-category',
-  'request.legalBasis': '--request-legal-basis',
+  'request.legalBasis': '--legal-basis',
   'request.controller': '--controller',
   'request.reference': '--reference',
 };
 
-/** The request context's flags: all four, or none. */
-const CONTEXT_FLAGS = ['--reason-category', '--request-legal-basis', '--controller', '--reference'] as const;
+/** The request context's flags: all four, or none (--legal-basis alone is one of LEGAL_BASES). */
+const CONTEXT_FLAGS = ['--reason-category', '--legal-basis', '--controller', '--reference'] as const;
 
 /**
  * The POST /v1/erasures body, checked with the service's own schema (exit 2 before
@@ -74,20 +73,19 @@ const CONTEXT_FLAGS = ['--reason-category', '--request-legal-basis', '--controll
 function erasureRequestBody(subject: string, options: EraseOptions): ErasureRequest {
   const o = { ...options, publicAttribute: options.publicAttribute ?? [] };
   const paired = o.unlearningMethod !== undefined && o.unlearningBound !== undefined;
-  const context = [o.reasonCategory, o.requestLegalBasis, o.controller, o.reference];
-  const contextGiven = context.filter((v) => v !== undefined).length;
-  if (contextGiven > 0 && contextGiven < context.length) {
+  // one --legal-basis: alone, one of LEGAL_BASES; with the request's context, its legal provision in words too
+  const context = [o.reasonCategory, o.legalBasis, o.controller, o.reference];
+  const contextGiven = [o.reasonCategory, o.controller, o.reference].filter((v) => v !== undefined).length;
+  if (contextGiven > 0 && context.some((v) => v === undefined)) {
     throw new ExitError(`${CONTEXT_FLAGS.join(', ')} go together (the request's context: none of it personal data)`, ERASE_EXIT.input);
   }
   const body = {
     subject,
     ...(o.reason !== undefined ? { reason: o.reason } : {}),
-    ...(o.legalBasis !== undefined ? { legalBasis: o.legalBasis } : {}),
+    ...(o.legalBasis !== undefined && (!contextGiven || (LEGAL_BASES as readonly string[]).includes(o.legalBasis)) ? { legalBasis: o.legalBasis } : {}),
     ...(o.publicAttribute.length ? { publicAttributes: o.publicAttribute } : {}),
     ...(paired ? { unlearning: { method: o.unlearningMethod, bound: o.unlearningBound!.trim() === '' ? Number.NaN : Number(o.unlearningBound) } } : {}),
-    ...(contextGiven
-      ? { request: { reasonCategory: o.reasonCategory, legalBasis: o.requestLegalBasis, controller: o.controller, reference: o.reference } }
-      : {}),
+    ...(contextGiven ? { request: { reasonCategory: o.reasonCategory, legalBasis: o.legalBasis, controller: o.controller, reference: o.reference } } : {}),
   };
   const given: Readonly<Record<string, string | undefined>> = { 'unlearning.bound': o.unlearningBound };
   const parsed = ErasureRequestSchema.safeParse(body);
@@ -132,7 +130,7 @@ async function subjectsFrom(file: string): Promise<Array<{ line: number; subject
  * `lethe erase --subjects-file F`: every subject of the file, checked whole with the
  * service's schema first (exit 2 naming the line, before any request), then
  * POST /v1/erasures/batch in chunks of MAX_BULK_SUBJECTS; one line per subject, named
- * by its line in the file (never by its id); with --wait, every erasure followed to its
+ * by its line in the file (never by its id); unless --no-wait, every erasure followed to its
  * end and the worst outcome is the exit code.
  */
 async function eraseMany(file: string, opts: EraseOptions): Promise<void> {
@@ -217,37 +215,19 @@ async function eraseMany(file: string, opts: EraseOptions): Promise<void> {
 export function addErase(program: Command): void {
   program
     .command('erase')
-    .description(
-      'Erase a subject through the running service, as a client with the eraser role (LETHE_URL, default http://127.0.0.1:8787, and LETHE_ERASER_TOKEN): ' +
-        'POST /v1/erasures, then follow its steps live (one line per step transition) and print a summary: status, class, recovered/threshold, residuals and probe matches. ' +
-        'Requesting a subject whose erasure is still open follows that erasure. The subject id is never printed. ' +
-        `Exit codes: ${ERASE_EXIT.completed} completed; ${ERASE_EXIT.incomplete} incomplete (a residual is left: another subject's record still carries the content — order a redaction — ` +
-        `or class C without an unlearning bound); ${ERASE_EXIT.failed} failed; ${ERASE_EXIT.input} bad input, missing LETHE_ERASER_TOKEN or a bad LETHE_URL, the service unreachable, ` +
-        `or an error answer from the service (its problem detail on stderr); ${ERASE_EXIT.lost} accepted, but following it broke off (it goes on: \`lethe erasure watch <erasureId>\`).`,
-    )
-    .argument('[subject]', 'the subject id: 1 to 200 characters of A-Z a-z 0-9 . _ : @ + - (or --subjects-file)')
-    .option(
-      '--subjects-file <file>',
-      `erase every subject of the file, one per line (# comments and blank lines skipped): POST /v1/erasures/batch, ${MAX_BULK_SUBJECTS} at a time, one erasure and certificate each; one line per subject, named by its line in the file; with --wait, the worst outcome is the exit code`,
-    )
-    .option('--reason <text>', 'why the subject is erased (sealed with the request)')
-    .option('--legal-basis <basis>', LEGAL_BASES.join(', '))
-    .option(
-      '--public-attribute <text>',
-      `something public about the subject that the probe also looks for (repeatable, at most ${MAX_PUBLIC_ATTRIBUTES})`,
-      collect,
-    )
-    .option('--unlearning-method <text>', 'class C: how the trained model was made to unlearn the subject (with --unlearning-bound)')
-    .option('--unlearning-bound <number>', 'class C: the bound the method gives, a number >= 0 (with --unlearning-method)')
-    .option(
-      '--reason-category <category>',
-      `the request's reason category, one of ${REASON_CATEGORIES.join(', ')} (with --request-legal-basis, --controller and --reference; none of them personal data: they are kept in the clear, shown on the report and signed into the certificate)`,
-    )
-    .option('--request-legal-basis <text>', "the legal provision the request rests on, e.g. 'GDPR Art. 17(1)(b)' (with --reason-category)")
-    .option('--controller <name>', 'the data controller that asked, an organisation (with --reason-category)')
-    .option('--reference <id>', "the controller's own reference for the request, e.g. its ticket id (with --reason-category)")
-    .option('--no-wait', 'print the erasure id once the service accepted the request, and exit 0')
-    .option('--json', 'JSON lines on stdout: {"step": …} per transition, the erasure (as GET /v1/erasures/{id}) last; with --no-wait, {erasureId, status}')
+    .description('Erase a subject (or --subjects-file) through the running service and follow it to its end.')
+    .argument('[subject]', 'the subject id (A-Z a-z 0-9 . _ : @ + -, at most 200)')
+    .option('--subjects-file <file>', `one subject per line, ${MAX_BULK_SUBJECTS} per request; the worst outcome is the exit code`)
+    .option('--reason <text>', 'why (sealed with the request)')
+    .option('--legal-basis <basis>', `${LEGAL_BASES.join(', ')}; with --reason-category, the provision in words`)
+    .option('--public-attribute <text>', `public text about the subject the probe also looks for (repeatable, at most ${MAX_PUBLIC_ATTRIBUTES})`, collect)
+    .option('--unlearning-method <text>', 'class C: how the model unlearned the subject (with --unlearning-bound)')
+    .option('--unlearning-bound <number>', 'class C: the bound that method gives, >= 0')
+    .option('--reason-category <category>', 'why, in a category (`--reason-category x` lists them); with --legal-basis, --controller, --reference')
+    .option('--controller <name>', 'the organisation that asked')
+    .option('--reference <id>', "the controller's reference (its ticket id)")
+    .option('--no-wait', 'print the erasure id once accepted, and exit 0')
+    .option('--json', 'JSON lines: one per step, the erasure last')
     .action(async (subject: string | undefined, opts: EraseOptions) => {
       if (opts.subjectsFile !== undefined) {
         if (subject !== undefined) throw new ExitError('name a subject or --subjects-file, not both', ERASE_EXIT.input);
@@ -275,10 +255,10 @@ export function addErase(program: Command): void {
 
 /** `lethe erasure show | list | watch | resume | dismissals | certificate | report`. */
 export function addErasure(program: Command): void {
-  const erasure = program.command('erasure').description('Erasures through the running service (eraser role: LETHE_URL and LETHE_ERASER_TOKEN).');
+  const erasure = program.command('erasure').description('Erasures through the running service (eraser role).');
   erasure
     .command('show')
-    .description('An erasure as JSON (GET /v1/erasures/{id}): status, class, steps, residuals, probe, certificate. Exit 2 for an unknown id.')
+    .description('An erasure as JSON.')
     .argument('<erasureId>', 'the erasure (ers_…)')
     .action(async (erasureId: string) => {
       const path = `/v1/erasures/${checkErasureId(erasureId)}`;
@@ -286,10 +266,7 @@ export function addErasure(program: Command): void {
     });
   erasure
     .command('list')
-    .description(
-      'A page of erasures as JSON (GET /v1/erasures): `{ erasures, nextCursor }`, oldest first, each as `lethe erasure show` prints it; ' +
-        `pass nextCursor as --cursor for the next page (null: the last). Exit ${ERASE_EXIT.input} for bad input or an error answer.`,
-    )
+    .description('A page of erasures as JSON.')
     .option('--subject <subject>', "only this subject's erasures")
     .option('--limit <n>', 'erasures per page, 1 to 1000 (default 100)')
     .option('--cursor <cursor>', 'the nextCursor of the previous page')
@@ -304,9 +281,7 @@ export function addErasure(program: Command): void {
     });
   erasure
     .command('watch')
-    .description(
-      `Follow an erasure's steps live until it ends, then print its summary; exit codes as \`lethe erase\` (${ERASE_EXIT.completed} completed, ${ERASE_EXIT.incomplete} incomplete, ${ERASE_EXIT.failed} failed, ${ERASE_EXIT.input} bad input or an error answer).`,
-    )
+    .description('Follow an erasure to its end (exit codes as erase).')
     .argument('<erasureId>', 'the erasure (ers_…)')
     .option('--json', 'JSON lines on stdout: {"step": …} per transition, the erasure last')
     .action(async (erasureId: string, opts: { json?: boolean }) => {
@@ -314,11 +289,7 @@ export function addErasure(program: Command): void {
     });
   erasure
     .command('resume')
-    .description(
-      'Take a failed erasure up again from the step that failed (POST /v1/erasures/{id}/resume), its attempts reset, and print it as JSON; ' +
-        `with --watch, follow it to its end (exit codes as \`lethe erase\`). Exit ${ERASE_EXIT.input} for an unknown id, an erasure that is not failed, ` +
-        "or one a newer erasure of the same subject took over (the service's problem detail on stderr).",
-    )
+    .description('Take a failed erasure up again from the step that failed.')
     .argument('<erasureId>', 'the erasure (ers_…)')
     .option('--watch', 'follow the resumed erasure to its end')
     .option('--json', 'with --watch: JSON lines on stdout')

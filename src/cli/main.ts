@@ -4,7 +4,7 @@
  * service, prints results as JSON on stdout (logs go to stderr), and exits non-zero
  * with a plain message on bad input or failure. The client commands (`backup run`,
  * `backup list`, `erase`, `erasure …`, `subject reinstate`) call a running service instead, with a role's
- * token from LETHE_<ROLE>_TOKEN; `erase` and `erasure watch` print lines a person
+ * token from LETHE_TOKENS (role=token,…); `erase` and `erasure watch` print lines a person
  * reads unless --json.
  *
  * This file builds the program from its parts (admin.ts: the local admin commands,
@@ -14,7 +14,8 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
-import { CONFIG_VARIABLES, ConfigError } from '../config/index.js';
+import { ConfigError } from '../config/index.js';
+import { closest } from '../config/closest.js';
 import { isLetheError } from '../errors.js';
 import { describeError } from '../observability/logger.js';
 import { addAudit, addKek, addLog, addMigrate, addReindex, addServe, addToken } from './admin.js';
@@ -36,7 +37,15 @@ export function buildProgram(): Command {
     .description('Crypto-shredding key vault for AI-agent memory.')
     .version(VERSION)
     .showHelpAfterError()
-    .addHelpText('after', `\nConfiguration comes from the environment: ${CONFIG_VARIABLES.join(', ')}.\nSee README.md.`);
+    .option('--data-dir <dir>', 'the local vault to open (as LETHE_DATA_DIR)')
+    .addHelpText(
+      'after',
+      '\nThe running service: LETHE_URL and LETHE_TOKENS (role=token,…). Every variable: docs/reference/configuration.md; every command: docs/reference/cli.md.',
+    )
+    .hook('preAction', () => {
+      const dataDir = program.opts<{ dataDir?: string }>().dataDir;
+      if (dataDir !== undefined) process.env.LETHE_DATA_DIR = dataDir;
+    });
 
   // in the order `lethe --help` lists them
   addServe(program);
@@ -54,8 +63,35 @@ export function buildProgram(): Command {
   return program;
 }
 
+/**
+ * The first word of `args` naming no command where one is expected (`lethe vacuum`,
+ * `lethe kek lsit`), with the command it was looked up under; undefined when all are known.
+ * Commander would print the parent's help and exit 0 for `lethe vacuum --help`.
+ */
+function unknownCommand(program: Command, args: readonly string[]): { word: string; parent: Command } | undefined {
+  let command = program;
+  for (let i = 0; i < args.length && command.commands.length > 0; i++) {
+    const a = args[i]!;
+    if (a === '--data-dir') i++;
+    if (a.startsWith('-')) continue;
+    const next = command.commands.find((c) => c.name() === a || c.aliases().includes(a));
+    if (!next) return a === 'help' ? undefined : { word: a, parent: command };
+    command = next;
+  }
+  return undefined;
+}
+
 export async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
+  const unknown = unknownCommand(program, argv.slice(2));
+  if (unknown) {
+    const names = unknown.parent.commands.map((c) => c.name());
+    const near = closest(unknown.word, names);
+    const path: string[] = [];
+    for (let c: Command | null = unknown.parent; c; c = c.parent) path.unshift(c.name());
+    process.stderr.write(`lethe: unknown command '${unknown.word}'${near ? ` (did you mean ${near}?)` : ''}; \`${path.join(' ')} --help\` lists them\n`);
+    return 2;
+  }
   try {
     await program.parseAsync(argv);
     return 0;
@@ -85,6 +121,13 @@ export async function main(argv: string[]): Promise<number> {
  * set process.exitCode: keep it).
  */
 export async function runCli(argv: string[] = process.argv): Promise<void> {
+  // output into a closed pipe (`lethe --help | head`) ends the command quietly
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      throw e;
+    });
+  }
   const code = await main(argv);
   if (code !== 0) process.exitCode = code;
   else if (!argv.includes('serve')) process.exitCode ??= 0;

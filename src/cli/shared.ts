@@ -3,8 +3,8 @@
  * an exit code, the configuration, opening the app (loaded on first use), and calling
  * the running service as a role (its failures in the CLI's words and exit codes).
  */
-import { readFileSync } from 'node:fs';
-import { type Config, loadConfig } from '../config/index.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { type Config, loadConfig, type Role, tokenPairs } from '../config/index.js';
 import { isLetheError } from '../errors.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import type { App } from '../app/open.js';
@@ -28,13 +28,41 @@ export class ExitError extends Error {
   }
 }
 
+/** This process's configuration; a variable that looks like lethe's and is not is said on stderr. */
 export function config(): Config {
-  return loadConfig(process.env);
+  const cfg = loadConfig(process.env);
+  for (const warning of cfg.warnings) process.stderr.write(`lethe: warning: ${warning}\n`);
+  return cfg;
 }
 
-/** Opens the app (no listening, no workers), runs `fn`, closes it. */
-export async function withApp<T>(fn: (app: App, logger: Logger) => Promise<T>): Promise<T> {
+/** Which folder a local command's vault is in, and which setting chose it (for its messages). */
+function vaultFolder(cfg: Config): string {
+  if (process.env.LETHE_KEYRING_DIR?.trim()) return `${cfg.keyringDir} (LETHE_KEYRING_DIR)`;
+  if (process.env.LETHE_DATA_DIR?.trim()) return `${cfg.dataDir} (LETHE_DATA_DIR)`;
+  return `${cfg.dataDir} (the default: LETHE_DATA_DIR is unset)`;
+}
+
+/**
+ * A local command opens an existing vault, never creates one (only `serve` and `migrate`
+ * do): its keyring folder must exist. Exit 2 naming the vault it would have used.
+ */
+export function existingVault(cfg: Config): void {
+  if (existsSync(cfg.keyringDir)) return;
+  throw new ExitError(
+    `no vault at ${vaultFolder(cfg)}: nothing was created. Point LETHE_DATA_DIR (or --data-dir) at a vault's folder, set LETHE_URL to ask a running service, or create one with \`lethe migrate\``,
+    2,
+  );
+}
+
+/** Whether a command that can ask a running service does (LETHE_URL is set) rather than open a local vault. */
+export function viaService(): boolean {
+  return Boolean(process.env.LETHE_URL?.trim());
+}
+
+/** Opens the app (no listening, no workers), runs `fn`, closes it; the vault must exist unless `create` (migrate). */
+export async function withApp<T>(fn: (app: App, logger: Logger) => Promise<T>, options: { create?: boolean } = {}): Promise<T> {
   const cfg = config();
+  if (!options.create) existingVault(cfg);
   const logger = createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel);
   const app = await openApp(cfg, { logger, listen: false });
   try {
@@ -70,15 +98,26 @@ export function clientTls(): TlsOptions | undefined {
 }
 
 /**
- * The running service as a role: LETHE_URL (default http://127.0.0.1:8787) and the
- * role's token from LETHE_<ROLE>_TOKEN (never from the command line, where `ps`
- * shows it), verified with `clientTls()`; exit 2 when any is unusable.
+ * The role's token from LETHE_TOKENS, the service's own variable (`role=token,…`; never from
+ * the command line, where `ps` shows it); exit 2 naming the variable when it has none.
  */
-export function serviceClient(role: 'backup' | 'eraser' | 'approver' | 'admin'): ServiceClient {
+export function roleToken(role: Role): string {
+  const variable = 'LETHE_TOKENS';
+  const parsed = tokenPairs.safeParse(process.env[variable]?.trim() || undefined);
+  if (!parsed.success) throw new ExitError(`${variable}: ${parsed.error.issues[0]?.message ?? 'invalid'}`, 2);
+  const token = parsed.data.find((p) => p.role === role)?.token;
+  if (!token) throw new ExitError(`${variable} has no ${role} token: add ${role}=<a token of the ${role} role> to it (role=token pairs, comma-separated)`, 2);
+  return token;
+}
+
+/**
+ * The running service as a role: LETHE_URL (default http://127.0.0.1:8787) and the
+ * role's token (roleToken), verified with `clientTls()`; exit 2 when any is unusable.
+ */
+export function serviceClient(role: Role): ServiceClient {
   const base = normalizeBaseUrl(process.env.LETHE_URL ?? 'http://127.0.0.1:8787');
-  const variable = `LETHE_${role.toUpperCase()}_TOKEN`;
-  const token = process.env[variable];
-  if (!token) throw new ExitError(`set ${variable} to a token of the ${role} role`, 2);
+  const variable = 'LETHE_TOKENS';
+  const token = roleToken(role);
   if (!/^https?:\/\/\S+$/.test(base)) throw new ExitError('LETHE_URL must be an http(s):// URL', 2);
   try {
     const tls = clientTls();

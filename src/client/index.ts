@@ -46,7 +46,7 @@ export {
   type WaitOptions,
 } from './erasures.js';
 export { Certificates, type SigningKey, type VerifiedCertificate } from './certificates.js';
-export type { PageOptions, Role, RoleTokens } from './roles.js';
+export { type PageOptions, type Role, type RoleTokens, tokensFromEnv } from './roles.js';
 export { type CertificateVerdict, verifyCertificate } from '../crypto/certificate.js';
 export { zeroize } from '../crypto/index.js';
 export type { CertificateView, DismissalAccepted, ErasureAccepted, ErasureTransition, ErasureView } from '../erasure/view.js';

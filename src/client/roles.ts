@@ -3,6 +3,7 @@
  * role, made on first use, each call answered within the facade's timeout; and the
  * cursor pagination every list shares (`limit`, `cursor` → `nextCursor`).
  */
+import { parseTokenPairs } from '../config/token-pairs.js';
 import { LetheError } from '../errors.js';
 import { type CallOptions, ServiceClient, type TlsOptions } from './http.js';
 
@@ -16,6 +17,16 @@ export interface RoleTokens {
   readonly approver?: string;
   readonly backup?: string;
   readonly admin?: string;
+}
+
+/**
+ * The tokens of LETHE_TOKENS (`role=token,…`, the variable the service reads too), for
+ * `new Lethe({ baseUrl, tokens: tokensFromEnv() })`; a LetheError naming the variable when it is malformed.
+ */
+export function tokensFromEnv(value: string | undefined = process.env.LETHE_TOKENS): RoleTokens {
+  const parsed = parseTokenPairs(value ?? '');
+  if ('problem' in parsed) throw new LetheError('validation_failed', `LETHE_TOKENS: ${parsed.problem}`);
+  return Object.fromEntries(parsed.pairs.map((p) => [p.role, p.token]));
 }
 
 /** Calls the service as a role: `tokens[role]`, else `token`, else `tokens.admin`. */

@@ -1,8 +1,9 @@
 /** The environment's schema: every variable the service reads, its default and bounds (loadConfig in index.ts parses with it). */
 import { z } from 'zod';
 
-export const ROLES = ['writer', 'backup', 'eraser', 'approver', 'admin'] as const;
-export type Role = (typeof ROLES)[number];
+import { parseTokenPairs } from './token-pairs.js';
+
+export { ROLES, type Role } from './token-pairs.js';
 
 const int = (def: number, min: number, max: number) =>
   z
@@ -25,28 +26,16 @@ const fraction = (def: number) =>
     .optional()
     .transform((v) => v ?? def);
 
-const tokenPairs = z
+/** LETHE_TOKENS (token-pairs.ts). */
+export const tokenPairs = z
   .string()
   .transform((raw, ctx) => {
-    const out: Array<{ role: Role; token: string }> = [];
-    for (const part of raw
-      .split(',')
-      .map((p) => p.trim())
-      .filter((p) => p.length > 0)) {
-      const eq = part.indexOf('=');
-      const role = part.slice(0, eq);
-      const token = part.slice(eq + 1);
-      if (eq <= 0 || !(ROLES as readonly string[]).includes(role)) {
-        ctx.addIssue({ code: 'custom', message: `each entry must be role=token with role one of ${ROLES.join(', ')}` });
-        return z.NEVER;
-      }
-      if (token.length < 8) {
-        ctx.addIssue({ code: 'custom', message: `the ${role} token must be at least 8 characters` });
-        return z.NEVER;
-      }
-      out.push({ role: role as Role, token });
+    const parsed = parseTokenPairs(raw);
+    if ('problem' in parsed) {
+      ctx.addIssue({ code: 'custom', message: parsed.problem });
+      return z.NEVER;
     }
-    return out;
+    return parsed.pairs;
   })
   .optional()
   .transform((v) => v ?? []);

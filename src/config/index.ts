@@ -7,10 +7,13 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { crossProblems } from './cross-checks.js';
 import { envSchema, type Role } from './env-schema.js';
+import { unknownMessage, unknownVariables } from './unknown.js';
 
-export { ROLES, type Role } from './env-schema.js';
+export { ROLES, type Role, tokenPairs } from './env-schema.js';
 
 export interface Config {
+  /** Variables that look like lethe's and are not (`LETHE_TOKEN`: did you mean LETHE_TOKENS?), said at start. */
+  readonly warnings: readonly string[];
   readonly port: number;
   readonly host: string;
   /** PEM files `lethe serve` serves HTTPS with (read at start: src/config/tls.ts); undefined: plain HTTP. */
@@ -137,10 +140,17 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     : parsed.error.issues.map((i) => ({ variable: String(i.path[0] ?? '?'), message: i.message }));
   // checks across variables run on the raw values, so they are reported alongside any per-variable problem
   problems.push(...crossProblems(picked, env, parsed.success ? parsed.data : undefined));
+  // a typo'd variable is ignored as if unset: said at start, and in production an unknown LETHE_* one stops it
+  const unknown = unknownVariables(env, CONFIG_VARIABLES);
+  const production = (env.NODE_ENV ?? '').trim().toLowerCase() === 'production';
+  for (const u of unknown) {
+    if (production && u.variable.startsWith('LETHE_')) problems.push({ variable: u.variable, message: unknownMessage(u) });
+  }
   if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
   const e = parsed.data;
   const dataDir = path.resolve(e.LETHE_DATA_DIR);
   return {
+    warnings: unknown.map((u) => `${u.variable}: ${unknownMessage(u)}`),
     port: e.PORT,
     host: e.HOST,
     tls:
@@ -236,4 +246,4 @@ function keyProviderConfig(e: z.infer<typeof envSchema>, env: Readonly<Record<st
 }
 
 /** The variables this module reads, for --help output and the README. */
-export const CONFIG_VARIABLES = Object.keys(envSchema.shape);
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(envSchema.shape);

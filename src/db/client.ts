@@ -13,7 +13,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
-import { LetheError } from '../errors.js';
+import { errorCodes, LetheError, MisconfiguredError } from '../errors.js';
 import { listenPostgres } from './listener.js';
 import * as schema from './schema.js';
 
@@ -116,6 +116,97 @@ async function openPostgres(url: string, max: number): Promise<Db> {
     },
     close: () => client.end({ timeout: 5 }),
   };
+}
+
+/**
+ * Connects to the PostgreSQL server of `url` once (what start-up does first), so that a
+ * wrong DATABASE_URL is said plainly: the variable, the server's host and port (never the
+ * user's password), and what answered there. A server that answered and refused what the
+ * URL asks (no such database, authentication refused) is a `MisconfiguredError`; nothing
+ * answering is `unavailable` (the server may be starting).
+ */
+export async function reachDatabase(db: Db, url: string, timeoutMs = REACH_TIMEOUT_MS): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  // postgres.js waits for ever on a server that answers in another protocol (a web server)
+  const silent = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new NoPostgresAnswer(timeoutMs)), timeoutMs);
+  });
+  const ping = db.ping();
+  ping.catch(() => {});
+  try {
+    await Promise.race([ping, silent]);
+  } catch (e) {
+    throw databaseFailure(url, e);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** How long the first connection may take: longer than the driver's connect timeout (10 s). */
+const REACH_TIMEOUT_MS = 15_000;
+
+class NoPostgresAnswer extends Error {
+  readonly code = 'LETHE_NO_POSTGRES_ANSWER';
+  constructor(ms: number) {
+    super(`no PostgreSQL answer within ${ms / 1000} s`);
+  }
+}
+
+const DATABASE_NETWORK_REASONS: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused (nothing listens there)',
+  ENOTFOUND: 'no such host',
+  EAI_AGAIN: 'the host name cannot be resolved now',
+  EHOSTUNREACH: 'no route to the host',
+  ENETUNREACH: 'no route to the network',
+  ETIMEDOUT: 'no answer (timed out)',
+  CONNECT_TIMEOUT: 'no answer within 10 s (connect timeout)',
+  ECONNRESET: 'the connection was closed before PostgreSQL answered: is this a PostgreSQL server?',
+  CONNECTION_CLOSED: 'the connection was closed before PostgreSQL answered: is this a PostgreSQL server?',
+  CONNECTION_ENDED: 'the connection was closed before PostgreSQL answered: is this a PostgreSQL server?',
+  LETHE_NO_POSTGRES_ANSWER: `connected, but no PostgreSQL answer within ${REACH_TIMEOUT_MS / 1000} s: is this a PostgreSQL server?`,
+};
+
+/** SQLSTATEs that say DATABASE_URL asks for what the server has not: no such database, authentication refused (class 28). */
+const DATABASE_URL_REFUSED = /^(3D000|28[0-9A-Z]{3})$/;
+
+/** The host and port (or socket directory) DATABASE_URL names: nothing else of it (no user, no password). */
+export function databaseAddress(url: string): string {
+  try {
+    const u = new URL(url);
+    const host = u.searchParams.get('host') || decodeURIComponent(u.hostname) || 'localhost';
+    if (host.startsWith('/')) return host;
+    return `${host}:${u.port || u.searchParams.get('port') || '5432'}`;
+  } catch {
+    return 'its server';
+  }
+}
+
+/** A failed first connection as the error it is (see reachDatabase). */
+export function databaseFailure(url: string, e: unknown): LetheError {
+  const at = databaseAddress(url);
+  const codes = [...errorCodes(e)];
+  const nested = (e as { errors?: unknown } | null)?.errors;
+  if (Array.isArray(nested)) for (const inner of nested) codes.push(...errorCodes(inner));
+  const sqlState = codes.find((c) => /^[0-9A-Z]{5}$/.test(c) && /\d/.test(c));
+  const said = withoutPassword(url, (e as Error | null)?.message ?? String(e));
+  if (sqlState !== undefined && DATABASE_URL_REFUSED.test(sqlState)) {
+    return new MisconfiguredError('DATABASE_URL', `${at}: PostgreSQL answered: ${said}`, { cause: e });
+  }
+  if (sqlState !== undefined) return new LetheError('unavailable', `DATABASE_URL ${at}: PostgreSQL answered: ${said} (SQLSTATE ${sqlState})`, { cause: e });
+  const network = codes.find((c) => c in DATABASE_NETWORK_REASONS);
+  if (network !== undefined) return new LetheError('unavailable', `DATABASE_URL ${at}: ${DATABASE_NETWORK_REASONS[network]}`, { cause: e });
+  return new LetheError('unavailable', `DATABASE_URL ${at}: cannot connect: ${said}`, { cause: e });
+}
+
+/** `text` with the URL's password (if it has one) blotted out, in case a driver repeats it. */
+function withoutPassword(url: string, text: string): string {
+  let password = '';
+  try {
+    password = decodeURIComponent(new URL(url).password);
+  } catch {
+    // no URL, no password to find
+  }
+  return password ? text.split(password).join('***') : text;
 }
 
 /**

@@ -22,7 +22,7 @@ import { ensurePrivateDir, tightenTree } from '../config/files.js';
 import { LetheError, isLetheError } from '../errors.js';
 import { type DestructionState, type KeyProvider, type KeyPurpose, kekId, type SigningKeyInfo, type UnwrapOptions } from './provider.js';
 import { fsyncDir, shredFile } from './files.js';
-import { SigningKeyring } from './signing-keys.js';
+import { SIGNING_FOLDER, SigningKeyring } from './signing-keys.js';
 
 const FILE_PATTERN = /^epoch-(\d{8})\.kek$/;
 const TOMBSTONE_DIR = 'destroyed';
@@ -34,6 +34,15 @@ function fileName(epoch: number): string {
 
 function tombstonePath(dir: string, epoch: number): string {
   return path.join(dir, TOMBSTONE_DIR, `epoch-${String(epoch).padStart(8, '0')}.json`);
+}
+
+/**
+ * Whether the keyring holds nothing lethe seals in it: no epoch KEK, no tombstone, no
+ * certificate-signing keys. A keyring from before signing keys always holds its epochs
+ * (a rotation makes the next one before it destroys one).
+ */
+async function isBrandNew(dir: string): Promise<boolean> {
+  return (await readdir(dir)).every((name) => !FILE_PATTERN.test(name) && name !== TOMBSTONE_DIR && name !== SIGNING_FOLDER);
 }
 
 function checkEpoch(epoch: number): void {
@@ -77,6 +86,9 @@ export class LocalKeyringProvider implements KeyProvider {
     const epochs = await provider.listEpochs();
     const last = epochs.at(-1);
     if (last !== undefined) zeroize(await provider.#kek(last));
+    // A keyring that never sealed anything never signed with the root-derived key: its signing keys
+    // are made now, its own key alone, so that no later opening takes it for a keyring from before signing keys.
+    if (await isBrandNew(dir)) await provider.#signing.startFresh();
     return provider;
   }
 

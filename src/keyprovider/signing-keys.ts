@@ -14,10 +14,14 @@
  *   so that replicas sharing the keyring change it one at a time; a lock older than
  *   30 s belongs to a process that died and is broken.
  *
- * The first use creates the first key and lists, as retired, the key derived from the
- * root key (`certificate-signing` subkey) that signed certificates before signing keys
- * existed: certificates signed with it still verify against the list. Its id, like
- * every key's, is derived from its public key.
+ * A brand-new keyring gets its first key when it is opened (`startFresh`), and lists
+ * that key alone: nothing was ever signed with it before. A keyring from before
+ * signing keys (epochs, no `certificate-signing/`) gets its first key on first use, and
+ * lists, as retired, the key derived from the root key (`certificate-signing` subkey)
+ * that signed its certificates before signing keys existed: those still verify against
+ * the list. A missing list is always made that second way, so a list lost or never
+ * made can only add that retired key, never drop it from a vault that used it. A key's
+ * id is derived from its public key.
  *
  * Nothing is cached: every signature reads the current key from the files (and zeroes
  * it), so a rotation made by one replica or by the CLI holds on every replica at once.
@@ -47,7 +51,8 @@ import { isLetheError, LetheError } from '../errors.js';
 import { fsyncDir, shredFile } from './files.js';
 import type { SigningKeyInfo } from './provider.js';
 
-const FOLDER = 'certificate-signing';
+/** The keyring's folder for certificate-signing keys. */
+export const SIGNING_FOLDER = 'certificate-signing';
 const LIST_FILE = 'keys.sealed';
 const LOCK_FILE = 'change.lock';
 const ROOT_KEY_ID = 'root';
@@ -106,7 +111,7 @@ export class SigningKeyring {
   #changes: Promise<unknown> = Promise.resolve();
 
   constructor(keyringDir: string, rootKey: Uint8Array) {
-    this.#dir = path.join(keyringDir, FOLDER);
+    this.#dir = path.join(keyringDir, SIGNING_FOLDER);
     this.#root = rootKey;
   }
 
@@ -157,17 +162,29 @@ export class SigningKeyring {
     });
   }
 
-  /** The list, created on first use: the root-derived key (retired) and a first key of its own. */
+  /**
+   * Makes the list of a brand-new keyring (one that never sealed anything, so never
+   * signed with the root-derived key): a first key of its own, alone. A list already
+   * there (another replica made it) is kept.
+   */
+  async startFresh(): Promise<void> {
+    if (!(await this.#read())) await this.#create({ rootDerived: false });
+  }
+
+  /** The list; missing, it is made for a keyring from before signing keys: the root-derived key (retired) and a first key of its own. */
   async #keys(): Promise<SigningKeyInfo[]> {
-    const found = await this.#read();
-    if (found) return found;
+    return (await this.#read()) ?? this.#create({ rootDerived: true });
+  }
+
+  async #create(options: { rootDerived: boolean }): Promise<SigningKeyInfo[]> {
     return this.#locked(async () => {
       const again = await this.#read();
       if (again) return again;
       const now = new Date().toISOString();
-      const keys = [this.#rootDerived(now), await this.#newKey(now)];
+      const first = await this.#newKey(now);
+      const keys = options.rootDerived ? [this.#rootDerived(now), first] : [first];
       await this.#write(keys);
-      await this.#sweep(keys[1]!.keyId);
+      await this.#sweep(first.keyId);
       return keys;
     });
   }

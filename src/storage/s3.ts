@@ -3,10 +3,15 @@
  * domain errors: a missing object is not_found; an unreachable endpoint, refused
  * credentials or a request past its deadline (deadline.ts: `timeoutMs` plus the
  * transfer's allowance, and an idle timeout) are unavailable (retryable), with a
- * message that names the endpoint and never the secret.
+ * message that names the variable (`S3_ENDPOINT`) and the endpoint, never a key. An
+ * answer the client cannot read as S3's is explained by asking the endpoint what it
+ * is: something that answers HTTP without speaking S3 (a web page, a proxy's error) is
+ * a `MisconfiguredError` naming its status and content type.
  */
+import http from 'node:http';
+import https from 'node:https';
 import { Client } from 'minio';
-import { LetheError, isLetheError } from '../errors.js';
+import { LetheError, isLetheError, MisconfiguredError } from '../errors.js';
 import { DEFAULT_STORE_TIMEOUT_MS, StoreTimeout, timedTransport } from './deadline.js';
 import { assertObjectKey, type ObjectLock, type ObjectStore, type Retention, type StoredObject } from './store.js';
 
@@ -307,21 +312,75 @@ export class S3ObjectStore implements ObjectStore {
       return await fn();
     } catch (e) {
       if (isLetheError(e)) throw e;
+      const at = `S3_ENDPOINT ${this.#endpoint}:`;
       if (e instanceof StoreTimeout) {
-        throw new LetheError('unavailable', `the object store at ${this.#endpoint} did not answer in time (${e.ms} ms; LETHE_STORE_TIMEOUT_MS)`);
+        throw new LetheError('unavailable', `${at} the object store did not answer in time (${e.ms} ms; LETHE_STORE_TIMEOUT_MS)`);
       }
       const code = String((e as { code?: unknown }).code ?? '');
       if (code === 'NoSuchKey' || code === 'NotFound') {
         throw new LetheError('not_found', `no object ${key ?? ''} in ${this.bucket}`.replace('  ', ' '));
       }
-      if (code === 'NoSuchBucket') throw new LetheError('unavailable', `bucket ${this.bucket} does not exist at ${this.#endpoint}`);
+      if (code === 'NoSuchBucket') throw new LetheError('unavailable', `${at} bucket ${this.bucket} does not exist there`);
       if (CREDENTIAL_CODES.has(code)) {
-        throw new LetheError('unavailable', `the object store at ${this.#endpoint} refused the credentials (${code})`);
+        throw new LetheError('unavailable', `${at} the object store refused the credentials (${code}): check S3_ACCESS_KEY and S3_SECRET_KEY`);
       }
       if (NETWORK_CODES.has(code) || (e as Error).name === 'AggregateError') {
-        throw new LetheError('unavailable', `the object store at ${this.#endpoint} is unreachable (${code || 'network error'})`);
+        throw new LetheError('unavailable', `${at} the object store is unreachable (${networkReason(code)})`);
       }
-      throw new LetheError('unavailable', `the object store at ${this.#endpoint} failed: ${code || (e as Error).message}`, { cause: e });
+      // an answer the client could not read as S3's (no error code, often no message): ask what answers there
+      const answer = await whatAnswers(this.#endpoint, Math.min(this.#timeoutMs, PROBE_TIMEOUT_MS));
+      if (answer && !answer.s3) {
+        throw new MisconfiguredError('S3_ENDPOINT', `${this.#endpoint} answered ${describeAnswer(answer)}, not an S3 API: is this the MinIO/S3 endpoint?`, {
+          cause: e,
+        });
+      }
+      const reason = code || (e as Error).message || `an error without a code${answer ? ` (HTTP ${answer.status})` : ''}`;
+      throw new LetheError('unavailable', `${at} the object store failed: ${reason}`, { cause: e });
     }
   }
+}
+
+/** What a network error code means, said plainly. */
+function networkReason(code: string): string {
+  if (code === 'ECONNREFUSED') return 'ECONNREFUSED: connection refused, nothing listens there';
+  if (code === 'ENOTFOUND') return 'ENOTFOUND: no such host';
+  if (code === 'EHOSTUNREACH') return 'EHOSTUNREACH: no route to the host';
+  return code || 'network error';
+}
+
+/** How long asking the endpoint what it is may take. */
+const PROBE_TIMEOUT_MS = 5_000;
+
+interface Answer {
+  readonly status: number;
+  /** Its media type, without parameters; empty when it sent none. */
+  readonly contentType: string;
+  /** Whether it looks like an S3 API: S3 and MinIO name every answer (`x-amz-request-id`) and speak XML. */
+  readonly s3: boolean;
+}
+
+function describeAnswer(a: Answer): string {
+  return `HTTP ${a.status}${a.contentType ? ` (${a.contentType})` : ''}`;
+}
+
+/**
+ * What answers a plain GET of the endpoint's root (no credentials, nothing signed): its
+ * status, its content type and whether it speaks S3; undefined when nothing answers in
+ * `timeoutMs`.
+ */
+function whatAnswers(endpoint: string, timeoutMs: number): Promise<Answer | undefined> {
+  return new Promise((resolve) => {
+    const url = new URL('/', endpoint);
+    const request = (url.protocol === 'https:' ? https : http).get(url, { agent: false, timeout: timeoutMs }, (res) => {
+      res.resume();
+      const contentType = String(res.headers['content-type'] ?? '')
+        .split(';')[0]!
+        .trim()
+        .toLowerCase();
+      const s3 = res.headers['x-amz-request-id'] !== undefined || /\bxml\b/.test(contentType);
+      resolve({ status: res.statusCode ?? 0, contentType, s3 });
+    });
+    request.on('timeout', () => request.destroy());
+    request.on('error', () => resolve(undefined));
+  });
 }

@@ -85,10 +85,18 @@ export const MODULES: Readonly<Record<string, ModuleRule>> = {
   // The composition root: it wires everything; only cli imports it.
   app: { imports: { allExcept: ['cli', 'client'] } },
   // The client ships to writers: it shares the frame format, the erasure request and
-  // view types and the wire types with the server, nothing else.
+  // view types, the wire types and the LETHE_TOKENS format with the server, nothing else.
   client: {
     imports: ['crypto', 'errors', 'ids', 'storage', 'wire'],
-    files: ['src/log/frame.ts', 'src/log/payload.ts', 'src/log/segment.ts', 'src/erasure/request.ts', 'src/erasure/view.ts', 'src/erasure/machine.ts'],
+    files: [
+      'src/config/token-pairs.ts',
+      'src/log/frame.ts',
+      'src/log/payload.ts',
+      'src/log/segment.ts',
+      'src/erasure/request.ts',
+      'src/erasure/view.ts',
+      'src/erasure/machine.ts',
+    ],
   },
   cli: { imports: { allExcept: ['db'] } },
 };

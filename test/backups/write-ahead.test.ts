@@ -218,7 +218,7 @@ describe('the service killed (-9) between the PostgreSQL change and the ledger w
     };
     expect(a.keyId).toMatch(/^key_/);
     // a backup from the CLI (its own process, no failpoint) before the destruction
-    const backup = await runCli(['backup', 'run'], { ...env, LETHE_URL: service.url, LETHE_BACKUP_TOKEN: TOKENS.backup });
+    const backup = await runCli(['backup', 'run'], { ...env, LETHE_URL: service.url, LETHE_TOKENS: `backup=${TOKENS.backup}` });
     expect(backup.code, backup.stderr).toBe(0);
     // NDJSON progress lines, the summary last
     const { backupId } = JSON.parse(backup.stdout.trim().split('\n').at(-1)!) as { backupId: string };

@@ -4,12 +4,14 @@
  * audit chain (including tampering), and token generation — plus a service started
  * with the generated hashed-token file.
  */
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { Command } from 'commander';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
@@ -18,7 +20,8 @@ import { startServer } from '../../src/app/serve.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { openApp } from '../../src/app/open.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
-import { type CliRun, runCli } from '../support/process.js';
+import { buildProgram } from '../../src/cli/main.js';
+import { CLI, type CliRun, runCli } from '../support/process.js';
 import { tempDir, testEnv, TOKENS } from '../support/vault.js';
 
 const CLI_TIMEOUT_MS = 60_000;
@@ -64,10 +67,10 @@ describe('help and usage errors', () => {
   const HELP: ReadonlyArray<{ args: string[]; says: RegExp }> = [
     { args: ['serve'], says: /Run the HTTP service/ },
     { args: ['migrate'], says: /Apply database migrations/ },
-    { args: ['kek', 'rotate'], says: /Create a new KEK epoch/ },
-    { args: ['kek', 'list'], says: /List KEK epochs/ },
-    { args: ['audit', 'verify'], says: /Walk the audit chain/ },
-    { args: ['token', 'new'], says: /Generate a token for a role/ },
+    { args: ['kek', 'rotate'], says: /New KEK epoch/ },
+    { args: ['kek', 'list'], says: /KEK epochs, their state/ },
+    { args: ['audit', 'verify'], says: /Verify the audit chain/ },
+    { args: ['token', 'new'], says: /A new token for a role/ },
   ];
   for (const { args, says } of HELP) {
     it.concurrent(`\`lethe ${args.join(' ')} --help\` exits 0 and prints usage with a description`, { timeout: TEST_TIMEOUT_MS }, async () => {
@@ -82,6 +85,37 @@ describe('help and usage errors', () => {
     const run = await cli(['frobnicate']);
     expect(run.code).not.toBe(0);
     expect(run.stderr).toMatch(/unknown command 'frobnicate'/);
+  });
+
+  it.concurrent('an unknown command with --help exits 2 naming it, with the closest command, at any depth', { timeout: TEST_TIMEOUT_MS }, async () => {
+    const [top, nested] = await Promise.all([cli(['vacuum', '--help']), cli(['kek', 'lsit', '--help'])]);
+    expect(top.code).toBe(2);
+    expect(top.stdout).toBe('');
+    expect(top.stderr).toContain("unknown command 'vacuum'; `lethe --help` lists them");
+    expect(nested.code).toBe(2);
+    expect(nested.stderr).toContain("unknown command 'lsit' (did you mean list?); `lethe kek --help` lists them");
+  });
+
+  it('every help is a synopsis: one short line per command and per option (the long story is docs/reference/cli.md)', () => {
+    const walk = (c: Command): Command[] => [c, ...c.commands.flatMap(walk)];
+    for (const c of walk(buildProgram())) {
+      expect(c.description().length, `${c.name()}: ${c.description()}`).toBeLessThanOrEqual(100);
+      for (const o of c.options) expect(o.description.length, `${c.name()} ${o.flags}: ${o.description}`).toBeLessThanOrEqual(120);
+    }
+  });
+
+  it.concurrent('output into a closed pipe (`lethe --help | head -c 5`) ends quietly, exit 0', { timeout: TEST_TIMEOUT_MS }, async () => {
+    const piped = spawnSync(
+      'bash',
+      ['-c', `set -o pipefail; node ${CLI.join(' ')} --help 2>"$1" | head -c 5 >/dev/null; echo "$?"; cat "$1"`, '_', path.join(dataDir, 'pipe.err')],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, ...env },
+      },
+    );
+    const [status, ...stderr] = piped.stdout.split('\n');
+    expect(stderr.join('\n').trim(), 'nothing on stderr').toBe('');
+    expect(status).toBe('0');
   });
 
   it.concurrent('a usage error on a subcommand (missing role) exits 2, like one on the program', { timeout: TEST_TIMEOUT_MS }, async () => {
@@ -248,5 +282,44 @@ describe('serve on a port already in use', () => {
     } finally {
       await new Promise<void>((resolve) => holder.close(() => resolve()));
     }
+  });
+});
+
+describe('local commands never create a vault', () => {
+  const LOCAL: string[][] = [
+    ['kek', 'list'],
+    ['kek', 'rotate'],
+    ['certificate', 'keys'],
+    ['certificate', 'public-key'],
+    ['log', 'fsck'],
+    ['audit', 'verify'],
+    ['reindex'],
+  ];
+  for (const args of LOCAL) {
+    it.concurrent(`\`lethe ${args.join(' ')}\` where no vault is: exit 2 naming the folder it would use, nothing created`, {
+      timeout: TEST_TIMEOUT_MS,
+    }, async () => {
+      const empty = mkdtempSync(path.join(tmpdir(), 'lethe-empty-'));
+      try {
+        const vault = path.join(empty, 'vault');
+        // the embedded default (no DATABASE_URL), as on a laptop; a typo'd variable is said on the way
+        const { DATABASE_URL: _db, ...embedded } = env;
+        const run = await runCli(args, { ...embedded, LETHE_DATA_DIR: vault, LETHE_TOKEN: 'x' }, { timeoutMs: CLI_TIMEOUT_MS });
+        expect(run.code, run.stderr).toBe(2);
+        expect(run.stderr).toContain(`no vault at ${vault} (LETHE_DATA_DIR): nothing was created`);
+        expect(run.stderr).toContain('LETHE_TOKEN: not a variable lethe reads (did you mean LETHE_TOKENS?)');
+        expect(existsSync(vault)).toBe(false);
+      } finally {
+        rmSync(empty, { recursive: true, force: true });
+      }
+    });
+  }
+
+  it.concurrent('--data-dir names the vault after the command too', { timeout: TEST_TIMEOUT_MS }, async () => {
+    const missing = path.join(tmpdir(), `lethe-missing-${process.pid}`);
+    const run = await cli(['kek', 'list', '--data-dir', missing]);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(`no vault at ${missing} (LETHE_DATA_DIR)`);
+    expect(existsSync(missing)).toBe(false);
   });
 });

@@ -25,7 +25,7 @@ describe('lethe backup', () => {
     keyA = (await tv.app.log.append('user:cli-a', { text: 'A: the spare key is under the mat.' }, 'writer')).keyId;
     await tv.app.log.append('user:cli-b', { text: 'B: likes rowing.' }, 'writer');
     server = await startServer(loadConfig({ ...tv.env, PORT: '0', HOST: '127.0.0.1' }), createLogger('silent'));
-    env = { ...tv.env, PATH: process.env.PATH ?? '', LETHE_URL: `http://127.0.0.1:${server.port}`, LETHE_BACKUP_TOKEN: TOKENS.backup };
+    env = { ...tv.env, PATH: process.env.PATH ?? '', LETHE_URL: `http://127.0.0.1:${server.port}`, LETHE_TOKENS: `backup=${TOKENS.backup}` };
   }, TIMEOUT);
   afterAll(async () => {
     await server?.close();
@@ -105,11 +105,11 @@ describe('lethe backup', () => {
   it('refuses without a token (exit 2), with a wrong token (exit 1, 401), with a bad URL (exit 2), and for an unknown backup (exit 1)', {
     timeout: TIMEOUT,
   }, async () => {
-    const { LETHE_BACKUP_TOKEN: _t, ...noToken } = env;
+    const { LETHE_TOKENS: _t, ...noToken } = env;
     const missing = await runCli(['backup', 'run'], noToken);
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain('LETHE_BACKUP_TOKEN');
-    const wrong = await runCli(['backup', 'list'], { ...env, LETHE_BACKUP_TOKEN: TOKENS.writer });
+    expect(missing.stderr).toContain('LETHE_TOKENS has no backup token');
+    const wrong = await runCli(['backup', 'list'], { ...env, LETHE_TOKENS: `backup=${TOKENS.writer}` });
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toContain('403');
     expect(wrong.stderr).not.toContain(TOKENS.writer);

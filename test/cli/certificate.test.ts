@@ -6,9 +6,9 @@
  * with a random key, its embedded key replaced) fails with --url, --public-key and
  * --public-key-file alike; a certificate from before a key rotation still verifies
  * against the retired key the vault lists, and the next one names the new key. A
- * certificate issued after its key's retirement (the retired root-derived key, which
- * the root key re-derives) is invalid; `--url` over plain http:// is refused for a host
- * that is not loopback (issue 29).
+ * certificate issued after its key's retirement (the retired root-derived key of a
+ * vault from before signing keys, which the root key re-derives) is invalid; `--url`
+ * over plain http:// is refused for a host that is not loopback (issue 29).
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -18,7 +18,7 @@ import { type Certificate, certificateKeyId, certificatePublicKey, signCertifica
 import { deriveSubkey } from '../../src/crypto/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
 import { CLI, type RunningService, runCli, startService } from '../support/process.js';
-import { tempDir, testEnv, TOKENS } from '../support/vault.js';
+import { asKeyringBeforeSigningKeys, tempDir, testEnv, TOKENS } from '../support/vault.js';
 
 const TIMEOUT = 120_000;
 const tag = () => randomBytes(5).toString('hex');
@@ -45,7 +45,9 @@ beforeAll(async () => {
   dataDir = tempDir();
   localEnv = { ...testEnv({ databaseUrl: db.url, dataDir, extra: { LETHE_ERASURE_POLL_MS: '100' } }), PATH: process.env.PATH ?? '' };
   service = await startService(process.execPath, [...CLI, 'serve'], localEnv);
-  clientEnv = { LETHE_URL: service.url, LETHE_ERASER_TOKEN: TOKENS.eraser };
+  // a vault from before signing keys: it lists the retired root-derived key, whose private part the root key derives again
+  asKeyringBeforeSigningKeys(path.join(dataDir, 'keyring'));
+  clientEnv = { LETHE_URL: service.url, LETHE_TOKENS: `eraser=${TOKENS.eraser}` };
   honestFile = path.join(dataDir, 'honest.json');
   forgedFile = path.join(dataDir, 'forged.json');
   forgedOwnIdFile = path.join(dataDir, 'forged-own-id.json');

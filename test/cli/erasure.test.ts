@@ -36,7 +36,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   dataDir = tempDir();
   service = await startService(process.execPath, [...CLI, 'serve'], testEnv({ databaseUrl: db.url, dataDir, extra: { LETHE_ERASURE_POLL_MS: '100' } }));
-  env = { LETHE_URL: service.url, LETHE_ERASER_TOKEN: TOKENS.eraser };
+  env = { LETHE_URL: service.url, LETHE_TOKENS: `eraser=${TOKENS.eraser}` };
   recorder = createServer((_req, res) => {
     recorded++;
     res.writeHead(500).end();
@@ -199,7 +199,7 @@ describe('lethe erase', () => {
     const [unseen, unknown, wrongRole] = await Promise.all([
       erase([`user:cli-unseen-${tag()}`]),
       runCli(['erasure', 'show', `ers_${'A'.repeat(22)}`], env),
-      erase([`user:cli-unseen-${tag()}`], { LETHE_ERASER_TOKEN: TOKENS.writer }),
+      erase([`user:cli-unseen-${tag()}`], { LETHE_TOKENS: `eraser=${TOKENS.writer}` }),
     ]);
     expect(unseen.code).toBe(2);
     expect(unseen.stderr).toMatch(/404 not_found: lethe has never seen this subject/);
@@ -240,7 +240,7 @@ describe('lethe erase', () => {
       runCli(['erase', 'user:ok'], { ...env, LETHE_URL: '' }),
     ]);
     expect(noToken.code).toBe(2);
-    expect(noToken.stderr).toContain('set LETHE_ERASER_TOKEN to a token of the eraser role');
+    expect(noToken.stderr).toContain('LETHE_TOKENS has no eraser token');
     for (const run of [badUrl, emptyUrl]) {
       expect(run.code).toBe(2);
       expect(run.stderr).toContain('LETHE_URL must be an http(s):// URL');
@@ -263,24 +263,24 @@ describe('lethe erasure dismissals', () => {
     expect(proposed.code, proposed.stderr).toBe(0);
     const { dismissalId, status } = JSON.parse(proposed.stdout) as { dismissalId: string; status: string };
     expect(status).toBe('incomplete');
-    const byEraser = await runCli(['erasure', 'dismissals', 'approve', erasureId, dismissalId], { ...env, LETHE_APPROVER_TOKEN: TOKENS.eraser });
+    const byEraser = await runCli(['erasure', 'dismissals', 'approve', erasureId, dismissalId], { ...env, LETHE_TOKENS: `approver=${TOKENS.eraser}` });
     expect(byEraser.code).toBe(2);
     expect(byEraser.stderr).toMatch(/403 forbidden/);
     const noToken = await runCli(['erasure', 'dismissals', 'approve', erasureId, dismissalId], env);
     expect(noToken.code).toBe(2);
-    expect(noToken.stderr).toContain('set LETHE_APPROVER_TOKEN to a token of the approver role');
-    const approved = await runCli(['erasure', 'dismissals', 'approve', erasureId, dismissalId], { ...env, LETHE_APPROVER_TOKEN: TOKENS.approver });
+    expect(noToken.stderr).toContain('LETHE_TOKENS has no approver token');
+    const approved = await runCli(['erasure', 'dismissals', 'approve', erasureId, dismissalId], { ...env, LETHE_TOKENS: `approver=${TOKENS.approver}` });
     expect(approved.code, approved.stderr).toBe(0);
     expect(JSON.parse(approved.stdout)).toEqual({ erasureId, status: 'running', dismissalId });
     expect((await runCli(['erasure', 'watch', erasureId], env)).code).toBe(0);
     const revoked = await runCli(['erasure', 'dismissals', 'revoke', erasureId, dismissalId, '--reason', 'reconsidered'], {
       ...env,
-      LETHE_APPROVER_TOKEN: TOKENS.approver,
+      LETHE_TOKENS: `approver=${TOKENS.approver}`,
     });
     expect(revoked.code, revoked.stderr).toBe(0);
     expect((await runCli(['erasure', 'watch', erasureId], env)).code).toBe(3);
     const bad = await Promise.all([
-      runCli(['erasure', 'dismissals', 'approve', erasureId, 'dsm_nope'], { ...env, LETHE_URL: recorderUrl, LETHE_APPROVER_TOKEN: TOKENS.approver }),
+      runCli(['erasure', 'dismissals', 'approve', erasureId, 'dsm_nope'], { ...env, LETHE_URL: recorderUrl, LETHE_TOKENS: `approver=${TOKENS.approver}` }),
       runCli(['erasure', 'dismissals', 'propose', erasureId, notice, '--reason', ' '], { ...env, LETHE_URL: recorderUrl }),
     ]);
     expect(bad.map((r) => r.code)).toEqual([2, 2]);

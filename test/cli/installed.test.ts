@@ -131,6 +131,6 @@ describe('the installed lethe command', () => {
     const tokenless = await npx('erasure', 'show', 'ers_AAAAAAAAAAAAAAAAAAAAAA');
     expect(tokenless.code).toBe(2);
     expect(tokenless.stdout).toBe('');
-    expect(tokenless.stderr).toContain('LETHE_ERASER_TOKEN');
+    expect(tokenless.stderr).toContain('LETHE_TOKENS has no eraser token');
   });
 });

@@ -16,8 +16,7 @@ async function loaded(args: string[]): Promise<string[]> {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '/tmp',
       LETHE_URL: 'http://127.0.0.1:9',
-      LETHE_ERASER_TOKEN: 'eraser-token',
-      LETHE_BACKUP_TOKEN: 'backup-token',
+      LETHE_TOKENS: 'eraser=eraser-token,backup=backup-token',
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

@@ -1,6 +1,6 @@
 /**
  * `lethe subject reinstate` against a running service on PostgreSQL: the admin token
- * from LETHE_ADMIN_TOKEN only; a bad subject or reason exits 2 before any request; the
+ * from the admin token of LETHE_TOKENS only; a bad subject or reason exits 2 before any request; the
  * service's refusals (403, 409) exit 2 with its problem; no answer exits 1; a
  * reinstated subject takes a new key.
  */
@@ -69,12 +69,12 @@ async function erasedSubject(): Promise<string> {
 }
 
 describe('lethe subject reinstate', () => {
-  it('lifts the tombstone with LETHE_ADMIN_TOKEN: exit 0 and JSON; the subject then takes a new key; again: exit 2 with the 409', {
+  it('lifts the tombstone with the admin token of LETHE_TOKENS: exit 0 and JSON; the subject then takes a new key; again: exit 2 with the 409', {
     timeout: TIMEOUT,
   }, async () => {
     const s = await erasedSubject();
     expect((await call('PUT', `/v1/subjects/${s}/key`, 'writer')).status).toBe(410);
-    const env = { LETHE_URL: service.url, LETHE_ADMIN_TOKEN: TOKENS.admin };
+    const env = { LETHE_URL: service.url, LETHE_TOKENS: `admin=${TOKENS.admin}` };
     const run = await runCli(['subject', 'reinstate', s, '--reason', 'signed up again'], env);
     expect(run.code, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual({ subject: s, reinstated: true });
@@ -86,15 +86,15 @@ describe('lethe subject reinstate', () => {
     expect(again.stderr).toMatch(/the service answered 409 conflict: the subject is not erased/);
   });
 
-  it("refuses: no LETHE_ADMIN_TOKEN, a bad subject, an empty or missing reason (exit 2, no request); a writer token (the service's 403, exit 2); no service (exit 1)", {
+  it("refuses: no admin token in LETHE_TOKENS, a bad subject, an empty or missing reason (exit 2, no request); a writer token (the service's 403, exit 2); no service (exit 1)", {
     timeout: TIMEOUT,
   }, async () => {
     const s = await erasedSubject();
     const before = recorded;
     const none = await runCli(['subject', 'reinstate', s, '--reason', 'x'], { LETHE_URL: recorderUrl });
     expect(none.code).toBe(2);
-    expect(none.stderr).toContain('set LETHE_ADMIN_TOKEN to a token of the admin role');
-    const env = { LETHE_URL: recorderUrl, LETHE_ADMIN_TOKEN: TOKENS.admin };
+    expect(none.stderr).toContain('LETHE_TOKENS has no admin token');
+    const env = { LETHE_URL: recorderUrl, LETHE_TOKENS: `admin=${TOKENS.admin}` };
     const [badSubject, emptyReason, noReason] = await Promise.all([
       runCli(['subject', 'reinstate', 'user/has space', '--reason', 'x'], env),
       runCli(['subject', 'reinstate', s, '--reason', '   '], env),
@@ -108,13 +108,13 @@ describe('lethe subject reinstate', () => {
     expect(noReason.stderr).toMatch(/--reason/);
     expect(recorded).toBe(before);
 
-    const writer = await runCli(['subject', 'reinstate', s, '--reason', 'x'], { LETHE_URL: service.url, LETHE_ADMIN_TOKEN: TOKENS.writer });
+    const writer = await runCli(['subject', 'reinstate', s, '--reason', 'x'], { LETHE_URL: service.url, LETHE_TOKENS: `admin=${TOKENS.writer}` });
     expect(writer.code).toBe(2);
     expect(writer.stderr).toMatch(/the service answered 403 forbidden/);
     expect(writer.stderr).not.toContain(TOKENS.writer);
     expect((await call('PUT', `/v1/subjects/${s}/key`, 'writer')).status).toBe(410);
 
-    const unreachable = await runCli(['subject', 'reinstate', s, '--reason', 'x'], { LETHE_URL: 'http://127.0.0.1:9', LETHE_ADMIN_TOKEN: TOKENS.admin });
+    const unreachable = await runCli(['subject', 'reinstate', s, '--reason', 'x'], { LETHE_URL: 'http://127.0.0.1:9', LETHE_TOKENS: `admin=${TOKENS.admin}` });
     expect(unreachable.code).toBe(1);
     expect(unreachable.stderr).toMatch(/did not answer/);
   });

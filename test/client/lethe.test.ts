@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ErasureTransition, isLetheError, Lethe, LetheError, ServiceError } from '../../src/client/index.js';
 import { signCertificate } from '../../src/crypto/certificate.js';
 import { deriveSubkey } from '../../src/crypto/index.js';
-import { TOKENS } from '../support/vault.js';
+import { asKeyringBeforeSigningKeys, TOKENS } from '../support/vault.js';
 import { type ServedVault, serveTestVault } from './served.js';
 
 let v: ServedVault;
@@ -19,6 +19,8 @@ let lethe: Lethe;
 
 beforeAll(async () => {
   v = await serveTestVault();
+  // a vault from before signing keys: it lists the retired root-derived key, whose private part the root key derives again
+  asKeyringBeforeSigningKeys(v.t.config.keyringDir);
   lethe = new Lethe({
     baseUrl: v.baseUrl,
     tokens: { writer: TOKENS.writer, eraser: TOKENS.eraser, approver: TOKENS.approver, backup: TOKENS.backup, admin: TOKENS.admin },

@@ -181,7 +181,7 @@ describe('POST /v1/erasures/batch', () => {
 });
 
 describe('lethe erase --subjects-file', () => {
-  const env = () => ({ LETHE_URL: service.url, LETHE_ERASER_TOKEN: TOKENS.eraser });
+  const env = () => ({ LETHE_URL: service.url, LETHE_TOKENS: `eraser=${TOKENS.eraser}` });
 
   it('erases every subject of the file, one line per subject by its line number, and exits 0 once all completed', { timeout: TIMEOUT }, async () => {
     const subjects = await seed(3, 'cli');

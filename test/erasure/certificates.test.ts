@@ -5,8 +5,10 @@
  * signed payload; GET /v1/certificates/keys lists current and retired public keys
  * without a token; a rotation (admin) retires the key — its private file destroyed, its
  * public part still listed, so older certificates verify — and every replica signs with
- * the new key at once; a certificate stored before signing keys existed (root-derived
- * key, no key id) still verifies and turns final under the current key; a forgery
+ * the new key at once; a fresh vault lists its own key alone, a vault from before
+ * signing keys lists the root-derived key too (retired), and a certificate it stored
+ * then (root-derived key, no key id) still verifies and turns final under the current
+ * key; a forgery
  * signed with another key verifies against no trusted set; GET
  * /v1/erasures/{id}/certificate answers the document alone, 409 before there is one,
  * 404 problem+json for unknown or malformed ids.
@@ -44,7 +46,7 @@ import { createLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { expectProblem, ok } from '../support/http.js';
 import { runCli } from '../support/process.js';
-import { openTestApp, type TestApp } from '../support/vault.js';
+import { asKeyringBeforeSigningKeys, openTestApp, type TestApp } from '../support/vault.js';
 import { auditCount } from './fixtures.js';
 
 const tag = () => randomBytes(5).toString('hex');
@@ -133,28 +135,24 @@ describe('certificate-signing keys', () => {
     await t?.close();
   });
 
-  it('GET /v1/certificates/keys lists, without a token, a current key of its own and the retired root-derived key, ids derived from the keys', async () => {
+  it('GET /v1/certificates/keys lists, without a token, one key on a fresh vault: its own, current, its id derived from the key', async () => {
     const keys = await listedKeys(t);
-    expect(keys.map((k) => [k.state, k.origin])).toEqual([
-      ['current', 'keyring'],
-      ['retired', 'root-derived'],
-    ]);
-    for (const k of keys) {
-      expect(k.algorithm).toBe('Ed25519');
-      expect(k.keyId).toBe(certificateKeyId(fromBase64Url(k.publicKey)!));
-    }
+    expect(keys.map((k) => [k.state, k.origin])).toEqual([['current', 'keyring']]);
+    const [key] = keys;
+    expect(key!.algorithm).toBe('Ed25519');
+    expect(key!.keyId).toBe(certificateKeyId(fromBase64Url(key!.publicKey)!));
+    expect(key!.createdAt).toMatch(/^\d{4}-/);
+    expect(key!.retiredAt).toBeNull();
+    // not the key the root key derives (a fresh vault never signed with it)
     const rootDerived = deriveSubkey(Buffer.from(t.env.LETHE_ROOT_KEY!, 'base64'), 'certificate-signing');
-    expect(keys[1]!.publicKey).toBe(Buffer.from(certificatePublicKey(rootDerived)).toString('base64url'));
-    expect(keys[1]!.retiredAt).toMatch(/^\d{4}-/);
-    expect(keys[0]!.createdAt).toMatch(/^\d{4}-/);
-    expect(keys[0]!.publicKey).not.toBe(keys[1]!.publicKey);
+    expect(key!.publicKey).not.toBe(Buffer.from(certificatePublicKey(rootDerived)).toString('base64url'));
     // the same list again, and to a bogus token too
     const again = await ok<{ keys: SigningKeyInfo[] }>(
       t.call('GET', '/v1/certificates/keys', { role: 'none', headers: { authorization: 'Bearer not-a-known-token-0001' } }),
       200,
     );
     expect(again.keys).toEqual(keys);
-    first = keys[0]!;
+    first = key!;
   });
 
   it('a certificate names its key inside the signed payload; after a rotation it still verifies against the listed retired key, and the next one names the new key', async () => {
@@ -202,6 +200,61 @@ describe('certificate-signing keys', () => {
     expect((await replica.certificateKeys.sign({ probe: 'replica' })).payload.signingKeyId).toBe(rotation.current.keyId);
   });
 
+  it('a forgery — flipped to completed, re-signed with a random key, its embedded key replaced — verifies against no trusted set', async () => {
+    const A = `user:forge-a-${tag()}`;
+    const secret = words(6);
+    await t.app.log.append(A, { text: `the vault code is ${secret}` }, 'writer');
+    await t.app.log.append(`user:forge-b-${tag()}`, { text: `A said the vault code is ${secret}` }, 'writer');
+    const view = await erase(t, A);
+    expect(view.status).toBe('incomplete');
+    const honest = await storedCertificate(t, view.erasureId);
+    const keys = (await listedKeys(t)).map((k) => k.publicKey);
+    expect(verifyCertificate(honest, keys).valid).toBe(true);
+    const forger = randomBytes(32);
+    const flipped = { ...honest.payload, status: 'completed', probe: { recovered: 0, threshold: 0.15, matches: [] } };
+    const forged = signCertificate(flipped, forger);
+    expect(forged.publicKey).not.toBe(honest.publicKey);
+    // keeping the vault's key id: the key it carries is not that key
+    expect(verifyCertificate(forged, keys)).toMatchObject({ valid: false, keyId: honest.payload.signingKeyId });
+    // the embedded key put back to the vault's: the signature does not hold under it
+    expect(verifyCertificate({ ...forged, publicKey: honest.publicKey }, keys)).toMatchObject({ valid: false, reason: /signature does not match/ });
+    // naming its own key: not a key of this vault
+    const ownKey = signCertificate({ ...flipped, signingKeyId: certificateKeyId(certificatePublicKey(forger)) }, forger);
+    expect(verifyCertificate(ownKey, keys)).toMatchObject({ valid: false, reason: /not one of the \d trusted key/ });
+  });
+});
+
+describe('a vault from before signing keys (issue 13)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await openTestApp({ app: { erasureWorker: false } });
+    // its keyring as lethe left it then: epochs, no certificate-signing keys (nothing signed yet)
+    asKeyringBeforeSigningKeys(t.config.keyringDir);
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('GET /v1/certificates/keys lists a current key of its own and the retired root-derived key that signed before, ids derived from the keys', async () => {
+    const keys = await listedKeys(t);
+    expect(keys.map((k) => [k.state, k.origin])).toEqual([
+      ['current', 'keyring'],
+      ['retired', 'root-derived'],
+    ]);
+    for (const k of keys) {
+      expect(k.algorithm).toBe('Ed25519');
+      expect(k.keyId).toBe(certificateKeyId(fromBase64Url(k.publicKey)!));
+    }
+    const rootDerived = deriveSubkey(Buffer.from(t.env.LETHE_ROOT_KEY!, 'base64'), 'certificate-signing');
+    expect(keys[1]!.publicKey).toBe(Buffer.from(certificatePublicKey(rootDerived)).toString('base64url'));
+    expect(keys[1]!.retiredAt).toMatch(/^\d{4}-/);
+    expect(keys[0]!.createdAt).toMatch(/^\d{4}-/);
+    expect(keys[0]!.publicKey).not.toBe(keys[1]!.publicKey);
+    // and keeps listing them: a reopened vault (another replica) lists the same
+    const replica = await t.reopen({ erasureWorker: false, listen: false });
+    expect(await replica.certificateKeys.list()).toEqual(keys);
+  });
+
   it('a certificate stored before signing keys (root-derived key, no key id) still verifies, and turns final signed by the current key', async () => {
     const view = await erase(t, await subjectWith(t, 1));
     expect(view.certificateState).toBe('provisional');
@@ -242,29 +295,6 @@ describe('certificate-signing keys', () => {
       ),
     ).toEqual({ valid: true, keyId: keys[0]!.keyId });
     expect(await auditCount(t.app.db, 'erasure.certificate.sign', { keyId: legacyId })).toBe(1);
-  });
-
-  it('a forgery — flipped to completed, re-signed with a random key, its embedded key replaced — verifies against no trusted set', async () => {
-    const A = `user:forge-a-${tag()}`;
-    const secret = words(6);
-    await t.app.log.append(A, { text: `the vault code is ${secret}` }, 'writer');
-    await t.app.log.append(`user:forge-b-${tag()}`, { text: `A said the vault code is ${secret}` }, 'writer');
-    const view = await erase(t, A);
-    expect(view.status).toBe('incomplete');
-    const honest = await storedCertificate(t, view.erasureId);
-    const keys = (await listedKeys(t)).map((k) => k.publicKey);
-    expect(verifyCertificate(honest, keys).valid).toBe(true);
-    const forger = randomBytes(32);
-    const flipped = { ...honest.payload, status: 'completed', probe: { recovered: 0, threshold: 0.15, matches: [] } };
-    const forged = signCertificate(flipped, forger);
-    expect(forged.publicKey).not.toBe(honest.publicKey);
-    // keeping the vault's key id: the key it carries is not that key
-    expect(verifyCertificate(forged, keys)).toMatchObject({ valid: false, keyId: honest.payload.signingKeyId });
-    // the embedded key put back to the vault's: the signature does not hold under it
-    expect(verifyCertificate({ ...forged, publicKey: honest.publicKey }, keys)).toMatchObject({ valid: false, reason: /signature does not match/ });
-    // naming its own key: not a key of this vault
-    const ownKey = signCertificate({ ...flipped, signingKeyId: certificateKeyId(certificatePublicKey(forger)) }, forger);
-    expect(verifyCertificate(ownKey, keys)).toMatchObject({ valid: false, reason: /not one of the \d trusted key/ });
   });
 });
 

@@ -141,7 +141,7 @@ describe('MinIO down, then frozen, during an erasure (store timeout 1 s)', () =>
       const { erasureId } = await ok<{ erasureId: string }>(call('POST', '/v1/erasures', { role: 'eraser', body: { subject: s } }), 202);
       const retrying = await viewUntil(tv, erasureId, (v) => (v.retry?.attempts ?? 0) > OLD_MAX_ATTEMPTS + 2 || finished(v));
       expect(retrying.status).toBe('running');
-      expect(retrying.retry!.lastError).toMatch(/the object store at http:\/\/127\.0\.0\.1:\d+ (is unreachable|did not answer in time)/);
+      expect(retrying.retry!.lastError).toMatch(/S3_ENDPOINT http:\/\/127\.0\.0\.1:\d+: the object store (is unreachable|did not answer in time)/);
       expect(retrying.retry!.lastError).not.toContain(minio.secretKey);
       expect(Date.parse(retrying.retry!.nextAttemptAt!)).not.toBeNaN();
       const step = retrying.steps.find((st) => st.status === 'running');
@@ -257,12 +257,12 @@ describe('a failed erasure: what it left, and resume', () => {
     await expectProblem(call('POST', `/v1/subjects/${s}/key/lease`, { role: 'writer' }), 409, 'erasure_in_progress');
 
     // the CLI says what it left and how to go on, and exits non-zero
-    const watched = await runCli(['erasure', 'watch', erasureId], { LETHE_URL: url, LETHE_ERASER_TOKEN: TOKENS.eraser }, { timeoutMs: 60_000 });
+    const watched = await runCli(['erasure', 'watch', erasureId], { LETHE_URL: url, LETHE_TOKENS: `eraser=${TOKENS.eraser}` }, { timeoutMs: 60_000 });
     expect(watched.code).toBe(4);
     expect(watched.stderr).toMatch(/left: key fenced, not destroyed, data still readable \(once the cause is fixed: lethe erasure resume ers_/);
 
     embedder.refusing = false;
-    const resumed = await runCli(['erasure', 'resume', erasureId], { LETHE_URL: url, LETHE_ERASER_TOKEN: TOKENS.eraser }, { timeoutMs: 60_000 });
+    const resumed = await runCli(['erasure', 'resume', erasureId], { LETHE_URL: url, LETHE_TOKENS: `eraser=${TOKENS.eraser}` }, { timeoutMs: 60_000 });
     expect(resumed.code, resumed.stderr).toBe(0);
     const view = JSON.parse(resumed.stdout) as ErasureView;
     expect(view.erasureId).toBe(erasureId);
@@ -286,7 +286,7 @@ describe('a failed erasure: what it left, and resume', () => {
     expect(await committedSteps(tv, erasureId)).toEqual([...FIRST_RUN]);
 
     // a finished erasure is not resumed
-    const again = await runCli(['erasure', 'resume', erasureId], { LETHE_URL: url, LETHE_ERASER_TOKEN: TOKENS.eraser }, { timeoutMs: 60_000 });
+    const again = await runCli(['erasure', 'resume', erasureId], { LETHE_URL: url, LETHE_TOKENS: `eraser=${TOKENS.eraser}` }, { timeoutMs: 60_000 });
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/409 conflict: the erasure is completed; only a failed erasure can be resumed/);
   });

@@ -135,22 +135,13 @@ describe('lethe erase with the request context', () => {
   it('sends all four flags as the request context, refuses some without the others or a bad category (exit 2, nothing sent)', async () => {
     const server = await listen();
     try {
-      const env = { LETHE_URL: server.base, LETHE_ERASER_TOKEN: TOKENS.eraser, LETHE_LOG_LEVEL: 'silent' };
+      const env = { LETHE_URL: server.base, LETHE_TOKENS: `eraser=${TOKENS.eraser}`, LETHE_LOG_LEVEL: 'silent' };
       const subject = `user:dpo-cli-${tag()}`;
       await append(subject, 'Erin plays the cello.');
-      const flags = [
-        '--reason-category',
-        'objection',
-        '--request-legal-basis',
-        'GDPR Art. 21(1)',
-        '--controller',
-        'Acme Analytics GmbH',
-        '--reference',
-        'DSR-7',
-      ];
+      const flags = ['--reason-category', 'objection', '--legal-basis', 'GDPR Art. 21(1)', '--controller', 'Acme Analytics GmbH', '--reference', 'DSR-7'];
       const bad = await runCli(['erase', subject, ...flags.slice(0, 4), '--no-wait'], env, { timeoutMs: 60_000 });
       expect(bad.code, bad.stderr).toBe(2);
-      expect(bad.stderr).toContain('--reason-category, --request-legal-basis, --controller, --reference go together');
+      expect(bad.stderr).toContain('--reason-category, --legal-basis, --controller, --reference go together');
       const wrong = await runCli(['erase', subject, '--reason-category', 'whim', ...flags.slice(2), '--no-wait'], env, { timeoutMs: 60_000 });
       expect(wrong.code, wrong.stderr).toBe(2);
       expect(wrong.stderr).toContain('--reason-category must be one of withdrawn-consent');

@@ -264,6 +264,13 @@ describe("the report's first page", () => {
     expect(text(bare)).toContain(`2 entries of the person with keyed hash ${view.subjectHash} were forgotten`);
   });
 
+  it('with a legal basis and no other context, states the basis and never says there was none', () => {
+    const page = text(section(renderReport({ ...view, request: undefined, legalBasis: 'gdpr-art17' }, { generatedAt }), 'page-one'));
+    expect(page).toContain('Legal basis: gdpr-art17.');
+    expect(page).toContain('The request gave no reason category, controller or reference.');
+    expect(page).not.toMatch(/no[^.]*legal basis/);
+  });
+
   it('a completion on a ruling never says "found nothing recoverable": it says a ruling kept records readable', () => {
     expect(text(section(html, 'page-one'))).toContain('found nothing recoverable');
     const ruled = text(section(renderReport({ ...view, readableByRuling: ['entry_z'] }, { generatedAt }), 'page-one'));

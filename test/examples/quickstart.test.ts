@@ -34,7 +34,7 @@ describe('examples/quickstart.ts', () => {
   };
 
   it('writes, derives, searches, backs up, erases alice to the end and verifies the certificate offline', async () => {
-    const run = await quickstart({ LETHE_URL: service!.url, LETHE_TOKEN: TOKENS.admin, LETHE_DATA_DIR: dataDir });
+    const run = await quickstart({ LETHE_URL: service!.url, LETHE_TOKENS: `admin=${TOKENS.admin}`, LETHE_DATA_DIR: dataDir });
     expect(run.code, `stdout:\n${run.stdout}\nstderr:\n${run.stderr}`).toBe(0);
     const out = run.stdout;
     expect(out).toMatch(/^ 1\. connected to http:\/\/127\.0\.0\.1:\d+/m);
@@ -68,7 +68,7 @@ describe('examples/quickstart.ts', () => {
   }, 300_000);
 
   it('fails with a plain message and a non-zero exit when the token is refused', async () => {
-    const run = await quickstart({ LETHE_URL: service!.url, LETHE_TOKEN: 'not-a-token-of-this-vault', LETHE_DATA_DIR: dataDir });
+    const run = await quickstart({ LETHE_URL: service!.url, LETHE_TOKENS: 'admin=not-a-token-of-this-vault', LETHE_DATA_DIR: dataDir });
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('refused the token (unauthorized): start it with');
     expect(run.stderr).not.toContain('not-a-token-of-this-vault');

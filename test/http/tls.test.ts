@@ -214,7 +214,7 @@ describe('served over HTTPS', () => {
   });
 
   it('the CLI verifies it with LETHE_CA_FILE; without it, a plain message and a non-zero exit', { timeout: TIMEOUT }, async () => {
-    const cliEnv = { LETHE_URL: tlsUrl, LETHE_ERASER_TOKEN: TOKENS.eraser, LETHE_DATA_DIR: dataDir };
+    const cliEnv = { LETHE_URL: tlsUrl, LETHE_TOKENS: `eraser=${TOKENS.eraser}`, LETHE_DATA_DIR: dataDir };
     const ok = await runCli(['erasure', 'list'], { ...cliEnv, LETHE_CA_FILE: file('ca.crt') }, { timeoutMs: 60_000 });
     expect(ok.code, ok.stderr).toBe(0);
     expect(JSON.parse(ok.stdout)).toHaveProperty('erasures');
@@ -246,7 +246,7 @@ describe('client certificates required (LETHE_TLS_CLIENT_CA)', () => {
   });
 
   it('the CLI presents LETHE_CLIENT_CERT / LETHE_CLIENT_KEY', { timeout: TIMEOUT }, async () => {
-    const cliEnv = { LETHE_URL: mtlsUrl, LETHE_ERASER_TOKEN: TOKENS.eraser, LETHE_DATA_DIR: dataDir, LETHE_CA_FILE: file('ca.crt') };
+    const cliEnv = { LETHE_URL: mtlsUrl, LETHE_TOKENS: `eraser=${TOKENS.eraser}`, LETHE_DATA_DIR: dataDir, LETHE_CA_FILE: file('ca.crt') };
     const without = await runCli(['erasure', 'list'], cliEnv, { timeoutMs: 60_000 });
     expect(without.code).not.toBe(0);
     expect(without.stderr).toMatch(/^lethe: the service at https:/);

@@ -1,15 +1,17 @@
 /**
- * The local keyring's certificate-signing keys: created on first use (a key of its own,
- * the root-derived key listed retired), sealed under the root key and never in the
+ * The local keyring's certificate-signing keys: a brand-new keyring gets one key of its
+ * own at opening, and nothing else; a keyring from before signing keys gets its key on
+ * first use, with the root-derived key that signed its older certificates listed
+ * retired (they still verify); sealed under the root key and never in the
  * clear, rotation destroying the retired key's file while its public part stays
  * listed, two providers on one keyring (replicas) agreeing on the current key, a lock
  * left by a dead process broken, and a keyring sealed under another root key refused.
  */
-import { readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { certificateKeyId, certificatePublicKey, verifyCertificate } from '../../src/crypto/certificate.js';
+import { certificateKeyId, certificatePublicKey, signCertificate, verifyCertificate } from '../../src/crypto/certificate.js';
 import { deriveSubkey, fromBase64Url, toBase64Url } from '../../src/crypto/index.js';
 import { LocalKeyringProvider } from '../../src/keyprovider/local.js';
 import { tempDir } from '../support/vault.js';
@@ -17,9 +19,36 @@ import { tempDir } from '../support/vault.js';
 const root = () => new Uint8Array(32).fill(42);
 const folder = (dir: string) => path.join(dir, 'certificate-signing');
 
+/** A keyring as lethe left it before signing keys (issue 13): an epoch KEK sealed under the root key, no `certificate-signing/`. */
+async function keyringBeforeSigningKeys(): Promise<string> {
+  const dir = tempDir();
+  const p = await LocalKeyringProvider.open(dir, root());
+  await p.createEpoch(1);
+  await p.close();
+  rmSync(folder(dir), { recursive: true, force: true });
+  return dir;
+}
+
 describe('certificate-signing keys in the local keyring', () => {
-  it('are created on first use: a current key of its own and the retired root-derived key, ids derived from the public keys', async () => {
+  it('a brand-new keyring lists exactly one key, its own and current, made at opening (it never signed with the root-derived key)', async () => {
     const dir = tempDir();
+    const p = await LocalKeyringProvider.open(dir, root());
+    expect(await readdir(folder(dir))).toContain('keys.sealed'); // made at opening: the decision outlives this process
+    const keys = await p.listSigningKeys();
+    expect(keys.map((k) => [k.state, k.origin])).toEqual([['current', 'keyring']]);
+    expect(keys[0]!.keyId).toBe(certificateKeyId(fromBase64Url(keys[0]!.publicKey)!));
+    expect(keys[0]!.publicKey).not.toBe(toBase64Url(certificatePublicKey(deriveSubkey(root(), 'certificate-signing'))));
+    expect(await p.listSigningKeys()).toEqual(keys); // stable
+    await p.close();
+    // opened again, with epochs now: still that one key
+    const again = await LocalKeyringProvider.open(dir, root());
+    await again.createEpoch(1);
+    expect(await again.listSigningKeys()).toEqual(keys);
+    await again.close();
+  });
+
+  it('a keyring from before signing keys (epochs, no certificate-signing folder) lists its own current key and the retired root-derived key, ids derived from the public keys', async () => {
+    const dir = await keyringBeforeSigningKeys();
     const p = await LocalKeyringProvider.open(dir, root());
     expect(await readdir(dir)).not.toContain('certificate-signing'); // nothing until used
     const keys = await p.listSigningKeys();
@@ -30,6 +59,9 @@ describe('certificate-signing keys in the local keyring', () => {
     for (const k of keys) expect(k.keyId).toBe(certificateKeyId(fromBase64Url(k.publicKey)!));
     expect(keys[1]!.publicKey).toBe(toBase64Url(certificatePublicKey(deriveSubkey(root(), 'certificate-signing'))));
     expect(await p.listSigningKeys()).toEqual(keys); // stable
+    // what the root-derived key signed before (no key id) still verifies against the list
+    const legacy = signCertificate({ erasureId: 'ers_old', issuedAt: '2026-01-01T00:00:00.000Z' }, deriveSubkey(root(), 'certificate-signing'));
+    expect(verifyCertificate(legacy, keys)).toEqual({ valid: true, keyId: keys[1]!.keyId });
     await p.close();
   });
 
@@ -62,7 +94,7 @@ describe('certificate-signing keys in the local keyring', () => {
     expect(retired).toMatchObject({ keyId: first!.keyId, state: 'retired', retiredAt: expect.any(String) });
     expect(current.keyId).not.toBe(first!.keyId);
     const keys = await replica.listSigningKeys();
-    expect(keys.map((k) => k.keyId)).toEqual([current.keyId, first!.keyId, keys[2]!.keyId]);
+    expect(keys.map((k) => k.keyId)).toEqual([current.keyId, first!.keyId]);
     expect((await replica.signCertificate({ n: 2 })).payload.signingKeyId).toBe(current.keyId);
     expect(
       verifyCertificate(
@@ -83,8 +115,8 @@ describe('certificate-signing keys in the local keyring', () => {
     await Promise.all([a.rotateSigningKey(), b.rotateSigningKey(), a.rotateSigningKey()]);
     const keys = await b.listSigningKeys();
     expect(keys.filter((k) => k.state === 'current')).toHaveLength(1);
-    expect(keys).toHaveLength(5); // root-derived, first, three rotations
-    expect(new Set(keys.map((k) => k.keyId)).size).toBe(5);
+    expect(keys).toHaveLength(4); // first, three rotations
+    expect(new Set(keys.map((k) => k.keyId)).size).toBe(4);
     expect((await readdir(folder(dir))).filter((f) => f.endsWith('.key'))).toEqual([`${keys[0]!.keyId}.key`]);
     await a.close();
     await b.close();

@@ -52,6 +52,17 @@ export function tempDir(prefix = 'lethe-test-'): string {
   return mkdtempSync(path.join(tmpdir(), prefix));
 }
 
+/**
+ * Makes a vault's keyring look as lethe left it before certificate-signing keys (issue
+ * 13): its epochs, no `certificate-signing/` folder. Its next signature or listing makes
+ * the list as for such a vault: a key of its own, and the root-derived key (retired)
+ * that signed its certificates before. Call before the vault signs anything: the
+ * service reads the keys from the keyring at every use, so it needs no restart.
+ */
+export function asKeyringBeforeSigningKeys(keyringDir: string): void {
+  rmSync(path.join(keyringDir, 'certificate-signing'), { recursive: true, force: true });
+}
+
 /** Environment for a vault on `databaseUrl` (PGlite when undefined) in `dataDir`. */
 export function testEnv(options: {
   databaseUrl?: string | undefined;

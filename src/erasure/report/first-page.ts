@@ -52,7 +52,11 @@ function requestBlock(view: ErasureView): string {
   const r = view.request;
   if (!r) {
     return `<h2>The request</h2>
-<p id="request-context" class="muted">The request gave no reason category, legal basis, controller or reference.${view.legalBasis ? ` Legal basis recorded: ${escapeHtml(view.legalBasis)}.` : ''}</p>`;
+<p id="request-context" class="muted">${
+      view.legalBasis
+        ? `Legal basis: ${escapeHtml(view.legalBasis)}. The request gave no reason category, controller or reference.`
+        : 'The request gave no reason category, legal basis, controller or reference.'
+    }</p>`;
   }
   return `<h2>The request</h2>
 <dl class="plain" id="request-context">
