@@ -50,7 +50,7 @@ describe('npm start in a fresh clone', () => {
     service = first.service;
     const firstLines = lines(service);
     expect(firstLines[0]).toMatch(/^lethe: installing dependencies from package-lock\.json with npm ci \(first run: node_modules is missing/);
-    expect(firstLines.some((l) => /^lethe: compiling src\/ into dist\/ with tsc \(first build: dist\/ is missing\)$/.test(l))).toBe(true);
+    expect(firstLines.some((l) => /^lethe: compiling src\/ into dist\/ with esbuild \(first build: dist\/ is missing\)$/.test(l))).toBe(true);
     expect(firstLines.some((l) => l.startsWith('lethe: starting lethe serve'))).toBe(true);
     await stopCleanly(service);
     service = undefined;
