@@ -4,7 +4,6 @@
  * stopping the process.
  */
 import { type ChildProcess, execFileSync } from 'node:child_process';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 /** The binary an infra/ install script prints (building it the first time). Throws a plain message naming `what` when it cannot. */
@@ -16,17 +15,7 @@ export function installedBinary(script: string, what: string): string {
   }
 }
 
-/** A loopback port nothing listens on now. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
+export { freePort } from './free-port.mjs';
 
 /**
  * Stops a server the harness started: SIGCONT first (a paused server does not act on

@@ -23,8 +23,9 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import path from 'node:path';
+import { freePort } from './free-port.mjs';
 import { fileURLToPath } from 'node:url';
 
 export const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -95,18 +96,6 @@ export function serverBinDir(env = process.env) {
     );
   }
   return dir;
-}
-
-/** A loopback port nothing listens on now. */
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 /** The cache root: LETHE_POSTGRES_CACHE, else the one MinIO's build uses (${XDG_CACHE_HOME:-$HOME/.cache}/lethe). */
