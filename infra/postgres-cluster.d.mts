@@ -6,7 +6,7 @@ export declare function adminUrlFrom(env?: Env): string;
 export declare function endpointOf(url: string): { host: string; port: number; socket: string | undefined; shown: string };
 export declare function probe(url: string, timeoutMs?: number): Promise<{ answers: boolean; why?: string; other?: boolean }>;
 export declare function serverBinDir(env?: Env): string;
-export { freePort } from './free-port.mjs';
+
 export declare function cacheRootFrom(env?: Env): string;
 export declare function running(pid: number): boolean;
 export declare function postmasterPid(dataDir: string): number | undefined;

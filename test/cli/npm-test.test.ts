@@ -15,7 +15,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, running } from '../../infra/postgres-cluster.mjs';
+import { freePort } from '../../infra/free-port.mjs';
+import { running } from '../../infra/postgres-cluster.mjs';
 import { adminUrl } from '../support/pg.js';
 import { tempDir } from '../support/vault.js';
 
@@ -61,6 +62,7 @@ function project(): Project {
     'infra/apt-install.sh',
     'infra/postgres.sh',
     'infra/postgres-cluster.mjs',
+    'infra/free-port.mjs',
   ]) {
     mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
     copyFileSync(file, path.join(dir, file));

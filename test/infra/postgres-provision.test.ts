@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ensurePostgres, freePort, type PrivateCluster, postmasterPid, running, serverBinDir, startPrivateCluster } from '../../infra/postgres-cluster.mjs';
+import { freePort } from '../../infra/free-port.mjs';
+import { ensurePostgres, type PrivateCluster, postmasterPid, running, serverBinDir, startPrivateCluster } from '../../infra/postgres-cluster.mjs';
 import { adminUrl } from '../support/pg.js';
 
 const dirs: string[] = [];
