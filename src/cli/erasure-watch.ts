@@ -1,21 +1,9 @@
 /** Following an erasure to its end from the command line: each transition as a line (or JSON), then the outcome. */
-import { ErasureProgressLostError, followErasure } from '../client/erasures.js';
+import { ErasureProgressLostError, followErasure, transitionLine } from '../client/erasures.js';
 import { type ServiceClient, UnreachableError } from '../client/http.js';
-import { FIRST_RUN } from '../erasure/machine.js';
 import type { ErasureTransition, ErasureView } from '../erasure/view.js';
 import { ERASE_EXIT } from './erasure-args.js';
 import { ExitError, serviceCall, serviceExit, unreachable } from './shared.js';
-
-/** One line a person reads for a transition: which step finished (or waits, or failed), and its detail. */
-function transitionLine(t: ErasureTransition): string {
-  const detail = t.detail ? `: ${t.detail}` : '';
-  if (t.fromStep === null) return t.toStep === null ? `certificate${detail}` : `requested${detail}`;
-  const at = FIRST_RUN.indexOf(t.fromStep as (typeof FIRST_RUN)[number]);
-  const counter = at >= 0 ? `[${at + 1}/${FIRST_RUN.length}] ` : '';
-  if (t.status === 'failed') return `${counter}${t.fromStep} failed${detail}`;
-  if (t.toStep === t.fromStep) return `${counter}${t.fromStep} ${t.status === 'running' ? 'waiting' : t.status}${detail}`;
-  return `${counter}${t.fromStep} done${detail}`;
-}
 
 /**
  * Follows GET /v1/erasures/{id}/events until its `end` event, calling `onStep` per

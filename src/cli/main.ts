@@ -3,12 +3,12 @@
  * The lethe CLI. Every command reads the same environment configuration as the
  * service, prints results as JSON on stdout (logs go to stderr), and exits non-zero
  * with a plain message on bad input or failure. The client commands (`backup run`,
- * `backup list`, `erase`, `erasure …`, `subject reinstate`) call a running service instead, with a role's
+ * `backup list`, `erase`, `erasure …`, `memory …`, `subject reinstate`) call a running service instead, with a role's
  * token from LETHE_TOKENS (role=token,…); `erase` and `erasure watch` print lines a person
  * reads unless --json.
  *
  * This file builds the program from its parts (admin.ts: the local admin commands,
- * backup.ts, certificate.ts, erasure.ts and its erasure-*.ts; shared.ts: what they share), turns what ends a command into
+ * backup.ts, certificate.ts, erasure.ts and its erasure-*.ts, memory.ts; shared.ts: what they share), turns what ends a command into
  * its exit code, and runs when it is the entry point (bin.ts, the installed `lethe`, always runs it).
  */
 import { readFileSync, realpathSync } from 'node:fs';
@@ -22,6 +22,8 @@ import { addAudit, addKek, addLog, addMigrate, addReindex, addServe, addToken } 
 import { addBackup } from './backup.js';
 import { addCertificate } from './certificate.js';
 import { addErase, addErasure } from './erasure.js';
+import { addMcp } from './mcp.js';
+import { addMemory } from './memory.js';
 import { addSubject } from './subject.js';
 import { ExitError } from './shared.js';
 
@@ -57,6 +59,8 @@ export function buildProgram(): Command {
   addCertificate(program);
   addErase(program);
   addErasure(program);
+  addMemory(program);
+  addMcp(program);
   addSubject(program);
   addAudit(program);
   addToken(program);

@@ -3,8 +3,9 @@
  * an exit code, the configuration, opening the app (loaded on first use), and calling
  * the running service as a role (its failures in the CLI's words and exit codes).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { type Config, loadConfig, type Role, tokenPairs } from '../config/index.js';
+import { isLoopbackHost } from '../config/tls.js';
 import { isLetheError } from '../errors.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import type { App } from '../app/open.js';
@@ -44,10 +45,17 @@ function vaultFolder(cfg: Config): string {
 
 /**
  * A local command opens an existing vault, never creates one (only `serve` and `migrate`
- * do): its keyring folder must exist. Exit 2 naming the vault it would have used.
+ * do): its keyring folder must exist and hold something. Exit 2 naming the vault it would have used.
  */
 export function existingVault(cfg: Config): void {
-  if (existsSync(cfg.keyringDir)) return;
+  // an empty folder (a volume mounted, a start that failed) is no vault either
+  let entries: string[] = [];
+  try {
+    entries = readdirSync(cfg.keyringDir);
+  } catch {
+    // missing, or not a folder
+  }
+  if (entries.length > 0) return;
   throw new ExitError(
     `no vault at ${vaultFolder(cfg)}: nothing was created. Point LETHE_DATA_DIR (or --data-dir) at a vault's folder, set LETHE_URL to ask a running service, or create one with \`lethe migrate\``,
     2,
@@ -119,6 +127,7 @@ export function serviceClient(role: Role): ServiceClient {
   const variable = 'LETHE_TOKENS';
   const token = roleToken(role);
   if (!/^https?:\/\/\S+$/.test(base)) throw new ExitError('LETHE_URL must be an http(s):// URL', 2);
+  checkTokenTransport(base);
   try {
     const tls = clientTls();
     return new ServiceClient({ baseUrl: base, token, timeoutMs: 3_600_000, ...(tls ? { tls } : {}) });
@@ -127,6 +136,22 @@ export function serviceClient(role: Role): ServiceClient {
       throw new ExitError(`${e.message.startsWith('tls:') ? 'LETHE_CA_FILE, LETHE_CLIENT_CERT' : variable}: ${e.message}`, 2);
     throw e;
   }
+}
+
+/**
+ * A token goes to LETHE_URL over https://, or plain http:// to a loopback host only (anyone on
+ * the path would read it), and never with credentials in the URL (they would be echoed in messages).
+ */
+function checkTokenTransport(base: string): void {
+  let url: URL;
+  try {
+    url = new URL(base);
+  } catch {
+    throw new ExitError('LETHE_URL must be an http(s):// URL', 2);
+  }
+  if (url.username || url.password) throw new ExitError('LETHE_URL must not carry credentials (user:password@): the token is the credential', 2);
+  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname))
+    throw new ExitError(`LETHE_URL ${url.origin}: a token is sent over https:// only, or plain http:// to a loopback host (127.0.0.0/8, ::1, localhost)`, 2);
 }
 
 /** What the CLI says when the service did not answer. */

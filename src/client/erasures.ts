@@ -7,7 +7,7 @@
  *
  * `followErasure` is also what `lethe erase` / `lethe erasure watch` follow with.
  */
-import { TERMINAL_STATUSES } from '../erasure/machine.js';
+import { FIRST_RUN, TERMINAL_STATUSES } from '../erasure/machine.js';
 import type { BulkErasureRequest, ErasureRequest, RequestContext } from '../erasure/request.js';
 import type { CertificateView, DismissalAccepted, ErasureAccepted, ErasureTransition, ErasureView } from '../erasure/view.js';
 import { LetheError } from '../errors.js';
@@ -129,6 +129,20 @@ export async function* followErasure(client: ServiceClient, erasureId: string, o
     }
     await sleep(delay * 2 ** broken, options.signal);
   }
+}
+
+/**
+ * One line a person reads for a transition: which step finished (`[3/9] fence done: …`),
+ * waits or failed, and its detail (what `lethe erase` prints, and `lethe mcp`'s progress says).
+ */
+export function transitionLine(t: ErasureTransition): string {
+  const detail = t.detail ? `: ${t.detail}` : '';
+  if (t.fromStep === null) return t.toStep === null ? `certificate${detail}` : `requested${detail}`;
+  const at = FIRST_RUN.indexOf(t.fromStep as (typeof FIRST_RUN)[number]);
+  const counter = at >= 0 ? `[${at + 1}/${FIRST_RUN.length}] ` : '';
+  if (t.status === 'failed') return `${counter}${t.fromStep} failed${detail}`;
+  if (t.toStep === t.fromStep) return `${counter}${t.fromStep} ${t.status === 'running' ? 'waiting' : t.status}${detail}`;
+  return `${counter}${t.fromStep} done${detail}`;
 }
 
 export interface WaitOptions extends FollowOptions {

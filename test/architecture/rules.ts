@@ -98,6 +98,8 @@ export const MODULES: Readonly<Record<string, ModuleRule>> = {
       'src/erasure/machine.ts',
     ],
   },
+  // The MCP server is a client of the running service: the client, and of erasure only the request the client shares (its bounds).
+  mcp: { imports: ['client', 'errors', 'ids'], files: ['src/erasure/request.ts'] },
   cli: { imports: { allExcept: ['db'] } },
 };
 

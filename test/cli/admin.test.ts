@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
@@ -314,6 +314,22 @@ describe('local commands never create a vault', () => {
       }
     });
   }
+
+  it.concurrent('an empty keyring folder (a volume mounted, a start that failed) is no vault: exit 2, nothing written', {
+    timeout: TEST_TIMEOUT_MS,
+  }, async () => {
+    const vault = mkdtempSync(path.join(tmpdir(), 'lethe-emptyvault-'));
+    try {
+      mkdirSync(path.join(vault, 'keyring'), { mode: 0o700 });
+      const { DATABASE_URL: _db, ...embedded } = env;
+      const run = await runCli(['certificate', 'keys'], { ...embedded, LETHE_DATA_DIR: vault }, { timeoutMs: CLI_TIMEOUT_MS });
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toContain(`no vault at ${vault} (LETHE_DATA_DIR)`);
+      expect(readdirSync(path.join(vault, 'keyring'))).toEqual([]);
+    } finally {
+      rmSync(vault, { recursive: true, force: true });
+    }
+  });
 
   it.concurrent('--data-dir names the vault after the command too', { timeout: TEST_TIMEOUT_MS }, async () => {
     const missing = path.join(tmpdir(), `lethe-missing-${process.pid}`);

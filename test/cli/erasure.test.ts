@@ -241,6 +241,15 @@ describe('lethe erase', () => {
     ]);
     expect(noToken.code).toBe(2);
     expect(noToken.stderr).toContain('LETHE_TOKENS has no eraser token');
+    const [plainRemote, withCredentials] = await Promise.all([
+      runCli(['erase', 'user:ok'], { ...env, LETHE_URL: 'http://10.255.255.1:8787' }),
+      runCli(['erase', 'user:ok'], { ...env, LETHE_URL: 'https://someone:secret@127.0.0.1:8787' }),
+    ]);
+    expect(plainRemote.code).toBe(2);
+    expect(plainRemote.stderr).toContain('a token is sent over https:// only, or plain http:// to a loopback host');
+    expect(withCredentials.code).toBe(2);
+    expect(withCredentials.stderr).toContain('LETHE_URL must not carry credentials');
+    expect(withCredentials.stderr).not.toContain('secret');
     for (const run of [badUrl, emptyUrl]) {
       expect(run.code).toBe(2);
       expect(run.stderr).toContain('LETHE_URL must be an http(s):// URL');
