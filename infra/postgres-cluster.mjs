@@ -6,8 +6,11 @@
  * the root MinIO's build is cached under), started with pg_ctl on a free 127.0.0.1 port
  * for one run and stopped (pg_ctl stop -m fast) when the run ends.
  *
- * The cluster: superuser `postgres`, trust authentication, listening on 127.0.0.1 only,
- * its unix socket in its own folder, UTF8 with the C.UTF-8 locale (as Debian's own
+ * The cluster: superuser `postgres` with a random password (data.password beside the
+ * folder, 0600, never inside it: in the URL the suite gets), trust only on its unix socket
+ * (in its own 0700 folder), listening on 127.0.0.1 only — another user of the machine who
+ * finds the port meets a password, not a superuser. Port and socket folder are given on
+ * pg_ctl's command line: nothing is written into the folder the server's user owns, UTF8 with the C.UTF-8 locale (as Debian's own
  * cluster), its server log in server.log next to it. initdb and postgres refuse to run as
  * root: as root they run as the user `postgres` (LETHE_POSTGRES_USER names another;
  * `nobody` when there is no `postgres`), which then owns the cluster folder; when that
@@ -21,6 +24,7 @@
  * Plain Node, no dependency: scripts/test.mjs imports it; `node infra/postgres-cluster.mjs
  * start --owner <pid>` / `stop <folder>` are for .ci/run.
  */
+import { randomBytes } from 'node:crypto';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
@@ -226,29 +230,54 @@ export async function startPrivateCluster({ binDir, cacheRoot, env = process.env
   try {
     let initialized = false;
     let initSeconds = 0;
-    if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
+    const passwordFile = `${dataDir}.password`;
+    // a cluster without its password file was made with trust on TCP (or half made): made again, stopped first
+    if (existsSync(path.join(dataDir, 'PG_VERSION')) && !existsSync(passwordFile) && postmasterPid(dataDir) !== undefined)
+      pg('pg_ctl', ['stop', '-D', dataDir, '-m', 'immediate', '-w', '-t', '60'], 'stopping a private cluster made with trust on TCP');
+    if (!existsSync(path.join(dataDir, 'PG_VERSION')) || !existsSync(passwordFile)) {
       const started = Date.now();
       const fresh = `${dataDir}.init-${process.pid}`;
       rmSync(dataDir, { recursive: true, force: true });
+      const password = randomBytes(24).toString('hex');
+      // initdb reads the password from a file its user can read; gone once it has
+      const pwfile = `${fresh}.pw`;
       const initdb = (locale) => {
         rmSync(fresh, { recursive: true, force: true });
         mkdirSync(fresh, { mode: 0o700 });
-        if (as.user) chownSync(fresh, as.uid, as.gid);
-        pg('initdb', ['-D', fresh, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', ...locale, '--no-instructions'], `initdb of a private cluster in ${fresh}`);
+        writeFileSync(pwfile, `${password}\n`, { mode: 0o600, flag: 'w' });
+        if (as.user) {
+          chownSync(fresh, as.uid, as.gid);
+          chownSync(pwfile, as.uid, as.gid);
+        }
+        pg(
+          'initdb',
+          [
+            '-D',
+            fresh,
+            '-U',
+            'postgres',
+            '--auth-local=trust',
+            '--auth-host=scram-sha-256',
+            `--pwfile=${pwfile}`,
+            '-E',
+            'UTF8',
+            ...locale,
+            '--no-instructions',
+          ],
+          `initdb of a private cluster in ${fresh}`,
+        );
       };
       try {
-        initdb(['--locale=C.UTF-8']);
-      } catch {
-        initdb(['--no-locale']); // a system without the C.UTF-8 locale
+        try {
+          initdb(['--locale=C.UTF-8']);
+        } catch {
+          initdb(['--no-locale']); // a system without the C.UTF-8 locale
+        }
+      } finally {
+        rmSync(pwfile, { force: true });
       }
-      writeFileSync(
-        path.join(fresh, 'postgresql.conf'),
-        "\n# lethe: this run's port and socket folder (infra/postgres-cluster.mjs)\ninclude_if_exists = 'lethe-run.conf'\n",
-        {
-          flag: 'a',
-        },
-      );
       renameSync(fresh, dataDir);
+      writeFileSync(passwordFile, `${password}\n`, { mode: 0o600 });
       initialized = true;
       initSeconds = seconds(started);
     }
@@ -260,19 +289,19 @@ export async function startPrivateCluster({ binDir, cacheRoot, env = process.env
     const started = Date.now();
     const port = await freePort();
     const socketPath = path.join(dataDir, `.s.PGSQL.${port}`);
-    const quote = (s) => `'${s.replaceAll("'", "''")}'`;
+    // pg_ctl hands -o to postgres through a shell: quoted for it
+    const shellQuote = (s) => `'${s.replaceAll("'", "'\\''")}'`;
     // the socket in the cluster folder when its path fits a unix socket's (107 bytes), else TCP only
     const socketDir = Buffer.byteLength(socketPath) < 100 ? dataDir : '';
-    const runConf = path.join(dataDir, 'lethe-run.conf');
-    writeFileSync(runConf, `port = ${port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ${quote(socketDir)}\n`);
-    chmodSync(runConf, 0o644);
+    const options = `-p ${port} -c listen_addresses=127.0.0.1 -k ${shellQuote(socketDir)}`;
     pg(
       'pg_ctl',
-      ['start', '-D', dataDir, '-l', path.join(dataDir, 'server.log'), '-w', '-t', '60', '-s'],
+      ['start', '-D', dataDir, '-o', options, '-l', path.join(dataDir, 'server.log'), '-w', '-t', '60', '-s'],
       `starting the private cluster in ${dataDir} (its log: ${path.join(dataDir, 'server.log')})`,
     );
     const pid = postmasterPid(dataDir);
-    const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+    const password = readFileSync(passwordFile, 'utf8').trim();
+    const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
     let stopped = false;
     const stop = () => {
       if (stopped) return;

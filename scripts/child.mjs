@@ -40,6 +40,16 @@ export function runForwardingSignals(file, args, { cwd, what, onExit, ipc = fals
   return child;
 }
 
+/** Whether a process is npm (it names itself `npm …`, or runs npm-cli.js), from /proc. */
+function isNpm(pid) {
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    return /^npm\b/.test(cmdline[0] ?? '') || cmdline.some((arg) => /npm-cli\.js$/.test(arg));
+  } catch {
+    return false;
+  }
+}
+
 /** A process's parent pid from /proc (Linux); undefined where there is none to read. */
 function parentOf(pid) {
   try {
@@ -57,7 +67,9 @@ function parentOf(pid) {
  */
 function onAncestorDeath(then) {
   const parent = process.ppid;
-  const npm = process.env.npm_lifecycle_event ? parentOf(parent) : undefined;
+  // npm's shell may exec this script (dash does): then the grandparent is the user's shell, not npm
+  const grandparent = process.env.npm_lifecycle_event ? parentOf(parent) : undefined;
+  const npm = grandparent !== undefined && isNpm(grandparent) ? grandparent : undefined;
   const alive = (pid) => {
     try {
       process.kill(pid, 0);

@@ -341,6 +341,20 @@ describe('variables that look like lethe’s and are not', () => {
     expect(e.message).not.toContain(ROOT_KEY_32);
   });
 
+  it("in production Kubernetes' service links of a Service named lethe (LETHE_PORT, LETHE_SERVICE_HOST…) are not typos", () => {
+    const links = {
+      LETHE_SERVICE_HOST: '10.0.0.1',
+      LETHE_SERVICE_PORT: '8787',
+      LETHE_SERVICE_PORT_HTTP: '8787',
+      LETHE_PORT: 'tcp://10.0.0.1:8787',
+      LETHE_PORT_8787_TCP: 'tcp://10.0.0.1:8787',
+      LETHE_PORT_8787_TCP_PROTO: 'tcp',
+      LETHE_PORT_8787_TCP_PORT: '8787',
+      LETHE_PORT_8787_TCP_ADDR: '10.0.0.1',
+    };
+    expect(loadConfig({ ...links, NODE_ENV: 'production', LETHE_ROOT_KEY: ROOT_KEY_32 }).warnings).toEqual([]);
+  });
+
   it('in production an unknown S3_* variable is a warning only (other tools read S3_ names too)', () => {
     const cfg = loadConfig({ NODE_ENV: 'production', S3_ENDPIONT: 'x' });
     expect(cfg.warnings).toEqual(['S3_ENDPIONT: not a variable lethe reads (did you mean S3_ENDPOINT?)']);

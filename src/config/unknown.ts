@@ -43,6 +43,9 @@ const FORMER: Readonly<Record<string, string>> = Object.fromEntries(
   ['LETHE_TOKEN', ...['WRITER', 'BACKUP', 'ERASER', 'APPROVER', 'ADMIN'].map((r) => `LETHE_${r}_TOKEN`)].map((n) => [n, 'LETHE_TOKENS']),
 );
 
+/** What Kubernetes adds to every pod for a Service named `lethe` (service links): not a typo. */
+const SERVICE_LINK = /^LETHE_(SERVICE_(HOST|PORT(_\w+)?)|PORT(_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?)$/;
+
 export interface UnknownVariable {
   readonly variable: string;
   readonly suggestion: string | undefined;
@@ -54,7 +57,7 @@ export function unknownVariables(env: Readonly<Record<string, string | undefined
   const candidates = [...names];
   const out: UnknownVariable[] = [];
   for (const variable of Object.keys(env).sort()) {
-    if (names.has(variable) || env[variable] === undefined) continue;
+    if (names.has(variable) || env[variable] === undefined || SERVICE_LINK.test(variable)) continue;
     const ours = variable.startsWith('LETHE_') || variable.startsWith('S3_');
     // DATABASE_URI, DATABSE_URL; not DATABASE_URL_ADMIN, which other tools read
     const nearDatabase = !ours && variable !== 'DATABASE_URL' && distance(variable.toUpperCase(), 'DATABASE_URL') <= 2;

@@ -16,13 +16,14 @@
  */
 import { randomBytes as nodeRandomBytes } from 'node:crypto';
 import { link, mkdir, open as openFile, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { type Certificate, deriveSubkey, encodeContext, type Json, KeyWrapper, open, randomBytes, seal, type SubkeyLabel, zeroize } from '../crypto/index.js';
 import { ensurePrivateDir, tightenTree } from '../config/files.js';
 import { LetheError, isLetheError } from '../errors.js';
 import { type DestructionState, type KeyProvider, type KeyPurpose, kekId, type SigningKeyInfo, type UnwrapOptions } from './provider.js';
 import { fsyncDir, shredFile } from './files.js';
-import { SIGNING_FOLDER, SigningKeyring } from './signing-keys.js';
+import { SIGNING_LIST, SigningKeyring } from './signing-keys.js';
 
 const FILE_PATTERN = /^epoch-(\d{8})\.kek$/;
 const TOMBSTONE_DIR = 'destroyed';
@@ -42,7 +43,9 @@ function tombstonePath(dir: string, epoch: number): string {
  * (a rotation makes the next one before it destroys one).
  */
 async function isBrandNew(dir: string): Promise<boolean> {
-  return (await readdir(dir)).every((name) => !FILE_PATTERN.test(name) && name !== TOMBSTONE_DIR && name !== SIGNING_FOLDER);
+  // the signing folder alone proves nothing: a first open that died before its list was written leaves it
+  if (existsSync(path.join(dir, SIGNING_LIST))) return false;
+  return (await readdir(dir)).every((name) => !FILE_PATTERN.test(name) && name !== TOMBSTONE_DIR);
 }
 
 function checkEpoch(epoch: number): void {

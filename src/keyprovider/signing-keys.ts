@@ -54,6 +54,8 @@ import type { SigningKeyInfo } from './provider.js';
 /** The keyring's folder for certificate-signing keys. */
 export const SIGNING_FOLDER = 'certificate-signing';
 const LIST_FILE = 'keys.sealed';
+/** The list's path under the keyring: a keyring holding it has signing keys. */
+export const SIGNING_LIST = path.join(SIGNING_FOLDER, LIST_FILE);
 const LOCK_FILE = 'change.lock';
 const ROOT_KEY_ID = 'root';
 const KEY_FILE = /^(csk_[A-Za-z0-9_-]{22})\.key$/;

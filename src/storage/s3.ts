@@ -371,8 +371,15 @@ function describeAnswer(a: Answer): string {
 function whatAnswers(endpoint: string, timeoutMs: number): Promise<Answer | undefined> {
   return new Promise((resolve) => {
     const url = new URL('/', endpoint);
+    // an absolute deadline: `timeout` alone is idle time, and headers sent a byte at a time would hold it open
+    const deadline = setTimeout(() => {
+      request.destroy();
+      resolve(undefined);
+    }, timeoutMs);
     const request = (url.protocol === 'https:' ? https : http).get(url, { agent: false, timeout: timeoutMs }, (res) => {
-      res.resume();
+      clearTimeout(deadline);
+      // the headers say enough: the body is never read
+      res.destroy();
       const contentType = String(res.headers['content-type'] ?? '')
         .split(';')[0]!
         .trim()
@@ -381,6 +388,9 @@ function whatAnswers(endpoint: string, timeoutMs: number): Promise<Answer | unde
       resolve({ status: res.statusCode ?? 0, contentType, s3 });
     });
     request.on('timeout', () => request.destroy());
-    request.on('error', () => resolve(undefined));
+    request.on('error', () => {
+      clearTimeout(deadline);
+      resolve(undefined);
+    });
   });
 }

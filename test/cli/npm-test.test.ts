@@ -275,7 +275,7 @@ describe('scripts/test.mjs when no PostgreSQL answers', () => {
     const suite = suiteLine(r.log);
     const port = Number(new URL(suite.url).port);
     expect(suite).toEqual({
-      url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+      url: expect.stringMatching(new RegExp(`^postgres://postgres:[0-9a-f]{48}@127\\.0\\.0\\.1:${port}/postgres$`)),
       one: 1,
       data: expect.stringMatching(/\/postgres-\d+\/data$/),
       postmaster: expect.any(Number),

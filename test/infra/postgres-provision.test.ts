@@ -6,7 +6,7 @@
  * left running. The suite's own PostgreSQL is never touched.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
@@ -65,8 +65,15 @@ describe('a private PostgreSQL cluster when none answers (infra/postgres-cluster
         ),
       ),
     ]);
-    expect(first.url).toBe(`postgres://postgres@127.0.0.1:${cluster.port}/postgres`);
+    // a password of its own, kept beside the folder (0600), never inside it
+    expect(first.url).toMatch(new RegExp(`^postgres://postgres:[0-9a-f]{48}@127\\.0\\.0\\.1:${cluster.port}/postgres$`));
+    expect(readFileSync(`${cluster.dataDir}.password`, 'utf8').trim()).toBe(new URL(first.url).password);
+    expect(statSync(`${cluster.dataDir}.password`).mode & 0o077).toBe(0);
     expect(await answer(first.url)).toEqual({ one: 1, user: 'postgres', port: String(cluster.port) });
+    // over TCP, without the password: refused (no trust on 127.0.0.1 for whoever finds the port)
+    const noPassword = new URL(first.url);
+    noPassword.password = '';
+    await expect(answer(noPassword.toString())).rejects.toThrow(/password/i);
     const pid = cluster.pid!;
     expect(running(pid)).toBe(true);
     expect(existsSync(`${cluster.dataDir}.owner`)).toBe(true);

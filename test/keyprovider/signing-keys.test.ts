@@ -7,7 +7,7 @@
  * listed, two providers on one keyring (replicas) agreeing on the current key, a lock
  * left by a dead process broken, and a keyring sealed under another root key refused.
  */
-import { readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -45,6 +45,14 @@ describe('certificate-signing keys in the local keyring', () => {
     await again.createEpoch(1);
     expect(await again.listSigningKeys()).toEqual(keys);
     await again.close();
+  });
+
+  it('a first opening that died before its list was written (an empty certificate-signing folder) is still brand new: one key', async () => {
+    const dir = tempDir();
+    mkdirSync(folder(dir), { recursive: true, mode: 0o700 });
+    const p = await LocalKeyringProvider.open(dir, root());
+    expect((await p.listSigningKeys()).map((k) => [k.state, k.origin])).toEqual([['current', 'keyring']]);
+    await p.close();
   });
 
   it('a keyring from before signing keys (epochs, no certificate-signing folder) lists its own current key and the retired root-derived key, ids derived from the public keys', async () => {
