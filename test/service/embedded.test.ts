@@ -27,7 +27,8 @@ describe('npm start on the embedded default (PGlite, local keyring, development 
     expect(service!.stderr()).toContain('DEVELOPMENT ROOT KEY');
     const keyFile = path.join(dataDir, 'dev-root.key');
     expect(statSync(keyFile).mode & 0o777).toBe(0o600);
-    expect(readdirSync(path.join(dataDir, 'keyring'))).toEqual(['epoch-00000001.kek']);
+    // the epoch's KEK, and the certificate-signing keys a fresh keyring gets at its first opening
+    expect(readdirSync(path.join(dataDir, 'keyring')).sort()).toEqual(['certificate-signing', 'epoch-00000001.kek']);
     expect(statSync(path.join(dataDir, 'pgdata')).isDirectory()).toBe(true);
     const ready = await fetch(`${service!.url}/readyz`);
     expect(ready.status).toBe(200);
