@@ -10,7 +10,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { type Recorder, startRecorder } from '../support/recorder.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MEMORY_LIMITS } from '../../src/cli/memory.js';
 import { PAGE_LIMIT_MAX } from '../../src/http/cursor.js';
@@ -29,27 +29,19 @@ let service: RunningService;
 /** The CLI's environment: the service's URL and the writer's and eraser's tokens. */
 let env: Record<string, string>;
 /** A stand-in service that counts the requests it gets (to prove none was made). */
-let recorder: Server;
-let recorderUrl = '';
-let recorded = 0;
+let recorder: Recorder;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   dataDir = tempDir();
   service = await startService(process.execPath, [...CLI, 'serve'], testEnv({ databaseUrl: db.url, dataDir, extra: { LETHE_ERASURE_POLL_MS: '100' } }));
   env = { LETHE_URL: service.url, LETHE_TOKENS: `writer=${TOKENS.writer},eraser=${TOKENS.eraser}` };
-  recorder = createServer((_req, res) => {
-    recorded++;
-    res.writeHead(500).end();
-  });
-  await new Promise<void>((resolve) => recorder.listen(0, '127.0.0.1', resolve));
-  const address = recorder.address();
-  recorderUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  recorder = await startRecorder();
 }, 120_000);
 
 afterAll(async () => {
   await service?.stop();
-  await new Promise((resolve) => recorder?.close(resolve));
+  await recorder?.close();
   await db?.drop();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
@@ -156,8 +148,8 @@ describe('lethe memory', () => {
   });
 
   it('bad input exits 2 naming the argument, before any request', { timeout: TIMEOUT }, async () => {
-    const before = recorded;
-    const at = { LETHE_URL: recorderUrl };
+    const before = recorder.count;
+    const at = { LETHE_URL: recorder.url };
     const cases: Array<[string[], RegExp]> = [
       [['add', 'user:1', ''], /^lethe: the text is empty/],
       [['add', 'user:1', '   '], /^lethe: the text is empty/],
@@ -184,15 +176,15 @@ describe('lethe memory', () => {
     const fromStdin = await memoryWithStdin(['add', 'user:1', '-'], '\n');
     expect(fromStdin.code).toBe(2);
     expect(fromStdin.stderr).toMatch(/^lethe: the text \(stdin\) is empty/);
-    expect(recorded).toBe(before);
+    expect(recorder.count).toBe(before);
   });
 
   it('a missing role token exits 2 naming LETHE_TOKENS and the role, before any request; it never prints a token', { timeout: TIMEOUT }, async () => {
-    const before = recorded;
+    const before = recorder.count;
     const [add, forget, none] = await Promise.all([
-      memory(['add', 'user:1', 'hello'], { LETHE_URL: recorderUrl, LETHE_TOKENS: `eraser=${TOKENS.eraser}` }),
-      memory(['forget', `entry_${'A'.repeat(22)}`], { LETHE_URL: recorderUrl, LETHE_TOKENS: `writer=${TOKENS.writer}` }),
-      memory(['search', 'tea', '--subject', 'user:1'], { LETHE_URL: recorderUrl, LETHE_TOKENS: '' }),
+      memory(['add', 'user:1', 'hello'], { LETHE_URL: recorder.url, LETHE_TOKENS: `eraser=${TOKENS.eraser}` }),
+      memory(['forget', `entry_${'A'.repeat(22)}`], { LETHE_URL: recorder.url, LETHE_TOKENS: `writer=${TOKENS.writer}` }),
+      memory(['search', 'tea', '--subject', 'user:1'], { LETHE_URL: recorder.url, LETHE_TOKENS: '' }),
     ]);
     expect(add.code).toBe(2);
     expect(add.stderr).toMatch(/^lethe: LETHE_TOKENS has no writer token/);
@@ -201,7 +193,7 @@ describe('lethe memory', () => {
     expect(none.code).toBe(2);
     expect(none.stderr).toMatch(/^lethe: LETHE_TOKENS/);
     for (const run of [add, forget, none]) for (const token of Object.values(TOKENS)) expect(run.stderr).not.toContain(token);
-    expect(recorded).toBe(before);
+    expect(recorder.count).toBe(before);
   });
 
   it('an error answer exits 2 with the service’s words; no answer exits 1', { timeout: TIMEOUT }, async () => {

@@ -5,7 +5,7 @@
  * reinstated subject takes a new key.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { type Recorder, startRecorder } from '../support/recorder.js';
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
@@ -17,26 +17,18 @@ let db: TestDatabase;
 let dataDir = '';
 let service: RunningService;
 /** A stand-in service that counts the requests it gets (to prove none was made). */
-let recorder: Server;
-let recorderUrl = '';
-let recorded = 0;
+let recorder: Recorder;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   dataDir = tempDir();
   service = await startService(process.execPath, [...CLI, 'serve'], testEnv({ databaseUrl: db.url, dataDir, extra: { LETHE_ERASURE_POLL_MS: '100' } }));
-  recorder = createServer((_req, res) => {
-    recorded++;
-    res.writeHead(500).end();
-  });
-  await new Promise<void>((resolve) => recorder.listen(0, '127.0.0.1', resolve));
-  const address = recorder.address();
-  recorderUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  recorder = await startRecorder();
 }, TIMEOUT);
 
 afterAll(async () => {
   await service?.stop();
-  await new Promise((resolve) => recorder?.close(resolve));
+  await recorder?.close();
   await db?.drop();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
@@ -90,11 +82,11 @@ describe('lethe subject reinstate', () => {
     timeout: TIMEOUT,
   }, async () => {
     const s = await erasedSubject();
-    const before = recorded;
-    const none = await runCli(['subject', 'reinstate', s, '--reason', 'x'], { LETHE_URL: recorderUrl });
+    const before = recorder.count;
+    const none = await runCli(['subject', 'reinstate', s, '--reason', 'x'], { LETHE_URL: recorder.url });
     expect(none.code).toBe(2);
     expect(none.stderr).toContain('LETHE_TOKENS has no admin token');
-    const env = { LETHE_URL: recorderUrl, LETHE_TOKENS: `admin=${TOKENS.admin}` };
+    const env = { LETHE_URL: recorder.url, LETHE_TOKENS: `admin=${TOKENS.admin}` };
     const [badSubject, emptyReason, noReason] = await Promise.all([
       runCli(['subject', 'reinstate', 'user/has space', '--reason', 'x'], env),
       runCli(['subject', 'reinstate', s, '--reason', '   '], env),
@@ -106,7 +98,7 @@ describe('lethe subject reinstate', () => {
     expect(emptyReason.stderr).toContain('--reason: 1 to 500 characters');
     expect(noReason.code).toBe(2);
     expect(noReason.stderr).toMatch(/--reason/);
-    expect(recorded).toBe(before);
+    expect(recorder.count).toBe(before);
 
     const writer = await runCli(['subject', 'reinstate', s, '--reason', 'x'], { LETHE_URL: service.url, LETHE_TOKENS: `admin=${TOKENS.writer}` });
     expect(writer.code).toBe(2);
