@@ -11,6 +11,7 @@ import { type Config, ConfigError } from '../config/index.js';
 import { checkPlainHttp, readServerTls, SERVER_TLS_OPTIONS, type ServerTls } from '../config/tls.js';
 import { createHttpApp } from '../http/app.js';
 import { TokenStore } from '../http/auth.js';
+import type { McpHandler } from '../http/mcp.js';
 import type { Logger } from '../observability/logger.js';
 import { createMetrics } from '../observability/metrics.js';
 import { type App, openApp } from './open.js';
@@ -61,7 +62,26 @@ function listenRefused(config: Config, e: unknown): unknown {
   return e;
 }
 
-export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
+export interface ServeOptions {
+  /** The version the MCP endpoint says it is (`lethe --version`). */
+  readonly version?: string;
+}
+
+/**
+ * `POST /mcp` (src/mcp/http.ts, loaded on its first request): the tools' client calls this
+ * service's own app in process, with the caller's token, so each call meets its route's auth
+ * and role checks as any request does, and never leaves the process (no TLS, no client
+ * certificate, no Host header to trust). `url` is only how answers name the service.
+ */
+function mcpHandler(url: string, version: string, app: () => Pick<ReturnType<typeof createHttpApp>, 'fetch'>): McpHandler {
+  const fetch = async (input: string, init: RequestInit) => app().fetch(new Request(input, init));
+  return async ({ request, body, token, role }) => {
+    const { handleMcpRequest } = await import('../mcp/http.js');
+    return handleMcpRequest({ request, body, token, forgetAs: role === 'writer' ? 'writer' : 'eraser' }, { baseUrl: url, fetch, version });
+  };
+}
+
+export async function startServer(config: Config, logger: Logger, options: ServeOptions = {}): Promise<RunningServer> {
   // before anything opens: a refused listener, or unreadable TLS files, end the start (ConfigError: exit 2)
   checkPlainHttp(config);
   const tls = readServerTls(config);
@@ -97,7 +117,8 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     await new Promise<void>((resolve) => server.close(() => resolve()));
     throw e;
   }
-  const http = createHttpApp({ services: app, tokens });
+  const url = `${tls ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  const http = createHttpApp({ services: app, tokens, mcp: mcpHandler(url, options.version ?? '0.0.0', () => http) });
   handler = tls
     ? async (request, env, ctx) => {
         const res = await http.fetch(request, env as never, ctx as never);
@@ -112,7 +133,6 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         }
       }
     : (request, env, ctx) => http.fetch(request, env as never, ctx as never);
-  const url = `${tls ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   // where to go next, and which defaults this process runs on (never a secret: no credentials, no token)
   logger.info(
     {

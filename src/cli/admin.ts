@@ -43,7 +43,7 @@ export function addServe(program: Command): void {
         process.once('disconnect', () => stop('parent exited'));
         if (!process.connected) stop('parent exited');
       }
-      server = await startServer(cfg, logger);
+      server = await startServer(cfg, logger, { version: program.version() ?? '0.0.0' });
     });
 }
 

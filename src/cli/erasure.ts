@@ -1,10 +1,10 @@
 /**
- * `lethe erase` and `lethe erasure show | list | watch | resume | certificate | report | dismissals`: clients of the
+ * `lethe erase` and `lethe erasure show | list | watch | resume | redact | certificate | report | dismissals`: clients of the
  * running service with the eraser role (LETHE_URL and the eraser token of LETHE_TOKENS; a dismissal's approval with the approver
  * role's token, a second person's). `erase` checks its
  * request with the service's own schema before sending it, then follows the
  * erasure's event stream and prints a summary; the exit code says how it ended.
- * Dismissals are in erasure-dismissals.ts, the certificate and the report in
+ * Redactions are in erasure-redactions.ts, dismissals in erasure-dismissals.ts, the certificate and the report in
  * erasure-documents.ts, what they share in erasure-args.ts.
  */
 import { readFile } from 'node:fs/promises';
@@ -17,13 +17,13 @@ import {
   LEGAL_BASES,
   MAX_BULK_SUBJECTS,
   MAX_PUBLIC_ATTRIBUTES,
-  REASON_CATEGORIES,
 } from '../erasure/request.js';
 import type { ErasureAccepted, ErasureView } from '../erasure/view.js';
 import type { BulkErasureAccepted } from '../wire/erasures.js';
 import { checkErasureId, ERASE_EXIT } from './erasure-args.js';
 import { addDismissals } from './erasure-dismissals.js';
 import { addErasureDocuments } from './erasure-documents.js';
+import { addRedact } from './erasure-redactions.js';
 import { ExitError, out, serviceCall, serviceClient } from './shared.js';
 import { watchErasure } from './erasure-watch.js';
 
@@ -253,7 +253,7 @@ export function addErase(program: Command): void {
     });
 }
 
-/** `lethe erasure show | list | watch | resume | dismissals | certificate | report`. */
+/** `lethe erasure show | list | watch | resume | redact | dismissals | certificate | report`. */
 export function addErasure(program: Command): void {
   const erasure = program.command('erasure').description('Erasures through the running service (eraser role).');
   erasure
@@ -305,6 +305,7 @@ export function addErasure(program: Command): void {
         process.stdout.write(`erasure ${erasureId} resumed at ${view.steps.find((s) => s.status === 'pending' || s.status === 'running')?.name ?? '?'}\n`);
       await watchErasure(client, erasureId, opts.json ?? false);
     });
+  addRedact(erasure);
   addDismissals(erasure);
   addErasureDocuments(erasure);
 }

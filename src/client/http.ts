@@ -41,6 +41,11 @@ export interface ServiceClientOptions {
   readonly timeoutMs?: number;
   /** A CA to verify an HTTPS service with, and a client certificate (default: the system's roots, no client certificate). */
   readonly tls?: TlsOptions;
+  /**
+   * What sends the requests instead of the global fetch (and of `tls`'s): e.g. the service's
+   * own app, called in process (`lethe serve`'s MCP endpoint, src/app/serve.ts).
+   */
+  readonly fetch?: Fetch;
 }
 
 export interface CallOptions {
@@ -109,7 +114,8 @@ export function normalizeBaseUrl(url: string): string {
 const TOKEN = /^[\x21-\x7e]+$/;
 const KNOWN_CODES: ReadonlySet<string> = new Set(ERROR_CODES);
 
-type Fetch = (url: string, init: RequestInit) => Promise<Response>;
+/** What sends a request: the global fetch, undici's with a TLS agent, or a caller's own. */
+export type Fetch = (url: string, init: RequestInit) => Promise<Response>;
 
 /** Refuses TLS options that could never work, before any request. */
 function checkTls(tls: TlsOptions): void {
@@ -195,7 +201,8 @@ export class ServiceClient {
     this.baseUrl = normalizeBaseUrl(options.baseUrl);
     this.#token = options.token;
     this.#timeoutMs = options.timeoutMs;
-    this.#fetch = options.tls ? tlsFetch(options.tls) : () => Promise.resolve(fetch);
+    const own = options.fetch;
+    this.#fetch = own ? () => Promise.resolve(own) : options.tls ? tlsFetch(options.tls) : () => Promise.resolve(fetch);
   }
 
   /** The answer, when it is 2xx; its body is the caller's to read (or cancel). */

@@ -30,7 +30,7 @@ import { followPages, type PageOptions, query, RoleCalls, type RoleTokens, seg }
 import { Subjects } from './subjects.js';
 import { LetheWriter, type WriterOptions } from './writer.js';
 
-import type { TlsOptions } from './http.js';
+import type { Fetch, TlsOptions } from './http.js';
 
 export { KEY_BATCH_MAX_SUBJECTS, type KeyBatch, type KeyBatchItem, type KeyLease, Subjects } from './subjects.js';
 
@@ -45,6 +45,8 @@ export interface LetheOptions {
   readonly timeoutMs?: number;
   /** An HTTPS service's CA, and a client certificate when it requires one (needs the `undici` package). */
   readonly tls?: TlsOptions;
+  /** What sends the requests instead of the global fetch (and of `tls`'s): e.g. the service's own app, in process. */
+  readonly fetch?: Fetch;
   /**
    * How appends, leases and key creations retry a retryable 409 (the subject's key fenced
    * for a moment while a forget re-keys it): default 6 attempts, 100 ms doubling to at

@@ -5,7 +5,7 @@
  */
 import { parseTokenPairs } from '../config/token-pairs.js';
 import { LetheError } from '../errors.js';
-import { type CallOptions, ServiceClient, type TlsOptions } from './http.js';
+import { type CallOptions, type Fetch, ServiceClient, type TlsOptions } from './http.js';
 
 /** The service's roles; `admin` may call every route. */
 export type Role = 'writer' | 'eraser' | 'approver' | 'backup' | 'admin';
@@ -39,6 +39,7 @@ export class RoleCalls {
   readonly #timeoutMs: number;
   /** The facade's TLS options, handed to every role's client and to writers built from it. */
   readonly tls: TlsOptions | undefined;
+  readonly #fetchOption: Fetch | undefined;
 
   constructor(options: {
     baseUrl: string;
@@ -46,6 +47,7 @@ export class RoleCalls {
     tokens?: RoleTokens | undefined;
     timeoutMs?: number | undefined;
     tls?: TlsOptions | undefined;
+    fetch?: Fetch | undefined;
   }) {
     this.#token = options.token;
     this.#tokens = options.tokens ?? {};
@@ -56,6 +58,7 @@ export class RoleCalls {
     this.#timeoutMs = options.timeoutMs ?? 30_000;
     this.#baseUrlOption = options.baseUrl;
     this.tls = options.tls;
+    this.#fetchOption = options.fetch;
     // checked now: a bad base URL or token is refused before any call (ServiceClient redacts the token from any message)
     this.baseUrl = this.client(this.#anyRole()).baseUrl;
   }
@@ -71,7 +74,12 @@ export class RoleCalls {
     let client = this.#clients.get(role);
     if (!client) {
       // no client-wide timeout: event streams last as long as their erasure; each call below has one
-      client = new ServiceClient({ baseUrl: this.#baseUrlOption, token: this.tokenFor(role), ...(this.tls ? { tls: this.tls } : {}) });
+      client = new ServiceClient({
+        baseUrl: this.#baseUrlOption,
+        token: this.tokenFor(role),
+        ...(this.tls ? { tls: this.tls } : {}),
+        ...(this.#fetchOption ? { fetch: this.#fetchOption } : {}),
+      });
       this.#clients.set(role, client);
     }
     return client;

@@ -13,6 +13,7 @@ import { describeError } from '../observability/logger.js';
 import type { AuthEnv, TokenStore } from './auth.js';
 import { MAX_JSON_DEPTH, rejectBadInput } from './bad-input.js';
 import { registerDocs, withOperationIds } from './docs.js';
+import { type McpHandler, registerMcpRoute } from './mcp.js';
 import { allowedMethods } from './methods.js';
 import { problem, statusOf } from './problem.js';
 import { registerAdminRoutes } from './routes/admin/index.js';
@@ -28,6 +29,8 @@ import type { Services } from './services.js';
 export interface HttpAppOptions {
   readonly services: Services;
   readonly tokens: TokenStore;
+  /** `POST /mcp`, the MCP server over Streamable HTTP (src/http/mcp.ts): mounted when given. */
+  readonly mcp?: McpHandler;
 }
 
 /** How the problem detail names where a bad field was. */
@@ -95,6 +98,7 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
   registerBackupRoutes(app, services, tokens);
   registerErasureRoutes(app, services, tokens);
   registerCertificateRoutes(app, services, tokens);
+  if (options.mcp) registerMcpRoute(app, tokens, options.mcp);
 
   // doc31, plus the servers; every operation's hand-written operationId is checked as it is served (docs.ts).
   const documentConfig: Parameters<typeof app.getOpenAPI31Document>[0] = {

@@ -98,13 +98,17 @@ function authorizationHeader(c: Context<AuthEnv>): string | undefined {
   return typeof raw === 'string' ? raw : c.req.header('authorization');
 }
 
+/** The bearer token the request presents, if any (a route behind `authorize` knows it is a known one). */
+export function presentedToken(c: Context<AuthEnv>): string | undefined {
+  return /^Bearer +([\x21-\x7e]+)$/i.exec(authorizationHeader(c) ?? '')?.[1];
+}
+
 /** The roles allowed on a route; admin may do everything. */
 export function authorize(tokens: TokenStore, ...allowed: Role[]): MiddlewareHandler<AuthEnv> {
   const roles = new Set<Role>([...allowed, 'admin']);
   return async (c, next) => {
-    const header = authorizationHeader(c) ?? '';
-    const m = /^Bearer +([\x21-\x7e]+)$/i.exec(header);
-    const caller = m ? tokens.identify(m[1]!) : undefined;
+    const presented = presentedToken(c);
+    const caller = presented !== undefined ? tokens.identify(presented) : undefined;
     if (!caller) {
       return problem(c, 'unauthorized', 'a valid bearer token is required'); // with its WWW-Authenticate challenge
     }

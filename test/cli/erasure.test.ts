@@ -5,12 +5,13 @@
  * ending `incomplete` (exit 3) without an unlearning bound and `completed` with one;
  * bad input, a missing token or a bad URL exit 2 with a plain message and no request;
  * `erasure dismissals propose | approve | revoke`: a proposal with the eraser's token,
- * approved only with the approver's (an eraser token exits 2, forbidden).
+ * approved only with the approver's (an eraser token exits 2, forbidden); `erasure redact`
+ * taking an incomplete erasure's named record away until it completes, bad ids exit 2.
  * Neither the subject id nor the token is ever printed.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { type Recorder, startRecorder } from '../support/recorder.js';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_RUN } from '../../src/erasure/machine.js';
@@ -21,6 +22,9 @@ import { tempDir, testEnv, TOKENS } from '../support/vault.js';
 
 const TIMEOUT = 60_000;
 const tag = () => randomBytes(5).toString('hex');
+/** Well-formed ids lethe never issued. */
+const ENTRY = `entry_${'A'.repeat(22)}`;
+const ERASURE = `ers_${'A'.repeat(22)}`;
 
 let db: TestDatabase;
 let dataDir: string;
@@ -28,27 +32,19 @@ let service: RunningService;
 /** The CLI's environment: the service's URL and the eraser's token, nothing else of the service's. */
 let env: Record<string, string>;
 /** A stand-in service that counts the requests it gets (to prove none was made). */
-let recorder: Server;
-let recorderUrl = '';
-let recorded = 0;
+let recorder: Recorder;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   dataDir = tempDir();
   service = await startService(process.execPath, [...CLI, 'serve'], testEnv({ databaseUrl: db.url, dataDir, extra: { LETHE_ERASURE_POLL_MS: '100' } }));
   env = { LETHE_URL: service.url, LETHE_TOKENS: `eraser=${TOKENS.eraser}` };
-  recorder = createServer((_req, res) => {
-    recorded++;
-    res.writeHead(500).end();
-  });
-  await new Promise<void>((resolve) => recorder.listen(0, '127.0.0.1', resolve));
-  const address = recorder.address();
-  recorderUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  recorder = await startRecorder();
 }, 120_000);
 
 afterAll(async () => {
   await service?.stop();
-  await new Promise((resolve) => recorder?.close(resolve));
+  await recorder?.close();
   await db?.drop();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
@@ -69,6 +65,21 @@ const append = async (subject: string, text: string) => (await writer<{ entryId:
 
 async function erase(args: string[], extra: Record<string, string> = {}) {
   return runCli(['erase', ...args], { ...env, ...extra });
+}
+
+/**
+ * An erasure left incomplete (exit 3) by another subject's record about the subject's
+ * clinic appointment (a doctor and a day of each test's own, so no other test's record matches), which its probe names: the subject, the erasure, that record, the watch.
+ */
+async function clinicErasure(prefix: string, visit: { doctor: string; day: string }, other: (place: string) => string) {
+  const s = `user:${prefix}-${tag()}`;
+  const place = `Halden${tag()}`;
+  await append(s, `Appointment with Dr. ${visit.doctor} at the ${place} clinic on ${visit.day} about my knee.`);
+  const record = await append(`ctx:${prefix}-other-${tag()}`, other(place));
+  const erasureId = (await erase([s, '--no-wait'])).stdout.trim();
+  const first = await runCli(['erasure', 'watch', erasureId], env);
+  expect(first.code, first.stdout).toBe(3);
+  return { s, erasureId, record, first };
 }
 
 function expectPrivate(run: { stdout: string; stderr: string }, subject: string): void {
@@ -222,20 +233,25 @@ describe('lethe erase', () => {
         message: new RegExp(`--public-attribute: at most ${MAX_PUBLIC_ATTRIBUTES}$`, 'm'),
       },
       { args: ['erasure', 'show', 'not-an-erasure'], message: /an erasure id is ers_/ },
+      // erasure redact: the erasure, every record and an override's reason, checked before any request
+      { args: ['erasure', 'redact', 'not-an-erasure', ENTRY], message: /an erasure id is ers_/ },
+      { args: ['erasure', 'redact', ERASURE, ENTRY, 'entry_short'], message: /a record id is entry_ followed by 22 characters/ },
+      { args: ['erasure', 'redact', ERASURE, `art_${'A'.repeat(22)}`], message: /a record id is entry_/ },
+      { args: ['erasure', 'redact', ERASURE, ENTRY, '--override', ' '], message: /--override: / },
     ];
-    const runs = await Promise.all(cases.map((c) => runCli(c.args, { ...env, LETHE_URL: recorderUrl })));
+    const runs = await Promise.all(cases.map((c) => runCli(c.args, { ...env, LETHE_URL: recorder.url })));
     runs.forEach((run, i) => {
       const c = cases[i]!;
       expect(run.code, c.args.join(' ')).toBe(2);
       expect(run.stderr, c.args.join(' ')).toMatch(c.message);
       expect(run.stdout, c.args.join(' ')).toBe('');
     });
-    expect(recorded).toBe(0);
+    expect(recorder.count).toBe(0);
   });
 
   it('a missing token or an unusable LETHE_URL exits 2 with a clear message and makes no request', { timeout: TIMEOUT }, async () => {
     const [noToken, badUrl, emptyUrl] = await Promise.all([
-      runCli(['erase', 'user:ok'], { LETHE_URL: recorderUrl }),
+      runCli(['erase', 'user:ok'], { LETHE_URL: recorder.url }),
       runCli(['erase', 'user:ok'], { ...env, LETHE_URL: 'ftp://nowhere' }),
       runCli(['erase', 'user:ok'], { ...env, LETHE_URL: '' }),
     ]);
@@ -254,7 +270,7 @@ describe('lethe erase', () => {
       expect(run.code).toBe(2);
       expect(run.stderr).toContain('LETHE_URL must be an http(s):// URL');
     }
-    expect(recorded).toBe(0);
+    expect(recorder.count).toBe(0);
   });
 });
 
@@ -262,12 +278,8 @@ describe('lethe erasure dismissals', () => {
   it('propose (eraser), approve (approver: the erasure completes on the ruling), revoke; an eraser token cannot approve; bad ids exit 2 with no request', {
     timeout: 120_000,
   }, async () => {
-    const s = `user:cli-clinic-${tag()}`;
-    const place = `Halden${tag()}`;
-    await append(s, `Appointment with Dr. Okonkwo at the ${place} clinic on 14 March about my knee.`);
-    const notice = await append(`ctx:cli-board-${tag()}`, `Public notice: Dr. Okonkwo at the ${place} clinic is closed on 14 March for renovation.`);
-    const erasureId = (await erase([s, '--no-wait'])).stdout.trim();
-    expect((await runCli(['erasure', 'watch', erasureId], env)).code).toBe(3);
+    const board = (place: string) => `Public notice: Dr. Okonkwo at the ${place} clinic is closed on 14 March for renovation.`;
+    const { s, erasureId, record: notice } = await clinicErasure('cli-clinic', { doctor: 'Okonkwo', day: '14 March' }, board);
     const proposed = await runCli(['erasure', 'dismissals', 'propose', erasureId, notice, '--reason', 'A public closure notice: it names no patient.'], env);
     expect(proposed.code, proposed.stderr).toBe(0);
     const { dismissalId, status } = JSON.parse(proposed.stdout) as { dismissalId: string; status: string };
@@ -289,13 +301,31 @@ describe('lethe erasure dismissals', () => {
     expect(revoked.code, revoked.stderr).toBe(0);
     expect((await runCli(['erasure', 'watch', erasureId], env)).code).toBe(3);
     const bad = await Promise.all([
-      runCli(['erasure', 'dismissals', 'approve', erasureId, 'dsm_nope'], { ...env, LETHE_URL: recorderUrl, LETHE_TOKENS: `approver=${TOKENS.approver}` }),
-      runCli(['erasure', 'dismissals', 'propose', erasureId, notice, '--reason', ' '], { ...env, LETHE_URL: recorderUrl }),
+      runCli(['erasure', 'dismissals', 'approve', erasureId, 'dsm_nope'], { ...env, LETHE_URL: recorder.url, LETHE_TOKENS: `approver=${TOKENS.approver}` }),
+      runCli(['erasure', 'dismissals', 'propose', erasureId, notice, '--reason', ' '], { ...env, LETHE_URL: recorder.url }),
     ]);
     expect(bad.map((r) => r.code)).toEqual([2, 2]);
     expect(bad[0]!.stderr).toMatch(/a dismissal id is dsm_/);
     expect(bad[1]!.stderr).toMatch(/--reason: 1 to 500 characters/);
-    expect(recorded).toBe(0);
+    expect(recorder.count).toBe(0);
     for (const run of [proposed, approved, revoked, byEraser]) expectPrivate(run, s);
+  });
+});
+
+describe('lethe erasure redact', () => {
+  it('redacts the record the probe named and, with --watch, follows the erasure to completed (exit 0); a second redaction exits 2 (409 conflict)', {
+    timeout: 120_000,
+  }, async () => {
+    const diary = (place: string) => `Saw the patient at the ${place} clinic with Dr. Lindqvist on 2 June, her knee again.`;
+    const { s, erasureId, record: note, first } = await clinicErasure('cli-redact', { doctor: 'Lindqvist', day: '2 June' }, diary);
+    expect(first.stdout).toContain(`match: ${note}`);
+    const redacted = await runCli(['erasure', 'redact', erasureId, note, '--watch'], env);
+    expect(redacted.code, redacted.stderr).toBe(0);
+    expect(redacted.stdout).toMatch(new RegExp(`^erasure ${erasureId}: 1 record\\(s\\) to redact, running$`, 'm'));
+    expect(redacted.stdout).toMatch(new RegExp(`^erasure ${erasureId}: completed`, 'm'));
+    const again = await runCli(['erasure', 'redact', erasureId, note, '--json'], env);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/409 conflict/);
+    for (const run of [first, redacted, again]) expectPrivate(run, s);
   });
 });
