@@ -10,15 +10,15 @@
  * Neither the subject id nor the token is ever printed.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { type Recorder, startRecorder } from '../support/recorder.js';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_RUN } from '../../src/erasure/machine.js';
 import { MAX_PUBLIC_ATTRIBUTES } from '../../src/erasure/request.js';
-import { createTestDatabase, type TestDatabase } from '../support/pg.js';
-import { CLI, type RunningService, runCli, startService } from '../support/process.js';
-import { tempDir, testEnv, TOKENS } from '../support/vault.js';
+import { type RunningService, runCli } from '../support/process.js';
+import { type Served, serveOnPostgres } from '../support/served.js';
+import { TOKENS } from '../support/vault.js';
 
 const TIMEOUT = 60_000;
 const tag = () => randomBytes(5).toString('hex');
@@ -26,8 +26,7 @@ const tag = () => randomBytes(5).toString('hex');
 const ENTRY = `entry_${'A'.repeat(22)}`;
 const ERASURE = `ers_${'A'.repeat(22)}`;
 
-let db: TestDatabase;
-let dataDir: string;
+let served: Served;
 let service: RunningService;
 /** The CLI's environment: the service's URL and the eraser's token, nothing else of the service's. */
 let env: Record<string, string>;
@@ -35,18 +34,15 @@ let env: Record<string, string>;
 let recorder: Recorder;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  dataDir = tempDir();
-  service = await startService(process.execPath, [...CLI, 'serve'], testEnv({ databaseUrl: db.url, dataDir, extra: { LETHE_ERASURE_POLL_MS: '100' } }));
+  served = await serveOnPostgres();
+  service = served.service;
   env = { LETHE_URL: service.url, LETHE_TOKENS: `eraser=${TOKENS.eraser}` };
   recorder = await startRecorder();
 }, 120_000);
 
 afterAll(async () => {
-  await service?.stop();
+  await served?.close();
   await recorder?.close();
-  await db?.drop();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
 /** A writer's call to the service (seeding). */
@@ -110,7 +106,7 @@ describe('lethe erase', () => {
     expect(run.stdout).toMatch(/^probe: recovered 0 \(threshold 0\.15\), 0 match\(es\)$/m);
     expect(run.stdout).toMatch(/^residuals: \d+$/m);
 
-    const file = path.join(dataDir, 'report.html');
+    const file = path.join(served.dataDir, 'report.html');
     const [show, report] = await Promise.all([runCli(['erasure', 'show', erasureId], env), runCli(['erasure', 'report', erasureId, '-o', file], env)]);
     expect(show.code, show.stderr).toBe(0);
     const view = JSON.parse(show.stdout) as { erasureId: string; status: string; class: string; legalBasis: string; certificate: { signature: string } };

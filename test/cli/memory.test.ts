@@ -9,22 +9,20 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { type Recorder, startRecorder } from '../support/recorder.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MEMORY_LIMITS } from '../../src/cli/memory.js';
 import { PAGE_LIMIT_MAX } from '../../src/http/cursor.js';
 import { MAX_SEARCH_K, MAX_SEARCH_SUBJECTS } from '../../src/search/service.js';
-import { createTestDatabase, type TestDatabase } from '../support/pg.js';
-import { CLI, type CliRun, type RunningService, runCli, startService } from '../support/process.js';
-import { tempDir, testEnv, TOKENS } from '../support/vault.js';
+import { CLI, type CliRun, type RunningService, runCli } from '../support/process.js';
+import { type Served, serveOnPostgres } from '../support/served.js';
+import { TOKENS } from '../support/vault.js';
 
 const TIMEOUT = 60_000;
 const tag = () => randomBytes(5).toString('hex');
 const ENTRY_ID = /^entry_[A-Za-z0-9_-]{22}$/;
 
-let db: TestDatabase;
-let dataDir: string;
+let served: Served;
 let service: RunningService;
 /** The CLI's environment: the service's URL and the writer's and eraser's tokens. */
 let env: Record<string, string>;
@@ -32,18 +30,15 @@ let env: Record<string, string>;
 let recorder: Recorder;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  dataDir = tempDir();
-  service = await startService(process.execPath, [...CLI, 'serve'], testEnv({ databaseUrl: db.url, dataDir, extra: { LETHE_ERASURE_POLL_MS: '100' } }));
+  served = await serveOnPostgres();
+  service = served.service;
   env = { LETHE_URL: service.url, LETHE_TOKENS: `writer=${TOKENS.writer},eraser=${TOKENS.eraser}` };
   recorder = await startRecorder();
 }, 120_000);
 
 afterAll(async () => {
-  await service?.stop();
+  await served?.close();
   await recorder?.close();
-  await db?.drop();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
 const memory = (args: string[], extra: Record<string, string> = {}) => runCli(['memory', ...args], { ...env, ...extra });

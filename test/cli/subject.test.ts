@@ -6,31 +6,26 @@
  */
 import { randomBytes } from 'node:crypto';
 import { type Recorder, startRecorder } from '../support/recorder.js';
-import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../support/pg.js';
-import { CLI, type RunningService, runCli, startService } from '../support/process.js';
-import { tempDir, testEnv, TOKENS } from '../support/vault.js';
+import { type RunningService, runCli } from '../support/process.js';
+import { type Served, serveOnPostgres } from '../support/served.js';
+import { TOKENS } from '../support/vault.js';
 
 const TIMEOUT = 120_000;
-let db: TestDatabase;
-let dataDir = '';
+let served: Served;
 let service: RunningService;
 /** A stand-in service that counts the requests it gets (to prove none was made). */
 let recorder: Recorder;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  dataDir = tempDir();
-  service = await startService(process.execPath, [...CLI, 'serve'], testEnv({ databaseUrl: db.url, dataDir, extra: { LETHE_ERASURE_POLL_MS: '100' } }));
+  served = await serveOnPostgres();
+  service = served.service;
   recorder = await startRecorder();
 }, TIMEOUT);
 
 afterAll(async () => {
-  await service?.stop();
+  await served?.close();
   await recorder?.close();
-  await db?.drop();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
 async function call<T>(method: string, p: string, role: keyof typeof TOKENS, body?: unknown): Promise<{ status: number; body: T }> {
