@@ -29,8 +29,9 @@ describe('npm start in a fresh clone', () => {
 
   afterAll(async () => {
     await service?.stop();
-    rmSync(clone, { recursive: true, force: true });
-    rmSync(dataDir, { recursive: true, force: true });
+    // a server shutting down may still write its data for a moment
+    rmSync(clone, { recursive: true, force: true, maxRetries: 20, retryDelay: 250 });
+    rmSync(dataDir, { recursive: true, force: true, maxRetries: 20, retryDelay: 250 });
   });
 
   /** `npm start` in the clone until /healthz answers: the service and how long it took. */

@@ -228,9 +228,20 @@ describe('README.md followed in a fresh clone', () => {
       await service.exited;
       clearTimeout(killer);
     }
+    // npm exits at once on the signal; the server (a process group of its own) shuts down after it, still writing its data
+    for (
+      let i = 0;
+      i < 150 &&
+      (await fetch(`${SERVICE_URL}/healthz`).then(
+        () => true,
+        () => false,
+      ));
+      i++
+    )
+      await new Promise((r) => setTimeout(r, 100));
     console.log(`${outputs.join('\n')}\n\nREADME followed in a fresh clone:\n  ${timings.join('\n  ')}`);
-    rmSync(clone, { recursive: true, force: true });
-    rmSync(app, { recursive: true, force: true });
+    rmSync(clone, { recursive: true, force: true, maxRetries: 20, retryDelay: 250 });
+    rmSync(app, { recursive: true, force: true, maxRetries: 20, retryDelay: 250 });
   });
 
   it('terminal 2 of the Quickstart (npm run quickstart) exits 0 without a stack trace', async () => {
