@@ -76,10 +76,10 @@ function npmCommand() {
 }
 
 /** Runs `npm ci` in root, its output shown; rejects with a StepError saying what went wrong. */
-function npmCi(root) {
+function npmCi(root, ignoreScripts) {
   const [command, prefix] = npmCommand();
   return new Promise((resolve, reject) => {
-    const child = spawn(command, [...prefix, 'ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
+    const child = spawn(command, [...prefix, 'ci', '--no-audit', '--no-fund', ...(ignoreScripts ? ['--ignore-scripts'] : [])], { cwd: root, stdio: 'inherit' });
     child.on('error', (e) =>
       reject(
         new StepError(
@@ -102,18 +102,20 @@ function npmCi(root) {
 /**
  * Installs the dependencies from package-lock.json when they are not current, saying so
  * through `say` in one line. Resolves with what it did: `{ installed, reason?, seconds? }`.
+ * `what` names them (another package's, such as an example's); `ignoreScripts` installs
+ * without running any package's install script (no native build).
  */
-export async function ensureDeps(root, say = (line) => console.log(line)) {
+export async function ensureDeps(root, say = (line) => console.log(line), { what = 'dependencies', size = 'about 180 MB', ignoreScripts = false } = {}) {
   const state = dependencyState(root);
   if (state.current) {
-    say('lethe: dependencies are current (node_modules matches package-lock.json)');
+    say(`lethe: ${what} are current (node_modules matches package-lock.json)`);
     return { installed: false };
   }
-  say(`lethe: installing dependencies from package-lock.json with npm ci (${state.reason}; about 180 MB from the npm registry the first time)`);
+  say(`lethe: installing ${what} from package-lock.json with npm ci (${state.reason}; ${size} from the npm registry the first time)`);
   const started = Date.now();
-  await npmCi(root);
+  await npmCi(root, ignoreScripts);
   writeFileSync(path.join(root, 'node_modules', HASH_FILE), `${lockHash(root)}\n`);
   const seconds = Math.round((Date.now() - started) / 100) / 10;
-  say(`lethe: dependencies installed in ${seconds} s`);
+  say(`lethe: ${what} installed in ${seconds} s`);
   return { installed: true, reason: state.reason, seconds };
 }

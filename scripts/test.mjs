@@ -4,6 +4,8 @@
  *
  *   1. dependencies: `npm ci` when node_modules is missing or stale against
  *      package-lock.json (scripts/ensure-deps.mjs, shared with `npm start`), else nothing;
+ *      the same for examples/mem0 (Mem0's SDK, kept out of lethe's own dependencies;
+ *      `npm ci --ignore-scripts`: its SQLite stores' native build is never used);
  *   2. the services the suite starts, each by its script under infra/, which prints the
  *      path of what it provides and installs it only when it is missing:
  *        MinIO server      infra/minio.sh      go install into ~/.cache/lethe   LETHE_MINIO_BIN
@@ -233,6 +235,12 @@ function waitForGroup(pgid, ms) {
 
 try {
   await ensureDeps(root, say);
+  // Mem0's SDK for its example and test, apart from lethe's own (its SQLite stores' native build is not needed: --ignore-scripts)
+  await ensureDeps(path.join(root, 'examples', 'mem0'), say, {
+    what: "the Mem0 example's dependencies (examples/mem0)",
+    size: 'about 60 MB',
+    ignoreScripts: true,
+  });
   for (const service of SERVICES) await ensureService(service);
   await typecheck();
   await database();

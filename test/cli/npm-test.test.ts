@@ -38,6 +38,8 @@ function executable(file: string, text: string): string {
   return file;
 }
 
+const MEM0_CURRENT = "lethe: the Mem0 example's dependencies (examples/mem0) are current (node_modules matches package-lock.json)";
+
 interface Project {
   dir: string;
   log: string;
@@ -67,9 +69,12 @@ function project(): Project {
     mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
     copyFileSync(file, path.join(dir, file));
   }
-  writeFileSync(path.join(dir, 'package-lock.json'), JSON.stringify(LOCK));
-  mkdirSync(path.join(dir, 'node_modules'));
-  writeFileSync(path.join(dir, 'node_modules', '.package-lock.json'), JSON.stringify({ packages: { 'node_modules/a': LOCK.packages['node_modules/a'] } }));
+  // lethe's and the Mem0 example's dependencies, both installed
+  for (const root of [dir, path.join(dir, 'examples', 'mem0')]) {
+    mkdirSync(path.join(root, 'node_modules'), { recursive: true });
+    writeFileSync(path.join(root, 'package-lock.json'), JSON.stringify(LOCK));
+    writeFileSync(path.join(root, 'node_modules', '.package-lock.json'), JSON.stringify({ packages: { 'node_modules/a': LOCK.packages['node_modules/a'] } }));
+  }
   const log = path.join(dir, 'steps.log');
   // stand-ins: tsc exits with FAKE_TSC_EXIT (0 by default); the suite reports what it got and exits 7
   executable(path.join(dir, 'node_modules', '.bin', 'tsc'), `#!/bin/sh\necho "tsc $*" >> '${log}'\nexit "\${FAKE_TSC_EXIT:-0}"\n`);
@@ -127,6 +132,7 @@ describe('scripts/test.mjs (npm test)', () => {
     expect(first.stderr).toBe('');
     expect(first.stdout.trim().split('\n')).toEqual([
       'lethe: dependencies are current (node_modules matches package-lock.json)',
+      MEM0_CURRENT,
       `lethe: MinIO server is current: ${p.cached.minio}`,
       `lethe: Toxiproxy server is current: ${p.cached.toxiproxy}`,
       `lethe: local-kms server is current: ${p.cached.localKms}`,
@@ -169,7 +175,7 @@ describe('scripts/test.mjs (npm test)', () => {
     writeFileSync(plain, '');
     const r = npmTest(p, { LETHE_MINIO_BIN: plain });
     expect(r.status).toBe(1);
-    expect(r.stdout.trim().split('\n')).toEqual(['lethe: dependencies are current (node_modules matches package-lock.json)']);
+    expect(r.stdout.trim().split('\n')).toEqual(['lethe: dependencies are current (node_modules matches package-lock.json)', MEM0_CURRENT]);
     // infra/minio.sh's own message, then the step's
     expect(r.stderr).toBe(
       `LETHE_MINIO_BIN=${plain} is not an executable file\n` +
