@@ -71,6 +71,8 @@
  *  17. bulk     POST /v1/erasures/batch of 100 [1,000] class-A subjects (3 entries each, indexed first) → all
  *               settled, one `lethe serve` vs two on the same database and store (fresh each): subjects/s and the
  *               ratio, erasures per replica, ledger chain records per erasure
+ *  18. store    LetheStore (lethe serve) vs LangGraph's PostgresStore on the same PostgreSQL: put and get
+ *               calls/s and p50/p99 at 1, 16 and 64 clients, search with a filter at 16 (1.5 s phases [6 s])
  *
  * Every figure is a ratio against a baseline measured in the same run, next to the
  * absolute numbers. Nothing here asserts on timings.
@@ -105,6 +107,7 @@ import { formatProviders, localRun, type ProvidersResult, rotationSecondsFor } f
 import { formatRewrap, type RewrapResult } from './rewrap.js';
 import { formatScoped, type ScopedResult } from './scoped.js';
 import { formatSearch, type SearchResult, searchSummary } from './search.js';
+import { formatStore, type StoreResult } from './store.js';
 import { formatStreams, type StreamsResult } from './streams.js';
 import { formatUnits, type UnitsResult } from './units.js';
 
@@ -127,7 +130,8 @@ type Name =
   | 'providers'
   | 'keys'
   | 'units'
-  | 'bulk';
+  | 'bulk'
+  | 'store';
 
 interface Section<T> {
   readonly ok: boolean;
@@ -157,6 +161,7 @@ const ALL: Name[] = [
   'keys',
   'units',
   'bulk',
+  'store',
 ];
 /** Sections a default run leaves out to fit its 10 minutes: their figures are sizes in bytes, not same-run ratios (BENCH_ONLY or BENCH_FULL runs them). */
 const NOT_DEFAULT: ReadonlySet<Name> = new Set<Name>(['units']);
@@ -211,6 +216,7 @@ const providers = sections.providers as Section<ProvidersResult> | undefined;
 const keysSection = sections.keys as Section<KeysResult> | undefined;
 const units = sections.units as Section<UnitsResult> | undefined;
 const bulk = sections.bulk as Section<BulkResult> | undefined;
+const store = sections.store as Section<StoreResult> | undefined;
 const totalSeconds = (performance.now() - t0) / 1000;
 
 // a BENCH_ONLY subset goes to its own file: bench/results.json keeps the last full run
@@ -335,6 +341,11 @@ out.push('');
 out.push('== 17. Bulk erasure: class-A subjects through POST /v1/erasures/batch, one replica vs two ==');
 if (bulk?.result) out.push(formatted(formatBulk, bulk.result), sectionLine('bulk', bulk));
 else out.push(bulk ? `FAILED: ${bulk.error}` : 'skipped');
+
+out.push('');
+out.push("== 18. Memory calls: LetheStore vs LangGraph's PostgresStore on the same PostgreSQL at 1/16/64 clients ==");
+if (store?.result) out.push(formatted(formatStore, store.result), sectionLine('store', store));
+else out.push(store ? `FAILED: ${store.error}` : 'skipped');
 
 const summary: string[][] = [];
 // one section's malformed result costs the summary rows from it on, not the aims, the wall time and results.json
@@ -689,6 +700,7 @@ await writeFile(
       keys: keysSection ?? null,
       units: units ?? null,
       bulk: bulk ?? null,
+      store: store ?? null,
     },
     null,
     2,
