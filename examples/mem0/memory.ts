@@ -2,11 +2,12 @@
  * Mem0's `Memory` on lethe, configured as the example (session.ts) and its test use it:
  * embeddings from lethe's built-in embedder (LangChain's Embeddings shape, which Mem0's
  * 'langchain' embedder takes: no network, no model server), and a stand-in for the LLM
- * that refuses to be called — memories are added with `infer: false` (Mem0's fact
- * extraction, and its ADD/UPDATE/DELETE decisions with `infer: true`, need a model).
+ * that refuses to be called — memories are added with `infer: false` (with `infer: true`
+ * Mem0 asks a model to extract the memories from the messages).
  *
- * Mem0 reads MEM0_TELEMETRY when it is first imported: set it to false before.
+ * Mem0 reads MEM0_TELEMETRY when it is first imported: no-telemetry.ts sets it first.
  */
+import './no-telemetry.js';
 import * as mem0 from 'mem0ai/oss';
 import type { Lethe } from '../../src/client/index.js';
 import { createLetheMemory, type LetheMemoryOptions } from '../../src/client/mem0.js';
@@ -39,7 +40,8 @@ export const noModel = {
   },
 };
 
-/** Mem0's Memory with lethe as its vector store. */
-export function openMemory(lethe: Lethe, options: Omit<LetheMemoryOptions, 'lethe' | 'config'> = {}) {
-  return createLetheMemory(mem0, { lethe, dimension: builtIn.dimensions, ...options, config: { embedder, llm: noModel } });
+/** Mem0's Memory with lethe as its vector store (`llm`: Mem0's LLM config, for `infer: true`). */
+export function openMemory(lethe: Lethe, options: Omit<LetheMemoryOptions, 'lethe' | 'config'> & { readonly llm?: Record<string, unknown> } = {}) {
+  const { llm = noModel, ...rest } = options;
+  return createLetheMemory(mem0, { lethe, dimension: builtIn.dimensions, ...rest, config: { embedder, llm } });
 }

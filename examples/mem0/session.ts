@@ -15,7 +15,7 @@
  *
  * Environment (all optional): LETHE_URL (default http://127.0.0.1:8787), LETHE_TOKENS
  * (default writer=dev-writer-token,eraser=dev-eraser-token). Mem0 reports usage to PostHog
- * unless MEM0_TELEMETRY=false (npm run example:mem0 sets it).
+ * unless MEM0_TELEMETRY=false: memory.ts sets it before Mem0 loads.
  */
 import { randomBytes } from 'node:crypto';
 import { Lethe, tokensFromEnv } from '../../src/client/index.js';

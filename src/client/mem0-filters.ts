@@ -1,8 +1,9 @@
 /**
  * Mem0's metadata filters, applied to a memory's payload as Mem0's own in-memory store
- * applies them: a plain value is equality ("*": the field is present), an object names
- * operators (eq, ne, gt, gte, lt, lte, in, nin, contains, icontains), `$or` holds
- * alternatives, `$not` conditions none of which may hold. An unknown operator is an
+ * applies them (MemoryVectorStore's filterVector): a plain value is equality ("*": any
+ * value), an array a list of values, an object names operators (eq, ne, gt, gte, lt, lte,
+ * in, nin, contains, icontains), `AND`/`$and` conditions all of which hold, `OR`/`$or`
+ * alternatives, `NOT`/`$not` conditions none of which may hold. An unknown operator is an
  * error, never a filter silently ignored.
  */
 import { LetheError } from '../errors.js';
@@ -35,7 +36,7 @@ function holds(value: unknown, operator: string, operand: unknown): boolean {
     case 'in':
       return Array.isArray(operand) && operand.includes(value);
     case 'nin':
-      return Array.isArray(operand) && !operand.includes(value);
+      return !Array.isArray(operand) || !operand.includes(value);
     case 'contains':
       return typeof value === 'string' && typeof operand === 'string' && value.includes(operand);
     case 'icontains':
@@ -47,22 +48,23 @@ function holds(value: unknown, operator: string, operand: unknown): boolean {
 
 function condition(payload: Record<string, unknown>, key: string, wanted: unknown): boolean {
   const value = payload[key];
-  if (wanted === '*') return value !== undefined;
+  if (wanted === '*') return true;
   if (Array.isArray(wanted)) return wanted.includes(value);
   if (wanted !== null && typeof wanted === 'object') return Object.entries(wanted).every(([op, operand]) => holds(value, op, operand));
   return value === wanted;
 }
 
+const LOGICAL: Record<string, 'AND' | 'OR' | 'NOT'> = { AND: 'AND', $and: 'AND', OR: 'OR', $or: 'OR', NOT: 'NOT', $not: 'NOT' };
+
 /** Whether `payload` passes `filters` (undefined values are no condition). */
 export function passesMem0Filters(payload: Record<string, unknown>, filters: Mem0Filters | undefined): boolean {
   for (const [key, wanted] of Object.entries(filters ?? {})) {
     if (wanted === undefined) continue;
-    if (key === '$or') {
-      if (!(wanted as Mem0Filters[]).some((f) => passesMem0Filters(payload, f))) return false;
-    } else if (key === '$not') {
-      if ((wanted as Mem0Filters[]).some((f) => passesMem0Filters(payload, f))) return false;
-    } else if (key === '$and') {
-      if (!(wanted as Mem0Filters[]).every((f) => passesMem0Filters(payload, f))) return false;
+    const logical = Object.hasOwn(LOGICAL, key) ? LOGICAL[key] : undefined;
+    if (logical !== undefined) {
+      if (!Array.isArray(wanted)) throw new LetheError('validation_failed', `the ${key} filter takes a list of filters`);
+      const each = (wanted as Mem0Filters[]).map((f) => passesMem0Filters(payload, f));
+      if (logical === 'AND' ? !each.every(Boolean) : logical === 'OR' ? !each.some(Boolean) : each.some(Boolean)) return false;
     } else if (!condition(payload, key, wanted)) return false;
   }
   return true;

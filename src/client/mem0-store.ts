@@ -13,6 +13,8 @@
  */
 import { LetheError } from '../errors.js';
 import { SUBJECT_ID_PATTERN } from '../ids.js';
+import { IDEMPOTENCY_KEY_PATTERN } from '../log/idempotency.js';
+import { MAX_METADATA_BYTES } from '../log/payload.js';
 import type { Entry } from '../wire/log.js';
 import { ServiceError } from './http.js';
 import type { Lethe } from './lethe.js';
@@ -100,10 +102,13 @@ function cosine(query: readonly number[], stored: Stored['vector']): number {
   return qq === 0 || ss === 0 ? 0 : dot / Math.sqrt(qq * ss);
 }
 
-/** A subject no longer readable (erased, or its key destroyed): nothing of it is there. */
+/** A subject lethe never saw, or no longer readable (erased, its key destroyed): nothing of it is there. */
 function gone(e: unknown): boolean {
-  return e instanceof ServiceError && (e.code === 'subject_erased' || e.code === 'key_destroyed');
+  return e instanceof ServiceError && (e.code === 'subject_erased' || e.code === 'key_destroyed' || (e.code === 'not_found' && e.status === 404));
 }
+
+/** Mem0's entity store (`<collection>_entities`): its records link the memories they were extracted from. */
+const isEntityCollection = (collection: string) => collection.endsWith('_entities');
 
 export class LetheVectorStore {
   readonly #lethe: Lethe;
@@ -136,7 +141,13 @@ export class LetheVectorStore {
     for (let i = 0; i < vectors.length; i++) {
       const subject = this.#subject(payloads[i]!);
       const key = ids[i]!.includes('/') ? parseMemoryId(ids[i]!).key : ids[i]!;
-      await this.#lethe.entries.append(subject, this.#entry(subject, key, vectors[i]!, payloads[i]!));
+      // Mem0 retries a failed batch one record at a time: a retried record is stored once
+      const retry = `mem0:${key}`;
+      await this.#lethe.entries.append(
+        subject,
+        this.#entry(subject, key, vectors[i]!, payloads[i]!),
+        IDEMPOTENCY_KEY_PATTERN.test(retry) ? { idempotencyKey: retry } : {},
+      );
     }
   }
 
@@ -211,15 +222,27 @@ export class LetheVectorStore {
     this.#checkDimension(vector);
     if (typeof payload.data !== 'string' || payload.data === '') throw new LetheError('validation_failed', 'a memory needs its text (payload.data)');
     const kept = Object.fromEntries(Object.entries(payload).filter(([k, v]) => !NOT_STORED.has(k) && v !== undefined));
-    // an entity's links name memories of the same subject: stored as the ids Mem0's users see
-    if (Array.isArray(kept.linkedMemoryIds))
-      kept.linkedMemoryIds = kept.linkedMemoryIds.map((id) => (String(id).includes('/') ? id : memoryId(subject, String(id))));
+    // an entity's links name memories of its own subject: kept as Mem0's bare ids (the subject is the entry's)
+    if (isEntityCollection(this.#collection) && Array.isArray(kept.linkedMemoryIds))
+      kept.linkedMemoryIds = kept.linkedMemoryIds.map((id) => (String(id).startsWith(`${subject}/`) ? String(id).slice(subject.length + 1) : id));
     const stored: Stored = { collection: this.#collection, id: key, payload: kept, vector: quantize(vector) };
-    return { text: payload.data, kind: NAMESPACE, metadata: { mem0: stored }, item: { namespace: [NAMESPACE, this.#collection], key } };
+    const metadata = { mem0: stored };
+    const bytes = Buffer.byteLength(JSON.stringify(metadata));
+    if (bytes > MAX_METADATA_BYTES) {
+      const vectorBytes = stored.vector.int8.length;
+      throw new LetheError(
+        'validation_failed',
+        `memory ${memoryId(subject, key)} does not fit one lethe entry: Mem0's payload and its ${vector.length}-dimension vector take ${bytes} bytes of metadata (the vector ${vectorBytes}), at most ${MAX_METADATA_BYTES}: keep less metadata with it`,
+      );
+    }
+    return { text: payload.data, kind: NAMESPACE, metadata, item: { namespace: [NAMESPACE, this.#collection], key } };
   }
 
   #result(subject: string, entry: Entry, stored: Stored): Mem0VectorResult {
-    return { id: memoryId(subject, stored.id), payload: { ...stored.payload, data: entry.text } };
+    const payload: Record<string, unknown> = { ...stored.payload, data: entry.text };
+    if (isEntityCollection(this.#collection) && Array.isArray(payload.linkedMemoryIds))
+      payload.linkedMemoryIds = payload.linkedMemoryIds.map((id) => (String(id).includes('/') ? id : memoryId(subject, String(id))));
+    return { id: memoryId(subject, stored.id), payload };
   }
 
   /** The collection's memories of the subject passing the filters, oldest first. */

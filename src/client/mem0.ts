@@ -14,11 +14,14 @@
  *   adds `erasureId` and `status`. Narrowed by agentId or runId, each memory is forgotten.
  * - Mem0's history store is off: it would keep every past text in clear (SQLite) where no
  *   forget reaches it; `history(id)` answers []. `reset()` is refused: lethe erases one
- *   person at a time.
+ *   person at a time. Mem0's usage events (which name memory ids) are not sent.
+ * - `subjectOf` maps a scope to its subject; deleteAll({ userId }) erases `subjectOf({ user_id })`,
+ *   so it must map a user_id alone to that user's subject (agentId and runId may only narrow).
  *
  * The client does not depend on mem0ai: the caller passes its module (tested with 3.3.1).
  */
 import { LetheError } from '../errors.js';
+import { ServiceError } from './http.js';
 import type { Lethe } from './lethe.js';
 import { type LetheVectorStoreConfig, LetheVectorStore, type Mem0Scope, memoryId, userSubject } from './mem0-store.js';
 
@@ -119,16 +122,32 @@ export function createLetheMemory<M extends Mem0MemoryLike>(mem0: Mem0Module<M>,
   const remove = memory.delete.bind(memory);
   const removeAll = memory.deleteAll.bind(memory);
   Object.assign(memory, {
+    // Mem0's usage events name memory ids, and these name their subject: none is sent
+    async _captureEvent() {},
     // Mem0 answers its own uuid for what it just added: the id its users keep names the subject
     async add(messages: never, addOptions: Mem0AddOptions) {
       const answer = await add(messages, addOptions);
-      const subject = subjectOf({
-        ...(addOptions.filters ?? {}),
-        ...(addOptions.userId !== undefined ? { user_id: addOptions.userId } : {}),
-        ...(addOptions.agentId !== undefined ? { agent_id: addOptions.agentId } : {}),
-        ...(addOptions.runId !== undefined ? { run_id: addOptions.runId } : {}),
-      });
-      return { ...answer, results: answer.results.map((r) => (r.id.includes('/') ? r : { ...r, id: memoryId(subject, r.id) })) };
+      const trim = (v: unknown) => (typeof v === 'string' ? v.trim() : undefined);
+      const scope = { ...(addOptions.filters ?? {}) } as Record<string, unknown>;
+      for (const [field, option] of [
+        ['user_id', addOptions.userId],
+        ['agent_id', addOptions.agentId],
+        ['run_id', addOptions.runId],
+      ] as const) {
+        const value = trim(option ?? scope[field]);
+        if (value === undefined) delete scope[field];
+        else scope[field] = value;
+      }
+      const subject = subjectOf(scope as Mem0Scope);
+      const results = answer.results.map((r) => (r.id.includes('/') ? r : { ...r, id: memoryId(subject, r.id) }));
+      // with inference Mem0 logs a record it failed to store and answers it added anyway: say so
+      if (addOptions.infer !== false) {
+        for (const r of answer.results) {
+          if (r.id.includes('/') || (await store().get(memoryId(subject, r.id)))) continue;
+          throw new LetheError('unavailable', `Mem0 answered it added memory ${memoryId(subject, r.id)}, but lethe holds no such memory (Mem0 logged why)`);
+        }
+      }
+      return { ...answer, results };
     },
     async delete(id: string) {
       const answer = await remove(id);
@@ -138,8 +157,14 @@ export function createLetheMemory<M extends Mem0MemoryLike>(mem0: Mem0Module<M>,
     async deleteAll(all: Mem0DeleteAllOptions) {
       if (all.userId === undefined || all.agentId !== undefined || all.runId !== undefined) return removeAll(all);
       const subject = subjectOf({ user_id: all.userId.trim() });
-      const { erasureId, status } = await options.lethe.erase({ subject, ...(options.eraseReason !== undefined ? { reason: options.eraseReason } : {}) });
-      return { message: 'Memories deleted successfully!', erasureId, status };
+      try {
+        const { erasureId, status } = await options.lethe.erase({ subject, ...(options.eraseReason !== undefined ? { reason: options.eraseReason } : {}) });
+        return { message: 'Memories deleted successfully!', erasureId, status };
+      } catch (e) {
+        // a user lethe never saw has nothing to erase
+        if (e instanceof ServiceError && e.status === 404 && e.code === 'not_found') return { message: 'Memories deleted successfully!' };
+        throw e;
+      }
     },
     async reset() {
       throw new LetheError(
