@@ -75,9 +75,9 @@ export interface ServeOptions {
  */
 function mcpHandler(url: string, version: string, app: () => Pick<ReturnType<typeof createHttpApp>, 'fetch'>): McpHandler {
   const fetch = async (input: string, init: RequestInit) => app().fetch(new Request(input, init));
-  return async ({ request, body, token, role }) => {
+  return async ({ request, body, token, role, toolSet }) => {
     const { handleMcpRequest } = await import('../mcp/http.js');
-    return handleMcpRequest({ request, body, token, forgetAs: role === 'writer' ? 'writer' : 'eraser' }, { baseUrl: url, fetch, version });
+    return handleMcpRequest({ request, body, token, forgetAs: role === 'writer' ? 'writer' : 'eraser', toolSet }, { baseUrl: url, fetch, version });
   };
 }
 

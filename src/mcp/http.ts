@@ -1,5 +1,6 @@
 /**
- * The MCP server over Streamable HTTP, stateless (`POST /mcp` on `lethe serve`): each POST
+ * The MCP server over Streamable HTTP, stateless (`POST /mcp` on `lethe serve`, and its
+ * knowledge-graph tool set at `POST /mcp/knowledge-graph`): each POST
  * gets its own `McpServer` and transport (no session id, nothing kept between requests), and
  * its tools act with the CALLER's bearer token: the `Lethe` client is built per request with
  * that token, and its requests go to the service's own routes (in process: `fetch`), through
@@ -14,7 +15,7 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Fetch } from '../client/http.js';
 import { Lethe } from '../client/lethe.js';
-import { createMcpServer } from './server.js';
+import { createMcpServer, type McpToolSet } from './server.js';
 
 export interface McpHttpRequest {
   /** The request as it came (its headers: Accept, Content-Type, the protocol version). */
@@ -25,6 +26,8 @@ export interface McpHttpRequest {
   readonly token: string;
   /** forget_memory forgets as a writer (only the entries its token wrote) or an eraser. */
   readonly forgetAs: 'eraser' | 'writer';
+  /** Which tools: the memory tools (`POST /mcp`, the default) or the knowledge-graph tools (`POST /mcp/knowledge-graph`). */
+  readonly toolSet?: McpToolSet;
 }
 
 export interface McpHttpOptions {
@@ -40,7 +43,12 @@ export interface McpHttpOptions {
 export async function handleMcpRequest(call: McpHttpRequest, options: McpHttpOptions): Promise<Response> {
   const lethe = new Lethe({ baseUrl: options.baseUrl, token: call.token, fetch: options.fetch });
   // the request's signal ends when its client goes: an erasure being followed stops being followed
-  const server = createMcpServer(lethe, { version: options.version, forgetAs: call.forgetAs, signal: call.request.signal });
+  const server = createMcpServer(lethe, {
+    version: options.version,
+    forgetAs: call.forgetAs,
+    signal: call.request.signal,
+    ...(call.toolSet ? { toolSet: call.toolSet } : {}),
+  });
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
   call.request.signal.addEventListener('abort', () => void server.close().catch(() => undefined), { once: true });
   await server.connect(transport);

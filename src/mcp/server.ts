@@ -3,7 +3,8 @@
  * lethe service through the TypeScript client (`Lethe`). Each tool is one call (or a
  * followed erasure) of the client, with the role its route needs (remember, recall,
  * list_memories: writer; forget_memory, forget_subject, erasure_status, get_certificate:
- * eraser); the transport is the caller's (stdio.ts: `lethe mcp`).
+ * eraser); the transport is the caller's (stdio.ts: `lethe mcp`). `toolSet: 'knowledge-graph'`
+ * serves the reference knowledge-graph server's tools instead (knowledge-graph.ts).
  *
  * A tool answers JSON, as text and as structured content. A failure is a tool error
  * (`isError`), never a broken session: the client's errors say their code and detail
@@ -11,14 +12,15 @@
  * by the SDK's own validation. No token is ever put in an answer.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { transitionLine } from '../client/erasures.js';
-import { ServiceError, UnreachableError } from '../client/http.js';
 import type { Lethe } from '../client/lethe.js';
 import { MAX_REASON_CHARS } from '../erasure/request.js';
-import { isLetheError, LetheError } from '../errors.js';
+import { LetheError } from '../errors.js';
 import { ID_PATTERNS, SUBJECT_ID_PATTERN, SUBJECT_ID_RULE } from '../ids.js';
+import { KNOWLEDGE_GRAPH_INSTRUCTIONS, registerKnowledgeGraphTools } from './knowledge-graph.js';
+import { followErasure, tool } from './tool.js';
+
+export { answer, describeFailure, tool } from './tool.js';
 
 /** The service's bounds on what a tool asks (POST /v1/search's k and subjects, a page of entries). */
 export const MCP_LIMITS = { searchK: 100, searchSubjects: 100, pageLimit: 1000 } as const;
@@ -36,28 +38,6 @@ const erasureId = z
   .regex(ID_PATTERNS.ers, 'must be ers_<22 base64url characters>')
   .describe('an erasure id (ers_…), as forget_memory or forget_subject answered it');
 
-/** A tool's answer: the value as JSON text, and as structured content. */
-function answer(value: Record<string, unknown>): CallToolResult {
-  return { content: [{ type: 'text', text: JSON.stringify(value, null, 2) }], structuredContent: value };
-}
-
-/** A failure as the caller reads it: `code: detail`, the service's problem when it answered one. */
-export function describeFailure(e: unknown): string {
-  if (e instanceof ServiceError) return `${e.code}: ${e.problem?.detail ?? e.detail} (the service answered ${e.status})`;
-  if (e instanceof UnreachableError) return `${e.code}: the lethe service at ${e.baseUrl} did not answer (${e.reason})`;
-  if (isLetheError(e)) return `${e.code}: ${e.message}`;
-  return `internal: ${e instanceof Error ? e.message : String(e)}`;
-}
-
-/** Runs a tool's work: its value as the answer, any failure as a tool error naming its code. */
-async function tool(work: () => Promise<Record<string, unknown>>): Promise<CallToolResult> {
-  try {
-    return answer(await work());
-  } catch (e) {
-    return { content: [{ type: 'text', text: describeFailure(e) }], isError: true };
-  }
-}
-
 /** Where an erasure's report is, on the service (GET, eraser role: the self-contained HTML). */
 export const reportPath = (id: string): string => `/v1/erasures/${encodeURIComponent(id)}/report`;
 
@@ -72,10 +52,24 @@ export interface McpServerOptions {
   readonly forgetAs?: 'eraser' | 'writer';
   /** Aborted when the session ends: a followed erasure stops being followed (it goes on in the service). */
   readonly signal?: AbortSignal;
+  /**
+   * Which tools: lethe's memory tools (the default), or the knowledge-graph tools of the
+   * reference memory server (`@modelcontextprotocol/server-memory`) mapped onto lethe (knowledge-graph.ts).
+   */
+  readonly toolSet?: McpToolSet;
 }
 
-/** The MCP server of `lethe`'s memory tools over `lethe` (connect it to a transport). */
+/** The tool sets a server can serve. */
+export const MCP_TOOL_SETS = ['memory', 'knowledge-graph'] as const;
+export type McpToolSet = (typeof MCP_TOOL_SETS)[number];
+
+/** The MCP server of `lethe`'s memory tools (or its knowledge-graph tools) over `lethe` (connect it to a transport). */
 export function createMcpServer(lethe: Lethe, options: McpServerOptions): McpServer {
+  if (options.toolSet === 'knowledge-graph') {
+    const server = new McpServer({ name: 'lethe-knowledge-graph', version: options.version }, { instructions: KNOWLEDGE_GRAPH_INSTRUCTIONS });
+    registerKnowledgeGraphTools(server, lethe, options);
+    return server;
+  }
   const server = new McpServer(
     { name: 'lethe', version: options.version },
     {
@@ -193,19 +187,8 @@ function registerErasureTools(server: McpServer, lethe: Lethe, { forgetAs = 'era
     (args, extra) =>
       tool(async () => {
         const accepted = await lethe.erase({ subject: args.subject, ...(args.reason !== undefined ? { reason: args.reason } : {}) });
-        const progressToken = extra._meta?.progressToken;
-        if (progressToken === undefined) return { erasureId: accepted.erasureId, status: accepted.status };
-        let progress = 0;
-        const both = signal ? AbortSignal.any([extra.signal, signal]) : extra.signal;
-        const view = await lethe.erasures.wait(accepted.erasureId, {
-          signal: both,
-          onStep: (t) => {
-            progress++;
-            void extra
-              .sendNotification({ method: 'notifications/progress', params: { progressToken, progress, message: transitionLine(t) } })
-              .catch(() => undefined);
-          },
-        });
+        if (extra._meta?.progressToken === undefined) return { erasureId: accepted.erasureId, status: accepted.status };
+        const view = await followErasure(lethe, accepted.erasureId, extra, signal);
         return { erasureId: view.erasureId, status: view.status, ...(view.class ? { class: view.class } : {}), residuals: view.residuals.length };
       }),
   );
