@@ -31,7 +31,7 @@ describe('the MCP Inspector against lethe mcp', () => {
     [[], TOOL_NAMES],
     [['--knowledge-graph'], KNOWLEDGE_GRAPH_TOOL_NAMES],
   ] as const) {
-    it(`lists the ${names.length} tools of lethe mcp ${args.join(' ')}, its schema check finding no error`, () => {
+    it(`lists the ${names.length} tools of ${['lethe mcp', ...args].join(' ')}, its schema check finding no error`, () => {
       const run = inspect(...args);
       expect(run.status, run.stderr).toBe(0);
       const listed = JSON.parse(run.stdout) as { tools: Array<{ name: string; inputSchema: { type: string } }> };
