@@ -26,7 +26,9 @@
  *   service (each entry is appended with its `item`, which lethe indexes as keyed
  *   hashes), whatever the subject holds; the subject's entries are read whole only
  *   when the index knows none (an item put before lethe indexed items, or sealed by
- *   a writer). A put finds the versions it supersedes the same way.
+ *   a writer), and then once per subject: a later miss of a key that read did not find
+ *   is a new key (everything written since is indexed). A put finds the versions it
+ *   supersedes the same way, so a new key's put is one lookup and one append.
  * - **search** of one subject (the prefix names it) runs on the service (`POST
  *   …/items/search`, langgraph-search.ts): with a `query` its items ranked by the
  *   subject's scoped search, best field's score first, then (as LangGraph's own stores
@@ -108,6 +110,12 @@ export class LetheStore extends BaseStore {
   readonly #kind: string;
   /** Subjects this store has touched (or was told of): what listNamespaces and prefix-less searches cover. */
   readonly #subjects = new Set<string>();
+  /**
+   * Per subject, the items its last whole read found. Every item written since is in the
+   * service's index, so a key the index misses that was not among them has no version: it
+   * is not read whole again (a new key's put and get are one lookup, whatever the subject holds).
+   */
+  readonly #readWhole = new Map<string, Set<string>>();
 
   constructor(options: LetheStoreOptions) {
     super();
@@ -206,7 +214,8 @@ export class LetheStore extends BaseStore {
   /**
    * Every live version of (namespace, key), oldest first: one lookup on the service (the
    * item index), whatever the subject holds; the subject's entries read whole only when
-   * the index knows none (an item put before lethe indexed items, or sealed by a writer before its registrations named items).
+   * the index knows none (an item put before lethe indexed items, or sealed by a writer before
+   * its registrations named items), once per subject unless that read found the key.
    */
   async #versionsOf(subject: string, namespace: readonly string[], key: string, cache: Map<string, Promise<Located[]>>): Promise<Located[]> {
     let entries: Awaited<ReturnType<Lethe['entries']['lookup']>> = [];
@@ -215,8 +224,12 @@ export class LetheStore extends BaseStore {
     } catch (e) {
       if (!gone(e)) throw e;
     }
-    if (entries.length === 0) return this.#versions(await this.#items(subject, cache), namespace, key);
-    return this.#versions(versionsIn([...entries].reverse()), namespace, key);
+    if (entries.length > 0) return this.#versions(versionsIn([...entries].reverse()), namespace, key);
+    const known = this.#readWhole.get(subject);
+    if (known && !known.has(nsKey(namespace, key))) return [];
+    const items = await this.#items(subject, cache);
+    this.#readWhole.set(subject, new Set(items.map((l) => nsKey(l.item.namespace, l.item.key))));
+    return this.#versions(items, namespace, key);
   }
 
   async #get(op: GetOperation, cache: Map<string, Promise<Located[]>>): Promise<Item | null> {

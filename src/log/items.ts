@@ -37,17 +37,22 @@ export function itemHashes(hasher: KeyedHasher | undefined, subjectHash: Uint8Ar
 export async function lookupItem(c: LogContext, subject: string, item: StoreItem): Promise<Entry[]> {
   const subjectHash = c.keys.subjectHash(subject);
   const { itemHash } = itemHashes(c.items, subjectHash, item);
-  const rows = await queryRows<{ entry_id: string }>(
-    c.db,
-    sql`select entry_id from log_entries
-         where subject_hash = ${subjectHash} and item_hash = ${itemHash} and forgotten_by is null and refused is null
-         order by seq desc limit ${MAX_LIVE_VERSIONS}`,
-  );
-  const found = await readMany(
-    c,
-    rows.map((r) => r.entry_id),
-  );
-  return rows.flatMap((r) => (found.has(r.entry_id) ? [found.get(r.entry_id)!] : []));
+  for (let look = 1; ; look++) {
+    const rows = await queryRows<{ entry_id: string }>(
+      c.db,
+      sql`select entry_id from log_entries
+           where subject_hash = ${subjectHash} and item_hash = ${itemHash} and forgotten_by is null and refused is null
+           order by seq desc limit ${MAX_LIVE_VERSIONS}`,
+    );
+    const found = await readMany(
+      c,
+      rows.map((r) => r.entry_id),
+    );
+    // a version superseded or forgotten between the two looks has a successor the first did not see (a supersession
+    // is one transaction): look again, so that a live item never answers as absent
+    if (found.size < rows.length && look < MAX_LOOKS) continue;
+    return rows.flatMap((r) => (found.has(r.entry_id) ? [found.get(r.entry_id)!] : []));
+  }
 }
 
 /** Live entries one item may hold at once (one per indexed field, and a racing put's): more are not read. */

@@ -54,6 +54,26 @@ async function entriesOf(subject: string) {
 }
 
 describe('the LangGraph store contract', () => {
+  it("puts and gets of new keys are one lookup each: a subject's entries are read whole once, not per call", async () => {
+    const calls: string[] = [];
+    const counted = new Lethe({
+      baseUrl: v.baseUrl,
+      tokens: { writer: TOKENS.writer },
+      fetch: (url, init) => {
+        calls.push(`${init.method ?? 'GET'} ${new URL(url).pathname}`);
+        return fetch(url, init);
+      },
+    });
+    const store = new LetheStore({ lethe: counted, subjectLabel: 0 });
+    const subject = `mira-${Math.random().toString(36).slice(2, 8)}`;
+    for (let i = 0; i < 12; i++) await store.put([subject, 'facts'], `k${i}`, { text: `Mira fact number ${i}` });
+    for (let i = 0; i < 12; i++) expect(await store.get([subject, 'facts'], `k${i}`)).not.toBeNull();
+    expect(await store.get([subject, 'facts'], 'missing')).toBeNull();
+    const wholeReads = calls.filter((c) => c === `GET /v1/subjects/${subject}/entries`);
+    expect(wholeReads).toHaveLength(1);
+    expect(calls.filter((c) => c.endsWith('/items/lookup'))).toHaveLength(25);
+  });
+
   it('put then get: the item with its namespace, key, value and dates; an unknown key or subject is null', async () => {
     const store = new LetheStore({ lethe, subjectLabel: 0 });
     await store.put(['ana', 'prefs'], 'seat', { text: 'Ana prefers the window seat', rank: 2 });
