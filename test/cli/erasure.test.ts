@@ -276,7 +276,8 @@ describe('lethe erasure dismissals', () => {
   }, async () => {
     const board = (place: string) => `Public notice: Dr. Okonkwo at the ${place} clinic is closed on 14 March for renovation.`;
     const { s, erasureId, record: notice } = await clinicErasure('cli-clinic', { doctor: 'Okonkwo', day: '14 March' }, board);
-    const proposed = await runCli(['erasure', 'dismissals', 'propose', erasureId, notice, '--reason', 'A public closure notice: it names no patient.'], env);
+    // `erasure dismiss` is `erasure dismissals propose`
+    const proposed = await runCli(['erasure', 'dismiss', erasureId, notice, '--reason', 'A public closure notice: it names no patient.'], env);
     expect(proposed.code, proposed.stderr).toBe(0);
     const { dismissalId, status } = JSON.parse(proposed.stdout) as { dismissalId: string; status: string };
     expect(status).toBe('incomplete');
@@ -299,10 +300,12 @@ describe('lethe erasure dismissals', () => {
     const bad = await Promise.all([
       runCli(['erasure', 'dismissals', 'approve', erasureId, 'dsm_nope'], { ...env, LETHE_URL: recorder.url, LETHE_TOKENS: `approver=${TOKENS.approver}` }),
       runCli(['erasure', 'dismissals', 'propose', erasureId, notice, '--reason', ' '], { ...env, LETHE_URL: recorder.url }),
+      runCli(['erasure', 'dismiss', erasureId, notice, '--reason', ' '], { ...env, LETHE_URL: recorder.url }),
     ]);
-    expect(bad.map((r) => r.code)).toEqual([2, 2]);
+    expect(bad.map((r) => r.code)).toEqual([2, 2, 2]);
     expect(bad[0]!.stderr).toMatch(/a dismissal id is dsm_/);
     expect(bad[1]!.stderr).toMatch(/--reason: 1 to 500 characters/);
+    expect(bad[2]!.stderr).toMatch(/--reason: 1 to 500 characters/);
     expect(recorder.count).toBe(0);
     for (const run of [proposed, approved, revoked, byEraser]) expectPrivate(run, s);
   });
