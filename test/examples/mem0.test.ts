@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { isLetheError, Lethe } from '../../src/client/index.js';
 import { filesContaining } from '../support/files.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
+import { rejection } from '../support/rejection.js';
 import { CLI, type RunningService, spawnProcess, startService } from '../support/process.js';
 import { minioEnv, TOKENS, tempDir, testEnv } from '../support/vault.js';
 
@@ -34,15 +35,6 @@ const previousHome = process.env.HOME;
 let openMemory: typeof import('../../examples/mem0/memory.js').openMemory;
 /** A stand-in for an OpenAI-compatible LLM: each chat completion answers the next of `answers` as its JSON content. */
 const llm = { url: '', answers: [] as unknown[], server: undefined as Server | undefined };
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a rejection');
-}
 
 beforeAll(async () => {
   db = await createTestDatabase();
