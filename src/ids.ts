@@ -57,6 +57,10 @@ export function newSegmentKey(): string {
   return `log/${newId('seg')}`;
 }
 
+/** What an `Idempotency-Key` header may hold (the service checks it; clients that derive keys too). */
+export const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+export const IDEMPOTENCY_KEY_RULE = '1 to 128 characters of A-Z a-z 0-9 . _ : -';
+
 export const SUBJECT_ID_PATTERN = /^[A-Za-z0-9._:@+-]{1,200}$/;
 export const SUBJECT_ID_RULE = 'subject must be 1 to 200 characters of A-Z a-z 0-9 . _ : @ + -';
 

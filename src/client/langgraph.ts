@@ -2,45 +2,32 @@
  * `@lethe/client/langgraph`: a LangGraph.js `BaseStore` whose items are lethe entries,
  * so an agent's long-term memory is sealed per person and erasable with a certificate.
  *
- * Mapping (see clients/typescript/README.md):
- * - **namespace → subject**, named explicitly — there is no default, a store that
- *   guessed would lump people together (`['memories', userId]` read as the subject
- *   `memories`): `subjectLabel: i`, the subject is the namespace's label `i`, decoded
- *   with `decodeSubjectLabel` (put it there with `encodeSubjectLabel(subject)`: subject
- *   ids hold `:` `.` `@`, which LangGraph refuses or may refuse in labels); or
- *   `subjectOf(namespace)`. `subjectMapping` says which. Every item of a subject is
- *   destroyed with that subject's erasure.
- * - **an item is an entry** of that subject per indexed field: each entry's `text` is
- *   one field's text (the `fields` / per-put `index` paths; by default every string of
- *   the value, as one field), so a search scores each field and an item answers its
- *   best field's score; an item put with `index: false` is one entry with no text, and
- *   carries no score. The item itself — whole namespace, key, value, first creation
- *   time — travels in each entry's `metadata` under `langgraph`, inside the sealed
- *   frame: lethe's index and the object store never hold it in clear.
- * - **put** appends a new entry; a re-put supersedes the old one (`POST …/supersede`:
- *   the successor stored and the old version forgotten in one transaction, the probe
- *   not counting the successor), with the writer token alone; a put that meets a
- *   concurrent one reads again and supersedes its successor (last writer wins).
- *   **put(…, null)** and **delete** forget it (the writer token, for its own entries).
- * - **get** is the latest live version of that namespace and key: one lookup on the
- *   service (each entry is appended with its `item`, which lethe indexes as keyed
- *   hashes), whatever the subject holds; the subject's entries are read whole only
- *   when the index knows none (an item put before lethe indexed items, or sealed by
- *   a writer), and then once per subject: a later miss of a key that read did not find
- *   is a new key (everything written since is indexed). A put finds the versions it
- *   supersedes the same way, so a new key's put is one lookup and one append.
- * - **search** of one subject (the prefix names it) runs on the service (`POST
- *   …/items/search`, langgraph-search.ts): with a `query` its items ranked by the
- *   subject's scoped search, best field's score first, then (as LangGraph's own stores
- *   do) the items that were not indexed, without a score; without a query its items
- *   newest first; the namespaces under the prefix and an equality `filter` applied and
- *   the page cut there. Across subjects, with an operator or object filter, or for a
- *   `writer` store, the same answer is computed here from their entries.
- * - **listNamespaces** asks the service for the namespaces in use — of the subject a
- *   prefix names, else of every subject — one live entry each, whose sealed metadata
- *   holds the labels: a fresh process lists them all, and an erased subject's are gone
- *   with its keys. (A store with a `writer` also adds those of the subjects it touched
- *   or was told of, read whole: items a writer sealed before its registrations named them.)
+ * Mapping (in full: clients/typescript/README.md):
+ * - **namespace → subject**, named explicitly (no default: a guess would lump people
+ *   together): `subjectLabel: i`, the namespace's label `i` decoded with
+ *   `decodeSubjectLabel` (written with `encodeSubjectLabel`: subject ids hold `:` `.` `@`),
+ *   or `subjectOf(namespace)`. Every item of a subject dies with its erasure.
+ * - **an item is an entry** of that subject per indexed field (`fields` / per-put `index`;
+ *   by default every string of the value, as one field), so an item answers its best
+ *   field's score; `index: false` is one entry with no text. The item itself travels in
+ *   each entry's sealed `metadata` under `langgraph`: never in clear in lethe's index or store.
+ * - **put** appends; a re-put supersedes (`POST …/supersede`: successor stored, old version
+ *   forgotten, one transaction), with the writer token alone; a put that meets a concurrent
+ *   one reads again (last writer wins). **put(…, null)** and **delete** forget.
+ * - **get** is one lookup on the service (entries carry their `item`, indexed as keyed
+ *   hashes), whatever the subject holds; the subject is read whole only when the index knows
+ *   none (an item from before the index, or sealed by a writer), once per subject: a later
+ *   miss of a key that read did not find is a new key. A put finds what it supersedes the
+ *   same way: a new key's put is one lookup and one append.
+ * - **search** of one subject runs on the service (`POST …/items/search`,
+ *   langgraph-search.ts): ranked by the subject's scoped search with a `query` (unindexed
+ *   items after, unscored, as LangGraph's own stores), else newest first; namespaces and an
+ *   equality `filter` applied there. Across subjects, with operator filters, or for a
+ *   `writer` store, the same answer is computed here.
+ * - **listNamespaces** asks the service (one live entry per namespace, its labels sealed in
+ *   its metadata): a fresh process lists them all; an erased subject's are gone. (A store
+ *   with a `writer` also reads whole the subjects it touched: items a writer sealed before
+ *   its registrations named them.)
  *
  * The items of an erased subject are gone: get answers null, search and
  * listNamespaces nothing, and put is refused (410 `subject_erased`) until an admin

@@ -12,8 +12,7 @@
  * metadata an entry may carry).
  */
 import { LetheError } from '../errors.js';
-import { SUBJECT_ID_PATTERN } from '../ids.js';
-import { IDEMPOTENCY_KEY_PATTERN } from '../log/idempotency.js';
+import { IDEMPOTENCY_KEY_PATTERN, SUBJECT_ID_PATTERN } from '../ids.js';
 import { MAX_METADATA_BYTES } from '../log/payload.js';
 import type { Entry } from '../wire/log.js';
 import { ServiceError } from './http.js';

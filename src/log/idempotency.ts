@@ -19,9 +19,7 @@ import { constantTimeEqual, deriveKey, utf8, zeroize } from '../crypto/index.js'
 import { type Database, queryRows } from '../db/client.js';
 import { LetheError } from '../errors.js';
 
-/** What an `Idempotency-Key` header may hold. */
-export const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
-export const IDEMPOTENCY_KEY_RULE = '1 to 128 characters of A-Z a-z 0-9 . _ : -';
+export { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE } from '../ids.js';
 /** How long a key is remembered: a retry after this is a new append. */
 export const IDEMPOTENCY_WINDOW_HOURS = 24;
 /** How often a process deletes the rows older than the window (lazily, on an append with a key). */

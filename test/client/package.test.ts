@@ -191,7 +191,8 @@ describe('the @lethe/client package', () => {
   it('ships the compiled client alone: dist/esm and dist/cjs (JavaScript and declarations), its package.json, README and LICENSE', () => {
     const files = packed!.files.map((f) => f.path);
     for (const build of ['esm', 'cjs'])
-      for (const entry of ['index', 'langgraph', 'mem0', 's3']) for (const ext of ['js', 'd.ts']) expect(files).toContain(`dist/${build}/client/${entry}.${ext}`);
+      for (const entry of ['index', 'langgraph', 'mem0', 's3'])
+        for (const ext of ['js', 'd.ts']) expect(files).toContain(`dist/${build}/client/${entry}.${ext}`);
     expect(files).toContain('dist/cjs/package.json');
     expect(files).toContain('LICENSE');
     expect(
