@@ -2,7 +2,8 @@
  * A knowledge-graph entity's name as a lethe subject, and back: `kg:` + the name's UTF-8
  * bytes, each byte outside A-Z a-z 0-9 . _ : @ - written `+HH` (upper-case hex; `+` itself
  * is `+2B`), so the mapping is one-to-one and every subject it makes is a valid subject id
- * (src/ids.ts) when it fits in 200 characters. An empty name, or one whose subject would not
+ * (src/ids.ts) when it fits in 200 characters. An empty name, one not in Unicode's NFC (two
+ * spellings of one name would be two entities) or ill-formed, or one whose subject would not
  * fit, has no subject.
  */
 import { LetheError } from '../errors.js';
@@ -14,9 +15,14 @@ export const ENTITY_SUBJECT_PREFIX = 'kg:';
 const MAX_SUBJECT_CHARS = 200;
 const KEPT = /^[A-Za-z0-9._:@-]$/;
 
+/** No lone surrogate (String.prototype.isWellFormed, which Node 20's ES2023 typings lack). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const wellFormed = (name: string) => !LONE_SURROGATE.test(name);
+
 /** The subject of the entity named `name`, or undefined when it has none (empty, or longer than a subject may be). */
 export function entitySubjectOrUndefined(name: string): string | undefined {
-  if (name.length === 0) return undefined;
+  // one spelling per name: a name in another Unicode form (or with a lone surrogate) would be another subject
+  if (name.length === 0 || !wellFormed(name) || name.normalize('NFC') !== name) return undefined;
   let out = ENTITY_SUBJECT_PREFIX;
   for (const byte of new TextEncoder().encode(name)) {
     const c = String.fromCharCode(byte);
@@ -34,7 +40,9 @@ export function entitySubject(name: string, argument: string): string {
     'validation_failed',
     name.length === 0
       ? `${argument}: an entity name must not be empty`
-      : `${argument}: the entity name is too long (as a subject, kg: and its UTF-8 bytes with each one outside A-Z a-z 0-9 . _ : @ - written +HH, it must fit in ${MAX_SUBJECT_CHARS} characters)`,
+      : !wellFormed(name) || name.normalize('NFC') !== name
+        ? `${argument}: the entity name must be well-formed Unicode in NFC (its composed form), so that one name is one entity`
+        : `${argument}: the entity name is too long (as a subject, kg: and its UTF-8 bytes with each one outside A-Z a-z 0-9 . _ : @ - written +HH, it must fit in ${MAX_SUBJECT_CHARS} characters)`,
   );
 }
 

@@ -46,6 +46,8 @@ export const ENTITY_KIND = 'kg-entity';
 export const OBSERVATION_KIND = 'kg-observation';
 /** The artifact kind of a relation. */
 const RELATION_KIND = 'fact';
+/** The Idempotency-Key of an entity's entry (per subject): two calls creating one entity at once store one entry. */
+const ENTITY_ONCE = 'kg-entity';
 
 interface StoredEntity {
   readonly name: string;
@@ -85,6 +87,17 @@ const relationOnly = ({ from, to, relationType }: KgRelation): KgRelation => ({ 
 /** Answers the service gives for what is erased or being erased: read as absent. */
 const gone = (e: unknown) => e instanceof ServiceError && (e.status === 410 || e.code === 'erasure_in_progress');
 const fenced = (e: unknown) => e instanceof ServiceError && e.code === 'erasure_in_progress';
+const forbidden = (e: unknown) => e instanceof ServiceError && e.status === 403;
+const neverSeen = (e: unknown) => e instanceof ServiceError && e.status === 404 && e.code === 'not_found';
+/** At most this many reads of the service at once. */
+const READS_AT_ONCE = 8;
+
+/** `fn` over `items`, READS_AT_ONCE at a time, in order. */
+async function inBatches<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += READS_AT_ONCE) out.push(...(await Promise.all(items.slice(i, i + READS_AT_ONCE).map(fn))));
+  return out;
+}
 
 /**
  * `work`, again while the service answers 409 erasure_in_progress (an artifact whose sources'
@@ -119,12 +132,25 @@ export class KnowledgeGraphStore {
       if (seen.has(e.name)) continue;
       seen.add(e.name);
       if (await this.#entity(e.name, subjects[i]!)) continue;
-      await this.#lethe.entries.append(subjects[i]!, {
-        text: `${e.name} (${e.entityType})`,
-        kind: ENTITY_KIND,
-        metadata: { kg: { name: e.name, entityType: e.entityType } },
-        item: { namespace: ENTITY_NAMESPACE, key: e.name },
-      });
+      await this.#refuseForeign(subjects[i]!, `entities[${i}].name`);
+      let appended: { replayed: boolean };
+      try {
+        // one entity entry per subject, however many calls create it at once: a second is a replay, or refused
+        appended = await this.#lethe.entries.append(
+          subjects[i]!,
+          {
+            text: `${e.name} (${e.entityType})`,
+            kind: ENTITY_KIND,
+            metadata: { kg: { name: e.name, entityType: e.entityType } },
+            item: { namespace: ENTITY_NAMESPACE, key: e.name },
+          },
+          { idempotencyKey: ENTITY_ONCE },
+        );
+      } catch (err) {
+        if (err instanceof ServiceError && err.code === 'idempotency_key_reused') continue;
+        throw err;
+      }
+      if (appended.replayed) continue;
       for (const o of e.observations) await this.#observe(subjects[i]!, o);
       created.push({ name: e.name, entityType: e.entityType, observations: [...e.observations] });
     }
@@ -168,8 +194,19 @@ export class KnowledgeGraphStore {
     for (const [i, name] of names.entries()) {
       if (seen.has(name)) continue;
       seen.add(name);
-      if (!(await this.#entity(name, subjects[i]!))) continue;
-      const accepted = await this.#lethe.erase({ subject: subjects[i]!, reason: 'knowledge-graph delete_entities' });
+      // an eraser's token may not read entries (over HTTP, one token): it erases what it names, as it could directly
+      const exists = await this.#entity(name, subjects[i]!).catch((e: unknown) => {
+        if (forbidden(e)) return 'unknown' as const;
+        throw e;
+      });
+      if (!exists) continue;
+      let accepted: { erasureId: string };
+      try {
+        accepted = await this.#lethe.erase({ subject: subjects[i]!, reason: 'knowledge-graph delete_entities' });
+      } catch (e) {
+        if (neverSeen(e)) continue;
+        throw e;
+      }
       const view = await follow(accepted.erasureId);
       erasures.push({ name, erasureId: view.erasureId, status: view.status });
     }
@@ -200,14 +237,17 @@ export class KnowledgeGraphStore {
   }
 
   async readGraph(): Promise<KgGraph> {
-    const stored = new Map<string, StoredEntity>();
+    const candidates = new Map<string, StoredEntity>();
     for await (const e of this.#lethe.entries.namespaceEntries()) {
       const entity = entityOf(e);
       const subject = entity && entitySubjectOrUndefined(entity.name);
-      if (!entity || !subject || stored.has(entity.name)) continue;
-      stored.set(entity.name, { ...entity, subject, entryId: e.entryId, createdAt: e.createdAt });
+      if (!entity || !subject || candidates.has(entity.name)) continue;
+      candidates.set(entity.name, { ...entity, subject, entryId: e.entryId, createdAt: e.createdAt });
     }
-    const [entities, relations] = await Promise.all([this.#withObservations([...stored.values()]), this.#relations()]);
+    // an entity is the entity entry of its own subject: one written into another subject is not it
+    const checked = await inBatches([...candidates.values()], async (c) => ((await this.#entity(c.name, c.subject))?.entryId === c.entryId ? c : undefined));
+    const stored = new Map(checked.flatMap((c) => (c ? [[c.name, c] as const] : [])));
+    const [entities, relations] = await Promise.all([this.#withObservations([...stored.values()]), this.#relations(stored)]);
     return { entities, relations: relations.map(relationOnly) };
   }
 
@@ -231,8 +271,19 @@ export class KnowledgeGraphStore {
       const entity = await this.#entity(name, subjects[i]!);
       if (entity) found.set(name, entity);
     }
-    const [entities, relations] = await Promise.all([this.#withObservations([...found.values()]), this.#relations()]);
+    const [entities, relations] = await Promise.all([this.#withObservations([...found.values()]), this.#relations(new Map(found))]);
     return { entities, relations: relations.filter((r) => found.has(r.from) || found.has(r.to)).map(relationOnly) };
+  }
+
+  /** Refuses a subject that already holds entries (another tool's memories): the graph writes only into subjects of its own. */
+  async #refuseForeign(subject: string, argument: string): Promise<void> {
+    try {
+      const { entries } = await this.#lethe.entries.page(subject, { limit: 1 });
+      if (entries.length > 0)
+        throw new LetheError('conflict', `${argument}: the subject ${subject} holds memories that are not this graph's entity: choose another name`);
+    } catch (e) {
+      if (!neverSeen(e)) throw e;
+    }
   }
 
   /** The entity named `name` (of `subject`), or undefined. */
@@ -282,31 +333,44 @@ export class KnowledgeGraphStore {
 
   async #withObservations(stored: StoredEntity[]): Promise<KgEntity[]> {
     const sorted = stored.sort(byCreation);
-    const observations = await Promise.all(sorted.map((e) => this.#observations(e.subject)));
+    const observations = await inBatches(sorted, (e) => this.#observations(e.subject));
     return sorted.map((e, i) => ({ name: e.name, entityType: e.entityType, observations: observations[i]!.map((o) => o.text) }));
   }
 
   /**
    * Every live relation: each artifact of kind fact read (again while it is fenced by an erasure
-   * running; skipped once erased, or still fenced), kept when its text is a relation and it
-   * still has all its sources.
+   * running; skipped once erased, or still fenced), kept when its text is a relation whose sources
+   * are exactly its endpoints' entity entries (`known`, else looked up): an artifact that only
+   * says it relates two names relates nothing.
    */
-  async #relations(): Promise<StoredRelation[]> {
+  async #relations(known: Map<string, StoredEntity> = new Map()): Promise<StoredRelation[]> {
+    const endpoints = new Map<string, Promise<StoredEntity | undefined>>([...known].map(([name, e]) => [name, Promise.resolve(e)]));
+    const endpoint = (name: string) => {
+      let found = endpoints.get(name);
+      if (!found) {
+        const subject = entitySubjectOrUndefined(name);
+        found = subject ? this.#entity(name, subject) : Promise.resolve(undefined);
+        endpoints.set(name, found);
+      }
+      return found;
+    };
     const out: StoredRelation[] = [];
     for await (const page of this.#lethe.artifacts.pages()) {
-      const read = await Promise.all(
-        page.artifacts
-          .filter((a) => a.kind === RELATION_KIND)
-          .map((a) =>
-            patiently(() => this.#lethe.artifacts.get(a.artifactId)).catch((e: unknown) => {
-              if (gone(e)) return undefined;
-              throw e;
-            }),
-          ),
+      const read = await inBatches(
+        page.artifacts.filter((a) => a.kind === RELATION_KIND),
+        (a) =>
+          patiently(() => this.#lethe.artifacts.get(a.artifactId)).catch((e: unknown) => {
+            if (gone(e)) return undefined;
+            throw e;
+          }),
       );
       for (const a of read) {
         const r = a && relationOf(a.text);
-        if (a && r && a.sources.length === (r.from === r.to ? 1 : 2)) out.push({ ...r, artifactId: a.artifactId, sources: a.sources });
+        if (!a || !r) continue;
+        const [from, to] = await Promise.all([endpoint(r.from), endpoint(r.to)]);
+        const sources = new Set(a.sources);
+        if (!from || !to || sources.size !== new Set([from.entryId, to.entryId]).size || !sources.has(from.entryId) || !sources.has(to.entryId)) continue;
+        out.push({ ...r, artifactId: a.artifactId, sources: a.sources });
       }
     }
     return out;

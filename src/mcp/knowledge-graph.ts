@@ -8,7 +8,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import type { Lethe } from '../client/lethe.js';
-import { type KgGraph, KnowledgeGraphStore } from './knowledge-graph-store.js';
+import { type KgErasure, type KgGraph, KnowledgeGraphStore } from './knowledge-graph-store.js';
 import { answer, followErasure, tool } from './tool.js';
 
 /** The tools, in the order `tools/list` names them (the reference's). */
@@ -137,7 +137,13 @@ function registerDeletes(server: McpServer, lethe: Lethe, graph: KnowledgeGraphS
           const erasures = await graph.deleteEntities(args.entityNames, (id) => followErasure(lethe, id, extra, session, counter));
           return { erasures };
         },
-        (v) => done('Entities deleted successfully', v),
+        (v) => {
+          // an erasure that did not complete left something recoverable (its residuals say what): not a success
+          const open = (v.erasures as KgErasure[]).filter((e) => e.status !== 'completed');
+          if (open.length === 0) return done('Entities deleted successfully', v);
+          const message = `Entities deleted, but not every erasure completed: ${open.map((e) => `${e.name}: ${e.status} (${e.erasureId})`).join('; ')}`;
+          return answer({ success: false, message, ...v }, message);
+        },
       ),
   );
 

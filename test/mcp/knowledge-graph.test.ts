@@ -138,6 +138,10 @@ describe('entity names as subjects', () => {
     expect(entitySubjectOrUndefined('é'.repeat(33))).toBeUndefined();
     expect(() => entitySubject('', 'names[0]')).toThrow(/^names\[0\]: an entity name must not be empty/);
     expect(() => entitySubject('x'.repeat(300), 'entities[1].name')).toThrow(/^entities\[1\]\.name: the entity name is too long/);
+    // one spelling per name: the decomposed Zoë and a lone surrogate have no subject
+    expect(() => entitySubject('Zoe\u0308', 'names[0]')).toThrow(/^names\[0\]: the entity name must be well-formed Unicode in NFC/);
+    expect(entitySubjectOrUndefined('a\uD800')).toBeUndefined();
+    expect(entitySubjectOrUndefined('a\uDC00b')).toBeUndefined();
   });
 });
 
@@ -337,6 +341,85 @@ describe('lethe mcp --knowledge-graph', () => {
       entities: [{ name, entityType: 'person', observations: ['likes jazz'] }],
       relations: [],
     });
+  });
+
+  it('an entity entry written into another subject, or an artifact that only says it relates two names, is no part of the graph', {
+    timeout: TIMEOUT,
+  }, async () => {
+    const writer = new Lethe({ baseUrl: served.service.url, tokens: { writer: TOKENS.writer } });
+    const real = `Real ${tag()}`;
+    const spoofed = `Spoofed ${tag()}`;
+    await call(kg, 'create_entities', { entities: [{ name: real, entityType: 'person', observations: [] }] });
+    const other = `user:kg-other-${tag()}`;
+    const { entryId: stray } = await writer.entries.append(other, {
+      text: `${spoofed} (person)`,
+      kind: 'kg-entity',
+      metadata: { kg: { name: spoofed, entityType: 'person' } },
+      item: { namespace: ['kg', 'entity'], key: spoofed },
+    });
+    const { entryId: realEntry } = (await writer.entries.lookup(entitySubject(real, 'name'), ['kg', 'entity'], real))[0]!;
+    await writer.artifacts.create({
+      kind: 'fact',
+      text: JSON.stringify({ kgRelation: { from: spoofed, to: real, relationType: 'knows' } }),
+      sources: [stray, realEntry],
+    });
+    const graph = await call<Graph>(kg, 'read_graph', {});
+    expect(graph.entities.map((e) => e.name)).toContain(real);
+    expect(graph.entities.map((e) => e.name)).not.toContain(spoofed);
+    expect(graph.relations.filter((r) => r.from === spoofed || r.to === spoofed)).toEqual([]);
+    expect((await call<Graph>(kg, 'search_nodes', { query: spoofed })).entities).toEqual([]);
+  });
+
+  it('two calls creating one entity at once make one; a name whose subject holds other memories is refused', { timeout: TIMEOUT }, async () => {
+    const name = `Twin ${tag()}`;
+    const [a, b] = await Promise.all([
+      raw(kg, 'create_entities', { entities: [{ name, entityType: 'robot', observations: ['o1'] }] }),
+      raw(kg, 'create_entities', { entities: [{ name, entityType: 'robot', observations: ['o1'] }] }),
+    ]);
+    expect([a.isError, b.isError], `${a.text}\n${b.text}`).toEqual([false, false]);
+    expect((await call<Graph>(kg, 'open_nodes', { names: [name] })).entities).toEqual([{ name, entityType: 'robot', observations: ['o1'] }]);
+    // a subject the memory tools (or anyone) already write to is not taken over by the graph
+    const taken = `Taken ${tag()}`;
+    await new Lethe({ baseUrl: served.service.url, tokens: { writer: TOKENS.writer } }).entries.append(entitySubject(taken, 'name'), {
+      text: 'an unrelated memory',
+    });
+    expect(await toolError(kg, 'create_entities', { entities: [{ name: taken, entityType: 'shop', observations: [] }] })).toMatch(
+      /^conflict: entities\[0\]\.name: the subject kg:Taken\+20\w+ holds memories that are not this graph's entity/,
+    );
+  });
+
+  it('delete_entities says when an erasure did not complete: a copy of the entity in another entity’s observation', { timeout: 2 * TIMEOUT }, async () => {
+    const alice = `Alice ${tag()}`;
+    const bob = `Bob ${tag()}`;
+    const secret = `Her locker code is ${tag()}-${tag()}, on the third floor of the Zeno building.`;
+    await call(kg, 'create_entities', {
+      entities: [
+        { name: alice, entityType: 'person', observations: [secret] },
+        { name: bob, entityType: 'person', observations: [`He copied this down: ${secret}`] },
+      ],
+    });
+    const answer = await call<{ success: boolean; message: string; erasures: Array<{ name: string; status: string }> }>(kg, 'delete_entities', {
+      entityNames: [alice],
+    });
+    expect(answer.erasures).toEqual([expect.objectContaining({ name: alice, status: 'incomplete' })]);
+    expect(answer.success).toBe(false);
+    expect(answer.message).toMatch(new RegExp(`^Entities deleted, but not every erasure completed: ${alice}: incomplete \\(ers_`));
+  });
+
+  it('over HTTP an eraser token deletes entities (it may not read entries: it erases what it names)', { timeout: 2 * TIMEOUT }, async () => {
+    const name = `Ephemeral ${tag()}`;
+    await call(kg, 'create_entities', { entities: [{ name, entityType: 'thing', observations: ['short-lived'] }] });
+    const client = new Client({ name: 'lethe-test', version: '0.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${served.service.url}/mcp/knowledge-graph`), {
+        requestInit: { headers: { authorization: `Bearer ${TOKENS.eraser}` } },
+      }),
+    );
+    clients.push(client);
+    const answer = await call<{ success: boolean; erasures: Array<{ name: string; status: string }> }>(client, 'delete_entities', { entityNames: [name] });
+    expect(answer.erasures).toEqual([expect.objectContaining({ name, status: 'completed' })]);
+    expect(answer.success).toBe(true);
+    expect((await call<Graph>(kg, 'open_nodes', { names: [name] })).entities).toEqual([]);
   });
 
   it('POST /mcp/knowledge-graph lists the nine tools (Streamable HTTP, the caller’s token)', { timeout: TIMEOUT }, async () => {
