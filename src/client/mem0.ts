@@ -3,7 +3,7 @@
  * store, so a Mem0 user keeps Mem0's API and gains a key per person and certificates:
  *
  *   import * as mem0 from 'mem0ai/oss';
- *   const memory = createLetheMemory(mem0, { lethe, embedder, llm });
+ *   const memory = createLetheMemory(mem0, { lethe, config: { embedder, llm } });
  *
  * - `add(…, { userId })` stores each memory in that user's subject (mem0-store.ts), and
  *   answers ids that name it: `<subject>/<uuid>`; `search`, `getAll` are scoped to the user.
