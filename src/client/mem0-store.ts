@@ -45,7 +45,7 @@ export interface LetheVectorStoreConfig {
 
 /** The item namespace of a collection's memories. */
 const NAMESPACE = 'mem0';
-/** Payload fields not stored: the text is the entry's own, its lemmatized copy is recomputed by Mem0 when it needs one. */
+/** Payload fields not stored: the text is the entry's own; its lemmatized copy serves only a keyword search, which this store does not offer. */
 const NOT_STORED = new Set(['data', 'textLemmatized']);
 
 /** What an entry's metadata holds for Mem0. */
