@@ -279,7 +279,8 @@ export class KnowledgeGraphStore {
   async #refuseForeign(subject: string, argument: string): Promise<void> {
     try {
       const { entries } = await this.#lethe.entries.page(subject, { limit: 1 });
-      if (entries.length > 0)
+      // the graph's own entries (another call creating this entity at this moment) are no other memories
+      if (entries.some((e) => e.kind !== ENTITY_KIND && e.kind !== OBSERVATION_KIND))
         throw new LetheError('conflict', `${argument}: the subject ${subject} holds memories that are not this graph's entity: choose another name`);
     } catch (e) {
       if (!neverSeen(e)) throw e;
