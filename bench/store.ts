@@ -7,6 +7,8 @@
  *   put      a new item each call (one subject per client, its key created by a first put)
  *   get      items put before, round robin
  *   search   the client's namespace with an equality filter, no query, limit 10 (16 clients)
+ *   and put through a LetheStore with a writer (sealing in this process, segments registered
+ *   in batches: the designed high-rate path), as a third column.
  *
  * Each phase: a short warm-up, then calls for the phase's seconds, the two stores in
  * alternating order. Calls/s, p50 and p99 per call; the lethe service's CPU per call (/proc).
@@ -17,7 +19,9 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { BaseStore } from '@langchain/langgraph-checkpoint';
 import { PostgresStore } from '@langchain/langgraph-checkpoint-postgres/store';
+import path from 'node:path';
 import { Lethe } from '../src/client/lethe.js';
+import { FsObjectStore } from '../src/storage/fs.js';
 import { encodeSubjectLabel, LetheStore } from '../src/client/langgraph.js';
 import { processCpuSeconds } from './support/load.js';
 import { byMode, QUICK } from './support/mode.js';
@@ -27,7 +31,7 @@ import { openScratch } from './support/scratch.js';
 import { startScratchService } from './support/service.js';
 
 type Op = 'put' | 'get' | 'search';
-type StoreName = 'lethe' | 'postgres';
+type StoreName = 'lethe' | 'lethe-writer' | 'postgres';
 
 export interface Phase {
   readonly store: StoreName;
@@ -94,8 +98,12 @@ export async function runStore(): Promise<StoreResult> {
   try {
     const server = await startScratchService(scratch, { LETHE_TOKENS: `writer=${tokens.writer},eraser=${tokens.eraser}` });
     const lethe = new Lethe({ baseUrl: `http://127.0.0.1:${server.port}`, tokens });
+    // the writer client seals in this process and registers segments in batches (the designed high-rate path)
+    const writer = lethe.writer({ store: new FsObjectStore(path.join(scratch.dataDir, 'objects'), 'lethe'), segmentMaxAgeMs: 10 });
+    scratch.defer('writer', () => writer.close());
     const stores: Record<StoreName, BaseStore> = {
       lethe: new LetheStore({ lethe, subjectLabel: 1, fields: ['text'] }),
+      'lethe-writer': new LetheStore({ lethe, subjectLabel: 1, fields: ['text'], writer }),
       postgres: new PostgresStore({ connectionOptions: { connectionString: scratch.db.url, max: Math.max(...CLIENTS) }, schema: 'langgraph_bench' }),
     };
     scratch.defer('PostgresStore', () => (stores.postgres as PostgresStore).stop());
@@ -104,7 +112,7 @@ export async function runStore(): Promise<StoreResult> {
     // a subject id that is its own label: PostgresStore refuses the `%` of encodeSubjectLabel's escapes
     const ns = (c: number) => ['memories', encodeSubjectLabel(`user-bench-${run}-${c}`)];
     /** The keys each store holds per client, for get. */
-    const held: Record<StoreName, string[][]> = { lethe: [], postgres: [] };
+    const held: Record<StoreName, string[][]> = { lethe: [], 'lethe-writer': [], postgres: [] };
 
     const phase = async (store: StoreName, op: Op, clients: number) => {
       const s = stores[store];
@@ -123,9 +131,9 @@ export async function runStore(): Promise<StoreResult> {
       };
       await drive(clients, warmup, call);
       const pid = server.child.pid!;
-      const cpu0 = store === 'lethe' ? processCpuSeconds(pid) : undefined;
+      const cpu0 = store !== 'postgres' ? processCpuSeconds(pid) : undefined;
       const r = await drive(clients, phaseSeconds, call);
-      const cpu1 = store === 'lethe' ? processCpuSeconds(pid) : undefined;
+      const cpu1 = store !== 'postgres' ? processCpuSeconds(pid) : undefined;
       const sorted = r.ms.sort((a, b) => a - b);
       phases.push({
         store,
@@ -145,6 +153,7 @@ export async function runStore(): Promise<StoreResult> {
       for (const [k, clients] of CLIENTS.entries()) {
         const order: StoreName[] = k % 2 === 0 ? ['postgres', 'lethe'] : ['lethe', 'postgres'];
         for (const store of order) await phase(store, op, clients);
+        if (op === 'put') await phase('lethe-writer', op, clients);
       }
     }
     for (const store of ['postgres', 'lethe'] as const) await phase(store, 'search', SEARCH_CLIENTS);
@@ -174,12 +183,14 @@ export function formatStore(r: StoreResult): string {
     [...new Set(r.phases.filter((p) => p.op === op).map((p) => p.clients))].map((clients) => {
       const l = r.phases.find((p) => p.store === 'lethe' && p.op === op && p.clients === clients);
       const g = r.phases.find((p) => p.store === 'postgres' && p.op === op && p.clients === clients);
+      const w = r.phases.find((p) => p.store === 'lethe-writer' && p.op === op && p.clients === clients);
       return [
         op,
         String(clients),
         fmtInt(g?.perSec ?? 0),
         fmtInt(l?.perSec ?? 0),
         fmtRatio((l?.perSec ?? 0) / (g?.perSec || 1)),
+        w ? `${fmtInt(w.perSec)} (${fmtRatio(w.perSec / (g?.perSec || 1))})` : '',
         `${fmtNum(g?.p50Ms ?? 0, 1)} / ${fmtNum(g?.p99Ms ?? 0, 1)}`,
         `${fmtNum(l?.p50Ms ?? 0, 1)} / ${fmtNum(l?.p99Ms ?? 0, 1)}`,
         l?.serviceCpuUsPerCall == null ? 'n/a' : fmtInt(l.serviceCpuUsPerCall),
@@ -188,7 +199,10 @@ export function formatStore(r: StoreResult): string {
   );
   return [
     `Memory calls: LetheStore (lethe serve) vs LangGraph's PostgresStore on the same PostgreSQL, same items, ${fmtNum(r.phaseSeconds, 1)} s phases`,
-    table(['call', 'clients', 'PostgresStore /s', 'LetheStore /s', 'ratio', 'Postgres p50/p99 ms', 'lethe p50/p99 ms', 'service CPU µs/call'], rows),
+    table(
+      ['call', 'clients', 'PostgresStore /s', 'LetheStore /s', 'ratio', 'with a writer /s', 'Postgres p50/p99 ms', 'lethe p50/p99 ms', 'service CPU µs/call'],
+      rows,
+    ),
     ...r.aims.map((a) => `${a.name} = ${fmtRatio(a.ratio)} (${aimVerdict(a)})`),
     `1-min load average ${fmtNum(r.loadAvg1[0], 2)} -> ${fmtNum(r.loadAvg1[1], 2)}`,
     ...r.warnings.map((w) => `WARNING: ${w}`),

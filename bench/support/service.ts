@@ -35,10 +35,11 @@ export async function startService(env: Record<string, string>, startWithinMs = 
   });
   const stderrTail: string[] = [];
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`service did not log "lethe listening" within ${startWithinMs / 1000} s:\n${stderrTail.join('\n')}`)),
-      startWithinMs,
-    );
+    const timer = setTimeout(() => {
+      // a service that never said it listens is not left running behind the failed section
+      child.kill('SIGKILL');
+      reject(new Error(`service did not log "lethe listening" within ${startWithinMs / 1000} s:\n${stderrTail.join('\n')}`));
+    }, startWithinMs);
     const lines = createInterface({ input: child.stderr! });
     lines.on('line', (line) => {
       stderrTail.push(line);
