@@ -17,15 +17,15 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { isLetheError, Lethe } from '../../src/client/index.js';
 import { filesContaining } from '../support/files.js';
-import { createTestDatabase, type TestDatabase } from '../support/pg.js';
 import { rejection } from '../support/rejection.js';
-import { CLI, type RunningService, spawnProcess, startService } from '../support/process.js';
-import { minioEnv, TOKENS, tempDir, testEnv } from '../support/vault.js';
+import { type RunningService, spawnProcess } from '../support/process.js';
+import { type Served, serveOnPostgres } from '../support/served.js';
+import { minioEnv, TOKENS, tempDir } from '../support/vault.js';
 
 const tag = () => randomBytes(5).toString('hex');
 const MEMORY_ID = /^user:[\w-]+\/[0-9a-f-]{36}$/;
 
-let db: TestDatabase;
+let served: Served;
 let dataDir: string;
 let service: RunningService;
 let lethe: Lethe;
@@ -37,13 +37,8 @@ let openMemory: typeof import('../../examples/mem0/memory.js').openMemory;
 const llm = { url: '', answers: [] as unknown[], server: undefined as Server | undefined };
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  dataDir = tempDir();
-  service = await startService(
-    process.execPath,
-    [...CLI, 'serve'],
-    testEnv({ databaseUrl: db.url, dataDir, extra: { LETHE_ERASURE_POLL_MS: '100', ...minioEnv('mem0') } }),
-  );
+  served = await serveOnPostgres(minioEnv('mem0'));
+  ({ service, dataDir } = served);
   lethe = new Lethe({ baseUrl: service.url, tokens: { writer: TOKENS.writer, eraser: TOKENS.eraser, admin: TOKENS.admin } });
   // Mem0 reads MEM0_TELEMETRY when first imported, and HOME when it writes its config
   process.env.MEM0_TELEMETRY = 'false';
@@ -72,9 +67,7 @@ beforeAll(async () => {
 afterAll(async () => {
   llm.server?.close();
   process.env.HOME = previousHome;
-  await service?.stop();
-  await db?.drop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await served?.close();
   rmSync(home, { recursive: true, force: true });
 });
 
@@ -140,7 +133,7 @@ describe("Mem0's Memory on lethe", () => {
     const hits = await new Lethe({ baseUrl: service.url, token: TOKENS.admin }).search(canaryA, { allSubjects: true, k: 20 });
     expect(hits.hits.map((h) => h.text).join('\n')).not.toContain(canaryA);
     const dump = path.join(tempDir(), 'dump.sql');
-    execFileSync('pg_dump', ['--format=plain', `--file=${dump}`, db.url]);
+    execFileSync('pg_dump', ['--format=plain', `--file=${dump}`, served.databaseUrl]);
     const sqlText = readFileSync(dump, 'utf8');
     expect(sqlText).toContain('log_entries'); // the dump holds the log's table
     expect(sqlText).not.toContain(canaryA);
