@@ -25,7 +25,11 @@ export function addServe(program: Command): void {
       let stopping: string | undefined;
       let server: Awaited<ReturnType<typeof startServer>> | undefined;
       const stop = (signal: string) => {
-        if (stopping) return;
+        if (stopping) {
+          // a second Ctrl-C ends it now; a repeated SIGTERM (npm and its launcher may each pass one on) waits for the stop under way
+          if (signal === 'SIGINT') process.exit(130);
+          return;
+        }
         stopping = signal;
         logger.info({ signal }, 'shutting down');
         // still starting (a migration, a database that does not answer): end now, as the signal's default would
@@ -35,8 +39,9 @@ export function addServe(program: Command): void {
           () => process.exit(1),
         );
       };
-      process.once('SIGINT', () => stop('SIGINT'));
-      process.once('SIGTERM', () => stop('SIGTERM'));
+      // kept for the whole stop: a repeated signal must not fall back to the default, which kills mid-shutdown
+      process.on('SIGINT', () => stop('SIGINT'));
+      process.on('SIGTERM', () => stop('SIGTERM'));
       // started by `npm start` (scripts/child.mjs): its channel closes when that process dies, however it dies
       if (process.channel) {
         process.channel.unref();
