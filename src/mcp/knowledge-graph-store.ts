@@ -17,6 +17,7 @@
 import type { Erasure } from '../client/erasures.js';
 import { ServiceError } from '../client/http.js';
 import type { Entry, Lethe } from '../client/lethe.js';
+import { mapLimit } from '../concurrency.js';
 import { LetheError } from '../errors.js';
 import { entitySubject, entitySubjectOrUndefined } from './entity-subjects.js';
 
@@ -91,13 +92,8 @@ const forbidden = (e: unknown) => e instanceof ServiceError && e.status === 403;
 const neverSeen = (e: unknown) => e instanceof ServiceError && e.status === 404 && e.code === 'not_found';
 /** At most this many reads of the service at once. */
 const READS_AT_ONCE = 8;
-
-/** `fn` over `items`, READS_AT_ONCE at a time, in order. */
-async function inBatches<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = [];
-  for (let i = 0; i < items.length; i += READS_AT_ONCE) out.push(...(await Promise.all(items.slice(i, i + READS_AT_ONCE).map(fn))));
-  return out;
-}
+/** `fn` over `items`, READS_AT_ONCE at a time; results in order. */
+const inBatches = <T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> => mapLimit(items, READS_AT_ONCE, (item) => fn(item));
 
 /**
  * `work`, again while the service answers 409 erasure_in_progress (an artifact whose sources'

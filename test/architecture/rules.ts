@@ -99,7 +99,7 @@ export const MODULES: Readonly<Record<string, ModuleRule>> = {
     ],
   },
   // The MCP server is a client of the running service: the client, and of erasure only the request the client shares (its bounds).
-  mcp: { imports: ['client', 'errors', 'ids'], files: ['src/erasure/request.ts'] },
+  mcp: { imports: ['client', 'errors', 'ids'], files: ['src/erasure/request.ts', 'src/concurrency.ts'] },
   cli: { imports: { allExcept: ['db'] } },
 };
 
