@@ -79,7 +79,12 @@ export async function requestSupersede(res: ErasureResources, input: SupersedeRe
   let opened: PreparedOpening = ready;
   for (let attempt = 0; ; attempt++) {
     try {
-      return await supersedeOnce(res, input.subject, ids, actor, opened, successors);
+      // published here once committed: the successors' own notifications load nothing meanwhile
+      const current = successors;
+      return await res.log.publishingEntries(
+        current.map((p) => p.appended.entryId),
+        () => supersedeOnce(res, input.subject, ids, actor, opened, current),
+      );
     } catch (e) {
       // a forget's re-key replaced the subject's key between the sealing and the commit: seal again under the new one
       if (attempt >= 2 || !(e instanceof KeyChanged)) throw e;

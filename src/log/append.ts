@@ -209,13 +209,18 @@ export async function store(
   const p = await prepareEntry(c, subject, input, actor);
   let inserted: boolean;
   try {
-    inserted = await insertEntry(c.db, p, once, origin);
+    // published here as soon as it commits: its own notification, should it come first, loads nothing
+    inserted = await c.vectors.publishingRecords([p.appended.entryId], async () => {
+      const done = await insertEntry(c.db, p, once, origin);
+      if (done) settleEntry(c, p);
+      return done;
+    });
   } catch (e) {
     // the insert may have committed before the connection failed: the frame stays (fsck settles an orphan)
     zeroize(p.dek);
     throw e;
   }
-  if (inserted) return { appended: settleEntry(c, p), replayed: false };
+  if (inserted) return { appended: p.appended, replayed: false };
   try {
     // a concurrent request with the same key committed first: answer its result (or
     // refuse, when its body differed); either way our frame is indexed by nothing

@@ -96,6 +96,8 @@ export interface VectorsContext {
   destroyedDuring: Set<string> | undefined;
   /** Keys whose records this process is about to publish itself (their notifications come back first, sometimes). */
   readonly publishing: Map<string, number>;
+  /** Records this process is committing and then publishes itself (an append's entry): their notifications load nothing. */
+  readonly own: Set<string>;
   /** The loads of written embeddings heard over NOTIFY (publish.ts loadWritten) still running. */
   readonly loading: Set<Promise<void>>;
 }

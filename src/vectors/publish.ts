@@ -36,6 +36,31 @@ export async function publishingUnder<T>(c: VectorsContext, keyIds: string | rea
   }
 }
 
+/**
+ * Runs `fn`, which commits the records `recordIds` and publishes them on this replica
+ * (an append): meanwhile their own notifications load nothing — two queries, an unwrap
+ * and an open per append, when the notification beat the insert's answer. Other
+ * records under the same keys still load (another replica's appends to the subject).
+ * Should `fn` fail, the records are loaded from the database: the commit may have
+ * happened before the connection broke.
+ */
+export async function publishingRecords<T>(c: VectorsContext, recordIds: readonly string[], fn: () => Promise<T>): Promise<T> {
+  const mine = recordIds.filter((id) => !c.own.has(id));
+  for (const id of mine) c.own.add(id);
+  try {
+    return await fn();
+  } catch (e) {
+    for (const id of mine) c.own.delete(id);
+    loadWritten(
+      c,
+      mine.map((id) => [id, '', true]),
+    );
+    throw e;
+  } finally {
+    for (const id of mine) c.own.delete(id);
+  }
+}
+
 /** Puts committed records into this replica's indexes. */
 export function publish(c: VectorsContext, records: readonly IndexedRecord[]): void {
   const live = records.filter((r) => !c.destroyed.has(r.keyId));
@@ -135,7 +160,7 @@ export function loadWritten(c: VectorsContext, records: readonly WrittenEmbeddin
     // held under that key already, unless it was computed again under it (a re-index)
     if (!rewritten && c.current.lexical.keyOf(recordId) === keyId) continue;
     // this process committed them and publishes them itself in a moment (a re-key's survivors)
-    if (c.publishing.has(keyId)) continue;
+    if (c.publishing.has(keyId) || c.own.has(recordId)) continue;
     const loading: Promise<void> = load(c, recordId)
       .catch((e: unknown) => c.d.logger.warn({ err: describeError(e) }, 'could not load an embedding another replica wrote'))
       .finally(() => c.loading.delete(loading));

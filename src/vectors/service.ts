@@ -29,7 +29,7 @@ import {
 } from './context.js';
 import { coverage, reconcile } from './coverage.js';
 import { deleteRecord, deleteSealedUnder } from './deletions.js';
-import { load, loadsSettled, loadWritten, publish, publishingUnder, removeKey, scrubbed, unpublish } from './publish.js';
+import { load, loadsSettled, loadWritten, publish, publishingRecords, publishingUnder, removeKey, scrubbed, unpublish } from './publish.js';
 import { rebuild } from './rebuild.js';
 import { countStale, reindex, staleRows } from './reindex.js';
 import { reseal, seal, sealEach } from './seal.js';
@@ -57,6 +57,7 @@ export class Vectors {
       destroyed: new Set(),
       destroyedDuring: undefined,
       publishing: new Map(),
+      own: new Set(),
       loading: new Set(),
     };
   }
@@ -97,6 +98,8 @@ export class Vectors {
   ): Promise<Array<IndexedRecord & SealedEmbedding>> => reseal(this.#c, from, targets);
 
   publishingUnder = <T>(keyIds: string | readonly string[], fn: () => Promise<T>): Promise<T> => publishingUnder(this.#c, keyIds, fn);
+  /** Runs `fn`, which commits these records and publishes them here: their notifications, should they come back first, load nothing. */
+  publishingRecords = <T>(recordIds: readonly string[], fn: () => Promise<T>): Promise<T> => publishingRecords(this.#c, recordIds, fn);
   publish = (records: readonly IndexedRecord[]): void => publish(this.#c, records);
   unpublish = (recordIds: Iterable<string>): void => unpublish(this.#c, recordIds);
   removeKey = (keyId: string): number => removeKey(this.#c, keyId);

@@ -7,8 +7,9 @@
  * caught up: it rebuilds and waits, and fails loudly when the index cannot cover what
  * is stored.
  */
-import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type SQL, sql } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import type { App } from '../../src/app/open.js';
 import { embeddingsOfEvent, sealEmbedding, upsertEmbeddings } from '../../src/vectors/embeddings.js';
@@ -89,6 +90,35 @@ describe('the lexical index on two replicas of one vault', () => {
       const row = rows.find((r) => r.record_id === w.entryId)!;
       const { words, pairs } = tv.app.vectors.shinglesOf(w.text);
       for (const h of [...words, ...pairs]) expect(Buffer.from(row.sealed).includes(bytesOf(h))).toBe(false);
+    }
+  });
+
+  it("an append publishes its entry itself: its own notification loads nothing, while the other replica's appends to the subject are loaded", async () => {
+    const heard = heardEmbeddings(tv.app);
+    const dialect = new PgDialect();
+    const reads = vi.spyOn(tv.app.db.db, 'execute');
+    try {
+      const subject = 'user:lex-own';
+      const text = (who: string, i: number) => `${who} note ${i}: the boiler code is ${1000 + i}.`;
+      const [mine, theirs] = await Promise.all([
+        Promise.all(Array.from({ length: 12 }, (_, i) => tv.app.log.append(subject, { text: text('mine', i) }, 'writer'))),
+        Promise.all(Array.from({ length: 12 }, (_, i) => replica.log.append(subject, { text: text('theirs', i) }, 'writer'))),
+      ]);
+      for (const a of [...mine, ...theirs]) await heard(a.entryId);
+      await tv.app.vectors.loadsSettled();
+      // the record ids this replica read back from their sealed rows (publish.ts load)
+      const loaded = new Set(
+        reads.mock.calls
+          .map(([q]) => dialect.sqlToQuery(q as SQL))
+          .filter((q) => q.sql.includes('from embeddings where record_id'))
+          .flatMap((q) => q.params.map(String)),
+      );
+      expect(mine.filter((a) => loaded.has(a.entryId))).toEqual([]);
+      // positive control: the other replica's entries, under the same key, were heard and loaded
+      expect(theirs.filter((a) => !loaded.has(a.entryId))).toEqual([]);
+      for (const a of [...mine, ...theirs]) expect(tv.app.vectors.lexical.has(a.entryId)).toBe(true);
+    } finally {
+      reads.mockRestore();
     }
   });
 
