@@ -75,7 +75,8 @@
  *               calls/s and p50/p99 at 1, 16 and 64 clients, search with a filter at 16 (1.5 s phases [6 s])
  *
  * Every figure is a ratio against a baseline measured in the same run, next to the
- * absolute numbers. Nothing here asserts on timings.
+ * absolute numbers and its section's 1-min load average; a section that started above
+ * 1.5 per CPU (3 on two) is marked not comparable. Nothing here asserts on timings.
  *
  * Environment: BENCH_KEYS (default 20,000; 1,000,000 with BENCH_FULL=1) keys for the re-wrap benchmark;
  * BENCH_QUICK=1 for a smoke run (small counts, short durations); BENCH_FULL=1 for the million-scale
@@ -97,7 +98,7 @@ import { type ForgetResult, formatForget } from './forget.js';
 import { formatSupersede, type SupersedeResult } from './supersede.js';
 import { formatRetrieval, type RetrievalResult } from './retrieval.js';
 import { formatLease, type LeaseResult } from './lease.js';
-import { BENCH_DIR, benchKeys, DEFAULT_RUN_TARGET_SECONDS, FULL, QUICK } from './support/mode.js';
+import { BENCH_DIR, benchKeys, COMPARABLE_LOAD, DEFAULT_RUN_TARGET_SECONDS, FULL, QUICK } from './support/mode.js';
 import { runChild } from './support/process.js';
 import { type Aim, fmtBytes, fmtInt, fmtNum, fmtRatio, fmtSeconds, progress, table } from './support/report.js';
 import { formatProbe, type ProbeResult } from './probe.js';
@@ -631,13 +632,26 @@ const aims = Object.entries(sections).flatMap(([name, s]) => ((s?.result as { ai
 out.push('');
 out.push('== Aims (same-run ratios against the aims in docs/performance.md) ==');
 if (aims.length > 0) {
+  // judged at the section's start: its own work then is not in the load yet (what it adds itself is no other work)
+  const busy = (section: string) => (sections[section as Name]?.loadAvg1[0] ?? 0) > COMPARABLE_LOAD;
   out.push(
     table(
-      ['section', 'figure', 'ratio', 'aim', 'verdict'],
-      aims.map((a) => [a.section, a.name, fmtRatio(a.ratio), a.aim, a.met ? 'met' : 'NOT met']),
+      ['section', 'figure', 'ratio', 'aim', 'verdict', '1-min load'],
+      aims.map((a) => [
+        a.section,
+        a.name,
+        fmtRatio(a.ratio),
+        a.aim,
+        `${a.met ? 'met' : 'NOT met'}${busy(a.section) ? ' (not comparable)' : ''}`,
+        sections[a.section as Name]!.loadAvg1.map((l) => fmtNum(l, 2)).join(' -> '),
+      ]),
     ),
   );
-  out.push(`${aims.filter((a) => a.met).length} of ${aims.length} aims met`);
+  const uncomparable = aims.filter((a) => busy(a.section)).length;
+  out.push(
+    `${aims.filter((a) => a.met).length} of ${aims.length} aims met` +
+      (uncomparable > 0 ? `; ${uncomparable} from sections started at a 1-min load above ${COMPARABLE_LOAD} on ${os.cpus().length} CPUs: not comparable` : ''),
+  );
 } else out.push('no section of this run reported an aim');
 
 // wall time per section (each in its own Node process: start-up included) against the default run's target
@@ -655,15 +669,21 @@ out.push(
 );
 out.push(
   `total run time ${fmtSeconds(totalSeconds)}; target for the default \`npm run bench\` <= ${DEFAULT_RUN_TARGET_SECONDS} s (10 minutes)` +
-    (runKind === 'default run' && selected.length === ALL.length
+    (runKind === 'default run' && selected.length === ALL.filter((n) => !NOT_DEFAULT.has(n)).length
       ? `: ${totalSeconds <= DEFAULT_RUN_TARGET_SECONDS ? 'met' : 'NOT met'}`
       : ` (not comparable: a ${runKind})`),
 );
 const maxLoad = Math.max(...Object.values(sections).flatMap((s) => s.loadAvg1));
-if (maxLoad > os.cpus().length) {
+const busyAtStart = Object.entries(sections).filter(([, s]) => s.loadAvg1[0] > COMPARABLE_LOAD);
+if (busyAtStart.length > 0) {
   out.push(
-    `NOTE: the 1-min load average reached ${fmtNum(maxLoad, 2)} on ${os.cpus().length} CPUs: other work shared the machine; ` +
-      'the ratios compare figures measured under the same conditions, the absolute numbers are lower than on an idle machine.',
+    `NOT COMPARABLE: ${busyAtStart.map(([n, s]) => `${n} (${fmtNum(s.loadAvg1[0], 2)})`).join(', ')} started at a 1-min load above ${COMPARABLE_LOAD} ` +
+      `on ${os.cpus().length} CPUs: other work shared the machine; run again on a quiet one before quoting their figures.`,
+  );
+} else if (maxLoad > os.cpus().length) {
+  out.push(
+    `NOTE: the 1-min load average reached ${fmtNum(maxLoad, 2)} on ${os.cpus().length} CPUs, no section starting above ${COMPARABLE_LOAD}: ` +
+      "the sections' own load; the ratios compare figures measured under the same conditions.",
   );
 }
 process.stdout.write(`${out.join('\n')}\n`);

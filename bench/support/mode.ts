@@ -2,6 +2,7 @@
  * The bench's modes and settings: where the repository is, BENCH_QUICK / BENCH_FULL and a
  * count by mode, whole numbers from the environment.
  */
+import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -19,6 +20,8 @@ export const FULL = process.env.BENCH_FULL === '1' || process.env.BENCH_FULL ===
 
 /** The wall-time target of a default `npm run bench`, child processes' start-up included (issue 17). */
 export const DEFAULT_RUN_TARGET_SECONDS = 600;
+/** A 1-min load average above this (1.5 per CPU: 3 on the 2-core machine) makes a run's figures not comparable. */
+export const COMPARABLE_LOAD = 1.5 * os.cpus().length;
 
 /** A count by mode: `quick` with BENCH_QUICK=1, else `full` with BENCH_FULL=1, else `normal` (the default run). */
 export function byMode<T>(counts: { readonly quick: T; readonly normal: T; readonly full: T }): T {
