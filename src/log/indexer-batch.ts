@@ -134,18 +134,24 @@ async function indexClaimed(c: IndexerContext, claim: string, rows: readonly Cla
   c.o.failpoint?.('indexer-sealed');
   const started = performance.now();
   // this replica publishes what it commits: the records' own notifications, which may come back first, load nothing again
-  const { inserted, marked, released } = await c.d.vectors.publishingUnder([...new Set(sealed.map((r) => r.keyId))], async () => {
-    const committed = await c.d.db.transaction((tx) => commitBatch(c, tx, claim, sealed, refused));
-    const published = sealed.filter((r) => committed.inserted.has(r.recordId));
-    for (let i = 0; i < published.length; i += YIELD_EVERY) {
-      if (i > 0) await pace();
-      const part = published.slice(i, i + YIELD_EVERY);
-      c.d.vectors.publish(part);
-      const since = (performance.now() - started) / 1000;
-      for (const r of part) c.d.metrics?.searchIndexDelay.observe(committed.inserted.get(r.recordId)! + since);
-    }
-    return committed;
-  });
+  // (by record: another replica's appends under the same keys, heard meanwhile, still load; no reload of a failed batch's
+  // records, as before: in an outage that would be a failing load per record)
+  const { inserted, marked, released } = await c.d.vectors.publishingRecords(
+    sealed.map((r) => r.recordId),
+    async () => {
+      const committed = await c.d.db.transaction((tx) => commitBatch(c, tx, claim, sealed, refused));
+      const published = sealed.filter((r) => committed.inserted.has(r.recordId));
+      for (let i = 0; i < published.length; i += YIELD_EVERY) {
+        if (i > 0) await pace();
+        const part = published.slice(i, i + YIELD_EVERY);
+        c.d.vectors.publish(part);
+        const since = (performance.now() - started) / 1000;
+        for (const r of part) c.d.metrics?.searchIndexDelay.observe(committed.inserted.get(r.recordId)! + since);
+      }
+      return committed;
+    },
+    false,
+  );
   for (const [entryId, { reason }] of refused) {
     if (!marked.has(entryId)) continue;
     c.d.metrics?.entriesRefused.inc({ reason: reason.startsWith('payload_refused') ? 'payload_refused' : reason });

@@ -38,23 +38,24 @@ export async function publishingUnder<T>(c: VectorsContext, keyIds: string | rea
 
 /**
  * Runs `fn`, which commits the records `recordIds` and publishes them on this replica
- * (an append): meanwhile their own notifications load nothing — two queries, an unwrap
- * and an open per append, when the notification beat the insert's answer. Other
- * records under the same keys still load (another replica's appends to the subject).
- * Should `fn` fail, the records are loaded from the database: the commit may have
- * happened before the connection broke.
+ * (an append, an indexer batch): meanwhile their own notifications load nothing — two
+ * queries, an unwrap and an open per record, when the notification beat the commit's
+ * answer. Other records under the same keys still load (another replica's appends to
+ * the subject). Should `fn` fail, `reload` loads the records from the database: the
+ * commit may have happened before the connection broke.
  */
-export async function publishingRecords<T>(c: VectorsContext, recordIds: readonly string[], fn: () => Promise<T>): Promise<T> {
+export async function publishingRecords<T>(c: VectorsContext, recordIds: readonly string[], fn: () => Promise<T>, reload = true): Promise<T> {
   const mine = recordIds.filter((id) => !c.own.has(id));
   for (const id of mine) c.own.add(id);
   try {
     return await fn();
   } catch (e) {
     for (const id of mine) c.own.delete(id);
-    loadWritten(
-      c,
-      mine.map((id) => [id, '', true]),
-    );
+    if (reload)
+      loadWritten(
+        c,
+        mine.map((id) => [id, '', true]),
+      );
     throw e;
   } finally {
     for (const id of mine) c.own.delete(id);

@@ -99,7 +99,8 @@ export class Vectors {
 
   publishingUnder = <T>(keyIds: string | readonly string[], fn: () => Promise<T>): Promise<T> => publishingUnder(this.#c, keyIds, fn);
   /** Runs `fn`, which commits these records and publishes them here: their notifications, should they come back first, load nothing. */
-  publishingRecords = <T>(recordIds: readonly string[], fn: () => Promise<T>): Promise<T> => publishingRecords(this.#c, recordIds, fn);
+  publishingRecords = <T>(recordIds: readonly string[], fn: () => Promise<T>, reload?: boolean): Promise<T> =>
+    publishingRecords(this.#c, recordIds, fn, reload);
   publish = (records: readonly IndexedRecord[]): void => publish(this.#c, records);
   unpublish = (recordIds: Iterable<string>): void => unpublish(this.#c, recordIds);
   removeKey = (keyId: string): number => removeKey(this.#c, keyId);

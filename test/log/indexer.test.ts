@@ -9,47 +9,14 @@ import { sql } from 'drizzle-orm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app/open.js';
 import { LetheWriter } from '../../src/client/index.js';
-import { toBase64Url, zeroize } from '../../src/crypto/index.js';
 import { queryRows } from '../../src/db/client.js';
-import { newId, newSegmentKey } from '../../src/ids.js';
-import { sealEntry } from '../../src/log/frame.js';
 import { FREE_RETRIES, MAX_BACKOFF_SECONDS } from '../../src/log/indexer.js';
-import { encodeSegment } from '../../src/log/segment.js';
 import { S3ObjectStore } from '../../src/storage/s3.js';
 import { type Embedder, HashingEmbedder } from '../../src/vectors/embedder.js';
 import { serveTestVault, type ServedVault } from '../client/served.js';
 import { ok } from '../support/http.js';
+import { registerTexts, upload } from '../support/registration.js';
 import { minioEnv, openTestVault, TOKENS, type TestVault } from '../support/vault.js';
-
-/** Seals `texts` for `subject` as a writer does (record keys), uploads one segment, and answers its registration. */
-async function upload(vault: App, subject: string, texts: readonly string[]) {
-  const { keyId, firstSeq } = await vault.log.reserve(subject, texts.length, 'writer');
-  const { dek } = await vault.keys.dekFor(keyId);
-  try {
-    const sealed = texts.map((text, i) => {
-      const entryId = newId('entry');
-      const seq = firstSeq + i;
-      return { entryId, seq, ...sealEntry(dek, { keyId, entryId, seq }, { text, kind: null, metadata: null }) };
-    });
-    const { bytes, places } = encodeSegment(sealed.map((s) => s.envelope));
-    const segment = newSegmentKey();
-    await vault.objects.put(segment, bytes);
-    return {
-      segment,
-      keyId,
-      entries: sealed.map((s, i) => ({ entryId: s.entryId, subject, keyId, seq: s.seq, wrappedKey: toBase64Url(s.wrappedKey), ...places[i]! })),
-    };
-  } finally {
-    zeroize(dek);
-  }
-}
-
-async function registerTexts(vault: App, subject: string, texts: readonly string[]) {
-  const body = await upload(vault, subject, texts);
-  const results = await vault.log.register(body.segment, body.entries);
-  expect(results.map((r) => r.status)).toEqual(texts.map(() => 'registered'));
-  return { ...body, ids: body.entries.map((e) => e.entryId) };
-}
 
 const count = async (vault: App, query: ReturnType<typeof sql>) => Number((await queryRows<{ n: string | number }>(vault.db.db, query))[0]?.n ?? 0);
 const embedded = (vault: App, ids: readonly string[]) => count(vault, sql`select count(*) as n from embeddings where record_id in ${ids}`);

@@ -9,10 +9,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { zeroize } from '../../src/crypto/index.js';
-import { sealEntry } from '../../src/log/frame.js';
-import { encodeSegment } from '../../src/log/segment.js';
 import { expectProblem, ok } from '../support/http.js';
+import { upload as uploadTexts } from '../support/registration.js';
 import { minioEnv, openTestApp, type TestApp } from '../support/vault.js';
 
 type Results = { results: Array<{ entryId: string; status: string }> };
@@ -26,36 +24,8 @@ describe('a registration retried across a re-key', () => {
     await t?.close();
   });
 
-  const id = (prefix: 'entry' | 'seg') => `${prefix}_${randomBytes(16).toString('base64url')}`;
-
-  /** Seals `texts` as the writer does (a record key each, wrapped under the subject key), uploads one segment, answers its registration body. */
-  async function upload(subject: string, texts: readonly string[]) {
-    const { keyId, firstSeq } = await t.app.log.reserve(subject, texts.length, 'writer');
-    const { dek } = await t.app.keys.dekFor(keyId);
-    try {
-      const sealed = texts.map((text, i) => {
-        const entryId = id('entry');
-        const seq = firstSeq + i;
-        return { entryId, seq, ...sealEntry(dek, { keyId, entryId, seq }, { text, kind: null, metadata: null }) };
-      });
-      const { bytes, places } = encodeSegment(sealed.map((s) => s.envelope));
-      const segment = `log/${id('seg')}`;
-      await t.app.objects.put(segment, bytes);
-      return {
-        segment,
-        entries: sealed.map((s, i) => ({
-          entryId: s.entryId,
-          subject,
-          keyId,
-          seq: s.seq,
-          ...places[i]!,
-          wrappedKey: Buffer.from(s.wrappedKey).toString('base64url'),
-        })),
-      };
-    } finally {
-      zeroize(dek);
-    }
-  }
+  /** Seals `texts` as the writer does, uploads one segment, answers its registration body (test/support/registration.ts). */
+  const upload = (subject: string, texts: readonly string[]) => uploadTexts(t.app, subject, texts);
   const register = (body: unknown) => t.call('POST', '/v1/segments', { body });
 
   it("answers registered again once a re-key moved the entries to the subject's new key; another frame under a taken id is still a conflict", async () => {

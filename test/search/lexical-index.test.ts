@@ -14,6 +14,7 @@ import { queryRows } from '../../src/db/client.js';
 import type { App } from '../../src/app/open.js';
 import { embeddingsOfEvent, sealEmbedding, upsertEmbeddings } from '../../src/vectors/embeddings.js';
 import { MAX_INDEX_WAITS } from '../../src/erasure/steps/probe.js';
+import { registerTexts } from '../support/registration.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
 
 async function eventually(check: () => boolean, timeoutMs = 15_000): Promise<boolean> {
@@ -188,4 +189,43 @@ describe('the lexical index on two replicas of one vault', () => {
     expect(probe.detail).toMatch(/covers \d+ of \d+ stored records after \d+ waits/);
     expect(view.certificate).toBeUndefined();
   }, 60_000);
+});
+
+describe('an indexer batch committing while the other replica appends to the same subject', () => {
+  let tv: TestVault;
+  let other: App;
+  beforeAll(async () => {
+    tv = await openTestVault({ app: { erasureWorker: false, indexWorker: false } });
+    other = await tv.reopen({ erasureWorker: false, indexWorker: false });
+  }, 60_000);
+  afterAll(async () => {
+    await tv?.close();
+  });
+
+  it("loads the other replica's append heard during the batch's commit: only the batch's own records are skipped", async () => {
+    const subject = 'user:lex-race';
+    const registered = await registerTexts(tv.app, subject, ['The spare key is in the blue tin.', 'The gate code is 4471.']);
+    const heard = heardEmbeddings(tv.app);
+    let theirs: { entryId: string; keyId: string } | undefined;
+    const db = tv.app.db.db;
+    const transaction = db.transaction.bind(db);
+    // the indexer's commit, held until the other replica's append to the subject was heard here
+    const spy = vi.spyOn(db, 'transaction').mockImplementation(async (fn, config) => {
+      if (!theirs && /indexer-batch/.test(new Error().stack ?? '')) {
+        theirs = await other.log.append(subject, { text: 'The boat is moored at pier 9.' }, 'writer');
+        await heard(theirs.entryId);
+      }
+      return transaction(fn, config);
+    });
+    try {
+      expect((await tv.app.log.indexer.runOnce()).indexed).toBe(2);
+    } finally {
+      spy.mockRestore();
+    }
+    await tv.app.vectors.loadsSettled();
+    // positive control: the append went in under the batch's key, inside its commit
+    expect(theirs?.keyId).toBe(registered.keyId);
+    expect(registered.ids.every((id) => tv.app.vectors.lexical.has(id))).toBe(true);
+    expect(tv.app.vectors.lexical.has(theirs!.entryId)).toBe(true);
+  });
 });
