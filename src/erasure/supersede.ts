@@ -81,10 +81,7 @@ export async function requestSupersede(res: ErasureResources, input: SupersedeRe
     try {
       // published here once committed: the successors' own notifications load nothing meanwhile
       const current = successors;
-      return await res.log.publishingEntries(
-        current.map((p) => p.appended.entryId),
-        () => supersedeOnce(res, input.subject, ids, actor, opened, current),
-      );
+      return await res.log.publishingEntries(current, () => supersedeOnce(res, input.subject, ids, actor, opened, current));
     } catch (e) {
       // a forget's re-key replaced the subject's key between the sealing and the commit: seal again under the new one
       if (attempt >= 2 || !(e instanceof KeyChanged)) throw e;

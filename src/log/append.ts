@@ -210,7 +210,7 @@ export async function store(
   let inserted: boolean;
   try {
     // published here as soon as it commits: its own notification, should it come first, loads nothing
-    inserted = await c.vectors.publishingRecords([p.appended.entryId], async () => {
+    inserted = await c.vectors.publishingRecords([{ recordId: p.appended.entryId, keyId: p.appended.keyId }], async () => {
       const done = await insertEntry(c.db, p, once, origin);
       if (done) settleEntry(c, p);
       return done;

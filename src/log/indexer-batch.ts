@@ -134,10 +134,9 @@ async function indexClaimed(c: IndexerContext, claim: string, rows: readonly Cla
   c.o.failpoint?.('indexer-sealed');
   const started = performance.now();
   // this replica publishes what it commits: the records' own notifications, which may come back first, load nothing again
-  // (by record: another replica's appends under the same keys, heard meanwhile, still load; no reload of a failed batch's
-  // records, as before: in an outage that would be a failing load per record)
+  // (by record and key: another replica's appends under the same keys, or these records re-keyed, still load)
   const { inserted, marked, released } = await c.d.vectors.publishingRecords(
-    sealed.map((r) => r.recordId),
+    sealed.map((r) => ({ recordId: r.recordId, keyId: r.keyId })),
     async () => {
       const committed = await c.d.db.transaction((tx) => commitBatch(c, tx, claim, sealed, refused));
       const published = sealed.filter((r) => committed.inserted.has(r.recordId));
@@ -150,7 +149,6 @@ async function indexClaimed(c: IndexerContext, claim: string, rows: readonly Cla
       }
       return committed;
     },
-    false,
   );
   for (const [entryId, { reason }] of refused) {
     if (!marked.has(entryId)) continue;

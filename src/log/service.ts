@@ -91,7 +91,11 @@ export class LogService {
     insertSuccessor(tx, p, origin, erasureId);
   settleEntry = (p: PreparedEntry): RecordedAppend => settleEntry(this.#c, p);
   /** Runs `fn`, which commits these entries and settles them: their own notifications load nothing meanwhile (Vectors.publishingRecords). */
-  publishingEntries = <T>(entryIds: readonly string[], fn: () => Promise<T>): Promise<T> => this.#c.vectors.publishingRecords(entryIds, fn);
+  publishingEntries = <T>(entries: readonly PreparedEntry[], fn: () => Promise<T>): Promise<T> =>
+    this.#c.vectors.publishingRecords(
+      entries.map((p) => ({ recordId: p.appended.entryId, keyId: p.appended.keyId })),
+      fn,
+    );
   discardEntry = (p: PreparedEntry): Promise<void> => discardEntry(this.#c, p);
   successorsOf = (ids: readonly string[]): Promise<string[]> => successorsOf(this.#c, ids);
   /** The entries under a key other records-scope erasures are forgetting, by erasure (a re-key may take them along). */

@@ -96,8 +96,8 @@ export interface VectorsContext {
   destroyedDuring: Set<string> | undefined;
   /** Keys whose records this process is about to publish itself (their notifications come back first, sometimes). */
   readonly publishing: Map<string, number>;
-  /** Records this process is committing and then publishes itself (an append's entry): their notifications load nothing. */
-  readonly own: Set<string>;
+  /** Records this process is committing and then publishes itself, with their key and whether their notification came meanwhile. */
+  readonly own: Map<string, { readonly keyId: string; heard: boolean }>;
   /** The loads of written embeddings heard over NOTIFY (publish.ts loadWritten) still running. */
   readonly loading: Set<Promise<void>>;
 }

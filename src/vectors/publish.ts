@@ -37,28 +37,30 @@ export async function publishingUnder<T>(c: VectorsContext, keyIds: string | rea
 }
 
 /**
- * Runs `fn`, which commits the records `recordIds` and publishes them on this replica
- * (an append, an indexer batch): meanwhile their own notifications load nothing — two
- * queries, an unwrap and an open per record, when the notification beat the commit's
- * answer. Other records under the same keys still load (another replica's appends to
- * the subject). Should `fn` fail, `reload` loads the records from the database: the
- * commit may have happened before the connection broke.
+ * Runs `fn`, which commits `records` and publishes them on this replica (an append, a
+ * supersession, an indexer batch): meanwhile a notification of one of them under the key
+ * it is committed under loads nothing — two queries, an unwrap and an open per record,
+ * when the notification beat the commit's answer — but is remembered. When `fn` is done,
+ * a remembered record this index still does not hold under that key is loaded after all
+ * (its commit's answer was lost, or another replica committed it first). Notifications
+ * of other records, or of these under another key (a re-key moved them), load as ever.
  */
-export async function publishingRecords<T>(c: VectorsContext, recordIds: readonly string[], fn: () => Promise<T>, reload = true): Promise<T> {
-  const mine = recordIds.filter((id) => !c.own.has(id));
-  for (const id of mine) c.own.add(id);
+export async function publishingRecords<T>(
+  c: VectorsContext,
+  records: ReadonlyArray<{ readonly recordId: string; readonly keyId: string }>,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const mine = records.filter((r) => !c.own.has(r.recordId));
+  for (const r of mine) c.own.set(r.recordId, { keyId: r.keyId, heard: false });
   try {
     return await fn();
-  } catch (e) {
-    for (const id of mine) c.own.delete(id);
-    if (reload)
-      loadWritten(
-        c,
-        mine.map((id) => [id, '', true]),
-      );
-    throw e;
   } finally {
-    for (const id of mine) c.own.delete(id);
+    const heard: WrittenEmbedding[] = [];
+    for (const r of mine) {
+      if (c.own.get(r.recordId)?.heard) heard.push([r.recordId, r.keyId]);
+      c.own.delete(r.recordId);
+    }
+    loadWritten(c, heard);
   }
 }
 
@@ -161,7 +163,13 @@ export function loadWritten(c: VectorsContext, records: readonly WrittenEmbeddin
     // held under that key already, unless it was computed again under it (a re-index)
     if (!rewritten && c.current.lexical.keyOf(recordId) === keyId) continue;
     // this process committed them and publishes them itself in a moment (a re-key's survivors)
-    if (c.publishing.has(keyId) || c.own.has(recordId)) continue;
+    if (c.publishing.has(keyId)) continue;
+    // this process is committing it under that key and publishes it itself (publishingRecords looks again when done)
+    const own = rewritten ? undefined : c.own.get(recordId);
+    if (own?.keyId === keyId) {
+      own.heard = true;
+      continue;
+    }
     const loading: Promise<void> = load(c, recordId)
       .catch((e: unknown) => c.d.logger.warn({ err: describeError(e) }, 'could not load an embedding another replica wrote'))
       .finally(() => c.loading.delete(loading));

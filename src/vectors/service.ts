@@ -57,7 +57,7 @@ export class Vectors {
       destroyed: new Set(),
       destroyedDuring: undefined,
       publishing: new Map(),
-      own: new Set(),
+      own: new Map(),
       loading: new Set(),
     };
   }
@@ -98,9 +98,9 @@ export class Vectors {
   ): Promise<Array<IndexedRecord & SealedEmbedding>> => reseal(this.#c, from, targets);
 
   publishingUnder = <T>(keyIds: string | readonly string[], fn: () => Promise<T>): Promise<T> => publishingUnder(this.#c, keyIds, fn);
-  /** Runs `fn`, which commits these records and publishes them here: their notifications, should they come back first, load nothing. */
-  publishingRecords = <T>(recordIds: readonly string[], fn: () => Promise<T>, reload?: boolean): Promise<T> =>
-    publishingRecords(this.#c, recordIds, fn, reload);
+  /** Runs `fn`, which commits these records and publishes them here: their own notifications, should they come back first, load nothing. */
+  publishingRecords = <T>(records: ReadonlyArray<{ recordId: string; keyId: string }>, fn: () => Promise<T>): Promise<T> =>
+    publishingRecords(this.#c, records, fn);
   publish = (records: readonly IndexedRecord[]): void => publish(this.#c, records);
   unpublish = (recordIds: Iterable<string>): void => unpublish(this.#c, recordIds);
   removeKey = (keyId: string): number => removeKey(this.#c, keyId);

@@ -123,6 +123,27 @@ describe('the lexical index on two replicas of one vault', () => {
     }
   });
 
+  it('a notification heard while a record is being committed here: skipped under the key committed, loaded when done if unpublished, loaded at once under another key', async () => {
+    const { entryId, keyId } = await tv.app.log.append('user:lex-heard', { text: 'The ladder is behind the shed.' }, 'writer');
+    const v = tv.app.vectors;
+    // the commit's answer lost (or another replica's commit won): heard meanwhile, published by no one here, loaded once done
+    v.unpublish([entryId]);
+    await v.publishingRecords([{ recordId: entryId, keyId }], async () => {
+      v.loadWritten([[entryId, keyId]]);
+      await v.loadsSettled();
+      expect(v.lexical.has(entryId)).toBe(false);
+    });
+    await v.loadsSettled();
+    expect(v.lexical.keyOf(entryId)).toBe(keyId);
+    // committed here under one key while the notification names another (a re-key moved it): loaded at once
+    v.unpublish([entryId]);
+    await v.publishingRecords([{ recordId: entryId, keyId: 'key_notthekeyitisunder00' }], async () => {
+      v.loadWritten([[entryId, keyId]]);
+      await v.loadsSettled();
+      expect(v.lexical.keyOf(entryId)).toBe(keyId);
+    });
+  });
+
   it('a vault opened later rebuilds the lexical index by decrypting the sealed rows', async () => {
     const later = await tv.reopen({ erasureWorker: false });
     try {
