@@ -119,20 +119,24 @@ export async function rekeyKey(deps: RekeyDeps, oldKeyId: string, state: 'active
     const carriedUnder = (keyId: string) =>
       moved.filter((m) => m.segment === null && m.key_id === keyId).map((m) => [m.entry_id, m.wrapped] as [string, string]);
     const carried = { records: carriedUnder(newKeyId), lost: moved.filter((m) => m.segment !== null).map((m) => m.entry_id) };
-    await deps.vectors.publishingUnder([newKeyId, ...shards.map((x) => x.keyId)], async () => {
-      await deps.keys.replaceKey(oldKeyId, {
-        reason: options.reason ?? 'rekey',
-        actor: options.actor,
-        newKeyId,
-        newDek,
-        // a key fenced by someone else (an erasure of this subject) stays fenced under its new id
-        newState: wasActive ? 'active' : 'fenced',
-        // what a restore of a backup taken before now replays: the survivors whose frames it holds (a converted frame's new segment it does not)
-        carried,
-        // more survivors than a shard holds (a subject from before shards, a head that grew): split into shards of their own
-        shards: shards.map((x) => ({ keyId: x.keyId, dek: x.dek, records: carriedUnder(x.keyId) })),
-        migrate: async (tx) => {
-          await tx.execute(sql`update log_entries as e
+    // published here once switched: the survivors' own notifications load nothing meanwhile — by record and key, so
+    // another replica's appends under the new key, heard between the switch and the publish, still load
+    await deps.vectors.publishingRecords(
+      embedded.map((r) => ({ recordId: r.recordId, keyId: r.keyId })),
+      async () => {
+        await deps.keys.replaceKey(oldKeyId, {
+          reason: options.reason ?? 'rekey',
+          actor: options.actor,
+          newKeyId,
+          newDek,
+          // a key fenced by someone else (an erasure of this subject) stays fenced under its new id
+          newState: wasActive ? 'active' : 'fenced',
+          // what a restore of a backup taken before now replays: the survivors whose frames it holds (a converted frame's new segment it does not)
+          carried,
+          // more survivors than a shard holds (a subject from before shards, a head that grew): split into shards of their own
+          shards: shards.map((x) => ({ keyId: x.keyId, dek: x.dek, records: carriedUnder(x.keyId) })),
+          migrate: async (tx) => {
+            await tx.execute(sql`update log_entries as e
                                   set key_id = v.key_id, wrapped_key = decode(v.wrapped, 'hex'),
                                       segment = coalesce(v.segment, e.segment),
                                       frame_offset = coalesce(v."offset", e.frame_offset),
@@ -140,27 +144,28 @@ export async function rekeyKey(deps: RekeyDeps, oldKeyId: string, state: 'active
                                  from json_to_recordset(${JSON.stringify(moved)}::json)
                                       as v(entry_id text, key_id text, wrapped text, segment text, "offset" integer, length integer)
                                 where e.entry_id = v.entry_id and e.key_id = ${oldKeyId}`);
-          // The excluded entries stay indexed under the old key, which is destroyed below:
-          // their record keys were wrapped under it alone. They answer key_destroyed (or
-          // entry_forgotten) from now on, and cite as erased.
-          // (the old key's embedding rows went with its destruction, earlier in this transaction)
-          await upsertEmbeddings(tx, embedded);
-          await deps.indexer.requeue(tx, unembedded);
-          if (refused.size > 0) {
-            await tx.execute(sql`update log_entries as e set refused = v.reason
+            // The excluded entries stay indexed under the old key, which is destroyed below:
+            // their record keys were wrapped under it alone. They answer key_destroyed (or
+            // entry_forgotten) from now on, and cite as erased.
+            // (the old key's embedding rows went with its destruction, earlier in this transaction)
+            await upsertEmbeddings(tx, embedded);
+            await deps.indexer.requeue(tx, unembedded);
+            if (refused.size > 0) {
+              await tx.execute(sql`update log_entries as e set refused = v.reason
                                    from json_to_recordset(${marks}::json) as v(entry_id text, reason text)
                                   where e.entry_id = v.entry_id and e.key_id = ${oldKeyId}`);
-          }
-          // other replicas drop the old key's vectors and load the survivors' new ones
-          await notifyEmbeddings(tx, embedded);
-          // Appends in flight when the fence went up committed under the old key since we
-          // read (the key row's lock now holds any other back): moved along, never lost and
-          // never a reason to start over (steady appends would starve the forget).
-          await moveLate(tx, { dek: oldDek!, keyId: oldKeyId }, { dek: newDek, keyId: newKeyId }, removed, deps, carried.records);
-        },
-      });
-      deps.vectors.publish(embedded);
-    });
+            }
+            // other replicas drop the old key's vectors and load the survivors' new ones
+            await notifyEmbeddings(tx, embedded);
+            // Appends in flight when the fence went up committed under the old key since we
+            // read (the key row's lock now holds any other back): moved along, never lost and
+            // never a reason to start over (steady appends would starve the forget).
+            await moveLate(tx, { dek: oldDek!, keyId: oldKeyId }, { dek: newDek, keyId: newKeyId }, removed, deps, carried.records);
+          },
+        });
+        deps.vectors.publish(embedded);
+      },
+    );
     return { oldKeyId, newKeyId, shardKeyIds: shards.map((x) => x.keyId), rewritten: survivors.length, converted: converted.size, removed: exclude.size };
   } catch (e) {
     if (wasActive) await deps.keys.unfenceKey(oldKeyId, options.actor).catch(() => {});

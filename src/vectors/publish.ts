@@ -19,10 +19,11 @@ const SCRUB_WAIT_MS = 10_000;
 /**
  * Runs `fn`, which commits records under `keyId` and then publishes them on this
  * replica: meanwhile their own notifications, which may come back before the
- * publish, load nothing again (one query per record, for a re-key's thousands).
+ * publish, load nothing again (a re-index). It skips every record under those keys,
+ * another replica's too: commits that know their records use `publishingRecords`.
  */
 export async function publishingUnder<T>(c: VectorsContext, keyIds: string | readonly string[], fn: () => Promise<T>): Promise<T> {
-  // counted: a re-key and the indexer may publish under one key at once
+  // counted: two re-indexes may publish under one key at once
   const keys = typeof keyIds === 'string' ? [keyIds] : [...new Set(keyIds)];
   for (const k of keys) c.publishing.set(k, (c.publishing.get(k) ?? 0) + 1);
   try {
@@ -162,7 +163,7 @@ export function loadWritten(c: VectorsContext, records: readonly WrittenEmbeddin
   for (const [recordId, keyId, rewritten] of records) {
     // held under that key already, unless it was computed again under it (a re-index)
     if (!rewritten && c.current.lexical.keyOf(recordId) === keyId) continue;
-    // this process committed them and publishes them itself in a moment (a re-key's survivors)
+    // this process committed them and publishes them itself in a moment (a re-index's rows)
     if (c.publishing.has(keyId)) continue;
     // this process is committing it under that key and publishes it itself (publishingRecords looks again when done)
     const own = rewritten ? undefined : c.own.get(recordId);

@@ -212,7 +212,7 @@ describe('the lexical index on two replicas of one vault', () => {
   }, 60_000);
 });
 
-describe('an indexer batch committing while the other replica appends to the same subject', () => {
+describe('this replica committing records (an indexer batch, a re-key) while the other replica appends to the same subject', () => {
   let tv: TestVault;
   let other: App;
   beforeAll(async () => {
@@ -248,5 +248,34 @@ describe('an indexer batch committing while the other replica appends to the sam
     expect(theirs?.keyId).toBe(registered.keyId);
     expect(registered.ids.every((id) => tv.app.vectors.lexical.has(id))).toBe(true);
     expect(tv.app.vectors.lexical.has(theirs!.entryId)).toBe(true);
+  });
+
+  it("loads the other replica's append under a re-key's new key, heard between the switch and the re-key's publish", async () => {
+    const subject = 'user:lex-rekey';
+    const kept = await tv.app.log.append(subject, { text: 'The cellar key hangs by the stairs.' }, 'writer');
+    const gone = await tv.app.log.append(subject, { text: 'Forget the old alarm code 7731.' }, 'writer');
+    const heard = heardEmbeddings(tv.app);
+    let theirs: { entryId: string; keyId: string } | undefined;
+    const replaceKey = tv.app.keys.replaceKey.bind(tv.app.keys);
+    // the switch committed, the other replica appends under the new key and is heard here before the re-key publishes
+    const spy = vi.spyOn(tv.app.keys, 'replaceKey').mockImplementation(async (...args) => {
+      const done = await replaceKey(...args);
+      theirs = await other.log.append(subject, { text: 'The shed light is on a timer.' }, 'writer');
+      await heard(theirs.entryId);
+      return done;
+    });
+    try {
+      await tv.app.log.rekeySubject(subject, { exclude: [gone.entryId], actor: 'admin', reason: 'lexical index test' });
+    } finally {
+      spy.mockRestore();
+    }
+    await tv.app.vectors.loadsSettled();
+    // positive control: the append went in under the re-key's new key, which the kept entry moved to
+    const newKey = tv.app.vectors.lexical.keyOf(kept.entryId);
+    expect(newKey).toBeDefined();
+    expect(newKey).not.toBe(kept.keyId);
+    expect(theirs?.keyId).toBe(newKey);
+    expect(tv.app.vectors.lexical.keyOf(theirs!.entryId)).toBe(newKey);
+    expect(tv.app.vectors.lexical.has(gone.entryId)).toBe(false);
   });
 });
