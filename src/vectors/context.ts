@@ -94,8 +94,6 @@ export interface VectorsContext {
   readonly destroyed: Set<string>;
   /** The keys destroyed since the running rebuild started (dropped from its result before it is swapped in). */
   destroyedDuring: Set<string> | undefined;
-  /** Keys whose records this process is about to publish itself (their notifications come back first, sometimes). */
-  readonly publishing: Map<string, number>;
   /** Records this process is committing and then publishes itself, with their key and whether their notification came meanwhile. */
   readonly own: Map<string, { readonly keyId: string; heard: boolean }>;
   /** The loads of written embeddings heard over NOTIFY (publish.ts loadWritten) still running. */

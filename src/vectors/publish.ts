@@ -17,34 +17,14 @@ const DESTROYED_MEMORY = 10_000;
 const SCRUB_WAIT_MS = 10_000;
 
 /**
- * Runs `fn`, which commits records under `keyId` and then publishes them on this
- * replica: meanwhile their own notifications, which may come back before the
- * publish, load nothing again (a re-index). It skips every record under those keys,
- * another replica's too: commits that know their records use `publishingRecords`.
- */
-export async function publishingUnder<T>(c: VectorsContext, keyIds: string | readonly string[], fn: () => Promise<T>): Promise<T> {
-  // counted: two re-indexes may publish under one key at once
-  const keys = typeof keyIds === 'string' ? [keyIds] : [...new Set(keyIds)];
-  for (const k of keys) c.publishing.set(k, (c.publishing.get(k) ?? 0) + 1);
-  try {
-    return await fn();
-  } finally {
-    for (const k of keys) {
-      const n = (c.publishing.get(k) ?? 1) - 1;
-      if (n === 0) c.publishing.delete(k);
-      else c.publishing.set(k, n);
-    }
-  }
-}
-
-/**
  * Runs `fn`, which commits `records` and publishes them on this replica (an append, a
- * supersession, an indexer batch): meanwhile a notification of one of them under the key
- * it is committed under loads nothing — two queries, an unwrap and an open per record,
- * when the notification beat the commit's answer — but is remembered. When `fn` is done,
- * a remembered record this index still does not hold under that key is loaded after all
- * (its commit's answer was lost, or another replica committed it first). Notifications
- * of other records, or of these under another key (a re-key moved them), load as ever.
+ * supersession, an indexer batch, a re-key, a re-index): meanwhile a notification of one
+ * of them under the key it is committed under loads nothing — two queries, an unwrap and
+ * an open per record, when the notification beat the commit's answer — but is
+ * remembered. When `fn` is done, a remembered record this index still does not hold
+ * under that key is loaded after all (its commit's answer was lost, or another replica
+ * committed it first). Notifications of other records, or of these under another key (a
+ * re-key moved them), load as ever.
  */
 export async function publishingRecords<T>(
   c: VectorsContext,
@@ -163,10 +143,8 @@ export function loadWritten(c: VectorsContext, records: readonly WrittenEmbeddin
   for (const [recordId, keyId, rewritten] of records) {
     // held under that key already, unless it was computed again under it (a re-index)
     if (!rewritten && c.current.lexical.keyOf(recordId) === keyId) continue;
-    // this process committed them and publishes them itself in a moment (a re-index's rows)
-    if (c.publishing.has(keyId)) continue;
     // this process is committing it under that key and publishes it itself (publishingRecords looks again when done)
-    const own = rewritten ? undefined : c.own.get(recordId);
+    const own = c.own.get(recordId);
     if (own?.keyId === keyId) {
       own.heard = true;
       continue;

@@ -11,7 +11,7 @@ import { isLetheError } from '../errors.js';
 import { keyFor, type Sealed, type VectorsContext } from './context.js';
 import { embeddingsJson, notifyEmbeddings } from './embeddings.js';
 import { FOLD_VERSION } from './fold.js';
-import { publish, publishingUnder } from './publish.js';
+import { publish, publishingRecords } from './publish.js';
 import { sealEach } from './seal.js';
 import type { RecordType } from './vector-index.js';
 
@@ -72,7 +72,7 @@ export async function reindex(
     } finally {
       zeroize(key);
     }
-    const updated = await publishingUnder(c, keyId, async () => {
+    const updated = await publishingRecords(c, sealed, async () => {
       const rows = await queryRows<{ record_id: string }>(
         c.d.db,
         sql`update embeddings e set model = v.model, sealed = decode(v.sealed, 'hex'), fold_version = v.fold_version

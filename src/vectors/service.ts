@@ -29,7 +29,7 @@ import {
 } from './context.js';
 import { coverage, reconcile } from './coverage.js';
 import { deleteRecord, deleteSealedUnder } from './deletions.js';
-import { load, loadsSettled, loadWritten, publish, publishingRecords, publishingUnder, removeKey, scrubbed, unpublish } from './publish.js';
+import { load, loadsSettled, loadWritten, publish, publishingRecords, removeKey, scrubbed, unpublish } from './publish.js';
 import { rebuild } from './rebuild.js';
 import { countStale, reindex, staleRows } from './reindex.js';
 import { reseal, seal, sealEach } from './seal.js';
@@ -56,7 +56,6 @@ export class Vectors {
       nextRebuild: undefined,
       destroyed: new Set(),
       destroyedDuring: undefined,
-      publishing: new Map(),
       own: new Map(),
       loading: new Set(),
     };
@@ -97,7 +96,6 @@ export class Vectors {
     targets: ReadonlyMap<string, { keyId: string; key: Uint8Array }>,
   ): Promise<Array<IndexedRecord & SealedEmbedding>> => reseal(this.#c, from, targets);
 
-  publishingUnder = <T>(keyIds: string | readonly string[], fn: () => Promise<T>): Promise<T> => publishingUnder(this.#c, keyIds, fn);
   /** Runs `fn`, which commits these records and publishes them here: their own notifications, should they come back first, load nothing. */
   publishingRecords = <T>(records: ReadonlyArray<{ recordId: string; keyId: string }>, fn: () => Promise<T>): Promise<T> =>
     publishingRecords(this.#c, records, fn);
