@@ -188,6 +188,9 @@ async function settle(): Promise<void> {
   while (os.loadavg()[0]! > COMPARABLE_LOAD && performance.now() < deadline) await new Promise((r) => setTimeout(r, 1000));
 }
 
+/** A section that started above COMPARABLE_LOAD all the same: other work shared the machine (its figures are not comparable). */
+const startedBusy = (s: Section<unknown> | undefined): boolean => (s?.loadAvg1[0] ?? 0) > COMPARABLE_LOAD;
+
 async function section<T>(name: Name): Promise<Section<T>> {
   await settle();
   const load0 = os.loadavg()[0]!;
@@ -643,7 +646,7 @@ out.push('');
 out.push('== Aims (same-run ratios against the aims in docs/performance.md) ==');
 if (aims.length > 0) {
   // judged at the section's start, after up to SETTLE_MS for the previous section's load to decay: other work does not
-  const busy = (section: string) => (sections[section as Name]?.loadAvg1[0] ?? 0) > COMPARABLE_LOAD;
+  const busy = (section: string) => startedBusy(sections[section as Name]);
   out.push(
     table(
       ['section', 'figure', 'ratio', 'aim', 'verdict', '1-min load'],
@@ -684,7 +687,7 @@ out.push(
       : ` (not comparable: a ${runKind})`),
 );
 const maxLoad = Math.max(...Object.values(sections).flatMap((s) => s.loadAvg1));
-const busyAtStart = Object.entries(sections).filter(([, s]) => s.loadAvg1[0] > COMPARABLE_LOAD);
+const busyAtStart = Object.entries(sections).filter(([, s]) => startedBusy(s));
 if (busyAtStart.length > 0) {
   out.push(
     `NOT COMPARABLE: ${busyAtStart.map(([n, s]) => `${n} (${fmtNum(s.loadAvg1[0], 2)})`).join(', ')} started at a 1-min load above ${COMPARABLE_LOAD} ` +
