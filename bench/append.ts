@@ -17,7 +17,8 @@
  *             indexer's rate alone, are reported), and the per-entry delay
  *             (registration → searchable) from the `lethe_search_index_delay_seconds`
  *             histogram. BENCH_APPEND_INDEXER=false runs the service without its
- *             indexer (LETHE_INDEXER=false): the registration path alone.
+ *             indexer (LETHE_INDEXER=false): the registration path alone;
+ *             BENCH_SEAL_WORKERS=n sets its seal workers (LETHE_SEAL_WORKERS).
  *   2. baseline the same texts, unencrypted, through a plain batcher with the writer's
  *             size/age policy (1 MiB or 50 ms after the first entry; each text with a
  *             4-byte length prefix, as a frame), `store.put` to the same bucket, the
@@ -423,6 +424,8 @@ export async function runAppend(): Promise<AppendResult> {
       S3_BACKUP_BUCKET: `${bucket}-bak`,
       // BENCH_APPEND_INDEXER=false: the service does not index (the registration path alone; the lag is not measured)
       LETHE_INDEXER: indexing ? 'true' : 'false',
+      // BENCH_SEAL_WORKERS: the indexer's seal workers (default: the service's own, one fewer than the cores)
+      ...(process.env.BENCH_SEAL_WORKERS ? { LETHE_SEAL_WORKERS: process.env.BENCH_SEAL_WORKERS } : {}),
     });
     const servicePid = server.child.pid;
     // the service's warnings and errors (JSON log lines at level >= 40), counted and the first few kept

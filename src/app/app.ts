@@ -63,6 +63,8 @@ export interface OpenAppOptions {
   readonly indexWorker?: boolean;
   /** The indexer's batch size, claim and poll (tests; src/log/indexer.ts has the defaults). */
   readonly indexing?: IndexerOptions;
+  /** Worker threads the indexer seals its batches on (default: one fewer than the cores, at most 2; 0: the service thread). */
+  readonly sealWorkers?: number;
   /** How long the erasure probe waits for entries queued for indexing before it started (tests; src/erasure/steps/probe.ts has the defaults). */
   readonly probeQueueWait?: { readonly waitMs: number; readonly parks: number };
   /** The clock epochs are retired by and compared against (tests that let a KMS deletion window pass). */

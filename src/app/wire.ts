@@ -38,6 +38,7 @@ import { VersionKeys } from '../vault/version-keys.js';
 import { BuiltInEmbedder } from '../vectors/builtin-embedder.js';
 import type { Embedder } from '../vectors/embedder.js';
 import { OpenAiEmbedder } from '../vectors/openai-embedder.js';
+import { SEAL_WORKERS } from '../vectors/seal-pool.js';
 import { Vectors } from '../vectors/service.js';
 import { ShingleHasher } from '../vectors/shingles.js';
 import type { OpenAppOptions } from './app.js';
@@ -122,7 +123,16 @@ async function wireData(w: WireContext, v: Awaited<ReturnType<typeof wireVault>>
       : new BuiltInEmbedder(config.embeddingDimensions));
   const regenerator: Regenerator = options.regenerator ?? (config.regenerator ? new ChatRegenerator(config.regenerator) : new ExtractiveRegenerator());
   const shingleKey = await provider.deriveSystemKey('shingle-index');
-  const vectors = new Vectors({ db: database, embedder, keys, versionKeys, shingles: new ShingleHasher(shingleKey), logger, metrics });
+  const vectors = new Vectors({
+    db: database,
+    embedder,
+    keys,
+    versionKeys,
+    shingles: new ShingleHasher(shingleKey),
+    logger,
+    metrics,
+    sealWorkers: options.sealWorkers ?? config.sealWorkers ?? SEAL_WORKERS,
+  });
   zeroize(shingleKey);
   const itemKey = await provider.deriveSystemKey('store-item');
   const items = new KeyedHasher(itemKey);

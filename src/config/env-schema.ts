@@ -186,6 +186,8 @@ export const envSchema = z.object({
     .toLowerCase()
     .pipe(z.enum(['true', 'false'], { message: 'must be true or false' }))
     .optional(),
+  // no default here: it depends on the machine's cores (src/vectors/seal-pool.ts)
+  LETHE_SEAL_WORKERS: z.string().trim().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(0).max(16)).optional(),
   LETHE_INDEXER: z
     .string()
     .trim()

@@ -96,6 +96,8 @@ export interface Config {
   readonly autoMigrate: boolean;
   /** Whether this replica drains the search indexing queue (LETHE_INDEXER; default true: every replica does). */
   readonly indexer: boolean;
+  /** Worker threads its indexer seals batches on (LETHE_SEAL_WORKERS; default one fewer than the cores, at most 2; 0: the service thread). */
+  readonly sealWorkers: number | undefined;
 }
 
 export type KeyProviderConfig =
@@ -209,6 +211,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     ledgerCheckSeconds: e.LETHE_LEDGER_CHECK_SECONDS,
     ledgerWitnessDir: e.LETHE_LEDGER_WITNESS_DIR,
     indexer: e.LETHE_INDEXER === 'true',
+    sealWorkers: e.LETHE_SEAL_WORKERS,
     autoMigrate: e.LETHE_AUTO_MIGRATE === undefined ? !(e.NODE_ENV.trim().toLowerCase() === 'production' && e.DATABASE_URL) : e.LETHE_AUTO_MIGRATE === 'true',
     embeddings:
       e.LETHE_EMBEDDINGS_URL && e.LETHE_EMBEDDINGS_MODEL

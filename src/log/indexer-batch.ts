@@ -118,15 +118,19 @@ async function indexClaimed(c: IndexerContext, claim: string, rows: readonly Cla
       // a copy: a view would hold the whole segment
       c.d.frames?.set(frameKey(r.segment, place), frame.slice());
     }
-    for (let i = 0; i < records.length; i += EMBED_CHUNK) {
-      const chunk = records.slice(i, i + EMBED_CHUNK);
-      await pace();
-      const vectors = await c.d.vectors.embedder.embed(chunk.map((r) => r.text));
-      for (let j = 0; j < chunk.length; j += YIELD_EVERY) {
+    // on a seal worker when the replica has one ready, else here, paced
+    const offThread = await c.d.vectors.sealOffThread(records);
+    if (offThread) sealed.push(...offThread);
+    else
+      for (let i = 0; i < records.length; i += EMBED_CHUNK) {
+        const chunk = records.slice(i, i + EMBED_CHUNK);
         await pace();
-        sealed.push(...(await c.d.vectors.sealEach(chunk.slice(j, j + YIELD_EVERY), vectors.slice(j, j + YIELD_EVERY))));
+        const vectors = await c.d.vectors.embedder.embed(chunk.map((r) => r.text));
+        for (let j = 0; j < chunk.length; j += YIELD_EVERY) {
+          await pace();
+          sealed.push(...(await c.d.vectors.sealEach(chunk.slice(j, j + YIELD_EVERY), vectors.slice(j, j + YIELD_EVERY))));
+        }
       }
-    }
   } finally {
     for (const dek of deks.values()) zeroize(dek);
   }

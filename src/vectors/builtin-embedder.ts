@@ -11,7 +11,7 @@
  * Zipf's law, so frequent words count less. Measured on lethe's retrieval set
  * (bench/retrieval.ts) against the hashing embedder alone: docs/performance.md.
  */
-import { type Embedder, HashingEmbedder, normalize, STOP_WORDS, tokenize } from './embedder.js';
+import { type Embedder, type EmbedderSpec, HashingEmbedder, normalize, STOP_WORDS, tokenize } from './embedder.js';
 import { type WordVectors, wordVectors } from './word-vectors.js';
 
 /** The word vectors' share of the cosine. */
@@ -24,16 +24,19 @@ const ZIPF_H = Math.log(400_000) + 0.5772;
 export class BuiltInEmbedder implements Embedder {
   readonly model: string;
   readonly dimensions: number;
+  readonly spec: EmbedderSpec | undefined;
   readonly #hashing: HashingEmbedder;
   readonly #words: WordVectors;
 
   /** `hashDimensions`: the hashed half's size (LETHE_EMBEDDING_DIMENSIONS). */
-  constructor(hashDimensions = 512, words: WordVectors = wordVectors()) {
+  constructor(hashDimensions = 512, words?: WordVectors) {
     this.#hashing = new HashingEmbedder(hashDimensions);
-    this.#words = words;
-    this.dimensions = words.dimensions + hashDimensions;
+    this.#words = words ?? wordVectors();
+    // word vectors of the caller's own cannot be built again on another thread
+    this.spec = words ? undefined : { kind: 'builtin', hashDimensions };
+    this.dimensions = this.#words.dimensions + hashDimensions;
     // letters, digits and dashes: the word vectors' package version and the hashed half's own model
-    this.model = `lethe-words-v1-glove${words.dimensions}-${words.source.split('@')[1]!.replaceAll('.', '-')}-${this.#hashing.model}`;
+    this.model = `lethe-words-v1-glove${this.#words.dimensions}-${this.#words.source.split('@')[1]!.replaceAll('.', '-')}-${this.#hashing.model}`;
   }
 
   async embed(texts: readonly string[]): Promise<Float32Array[]> {

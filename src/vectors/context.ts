@@ -9,15 +9,14 @@ import type { Metrics } from '../observability/metrics.js';
 import type { KeyService } from '../vault/keys.js';
 import type { VersionKeys } from '../vault/version-keys.js';
 import type { Embedder } from './embedder.js';
-import type { SealedEmbedding } from './embeddings.js';
+import type { SealPool } from './seal-pool.js';
 import { ShingleIndex } from './shingle-index.js';
 import type { ShingleHasher } from './shingles.js';
 import { type RecordType, VectorIndex } from './vector-index.js';
 
 export type SealedRow = { record_id: string; record_type: RecordType; key_id: string; model: string; sealed: Uint8Array; fold_version: number };
 
-/** A sealed row with the vector and shingle set it will read back as. */
-export type Sealed = SealedEmbedding & { readonly vector: Float32Array; readonly shingles: Float64Array };
+export type { Sealed } from './sealing.js';
 
 export interface VectorsDeps {
   readonly db: Database;
@@ -29,6 +28,8 @@ export interface VectorsDeps {
   readonly shingles: ShingleHasher;
   readonly logger: Logger;
   readonly metrics: Metrics;
+  /** Worker threads the indexer's batches are sealed on (seal-pool.ts; default 0: the caller's thread). */
+  readonly sealWorkers?: number;
 }
 
 /** A record as the indexes take it: its vector (absent: another model's) and shingle set (absent: written before lexical indexing). */
@@ -98,6 +99,8 @@ export interface VectorsContext {
   readonly own: Map<string, { readonly keyId: string; heard: boolean }>;
   /** The loads of written embeddings heard over NOTIFY (publish.ts loadWritten) still running. */
   readonly loading: Set<Promise<void>>;
+  /** The seal workers, when there are any. */
+  readonly seals: SealPool | undefined;
 }
 
 export function freshIndexes(embedder: Embedder): Indexes {

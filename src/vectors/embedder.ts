@@ -31,7 +31,12 @@ export interface Embedder {
    * embedder compares the hashed features alone: what LETHE_PROBE_SIMILARITY measures.
    */
   probeCosine?(a: Float32Array, b: Float32Array): number;
+  /** How another thread builds the same embedder (seal-worker.ts); absent: it embeds on its own thread only. */
+  readonly spec?: EmbedderSpec;
 }
+
+/** A built-in embedder, as a worker thread builds it again (a model's adapter has none: it embeds where it was made). */
+export type EmbedderSpec = { readonly kind: 'hashing'; readonly dimensions: number } | { readonly kind: 'builtin'; readonly hashDimensions: number };
 
 export const STOP_WORDS: ReadonlySet<string> = new Set(
   (
@@ -66,6 +71,7 @@ function fnv1a(text: string, seed: number): number {
 export class HashingEmbedder implements Embedder {
   readonly model: string;
   readonly dimensions: number;
+  readonly spec: EmbedderSpec;
 
   constructor(dimensions = 512) {
     if (!Number.isInteger(dimensions) || dimensions < 16 || dimensions > 4096) {
@@ -73,6 +79,7 @@ export class HashingEmbedder implements Embedder {
     }
     this.dimensions = dimensions;
     this.model = `lethe-hash-v3-${dimensions}`;
+    this.spec = { kind: 'hashing', dimensions };
   }
 
   async embed(texts: readonly string[]): Promise<Float32Array[]> {

@@ -10,15 +10,11 @@
  * rows several times slower than a warm thread for its first few thousand.
  */
 import { randomBytes } from 'node:crypto';
-import { parentPort } from 'node:worker_threads';
-import { isLetheError } from '../errors.js';
-import { type OpenBatch, openBatch } from './open-batch.js';
+import { type OpenBatch, type OpenedBatch, openBatch } from './open-batch.js';
 import { openSealedRecord, sealEmbedding } from './sealed-form.js';
+import { serveJobs } from './thread-pool.js';
 
 const WARM_UP = 1500;
-
-const port = parentPort;
-if (!port) throw new Error('open-worker.ts runs as a worker thread');
 
 function warmUp(): void {
   const key = randomBytes(32);
@@ -37,18 +33,11 @@ function warmUp(): void {
   }
 }
 
-port.on('message', (message: { id: number; batch: OpenBatch }) => {
-  try {
-    const out = openBatch(message.batch);
-    port.postMessage({ id: message.id, out }, [out.vectors.buffer as ArrayBuffer, out.shingles.buffer as ArrayBuffer]);
-  } catch (e) {
-    message.batch.keys.fill(0);
-    port.postMessage({
-      id: message.id,
-      error: { code: isLetheError(e) ? e.code : 'internal', message: e instanceof Error ? e.message : 'opening a batch failed' },
-    });
-  }
-});
-
 warmUp();
-port.postMessage({ ready: true });
+serveJobs<OpenBatch, OpenedBatch>(
+  (batch) => {
+    const out = openBatch(batch);
+    return { out, transfer: [out.vectors.buffer as ArrayBuffer, out.shingles.buffer as ArrayBuffer] };
+  },
+  (batch) => batch.keys.fill(0),
+);

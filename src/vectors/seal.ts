@@ -2,8 +2,8 @@
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
 import type { IndexedRecord, Sealed, SealedRow, VectorsContext } from './context.js';
-import { resealEmbedding, type SealedEmbedding, sealEmbedding, storedForm } from './embeddings.js';
-import { FOLD_VERSION } from './fold.js';
+import { resealEmbedding, type SealedEmbedding } from './embeddings.js';
+import { type KeyedText, sealRecords } from './sealing.js';
 import type { RecordType } from './vector-index.js';
 
 /** Rows re-sealed between two turns of the event loop. */
@@ -23,29 +23,13 @@ export function seal(
 }
 
 /** Embeds all texts in one embedder call, and seals each vector and shingle set under its own record's key. */
-export async function sealEach(
+export function sealEach(
   c: VectorsContext,
-  records: ReadonlyArray<{ recordId: string; recordType: RecordType; text: string; keyId: string; key: Uint8Array }>,
+  records: readonly KeyedText[],
   /** The records' vectors, when the caller embedded them already (one embedder call for more records than it seals at once). */
   embedded?: readonly Float32Array[],
 ): Promise<Sealed[]> {
-  if (records.length === 0) return [];
-  const vectors = embedded ?? (await c.d.embedder.embed(records.map((r) => r.text)));
-  const model = c.d.embedder.model;
-  return records.map((r, i) => {
-    const shingles = c.d.shingles.setOf(r.text);
-    return {
-      recordId: r.recordId,
-      recordType: r.recordType,
-      keyId: r.keyId,
-      model,
-      sealed: sealEmbedding(r.key, { recordId: r.recordId, keyId: r.keyId, model }, vectors[i]!, shingles),
-      foldVersion: FOLD_VERSION,
-      // what a restart will read back, so scores do not move across restarts
-      vector: storedForm(vectors[i]!),
-      shingles,
-    };
-  });
+  return sealRecords(c.d, records, embedded);
 }
 
 /**

@@ -33,6 +33,7 @@ import { load, loadsSettled, loadWritten, publish, publishingRecords, removeKey,
 import { rebuild } from './rebuild.js';
 import { countStale, reindex, staleRows } from './reindex.js';
 import { reseal, seal, sealEach } from './seal.js';
+import { SealPool } from './seal-pool.js';
 import type { ShingleIndex } from './shingle-index.js';
 import type { TextShingles } from './shingles.js';
 import type { RecordType, VectorIndex } from './vector-index.js';
@@ -58,6 +59,7 @@ export class Vectors {
       destroyedDuring: undefined,
       own: new Map(),
       loading: new Set(),
+      seals: deps.sealWorkers ? new SealPool(deps.sealWorkers, deps, { logger: deps.logger }) : undefined,
     };
   }
 
@@ -84,13 +86,23 @@ export class Vectors {
   coverage = (): Promise<Coverage> => coverage(this.#c);
   reconcile = (): Promise<Coverage & { loaded: number; dropped: number }> => reconcile(this.#c);
 
-  /** Wipes the shingle key. */
+  /** Wipes the shingle key, and has the seal workers wipe their copies and end. */
   close(): void {
+    void this.#c.seals?.close();
     this.#c.d.shingles.destroy();
   }
 
   seal = (records: readonly Text[], keyId: string, key: Uint8Array): Promise<Sealed[]> => seal(this.#c, records, keyId, key);
   sealEach = (records: readonly KeyedText[], embedded?: readonly Float32Array[]): Promise<Sealed[]> => sealEach(this.#c, records, embedded);
+  /** The records sealed on a seal worker; undefined when there is none ready: the caller seals them itself (`sealEach`). */
+  /** Starts the seal workers, if this service has any, and resolves once they are ready: whether batches go to them now. */
+  sealWorkersReady = async (): Promise<boolean> => {
+    const seals = this.#c.seals;
+    if (!seals) return false;
+    await seals.ready().catch(() => undefined);
+    return seals.isReady;
+  };
+  sealOffThread = async (records: readonly KeyedText[]): Promise<Sealed[] | undefined> => this.#c.seals?.seal(records);
   reseal = (
     from: { keyId: string; key: Uint8Array },
     targets: ReadonlyMap<string, { keyId: string; key: Uint8Array }>,

@@ -96,6 +96,12 @@ export class ShingleHasher {
     return shingleSet(this.of(text));
   }
 
+  /** A copy of the key, for a seal worker to key its own hasher with (seal-pool.ts); the caller zeroes it. */
+  copyKey(): Uint8Array {
+    if (this.#destroyed) throw new Error('the shingle hasher was destroyed');
+    return Uint8Array.from(this.#key);
+  }
+
   destroy(): void {
     this.#key.fill(0);
     this.#destroyed = true;

@@ -13,6 +13,7 @@ import { queryRows } from '../../src/db/client.js';
 import { FREE_RETRIES, MAX_BACKOFF_SECONDS } from '../../src/log/indexer.js';
 import { S3ObjectStore } from '../../src/storage/s3.js';
 import { type Embedder, HashingEmbedder } from '../../src/vectors/embedder.js';
+import { shingleSet } from '../../src/vectors/shingles.js';
 import { serveTestVault, type ServedVault } from '../client/served.js';
 import { ok } from '../support/http.js';
 import { registerTexts, upload } from '../support/registration.js';
@@ -345,5 +346,45 @@ describe('the indexer on the embedded PGlite default', () => {
     expect(await vault.log.queueStatus()).toEqual({ queued: 0, lagSeconds: 0 });
     const hits = await vault.search.search('an embedded registration', 2, { subjects: [subject] });
     expect(hits.hits.map((h) => h.id)).toContain(ids[0]);
+  });
+});
+
+describe('the indexer with a seal worker', () => {
+  let tv: TestVault;
+  beforeAll(async () => {
+    tv = await openTestVault({ extraEnv: minioEnv('lethe-idxw'), app: { indexWorker: false, sealWorkers: 1 } });
+  });
+  afterAll(async () => {
+    await tv?.close();
+  });
+
+  it('seals its batches off the service thread once the worker is ready: the same records, searchable, none sealed on the service thread', async () => {
+    const vault = tv.app;
+    expect(await vault.vectors.sealWorkersReady()).toBe(true);
+    let sealedHere = 0;
+    const sealEach = vault.vectors.sealEach;
+    vault.vectors.sealEach = (...args) => {
+      sealedHere++;
+      return sealEach(...args);
+    };
+    try {
+      const subject = `user:sealw-${randomBytes(3).toString('hex')}`;
+      const canary = `axolotl-${randomBytes(4).toString('hex')}`;
+      const { ids } = await registerTexts(vault, subject, [`The ${canary} lives in the blue tank`, 'a second note about the garden shed']);
+      vault.log.indexer.start();
+      await vault.log.drained({ timeoutMs: 60_000 });
+      await vault.log.indexer.stop();
+      expect(sealedHere).toBe(0);
+      expect(await embedded(vault, ids)).toBe(2);
+      expect(ids.every((id) => vault.vectors.index.has(id))).toBe(true);
+      const hits = await vault.search.search(`${canary} tank`, 2, { subjects: [subject] });
+      expect(hits.hits[0]?.id).toBe(ids[0]);
+      // filed under the shingles this thread computes for the text (the worker keyed them under the same index key)
+      expect(Array.from(vault.vectors.lexical.setAt(vault.vectors.lexical.slotOf(ids[0]!)!) ?? [])).toEqual(
+        Array.from(shingleSet(vault.vectors.shinglesOf(`The ${canary} lives in the blue tank`))),
+      );
+    } finally {
+      vault.vectors.sealEach = sealEach;
+    }
   });
 });

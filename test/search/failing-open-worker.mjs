@@ -2,7 +2,7 @@
 import { parentPort } from 'node:worker_threads';
 
 parentPort.on('message', (message) => {
-  message.batch.keys.fill(0);
+  message.input.keys.fill(0);
   throw new Error('this worker fails on purpose');
 });
 parentPort.postMessage({ ready: true });

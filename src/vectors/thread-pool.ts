@@ -1,0 +1,197 @@
+/**
+ * A pool of worker threads that each take one job at a time from this thread, and the
+ * worker side of it (`serveJobs`): the rebuild's openers (open-pool.ts) and the
+ * indexer's sealers (seal-pool.ts). A job's buffers named by `transfer` move to the
+ * worker (detached here: no copy stays behind); an answer nobody will read any more
+ * is wiped (`discard`).
+ *
+ * A worker that fails (throws outside a job, exits, cannot start) fails the pool:
+ * every job waiting on it, and every job sent after, rejects with the error.
+ */
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { parentPort, Worker } from 'node:worker_threads';
+import { type ErrorCode, isLetheError, LetheError } from '../errors.js';
+
+export interface PoolJobs<In, Out> {
+  /** Names the pool in its errors ("a rebuild worker failed"). */
+  readonly name: string;
+  /** The buffers that move to the worker with a job. */
+  transfer(input: In): ArrayBuffer[];
+  /** Wipes a job refused before it is sent (the pool failed or closed). */
+  refuse(input: In): void;
+  /** Wipes an answer that came back after its job was given up. */
+  discard(output: Out): void;
+}
+
+/** How long a closing worker has to wipe its keys and end before it is terminated. */
+const CLOSE_WAIT_MS = 1000;
+
+type Reply<Out> = { id: number; out: Out } | { id: number; error: { code: ErrorCode; message: string } } | { ready: true };
+
+interface Slot {
+  readonly worker: Worker;
+  busy: number;
+}
+
+export class ThreadPool<In, Out> {
+  readonly workers: number;
+  /** Resolves once every worker has warmed up; rejects if one fails first. */
+  readonly ready: Promise<void>;
+  isReady = false;
+  readonly #jobs: PoolJobs<In, Out>;
+  #warm = 0;
+  #readyNow: () => void = () => {};
+  #notReady: (e: unknown) => void = () => {};
+  readonly #slots: Slot[] = [];
+  readonly #pending = new Map<number, { resolve: (out: Out) => void; reject: (e: unknown) => void; slot: Slot }>();
+  #next = 0;
+  #failed: LetheError | undefined;
+  #closed = false;
+
+  /** `workers` threads running `script`, each started with `workerData` (copied into it). */
+  constructor(workers: number, script: URL, jobs: PoolJobs<In, Out>, workerData?: unknown) {
+    this.workers = workers;
+    this.#jobs = jobs;
+    this.ready = new Promise<void>((resolve, reject) => {
+      this.#readyNow = resolve;
+      this.#notReady = reject;
+    });
+    // a caller that never waits for it must not leave a rejection unhandled
+    this.ready.catch(() => {});
+    for (let i = 0; i < workers; i++) {
+      const worker = spawnWorker(script, workerData);
+      // the pool's owner closes it; a forgotten one must not keep the process alive
+      worker.unref();
+      const slot: Slot = { worker, busy: 0 };
+      worker.on('message', (reply: Reply<Out>) => this.#reply(reply));
+      worker.on('error', (e) => this.#fail(new LetheError('internal', `${jobs.name} failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e })));
+      worker.on('exit', (code) => {
+        if (!this.#closed) this.#fail(new LetheError('internal', `${jobs.name} exited (code ${code})`));
+      });
+      this.#slots.push(slot);
+    }
+  }
+
+  /** Whether the pool failed or closed: every job sent now rejects. */
+  get failed(): boolean {
+    return this.#failed !== undefined || this.#closed;
+  }
+
+  run(input: In): Promise<Out> {
+    if (this.failed) {
+      this.#jobs.refuse(input);
+      return Promise.reject(this.#failed ?? new LetheError('internal', `the ${this.#jobs.name}s are closed`));
+    }
+    const slot = this.#slots.reduce((a, b) => (b.busy < a.busy ? b : a));
+    const id = this.#next++;
+    return new Promise<Out>((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject, slot });
+      slot.busy++;
+      slot.worker.postMessage({ id, input }, this.#jobs.transfer(input));
+    });
+  }
+
+  #reply(reply: Reply<Out>): void {
+    if ('ready' in reply) {
+      if (++this.#warm === this.workers) {
+        this.isReady = true;
+        this.#readyNow();
+      }
+      return;
+    }
+    const p = this.#pending.get(reply.id);
+    if (!p) {
+      // its job was given up (the pool failed meanwhile): nothing will read it
+      if ('out' in reply) this.#jobs.discard(reply.out);
+      return;
+    }
+    this.#pending.delete(reply.id);
+    p.slot.busy--;
+    if ('error' in reply) p.reject(new LetheError(reply.error.code, reply.error.message));
+    else p.resolve(reply.out);
+  }
+
+  #fail(e: LetheError): void {
+    this.#failed ??= e;
+    this.#notReady(this.#failed);
+    for (const [id, p] of this.#pending) {
+      this.#pending.delete(id);
+      p.reject(this.#failed);
+    }
+  }
+
+  /** Asks each worker to wipe its keys and end (ended after CLOSE_WAIT_MS if it does not). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.all(
+      this.#slots.map(async ({ worker }) => {
+        const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+        worker.postMessage({ close: true });
+        const timer = new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), CLOSE_WAIT_MS).unref());
+        if ((await Promise.race([exited, timer])) === 'late') await worker.terminate();
+      }),
+    );
+    this.#fail(new LetheError('internal', `the ${this.#jobs.name}s are closed`));
+  }
+}
+
+/**
+ * The worker side: says it is ready, then answers each job with `handle`'s output
+ * (its `transfer` buffers moved back; `wipe` then runs on what stays here). A job that
+ * throws is answered by its error's code and message only (never key material or
+ * plaintext), after `failed` wipes it. Asked to close, it runs `closing` (wiping its
+ * own keys) and ends.
+ */
+export function serveJobs<In, Out>(handle: (input: In) => JobAnswer<Out> | Promise<JobAnswer<Out>>, failed: (input: In) => void, closing?: () => void): void {
+  const port = parentPort;
+  if (!port) throw new Error('a pool job script runs as a worker thread');
+  port.on('message', async (message: { id: number; input: In } | { close: true }) => {
+    if ('close' in message) {
+      closing?.();
+      process.exit(0);
+    }
+    try {
+      const { out, transfer, wipe } = await handle(message.input);
+      port.postMessage({ id: message.id, out }, transfer ?? []);
+      wipe?.();
+    } catch (e) {
+      failed(message.input);
+      port.postMessage({
+        id: message.id,
+        error: { code: isLetheError(e) ? e.code : 'internal', message: e instanceof Error ? e.message : 'a job failed' },
+      });
+    }
+  });
+  port.postMessage({ ready: true });
+}
+
+/** A job's answer: what is sent back, the buffers moved with it, and what wipes the copies that stay. */
+export interface JobAnswer<Out> {
+  readonly out: Out;
+  readonly transfer?: ArrayBuffer[];
+  readonly wipe?: () => void;
+}
+
+/**
+ * A worker running `script`. Running from TypeScript sources (tsx, vitest), the
+ * worker registers tsx's loader first: worker threads do not inherit it.
+ */
+function spawnWorker(script: URL, workerData?: unknown): Worker {
+  if (!script.pathname.endsWith('.ts')) return new Worker(script, { workerData });
+  const loader = tsxLoader();
+  const bootstrap = `import(${JSON.stringify(loader)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(script.href)}); })`;
+  return new Worker(bootstrap, { eval: true, workerData });
+}
+
+/** A script beside `base` (an `import.meta.url`), compiled or, running from TypeScript sources, as it is. */
+export function siblingScript(base: string, name: string): URL {
+  return new URL(base.endsWith('.ts') ? `./${name}.ts` : `./${name}.js`, base);
+}
+
+/** tsx's ESM API (a development dependency: only TypeScript sources need it). */
+function tsxLoader(): string {
+  const cjs = createRequire(import.meta.url).resolve('tsx/esm/api');
+  return pathToFileURL(cjs.replace(/index\.cjs$/, 'index.mjs')).href;
+}

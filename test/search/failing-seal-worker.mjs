@@ -1,0 +1,8 @@
+// A seal worker that fails on its first batch (test/search/seal-workers.test.ts): ready at once, then it zeroes the keys it is sent and throws outside any job.
+import { parentPort } from 'node:worker_threads';
+
+parentPort.on('message', (message) => {
+  message.input?.keys?.fill(0);
+  throw new Error('this seal worker fails on purpose');
+});
+parentPort.postMessage({ ready: true });
