@@ -1,5 +1,5 @@
 /**
- * Search: the in-memory vector index — an HNSW graph (usearch, int8, cosine) whose
+ * Search: the in-memory vector index — an HNSW graph (usearch, over the vectors' signs) whose
  * candidates are ranked by their exact scores — at store scale: how fast it answers,
  * how often it finds the exact ten nearest (recall@10 against brute force over the same
  * vectors), what it costs in memory, what a key's destruction costs it, and how fast it
@@ -24,9 +24,9 @@
  *               outside the JS heap: RSS delta − heapTotal delta − arrayBuffers delta). On
  *               this machine the native delta reads below what usearch must hold (the
  *               allocator hands it memory the process freed before), so the figure takes
- *               the larger of it and usearch's floor — the int8 copy, the key and the
- *               bottom layer's 2·M links — and reports both (a graph alone, built in a
- *               fresh process, read 768-795 B a vector at 30,000-100,000).
+ *               the larger of it and usearch's floor — the sign code (2 bits a dimension,
+ *               in 8-byte words), the key and the bottom layer's 2·M links — and reports
+ *               both.
  *   3. query    BENCH_SEARCH_QUERIES (default 200; 60 when quick) queries after 5 unmeasured:
  *               half a stored vector moved a little (40 of its 512 dimensions nudged by up to
  *               ±0.1, renormalised), half a new note through the HashingEmbedder, each timed
@@ -113,11 +113,11 @@ export interface MemoryFigures {
   readonly bytesPerVector: number;
   /** heapUsedDelta + arrayBuffersDelta, per vector: the JS side (int8 vectors, ids, maps, key filing). */
   readonly jsBytesPerVector: number;
-  /** usearch's graph and its int8 copy: the measured figure, or the floor when the RSS reads below it. */
+  /** usearch's graph and its sign codes: the measured figure, or the floor when the RSS reads below it. */
   readonly nativeBytesPerVector: number;
   /** rssDelta − heapTotalDelta − arrayBuffersDelta, per vector (the allocator reusing memory freed before the build makes it read low). */
   readonly measuredNativeBytesPerVector: number;
-  /** usearch's least per vector: the int8 copy, the key, the bottom layer's 2·M links. */
+  /** usearch's least per vector: the sign code, the key, the bottom layer's 2·M links. */
   readonly nativeFloorBytesPerVector: number;
   readonly gibPerMillion: number;
   /** The same over the second half of the build alone (halfway to the end): what each further vector costs. */
@@ -638,8 +638,8 @@ export async function indexRun(embedder: HashingEmbedder, c: Corpus, nQueries: n
   const second = half ? slope(half.m, n - half.at) : undefined;
   const jsBytesPerVector = (heapUsedDelta + arrayBuffersDelta) / n;
   const measuredNative = (rssDelta - heapTotalDelta - arrayBuffersDelta) / n;
-  // what usearch cannot hold a vector in less than: its int8 copy, its key and its bottom layer's links (2·M slots of 4 B)
-  const nativeFloor = d + 8 + 2 * DEFAULT_CONNECTIVITY * 4;
+  // what usearch cannot hold a vector in less than: its sign code (2·d bits in 8-byte words), its key and its bottom layer's links (2·M slots of 4 B)
+  const nativeFloor = Math.ceil((2 * d) / 64) * 8 + 8 + 2 * DEFAULT_CONNECTIVITY * 4;
   const nativeBytesPerVector = Math.max(measuredNative, nativeFloor);
   const memory: MemoryFigures = {
     rssDelta,
@@ -1109,7 +1109,7 @@ export function formatSearch(r: SearchResult): string {
   const b = r.rebuild;
   const mib = (bytes: number) => `${fmtNum(bytes / 2 ** 20, 1)} MiB`;
   const lines = [
-    `VectorIndex(${r.dimensions}): HNSW graph (usearch, int8, cosine; ${r.graph.threads} insertion threads on ${r.graph.cores} cores), ${r.graph.candidates} candidates ranked exactly per search; ` +
+    `VectorIndex(${r.dimensions}): HNSW graph (usearch, sign codes, Hamming; ${r.graph.threads} insertion threads on ${r.graph.cores} cores), ${r.graph.candidates} candidates ranked exactly per search; ` +
       `${fmtInt(x.vectors)} notes of ~${fmtNum(x.meanNonZero, 0)} non-zero dimensions (${r.model}), embedded in ${fmtSeconds(x.corpusSeconds)}; load average ${r.loadAvg.map((l) => fmtNum(l, 2)).join(' / ')}`,
     table(
       [
@@ -1139,8 +1139,8 @@ export function formatSearch(r: SearchResult): string {
         ],
       ],
     ),
-    `memory = JS (heapUsed + arrayBuffers delta: the int8 vectors, ids, maps and key filing) + native (usearch's graph and int8 copy: RSS delta − heapTotal delta − arrayBuffers delta, ` +
-      `${fmtNum(m.measuredNativeBytesPerVector, 0)} B/vector, or its floor of ${fmtNum(m.nativeFloorBytesPerVector, 0)} B — int8 copy, key, 2·M links — when the delta reads below it), after forced GCs` +
+    `memory = JS (heapUsed + arrayBuffers delta: the int8 vectors, ids, maps and key filing) + native (usearch's graph and sign codes: RSS delta − heapTotal delta − arrayBuffers delta, ` +
+      `${fmtNum(m.measuredNativeBytesPerVector, 0)} B/vector, or its floor of ${fmtNum(m.nativeFloorBytesPerVector, 0)} B — sign code, key, 2·M links — when the delta reads below it), after forced GCs` +
       (m.secondHalf
         ? `; over the build's second half alone (${fmtInt(m.secondHalf.vectors)} vectors): ${fmtNum(m.secondHalf.bytesPerVector, 0)} B/vector (JS ${fmtNum(m.secondHalf.jsBytesPerVector, 0)}, native ${fmtNum(m.secondHalf.bytesPerVector - m.secondHalf.jsBytesPerVector, 0)})`
         : ''),

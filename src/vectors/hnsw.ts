@@ -1,17 +1,20 @@
 /**
  * The HNSW graph the vector index navigates by: usearch's native index (npm `usearch`,
- * pinned to an exact version in package.json), cosine metric, int8 storage.
+ * pinned to an exact version in package.json), over each vector's signs only — two bits
+ * a dimension (positive, negative; zero is neither), Hamming distance — so that its
+ * native copy is 2·d bits instead of d bytes: the index's own int8 copy (vector-slots.ts)
+ * is what every candidate is ranked by, exactly, and the graph only has to bring the
+ * right ones among its candidates (recall@10 against brute force: bench/search.ts).
  *
  * Loaded below usearch's JavaScript wrapper, from the same prebuilt addon the wrapper
  * loads (node-gyp-build, usearch's own dependency), because the wrapper converts every
- * vector to Float32Array before the addon sees it, and the addon then re-quantises it
- * by its L2 norm with truncation. Handing the addon the Int8Array itself stores the
- * record's int8 vector exactly as it is sealed at rest (one scale per vector: cosine
- * does not see the scale), so the graph ranks what the exact scores rank.
+ * vector to Float32Array first. The addon casts an Int8Array to bits by `x > 0`, so the
+ * codes are handed to it as 0/1 bytes; their length is kept a multiple of 8 (the cast
+ * leaves a partial last byte's other bits as they were).
  *
- * A removed key only becomes a tombstone in usearch: the slot, and the int8 copy of the
+ * A removed key only becomes a tombstone in usearch: the slot, and the code of the
  * vector in it, stay until an insertion reuses the slot (usearch reuses removed slots
- * first, oldest first). `Graph` tracks how many removed slots hold a vector no
+ * first, oldest first). `Graph` tracks how many removed slots hold a code no
  * insertion has overwritten yet, and `scrub` overwrites them with placeholder nodes of
  * random vectors (never answered), so a destroyed key's vectors leave native memory
  * too, not only the index's answers. The next real insertions take the placeholders'
@@ -67,7 +70,7 @@ function load(): Addon {
 /**
  * Graph parameters. usearch's defaults except expansionAdd, 64 rather than 128: it
  * halves what building the graph costs (the rebuild's bound) for recall@10 within a
- * point of it once a search's 128 candidates are ranked exactly (bench/search.ts).
+ * point of it once a search's 256 candidates are ranked exactly (bench/search.ts).
  */
 export interface GraphOptions {
   /** Neighbours per node (M); a node at the bottom layer keeps twice as many. */
@@ -120,8 +123,30 @@ function keysOf(slots: ArrayLike<number>): BigUint64Array {
 /** Threads a batch insertion uses (a single insertion runs on the calling thread). */
 export const GRAPH_THREADS = Math.max(1, Math.min(8, os.availableParallelism()));
 
+/**
+ * The sign code of `n` int8 vectors of `d` dimensions (row after row) into `codes`
+ * (zeroed): 0/1 bytes, two a dimension, each row padded to `width`.
+ */
+function signCodes(codes: Int8Array, vectors: Int8Array, n: number, d: number, width: number): Int8Array {
+  const out = codes.subarray(0, n * width);
+  for (let i = 0; i < n; i++) {
+    const from = i * d;
+    const to = i * width;
+    for (let j = 0; j < d; j++) {
+      const x = vectors[from + j]!;
+      if (x > 0) out[to + 2 * j] = 1;
+      else if (x < 0) out[to + 2 * j + 1] = 1;
+    }
+  }
+  return out;
+}
+
 export class Graph {
+  /** The vectors' dimensions (the native index holds `width` bits a vector). */
   readonly dimensions: number;
+  readonly #width: number;
+  /** Where codes are written for the addon to copy: kept (zeroed after each use), so that building a graph does not churn native memory. */
+  #codes = new Int8Array(0);
   #native: CompiledIndex;
   /** Removed slots usearch will hand to the next insertions, their old vectors still in them. */
   #unscrubbed = 0;
@@ -131,16 +156,28 @@ export class Graph {
 
   constructor(dimensions: number, options: GraphOptions = {}) {
     this.dimensions = dimensions;
+    this.#width = Math.ceil((2 * dimensions) / 8) * 8;
     const { CompiledIndex } = load();
     this.#native = new CompiledIndex(
-      dimensions,
-      'cos',
-      'i8',
+      this.#width,
+      'hamming',
+      'b1',
       options.connectivity ?? DEFAULT_CONNECTIVITY,
       options.expansionAdd ?? DEFAULT_EXPANSION_ADD,
       options.expansionSearch ?? DEFAULT_EXPANSION_SEARCH,
       false,
     );
+  }
+
+  /** `fn` given the codes of `n` vectors, written in the scratch buffer and zeroed again after. */
+  #withCodes<T>(vectors: Int8Array, n: number, fn: (codes: Int8Array) => T): T {
+    if (this.#codes.length < n * this.#width) this.#codes = new Int8Array(n * this.#width);
+    const codes = signCodes(this.#codes, vectors, n, this.dimensions, this.#width);
+    try {
+      return fn(codes);
+    } finally {
+      codes.fill(0);
+    }
   }
 
   /** Nodes answering searches (records; placeholders excluded). */
@@ -169,7 +206,7 @@ export class Graph {
       this.#unscrubbed += reclaim;
     }
     // threads: every call passes the same count, which usearch also reserves per-thread state for
-    this.#native.add(keysOf(slots), vectors, GRAPH_THREADS);
+    this.#withCodes(vectors, n, (codes) => this.#native.add(keysOf(slots), codes, GRAPH_THREADS));
     this.#unscrubbed = Math.max(0, this.#unscrubbed - n);
   }
 
@@ -184,7 +221,7 @@ export class Graph {
 
   /**
    * Overwrites up to `max` removed slots with placeholder nodes (random vectors, never
-   * answered): a removed vector's int8 copy leaves native memory. Answers how many
+   * answered): a removed vector's sign code leaves native memory. Answers how many
    * slots are still unscrubbed. Each costs an insertion (a graph search).
    */
   scrub(max = Number.POSITIVE_INFINITY): number {
@@ -201,7 +238,7 @@ export class Graph {
     const vectors = new Int8Array(n * d);
     for (let i = 0; i < n * d; i++) if ((noise[i]! & 7) === 0) vectors[i] = (noise[n * d + i]! % 255) - 127;
     for (let i = 0; i < n; i++) vectors[i * d] ||= 1;
-    this.#native.add(keys, vectors, GRAPH_THREADS);
+    this.#withCodes(vectors, n, (codes) => this.#native.add(keys, codes, GRAPH_THREADS));
     this.#placeholders.push(...keys);
     this.#unscrubbed -= n;
     return this.#unscrubbed;
@@ -213,7 +250,7 @@ export class Graph {
    */
   search(query: Int8Array, want: number): number[] {
     if (this.#native.size() === 0) return [];
-    const [keys, , counts] = this.#native.search(query, Math.max(1, want), 1);
+    const [keys, , counts] = this.#withCodes(query, 1, (codes) => this.#native.search(codes, Math.max(1, want), 1));
     const count = Number(counts[0] ?? 0);
     const slots: number[] = [];
     for (let i = 0; i < count; i++) if (keys[i]! < PLACEHOLDER_BASE) slots.push(unscramble(Number(keys[i]!)));

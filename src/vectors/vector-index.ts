@@ -1,12 +1,12 @@
 /**
  * The in-memory vector index: each record's vector held as int8 with one scale (the
  * form it is sealed in at rest: sealed-form.ts), 516 bytes a vector at 512 dimensions,
- * in blocks of 4,096 slots (vector-slots.ts); an HNSW graph over the same int8 vectors
- * (hnsw.ts, usearch) to find a query's candidates without visiting every vector; and
+ * in blocks of 4,096 slots (vector-slots.ts); an HNSW graph over the signs of the same
+ * int8 vectors (hnsw.ts, usearch) to find a query's candidates without visiting every vector; and
  * every answer ranked by the exact score, `scale · Σ q[i]·query[i]` (the dot product of
  * the query with the vector as it reads back from its sealed form: exact-rank.ts).
  *
- * - `search` asks the graph for `candidates` (128) or more and ranks those exactly: an
+ * - `search` asks the graph for `candidates` (256) or more and ranks those exactly: an
  *   approximate nearest-neighbour search (recall@10 against exact ranking: bench/search.ts),
  *   cost about logarithmic in the index. Up to `exactUpTo` (1,024) records, and when
  *   the filter leaves too few of ever more candidates, it ranks every vector instead.
@@ -52,7 +52,7 @@ export interface IndexedVector {
 }
 
 export const DEFAULT_EXACT_UP_TO = 1024;
-export const DEFAULT_CANDIDATES = 128;
+export const DEFAULT_CANDIDATES = 256;
 /** Removed slots scrubbed per event-loop turn (each an insertion into the graph). */
 const SCRUB_PER_TURN = 16;
 /** Records waiting for the graph inserted per event-loop turn (on several threads). */
