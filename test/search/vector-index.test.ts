@@ -273,6 +273,19 @@ describe('VectorIndex', () => {
     ]);
   });
 
+  it('the graph finds each vector itself first, at dimension counts whose sign code is not a whole number of 8-byte words', () => {
+    // 2·37 = 74 and 2·101 = 202 bits
+    for (const d of [37, 64, 101]) {
+      const random = mulberry32(d);
+      // one candidate from the graph: the hit is the graph's first answer
+      const index = new VectorIndex(d, { exactUpTo: 0, candidates: 1 });
+      const vectors = Array.from({ length: 300 }, () => vec(...Array.from({ length: d }, () => random() * 2 - 1)));
+      for (const [i, v] of vectors.entries()) index.upsert(`r${i}`, 'entry', 'k', v);
+      const found = vectors.filter((v, i) => index.search(v, 1)[0]?.id === `r${i}`).length;
+      expect(found).toBe(300);
+    }
+  });
+
   it('clear empties it', () => {
     const index = new VectorIndex(D);
     index.upsert('a', 'entry', 'k', axis(0));
