@@ -139,7 +139,7 @@ function assemble(
       w.cache.clear();
       w.vectors.index.clear();
       w.fences.close();
-      w.vectors.close();
+      await w.vectors.close();
       w.hasher.close();
       w.audit.close();
       w.ledgerMac.destroy();

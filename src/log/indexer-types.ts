@@ -4,8 +4,8 @@ import type { LogDeps } from './deps.js';
 
 /** Queue rows one claim takes (a writer's segment holds up to ~255 entries of 512 B). */
 export const BATCH = 256;
-/** Texts per embedder call. */
-export const EMBED_CHUNK = 64;
+/** Texts per embedder call (the seal workers' too). */
+export { EMBED_CHUNK } from '../vectors/sealing.js';
 /** How long a claim holds its rows; a worker that has not committed by then loses them to the next claim. */
 export const CLAIM_SECONDS = 30;
 /** Failed attempts of a batch retried at once, before the backoff. */

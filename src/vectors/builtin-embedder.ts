@@ -33,7 +33,7 @@ export class BuiltInEmbedder implements Embedder {
     this.#hashing = new HashingEmbedder(hashDimensions);
     this.#words = words ?? wordVectors();
     // word vectors of the caller's own cannot be built again on another thread
-    this.spec = words ? undefined : { kind: 'builtin', hashDimensions };
+    this.spec = words || new.target !== BuiltInEmbedder ? undefined : { kind: 'builtin', hashDimensions };
     this.dimensions = this.#words.dimensions + hashDimensions;
     // letters, digits and dashes: the word vectors' package version and the hashed half's own model
     this.model = `lethe-words-v1-glove${this.#words.dimensions}-${this.#words.source.split('@')[1]!.replaceAll('.', '-')}-${this.#hashing.model}`;

@@ -71,7 +71,7 @@ function fnv1a(text: string, seed: number): number {
 export class HashingEmbedder implements Embedder {
   readonly model: string;
   readonly dimensions: number;
-  readonly spec: EmbedderSpec;
+  readonly spec: EmbedderSpec | undefined;
 
   constructor(dimensions = 512) {
     if (!Number.isInteger(dimensions) || dimensions < 16 || dimensions > 4096) {
@@ -79,7 +79,8 @@ export class HashingEmbedder implements Embedder {
     }
     this.dimensions = dimensions;
     this.model = `lethe-hash-v3-${dimensions}`;
-    this.spec = { kind: 'hashing', dimensions };
+    // a subclass embeds in its own way: a worker could not build it again from this
+    this.spec = new.target === HashingEmbedder ? { kind: 'hashing', dimensions } : undefined;
   }
 
   async embed(texts: readonly string[]): Promise<Float32Array[]> {

@@ -47,7 +47,7 @@ class WorkerOpeners implements Opener {
 
   constructor(workers: number, script: URL) {
     this.#pool = new ThreadPool<OpenBatch, OpenedBatch>(workers, script, {
-      name: 'a rebuild worker',
+      name: 'rebuild worker',
       // the keys and sealed bytes leave this thread (the worker zeroes the keys)
       transfer: (batch) => [batch.keys.buffer as ArrayBuffer, batch.sealed.buffer as ArrayBuffer],
       refuse: (batch) => batch.keys.fill(0),

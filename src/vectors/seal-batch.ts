@@ -4,6 +4,7 @@
  * thread) and zeroed by the worker when the batch is done, and, for an embedder a
  * worker cannot build, the vectors embedded already.
  */
+import { LetheError } from '../errors.js';
 import type { KeyedText, Sealed, Sealer } from './sealing.js';
 import { sealRecords } from './sealing.js';
 import type { RecordType } from './vector-slots.js';
@@ -18,8 +19,11 @@ export interface SealJob {
   readonly vectors?: Float32Array;
 }
 
-/** Packs records and their keys into a job (each distinct key copied once; the caller zeroes its own). */
-export function sealJob(records: readonly KeyedText[], vectors?: readonly Float32Array[]): SealJob {
+/** Packs records and their keys into a job (each distinct key copied once; the caller zeroes its own), with their vectors of `dimensions` when given. */
+export function sealJob(records: readonly KeyedText[], vectors?: { readonly of: readonly Float32Array[]; readonly dimensions: number }): SealJob {
+  // a vector of another length would seal part of the next record's under this record's key
+  if (vectors && (vectors.of.length !== records.length || vectors.of.some((v) => v.length !== vectors.dimensions)))
+    throw new LetheError('internal', `the embedder answered vectors of other lengths than its ${vectors.dimensions} dimensions`);
   const slotOf = new Map<string, number>();
   const distinct: Uint8Array[] = [];
   const keyOf = new Int32Array(records.length);
@@ -37,10 +41,10 @@ export function sealJob(records: readonly KeyedText[], vectors?: readonly Float3
   const keys = new Uint8Array(keyAt[distinct.length]!);
   for (let k = 0; k < distinct.length; k++) keys.set(distinct[k]!, keyAt[k]!);
   let packed: Float32Array | undefined;
-  if (vectors && vectors.length > 0) {
-    const d = vectors[0]!.length;
+  if (vectors) {
+    const d = vectors.dimensions;
     packed = new Float32Array(records.length * d);
-    for (let i = 0; i < vectors.length; i++) packed.set(vectors[i]!, i * d);
+    for (let i = 0; i < records.length; i++) packed.set(vectors.of[i]!, i * d);
   }
   return {
     keys,

@@ -14,7 +14,8 @@ import os from 'node:os';
 import type { Logger } from '../observability/logger.js';
 import { type SealJob, sealJob } from './seal-batch.js';
 import type { SealWorkerData } from './seal-worker.js';
-import type { KeyedText, Sealed, Sealer } from './sealing.js';
+import { LetheError } from '../errors.js';
+import { EMBED_CHUNK, type KeyedText, type Sealed, type Sealer, sealRecords } from './sealing.js';
 import { siblingScript, ThreadPool } from './thread-pool.js';
 
 /** Seal workers a replica starts by default: one fewer than its cores (its own thread publishes and serves), at most two. */
@@ -40,9 +41,9 @@ export class SealPool {
     return !this.#broken && this.#pool?.isReady === true && !this.#pool.failed;
   }
 
-  /** Resolves once the workers are ready (starting them); rejects if one fails first. */
+  /** Resolves once the workers are ready (starting them); rejects if one fails first, or they could not start. */
   ready(): Promise<void> {
-    return this.#start().ready;
+    return this.#start()?.ready ?? Promise.reject(new LetheError('internal', 'the seal workers could not start'));
   }
 
   /**
@@ -52,22 +53,30 @@ export class SealPool {
   async seal(records: readonly KeyedText[]): Promise<Sealed[] | undefined> {
     if (this.#broken || records.length === 0) return undefined;
     const pool = this.#start();
-    if (!pool.isReady || pool.failed) return undefined;
-    // a model's adapter embeds here (it may need this thread's network client): the job carries the vectors
-    const embedded = this.#sealer.embedder.spec ? undefined : await this.#sealer.embedder.embed(records.map((r) => r.text));
-    const job = sealJob(records, embedded);
-    for (const v of embedded ?? []) v.fill(0);
+    if (!pool || !pool.isReady || pool.failed) return undefined;
+    const { embedder } = this.#sealer;
+    // a model's adapter embeds here (it may need this thread's network client), EMBED_CHUNK texts a call: the job carries the vectors
+    const embedded: Float32Array[] | undefined = embedder.spec ? undefined : [];
     try {
-      return await pool.run(job);
-    } catch (e) {
-      if (!pool.failed) throw e;
-      this.#giveUp(e);
-      return undefined;
+      for (let i = 0; embedded && i < records.length; i += EMBED_CHUNK)
+        embedded.push(...(await embedder.embed(records.slice(i, i + EMBED_CHUNK).map((r) => r.text))));
+      const job = sealJob(records, embedded ? { of: embedded, dimensions: embedder.dimensions } : undefined);
+      try {
+        return await pool.run(job);
+      } catch (e) {
+        if (!pool.failed) throw e;
+        this.#giveUp(e);
+        // what was embedded already is sealed here rather than embedded again; otherwise the caller seals
+        return embedded ? await sealRecords(this.#sealer, records, embedded) : undefined;
+      }
+    } finally {
+      for (const v of embedded ?? []) v.fill(0);
     }
   }
 
-  #start(): ThreadPool<SealJob, Sealed[]> {
-    if (this.#pool) return this.#pool;
+  /** The pool, started on first use; undefined when it could not start (given up). */
+  #start(): ThreadPool<SealJob, Sealed[]> | undefined {
+    if (this.#pool || this.#broken) return this.#pool;
     const { embedder, shingles } = this.#sealer;
     const shingleKey = shingles.copyKey();
     const data: SealWorkerData = { spec: embedder.spec, model: embedder.model, dimensions: embedder.dimensions, shingleKey };
@@ -76,7 +85,7 @@ export class SealPool {
         this.workers,
         this.#script,
         {
-          name: 'a seal worker',
+          name: 'seal worker',
           transfer: (job) => [job.keys.buffer as ArrayBuffer, ...(job.vectors ? [job.vectors.buffer as ArrayBuffer] : [])],
           refuse: (job) => {
             job.keys.fill(0);
@@ -89,8 +98,11 @@ export class SealPool {
             }
           },
         },
-        data,
+        { workerData: data, unref: true },
       );
+    } catch (e) {
+      this.#giveUp(e);
+      return undefined;
     } finally {
       // each worker got its own copy as it started
       shingleKey.fill(0);

@@ -2,9 +2,10 @@
  * A seal worker thread (seal-pool.ts starts it): builds the embedder again from its
  * spec and keys the shingles under a copy of the index key (given at start, zeroed
  * once copied), then embeds, shingles and seals the batches it is sent
- * (seal-batch.ts). What it sends back is copied; its own copies of the vectors and
- * shingle sets are zeroed once sent, each batch's keys once it is done. Asked to
- * close, it wipes the index key.
+ * (seal-batch.ts). The vectors and shingle sets it sends back are transferred (none
+ * stays here), the vectors it embedded are zeroed once sealed, and each batch's keys
+ * once it is done. Asked to close, it wipes the index key; a worker that crashes or
+ * is terminated (it did not end within a second of being asked) does not.
  */
 import { workerData } from 'node:worker_threads';
 import { LetheError } from '../errors.js';
@@ -45,15 +46,10 @@ const sealer = { embedder, shingles };
 serveJobs<SealJob, Sealed[]>(
   async (job) => {
     const out = await runSealJob(sealer, job);
-    return {
-      out,
-      wipe: () => {
-        for (const r of out) {
-          r.vector.fill(0);
-          r.shingles.fill(0);
-        }
-      },
-    };
+    // moved, not copied: no copy of a vector or shingle set stays on this thread (or in a message buffer)
+    const transfer = new Set<ArrayBuffer>();
+    for (const r of out) transfer.add(r.vector.buffer as ArrayBuffer).add(r.shingles.buffer as ArrayBuffer);
+    return { out, transfer: [...transfer] };
   },
   (job) => {
     job.keys.fill(0);

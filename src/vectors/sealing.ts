@@ -10,6 +10,9 @@ import type { ShingleHasher } from './shingles.js';
 import type { RecordType } from './vector-slots.js';
 import type { SealedEmbedding } from './embeddings.js';
 
+/** Texts per embedder call. */
+export const EMBED_CHUNK = 64;
+
 /** A sealed row with the vector and shingle set it will read back as. */
 export type Sealed = SealedEmbedding & { readonly vector: Float32Array; readonly shingles: Float64Array };
 
@@ -26,6 +29,15 @@ export async function sealRecords(s: Sealer, records: readonly KeyedText[], embe
   if (records.length === 0) return [];
   const vectors = embedded ?? (await s.embedder.embed(records.map((r) => r.text)));
   const model = s.embedder.model;
+  try {
+    return sealEach(s, records, vectors, model);
+  } finally {
+    // what it embedded itself (the caller's own vectors are the caller's to zero)
+    if (!embedded) for (const v of vectors) v.fill(0);
+  }
+}
+
+function sealEach(s: Sealer, records: readonly KeyedText[], vectors: readonly Float32Array[], model: string): Sealed[] {
   return records.map((r, i) => {
     const shingles = s.shingles.setOf(r.text);
     return {

@@ -86,15 +86,14 @@ export class Vectors {
   coverage = (): Promise<Coverage> => coverage(this.#c);
   reconcile = (): Promise<Coverage & { loaded: number; dropped: number }> => reconcile(this.#c);
 
-  /** Wipes the shingle key, and has the seal workers wipe their copies and end. */
-  close(): void {
-    void this.#c.seals?.close();
+  /** Wipes the shingle key, and has the seal workers wipe their copies and end (resolves once they have). */
+  async close(): Promise<void> {
     this.#c.d.shingles.destroy();
+    await this.#c.seals?.close();
   }
 
   seal = (records: readonly Text[], keyId: string, key: Uint8Array): Promise<Sealed[]> => seal(this.#c, records, keyId, key);
   sealEach = (records: readonly KeyedText[], embedded?: readonly Float32Array[]): Promise<Sealed[]> => sealEach(this.#c, records, embedded);
-  /** The records sealed on a seal worker; undefined when there is none ready: the caller seals them itself (`sealEach`). */
   /** Starts the seal workers, if this service has any, and resolves once they are ready: whether batches go to them now. */
   sealWorkersReady = async (): Promise<boolean> => {
     const seals = this.#c.seals;
@@ -102,6 +101,7 @@ export class Vectors {
     await seals.ready().catch(() => undefined);
     return seals.isReady;
   };
+  /** The records sealed on a seal worker; undefined when there is none ready: the caller seals them itself (`sealEach`). */
   sealOffThread = async (records: readonly KeyedText[]): Promise<Sealed[] | undefined> => this.#c.seals?.seal(records);
   reseal = (
     from: { keyId: string; key: Uint8Array },

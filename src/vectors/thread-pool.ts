@@ -14,7 +14,7 @@ import { parentPort, Worker } from 'node:worker_threads';
 import { type ErrorCode, isLetheError, LetheError } from '../errors.js';
 
 export interface PoolJobs<In, Out> {
-  /** Names the pool in its errors ("a rebuild worker failed"). */
+  /** Names a worker in the pool's errors: "rebuild worker" (a rebuild worker failed, the rebuild workers are closed). */
   readonly name: string;
   /** The buffers that move to the worker with a job. */
   transfer(input: In): ArrayBuffer[];
@@ -32,6 +32,7 @@ type Reply<Out> = { id: number; out: Out } | { id: number; error: { code: ErrorC
 interface Slot {
   readonly worker: Worker;
   busy: number;
+  exited: boolean;
 }
 
 export class ThreadPool<In, Out> {
@@ -49,8 +50,11 @@ export class ThreadPool<In, Out> {
   #failed: LetheError | undefined;
   #closed = false;
 
-  /** `workers` threads running `script`, each started with `workerData` (copied into it). */
-  constructor(workers: number, script: URL, jobs: PoolJobs<In, Out>, workerData?: unknown) {
+  /**
+   * `workers` threads running `script`, each started with `workerData` (copied into it).
+   * `unref`: the workers do not keep the process alive (a pool its owner may forget to close).
+   */
+  constructor(workers: number, script: URL, jobs: PoolJobs<In, Out>, options: { workerData?: unknown; unref?: boolean } = {}) {
     this.workers = workers;
     this.#jobs = jobs;
     this.ready = new Promise<void>((resolve, reject) => {
@@ -59,18 +63,28 @@ export class ThreadPool<In, Out> {
     });
     // a caller that never waits for it must not leave a rejection unhandled
     this.ready.catch(() => {});
-    for (let i = 0; i < workers; i++) {
-      const worker = spawnWorker(script, workerData);
-      // the pool's owner closes it; a forgotten one must not keep the process alive
-      worker.unref();
-      const slot: Slot = { worker, busy: 0 };
-      worker.on('message', (reply: Reply<Out>) => this.#reply(reply));
-      worker.on('error', (e) => this.#fail(new LetheError('internal', `${jobs.name} failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e })));
-      worker.on('exit', (code) => {
-        if (!this.#closed) this.#fail(new LetheError('internal', `${jobs.name} exited (code ${code})`));
-      });
-      this.#slots.push(slot);
+    try {
+      for (let i = 0; i < workers; i++) this.#slots.push(this.#spawn(script, options));
+    } catch (e) {
+      // none left running behind a pool that never was
+      this.#closed = true;
+      for (const s of this.#slots) void s.worker.terminate();
+      throw e;
     }
+  }
+
+  #spawn(script: URL, options: { workerData?: unknown; unref?: boolean }): Slot {
+    const name = this.#jobs.name;
+    const worker = spawnWorker(script, options.workerData);
+    if (options.unref) worker.unref();
+    const slot: Slot = { worker, busy: 0, exited: false };
+    worker.on('message', (reply: Reply<Out>) => this.#reply(reply));
+    worker.on('error', (e) => this.#fail(new LetheError('internal', `a ${name} failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e })));
+    worker.on('exit', (code) => {
+      slot.exited = true;
+      if (!this.#closed) this.#fail(new LetheError('internal', `a ${name} exited (code ${code})`));
+    });
+    return slot;
   }
 
   /** Whether the pool failed or closed: every job sent now rejects. */
@@ -126,7 +140,8 @@ export class ThreadPool<In, Out> {
     if (this.#closed) return;
     this.#closed = true;
     await Promise.all(
-      this.#slots.map(async ({ worker }) => {
+      this.#slots.map(async ({ worker, exited: gone }) => {
+        if (gone) return;
         const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
         worker.postMessage({ close: true });
         const timer = new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), CLOSE_WAIT_MS).unref());

