@@ -142,10 +142,16 @@ export class ThreadPool<In, Out> {
     await Promise.all(
       this.#slots.map(async ({ worker, exited: gone }) => {
         if (gone) return;
+        // held until it has ended: an unref'd worker would let the process exit while its owner is still closing
+        worker.ref();
         const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
         worker.postMessage({ close: true });
-        const timer = new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), CLOSE_WAIT_MS).unref());
-        if ((await Promise.race([exited, timer])) === 'late') await worker.terminate();
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<'late'>((resolve) => {
+          timer = setTimeout(() => resolve('late'), CLOSE_WAIT_MS);
+        });
+        if ((await Promise.race([exited, late])) === 'late') await worker.terminate();
+        clearTimeout(timer);
       }),
     );
     this.#fail(new LetheError('internal', `the ${this.#jobs.name}s are closed`));

@@ -5,7 +5,9 @@
  * leaves the batch to the calling thread and is logged; the keys a job carries are
  * zeroed when it is done.
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/observability/logger.js';
@@ -145,6 +147,14 @@ describe('seal workers', () => {
     expect(await never.seal(batch)).toBeUndefined();
     await expect(never.ready()).rejects.toMatchObject({ code: 'internal' });
     expect(lines.filter((l) => l.includes('seal worker failed'))).toHaveLength(3);
+  });
+
+  it('closing waits for the workers to end, even when nothing else keeps the process alive', () => {
+    const out = execFileSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./seal-pool-close.ts', import.meta.url))], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(out.split('\n').filter(Boolean)).toEqual(['sealed 1', 'closed']);
   });
 
   it("a job's keys and vectors are zeroed once it is sealed, and its keys packed once per key", async () => {
