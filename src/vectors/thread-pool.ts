@@ -160,7 +160,7 @@ export class ThreadPool<In, Out> {
 
 /**
  * The worker side: says it is ready, then answers each job with `handle`'s output
- * (its `transfer` buffers moved back; `wipe` then runs on what stays here). A job that
+ * (its `transfer` buffers moved back, so no copy of them stays here). A job that
  * throws is answered by its error's code and message only (never key material or
  * plaintext), after `failed` wipes it. Asked to close, it runs `closing` (wiping its
  * own keys) and ends.
@@ -174,9 +174,8 @@ export function serveJobs<In, Out>(handle: (input: In) => JobAnswer<Out> | Promi
       process.exit(0);
     }
     try {
-      const { out, transfer, wipe } = await handle(message.input);
+      const { out, transfer } = await handle(message.input);
       port.postMessage({ id: message.id, out }, transfer ?? []);
-      wipe?.();
     } catch (e) {
       failed(message.input);
       port.postMessage({
@@ -188,11 +187,10 @@ export function serveJobs<In, Out>(handle: (input: In) => JobAnswer<Out> | Promi
   port.postMessage({ ready: true });
 }
 
-/** A job's answer: what is sent back, the buffers moved with it, and what wipes the copies that stay. */
+/** A job's answer: what is sent back, and the buffers moved with it. */
 export interface JobAnswer<Out> {
   readonly out: Out;
   readonly transfer?: ArrayBuffer[];
-  readonly wipe?: () => void;
 }
 
 /**
