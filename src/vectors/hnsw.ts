@@ -68,9 +68,13 @@ function load(): Addon {
 }
 
 /**
- * Graph parameters. usearch's defaults except expansionAdd, 64 rather than 128: it
- * halves what building the graph costs (the rebuild's bound) for recall@10 within a
- * point of it once a search's 256 candidates are ranked exactly (bench/search.ts).
+ * Graph parameters. usearch's defaults except:
+ * - expansionAdd 64 rather than 128: it halves what building the graph costs (the
+ *   rebuild's bound) for recall@10 within a point of it once a search's 256 candidates
+ *   are ranked exactly (bench/search.ts);
+ * - connectivity 14 rather than 16: usearch allocates nodes in 64-byte steps, and a
+ *   bottom-layer node (key, level, count, 2·M four-byte links) is 126 bytes at 14, 142
+ *   at 16: 128 bytes a node instead of 192, for recall@10 within a few thousandths.
  */
 export interface GraphOptions {
   /** Neighbours per node (M); a node at the bottom layer keeps twice as many. */
@@ -81,7 +85,7 @@ export interface GraphOptions {
   readonly expansionSearch?: number;
 }
 
-export const DEFAULT_CONNECTIVITY = 16;
+export const DEFAULT_CONNECTIVITY = 14;
 export const DEFAULT_EXPANSION_ADD = 64;
 export const DEFAULT_EXPANSION_SEARCH = 64;
 
@@ -123,17 +127,20 @@ function keysOf(slots: ArrayLike<number>): BigUint64Array {
 /** Threads a batch insertion uses (a single insertion runs on the calling thread). */
 export const GRAPH_THREADS = Math.max(1, Math.min(8, os.availableParallelism()));
 
+/** Vectors coded and handed to usearch per call: bounds the scratch buffer (1 KB a vector at 512 dimensions). */
+const CODE_CHUNK = 256;
+
 /**
- * The sign code of `n` int8 vectors of `d` dimensions (row after row) into `codes`
+ * The sign codes of `n` int8 vectors (`vectorAt(i)`, `d` dimensions each) into `codes`
  * (zeroed): 0/1 bytes, two a dimension, each row padded to `width`.
  */
-function signCodes(codes: Int8Array, vectors: Int8Array, n: number, d: number, width: number): Int8Array {
+function signCodes(codes: Int8Array, vectorAt: (i: number) => Int8Array, n: number, d: number, width: number): Int8Array {
   const out = codes.subarray(0, n * width);
   for (let i = 0; i < n; i++) {
-    const from = i * d;
+    const v = vectorAt(i);
     const to = i * width;
     for (let j = 0; j < d; j++) {
-      const x = vectors[from + j]!;
+      const x = v[j]!;
       if (x > 0) out[to + 2 * j] = 1;
       else if (x < 0) out[to + 2 * j + 1] = 1;
     }
@@ -169,10 +176,10 @@ export class Graph {
     );
   }
 
-  /** `fn` given the codes of `n` vectors, written in the scratch buffer and zeroed again after. */
-  #withCodes<T>(vectors: Int8Array, n: number, fn: (codes: Int8Array) => T): T {
+  /** `fn` given the codes of `n` vectors (at most CODE_CHUNK), written in the scratch buffer and zeroed again after. */
+  #withCodes<T>(vectorAt: (i: number) => Int8Array, n: number, fn: (codes: Int8Array) => T): T {
     if (this.#codes.length < n * this.#width) this.#codes = new Int8Array(n * this.#width);
-    const codes = signCodes(this.#codes, vectors, n, this.dimensions, this.#width);
+    const codes = signCodes(this.#codes, vectorAt, n, this.dimensions, this.#width);
     try {
       return fn(codes);
     } finally {
@@ -191,23 +198,36 @@ export class Graph {
   }
 
   /**
-   * Inserts `slots.length` int8 vectors (`vectors`, row after row) as the records of
-   * those index slots (below 2^32); several at once run on GRAPH_THREADS threads
+   * Inserts the int8 vectors of these index slots (below 2^32; `vectorOf(slot)`, read
+   * as they are coded) as those records; several at once run on GRAPH_THREADS threads
    * (synchronously: the caller's thread waits).
    */
-  add(slots: ArrayLike<number>, vectors: Int8Array): void {
+  add(slots: readonly number[], vectorOf: (slot: number) => Int8Array): void {
     const n = slots.length;
     if (n === 0) return;
-    if (vectors.length !== n * this.dimensions) throw new LetheError('internal', 'graph insertion: vectors and keys disagree');
     // placeholders give their slots back first (each removal queues its slot for the next insertion)
     const reclaim = Math.min(this.#placeholders.length, Math.max(0, n - this.#unscrubbed));
     if (reclaim > 0) {
       this.#native.remove(BigUint64Array.from(this.#placeholders.splice(this.#placeholders.length - reclaim, reclaim)));
       this.#unscrubbed += reclaim;
     }
-    // threads: every call passes the same count, which usearch also reserves per-thread state for
-    this.#withCodes(vectors, n, (codes) => this.#native.add(keysOf(slots), codes, GRAPH_THREADS));
+    for (let from = 0; from < n; from += CODE_CHUNK) {
+      const chunk = slots.slice(from, from + CODE_CHUNK);
+      this.#insert(keysOf(chunk), (i) => this.#checked(vectorOf(chunk[i]!)), chunk.length);
+    }
     this.#unscrubbed = Math.max(0, this.#unscrubbed - n);
+  }
+
+  #checked(vector: Int8Array): Int8Array {
+    if (vector.length !== this.dimensions)
+      throw new LetheError('internal', `graph insertion: a vector of ${vector.length} dimensions, the graph ${this.dimensions}`);
+    return vector;
+  }
+
+  /** `n` (at most CODE_CHUNK) nodes into usearch. */
+  #insert(keys: BigUint64Array, vectorAt: (i: number) => Int8Array, n: number): void {
+    // threads: every call passes the same count, which usearch also reserves per-thread state for
+    this.#withCodes(vectorAt, n, (codes) => this.#native.add(keys, codes, GRAPH_THREADS));
   }
 
   /** Removes the records of these index slots; answers how many were there. Their graph slots join the unscrubbed until reused or scrubbed. */
@@ -238,7 +258,10 @@ export class Graph {
     const vectors = new Int8Array(n * d);
     for (let i = 0; i < n * d; i++) if ((noise[i]! & 7) === 0) vectors[i] = (noise[n * d + i]! % 255) - 127;
     for (let i = 0; i < n; i++) vectors[i * d] ||= 1;
-    this.#withCodes(vectors, n, (codes) => this.#native.add(keys, codes, GRAPH_THREADS));
+    for (let from = 0; from < n; from += CODE_CHUNK) {
+      const m = Math.min(CODE_CHUNK, n - from);
+      this.#insert(keys.subarray(from, from + m), (i) => vectors.subarray((from + i) * d, (from + i + 1) * d), m);
+    }
     this.#placeholders.push(...keys);
     this.#unscrubbed -= n;
     return this.#unscrubbed;
@@ -250,7 +273,11 @@ export class Graph {
    */
   search(query: Int8Array, want: number): number[] {
     if (this.#native.size() === 0) return [];
-    const [keys, , counts] = this.#withCodes(query, 1, (codes) => this.#native.search(codes, Math.max(1, want), 1));
+    const [keys, , counts] = this.#withCodes(
+      () => query,
+      1,
+      (codes) => this.#native.search(codes, Math.max(1, want), 1),
+    );
     const count = Number(counts[0] ?? 0);
     const slots: number[] = [];
     for (let i = 0; i < count; i++) if (keys[i]! < PLACEHOLDER_BASE) slots.push(unscramble(Number(keys[i]!)));

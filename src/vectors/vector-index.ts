@@ -142,14 +142,7 @@ export class VectorIndex {
     }
     this.#graph.remove(replaced);
     if (toGraph.size > 0) {
-      const slots = [...toGraph];
-      const vectors = new Int8Array(slots.length * d);
-      for (let i = 0; i < slots.length; i++) vectors.set(s.q(slots[i]!), i * d);
-      try {
-        this.#graph.add(slots, vectors);
-      } finally {
-        vectors.fill(0);
-      }
+      this.#graph.add([...toGraph], (slot) => s.q(slot));
       for (const slot of toGraph) s.inGraph[slot] = 1;
     }
     this.#scheduleScrub();
@@ -168,21 +161,14 @@ export class VectorIndex {
 
   /** Inserts up to `max` waiting records into the graph now; answers how many still wait. */
   buildGraph(max = Number.POSITIVE_INFINITY): number {
-    const d = this.dimensions;
     while (max > 0 && this.#pending.size > 0) {
       const n = Math.min(max, this.#pending.size, 4096);
-      const vectors = new Int8Array(n * d);
       const slots: number[] = [];
       for (const slot of this.#pending) {
         if (slots.length === n) break;
-        vectors.set(this.#slots.q(slot), slots.length * d);
         slots.push(slot);
       }
-      try {
-        this.#graph.add(slots, vectors);
-      } finally {
-        vectors.fill(0);
-      }
+      this.#graph.add(slots, (slot) => this.#slots.q(slot));
       for (const slot of slots) {
         this.#pending.delete(slot);
         this.#slots.inGraph[slot] = 1;

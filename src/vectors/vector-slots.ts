@@ -6,6 +6,7 @@
  * and no search here: the index decides what goes in the graph, exact-rank.ts scores
  * over these arrays.
  */
+import { IdTable } from './id-table.js';
 import { quantise } from './sealed-form.js';
 
 export type RecordType = 'entry' | 'artifact';
@@ -25,7 +26,7 @@ export class VectorSlots {
   ids: Array<string | undefined> = [];
   keys: Array<string | undefined> = [];
   #free: number[] = [];
-  readonly #slot = new Map<string, number>();
+  readonly #slot = new IdTable((slot) => this.ids[slot]);
 
   constructor(dimensions: number) {
     this.dimensions = dimensions;

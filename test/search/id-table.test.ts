@@ -1,0 +1,90 @@
+/**
+ * The vector index's id → slot table (open addressing over the slots' own ids) and its
+ * key filing (an id, an array, a set), each against a plain Map under random sequences.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { IdTable } from '../../src/vectors/id-table.js';
+import { KeyFiling } from '../../src/vectors/key-filing.js';
+
+describe('IdTable', () => {
+  it('agrees with a Map under any sequence of sets and deletes, through growth and probe runs', () => {
+    const op = fc.record({ del: fc.boolean(), id: fc.integer({ min: 0, max: 2999 }) });
+    fc.assert(
+      fc.property(fc.array(op, { minLength: 2000, maxLength: 6000 }), (ops) => {
+        const ids: Array<string | undefined> = [];
+        const table = new IdTable((slot) => ids[slot]);
+        const model = new Map<string, number>();
+        for (const { del, id } of ops) {
+          const name = `entry_${id}`;
+          if (del) {
+            const slot = model.get(name);
+            expect(table.delete(name)).toBe(slot !== undefined);
+            if (slot !== undefined) {
+              model.delete(name);
+              ids[slot] = undefined;
+            }
+          } else if (!model.has(name)) {
+            const slot = ids.length;
+            ids.push(name);
+            table.set(name, slot);
+            model.set(name, slot);
+          }
+        }
+        expect(table.size).toBe(model.size);
+        for (const [name, slot] of model) expect(table.get(name)).toBe(slot);
+        for (let id = 0; id < 3000; id++) if (!model.has(`entry_${id}`)) expect(table.get(`entry_${id}`)).toBeUndefined();
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('moves an id to another slot in place, and clear empties it', () => {
+    const ids = ['a', 'b', 'a'];
+    const table = new IdTable((slot) => ids[slot]);
+    table.set('a', 0);
+    table.set('b', 1);
+    table.set('a', 2);
+    expect([table.get('a'), table.get('b'), table.size]).toEqual([2, 1, 2]);
+    table.clear();
+    expect([table.get('a'), table.size]).toEqual([undefined, 0]);
+  });
+});
+
+describe('KeyFiling', () => {
+  it('agrees with a map of sets under any sequence, whatever form a key holds its ids in (one, an array, a set past 64)', () => {
+    // mostly files, so that keys pass 64 ids; a key removed now and then
+    const kind = fc.integer({ min: 0, max: 99 }).map((x) => (x < 75 ? 'file' : x < 98 ? 'unfile' : 'removeKey'));
+    const op = fc.record({ kind, key: fc.integer({ min: 0, max: 3 }), id: fc.integer({ min: 0, max: 150 }) });
+    fc.assert(
+      fc.property(fc.array(op, { minLength: 300, maxLength: 1500 }), (ops) => {
+        const filing = new KeyFiling();
+        const model = new Map<string, Set<string>>();
+        for (const { kind, key, id } of ops) {
+          const k = `key_${key}`;
+          const i = `entry_${id}`;
+          if (kind === 'file') {
+            filing.file(k, i);
+            model.set(k, (model.get(k) ?? new Set()).add(i));
+          } else if (kind === 'unfile') {
+            filing.unfile(k, i);
+            model.get(k)?.delete(i);
+          } else {
+            const removed: string[] = [];
+            const n = filing.removeKey(k, (x) => removed.push(x) > 0);
+            expect(removed.sort()).toEqual([...(model.get(k) ?? [])].sort());
+            expect(n).toBe(removed.length);
+            model.delete(k);
+          }
+        }
+        for (let key = 0; key < 4; key++) {
+          const k = `key_${key}`;
+          const want = [...(model.get(k) ?? [])].sort();
+          expect(filing.ids(k).sort()).toEqual(want);
+          expect([...filing.each(k)].sort()).toEqual(want);
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
