@@ -16,41 +16,75 @@ export type ContextValue = string | number | bigint;
 
 const PREFIX = utf8.encode('lethe-ad/1');
 
+/**
+ * Purposes and field names are the code's own constants: encoded once (bounded, so
+ * that callers passing names of their own do not grow it without end). Every sealed
+ * row, frame and wrap encodes a context, so the encoding is one buffer written in one
+ * pass, ASCII values byte by byte.
+ */
+const encodedNames = new Map<string, Uint8Array>();
+const MAX_CACHED_NAMES = 512;
+
+function nameBytes(name: string): Uint8Array {
+  let bytes = encodedNames.get(name);
+  if (bytes === undefined) {
+    bytes = utf8.encode(name);
+    if (encodedNames.size < MAX_CACHED_NAMES) encodedNames.set(name, bytes);
+  }
+  if (bytes.length > 0xffff) throw new LetheError('validation_failed', 'context purpose or field name too long');
+  return bytes;
+}
+
+/** A value's text as bytes: the string itself when it is ASCII (written byte by byte), its UTF-8 otherwise. */
+function valueBytes(text: string): string | Uint8Array {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) > 0x7f) return utf8.encode(text);
+  return text;
+}
+
 export function encodeContext(purpose: string, fields: Readonly<Record<string, ContextValue>> = {}): Uint8Array {
   if (purpose.length === 0) throw new LetheError('validation_failed', 'context purpose must not be empty');
-  const names = Object.keys(fields).sort();
+  const names = Object.keys(fields);
+  if (names.length > 1) names.sort();
   if (names.length > 0xffff) throw new LetheError('validation_failed', 'context has too many fields');
-  const chunks: Uint8Array[] = [PREFIX];
-  const push = (bytes: Uint8Array, width: 2 | 4): void => {
-    const len = new Uint8Array(width);
-    const view = new DataView(len.buffer);
-    if (width === 2) {
-      if (bytes.length > 0xffff) throw new LetheError('validation_failed', 'context purpose or field name too long');
-      view.setUint16(0, bytes.length);
-    } else {
-      view.setUint32(0, bytes.length);
-    }
-    chunks.push(len, bytes);
-  };
-  push(utf8.encode(purpose), 2);
-  const count = new Uint8Array(2);
-  new DataView(count.buffer).setUint16(0, names.length);
-  chunks.push(count);
-  for (const name of names) {
+  const p = nameBytes(purpose);
+  const nameParts: Uint8Array[] = new Array(names.length);
+  const values: Array<string | Uint8Array> = new Array(names.length);
+  let total = PREFIX.length + 2 + p.length + 2;
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i]!;
     const value = fields[name]!;
     if (typeof value === 'number' && !Number.isSafeInteger(value)) {
       throw new LetheError('validation_failed', `context field ${name} must be an integer`);
     }
-    push(utf8.encode(name), 2);
-    push(utf8.encode(String(value)), 4);
+    nameParts[i] = nameBytes(name);
+    values[i] = valueBytes(typeof value === 'string' ? value : String(value));
+    total += 2 + nameParts[i]!.length + 4 + values[i]!.length;
   }
-  let total = 0;
-  for (const c of chunks) total += c.length;
   const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
+  out.set(PREFIX, 0);
+  let at = PREFIX.length;
+  const u16 = (n: number): void => {
+    out[at++] = n >>> 8;
+    out[at++] = n & 0xff;
+  };
+  const bytes = (b: Uint8Array): void => {
+    out.set(b, at);
+    at += b.length;
+  };
+  u16(p.length);
+  bytes(p);
+  u16(names.length);
+  for (let i = 0; i < names.length; i++) {
+    u16(nameParts[i]!.length);
+    bytes(nameParts[i]!);
+    const v = values[i]!;
+    const n = v.length;
+    out[at++] = n >>> 24;
+    out[at++] = (n >>> 16) & 0xff;
+    out[at++] = (n >>> 8) & 0xff;
+    out[at++] = n & 0xff;
+    if (typeof v === 'string') for (let j = 0; j < n; j++) out[at++] = v.charCodeAt(j);
+    else bytes(v);
   }
   return out;
 }

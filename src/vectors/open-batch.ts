@@ -7,7 +7,7 @@
  * batch is done, whatever happens; the plaintexts are zeroed by the sealed form's open.
  */
 import { isLetheError } from '../errors.js';
-import { openSealedRecord } from './sealed-form.js';
+import { openSealedQuantised } from './sealed-form.js';
 
 export interface OpenBatch {
   /** The batch's keys, back to back; a row's key is `keys[keyAt[key] .. keyAt[key + 1])`. */
@@ -27,8 +27,9 @@ export interface OpenBatch {
 }
 
 export interface OpenedBatch {
-  /** Row i's vector is `vectors[i·d .. (i+1)·d)` when `hasVector[i]`. */
-  readonly vectors: Float32Array;
+  /** Row i's vector, as stored, is `q[i·d .. (i+1)·d)` with scale `scales[i]` when `hasVector[i]`. */
+  readonly q: Int8Array;
+  readonly scales: Float32Array;
   readonly hasVector: Uint8Array;
   /** Row i's shingle set is `shingles[shinglesAt[i] .. shinglesAt[i + 1])` when `hasShingles[i]`. */
   readonly shingles: Float64Array;
@@ -42,7 +43,8 @@ export interface OpenedBatch {
 export function openBatch(batch: OpenBatch): OpenedBatch {
   const n = batch.recordIds.length;
   const d = batch.dimensions;
-  const vectors = new Float32Array(n * d);
+  const q = new Int8Array(n * d);
+  const scales = new Float32Array(n);
   const hasVector = new Uint8Array(n);
   const hasShingles = new Uint8Array(n);
   const unopened = new Uint8Array(n);
@@ -54,24 +56,25 @@ export function openBatch(batch: OpenBatch): OpenedBatch {
       const sealed = batch.sealed.subarray(batch.sealedAt[i]!, batch.sealedAt[i + 1]!);
       let opened;
       try {
-        opened = openSealedRecord(key, { recordId: batch.recordIds[i]!, keyId: batch.keyIds[i]!, model: batch.models[i]! }, sealed, d);
+        opened = openSealedQuantised(key, { recordId: batch.recordIds[i]!, keyId: batch.keyIds[i]!, model: batch.models[i]! }, sealed, d);
       } catch (e) {
         if (!isLetheError(e, 'decrypt_failed')) throw e;
         unopened[i] = 1;
         continue;
       }
       if (opened.vector && batch.models[i] === batch.model) {
-        vectors.set(opened.vector, i * d);
+        q.set(opened.vector.q, i * d);
+        scales[i] = opened.vector.scale;
         hasVector[i] = 1;
       }
-      opened.vector?.fill(0);
+      opened.vector?.q.fill(0);
       if (opened.shingles) {
         sets[i] = opened.shingles;
         hasShingles[i] = 1;
       }
     }
   } catch (e) {
-    vectors.fill(0);
+    q.fill(0);
     for (const s of sets) s?.fill(0);
     throw e;
   } finally {
@@ -86,7 +89,7 @@ export function openBatch(batch: OpenBatch): OpenedBatch {
     shingles.set(s, shinglesAt[i]!);
     s.fill(0);
   }
-  return { vectors, hasVector, shingles, shinglesAt, hasShingles, unopened };
+  return { q, scales, hasVector, shingles, shinglesAt, hasShingles, unopened };
 }
 
 /** A sealed row as the rebuild reads it. */

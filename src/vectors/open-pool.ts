@@ -52,7 +52,7 @@ class WorkerOpeners implements Opener {
       transfer: (batch) => [batch.keys.buffer as ArrayBuffer, batch.sealed.buffer as ArrayBuffer],
       refuse: (batch) => batch.keys.fill(0),
       discard: (out) => {
-        out.vectors.fill(0);
+        out.q.fill(0);
         out.shingles.fill(0);
       },
     });

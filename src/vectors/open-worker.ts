@@ -37,7 +37,7 @@ warmUp();
 serveJobs<OpenBatch, OpenedBatch>(
   (batch) => {
     const out = openBatch(batch);
-    return { out, transfer: [out.vectors.buffer as ArrayBuffer, out.shingles.buffer as ArrayBuffer] };
+    return { out, transfer: [out.q.buffer as ArrayBuffer, out.scales.buffer as ArrayBuffer, out.shingles.buffer as ArrayBuffer] };
   },
   (batch) => batch.keys.fill(0),
 );

@@ -240,7 +240,7 @@ function fileBatch(
       if (!opened.hasVector[i]) tally.otherModel++;
       // a newer write (published meanwhile) wins over what this page read
       if (opened.hasVector[i] && !building.vectors.has(recordId))
-        vectors.push({ id: recordId, type: recordType, keyId, vector: opened.vectors.subarray(i * d, (i + 1) * d) });
+        vectors.push({ id: recordId, type: recordType, keyId, vector: { scale: opened.scales[i]!, q: opened.q.subarray(i * d, (i + 1) * d) } });
       if (opened.hasShingles[i] && !building.lexical.has(recordId)) {
         building.lexical.upsert(recordId, recordType, keyId, opened.shingles.slice(opened.shinglesAt[i]!, opened.shinglesAt[i + 1]!));
       }
@@ -249,7 +249,7 @@ function fileBatch(
     }
     building.vectors.upsertMany(vectors, { graphLater: true });
   } finally {
-    opened.vectors.fill(0);
+    opened.q.fill(0);
     opened.shingles.fill(0);
   }
 }

@@ -85,7 +85,10 @@ export function resealEmbedding(
 ): { sealed: Uint8Array; opened: OpenedRecord } {
   const plaintext = open({ key: from.key, envelope: sealed, expectedKeyId: from.place.keyId, associatedData: context(from.place) });
   try {
-    return { sealed: seal({ key: to.key, keyId: to.place.keyId, plaintext, associatedData: context(to.place) }), opened: parseRecord(plaintext, dimensions) };
+    return {
+      sealed: seal({ key: to.key, keyId: to.place.keyId, plaintext, associatedData: context(to.place) }),
+      opened: dequantised(parseRecord(plaintext, dimensions)),
+    };
   } finally {
     plaintext.fill(0);
   }
@@ -97,7 +100,32 @@ export interface OpenedRecord {
   readonly shingles: Float64Array | undefined;
 }
 
+/** The same, the vector as it is stored (int8 and its scale): what the index holds, without a float32 copy between. */
+export interface OpenedQuantised {
+  readonly vector: QuantisedVector | undefined;
+  readonly shingles: Float64Array | undefined;
+}
+
+export interface QuantisedVector {
+  readonly scale: number;
+  readonly q: Int8Array;
+}
+
 export function openSealedRecord(key: Uint8Array, place: EmbeddingPlace, sealed: Uint8Array, dimensions: number): OpenedRecord {
+  return dequantised(openSealedQuantised(key, place, sealed, dimensions));
+}
+
+/** The record with its vector as float32 (the int8 copy zeroed). */
+function dequantised({ vector, shingles }: OpenedQuantised): OpenedRecord {
+  if (!vector) return { vector: undefined, shingles };
+  try {
+    return { vector: dequantise(vector.scale, vector.q), shingles };
+  } finally {
+    vector.q.fill(0);
+  }
+}
+
+export function openSealedQuantised(key: Uint8Array, place: EmbeddingPlace, sealed: Uint8Array, dimensions: number): OpenedQuantised {
   const plaintext = open({ key, envelope: sealed, expectedKeyId: place.keyId, associatedData: context(place) });
   try {
     return parseRecord(plaintext, dimensions);
@@ -107,7 +135,7 @@ export function openSealedRecord(key: Uint8Array, place: EmbeddingPlace, sealed:
 }
 
 /** A sealed row's plaintext read: the shingle set (format 2) and the vector (when it has `dimensions`); copies, the caller zeroes the plaintext. */
-function parseRecord(plaintext: Uint8Array, dimensions: number): OpenedRecord {
+function parseRecord(plaintext: Uint8Array, dimensions: number): OpenedQuantised {
   let at = 1;
   let shingles: Float64Array | undefined;
   if (plaintext[0] === WITH_SHINGLES) {
@@ -117,7 +145,7 @@ function parseRecord(plaintext: Uint8Array, dimensions: number): OpenedRecord {
   } else if (plaintext[0] !== QUANTISED_INT8) throw new LetheError('decrypt_failed', 'a stored embedding has another format');
   if (plaintext.length !== at + 4 + dimensions) return { vector: undefined, shingles };
   const scale = new DataView(plaintext.buffer, plaintext.byteOffset, plaintext.byteLength).getFloat32(at, true);
-  return { vector: dequantise(scale, new Int8Array(plaintext.buffer, plaintext.byteOffset + at + 4, dimensions)), shingles };
+  return { vector: { scale, q: new Int8Array(plaintext.slice(at + 4, at + 4 + dimensions).buffer) }, shingles };
 }
 
 export function openEmbedding(key: Uint8Array, place: EmbeddingPlace, sealed: Uint8Array, dimensions: number): Float32Array {

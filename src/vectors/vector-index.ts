@@ -31,7 +31,7 @@ import { LetheError } from '../errors.js';
 import { type IndexHit, prepare, rankExact } from './exact-rank.js';
 import { type GraphOptions, Graph } from './hnsw.js';
 import { KeyFiling } from './key-filing.js';
-import { quantise } from './sealed-form.js';
+import { type QuantisedVector, quantise } from './sealed-form.js';
 import { type RecordType, VectorSlots } from './vector-slots.js';
 
 export type { IndexHit, RecordType };
@@ -48,7 +48,8 @@ export interface IndexedVector {
   readonly id: string;
   readonly type: RecordType;
   readonly keyId: string;
-  readonly vector: Float32Array;
+  /** The vector, or its stored form (int8 and its scale: a rebuild's opened rows, filed without a float32 copy between). */
+  readonly vector: Float32Array | QuantisedVector;
 }
 
 export const DEFAULT_EXACT_UP_TO = 1024;
@@ -113,7 +114,10 @@ export class VectorIndex {
   upsertMany(records: Iterable<IndexedVector>, options: { readonly graphLater?: boolean } = {}): void {
     const d = this.dimensions;
     const batch = [...records];
-    for (const r of batch) if (r.vector.length !== d) throw new LetheError('internal', `vector has ${r.vector.length} dimensions, the index ${d}`);
+    for (const r of batch) {
+      const n = r.vector instanceof Float32Array ? r.vector.length : r.vector.q.length;
+      if (n !== d) throw new LetheError('internal', `vector has ${n} dimensions, the index ${d}`);
+    }
     const replaced: number[] = [];
     const toGraph = new Set<number>();
     const s = this.#slots;

@@ -7,7 +7,7 @@
  * over these arrays.
  */
 import { IdTable } from './id-table.js';
-import { quantise } from './sealed-form.js';
+import { type QuantisedVector, quantise } from './sealed-form.js';
 
 export type RecordType = 'entry' | 'artifact';
 
@@ -49,33 +49,33 @@ export class VectorSlots {
     return slot;
   }
 
-  /** Writes a record's type, key and vector (quantised) into its slot; true when the vector is not all zeros. */
-  write(slot: number, type: RecordType, keyId: string, vector: Float32Array): boolean {
+  /** Writes a record's type, key and vector (quantised, unless it comes so); true when the vector is not all zeros. */
+  write(slot: number, type: RecordType, keyId: string, vector: Float32Array | QuantisedVector): boolean {
     const d = this.dimensions;
     this.types[slot] = type === 'artifact' ? 1 : 0;
     this.keys[slot] = keyId;
-    const { scale, q } = quantise(vector);
+    const { scale, q } = vector instanceof Float32Array ? quantise(vector) : vector;
     const block = this.blocks[Math.floor(slot / BLOCK)]!;
     const at = (slot % BLOCK) * d;
     block.set(q, at);
     let nonZero = false;
     for (let i = 0; i < d; i++) if (q[i] !== 0) nonZero = true;
-    q.fill(0);
+    if (vector instanceof Float32Array) q.fill(0);
     this.scales[slot] = scale;
     return nonZero;
   }
 
   /** Whether the slot holds `vector` (as quantised) for a record of `type`: a re-key's survivor, filed again without touching the graph. */
-  holds(slot: number, type: RecordType, vector: Float32Array): boolean {
+  holds(slot: number, type: RecordType, vector: Float32Array | QuantisedVector): boolean {
     if (this.types[slot] !== (type === 'artifact' ? 1 : 0)) return false;
-    const { scale, q } = quantise(vector);
+    const { scale, q } = vector instanceof Float32Array ? quantise(vector) : vector;
     try {
       if (this.scales[slot] !== scale) return false;
       const held = this.q(slot);
       for (let i = 0; i < q.length; i++) if (held[i] !== q[i]) return false;
       return true;
     } finally {
-      q.fill(0);
+      if (vector instanceof Float32Array) q.fill(0);
     }
   }
 

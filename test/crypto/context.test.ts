@@ -39,6 +39,32 @@ describe('encodeContext format', () => {
   });
 });
 
+describe('encodeContext against the documented layout', () => {
+  /** The layout read straight off the doc comment, piece by piece (Node's own UTF-8 encoder). */
+  const reference = (purpose: string, fields: Record<string, ContextValue>): Uint8Array => {
+    const enc = (t: string) => new Uint8Array(Buffer.from(t, 'utf8'));
+    const parts = [ascii('lethe-ad/1'), u16(enc(purpose).length), enc(purpose), u16(Object.keys(fields).length)];
+    for (const name of Object.keys(fields).sort()) {
+      const value = enc(String(fields[name]));
+      parts.push(u16(enc(name).length), enc(name), u32(value.length), value);
+    }
+    return concatBytes(...parts);
+  };
+
+  it('matches it for any purpose and fields, ASCII or not, cached names or new ones (property)', () => {
+    const text = fc.oneof(fc.string({ maxLength: 24 }), fc.string({ unit: 'binary', maxLength: 12 }));
+    const fields = fc.dictionary(text, fc.oneof(text, fc.integer(), fc.bigInt()), { maxKeys: 6 });
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', minLength: 1, maxLength: 10 }), fields, (purpose, record) => {
+        expect(hex(encodeContext(purpose, record))).toBe(hex(reference(purpose, record)));
+        // a second time: from the names it has encoded once
+        expect(hex(encodeContext(purpose, record))).toBe(hex(reference(purpose, record)));
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
 describe('encodeContext determinism', () => {
   it('returns the same bytes on every call', () => {
     const fields = { keyId: 'k1', seq: 9, subject: 'abc' };

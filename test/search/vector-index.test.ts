@@ -260,6 +260,18 @@ describe('VectorIndex', () => {
     expect(index.vectorOf('b')).toEqual(stored);
   });
 
+  it('takes a vector in its stored form (int8 and its scale) as it is, and scores it as the float32 vector it stands for', () => {
+    const index = new VectorIndex(D);
+    const v = vec(3, -1, 0.25, 0, 0, 2, 0, -0.5);
+    const { scale, q } = quantise(v);
+    index.upsertMany([{ id: 'stored', type: 'entry', keyId: 'k', vector: { scale, q: Int8Array.from(q) } }]);
+    index.upsert('float', 'entry', 'k', v);
+    expect(index.vectorOf('stored')).toEqual(index.vectorOf('float'));
+    const hits = index.search(vec(1, 0, 0, 0, 0, 1, 0, 0), 2);
+    expect(hits.map((h) => h.score)[0]).toBe(hits.map((h) => h.score)[1]);
+    expect(() => index.upsertMany([{ id: 'short', type: 'entry', keyId: 'k', vector: { scale, q: new Int8Array(D - 1) } }])).toThrow(/dimensions/);
+  });
+
   it('leaves a vector of zeros out of the graph, and an exact ranking still answers it', () => {
     const index = new VectorIndex(D, { exactUpTo: 0 });
     index.upsert('zero', 'entry', 'k', new Float32Array(D));
