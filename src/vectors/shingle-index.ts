@@ -11,28 +11,26 @@
  * shingle) is exact at every moment.
  *
  * Memory: 8 bytes per shingle of each record (its sorted set) and about 8 per
- * posting, plus one map entry per distinct shingle, which dominates: the bench
- * ("probe") measures the whole at a few kilobytes per short record.
+ * posting, plus a place in a posting table per distinct shingle (12 bytes, the table
+ * at most 3/4 full): the bench ("probe") measures the whole per record.
  */
 import { KeyFiling } from './key-filing.js';
+import { PostingTable } from './posting-table.js';
 import type { RecordType } from './vector-index.js';
-
-/** A posting: one live slot, or [live count, slot, slot, ...] (slots may be dead). */
-type Posting = number | number[];
 
 /** Posting lists at most this long drop a removed slot at once instead of marking it. */
 const EAGER_REMOVAL = 16;
 
 /**
- * The postings are spread over this many maps by the shingle's low bits: one V8 Map
- * holds at most 2^24 entries, and a store of a million records has about fifteen
- * million distinct shingles.
+ * The postings are spread over this many tables by the shingle's low bits (a store of
+ * a million records has about fifteen million distinct shingles): a table grows by
+ * copying itself, and a smaller one is a shorter pause.
  */
 export const POSTING_SHARDS = 256;
 const SHARDS = POSTING_SHARDS;
 
-function freshShards(): Array<Map<number, Posting>> {
-  return Array.from({ length: SHARDS }, () => new Map<number, Posting>());
+function freshShards(): PostingTable[] {
+  return Array.from({ length: SHARDS }, () => new PostingTable());
 }
 
 export interface ShingleRecord {

@@ -1,11 +1,13 @@
 /**
- * The vector index's id → slot table (open addressing over the slots' own ids) and its
- * key filing (an id, an array, a set), each against a plain Map under random sequences.
+ * The in-memory indexes' own tables, each against a plain Map under random sequences:
+ * the vector index's id → slot table (open addressing over the slots' own ids), the key
+ * filing (an id, an array, a set), and the lexical index's posting tables.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { IdTable } from '../../src/vectors/id-table.js';
 import { KeyFiling } from '../../src/vectors/key-filing.js';
+import { type Posting, PostingTable } from '../../src/vectors/posting-table.js';
 
 describe('IdTable', () => {
   it('agrees with a Map under any sequence of sets and deletes, through growth and probe runs', () => {
@@ -86,5 +88,44 @@ describe('KeyFiling', () => {
       }),
       { numRuns: 60 },
     );
+  });
+});
+
+describe('PostingTable', () => {
+  it('agrees with a Map of postings under any sequence of sets (slots and lists, either replacing the other) and deletes', () => {
+    // shingles as shingles.ts makes them (integers below 2^53), a few hundred of them so that runs form and the table grows
+    const shingle = fc.integer({ min: 0, max: 399 }).map((i) => (i * 2654435761 * 1024 + i) % 2 ** 53);
+    const posting = fc.oneof(fc.nat(1000), fc.array(fc.nat(1000), { minLength: 1, maxLength: 4 }));
+    const op = fc.record({ del: fc.integer({ min: 0, max: 3 }).map((x) => x === 0), h: shingle, p: posting });
+    fc.assert(
+      fc.property(fc.array(op, { minLength: 500, maxLength: 3000 }), (ops) => {
+        const table = new PostingTable();
+        const model = new Map<number, Posting>();
+        for (const { del, h, p } of ops) {
+          if (del) expect(table.delete(h)).toBe(model.delete(h));
+          else {
+            table.set(h, p);
+            model.set(h, p);
+          }
+        }
+        expect(table.size).toBe(model.size);
+        for (const [h, p] of model) expect(table.get(h)).toEqual(p);
+        for (let i = 0; i < 400; i++) {
+          const h = (i * 2654435761 * 1024 + i) % 2 ** 53;
+          if (!model.has(h)) expect(table.get(h)).toBeUndefined();
+        }
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('hands back the list it was given, so a posting list grows in place', () => {
+    const table = new PostingTable();
+    const list = [1, 7];
+    table.set(42, list);
+    (table.get(42) as number[]).push(9);
+    expect(table.get(42)).toEqual([1, 7, 9]);
+    table.set(42, 3);
+    expect(table.get(42)).toBe(3);
   });
 });
