@@ -887,7 +887,10 @@ async function measureOpening(vault: ScratchVault['vault'], workers: number): Pr
       for (const r of rows.slice(i, i + 256)) b.add(r, key);
       out.push(open.open(b.take().request));
     }
-    for (const o of await Promise.all(out)) o.q.fill(0);
+    for (const o of await Promise.all(out)) {
+      o.q.fill(0);
+      o.scales.fill(0);
+    }
     return rows.length / ((performance.now() - t0) / 1000);
   };
   try {

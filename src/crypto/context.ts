@@ -29,9 +29,10 @@ function nameBytes(name: string): Uint8Array {
   let bytes = encodedNames.get(name);
   if (bytes === undefined) {
     bytes = utf8.encode(name);
+    // a name refused is never kept
+    if (bytes.length > 0xffff) throw new LetheError('validation_failed', 'context purpose or field name too long');
     if (encodedNames.size < MAX_CACHED_NAMES) encodedNames.set(name, bytes);
   }
-  if (bytes.length > 0xffff) throw new LetheError('validation_failed', 'context purpose or field name too long');
   return bytes;
 }
 

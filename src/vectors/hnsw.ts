@@ -179,11 +179,10 @@ export class Graph {
   /** `fn` given the codes of `n` vectors (at most CODE_CHUNK), written in the scratch buffer and zeroed again after. */
   #withCodes<T>(vectorAt: (i: number) => Int8Array, n: number, fn: (codes: Int8Array) => T): T {
     if (this.#codes.length < n * this.#width) this.#codes = new Int8Array(n * this.#width);
-    const codes = signCodes(this.#codes, vectorAt, n, this.dimensions, this.#width);
     try {
-      return fn(codes);
+      return fn(signCodes(this.#codes, vectorAt, n, this.dimensions, this.#width));
     } finally {
-      codes.fill(0);
+      this.#codes.fill(0, 0, n * this.#width);
     }
   }
 
@@ -211,9 +210,17 @@ export class Graph {
       this.#native.remove(BigUint64Array.from(this.#placeholders.splice(this.#placeholders.length - reclaim, reclaim)));
       this.#unscrubbed += reclaim;
     }
-    for (let from = 0; from < n; from += CODE_CHUNK) {
-      const chunk = slots.slice(from, from + CODE_CHUNK);
-      this.#insert(keysOf(chunk), (i) => this.#checked(vectorOf(chunk[i]!)), chunk.length);
+    let inserted = 0;
+    try {
+      for (; inserted < n; inserted += CODE_CHUNK) {
+        const chunk = slots.slice(inserted, inserted + CODE_CHUNK);
+        this.#insert(keysOf(chunk), (i) => this.#checked(vectorOf(chunk[i]!)), chunk.length);
+      }
+    } catch (e) {
+      // all or none: the chunks already in go again (to be scrubbed), so no node outlives a caller that thinks it was never added
+      this.#unscrubbed = Math.max(0, this.#unscrubbed - inserted);
+      this.remove(slots.slice(0, inserted));
+      throw e;
     }
     this.#unscrubbed = Math.max(0, this.#unscrubbed - n);
   }

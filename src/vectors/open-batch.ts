@@ -75,6 +75,7 @@ export function openBatch(batch: OpenBatch): OpenedBatch {
     }
   } catch (e) {
     q.fill(0);
+    scales.fill(0);
     for (const s of sets) s?.fill(0);
     throw e;
   } finally {

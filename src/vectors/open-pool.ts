@@ -53,6 +53,7 @@ class WorkerOpeners implements Opener {
       refuse: (batch) => batch.keys.fill(0),
       discard: (out) => {
         out.q.fill(0);
+        out.scales.fill(0);
         out.shingles.fill(0);
       },
     });

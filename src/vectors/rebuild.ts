@@ -250,6 +250,7 @@ function fileBatch(
     building.vectors.upsertMany(vectors, { graphLater: true });
   } finally {
     opened.q.fill(0);
+    opened.scales.fill(0);
     opened.shingles.fill(0);
   }
 }

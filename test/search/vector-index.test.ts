@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isLetheError } from '../../src/errors.js';
 import { quantise } from '../../src/vectors/sealed-form.js';
+import { Graph } from '../../src/vectors/hnsw.js';
 import { type RecordType, VectorIndex } from '../../src/vectors/vector-index.js';
 import { mulberry32 } from '../../fixtures/prng.js';
 
@@ -307,6 +308,21 @@ describe('VectorIndex', () => {
     index.upsert('b', 'entry', 'k', vec(...b));
     expect(index.search(vec(...b), 1).map((h) => h.id)).toEqual(['b']);
     expect(index.search(vec(...a), 1).map((h) => h.id)).toEqual(['a']);
+  });
+
+  it('a graph insertion that fails partway leaves none of its nodes answering: the chunks already in are removed, to be scrubbed', () => {
+    const graph = new Graph(D);
+    const rand = mulberry32(7);
+    const vectors = Array.from({ length: 600 }, () => Int8Array.from({ length: D }, () => Math.round(rand() * 254) - 127));
+    const slots = vectors.map((_, i) => i);
+    // the 300th vector is refused after the first chunk of 256 went in
+    expect(() => graph.add(slots, (slot) => (slot === 300 ? new Int8Array(D - 1) : vectors[slot]!))).toThrow(/dimensions/);
+    expect(graph.size).toBe(0);
+    expect(graph.unscrubbed).toBe(256);
+    expect(graph.search(vectors[3]!, 10)).toEqual([]);
+    graph.add(slots, (slot) => vectors[slot]!);
+    expect(graph.size).toBe(600);
+    expect(graph.search(vectors[3]!, 600)).toContain(3);
   });
 
   it('clear empties it', () => {
