@@ -53,7 +53,7 @@ export class SealPool {
   async seal(records: readonly KeyedText[]): Promise<Sealed[] | undefined> {
     if (this.#broken || records.length === 0) return undefined;
     const pool = this.#start();
-    if (!pool || !pool.isReady || pool.failed) return undefined;
+    if (!pool?.isReady || pool.failed) return undefined;
     const { embedder } = this.#sealer;
     // a model's adapter embeds here (it may need this thread's network client), EMBED_CHUNK texts a call: the job carries the vectors
     const embedded: Float32Array[] | undefined = embedder.spec ? undefined : [];
