@@ -10,12 +10,13 @@
  * slots outnumber the live ones. Document frequency (how many live records hold a
  * shingle) is exact at every moment.
  *
- * Memory: 8 bytes per shingle of each record (its sorted set) and about 8 per
- * posting, plus a place in a posting table per distinct shingle (12 bytes, the table
+ * Memory: 8 bytes per shingle of each record (its sorted set, in the set arena) and
+ * about 8 per posting, plus a place in a posting table per distinct shingle (12 bytes, the table
  * at most 3/4 full): the bench ("probe") measures the whole per record.
  */
 import { KeyFiling } from './key-filing.js';
 import { PostingTable } from './posting-table.js';
+import { SetArena } from './set-arena.js';
 import type { RecordType } from './vector-index.js';
 
 /** Posting lists at most this long drop a removed slot at once instead of marking it. */
@@ -42,7 +43,7 @@ export interface ShingleRecord {
 export class ShingleIndex {
   readonly #slotOf = new Map<string, number>();
   #records: Array<ShingleRecord | undefined> = [];
-  #sets: Array<Float64Array | undefined> = [];
+  #sets = new SetArena();
   #shards = freshShards();
   readonly #filing = new KeyFiling();
   #dead = 0;
@@ -79,12 +80,11 @@ export class ShingleIndex {
     return slot === undefined ? undefined : this.#records[slot]!.keyId;
   }
 
-  /** Files record `id` under its sorted distinct shingles (replacing what it had); the index owns `shingles` (it zeroes them on removal). */
+  /** Files record `id` under its sorted distinct shingles (replacing what it had); the index takes a copy of `shingles` and zeroes them. */
   upsert(id: string, type: RecordType, keyId: string, shingles: Float64Array): void {
     this.remove(id);
     const slot = this.#records.length;
     this.#records.push({ id, type, keyId });
-    this.#sets.push(shingles);
     this.#slotOf.set(id, slot);
     this.#shingles += shingles.length;
     for (let i = 0; i < shingles.length; i++) {
@@ -98,6 +98,7 @@ export class ShingleIndex {
         p.push(slot);
       }
     }
+    this.#sets.store(slot, shingles);
     this.#filing.file(keyId, id);
   }
 
@@ -106,10 +107,9 @@ export class ShingleIndex {
     const slot = this.#slotOf.get(id);
     if (slot === undefined) return false;
     const record = this.#records[slot]!;
-    const set = this.#sets[slot]!;
+    const set = this.#sets.at(slot);
     this.#slotOf.delete(id);
     this.#records[slot] = undefined;
-    this.#sets[slot] = undefined;
     this.#shingles -= set.length;
     this.#dead++;
     for (let i = 0; i < set.length; i++) {
@@ -164,7 +164,7 @@ export class ShingleIndex {
     let n = 0;
     for (let i = 1; i < p.length && n < cap; i++) {
       const slot = p[i]!;
-      if (this.#sets[slot] === undefined) continue;
+      if (this.#records[slot] === undefined) continue;
       visit(slot);
       n++;
     }
@@ -183,7 +183,7 @@ export class ShingleIndex {
 
   /** The sorted shingle set of the live record in a slot. */
   setAt(slot: number): Float64Array | undefined {
-    return this.#sets[slot];
+    return this.#records[slot] === undefined ? undefined : this.#sets.at(slot);
   }
 
   slotOf(id: string): number | undefined {
@@ -192,10 +192,9 @@ export class ShingleIndex {
 
   /** Zeroes every set and drops everything. */
   clear(): void {
-    for (const set of this.#sets) set?.fill(0);
+    this.#sets.clear();
     this.#slotOf.clear();
     this.#records = [];
-    this.#sets = [];
     this.#shards = freshShards();
     this.#filing.clear();
     this.#dead = 0;
@@ -207,7 +206,7 @@ export class ShingleIndex {
     const records = this.#records;
     const sets = this.#sets;
     this.#records = [];
-    this.#sets = [];
+    this.#sets = new SetArena();
     this.#shards = freshShards();
     this.#slotOf.clear();
     this.#filing.clear();
@@ -215,7 +214,8 @@ export class ShingleIndex {
     this.#shingles = 0;
     for (let slot = 0; slot < records.length; slot++) {
       const r = records[slot];
-      if (r) this.upsert(r.id, r.type, r.keyId, sets[slot]!);
+      if (r) this.upsert(r.id, r.type, r.keyId, sets.at(slot));
     }
+    sets.clear();
   }
 }

@@ -245,22 +245,34 @@ describe('ShingleIndex', () => {
   it('keeps document frequency exact through removals, key destruction and compaction', () => {
     const index = new ShingleIndex();
     const shared = hasher.setOf('lighthouse harbour');
-    // the index owns what it is given (it zeroes a record's set when the record leaves): each record its own copy
+    // the index copies what it is given and zeroes it: each record its own copy
     for (let i = 0; i < 6000; i++) index.upsert(`entry_${i}`, 'entry', `key_${i % 3}`, i % 2 ? new Float64Array(shared) : hasher.setOf(`record ${i}`));
+    // a survivor's set as the index holds it, before the compactions below move it
+    index.upsert('entry_keep', 'entry', 'key_keep', hasher.setOf('keeper of the light'));
+    const heldBefore = index.setAt(index.slotOf('entry_keep')!)!;
+    expect(heldBefore.some((x) => x !== 0)).toBe(true);
     const h = shared[0]!;
     expect(index.df(h)).toBe(3000);
     expect(index.removeKey('key_1')).toBe(2000);
     // key_1 held every third record: of the odd ones (sharing), a third
     expect(index.df(h)).toBe(2000);
     for (let i = 0; i < 6000; i++) index.remove(`entry_${i}`); // triggers compactions on the way
+    // a compaction files the live sets anew and zeroes what it leaves
+    expect(heldBefore.every((x) => x === 0)).toBe(true);
+    expect([...index.setAt(index.slotOf('entry_keep')!)!]).toEqual([...hasher.setOf('keeper of the light')]);
+    index.remove('entry_keep');
     expect(index.size).toBe(0);
     expect(index.df(h)).toBe(0);
     expect(index.distinct).toBe(0);
-    // what left was zeroed
+    // what it was given is zeroed at once, and its copy when the record leaves
     const gone = hasher.setOf('harbour lighthouse keeper');
     index.upsert('entry_z', 'entry', 'key_z', gone);
-    index.remove('entry_z');
     expect([...gone].every((x) => x === 0)).toBe(true);
+    const held = index.setAt(index.slotOf('entry_z')!)!;
+    expect(held.some((x) => x !== 0)).toBe(true);
+    index.remove('entry_z');
+    expect([...held].every((x) => x === 0)).toBe(true);
+    expect(index.setAt(0)).toBeUndefined();
     let visited = 0;
     index.postings(h, 10, () => visited++);
     expect(visited).toBe(0);

@@ -1,13 +1,14 @@
 /**
  * The in-memory indexes' own tables, each against a plain Map under random sequences:
  * the vector index's id → slot table (open addressing over the slots' own ids), the key
- * filing (an id, an array, a set), and the lexical index's posting tables.
+ * filing (an id, an array, a set), and the lexical index's posting tables and set arena.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { IdTable } from '../../src/vectors/id-table.js';
 import { KeyFiling } from '../../src/vectors/key-filing.js';
 import { type Posting, PostingTable } from '../../src/vectors/posting-table.js';
+import { SetArena } from '../../src/vectors/set-arena.js';
 
 describe('IdTable', () => {
   it('agrees with a Map under any sequence of sets and deletes, through growth and probe runs', () => {
@@ -127,5 +128,28 @@ describe('PostingTable', () => {
     expect(table.get(42)).toEqual([1, 7, 9]);
     table.set(42, 3);
     expect(table.get(42)).toBe(3);
+  });
+});
+
+describe('SetArena', () => {
+  it('gives back each set as stored, across chunks and for a set larger than a chunk, and zeroes what it was given', () => {
+    const arena = new SetArena();
+    const expected: number[][] = [];
+    // 3,000 sets of 1-99 shingles fill more than one chunk of 131,072; slot 1,500 holds one larger than a chunk
+    for (let slot = 0; slot < 3000; slot++) {
+      const n = slot === 1500 ? 200_000 : 1 + (slot % 99);
+      const set = Float64Array.from({ length: n }, (_, i) => slot * 1_000_003 + i);
+      expected.push(slot === 1500 ? [] : [...set]);
+      arena.store(slot, set);
+      expect(set.every((x) => x === 0)).toBe(true);
+    }
+    for (let slot = 0; slot < 3000; slot++) {
+      const got = arena.at(slot);
+      if (slot === 1500) expect([got.length, got[0], got[199_999]]).toEqual([200_000, 1500 * 1_000_003, 1500 * 1_000_003 + 199_999]);
+      else expect([...got]).toEqual(expected[slot]);
+    }
+    const view = arena.at(7);
+    arena.clear();
+    expect(view.every((x) => x === 0)).toBe(true);
   });
 });
