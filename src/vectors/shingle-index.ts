@@ -80,7 +80,7 @@ export class ShingleIndex {
     return slot === undefined ? undefined : this.#records[slot]!.keyId;
   }
 
-  /** Files record `id` under its sorted distinct shingles (replacing what it had); the index takes a copy of `shingles` and zeroes them. */
+  /** Files record `id` under its sorted distinct shingles (replacing what it had); the index takes a copy of `shingles` and zeroes them (so never pass a view `setAt` gave). */
   upsert(id: string, type: RecordType, keyId: string, shingles: Float64Array): void {
     this.remove(id);
     const slot = this.#records.length;
