@@ -3,6 +3,8 @@
  * (linear probing, 4 bytes a place, at most 3/4 full) over the ids the slots already
  * hold. A `Map<string, number>` cost the index about 34 bytes a record; this, 5-11.
  */
+import { closeGap } from './probe-gap.js';
+
 const MIN_CAPACITY = 1024;
 
 /** FNV-1a over the id's UTF-16 code units. */
@@ -45,19 +47,20 @@ export class IdTable {
   }
 
   delete(id: string): boolean {
-    let at = this.#find(id);
+    const at = this.#find(id);
     if (at < 0) return false;
     const places = this.#places;
     const mask = places.length - 1;
-    // backward shift: each later entry of the run moves into the hole unless its home lies after the hole
-    for (let next = (at + 1) & mask; places[next] !== 0; next = (next + 1) & mask) {
-      const home = hash(this.#idAt(places[next]! - 1)!) & mask;
-      const stays = at <= next ? at < home && home <= next : at < home || home <= next;
-      if (stays) continue;
-      places[at] = places[next]!;
-      at = next;
-    }
-    places[at] = 0;
+    const empty = closeGap(
+      at,
+      mask,
+      (place) => places[place] !== 0,
+      (place) => hash(this.#idAt(places[place]! - 1)!) & mask,
+      (from, to) => {
+        places[to] = places[from]!;
+      },
+    );
+    places[empty] = 0;
     this.#size--;
     return true;
   }

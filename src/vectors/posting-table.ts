@@ -6,6 +6,8 @@
  * rather than a Map entry and a boxed key (about 50). Keys are shingles: integers
  * below 2^53 (shingles.ts), compared with `===`.
  */
+import { closeGap } from './probe-gap.js';
+
 /** A posting: one live slot, or [live count, slot, slot, ...] (slots may be dead). */
 export type Posting = number | number[];
 
@@ -53,24 +55,25 @@ export class PostingTable {
   }
 
   delete(h: number): boolean {
-    let at = this.#find(h);
+    const at = this.#find(h);
     if (at < 0) return false;
     const old = this.#postings[at]!;
     if (old < 0) this.#freeList(-old - 1);
     const keys = this.#keys;
     const postings = this.#postings;
     const mask = keys.length - 1;
-    // backward shift: each later entry of the run moves into the hole unless its home lies after the hole
-    for (let next = (at + 1) & mask; postings[next] !== 0; next = (next + 1) & mask) {
-      const start = home(keys[next]!, mask);
-      const stays = at <= next ? at < start && start <= next : at < start || start <= next;
-      if (stays) continue;
-      keys[at] = keys[next]!;
-      postings[at] = postings[next]!;
-      at = next;
-    }
-    keys[at] = 0;
-    postings[at] = 0;
+    const empty = closeGap(
+      at,
+      mask,
+      (place) => postings[place] !== 0,
+      (place) => home(keys[place]!, mask),
+      (from, to) => {
+        keys[to] = keys[from]!;
+        postings[to] = postings[from]!;
+      },
+    );
+    keys[empty] = 0;
+    postings[empty] = 0;
     this.#size--;
     return true;
   }

@@ -242,7 +242,7 @@ function fileBatch(
       if (opened.hasVector[i] && !building.vectors.has(recordId))
         vectors.push({ id: recordId, type: recordType, keyId, vector: { scale: opened.scales[i]!, q: opened.q.subarray(i * d, (i + 1) * d) } });
       if (opened.hasShingles[i] && !building.lexical.has(recordId)) {
-        building.lexical.upsert(recordId, recordType, keyId, opened.shingles.slice(opened.shinglesAt[i]!, opened.shinglesAt[i + 1]!));
+        building.lexical.upsert(recordId, recordType, keyId, opened.shingles.subarray(opened.shinglesAt[i]!, opened.shinglesAt[i + 1]!));
       }
       tally.loaded++;
       tally.loadedKeys.add(keyId);
