@@ -34,34 +34,9 @@ export async function startMinio(binary: string, again?: MinioServer): Promise<M
   const accessKey = again?.accessKey ?? 'lethe-test-access';
   const secretKey = again?.secretKey ?? `lethe-test-secret-${process.pid}`;
   const port = again?.port ?? (await freePort());
-  const consolePort = await freePort();
-  const child: ChildProcess = spawn(binary, ['server', dataDir, '--address', `127.0.0.1:${port}`, '--console-address', `127.0.0.1:${consolePort}`, '--quiet'], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', MINIO_ROOT_USER: accessKey, MINIO_ROOT_PASSWORD: secretKey, MINIO_BROWSER: 'off' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-    // its own session: the kernel thaws a stopped process whose group becomes orphaned (SIGHUP + SIGCONT),
-    // which would end a pause() while another process of the test runner's group exits
-    detached: true,
-  });
-  let stderr = '';
-  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-  const endpoint = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`MinIO exited with ${child.exitCode}: ${stderr}`);
-    try {
-      const res = await fetch(`${endpoint}/minio/health/ready`);
-      if (res.ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`MinIO did not become ready in 60 s: ${stderr}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const child = await spawnMinio(binary, { port, drives: [dataDir], accessKey, secretKey }, '/minio/health/ready');
   return {
-    endpoint,
+    endpoint: `http://127.0.0.1:${port}`,
     accessKey,
     secretKey,
     port,
@@ -78,6 +53,60 @@ export async function startMinio(binary: string, again?: MinioServer): Promise<M
       if (!options.keepData) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** What one MinIO process serves: its port, its drives (folders or, for a cluster, every server's drive URLs) and the root credential. */
+export interface MinioProcess {
+  readonly port: number;
+  readonly drives: readonly string[];
+  readonly accessKey: string;
+  readonly secretKey: string;
+}
+
+/**
+ * Spawns one MinIO process and waits (60 s at most) until `readyPath` answers 200 on
+ * it; throws with its stderr when it exits or never gets there.
+ */
+export async function spawnMinio(binary: string, p: MinioProcess, readyPath: string, readyMs = 60_000): Promise<ChildProcess> {
+  const consolePort = await freePort();
+  const child: ChildProcess = spawn(
+    binary,
+    ['server', ...p.drives, '--address', `127.0.0.1:${p.port}`, '--console-address', `127.0.0.1:${consolePort}`, '--quiet'],
+    {
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '/tmp',
+        MINIO_ROOT_USER: p.accessKey,
+        MINIO_ROOT_PASSWORD: p.secretKey,
+        MINIO_BROWSER: 'off',
+        // a cluster's drives are folders on the machine's root disk, which MinIO refuses outside CI
+        MINIO_CI_CD: 'on',
+        // in a container MinIO waits for a cluster's loopback addresses to resolve elsewhere; this names its own
+        _MINIO_SERVER_LOCAL: `127.0.0.1:${p.port}`,
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+      // its own session: the kernel thaws a stopped process whose group becomes orphaned (SIGHUP + SIGCONT),
+      // which would end a pause() while another process of the test runner's group exits
+      detached: true,
+    },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const deadline = Date.now() + readyMs;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`MinIO exited with ${child.exitCode}: ${stderr}`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${p.port}${readyPath}`);
+      if (res.ok) return child;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`MinIO did not become ready in ${readyMs / 1000} s: ${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /** Waits (at most 2 s) until /proc says the process is in `state`: a signal is delivered after kill() returns. */

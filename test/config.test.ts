@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config/index.js';
+import { s3Endpoints } from '../src/storage/s3-endpoint.js';
 
 const ROOT_KEY_32 = Buffer.alloc(32, 7).toString('base64');
 
@@ -232,6 +233,14 @@ describe('object store configuration', () => {
     expect(problemsOf({ S3_ENDPOINT: 'ftp://x' })).toContain('S3_ENDPOINT');
     expect(problemsOf({ S3_BUCKET: 'Bad_Bucket' })).toContain('S3_BUCKET');
     expect(problemsOf({ S3_BUCKET: 'same-one', S3_BACKUP_BUCKET: 'same-one' })).toContain('S3_BACKUP_BUCKET');
+  });
+
+  it('S3_ENDPOINT takes the servers of one cluster, comma-separated, and refuses a list with a path or an empty member', () => {
+    const cfg = loadConfig({ S3_ENDPOINT: 'http://a:9000, http://b:9000,http://c:9000', S3_ACCESS_KEY: 'ak', S3_SECRET_KEY: 'sk' });
+    expect(s3Endpoints(cfg.s3!.endpoint).map((u) => u.host)).toEqual(['a:9000', 'b:9000', 'c:9000']);
+    for (const bad of ['http://a:9000,', 'http://a:9000,,http://b:9000', 'http://a:9000,http://b:9000/bucket', 'http://a:9000;http://b:9000']) {
+      expect(() => loadConfig({ S3_ENDPOINT: bad, S3_ACCESS_KEY: 'ak', S3_SECRET_KEY: 'sk' })).toThrow(/S3_ENDPOINT.*comma-separated/);
+    }
   });
 
   it('never echoes the secret key in a configuration error', () => {

@@ -16,6 +16,7 @@ import type { Logger } from '../observability/logger.js';
 import { createMetrics } from '../observability/metrics.js';
 import { type App, openApp } from './open.js';
 import { guardUnhandledRejections } from './rejections.js';
+import { s3Endpoints } from '../storage/s3-endpoint.js';
 
 export interface RunningServer {
   readonly app: App;
@@ -148,7 +149,11 @@ export async function startServer(config: Config, logger: Logger, options: Serve
           ? 'plain HTTP behind a TLS proxy'
           : 'plain HTTP',
       database: config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : `embedded PGlite under ${config.dataDir}`,
-      objectStore: config.s3 ? `S3 at ${new URL(config.s3.endpoint).host}` : `local folder under ${config.dataDir}`,
+      objectStore: config.s3
+        ? `S3 at ${s3Endpoints(config.s3.endpoint)
+            .map((u) => u.host)
+            .join(', ')}`
+        : `local folder under ${config.dataDir}`,
       keyring: config.keyringDir,
     },
     'lethe listening',

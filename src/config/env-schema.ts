@@ -82,7 +82,7 @@ export const envSchema = z.object({
   S3_ENDPOINT: z
     .string()
     .trim()
-    .regex(/^https?:\/\/[^/\s]+\/?$/, 'must be http(s)://host[:port]')
+    .regex(/^https?:\/\/[^/\s,]+\/?(\s*,\s*https?:\/\/[^/\s,]+\/?)*$/, 'must be http(s)://host[:port], or the servers of one cluster, comma-separated')
     .optional(),
   S3_ACCESS_KEY: z.string().trim().min(1).optional(),
   S3_SECRET_KEY: z.string().min(1).optional(),
@@ -123,7 +123,7 @@ export const envSchema = z.object({
   LETHE_KMS_ENDPOINT: z
     .string()
     .trim()
-    .regex(/^https?:\/\/[^/\s]+\/?$/, 'must be http(s)://host[:port]')
+    .regex(/^https?:\/\/[^/\s,]+\/?(\s*,\s*https?:\/\/[^/\s,]+\/?)*$/, 'must be http(s)://host[:port], or the servers of one cluster, comma-separated')
     .optional(),
   LETHE_KMS_ALIAS_PREFIX: z
     .string()

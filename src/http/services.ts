@@ -33,7 +33,7 @@ export interface Services {
   readonly config: Config;
   /** Readiness: the database and the object store answer. */
   readonly db: { ping(): Promise<void> };
-  readonly objects: { ping(): Promise<void> };
+  readonly objects: { ping(): Promise<void>; writable?(): Promise<boolean | undefined> };
   readonly keys: KeyService;
   readonly epochs: EpochService;
   readonly fences: ReadFences;

@@ -7,16 +7,20 @@
  * answer the client cannot read as S3's is explained by asking the endpoint what it
  * is: something that answers HTTP without speaking S3 (a web page, a proxy's error) is
  * a `MisconfiguredError` naming its status and content type.
+ *
+ * `S3_ENDPOINT` may name several servers of one cluster, comma-separated: calls go to
+ * one; a call whose connection is refused or reset goes on to the next at once (S3's
+ * calls are idempotent; a `putIfAbsent` repeated after a reset may answer false, as
+ * after a timeout: see store.ts), and a call that timed out sends the next calls there.
  */
-import http from 'node:http';
-import https from 'node:https';
 import { Client } from 'minio';
 import { LetheError, isLetheError, MisconfiguredError } from '../errors.js';
 import { DEFAULT_STORE_TIMEOUT_MS, StoreTimeout, timedTransport } from './deadline.js';
+import { describeAnswer, networkReason, PROBE_TIMEOUT_MS, s3Endpoints, unreachable, whatAnswers } from './s3-endpoint.js';
 import { assertObjectKey, type ObjectLock, type ObjectStore, type Retention, type StoredObject } from './store.js';
 
 export interface S3Options {
-  /** http(s)://host:port */
+  /** http(s)://host:port, or several servers of one cluster, comma-separated */
   readonly endpoint: string;
   readonly accessKey: string;
   readonly secretKey: string;
@@ -29,44 +33,58 @@ export interface S3Options {
 }
 
 const CREDENTIAL_CODES = new Set(['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'AccessDenied', 'InvalidToken']);
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
+
+/** One server of the store: its client and its origin (for messages). */
+interface Server {
+  readonly client: Client;
+  readonly origin: string;
+}
 
 export class S3ObjectStore implements ObjectStore {
   readonly kind = 's3' as const;
   readonly bucket: string;
-  readonly #client: Client;
-  readonly #endpoint: string;
+  readonly #servers: readonly Server[];
+  /** The server calls go to; moves on when one cannot be reached. */
+  #current = 0;
   readonly #region: string;
   readonly #timeoutMs: number;
   #lockable: boolean | undefined;
 
   constructor(options: S3Options) {
-    const url = new URL(options.endpoint);
     this.bucket = options.bucket;
-    this.#endpoint = url.origin;
     this.#region = options.region ?? 'us-east-1';
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
-    const { transport, agent } = timedTransport(url.protocol === 'https:', this.#timeoutMs);
-    this.#client = new Client({
-      transport,
-      transportAgent: agent,
-      endPoint: url.hostname,
-      port: url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80,
-      useSSL: url.protocol === 'https:',
-      accessKey: options.accessKey,
-      secretKey: options.secretKey,
-      ...(options.sessionToken ? { sessionToken: options.sessionToken } : {}),
-      region: this.#region,
-      pathStyle: true,
+    const urls = s3Endpoints(options.endpoint);
+    if (urls.length === 0) throw new MisconfiguredError('S3_ENDPOINT', 'names no server');
+    this.#servers = urls.map((url) => {
+      const { transport, agent } = timedTransport(url.protocol === 'https:', this.#timeoutMs);
+      const client = new Client({
+        transport,
+        transportAgent: agent,
+        endPoint: url.hostname,
+        port: url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80,
+        useSSL: url.protocol === 'https:',
+        accessKey: options.accessKey,
+        secretKey: options.secretKey,
+        ...(options.sessionToken ? { sessionToken: options.sessionToken } : {}),
+        region: this.#region,
+        pathStyle: true,
+      });
+      return { client, origin: url.origin };
     });
+  }
+
+  /** The endpoint messages name: the server calls go to now. */
+  get #endpoint(): string {
+    return this.#servers[this.#current]!.origin;
   }
 
   async ensureBucket(options: { versioned?: boolean; objectLock?: ObjectLock; lockable?: boolean } = {}): Promise<void> {
     const lock = options.objectLock;
-    await this.#call(async () => {
-      if (!(await this.#client.bucketExists(this.bucket))) {
+    await this.#call(async (c) => {
+      if (!(await c.bucketExists(this.bucket))) {
         try {
-          await this.#client.makeBucket(this.bucket, this.#region, lock || options.lockable ? { ObjectLocking: true } : undefined);
+          await c.makeBucket(this.bucket, this.#region, lock || options.lockable ? { ObjectLocking: true } : undefined);
         } catch (e) {
           // another replica created it first
           if ((e as { code?: string }).code !== 'BucketAlreadyOwnedByYou') throw e;
@@ -75,7 +93,7 @@ export class S3ObjectStore implements ObjectStore {
       let current: { objectLockEnabled?: string; mode?: string; validity?: number } | undefined;
       if (lock) {
         try {
-          current = (await (this.#client.getObjectLockConfig(this.bucket) as unknown as Promise<typeof current>)) ?? {};
+          current = (await (c.getObjectLockConfig(this.bucket) as unknown as Promise<typeof current>)) ?? {};
         } catch (e) {
           // only "this bucket has no lock configuration" means no lock; anything else is an error to report as it is
           if ((e as { code?: string }).code !== 'ObjectLockConfigurationNotFoundError') throw e;
@@ -90,14 +108,14 @@ export class S3ObjectStore implements ObjectStore {
           );
         }
       }
-      if (options.versioned || lock) await this.#client.setBucketVersioning(this.bucket, { Status: 'Enabled' });
+      if (options.versioned || lock) await c.setBucketVersioning(this.bucket, { Status: 'Enabled' });
       if (lock) {
         const mode = lock.mode === 'compliance' ? 'COMPLIANCE' : 'GOVERNANCE';
         // never weaken an existing default (compliance to governance, or a shorter retention)
         const weaker =
           (current?.mode === 'COMPLIANCE' && mode === 'GOVERNANCE') ||
           (current?.validity !== undefined && lock.days < current.validity && current.mode === mode);
-        if (!weaker) await this.#client.setObjectLockConfig(this.bucket, { mode, unit: 'Days', validity: lock.days } as never);
+        if (!weaker) await c.setObjectLockConfig(this.bucket, { mode, unit: 'Days', validity: lock.days } as never);
       }
     });
   }
@@ -118,9 +136,7 @@ export class S3ObjectStore implements ObjectStore {
 
   async #put(key: string, body: Uint8Array, options: { retain?: Retention }, headers: Record<string, string>): Promise<void> {
     assertObjectKey(key);
-    const stored = await this.#call(() =>
-      this.#client.putObject(this.bucket, key, Buffer.from(body.buffer, body.byteOffset, body.byteLength), body.byteLength, headers),
-    );
+    const stored = await this.#call((c) => c.putObject(this.bucket, key, Buffer.from(body.buffer, body.byteOffset, body.byteLength), body.byteLength, headers));
     const retain = options.retain;
     if (retain && stored.versionId) {
       const retention = {
@@ -129,14 +145,14 @@ export class S3ObjectStore implements ObjectStore {
         retainUntilDate: retain.until.toISOString(),
       } as const;
       try {
-        await this.#client.putObjectRetention(this.bucket, key, retention);
+        await this.#attempt((c) => c.putObjectRetention(this.bucket, key, retention));
       } catch (e) {
-        if (String((e as { code?: unknown }).code ?? '') !== 'InvalidRequest') await this.#call(() => Promise.reject(e), key);
+        if (String((e as { code?: unknown }).code ?? '') !== 'InvalidRequest') throw await this.#mapped(e, key);
         // the bucket's default retained the version in governance mode: raising it to compliance takes the bypass
         // header; a credential refused it keeps the default (governance, at least as long as the bucket's days)
-        await this.#client.putObjectRetention(this.bucket, key, { ...retention, governanceBypass: true }).catch((again: unknown) => {
+        await this.#attempt((c) => c.putObjectRetention(this.bucket, key, { ...retention, governanceBypass: true })).catch(async (again: unknown) => {
           const code = String((again as { code?: unknown }).code ?? '');
-          if (code !== 'AccessDenied' && code !== 'InvalidRequest') return this.#call(() => Promise.reject(again), key);
+          if (code !== 'AccessDenied' && code !== 'InvalidRequest') throw await this.#mapped(again, key);
         });
       }
     }
@@ -145,10 +161,10 @@ export class S3ObjectStore implements ObjectStore {
   async versions(key: string): Promise<Uint8Array[]> {
     assertObjectKey(key);
     const found = await this.#call(
-      () =>
+      (c) =>
         new Promise<{ versionId: string; at: number }[]>((resolve, reject) => {
           const out: { versionId: string; at: number }[] = [];
-          const stream = this.#client.listObjects(this.bucket, key, false, { IncludeVersion: true });
+          const stream = c.listObjects(this.bucket, key, false, { IncludeVersion: true });
           stream.on('data', (item) => {
             const v = item as { name?: string; versionId?: string | null; isDeleteMarker?: boolean; lastModified?: Date };
             if (v.name === key && !v.isDeleteMarker && v.versionId)
@@ -162,8 +178,8 @@ export class S3ObjectStore implements ObjectStore {
     const out: Uint8Array[] = [];
     for (const v of found) {
       out.push(
-        await this.#call(async () => {
-          const stream = await this.#client.getObject(this.bucket, key, { versionId: v.versionId });
+        await this.#call(async (c) => {
+          const stream = await c.getObject(this.bucket, key, { versionId: v.versionId });
           const chunks: Buffer[] = [];
           for await (const chunk of stream) chunks.push(chunk as Buffer);
           return new Uint8Array(Buffer.concat(chunks));
@@ -183,9 +199,9 @@ export class S3ObjectStore implements ObjectStore {
 
   async lockable(): Promise<boolean> {
     if (this.#lockable === undefined) {
-      this.#lockable = await this.#call(async () => {
+      this.#lockable = await this.#call(async (c) => {
         try {
-          const config = (await (this.#client.getObjectLockConfig(this.bucket) as unknown as Promise<{ objectLockEnabled?: string } | undefined>)) ?? {};
+          const config = (await (c.getObjectLockConfig(this.bucket) as unknown as Promise<{ objectLockEnabled?: string } | undefined>)) ?? {};
           return config.objectLockEnabled === 'Enabled';
         } catch (e) {
           if ((e as { code?: string }).code === 'ObjectLockConfigurationNotFoundError') return false;
@@ -198,8 +214,8 @@ export class S3ObjectStore implements ObjectStore {
 
   async get(key: string): Promise<Uint8Array> {
     assertObjectKey(key);
-    return this.#call(async () => {
-      const stream = await this.#client.getObject(this.bucket, key);
+    return this.#call(async (c) => {
+      const stream = await c.getObject(this.bucket, key);
       const chunks: Buffer[] = [];
       for await (const chunk of stream) chunks.push(chunk as Buffer);
       return new Uint8Array(Buffer.concat(chunks));
@@ -209,8 +225,8 @@ export class S3ObjectStore implements ObjectStore {
   async getRange(key: string, offset: number, length: number): Promise<Uint8Array> {
     assertObjectKey(key);
     if (length === 0) return new Uint8Array(0);
-    return this.#call(async () => {
-      const stream = await this.#client.getPartialObject(this.bucket, key, offset, length);
+    return this.#call(async (c) => {
+      const stream = await c.getPartialObject(this.bucket, key, offset, length);
       const chunks: Buffer[] = [];
       for await (const chunk of stream) chunks.push(chunk as Buffer);
       return new Uint8Array(Buffer.concat(chunks));
@@ -220,7 +236,7 @@ export class S3ObjectStore implements ObjectStore {
   async head(key: string): Promise<StoredObject | undefined> {
     assertObjectKey(key);
     try {
-      const s = await this.#call(() => this.#client.statObject(this.bucket, key), key);
+      const s = await this.#call((c) => c.statObject(this.bucket, key), key);
       return { key, size: s.size };
     } catch (e) {
       if (isLetheError(e, 'not_found')) return undefined;
@@ -230,15 +246,15 @@ export class S3ObjectStore implements ObjectStore {
 
   async delete(key: string): Promise<void> {
     assertObjectKey(key);
-    await this.#call(() => this.#client.removeObject(this.bucket, key));
+    await this.#call((c) => c.removeObject(this.bucket, key));
   }
 
   async *list(prefix: string): AsyncIterable<StoredObject> {
     const items: StoredObject[] = await this.#call(
-      () =>
+      (c) =>
         new Promise<StoredObject[]>((resolve, reject) => {
           const out: StoredObject[] = [];
-          const stream = this.#client.listObjectsV2(this.bucket, prefix, true);
+          const stream = c.listObjectsV2(this.bucket, prefix, true);
           stream.on('data', (item) => {
             if (item.name) out.push({ key: item.name, size: item.size ?? 0, ...(item.lastModified ? { modifiedAt: new Date(item.lastModified) } : {}) });
           });
@@ -251,11 +267,26 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async ping(): Promise<void> {
-    await this.#call(async () => {
-      if (!(await this.#client.bucketExists(this.bucket))) {
+    await this.#call(async (c) => {
+      if (!(await c.bucketExists(this.bucket))) {
         throw new LetheError('unavailable', `bucket ${this.bucket} does not exist at ${this.#endpoint}`);
       }
     });
+  }
+
+  /**
+   * Asks MinIO's cluster health check (`/minio/health/cluster`: 200, or 503 once the
+   * cluster has lost its write quorum; unauthenticated, it names no object), through the
+   * first server that answers. Undefined when the answer is not MinIO's.
+   */
+  async writable(): Promise<boolean | undefined> {
+    for (let tried = 0; tried < this.#servers.length; tried++) {
+      const at = this.#current;
+      const answer = await whatAnswers(this.#servers[at]!.origin, Math.min(this.#timeoutMs, PROBE_TIMEOUT_MS), '/minio/health/cluster');
+      if (answer) return answer.writeQuorum ? answer.status === 200 : undefined;
+      if (this.#current === at) this.#current = (at + 1) % this.#servers.length;
+    }
+    throw new LetheError('unavailable', `S3_ENDPOINT ${this.#endpoint}: the object store is unreachable`);
   }
 
   /**
@@ -266,131 +297,101 @@ export class S3ObjectStore implements ObjectStore {
    */
   async retentionBypassable(mode: 'governance' | 'compliance'): Promise<boolean> {
     const prefix = 'lock-canary/';
-    for (const v of await this.#call(() => this.#versionsUnder(prefix))) {
-      await this.#client.removeObject(this.bucket, v.name, { versionId: v.versionId }).catch(() => {});
+    for (const v of await this.#call((c) => versionsUnder(c, this.bucket, prefix))) {
+      await this.#attempt((c) => c.removeObject(this.bucket, v.name, { versionId: v.versionId })).catch(() => {});
     }
     const key = `${prefix}${Date.now()}-${Math.random().toString(36).slice(2, 10)}.json`;
     const body = Buffer.from('{"canary":"lethe probes whether its credential can remove a retained version"}');
-    const stored = await this.#call(() => this.#client.putObject(this.bucket, key, body, body.byteLength), key);
+    const stored = await this.#call((c) => c.putObject(this.bucket, key, body, body.byteLength), key);
     const versionId = stored.versionId;
     if (!versionId) throw new LetheError('unavailable', `bucket ${this.bucket} does not keep versions: Object Lock cannot be probed`);
+    const retention = { versionId, mode: mode === 'compliance' ? 'COMPLIANCE' : 'GOVERNANCE', retainUntilDate: new Date(Date.now() + 5_000).toISOString() };
     try {
-      await this.#client.putObjectRetention(this.bucket, key, {
-        versionId,
-        mode: mode === 'compliance' ? 'COMPLIANCE' : 'GOVERNANCE',
-        retainUntilDate: new Date(Date.now() + 5_000).toISOString(),
-      } as never);
+      await this.#attempt((c) => c.putObjectRetention(this.bucket, key, retention as never));
     } catch (e) {
       // a bucket with a default retention already retains the canary (longer): it probes that
-      if (String((e as { code?: unknown }).code ?? '') !== 'InvalidRequest') await this.#call(() => Promise.reject(e), key);
+      if (String((e as { code?: unknown }).code ?? '') !== 'InvalidRequest') throw await this.#mapped(e, key);
     }
     try {
-      await this.#client.removeObject(this.bucket, key, { versionId, governanceBypass: true });
+      await this.#attempt((c) => c.removeObject(this.bucket, key, { versionId, governanceBypass: true }));
       return true;
     } catch (e) {
       const code = String((e as { code?: unknown }).code ?? '');
       if (code === 'AccessDenied' || code === 'ObjectLocked' || code === 'InvalidRequest') return false;
-      return this.#call(() => Promise.reject(e), key);
+      throw await this.#mapped(e, key);
     }
   }
 
-  #versionsUnder(prefix: string): Promise<Array<{ name: string; versionId: string }>> {
-    return new Promise((resolve, reject) => {
-      const out: Array<{ name: string; versionId: string }> = [];
-      const stream = this.#client.listObjects(this.bucket, prefix, true, { IncludeVersion: true });
-      stream.on('data', (item) => {
-        const v = item as { name?: string; versionId?: string | null };
-        if (v.name && v.versionId) out.push({ name: v.name, versionId: v.versionId });
-      });
-      stream.on('error', reject);
-      stream.on('end', () => resolve(out));
-    });
+  /**
+   * Runs `fn` on the current server; a refused or reset connection moves on to the next
+   * server and runs it there, each server once; a timeout moves the next calls on but
+   * is not repeated (its caller's deadline). Throws the client's own error.
+   */
+  async #attempt<T>(fn: (client: Client) => Promise<T>): Promise<T> {
+    for (let tried = 1; ; tried++) {
+      const at = this.#current;
+      try {
+        return await fn(this.#servers[at]!.client);
+      } catch (e) {
+        const timedOut = e instanceof StoreTimeout;
+        if (this.#servers.length === 1 || isLetheError(e) || !(timedOut || unreachable(e))) throw e;
+        // concurrent calls that failed on the same server move on once, not once each
+        if (this.#current === at) this.#current = (at + 1) % this.#servers.length;
+        if (timedOut || tried >= this.#servers.length) throw e;
+      }
+    }
   }
 
-  async #call<T>(fn: () => Promise<T>, key?: string): Promise<T> {
+  /** `#attempt`, its failure said as a domain error. */
+  async #call<T>(fn: (client: Client) => Promise<T>, key?: string): Promise<T> {
     try {
-      return await fn();
+      return await this.#attempt(fn);
     } catch (e) {
-      if (isLetheError(e)) throw e;
-      const at = `S3_ENDPOINT ${this.#endpoint}:`;
-      if (e instanceof StoreTimeout) {
-        throw new LetheError('unavailable', `${at} the object store did not answer in time (${e.ms} ms; LETHE_STORE_TIMEOUT_MS)`);
-      }
-      const code = String((e as { code?: unknown }).code ?? '');
-      if (code === 'NoSuchKey' || code === 'NotFound') {
-        throw new LetheError('not_found', `no object ${key ?? ''} in ${this.bucket}`.replace('  ', ' '));
-      }
-      if (code === 'NoSuchBucket') throw new LetheError('unavailable', `${at} bucket ${this.bucket} does not exist there`);
-      if (CREDENTIAL_CODES.has(code)) {
-        throw new LetheError('unavailable', `${at} the object store refused the credentials (${code}): check S3_ACCESS_KEY and S3_SECRET_KEY`);
-      }
-      if (NETWORK_CODES.has(code) || (e as Error).name === 'AggregateError') {
-        throw new LetheError('unavailable', `${at} the object store is unreachable (${networkReason(code)})`);
-      }
-      // an answer the client could not read as S3's (no error code, often no message): ask what answers there
-      const answer = await whatAnswers(this.#endpoint, Math.min(this.#timeoutMs, PROBE_TIMEOUT_MS));
-      if (answer && !answer.s3) {
-        throw new MisconfiguredError('S3_ENDPOINT', `${this.#endpoint} answered ${describeAnswer(answer)}, not an S3 API: is this the MinIO/S3 endpoint?`, {
-          cause: e,
-        });
-      }
-      const reason = code || (e as Error).message || `an error without a code${answer ? ` (HTTP ${answer.status})` : ''}`;
-      throw new LetheError('unavailable', `${at} the object store failed: ${reason}`, { cause: e });
+      throw await this.#mapped(e, key);
     }
+  }
+
+  /** A failure of the client said as a domain error. */
+  async #mapped(e: unknown, key?: string): Promise<Error> {
+    if (isLetheError(e)) return e;
+    const at = `S3_ENDPOINT ${this.#endpoint}:`;
+    if (e instanceof StoreTimeout) {
+      return new LetheError('unavailable', `${at} the object store did not answer in time (${e.ms} ms; LETHE_STORE_TIMEOUT_MS)`);
+    }
+    const code = String((e as { code?: unknown }).code ?? '');
+    if (code === 'NoSuchKey' || code === 'NotFound') {
+      return new LetheError('not_found', `no object ${key ?? ''} in ${this.bucket}`.replace('  ', ' '));
+    }
+    if (code === 'NoSuchBucket') return new LetheError('unavailable', `${at} bucket ${this.bucket} does not exist there`);
+    if (CREDENTIAL_CODES.has(code)) {
+      return new LetheError('unavailable', `${at} the object store refused the credentials (${code}): check S3_ACCESS_KEY and S3_SECRET_KEY`);
+    }
+    if (unreachable(e)) {
+      const all = this.#servers.length > 1 ? ', and so is every other server it names' : '';
+      return new LetheError('unavailable', `${at} the object store is unreachable (${networkReason(code)})${all}`);
+    }
+    // an answer the client could not read as S3's (no error code, often no message): ask what answers there
+    const answer = await whatAnswers(this.#endpoint, Math.min(this.#timeoutMs, PROBE_TIMEOUT_MS));
+    if (answer && !answer.s3) {
+      return new MisconfiguredError('S3_ENDPOINT', `${this.#endpoint} answered ${describeAnswer(answer)}, not an S3 API: is this the MinIO/S3 endpoint?`, {
+        cause: e,
+      });
+    }
+    const reason = code || (e as Error).message || `an error without a code${answer ? ` (HTTP ${answer.status})` : ''}`;
+    return new LetheError('unavailable', `${at} the object store failed: ${reason}`, { cause: e });
   }
 }
 
-/** What a network error code means, said plainly. */
-function networkReason(code: string): string {
-  if (code === 'ECONNREFUSED') return 'ECONNREFUSED: connection refused, nothing listens there';
-  if (code === 'ENOTFOUND') return 'ENOTFOUND: no such host';
-  if (code === 'EHOSTUNREACH') return 'EHOSTUNREACH: no route to the host';
-  return code || 'network error';
-}
-
-/** How long asking the endpoint what it is may take. */
-const PROBE_TIMEOUT_MS = 5_000;
-
-interface Answer {
-  readonly status: number;
-  /** Its media type, without parameters; empty when it sent none. */
-  readonly contentType: string;
-  /** Whether it looks like an S3 API: S3 and MinIO name every answer (`x-amz-request-id`) and speak XML. */
-  readonly s3: boolean;
-}
-
-function describeAnswer(a: Answer): string {
-  return `HTTP ${a.status}${a.contentType ? ` (${a.contentType})` : ''}`;
-}
-
-/**
- * What answers a plain GET of the endpoint's root (no credentials, nothing signed): its
- * status, its content type and whether it speaks S3; undefined when nothing answers in
- * `timeoutMs`.
- */
-function whatAnswers(endpoint: string, timeoutMs: number): Promise<Answer | undefined> {
-  return new Promise((resolve) => {
-    const url = new URL('/', endpoint);
-    // an absolute deadline: `timeout` alone is idle time, and headers sent a byte at a time would hold it open
-    const deadline = setTimeout(() => {
-      request.destroy();
-      resolve(undefined);
-    }, timeoutMs);
-    const request = (url.protocol === 'https:' ? https : http).get(url, { agent: false, timeout: timeoutMs }, (res) => {
-      clearTimeout(deadline);
-      // the headers say enough: the body is never read
-      res.destroy();
-      const contentType = String(res.headers['content-type'] ?? '')
-        .split(';')[0]!
-        .trim()
-        .toLowerCase();
-      const s3 = res.headers['x-amz-request-id'] !== undefined || /\bxml\b/.test(contentType);
-      resolve({ status: res.statusCode ?? 0, contentType, s3 });
+/** Every version under `prefix` (delete markers included). */
+function versionsUnder(client: Client, bucket: string, prefix: string): Promise<Array<{ name: string; versionId: string }>> {
+  return new Promise((resolve, reject) => {
+    const out: Array<{ name: string; versionId: string }> = [];
+    const stream = client.listObjects(bucket, prefix, true, { IncludeVersion: true });
+    stream.on('data', (item) => {
+      const v = item as { name?: string; versionId?: string | null };
+      if (v.name && v.versionId) out.push({ name: v.name, versionId: v.versionId });
     });
-    request.on('timeout', () => request.destroy());
-    request.on('error', () => {
-      clearTimeout(deadline);
-      resolve(undefined);
-    });
+    stream.on('error', reject);
+    stream.on('end', () => resolve(out));
   });
 }

@@ -77,6 +77,11 @@ export interface ObjectStore {
   list(prefix: string): AsyncIterable<StoredObject>;
   /** Answers when the store is reachable and the bucket accessible. */
   ping(): Promise<void>;
+  /**
+   * Whether the store takes writes now, where it can say: a MinIO cluster answers
+   * whether it holds its write quorum. Undefined when the store cannot say (S3).
+   */
+  writable?(): Promise<boolean | undefined>;
 }
 
 const KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,1023}$/;

@@ -25,7 +25,7 @@ describe('readiness with MinIO', () => {
     // the backup bucket was created with Object Lock, so the ledger chain is retained; the chain holds what was stored; nothing is pending
     expect(await res.json()).toEqual({
       status: 'ok',
-      checks: { database: 'ok', objectStore: 'ok', ledgerLock: 'ok', ledgerChain: 'ok', ledgerWrites: 'ok', listener: 'ok' },
+      checks: { database: 'ok', objectStore: 'ok', objectStoreWrites: 'ok', ledgerLock: 'ok', ledgerChain: 'ok', ledgerWrites: 'ok', listener: 'ok' },
       // this replica: listening, its index whole, its destruction cursor caught up, its erasure worker running
       replica: expect.objectContaining({ id: t.app.erasures.replica, listener: 'up', index: 'ready', appliedSeq: 0, erasureWorker: 'running' }),
     });

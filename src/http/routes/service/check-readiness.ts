@@ -1,6 +1,6 @@
 /**
- * GET /readyz (checkReadiness): the database and the object store answer; public, no
- * token. Every read starts at once and is bounded at 2 s, so the answer comes within
+ * GET /readyz (checkReadiness): the database and the object store answer (a MinIO
+ * cluster: it holds its write quorum); public, no token. Every read starts at once and is bounded at 2 s, so the answer comes within
  * about 2 s even when the database hangs. The ledger chain and search freshness are
  * reported, never a reason to be unready.
  */
@@ -45,6 +45,7 @@ export const route = createRoute({
     "`checks.ledgerLock` is `off` when the backup bucket's ledger chain is not retained under Object Lock, `bypassable` when lethe's own credential can remove retained versions; `checks.ledgerChain` is `failed` (status `degraded`) " +
     'when the chain lacks a record this database stored there or its head was rolled back; `checks.ledgerWrites` is `pending` while ' +
     'destructions wait for their record to be durable in the backup store. Neither makes the service unready; both are named in `warnings`. ' +
+    '`checks.objectStoreWrites` (MinIO only) is `failed`, and the service unready, while the MinIO cluster has lost its write quorum (reads may still work); ' +
     '`checks.listener` is `pending` while the replica event listener reconnects and `failed` (unready) once it has been down for longer than a short grace; ' +
     '`replica` names the listener, the index state, the last key destruction applied, the erasure worker, the indexer, and search freshness: ' +
     '`searchQueued` writer-registered entries not yet searchable, the oldest waiting `searchLagSeconds`.',
@@ -86,6 +87,13 @@ export function register(app: OpenAPIHono<AuthEnv>, services: Uses, _tokens: Tok
       { name: 'objectStore', check: () => services.objects.ping() },
     ];
     const results: Record<string, 'ok' | 'failed'> = {};
+    // a MinIO cluster that lost its write quorum still answers reads: said apart, and unready
+    const writesRead = services.objects.writable
+      ? withTimeout(services.objects.writable(), 2000).then(
+          (w) => (w === undefined ? undefined : w ? ('ok' as const) : ('failed' as const)),
+          () => 'failed' as const,
+        )
+      : Promise.resolve(undefined);
     // every read below starts now and is bounded at 2 s: the answer comes within about 2 s even when the database hangs
     // search freshness (the indexing queue): reported, never a reason to be unready
     const searchRead = services.replica ? withTimeout(services.log.queueStatus(), 2000).catch(() => undefined) : Promise.resolve(undefined);
@@ -105,6 +113,10 @@ export function register(app: OpenAPIHono<AuthEnv>, services: Uses, _tokens: Tok
         }
       }),
     );
+    const writes = await writesRead;
+    if (writes) results.objectStoreWrites = writes;
+    if (writes === 'failed')
+      logger.warn({ check: 'objectStoreWrites' }, 'readiness check failed: the object store takes no writes (a MinIO cluster without its write quorum)');
     const search = await searchRead;
     const replica = replicaReadiness(services, Date.now(), search);
     const ok = Object.values(results).every((r) => r === 'ok') && replica.check !== 'failed';

@@ -1,0 +1,73 @@
+/**
+ * The S3 adapter with several servers in `S3_ENDPOINT`, on two real MinIO servers (each
+ * holding the bucket): a refused connection goes on to the next server within the same
+ * call; a call that timed out is not repeated, and the next call goes to the next
+ * server; `writable()` says nothing of a server whose answer is not MinIO's.
+ */
+import { createServer, type Server } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../infra/local-server.js';
+import { minioBinary, type MinioServer, startMinio } from '../../infra/minio-server.js';
+import { isLetheError } from '../../src/errors.js';
+import { S3ObjectStore } from '../../src/storage/s3.js';
+
+const bucket = `servers-${randomBytes(4).toString('hex')}`;
+
+describe('an S3 store naming several servers', () => {
+  let a: MinioServer;
+  let b: MinioServer;
+  let web: Server;
+  const storeOn = (endpoints: string[], timeoutMs?: number) =>
+    new S3ObjectStore({ endpoint: endpoints.join(','), accessKey: a.accessKey, secretKey: a.secretKey, bucket, ...(timeoutMs ? { timeoutMs } : {}) });
+
+  beforeAll(async () => {
+    [a, b] = await Promise.all([startMinio(minioBinary()), startMinio(minioBinary())]);
+    await storeOn([a.endpoint]).ensureBucket();
+    await storeOn([b.endpoint]).ensureBucket();
+    web = createServer((_req, res) => res.writeHead(404, { 'content-type': 'text/html' }).end('<html>not here</html>'));
+    await new Promise<void>((r) => web.listen(0, '127.0.0.1', r));
+  }, 120_000);
+  afterAll(async () => {
+    a?.unpause();
+    await Promise.all([a?.stop(), b?.stop()]);
+    web?.close();
+  });
+
+  it('a refused connection goes on to the next server in the same call', async () => {
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const store = storeOn([closed, b.endpoint]);
+    const body = randomBytes(100);
+    await store.put('objects/refused-first', body);
+    expect(Buffer.from(await storeOn([b.endpoint]).get('objects/refused-first')).equals(body)).toBe(true);
+  });
+
+  it('every server refusing is one unavailable error that says so', async () => {
+    const store = storeOn([`http://127.0.0.1:${await freePort()}`, `http://127.0.0.1:${await freePort()}`]);
+    const refused = await store.put('objects/nowhere', randomBytes(10)).catch((e: unknown) => e);
+    expect(isLetheError(refused, 'unavailable')).toBe(true);
+    expect((refused as Error).message).toMatch(/is unreachable \(ECONNREFUSED.*and so is every other server it names/);
+  });
+
+  it('a call that timed out is not repeated elsewhere; the next call goes to the next server', { timeout: 60_000 }, async () => {
+    const store = storeOn([a.endpoint, b.endpoint], 1_000);
+    a.pause();
+    try {
+      const timedOut = await store.put('objects/after-timeout', randomBytes(10)).catch((e: unknown) => e);
+      expect(isLetheError(timedOut, 'unavailable')).toBe(true);
+      expect((timedOut as Error).message).toMatch(/did not answer in time/);
+      expect(await storeOn([b.endpoint]).head('objects/after-timeout')).toBeUndefined();
+      await store.put('objects/after-timeout', randomBytes(10));
+      expect(await storeOn([b.endpoint]).head('objects/after-timeout')).toMatchObject({ size: 10 });
+    } finally {
+      a.unpause();
+    }
+  });
+
+  it('writable() is true on a MinIO that holds its quorum, undefined where the answer is not MinIO', async () => {
+    expect(await storeOn([b.endpoint]).writable()).toBe(true);
+    const address = web.address();
+    if (!address || typeof address === 'string') throw new Error('no port');
+    expect(await storeOn([`http://127.0.0.1:${address.port}`]).writable()).toBeUndefined();
+  });
+});
