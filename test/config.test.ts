@@ -238,9 +238,31 @@ describe('object store configuration', () => {
   it('S3_ENDPOINT takes the servers of one cluster, comma-separated, and refuses a list with a path or an empty member', () => {
     const cfg = loadConfig({ S3_ENDPOINT: 'http://a:9000, http://b:9000,http://c:9000', S3_ACCESS_KEY: 'ak', S3_SECRET_KEY: 'sk' });
     expect(s3Endpoints(cfg.s3!.endpoint).map((u) => u.host)).toEqual(['a:9000', 'b:9000', 'c:9000']);
-    for (const bad of ['http://a:9000,', 'http://a:9000,,http://b:9000', 'http://a:9000,http://b:9000/bucket', 'http://a:9000;http://b:9000']) {
-      expect(() => loadConfig({ S3_ENDPOINT: bad, S3_ACCESS_KEY: 'ak', S3_SECRET_KEY: 'sk' })).toThrow(/S3_ENDPOINT.*comma-separated/);
+    const refused = (value: string) => {
+      try {
+        loadConfig({ S3_ENDPOINT: value, S3_ACCESS_KEY: 'ak', S3_SECRET_KEY: 'sk' });
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return 'accepted';
+    };
+    for (const bad of [
+      'http://a:9000,',
+      'http://a:9000,,http://b:9000',
+      'http://a:9000,http://b:9000/bucket',
+      'http://a:9000;b:9000',
+      'http://a:99999',
+      'http://a:9000/?x=1',
+    ]) {
+      expect(refused(bad)).toMatch(/S3_ENDPOINT.*comma-separated/);
     }
+    expect(refused('http://a:9000,https://b:9000')).toMatch(/S3_ENDPOINT.*same scheme/);
+    expect(refused('http://a:9000,http://a:9000')).toMatch(/S3_ENDPOINT.*names a server twice/);
+    const withSecret = refused('http://user:hunter2-secret@a:9000');
+    expect(withSecret).toMatch(/S3_ENDPOINT.*must not carry a user or password/);
+    expect(withSecret).not.toContain('hunter2-secret');
+    // the KMS endpoint stays one server
+    expect(() => loadConfig({ LETHE_KEY_PROVIDER: 'aws-kms', LETHE_KMS_ENDPOINT: 'http://a:4566,http://b:4566' })).toThrow(/LETHE_KMS_ENDPOINT: must be http\(s\):\/\/host\[:port\]\n/);
   });
 
   it('never echoes the secret key in a configuration error', () => {

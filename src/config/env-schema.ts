@@ -82,7 +82,10 @@ export const envSchema = z.object({
   S3_ENDPOINT: z
     .string()
     .trim()
-    .regex(/^https?:\/\/[^/\s,]+\/?(\s*,\s*https?:\/\/[^/\s,]+\/?)*$/, 'must be http(s)://host[:port], or the servers of one cluster, comma-separated')
+    .superRefine((value, ctx) => {
+      const problem = s3EndpointProblem(value);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    })
     .optional(),
   S3_ACCESS_KEY: z.string().trim().min(1).optional(),
   S3_SECRET_KEY: z.string().min(1).optional(),
@@ -123,7 +126,7 @@ export const envSchema = z.object({
   LETHE_KMS_ENDPOINT: z
     .string()
     .trim()
-    .regex(/^https?:\/\/[^/\s,]+\/?(\s*,\s*https?:\/\/[^/\s,]+\/?)*$/, 'must be http(s)://host[:port], or the servers of one cluster, comma-separated')
+    .regex(/^https?:\/\/[^/\s]+\/?$/, 'must be http(s)://host[:port]')
     .optional(),
   LETHE_KMS_ALIAS_PREFIX: z
     .string()
@@ -196,3 +199,29 @@ export const envSchema = z.object({
     .optional()
     .default('true'),
 });
+
+/**
+ * What is wrong with an S3_ENDPOINT, said without repeating it (a URL may carry a
+ * credential): one http(s)://host[:port], or the servers of one cluster, comma-separated.
+ */
+export function s3EndpointProblem(value: string): string | undefined {
+  const shape = 'must be http(s)://host[:port], or the servers of one cluster, comma-separated';
+  const seen = new Set<string>();
+  let scheme: string | undefined;
+  for (const member of value.split(',').map((m) => m.trim())) {
+    let url: URL;
+    try {
+      url = new URL(member);
+    } catch {
+      return shape;
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return shape;
+    if (url.username || url.password) return 'must not carry a user or password: use S3_ACCESS_KEY and S3_SECRET_KEY';
+    if (url.pathname !== '/' || url.search || url.hash || member.includes('\\')) return `${shape} (no path, query or fragment)`;
+    if (scheme !== undefined && url.protocol !== scheme) return 'names servers of one cluster: give them all the same scheme (http or https)';
+    scheme = url.protocol;
+    if (seen.has(url.host)) return 'names a server twice';
+    seen.add(url.host);
+  }
+  return undefined;
+}

@@ -169,16 +169,37 @@ const DATABASE_NETWORK_REASONS: Readonly<Record<string, string>> = {
 /** SQLSTATEs that say DATABASE_URL asks for what the server has not: no such database, authentication refused (class 28). */
 const DATABASE_URL_REFUSED = /^(3D000|28[0-9A-Z]{3})$/;
 
-/** The host and port (or socket directory) DATABASE_URL names: nothing else of it (no user, no password). */
-export function databaseAddress(url: string): string {
+/**
+ * The parts of a postgres:// URL, read without `new URL` (which refuses the multi-host
+ * form `postgres://u:p@h1:5432,h2:5432/db` that postgres.js and libpq take).
+ */
+function urlParts(url: string): { password: string; hosts: string[]; params: URLSearchParams } | undefined {
+  const m = /^postgres(?:ql)?:\/\/(?:([^@/?]*)@)?([^/?]*)(?:\/[^?]*)?(?:\?(.*))?$/.exec(url.trim());
+  if (!m) return undefined;
+  const userinfo = m[1] ?? '';
+  const colon = userinfo.indexOf(':');
+  let password = '';
   try {
-    const u = new URL(url);
-    const host = u.searchParams.get('host') || decodeURIComponent(u.hostname) || 'localhost';
-    if (host.startsWith('/')) return host;
-    return `${host}:${u.port || u.searchParams.get('port') || '5432'}`;
+    password = colon < 0 ? '' : decodeURIComponent(userinfo.slice(colon + 1));
   } catch {
-    return 'its server';
+    password = userinfo.slice(colon + 1);
   }
+  return { password, hosts: (m[2] ?? '').split(',').filter((h) => h !== ''), params: new URLSearchParams(m[3] ?? '') };
+}
+
+/** The hosts and ports (or socket directory) DATABASE_URL names: nothing else of it (no user, no password). */
+export function databaseAddress(url: string): string {
+  const parts = urlParts(url);
+  if (!parts) return 'its server';
+  const host = parts.params.get('host');
+  if (host) return host.startsWith('/') ? host : `${host}:${parts.params.get('port') || '5432'}`;
+  if (parts.hosts.length === 0) return 'localhost:5432';
+  return parts.hosts
+    .map((h) => {
+      const bare = decodeURIComponent(h);
+      return /:\d+$/.test(bare) ? bare : `${bare}:${parts.params.get('port') || '5432'}`;
+    })
+    .join(',');
 }
 
 /** A failed first connection as the error it is (see reachDatabase). */
@@ -199,13 +220,8 @@ export function databaseFailure(url: string, e: unknown): LetheError {
 }
 
 /** `text` with the URL's password (if it has one) blotted out, in case a driver repeats it. */
-function withoutPassword(url: string, text: string): string {
-  let password = '';
-  try {
-    password = decodeURIComponent(new URL(url).password);
-  } catch {
-    // no URL, no password to find
-  }
+export function withoutPassword(url: string, text: string): string {
+  const password = urlParts(url)?.password ?? '';
   return password ? text.split(password).join('***') : text;
 }
 

@@ -9,13 +9,14 @@
  * a `MisconfiguredError` naming its status and content type.
  *
  * `S3_ENDPOINT` may name several servers of one cluster, comma-separated: calls go to
- * one; a call whose connection is refused or reset goes on to the next at once (S3's
- * calls are idempotent; a `putIfAbsent` repeated after a reset may answer false, as
- * after a timeout: see store.ts), and a call that timed out sends the next calls there.
+ * one; a call that cannot reach it goes on to the next at once (S3's calls are
+ * idempotent; a `putIfAbsent` is not repeated: it would find its own first write), and
+ * a call that timed out sends the next calls there.
  */
 import { Client } from 'minio';
 import { LetheError, isLetheError, MisconfiguredError } from '../errors.js';
 import { DEFAULT_STORE_TIMEOUT_MS, StoreTimeout, timedTransport } from './deadline.js';
+import { bytesOf, collect } from './s3-streams.js';
 import { describeAnswer, networkReason, PROBE_TIMEOUT_MS, s3Endpoints, unreachable, whatAnswers } from './s3-endpoint.js';
 import { assertObjectKey, type ObjectLock, type ObjectStore, type Retention, type StoredObject } from './store.js';
 
@@ -49,6 +50,8 @@ export class S3ObjectStore implements ObjectStore {
   readonly #region: string;
   readonly #timeoutMs: number;
   #lockable: boolean | undefined;
+  /** The last write-quorum probe, shared by the calls that come while it is fresh. */
+  #writable: { at: number; answer: Promise<boolean | undefined> } | undefined;
 
   constructor(options: S3Options) {
     this.bucket = options.bucket;
@@ -136,7 +139,12 @@ export class S3ObjectStore implements ObjectStore {
 
   async #put(key: string, body: Uint8Array, options: { retain?: Retention }, headers: Record<string, string>): Promise<void> {
     assertObjectKey(key);
-    const stored = await this.#call((c) => c.putObject(this.bucket, key, Buffer.from(body.buffer, body.byteOffset, body.byteLength), body.byteLength, headers));
+    // a create-if-absent repeated after a reset would find its own first write and answer false, unretained: never repeated here
+    const stored = await this.#call(
+      (c) => c.putObject(this.bucket, key, Buffer.from(body.buffer, body.byteOffset, body.byteLength), body.byteLength, headers),
+      key,
+      headers['If-None-Match'] === undefined,
+    );
     const retain = options.retain;
     if (retain && stored.versionId) {
       const retention = {
@@ -160,31 +168,18 @@ export class S3ObjectStore implements ObjectStore {
 
   async versions(key: string): Promise<Uint8Array[]> {
     assertObjectKey(key);
-    const found = await this.#call(
-      (c) =>
-        new Promise<{ versionId: string; at: number }[]>((resolve, reject) => {
-          const out: { versionId: string; at: number }[] = [];
-          const stream = c.listObjects(this.bucket, key, false, { IncludeVersion: true });
-          stream.on('data', (item) => {
-            const v = item as { name?: string; versionId?: string | null; isDeleteMarker?: boolean; lastModified?: Date };
-            if (v.name === key && !v.isDeleteMarker && v.versionId)
-              out.push({ versionId: v.versionId, at: v.lastModified ? new Date(v.lastModified).getTime() : 0 });
-          });
-          stream.on('error', reject);
-          stream.on('end', () => resolve(out));
-        }),
+    const found = await this.#call((c) =>
+      collect(c.listObjects(this.bucket, key, false, { IncludeVersion: true }), (item) => {
+        const v = item as { name?: string; versionId?: string | null; isDeleteMarker?: boolean; lastModified?: Date };
+        return v.name === key && !v.isDeleteMarker && v.versionId
+          ? { versionId: v.versionId, at: v.lastModified ? new Date(v.lastModified).getTime() : 0 }
+          : undefined;
+      }),
     );
     found.sort((a, b) => b.at - a.at);
     const out: Uint8Array[] = [];
     for (const v of found) {
-      out.push(
-        await this.#call(async (c) => {
-          const stream = await c.getObject(this.bucket, key, { versionId: v.versionId });
-          const chunks: Buffer[] = [];
-          for await (const chunk of stream) chunks.push(chunk as Buffer);
-          return new Uint8Array(Buffer.concat(chunks));
-        }, key),
-      );
+      out.push(await this.#call(async (c) => bytesOf(await c.getObject(this.bucket, key, { versionId: v.versionId })), key));
     }
     // an unversioned bucket lists its one object without a version id
     if (out.length === 0) {
@@ -214,23 +209,13 @@ export class S3ObjectStore implements ObjectStore {
 
   async get(key: string): Promise<Uint8Array> {
     assertObjectKey(key);
-    return this.#call(async (c) => {
-      const stream = await c.getObject(this.bucket, key);
-      const chunks: Buffer[] = [];
-      for await (const chunk of stream) chunks.push(chunk as Buffer);
-      return new Uint8Array(Buffer.concat(chunks));
-    }, key);
+    return this.#call(async (c) => bytesOf(await c.getObject(this.bucket, key)), key);
   }
 
   async getRange(key: string, offset: number, length: number): Promise<Uint8Array> {
     assertObjectKey(key);
     if (length === 0) return new Uint8Array(0);
-    return this.#call(async (c) => {
-      const stream = await c.getPartialObject(this.bucket, key, offset, length);
-      const chunks: Buffer[] = [];
-      for await (const chunk of stream) chunks.push(chunk as Buffer);
-      return new Uint8Array(Buffer.concat(chunks));
-    }, key);
+    return this.#call(async (c) => bytesOf(await c.getPartialObject(this.bucket, key, offset, length)), key);
   }
 
   async head(key: string): Promise<StoredObject | undefined> {
@@ -250,17 +235,11 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async *list(prefix: string): AsyncIterable<StoredObject> {
-    const items: StoredObject[] = await this.#call(
-      (c) =>
-        new Promise<StoredObject[]>((resolve, reject) => {
-          const out: StoredObject[] = [];
-          const stream = c.listObjectsV2(this.bucket, prefix, true);
-          stream.on('data', (item) => {
-            if (item.name) out.push({ key: item.name, size: item.size ?? 0, ...(item.lastModified ? { modifiedAt: new Date(item.lastModified) } : {}) });
-          });
-          stream.on('error', reject);
-          stream.on('end', () => resolve(out));
-        }),
+    const items: StoredObject[] = await this.#call((c) =>
+      collect(c.listObjectsV2(this.bucket, prefix, true), (item) => {
+        const o = item as { name?: string; size?: number; lastModified?: Date };
+        return o.name ? { key: o.name, size: o.size ?? 0, ...(o.lastModified ? { modifiedAt: new Date(o.lastModified) } : {}) } : undefined;
+      }),
     );
     items.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     yield* items;
@@ -276,17 +255,29 @@ export class S3ObjectStore implements ObjectStore {
 
   /**
    * Asks MinIO's cluster health check (`/minio/health/cluster`: 200, or 503 once the
-   * cluster has lost its write quorum; unauthenticated, it names no object), through the
-   * first server that answers. Undefined when the answer is not MinIO's.
+   * cluster has lost its write quorum; unauthenticated, it names no object) on every
+   * server at once, 1.5 s at most: true when one says the cluster takes writes (calls
+   * then go to such a server if theirs did not say so), false when every MinIO answer
+   * says it does not, undefined when no answer was MinIO's. One probe at a time, its
+   * answer kept 2 s: /readyz is public.
    */
-  async writable(): Promise<boolean | undefined> {
-    for (let tried = 0; tried < this.#servers.length; tried++) {
-      const at = this.#current;
-      const answer = await whatAnswers(this.#servers[at]!.origin, Math.min(this.#timeoutMs, PROBE_TIMEOUT_MS), '/minio/health/cluster');
-      if (answer) return answer.writeQuorum ? answer.status === 200 : undefined;
-      if (this.#current === at) this.#current = (at + 1) % this.#servers.length;
+  writable(): Promise<boolean | undefined> {
+    const now = Date.now();
+    if (this.#writable && now - this.#writable.at < WRITABLE_KEPT_MS) return this.#writable.answer;
+    const answer = this.#probeWritable();
+    this.#writable = { at: now, answer };
+    return answer;
+  }
+
+  async #probeWritable(): Promise<boolean | undefined> {
+    const answers = await Promise.all(this.#servers.map((s) => whatAnswers(s.origin, Math.min(this.#timeoutMs, WRITABLE_PROBE_MS), '/minio/health/cluster')));
+    const writes = answers.map((a) => (a?.writeQuorum ? a.status === 200 : undefined));
+    const at = writes.indexOf(true);
+    if (at >= 0) {
+      if (writes[this.#current] !== true) this.#current = at;
+      return true;
     }
-    throw new LetheError('unavailable', `S3_ENDPOINT ${this.#endpoint}: the object store is unreachable`);
+    return writes.includes(false) ? false : undefined;
   }
 
   /**
@@ -323,29 +314,36 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   /**
-   * Runs `fn` on the current server; a refused or reset connection moves on to the next
-   * server and runs it there, each server once; a timeout moves the next calls on but
-   * is not repeated (its caller's deadline). Throws the client's own error.
+   * Runs `fn` on the current server; when the server cannot be reached (refused, reset,
+   * no route) it runs it on the next, each server once, in this call's own order; a
+   * timeout moves the next calls on but is not repeated (its caller's deadline), nor is
+   * a call that is not `repeatable`. Throws the client's own error, remembering where.
    */
-  async #attempt<T>(fn: (client: Client) => Promise<T>): Promise<T> {
-    for (let tried = 1; ; tried++) {
-      const at = this.#current;
+  async #attempt<T>(fn: (client: Client) => Promise<T>, repeatable = true): Promise<T> {
+    const n = this.#servers.length;
+    const start = this.#current;
+    for (let i = 0; ; i++) {
+      const at = (start + i) % n;
       try {
-        return await fn(this.#servers[at]!.client);
+        const result = await fn(this.#servers[at]!.client);
+        // the next calls start where this one got through
+        if (at !== start && this.#current === start) this.#current = at;
+        return result;
       } catch (e) {
+        if (e !== null && typeof e === 'object') failedAt.set(e, this.#servers[at]!.origin);
         const timedOut = e instanceof StoreTimeout;
-        if (this.#servers.length === 1 || isLetheError(e) || !(timedOut || unreachable(e))) throw e;
+        if (n === 1 || isLetheError(e) || !(timedOut || unreachable(e))) throw e;
         // concurrent calls that failed on the same server move on once, not once each
-        if (this.#current === at) this.#current = (at + 1) % this.#servers.length;
-        if (timedOut || tried >= this.#servers.length) throw e;
+        if (this.#current === at) this.#current = (at + 1) % n;
+        if (timedOut || !repeatable || i + 1 >= n) throw e;
       }
     }
   }
 
   /** `#attempt`, its failure said as a domain error. */
-  async #call<T>(fn: (client: Client) => Promise<T>, key?: string): Promise<T> {
+  async #call<T>(fn: (client: Client) => Promise<T>, key?: string, repeatable = true): Promise<T> {
     try {
-      return await this.#attempt(fn);
+      return await this.#attempt(fn, repeatable);
     } catch (e) {
       throw await this.#mapped(e, key);
     }
@@ -354,7 +352,8 @@ export class S3ObjectStore implements ObjectStore {
   /** A failure of the client said as a domain error. */
   async #mapped(e: unknown, key?: string): Promise<Error> {
     if (isLetheError(e)) return e;
-    const at = `S3_ENDPOINT ${this.#endpoint}:`;
+    const endpoint = (e !== null && typeof e === 'object' ? failedAt.get(e) : undefined) ?? this.#endpoint;
+    const at = `S3_ENDPOINT ${endpoint}:`;
     if (e instanceof StoreTimeout) {
       return new LetheError('unavailable', `${at} the object store did not answer in time (${e.ms} ms; LETHE_STORE_TIMEOUT_MS)`);
     }
@@ -371,9 +370,9 @@ export class S3ObjectStore implements ObjectStore {
       return new LetheError('unavailable', `${at} the object store is unreachable (${networkReason(code)})${all}`);
     }
     // an answer the client could not read as S3's (no error code, often no message): ask what answers there
-    const answer = await whatAnswers(this.#endpoint, Math.min(this.#timeoutMs, PROBE_TIMEOUT_MS));
+    const answer = await whatAnswers(endpoint, Math.min(this.#timeoutMs, PROBE_TIMEOUT_MS));
     if (answer && !answer.s3) {
-      return new MisconfiguredError('S3_ENDPOINT', `${this.#endpoint} answered ${describeAnswer(answer)}, not an S3 API: is this the MinIO/S3 endpoint?`, {
+      return new MisconfiguredError('S3_ENDPOINT', `${endpoint} answered ${describeAnswer(answer)}, not an S3 API: is this the MinIO/S3 endpoint?`, {
         cause: e,
       });
     }
@@ -382,16 +381,17 @@ export class S3ObjectStore implements ObjectStore {
   }
 }
 
+/** Where a client error came from: the server the call last tried. */
+const failedAt = new WeakMap<object, string>();
+
+/** How long one server's write-quorum answer may take, and how long the answer is kept. */
+const WRITABLE_PROBE_MS = 1_500;
+const WRITABLE_KEPT_MS = 2_000;
+
 /** Every version under `prefix` (delete markers included). */
 function versionsUnder(client: Client, bucket: string, prefix: string): Promise<Array<{ name: string; versionId: string }>> {
-  return new Promise((resolve, reject) => {
-    const out: Array<{ name: string; versionId: string }> = [];
-    const stream = client.listObjects(bucket, prefix, true, { IncludeVersion: true });
-    stream.on('data', (item) => {
-      const v = item as { name?: string; versionId?: string | null };
-      if (v.name && v.versionId) out.push({ name: v.name, versionId: v.versionId });
-    });
-    stream.on('error', reject);
-    stream.on('end', () => resolve(out));
+  return collect(client.listObjects(bucket, prefix, true, { IncludeVersion: true }), (item) => {
+    const v = item as { name?: string; versionId?: string | null };
+    return v.name && v.versionId ? { name: v.name, versionId: v.versionId } : undefined;
   });
 }

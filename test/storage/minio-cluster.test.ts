@@ -51,6 +51,7 @@ describe('the object store on a MinIO cluster of four servers', () => {
   let cluster: MinioCluster;
   let store: S3ObjectStore;
   const stored = new Map<string, Uint8Array>();
+  const refusedKeys: string[] = [];
   const put = async (n: number) => {
     for (let i = 0; i < n; i++) {
       const key = `objects/${tag()}`;
@@ -92,10 +93,12 @@ describe('the object store on a MinIO cluster of four servers', () => {
 
   it('with two servers killed: reads go on, writes are refused as unavailable, and writable() says so', { timeout: TIMEOUT }, async () => {
     await cluster.kill(1);
-    expect(await store.writable()).toBe(false);
-    const refused = await store.put(`objects/${tag()}`, randomBytes(64)).catch((e: unknown) => e);
+    await until('the write quorum lost', async () => (await store.writable()) === false);
+    const refusedKey = `objects/refused-${tag()}`;
+    const refused = await store.put(refusedKey, randomBytes(64)).catch((e: unknown) => e);
     expect(isLetheError(refused, 'unavailable')).toBe(true);
     await allReadBack();
+    refusedKeys.push(refusedKey);
   });
 
   it('with a server back, the cluster takes writes again', { timeout: TIMEOUT }, async () => {
@@ -103,14 +106,17 @@ describe('the object store on a MinIO cluster of four servers', () => {
     await until('the write quorum', async () => (await store.writable()) === true);
     await put(5);
     await allReadBack();
+    // the write refused without its quorum left nothing behind
+    for (const key of refusedKeys) expect(await store.head(key)).toBeUndefined();
   });
 
   it('a store naming one server only is unavailable once that server is killed (the failover is what keeps the others in reach)', {
     timeout: TIMEOUT,
   }, async () => {
-    const one = new S3ObjectStore({ endpoint: cluster.endpoints[0]!, accessKey: cluster.accessKey, secretKey: cluster.secretKey, bucket: `cluster-${tag()}` });
+    // server 3, never restarted: a server just started can refuse bucket changes for a while (503)
+    const one = new S3ObjectStore({ endpoint: cluster.endpoints[3]!, accessKey: cluster.accessKey, secretKey: cluster.secretKey, bucket: `cluster-${tag()}` });
     await one.ensureBucket();
-    await cluster.kill(0);
+    await cluster.kill(3);
     const refused = await one.put(`objects/${tag()}`, randomBytes(64)).catch((e: unknown) => e);
     expect(isLetheError(refused, 'unavailable')).toBe(true);
     expect((refused as Error).message).toMatch(/is unreachable \(ECONNREFUSED/);
@@ -183,6 +189,7 @@ describe('lethe served on a MinIO cluster of four servers', () => {
     timeout: TIMEOUT,
   }, async () => {
     await cluster.kill(1);
+    await until('readiness to fall', async () => (await t.call('GET', '/readyz', { role: 'none' })).status === 503);
     const res = await t.call('GET', '/readyz', { role: 'none' });
     expect(res.status).toBe(503);
     expect(((await res.json()) as { checks: Record<string, string> }).checks).toMatchObject({ objectStore: 'ok', objectStoreWrites: 'failed' });
