@@ -262,7 +262,9 @@ describe('object store configuration', () => {
     expect(withSecret).toMatch(/S3_ENDPOINT.*must not carry a user or password/);
     expect(withSecret).not.toContain('hunter2-secret');
     // the KMS endpoint stays one server
-    expect(() => loadConfig({ LETHE_KEY_PROVIDER: 'aws-kms', LETHE_KMS_ENDPOINT: 'http://a:4566,http://b:4566' })).toThrow(/LETHE_KMS_ENDPOINT: must be http\(s\):\/\/host\[:port\]\n/);
+    expect(() => loadConfig({ LETHE_KEY_PROVIDER: 'aws-kms', LETHE_KMS_ENDPOINT: 'http://a:4566,http://b:4566' })).toThrow(
+      /LETHE_KMS_ENDPOINT: must be http\(s\):\/\/host\[:port\]\n/,
+    );
   });
 
   it('never echoes the secret key in a configuration error', () => {
