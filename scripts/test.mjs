@@ -13,6 +13,7 @@
  *        local-kms server  infra/local-kms.sh  go install into ~/.cache/lethe   LETHE_LOCAL_KMS_BIN
  *        SoftHSM2 module   infra/softhsm.sh    apt-get install softhsm2         LETHE_SOFTHSM_MODULE
  *        Chromium          infra/chromium.sh   apt-get install chromium         LETHE_CHROMIUM
+ *        pg_auto_failover  infra/pg-auto-failover.sh  apt-get install postgresql-<major>-auto-failover  LETHE_PG_AUTOCTL
  *      What each prints is exported under its variable to the suite (a variable already
  *      set names what to use: the script checks it and installs nothing). A script that
  *      writes nothing on stderr installed nothing: the step says "current";
@@ -88,6 +89,14 @@ const SERVICES = [
     what: 'a Chromium binary',
     apt: 'chromium',
     installs: "Debian's chromium, installed with apt-get",
+  },
+  {
+    name: 'pg_auto_failover',
+    script: 'pg-auto-failover.sh',
+    variable: 'LETHE_PG_AUTOCTL',
+    what: 'a pg_autoctl binary',
+    apt: 'postgresql-15-auto-failover',
+    installs: "Debian's postgresql-<major>-auto-failover, installed with apt-get",
   },
 ];
 

@@ -60,6 +60,7 @@ function project(): Project {
     'infra/toxiproxy.sh',
     'infra/local-kms.sh',
     'infra/softhsm.sh',
+    'infra/pg-auto-failover.sh',
     'infra/chromium.sh',
     'infra/apt-install.sh',
     'infra/postgres.sh',
@@ -100,6 +101,7 @@ process.exit(7);
   const module = path.join(dir, 'libsofthsm2.so');
   writeFileSync(module, '');
   const chromium = executable(path.join(dir, 'chromium'), '#!/bin/sh\n');
+  const autoctl = executable(path.join(dir, 'pg_autoctl'), '#!/bin/sh\n');
   const env = {
     PATH: `${bin}:/usr/bin:/bin`,
     HOME: dir,
@@ -108,6 +110,7 @@ process.exit(7);
     LETHE_LOCAL_KMS_CACHE: cache,
     LETHE_SOFTHSM_MODULE: module,
     LETHE_CHROMIUM: chromium,
+    LETHE_PG_AUTOCTL: autoctl,
     // the suite's PostgreSQL, which answers: npm test starts none of its own
     DATABASE_URL_ADMIN: adminUrl(),
   };
@@ -138,6 +141,7 @@ describe('scripts/test.mjs (npm test)', () => {
       `lethe: local-kms server is current: ${p.cached.localKms}`,
       `lethe: SoftHSM2: ${p.env.LETHE_SOFTHSM_MODULE} (named by LETHE_SOFTHSM_MODULE)`,
       `lethe: Chromium: ${p.env.LETHE_CHROMIUM} (named by LETHE_CHROMIUM)`,
+      `lethe: pg_auto_failover: ${p.env.LETHE_PG_AUTOCTL} (named by LETHE_PG_AUTOCTL)`,
       'lethe: type-checking (tsc --noEmit -p tsconfig.json)',
       expect.stringMatching(/^lethe: types are sound \(\d+(\.\d)? s\)$/),
       `lethe: PostgreSQL answers at ${new URL(adminUrl()).host}`,
@@ -154,6 +158,7 @@ describe('scripts/test.mjs (npm test)', () => {
         LETHE_LOCAL_KMS_BIN: p.cached.localKms,
         LETHE_SOFTHSM_MODULE: p.env.LETHE_SOFTHSM_MODULE,
         LETHE_CHROMIUM: p.env.LETHE_CHROMIUM,
+        LETHE_PG_AUTOCTL: p.env.LETHE_PG_AUTOCTL,
       },
     });
   });

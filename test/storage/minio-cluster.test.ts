@@ -17,6 +17,7 @@ import { minioBinary } from '../../infra/minio-server.js';
 import { logEntries } from '../../src/db/schema.js';
 import { isLetheError } from '../../src/errors.js';
 import { S3ObjectStore } from '../../src/storage/s3.js';
+import { until } from '../support/until.js';
 import { openTestApp, type TestApp } from '../support/vault.js';
 
 const tag = () => randomBytes(4).toString('hex');
@@ -36,14 +37,6 @@ async function landed<T>(write: () => Promise<T>, refused: (v: unknown) => boole
     }
     if (Date.now() > deadline) throw new Error(`still refused after 30 s: ${String(last)}`);
     await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
   }
 }
 
