@@ -7,7 +7,7 @@
  *
  * Replication is pg_auto_failover's default: synchronous (`ANY 1 (standby)`) while both
  * nodes are up; a primary left alone (`wait_primary`) commits without its standby. The
- * monitor's health checks are shortened (a check a second, a node unhealthy after 3 s)
+ * monitor's health checks are shortened (a check a second, a node unhealthy after 5 s)
  * so that a failover takes seconds, not the default half minute.
  *
  * Trust authentication on 127.0.0.1 only, for the run's duration: the data is the test's.
@@ -25,11 +25,13 @@ export interface PgFailoverNode {
 }
 
 export interface PgFailover {
-  /** lethe's DATABASE_URL: both nodes, the one that takes writes chosen at connect (`target_session_attrs=read-write`). */
+  /** lethe's DATABASE_URL: both nodes, the primary chosen at connect (`target_session_attrs=primary`). */
   readonly url: string;
   readonly nodes: readonly PgFailoverNode[];
   /** The index of the node the monitor has as primary now; undefined while none is. */
   primary(): Promise<number | undefined>;
+  /** Waits until node a is primary and b its synchronous standby (`sync_state` quorum or sync). */
+  replicatingSynchronously(timeoutMs?: number): Promise<void>;
   /** SIGKILL to node `i`'s pg_autoctl and its postgres. */
   kill(i: number): Promise<void>;
   /** Waits until a node other than `i` takes writes; its index. */
@@ -69,8 +71,14 @@ export async function startPgFailover(options: { dbname?: string } = {}): Promis
     });
     logs.set(name, '');
     child.stderr?.on('data', (d: Buffer) => logs.set(name, (logs.get(name) ?? '').slice(-20_000) + d.toString()));
+    child.on('error', (e) => logs.set(name, `${logs.get(name) ?? ''}\n${e.message}`));
     children.set(name, child);
   };
+  // each pg_autoctl leads a process group (its postgres and workers): a run that ends any way takes them with it
+  const killGroups = () => {
+    for (const child of children.values()) if (child.pid && child.exitCode === null && child.signalCode === null) killGroup(child.pid, 'SIGKILL');
+  };
+  process.once('exit', killGroups);
   const common = ['--hostname', '127.0.0.1', '--listen', '127.0.0.1', '--auth', 'trust', '--no-ssl', '--pgctl', path.join(bin, 'pg_ctl')];
   const monitorPort = await freePort();
   const monitorUrl = `postgres://postgres@127.0.0.1:${monitorPort}/pg_auto_failover`;
@@ -78,6 +86,7 @@ export async function startPgFailover(options: { dbname?: string } = {}): Promis
     { name: 'a', port: await freePort() },
     { name: 'b', port: await freePort() },
   ];
+  const primaryUrl = `postgres://postgres@127.0.0.1:${nodes[0]!.port}/postgres`;
   const monitor = postgres(monitorUrl, { max: 1, onnotice: () => {}, connect_timeout: 2 });
   const failed = (what: string) => new Error(`${what}; pg_autoctl said:\n${[...logs].map(([n, l]) => `[${n}] ${l.slice(-2_000)}`).join('\n')}`);
   const states = async () => {
@@ -87,7 +96,14 @@ export async function startPgFailover(options: { dbname?: string } = {}): Promis
   };
   const stop = async () => {
     await monitor.end({ timeout: 1 }).catch(() => {});
-    await Promise.all([...children.values()].map((c) => stopChild(c, 10_000)));
+    await Promise.all(
+      [...children.values()].map(async (c) => {
+        if (c.pid) killGroup(c.pid, 'SIGTERM');
+        await stopChild(c, 10_000);
+        if (c.pid) killGroup(c.pid, 'SIGKILL');
+      }),
+    );
+    process.removeListener('exit', killGroups);
     for (const node of nodes) killPostmaster(path.join(root, node.name));
     killPostmaster(path.join(root, 'monitor'));
     rmSync(root, { recursive: true, force: true });
@@ -124,9 +140,8 @@ export async function startPgFailover(options: { dbname?: string } = {}): Promis
     );
     run('b', nodeArgs(nodes[1]!));
     // the standby's base backup waits for a checkpoint: ask for one now and then instead of waiting minutes
-    const primaryUrl = `postgres://postgres@127.0.0.1:${nodes[0]!.port}/postgres`;
     await until(
-      180_000,
+      90_000,
       async () => {
         await checkpoint(primaryUrl);
         const s = await states().catch(() => new Map());
@@ -139,7 +154,11 @@ export async function startPgFailover(options: { dbname?: string } = {}): Promis
     await stop();
     throw e;
   }
-  const url = `postgres://postgres@${nodes.map((n) => `127.0.0.1:${n.port}`).join(',')}/${dbname}?target_session_attrs=read-write`;
+  // the standby first: every connection has to pass over a node that does not take writes, before the switch and after it
+  const url = `postgres://postgres@${[...nodes]
+    .reverse()
+    .map((n) => `127.0.0.1:${n.port}`)
+    .join(',')}/${dbname}?target_session_attrs=primary`;
   const primary = async () => {
     const s = await states();
     const at = nodes.findIndex((n) => PRIMARY_STATES.has(s.get(n.name)?.reportedstate ?? ''));
@@ -149,12 +168,23 @@ export async function startPgFailover(options: { dbname?: string } = {}): Promis
     url,
     nodes,
     primary,
+    async replicatingSynchronously(timeoutMs = 60_000) {
+      await until(
+        timeoutMs,
+        async () => {
+          const s = await states().catch(() => new Map());
+          if (s.get('a')?.reportedstate !== 'primary' || s.get('b')?.reportedstate !== 'secondary') return false;
+          return synchronous(primaryUrl);
+        },
+        () => failed('the standby did not replicate synchronously'),
+      );
+    },
     async kill(i) {
       const node = nodes[i]!;
       const child = children.get(node.name);
-      if (child?.pid && child.exitCode === null) {
+      if (child?.pid && child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((r) => child.once('exit', r));
-        process.kill(-child.pid, 'SIGKILL');
+        killGroup(child.pid, 'SIGKILL');
         await exited;
       }
       killPostmaster(path.join(root, node.name));
@@ -184,10 +214,10 @@ export async function startPgFailover(options: { dbname?: string } = {}): Promis
 /** The monitor's health checks, shortened: a failover in seconds. */
 const FAST_MONITOR = {
   health_check_period: 1000,
-  health_check_timeout: 1000,
-  health_check_max_retries: 1,
+  health_check_timeout: 2000,
+  health_check_max_retries: 2,
   health_check_retry_delay: 500,
-  node_considered_unhealthy_timeout: 3000,
+  node_considered_unhealthy_timeout: 5000,
   primary_demote_timeout: 5000,
 };
 
@@ -200,10 +230,35 @@ function userIds(name: string): { uid: number; gid: number } {
 /** SIGKILL to the postmaster a data folder's postmaster.pid names, if it still runs. */
 function killPostmaster(pgdata: string): void {
   try {
-    const pid = Number(readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[0]);
-    if (pid > 0) process.kill(pid, 'SIGKILL');
+    const pidFile = path.join(pgdata, 'postmaster.pid');
+    const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+    // a pid outlives its process and may be reused: only a postgres serving this folder is signalled
+    if (pid > 0 && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(pgdata)) process.kill(pid, 'SIGKILL');
+    rmSync(pidFile, { force: true });
   } catch {
     // no folder, no pid file, or the process is gone
+  }
+}
+
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // the group is gone
+  }
+}
+
+/** Whether the primary at `url` has a standby confirming its commits (`sync_state` quorum or sync). */
+async function synchronous(url: string): Promise<boolean> {
+  const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 2 });
+  try {
+    const rows = await sql<{ sync_state: string }[]>`select sync_state from pg_stat_replication`;
+    const [names] = await sql<{ names: string }[]>`select current_setting('synchronous_standby_names') as names`;
+    return (names?.names ?? '') !== '' && rows.some((r) => r.sync_state === 'quorum' || r.sync_state === 'sync');
+  } catch {
+    return false;
+  } finally {
+    await sql.end({ timeout: 1 }).catch(() => {});
   }
 }
 

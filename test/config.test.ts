@@ -267,6 +267,23 @@ describe('object store configuration', () => {
     );
   });
 
+  it('a DATABASE_URL naming several hosts needs target_session_attrs=primary (postgres.js would settle on a hot standby for read-write), and the message never repeats the URL', () => {
+    const hosts = 'postgres://lethe:pw-secret-1@db1:5432,db2:5432/lethe';
+    for (const url of [hosts, `${hosts}?target_session_attrs=read-write`]) {
+      let message = '';
+      try {
+        loadConfig({ DATABASE_URL: url });
+      } catch (e) {
+        message = (e as Error).message;
+      }
+      expect(message).toMatch(/DATABASE_URL: names several hosts: add target_session_attrs=primary/);
+      expect(message).not.toContain('pw-secret-1');
+    }
+    expect(loadConfig({ DATABASE_URL: `${hosts}?target_session_attrs=primary` }).databaseUrl).toContain('db2:5432');
+    // one host (a password with ',' or '@' in it included) needs nothing
+    expect(loadConfig({ DATABASE_URL: 'postgres://lethe:a,b@c@db1:5432/lethe' }).databaseUrl).toContain('db1');
+  });
+
   it('never echoes the secret key in a configuration error', () => {
     let message = '';
     try {

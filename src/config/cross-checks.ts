@@ -35,6 +35,11 @@ export function crossProblems(
   if (picked.LETHE_KEY_PROVIDER?.trim() === 'aws-kms' && !picked.LETHE_KMS_REGION && !env.AWS_REGION?.trim()) {
     problems.push({ variable: 'LETHE_KMS_REGION', message: 'is required when LETHE_KEY_PROVIDER is aws-kms (or set AWS_REGION)' });
   }
+  // several hosts: only `primary` makes postgres.js pass over a standby (its `read-write` reads
+  // default_transaction_read_only, which a hot standby leaves off: writes there fail read-only)
+  if (picked.DATABASE_URL && namesSeveralHosts(picked.DATABASE_URL) && !/[?&]target_session_attrs=primary(&|$)/.test(picked.DATABASE_URL)) {
+    problems.push({ variable: 'DATABASE_URL', message: 'names several hosts: add target_session_attrs=primary, or connections may land on a standby' });
+  }
   if (picked.S3_ENDPOINT) {
     for (const v of ['S3_ACCESS_KEY', 'S3_SECRET_KEY'] as const) {
       if (!picked[v]) problems.push({ variable: v, message: 'is required when S3_ENDPOINT is set' });
@@ -71,4 +76,10 @@ export function crossProblems(
     problems.push({ variable: 'LETHE_TOKENS', message: 'the same token is given for two roles' });
   }
   return problems;
+}
+
+/** Whether a postgres:// URL names several hosts (`h1:5432,h2:5432`); the user part ends at its last `@`. */
+function namesSeveralHosts(url: string): boolean {
+  const rest = url.trim().replace(/^postgres(ql)?:\/\//, '');
+  return (rest.slice(rest.lastIndexOf('@') + 1).split(/[/?]/)[0] ?? '').includes(',');
 }

@@ -171,21 +171,34 @@ const DATABASE_URL_REFUSED = /^(3D000|28[0-9A-Z]{3})$/;
 
 /**
  * The parts of a postgres:// URL, read without `new URL` (which refuses the multi-host
- * form `postgres://u:p@h1:5432,h2:5432/db` that postgres.js and libpq take).
+ * form `postgres://u:p@h1:5432,h2:5432/db` that postgres.js and libpq take). The user
+ * part ends at the last `@` (a password may hold `@`, `/` or `?`); `secrets` are the
+ * password as written and decoded, for blotting.
  */
-function urlParts(url: string): { password: string; hosts: string[]; params: URLSearchParams } | undefined {
-  const m = /^postgres(?:ql)?:\/\/(?:([^@/?]*)@)?([^/?]*)(?:\/[^?]*)?(?:\?(.*))?$/.exec(url.trim());
+function urlParts(url: string): { secrets: string[]; hosts: string[]; params: URLSearchParams } | undefined {
+  const m = /^postgres(?:ql)?:\/\/(.*)$/s.exec(url.trim());
   if (!m) return undefined;
-  const userinfo = m[1] ?? '';
+  const rest = m[1]!;
+  const at = rest.lastIndexOf('@');
+  const userinfo = at < 0 ? '' : rest.slice(0, at);
+  const afterUser = rest.slice(at + 1);
+  const end = afterUser.search(/[/?]/);
+  const hostPart = end < 0 ? afterUser : afterUser.slice(0, end);
+  const query = end < 0 ? '' : afterUser.slice(end).replace(/^[^?]*\??/, '');
   const colon = userinfo.indexOf(':');
-  let password = '';
+  const raw = colon < 0 ? '' : userinfo.slice(colon + 1);
+  const secrets = raw ? [raw] : [];
   try {
-    password = colon < 0 ? '' : decodeURIComponent(userinfo.slice(colon + 1));
+    const decoded = decodeURIComponent(raw);
+    if (decoded && decoded !== raw) secrets.push(decoded);
   } catch {
-    password = userinfo.slice(colon + 1);
+    // not percent-encoded as a whole: the raw form is what can be repeated
   }
-  return { password, hosts: (m[2] ?? '').split(',').filter((h) => h !== ''), params: new URLSearchParams(m[3] ?? '') };
+  return { secrets, hosts: hostPart.split(',').filter((h) => h !== ''), params: new URLSearchParams(query) };
 }
+
+/** A host as a URL names one: a name or an address, an optional port; nothing that could be a credential's piece. */
+const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(:\d{1,5})?$/;
 
 /** The hosts and ports (or socket directory) DATABASE_URL names: nothing else of it (no user, no password). */
 export function databaseAddress(url: string): string {
@@ -194,12 +207,8 @@ export function databaseAddress(url: string): string {
   const host = parts.params.get('host');
   if (host) return host.startsWith('/') ? host : `${host}:${parts.params.get('port') || '5432'}`;
   if (parts.hosts.length === 0) return 'localhost:5432';
-  return parts.hosts
-    .map((h) => {
-      const bare = decodeURIComponent(h);
-      return /:\d+$/.test(bare) ? bare : `${bare}:${parts.params.get('port') || '5432'}`;
-    })
-    .join(',');
+  if (!parts.hosts.every((h) => HOST_PORT.test(h))) return 'its server';
+  return parts.hosts.map((h) => (/:\d+$/.test(h) ? h : `${h}:${parts.params.get('port') || '5432'}`)).join(',');
 }
 
 /** A failed first connection as the error it is (see reachDatabase). */
@@ -221,8 +230,9 @@ export function databaseFailure(url: string, e: unknown): LetheError {
 
 /** `text` with the URL's password (if it has one) blotted out, in case a driver repeats it. */
 export function withoutPassword(url: string, text: string): string {
-  const password = urlParts(url)?.password ?? '';
-  return password ? text.split(password).join('***') : text;
+  let out = text;
+  for (const secret of urlParts(url)?.secrets ?? []) out = out.split(secret).join('***');
+  return out;
 }
 
 /**
