@@ -4,8 +4,9 @@
  * answers): a refused or reset connection goes on to the next server within the same
  * call, but a create-if-absent is not repeated; a call that timed out is not repeated,
  * its error names the server that timed out, and the next call goes to the next server;
- * `writable()` asks every server at once, moves calls to one that says it takes writes,
- * and says nothing of a server whose answer is not MinIO's.
+ * `writable()` asks every server at once (one probe however many ask, its answer kept),
+ * moves calls to one that says it takes writes, and says nothing of a server whose
+ * answer is not MinIO's.
  */
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
@@ -101,6 +102,24 @@ describe('an S3 store naming several servers', () => {
   it('writable() is true on a MinIO that holds its quorum, undefined where the answer is not MinIO', async () => {
     expect(await storeOn([b.endpoint]).writable()).toBe(true);
     expect(await storeOn([at(web)]).writable()).toBeUndefined();
+  });
+
+  it('writable() sends one probe to each server however many ask at once, and keeps its answer 2 s', async () => {
+    let asked = 0;
+    const health = createServer((_req, res) => {
+      asked++;
+      res.writeHead(200, { 'x-minio-write-quorum': '5' }).end();
+    });
+    await new Promise<void>((r) => health.listen(0, '127.0.0.1', r));
+    try {
+      const store = storeOn([at(health)]);
+      const answers = await Promise.all(Array.from({ length: 20 }, () => store.writable()));
+      expect(answers.every((a) => a === true)).toBe(true);
+      expect(await store.writable()).toBe(true);
+      expect(asked).toBe(1);
+    } finally {
+      health.close();
+    }
   });
 
   it('writable() asks every server at once: a server that never answers does not hide one that does, and calls move there', { timeout: 30_000 }, async () => {
