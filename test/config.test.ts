@@ -284,6 +284,28 @@ describe('object store configuration', () => {
     expect(loadConfig({ DATABASE_URL: 'postgres://lethe:a,b@c@db1:5432/lethe' }).databaseUrl).toContain('db1');
   });
 
+  it('LETHE_INDEX_SHARDS above 1 needs DATABASE_URL and LETHE_REPLICA_URL (an http(s) origin), and not client certificates; 1 is the default', () => {
+    const message = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+        return '';
+      } catch (e) {
+        return (e as Error).message;
+      }
+    };
+    const db = { DATABASE_URL: 'postgres://lethe@db1:5432/lethe' };
+    expect(loadConfig(db).indexShards).toBe(1);
+    expect(message({ LETHE_INDEX_SHARDS: '4', LETHE_REPLICA_URL: 'http://10.0.0.5:8787' })).toMatch(/LETHE_INDEX_SHARDS: above 1 needs DATABASE_URL/);
+    expect(message({ ...db, LETHE_INDEX_SHARDS: '4' })).toMatch(/LETHE_REPLICA_URL: is required when LETHE_INDEX_SHARDS is above 1/);
+    for (const url of ['10.0.0.5:8787', 'ftp://10.0.0.5', 'http://u:p@10.0.0.5:8787', 'http://10.0.0.5:8787/path', 'http://10.0.0.5/?x=1']) {
+      expect(message({ ...db, LETHE_INDEX_SHARDS: '4', LETHE_REPLICA_URL: url }), url).toMatch(/LETHE_REPLICA_URL: must be the http\(s\) address/);
+    }
+    expect(message({ ...db, LETHE_INDEX_SHARDS: '0' })).toMatch(/LETHE_INDEX_SHARDS/);
+    expect(message({ ...db, LETHE_INDEX_SHARDS: '1025' })).toMatch(/LETHE_INDEX_SHARDS/);
+    const ok = loadConfig({ ...db, LETHE_INDEX_SHARDS: '4', LETHE_REPLICA_URL: 'https://replica-1.internal:8787' });
+    expect([ok.indexShards, ok.replicaUrl]).toEqual([4, 'https://replica-1.internal:8787']);
+  });
+
   it('never echoes the secret key in a configuration error', () => {
     let message = '';
     try {

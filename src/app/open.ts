@@ -13,13 +13,17 @@ import { LetheError, MisconfiguredError } from '../errors.js';
 import { openKeyProvider } from '../keyprovider/open.js';
 import type { KeyProvider } from '../keyprovider/provider.js';
 import { loadRootKey } from '../keyprovider/root-key.js';
+import type { Logger } from '../observability/logger.js';
 import { createMetrics } from '../observability/metrics.js';
+import { ReplicaCalls } from '../vault/replica-calls.js';
+import { ShardLeases } from '../vault/shards.js';
 import type { App, OpenAppOptions } from './app.js';
 import { type Listening, listen } from './listen.js';
 import { prepareStores } from './prepare.js';
 import { reindex, type ReindexResult } from './reindex.js';
 import type { ReplicaPresence } from './replica.js';
 import { failpointFor, refuseBypassableLedgerLock } from './settings.js';
+import { ShardKeeper } from './shard-keeper.js';
 import { subscribe } from './subscribers.js';
 import { type Wired, wireServices } from './wire.js';
 
@@ -46,6 +50,7 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
   let provider: KeyProvider | undefined;
   let db: Db | undefined;
   let presence: ReplicaPresence | undefined;
+  let shards: Sharded | undefined;
   try {
     provider = await openKeyProvider(config, root.key);
     db = await openDb({ databaseUrl: config.databaseUrl, dataDir: `${config.dataDir}/pgdata`, poolSize: config.dbPoolSize });
@@ -68,10 +73,14 @@ export async function openApp(config: Config, options: OpenAppOptions): Promise<
       const rebuilt = await vectors.rebuild();
       logger.info({ ...rebuilt, ms: Math.round(performance.now() - started) }, 'search index rebuilt');
     }
+    // sharded: the index fills as this replica takes shards
+    if (listening && config.indexShards > 1) shards = await startShards(config, db, provider, w, logger);
     if (options.erasureWorker ?? listening) erasures.start();
     if (options.indexWorker ?? (listening && config.indexer)) log.indexer.start();
-    return assemble(config, { db, provider, metrics, logger, presence, reindexed, runReindex, listened }, w);
+    return assemble(config, { db, provider, metrics, logger, presence, reindexed, runReindex, listened, shards }, w);
   } catch (e) {
+    await shards?.keeper.stop().catch(() => {});
+    shards?.calls.close();
     await presence?.stop().catch(() => {});
     await db?.close().catch(() => {});
     if (provider) await provider.close();
@@ -94,6 +103,7 @@ function assemble(
     reindexed: ReindexResult | undefined;
     runReindex: () => Promise<ReindexResult>;
     listened: Listening | undefined;
+    shards: Sharded | undefined;
   },
   w: Wired,
 ): App {
@@ -113,6 +123,8 @@ function assemble(
     events: w.events,
     vectors: w.vectors,
     replica: o.presence,
+    shards: o.shards?.keeper,
+    replicaCalls: o.shards?.calls,
     reindexed: o.reindexed,
     reindex: o.runReindex,
     log: w.log,
@@ -135,6 +147,8 @@ function assemble(
       w.backups.close();
       await w.erasures.stop();
       await w.log.indexer.stop();
+      await o.shards?.keeper.stop();
+      o.shards?.calls.close();
       await o.listened?.stop();
       w.cache.clear();
       w.vectors.index.clear();
@@ -150,4 +164,24 @@ function assemble(
       await o.provider.close();
     },
   };
+}
+
+/** A sharded replica's keeper of its shard leases, and the key its calls to and from peers are signed with. */
+interface Sharded {
+  readonly keeper: ShardKeeper;
+  readonly calls: ReplicaCalls;
+}
+
+async function startShards(config: Config, db: Db, provider: KeyProvider, w: Wired, logger: Logger): Promise<Sharded> {
+  const calls = new ReplicaCalls(await provider.deriveSystemKey('replica-call'));
+  const leases = new ShardLeases(db.db, { shards: config.indexShards, replicaId: w.erasures.replica, url: config.replicaUrl! });
+  const keeper = new ShardKeeper({ leases, vectors: w.vectors, calls, logger });
+  w.search.useShards(keeper);
+  try {
+    await keeper.start();
+  } catch (e) {
+    calls.close();
+    throw e;
+  }
+  return { keeper, calls };
 }

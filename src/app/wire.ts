@@ -132,6 +132,7 @@ async function wireData(w: WireContext, v: Awaited<ReturnType<typeof wireVault>>
     logger,
     metrics,
     sealWorkers: options.sealWorkers ?? config.sealWorkers ?? SEAL_WORKERS,
+    shards: config.indexShards,
   });
   zeroize(shingleKey);
   const itemKey = await provider.deriveSystemKey('store-item');

@@ -40,6 +40,19 @@ export function crossProblems(
   if (picked.DATABASE_URL && namesSeveralHosts(picked.DATABASE_URL) && !/[?&]target_session_attrs=primary(&|$)/.test(picked.DATABASE_URL)) {
     problems.push({ variable: 'DATABASE_URL', message: 'names several hosts: add target_session_attrs=primary, or connections may land on a standby' });
   }
+  if (picked.LETHE_INDEX_SHARDS && Number(picked.LETHE_INDEX_SHARDS) > 1) {
+    // the shard leases and the replicas' routing live in a shared database
+    if (!picked.DATABASE_URL)
+      problems.push({ variable: 'LETHE_INDEX_SHARDS', message: 'above 1 needs DATABASE_URL (replicas share their shards through PostgreSQL)' });
+    if (!picked.LETHE_REPLICA_URL)
+      problems.push({ variable: 'LETHE_REPLICA_URL', message: 'is required when LETHE_INDEX_SHARDS is above 1 (where the other replicas reach this one)' });
+    if (picked.LETHE_TLS_CLIENT_CA) {
+      problems.push({
+        variable: 'LETHE_INDEX_SHARDS',
+        message: 'above 1 cannot be used with LETHE_TLS_CLIENT_CA yet (replicas do not present client certificates to each other)',
+      });
+    }
+  }
   if (picked.S3_ENDPOINT) {
     for (const v of ['S3_ACCESS_KEY', 'S3_SECRET_KEY'] as const) {
       if (!picked[v]) problems.push({ variable: v, message: 'is required when S3_ENDPOINT is set' });

@@ -191,6 +191,21 @@ export const envSchema = z.object({
     .optional(),
   // no default here: it depends on the machine's cores (src/vectors/seal-pool.ts)
   LETHE_SEAL_WORKERS: z.string().trim().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(0).max(16)).optional(),
+  LETHE_INDEX_SHARDS: int(1, 1, 1024),
+  LETHE_REPLICA_URL: z
+    .string()
+    .trim()
+    .refine((v) => {
+      try {
+        const u = new URL(v);
+        return (
+          (u.protocol === 'http:' || u.protocol === 'https:') && !u.username && !u.password && (u.pathname === '/' || u.pathname === '') && !u.search && !u.hash
+        );
+      } catch {
+        return false;
+      }
+    }, 'must be the http(s) address other replicas reach this one at, with no path, query or credentials')
+    .optional(),
   LETHE_INDEXER: z
     .string()
     .trim()

@@ -96,6 +96,10 @@ export interface Config {
   readonly autoMigrate: boolean;
   /** Whether this replica drains the search indexing queue (LETHE_INDEXER; default true: every replica does). */
   readonly indexer: boolean;
+  /** Subject-hash shards the in-memory indexes are split into among the replicas (LETHE_INDEX_SHARDS; 1: every replica indexes everything). */
+  readonly indexShards: number;
+  /** Where the other replicas reach this one (LETHE_REPLICA_URL; required when sharded). */
+  readonly replicaUrl: string | undefined;
   /** Worker threads its indexer seals batches on (LETHE_SEAL_WORKERS; default one fewer than the cores, at most 2; 0: the service thread). */
   readonly sealWorkers: number | undefined;
 }
@@ -211,6 +215,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     ledgerCheckSeconds: e.LETHE_LEDGER_CHECK_SECONDS,
     ledgerWitnessDir: e.LETHE_LEDGER_WITNESS_DIR,
     indexer: e.LETHE_INDEXER === 'true',
+    indexShards: e.LETHE_INDEX_SHARDS,
+    replicaUrl: e.LETHE_REPLICA_URL,
     sealWorkers: e.LETHE_SEAL_WORKERS,
     autoMigrate: e.LETHE_AUTO_MIGRATE === undefined ? !(e.NODE_ENV.trim().toLowerCase() === 'production' && e.DATABASE_URL) : e.LETHE_AUTO_MIGRATE === 'true',
     embeddings:

@@ -19,7 +19,8 @@ export type SubkeyLabel =
   | 'ledger-chain'
   | 'report-link'
   | 'principal'
-  | 'store-item';
+  | 'store-item'
+  | 'replica-call';
 
 /** A 32-byte subkey of `root` for one purpose; the caller zeroes it when done. */
 export function deriveSubkey(root: Uint8Array, label: SubkeyLabel): Uint8Array {

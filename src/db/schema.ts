@@ -152,6 +152,23 @@ export const replicaHeartbeats = pgTable('replica_heartbeats', {
 });
 
 /**
+ * Index shards (LETHE_INDEX_SHARDS > 1): which replica holds the in-memory indexes of
+ * each subject-hash shard, under a lease it renews; `fence` grows with every change of
+ * owner, so a replica that lost a shard can no longer act for it (src/vault/shards.ts).
+ */
+export const indexShards = pgTable('index_shards', {
+  shard: integer('shard').primaryKey(),
+  owner: text('owner'),
+  /** Where the other replicas reach the owner (LETHE_REPLICA_URL). */
+  ownerUrl: text('owner_url'),
+  fence: bigint('fence', { mode: 'number' }).notNull().default(0),
+  expiresAt: tstz('expires_at'),
+  state: text('state', { enum: ['rebuilding', 'ready'] })
+    .notNull()
+    .default('rebuilding'),
+});
+
+/**
  * The episodic log's index: where each entry's frame is. Nothing here comes from the
  * entry's content: no text, no kind, no metadata, no length of anything but the
  * ciphertext frame.

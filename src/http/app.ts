@@ -22,6 +22,7 @@ import { registerBackupRoutes } from './routes/backups/index.js';
 import { registerCertificateRoutes } from './routes/certificates/index.js';
 import { registerErasureRoutes } from './routes/erasures/index.js';
 import { KEY_BATCH_BODY_LIMIT_BYTES, KEY_BATCH_PATH, registerKeyRoutes } from './routes/keys/index.js';
+import { register as registerPeerRank } from './routes/internal/rank-for-peer.js';
 import { registerLogRoutes } from './routes/log/index.js';
 import { registerServiceRoutes } from './routes/service/index.js';
 import type { Services } from './services.js';
@@ -98,6 +99,8 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
   registerBackupRoutes(app, services, tokens);
   registerErasureRoutes(app, services, tokens);
   registerCertificateRoutes(app, services, tokens);
+  // the replicas' own calls (sharded): signed by their key, not in the OpenAPI document
+  registerPeerRank(app, services);
   if (options.mcp) registerMcpRoute(app, tokens, options.mcp);
 
   // doc31, plus the servers; every operation's hand-written operationId is checked as it is served (docs.ts).

@@ -13,7 +13,8 @@ import type { Principals } from '../vault/principals.js';
 import type { LogService } from '../log/service.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import type { Search } from '../search/service.js';
+import type { Search, ShardRouting } from '../search/service.js';
+import type { ReplicaCalls } from '../vault/replica-calls.js';
 import type { CertificateKeys } from '../vault/certificate-keys.js';
 import type { EpochService } from '../vault/epochs.js';
 import type { ReadFences } from '../vault/fences.js';
@@ -49,6 +50,10 @@ export interface Services {
   readonly principals: Principals;
   /** This replica's listener, index and destruction cursor; absent when it does not listen for other replicas. */
   readonly replica?: { status(): ReplicaReadiness; fresh(): Promise<void> } | undefined;
+  /** A sharded replica's shards (LETHE_INDEX_SHARDS > 1): which it answers for, and every shard's owner. */
+  readonly shards?: Pick<ShardRouting, 'count' | 'answering' | 'owners'> | undefined;
+  /** Verifies calls from the other replicas (sharded only). */
+  readonly replicaCalls?: Pick<ReplicaCalls, 'verify'> | undefined;
   /** Certificate-signing keys: the public list (current and retired) and rotation. */
   readonly certificateKeys: CertificateKeys;
   readonly metrics: Metrics;

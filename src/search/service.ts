@@ -19,8 +19,19 @@ import type { KeyService } from '../vault/keys.js';
 import type { Vectors } from '../vectors/service.js';
 import type { IndexHit, RecordType } from '../vectors/vector-index.js';
 import { type RankScope, rankerFor, type SearchMode } from './rank.js';
+import {
+  type AsyncRanker,
+  type PeerRankAnswer,
+  type PeerRankRequest,
+  rankForPeer,
+  type ShardCoverage,
+  type ShardRouting,
+  shardedRanker,
+  shardsOf,
+} from './sharded.js';
 
 export type { SearchMode } from './rank.js';
+export type { PeerRankAnswer, PeerRankRequest, ShardCoverage, ShardRouting } from './sharded.js';
 
 export const MAX_SEARCH_K = 100;
 export const MAX_QUERY_BYTES = 8 * 1024;
@@ -85,11 +96,32 @@ interface JudgeScope {
   readonly artifactSubject: (facts: ClosureFacts | undefined) => string | null | undefined;
 }
 
-export class Search {
-  readonly #d: { vectors: Vectors; log: LogService; artifacts: ArtifactService; fences: ReadFences; keys: KeyService };
+export interface SearchDeps {
+  readonly vectors: Vectors;
+  readonly log: LogService;
+  readonly artifacts: ArtifactService;
+  readonly fences: ReadFences;
+  readonly keys: KeyService;
+  /** The shard routing of a sharded replica (LETHE_INDEX_SHARDS > 1); absent: this replica's index holds every record. */
+  readonly shards?: ShardRouting | undefined;
+}
 
-  constructor(deps: { vectors: Vectors; log: LogService; artifacts: ArtifactService; fences: ReadFences; keys: KeyService }) {
+export class Search {
+  #d: SearchDeps;
+
+  constructor(deps: SearchDeps) {
     this.#d = deps;
+  }
+
+  /** Routes searches by shard from now on (a sharded replica, once it holds leases). */
+  useShards(routing: ShardRouting): void {
+    this.#d = { ...this.#d, shards: routing };
+  }
+
+  /** A peer's ranking for the shards it asks this replica for (sharded only). */
+  rankForPeer(request: PeerRankRequest): Promise<PeerRankAnswer> {
+    if (!this.#d.shards) throw new LetheError('not_found', 'this replica is not sharded');
+    return rankForPeer(this.#d.vectors, this.#d.shards, request);
   }
 
   /**
@@ -116,7 +148,12 @@ export class Search {
    * The `k` records of the scope nearest the query, with their text read back through
    * their keys, and a read fence covering them.
    */
-  async search(query: string, k: number, scope: SearchScope, options: SearchOptions = {}): Promise<{ hits: SearchHit[]; readFence: string }> {
+  async search(
+    query: string,
+    k: number,
+    scope: SearchScope,
+    options: SearchOptions = {},
+  ): Promise<{ hits: SearchHit[]; readFence: string; shards?: ShardCoverage }> {
     if (Buffer.byteLength(query, 'utf8') > MAX_QUERY_BYTES) throw new LetheError('payload_too_large', `query is limited to ${MAX_QUERY_BYTES} bytes`);
     if (!Number.isInteger(k) || k < 1 || k > MAX_SEARCH_K) throw new LetheError('validation_failed', `k must be 1 to ${MAX_SEARCH_K}`);
     const subjects = 'subjects' in scope ? [...new Set(scope.subjects)] : undefined;
@@ -142,17 +179,32 @@ export class Search {
         artifactSubject: (f) => (!f || f.foreign ? undefined : f.subjects.length === 1 ? (nameOf.get(f.subjects[0]!) ?? null) : null),
       };
     }
-    const rank = await rankerFor(this.#d.vectors, query, options.mode ?? 'hybrid', rankScope);
+    const mode = options.mode ?? 'hybrid';
     const time = options.time;
+    let rank: AsyncRanker | undefined;
+    let shards: ShardCoverage | undefined;
+    const routing = this.#d.shards;
+    if (routing) {
+      const needed = shardsOf(routing.count, named && rankScope ? { hashes: named.map((n) => n.hash), artifactIds: rankScope.ids } : undefined);
+      ({ rank, coverage: shards } = shardedRanker(
+        routing,
+        () => rankerFor(this.#d.vectors, query, mode, rankScope),
+        { query, mode, scope: rankScope ?? null },
+        needed,
+      ));
+    } else {
+      const local = await rankerFor(this.#d.vectors, query, mode, rankScope);
+      if (local) rank = async (n, keep) => local(n, keep);
+    }
     // a query with nothing to match on (only stop words) finds nothing, rather than k arbitrary records
-    if (!rank) return { hits: [], readFence: fences.issue([]) };
+    if (!rank) return { hits: [], readFence: fences.issue([]), ...(shards ? { shards } : {}) };
 
     // over-fetch, then widen while too few candidates turn out readable and in scope
     const judged = new Map<string, Judged | null>();
     let n = k * 2 + 4;
     let hits: SearchHit[] = [];
     for (let round = 0; ; round++) {
-      const candidates = rank(n, (id) => judged.get(id) !== null);
+      const candidates = await rank(n, (id) => judged.get(id) !== null);
       // read back in rank order, only as many as may still be needed: most candidates are readable
       for (;;) {
         hits = [];
@@ -185,7 +237,7 @@ export class Search {
       n *= 4;
     }
     // the fence covers the hits returned, not every candidate read
-    return { hits, readFence: fences.issue(new Set(hits.flatMap((h) => judged.get(h.id)!.fenceKeys))) };
+    return { hits, readFence: fences.issue(new Set(hits.flatMap((h) => judged.get(h.id)!.fenceKeys))), ...(shards ? { shards } : {}) };
   }
 
   /**

@@ -3,10 +3,12 @@
  * façade (service.ts) builds and hands each operation file (seal.ts, publish.ts,
  * rebuild.ts, coverage.ts, reindex.ts, deletions.ts), which holds all of its state.
  */
+import { type SQL, sql } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { KeyService } from '../vault/keys.js';
+import { PLACE_SQL, shardOf } from '../vault/shards.js';
 import type { VersionKeys } from '../vault/version-keys.js';
 import type { Embedder } from './embedder.js';
 import type { SealPool } from './seal-pool.js';
@@ -14,7 +16,16 @@ import { ShingleIndex } from './shingle-index.js';
 import type { ShingleHasher } from './shingles.js';
 import { type RecordType, VectorIndex } from './vector-index.js';
 
-export type SealedRow = { record_id: string; record_type: RecordType; key_id: string; model: string; sealed: Uint8Array; fold_version: number };
+export type SealedRow = {
+  record_id: string;
+  record_type: RecordType;
+  key_id: string;
+  model: string;
+  sealed: Uint8Array;
+  fold_version: number;
+  /** Its place among the shards (a sharded replica's rebuild reads it). */
+  place?: string | number;
+};
 
 export type { Sealed } from './sealing.js';
 
@@ -30,6 +41,8 @@ export interface VectorsDeps {
   readonly metrics: Metrics;
   /** Worker threads the indexer's batches are sealed on (seal-pool.ts; default 0: the caller's thread). */
   readonly sealWorkers?: number;
+  /** Shards the store's records are split into (LETHE_INDEX_SHARDS; default 1: this replica indexes every record). */
+  readonly shards?: number;
 }
 
 /** A record as the indexes take it: its vector (absent: another model's) and shingle set (absent: written before lexical indexing). */
@@ -101,6 +114,28 @@ export interface VectorsContext {
   readonly loading: Set<Promise<void>>;
   /** The seal workers, when there are any. */
   readonly seals: SealPool | undefined;
+  /** The shards this replica indexes (LETHE_INDEX_SHARDS > 1); undefined: every record. */
+  shards: ShardFilter | undefined;
+  /** Entry keys' places (src/vault/shards.ts placeOfSubject), as rows and lookups told them. */
+  readonly keyPlaces: Map<string, number>;
+}
+
+/** Which records a sharded replica indexes: those whose place falls in one of `owned` of `count` shards. */
+export interface ShardFilter {
+  readonly count: number;
+  readonly owned: ReadonlySet<number>;
+}
+
+/** Whether this replica indexes a record at `place` (every record when unsharded). */
+export function ownsPlace(c: VectorsContext, place: number): boolean {
+  return !c.shards || c.shards.owned.has(shardOf(place, c.shards.count));
+}
+
+/** The SQL condition keeping the rows (`e`, joined to its subject key `s`) of the shards this replica owns; undefined when unsharded. */
+export function ownedRowsSql(c: VectorsContext): SQL | undefined {
+  const s = c.shards;
+  if (!s) return undefined;
+  return sql`(${PLACE_SQL} % ${s.count}) = any(${`{${[...s.owned].join(',')}}`}::int[])`;
 }
 
 export function freshIndexes(embedder: Embedder): Indexes {

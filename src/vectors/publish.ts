@@ -8,8 +8,9 @@ import { zeroize } from '../crypto/index.js';
 import { queryRows } from '../db/client.js';
 import { isLetheError, LetheError } from '../errors.js';
 import { describeError } from '../observability/logger.js';
-import { type IndexedRecord, indexesOf, keyFor, type SealedRow, type VectorsContext } from './context.js';
+import { type IndexedRecord, indexesOf, keyFor, ownedRowsSql, type SealedRow, type VectorsContext } from './context.js';
 import { openSealedRecord, type WrittenEmbedding } from './embeddings.js';
+import { lookUpPlaces, owns } from './sharding.js';
 
 /** How many recently destroyed key ids a replica remembers (to refuse a late load of their vectors). */
 const DESTROYED_MEMORY = 10_000;
@@ -45,8 +46,43 @@ export async function publishingRecords<T>(
   }
 }
 
-/** Puts committed records into this replica's indexes. */
+/**
+ * Puts committed records into this replica's indexes — a sharded replica only those of
+ * its shards. An entry whose key's place is not known yet is published once it is
+ * looked up (a copy meanwhile; `loadsSettled` waits for it).
+ */
 export function publish(c: VectorsContext, records: readonly IndexedRecord[]): void {
+  const mine: IndexedRecord[] = [];
+  const unplaced: IndexedRecord[] = [];
+  for (const r of records) {
+    const o = owns(c, r);
+    if (o) mine.push(r);
+    else if (o === undefined) unplaced.push({ ...r, vector: r.vector && new Float32Array(r.vector), shingles: r.shingles && new Float64Array(r.shingles) });
+  }
+  publishOwned(c, mine);
+  if (unplaced.length === 0) return;
+  const placing: Promise<void> = lookUpPlaces(
+    c,
+    unplaced.map((r) => r.keyId),
+  )
+    .then(() =>
+      publishOwned(
+        c,
+        unplaced.filter((r) => owns(c, r) === true),
+      ),
+    )
+    .catch((e: unknown) => c.d.logger.warn({ err: describeError(e) }, 'could not place written records among the shards'))
+    .finally(() => {
+      for (const r of unplaced) {
+        r.vector?.fill(0);
+        r.shingles?.fill(0);
+      }
+      c.loading.delete(placing);
+    });
+  c.loading.add(placing);
+}
+
+function publishOwned(c: VectorsContext, records: readonly IndexedRecord[]): void {
   const live = records.filter((r) => !c.destroyed.has(r.keyId));
   for (const index of indexesOf(c)) {
     // one batch of graph insertions per index (several threads)
@@ -108,9 +144,14 @@ export async function scrubbed(c: VectorsContext, timeoutMs = SCRUB_WAIT_MS): Pr
 
 /** Loads one record's sealed row (another replica wrote it). */
 export async function load(c: VectorsContext, recordId: string): Promise<void> {
+  const owned = ownedRowsSql(c);
   const [row] = await queryRows<SealedRow>(
     c.d.db,
-    sql`select record_id, record_type, key_id, model, sealed, fold_version from embeddings where record_id = ${recordId}`,
+    owned
+      ? sql`select e.record_id, e.record_type, e.key_id, e.model, e.sealed, e.fold_version
+              from embeddings e left join subject_keys s on e.record_type = 'entry' and s.key_id = e.key_id
+             where e.record_id = ${recordId} and ${owned}`
+      : sql`select record_id, record_type, key_id, model, sealed, fold_version from embeddings where record_id = ${recordId}`,
   );
   if (!row) return;
   let key: Uint8Array;
@@ -121,7 +162,8 @@ export async function load(c: VectorsContext, recordId: string): Promise<void> {
     throw e;
   }
   try {
-    publish(c, [openRow(c, row, key)]); // skips a key destroyed meanwhile
+    // skips a key destroyed meanwhile; the row is of a shard this replica holds (the query kept to them)
+    publishOwned(c, [openRow(c, row, key)]);
   } finally {
     zeroize(key);
   }

@@ -3,14 +3,16 @@
  * worker threads (open-pool.ts), and swapped in for the current ones; single-flight.
  */
 import os from 'node:os';
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import { zeroize } from '../crypto/index.js';
 import { queryRows } from '../db/client.js';
 import { isLetheError } from '../errors.js';
 import { idArrayLiteral } from '../ids.js';
-import { freshIndexes, type Indexes, keyFor, type RebuildOptions, type RebuildResult, type SealedRow, type VectorsContext } from './context.js';
+import { PLACE_SQL } from '../vault/shards.js';
+import { freshIndexes, type Indexes, keyFor, ownedRowsSql, type RebuildOptions, type RebuildResult, type SealedRow, type VectorsContext } from './context.js';
 import { BatchBuilder, type BatchRow, type OpenedBatch } from './open-batch.js';
 import { type Opener, openers } from './open-pool.js';
+import { rememberPlace } from './sharding.js';
 import type { IndexedVector } from './vector-index.js';
 
 /** Rows a rebuild sends to be opened at a time (their graph insertions then run as one batch). */
@@ -114,12 +116,7 @@ async function runRebuild(c: VectorsContext, pageSize: number, options: RebuildO
   let after: { keyId: string; recordId: string } | undefined;
   try {
     for (;;) {
-      const rows = await queryRows<SealedRow>(
-        c.d.db,
-        sql`select record_id, record_type, key_id, model, sealed, fold_version from embeddings
-             ${after ? sql`where (key_id, record_id) > (${after.keyId}, ${after.recordId})` : sql``}
-             order by key_id, record_id limit ${pageSize}`,
-      );
+      const rows = await queryRows<SealedRow>(c.d.db, pageQuery(c, after, pageSize));
       if (rows.length === 0) break;
       if (!after) {
         const workers = options.workers ?? workersFor(rows.length, pageSize);
@@ -168,6 +165,19 @@ async function runRebuild(c: VectorsContext, pageSize: number, options: RebuildO
   return { loaded: tally.loaded, destroyed: tally.destroyed, otherModel: tally.otherModel, workers: pooled ? pool!.workers : 0 };
 }
 
+/** One page of sealed rows after `after`, in (key id, record id) order; a sharded replica's of its shards only, with their places. */
+function pageQuery(c: VectorsContext, after: { keyId: string; recordId: string } | undefined, pageSize: number): SQL {
+  const owned = ownedRowsSql(c);
+  const from = after ? sql`(e.key_id, e.record_id) > (${after.keyId}, ${after.recordId})` : sql`true`;
+  if (!owned) {
+    return sql`select record_id, record_type, key_id, model, sealed, fold_version from embeddings e
+                where ${from} order by key_id, record_id limit ${pageSize}`;
+  }
+  return sql`select e.record_id, e.record_type, e.key_id, e.model, e.sealed, e.fold_version, ${PLACE_SQL} as place
+               from embeddings e left join subject_keys s on e.record_type = 'entry' and s.key_id = e.key_id
+              where ${from} and ${owned} order by e.key_id, e.record_id limit ${pageSize}`;
+}
+
 /** Adds one page's rows to the batch, one key unwrap per key (rows of a key gone are counted, not opened); dispatches full batches. */
 async function queuePage(
   c: VectorsContext,
@@ -180,6 +190,8 @@ async function queuePage(
   let i = 0;
   while (i < rows.length) {
     const keyId = rows[i]!.key_id;
+    const place = rows[i]!.place;
+    if (place !== undefined && rows[i]!.record_type === 'entry') rememberPlace(c, keyId, Number(place));
     let j = i;
     while (j < rows.length && rows[j]!.key_id === keyId) j++;
     let key: Uint8Array | undefined;

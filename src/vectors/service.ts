@@ -15,6 +15,7 @@
  * operation's transaction).
  */
 import type { Transaction } from '../db/client.js';
+import { LetheError } from '../errors.js';
 import type { Embedder } from './embedder.js';
 import type { SealedEmbedding, WrittenEmbedding } from './embeddings.js';
 import {
@@ -60,6 +61,9 @@ export class Vectors {
       own: new Map(),
       loading: new Set(),
       seals: deps.sealWorkers ? new SealPool(deps.sealWorkers, deps, { logger: deps.logger }) : undefined,
+      // sharded: nothing is indexed until this replica holds a shard (setShards)
+      shards: deps.shards && deps.shards > 1 ? { count: deps.shards, owned: new Set() } : undefined,
+      keyPlaces: new Map(),
     };
   }
 
@@ -121,6 +125,22 @@ export class Vectors {
   loadsSettled = (): Promise<void> => loadsSettled(this.#c);
 
   rebuild = (pageSize?: number, options?: RebuildOptions): Promise<RebuildResult> => rebuild(this.#c, pageSize, options);
+
+  /** A sharded replica's shards: the count, and those it indexes now. */
+  get shards(): { readonly count: number; readonly owned: ReadonlySet<number> } | undefined {
+    return this.#c.shards;
+  }
+
+  /**
+   * A sharded replica indexes these shards from now on: writes of others are left out at
+   * once, and a rebuild fills the indexes with theirs (resolves once it is swapped in).
+   */
+  setShards = (owned: ReadonlySet<number>): Promise<RebuildResult> => {
+    const s = this.#c.shards;
+    if (!s) throw new LetheError('conflict', 'this replica is not sharded (LETHE_INDEX_SHARDS is 1)');
+    this.#c.shards = { count: s.count, owned: new Set(owned) };
+    return rebuild(this.#c);
+  };
 
   staleRows = (limit: number, after?: string): Promise<Array<{ recordId: string; recordType: RecordType; keyId: string }>> => staleRows(this.#c, limit, after);
   countStale = (): Promise<number> => countStale(this.#c);

@@ -30,6 +30,18 @@ export const SearchResultSchema = z
   .object({
     hits: z.array(SearchHitSchema),
     readFence: z.string().meta({ description: 'addition: covers every hit' }),
+    partial: z.boolean().optional().meta({
+      description:
+        'sharded deployments only (LETHE_INDEX_SHARDS > 1): true when a shard the search needed could not be consulted, so hits of its records may be missing',
+    }),
+    shards: z
+      .object({
+        total: z.number().int(),
+        consulted: z.array(z.number().int()),
+        missing: z.array(z.number().int()).meta({ description: 'shards with no owner, rebuilding, or whose owner did not answer' }),
+      })
+      .optional()
+      .meta({ description: 'sharded deployments only: which shards the search needed and consulted' }),
   })
   .meta({ id: 'SearchResult' });
 export type SearchResult = z.infer<typeof SearchResultSchema>;

@@ -40,7 +40,7 @@ export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: Toke
     // a replica that slept through a destruction catches up before it answers from memory
     await services.replica?.fresh();
     const scope = allSubjects === true ? { allSubjects: true as const } : { subjects: subject !== undefined ? [subject] : subjects! };
-    const { hits, readFence } = await services.search.search(query, k ?? 10, scope, {
+    const { hits, readFence, shards } = await services.search.search(query, k ?? 10, scope, {
       mode,
       time:
         since === undefined && until === undefined
@@ -48,6 +48,7 @@ export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: Toke
           : { since: since === undefined ? undefined : new Date(since), until: until === undefined ? undefined : new Date(until), field: timeField },
     });
     c.header('cache-control', 'no-store');
-    return c.json({ hits: hits.map((h) => ({ ...h, createdAt: h.createdAt.toISOString() })), readFence }, 200);
+    const sharded = shards ? { partial: shards.missing.length > 0, shards } : {};
+    return c.json({ hits: hits.map((h) => ({ ...h, createdAt: h.createdAt.toISOString() })), readFence, ...sharded }, 200);
   });
 }

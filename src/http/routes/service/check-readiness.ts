@@ -19,6 +19,7 @@ export interface Uses {
   readonly backups: Pick<Services['backups'], 'ledgerStatus'>;
   readonly erasures: Services['erasures'];
   readonly replica?: Services['replica'];
+  readonly shards?: Pick<NonNullable<Services['shards']>, 'count' | 'answering'> | undefined;
   readonly logger: Pick<Services['logger'], 'warn'>;
 }
 
@@ -32,6 +33,10 @@ const ReadyResponse = z.object({
     .optional()
     .openapi({ description: 'what does not stop readiness but an operator must know (the ledger chain not under Object Lock, destructions pending)' }),
   replica: ReplicaView.optional(),
+  shards: z
+    .object({ count: z.number().int(), answering: z.array(z.number().int()) })
+    .optional()
+    .openapi({ description: 'sharded deployments only (LETHE_INDEX_SHARDS > 1): the index shards this replica holds and answers searches for' }),
 });
 
 export const route = createRoute({
@@ -130,6 +135,7 @@ export function register(app: OpenAPIHono<AuthEnv>, services: Uses, _tokens: Tok
         checks: { ...results, ...ledger, ...(replica.check ? { listener: replica.check } : {}) },
         ...(replica.warning || warnings.length > 0 ? { warnings: [...warnings, ...(replica.warning ? [replica.warning] : [])] } : {}),
         ...(replica.view ? { replica: replica.view } : {}),
+        ...(services.shards ? { shards: { count: services.shards.count, answering: [...services.shards.answering().keys()].sort((a, b) => a - b) } } : {}),
       },
       ok ? 200 : 503,
     );

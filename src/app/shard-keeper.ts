@@ -1,0 +1,129 @@
+/**
+ * A sharded replica's shards (LETHE_INDEX_SHARDS > 1): every TICK_MS it renews its
+ * leases, takes or lets go of shards (src/vault/shards.ts) and reads every shard's
+ * owner for routing; when the shards it holds change, its indexes are rebuilt for
+ * them (in the background: renewals go on meanwhile), and each shard it gained is
+ * marked ready — and answered for — only once that rebuild is swapped in.
+ */
+import { PEER_RANK_PATH, PeerRankAnswerSchema } from '../http/routes/internal/rank-for-peer.js';
+import type { Logger } from '../observability/logger.js';
+import { describeError } from '../observability/logger.js';
+import type { PeerRankAnswer, PeerRankRequest, ShardRouting } from '../search/service.js';
+import { REPLICA_CALL_HEADER, type ReplicaCalls } from '../vault/replica-calls.js';
+import { type ShardLeases, type ShardRow, TICK_MS } from '../vault/shards.js';
+import type { Vectors } from '../vectors/service.js';
+
+/** How long a replica waits for a peer's ranking before the peer's shards count as missing. */
+export const PEER_TIMEOUT_MS = 5_000;
+
+export class ShardKeeper implements ShardRouting {
+  readonly #leases: ShardLeases;
+  readonly #vectors: Vectors;
+  readonly #calls: ReplicaCalls;
+  readonly #logger: Logger;
+  readonly #tickMs: number;
+  #rows: readonly ShardRow[] = [];
+  /** Shard → fence, for the shards whose records the index holds (their rebuild swapped in). */
+  readonly #ready = new Map<number, number>();
+  #timer: NodeJS.Timeout | undefined;
+  #ticking: Promise<void> | undefined;
+  #stopped = false;
+
+  constructor(d: { leases: ShardLeases; vectors: Vectors; calls: ReplicaCalls; logger: Logger; tickMs?: number }) {
+    this.#leases = d.leases;
+    this.#vectors = d.vectors;
+    this.#calls = d.calls;
+    this.#logger = d.logger;
+    this.#tickMs = d.tickMs ?? TICK_MS;
+  }
+
+  get count(): number {
+    return this.#leases.count;
+  }
+
+  get replicaId(): string {
+    return this.#leases.replicaId;
+  }
+
+  answering(): ReadonlyMap<number, number> {
+    const held = this.#leases.held();
+    const out = new Map<number, number>();
+    for (const [shard, fence] of held) if (this.#ready.get(shard) === fence) out.set(shard, fence);
+    return out;
+  }
+
+  owners(): readonly ShardRow[] {
+    return this.#rows;
+  }
+
+  async refresh(): Promise<void> {
+    this.#rows = await this.#leases.rows();
+  }
+
+  /** Creates the shard rows, takes a first share and starts ticking. */
+  async start(): Promise<void> {
+    await this.#leases.init();
+    await this.tick();
+    const loop = () => {
+      if (this.#stopped) return;
+      this.#ticking = this.tick().finally(() => {
+        if (this.#stopped) return;
+        this.#timer = setTimeout(loop, this.#tickMs);
+        this.#timer.unref();
+      });
+    };
+    this.#timer = setTimeout(loop, this.#tickMs);
+    this.#timer.unref();
+  }
+
+  /** One round: renew, take or let go, read the owners; a change of shards starts a rebuild for them. */
+  async tick(): Promise<void> {
+    try {
+      const change = await this.#leases.tick();
+      for (const s of change.lost) this.#ready.delete(s);
+      if (change.gained.size > 0 || change.lost.length > 0) {
+        const held = new Map(this.#leases.held());
+        this.#logger.info({ held: [...held.keys()], gained: [...change.gained.keys()], lost: change.lost }, 'index shards changed');
+        void this.#vectors.setShards(new Set(held.keys())).then(
+          () => this.#markReady(held),
+          (e: unknown) => this.#logger.warn({ err: describeError(e) }, 'could not rebuild the indexes for the shards held'),
+        );
+      }
+      this.#rows = await this.#leases.rows();
+    } catch (e) {
+      this.#logger.warn({ err: describeError(e) }, 'could not renew or read the index shard leases');
+    }
+  }
+
+  async #markReady(indexed: ReadonlyMap<number, number>): Promise<void> {
+    for (const [shard, fence] of indexed) {
+      if (this.#leases.held().get(shard) !== fence || this.#ready.get(shard) === fence) continue;
+      if (await this.#leases.markReady(shard, fence)) this.#ready.set(shard, fence);
+    }
+    this.#rows = await this.#leases.rows();
+  }
+
+  async ask(url: string, request: PeerRankRequest): Promise<PeerRankAnswer> {
+    const body = new TextEncoder().encode(JSON.stringify(request));
+    const res = await fetch(new URL(PEER_RANK_PATH, url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', [REPLICA_CALL_HEADER]: this.#calls.sign('POST', PEER_RANK_PATH, body) },
+      body,
+      signal: AbortSignal.timeout(PEER_TIMEOUT_MS),
+    });
+    if (res.status !== 200) {
+      await res.body?.cancel();
+      throw new Error(`a peer answered ${res.status}`);
+    }
+    return PeerRankAnswerSchema.parse(await res.json());
+  }
+
+  /** Stops ticking and lets every shard go (the others take them at their next tick). */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#ticking?.catch(() => undefined);
+    this.#ready.clear();
+    await this.#leases.release().catch((e: unknown) => this.#logger.warn({ err: describeError(e) }, 'could not let the index shards go'));
+  }
+}

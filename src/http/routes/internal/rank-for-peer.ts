@@ -1,0 +1,62 @@
+/**
+ * POST /internal/v1/rank: another replica of a sharded deployment asks this one to rank
+ * a query over the shards it holds (src/search/sharded.ts). Signed by the replicas' own
+ * key (src/vault/replica-calls.ts), never a client token; left out of the OpenAPI
+ * document. No record text crosses: record ids, keys and scores only.
+ */
+import type { Hono } from 'hono';
+import { z } from 'zod';
+import { LetheError } from '../../../errors.js';
+import type { PeerRankAnswer, PeerRankRequest } from '../../../search/service.js';
+import { REPLICA_CALL_HEADER } from '../../../vault/replica-calls.js';
+import type { Services } from '../../services.js';
+
+export const PEER_RANK_PATH = '/internal/v1/rank';
+
+const ID = z.string().min(1).max(200);
+
+export const PeerRankRequestSchema = z.strictObject({
+  query: z.string().max(8192),
+  mode: z.enum(['hybrid', 'vector', 'lexical']),
+  n: z.number().int().min(1).max(100_000),
+  scope: z.strictObject({ keyIds: z.array(ID).max(100_000), ids: z.array(ID).max(100_000) }).nullable(),
+  shards: z
+    .array(z.strictObject({ shard: z.number().int().min(0).max(1023), fence: z.number().int().min(0) }))
+    .min(1)
+    .max(1024),
+}) satisfies z.ZodType<PeerRankRequest>;
+
+export const PeerRankAnswerSchema = z.strictObject({
+  hits: z.array(z.strictObject({ id: ID, type: z.enum(['entry', 'artifact']), keyId: ID, score: z.number() })),
+  shards: z.array(z.strictObject({ shard: z.number().int().min(0), fence: z.number().int().min(0) })),
+}) satisfies z.ZodType<PeerRankAnswer>;
+
+/** The services this route calls. */
+export interface Uses {
+  readonly search: Pick<Services['search'], 'rankForPeer'>;
+  readonly replicaCalls?: Services['replicaCalls'];
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: any Hono env
+export function register(app: Hono<any>, services: Uses): void {
+  app.post(PEER_RANK_PATH, async (c) => {
+    const calls = services.replicaCalls;
+    if (!calls) throw new LetheError('not_found', 'no route for this POST request path');
+    const body = new Uint8Array(await c.req.arrayBuffer());
+    calls.verify(c.req.header(REPLICA_CALL_HEADER), 'POST', PEER_RANK_PATH, body);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(new TextDecoder().decode(body));
+    } catch {
+      throw new LetheError('validation_failed', 'body: not JSON');
+    }
+    const request = PeerRankRequestSchema.safeParse(parsed);
+    if (!request.success) {
+      const issue = request.error.issues[0];
+      throw new LetheError('validation_failed', `body.${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`);
+    }
+    const answer = await services.search.rankForPeer(request.data);
+    c.header('cache-control', 'no-store');
+    return c.json(answer, 200);
+  });
+}

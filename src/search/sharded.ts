@@ -1,0 +1,188 @@
+/**
+ * A sharded search (LETHE_INDEX_SHARDS > 1): each replica indexes the records of the
+ * shards it holds (src/vault/shards.ts), so a search ranks on this replica what it
+ * holds and asks the owners of the other shards it needs — a scoped search the shards
+ * of its subjects and of the artifacts above them, an all-subjects search every shard —
+ * over signed internal calls (src/vault/replica-calls.ts), and merges by score. A shard
+ * whose owner is unknown, rebuilding, or does not answer under the fence it was routed
+ * by is `missing`: the answer says so (partial), rather than silently lacking its hits.
+ */
+import type { ShardRow } from '../vault/shards.js';
+import { placeOfArtifact, placeOfSubject, shardOf } from '../vault/shards.js';
+import type { Vectors } from '../vectors/service.js';
+import type { IndexHit, RecordType } from '../vectors/vector-index.js';
+import { type RankScope, rankerFor, type SearchMode } from './rank.js';
+
+/** What one replica asks another: rank the query over the scope, for these shards (each under the fence it was routed by). */
+export interface PeerRankRequest {
+  readonly query: string;
+  readonly mode: SearchMode;
+  readonly n: number;
+  /** null: every record (an all-subjects search). */
+  readonly scope: RankScope | null;
+  readonly shards: ReadonlyArray<{ readonly shard: number; readonly fence: number }>;
+}
+
+export interface PeerRankAnswer {
+  readonly hits: ReadonlyArray<{ readonly id: string; readonly type: RecordType; readonly keyId: string; readonly score: number }>;
+  /** The shards it answered for: held under the fence asked, and searchable there. */
+  readonly shards: ReadonlyArray<{ readonly shard: number; readonly fence: number }>;
+}
+
+/** What a sharded search needs of the replica (src/app/shard-keeper.ts). */
+export interface ShardRouting {
+  readonly count: number;
+  readonly replicaId: string;
+  /** The shards this replica answers for now (held, and its index filled for them), with their fences. */
+  answering(): ReadonlyMap<number, number>;
+  /** Every shard's row, as this replica last read them. */
+  owners(): readonly ShardRow[];
+  /** Reads every shard's row again (a search found one with no searchable owner, or an owner answered under another fence). */
+  refresh(): Promise<void>;
+  /** One peer's ranking (rejects when it fails or times out). */
+  ask(url: string, request: PeerRankRequest): Promise<PeerRankAnswer>;
+}
+
+/** Which shards a sharded search consulted and which it could not (its hits may lack theirs). */
+export interface ShardCoverage {
+  readonly total: number;
+  readonly consulted: number[];
+  readonly missing: number[];
+}
+
+export type AsyncRanker = (n: number, keep: (id: string) => boolean) => Promise<IndexHit[]>;
+
+/** The shards a search needs: its subjects' and its artifacts' (scoped), or all. */
+export function shardsOf(count: number, scope: { hashes: readonly Uint8Array[]; artifactIds: readonly string[] } | undefined): number[] {
+  if (!scope) return Array.from({ length: count }, (_, i) => i);
+  const out = new Set<number>();
+  for (const h of scope.hashes) out.add(shardOf(placeOfSubject(h), count));
+  for (const id of scope.artifactIds) out.add(shardOf(placeOfArtifact(id), count));
+  return [...out].sort((a, b) => a - b);
+}
+
+/** Which of `shards` this replica answers for, which peer to ask for each of the others, and those no one can answer now. */
+function plan(routing: ShardRouting, shards: readonly number[]) {
+  const answering = routing.answering();
+  const rows = new Map(routing.owners().map((r) => [r.shard, r]));
+  const mine: number[] = [];
+  const peers = new Map<string, Array<{ shard: number; fence: number }>>();
+  const missing: number[] = [];
+  for (const shard of shards) {
+    const row = rows.get(shard);
+    if (answering.has(shard)) mine.push(shard);
+    else if (!row?.live || row.state !== 'ready' || !row.url || row.owner === routing.replicaId) missing.push(shard);
+    else peers.set(row.url, [...(peers.get(row.url) ?? []), { shard, fence: row.fence }]);
+  }
+  return { mine, peers, missing };
+}
+
+/**
+ * A ranker over the needed shards: this replica's index for those it answers, one call
+ * per owner for the others (asked again, wider, each round). A shard the routing read
+ * has no searchable owner for, or whose owner answers under another fence or not at all,
+ * is looked up once more after the routing is read again (a hand-over just happened);
+ * one still unanswered is missing. `coverage` fills as it goes.
+ */
+export function shardedRanker(
+  routing: ShardRouting,
+  local: () => Promise<((n: number, keep: (id: string) => boolean) => IndexHit[]) | undefined>,
+  request: Omit<PeerRankRequest, 'n' | 'shards'>,
+  needed: readonly number[],
+): { rank: AsyncRanker; coverage: ShardCoverage } {
+  const coverage: ShardCoverage = { total: routing.count, consulted: [], missing: [] };
+  const consulted = new Set<number>();
+  const missing = new Set<number>();
+  const peers = new Map<string, Array<{ shard: number; fence: number }>>();
+  let localUsed = false;
+  let localRank: Promise<((n: number, keep: (id: string) => boolean) => IndexHit[]) | undefined> | undefined;
+  const localRanked = (n: number, keep: (id: string) => boolean): Promise<IndexHit[]> =>
+    localUsed ? (localRank ??= local()).then((r) => (r ? r(n, keep) : [])) : Promise.resolve([]);
+  const take = (p: ReturnType<typeof plan>) => {
+    localUsed ||= p.mine.length > 0;
+    for (const s of p.mine) consulted.add(s);
+    for (const [url, list] of p.peers) peers.set(url, [...(peers.get(url) ?? []), ...list]);
+  };
+  /** Asks each peer for its shards: their hits, with the shards each answered under the fence asked (the others go to `unanswered`). */
+  const askAll = (asked: ReadonlyMap<string, Array<{ shard: number; fence: number }>>, n: number, keep: (id: string) => boolean, unanswered: number[]) =>
+    Promise.all(
+      [...asked].map(async ([url, shards]) => {
+        let answered = new Map<number, number>();
+        let hits: IndexHit[] = [];
+        try {
+          const answer = await routing.ask(url, { ...request, n, shards });
+          answered = new Map(answer.shards.map((s) => [s.shard, s.fence]));
+          hits = answer.hits.filter((h) => keep(h.id));
+        } catch {
+          // none of its shards answered
+        }
+        const left = shards.filter((s) => answered.get(s.shard) === s.fence);
+        for (const s of left) consulted.add(s.shard);
+        for (const s of shards) if (answered.get(s.shard) !== s.fence) unanswered.push(s.shard);
+        // a replica that answers for none of them is no owner of theirs: its hits are left out
+        return { url, hits: left.length > 0 ? hits : [], left };
+      }),
+    );
+  /** What the next rounds ask: each peer for the shards it answered. */
+  const keepAsking = (asked: ReadonlyArray<{ url: string; left: Array<{ shard: number; fence: number }> }>) => {
+    for (const { url, left } of asked) {
+      if (left.length > 0) peers.set(url, left);
+      else peers.delete(url);
+    }
+  };
+  /** Routes the needed shards; those no one answers for now are looked up once more after the routing is read again. */
+  const route = async () => {
+    let p = plan(routing, needed);
+    if (p.missing.length > 0) {
+      take(p);
+      await routing.refresh();
+      p = plan(routing, p.missing);
+    }
+    take(p);
+    for (const s of p.missing) missing.add(s);
+  };
+  let routed: Promise<void> | undefined;
+  const rank: AsyncRanker = async (n, keep) => {
+    routed ??= route();
+    await routed;
+    const unanswered: number[] = [];
+    const [ranked, remote] = await Promise.all([localRanked(n, keep), askAll(peers, n, keep, unanswered)]);
+    keepAsking(remote);
+    const lists = [ranked, ...remote.map((r) => r.hits)];
+    if (unanswered.length > 0) {
+      // a hand-over: the owners as the database says now, asked once
+      await routing.refresh();
+      const wasLocal = localUsed;
+      const p = plan(routing, unanswered);
+      for (const s of p.missing) missing.add(s);
+      take({ ...p, peers: new Map() });
+      const again: number[] = [];
+      const retried = await askAll(p.peers, n, keep, again);
+      for (const r of retried) if (r.left.length > 0) peers.set(r.url, [...(peers.get(r.url) ?? []), ...r.left]);
+      lists.push(...retried.map((r) => r.hits));
+      for (const s of again) missing.add(s);
+      if (!wasLocal && localUsed) lists.push(await localRanked(n, keep));
+    }
+    coverage.consulted.splice(0, coverage.consulted.length, ...[...consulted].filter((s) => !missing.has(s)).sort((a, b) => a - b));
+    coverage.missing.splice(0, coverage.missing.length, ...[...missing].sort((a, b) => a - b));
+    return merge(lists, n);
+  };
+  return { rank, coverage };
+}
+
+/** The `n` best of several rankings (a record in more than one, during a hand-over, once at its best score). */
+function merge(lists: ReadonlyArray<readonly IndexHit[]>, n: number): IndexHit[] {
+  const best = new Map<string, IndexHit>();
+  for (const list of lists) for (const h of list) if ((best.get(h.id)?.score ?? Number.NEGATIVE_INFINITY) < h.score) best.set(h.id, h);
+  return [...best.values()].sort((a, b) => b.score - a.score).slice(0, n);
+}
+
+/** A peer's side: ranks the query over this replica's index for the shards it answers for under the fences asked. */
+export async function rankForPeer(vectors: Vectors, routing: ShardRouting, request: PeerRankRequest): Promise<PeerRankAnswer> {
+  const answering = routing.answering();
+  const shards = request.shards.filter((s) => answering.get(s.shard) === s.fence);
+  if (shards.length === 0) return { hits: [], shards };
+  const rank = await rankerFor(vectors, request.query, request.mode, request.scope ?? undefined);
+  const hits = rank ? rank(request.n, () => true) : [];
+  return { hits: hits.map((h) => ({ id: h.id, type: h.type, keyId: h.keyId, score: h.score })), shards };
+}

@@ -1,0 +1,193 @@
+/**
+ * Indexes sharded by subject hash (LETHE_INDEX_SHARDS=6) across three `lethe serve`
+ * replicas on one PostgreSQL: each indexes only the records of the shards it holds
+ * (about a third); a search on any replica finds every subject's entry, asking the
+ * owners of the shards it does not hold over signed internal calls, and says which
+ * shards it consulted. When a replica holding shards is SIGKILLed, searches that need
+ * its shards answer at once and are marked partial (the missing shards named) — never
+ * silently short — and the others take its shards over and answer whole again within
+ * the lease (10 s) plus a rebuild. A call to the internal route without the replicas'
+ * signature is refused.
+ */
+import { createServer } from 'node:net';
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../support/pg.js';
+import { CLI, type RunningService, startService } from '../support/process.js';
+import { until } from '../support/until.js';
+import { TOKENS, tempDir, testEnv } from '../support/vault.js';
+
+const SHARDS = 6;
+const SUBJECTS = 24;
+const headers = (role: keyof typeof TOKENS) => ({ authorization: `Bearer ${TOKENS[role]}`, 'content-type': 'application/json' });
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+type SearchAnswer = {
+  hits: Array<{ id: string; text: string; subject: string | null }>;
+  partial?: boolean;
+  shards?: { total: number; consulted: number[]; missing: number[] };
+};
+
+async function search(
+  s: RunningService,
+  body: Record<string, unknown>,
+  role: keyof typeof TOKENS = 'writer',
+): Promise<{ status: number; body: SearchAnswer; ms: number }> {
+  const started = Date.now();
+  const res = await fetch(`${s.url}/v1/search`, { method: 'POST', headers: headers(role), body: JSON.stringify(body), signal: AbortSignal.timeout(20_000) });
+  return { status: res.status, body: (await res.json()) as SearchAnswer, ms: Date.now() - started };
+}
+
+async function vectorsHeld(s: RunningService): Promise<number> {
+  const text = await (await fetch(`${s.url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith('lethe_index_vectors '));
+  return Number(line?.split(' ').at(-1) ?? Number.NaN);
+}
+
+/** A word no other subject's entry holds. */
+const marker = (i: number) => `zq${(i * 7919 + 104729).toString(36)}marker`;
+
+describe('three replicas, six shards', () => {
+  let db: TestDatabase;
+  let sql: postgres.Sql;
+  const replicas: RunningService[] = [];
+
+  const shardRows = async () =>
+    (await sql`select shard, owner, state, fence, (owner is not null and expires_at > now()) as live from index_shards order by shard`) as unknown as Array<{
+      shard: number;
+      owner: string | null;
+      state: string;
+      fence: string;
+      live: boolean;
+    }>;
+  const allReady = async () => {
+    const rows = await shardRows();
+    return rows.length === SHARDS && rows.every((r) => r.live && r.state === 'ready') ? rows : undefined;
+  };
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    sql = postgres(db.url, { max: 1, onnotice: () => {} });
+    const env = testEnv({ databaseUrl: db.url, dataDir: tempDir(), extra: { LETHE_ERASURE_POLL_MS: '200', LETHE_INDEX_SHARDS: String(SHARDS) } });
+    for (let i = 0; i < 3; i++) {
+      const port = await freePort();
+      replicas.push(await startService(process.execPath, [...CLI, 'serve'], { ...env, PORT: String(port), LETHE_REPLICA_URL: `http://127.0.0.1:${port}` }));
+    }
+    // each holds its share, every shard searchable
+    await until(
+      'every shard held and ready, two per replica',
+      async () => {
+        const rows = await allReady();
+        if (!rows) return false;
+        const per = new Map<string, number>();
+        for (const r of rows) per.set(r.owner!, (per.get(r.owner!) ?? 0) + 1);
+        return per.size === 3 && [...per.values()].every((n) => n === 2);
+      },
+      60_000,
+    );
+    for (let i = 0; i < SUBJECTS; i++) {
+      const res = await fetch(`${replicas[i % 3]!.url}/v1/subjects/user:shard-${i}/entries`, {
+        method: 'POST',
+        headers: headers('writer'),
+        body: JSON.stringify({ text: `the note of subject ${i} says ${marker(i)} about the garden` }),
+      });
+      expect(res.status).toBe(201);
+    }
+  }, 180_000);
+
+  afterAll(async () => {
+    for (const r of replicas) await r.stop();
+    await sql?.end();
+    await db?.drop();
+  });
+
+  it('each replica indexes only its shards: together every entry once, each about a third', async () => {
+    let held: number[] = [];
+    await until('the owners to have loaded every entry', async () => {
+      held = await Promise.all(replicas.map(vectorsHeld));
+      return held.reduce((a, b) => a + b, 0) === SUBJECTS;
+    });
+    for (const n of held) expect(n).toBeLessThan(SUBJECTS);
+    expect(Math.max(...held)).toBeLessThanOrEqual(SUBJECTS * 0.7);
+  });
+
+  it("a scoped search on any replica finds each subject's entry, consulting the subject's shard", async () => {
+    for (let i = 0; i < SUBJECTS; i++) {
+      const via = replicas[(i + 1) % 3]!;
+      const { status, body } = await search(via, { query: marker(i), subject: `user:shard-${i}`, k: 3 });
+      expect(status).toBe(200);
+      expect(body.hits.map((h) => h.text)).toEqual([`the note of subject ${i} says ${marker(i)} about the garden`]);
+      expect(body.hits[0]!.subject).toBe(`user:shard-${i}`);
+      expect(body.partial).toBe(false);
+      expect(body.shards).toMatchObject({ total: SHARDS, missing: [] });
+      expect(body.shards!.consulted).toHaveLength(1);
+    }
+  });
+
+  it('an all-subjects search consults every shard and merges their hits', async () => {
+    const { status, body } = await search(replicas[2]!, { query: `${marker(3)} ${marker(4)} ${marker(5)}`, allSubjects: true, k: 5 }, 'admin');
+    expect(status).toBe(200);
+    expect(body.shards).toEqual({ total: SHARDS, consulted: [0, 1, 2, 3, 4, 5], missing: [] });
+    const texts = body.hits.map((h) => h.text);
+    for (const i of [3, 4, 5]) expect(texts).toContain(`the note of subject ${i} says ${marker(i)} about the garden`);
+  });
+
+  it('the internal ranking route refuses a call without the replicas’ signature, and a replayed one', async () => {
+    const body = JSON.stringify({ query: 'garden', mode: 'hybrid', n: 5, scope: null, shards: [{ shard: 0, fence: 1 }] });
+    const unsigned = await fetch(`${replicas[0]!.url}/internal/v1/rank`, { method: 'POST', headers: headers('admin'), body });
+    expect(unsigned.status).toBe(401);
+    expect(unsigned.headers.get('content-type')).toMatch(/problem\+json/);
+    const forged = await fetch(`${replicas[0]!.url}/internal/v1/rank`, {
+      method: 'POST',
+      headers: { ...headers('admin'), 'x-lethe-replica': `v1.${Date.now()}.AAAAAAAAAAAAAAAAAAAAAA.${'A'.repeat(43)}` },
+      body,
+    });
+    expect(forged.status).toBe(401);
+  });
+
+  it('a killed replica’s shards: searches answer at once, marked partial; then taken over and whole again', async () => {
+    const rows = (await allReady())!;
+    const victim = replicas[0]!;
+    const victimId = ((await (await fetch(`${victim.url}/readyz`)).json()) as { replica: { id: string } }).replica.id;
+    const lost = rows.filter((r) => r.owner === victimId).map((r) => r.shard);
+    expect(lost).toHaveLength(2);
+    process.kill(-victim.child.pid!, 'SIGKILL');
+    await victim.exited;
+    const survivors = replicas.slice(1);
+    let sawPartial = false;
+    await until(
+      'every subject found, no shard missing, on both survivors',
+      async () => {
+        let all = true;
+        for (let i = 0; i < SUBJECTS; i++) {
+          const { status, body, ms } = await search(survivors[i % 2]!, { query: marker(i), subject: `user:shard-${i}`, k: 3 });
+          expect(status).toBe(200);
+          expect(ms).toBeLessThan(20_000);
+          if (body.partial) {
+            sawPartial = true;
+            // never silently short: a search that lacks its hit names the missing shard
+            expect(body.shards!.missing.length).toBeGreaterThan(0);
+            for (const s of body.shards!.missing) expect(lost).toContain(s);
+            all = false;
+          } else expect(body.hits.map((h) => h.text)).toEqual([`the note of subject ${i} says ${marker(i)} about the garden`]);
+        }
+        return all;
+      },
+      60_000,
+    );
+    expect(sawPartial).toBe(true);
+    const after = (await allReady())!;
+    for (const r of after) expect(r.owner).not.toBe(victimId);
+    for (const s of lost) expect(Number(after.find((r) => r.shard === s)!.fence)).toBeGreaterThan(Number(rows.find((r) => r.shard === s)!.fence));
+  });
+});
