@@ -177,6 +177,7 @@ async function startShards(config: Config, db: Db, provider: KeyProvider, w: Wir
   const leases = new ShardLeases(db.db, { shards: config.indexShards, replicaId: w.erasures.replica, url: config.replicaUrl! });
   const keeper = new ShardKeeper({ leases, vectors: w.vectors, calls, logger });
   w.search.useShards(keeper);
+  w.erasures.useShards(keeper);
   try {
     await keeper.start();
   } catch (e) {

@@ -5,18 +5,21 @@
  * them (in the background: renewals go on meanwhile), and each shard it gained is
  * marked ready — and answered for — only once that rebuild is swapped in.
  */
+import type { ProbePart, ProbePartInput, ProbeTarget } from '../erasure/probe-part.js';
+import { encodePeerProbe, PEER_PROBE_PATH, PeerProbeAnswerSchema } from '../http/routes/internal/probe-for-peer.js';
 import { PEER_RANK_PATH, PeerRankAnswerSchema } from '../http/routes/internal/rank-for-peer.js';
 import type { Logger } from '../observability/logger.js';
 import { describeError } from '../observability/logger.js';
+import type { ShardProbes } from '../erasure/resources.js';
 import type { PeerRankAnswer, PeerRankRequest, ShardRouting } from '../search/service.js';
 import { REPLICA_CALL_HEADER, type ReplicaCalls } from '../vault/replica-calls.js';
-import { type ShardLeases, type ShardRow, TICK_MS } from '../vault/shards.js';
+import { planShards, type ShardLeases, type ShardRow, TICK_MS } from '../vault/shards.js';
 import type { Vectors } from '../vectors/service.js';
 
 /** How long a replica waits for a peer's ranking before the peer's shards count as missing. */
 export const PEER_TIMEOUT_MS = 5_000;
 
-export class ShardKeeper implements ShardRouting {
+export class ShardKeeper implements ShardRouting, ShardProbes {
   readonly #leases: ShardLeases;
   readonly #vectors: Vectors;
   readonly #calls: ReplicaCalls;
@@ -103,19 +106,66 @@ export class ShardKeeper implements ShardRouting {
     this.#rows = await this.#leases.rows();
   }
 
-  async ask(url: string, request: PeerRankRequest): Promise<PeerRankAnswer> {
-    const body = new TextEncoder().encode(JSON.stringify(request));
-    const res = await fetch(new URL(PEER_RANK_PATH, url), {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', [REPLICA_CALL_HEADER]: this.#calls.sign('POST', PEER_RANK_PATH, body) },
-      body,
-      signal: AbortSignal.timeout(PEER_TIMEOUT_MS),
-    });
-    if (res.status !== 200) {
-      await res.body?.cancel();
-      throw new Error(`a peer answered ${res.status}`);
+  ask(url: string, request: PeerRankRequest): Promise<PeerRankAnswer> {
+    return this.#call(url, PEER_RANK_PATH, request, PeerRankAnswerSchema);
+  }
+
+  /**
+   * An erasure's probe over every shard: this replica's part for the shards it answers
+   * for, each owner's for the others (the routing read again once when a shard has no
+   * searchable owner); the shards no owner answered for under the fence asked are missing.
+   */
+  async probe(
+    target: ProbeTarget,
+    input: ProbePartInput,
+    options: { readonly reconcile: boolean },
+    local: (input: ProbePartInput) => Promise<ProbePart>,
+  ): Promise<{ parts: ProbePart[]; missing: number[] }> {
+    const all = Array.from({ length: this.count }, (_, i) => i);
+    let plan = planShards(this.answering(), this.#rows, this.replicaId, all);
+    if (plan.missing.length > 0) {
+      await this.refresh();
+      plan = planShards(this.answering(), this.#rows, this.replicaId, all);
     }
-    return PeerRankAnswerSchema.parse(await res.json());
+    const missing = [...plan.missing];
+    const mine = async (): Promise<ProbePart[]> => {
+      if (plan.mine.length === 0) return [];
+      if (options.reconcile) await this.#vectors.reconcile();
+      return [await local(input)];
+    };
+    const theirs = [...plan.peers].map(async ([url, shards]) => {
+      try {
+        const answer = await this.#call(url, PEER_PROBE_PATH, encodePeerProbe(target, input, { reconcile: options.reconcile, shards }), PeerProbeAnswerSchema);
+        const answered = new Map(answer.shards.map((s) => [s.shard, s.fence]));
+        for (const s of shards) if (answered.get(s.shard) !== s.fence) missing.push(s.shard);
+        return answer.shards.length > 0 ? [answer.part] : [];
+      } catch (e) {
+        this.#logger.warn({ err: describeError(e) }, 'a replica did not answer for its index shards in an erasure probe');
+        missing.push(...shards.map((s) => s.shard));
+        return [];
+      }
+    });
+    const parts = (await Promise.all([mine(), ...theirs])).flat();
+    return { parts, missing: missing.sort((a, b) => a - b) };
+  }
+
+  async #call<T>(url: string, path: string, request: unknown, schema: { parse(value: unknown): T }): Promise<T> {
+    const body = new TextEncoder().encode(JSON.stringify(request));
+    try {
+      const res = await fetch(new URL(path, url), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', [REPLICA_CALL_HEADER]: this.#calls.sign('POST', path, body) },
+        body,
+        signal: AbortSignal.timeout(PEER_TIMEOUT_MS),
+      });
+      if (res.status !== 200) {
+        await res.body?.cancel();
+        throw new Error(`a peer answered ${res.status}`);
+      }
+      return schema.parse(await res.json());
+    } finally {
+      body.fill(0);
+    }
   }
 
   /** Stops ticking and lets every shard go (the others take them at their next tick). */

@@ -10,7 +10,7 @@ import { hostname } from 'node:os';
 import { type Certificate, randomBytes, toBase64Url } from '../crypto/index.js';
 import type { Database, Transaction } from '../db/client.js';
 import type { KeysetPage, KeysetPosition } from '../db/keyset.js';
-import type { Erasable } from '../erasable.js';
+import type { Erasable, ErasureTarget } from '../erasable.js';
 import { LetheError } from '../errors.js';
 import type { Metrics } from '../observability/metrics.js';
 import { CertificateFinalizer } from './certificates.js';
@@ -20,11 +20,12 @@ import { requestSupersede, type Superseded, type SupersedeRequest } from './supe
 import { refuseKeyCreation, keyCreationRefusals } from './key-guard.js';
 import { wakeOnRelease } from './lease-wake.js';
 import { type ErasureStatus, isOpen, type RefusalReason, type StepName } from './machine.js';
+import { type ProbePart, type ProbePartInput, probePart } from './probe-part.js';
 import { ErasureRecords } from './records.js';
 import { orderRedaction } from './redaction.js';
 import { reinstateSubject } from './reinstate.js';
 import { type Actor, actorOf, type BulkErasureRequest, type DismissalRequest, type DismissalRevocation, type ErasureRequest } from './request.js';
-import { type CertificateSigner, type ErasureResources, type ErasureServices, type ErasureSettings, erasablesByName } from './resources.js';
+import { type CertificateSigner, type ErasureResources, type ErasureServices, type ErasureSettings, erasablesByName, type ShardProbes } from './resources.js';
 import { resumeErasure } from './resume.js';
 import { type BulkErasureItem, type Requested, requestEach, requestSubjectErasure } from './subject-request.js';
 import { SubjectTombstones } from './tombstones.js';
@@ -241,6 +242,17 @@ export class ErasureEngine {
   /** Follows an erasure's events after `afterId` (watchers.ts); `close()` the follower when the stream ends. */
   follow(erasureId: string, afterId = 0): Follower {
     return this.watchers.follow(erasureId, afterId);
+  }
+
+  /** A sharded replica's probes cover every shard from now on: this replica's part and each owner's (src/app/shard-keeper.ts). */
+  useShards(probes: ShardProbes): void {
+    this.#res.shardProbes = probes;
+  }
+
+  /** Another replica's probe asks for this replica's part (the shards it answers for), reconciling its index first when asked. */
+  async probeForPeer(target: ErasureTarget, input: ProbePartInput, options: { readonly reconcile: boolean }): Promise<ProbePart> {
+    if (options.reconcile) await this.#res.vectors.reconcile();
+    return probePart(this.#res, target, input);
   }
 
   /** Starts claiming work every LETHE_ERASURE_POLL_MS (and at once when kicked). */

@@ -119,6 +119,8 @@ export interface ProbeScore {
   readonly cappedShingles: number;
   /** Records looked up through their rarest shingle instead (FALLBACK_POSTINGS). */
   readonly fallbacks: number;
+  /** Each private record's weight, whether it weighs on its own (not all common), and its best score not dismissed: what `recovered` is the mean of, and what combines the scores of several shards (combineProbeScores). */
+  readonly perRecord: ReadonlyArray<{ readonly weight: number; readonly weighed: boolean; readonly top: number }>;
 }
 
 function dot(a: Float32Array, b: Float32Array): number {
@@ -258,6 +260,7 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
   };
   const sameModel = input.sameModel ?? true;
   const cosineOf = input.cosine ?? dot;
+  const perRecord: Array<{ weight: number; weighed: boolean; top: number }> = [];
   for (const p of prepared) {
     const r = p.r;
     const weight = p.total > 0 ? p.total : average;
@@ -308,6 +311,7 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
       weighted += weight * top;
       total += weight;
     }
+    perRecord.push({ weight, weighed: p.total > 0, top });
   }
   const matches: ProbeScore['matches'] = [];
   const dismissedMatches: ProbeScore['dismissedMatches'] = [];
@@ -327,5 +331,49 @@ export function scoreProbe(input: ProbeInput): ProbeScore {
     examined: sources,
     cappedShingles: acc.cappedShingles,
     fallbacks: acc.fallbacks,
+    perRecord,
+  };
+}
+
+/**
+ * The probe over several shards' indexes, each scored on its own (its own document
+ * frequencies: the shards split the subjects by a hash, so each is a sample of the
+ * store): a private record's best score is its best on any shard, its weight the mean
+ * of its weights; the matches, dismissals and counts are the union and the sums.
+ */
+export function combineProbeScores(parts: readonly ProbeScore[]): ProbeScore {
+  if (parts.length === 1) return parts[0]!;
+  const n = Math.max(0, ...parts.map((p) => p.perRecord.length));
+  const perRecord = Array.from({ length: n }, (_, i) => {
+    const mine = parts.map((p) => p.perRecord[i]).filter((r) => r !== undefined);
+    const weighed = mine.filter((r) => r.weighed);
+    const weight = (weighed.length ? weighed : mine).reduce((sum, r) => sum + r.weight, 0) / Math.max(1, (weighed.length ? weighed : mine).length);
+    return { weight, weighed: weighed.length > 0, top: Math.max(0, ...mine.map((r) => r.top)) };
+  });
+  let weighted = 0;
+  let total = 0;
+  for (const r of perRecord) {
+    if (!r.weighed && r.top === 0) continue;
+    weighted += r.weight * r.top;
+    total += r.weight;
+  }
+  const matches = new Map<string, ProbeMatch>();
+  for (const m of parts.flatMap((p) => p.matches)) if ((matches.get(m.id)?.score ?? -1) < m.score) matches.set(m.id, m);
+  const dismissedMatches = new Map<string, { id: string; score: number }>();
+  for (const d of parts.flatMap((p) => p.dismissedMatches)) if ((dismissedMatches.get(d.id)?.score ?? -1) < d.score) dismissedMatches.set(d.id, d);
+  const sum = (f: (p: ProbeScore) => number) => parts.reduce((s, p) => s + f(p), 0);
+  return {
+    recovered: total === 0 ? 0 : round(weighted / total),
+    matches: [...matches.values()].filter((m) => !dismissedMatches.has(m.id)).sort((a, b) => b.score - a.score || a.id.localeCompare(b.id)),
+    dismissedMatches: [...dismissedMatches.values()].sort((a, b) => a.id.localeCompare(b.id)),
+    lapsed: [...new Set(parts.flatMap((p) => p.lapsed))].sort(),
+    examined: {
+      shingleIndex: sum((p) => p.examined.shingleIndex),
+      vectorIndex: sum((p) => p.examined.vectorIndex),
+      provenance: Math.max(0, ...parts.map((p) => p.examined.provenance)),
+    },
+    cappedShingles: sum((p) => p.cappedShingles),
+    fallbacks: sum((p) => p.fallbacks),
+    perRecord,
   };
 }

@@ -17,9 +17,10 @@ import type { VersionKeys } from '../vault/version-keys.js';
 import type { Acknowledgement } from '../vault/replicas.js';
 import type { AuditLog } from '../vault/audit.js';
 import type { Vectors } from '../vectors/service.js';
+import type { ProbePart, ProbePartInput } from './probe-part.js';
 import type { ErasureRecords } from './records.js';
 import type { RetryPolicy } from './retry.js';
-import { ERASABLE_NAMES, type Erasable, type ErasableName } from '../erasable.js';
+import { ERASABLE_NAMES, type Erasable, type ErasableName, type ErasureTarget } from '../erasable.js';
 import type { SubjectTombstones } from './tombstones.js';
 
 /** Signs certificates with the vault's current certificate-signing key (vault/certificate-keys.ts: the key provider holds the keys). */
@@ -57,6 +58,22 @@ export interface ReplicaAcknowledger {
   acknowledge(seq: number): Promise<Acknowledgement>;
 }
 
+/**
+ * A sharded deployment's probe (LETHE_INDEX_SHARDS > 1; the app's shard keeper): the
+ * part of every shard — this replica's for the shards it answers for (`local`), each
+ * owner's for the others, over signed internal calls — and the shards no owner
+ * answered for.
+ */
+export interface ShardProbes {
+  readonly count: number;
+  probe(
+    target: ErasureTarget,
+    input: ProbePartInput,
+    options: { readonly reconcile: boolean },
+    local: (input: ProbePartInput) => Promise<ProbePart>,
+  ): Promise<{ parts: ProbePart[]; missing: number[] }>;
+}
+
 export interface ErasureServices {
   readonly keys: KeyService;
   readonly destructions: KeyDestructions;
@@ -85,6 +102,8 @@ export interface ErasureResources extends ErasureServices, ErasureSettings {
   readonly tiers: Readonly<Record<ErasableName, Erasable>>;
   /** Signs certificates; every certificate names its signing key (`signingKeyId`) inside the signed payload. */
   readonly signer: CertificateSigner;
+  /** Set once a sharded replica holds its shard leases (ErasureEngine.useShards): the probe then covers every shard. */
+  shardProbes?: ShardProbes | undefined;
 }
 
 /** The erasables by name: exactly one of each, or the engine refuses to start. */

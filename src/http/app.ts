@@ -4,7 +4,7 @@
  * error handler that turns every failure into problem+json.
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { routePath } from 'hono/route';
@@ -22,6 +22,7 @@ import { registerBackupRoutes } from './routes/backups/index.js';
 import { registerCertificateRoutes } from './routes/certificates/index.js';
 import { registerErasureRoutes } from './routes/erasures/index.js';
 import { KEY_BATCH_BODY_LIMIT_BYTES, KEY_BATCH_PATH, registerKeyRoutes } from './routes/keys/index.js';
+import { register as registerPeerProbe } from './routes/internal/probe-for-peer.js';
 import { register as registerPeerRank } from './routes/internal/rank-for-peer.js';
 import { registerLogRoutes } from './routes/log/index.js';
 import { registerServiceRoutes } from './routes/service/index.js';
@@ -63,23 +64,7 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
     else if (logger.isLevelEnabled('debug')) logger.debug({ method: c.req.method, route: label, status }, 'request');
   });
 
-  // POST /v1/keys/batch takes up to 10,000 subject ids: its limit fits them (or is LETHE_BODY_LIMIT_BYTES, if higher)
-  const limits = [config.bodyLimitBytes, Math.max(config.bodyLimitBytes, KEY_BATCH_BODY_LIMIT_BYTES)].map((maxSize) => {
-    const tooLarge = (c: Context) => problem(c, 'payload_too_large', `request bodies are limited to ${maxSize} bytes`);
-    return { maxSize, tooLarge, streaming: bodyLimit({ maxSize, onError: tooLarge }) };
-  });
-  app.use('*', async (c, next) => {
-    const limit = limits[c.req.method === 'POST' && c.req.path === KEY_BATCH_PATH ? 1 : 0]!;
-    // On the Node server, decide from the raw headers when possible: asking the Fetch
-    // Request for its body would make the adapter build one for every call.
-    const headers = c.env?.incoming?.headers;
-    if (headers && headers['transfer-encoding'] === undefined) {
-      const length = Number(headers['content-length'] ?? 0);
-      if (length > limit.maxSize) return limit.tooLarge(c);
-      return next();
-    }
-    return limit.streaming(c, next);
-  });
+  app.use('*', bodyLimits(config.bodyLimitBytes));
   // NUL, unpaired surrogates and over-deep JSON, for every route at once (bad-input.ts)
   app.use('*', rejectBadInput());
 
@@ -101,6 +86,7 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
   registerCertificateRoutes(app, services, tokens);
   // the replicas' own calls (sharded): signed by their key, not in the OpenAPI document
   registerPeerRank(app, services);
+  registerPeerProbe(app, services);
   if (options.mcp) registerMcpRoute(app, tokens, options.mcp);
 
   // doc31, plus the servers; every operation's hand-written operationId is checked as it is served (docs.ts).
@@ -156,6 +142,34 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
 
   return app;
 }
+
+/**
+ * The body limit of each request: LETHE_BODY_LIMIT_BYTES; POST /v1/keys/batch takes up
+ * to 10,000 subject ids, so its limit fits them (or is the setting, if higher); a
+ * replica's probe call carries a subject's fingerprints (signed: nothing is parsed
+ * before its signature verifies).
+ */
+function bodyLimits(bodyLimitBytes: number): MiddlewareHandler {
+  const limits = [bodyLimitBytes, Math.max(bodyLimitBytes, KEY_BATCH_BODY_LIMIT_BYTES), Math.max(bodyLimitBytes, PEER_BODY_LIMIT_BYTES)].map((maxSize) => {
+    const tooLarge = (c: Context) => problem(c, 'payload_too_large', `request bodies are limited to ${maxSize} bytes`);
+    return { maxSize, tooLarge, streaming: bodyLimit({ maxSize, onError: tooLarge }) };
+  });
+  return async (c, next) => {
+    const limit = limits[c.req.method !== 'POST' ? 0 : c.req.path === KEY_BATCH_PATH ? 1 : c.req.path.startsWith('/internal/') ? 2 : 0]!;
+    // On the Node server, decide from the raw headers when possible: asking the Fetch
+    // Request for its body would make the adapter build one for every call.
+    const headers = c.env?.incoming?.headers;
+    if (headers && headers['transfer-encoding'] === undefined) {
+      const length = Number(headers['content-length'] ?? 0);
+      if (length > limit.maxSize) return limit.tooLarge(c);
+      return next();
+    }
+    return limit.streaming(c, next);
+  };
+}
+
+/** The most a replica's call to another may carry (a probe part's fingerprints: a subject's records' vectors and shingles). */
+const PEER_BODY_LIMIT_BYTES = 64 * 1024 * 1024;
 
 /** What a retryable 503 (a database outage, a retryable `unavailable`) asks the client to wait before trying again. */
 const RETRY_AFTER_SECONDS = 1;

@@ -7,8 +7,7 @@
  * whose owner is unknown, rebuilding, or does not answer under the fence it was routed
  * by is `missing`: the answer says so (partial), rather than silently lacking its hits.
  */
-import type { ShardRow } from '../vault/shards.js';
-import { placeOfArtifact, placeOfSubject, shardOf } from '../vault/shards.js';
+import { placeOfArtifact, placeOfSubject, planShards, type ShardPlan, type ShardRow, shardOf } from '../vault/shards.js';
 import type { Vectors } from '../vectors/service.js';
 import type { IndexHit, RecordType } from '../vectors/vector-index.js';
 import { type RankScope, rankerFor, type SearchMode } from './rank.js';
@@ -61,22 +60,6 @@ export function shardsOf(count: number, scope: { hashes: readonly Uint8Array[]; 
   return [...out].sort((a, b) => a - b);
 }
 
-/** Which of `shards` this replica answers for, which peer to ask for each of the others, and those no one can answer now. */
-function plan(routing: ShardRouting, shards: readonly number[]) {
-  const answering = routing.answering();
-  const rows = new Map(routing.owners().map((r) => [r.shard, r]));
-  const mine: number[] = [];
-  const peers = new Map<string, Array<{ shard: number; fence: number }>>();
-  const missing: number[] = [];
-  for (const shard of shards) {
-    const row = rows.get(shard);
-    if (answering.has(shard)) mine.push(shard);
-    else if (!row?.live || row.state !== 'ready' || !row.url || row.owner === routing.replicaId) missing.push(shard);
-    else peers.set(row.url, [...(peers.get(row.url) ?? []), { shard, fence: row.fence }]);
-  }
-  return { mine, peers, missing };
-}
-
 /**
  * A ranker over the needed shards: this replica's index for those it answers, one call
  * per owner for the others (asked again, wider, each round). A shard the routing read
@@ -98,7 +81,7 @@ export function shardedRanker(
   let localRank: Promise<((n: number, keep: (id: string) => boolean) => IndexHit[]) | undefined> | undefined;
   const localRanked = (n: number, keep: (id: string) => boolean): Promise<IndexHit[]> =>
     localUsed ? (localRank ??= local()).then((r) => (r ? r(n, keep) : [])) : Promise.resolve([]);
-  const take = (p: ReturnType<typeof plan>) => {
+  const take = (p: ShardPlan) => {
     localUsed ||= p.mine.length > 0;
     for (const s of p.mine) consulted.add(s);
     for (const [url, list] of p.peers) peers.set(url, [...(peers.get(url) ?? []), ...list]);
@@ -132,11 +115,11 @@ export function shardedRanker(
   };
   /** Routes the needed shards; those no one answers for now are looked up once more after the routing is read again. */
   const route = async () => {
-    let p = plan(routing, needed);
+    let p = planShards(routing.answering(), routing.owners(), routing.replicaId, needed);
     if (p.missing.length > 0) {
       take(p);
       await routing.refresh();
-      p = plan(routing, p.missing);
+      p = planShards(routing.answering(), routing.owners(), routing.replicaId, p.missing);
     }
     take(p);
     for (const s of p.missing) missing.add(s);
@@ -153,7 +136,7 @@ export function shardedRanker(
       // a hand-over: the owners as the database says now, asked once
       await routing.refresh();
       const wasLocal = localUsed;
-      const p = plan(routing, unanswered);
+      const p = planShards(routing.answering(), routing.owners(), routing.replicaId, unanswered);
       for (const s of p.missing) missing.add(s);
       take({ ...p, peers: new Map() });
       const again: number[] = [];

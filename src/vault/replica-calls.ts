@@ -16,6 +16,8 @@ export const SKEW_MS = 30_000;
 /** Nonces remembered (a flood of valid calls needs the key). */
 const NONCES = 100_000;
 
+const bad = (why: string) => new LetheError('unauthorized', `not a call from another replica: ${why}`);
+
 export class ReplicaCalls {
   readonly #mac: KeyedHasher;
   /** Nonce → the call's time, for SKEW_MS on either side of it. */
@@ -33,15 +35,17 @@ export class ReplicaCalls {
     return `v1.${now}.${nonce}.${toBase64Url(this.#macOf(method, path, now, nonce, body))}`;
   }
 
+  /** Refuses (`unauthorized`) a header that cannot verify whatever the body: malformed, or its time outside the window (checked before a body is read). */
+  plausible(header: string | undefined, now = Date.now()): void {
+    this.#parse(header, now);
+  }
+
   /** Refuses (`unauthorized`) a call this vault's replicas did not sign just now, or one seen before. */
   verify(header: string | undefined, method: string, path: string, body: Uint8Array, now = Date.now()): void {
-    const bad = (why: string) => new LetheError('unauthorized', `not a call from another replica: ${why}`);
-    const parts = (header ?? '').split('.');
-    if (parts.length !== 4 || parts[0] !== 'v1' || !/^\d{1,15}$/.test(parts[1]!) || !/^[A-Za-z0-9_-]{22}$/.test(parts[2]!)) throw bad('no valid signature');
+    const parts = this.#parse(header, now);
     const at = Number(parts[1]);
     const mac = fromBase64Url(parts[3]!);
     if (!mac || !constantTimeEqual(mac, this.#macOf(method, path, at, parts[2]!, body))) throw bad('no valid signature');
-    if (Math.abs(now - at) > SKEW_MS) throw bad(`its time is more than ${SKEW_MS / 1000} s from this replica's clock`);
     this.#forgetOld(now);
     if (this.#seen.has(parts[2]!)) throw bad('it was seen before');
     this.#seen.set(parts[2]!, at);
@@ -49,6 +53,13 @@ export class ReplicaCalls {
 
   close(): void {
     this.#mac.destroy();
+  }
+
+  #parse(header: string | undefined, now: number): string[] {
+    const parts = (header ?? '').split('.');
+    if (parts.length !== 4 || parts[0] !== 'v1' || !/^\d{1,15}$/.test(parts[1]!) || !/^[A-Za-z0-9_-]{22}$/.test(parts[2]!)) throw bad('no valid signature');
+    if (Math.abs(now - Number(parts[1])) > SKEW_MS) throw bad(`its time is more than ${SKEW_MS / 1000} s from this replica's clock`);
+    return parts;
   }
 
   #macOf(method: string, path: string, at: number, nonce: string, body: Uint8Array): Uint8Array {

@@ -231,3 +231,23 @@ export const PLACE_SQL: SQL = sql.raw(`(case when e.record_type = 'entry'
   then (get_byte(s.subject_hash, 0)::bigint << 24) | (get_byte(s.subject_hash, 1) << 16) | (get_byte(s.subject_hash, 2) << 8) | get_byte(s.subject_hash, 3)
   else (get_byte(sha256(convert_to(e.record_id, 'UTF8')), 0)::bigint << 24) | (get_byte(sha256(convert_to(e.record_id, 'UTF8')), 1) << 16)
      | (get_byte(sha256(convert_to(e.record_id, 'UTF8')), 2) << 8) | get_byte(sha256(convert_to(e.record_id, 'UTF8')), 3) end)`);
+
+/** Which shards this replica answers for itself, which live, searchable owner to ask for each of the others, and those no one can answer now. */
+export interface ShardPlan {
+  readonly mine: number[];
+  readonly peers: Map<string, Array<{ shard: number; fence: number }>>;
+  readonly missing: number[];
+}
+
+/** Plans `shards` over the routing read (`rows`) and the shards this replica answers for (`answering`, with their fences). */
+export function planShards(answering: ReadonlyMap<number, number>, rows: readonly ShardRow[], replicaId: string, shards: readonly number[]): ShardPlan {
+  const byShard = new Map(rows.map((r) => [r.shard, r]));
+  const plan: ShardPlan = { mine: [], peers: new Map(), missing: [] };
+  for (const shard of shards) {
+    const row = byShard.get(shard);
+    if (answering.has(shard)) plan.mine.push(shard);
+    else if (!row?.live || row.state !== 'ready' || !row.url || row.owner === replicaId) plan.missing.push(shard);
+    else plan.peers.set(row.url, [...(plan.peers.get(row.url) ?? []), { shard, fence: row.fence }]);
+  }
+  return plan;
+}

@@ -2,7 +2,7 @@
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
 import { describeError } from '../observability/logger.js';
-import type { Coverage, VectorsContext } from './context.js';
+import { type Coverage, ownedRowsSql, type VectorsContext } from './context.js';
 import { load, unpublish } from './publish.js';
 
 /**
@@ -33,9 +33,14 @@ export async function coverage(c: VectorsContext): Promise<Coverage> {
 export async function reconcile(c: VectorsContext): Promise<Coverage & { loaded: number; dropped: number }> {
   // the index's ids first: whatever it holds was committed before, so the snapshot below sees it unless it was deleted since
   const before = new Set(c.current.lexical.ids());
+  // a sharded replica's: the rows of the shards it holds
+  const owned = ownedRowsSql(c);
   const rows = await queryRows<{ record_id: string }>(
     c.d.db,
-    sql`select record_id from embeddings e where not exists (select 1 from destruction_ledger d where d.key_id = e.key_id)`,
+    owned
+      ? sql`select e.record_id from embeddings e left join subject_keys s on e.record_type = 'entry' and s.key_id = e.key_id
+             where ${owned} and not exists (select 1 from destruction_ledger d where d.key_id = e.key_id)`
+      : sql`select record_id from embeddings e where not exists (select 1 from destruction_ledger d where d.key_id = e.key_id)`,
   );
   const [queue] = await queryRows<{ q: string | number }>(c.d.db, sql`select count(*) as q from index_queue`);
   const queued = Number(queue?.q ?? 0);

@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { randomBytes } from '../../src/crypto/index.js';
 import {
   COMMON_MIN_RECORDS,
+  combineProbeScores,
   decodeFingerprints,
   encodeFingerprints,
   type ExtraCandidate,
@@ -238,6 +239,37 @@ describe('scoreProbe', () => {
       }),
       { numRuns: 60 },
     );
+  });
+});
+
+describe('combineProbeScores (a sharded probe)', () => {
+  it('two shards scored apart find what one index finds: each copy on its own shard, the same recovered', async () => {
+    const erased = {
+      entry_a1: "Walter keeps the vault combination 7741 written inside his grandmother's cookbook.",
+      entry_a2: 'During the retreat Priya explained that the Halvorsen acquisition closes quietly next spring.',
+    };
+    const left = { entry_c1: `${filler(40, 1)} Walter keeps the vault combination 7741 written inside his grandmother's cookbook.`, entry_n1: filler(50, 2) };
+    const right = { entry_c2: 'someone mentioned the Halvorsen acquisition closes quietly next spring apparently', entry_n2: filler(50, 3) };
+    const whole = await probe(erased, { ...left, ...right });
+    const parts = [await probe(erased, left), await probe(erased, right)];
+    const combined = combineProbeScores(parts);
+    expect(combined.matches.map((m) => m.id).sort()).toEqual(whole.matches.map((m) => m.id).sort());
+    expect(combined.matches.map((m) => m.id).sort()).toEqual(['entry_c1', 'entry_c2']);
+    // each shard finds one of the two records carried; together they carry both
+    for (const p of parts) expect(p.recovered).toBeLessThan(whole.recovered);
+    expect(combined.recovered).toBeCloseTo(whole.recovered, 1);
+    expect(combined.examined.shingleIndex).toBe(parts[0]!.examined.shingleIndex + parts[1]!.examined.shingleIndex);
+  });
+
+  it('a dismissal on one shard is kept; one part alone is returned as it is', async () => {
+    const erased = { entry_a1: 'Alice keeps her spare key under the blue flowerpot by the door.' };
+    const part = await probe(erased, { entry_part: 'The blue flowerpot by the door is new; Alice bought it.' }, { dismissed: ['entry_part'] });
+    const other = await probe(erased, { entry_x: 'Quarterly revenue grew.' });
+    const combined = combineProbeScores([part, other]);
+    expect(combined.matches).toEqual([]);
+    expect(combined.dismissedMatches.map((d) => d.id)).toEqual(['entry_part']);
+    expect(combined.recovered).toBe(0);
+    expect(combineProbeScores([part])).toBe(part);
   });
 });
 

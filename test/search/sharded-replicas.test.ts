@@ -56,6 +56,34 @@ async function vectorsHeld(s: RunningService): Promise<number> {
 
 /** A word no other subject's entry holds. */
 const marker = (i: number) => `zq${(i * 7919 + 104729).toString(36)}marker`;
+const WORDS = [
+  'amber',
+  'basil',
+  'cobalt',
+  'dune',
+  'ember',
+  'fjord',
+  'garnet',
+  'harbor',
+  'indigo',
+  'juniper',
+  'kelp',
+  'lichen',
+  'marble',
+  'nectar',
+  'onyx',
+  'pepper',
+  'quartz',
+  'russet',
+  'saffron',
+  'thistle',
+  'umber',
+  'violet',
+  'willow',
+  'yarrow',
+];
+/** A subject's entry: its marker among words no template shares (a shared template would make the probe see near copies). */
+const noteOf = (i: number) => `${marker(i)} ${Array.from({ length: 8 }, (_, j) => WORDS[(i * 5 + j * 7 + i * j) % WORDS.length]).join(' ')}`;
 
 describe('three replicas, six shards', () => {
   let db: TestDatabase;
@@ -99,7 +127,7 @@ describe('three replicas, six shards', () => {
       const res = await fetch(`${replicas[i % 3]!.url}/v1/subjects/user:shard-${i}/entries`, {
         method: 'POST',
         headers: headers('writer'),
-        body: JSON.stringify({ text: `the note of subject ${i} says ${marker(i)} about the garden` }),
+        body: JSON.stringify({ text: noteOf(i) }),
       });
       expect(res.status).toBe(201);
     }
@@ -126,7 +154,7 @@ describe('three replicas, six shards', () => {
       const via = replicas[(i + 1) % 3]!;
       const { status, body } = await search(via, { query: marker(i), subject: `user:shard-${i}`, k: 3 });
       expect(status).toBe(200);
-      expect(body.hits.map((h) => h.text)).toEqual([`the note of subject ${i} says ${marker(i)} about the garden`]);
+      expect(body.hits.map((h) => h.text)).toEqual([noteOf(i)]);
       expect(body.hits[0]!.subject).toBe(`user:shard-${i}`);
       expect(body.partial).toBe(false);
       expect(body.shards).toMatchObject({ total: SHARDS, missing: [] });
@@ -139,20 +167,71 @@ describe('three replicas, six shards', () => {
     expect(status).toBe(200);
     expect(body.shards).toEqual({ total: SHARDS, consulted: [0, 1, 2, 3, 4, 5], missing: [] });
     const texts = body.hits.map((h) => h.text);
-    for (const i of [3, 4, 5]) expect(texts).toContain(`the note of subject ${i} says ${marker(i)} about the garden`);
+    for (const i of [3, 4, 5]) expect(texts).toContain(noteOf(i));
   });
 
-  it('the internal ranking route refuses a call without the replicas’ signature, and a replayed one', async () => {
-    const body = JSON.stringify({ query: 'garden', mode: 'hybrid', n: 5, scope: null, shards: [{ shard: 0, fence: 1 }] });
-    const unsigned = await fetch(`${replicas[0]!.url}/internal/v1/rank`, { method: 'POST', headers: headers('admin'), body });
-    expect(unsigned.status).toBe(401);
-    expect(unsigned.headers.get('content-type')).toMatch(/problem\+json/);
-    const forged = await fetch(`${replicas[0]!.url}/internal/v1/rank`, {
+  it("an erasure's probe covers every shard: copies planted under subjects of all six shards are each found; a plain erasure completes and its subject is unreadable everywhere", async () => {
+    const secret = 'the winter orchard ledger of quillon brackwater lists seven hidden copper keys under the mossy bridge';
+    const res = await fetch(`${replicas[0]!.url}/v1/subjects/user:shard-secret/entries`, {
       method: 'POST',
-      headers: { ...headers('admin'), 'x-lethe-replica': `v1.${Date.now()}.AAAAAAAAAAAAAAAAAAAAAA.${'A'.repeat(43)}` },
-      body,
+      headers: headers('writer'),
+      body: JSON.stringify({ text: secret }),
     });
-    expect(forged.status).toBe(401);
+    expect(res.status).toBe(201);
+    // copies under subjects whose shards cover all six (a subject's shard is its subject hash's: enough of them reach every shard)
+    const copies = new Map<string, string>();
+    for (let i = 0; i < 40; i++) {
+      const r = await fetch(`${replicas[i % 3]!.url}/v1/subjects/user:copy-${i}/entries`, {
+        method: 'POST',
+        headers: headers('writer'),
+        body: JSON.stringify({ text: secret }),
+      });
+      copies.set(((await r.json()) as { entryId: string }).entryId, `user:copy-${i}`);
+    }
+    const erase = async (subject: string) => {
+      const requested = await fetch(`${replicas[1]!.url}/v1/erasures`, { method: 'POST', headers: headers('eraser'), body: JSON.stringify({ subject }) });
+      expect(requested.status).toBe(202);
+      const { erasureId } = (await requested.json()) as { erasureId: string };
+      let view: { status: string; probe: { matches: Array<{ id: string }>; coverage?: { indexed: number; stored: number } } } | undefined;
+      await until(
+        `the erasure of ${subject} to end`,
+        async () => {
+          view = (await (await fetch(`${replicas[1]!.url}/v1/erasures/${erasureId}`, { headers: headers('eraser') })).json()) as typeof view;
+          return view!.status === 'completed' || view!.status === 'incomplete' || view!.status === 'failed';
+        },
+        90_000,
+      );
+      return view!;
+    };
+    const copied = await erase('user:shard-secret');
+    expect(copied.status).toBe('incomplete');
+    const found = new Set(copied.probe.matches.map((m) => m.id));
+    for (const id of copies.keys()) expect(found, `the copy under ${copies.get(id)}`).toContain(id);
+    expect(copied.probe.coverage!.indexed).toBe(copied.probe.coverage!.stored);
+    // a subject no one copied: completed, unreadable on every replica, and no search finds it
+    const plain = await erase('user:shard-5');
+    expect(plain.status).toBe('completed');
+    for (const r of replicas) {
+      const listed = await fetch(`${r.url}/v1/subjects/user:shard-5/entries`, { headers: headers('writer') });
+      expect(listed.status).toBe(410);
+      const { body } = await search(r, { query: marker(5), allSubjects: true, k: 5 }, 'admin');
+      expect(body.hits.map((h) => h.text).join(' ')).not.toContain(marker(5));
+    }
+  });
+
+  it('the internal routes refuse a call without the replicas’ signature (an admin token is not one), or with a forged one', async () => {
+    for (const path of ['/internal/v1/rank', '/internal/v1/probe']) {
+      const body = JSON.stringify({ query: 'garden', mode: 'hybrid', n: 5, scope: null, shards: [{ shard: 0, fence: 1 }] });
+      const unsigned = await fetch(`${replicas[0]!.url}${path}`, { method: 'POST', headers: headers('admin'), body });
+      expect(unsigned.status, path).toBe(401);
+      expect(unsigned.headers.get('content-type')).toMatch(/problem\+json/);
+      const forged = await fetch(`${replicas[0]!.url}${path}`, {
+        method: 'POST',
+        headers: { ...headers('admin'), 'x-lethe-replica': `v1.${Date.now()}.AAAAAAAAAAAAAAAAAAAAAA.${'A'.repeat(43)}` },
+        body,
+      });
+      expect(forged.status, path).toBe(401);
+    }
   });
 
   it('a killed replica’s shards: searches answer at once, marked partial; then taken over and whole again', async () => {
@@ -170,6 +249,7 @@ describe('three replicas, six shards', () => {
       async () => {
         let all = true;
         for (let i = 0; i < SUBJECTS; i++) {
+          if (i === 5) continue; // erased above
           const { status, body, ms } = await search(survivors[i % 2]!, { query: marker(i), subject: `user:shard-${i}`, k: 3 });
           expect(status).toBe(200);
           expect(ms).toBeLessThan(20_000);
@@ -179,7 +259,7 @@ describe('three replicas, six shards', () => {
             expect(body.shards!.missing.length).toBeGreaterThan(0);
             for (const s of body.shards!.missing) expect(lost).toContain(s);
             all = false;
-          } else expect(body.hits.map((h) => h.text)).toEqual([`the note of subject ${i} says ${marker(i)} about the garden`]);
+          } else expect(body.hits.map((h) => h.text)).toEqual([noteOf(i)]);
         }
         return all;
       },

@@ -25,22 +25,13 @@
  * probe started, as a write after the certificate would be.
  */
 import type { Coverage } from '../../vectors/service.js';
+import { type ProbePartInput, probePart } from '../probe-part.js';
 import { ErasureKey } from '../erasure-key.js';
 import { probedEvent } from '../probe-audit.js';
 import { inEffect } from '../view.js';
 import { forgottenEntries, targetOf } from '../state.js';
-import {
-  decodeFingerprints,
-  type ExtraCandidate,
-  type Fingerprints,
-  PROBE_MAX_QUERIES,
-  scoreProbe,
-  spread,
-  VECTOR_LIMIT,
-  VECTOR_NEIGHBOURS,
-} from '../probe.js';
+import { combineProbeScores, decodeFingerprints, type Fingerprints, PROBE_MAX_QUERIES, type ProbeScore, spread } from '../probe.js';
 import type { ErasureResources } from '../resources.js';
-import type { ProbeFinding } from '../../erasable.js';
 import { Park, type Step, type StepContext } from './step.js';
 import { TierFailure } from '../machine.js';
 
@@ -79,7 +70,7 @@ function scoreOf(list: ReadonlyArray<{ id: string; score: number }>, id: string)
  * until this replica's lexical index covers every stored record: a Park while it must
  * wait, the coverage and what stayed unindexed once it may probe.
  */
-async function awaitCoverage(res: StepContext['res'], state: StepContext['state'], replica: string) {
+async function awaitQueue(res: StepContext['res'], state: StepContext['state']) {
   // the entries registered before the probe started are indexed first (bounded: past it, the erasure says what was not seen)
   const queueWait = res.probeQueueWait ?? { waitMs: QUEUE_WAIT_MS, parks: MAX_QUEUE_WAITS };
   state.queueMark ??= await res.log.indexer.mark();
@@ -91,6 +82,13 @@ async function awaitCoverage(res: StepContext['res'], state: StepContext['state'
       `${unindexed} entr${unindexed === 1 ? 'y' : 'ies'} registered before the probe started still wait in the indexing queue: waiting for ${unindexed === 1 ? 'it' : 'them'} (${state.queueWaits} of ${queueWait.parks})`,
     );
   }
+  return { unindexed, queueWait };
+}
+
+async function awaitCoverage(res: StepContext['res'], state: StepContext['state'], replica: string) {
+  const queued = await awaitQueue(res, state);
+  if (queued instanceof Park) return queued;
+  const { unindexed, queueWait } = queued;
   const coverage = await currentCoverage(res);
   if (coverage.rebuilding) {
     // a rebuild is progress: wait for it without counting the wait
@@ -111,21 +109,50 @@ async function awaitCoverage(res: StepContext['res'], state: StepContext['state'
  * successor written while it scored (the item's next update) is not a copy either:
  * scored again without it.
  */
-async function scoreBeyondSuccessors(
+async function scoreBeyondSuccessors<T extends ProbeScore>(
   res: ErasureResources,
   row: StepContext['row'],
-  score: (successors: ReadonlySet<string>) => ReturnType<typeof scoreProbe>,
-): Promise<{ scored: ReturnType<typeof scoreProbe>; successors: ReadonlySet<string> }> {
+  score: (successors: ReadonlySet<string>) => Promise<T>,
+): Promise<{ scored: T; successors: ReadonlySet<string> }> {
   const successorsNow = async () => new Set(await res.log.successorsOf(forgottenEntries(row) ?? []));
   let successors = await successorsNow();
-  let scored = score(successors);
+  let scored = await score(successors);
   for (let again = 0; again < 3 && scored.matches.length > 0; again++) {
     const later = await successorsNow();
     if (!scored.matches.some((m) => later.has(m.id) && !successors.has(m.id))) break;
     successors = later;
-    scored = score(successors);
+    scored = await score(successors);
   }
   return { scored, successors };
+}
+
+/**
+ * A sharded probe's coverage, from the parts the owners answered: every shard answered
+ * (an unowned or rebuilding one is waited for, uncounted: a takeover is progress, never
+ * a reason to certify without it), and their indexes together hold every stored record
+ * (else each owner reconciles its shards at the next try, counted as the index waits).
+ */
+async function shardedCoverage(
+  res: StepContext['res'],
+  state: StepContext['state'],
+  parts: { count: number; missing: readonly number[]; indexed: number },
+): Promise<Coverage | Park> {
+  if (parts.missing.length > 0) {
+    return new Park(
+      new Date(Date.now() + INDEX_WAIT_MS),
+      `index shard(s) ${parts.missing.join(', ')} of ${parts.count} have no searchable owner (unowned, rebuilding or not answering): waiting for them`,
+    );
+  }
+  const coverage = { ...(await res.vectors.coverage()), indexed: parts.indexed, rebuilding: false };
+  if (coverage.indexed !== sealedRows(coverage)) {
+    const waits = (state.indexWaits ?? 0) + 1;
+    const what = `the lexical indexes of the ${parts.count} shards cover ${coverage.indexed} of ${sealedRows(coverage)} stored records`;
+    if (waits > MAX_INDEX_WAITS) throw new TierFailure(`${what} after ${MAX_INDEX_WAITS} waits: the probe cannot certify on an index that is not caught up`);
+    state.indexWaits = waits;
+    return new Park(new Date(Date.now() + INDEX_WAIT_MS), `${what}: each owner reconciles its shards (${waits} of ${MAX_INDEX_WAITS})`);
+  }
+  delete state.indexWaits;
+  return coverage;
 }
 
 export const probe: Step = {
@@ -137,10 +164,13 @@ export const probe: Step = {
     }
     if (!row.sealedFingerprints) throw new TierFailure('the probe fingerprints are missing: the probe cannot run');
     const replica = res.records.replica;
-    const ready = await awaitCoverage(res, state, replica);
+    const shards = res.shardProbes;
+    // sharded: the coverage is counted from the parts the owners answer (below)
+    const ready = shards ? await awaitQueue(res, state) : await awaitCoverage(res, state, replica);
     if (ready instanceof Park) return ready;
-    const { coverage, unindexed, queueWait } = ready;
-    delete state.indexWaits;
+    const { unindexed, queueWait } = ready;
+    let coverage: Coverage | undefined = 'coverage' in ready ? (ready.coverage as Coverage) : undefined;
+    if (!shards) delete state.indexWaits;
     const key = await ErasureKey.unwrap(res.versionKeys, row);
     let fp: Fingerprints | undefined;
     let plain: Uint8Array | undefined;
@@ -151,41 +181,41 @@ export const probe: Step = {
       plain?.fill(0);
       key.close();
     }
+    const queries: Float32Array[] = [];
     try {
       const embedder = res.vectors.embedder;
-      const sameModel = fp.model === embedder.model;
       // vector queries: at most PROBE_MAX_QUERIES of the records, evenly spread (each a search of the HNSW graph, its cost about logarithmic in the store: src/vectors/vector-index.ts), and every public attribute
-      const vectors: Float32Array[] = sameModel ? spread(fp.records, PROBE_MAX_QUERIES).map((r) => r.vector) : [];
-      if (fp.attributes.length) vectors.push(...(await embedder.embed(fp.attributes)));
-      const found = await res.tiers['vector-index'].probe(scope, {
-        vectors,
-        records: [],
-        neighbours: VECTOR_NEIGHBOURS,
-        above: { similarity: res.probeSimilarity, limit: VECTOR_LIMIT },
-      });
-      const extra = new Map<string, ExtraCandidate>();
-      for (const n of state.graph?.nodes ?? []) if (n.type === 'artifact') extra.set(n.id, { id: n.id, source: 'provenance' });
-      for (const f of found) if (f.kind === 'neighbour') extra.set(f.id, { id: f.id, source: 'vector-index', cosine: f.cosine });
-      const unreadable = found.filter((f): f is Extract<ProbeFinding, { kind: 'vector' }> => f.kind === 'vector');
+      if (fp.model === embedder.model) queries.push(...spread(fp.records, PROBE_MAX_QUERIES).map((r) => r.vector));
+      if (fp.attributes.length) queries.push(...(await embedder.embed(fp.attributes)));
       res.failpoint?.('probe-candidates');
       // only rulings a second principal approved leave a record out (a proposal, a rejected or revoked one counts it)
       const rulings = (state.dismissals ?? []).filter(inEffect);
       const dismissed = new Map(rulings.map((d) => [d.id, { score: d.ruledScore, keyId: d.keyId }]));
-      const index = res.vectors.index;
-      const { scored, successors } = await scoreBeyondSuccessors(res, row, (successors) =>
-        scoreProbe({
-          successors,
-          index: res.vectors.lexical,
-          records: fp!.records,
-          extra: [...extra.values()],
-          vectorOf: (id) => index.vectorOf(id),
-          similarity: res.probeSimilarity,
-          dismissed,
-          unreadable,
-          sameModel,
-          ...(embedder.probeCosine ? { cosine: (a: Float32Array, b: Float32Array) => embedder.probeCosine!(a, b) } : {}),
-        }),
-      );
+      const provenance = (state.graph?.nodes ?? []).filter((n) => n.type === 'artifact').map((n) => n.id);
+      const input = (successors: ReadonlySet<string>): ProbePartInput => ({
+        model: fp!.model,
+        records: fp!.records,
+        queries,
+        provenance,
+        dismissed,
+        successors,
+        similarity: res.probeSimilarity,
+      });
+      // every shard's index probed (sharded: this replica's part and each owner's), or this replica's whole index
+      let missing: number[] = [];
+      const reconcile = (state.indexWaits ?? 0) > 0;
+      const { scored, successors } = await scoreBeyondSuccessors(res, row, async (successors) => {
+        if (!shards) return probePart(res, scope, input(successors));
+        const all = await shards.probe(scope, input(successors), { reconcile }, (local) => probePart(res, scope, local));
+        missing = all.missing;
+        return { ...combineProbeScores(all.parts), indexed: all.parts.reduce((n, p) => n + p.indexed, 0) };
+      });
+      if (shards) {
+        const checked = await shardedCoverage(res, state, { count: shards.count, missing, indexed: scored.indexed });
+        if (checked instanceof Park) return checked;
+        coverage = checked;
+      }
+      if (!coverage) throw new TierFailure('the probe ran without its coverage');
       // a match is named only when its tier still reads it (or it is an indexed vector whose text is gone)
       const query = {
         vectors: [],
@@ -243,6 +273,7 @@ export const probe: Step = {
       };
     } finally {
       for (const r of fp.records) r.vector.fill(0);
+      for (const q of queries) q.fill(0);
     }
   },
 };

@@ -8,8 +8,8 @@ import type { Hono } from 'hono';
 import { z } from 'zod';
 import { LetheError } from '../../../errors.js';
 import type { PeerRankAnswer, PeerRankRequest } from '../../../search/service.js';
-import { REPLICA_CALL_HEADER } from '../../../vault/replica-calls.js';
 import type { Services } from '../../services.js';
+import { verifiedBody } from './peer-call.js';
 
 export const PEER_RANK_PATH = '/internal/v1/rank';
 
@@ -40,16 +40,7 @@ export interface Uses {
 // biome-ignore lint/suspicious/noExplicitAny: any Hono env
 export function register(app: Hono<any>, services: Uses): void {
   app.post(PEER_RANK_PATH, async (c) => {
-    const calls = services.replicaCalls;
-    if (!calls) throw new LetheError('not_found', 'no route for this POST request path');
-    const body = new Uint8Array(await c.req.arrayBuffer());
-    calls.verify(c.req.header(REPLICA_CALL_HEADER), 'POST', PEER_RANK_PATH, body);
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(new TextDecoder().decode(body));
-    } catch {
-      throw new LetheError('validation_failed', 'body: not JSON');
-    }
+    const parsed = await verifiedBody(c, services.replicaCalls, PEER_RANK_PATH);
     const request = PeerRankRequestSchema.safeParse(parsed);
     if (!request.success) {
       const issue = request.error.issues[0];
