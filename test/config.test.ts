@@ -302,6 +302,10 @@ describe('object store configuration', () => {
     }
     expect(message({ ...db, LETHE_INDEX_SHARDS: '0' })).toMatch(/LETHE_INDEX_SHARDS/);
     expect(message({ ...db, LETHE_INDEX_SHARDS: '1025' })).toMatch(/LETHE_INDEX_SHARDS/);
+    // in production the replicas' calls are https, unless the cluster is on one machine
+    const prod = { ...db, NODE_ENV: 'production', LETHE_INDEX_SHARDS: '4' };
+    expect(message({ ...prod, LETHE_REPLICA_URL: 'http://10.0.0.5:8787' })).toMatch(/LETHE_REPLICA_URL: must be https in production/);
+    expect(message({ ...prod, LETHE_REPLICA_URL: 'http://127.0.0.1:8787' })).not.toMatch(/LETHE_REPLICA_URL/);
     const ok = loadConfig({ ...db, LETHE_INDEX_SHARDS: '4', LETHE_REPLICA_URL: 'https://replica-1.internal:8787' });
     expect([ok.indexShards, ok.replicaUrl]).toEqual([4, 'https://replica-1.internal:8787']);
   });

@@ -174,7 +174,8 @@ interface Sharded {
 
 async function startShards(config: Config, db: Db, provider: KeyProvider, w: Wired, logger: Logger): Promise<Sharded> {
   const calls = new ReplicaCalls(await provider.deriveSystemKey('replica-call'));
-  const leases = new ShardLeases(db.db, { shards: config.indexShards, replicaId: w.erasures.replica, url: config.replicaUrl! });
+  const url = config.replicaUrl!;
+  const leases = new ShardLeases(db.db, { shards: config.indexShards, replicaId: w.erasures.replica, url, urlMac: calls.addressMac(url) });
   const keeper = new ShardKeeper({ leases, vectors: w.vectors, calls, logger });
   w.search.useShards(keeper);
   w.erasures.useShards(keeper);

@@ -16,8 +16,10 @@ import { REPLICA_CALL_HEADER, type ReplicaCalls } from '../vault/replica-calls.j
 import { planShards, type ShardLeases, type ShardRow, TICK_MS } from '../vault/shards.js';
 import type { Vectors } from '../vectors/service.js';
 
-/** How long a replica waits for a peer's ranking before the peer's shards count as missing. */
+/** How long a replica waits for a peer's ranking before the peer's shards count as missing (a search answers within 20 s). */
 export const PEER_TIMEOUT_MS = 5_000;
+/** How long an erasure's probe waits for a peer's part (it may reconcile its index first); past it the shards count as missing. */
+const PROBE_TIMEOUT_MS = 30_000;
 
 export class ShardKeeper implements ShardRouting, ShardProbes {
   readonly #leases: ShardLeases;
@@ -30,6 +32,9 @@ export class ShardKeeper implements ShardRouting, ShardProbes {
   readonly #ready = new Map<number, number>();
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> | undefined;
+  /** The shards the index was last filled for, and the fill running now. */
+  #indexedFor: ReadonlySet<number> = new Set();
+  #filling: Promise<void> | undefined;
   #stopped = false;
 
   constructor(d: { leases: ShardLeases; vectors: Vectors; calls: ReplicaCalls; logger: Logger; tickMs?: number }) {
@@ -60,7 +65,16 @@ export class ShardKeeper implements ShardRouting, ShardProbes {
   }
 
   async refresh(): Promise<void> {
-    this.#rows = await this.#leases.rows();
+    this.#rows = this.#vouched(await this.#leases.rows());
+  }
+
+  /** The rows with an address no replica vouched for (written without the root key) made unroutable: their shards are missing, never called. */
+  #vouched(rows: readonly ShardRow[]): ShardRow[] {
+    return rows.map((r) => {
+      if (r.url === null || this.#calls.vouches(r.url, r.urlMac)) return r;
+      this.#logger.warn({ shard: r.shard }, 'an index shard row names an address no replica vouched for: it is not called');
+      return { ...r, url: null };
+    });
   }
 
   /** Creates the shard rows, takes a first share and starts ticking. */
@@ -79,31 +93,47 @@ export class ShardKeeper implements ShardRouting, ShardProbes {
     this.#timer.unref();
   }
 
-  /** One round: renew, take or let go, read the owners; a change of shards starts a rebuild for them. */
+  /**
+   * One round: renew, take or let go, read the owners. Whenever the shards held differ
+   * from those the index was last filled for (a change, or a rebuild that failed), a
+   * rebuild for them starts (one at a time); each shard is marked ready, and answered
+   * for, once a rebuild that included it under its fence is swapped in.
+   */
   async tick(): Promise<void> {
     try {
       const change = await this.#leases.tick();
-      for (const s of change.lost) this.#ready.delete(s);
       if (change.gained.size > 0 || change.lost.length > 0) {
-        const held = new Map(this.#leases.held());
-        this.#logger.info({ held: [...held.keys()], gained: [...change.gained.keys()], lost: change.lost }, 'index shards changed');
-        void this.#vectors.setShards(new Set(held.keys())).then(
-          () => this.#markReady(held),
-          (e: unknown) => this.#logger.warn({ err: describeError(e) }, 'could not rebuild the indexes for the shards held'),
-        );
+        this.#logger.info({ held: [...this.#leases.held().keys()], gained: [...change.gained.keys()], lost: change.lost }, 'index shards changed');
       }
-      this.#rows = await this.#leases.rows();
     } catch (e) {
-      this.#logger.warn({ err: describeError(e) }, 'could not renew or read the index shard leases');
+      this.#logger.warn({ err: describeError(e) }, 'could not renew or take the index shard leases');
     }
+    const held = new Map(this.#leases.held());
+    for (const s of this.#ready.keys()) if (held.get(s) !== this.#ready.get(s)) this.#ready.delete(s);
+    const wanted = [...held].filter(([s, f]) => this.#ready.get(s) !== f);
+    const same = held.size === this.#indexedFor.size && [...held.keys()].every((s) => this.#indexedFor.has(s));
+    if (!this.#filling && (!same || wanted.length > 0)) {
+      this.#filling = this.#fill(held).finally(() => {
+        this.#filling = undefined;
+      });
+    }
+    await this.refresh().catch((e: unknown) => this.#logger.warn({ err: describeError(e) }, 'could not read the index shard owners'));
   }
 
-  async #markReady(indexed: ReadonlyMap<number, number>): Promise<void> {
-    for (const [shard, fence] of indexed) {
-      if (this.#leases.held().get(shard) !== fence || this.#ready.get(shard) === fence) continue;
-      if (await this.#leases.markReady(shard, fence)) this.#ready.set(shard, fence);
+  /** Rebuilds the index for the shards `held` (under their fences) and marks them ready; a failure is retried at the next tick. */
+  async #fill(held: ReadonlyMap<number, number>): Promise<void> {
+    try {
+      await this.#vectors.setShards(new Set(held.keys()));
+      this.#indexedFor = new Set(held.keys());
+      for (const [shard, fence] of held) {
+        if (this.#leases.held().get(shard) !== fence || this.#ready.get(shard) === fence) continue;
+        if (await this.#leases.markReady(shard, fence)) this.#ready.set(shard, fence);
+      }
+      await this.refresh();
+    } catch (e) {
+      this.#indexedFor = new Set();
+      this.#logger.warn({ err: describeError(e) }, 'could not fill the indexes for the shards held: trying again at the next tick');
     }
-    this.#rows = await this.#leases.rows();
   }
 
   ask(url: string, request: PeerRankRequest): Promise<PeerRankAnswer> {
@@ -119,7 +149,7 @@ export class ShardKeeper implements ShardRouting, ShardProbes {
     target: ProbeTarget,
     input: ProbePartInput,
     options: { readonly reconcile: boolean },
-    local: (input: ProbePartInput) => Promise<ProbePart>,
+    local: (input: ProbePartInput, shards: ReadonlySet<number>) => Promise<ProbePart>,
   ): Promise<{ parts: ProbePart[]; missing: number[] }> {
     const all = Array.from({ length: this.count }, (_, i) => i);
     let plan = planShards(this.answering(), this.#rows, this.replicaId, all);
@@ -131,11 +161,17 @@ export class ShardKeeper implements ShardRouting, ShardProbes {
     const mine = async (): Promise<ProbePart[]> => {
       if (plan.mine.length === 0) return [];
       if (options.reconcile) await this.#vectors.reconcile();
-      return [await local(input)];
+      return [await local(input, new Set(plan.mine))];
     };
     const theirs = [...plan.peers].map(async ([url, shards]) => {
       try {
-        const answer = await this.#call(url, PEER_PROBE_PATH, encodePeerProbe(target, input, { reconcile: options.reconcile, shards }), PeerProbeAnswerSchema);
+        const answer = await this.#call(
+          url,
+          PEER_PROBE_PATH,
+          encodePeerProbe(target, input, { reconcile: options.reconcile, shards, count: this.count }),
+          PeerProbeAnswerSchema,
+          PROBE_TIMEOUT_MS,
+        );
         const answered = new Map(answer.shards.map((s) => [s.shard, s.fence]));
         for (const s of shards) if (answered.get(s.shard) !== s.fence) missing.push(s.shard);
         return answer.shards.length > 0 ? [answer.part] : [];
@@ -149,14 +185,16 @@ export class ShardKeeper implements ShardRouting, ShardProbes {
     return { parts, missing: missing.sort((a, b) => a - b) };
   }
 
-  async #call<T>(url: string, path: string, request: unknown, schema: { parse(value: unknown): T }): Promise<T> {
+  async #call<T>(url: string, path: string, request: unknown, schema: { parse(value: unknown): T }, timeoutMs = PEER_TIMEOUT_MS): Promise<T> {
     const body = new TextEncoder().encode(JSON.stringify(request));
     try {
       const res = await fetch(new URL(path, url), {
         method: 'POST',
-        headers: { 'content-type': 'application/json', [REPLICA_CALL_HEADER]: this.#calls.sign('POST', path, body) },
+        headers: { 'content-type': 'application/json', [REPLICA_CALL_HEADER]: this.#calls.sign('POST', path, url, body) },
         body,
-        signal: AbortSignal.timeout(PEER_TIMEOUT_MS),
+        // an owner's address is one a replica vouched for: never followed elsewhere
+        redirect: 'error',
+        signal: AbortSignal.timeout(timeoutMs),
       });
       if (res.status !== 200) {
         await res.body?.cancel();
@@ -174,6 +212,12 @@ export class ShardKeeper implements ShardRouting, ShardProbes {
     clearTimeout(this.#timer);
     await this.#ticking?.catch(() => undefined);
     this.#ready.clear();
-    await this.#leases.release().catch((e: unknown) => this.#logger.warn({ err: describeError(e) }, 'could not let the index shards go'));
+    await this.#filling;
+    try {
+      await this.#leases.release();
+      await this.#leases.leave();
+    } catch (e) {
+      this.#logger.warn({ err: describeError(e) }, 'could not let the index shards go');
+    }
   }
 }

@@ -46,6 +46,10 @@ export function crossProblems(
       problems.push({ variable: 'LETHE_INDEX_SHARDS', message: 'above 1 needs DATABASE_URL (replicas share their shards through PostgreSQL)' });
     if (!picked.LETHE_REPLICA_URL)
       problems.push({ variable: 'LETHE_REPLICA_URL', message: 'is required when LETHE_INDEX_SHARDS is above 1 (where the other replicas reach this one)' });
+    // searches' queries and erasure probes' fingerprints cross between replicas
+    if (production && picked.LETHE_REPLICA_URL && /^http:/i.test(picked.LETHE_REPLICA_URL.trim()) && !onLoopback(picked.LETHE_REPLICA_URL)) {
+      problems.push({ variable: 'LETHE_REPLICA_URL', message: 'must be https in production (replicas send each other search queries and probe fingerprints)' });
+    }
     if (picked.LETHE_TLS_CLIENT_CA) {
       problems.push({
         variable: 'LETHE_INDEX_SHARDS',
@@ -95,4 +99,14 @@ export function crossProblems(
 function namesSeveralHosts(url: string): boolean {
   const rest = url.trim().replace(/^postgres(ql)?:\/\//, '');
   return (rest.slice(rest.lastIndexOf('@') + 1).split(/[/?]/)[0] ?? '').includes(',');
+}
+
+/** Whether a URL's host is this machine's loopback (a cluster on one machine). */
+function onLoopback(url: string): boolean {
+  try {
+    const host = new URL(url.trim()).hostname;
+    return host === 'localhost' || host === '[::1]' || /^127\./.test(host);
+  } catch {
+    return false;
+  }
 }

@@ -161,11 +161,24 @@ export const indexShards = pgTable('index_shards', {
   owner: text('owner'),
   /** Where the other replicas reach the owner (LETHE_REPLICA_URL). */
   ownerUrl: text('owner_url'),
+  /** The owner's MAC of that address (src/vault/replica-calls.ts): an address someone wrote here without the root key is never called. */
+  ownerUrlMac: text('owner_url_mac'),
   fence: bigint('fence', { mode: 'number' }).notNull().default(0),
   expiresAt: tstz('expires_at'),
   state: text('state', { enum: ['rebuilding', 'ready'] })
     .notNull()
     .default('rebuilding'),
+});
+
+/**
+ * The replicas that take part in index sharding, with the shard count each is
+ * configured with, seen at each of their lease ticks: how many share the shards, and
+ * whether they agree on the count (src/vault/shards.ts).
+ */
+export const indexShardMembers = pgTable('index_shard_members', {
+  replicaId: text('replica_id').primaryKey(),
+  shards: integer('shards').notNull(),
+  seenAt: tstz('seen_at').notNull(),
 });
 
 /**

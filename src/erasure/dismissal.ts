@@ -80,6 +80,8 @@ export async function proposeDismissal(res: ErasureResources, erasureId: string,
   assertNamed(parseState(row.state), byId.keys());
   const dismissalId = newId('dsm');
   const at = new Date().toISOString();
+  // the key each record is stored under now (a sharded replica's index holds only its own shards' records)
+  const storedKeys = await res.vectors.storedKeys([...byId.keys()]);
   await amendFinished(
     res,
     erasureId,
@@ -96,7 +98,7 @@ export async function proposeDismissal(res: ErasureResources, erasureId: string,
       locked.dismissals = [
         ...(locked.dismissals ?? []),
         ...[...byId].map(([id, reason]): ProbeDismissal => {
-          const keyId = res.vectors.lexical.keyOf(id);
+          const keyId = res.vectors.lexical.keyOf(id) ?? storedKeys.get(id);
           return {
             id,
             dismissalId,

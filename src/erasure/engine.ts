@@ -250,9 +250,13 @@ export class ErasureEngine {
   }
 
   /** Another replica's probe asks for this replica's part (the shards it answers for), reconciling its index first when asked. */
-  async probeForPeer(target: ErasureTarget, input: ProbePartInput, options: { readonly reconcile: boolean }): Promise<ProbePart> {
+  async probeForPeer(
+    target: ErasureTarget,
+    input: ProbePartInput,
+    options: { readonly reconcile: boolean; readonly shards: ReadonlySet<number> },
+  ): Promise<ProbePart> {
     if (options.reconcile) await this.#res.vectors.reconcile();
-    return probePart(this.#res, target, input);
+    return probePart(this.#res, target, input, options.shards);
   }
 
   /** Starts claiming work every LETHE_ERASURE_POLL_MS (and at once when kicked). */

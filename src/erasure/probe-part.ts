@@ -28,7 +28,7 @@ export interface ProbePartInput {
 /** The erasure a part is probed for (the vector tier's probe is given it). */
 export type ProbeTarget = ErasureTarget;
 
-/** One index's part, and how many records that index holds (what its coverage is counted from). */
+/** One index's part, and how many records of the shards it answered for that index holds (what coverage is counted from). */
 export type ProbePart = ProbeScore & { readonly indexed: number };
 
 /** Scores the fingerprints on this replica's indexes. */
@@ -36,6 +36,8 @@ export async function probePart(
   res: { readonly vectors: Vectors; readonly tiers: Readonly<Record<ErasableName, Erasable>> },
   target: ProbeTarget,
   input: ProbePartInput,
+  /** A sharded replica's shards this part answers for: `indexed` counts their records alone (undefined: the whole index). */
+  shards?: ReadonlySet<number>,
 ): Promise<ProbePart> {
   const embedder = res.vectors.embedder;
   const sameModel = input.model === embedder.model;
@@ -64,5 +66,5 @@ export async function probePart(
     ...(embedder.probeCosine ? { cosine: (a: Float32Array, b: Float32Array) => embedder.probeCosine!(a, b) } : {}),
   });
   for (const u of unreadable) u.vector.fill(0);
-  return { ...score, indexed: lexical.size };
+  return { ...score, indexed: shards ? res.vectors.indexedIn(shards) : lexical.size };
 }

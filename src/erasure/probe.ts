@@ -362,9 +362,11 @@ export function combineProbeScores(parts: readonly ProbeScore[]): ProbeScore {
   const dismissedMatches = new Map<string, { id: string; score: number }>();
   for (const d of parts.flatMap((p) => p.dismissedMatches)) if ((dismissedMatches.get(d.id)?.score ?? -1) < d.score) dismissedMatches.set(d.id, d);
   const sum = (f: (p: ProbeScore) => number) => parts.reduce((s, p) => s + f(p), 0);
+  // a record one part counts (its ruling lapsed there: a higher score, another key) is a match, whatever another part says
+  for (const id of matches.keys()) dismissedMatches.delete(id);
   return {
     recovered: total === 0 ? 0 : round(weighted / total),
-    matches: [...matches.values()].filter((m) => !dismissedMatches.has(m.id)).sort((a, b) => b.score - a.score || a.id.localeCompare(b.id)),
+    matches: [...matches.values()].sort((a, b) => b.score - a.score || a.id.localeCompare(b.id)),
     dismissedMatches: [...dismissedMatches.values()].sort((a, b) => a.id.localeCompare(b.id)),
     lapsed: [...new Set(parts.flatMap((p) => p.lapsed))].sort(),
     examined: {

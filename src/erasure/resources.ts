@@ -70,7 +70,7 @@ export interface ShardProbes {
     target: ErasureTarget,
     input: ProbePartInput,
     options: { readonly reconcile: boolean },
-    local: (input: ProbePartInput) => Promise<ProbePart>,
+    local: (input: ProbePartInput, shards: ReadonlySet<number>) => Promise<ProbePart>,
   ): Promise<{ parts: ProbePart[]; missing: number[] }>;
 }
 

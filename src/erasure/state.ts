@@ -62,6 +62,8 @@ export const ErasureStateSchema = z.looseObject({
   probe: ProbeViewSchema.optional(),
   /** Times the probe parked for the index to catch up (reset when it runs). */
   indexWaits: z.number().optional(),
+  /** Sharded: probes parked while a shard had no searchable owner (a takeover), bounded by MAX_SHARD_WAITS. */
+  shardWaits: z.number().optional(),
   /** The indexing queue's high-water mark when the probe first ran: it waits for every entry queued up to it (reset when it runs). */
   queueMark: z.number().optional(),
   /** Times the probe parked for those entries (reset when it runs). */

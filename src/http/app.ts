@@ -22,6 +22,7 @@ import { registerBackupRoutes } from './routes/backups/index.js';
 import { registerCertificateRoutes } from './routes/certificates/index.js';
 import { registerErasureRoutes } from './routes/erasures/index.js';
 import { KEY_BATCH_BODY_LIMIT_BYTES, KEY_BATCH_PATH, registerKeyRoutes } from './routes/keys/index.js';
+import { peerCalls } from './routes/internal/peer-call.js';
 import { register as registerPeerProbe } from './routes/internal/probe-for-peer.js';
 import { register as registerPeerRank } from './routes/internal/rank-for-peer.js';
 import { registerLogRoutes } from './routes/log/index.js';
@@ -64,9 +65,12 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
     else if (logger.isLevelEnabled('debug')) logger.debug({ method: c.req.method, route: label, status }, 'request');
   });
 
+  // the replicas' own calls: signed (checked before a body is read), and not the clients' input rules
+  app.use('/internal/*', peerCalls(services, config.replicaUrl));
   app.use('*', bodyLimits(config.bodyLimitBytes));
   // NUL, unpaired surrogates and over-deep JSON, for every route at once (bad-input.ts)
-  app.use('*', rejectBadInput());
+  const badInput = rejectBadInput();
+  app.use('*', (c, next) => (c.req.path.startsWith('/internal/') ? next() : badInput(c, next)));
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
 
@@ -145,17 +149,17 @@ export function createHttpApp(options: HttpAppOptions): OpenAPIHono<AuthEnv> {
 
 /**
  * The body limit of each request: LETHE_BODY_LIMIT_BYTES; POST /v1/keys/batch takes up
- * to 10,000 subject ids, so its limit fits them (or is the setting, if higher); a
- * replica's probe call carries a subject's fingerprints (signed: nothing is parsed
- * before its signature verifies).
+ * to 10,000 subject ids, so its limit fits them (or is the setting, if higher).
  */
 function bodyLimits(bodyLimitBytes: number): MiddlewareHandler {
-  const limits = [bodyLimitBytes, Math.max(bodyLimitBytes, KEY_BATCH_BODY_LIMIT_BYTES), Math.max(bodyLimitBytes, PEER_BODY_LIMIT_BYTES)].map((maxSize) => {
+  const limits = [bodyLimitBytes, Math.max(bodyLimitBytes, KEY_BATCH_BODY_LIMIT_BYTES)].map((maxSize) => {
     const tooLarge = (c: Context) => problem(c, 'payload_too_large', `request bodies are limited to ${maxSize} bytes`);
     return { maxSize, tooLarge, streaming: bodyLimit({ maxSize, onError: tooLarge }) };
   });
   return async (c, next) => {
-    const limit = limits[c.req.method !== 'POST' ? 0 : c.req.path === KEY_BATCH_PATH ? 1 : c.req.path.startsWith('/internal/') ? 2 : 0]!;
+    // /internal/ calls have their own limit, past their signature (peer-call.ts)
+    if (c.req.path.startsWith('/internal/')) return next();
+    const limit = limits[c.req.method === 'POST' && c.req.path === KEY_BATCH_PATH ? 1 : 0]!;
     // On the Node server, decide from the raw headers when possible: asking the Fetch
     // Request for its body would make the adapter build one for every call.
     const headers = c.env?.incoming?.headers;
@@ -167,9 +171,6 @@ function bodyLimits(bodyLimitBytes: number): MiddlewareHandler {
     return limit.streaming(c, next);
   };
 }
-
-/** The most a replica's call to another may carry (a probe part's fingerprints: a subject's records' vectors and shingles). */
-const PEER_BODY_LIMIT_BYTES = 64 * 1024 * 1024;
 
 /** What a retryable 503 (a database outage, a retryable `unavailable`) asks the client to wait before trying again. */
 const RETRY_AFTER_SECONDS = 1;

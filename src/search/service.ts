@@ -92,7 +92,8 @@ type Judged = Omit<SearchHit, 'score'> & { readonly fenceKeys: readonly string[]
 /** Whose records a search judges in scope: an entry's subject (by its key), an artifact's (by its closure: undefined when out of scope). */
 interface JudgeScope {
   readonly hashes: readonly Uint8Array[] | undefined;
-  readonly entrySubject: (c: IndexHit) => string | null;
+  /** An entry's subject by the key it was read back under: undefined when that key is not in the scope. */
+  readonly entrySubject: (keyId: string) => string | null | undefined;
   readonly artifactSubject: (facts: ClosureFacts | undefined) => string | null | undefined;
 }
 
@@ -174,7 +175,8 @@ export class Search {
       rankScope = { keyIds: [...subjectOfKey.keys()], ids: touching.map((t) => t.artifactId) };
       scopeOf = {
         hashes,
-        entrySubject: (c) => subjectOfKey.get(c.keyId) ?? null,
+        // by the key the entry reads back under (never a ranking's say-so: a peer's, on a sharded deployment)
+        entrySubject: (keyId) => subjectOfKey.get(keyId),
         // an artifact is in scope only when every subject its closure reaches is named
         artifactSubject: (f) => (!f || f.foreign ? undefined : f.subjects.length === 1 ? (nameOf.get(f.subjects[0]!) ?? null) : null),
       };
@@ -258,12 +260,13 @@ export class Search {
     for (const c of candidates) {
       if (c.type === 'entry') {
         const e = entries.get(c.id);
-        if (e)
+        const subject = e && scope.entrySubject(e.keyId);
+        if (e && subject !== undefined)
           out.set(c.id, {
             id: c.id,
             type: 'entry',
             text: e.text,
-            subject: scope.entrySubject(c),
+            subject,
             kind: e.kind,
             metadata: e.metadata,
             createdAt: e.createdAt,

@@ -20,6 +20,8 @@ export interface PeerRankRequest {
   /** null: every record (an all-subjects search). */
   readonly scope: RankScope | null;
   readonly shards: ReadonlyArray<{ readonly shard: number; readonly fence: number }>;
+  /** The shard count the asking replica splits by: a replica splitting by another answers for none. */
+  readonly count: number;
 }
 
 export interface PeerRankAnswer {
@@ -70,7 +72,7 @@ export function shardsOf(count: number, scope: { hashes: readonly Uint8Array[]; 
 export function shardedRanker(
   routing: ShardRouting,
   local: () => Promise<((n: number, keep: (id: string) => boolean) => IndexHit[]) | undefined>,
-  request: Omit<PeerRankRequest, 'n' | 'shards'>,
+  request: Omit<PeerRankRequest, 'n' | 'shards' | 'count'>,
   needed: readonly number[],
 ): { rank: AsyncRanker; coverage: ShardCoverage } {
   const coverage: ShardCoverage = { total: routing.count, consulted: [], missing: [] };
@@ -78,12 +80,19 @@ export function shardedRanker(
   const missing = new Set<number>();
   const peers = new Map<string, Array<{ shard: number; fence: number }>>();
   let localUsed = false;
+  /** The shards this replica answers for in this search (each round checks they still are). */
+  const localShards = new Set<number>();
+  /** Ids `keep` refused so far: peers are asked for that many more, so what they send survives the filter. */
+  const refused = new Set<string>();
   let localRank: Promise<((n: number, keep: (id: string) => boolean) => IndexHit[]) | undefined> | undefined;
   const localRanked = (n: number, keep: (id: string) => boolean): Promise<IndexHit[]> =>
     localUsed ? (localRank ??= local()).then((r) => (r ? r(n, keep) : [])) : Promise.resolve([]);
   const take = (p: ShardPlan) => {
     localUsed ||= p.mine.length > 0;
-    for (const s of p.mine) consulted.add(s);
+    for (const s of p.mine) {
+      consulted.add(s);
+      localShards.add(s);
+    }
     for (const [url, list] of p.peers) peers.set(url, [...(peers.get(url) ?? []), ...list]);
   };
   /** Asks each peer for its shards: their hits, with the shards each answered under the fence asked (the others go to `unanswered`). */
@@ -92,10 +101,17 @@ export function shardedRanker(
       [...asked].map(async ([url, shards]) => {
         let answered = new Map<number, number>();
         let hits: IndexHit[] = [];
+        let full = false;
         try {
-          const answer = await routing.ask(url, { ...request, n, shards });
+          const asked = n + refused.size;
+          const answer = await routing.ask(url, { ...request, n: asked, shards, count: routing.count });
+          full = answer.hits.length >= asked;
           answered = new Map(answer.shards.map((s) => [s.shard, s.fence]));
-          hits = answer.hits.filter((h) => keep(h.id));
+          hits = answer.hits.filter((h) => {
+            if (keep(h.id)) return true;
+            refused.add(h.id);
+            return false;
+          });
         } catch {
           // none of its shards answered
         }
@@ -103,7 +119,7 @@ export function shardedRanker(
         for (const s of left) consulted.add(s.shard);
         for (const s of shards) if (answered.get(s.shard) !== s.fence) unanswered.push(s.shard);
         // a replica that answers for none of them is no owner of theirs: its hits are left out
-        return { url, hits: left.length > 0 ? hits : [], left };
+        return { url, hits: left.length > 0 ? hits : [], left, full: full && left.length > 0 };
       }),
     );
   /** What the next rounds ask: each peer for the shards it answered. */
@@ -125,9 +141,19 @@ export function shardedRanker(
     for (const s of p.missing) missing.add(s);
   };
   let routed: Promise<void> | undefined;
+  /** Peers answered as many as asked, yet `keep` left fewer than `n`: they hold more (asked again, for more, twice at most). */
   const rank: AsyncRanker = async (n, keep) => {
+    for (let attempt = 0; ; attempt++) {
+      const { hits, full } = await rankOnce(n, keep);
+      if (hits.length >= n || !full || attempt === 2) return hits;
+    }
+  };
+  const rankOnce = async (n: number, keep: (id: string) => boolean): Promise<{ hits: IndexHit[]; full: boolean }> => {
     routed ??= route();
     await routed;
+    // a shard handed over since the last round is no longer answered here
+    const answering = routing.answering();
+    for (const s of localShards) if (!answering.has(s)) missing.add(s);
     const unanswered: number[] = [];
     const [ranked, remote] = await Promise.all([localRanked(n, keep), askAll(peers, n, keep, unanswered)]);
     keepAsking(remote);
@@ -148,7 +174,7 @@ export function shardedRanker(
     }
     coverage.consulted.splice(0, coverage.consulted.length, ...[...consulted].filter((s) => !missing.has(s)).sort((a, b) => a - b));
     coverage.missing.splice(0, coverage.missing.length, ...[...missing].sort((a, b) => a - b));
-    return merge(lists, n);
+    return { hits: merge(lists, n), full: remote.some((r) => r.full) };
   };
   return { rank, coverage };
 }
@@ -162,7 +188,7 @@ function merge(lists: ReadonlyArray<readonly IndexHit[]>, n: number): IndexHit[]
 
 /** A peer's side: ranks the query over this replica's index for the shards it answers for under the fences asked. */
 export async function rankForPeer(vectors: Vectors, routing: ShardRouting, request: PeerRankRequest): Promise<PeerRankAnswer> {
-  const answering = routing.answering();
+  const answering = request.count === routing.count ? routing.answering() : new Map<number, number>();
   const shards = request.shards.filter((s) => answering.get(s.shard) === s.fence);
   if (shards.length === 0) return { hits: [], shards };
   const rank = await rankerFor(vectors, request.query, request.mode, request.scope ?? undefined);

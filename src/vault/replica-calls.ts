@@ -1,10 +1,18 @@
 /**
- * Calls between replicas (a sharded search asking the owners of other shards): each
- * request carries `x-lethe-replica: v1.<ms>.<nonce>.<mac>`, an HMAC-SHA256 under the
- * 'replica-call' system key (every replica of one vault derives the same key from the
- * root key; no client token works) over the method, path, time, nonce and the body's
- * SHA-256. A call is refused when its MAC is wrong (compared in constant time), its
- * time is more than SKEW_MS from this replica's clock, or its nonce was seen already.
+ * Calls between replicas (a sharded search or probe asking the owners of other shards):
+ * each request carries `x-lethe-replica: v1.<ms>.<nonce>.<digest>.<mac>`, an HMAC-SHA256
+ * under the 'replica-call' system key (every replica of one vault derives the same key
+ * from the root key; no client token works) over the method, path, receiving replica,
+ * time, nonce and the body's SHA-256 (`digest`). The header is checked before the body
+ * is read (so an unsigned call costs no body), then the body against its digest. A call
+ * is refused when its MAC is wrong (compared in constant time), it names another
+ * receiver, its time is more than SKEW_MS from this replica's clock, or its nonce was
+ * seen already.
+ *
+ * The other way round, a replica calls only an address a replica vouched for: each
+ * owner stores its address's MAC beside it (`index_shards.owner_url_mac`), so someone
+ * who can write the database but lacks the root key cannot send searches or a
+ * probe's fingerprints to an address of theirs.
  */
 import { sha256 } from '@noble/hashes/sha2.js';
 import { constantTimeEqual, fromBase64Url, KeyedHasher, randomBytes, toBase64Url, utf8, zeroize } from '../crypto/index.js';
@@ -18,6 +26,9 @@ const NONCES = 100_000;
 
 const bad = (why: string) => new LetheError('unauthorized', `not a call from another replica: ${why}`);
 
+/** A replica's address as calls name it: its origin. */
+const receiver = (url: string): string => new URL(url).origin;
+
 export class ReplicaCalls {
   readonly #mac: KeyedHasher;
   /** Nonce → the call's time, for SKEW_MS on either side of it. */
@@ -29,46 +40,60 @@ export class ReplicaCalls {
     zeroize(key);
   }
 
-  /** The header value for one call. */
-  sign(method: string, path: string, body: Uint8Array, now = Date.now()): string {
+  /** The header value for one call to the replica at `to`. */
+  sign(method: string, path: string, to: string, body: Uint8Array, now = Date.now()): string {
     const nonce = toBase64Url(randomBytes(16));
-    return `v1.${now}.${nonce}.${toBase64Url(this.#macOf(method, path, now, nonce, body))}`;
+    const digest = toBase64Url(sha256(body));
+    return `v1.${now}.${nonce}.${digest}.${toBase64Url(this.#macOf(method, path, receiver(to), now, nonce, digest))}`;
   }
 
-  /** Refuses (`unauthorized`) a header that cannot verify whatever the body: malformed, or its time outside the window (checked before a body is read). */
-  plausible(header: string | undefined, now = Date.now()): void {
-    this.#parse(header, now);
-  }
-
-  /** Refuses (`unauthorized`) a call this vault's replicas did not sign just now, or one seen before. */
-  verify(header: string | undefined, method: string, path: string, body: Uint8Array, now = Date.now()): void {
-    const parts = this.#parse(header, now);
+  /**
+   * Refuses (`unauthorized`) a header this vault's replicas did not sign just now for
+   * this call to `self`, or one seen before; answers the body's digest it vouches for.
+   */
+  verifyHeader(header: string | undefined, method: string, path: string, self: string, now = Date.now()): Uint8Array {
+    const parts = (header ?? '').split('.');
+    if (
+      parts.length !== 5 ||
+      parts[0] !== 'v1' ||
+      !/^\d{1,15}$/.test(parts[1]!) ||
+      !/^[A-Za-z0-9_-]{22}$/.test(parts[2]!) ||
+      !/^[A-Za-z0-9_-]{43}$/.test(parts[3]!)
+    ) {
+      throw bad('no valid signature');
+    }
     const at = Number(parts[1]);
-    const mac = fromBase64Url(parts[3]!);
-    if (!mac || !constantTimeEqual(mac, this.#macOf(method, path, at, parts[2]!, body))) throw bad('no valid signature');
+    const mac = fromBase64Url(parts[4]!);
+    if (!mac || !constantTimeEqual(mac, this.#macOf(method, path, receiver(self), at, parts[2]!, parts[3]!))) throw bad('no valid signature');
+    if (Math.abs(now - at) > SKEW_MS) throw bad(`its time is more than ${SKEW_MS / 1000} s from this replica's clock`);
     this.#forgetOld(now);
     if (this.#seen.has(parts[2]!)) throw bad('it was seen before');
     this.#seen.set(parts[2]!, at);
+    return fromBase64Url(parts[3]!)!;
+  }
+
+  /** Refuses (`unauthorized`) a body that is not the one the verified header's digest names. */
+  verifyBody(digest: Uint8Array, body: Uint8Array): void {
+    if (!constantTimeEqual(digest, sha256(body))) throw bad('the body is not the one it signed');
+  }
+
+  /** A replica's MAC of its own address, stored beside it in `index_shards`: a peer calls only an address one of this vault's replicas vouched for. */
+  addressMac(url: string): string {
+    return toBase64Url(this.#mac.hash(utf8.encode(`v1\naddress\n${url}`)));
+  }
+
+  /** Whether `mac` is a replica's MAC of `url` (constant time). */
+  vouches(url: string, mac: string | null): boolean {
+    const given = mac === null ? undefined : fromBase64Url(mac);
+    return given !== undefined && constantTimeEqual(given, this.#mac.hash(utf8.encode(`v1\naddress\n${url}`)));
   }
 
   close(): void {
     this.#mac.destroy();
   }
 
-  #parse(header: string | undefined, now: number): string[] {
-    const parts = (header ?? '').split('.');
-    if (parts.length !== 4 || parts[0] !== 'v1' || !/^\d{1,15}$/.test(parts[1]!) || !/^[A-Za-z0-9_-]{22}$/.test(parts[2]!)) throw bad('no valid signature');
-    if (Math.abs(now - Number(parts[1])) > SKEW_MS) throw bad(`its time is more than ${SKEW_MS / 1000} s from this replica's clock`);
-    return parts;
-  }
-
-  #macOf(method: string, path: string, at: number, nonce: string, body: Uint8Array): Uint8Array {
-    const head = utf8.encode(`v1\n${method.toUpperCase()}\n${path}\n${at}\n${nonce}\n`);
-    const digest = sha256(body);
-    const message = new Uint8Array(head.length + digest.length);
-    message.set(head);
-    message.set(digest, head.length);
-    return this.#mac.hash(message);
+  #macOf(method: string, path: string, to: string, at: number, nonce: string, digest: string): Uint8Array {
+    return this.#mac.hash(utf8.encode(`v1\n${method.toUpperCase()}\n${path}\n${to}\n${at}\n${nonce}\n${digest}`));
   }
 
   #forgetOld(now: number): void {

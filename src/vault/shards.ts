@@ -8,20 +8,23 @@
  * - Every change of owner increments the shard's `fence`. An owner acts for a shard
  *   (marks it ready, answers a peer's query for it) only under the fence it was given;
  *   a peer compares the fence it routed by with the one the owner answers under.
- * - Each replica holds about shards ÷ live replicas (live: a heartbeat row seen within
- *   DEAD_AFTER_BEATS heartbeats): one holding more than its share (rounded up) lets the
+ * - Each replica holds about shards ÷ live members (`index_shard_members`: a row each
+ *   replica writes at every tick, with its shard count; live for three ticks, at least a
+ *   lease): one holding more than its share (rounded up) lets the
  *   extra go, one at its share lets one go while a live replica holds less than the
  *   share rounded down, and a replica holding fewer takes unowned or expired ones. Once
- *   split, nothing moves until a replica comes or goes.
+ *   split, nothing moves until a replica comes or goes. A replica takes nothing at its
+ *   first tick (it only joins), so replicas starting together split the shards rather
+ *   than the first taking all. A live member naming another
+ *   count stops every replica from taking shards (and a new one from starting).
  * - A replica that could not renew stops acting for its shards once the lease it last
  *   renewed has run out by its own clock, less a fifth of it.
  */
 import { sha256 } from '@noble/hashes/sha2.js';
 import { type SQL, sql } from 'drizzle-orm';
 import { utf8 } from '../crypto/index.js';
-import { type Database, queryRows } from '../db/client.js';
+import { type Database, type Executor, queryRows } from '../db/client.js';
 import { LetheError } from '../errors.js';
-import { DEAD_AFTER_BEATS, HEARTBEAT_MS } from './replicas.js';
 
 /** How long a lease lasts unless renewed (a dead replica's shards are taken within this plus a tick). */
 export const LEASE_MS = 10_000;
@@ -36,6 +39,8 @@ export interface ShardRow {
   readonly shard: number;
   readonly owner: string | null;
   readonly url: string | null;
+  /** The owner's MAC of `url` (ReplicaCalls.addressMac): checked before the address is called. */
+  readonly urlMac: string | null;
   readonly fence: number;
   readonly state: 'rebuilding' | 'ready';
   /** Owned and its lease not run out (the database's clock). */
@@ -49,22 +54,40 @@ export interface ShardChange {
   readonly lost: readonly number[];
 }
 
-type Raw = { shard: number; owner: string | null; owner_url: string | null; fence: string | number; state: 'rebuilding' | 'ready'; live: boolean | string };
+type Raw = {
+  shard: number;
+  owner: string | null;
+  owner_url: string | null;
+  owner_url_mac: string | null;
+  fence: string | number;
+  state: 'rebuilding' | 'ready';
+  live: boolean | string;
+};
 
 export class ShardLeases {
   readonly #db: Database;
-  readonly #o: { readonly shards: number; readonly replicaId: string; readonly url: string; readonly leaseMs: number; readonly heartbeatMs: number };
+  readonly #o: {
+    readonly shards: number;
+    readonly replicaId: string;
+    readonly url: string;
+    readonly urlMac: string;
+    readonly leaseMs: number;
+    readonly tickMs: number;
+  };
   /** Shard → the fence it is held under. */
   readonly #held = new Map<number, number>();
   /** When (this process's clock) the leases were last renewed. */
   #renewedAt = 0;
+  /** Whether this replica's member row was written at an earlier tick. */
+  #joined = false;
 
-  constructor(db: Database, options: { shards: number; replicaId: string; url: string; leaseMs?: number; heartbeatMs?: number }) {
+  /** `urlMac`: this replica's MAC of its own `url` (ReplicaCalls.addressMac), stored beside it for the others to check. */
+  constructor(db: Database, options: { shards: number; replicaId: string; url: string; urlMac: string; leaseMs?: number; tickMs?: number }) {
     if (!Number.isInteger(options.shards) || options.shards < 1 || options.shards > MAX_SHARDS) {
       throw new LetheError('validation_failed', `shards must be 1 to ${MAX_SHARDS}`);
     }
     this.#db = db;
-    this.#o = { leaseMs: LEASE_MS, heartbeatMs: HEARTBEAT_MS, ...options };
+    this.#o = { leaseMs: LEASE_MS, tickMs: TICK_MS, ...options };
   }
 
   get count(): number {
@@ -82,13 +105,15 @@ export class ShardLeases {
   }
 
   /**
-   * Creates the shard rows. Refuses (`conflict`) when the table holds another count of
-   * shards that some replica still holds: replicas must agree on LETHE_INDEX_SHARDS.
+   * Creates the shard rows. Refuses (`conflict`) while a live member names another
+   * count, or the table holds more shards and a replica still holds one of them:
+   * every replica needs the same LETHE_INDEX_SHARDS.
    */
   async init(): Promise<void> {
     const n = this.#o.shards;
     await this.#db.transaction(async (tx) => {
       await tx.execute(sql`lock table index_shards in exclusive mode`);
+      await this.#refuseOtherCounts(tx);
       const [other] = await queryRows<{ n: number }>(
         tx,
         sql`select count(*)::int as n from index_shards where shard >= ${n} and owner is not null and expires_at > now()`,
@@ -101,7 +126,26 @@ export class ShardLeases {
       }
       await tx.execute(sql`delete from index_shards where shard >= ${n}`);
       await tx.execute(sql`insert into index_shards (shard) select generate_series(0, ${n - 1}) on conflict (shard) do nothing`);
+      await tx.execute(sql`delete from index_shard_members where seen_at < now() - interval '1 hour'`);
     });
+  }
+
+  async #refuseOtherCounts(exec: Executor): Promise<void> {
+    const [other] = await queryRows<{ shards: number }>(
+      exec,
+      sql`select shards from index_shard_members where shards <> ${this.#o.shards} and seen_at > now() - make_interval(secs => ${this.#memberSeconds()}) limit 1`,
+    );
+    if (other) {
+      throw new LetheError(
+        'conflict',
+        `a live replica splits the index into ${other.shards} shards and this one into ${this.#o.shards}: every replica needs the same LETHE_INDEX_SHARDS`,
+      );
+    }
+  }
+
+  /** How long a member counts as live after its last tick (three ticks, at least a lease). */
+  #memberSeconds(): number {
+    return Math.max(this.#o.leaseMs, 3 * this.#o.tickMs) / 1000;
   }
 
   /** Renews the leases held, lets go of more than this replica's share, takes shards up to it. */
@@ -110,9 +154,13 @@ export class ShardLeases {
     const lease = this.#o.leaseMs / 1000;
     const before = new Map(this.#held);
     const startedAt = Date.now();
+    await this.#db.execute(sql`insert into index_shard_members (replica_id, shards, seen_at) values (${me}, ${this.#o.shards}, now())
+                                on conflict (replica_id) do update set shards = excluded.shards, seen_at = now()`);
+    // replicas that disagree on the count would split subjects differently: take nothing until they agree
+    await this.#refuseOtherCounts(this.#db);
     const renewed = await queryRows<{ shard: number; fence: string | number }>(
       this.#db,
-      sql`update index_shards set expires_at = now() + make_interval(secs => ${lease}), owner_url = ${this.#o.url}
+      sql`update index_shards set expires_at = now() + make_interval(secs => ${lease}), owner_url = ${this.#o.url}, owner_url_mac = ${this.#o.urlMac}
            where owner = ${me} and expires_at > now() returning shard, fence`,
     );
     this.#held.clear();
@@ -122,6 +170,11 @@ export class ShardLeases {
     if (strays.length > 0) await this.#letGo(strays);
     this.#renewedAt = startedAt;
 
+    // the first tick only joins: replicas starting together see each other before any takes a share (not all of it)
+    if (!this.#joined) {
+      this.#joined = true;
+      return { gained: new Map(), lost: [...before.keys()] };
+    }
     const { alive, holdings } = await this.#liveReplicas();
     const share = Math.ceil(this.#o.shards / alive);
     const floor = Math.floor(this.#o.shards / alive);
@@ -136,7 +189,7 @@ export class ShardLeases {
     } else if (this.#held.size < share) {
       const taken = await queryRows<{ shard: number; fence: string | number }>(
         this.#db,
-        sql`update index_shards set owner = ${me}, owner_url = ${this.#o.url}, fence = fence + 1, state = 'rebuilding',
+        sql`update index_shards set owner = ${me}, owner_url = ${this.#o.url}, owner_url_mac = ${this.#o.urlMac}, fence = fence + 1, state = 'rebuilding',
                   expires_at = now() + make_interval(secs => ${lease})
              where shard in (select shard from index_shards
                               where shard < ${this.#o.shards} and (owner is null or expires_at <= now())
@@ -167,13 +220,14 @@ export class ShardLeases {
   async rows(): Promise<ShardRow[]> {
     const raw = await queryRows<Raw>(
       this.#db,
-      sql`select shard, owner, owner_url, fence, state, (owner is not null and expires_at > now()) as live
+      sql`select shard, owner, owner_url, owner_url_mac, fence, state, (owner is not null and expires_at > now()) as live
             from index_shards where shard < ${this.#o.shards} order by shard`,
     );
     return raw.map((r) => ({
       shard: r.shard,
       owner: r.owner,
       url: r.owner_url,
+      urlMac: r.owner_url_mac,
       fence: Number(r.fence),
       state: r.state,
       live: r.live === true || r.live === 't',
@@ -189,22 +243,26 @@ export class ShardLeases {
 
   async #letGo(shards: readonly number[]): Promise<void> {
     await this.#db.execute(
-      sql`update index_shards set owner = null, owner_url = null, expires_at = null, state = 'rebuilding'
+      sql`update index_shards set owner = null, owner_url = null, owner_url_mac = null, expires_at = null, state = 'rebuilding'
            where owner = ${this.#o.replicaId} and shard = any(${`{${shards.join(',')}}`}::int[])`,
     );
   }
 
-  /** Replicas alive by their heartbeat rows (this one counted even before its first), and how many shards each holds. */
+  /** The live members (this one included: it wrote its row this tick), and how many shards each holds. */
   async #liveReplicas(): Promise<{ alive: number; holdings: Array<[string, number]> }> {
-    const deadAfter = (this.#o.heartbeatMs * DEAD_AFTER_BEATS) / 1000;
     const rows = await queryRows<{ replica_id: string; n: number }>(
       this.#db,
-      sql`select h.replica_id, (select count(*)::int from index_shards s where s.owner = h.replica_id and s.expires_at > now()) as n
-            from replica_heartbeats h where h.seen_at > now() - make_interval(secs => ${deadAfter})`,
+      sql`select m.replica_id, (select count(*)::int from index_shards s where s.owner = m.replica_id and s.expires_at > now()) as n
+            from index_shard_members m where m.seen_at > now() - make_interval(secs => ${this.#memberSeconds()})`,
     );
     const holdings: Array<[string, number]> = rows.map((r) => [r.replica_id, r.n]);
     if (!holdings.some(([id]) => id === this.#o.replicaId)) holdings.push([this.#o.replicaId, this.#held.size]);
     return { alive: holdings.length, holdings };
+  }
+
+  /** A clean shutdown's last step: this replica is no member any more (the others share its shards at once). */
+  async leave(): Promise<void> {
+    await this.#db.execute(sql`delete from index_shard_members where replica_id = ${this.#o.replicaId}`);
   }
 }
 

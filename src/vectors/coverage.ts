@@ -3,7 +3,9 @@ import { sql } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
 import { describeError } from '../observability/logger.js';
 import { type Coverage, ownedRowsSql, type VectorsContext } from './context.js';
+import { PLACE_SQL } from '../vault/shards.js';
 import { load, unpublish } from './publish.js';
+import { rememberRow } from './sharding.js';
 
 /**
  * How far this replica's lexical index covers the stored rows: the sealed rows of live
@@ -35,13 +37,15 @@ export async function reconcile(c: VectorsContext): Promise<Coverage & { loaded:
   const before = new Set(c.current.lexical.ids());
   // a sharded replica's: the rows of the shards it holds
   const owned = ownedRowsSql(c);
-  const rows = await queryRows<{ record_id: string }>(
+  const rows = await queryRows<{ record_id: string; key_id?: string; record_type?: string; place?: string | number }>(
     c.d.db,
     owned
-      ? sql`select e.record_id from embeddings e left join subject_keys s on e.record_type = 'entry' and s.key_id = e.key_id
+      ? sql`select e.record_id, e.key_id, e.record_type, ${PLACE_SQL} as place
+              from embeddings e left join subject_keys s on e.record_type = 'entry' and s.key_id = e.key_id
              where ${owned} and not exists (select 1 from destruction_ledger d where d.key_id = e.key_id)`
       : sql`select record_id from embeddings e where not exists (select 1 from destruction_ledger d where d.key_id = e.key_id)`,
   );
+  for (const r of rows) if (r.key_id && r.record_type) rememberRow(c, { key_id: r.key_id, record_type: r.record_type as 'entry' | 'artifact', place: r.place });
   const [queue] = await queryRows<{ q: string | number }>(c.d.db, sql`select count(*) as q from index_queue`);
   const queued = Number(queue?.q ?? 0);
   const stored = new Set(rows.map((r) => r.record_id));

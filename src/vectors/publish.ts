@@ -10,7 +10,8 @@ import { isLetheError, LetheError } from '../errors.js';
 import { describeError } from '../observability/logger.js';
 import { type IndexedRecord, indexesOf, keyFor, ownedRowsSql, type SealedRow, type VectorsContext } from './context.js';
 import { openSealedRecord, type WrittenEmbedding } from './embeddings.js';
-import { lookUpPlaces, owns } from './sharding.js';
+import { PLACE_SQL } from '../vault/shards.js';
+import { lookUpPlaces, owns, rememberRow } from './sharding.js';
 
 /** How many recently destroyed key ids a replica remembers (to refuse a late load of their vectors). */
 const DESTROYED_MEMORY = 10_000;
@@ -148,12 +149,13 @@ export async function load(c: VectorsContext, recordId: string): Promise<void> {
   const [row] = await queryRows<SealedRow>(
     c.d.db,
     owned
-      ? sql`select e.record_id, e.record_type, e.key_id, e.model, e.sealed, e.fold_version
+      ? sql`select e.record_id, e.record_type, e.key_id, e.model, e.sealed, e.fold_version, ${PLACE_SQL} as place
               from embeddings e left join subject_keys s on e.record_type = 'entry' and s.key_id = e.key_id
              where e.record_id = ${recordId} and ${owned}`
       : sql`select record_id, record_type, key_id, model, sealed, fold_version from embeddings where record_id = ${recordId}`,
   );
   if (!row) return;
+  rememberRow(c, row);
   let key: Uint8Array;
   try {
     key = await keyFor(c, row.record_type, row.key_id);

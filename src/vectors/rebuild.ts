@@ -12,7 +12,7 @@ import { PLACE_SQL } from '../vault/shards.js';
 import { freshIndexes, type Indexes, keyFor, ownedRowsSql, type RebuildOptions, type RebuildResult, type SealedRow, type VectorsContext } from './context.js';
 import { BatchBuilder, type BatchRow, type OpenedBatch } from './open-batch.js';
 import { type Opener, openers } from './open-pool.js';
-import { rememberPlace } from './sharding.js';
+import { rememberRow } from './sharding.js';
 import type { IndexedVector } from './vector-index.js';
 
 /** Rows a rebuild sends to be opened at a time (their graph insertions then run as one batch). */
@@ -190,8 +190,7 @@ async function queuePage(
   let i = 0;
   while (i < rows.length) {
     const keyId = rows[i]!.key_id;
-    const place = rows[i]!.place;
-    if (place !== undefined && rows[i]!.record_type === 'entry') rememberPlace(c, keyId, Number(place));
+    rememberRow(c, rows[i]!);
     let j = i;
     while (j < rows.length && rows[j]!.key_id === keyId) j++;
     let key: Uint8Array | undefined;

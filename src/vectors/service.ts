@@ -14,7 +14,9 @@
  * reindex.ts (rows of an older comparison form) and deletions.ts (inside another
  * operation's transaction).
  */
-import type { Transaction } from '../db/client.js';
+import { sql } from 'drizzle-orm';
+import { queryRows, type Transaction } from '../db/client.js';
+import { idArrayLiteral } from '../ids.js';
 import { LetheError } from '../errors.js';
 import type { Embedder } from './embedder.js';
 import type { SealedEmbedding, WrittenEmbedding } from './embeddings.js';
@@ -35,6 +37,7 @@ import { rebuild } from './rebuild.js';
 import { countStale, reindex, staleRows } from './reindex.js';
 import { reseal, seal, sealEach } from './seal.js';
 import { SealPool } from './seal-pool.js';
+import { indexedIn } from './sharding.js';
 import type { ShingleIndex } from './shingle-index.js';
 import type { TextShingles } from './shingles.js';
 import type { RecordType, VectorIndex } from './vector-index.js';
@@ -131,6 +134,9 @@ export class Vectors {
     return this.#c.shards;
   }
 
+  /** How many records the lexical index holds in these shards (all it holds, unsharded). */
+  indexedIn = (shards: ReadonlySet<number>): number => indexedIn(this.#c, shards);
+
   /**
    * A sharded replica indexes these shards from now on: writes of others are left out at
    * once, and a rebuild fills the indexes with theirs (resolves once it is swapped in).
@@ -145,6 +151,16 @@ export class Vectors {
   staleRows = (limit: number, after?: string): Promise<Array<{ recordId: string; recordType: RecordType; keyId: string }>> => staleRows(this.#c, limit, after);
   countStale = (): Promise<number> => countStale(this.#c);
   reindex = (records: ReadonlyArray<Text & { keyId: string }>): Promise<number> => reindex(this.#c, records);
+
+  /** The key each of these records' sealed rows is stored under (records without one are absent). */
+  storedKeys = async (recordIds: readonly string[]): Promise<Map<string, string>> => {
+    if (recordIds.length === 0) return new Map();
+    const rows = await queryRows<{ record_id: string; key_id: string }>(
+      this.#c.d.db,
+      sql`select record_id, key_id from embeddings where record_id = any(${idArrayLiteral(recordIds)}::text[])`,
+    );
+    return new Map(rows.map((r) => [r.record_id, r.key_id]));
+  };
 
   deleteSealedUnder = (tx: Transaction, keyIds: readonly string[]): Promise<void> => deleteSealedUnder(tx, keyIds);
   deleteRecord = (tx: Transaction, recordId: string): Promise<void> => deleteRecord(tx, recordId);

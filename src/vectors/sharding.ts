@@ -5,8 +5,8 @@
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
 import { idArrayLiteral } from '../ids.js';
-import { placeOfArtifact, placeOfSubject } from '../vault/shards.js';
-import { type IndexedRecord, ownsPlace, type VectorsContext } from './context.js';
+import { placeOfArtifact, placeOfSubject, shardOf } from '../vault/shards.js';
+import { type IndexedRecord, ownsPlace, type SealedRow, type VectorsContext } from './context.js';
 
 /** Entry keys whose places a replica remembers (one per subject key; the oldest forgotten first). */
 const KEY_PLACES = 100_000;
@@ -38,4 +38,28 @@ export function owns(c: VectorsContext, r: Pick<IndexedRecord, 'recordId' | 'rec
   if (!c.shards) return true;
   const place = placeOf(c, r);
   return place === undefined ? undefined : ownsPlace(c, place);
+}
+
+/** Remembers the place of a sealed row read with its place (a sharded replica's queries select it). */
+export function rememberRow(c: VectorsContext, row: Pick<SealedRow, 'key_id' | 'record_type' | 'place'>): void {
+  if (row.place !== undefined && row.place !== null && row.record_type === 'entry') rememberPlace(c, row.key_id, Number(row.place));
+}
+
+/**
+ * How many records this replica's lexical index holds in `shards` (what a sharded
+ * probe counts each shard's coverage from): a record of another shard — one a rebuild
+ * has not dropped yet — or whose place is not known, is not counted.
+ */
+export function indexedIn(c: VectorsContext, shards: ReadonlySet<number>): number {
+  const s = c.shards;
+  if (!s) return c.current.lexical.size;
+  const lexical = c.current.lexical;
+  let n = 0;
+  for (const id of lexical.ids()) {
+    const slot = lexical.slotOf(id);
+    const r = slot === undefined ? undefined : lexical.recordAt(slot);
+    const place = r && placeOf(c, { recordId: r.id, recordType: r.type, keyId: r.keyId });
+    if (place !== undefined && shards.has(shardOf(place, s.count))) n++;
+  }
+  return n;
 }

@@ -271,6 +271,16 @@ describe('combineProbeScores (a sharded probe)', () => {
     expect(combined.recovered).toBe(0);
     expect(combineProbeScores([part])).toBe(part);
   });
+
+  it("a record one part counts as a match (its ruling lapsed there) stays a match, whatever another part's dismissal says", () => {
+    const base = { recovered: 0, lapsed: [], examined: { shingleIndex: 0, vectorIndex: 0, provenance: 0 }, cappedShingles: 0, fallbacks: 0, perRecord: [] };
+    const dismissedHere = { ...base, matches: [], dismissedMatches: [{ id: 'entry_x', score: 0.4 }] };
+    const lapsedThere = { ...base, matches: [{ id: 'entry_x', tier: 'log' as const, score: 0.6 }], dismissedMatches: [], lapsed: ['entry_x'] };
+    const combined = combineProbeScores([dismissedHere, lapsedThere]);
+    expect(combined.matches.map((m) => m.id)).toEqual(['entry_x']);
+    expect(combined.dismissedMatches).toEqual([]);
+    expect(combined.lapsed).toEqual(['entry_x']);
+  });
 });
 
 describe('ShingleIndex', () => {

@@ -14,6 +14,7 @@ const row = (shard: number, owner: string | null, fence: number, state: 'ready' 
   shard,
   owner,
   url: owner && `http://${owner}`,
+  urlMac: null,
   fence,
   state,
   live: owner !== null,
@@ -97,6 +98,29 @@ describe('shardedRanker', () => {
     });
     const { rank, coverage } = shardedRanker(r, async () => undefined, request, [0, 1]);
     expect((await rank(5, (id) => id !== 'x')).map((h) => h.id)).toEqual(['y']);
+    expect(coverage.missing).toEqual([0]);
+  });
+
+  it('asks a peer that answered in full for more when `keep` left fewer than n, so a search is not cut short', async () => {
+    const all = Array.from({ length: 20 }, (_, i) => hit(`h${i}`, 1 - i / 100));
+    const { r, asked } = routing([row(0, 'b', 1)], {
+      peers: { 'http://b': (q) => ({ hits: all.slice(0, q.n), shards: q.shards }) },
+    });
+    const { rank } = shardedRanker(r, async () => undefined, request, [0]);
+    // the first five are refused (unreadable, out of range): five more are asked for
+    const got = await rank(5, (id) => !['h0', 'h1', 'h2', 'h3', 'h4'].includes(id));
+    expect(got.map((h) => h.id)).toEqual(['h5', 'h6', 'h7', 'h8', 'h9']);
+    expect(asked.length).toBe(2);
+  });
+
+  it('a shard this replica stopped answering for between rounds is named missing', async () => {
+    const answering = new Map([[0, 1]]);
+    const { r } = routing([row(0, 'me', 1)], { answering });
+    const { rank, coverage } = shardedRanker(r, async () => () => [hit('m1', 0.5)], request, [0]);
+    await rank(5, () => true);
+    expect(coverage.missing).toEqual([]);
+    answering.clear();
+    await rank(20, () => true);
     expect(coverage.missing).toEqual([0]);
   });
 

@@ -9,9 +9,10 @@
  * the lease (10 s) plus a rebuild. A call to the internal route without the replicas'
  * signature is refused.
  */
-import { createServer } from 'node:net';
+import { createServer as createHttpServer, request as httpRequest } from 'node:http';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../infra/local-server.js';
 import { createTestDatabase, type TestDatabase } from '../support/pg.js';
 import { CLI, type RunningService, startService } from '../support/process.js';
 import { until } from '../support/until.js';
@@ -20,17 +21,6 @@ import { TOKENS, tempDir, testEnv } from '../support/vault.js';
 const SHARDS = 6;
 const SUBJECTS = 24;
 const headers = (role: keyof typeof TOKENS) => ({ authorization: `Bearer ${TOKENS[role]}`, 'content-type': 'application/json' });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 type SearchAnswer = {
   hits: Array<{ id: string; text: string; subject: string | null }>;
@@ -98,6 +88,19 @@ describe('three replicas, six shards', () => {
       fence: string;
       live: boolean;
     }>;
+  /** Every shard held and ready, two per replica. */
+  const evenlySplit = () =>
+    until(
+      'every shard held and ready, two per replica',
+      async () => {
+        const rows = await allReady();
+        if (!rows) return false;
+        const per = new Map<string, number>();
+        for (const r of rows) per.set(r.owner!, (per.get(r.owner!) ?? 0) + 1);
+        return per.size === 3 && [...per.values()].every((n) => n === 2);
+      },
+      60_000,
+    );
   const allReady = async () => {
     const rows = await shardRows();
     return rows.length === SHARDS && rows.every((r) => r.live && r.state === 'ready') ? rows : undefined;
@@ -112,17 +115,7 @@ describe('three replicas, six shards', () => {
       replicas.push(await startService(process.execPath, [...CLI, 'serve'], { ...env, PORT: String(port), LETHE_REPLICA_URL: `http://127.0.0.1:${port}` }));
     }
     // each holds its share, every shard searchable
-    await until(
-      'every shard held and ready, two per replica',
-      async () => {
-        const rows = await allReady();
-        if (!rows) return false;
-        const per = new Map<string, number>();
-        for (const r of rows) per.set(r.owner!, (per.get(r.owner!) ?? 0) + 1);
-        return per.size === 3 && [...per.values()].every((n) => n === 2);
-      },
-      60_000,
-    );
+    await evenlySplit();
     for (let i = 0; i < SUBJECTS; i++) {
       const res = await fetch(`${replicas[i % 3]!.url}/v1/subjects/user:shard-${i}/entries`, {
         method: 'POST',
@@ -219,6 +212,59 @@ describe('three replicas, six shards', () => {
     }
   });
 
+  it('an address written into index_shards without the root key is never called: the shard is missing, nothing reaches it', async () => {
+    const received: string[] = [];
+    const trap = createHttpServer((req, res) => {
+      received.push(`${req.method} ${req.url}`);
+      res.writeHead(500).end();
+    });
+    await new Promise<void>((r) => trap.listen(0, '127.0.0.1', r));
+    const trapUrl = `http://127.0.0.1:${(trap.address() as { port: number }).port}`;
+    try {
+      // the owners renew their own address every tick: keep writing the trap's for a few ticks
+      const deadline = Date.now() + 6_000;
+      let partial = 0;
+      while (Date.now() < deadline) {
+        await sql`update index_shards set owner_url = ${trapUrl}`;
+        // not subject 5: erased above
+        for (const i of [0, 1, 2, 3, 4, 6]) {
+          const { status, body } = await search(replicas[i % 3]!, { query: marker(i), subject: `user:shard-${i}`, k: 3 });
+          expect(status).toBe(200);
+          if (body.partial) partial++;
+          else expect(body.hits.map((h) => h.text)).toEqual([noteOf(i)]);
+        }
+      }
+      expect(received).toEqual([]);
+      expect(partial).toBeGreaterThan(0);
+    } finally {
+      trap.close();
+    }
+  });
+
+  it('a shard claimed in SQL for a replica that does not exist: the probe waits for it, never certifying, and completes once a replica holds it', async () => {
+    // what database write access can do: hand shard 0 to a ghost, for ever, "ready"
+    await sql`update index_shards set owner = 'ghost', owner_url = null, owner_url_mac = null, fence = fence + 100, state = 'ready', expires_at = 'infinity' where shard = 0`;
+    const requested = await fetch(`${replicas[2]!.url}/v1/erasures`, {
+      method: 'POST',
+      headers: headers('eraser'),
+      body: JSON.stringify({ subject: 'user:shard-6' }),
+    });
+    const { erasureId } = (await requested.json()) as { erasureId: string };
+    const transitions = async () =>
+      (await sql`select detail from erasure_transitions where erasure_id = ${erasureId} order by id`) as unknown as Array<{ detail: string | null }>;
+    await until(
+      'the probe to wait for shard 0',
+      async () => (await transitions()).some((t) => /index shard\(s\) 0 of 6 have no searchable owner/.test(t.detail ?? '')),
+      60_000,
+    );
+    const view = async () => (await (await fetch(`${replicas[2]!.url}/v1/erasures/${erasureId}`, { headers: headers('eraser') })).json()) as { status: string };
+    expect(['completed', 'incomplete']).not.toContain((await view()).status);
+    // the ghost's claim removed: a replica takes shard 0 at its next tick, and the erasure completes
+    await sql`update index_shards set owner = null, expires_at = null, state = 'rebuilding' where shard = 0 and owner = 'ghost'`;
+    await until('the erasure to end', async () => ['completed', 'incomplete', 'failed'].includes((await view()).status), 90_000);
+    expect((await view()).status).toBe('completed');
+  });
+
   it('the internal routes refuse a call without the replicas’ signature (an admin token is not one), or with a forged one', async () => {
     for (const path of ['/internal/v1/rank', '/internal/v1/probe']) {
       const body = JSON.stringify({ query: 'garden', mode: 'hybrid', n: 5, scope: null, shards: [{ shard: 0, fence: 1 }] });
@@ -227,14 +273,35 @@ describe('three replicas, six shards', () => {
       expect(unsigned.headers.get('content-type')).toMatch(/problem\+json/);
       const forged = await fetch(`${replicas[0]!.url}${path}`, {
         method: 'POST',
-        headers: { ...headers('admin'), 'x-lethe-replica': `v1.${Date.now()}.AAAAAAAAAAAAAAAAAAAAAA.${'A'.repeat(43)}` },
+        headers: { ...headers('admin'), 'x-lethe-replica': `v1.${Date.now()}.AAAAAAAAAAAAAAAAAAAAAA.${'A'.repeat(43)}.${'A'.repeat(43)}` },
         body,
       });
       expect(forged.status, path).toBe(401);
+      // refused on its headers: a body of 100 MB is announced and never sent, and the answer comes anyway
+      const early = await new Promise<number>((resolve, reject) => {
+        const req = httpRequest(
+          `${replicas[0]!.url}${path}`,
+          { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(100_000_000) } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        req.on('error', reject);
+        req.setTimeout(10_000, () => req.destroy(new Error('no answer before the body')));
+        req.write('{');
+      });
+      expect(early, path).toBe(401);
     }
   });
 
   it('a killed replica’s shards: searches answer at once, marked partial; then taken over and whole again', async () => {
+    // every owner's own address back (the test above wrote another)
+    await until('searches whole again', async () => {
+      const { body } = await search(replicas[1]!, { query: 'garden', allSubjects: true, k: 3 }, 'admin');
+      return body.partial === false;
+    });
+    await evenlySplit();
     const rows = (await allReady())!;
     const victim = replicas[0]!;
     const victimId = ((await (await fetch(`${victim.url}/readyz`)).json()) as { replica: { id: string } }).replica.id;
@@ -249,7 +316,7 @@ describe('three replicas, six shards', () => {
       async () => {
         let all = true;
         for (let i = 0; i < SUBJECTS; i++) {
-          if (i === 5) continue; // erased above
+          if (i === 5 || i === 6) continue; // erased above
           const { status, body, ms } = await search(survivors[i % 2]!, { query: marker(i), subject: `user:shard-${i}`, k: 3 });
           expect(status).toBe(200);
           expect(ms).toBeLessThan(20_000);

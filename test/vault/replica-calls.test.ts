@@ -1,7 +1,9 @@
 /**
  * Calls between replicas are signed with the replicas' own key (src/vault/replica-calls.ts):
- * a call verifies once; a replay, another body, path or method, another vault's key, a
- * time outside the window or a malformed header is refused `unauthorized`.
+ * a header verifies once, before the body is read, for the replica it names; the body
+ * must be the one it signed. A replay, another path, method or receiver, another vault's
+ * key, a time outside the window, a malformed header or another body is refused
+ * `unauthorized`; an address is vouched for only under a replica's MAC of it.
  */
 import { describe, expect, it } from 'vitest';
 import { isLetheError } from '../../src/errors.js';
@@ -9,6 +11,7 @@ import { ReplicaCalls, SKEW_MS } from '../../src/vault/replica-calls.js';
 
 const key = () => new Uint8Array(32).fill(7);
 const body = new TextEncoder().encode('{"query":"garden"}');
+const B = 'http://10.0.0.2:8787';
 const refused = (fn: () => void) => {
   try {
     fn();
@@ -19,34 +22,47 @@ const refused = (fn: () => void) => {
 };
 
 describe('ReplicaCalls', () => {
-  it('verifies a signed call once; its replay is refused', () => {
+  it('verifies a signed call once, for the replica it names, and its body; a replay is refused', () => {
     const a = new ReplicaCalls(key());
     const b = new ReplicaCalls(key());
-    const header = a.sign('POST', '/internal/v1/rank', body);
-    expect(() => b.verify(header, 'POST', '/internal/v1/rank', body)).not.toThrow();
-    expect(refused(() => b.verify(header, 'POST', '/internal/v1/rank', body))).toBe(true);
+    const header = a.sign('POST', '/internal/v1/rank', `${B}/`, body);
+    const digest = b.verifyHeader(header, 'POST', '/internal/v1/rank', B);
+    expect(() => b.verifyBody(digest, body)).not.toThrow();
+    expect(refused(() => b.verifyBody(digest, new TextEncoder().encode('{"query":"gardens"}')))).toBe(true);
+    expect(refused(() => b.verifyHeader(header, 'POST', '/internal/v1/rank', B))).toBe(true);
   });
 
-  it('refuses another body, path or method, and another vault’s key', () => {
+  it('refuses another path, method or receiver, and another vault’s key', () => {
     const a = new ReplicaCalls(key());
     const b = new ReplicaCalls(key());
     const other = new ReplicaCalls(new Uint8Array(32).fill(8));
-    const h = () => a.sign('POST', '/internal/v1/rank', body);
-    expect(refused(() => b.verify(h(), 'POST', '/internal/v1/rank', new TextEncoder().encode('{"query":"gardens"}')))).toBe(true);
-    expect(refused(() => b.verify(h(), 'POST', '/internal/v1/other', body))).toBe(true);
-    expect(refused(() => b.verify(h(), 'PUT', '/internal/v1/rank', body))).toBe(true);
-    expect(refused(() => other.verify(h(), 'POST', '/internal/v1/rank', body))).toBe(true);
+    const h = () => a.sign('POST', '/internal/v1/rank', B, body);
+    expect(refused(() => b.verifyHeader(h(), 'POST', '/internal/v1/other', B))).toBe(true);
+    expect(refused(() => b.verifyHeader(h(), 'PUT', '/internal/v1/rank', B))).toBe(true);
+    expect(refused(() => b.verifyHeader(h(), 'POST', '/internal/v1/rank', 'http://10.0.0.3:8787'))).toBe(true);
+    expect(refused(() => other.verifyHeader(h(), 'POST', '/internal/v1/rank', B))).toBe(true);
   });
 
   it('refuses a call signed outside the time window, and malformed headers', () => {
     const a = new ReplicaCalls(key());
     const b = new ReplicaCalls(key());
     const now = Date.now();
-    expect(refused(() => b.verify(a.sign('POST', '/p', body, now - SKEW_MS - 1), 'POST', '/p', body, now))).toBe(true);
-    expect(refused(() => b.verify(a.sign('POST', '/p', body, now + SKEW_MS + 1), 'POST', '/p', body, now))).toBe(true);
-    expect(() => b.verify(a.sign('POST', '/p', body, now - SKEW_MS + 1000), 'POST', '/p', body, now)).not.toThrow();
-    for (const h of [undefined, '', 'v1', 'v2.1.AAAAAAAAAAAAAAAAAAAAAA.x', `v1.${now}.short.x`, `v1.x.AAAAAAAAAAAAAAAAAAAAAA.x`]) {
-      expect(refused(() => b.verify(h, 'POST', '/p', body, now))).toBe(true);
+    expect(refused(() => b.verifyHeader(a.sign('POST', '/p', B, body, now - SKEW_MS - 1), 'POST', '/p', B, now))).toBe(true);
+    expect(refused(() => b.verifyHeader(a.sign('POST', '/p', B, body, now + SKEW_MS + 1), 'POST', '/p', B, now))).toBe(true);
+    expect(() => b.verifyHeader(a.sign('POST', '/p', B, body, now - SKEW_MS + 1000), 'POST', '/p', B, now)).not.toThrow();
+    for (const h of [undefined, '', 'v1', 'v2.1.AAAAAAAAAAAAAAAAAAAAAA.x.y', `v1.${now}.short.x.y`, `v1.x.AAAAAAAAAAAAAAAAAAAAAA.x.y`]) {
+      expect(refused(() => b.verifyHeader(h, 'POST', '/p', B, now))).toBe(true);
     }
+  });
+
+  it("vouches for an address only under a replica's MAC of it", () => {
+    const a = new ReplicaCalls(key());
+    const other = new ReplicaCalls(new Uint8Array(32).fill(8));
+    const mac = a.addressMac('http://10.0.0.5:8787');
+    expect(new ReplicaCalls(key()).vouches('http://10.0.0.5:8787', mac)).toBe(true);
+    expect(a.vouches('http://10.0.0.6:8787', mac)).toBe(false);
+    expect(a.vouches('http://10.0.0.5:8787', other.addressMac('http://10.0.0.5:8787'))).toBe(false);
+    expect(a.vouches('http://10.0.0.5:8787', null)).toBe(false);
+    expect(a.vouches('http://10.0.0.5:8787', 'not base64url!')).toBe(false);
   });
 });

@@ -25,13 +25,13 @@ afterAll(async () => {
 });
 beforeEach(async () => {
   await handle.db.execute(sql`delete from index_shards`);
-  await handle.db.execute(sql`delete from replica_heartbeats`);
+  await handle.db.execute(sql`delete from index_shard_members`);
 });
 
-const beat = (id: string) =>
-  handle.db.execute(sql`insert into replica_heartbeats (replica_id, started_at, seen_at, listener, index) values (${id}, now(), now(), 'up', 'ready')
-                         on conflict (replica_id) do update set seen_at = now()`);
-const leases = (id: string, shards = 6, leaseMs = 10_000) => new ShardLeases(handle.db, { shards, replicaId: id, url: `http://${id}.invalid`, leaseMs });
+/** A replica that has come (its first tick makes it a member; the others count it from their next). */
+const join = (r: ShardLeases) => r.tick();
+const leases = (id: string, shards = 6, leaseMs = 10_000) =>
+  new ShardLeases(handle.db, { shards, replicaId: id, url: `http://${id}.invalid`, urlMac: `mac-${id}`, leaseMs });
 const owners = async () =>
   (await handle.db.execute(sql`select shard, owner from index_shards order by shard`)) as unknown as Array<{ shard: number; owner: string | null }>;
 
@@ -39,10 +39,11 @@ describe('ShardLeases', () => {
   it('a lone replica takes every shard; with three live replicas each ends with two, every shard held once', async () => {
     const [a, b, c] = ['a', 'b', 'c'].map((id) => leases(id));
     await a!.init();
-    await beat('a');
+    // the first tick joins and takes nothing; alone, the next takes every shard
+    expect((await a!.tick()).gained.size).toBe(0);
     expect([...(await a!.tick()).gained.keys()]).toEqual([0, 1, 2, 3, 4, 5]);
-    await beat('b');
-    await beat('c');
+    await join(b!);
+    await join(c!);
     // a lets go of more than its share, the others take what is free
     for (let round = 0; round < 3; round++) for (const r of [a!, b!, c!]) await r.tick();
     expect([a!, b!, c!].map((r) => r.held().size)).toEqual([2, 2, 2]);
@@ -59,11 +60,11 @@ describe('ShardLeases', () => {
   it('four shards over three replicas: the newcomer gets its share from replicas at theirs, and then nothing moves', async () => {
     const [a, b, c] = ['a', 'b', 'c'].map((id) => leases(id, 4));
     await a!.init();
-    await beat('a');
-    await beat('b');
+    await join(a!);
+    await join(b!);
     for (const r of [a!, b!]) await r.tick();
     expect([a!.held().size, b!.held().size]).toEqual([2, 2]);
-    await beat('c');
+    await join(c!);
     for (let round = 0; round < 3; round++) for (const r of [a!, b!, c!]) await r.tick();
     expect([a!, b!, c!].map((r) => r.held().size).sort()).toEqual([1, 1, 2]);
     const fences = await handle.db.execute(sql`select shard, owner, fence from index_shards order by shard`);
@@ -75,8 +76,8 @@ describe('ShardLeases', () => {
     const a = leases('a', 4, 1000);
     const b = leases('b', 4, 1000);
     await a.init();
-    await beat('a');
-    await beat('b');
+    await join(a);
+    await join(b);
     await a.tick();
     await b.tick();
     const aHeld = new Map(a.held());
@@ -84,8 +85,8 @@ describe('ShardLeases', () => {
     expect(b.held().size).toBe(2);
     const [shard, fence] = [...aHeld][0]!;
     expect(await a.markReady(shard, fence)).toBe(true);
-    // a stops (a crash: no release); b's share grows once a's heartbeat goes silent: here only b beats on
-    await handle.db.execute(sql`delete from replica_heartbeats where replica_id = 'a'`);
+    // a stops (a crash: no release); b's share grows once a is no live member (here its row goes at once)
+    await handle.db.execute(sql`delete from index_shard_members where replica_id = 'a'`);
     // b renews on, a does not: after a's lease runs out, b takes its shards
     const gained = new Map<number, number>();
     for (let i = 0; i < 5; i++) {
@@ -112,23 +113,27 @@ describe('ShardLeases', () => {
   it('a clean release hands the shards back at once; rows() tells live owners from expired ones', async () => {
     const a = leases('a', 3);
     await a.init();
-    await beat('a');
+    await join(a);
     await a.tick();
-    expect((await a.rows()).every((r) => r.live && r.owner === 'a' && r.url === 'http://a.invalid')).toBe(true);
+    expect((await a.rows()).every((r) => r.live && r.owner === 'a' && r.url === 'http://a.invalid' && r.urlMac === 'mac-a')).toBe(true);
     await a.release();
     expect(a.held().size).toBe(0);
     expect((await a.rows()).every((r) => !r.live && r.owner === null)).toBe(true);
   });
 
-  it('refuses another shard count while a replica holds a shard past it, and reshapes the rows when none does', async () => {
+  it('refuses another shard count while a live replica splits by another (or holds a shard past it), and reshapes the rows when none does', async () => {
     const six = leases('a', 6);
     await six.init();
-    await beat('a');
+    await join(six);
     await six.tick();
     const four = leases('b', 4);
     const refused = await four.init().catch((e: unknown) => e);
     expect(isLetheError(refused, 'conflict')).toBe(true);
+    // a live member splitting by 6 stops a replica splitting by 4 from taking shards
+    expect(isLetheError(await four.tick().catch((e: unknown) => e), 'conflict')).toBe(true);
     await six.release();
+    await six.leave();
+    await handle.db.execute(sql`delete from index_shard_members where replica_id = 'b'`);
     await four.init();
     expect((await owners()).map((r) => r.shard)).toEqual([0, 1, 2, 3]);
   });

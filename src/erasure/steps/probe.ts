@@ -37,6 +37,8 @@ import { TierFailure } from '../machine.js';
 
 /** Parks while the index catches up, before the probe fails the erasure. */
 export const MAX_INDEX_WAITS = 10;
+/** Parks while a shard has no searchable owner (a lease running out, then a rebuild), before the probe fails the erasure (about 2 minutes). */
+export const MAX_SHARD_WAITS = 120;
 const INDEX_WAIT_MS = 1000;
 /** How long the probe waits in place, each time it runs, for the entries queued before it started. */
 export const QUEUE_WAIT_MS = 2000;
@@ -128,8 +130,8 @@ async function scoreBeyondSuccessors<T extends ProbeScore>(
 
 /**
  * A sharded probe's coverage, from the parts the owners answered: every shard answered
- * (an unowned or rebuilding one is waited for, uncounted: a takeover is progress, never
- * a reason to certify without it), and their indexes together hold every stored record
+ * (an unowned or rebuilding one is waited for — a takeover, MAX_SHARD_WAITS at most —
+ * never certified without), and their indexes together hold every stored record
  * (else each owner reconciles its shards at the next try, counted as the index waits).
  */
 async function shardedCoverage(
@@ -138,11 +140,13 @@ async function shardedCoverage(
   parts: { count: number; missing: readonly number[]; indexed: number },
 ): Promise<Coverage | Park> {
   if (parts.missing.length > 0) {
-    return new Park(
-      new Date(Date.now() + INDEX_WAIT_MS),
-      `index shard(s) ${parts.missing.join(', ')} of ${parts.count} have no searchable owner (unowned, rebuilding or not answering): waiting for them`,
-    );
+    const waits = (state.shardWaits ?? 0) + 1;
+    const what = `index shard(s) ${parts.missing.join(', ')} of ${parts.count} have no searchable owner (unowned, rebuilding or not answering)`;
+    if (waits > MAX_SHARD_WAITS) throw new TierFailure(`${what} after ${MAX_SHARD_WAITS} waits: the probe cannot certify without them`);
+    state.shardWaits = waits;
+    return new Park(new Date(Date.now() + INDEX_WAIT_MS), `${what}: waiting for them (${waits} of ${MAX_SHARD_WAITS})`);
   }
+  delete state.shardWaits;
   const coverage = { ...(await res.vectors.coverage()), indexed: parts.indexed, rebuilding: false };
   if (coverage.indexed !== sealedRows(coverage)) {
     const waits = (state.indexWaits ?? 0) + 1;
@@ -206,7 +210,7 @@ export const probe: Step = {
       const reconcile = (state.indexWaits ?? 0) > 0;
       const { scored, successors } = await scoreBeyondSuccessors(res, row, async (successors) => {
         if (!shards) return probePart(res, scope, input(successors));
-        const all = await shards.probe(scope, input(successors), { reconcile }, (local) => probePart(res, scope, local));
+        const all = await shards.probe(scope, input(successors), { reconcile }, (local, mine) => probePart(res, scope, local, mine));
         missing = all.missing;
         return { ...combineProbeScores(all.parts), indexed: all.parts.reduce((n, p) => n + p.indexed, 0) };
       });

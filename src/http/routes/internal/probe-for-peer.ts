@@ -42,6 +42,7 @@ const PeerProbeRequestSchema = z.strictObject({
   similarity: z.number().min(0).max(1),
   reconcile: z.boolean(),
   shards: SHARDS,
+  count: z.number().int().min(1).max(1024),
 });
 type PeerProbeRequest = z.infer<typeof PeerProbeRequestSchema>;
 
@@ -76,7 +77,7 @@ const textOf = (v: Float32Array): string => toBase64Url(new Uint8Array(v.buffer,
 export function encodePeerProbe(
   target: ProbeTarget,
   input: ProbePartInput,
-  options: { reconcile: boolean; shards: ReadonlyArray<{ shard: number; fence: number }> },
+  options: { reconcile: boolean; shards: ReadonlyArray<{ shard: number; fence: number }>; count: number },
 ): PeerProbeRequest {
   return {
     target: {
@@ -95,6 +96,7 @@ export function encodePeerProbe(
     similarity: input.similarity,
     reconcile: options.reconcile,
     shards: [...options.shards],
+    count: options.count,
   };
 }
 
@@ -129,26 +131,30 @@ const EMPTY_PART: ProbePart = {
 /** The services this route calls. */
 export interface Uses {
   readonly erasures: Pick<Services['erasures'], 'probeForPeer'>;
-  readonly shards?: Pick<NonNullable<Services['shards']>, 'answering'> | undefined;
+  readonly shards?: Pick<NonNullable<Services['shards']>, 'answering' | 'count'> | undefined;
   readonly replicaCalls?: Services['replicaCalls'];
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: any Hono env
 export function register(app: Hono<any>, services: Uses): void {
   app.post(PEER_PROBE_PATH, async (c) => {
-    const request = PeerProbeRequestSchema.safeParse(await verifiedBody(c, services.replicaCalls, PEER_PROBE_PATH));
+    const request = PeerProbeRequestSchema.safeParse(await verifiedBody(c, services.replicaCalls));
     if (!request.success) {
       const issue = request.error.issues[0];
       throw new LetheError('validation_failed', `body.${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`);
     }
-    const answering = services.shards?.answering() ?? new Map<number, number>();
+    // a replica splitting by another count answers for none (the asking one names them missing)
+    const answering = services.shards?.count === request.data.count ? services.shards.answering() : new Map<number, number>();
     const shards = request.data.shards.filter((s) => answering.get(s.shard) === s.fence);
     c.header('cache-control', 'no-store');
     // none of them held here (a hand-over): no part, and the asking replica names them missing
     if (shards.length === 0) return c.json({ part: EMPTY_PART, shards }, 200);
     const { target, input } = decodePeerProbe(request.data);
     try {
-      const part: ProbePart = await services.erasures.probeForPeer(target, input, { reconcile: request.data.reconcile });
+      const part: ProbePart = await services.erasures.probeForPeer(target, input, {
+        reconcile: request.data.reconcile,
+        shards: new Set(shards.map((x) => x.shard)),
+      });
       return c.json({ part, shards }, 200);
     } finally {
       for (const r of input.records) r.vector.fill(0);

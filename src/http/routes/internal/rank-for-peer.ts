@@ -24,6 +24,7 @@ export const PeerRankRequestSchema = z.strictObject({
     .array(z.strictObject({ shard: z.number().int().min(0).max(1023), fence: z.number().int().min(0) }))
     .min(1)
     .max(1024),
+  count: z.number().int().min(1).max(1024),
 }) satisfies z.ZodType<PeerRankRequest>;
 
 export const PeerRankAnswerSchema = z.strictObject({
@@ -40,7 +41,7 @@ export interface Uses {
 // biome-ignore lint/suspicious/noExplicitAny: any Hono env
 export function register(app: Hono<any>, services: Uses): void {
   app.post(PEER_RANK_PATH, async (c) => {
-    const parsed = await verifiedBody(c, services.replicaCalls, PEER_RANK_PATH);
+    const parsed = await verifiedBody(c, services.replicaCalls);
     const request = PeerRankRequestSchema.safeParse(parsed);
     if (!request.success) {
       const issue = request.error.issues[0];
