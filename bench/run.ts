@@ -73,6 +73,10 @@
  *               ratio, erasures per replica, ledger chain records per erasure
  *  18. store    LetheStore (lethe serve) vs LangGraph's PostgresStore on the same PostgreSQL: put and get
  *               calls/s and p50/p99 at 1, 16 and 64 clients, search with a filter at 16 (1.5 s phases [6 s])
+ *  19. shards   indexes sharded by subject hash (LETHE_INDEX_SHARDS=6) over 1, 2 and 3 `lethe serve` replicas
+ *               on one PostgreSQL and a store of 2,000 [10,000] subjects × 4 [5] entries: vectors and RSS per
+ *               replica; scoped search p50 / p95 round robin over 3 sharded replicas vs 1 unsharded (300 [1,000]
+ *               queries); a replica SIGKILLed: its shards owned again (the 10 s lease), ready, searched whole
  *
  * Every figure is a ratio against a baseline measured in the same run, next to the
  * absolute numbers and its section's 1-min load average. Each section waits up to 20 s for
@@ -108,6 +112,7 @@ import { formatKeys, type KeysResult } from './keys.js';
 import { formatProviders, localRun, type ProvidersResult, rotationSecondsFor } from './providers.js';
 import { formatRewrap, type RewrapResult } from './rewrap.js';
 import { formatScoped, type ScopedResult } from './scoped.js';
+import { formatShards, type ShardsResult } from './shards.js';
 import { formatSearch, type SearchResult, searchSummary } from './search.js';
 import { formatStore, type StoreResult } from './store.js';
 import { formatStreams, type StreamsResult } from './streams.js';
@@ -133,7 +138,8 @@ type Name =
   | 'keys'
   | 'units'
   | 'bulk'
-  | 'store';
+  | 'store'
+  | 'shards';
 
 interface Section<T> {
   readonly ok: boolean;
@@ -164,6 +170,7 @@ const ALL: Name[] = [
   'units',
   'bulk',
   'store',
+  'shards',
 ];
 /** Sections a default run leaves out to fit its 10 minutes: their figures are sizes in bytes, not same-run ratios (BENCH_ONLY or BENCH_FULL runs them). */
 const NOT_DEFAULT: ReadonlySet<Name> = new Set<Name>(['units']);
@@ -231,6 +238,7 @@ const keysSection = sections.keys as Section<KeysResult> | undefined;
 const units = sections.units as Section<UnitsResult> | undefined;
 const bulk = sections.bulk as Section<BulkResult> | undefined;
 const store = sections.store as Section<StoreResult> | undefined;
+const shards = sections.shards as Section<ShardsResult> | undefined;
 const totalSeconds = (performance.now() - t0) / 1000;
 
 // a BENCH_ONLY subset goes to its own file: bench/results.json keeps the last full run
@@ -360,6 +368,11 @@ out.push('');
 out.push("== 18. Memory calls: LetheStore vs LangGraph's PostgresStore on the same PostgreSQL at 1/16/64 clients ==");
 if (store?.result) out.push(formatted(formatStore, store.result), sectionLine('store', store));
 else out.push(store ? `FAILED: ${store.error}` : 'skipped');
+
+out.push('');
+out.push('== 19. Sharded indexes: per-replica vectors and memory at 1/2/3 replicas, scoped search through peers, takeover after a SIGKILL ==');
+if (shards?.result) out.push(formatted(formatShards, shards.result), sectionLine('shards', shards));
+else out.push(shards ? `FAILED: ${shards.error}` : 'skipped');
 
 const summary: string[][] = [];
 // one section's malformed result costs the summary rows from it on, not the aims, the wall time and results.json
@@ -629,6 +642,31 @@ try {
       `aim > 1: ${r.ratio > 1 ? 'met' : 'NOT met'}; ledger chain records per erasure ${fmtNum(r.one.ledgerPerErasure, 2)} / ${fmtNum(r.two.ledgerPerErasure, 2)}`,
     ]);
   }
+  if (shards?.result) {
+    const r = shards.result;
+    const n3 = r.phases.find((p) => p.replicas === 3);
+    if (n3) {
+      summary.push([
+        `max vectors per replica, 3 sharded replicas ÷ 1 (${r.shards} shards, ${fmtInt(r.vectors)} vectors)`,
+        `${fmtInt(n3.maxVectors)} / ${fmtInt(r.phases[0]!.maxVectors)}`,
+        fmtRatio(n3.vectorShare),
+        `aim <= 0.40: ${n3.vectorShare <= 0.4 ? 'met' : 'NOT met'}; RSS ${n3.perReplica.map((p) => fmtNum(p.rssBytes / 2 ** 20, 0)).join(' / ')} MiB vs ${fmtNum(r.phases[0]!.perReplica[0]!.rssBytes / 2 ** 20, 0)} MiB at 1`,
+      ]);
+    }
+    summary.push([
+      'scoped search p50 ms, 3 sharded replicas (round robin) ÷ 1 unsharded',
+      `${fmtNum(r.search.sharded.stats.medianMs, 2)} / ${fmtNum(r.search.unsharded.stats.medianMs, 2)}`,
+      fmtRatio(r.search.p50Ratio),
+      `aim <= 1.5: ${r.search.p50Ratio <= 1.5 ? 'met' : 'NOT met'}; p95 ${fmtRatio(r.search.p95Ratio)}`,
+    ]);
+    summary.push([
+      'shard takeover after a SIGKILL: seconds to every shard ready and searched whole ÷ 30 s',
+      `${fmtNum(r.takeover.wholeSeconds, 1)} / 30`,
+      fmtRatio(r.takeover.wholeSeconds / 30),
+      `aim <= 1: ${r.takeover.wholeSeconds <= 30 ? 'met' : 'NOT met'}; owned again after ${fmtNum(r.takeover.takenSeconds, 1)} s (the lease), ready ${fmtNum(r.takeover.readySeconds, 1)} s` +
+        (r.warnings.length === 0 ? '' : '; INVALID RUN (see warnings)'),
+    ]);
+  }
 } catch (e) {
   summary.push(['(summary rows stopped here)', '', '', `FAILED: ${(e as Error).message}`]);
 }
@@ -733,6 +771,7 @@ await writeFile(
       units: units ?? null,
       bulk: bulk ?? null,
       store: store ?? null,
+      shards: shards ?? null,
     },
     null,
     2,

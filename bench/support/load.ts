@@ -1,6 +1,6 @@
 /**
  * HTTP load against a running service: autocannon runs summarised, with the service's
- * CPU time per request (from /proc), and a bounded map over items.
+ * CPU time per request and resident memory (from /proc), and a bounded map over items.
  */
 import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
@@ -58,6 +58,19 @@ export function processCpuSeconds(pid: number): number | undefined {
     return undefined;
   }
 }
+/** A process's resident set (VmRSS, bytes) from /proc (undefined off Linux or once it is gone). */
+export function processRssBytes(pid: number): number | undefined {
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('VmRSS:'));
+    // "VmRSS:   123456 kB"
+    return line ? Number(line.split(/\s+/)[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** USER_HZ: /proc counts CPU time in these ticks per second (100 on Linux). */
 const CLOCK_TICKS = 100;
 
