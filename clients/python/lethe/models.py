@@ -303,15 +303,20 @@ class SearchHit:
 
 @dataclass(frozen=True)
 class SearchResult:
-    """The hits, best first, and a read fence covering every hit."""
+    """The hits, best first, and a read fence covering every hit; ``partial`` when a sharded deployment could not consult a shard the search needed."""
 
     hits: List[SearchHit]
     read_fence: str = field(repr=False)
+    partial: bool = False
 
     @classmethod
     def from_json(cls, value: Any) -> "SearchResult":
         d = _obj(value, "a search result")
-        return cls([SearchHit.from_json(h) for h in _get(d, "hits", list, "search result")], _get(d, "readFence", str, "search result"))
+        return cls(
+            [SearchHit.from_json(h) for h in _get(d, "hits", list, "search result")],
+            _get(d, "readFence", str, "search result"),
+            d.get("partial") is True,
+        )
 
 
 @dataclass(frozen=True)

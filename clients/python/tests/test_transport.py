@@ -100,6 +100,23 @@ class TokenTest(unittest.TestCase):
         finally:
             srv.close()
 
+    def test_a_search_says_when_a_sharded_deployment_answered_partially(self) -> None:
+        answers = [
+            {"hits": [], "readFence": "f", "partial": True, "shards": {"total": 6, "consulted": [0, 1], "missing": [2]}},
+            {"hits": [], "readFence": "f"},
+        ]
+
+        def ok(h) -> None:  # type: ignore[no-untyped-def]
+            reply(h, 200, json.dumps(answers.pop(0)).encode())
+
+        srv = FakeHttpServer(ok)
+        try:
+            c = LetheClient(srv.url, token="w-token-1")
+            self.assertTrue(c.search("q", subject="user:1").partial)
+            self.assertFalse(c.search("q", subject="user:1").partial)
+        finally:
+            srv.close()
+
     def test_a_service_echoing_the_token_is_redacted(self) -> None:
         def echo(h) -> None:  # type: ignore[no-untyped-def]
             auth = h.headers.get("Authorization", "")
