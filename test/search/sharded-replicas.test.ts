@@ -132,7 +132,7 @@ describe('three replicas, six shards', () => {
     await db?.drop();
   });
 
-  it('each replica indexes only its shards: together every entry once, each about a third', async () => {
+  it('each replica indexes only its shards: together every entry once, each about a third', { timeout: 180_000 }, async () => {
     let held: number[] = [];
     await until('the owners to have loaded every entry', async () => {
       held = await Promise.all(replicas.map(vectorsHeld));
@@ -142,7 +142,7 @@ describe('three replicas, six shards', () => {
     expect(Math.max(...held)).toBeLessThanOrEqual(SUBJECTS * 0.7);
   });
 
-  it("a scoped search on any replica finds each subject's entry, consulting the subject's shard", async () => {
+  it("a scoped search on any replica finds each subject's entry, consulting the subject's shard", { timeout: 180_000 }, async () => {
     for (let i = 0; i < SUBJECTS; i++) {
       const via = replicas[(i + 1) % 3]!;
       const { status, body } = await search(via, { query: marker(i), subject: `user:shard-${i}`, k: 3 });
@@ -155,7 +155,7 @@ describe('three replicas, six shards', () => {
     }
   });
 
-  it('an all-subjects search consults every shard and merges their hits', async () => {
+  it('an all-subjects search consults every shard and merges their hits', { timeout: 180_000 }, async () => {
     const { status, body } = await search(replicas[2]!, { query: `${marker(3)} ${marker(4)} ${marker(5)}`, allSubjects: true, k: 5 }, 'admin');
     expect(status).toBe(200);
     expect(body.shards).toEqual({ total: SHARDS, consulted: [0, 1, 2, 3, 4, 5], missing: [] });
@@ -163,7 +163,9 @@ describe('three replicas, six shards', () => {
     for (const i of [3, 4, 5]) expect(texts).toContain(noteOf(i));
   });
 
-  it("an erasure's probe covers every shard: copies planted under subjects of all six shards are each found; a plain erasure completes and its subject is unreadable everywhere", async () => {
+  it("an erasure's probe covers every shard: copies planted under subjects of all six shards are each found; a plain erasure completes and its subject is unreadable everywhere", {
+    timeout: 180_000,
+  }, async () => {
     const secret = 'the winter orchard ledger of quillon brackwater lists seven hidden copper keys under the mossy bridge';
     const res = await fetch(`${replicas[0]!.url}/v1/subjects/user:shard-secret/entries`, {
       method: 'POST',
@@ -212,7 +214,7 @@ describe('three replicas, six shards', () => {
     }
   });
 
-  it('an address written into index_shards without the root key is never called: the shard is missing, nothing reaches it', async () => {
+  it('an address written into index_shards without the root key is never called: the shard is missing, nothing reaches it', { timeout: 180_000 }, async () => {
     const received: string[] = [];
     const trap = createHttpServer((req, res) => {
       received.push(`${req.method} ${req.url}`);
@@ -241,7 +243,9 @@ describe('three replicas, six shards', () => {
     }
   });
 
-  it('a shard claimed in SQL for a replica that does not exist: the probe waits for it, never certifying, and completes once a replica holds it', async () => {
+  it('a shard claimed in SQL for a replica that does not exist: the probe waits for it, never certifying, and completes once a replica holds it', {
+    timeout: 180_000,
+  }, async () => {
     // what database write access can do: hand shard 0 to a ghost, for ever, "ready"
     await sql`update index_shards set owner = 'ghost', owner_url = null, owner_url_mac = null, fence = fence + 100, state = 'ready', expires_at = 'infinity' where shard = 0`;
     const requested = await fetch(`${replicas[2]!.url}/v1/erasures`, {
@@ -265,7 +269,7 @@ describe('three replicas, six shards', () => {
     expect((await view()).status).toBe('completed');
   });
 
-  it('the internal routes refuse a call without the replicas’ signature (an admin token is not one), or with a forged one', async () => {
+  it('the internal routes refuse a call without the replicas’ signature (an admin token is not one), or with a forged one', { timeout: 180_000 }, async () => {
     for (const path of ['/internal/v1/rank', '/internal/v1/probe']) {
       const body = JSON.stringify({ query: 'garden', mode: 'hybrid', n: 5, scope: null, shards: [{ shard: 0, fence: 1 }] });
       const unsigned = await fetch(`${replicas[0]!.url}${path}`, { method: 'POST', headers: headers('admin'), body });
@@ -295,7 +299,7 @@ describe('three replicas, six shards', () => {
     }
   });
 
-  it('a killed replica’s shards: searches answer at once, marked partial; then taken over and whole again', async () => {
+  it('a killed replica’s shards: searches answer at once, marked partial; then taken over and whole again', { timeout: 180_000 }, async () => {
     // every owner's own address back (the test above wrote another)
     await until('searches whole again', async () => {
       const { body } = await search(replicas[1]!, { query: 'garden', allSubjects: true, k: 3 }, 'admin');
