@@ -175,7 +175,7 @@ interface Sharded {
 async function startShards(config: Config, db: Db, provider: KeyProvider, w: Wired, logger: Logger): Promise<Sharded> {
   const calls = new ReplicaCalls(await provider.deriveSystemKey('replica-call'));
   const url = config.replicaUrl!;
-  const leases = new ShardLeases(db.db, { shards: config.indexShards, replicaId: w.erasures.replica, url, urlMac: calls.addressMac(url) });
+  const leases = new ShardLeases(db.db, { shards: config.indexShards, replicaId: w.erasures.replica, url, urlMac: calls.addressMac(w.erasures.replica, url) });
   const keeper = new ShardKeeper({ leases, vectors: w.vectors, calls, logger });
   w.search.useShards(keeper);
   w.erasures.useShards(keeper);

@@ -12,7 +12,7 @@ import type { Logger } from '../observability/logger.js';
 import { describeError } from '../observability/logger.js';
 import type { ShardProbes } from '../erasure/resources.js';
 import type { PeerRankAnswer, PeerRankRequest, ShardRouting } from '../search/service.js';
-import { REPLICA_CALL_HEADER, type ReplicaCalls } from '../vault/replica-calls.js';
+import { REPLICA_ANSWER_HEADER, REPLICA_CALL_HEADER, type ReplicaCalls } from '../vault/replica-calls.js';
 import { planShards, type ShardLeases, type ShardRow, TICK_MS } from '../vault/shards.js';
 import type { Vectors } from '../vectors/service.js';
 
@@ -71,7 +71,7 @@ export class ShardKeeper implements ShardRouting, ShardProbes {
   /** The rows with an address no replica vouched for (written without the root key) made unroutable: their shards are missing, never called. */
   #vouched(rows: readonly ShardRow[]): ShardRow[] {
     return rows.map((r) => {
-      if (r.url === null || this.#calls.vouches(r.url, r.urlMac)) return r;
+      if (r.url === null || (r.owner !== null && this.#calls.vouches(r.owner, r.url, r.urlMac))) return r;
       this.#logger.warn({ shard: r.shard }, 'an index shard row names an address no replica vouched for: it is not called');
       return { ...r, url: null };
     });
@@ -100,8 +100,15 @@ export class ShardKeeper implements ShardRouting, ShardProbes {
    * for, once a rebuild that included it under its fence is swapped in.
    */
   async tick(): Promise<void> {
+    let renewed = false;
     try {
       const change = await this.#leases.tick();
+      renewed = true;
+      if (change.refused)
+        this.#logger.error(
+          { err: describeError(change.refused) },
+          'index shards: replicas disagree on LETHE_INDEX_SHARDS; none are taken or let go until they agree',
+        );
       if (change.gained.size > 0 || change.lost.length > 0) {
         this.#logger.info({ held: [...this.#leases.held().keys()], gained: [...change.gained.keys()], lost: change.lost }, 'index shards changed');
       }
@@ -110,9 +117,10 @@ export class ShardKeeper implements ShardRouting, ShardProbes {
     }
     const held = new Map(this.#leases.held());
     for (const s of this.#ready.keys()) if (held.get(s) !== this.#ready.get(s)) this.#ready.delete(s);
+    // a renewal that failed says nothing about what is held: the index stays as it is (answering() stops once the leases may have run out)
     const wanted = [...held].filter(([s, f]) => this.#ready.get(s) !== f);
     const same = held.size === this.#indexedFor.size && [...held.keys()].every((s) => this.#indexedFor.has(s));
-    if (!this.#filling && (!same || wanted.length > 0)) {
+    if (renewed && !this.#stopped && !this.#filling && (!same || wanted.length > 0)) {
       this.#filling = this.#fill(held).finally(() => {
         this.#filling = undefined;
       });
@@ -124,20 +132,26 @@ export class ShardKeeper implements ShardRouting, ShardProbes {
   async #fill(held: ReadonlyMap<number, number>): Promise<void> {
     try {
       await this.#vectors.setShards(new Set(held.keys()));
-      this.#indexedFor = new Set(held.keys());
+    } catch (e) {
+      this.#indexedFor = new Set();
+      this.#logger.warn({ err: describeError(e) }, 'could not fill the indexes for the shards held: trying again at the next tick');
+      return;
+    }
+    this.#indexedFor = new Set(held.keys());
+    try {
       for (const [shard, fence] of held) {
-        if (this.#leases.held().get(shard) !== fence || this.#ready.get(shard) === fence) continue;
+        if (this.#stopped || this.#leases.held().get(shard) !== fence || this.#ready.get(shard) === fence) continue;
         if (await this.#leases.markReady(shard, fence)) this.#ready.set(shard, fence);
       }
       await this.refresh();
     } catch (e) {
-      this.#indexedFor = new Set();
-      this.#logger.warn({ err: describeError(e) }, 'could not fill the indexes for the shards held: trying again at the next tick');
+      // marked at the next tick (the index holds them already)
+      this.#logger.warn({ err: describeError(e) }, 'could not mark the index shards ready');
     }
   }
 
-  ask(url: string, request: PeerRankRequest): Promise<PeerRankAnswer> {
-    return this.#call(url, PEER_RANK_PATH, request, PeerRankAnswerSchema);
+  ask(url: string, request: PeerRankRequest, timeoutMs = PEER_TIMEOUT_MS): Promise<PeerRankAnswer> {
+    return this.#call(url, PEER_RANK_PATH, request, PeerRankAnswerSchema, timeoutMs);
   }
 
   /**
@@ -150,7 +164,7 @@ export class ShardKeeper implements ShardRouting, ShardProbes {
     input: ProbePartInput,
     options: { readonly reconcile: boolean },
     local: (input: ProbePartInput, shards: ReadonlySet<number>) => Promise<ProbePart>,
-  ): Promise<{ parts: ProbePart[]; missing: number[] }> {
+  ): Promise<{ parts: ProbePart[]; missing: number[]; progressing: number[] }> {
     const all = Array.from({ length: this.count }, (_, i) => i);
     let plan = planShards(this.answering(), this.#rows, this.replicaId, all);
     if (plan.missing.length > 0) {
@@ -182,15 +196,21 @@ export class ShardKeeper implements ShardRouting, ShardProbes {
       }
     });
     const parts = (await Promise.all([mine(), ...theirs])).flat();
-    return { parts, missing: missing.sort((a, b) => a - b) };
+    // a missing shard a live replica holds and is rebuilding is a takeover under way
+    await this.refresh().catch(() => undefined);
+    const rows = new Map(this.#rows.map((r) => [r.shard, r]));
+    const progressing = missing.filter((s) => rows.get(s)?.live && rows.get(s)?.state === 'rebuilding');
+    return { parts, missing: missing.sort((a, b) => a - b), progressing };
   }
 
+  /** One signed call to the replica at `url`: its answer, once its signature (by that replica, for this call) and shape check out. */
   async #call<T>(url: string, path: string, request: unknown, schema: { parse(value: unknown): T }, timeoutMs = PEER_TIMEOUT_MS): Promise<T> {
     const body = new TextEncoder().encode(JSON.stringify(request));
+    const signature = this.#calls.sign('POST', path, url, body);
     try {
       const res = await fetch(new URL(path, url), {
         method: 'POST',
-        headers: { 'content-type': 'application/json', [REPLICA_CALL_HEADER]: this.#calls.sign('POST', path, url, body) },
+        headers: { 'content-type': 'application/json', [REPLICA_CALL_HEADER]: signature },
         body,
         // an owner's address is one a replica vouched for: never followed elsewhere
         redirect: 'error',
@@ -200,7 +220,9 @@ export class ShardKeeper implements ShardRouting, ShardProbes {
         await res.body?.cancel();
         throw new Error(`a peer answered ${res.status}`);
       }
-      return schema.parse(await res.json());
+      const answer = new Uint8Array(await res.arrayBuffer());
+      this.#calls.verifyAnswer(signature, url, res.headers.get(REPLICA_ANSWER_HEADER), answer);
+      return schema.parse(JSON.parse(new TextDecoder().decode(answer)));
     } finally {
       body.fill(0);
     }
@@ -211,13 +233,9 @@ export class ShardKeeper implements ShardRouting, ShardProbes {
     this.#stopped = true;
     clearTimeout(this.#timer);
     await this.#ticking?.catch(() => undefined);
-    this.#ready.clear();
     await this.#filling;
-    try {
-      await this.#leases.release();
-      await this.#leases.leave();
-    } catch (e) {
-      this.#logger.warn({ err: describeError(e) }, 'could not let the index shards go');
-    }
+    this.#ready.clear();
+    await this.#leases.release().catch((e: unknown) => this.#logger.warn({ err: describeError(e) }, 'could not let the index shards go'));
+    await this.#leases.leave().catch((e: unknown) => this.#logger.warn({ err: describeError(e) }, 'could not leave the index shard members'));
   }
 }

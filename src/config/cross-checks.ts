@@ -1,4 +1,5 @@
 /** The configuration's checks across variables (loadConfig in index.ts runs them beside each variable's own). */
+import { isIPv4 } from 'node:net';
 
 /**
  * The checks across variables, on the raw values (`data`: the parsed ones, when every
@@ -105,7 +106,7 @@ function namesSeveralHosts(url: string): boolean {
 function onLoopback(url: string): boolean {
   try {
     const host = new URL(url.trim()).hostname;
-    return host === 'localhost' || host === '[::1]' || /^127\./.test(host);
+    return host === 'localhost' || host === '[::1]' || (isIPv4(host) && host.startsWith('127.'));
   } catch {
     return false;
   }

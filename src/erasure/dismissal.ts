@@ -98,7 +98,7 @@ export async function proposeDismissal(res: ErasureResources, erasureId: string,
       locked.dismissals = [
         ...(locked.dismissals ?? []),
         ...[...byId].map(([id, reason]): ProbeDismissal => {
-          const keyId = res.vectors.lexical.keyOf(id) ?? storedKeys.get(id);
+          const keyId = storedKeys.get(id) ?? res.vectors.lexical.keyOf(id);
           return {
             id,
             dismissalId,

@@ -28,17 +28,25 @@ export interface ProbePartInput {
 /** The erasure a part is probed for (the vector tier's probe is given it). */
 export type ProbeTarget = ErasureTarget;
 
-/** One index's part, and how many records of the shards it answered for that index holds (what coverage is counted from). */
-export type ProbePart = ProbeScore & { readonly indexed: number };
+/**
+ * One index's part, and how many records that index holds; a sharded part also each
+ * shard's coverage (`stored` rows of live keys, `indexed` records held), read just
+ * before it scored.
+ */
+export type ProbePart = ProbeScore & {
+  readonly indexed: number;
+  readonly coverage?: ReadonlyArray<{ readonly shard: number; readonly stored: number; readonly indexed: number }>;
+};
 
 /** Scores the fingerprints on this replica's indexes. */
 export async function probePart(
   res: { readonly vectors: Vectors; readonly tiers: Readonly<Record<ErasableName, Erasable>> },
   target: ProbeTarget,
   input: ProbePartInput,
-  /** A sharded replica's shards this part answers for: `indexed` counts their records alone (undefined: the whole index). */
+  /** A sharded replica's shards this part answers for: their coverage is read (undefined: the whole index's size). */
   shards?: ReadonlySet<number>,
 ): Promise<ProbePart> {
+  const coverage = shards ? [...(await res.vectors.shardCoverage(shards))].map(([shard, c]) => ({ shard, ...c })) : undefined;
   const embedder = res.vectors.embedder;
   const sameModel = input.model === embedder.model;
   const found = await res.tiers['vector-index'].probe(target, {
@@ -66,5 +74,5 @@ export async function probePart(
     ...(embedder.probeCosine ? { cosine: (a: Float32Array, b: Float32Array) => embedder.probeCosine!(a, b) } : {}),
   });
   for (const u of unreadable) u.vector.fill(0);
-  return { ...score, indexed: shards ? res.vectors.indexedIn(shards) : lexical.size };
+  return coverage ? { ...score, indexed: coverage.reduce((n, c) => n + c.indexed, 0), coverage } : { ...score, indexed: lexical.size };
 }

@@ -61,8 +61,8 @@ export interface ReplicaAcknowledger {
 /**
  * A sharded deployment's probe (LETHE_INDEX_SHARDS > 1; the app's shard keeper): the
  * part of every shard — this replica's for the shards it answers for (`local`), each
- * owner's for the others, over signed internal calls — and the shards no owner
- * answered for.
+ * owner's for the others, over signed internal calls — the shards no owner answered
+ * for, and of those the ones a live replica holds and is rebuilding (progress).
  */
 export interface ShardProbes {
   readonly count: number;
@@ -71,7 +71,7 @@ export interface ShardProbes {
     input: ProbePartInput,
     options: { readonly reconcile: boolean },
     local: (input: ProbePartInput, shards: ReadonlySet<number>) => Promise<ProbePart>,
-  ): Promise<{ parts: ProbePart[]; missing: number[] }>;
+  ): Promise<{ parts: ProbePart[]; missing: number[]; progressing: number[] }>;
 }
 
 export interface ErasureServices {

@@ -53,7 +53,7 @@ export interface Services {
   /** A sharded replica's shards (LETHE_INDEX_SHARDS > 1): which it answers for, and every shard's owner. */
   readonly shards?: Pick<ShardRouting, 'count' | 'answering' | 'owners'> | undefined;
   /** Verifies calls from the other replicas (sharded only). */
-  readonly replicaCalls?: Pick<ReplicaCalls, 'verifyHeader' | 'verifyBody'> | undefined;
+  readonly replicaCalls?: Pick<ReplicaCalls, 'verifyHeader' | 'verifyBody' | 'signAnswer'> | undefined;
   /** Certificate-signing keys: the public list (current and retired) and rotation. */
   readonly certificateKeys: CertificateKeys;
   readonly metrics: Metrics;

@@ -94,6 +94,8 @@ interface JudgeScope {
   readonly hashes: readonly Uint8Array[] | undefined;
   /** An entry's subject by the key it was read back under: undefined when that key is not in the scope. */
   readonly entrySubject: (keyId: string) => string | null | undefined;
+  /** Reads the scope's keys again (an entry read back under a key the scope did not know). */
+  readonly refreshKeys?: () => Promise<void>;
   readonly artifactSubject: (facts: ClosureFacts | undefined) => string | null | undefined;
 }
 
@@ -177,6 +179,10 @@ export class Search {
         hashes,
         // by the key the entry reads back under (never a ranking's say-so: a peer's, on a sharded deployment)
         entrySubject: (keyId) => subjectOfKey.get(keyId),
+        // a key made since the scope was read (a forget re-keyed the subject meanwhile)
+        refreshKeys: async () => {
+          for (const [hex, list] of await keys.keysOfSubjects(hashes)) for (const key of list) subjectOfKey.set(key.keyId, nameOf.get(hex)!);
+        },
         // an artifact is in scope only when every subject its closure reaches is named
         artifactSubject: (f) => (!f || f.foreign ? undefined : f.subjects.length === 1 ? (nameOf.get(f.subjects[0]!) ?? null) : null),
       };
@@ -257,6 +263,7 @@ export class Search {
         scope,
       ),
     ]);
+    if (scope.refreshKeys && [...entries.values()].some((e) => scope.entrySubject(e.keyId) === undefined)) await scope.refreshKeys();
     for (const c of candidates) {
       if (c.type === 'entry') {
         const e = entries.get(c.id);

@@ -40,8 +40,8 @@ export interface ShardRouting {
   owners(): readonly ShardRow[];
   /** Reads every shard's row again (a search found one with no searchable owner, or an owner answered under another fence). */
   refresh(): Promise<void>;
-  /** One peer's ranking (rejects when it fails or times out). */
-  ask(url: string, request: PeerRankRequest): Promise<PeerRankAnswer>;
+  /** One peer's ranking (rejects when it fails or times out, after `timeoutMs` at most). */
+  ask(url: string, request: PeerRankRequest, timeoutMs?: number): Promise<PeerRankAnswer>;
 }
 
 /** Which shards a sharded search consulted and which it could not (its hits may lack theirs). */
@@ -52,6 +52,13 @@ export interface ShardCoverage {
 }
 
 export type AsyncRanker = (n: number, keep: (id: string) => boolean) => Promise<IndexHit[]>;
+
+/** How long one search may spend asking peers in all (then their shards are missing): it answers within 20 s. */
+const PEER_BUDGET_MS = 10_000;
+/** How long one peer call may take. */
+const PEER_ASK_MS = 5_000;
+/** The most candidates a peer is asked for (what the internal route takes). */
+const MAX_PEER_N = 100_000;
 
 /** The shards a search needs: its subjects' and its artifacts' (scoped), or all. */
 export function shardsOf(count: number, scope: { hashes: readonly Uint8Array[]; artifactIds: readonly string[] } | undefined): number[] {
@@ -76,6 +83,7 @@ export function shardedRanker(
   needed: readonly number[],
 ): { rank: AsyncRanker; coverage: ShardCoverage } {
   const coverage: ShardCoverage = { total: routing.count, consulted: [], missing: [] };
+  const deadline = Date.now() + PEER_BUDGET_MS;
   const consulted = new Set<number>();
   const missing = new Set<number>();
   const peers = new Map<string, Array<{ shard: number; fence: number }>>();
@@ -103,8 +111,11 @@ export function shardedRanker(
         let hits: IndexHit[] = [];
         let full = false;
         try {
-          const asked = n + refused.size;
-          const answer = await routing.ask(url, { ...request, n: asked, shards, count: routing.count });
+          const left = deadline - Date.now();
+          // past the search's budget a peer is not asked: its shards are missing
+          if (left <= 0) throw new Error('the search is out of time for its peers');
+          const asked = Math.min(n + refused.size, MAX_PEER_N);
+          const answer = await routing.ask(url, { ...request, n: asked, shards, count: routing.count }, Math.min(PEER_ASK_MS, left));
           full = answer.hits.length >= asked;
           answered = new Map(answer.shards.map((s) => [s.shard, s.fence]));
           hits = answer.hits.filter((h) => {

@@ -10,15 +10,19 @@
  * seen already.
  *
  * The other way round, a replica calls only an address a replica vouched for: each
- * owner stores its address's MAC beside it (`index_shards.owner_url_mac`), so someone
- * who can write the database but lacks the root key cannot send searches or a
- * probe's fingerprints to an address of theirs.
+ * owner stores the MAC of its id and address beside them (`index_shards.owner_url_mac`),
+ * so someone who can write the database but lacks the root key cannot send searches or
+ * a probe's fingerprints to an address of theirs; and every answer is signed over the
+ * call's nonce, the answering replica and the answer's digest, so nothing but a replica
+ * of this vault can answer (an address since given to another host included).
  */
 import { sha256 } from '@noble/hashes/sha2.js';
 import { constantTimeEqual, fromBase64Url, KeyedHasher, randomBytes, toBase64Url, utf8, zeroize } from '../crypto/index.js';
 import { LetheError } from '../errors.js';
 
 export const REPLICA_CALL_HEADER = 'x-lethe-replica';
+/** The answer's signature (ReplicaCalls.signAnswer). */
+export const REPLICA_ANSWER_HEADER = 'x-lethe-replica-answer';
 /** How far a call's time may be from the receiver's clock. */
 export const SKEW_MS = 30_000;
 /** Nonces remembered (a flood of valid calls needs the key). */
@@ -77,15 +81,35 @@ export class ReplicaCalls {
     if (!constantTimeEqual(digest, sha256(body))) throw bad('the body is not the one it signed');
   }
 
-  /** A replica's MAC of its own address, stored beside it in `index_shards`: a peer calls only an address one of this vault's replicas vouched for. */
-  addressMac(url: string): string {
-    return toBase64Url(this.#mac.hash(utf8.encode(`v1\naddress\n${url}`)));
+  /**
+   * The answer's header for the call that carried `request` (its signature header): a
+   * MAC over that call's nonce, the answering replica and the answer's digest, so an
+   * address that is not a replica of this vault cannot answer for one.
+   */
+  signAnswer(request: string, self: string, body: Uint8Array): string {
+    return toBase64Url(this.#answerMac(request, receiver(self), body));
   }
 
-  /** Whether `mac` is a replica's MAC of `url` (constant time). */
-  vouches(url: string, mac: string | null): boolean {
+  /** Refuses (`unauthorized`) an answer to the call that carried `request` not signed by the replica at `from`. */
+  verifyAnswer(request: string, from: string, header: string | null, body: Uint8Array): void {
+    const mac = header === null ? undefined : fromBase64Url(header);
+    if (!mac || !constantTimeEqual(mac, this.#answerMac(request, receiver(from), body))) throw bad('its answer is not signed by the replica it called');
+  }
+
+  /** A replica's MAC of its own id and address, stored beside them in `index_shards`: a peer calls only an address a replica of this vault vouched for as its own. */
+  addressMac(replicaId: string, url: string): string {
+    return toBase64Url(this.#mac.hash(utf8.encode(`v1\naddress\n${replicaId}\n${url}`)));
+  }
+
+  /** Whether `mac` is replica `replicaId`'s MAC of `url` (constant time). */
+  vouches(replicaId: string, url: string, mac: string | null): boolean {
     const given = mac === null ? undefined : fromBase64Url(mac);
-    return given !== undefined && constantTimeEqual(given, this.#mac.hash(utf8.encode(`v1\naddress\n${url}`)));
+    return given !== undefined && constantTimeEqual(given, this.#mac.hash(utf8.encode(`v1\naddress\n${replicaId}\n${url}`)));
+  }
+
+  #answerMac(request: string, from: string, body: Uint8Array): Uint8Array {
+    const nonce = request.split('.')[2] ?? '';
+    return this.#mac.hash(utf8.encode(`v1\nanswer\n${nonce}\n${from}\n${toBase64Url(sha256(body))}`));
   }
 
   close(): void {

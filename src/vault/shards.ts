@@ -16,7 +16,8 @@
  *   split, nothing moves until a replica comes or goes. A replica takes nothing at its
  *   first tick (it only joins), so replicas starting together split the shards rather
  *   than the first taking all. A live member naming another
- *   count stops every replica from taking shards (and a new one from starting).
+ *   count stops every replica from taking or letting go of shards (they renew what they
+ *   hold) and a new one from starting.
  * - A replica that could not renew stops acting for its shards once the lease it last
  *   renewed has run out by its own clock, less a fifth of it.
  */
@@ -52,6 +53,8 @@ export interface ShardChange {
   readonly gained: ReadonlyMap<number, number>;
   /** Shards this replica no longer holds. */
   readonly lost: readonly number[];
+  /** Set when a live replica splits by another count: this one renewed what it holds and took nothing. */
+  readonly refused?: LetheError;
 }
 
 type Raw = {
@@ -124,7 +127,7 @@ export class ShardLeases {
           `index_shards is split into more than ${n} shards and a replica still holds one: every replica needs the same LETHE_INDEX_SHARDS`,
         );
       }
-      await tx.execute(sql`delete from index_shards where shard >= ${n}`);
+      // rows past the count are left alone (a replica splitting by more keeps its own); this one reads only its count's
       await tx.execute(sql`insert into index_shards (shard) select generate_series(0, ${n - 1}) on conflict (shard) do nothing`);
       await tx.execute(sql`delete from index_shard_members where seen_at < now() - interval '1 hour'`);
     });
@@ -156,8 +159,6 @@ export class ShardLeases {
     const startedAt = Date.now();
     await this.#db.execute(sql`insert into index_shard_members (replica_id, shards, seen_at) values (${me}, ${this.#o.shards}, now())
                                 on conflict (replica_id) do update set shards = excluded.shards, seen_at = now()`);
-    // replicas that disagree on the count would split subjects differently: take nothing until they agree
-    await this.#refuseOtherCounts(this.#db);
     const renewed = await queryRows<{ shard: number; fence: string | number }>(
       this.#db,
       sql`update index_shards set expires_at = now() + make_interval(secs => ${lease}), owner_url = ${this.#o.url}, owner_url_mac = ${this.#o.urlMac}
@@ -170,6 +171,16 @@ export class ShardLeases {
     if (strays.length > 0) await this.#letGo(strays);
     this.#renewedAt = startedAt;
 
+    // replicas that disagree on the count would split subjects differently: renew (so nothing held is lost) but move
+    // nothing until they agree; the refusal says which count is live
+    try {
+      await this.#refuseOtherCounts(this.#db);
+    } catch (e) {
+      this.#joined = true;
+      return { gained: new Map(), lost: [...before.keys()].filter((s) => !this.#held.has(s)), refused: e as LetheError };
+    }
+    // the rows of this count, should a replica of another have removed them
+    await this.#db.execute(sql`insert into index_shards (shard) select generate_series(0, ${this.#o.shards - 1}) on conflict (shard) do nothing`);
     // the first tick only joins: replicas starting together see each other before any takes a share (not all of it)
     if (!this.#joined) {
       this.#joined = true;

@@ -37,7 +37,7 @@ import { rebuild } from './rebuild.js';
 import { countStale, reindex, staleRows } from './reindex.js';
 import { reseal, seal, sealEach } from './seal.js';
 import { SealPool } from './seal-pool.js';
-import { indexedIn } from './sharding.js';
+import { shardCoverage } from './sharding.js';
 import type { ShingleIndex } from './shingle-index.js';
 import type { TextShingles } from './shingles.js';
 import type { RecordType, VectorIndex } from './vector-index.js';
@@ -134,8 +134,8 @@ export class Vectors {
     return this.#c.shards;
   }
 
-  /** How many records the lexical index holds in these shards (all it holds, unsharded). */
-  indexedIn = (shards: ReadonlySet<number>): number => indexedIn(this.#c, shards);
+  /** Per shard, the sealed rows of live keys stored and the records this replica's lexical index holds (sharded only). */
+  shardCoverage = (shards: ReadonlySet<number>): Promise<Map<number, { stored: number; indexed: number }>> => shardCoverage(this.#c, shards);
 
   /**
    * A sharded replica indexes these shards from now on: writes of others are left out at

@@ -5,7 +5,7 @@
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
 import { idArrayLiteral } from '../ids.js';
-import { placeOfArtifact, placeOfSubject, shardOf } from '../vault/shards.js';
+import { PLACE_SQL, placeOfArtifact, placeOfSubject, shardOf } from '../vault/shards.js';
 import { type IndexedRecord, ownsPlace, type SealedRow, type VectorsContext } from './context.js';
 
 /** Entry keys whose places a replica remembers (one per subject key; the oldest forgotten first). */
@@ -46,20 +46,46 @@ export function rememberRow(c: VectorsContext, row: Pick<SealedRow, 'key_id' | '
 }
 
 /**
- * How many records this replica's lexical index holds in `shards` (what a sharded
- * probe counts each shard's coverage from): a record of another shard — one a rebuild
- * has not dropped yet — or whose place is not known, is not counted.
+ * Each of `shards`' coverage on this replica: the sealed rows of live keys stored in it
+ * (one statement: the shard computed from the key's subject hash or the artifact id)
+ * and the records of it this replica's lexical index holds. What a sharded probe
+ * certifies on only when the two agree for every shard.
  */
-export function indexedIn(c: VectorsContext, shards: ReadonlySet<number>): number {
+export async function shardCoverage(c: VectorsContext, shards: ReadonlySet<number>): Promise<Map<number, { stored: number; indexed: number }>> {
+  const out = new Map([...shards].map((s) => [s, { stored: 0, indexed: 0 }]));
   const s = c.shards;
-  if (!s) return c.current.lexical.size;
+  if (!s || shards.size === 0) return out;
+  const list = `{${[...shards].join(',')}}`;
+  const stored = await queryRows<{ shard: number; n: string | number }>(
+    c.d.db,
+    sql`select (${PLACE_SQL} % ${s.count})::int as shard, count(*) as n
+          from embeddings e left join subject_keys s on e.record_type = 'entry' and s.key_id = e.key_id
+         where (${PLACE_SQL} % ${s.count}) = any(${list}::int[])
+           and not exists (select 1 from destruction_ledger d where d.key_id = e.key_id)
+         group by 1`,
+  );
+  for (const r of stored) out.get(r.shard)!.stored = Number(r.n);
   const lexical = c.current.lexical;
-  let n = 0;
+  const records: Array<{ recordId: string; recordType: 'entry' | 'artifact'; keyId: string }> = [];
   for (const id of lexical.ids()) {
     const slot = lexical.slotOf(id);
     const r = slot === undefined ? undefined : lexical.recordAt(slot);
-    const place = r && placeOf(c, { recordId: r.id, recordType: r.type, keyId: r.keyId });
-    if (place !== undefined && shards.has(shardOf(place, s.count))) n++;
+    if (r) records.push({ recordId: r.id, recordType: r.type, keyId: r.keyId });
   }
-  return n;
+  // places not remembered (the memory is bounded) are read for this count alone
+  const unknown = [...new Set(records.filter((r) => placeOf(c, r) === undefined).map((r) => r.keyId))];
+  const looked = new Map<string, number>();
+  for (let i = 0; i < unknown.length; i += 5000) {
+    const rows = await queryRows<{ key_id: string; subject_hash: Uint8Array }>(
+      c.d.db,
+      sql`select key_id, subject_hash from subject_keys where key_id = any(${idArrayLiteral(unknown.slice(i, i + 5000))}::text[])`,
+    );
+    for (const r of rows) looked.set(r.key_id, placeOfSubject(r.subject_hash));
+  }
+  for (const r of records) {
+    const place = placeOf(c, r) ?? looked.get(r.keyId);
+    const shard = place === undefined ? undefined : out.get(shardOf(place, s.count));
+    if (shard) shard.indexed++;
+  }
+  return out;
 }

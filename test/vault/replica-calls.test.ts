@@ -55,14 +55,30 @@ describe('ReplicaCalls', () => {
     }
   });
 
-  it("vouches for an address only under a replica's MAC of it", () => {
+  it("vouches for an address only under a replica's MAC of its id and that address", () => {
     const a = new ReplicaCalls(key());
     const other = new ReplicaCalls(new Uint8Array(32).fill(8));
-    const mac = a.addressMac('http://10.0.0.5:8787');
-    expect(new ReplicaCalls(key()).vouches('http://10.0.0.5:8787', mac)).toBe(true);
-    expect(a.vouches('http://10.0.0.6:8787', mac)).toBe(false);
-    expect(a.vouches('http://10.0.0.5:8787', other.addressMac('http://10.0.0.5:8787'))).toBe(false);
-    expect(a.vouches('http://10.0.0.5:8787', null)).toBe(false);
-    expect(a.vouches('http://10.0.0.5:8787', 'not base64url!')).toBe(false);
+    const mac = a.addressMac('r1', 'http://10.0.0.5:8787');
+    expect(new ReplicaCalls(key()).vouches('r1', 'http://10.0.0.5:8787', mac)).toBe(true);
+    expect(a.vouches('r2', 'http://10.0.0.5:8787', mac)).toBe(false);
+    expect(a.vouches('r1', 'http://10.0.0.6:8787', mac)).toBe(false);
+    expect(a.vouches('r1', 'http://10.0.0.5:8787', other.addressMac('r1', 'http://10.0.0.5:8787'))).toBe(false);
+    expect(a.vouches('r1', 'http://10.0.0.5:8787', null)).toBe(false);
+    expect(a.vouches('r1', 'http://10.0.0.5:8787', 'not base64url!')).toBe(false);
+  });
+
+  it('an answer verifies only from the replica called, for that call, with that body', () => {
+    const a = new ReplicaCalls(key());
+    const b = new ReplicaCalls(key());
+    const other = new ReplicaCalls(new Uint8Array(32).fill(8));
+    const call = a.sign('POST', '/p', B, body);
+    const answer = new TextEncoder().encode('{"hits":[]}');
+    const signed = b.signAnswer(call, B, answer);
+    expect(() => a.verifyAnswer(call, B, signed, answer)).not.toThrow();
+    expect(refused(() => a.verifyAnswer(call, 'http://10.0.0.3:8787', signed, answer))).toBe(true);
+    expect(refused(() => a.verifyAnswer(a.sign('POST', '/p', B, body), B, signed, answer))).toBe(true);
+    expect(refused(() => a.verifyAnswer(call, B, signed, new TextEncoder().encode('{"hits":[1]}')))).toBe(true);
+    expect(refused(() => a.verifyAnswer(call, B, other.signAnswer(call, B, answer), answer))).toBe(true);
+    expect(refused(() => a.verifyAnswer(call, B, null, answer))).toBe(true);
   });
 });

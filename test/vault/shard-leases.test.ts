@@ -129,13 +129,18 @@ describe('ShardLeases', () => {
     const four = leases('b', 4);
     const refused = await four.init().catch((e: unknown) => e);
     expect(isLetheError(refused, 'conflict')).toBe(true);
-    // a live member splitting by 6 stops a replica splitting by 4 from taking shards
-    expect(isLetheError(await four.tick().catch((e: unknown) => e), 'conflict')).toBe(true);
+    // a live member splitting by 6 stops a replica splitting by 4 from taking shards, and the one splitting by 6 from moving
+    const heldBefore = [...six.held().keys()];
+    expect(isLetheError((await four.tick()).refused, 'conflict')).toBe(true);
+    expect(four.held().size).toBe(0);
+    const still = await six.tick();
+    expect(isLetheError(still.refused, 'conflict')).toBe(true);
+    expect([...six.held().keys()]).toEqual(heldBefore);
     await six.release();
     await six.leave();
     await handle.db.execute(sql`delete from index_shard_members where replica_id = 'b'`);
     await four.init();
-    expect((await owners()).map((r) => r.shard)).toEqual([0, 1, 2, 3]);
+    expect((await four.rows()).map((r) => r.shard)).toEqual([0, 1, 2, 3]);
   });
 
   it("places: an entry's is its subject hash's first four bytes; an artifact's its id's SHA-256; both spread over the shards", () => {

@@ -35,6 +35,8 @@ import type { ErasureResources } from '../resources.js';
 import { Park, type Step, type StepContext } from './step.js';
 import { TierFailure } from '../machine.js';
 
+type ShardCover = { readonly shard: number; readonly stored: number; readonly indexed: number };
+
 /** Parks while the index catches up, before the probe fails the erasure. */
 export const MAX_INDEX_WAITS = 10;
 /** Parks while a shard has no searchable owner (a lease running out, then a rebuild), before the probe fails the erasure (about 2 minutes). */
@@ -129,34 +131,47 @@ async function scoreBeyondSuccessors<T extends ProbeScore>(
 }
 
 /**
- * A sharded probe's coverage, from the parts the owners answered: every shard answered
- * (an unowned or rebuilding one is waited for — a takeover, MAX_SHARD_WAITS at most —
- * never certified without), and their indexes together hold every stored record
- * (else each owner reconciles its shards at the next try, counted as the index waits).
+ * A sharded probe's coverage, from the parts the owners answered: every shard answered —
+ * one with no searchable owner parks the probe, uncounted while a live owner rebuilds
+ * it (a takeover is progress), MAX_SHARD_WAITS times otherwise, never certified without
+ * — and for every shard the records its owner's index holds equal the sealed rows of
+ * live keys stored in it, read by the owner just before it scored (else each owner
+ * reconciles its shards at the next try, counted as the index waits).
  */
 async function shardedCoverage(
   res: StepContext['res'],
   state: StepContext['state'],
-  parts: { count: number; missing: readonly number[]; indexed: number },
+  parts: {
+    count: number;
+    missing: readonly number[];
+    progressing: readonly number[];
+    coverage: ReadonlyArray<{ shard: number; stored: number; indexed: number }>;
+  },
 ): Promise<Coverage | Park> {
   if (parts.missing.length > 0) {
-    const waits = (state.shardWaits ?? 0) + 1;
     const what = `index shard(s) ${parts.missing.join(', ')} of ${parts.count} have no searchable owner (unowned, rebuilding or not answering)`;
+    if (parts.missing.every((s) => parts.progressing.includes(s)))
+      return new Park(new Date(Date.now() + INDEX_WAIT_MS), `${what}: a replica is rebuilding them`);
+    const waits = (state.shardWaits ?? 0) + 1;
     if (waits > MAX_SHARD_WAITS) throw new TierFailure(`${what} after ${MAX_SHARD_WAITS} waits: the probe cannot certify without them`);
     state.shardWaits = waits;
     return new Park(new Date(Date.now() + INDEX_WAIT_MS), `${what}: waiting for them (${waits} of ${MAX_SHARD_WAITS})`);
   }
   delete state.shardWaits;
-  const coverage = { ...(await res.vectors.coverage()), indexed: parts.indexed, rebuilding: false };
-  if (coverage.indexed !== sealedRows(coverage)) {
+  const byShard = new Map(parts.coverage.map((c) => [c.shard, c]));
+  const off = Array.from({ length: parts.count }, (_, s) => s).filter((s) => !byShard.has(s) || byShard.get(s)!.indexed !== byShard.get(s)!.stored);
+  const stored = parts.coverage.reduce((n, c) => n + c.stored, 0);
+  const indexed = parts.coverage.reduce((n, c) => n + c.indexed, 0);
+  if (off.length > 0) {
     const waits = (state.indexWaits ?? 0) + 1;
-    const what = `the lexical indexes of the ${parts.count} shards cover ${coverage.indexed} of ${sealedRows(coverage)} stored records`;
+    const what = `the lexical indexes of shard(s) ${off.join(', ')} of ${parts.count} do not hold exactly their stored records (${indexed} held of ${stored} in all)`;
     if (waits > MAX_INDEX_WAITS) throw new TierFailure(`${what} after ${MAX_INDEX_WAITS} waits: the probe cannot certify on an index that is not caught up`);
     state.indexWaits = waits;
     return new Park(new Date(Date.now() + INDEX_WAIT_MS), `${what}: each owner reconciles its shards (${waits} of ${MAX_INDEX_WAITS})`);
   }
   delete state.indexWaits;
-  return coverage;
+  const { queued } = await res.vectors.coverage();
+  return { indexed, stored: stored + queued, queued, rebuilding: false };
 }
 
 export const probe: Step = {
@@ -206,19 +221,18 @@ export const probe: Step = {
         similarity: res.probeSimilarity,
       });
       // every shard's index probed (sharded: this replica's part and each owner's), or this replica's whole index
-      let missing: number[] = [];
-      const reconcile = (state.indexWaits ?? 0) > 0;
+      let sharded = { count: shards?.count ?? 1, missing: [] as number[], progressing: [] as number[], coverage: [] as ShardCover[] };
       const { scored, successors } = await scoreBeyondSuccessors(res, row, async (successors) => {
         if (!shards) return probePart(res, scope, input(successors));
-        const all = await shards.probe(scope, input(successors), { reconcile }, (local, mine) => probePart(res, scope, local, mine));
-        missing = all.missing;
+        const all = await shards.probe(scope, input(successors), { reconcile: (state.indexWaits ?? 0) > 0 }, (local, mine) =>
+          probePart(res, scope, local, mine),
+        );
+        sharded = { ...sharded, missing: all.missing, progressing: all.progressing, coverage: all.parts.flatMap((p) => p.coverage ?? []) };
         return { ...combineProbeScores(all.parts), indexed: all.parts.reduce((n, p) => n + p.indexed, 0) };
       });
-      if (shards) {
-        const checked = await shardedCoverage(res, state, { count: shards.count, missing, indexed: scored.indexed });
-        if (checked instanceof Park) return checked;
-        coverage = checked;
-      }
+      const checked = shards ? await shardedCoverage(res, state, sharded) : coverage;
+      if (checked instanceof Park) return checked;
+      coverage = checked;
       if (!coverage) throw new TierFailure('the probe ran without its coverage');
       // a match is named only when its tier still reads it (or it is an indexed vector whose text is gone)
       const query = {

@@ -13,7 +13,7 @@ import type { ProbePart, ProbePartInput, ProbeTarget } from '../../../erasure/pr
 import { ProbeMatchSchema } from '../../../erasure/view.js';
 import { LetheError } from '../../../errors.js';
 import type { Services } from '../../services.js';
-import { verifiedBody } from './peer-call.js';
+import { signedAnswer, verifiedBody } from './peer-call.js';
 
 export const PEER_PROBE_PATH = '/internal/v1/probe';
 
@@ -56,6 +56,7 @@ const PartSchema = z.strictObject({
   fallbacks: z.number(),
   perRecord: z.array(z.strictObject({ weight: z.number(), weighed: z.boolean(), top: z.number() })),
   indexed: z.number().int().min(0),
+  coverage: z.array(z.strictObject({ shard: z.number().int().min(0), stored: z.number().int().min(0), indexed: z.number().int().min(0) })).optional(),
 });
 
 export const PeerProbeAnswerSchema = z.strictObject({
@@ -133,6 +134,7 @@ export interface Uses {
   readonly erasures: Pick<Services['erasures'], 'probeForPeer'>;
   readonly shards?: Pick<NonNullable<Services['shards']>, 'answering' | 'count'> | undefined;
   readonly replicaCalls?: Services['replicaCalls'];
+  readonly config: Pick<Services['config'], 'replicaUrl'>;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: any Hono env
@@ -146,16 +148,16 @@ export function register(app: Hono<any>, services: Uses): void {
     // a replica splitting by another count answers for none (the asking one names them missing)
     const answering = services.shards?.count === request.data.count ? services.shards.answering() : new Map<number, number>();
     const shards = request.data.shards.filter((s) => answering.get(s.shard) === s.fence);
-    c.header('cache-control', 'no-store');
+    const self = services.config.replicaUrl;
     // none of them held here (a hand-over): no part, and the asking replica names them missing
-    if (shards.length === 0) return c.json({ part: EMPTY_PART, shards }, 200);
+    if (shards.length === 0) return signedAnswer(c, services.replicaCalls, self, { part: EMPTY_PART, shards });
     const { target, input } = decodePeerProbe(request.data);
     try {
       const part: ProbePart = await services.erasures.probeForPeer(target, input, {
         reconcile: request.data.reconcile,
         shards: new Set(shards.map((x) => x.shard)),
       });
-      return c.json({ part, shards }, 200);
+      return signedAnswer(c, services.replicaCalls, self, { part, shards });
     } finally {
       for (const r of input.records) r.vector.fill(0);
       for (const q of input.queries) q.fill(0);

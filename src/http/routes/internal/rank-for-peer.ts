@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { LetheError } from '../../../errors.js';
 import type { PeerRankAnswer, PeerRankRequest } from '../../../search/service.js';
 import type { Services } from '../../services.js';
-import { verifiedBody } from './peer-call.js';
+import { signedAnswer, verifiedBody } from './peer-call.js';
 
 export const PEER_RANK_PATH = '/internal/v1/rank';
 
@@ -36,6 +36,7 @@ export const PeerRankAnswerSchema = z.strictObject({
 export interface Uses {
   readonly search: Pick<Services['search'], 'rankForPeer'>;
   readonly replicaCalls?: Services['replicaCalls'];
+  readonly config: Pick<Services['config'], 'replicaUrl'>;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: any Hono env
@@ -47,8 +48,6 @@ export function register(app: Hono<any>, services: Uses): void {
       const issue = request.error.issues[0];
       throw new LetheError('validation_failed', `body.${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`);
     }
-    const answer = await services.search.rankForPeer(request.data);
-    c.header('cache-control', 'no-store');
-    return c.json(answer, 200);
+    return signedAnswer(c, services.replicaCalls, services.config.replicaUrl, await services.search.rankForPeer(request.data));
   });
 }
