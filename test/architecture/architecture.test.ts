@@ -1,9 +1,9 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { check, format, README, readTree, REPO, SCHEMA, SERVICES, type Violation, warnings } from './check.js';
+import { check, format, README, readTree, REPO, SCHEMA, SCHEMA_DIR, SERVICES, type Violation, warnings } from './check.js';
 import { ALLOWED_CYCLES, ALLOWED_LONG_FILES, ALLOWED_LONG_FUNCTIONS, MODULES } from './rules.js';
-import { lineCount, type ShapeAllowances } from './shape.js';
+import type { ShapeAllowances } from './shape.js';
 
 // The real ownership table and schema (and db's client, the import its README's "May import" line names);
 // each test adds the files it needs.
@@ -11,10 +11,11 @@ const DB_CLIENT = 'src/db/client.ts';
 const base = {
   [README]: readFileSync(path.join(REPO, README), 'utf8'),
   [SCHEMA]: readFileSync(path.join(REPO, SCHEMA), 'utf8'),
+  // the tables schema.ts gathers, one file per owning module
+  ...Object.fromEntries(readdirSync(path.join(REPO, SCHEMA_DIR)).map((f) => [`${SCHEMA_DIR}${f}`, readFileSync(path.join(REPO, SCHEMA_DIR, f), 'utf8')])),
   [DB_CLIENT]: readFileSync(path.join(REPO, DB_CLIENT), 'utf8'),
   [SERVICES]: readFileSync(path.join(REPO, SERVICES), 'utf8'),
 };
-// schema.ts, in the base, is one of today's long files
 const ALLOWED: ShapeAllowances = { longFiles: ALLOWED_LONG_FILES, longFunctions: ALLOWED_LONG_FUNCTIONS, cycles: ALLOWED_CYCLES };
 const violations = (files: Record<string, string>, exceptions = {}, allowed = ALLOWED) =>
   check({ ...base, ...files }, { modules: MODULES, exceptions, allowed });
@@ -380,7 +381,6 @@ describe('the shape of src/', () => {
       { file: 'src/vault/e.ts', line: 1, rule: 'function-length', message: 'alsoLong: 130 lines (at most 120)' },
     ]);
     expect(warnings({ ...base, ...files }, { allowed }).map(format)).toEqual([
-      `src/db/schema.ts:1 [file-length] ${lineCount(base[SCHEMA])} lines (at most 400)`,
       'src/log/a.ts:1 [cycle] import cycle among src/log/a.ts, src/log/b.ts',
       'src/vault/a.ts:1 [function-length] tooLong: 121 lines (at most 120)',
       'src/vault/long.ts:1 [file-length] 401 lines (at most 400)',

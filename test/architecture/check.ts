@@ -36,6 +36,10 @@ const ALLOWED: ShapeAllowances = { longFiles: ALLOWED_LONG_FILES, longFunctions:
 
 export const README = 'src/db/README.md';
 export const SCHEMA = 'src/db/schema.ts';
+/** The folder of the tables schema.ts gathers, one file per owning module. */
+export const SCHEMA_DIR = 'src/db/schema/';
+
+const isSchemaFile = (file: string): boolean => file === SCHEMA || (file.startsWith(SCHEMA_DIR) && file.endsWith('.ts'));
 export const SERVICES = 'src/http/services.ts';
 export const ROUTES = 'src/http/routes/';
 
@@ -71,7 +75,7 @@ function checkImports(file: string, src: string, files: Readonly<Record<string, 
 }
 
 // ---------------------------------------------------------------------------------
-// Tables: schema.ts names them, the README says who owns them, writers must be owners.
+// Tables: schema.ts and src/db/schema/ name them, the README says who owns them, writers must be owners.
 
 /** Drizzle identifier → table name, with the line of each definition. */
 export function parseSchema(src: string): Map<string, { table: string; line: number }> {
@@ -179,7 +183,12 @@ export function parseReadsList(readme: string, tables: ReadonlySet<string>): Map
 
 function checkTables(files: Readonly<Record<string, string>>, rules: Rules): Violation[] {
   const violations: Violation[] = [];
-  const schema = parseSchema(files[SCHEMA] ?? '');
+  // schema.ts and the files it gathers under schema/
+  const schema = new Map<string, { table: string; line: number; file: string }>();
+  for (const [file, src] of Object.entries(files)) {
+    if (!isSchemaFile(file)) continue;
+    for (const [ident, t] of parseSchema(src)) schema.set(ident, { ...t, file });
+  }
   const owners = parseOwnership(files[README] ?? '');
   const defined = new Set([...schema.values()].map((t) => t.table));
   for (const [table, { owner, line }] of owners) {
@@ -187,13 +196,13 @@ function checkTables(files: Readonly<Record<string, string>>, rules: Rules): Vio
     if (!rules.modules[owner])
       violations.push({ file: README, line, rule: 'table-write', message: `table ${table}: owner ${owner} is not a module in the rules` });
   }
-  for (const { table, line } of schema.values()) {
-    if (!owners.has(table)) violations.push({ file: SCHEMA, line, rule: 'table-write', message: `table ${table} has no owner in ${README}` });
+  for (const { table, line, file } of schema.values()) {
+    if (!owners.has(table)) violations.push({ file, line, rule: 'table-write', message: `table ${table} has no owner in ${README}` });
   }
   const identifiers = new Map([...schema].map(([ident, { table }]) => [ident, table]));
   const reads = parseReadsList(files[README] ?? '', defined);
   for (const [file, src] of Object.entries(files)) {
-    if (!file.endsWith('.ts') || file === SCHEMA) continue;
+    if (!file.endsWith('.ts') || isSchemaFile(file)) continue;
     const module = moduleOf(file);
     for (const { table, line, how } of writesOf(src, identifiers)) {
       const owner = owners.get(table)?.owner;
