@@ -72,8 +72,12 @@ const WORDS = [
   'willow',
   'yarrow',
 ];
-/** A subject's entry: its marker among words no template shares (a shared template would make the probe see near copies). */
-const noteOf = (i: number) => `${marker(i)} ${Array.from({ length: 8 }, (_, j) => WORDS[(i * 5 + j * 7 + i * j) % WORDS.length]).join(' ')}`;
+/**
+ * A subject's entry: its marker and eight distinct words no other subject's entry holds (each prefixed with the
+ * subject's own letter): notes sharing words would read as near copies of each other to the probe.
+ */
+const noteOf = (i: number) =>
+  `${marker(i)} ${Array.from({ length: 8 }, (_, j) => `${'abcdefghijklmnopqrstuvwx'[i]}${WORDS[(i + j * 3) % WORDS.length]}`).join(' ')}`;
 
 describe('three replicas, six shards', () => {
   let db: TestDatabase;
@@ -199,13 +203,13 @@ describe('three replicas, six shards', () => {
       return view!;
     };
     const copied = await erase('user:shard-secret');
-    expect(copied.status).toBe('incomplete');
+    expect(copied.status, JSON.stringify(copied).slice(0, 4000)).toBe('incomplete');
     const found = new Set(copied.probe.matches.map((m) => m.id));
     for (const id of copies.keys()) expect(found, `the copy under ${copies.get(id)}`).toContain(id);
     expect(copied.probe.coverage!.indexed).toBe(copied.probe.coverage!.stored);
     // a subject no one copied: completed, unreadable on every replica, and no search finds it
     const plain = await erase('user:shard-5');
-    expect(plain.status).toBe('completed');
+    expect(plain.status, JSON.stringify(plain).slice(0, 4000)).toBe('completed');
     for (const r of replicas) {
       const listed = await fetch(`${r.url}/v1/subjects/user:shard-5/entries`, { headers: headers('writer') });
       expect(listed.status).toBe(410);
