@@ -64,6 +64,8 @@ export const ErasureStateSchema = z.looseObject({
   indexWaits: z.number().optional(),
   /** Sharded: probes parked while a shard had no searchable owner (a takeover), bounded by MAX_SHARD_WAITS. */
   shardWaits: z.number().optional(),
+  /** Sharded: when the probe first parked for shards a live replica was rebuilding (uncounted, bounded by MAX_REBUILD_WAIT_MS). */
+  rebuildSince: z.string().optional(),
   /** The indexing queue's high-water mark when the probe first ran: it waits for every entry queued up to it (reset when it runs). */
   queueMark: z.number().optional(),
   /** Times the probe parked for those entries (reset when it runs). */

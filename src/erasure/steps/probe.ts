@@ -41,6 +41,12 @@ type ShardCover = { readonly shard: number; readonly stored: number; readonly in
 export const MAX_INDEX_WAITS = 10;
 /** Parks while a shard has no searchable owner (a lease running out, then a rebuild), before the probe fails the erasure (about 2 minutes). */
 export const MAX_SHARD_WAITS = 120;
+/**
+ * How long the probe waits, uncounted, for shards a live replica is rebuilding before it fails the erasure: a rebuild
+ * that never ends (a replica whose fill keeps failing holds its leases) must not park an erasure for ever. A whole
+ * index's rebuild takes about 5 minutes at the plan's scale (docs/scale.md).
+ */
+export const MAX_REBUILD_WAIT_MS = 30 * 60_000;
 const INDEX_WAIT_MS = 1000;
 /** How long the probe waits in place, each time it runs, for the entries queued before it started. */
 export const QUEUE_WAIT_MS = 2000;
@@ -138,8 +144,8 @@ async function scoreBeyondSuccessors<T extends ProbeScore>(
  * live keys stored in it, read by the owner just before it scored (else each owner
  * reconciles its shards at the next try, counted as the index waits).
  */
-async function shardedCoverage(
-  res: StepContext['res'],
+export async function shardedCoverage(
+  res: Pick<StepContext['res'], 'vectors'>,
   state: StepContext['state'],
   parts: {
     count: number;
@@ -150,14 +156,22 @@ async function shardedCoverage(
 ): Promise<Coverage | Park> {
   if (parts.missing.length > 0) {
     const what = `index shard(s) ${parts.missing.join(', ')} of ${parts.count} have no searchable owner (unowned, rebuilding or not answering)`;
-    if (parts.missing.every((s) => parts.progressing.includes(s)))
-      return new Park(new Date(Date.now() + INDEX_WAIT_MS), `${what}: a replica is rebuilding them`);
+    if (parts.missing.every((s) => parts.progressing.includes(s))) {
+      state.rebuildSince ??= new Date().toISOString();
+      const since = Date.parse(state.rebuildSince);
+      if (Date.now() - since > MAX_REBUILD_WAIT_MS)
+        throw new TierFailure(
+          `${what}: still rebuilding ${Math.round((Date.now() - since) / 60_000)} minutes after the probe first waited for them; the probe cannot certify without them`,
+        );
+      return new Park(new Date(Date.now() + INDEX_WAIT_MS), `${what}: a replica is rebuilding them (waiting since ${state.rebuildSince})`);
+    }
     const waits = (state.shardWaits ?? 0) + 1;
     if (waits > MAX_SHARD_WAITS) throw new TierFailure(`${what} after ${MAX_SHARD_WAITS} waits: the probe cannot certify without them`);
     state.shardWaits = waits;
     return new Park(new Date(Date.now() + INDEX_WAIT_MS), `${what}: waiting for them (${waits} of ${MAX_SHARD_WAITS})`);
   }
   delete state.shardWaits;
+  delete state.rebuildSince;
   const byShard = new Map(parts.coverage.map((c) => [c.shard, c]));
   const off = Array.from({ length: parts.count }, (_, s) => s).filter((s) => !byShard.has(s) || byShard.get(s)!.indexed !== byShard.get(s)!.stored);
   const stored = parts.coverage.reduce((n, c) => n + c.stored, 0);
