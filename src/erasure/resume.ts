@@ -1,7 +1,7 @@
 /**
  * Resuming a failed erasure (`POST /v1/erasures/{id}/resume`): under the row's lock a
- * failed erasure goes back to running at the step that failed, its attempts reset,
- * and a transition row says who resumed it and from where. Refused (409) for an
+ * failed erasure goes back to running at the step that failed, its attempts (and the
+ * probe's bounded waits) reset, and a transition row says who resumed it and from where. Refused (409) for an
  * erasure that is not failed, and once a newer erasure of the same subject exists
  * (open, or finished: that one has taken the subject over). A subject-scope erasure
  * tombstones its subject again as it resumes (tombstones.ts).
@@ -12,6 +12,7 @@ import { isLetheError, LetheError } from '../errors.js';
 import { FIRST_RUN, parseStep, type StepName } from './machine.js';
 import type { ErasureResources } from './resources.js';
 import { type ErasureState, parseState } from './state.js';
+import { freshProbeWaits } from './steps/probe.js';
 
 /** The step a failed erasure failed at: the one its state marks failed, else the first of its run not done. */
 export function failedStep(state: ErasureState): StepName {
@@ -50,6 +51,7 @@ export async function resumeErasure(res: ErasureResources, erasureId: string, ac
       const state = parseState(locked.state);
       const step = failedStep(state);
       state.steps[step] = { status: 'pending' };
+      freshProbeWaits(state);
       const cause = locked.lastError ? ` (it had failed: ${locked.lastError})` : '';
       await res.records.move(tx, {
         erasureId: locked.erasureId,

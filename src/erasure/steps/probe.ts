@@ -136,6 +136,13 @@ async function scoreBeyondSuccessors<T extends ProbeScore>(
   return { scored, successors };
 }
 
+/** A resumed erasure's probe waits its whole bounds again (the cause is fixed, or a rebuild under way gets its full time). */
+export function freshProbeWaits(state: StepContext['state']): void {
+  delete state.indexWaits;
+  delete state.shardWaits;
+  delete state.rebuildSince;
+}
+
 /**
  * A sharded probe's coverage, from the parts the owners answered: every shard answered —
  * one with no searchable owner parks the probe, uncounted while a live owner rebuilds
