@@ -5,11 +5,14 @@ export interface Spawned {
   readonly child: ChildProcess;
   stdout(): string;
   stderr(): string;
-  /** Resolves with the exit code. */
+  /** Resolves with the exit code once the process exited and its output was read whole. */
   exited: Promise<number | null>;
 }
 
 export const CLI = ['--import', 'tsx', 'src/cli/main.ts'];
+
+/** How long an exited process's pipes may stay open (held by a process it started) before its output is taken as read. */
+const PIPES_CLOSE_MS = 5_000;
 
 export function spawnProcess(command: string, args: string[], env: Record<string, string>): Spawned {
   const child = spawn(command, args, {
@@ -23,7 +26,18 @@ export function spawnProcess(command: string, args: string[], env: Record<string
   let err = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // 'exit' can come before the pipes are read whole (seen under load: a CLI's exit code without its stderr); 'close'
+  // comes after, bounded in case a process the child started keeps the pipes open
+  const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
+      const bound = setTimeout(() => resolve(code), PIPES_CLOSE_MS);
+      void closed.then(() => {
+        clearTimeout(bound);
+        resolve(code);
+      });
+    }),
+  );
   return { child, stdout: () => out, stderr: () => err, exited };
 }
 
