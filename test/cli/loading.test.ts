@@ -22,7 +22,8 @@ async function loaded(args: string[]): Promise<string[]> {
   });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  await new Promise((resolve) => child.on('exit', resolve));
+  // 'close', not 'exit': the pipes read whole (test/support/process.ts)
+  await new Promise((resolve) => child.on('close', resolve));
   return [...new Set(stderr.split('\n').flatMap((l) => (l.startsWith('lethe-loaded ') ? [l.slice('lethe-loaded '.length)] : [])))];
 }
 

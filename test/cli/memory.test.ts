@@ -55,7 +55,8 @@ async function memoryWithStdin(args: string[], input: string): Promise<CliRun> {
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   child.stdin.end(input);
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  // 'close', not 'exit': the pipes read whole (test/support/process.ts)
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
   return { code, stdout, stderr };
 }
 
@@ -214,7 +215,7 @@ describe('lethe memory', () => {
         });
         let stderr = '';
         child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-        child.on('exit', () => resolve(stderr.split('\n').flatMap((l) => (l.startsWith('lethe-loaded ') ? [l.slice('lethe-loaded '.length)] : []))));
+        child.on('close', () => resolve(stderr.split('\n').flatMap((l) => (l.startsWith('lethe-loaded ') ? [l.slice('lethe-loaded '.length)] : []))));
       });
     for (const args of [
       ['search', 'tea', '--subject', 'user:1'],

@@ -286,7 +286,7 @@ describe('lethe mcp', () => {
         });
         let stderr = '';
         child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-        child.on('exit', (code) =>
+        child.on('close', (code) =>
           resolve({ code, files: stderr.split('\n').flatMap((l) => (l.startsWith('lethe-loaded ') ? [l.slice('lethe-loaded '.length)] : [])) }),
         );
       });
