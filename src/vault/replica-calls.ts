@@ -98,13 +98,17 @@ export class ReplicaCalls {
 
   /** A replica's MAC of its own id and address, stored beside them in `index_shards`: a peer calls only an address a replica of this vault vouched for as its own. */
   addressMac(replicaId: string, url: string): string {
-    return toBase64Url(this.#mac.hash(utf8.encode(`v1\naddress\n${replicaId}\n${url}`)));
+    return toBase64Url(this.#addressMac(replicaId, url));
   }
 
   /** Whether `mac` is replica `replicaId`'s MAC of `url` (constant time). */
   vouches(replicaId: string, url: string, mac: string | null): boolean {
     const given = mac === null ? undefined : fromBase64Url(mac);
-    return given !== undefined && constantTimeEqual(given, this.#mac.hash(utf8.encode(`v1\naddress\n${replicaId}\n${url}`)));
+    return given !== undefined && constantTimeEqual(given, this.#addressMac(replicaId, url));
+  }
+
+  #addressMac(replicaId: string, url: string): Uint8Array {
+    return this.#mac.hash(utf8.encode(`v1\naddress\n${replicaId}\n${url}`));
   }
 
   #answerMac(request: string, from: string, body: Uint8Array): Uint8Array {

@@ -22,15 +22,24 @@ export function rememberPlace(c: VectorsContext, keyId: string, place: number): 
   if (c.keyPlaces.size > KEY_PLACES) c.keyPlaces.delete(c.keyPlaces.keys().next().value!);
 }
 
+/** The places of these entry keys, read from their subject hashes (a destroyed key's is absent). */
+async function placesOf(c: VectorsContext, keyIds: readonly string[]): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (let i = 0; i < keyIds.length; i += 5000) {
+    const rows = await queryRows<{ key_id: string; subject_hash: Uint8Array }>(
+      c.d.db,
+      sql`select key_id, subject_hash from subject_keys where key_id = any(${idArrayLiteral(keyIds.slice(i, i + 5000))}::text[])`,
+    );
+    for (const r of rows) out.set(r.key_id, placeOfSubject(r.subject_hash));
+  }
+  return out;
+}
+
 /** Looks up the places of entry keys not yet known (a destroyed key's stays unknown). */
 export async function lookUpPlaces(c: VectorsContext, keyIds: readonly string[]): Promise<void> {
   const unknown = [...new Set(keyIds)].filter((k) => !c.keyPlaces.has(k));
   if (unknown.length === 0) return;
-  const rows = await queryRows<{ key_id: string; subject_hash: Uint8Array }>(
-    c.d.db,
-    sql`select key_id, subject_hash from subject_keys where key_id = any(${idArrayLiteral(unknown)}::text[])`,
-  );
-  for (const r of rows) rememberPlace(c, r.key_id, placeOfSubject(r.subject_hash));
+  for (const [keyId, place] of await placesOf(c, unknown)) rememberPlace(c, keyId, place);
 }
 
 /** Whether this replica indexes the record: undefined when its place is not known yet. */
@@ -74,14 +83,7 @@ export async function shardCoverage(c: VectorsContext, shards: ReadonlySet<numbe
   }
   // places not remembered (the memory is bounded) are read for this count alone
   const unknown = [...new Set(records.filter((r) => placeOf(c, r) === undefined).map((r) => r.keyId))];
-  const looked = new Map<string, number>();
-  for (let i = 0; i < unknown.length; i += 5000) {
-    const rows = await queryRows<{ key_id: string; subject_hash: Uint8Array }>(
-      c.d.db,
-      sql`select key_id, subject_hash from subject_keys where key_id = any(${idArrayLiteral(unknown.slice(i, i + 5000))}::text[])`,
-    );
-    for (const r of rows) looked.set(r.key_id, placeOfSubject(r.subject_hash));
-  }
+  const looked = await placesOf(c, unknown);
   for (const r of records) {
     const place = placeOf(c, r) ?? looked.get(r.keyId);
     const shard = place === undefined ? undefined : out.get(shardOf(place, s.count));
