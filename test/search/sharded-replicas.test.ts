@@ -254,20 +254,36 @@ describe('three replicas, six shards', () => {
     await sql`update index_shards set owner = 'ghost', owner_url = null, owner_url_mac = null, fence = fence + 100, state = 'ready', expires_at = 'infinity' where shard = 0`;
     const free = () => sql`update index_shards set owner = null, expires_at = null, state = 'rebuilding' where shard = 0 and owner = 'ghost'`;
     try {
+      // its old owner answers for it until its next tick reads the lease gone (its index still held the shard's records):
+      // the erasure is requested once no replica does
+      await until('no replica to answer for shard 0', async () => {
+        const ready = await Promise.all(
+          replicas.map(async (r) => ((await (await fetch(`${r.url}/readyz`)).json()) as { shards?: { answering: number[] } }).shards?.answering ?? []),
+        );
+        return ready.every((answering) => !answering.includes(0));
+      });
       const requested = await fetch(`${replicas[2]!.url}/v1/erasures`, {
         method: 'POST',
         headers: headers('eraser'),
         body: JSON.stringify({ subject: 'user:shard-6' }),
       });
+      expect(requested.status).toBe(202);
       const { erasureId } = (await requested.json()) as { erasureId: string };
       const transitions = async () =>
-        (await sql`select detail from erasure_transitions where erasure_id = ${erasureId} order by id`) as unknown as Array<{ detail: string | null }>;
+        (await sql`select to_step, status, detail from erasure_transitions where erasure_id = ${erasureId} order by id`) as unknown as Array<{
+          to_step: string;
+          status: string;
+          detail: string | null;
+        }>;
       // the erasure's steps before the probe take longer on a loaded machine
       await until(
         'the probe to wait for shard 0',
-        async () => (await transitions()).some((t) => /index shard\(s\) 0 of 6 have no searchable owner/.test(t.detail ?? '')),
+        async () => (await transitions()).some((t) => /index shard\(s\) 0(, \d+)* of 6 have no searchable owner/.test(t.detail ?? '')),
         150_000,
-      );
+      ).catch(async (e: Error) => {
+        const seen = (await transitions()).slice(-8).map((t) => `${t.to_step} ${t.status}: ${t.detail}`);
+        throw new Error(`${e.message}; its last transitions: ${seen.join(' | ')}; shards: ${JSON.stringify(await shardRows())}`);
+      });
       const view = async () =>
         (await (await fetch(`${replicas[2]!.url}/v1/erasures/${erasureId}`, { headers: headers('eraser') })).json()) as { status: string };
       expect(['completed', 'incomplete']).not.toContain((await view()).status);
