@@ -40,6 +40,24 @@ export async function pendingUpTo(c: IndexerContext, mark: number, subjectHash?:
 }
 
 /**
+ * The subjects' entries waiting in the queue, newest first, at most `limit`: what a
+ * scoped search ranks besides the index (src/search/queued.ts). From the queue's side:
+ * none in the usual case, whatever the subjects hold.
+ */
+export async function queuedOf(c: IndexerContext, subjectHashes: readonly Uint8Array[], limit: number): Promise<string[]> {
+  if (subjectHashes.length === 0 || limit <= 0) return [];
+  const hex = JSON.stringify([...new Set(subjectHashes.map((h) => Buffer.from(h).toString('hex')))]);
+  const rows = await queryRows<{ entry_id: string }>(
+    c.d.db,
+    sql`select q.entry_id from index_queue q join log_entries e on e.entry_id = q.entry_id
+         where e.subject_hash = any(array(select decode(h, 'hex') from json_array_elements_text(${hex}::json) as s(h)))
+           and e.forgotten_by is null and e.refused is null
+         order by q.seq desc limit ${limit}`,
+  );
+  return rows.map((r) => r.entry_id);
+}
+
+/**
  * Waits until every entry queued up to `mark` (default: now; of the subject, when
  * given) is indexed or refused, at most `timeoutMs`; answers how many are left (0:
  * drained). `drain`: without a running worker here (a vault that does not listen),

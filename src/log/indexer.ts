@@ -42,7 +42,7 @@ import { randomBytes, toBase64Url } from '../crypto/index.js';
 import type { Transaction } from '../db/client.js';
 import { runOnce } from './indexer-batch.js';
 import { poke, start, stop } from './indexer-loop.js';
-import { dropQueuedUnder, isQueued, mark, pendingUpTo, queueStatus, requeue, waitIndexed } from './indexer-queue.js';
+import { dropQueuedUnder, isQueued, mark, pendingUpTo, queuedOf, queueStatus, requeue, waitIndexed } from './indexer-queue.js';
 import {
   BATCH,
   type BatchResult,
@@ -87,6 +87,7 @@ export class Indexer {
   queueStatus = (): Promise<QueueStatus> => queueStatus(this.#c);
   mark = (): Promise<number> => mark(this.#c);
   isQueued = (entryId: string): Promise<boolean> => isQueued(this.#c, entryId);
+  queuedOf = (subjectHashes: readonly Uint8Array[], limit: number): Promise<string[]> => queuedOf(this.#c, subjectHashes, limit);
   pendingUpTo = (mark: number, subjectHash?: Uint8Array): Promise<number> => pendingUpTo(this.#c, mark, subjectHash);
   waitIndexed = (options?: { timeoutMs?: number; subjectHash?: Uint8Array; mark?: number; drain?: boolean }): Promise<number> => waitIndexed(this.#c, options);
   runOnce = (): Promise<BatchResult> => runOnce(this.#c);

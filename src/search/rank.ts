@@ -13,6 +13,8 @@
 import type { Vectors } from '../vectors/service.js';
 import { bm25, bm25Within, rarity } from '../vectors/lexical-rank.js';
 import type { IndexHit } from '../vectors/vector-index.js';
+import type { TextShingles } from '../vectors/shingles.js';
+import type { ShingleIndex } from '../vectors/shingle-index.js';
 
 export type SearchMode = 'hybrid' | 'vector' | 'lexical';
 export const SEARCH_MODES: readonly SearchMode[] = ['hybrid', 'vector', 'lexical'];
@@ -45,6 +47,19 @@ export function fuse(vector: readonly IndexHit[], lexical: readonly IndexHit[], 
   return [...fused.values()].sort((a, b) => b.score - a.score).slice(0, n);
 }
 
+/** The query's embedding, its words weighed by their rarity in the scope (a word every record holds — the user's own name — ranks nothing); undefined when it is all zeros. */
+export async function queryVector(
+  embedder: Vectors['embedder'],
+  lexical: ShingleIndex,
+  query: string,
+  terms: TextShingles,
+  scope: RankScope | undefined,
+): Promise<Float32Array | undefined> {
+  const weights = embedder.embedWeighted && terms.words.length > 0 ? rarity(lexical, terms.words, scope) : undefined;
+  const vector = weights ? embedder.embedWeighted!(query, weights) : (await embedder.embed([query]))[0]!;
+  return vector.some((x) => x !== 0) ? vector : undefined;
+}
+
 /**
  * The ranker of a query in one mode over a scope (undefined: every record): undefined
  * when the query has nothing to match on (stop words only), so it finds nothing rather
@@ -58,13 +73,8 @@ export async function rankerFor(vectors: Vectors, query: string, mode: SearchMod
   let byWords: Ranker | undefined;
   const terms = vectors.shinglesOf(query);
   if (mode !== 'lexical') {
-    // the query's words weighed by their rarity in the scope: a word every record holds (the user's own name) ranks nothing
-    const embedder = vectors.embedder;
-    const weights = embedder.embedWeighted && terms.words.length > 0 ? rarity(lexicalIndex, terms.words, scope) : undefined;
-    const vector = weights ? embedder.embedWeighted!(query, weights) : (await embedder.embed([query]))[0];
-    if (vector!.some((x) => x !== 0)) {
-      byVector = scope ? (n, keep) => index.searchWithin(vector!, n, scope, keep) : (n, keep) => index.search(vector!, n, keep);
-    }
+    const vector = await queryVector(vectors.embedder, lexicalIndex, query, terms, scope);
+    if (vector) byVector = scope ? (n, keep) => index.searchWithin(vector, n, scope, keep) : (n, keep) => index.search(vector, n, keep);
   }
   if (mode !== 'vector') {
     if (terms.words.length > 0) {

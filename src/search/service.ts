@@ -7,7 +7,8 @@
  * vectors filed under their live keys — and the artifacts derived from them alone), or
  * every subject (`allSubjects`, an admin's). A scoped search ranks only the vectors in
  * its scope: it never searches everyone's and filters after, where the nearest could
- * all be someone else's.
+ * all be someone else's. It also ranks the subjects' newest entries still queued for
+ * the indexer (queued.ts): an entry is found by its subject's searches once registered.
  */
 import { LetheError } from '../errors.js';
 import type { ClosureFacts } from '../artifacts/provenance.js';
@@ -18,6 +19,7 @@ import type { ReadFences } from '../vault/fences.js';
 import type { KeyService } from '../vault/keys.js';
 import type { Vectors } from '../vectors/service.js';
 import type { IndexHit, RecordType } from '../vectors/vector-index.js';
+import { mergeRanked, QUEUED_RANKED, rankQueued } from './queued.js';
 import { type RankScope, rankerFor, type SearchMode } from './rank.js';
 import {
   type AsyncRanker,
@@ -167,12 +169,18 @@ export class Search {
     // keyed hashes first: a malformed subject id is refused before anything is embedded
     const named = subjects?.map((subject) => ({ subject, hash: keys.subjectHash(subject) }));
     let rankScope: RankScope | undefined;
+    let queuedIds: string[] = [];
     let scopeOf: JudgeScope = { hashes: undefined, entrySubject: () => null, artifactSubject: () => null };
     if (named) {
       const hashes = named.map((n) => n.hash);
       const nameOf = new Map(named.map((n) => [Buffer.from(n.hash).toString('hex'), n.subject]));
       // the subjects' entries: the records filed under their live keys (head and shards); their artifacts: those above their entries
-      const [live, touching] = await Promise.all([keys.keysOfSubjects(hashes), this.#d.artifacts.touchingSubjects(hashes)]);
+      const [live, touching, waiting] = await Promise.all([
+        keys.keysOfSubjects(hashes),
+        this.#d.artifacts.touchingSubjects(hashes),
+        this.#d.log.indexer.queuedOf(hashes, QUEUED_RANKED),
+      ]);
+      queuedIds = waiting;
       const subjectOfKey = new Map([...live].flatMap(([hex, list]) => list.map((key) => [key.keyId, nameOf.get(hex)!] as const)));
       rankScope = { keyIds: [...subjectOfKey.keys()], ids: touching.map((t) => t.artifactId) };
       scopeOf = {
@@ -206,6 +214,15 @@ export class Search {
     }
     // a query with nothing to match on (only stop words) finds nothing, rather than k arbitrary records
     if (!rank) return { hits: [], readFence: fences.issue([]), ...(shards ? { shards } : {}) };
+    // the subjects' entries not indexed yet ranked besides the index (queued.ts)
+    if (queuedIds.length > 0 && rankScope) {
+      const inScope = new Set(rankScope.keyIds);
+      const read = await this.#d.log.readMany(queuedIds);
+      const entries = [...read.values()].filter((e) => inScope.has(e.keyId)).map((e) => ({ id: e.entryId, keyId: e.keyId, text: e.text }));
+      const queued = await rankQueued(this.#d.vectors, query, mode, rankScope, entries);
+      const indexed = rank;
+      if (queued.length > 0) rank = async (n, keep) => mergeRanked(await indexed(n, keep), queued, n, keep);
+    }
 
     // over-fetch, then widen while too few candidates turn out readable and in scope
     const judged = new Map<string, Judged | null>();

@@ -111,12 +111,42 @@ export function bm25Within(index: ShingleIndex, query: TextShingles, k: number, 
   const terms = termsOf(query);
   if (k <= 0 || terms.hashes.length === 0) return [];
   const slots = slotsOf(index, scope);
-  // one pass: which terms each record holds, and each term's document frequency within the scope
-  const df = new Float64Array(terms.hashes.length);
-  const matched: Array<{ slot: number; length: number; terms: number[] }> = [];
-  let total = 0;
+  const counted = countTerms(
+    terms,
+    [...slots].map((slot) => index.setAt(slot)!),
+  );
+  if (!counted.matched.some((m) => m)) return [];
+  const score = scorer(terms, counted);
+  const scores = new Map<number, number>();
+  let i = 0;
   for (const slot of slots) {
-    const set = index.setAt(slot)!;
+    const m = counted.matched[i++];
+    if (m) scores.set(slot, score(m));
+  }
+  return best(index, scores, k, keep);
+}
+
+/**
+ * The scores of records the index does not hold yet (`sets`: their shingle sets), as
+ * bm25Within would give them were they filed in the scope: frequencies over the scope
+ * and them together. 0 for a record matching no term.
+ */
+export function bm25Outside(index: ShingleIndex, query: TextShingles, scope: Scope, sets: readonly Float64Array[]): number[] {
+  const terms = termsOf(query);
+  if (terms.hashes.length === 0 || sets.length === 0) return sets.map(() => 0);
+  const inScope = [...slotsOf(index, scope)].map((slot) => index.setAt(slot)!);
+  const counted = countTerms(terms, [...inScope, ...sets]);
+  const score = scorer(terms, counted);
+  return counted.matched.slice(inScope.length).map((m) => (m ? score(m) : 0));
+}
+
+type Matched = { length: number; terms: number[] } | undefined;
+
+/** One pass over the records' sets: which terms each holds (undefined: none), each term's document frequency, the sets' total size. */
+function countTerms(terms: Terms, sets: readonly Float64Array[]): { n: number; total: number; df: Float64Array; matched: Matched[] } {
+  const df = new Float64Array(terms.hashes.length);
+  let total = 0;
+  const matched = sets.map((set): Matched => {
     total += set.length;
     let held: number[] | undefined;
     for (let t = 0; t < terms.hashes.length; t++) {
@@ -124,21 +154,23 @@ export function bm25Within(index: ShingleIndex, query: TextShingles, k: number, 
       df[t]!++;
       (held ??= []).push(t);
     }
-    if (held) matched.push({ slot, length: set.length, terms: held });
-  }
-  if (matched.length === 0) return [];
-  const n = slots.size;
+    return held ? { length: set.length, terms: held } : undefined;
+  });
+  return { n: sets.length, total, df, matched };
+}
+
+/** A matched record's score (0..1) under the counted frequencies. */
+function scorer(terms: Terms, counted: { n: number; total: number; df: Float64Array }): (m: NonNullable<Matched>) => number {
+  const { n, total, df } = counted;
   const avgdl = total / n;
   const weight = Float64Array.from(terms.weights, (w, t) => w * idf(n, df[t]!));
   const most = ceiling(weight);
-  const scores = new Map<number, number>();
-  for (const m of matched) {
+  return (m) => {
     const norm = (K1 + 1) / (1 + K1 * (1 - B + (B * m.length) / avgdl));
     let s = 0;
     for (const t of m.terms) s += weight[t]!;
-    scores.set(m.slot, (s * norm) / most);
-  }
-  return best(index, scores, k, keep);
+    return (s * norm) / most;
+  };
 }
 
 /** The `k` records of the whole index that score best for the query, best first; frequencies over the whole index. */

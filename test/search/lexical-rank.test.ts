@@ -3,7 +3,7 @@
  * scope only, and a removed record leaves no frequency behind.
  */
 import { describe, expect, it } from 'vitest';
-import { bm25, bm25Within } from '../../src/vectors/lexical-rank.js';
+import { bm25, bm25Outside, bm25Within } from '../../src/vectors/lexical-rank.js';
 import { ShingleIndex } from '../../src/vectors/shingle-index.js';
 import { ShingleHasher } from '../../src/vectors/shingles.js';
 
@@ -78,5 +78,26 @@ describe('BM25 over the lexical index', () => {
         .sort(),
     ).toEqual(['a', 'art', 'b']);
     expect(bm25(index, hasher.of('violin'), 1)).toHaveLength(1);
+  });
+
+  it('a record the index does not hold yet scores as it would filed in the scope (bm25Outside), frequencies counted with it', () => {
+    const index = new ShingleIndex();
+    file(index, 'a', 'k', 'Maya adopted a beagle called Toast');
+    file(index, 'b', 'k', 'Maya works at the bakery');
+    file(index, 'x', 'other', 'beagle beagle bakery');
+    const query = hasher.of('beagle bakery Toast');
+    const text = 'the beagle sleeps at the bakery';
+    file(index, 'new', 'k', text);
+    const filed = bm25Within(index, query, 10, { keyIds: ['k'] });
+    index.remove('new');
+    const [outside] = bm25Outside(index, query, { keyIds: ['k'] }, [hasher.setOf(text)]);
+    expect(outside).toBeGreaterThan(0);
+    expect(outside).toBeCloseTo(scoreOf(filed, 'new')!, 12);
+    // a second one counts in the frequencies too; one matching no term scores 0
+    const [again, none] = bm25Outside(index, query, { keyIds: ['k'] }, [hasher.setOf(text), hasher.setOf('nothing in common here')]);
+    expect(again).not.toBe(outside);
+    expect(none).toBe(0);
+    // the others' scores are unchanged by the outside record (it is not filed)
+    expect(bm25Within(index, query, 10, { keyIds: ['k'] }).map((h) => h.id)).not.toContain('new');
   });
 });
