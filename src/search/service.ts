@@ -14,7 +14,7 @@ import { LetheError } from '../errors.js';
 import type { ClosureFacts } from '../artifacts/provenance.js';
 import type { ArtifactService } from '../artifacts/service.js';
 import type { FoundItem, ItemSearch } from '../log/item-search.js';
-import type { LogService } from '../log/service.js';
+import type { Entry, LogService } from '../log/service.js';
 import type { ReadFences } from '../vault/fences.js';
 import type { KeyService } from '../vault/keys.js';
 import type { Vectors } from '../vectors/service.js';
@@ -90,6 +90,11 @@ function inRange(hit: { createdAt: Date; metadata: Record<string, unknown> | nul
 
 /** A candidate looked at: the hit it makes, or null (unreadable, or an artifact reaching a subject outside the scope). */
 type Judged = Omit<SearchHit, 'score'> & { readonly fenceKeys: readonly string[] };
+
+/** An entry read back, as the hit it makes for `subject`. */
+function judgedEntry(e: Entry, subject: string | null): Judged {
+  return { id: e.entryId, type: 'entry', text: e.text, subject, kind: e.kind, metadata: e.metadata, createdAt: e.createdAt, fenceKeys: [e.keyId] };
+}
 
 /** Whose records a search judges in scope: an entry's subject (by its key), an artifact's (by its closure: undefined when out of scope). */
 interface JudgeScope {
@@ -214,18 +219,25 @@ export class Search {
     }
     // a query with nothing to match on (only stop words) finds nothing, rather than k arbitrary records
     if (!rank) return { hits: [], readFence: fences.issue([]), ...(shards ? { shards } : {}) };
-    // the subjects' entries not indexed yet ranked besides the index (queued.ts)
+    // over-fetch, then widen while too few candidates turn out readable and in scope
+    const judged = new Map<string, Judged | null>();
+    // the subjects' entries not indexed yet ranked besides the index (queued.ts), judged as they are read for it
     if (queuedIds.length > 0 && rankScope) {
-      const inScope = new Set(rankScope.keyIds);
-      const read = await this.#d.log.readMany(queuedIds);
-      const entries = [...read.values()].filter((e) => inScope.has(e.keyId)).map((e) => ({ id: e.entryId, keyId: e.keyId, text: e.text }));
-      const queued = await rankQueued(this.#d.vectors, query, mode, rankScope, entries);
+      const read = [...(await this.#d.log.readMany(queuedIds)).values()].filter((e) => scopeOf.entrySubject(e.keyId) !== undefined);
+      for (const e of read) {
+        const j = judgedEntry(e, scopeOf.entrySubject(e.keyId)!);
+        judged.set(e.entryId, time && !inRange(j, time) ? null : j);
+      }
+      const queued = await rankQueued(
+        this.#d.vectors,
+        query,
+        mode,
+        rankScope,
+        read.map((e) => ({ id: e.entryId, keyId: e.keyId, text: e.text })),
+      );
       const indexed = rank;
       if (queued.length > 0) rank = async (n, keep) => mergeRanked(await indexed(n, keep), queued, n, keep);
     }
-
-    // over-fetch, then widen while too few candidates turn out readable and in scope
-    const judged = new Map<string, Judged | null>();
     let n = k * 2 + 4;
     let hits: SearchHit[] = [];
     for (let round = 0; ; round++) {
@@ -285,17 +297,7 @@ export class Search {
       if (c.type === 'entry') {
         const e = entries.get(c.id);
         const subject = e && scope.entrySubject(e.keyId);
-        if (e && subject !== undefined)
-          out.set(c.id, {
-            id: c.id,
-            type: 'entry',
-            text: e.text,
-            subject,
-            kind: e.kind,
-            metadata: e.metadata,
-            createdAt: e.createdAt,
-            fenceKeys: [e.keyId],
-          });
+        if (e && subject !== undefined) out.set(c.id, judgedEntry(e, subject));
       } else {
         const a = arts.get(c.id);
         if (a) out.set(c.id, a);
