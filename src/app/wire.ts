@@ -141,7 +141,7 @@ async function wireData(w: WireContext, v: Awaited<ReturnType<typeof wireVault>>
   const log = new LogService({ db: database, keys, objects, vectors, logger, metrics, items }, { ...(failpoint ? { failpoint } : {}), ...options.indexing });
   const artifacts = new ArtifactService({ db: database, keys, versionKeys, destructions, objects, vectors, log, fences, regenerator, audit, metrics, logger });
   const exposures = new TrainingExposures({ db: database, audit });
-  const search = new Search({ vectors, log, artifacts, fences, keys });
+  const search = new Search({ vectors, log, artifacts, fences, keys, logger });
   const ledgerKey = await provider.deriveSystemKey('ledger-chain');
   const ledgerMac = new KeyedHasher(ledgerKey);
   zeroize(ledgerKey);

@@ -40,19 +40,22 @@ export async function pendingUpTo(c: IndexerContext, mark: number, subjectHash?:
 }
 
 /**
- * The subjects' entries waiting in the queue, newest first, at most `limit`: what a
- * scoped search ranks besides the index (src/search/queued.ts). From the queue's side:
- * none in the usual case, whatever the subjects hold.
+ * The subjects' entries waiting in the queue, newest first, at most `limit` of them and
+ * `maxBytes` of frames in all: what a scoped search ranks besides the index
+ * (src/search/queued.ts). None in the usual case, whatever the subjects hold.
  */
-export async function queuedOf(c: IndexerContext, subjectHashes: readonly Uint8Array[], limit: number): Promise<string[]> {
+export async function queuedOf(c: IndexerContext, subjectHashes: readonly Uint8Array[], limit: number, maxBytes: number): Promise<string[]> {
   if (subjectHashes.length === 0 || limit <= 0) return [];
   const hex = JSON.stringify([...new Set(subjectHashes.map((h) => Buffer.from(h).toString('hex')))]);
   const rows = await queryRows<{ entry_id: string }>(
     c.d.db,
-    sql`select q.entry_id from index_queue q join log_entries e on e.entry_id = q.entry_id
-         where e.subject_hash = any(array(select decode(h, 'hex') from json_array_elements_text(${hex}::json) as s(h)))
-           and e.forgotten_by is null and e.refused is null
-         order by q.seq desc limit ${limit}`,
+    sql`select entry_id from (
+          select q.entry_id, q.seq, sum(e.frame_length) over (order by q.seq desc rows unbounded preceding) as bytes
+            from index_queue q join log_entries e on e.entry_id = q.entry_id
+           where e.subject_hash = any(array(select decode(h, 'hex') from json_array_elements_text(${hex}::json) as s(h)))
+             and e.forgotten_by is null and e.refused is null
+           order by q.seq desc limit ${limit}) newest
+         where bytes <= ${maxBytes} order by seq desc`,
   );
   return rows.map((r) => r.entry_id);
 }

@@ -87,7 +87,7 @@ export class Indexer {
   queueStatus = (): Promise<QueueStatus> => queueStatus(this.#c);
   mark = (): Promise<number> => mark(this.#c);
   isQueued = (entryId: string): Promise<boolean> => isQueued(this.#c, entryId);
-  queuedOf = (subjectHashes: readonly Uint8Array[], limit: number): Promise<string[]> => queuedOf(this.#c, subjectHashes, limit);
+  queuedOf = (subjectHashes: readonly Uint8Array[], limit: number, maxBytes: number): Promise<string[]> => queuedOf(this.#c, subjectHashes, limit, maxBytes);
   pendingUpTo = (mark: number, subjectHash?: Uint8Array): Promise<number> => pendingUpTo(this.#c, mark, subjectHash);
   waitIndexed = (options?: { timeoutMs?: number; subjectHash?: Uint8Array; mark?: number; drain?: boolean }): Promise<number> => waitIndexed(this.#c, options);
   runOnce = (): Promise<BatchResult> => runOnce(this.#c);

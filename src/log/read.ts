@@ -73,9 +73,10 @@ export async function read(
       }
       for (const row of rows) keyIds.add(row.keyId);
       // ranged reads of just the subject's frames, a few at a time, in append order
-      const envelopes = await mapLimit(rows, READ_CONCURRENCY, (row) => fetchFrame(c, row));
+      const envelopes = await mapLimit(rows, READ_CONCURRENCY, (row) => fetchUnchecked(c, row));
       for (const [i, row] of rows.entries()) {
-        const entry = await served(c, deks.get(row.keyId)!, row, envelopes[i]!);
+        const envelope = envelopes[i];
+        const entry = envelope && (await served(c, deks.get(row.keyId)!, row, envelope));
         if (entry) entries.push(entry);
       }
       // a page short of an entry left out (not yet indexed, its frame refused): the rest of the page is read on
@@ -121,9 +122,10 @@ export async function readMany(c: LogContext, ids: readonly string[], options: {
           }
           continue;
         }
-        const envelopes = await mapLimit(list, READ_CONCURRENCY, (row) => fetchFrame(c, row));
+        const envelopes = await mapLimit(list, READ_CONCURRENCY, (row) => fetchUnchecked(c, row));
         for (const [i, row] of list.entries()) {
-          const entry = await served(c, dek, row, envelopes[i]!);
+          const envelope = envelopes[i];
+          const entry = envelope && (await served(c, dek, row, envelope));
           if (entry) out.set(row.entryId, entry);
         }
       }
@@ -218,6 +220,21 @@ export async function fetchFrame(c: LogContext, row: LogEntryRow): Promise<Uint8
   const frame = frameFromRange(await c.objects.getRange(row.segment, range.offset, range.length), place);
   c.frames.set(key, frame);
   return frame;
+}
+
+/**
+ * fetchFrame, for an entry the indexer may not have checked yet: a writer registered
+ * its place, and one that does not fall on a frame of its segment is left out
+ * (undefined) while the entry is queued — the indexer refuses it — rather than failing
+ * the read or search around it.
+ */
+async function fetchUnchecked(c: LogContext, row: LogEntryRow): Promise<Uint8Array | undefined> {
+  try {
+    return await fetchFrame(c, row);
+  } catch (e) {
+    if (isLetheError(e, 'segment_malformed') && (await c.indexer.isQueued(row.entryId))) return undefined;
+    throw e;
+  }
 }
 
 /**

@@ -2,7 +2,8 @@
  * A scoped search ranks the named subjects' entries still waiting in the indexing
  * queue besides the index: a writer's entry is found by its subject's searches from
  * its registration, not from its indexing (issue 35: search visibility decoupled from
- * the indexer). At most QUEUED_RANKED of them, the newest; each read as any hit is
+ * the indexer). At most QUEUED_RANKED of them, the newest, QUEUED_BYTES of frames in
+ * all; each read as any hit is
  * (its frame opened and held to the entry schema: one that fails is left out), then
  * embedded and shingled for this search alone — nothing of it is kept — and scored
  * as the index would score it: the query's dot product with its embedding, BM25 over
@@ -16,6 +17,8 @@ import { LEXICAL_WEIGHT, queryVector, type RankScope, type SearchMode } from './
 
 /** Queued entries one scoped search ranks at most (the newest; older ones wait for the indexer). */
 export const QUEUED_RANKED = 64;
+/** Their frames' bytes at most, in all: a search opens, embeds and shingles no more than this much text of them. */
+export const QUEUED_BYTES = 256 * 1024;
 
 export interface QueuedEntry {
   readonly id: string;
@@ -32,17 +35,19 @@ export async function rankQueued(vectors: Vectors, query: string, mode: SearchMo
   const terms = vectors.shinglesOf(query);
   let byVector: number[] | undefined;
   let byWords: number[] | undefined;
+  // what is derived from the entries' text is wiped once scored
   if (mode !== 'lexical') {
     const q = await queryVector(vectors.embedder, lexical, query, terms, scope);
-    if (q) byVector = (await vectors.embedder.embed(fresh.map((e) => e.text))).map((v) => dot(q, v));
+    if (q) {
+      const embedded = await vectors.embedder.embed(fresh.map((e) => e.text));
+      byVector = embedded.map((v) => dot(q, v));
+      for (const v of [q, ...embedded]) v.fill(0);
+    }
   }
   if (mode !== 'vector' && terms.words.length > 0) {
-    byWords = bm25Outside(
-      lexical,
-      terms,
-      scope,
-      fresh.map((e) => shingleSet(vectors.shinglesOf(e.text))),
-    );
+    const sets = fresh.map((e) => shingleSet(vectors.shinglesOf(e.text)));
+    byWords = bm25Outside(lexical, terms, scope, sets);
+    for (const set of sets) set.fill(0);
   }
   const hits: IndexHit[] = [];
   for (const [i, e] of fresh.entries()) {

@@ -15,11 +15,12 @@ import type { ClosureFacts } from '../artifacts/provenance.js';
 import type { ArtifactService } from '../artifacts/service.js';
 import type { FoundItem, ItemSearch } from '../log/item-search.js';
 import type { Entry, LogService } from '../log/service.js';
+import { describeError, type Logger } from '../observability/logger.js';
 import type { ReadFences } from '../vault/fences.js';
 import type { KeyService } from '../vault/keys.js';
 import type { Vectors } from '../vectors/service.js';
 import type { IndexHit, RecordType } from '../vectors/vector-index.js';
-import { mergeRanked, QUEUED_RANKED, rankQueued } from './queued.js';
+import { mergeRanked, QUEUED_BYTES, QUEUED_RANKED, rankQueued } from './queued.js';
 import { type RankScope, rankerFor, type SearchMode } from './rank.js';
 import {
   type AsyncRanker,
@@ -114,6 +115,7 @@ export interface SearchDeps {
   readonly keys: KeyService;
   /** The shard routing of a sharded replica (LETHE_INDEX_SHARDS > 1); absent: this replica's index holds every record. */
   readonly shards?: ShardRouting | undefined;
+  readonly logger?: Logger | undefined;
 }
 
 export class Search {
@@ -183,7 +185,7 @@ export class Search {
       const [live, touching, waiting] = await Promise.all([
         keys.keysOfSubjects(hashes),
         this.#d.artifacts.touchingSubjects(hashes),
-        this.#d.log.indexer.queuedOf(hashes, QUEUED_RANKED),
+        this.#d.log.indexer.queuedOf(hashes, QUEUED_RANKED, QUEUED_BYTES),
       ]);
       queuedIds = waiting;
       const subjectOfKey = new Map([...live].flatMap(([hex, list]) => list.map((key) => [key.keyId, nameOf.get(hex)!] as const)));
@@ -221,22 +223,30 @@ export class Search {
     if (!rank) return { hits: [], readFence: fences.issue([]), ...(shards ? { shards } : {}) };
     // over-fetch, then widen while too few candidates turn out readable and in scope
     const judged = new Map<string, Judged | null>();
-    // the subjects' entries not indexed yet ranked besides the index (queued.ts), judged as they are read for it
+    // the subjects' entries not indexed yet ranked besides the index (queued.ts), judged as they are read for it; should
+    // that fail (an embedder refusing one of them), the search answers from the index alone, as before it was registered
     if (queuedIds.length > 0 && rankScope) {
-      const read = [...(await this.#d.log.readMany(queuedIds)).values()].filter((e) => scopeOf.entrySubject(e.keyId) !== undefined);
-      for (const e of read) {
-        const j = judgedEntry(e, scopeOf.entrySubject(e.keyId)!);
-        judged.set(e.entryId, time && !inRange(j, time) ? null : j);
+      try {
+        const read = [...(await this.#d.log.readMany(queuedIds)).values()].filter((e) => scopeOf.entrySubject(e.keyId) !== undefined);
+        const queued = await rankQueued(
+          this.#d.vectors,
+          query,
+          mode,
+          rankScope,
+          read.map((e) => ({ id: e.entryId, keyId: e.keyId, text: e.text })),
+        );
+        for (const e of read) {
+          const j = judgedEntry(e, scopeOf.entrySubject(e.keyId)!);
+          judged.set(e.entryId, time && !inRange(j, time) ? null : j);
+        }
+        const indexed = rank;
+        if (queued.length > 0) rank = async (n, keep) => mergeRanked(await indexed(n, keep), queued, n, keep);
+      } catch (e) {
+        this.#d.logger?.warn(
+          { err: describeError(e), queued: queuedIds.length },
+          'a scoped search ranked the index alone: its queued entries could not be ranked',
+        );
       }
-      const queued = await rankQueued(
-        this.#d.vectors,
-        query,
-        mode,
-        rankScope,
-        read.map((e) => ({ id: e.entryId, keyId: e.keyId, text: e.text })),
-      );
-      const indexed = rank;
-      if (queued.length > 0) rank = async (n, keep) => mergeRanked(await indexed(n, keep), queued, n, keep);
     }
     let n = k * 2 + 4;
     let hits: SearchHit[] = [];

@@ -7,8 +7,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mergeRanked, QUEUED_RANKED } from '../../src/search/queued.js';
+import { LetheError } from '../../src/errors.js';
+import { mergeRanked, QUEUED_BYTES, QUEUED_RANKED } from '../../src/search/queued.js';
 import type { SearchMode } from '../../src/search/rank.js';
+import { type Embedder, HashingEmbedder } from '../../src/vectors/embedder.js';
 import { registerTexts, upload } from '../support/registration.js';
 import { openTestVault, type TestVault } from '../support/vault.js';
 
@@ -79,6 +81,34 @@ describe('scoped searches and the entries still queued for the indexer', () => {
     expect((await scoped(`${canary} lamp`, gone)).hits).toEqual([]);
   });
 
+  it('a queued entry registered at a place that is no frame of its segment is left out (the indexer refuses it), not an error of the search', async () => {
+    const vault = tv.app;
+    const subject = `user:queued-misplaced-${rand()}`;
+    const canary = `tapir${rand()}`;
+    const body = await upload(vault, subject, [`a readable ${canary} note`, `a misplaced ${canary} note`]);
+    // what a writer may send: a place inside the segment, one byte off its frame
+    const misplaced = body.entries.map((e, i) => (i === 1 ? { ...e, offset: e.offset + 1, length: e.length - 1 } : e));
+    expect((await vault.log.register(body.segment, misplaced)).map((r) => r.status)).toEqual(['registered', 'registered']);
+    expect((await scoped(`${canary} note`, subject)).hits.map((h) => h.id)).toEqual([body.entries[0]!.entryId]);
+    // the subject's listing reads past it too
+    expect((await vault.log.read(subject)).entries.map((e) => e.entryId)).toEqual([body.entries[0]!.entryId]);
+  });
+
+  it(`ranks the newest ${QUEUED_RANKED} queued entries of the scope, ${QUEUED_BYTES / 1024} KiB of frames at most: an older one is found once indexed`, async () => {
+    const vault = tv.app;
+    const subject = `user:queued-bytes-${rand()}`;
+    const big = `okapi${rand()}`;
+    const small = `dugong${rand()}`;
+    // the oldest of five entries of 60 KiB: past the budget counted from the newest, left to the indexer
+    const pad = (what: string) => `the ${what} note ${'padding words '.repeat((60 * 1024) / 14)}`;
+    const large = await registerTexts(vault, subject, [pad(big), pad('second'), pad('third'), pad('fourth'), pad('fifth')]);
+    const after = await registerTexts(vault, subject, [`the ${small} note`]);
+    expect((await scoped(small, subject, 'lexical')).hits.map((h) => h.id)).toEqual(after.ids);
+    expect((await scoped(big, subject, 'lexical')).hits.map((h) => h.id)).not.toContain(large.ids[0]);
+    await vault.log.drained({ timeoutMs: 60_000 });
+    expect((await scoped(big, subject, 'lexical')).hits.map((h) => h.id)).toEqual([large.ids[0]]);
+  });
+
   it(`ranks the newest ${QUEUED_RANKED} queued entries of the scope: an older one is found once indexed`, async () => {
     const vault = tv.app;
     const subject = `user:queued-many-${rand()}`;
@@ -106,6 +136,36 @@ describe('scoped searches and the entries still queued for the indexer', () => {
       ['q2', 0.6],
     ]);
     expect(mergeRanked(indexed, queued, 10, () => true).map((h) => h.id)).toEqual(['q3', 'a', 'q1', 'q2', 'b']);
+  });
+});
+
+describe('an embedder that refuses a queued entry', () => {
+  let tv: TestVault;
+  beforeAll(async () => {
+    const inner = new HashingEmbedder(512);
+    const refusing: Embedder = {
+      model: inner.model,
+      dimensions: inner.dimensions,
+      embed: async (texts) => {
+        if (texts.some((t) => t.includes('refused-by-the-embedder')))
+          throw new LetheError('unavailable', 'the embedder refused the input', { retryable: true });
+        return inner.embed(texts);
+      },
+    };
+    tv = await openTestVault({ app: { indexWorker: false, embedder: refusing } });
+  });
+  afterAll(async () => {
+    await tv?.close();
+  });
+
+  it('the search answers from the index alone, as before the entry was registered', async () => {
+    const subject = `user:queued-refused-${rand()}`;
+    const canary = `quokka${rand()}`;
+    const kept = await registerTexts(tv.app, subject, [`the ${canary} garden`]);
+    await tv.app.log.drained({ timeoutMs: 60_000 });
+    await registerTexts(tv.app, subject, [`the ${canary} garden, refused-by-the-embedder`]);
+    const { hits } = await tv.app.search.search(`${canary} garden`, 5, { subjects: [subject] });
+    expect(hits.map((h) => h.id)).toEqual(kept.ids);
   });
 });
 
