@@ -3,11 +3,11 @@
  * queue besides the index: a writer's entry is found by its subject's searches from
  * its registration, not from its indexing (issue 35: search visibility decoupled from
  * the indexer). At most QUEUED_RANKED of them, the newest, QUEUED_BYTES of frames in
- * all; each read as any hit is
- * (its frame opened and held to the entry schema: one that fails is left out), then
- * embedded and shingled for this search alone — nothing of it is kept — and scored
- * as the index would score it: the query's dot product with its embedding, BM25 over
- * the scope and these entries together, fused by rank.ts's weights.
+ * all; each read as any hit is (its frame opened and held to the entry schema: one
+ * that fails is left out), then embedded and shingled for this search alone — nothing
+ * of it is kept — and scored as the index would score it: the query's dot product
+ * with its embedding, BM25 over the scope and these entries together, fused by
+ * rank.ts's weights.
  */
 import { bm25Outside } from '../vectors/lexical-rank.js';
 import type { Vectors } from '../vectors/service.js';
