@@ -15,6 +15,7 @@
  */
 import { type SQL, sql } from 'drizzle-orm';
 import { type Executor, queryPrepared } from '../db/client.js';
+import { subjectHashArray } from '../vault/subjects.js';
 
 /** The deepest chain of artifacts of artifacts accepted. */
 export const MAX_HEIGHT = 64;
@@ -114,9 +115,6 @@ export function touchingSubjectQuery(subjectHash: Uint8Array): SQL {
   );
 }
 
-/** `json_array_elements_text` of the keyed hashes' hex: a set of subjects a query can join or compare against. */
-const hashesJson = (subjectHashes: readonly Uint8Array[]) => JSON.stringify([...new Set(subjectHashes.map((h) => Buffer.from(h).toString('hex')))]);
-
 /** Every artifact whose closure holds an entry of one of the subjects (keyed hashes). */
 export async function touchingSubjects(exec: Executor, subjectHashes: readonly Uint8Array[]): Promise<TouchingArtifact[]> {
   if (subjectHashes.length === 0) return [];
@@ -125,7 +123,7 @@ export async function touchingSubjects(exec: Executor, subjectHashes: readonly U
     'provenance-touchingSubjects',
     touchingQuery(sql`select p.artifact_id, 1
           from log_entries e cross join ${citing(sql`e.entry_id`)}
-         where e.subject_hash = any(array(select decode(h, 'hex') from json_array_elements_text(${hashesJson(subjectHashes)}::json) as s(h)))`),
+         where e.subject_hash = any(${subjectHashArray(subjectHashes)})`),
   );
 }
 

@@ -2,6 +2,7 @@
 import { sql } from 'drizzle-orm';
 import { queryRows, type Transaction } from '../db/client.js';
 import { idArrayLiteral } from '../ids.js';
+import { subjectHashArray } from '../vault/subjects.js';
 import { runOnce } from './indexer-batch.js';
 import { poke } from './indexer-loop.js';
 import { type IndexerContext, type QueueStatus, sleep } from './indexer-types.js';
@@ -46,13 +47,12 @@ export async function pendingUpTo(c: IndexerContext, mark: number, subjectHash?:
  */
 export async function queuedOf(c: IndexerContext, subjectHashes: readonly Uint8Array[], limit: number, maxBytes: number): Promise<string[]> {
   if (subjectHashes.length === 0 || limit <= 0) return [];
-  const hex = JSON.stringify([...new Set(subjectHashes.map((h) => Buffer.from(h).toString('hex')))]);
   const rows = await queryRows<{ entry_id: string }>(
     c.d.db,
     sql`select entry_id from (
           select q.entry_id, q.seq, sum(e.frame_length) over (order by q.seq desc rows unbounded preceding) as bytes
             from index_queue q join log_entries e on e.entry_id = q.entry_id
-           where e.subject_hash = any(array(select decode(h, 'hex') from json_array_elements_text(${hex}::json) as s(h)))
+           where e.subject_hash = any(${subjectHashArray(subjectHashes)})
              and e.forgotten_by is null and e.refused is null
            order by q.seq desc limit ${limit}) newest
          where bytes <= ${maxBytes} order by seq desc`,

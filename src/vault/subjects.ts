@@ -5,6 +5,7 @@
  * ledger names an erased subject only by a value its reader cannot invert.
  */
 import { bytesToHex } from '@noble/hashes/utils.js';
+import { type SQL, sql } from 'drizzle-orm';
 import { KeyedHasher, utf8, zeroize } from '../crypto/index.js';
 import { assertSubjectId } from '../ids.js';
 
@@ -29,4 +30,9 @@ export class SubjectHasher {
 
 export function hashHex(hash: Uint8Array): string {
   return bytesToHex(hash);
+}
+
+/** The keyed hashes as a SQL array of bytea, for `subject_hash = any(…)`: one parameter, their hex as JSON. */
+export function subjectHashArray(hashes: readonly Uint8Array[]): SQL {
+  return sql`array(select decode(h, 'hex') from json_array_elements_text(${JSON.stringify([...new Set(hashes.map(hashHex))])}::json) as s(h))`;
 }
