@@ -18,6 +18,7 @@
  * host. Verification is never turned off.
  */
 import { ERROR_CODES, type ErrorCode, LetheError } from '../errors.js';
+import { nodeFetch } from './node-fetch.js';
 
 /** PEM text or bytes. */
 export type Pem = string | Uint8Array;
@@ -42,7 +43,7 @@ export interface ServiceClientOptions {
   /** A CA to verify an HTTPS service with, and a client certificate (default: the system's roots, no client certificate). */
   readonly tls?: TlsOptions;
   /**
-   * What sends the requests instead of the global fetch (and of `tls`'s): e.g. the service's
+   * What sends the requests instead of node:http(s) (node-fetch.ts; and of `tls`'s undici fetch): e.g. the service's
    * own app, called in process (`lethe serve`'s MCP endpoint, src/app/serve.ts).
    */
   readonly fetch?: Fetch;
@@ -114,7 +115,7 @@ export function normalizeBaseUrl(url: string): string {
 const TOKEN = /^[\x21-\x7e]+$/;
 const KNOWN_CODES: ReadonlySet<string> = new Set(ERROR_CODES);
 
-/** What sends a request: the global fetch, undici's with a TLS agent, or a caller's own. */
+/** What sends a request: node:http(s) (node-fetch.ts), undici's fetch with a TLS agent, or a caller's own. */
 export type Fetch = (url: string, init: RequestInit) => Promise<Response>;
 
 /** Refuses TLS options that could never work, before any request. */
@@ -202,7 +203,7 @@ export class ServiceClient {
     this.#token = options.token;
     this.#timeoutMs = options.timeoutMs;
     const own = options.fetch;
-    this.#fetch = own ? () => Promise.resolve(own) : options.tls ? tlsFetch(options.tls) : () => Promise.resolve(fetch);
+    this.#fetch = own ? () => Promise.resolve(own) : options.tls ? tlsFetch(options.tls) : () => Promise.resolve(nodeFetch);
   }
 
   /** The answer, when it is 2xx; its body is the caller's to read (or cancel). */

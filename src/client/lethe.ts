@@ -45,7 +45,7 @@ export interface LetheOptions {
   readonly timeoutMs?: number;
   /** An HTTPS service's CA, and a client certificate when it requires one (needs the `undici` package). */
   readonly tls?: TlsOptions;
-  /** What sends the requests instead of the global fetch (and of `tls`'s): e.g. the service's own app, in process. */
+  /** What sends the requests instead of node:http(s) (and of `tls`'s undici fetch): e.g. the service's own app, in process. */
   readonly fetch?: Fetch;
   /**
    * How appends, leases and key creations retry a retryable 409 (the subject's key fenced
