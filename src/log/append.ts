@@ -9,7 +9,7 @@ import { type SQL, sql } from 'drizzle-orm';
 import { zeroize } from '../crypto/index.js';
 import { type Executor, queryRows, type Transaction } from '../db/client.js';
 import { isLetheError, LetheError } from '../errors.js';
-import { newId, newSegmentKey } from '../ids.js';
+import { newId } from '../ids.js';
 import type { Sealed } from '../vectors/service.js';
 import { insertEmbeddingsCte, notifyInsertedEmbeddings } from '../vectors/embeddings.js';
 import { MAX_KEY_MOVES } from '../vault/keys.js';
@@ -19,7 +19,7 @@ import { type AppendOnce, claimCte, IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RUL
 import { type ItemHashes, itemHashes } from './items.js';
 import { MAX_ENTRY_TEXT_BYTES, type StoreItem } from './payload.js';
 import { recordDigest, replayRecorded } from './replay.js';
-import { encodeSegment, frameKey } from './segment.js';
+import { frameKey } from './segment.js';
 
 export const MAX_RESERVATION = 10_000;
 
@@ -109,6 +109,8 @@ export interface PreparedEntry {
   readonly dek: Uint8Array;
   readonly segment: string;
   readonly place: { readonly offset: number; readonly length: number };
+  /** Concurrent appends' frames share the segment (segment-batch.ts): true once all of them were given up. */
+  readonly giveUpFrame: () => boolean;
   readonly wrappedKey: Uint8Array;
   readonly embedding: Sealed;
   readonly item: ItemHashes | undefined;
@@ -122,12 +124,20 @@ export async function prepareEntry(c: LogContext, subject: string, input: Append
   try {
     const entryId = newId('entry');
     const sealed = sealEntry(dek, { keyId, entryId, seq }, { text: input.text, kind: input.kind ?? null, metadata: input.metadata ?? null });
-    const { bytes, places } = encodeSegment([sealed.envelope]);
-    const segment = newSegmentKey();
     const [embedding] = await c.vectors.seal([{ recordId: entryId, recordType: 'entry', text: input.text }], keyId, dek);
-    await c.objects.put(segment, bytes);
-    c.frames.set(frameKey(segment, places[0]!), sealed.envelope);
-    return { appended: { entryId, keyId, seq }, subjectHash, dek, segment, place: places[0]!, wrappedKey: sealed.wrappedKey, embedding: embedding!, item };
+    const { segment, place, giveUp } = await c.segments.store(sealed.envelope);
+    c.frames.set(frameKey(segment, place), sealed.envelope);
+    return {
+      appended: { entryId, keyId, seq },
+      subjectHash,
+      dek,
+      segment,
+      place,
+      giveUpFrame: giveUp,
+      wrappedKey: sealed.wrappedKey,
+      embedding: embedding!,
+      item,
+    };
   } catch (e) {
     zeroize(dek);
     throw e;
@@ -185,10 +195,15 @@ async function insertRows(db: Executor, p: PreparedEntry, once: AppendOnce | und
 
 const hexOrNull = (b: Uint8Array | undefined) => (b ? sql`decode(${Buffer.from(b).toString('hex')}, 'hex')` : sql`null`);
 
-/** A prepared entry that was not inserted: its frame deleted (indexed by nothing), its key zeroed. */
+/**
+ * A prepared entry that was not inserted: its key zeroed, its segment deleted once no
+ * append in it was recorded. Beside a recorded one the frame stays, indexed by nothing
+ * and unreadable (its record key is wrapped in no stored row); compaction leaves it
+ * out when it rewrites that segment.
+ */
 export async function discardEntry(c: LogContext, p: PreparedEntry): Promise<void> {
   zeroize(p.dek);
-  await c.objects.delete(p.segment).catch(() => undefined);
+  if (p.giveUpFrame()) await c.objects.delete(p.segment).catch(() => undefined);
 }
 
 /** The prepared entry was inserted and committed: searchable here now. */

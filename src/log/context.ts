@@ -3,6 +3,7 @@ import type { LogDeps } from './deps.js';
 import type { LazyPurge } from './idempotency.js';
 import type { SealedCache } from '../storage/sealed-cache.js';
 import type { Indexer } from './indexer.js';
+import type { SegmentBatcher } from './segment-batch.js';
 
 export type LogContext = LogDeps & {
   readonly indexer: Indexer;
@@ -10,4 +11,6 @@ export type LogContext = LogDeps & {
   readonly purge: LazyPurge;
   /** Sealed frames recently indexed or read (ciphertext only). */
   readonly frames: SealedCache;
+  /** Service appends' frames, stored in segments shared by the appends in flight together. */
+  readonly segments: SegmentBatcher;
 };

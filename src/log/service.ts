@@ -26,6 +26,7 @@ import {
 import type { LogContext } from './context.js';
 import type { LogDeps } from './deps.js';
 import { type AppendOnce, LazyPurge, type RecordedAppend } from './idempotency.js';
+import { SegmentBatcher } from './segment-batch.js';
 import { Indexer, type IndexerOptions, type QueueStatus } from './indexer.js';
 import { entryIdsOf, forgottenUnder, hasEntries, type LocatedEntry, locate, lockSuperseded, markForgotten, successorsOf } from './lookups.js';
 import { compact, type CompactReport, fsck, type FsckOptions, type FsckReport } from './maintenance.js';
@@ -49,7 +50,7 @@ export class LogService {
     // the frames the indexer opens are those searches find next: it fills the cache reads consult
     const frames = new SealedCache();
     this.indexer = new Indexer({ ...deps, frames }, indexing);
-    this.#c = { ...deps, indexer: this.indexer, purge: new LazyPurge(), frames };
+    this.#c = { ...deps, indexer: this.indexer, purge: new LazyPurge(), frames, segments: new SegmentBatcher(deps.objects) };
     if (deps.metrics) deps.metrics.searchQueueSource = () => this.indexer.queueStatus();
   }
 

@@ -57,6 +57,30 @@ describe('log fsck and compaction', () => {
     expect((await app.log.list('user:f1')).map((e) => e.text)).toEqual(['user:f1 0', 'user:f1 1', 'user:f1 2']);
     expect((await fsck(deps, { deep: true })).ok).toBe(true);
   });
+
+  it("concurrent appends share segments (segment-batch.ts): erasing one subject, compaction keeps the others' frames and drops its own", async () => {
+    const { app } = tv;
+    const deps = { db: app.db.db, objects: app.objects };
+    const tag = randomBytes(4).toString('hex');
+    const [kept, erased] = [`user:share-kept-${tag}`, `user:share-erased-${tag}`];
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) => app.log.append(i % 2 ? kept : erased, { text: `shared ${i % 2 ? 'kept' : 'erased'} ${i}` }, 'writer')),
+    );
+    const [mixed] = await queryRows<{ n: string }>(
+      app.db.db,
+      sql`select count(*) as n from (select segment from log_entries group by segment having count(distinct key_id) > 1) s`,
+    );
+    expect(Number(mixed!.n)).toBeGreaterThan(0); // both subjects' frames in one segment
+    expect((await fsck(deps, { deep: true })).ok).toBe(true);
+    const erasedEntries = await app.log.list(erased);
+    await app.keys.destroyKey((await app.keys.findKey(erased))!.keyId, { reason: 'shared segments', actor: 'admin' });
+    const report = await compact(deps);
+    expect(report.segmentsRewritten).toBeGreaterThan(0);
+    expect(report.framesDropped).toBe(10);
+    expect((await app.log.list(kept)).map((e) => e.text).sort()).toEqual([1, 3, 5, 7, 9, 11, 13, 15, 17, 19].map((i) => `shared kept ${i}`).sort());
+    for (const e of erasedEntries) await expect(app.log.get(e.entryId)).rejects.toMatchObject({ code: 'key_destroyed' });
+    expect((await fsck(deps, { deep: true })).ok).toBe(true);
+  });
 });
 
 describe('appends on a replica whose DEK cache is stale', () => {
