@@ -5,6 +5,7 @@
  * plumbing; docs/performance.md). An event stream or NDJSON answer streams; any other
  * is read whole before it is answered, so a timeout covers its body.
  */
+import { defaultMaxListeners, getMaxListeners, setMaxListeners } from 'node:events';
 import http from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
@@ -40,6 +41,8 @@ export const nodeFetch = (url: string, init: RequestInit): Promise<Response> =>
       response?.destroy(reason instanceof Error ? reason : undefined);
       reject(reason);
     };
+    // one caller's signal may watch many calls at once: as the global fetch (undici) does, no leak warning past ten
+    if (signal && getMaxListeners(signal) === defaultMaxListeners) setMaxListeners(1500, signal);
     signal?.addEventListener('abort', onAbort, { once: true });
     const done = () => signal?.removeEventListener('abort', onAbort);
     request.on('error', (e) => {

@@ -110,6 +110,21 @@ describe('nodeFetch', () => {
     expect(sockets.size).toBe(1);
   });
 
+  it('lets one signal watch many calls at once without a listener-leak warning', async () => {
+    routes.set('/ok', (_req, _body, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on('warning', onWarning);
+    try {
+      const shared = new AbortController().signal;
+      await Promise.all(Array.from({ length: 20 }, () => nodeFetch(`${base}/ok`, { signal: shared }).then((r) => r.json())));
+      await new Promise((r) => setImmediate(r));
+      expect(warnings).not.toContain('MaxListenersExceededWarning');
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('does not hold a process open once its calls are answered (a CLI command exits)', async () => {
     const script = `import { nodeFetch } from './src/client/node-fetch.ts';
       const res = await nodeFetch(${JSON.stringify(`${base}/ok`)}, {});
