@@ -7,7 +7,7 @@
  */
 import { type SQL, sql } from 'drizzle-orm';
 import { zeroize } from '../crypto/index.js';
-import { type Executor, queryRows, type Transaction } from '../db/client.js';
+import { type Executor, queryPrepared, type Transaction } from '../db/client.js';
 import { isLetheError, LetheError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Sealed } from '../vectors/service.js';
@@ -177,8 +177,10 @@ async function insertRows(db: Executor, p: PreparedEntry, once: AppendOnce | und
   // on the key row still existing — a shared lock either way
   const claim = once ? sql`${claimCte(p.subjectHash, once.key, recordDigest(p.dek, keyId, entryId, p.wrappedKey, once.body), p.appended)},` : sql``;
   const gate = once ? sql`from req` : sql`where exists (select 1 from subject_keys where key_id = ${keyId} for key share)`;
-  return queryRows<{ record_id: string; forgot?: number | string }>(
+  // prepared: postgres.js parses and plans each of its few texts once per connection, and sends no describe first
+  return queryPrepared<{ record_id: string; forgot?: number | string }>(
     db,
+    'append-insert',
     sql`with ${claim} ins as (
           insert into log_entries (entry_id, subject_hash, key_id, seq, segment, frame_offset, frame_length, created_at, wrapped_key, written_by, supersedes,
                                    item_hash, namespace_hash)

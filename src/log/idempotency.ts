@@ -16,7 +16,7 @@ import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { type SQL, sql } from 'drizzle-orm';
 import { constantTimeEqual, deriveKey, utf8, zeroize } from '../crypto/index.js';
-import { type Database, queryRows } from '../db/client.js';
+import { type Database, queryPrepared, queryRows } from '../db/client.js';
 import { LetheError } from '../errors.js';
 
 export { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE } from '../ids.js';
@@ -58,8 +58,9 @@ interface Row {
 
 /** The result recorded for (subject, key) within the window, if any. */
 export async function findRecorded(db: Database, subjectHash: Uint8Array, key: string): Promise<(RecordedAppend & { digest: Uint8Array }) | undefined> {
-  const [row] = await queryRows<Row>(
+  const [row] = await queryPrepared<Row>(
     db,
+    'append-request',
     sql`select request_digest, entry_id, key_id, seq from append_requests
          where subject_hash = ${subjectHash} and idempotency_key = ${key} and created_at > now() - ${WINDOW}`,
   );

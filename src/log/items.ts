@@ -8,7 +8,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { type KeyedHasher, utf8 } from '../crypto/index.js';
-import { queryRows } from '../db/client.js';
+import { queryPrepared, queryRows } from '../db/client.js';
 import { LetheError } from '../errors.js';
 import type { LogContext } from './context.js';
 import type { StoreItem } from './payload.js';
@@ -38,8 +38,9 @@ export async function lookupItem(c: LogContext, subject: string, item: StoreItem
   const subjectHash = c.keys.subjectHash(subject);
   const { itemHash } = itemHashes(c.items, subjectHash, item);
   for (let look = 1; ; look++) {
-    const rows = await queryRows<{ entry_id: string }>(
+    const rows = await queryPrepared<{ entry_id: string }>(
       c.db,
+      'item-lookup',
       sql`select entry_id from log_entries
            where subject_hash = ${subjectHash} and item_hash = ${itemHash} and forgotten_by is null and refused is null
            order by seq desc limit ${MAX_LIVE_VERSIONS}`,

@@ -1,6 +1,6 @@
 /** What the subject-key table says: a subject's status and live key, keys' states and validity, and reserving log sequence numbers under a key. */
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import { queryRows } from '../db/client.js';
+import { queryPrepared, queryRows } from '../db/client.js';
 import { destructionLedger, subjectKeys, type SubjectKeyRow } from '../db/schema.js';
 import { LetheError } from '../errors.js';
 import { type KeyContext, type LiveKey, MAX_VALIDITY_IDS, type SubjectStatus, type Validity } from './key-types.js';
@@ -85,8 +85,9 @@ export async function reserveSeqs(
 ): Promise<{ first: number; count: number; sinceHead: number } | undefined> {
   // only the head takes sequence numbers: a shard's range is closed (the head after it continues past it)
   if (count === 1) {
-    const [one] = await queryRows<{ first: number; since: number }>(
+    const [one] = await queryPrepared<{ first: number; since: number }>(
       c.d.db,
+      'reserve-one-seq',
       sql`update subject_keys set next_seq = next_seq + 1, updated_at = now()
            where key_id = ${keyId} and state = 'active' and head returning next_seq - 1 as first, next_seq - base_seq as since`,
     );
