@@ -6,7 +6,9 @@
  *
  *   put      a new item each call (one subject per client, its key created by a first put)
  *   get      items put before, round robin
- *   search   the client's namespace with an equality filter, no query, limit 10 (16 clients)
+ *   search   a namespace of the client's holding SEARCH_ITEMS items (put before, the same in both
+ *            stores, so the figure does not depend on how many the put phases stored) with an
+ *            equality filter, no query, limit 10 (16 clients)
  *   and put through a LetheStore with a writer (sealing in this process, segments registered
  *   in batches: the designed high-rate path), as a third column.
  *
@@ -57,6 +59,7 @@ export interface StoreResult {
 const CLIENTS = QUICK ? [1, 16] : [1, 16, 64];
 const HEADLINE = 16;
 const SEARCH_CLIENTS = 16;
+const SEARCH_ITEMS = 50;
 
 function quantile(sorted: number[], q: number): number {
   return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
@@ -111,6 +114,7 @@ export async function runStore(): Promise<StoreResult> {
     const run = randomBytes(3).toString('hex');
     // a subject id that is its own label: PostgresStore refuses the `%` of encodeSubjectLabel's escapes
     const ns = (c: number) => ['memories', encodeSubjectLabel(`user-bench-${run}-${c}`)];
+    const searchNs = (c: number) => ['searched', encodeSubjectLabel(`user-search-${run}-${c}`)];
     /** The keys each store holds per client, for get. */
     const held: Record<StoreName, string[][]> = { lethe: [], 'lethe-writer': [], postgres: [] };
 
@@ -126,7 +130,7 @@ export async function runStore(): Promise<StoreResult> {
           const mine = keys[c]!;
           if ((await s.get(ns(c), mine[i % mine.length]!)) === null) throw new Error(`${store}: get found no item`);
         } else {
-          await s.search(ns(c), { filter: { kind: 'pref' }, limit: 10 });
+          await s.search(searchNs(c), { filter: { kind: 'pref' }, limit: 10 });
         }
       };
       await drive(clients, warmup, call);
@@ -156,7 +160,14 @@ export async function runStore(): Promise<StoreResult> {
         if (op === 'put') await phase('lethe-writer', op, clients);
       }
     }
-    for (const store of ['postgres', 'lethe'] as const) await phase(store, 'search', SEARCH_CLIENTS);
+    for (const store of ['postgres', 'lethe'] as const) {
+      await Promise.all(
+        Array.from({ length: SEARCH_CLIENTS }, async (_, c) => {
+          for (let i = 0; i < SEARCH_ITEMS; i++) await stores[store].put(searchNs(c), `s-${i}`, value(c, i));
+        }),
+      );
+      await phase(store, 'search', SEARCH_CLIENTS);
+    }
   } finally {
     await scratch.cleanup();
   }
