@@ -33,7 +33,6 @@ export const nodeFetch = (url: string, init: RequestInit): Promise<Response> =>
     if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
     const method = init.method ?? 'GET';
     const request = (target.protocol === 'https:' ? https : http).request(target, { method, headers, agent });
-    let answered = false;
     let response: http.IncomingMessage | undefined;
     const onAbort = () => {
       const reason: unknown = signal!.reason;
@@ -46,13 +45,12 @@ export const nodeFetch = (url: string, init: RequestInit): Promise<Response> =>
     signal?.addEventListener('abort', onAbort, { once: true });
     const done = () => signal?.removeEventListener('abort', onAbort);
     request.on('error', (e) => {
-      if (answered) return;
+      if (response) return;
       done();
       if (signal?.aborted) return reject(signal.reason);
       reject(e);
     });
     request.on('response', (res) => {
-      answered = true;
       response = res;
       const status = res.statusCode ?? 0;
       const meta = { status, statusText: res.statusMessage ?? '', headers: headerPairs(res.rawHeaders) };

@@ -40,6 +40,16 @@ function heldStore() {
 
 const tick = () => new Promise((r) => setImmediate(r));
 
+/** A batcher storing its first segment (one frame, `first`) with the store held: what is handed in now waits for the next. */
+async function behindAHeldSegment() {
+  const held = heldStore();
+  const batcher = new SegmentBatcher(held.store);
+  held.state.hold = true;
+  const first = batcher.store(randomBytes(10));
+  await tick();
+  return { ...held, batcher, first };
+}
+
 describe('SegmentBatcher', () => {
   it('stores a lone frame at once, in a segment of its own', async () => {
     const { fs, store, state } = heldStore();
@@ -53,11 +63,7 @@ describe('SegmentBatcher', () => {
   });
 
   it('puts the frames handed in while a segment is stored into the next one, each at its own place', async () => {
-    const { fs, store, state, releaseAll } = heldStore();
-    const batcher = new SegmentBatcher(store);
-    state.hold = true;
-    const first = batcher.store(randomBytes(10));
-    await tick();
+    const { fs, state, releaseAll, batcher, first } = await behindAHeldSegment();
     const frames = Array.from({ length: 5 }, (_, i) => randomBytes(20 + i));
     const rest = frames.map((f) => batcher.store(f));
     await tick();
@@ -73,11 +79,7 @@ describe('SegmentBatcher', () => {
   });
 
   it('bounds a batch: 64 frames a segment at most', async () => {
-    const { store, state, releaseAll } = heldStore();
-    const batcher = new SegmentBatcher(store);
-    state.hold = true;
-    const first = batcher.store(randomBytes(10));
-    await tick();
+    const { state, releaseAll, batcher, first } = await behindAHeldSegment();
     const rest = Array.from({ length: 100 }, () => batcher.store(randomBytes(30)));
     state.hold = false;
     releaseAll();
@@ -88,11 +90,7 @@ describe('SegmentBatcher', () => {
   });
 
   it('fails every frame of a batch whose store failed, and stores the next batch', async () => {
-    const { store, state, releaseAll } = heldStore();
-    const batcher = new SegmentBatcher(store);
-    state.hold = true;
-    const first = batcher.store(randomBytes(10));
-    await tick();
+    const { state, releaseAll, batcher, first } = await behindAHeldSegment();
     const doomed = [batcher.store(randomBytes(10)), batcher.store(randomBytes(11))];
     state.failing = true;
     releaseAll(); // the first segment fails
@@ -107,11 +105,7 @@ describe('SegmentBatcher', () => {
   });
 
   it('answers that a segment may go only once every frame in it was given up, each counted once', async () => {
-    const { store, state, releaseAll } = heldStore();
-    const batcher = new SegmentBatcher(store);
-    state.hold = true;
-    const first = batcher.store(randomBytes(10));
-    await tick();
+    const { state, releaseAll, batcher, first } = await behindAHeldSegment();
     const three = [0, 1, 2].map(() => batcher.store(randomBytes(10)));
     state.hold = false;
     releaseAll();
