@@ -17,6 +17,7 @@ export const ERROR_CODES = [
   'method_not_allowed',
   'conflict',
   'idempotency_key_reused',
+  'item_exists',
   'erasure_in_progress',
   'subject_erased',
   'artifact_erased',

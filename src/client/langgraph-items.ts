@@ -4,7 +4,11 @@
  * matching and filter semantics.
  */
 import { getTextAtPath, type Item, type MatchCondition } from '@langchain/langgraph-checkpoint';
+import { randomUUID } from 'node:crypto';
+import { LetheError } from '../errors.js';
+import { AppendEntrySchema, payloadProblem } from '../log/payload.js';
 import { ServiceError } from './http.js';
+import type { NewEntry } from './entries.js';
 
 /** The entry metadata field that holds an item. */
 export const ITEM_FIELD = 'langgraph';
@@ -96,6 +100,43 @@ export function indexTexts(value: Record<string, unknown>, paths: readonly strin
   return [...new Set(paths)]
     .map((field) => ({ field, text: (field === '$' ? [JSON.stringify(value)] : getTextAtPath(value, field)).join('\n') }))
     .filter((f) => f.text !== '');
+}
+
+/**
+ * The entries of a put: one per indexed field (each scored on its own), or for an
+ * unindexed item one entry without text; each holds the item sealed in its metadata
+ * and names it (`item`), so the service indexes it as keyed hashes. `first`: when the
+ * item was first put, on a re-put.
+ */
+export function putEntries(
+  op: { readonly namespace: readonly string[]; readonly key: string; readonly index?: false | string[] | undefined },
+  value: Record<string, unknown>,
+  options: { readonly kind: string; readonly fields: readonly string[] | undefined; readonly first?: Date | undefined },
+): Array<NewEntry & { readonly item: NonNullable<NewEntry['item']> }> {
+  const base: Stored = {
+    namespace: [...op.namespace],
+    key: op.key,
+    value,
+    ...(options.first ? { createdAt: options.first.toISOString() } : {}),
+    put: randomUUID(),
+  };
+  const texts = indexTexts(value, op.index ?? options.fields);
+  const entries = (texts.length > 0 ? texts : [undefined]).map((t) => ({
+    text: t?.text ?? '',
+    kind: options.kind,
+    item: { namespace: [...op.namespace], key: op.key },
+    metadata: { [ITEM_FIELD]: t ? { ...base, ...(t.field !== undefined ? { field: t.field } : {}) } : { ...base, indexed: false } },
+  }));
+  for (const entry of entries) {
+    const problem = payloadProblem(AppendEntrySchema, entry);
+    if (problem) {
+      throw new LetheError(
+        'validation_failed',
+        `the item does not fit in a lethe entry (its namespace, key and value travel sealed as the entry's metadata: a JSON object of at most 16 KiB): ${problem}`,
+      );
+    }
+  }
+  return entries;
 }
 
 /** The item an entry holds, or undefined when the entry is not one of the store's. */

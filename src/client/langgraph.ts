@@ -17,8 +17,9 @@
  * - **get** is one lookup on the service (entries carry their `item`, indexed as keyed
  *   hashes), whatever the subject holds; the subject is read whole only when the index knows
  *   none (an item from before the index, or sealed by a writer), once per subject: a later
- *   miss of a key that read did not find is a new key. A put finds what it supersedes the
- *   same way: a new key's put is one lookup and one append.
+ *   miss of a key that read did not find is a new key. Once the subject was read whole, a put
+ *   of a one-entry item is one call (`If-None-Match: *`: stored as the item's first version,
+ *   or refused with its live versions, which the put then supersedes).
  * - **search** of one subject runs on the service (`POST …/items/search`,
  *   langgraph-search.ts): ranked by the subject's scoped search with a `query` (unindexed
  *   items after, unscored, as LangGraph's own stores), else newest first; namespaces and an
@@ -46,30 +47,13 @@ import {
   type SearchOperation,
   validateNamespace,
 } from '@langchain/langgraph-checkpoint';
-import { randomUUID } from 'node:crypto';
 import { LetheError } from '../errors.js';
 import { SUBJECT_ID_PATTERN, SUBJECT_ID_RULE } from '../ids.js';
-import { AppendEntrySchema, payloadProblem } from '../log/payload.js';
 import { ServiceError } from './http.js';
-import {
-  gone,
-  hasPrefix,
-  ITEM_FIELD,
-  indexTexts,
-  type Located,
-  latest,
-  matches,
-  nsKey,
-  passes,
-  sameNamespace,
-  type Stored,
-  storedOf,
-  toItem,
-  versionsIn,
-} from './langgraph-items.js';
+import { gone, hasPrefix, type Located, latest, matches, nsKey, passes, putEntries, sameNamespace, storedOf, toItem, versionsIn } from './langgraph-items.js';
 import { searchOnService, serverFilter } from './langgraph-search.js';
 import { decodeSubjectLabel } from './subject-labels.js';
-import type { Lethe, NewEntry } from './lethe.js';
+import type { Lethe } from './lethe.js';
 import type { ItemLocation, LetheStoreOptions } from './langgraph-options.js';
 import type { LetheWriter } from './writer.js';
 
@@ -212,8 +196,7 @@ export class LetheStore extends BaseStore {
       if (!gone(e)) throw e;
     }
     if (entries.length > 0) return this.#versions(versionsIn([...entries].reverse()), namespace, key);
-    const known = this.#readWhole.get(subject);
-    if (known && !known.has(nsKey(namespace, key))) return [];
+    if (this.#indexHoldsAll(subject, namespace, key)) return [];
     const items = await this.#items(subject, cache);
     this.#readWhole.set(subject, new Set(items.map((l) => nsKey(l.item.namespace, l.item.key))));
     return this.#versions(items, namespace, key);
@@ -241,38 +224,24 @@ export class LetheStore extends BaseStore {
   }
 
   async #putOnce(op: PutOperation, subject: string, cache: Map<string, Promise<Located[]>>): Promise<void> {
-    const older = await this.#versionsOf(subject, op.namespace, op.key, cache);
+    let older: Located[] | undefined;
+    if (op.value !== null && !this.#writer && this.#indexHoldsAll(subject, op.namespace, op.key)) {
+      // the item's first version in one call, unless it has live versions: then those are the answer, to supersede
+      const entries = putEntries(op, op.value, { kind: this.#kind, fields: this.#fields });
+      if (entries.length === 1) {
+        const put = await this.#lethe.entries.appendItem(subject, entries[0]!);
+        cache.delete(subject);
+        if ('appended' in put) return;
+        older = this.#versions(versionsIn([...put.existing].reverse()), op.namespace, op.key);
+      }
+    }
+    older ??= await this.#versionsOf(subject, op.namespace, op.key, cache);
     cache.delete(subject);
     // the entries of the item's live versions, oldest first: each new entry supersedes one, the rest are forgotten
     const olds = older.flatMap((v) => v.entryIds);
     let used = 0;
     if (op.value !== null) {
-      const first = older[0]?.item.createdAt;
-      const base: Stored = {
-        namespace: [...op.namespace],
-        key: op.key,
-        value: op.value,
-        ...(first ? { createdAt: first.toISOString() } : {}),
-        put: randomUUID(),
-      };
-      // one entry per indexed field (each scored on its own); an unindexed item, one entry without text
-      const texts = indexTexts(op.value, op.index ?? this.#fields);
-      const entries: NewEntry[] = (texts.length > 0 ? texts : [undefined]).map((t) => ({
-        text: t?.text ?? '',
-        kind: this.#kind,
-        // indexed on the service as keyed hashes: get, put and listNamespaces find it without reading the subject
-        item: { namespace: [...op.namespace], key: op.key },
-        metadata: { [ITEM_FIELD]: t ? { ...base, ...(t.field !== undefined ? { field: t.field } : {}) } : { ...base, indexed: false } },
-      }));
-      for (const entry of entries) {
-        const problem = payloadProblem(AppendEntrySchema, entry);
-        if (problem) {
-          throw new LetheError(
-            'validation_failed',
-            `the item does not fit in a lethe entry (its namespace, key and value travel sealed as the entry's metadata: a JSON object of at most 16 KiB): ${problem}`,
-          );
-        }
-      }
+      const entries = putEntries(op, op.value, { kind: this.#kind, fields: this.#fields, first: older[0]?.item.createdAt });
       if (this.#writer) for (const entry of entries) await this.#writer.append(subject, entry);
       else if (olds.length > 0) {
         // an update: every field's successor stored and every old entry forgotten in one transaction, never two live versions
@@ -282,6 +251,12 @@ export class LetheStore extends BaseStore {
     }
     // what no new entry superseded (a delete, a writer that seals locally): forgotten
     for (const entryId of olds.slice(used)) await this.#forget(entryId);
+  }
+
+  /** Whether every version of the key is in the service's item index: the subject was read whole and that read did not find the key. */
+  #indexHoldsAll(subject: string, namespace: readonly string[], key: string): boolean {
+    const known = this.#readWhole.get(subject);
+    return known !== undefined && !known.has(nsKey(namespace, key));
   }
 
   /** Forgets an entry: with the writer token when it wrote it, else with the eraser token. */

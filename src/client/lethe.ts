@@ -24,9 +24,10 @@ import { Certificates } from './certificates.js';
 import { Erasures, type RecordsErasureRequest, type RequestedErasure } from './erasures.js';
 import type { Provenance, Regeneration, SearchHit, SearchResult } from '../wire/artifacts.js';
 import type { Backup } from '../wire/backups.js';
-import type { Entry, Superseded, SupersededMany } from '../wire/log.js';
-import { newIdempotencyKey, type RetryOptions, retryPolicy, withRetries } from './retry.js';
-import { followPages, type PageOptions, query, RoleCalls, type RoleTokens, seg } from './roles.js';
+import type { Entry } from '../wire/log.js';
+import type { RetryOptions } from './retry.js';
+import { Entries } from './entries.js';
+import { followPages, type ListOptions, type PageOptions, query, RoleCalls, type RoleTokens, seg, withCursor } from './roles.js';
 import { Subjects } from './subjects.js';
 import { LetheWriter, type WriterOptions } from './writer.js';
 
@@ -57,40 +58,10 @@ export interface LetheOptions {
 
 /** An entry as the service reads it back (the wire type: src/http/wire/log.ts). */
 export type { Entry };
-
-export interface EntryRead extends Entry {
-  /** Pass it when writing what you derived from this read (`artifacts.create`). */
-  readonly readFence: string;
-}
-
-export interface EntryPage {
-  readonly entries: Entry[];
-  /** Covers the entries of this page. */
-  readonly readFence: string;
-  readonly nextCursor: string | null;
-}
-
-/** Namespaces asked for per request. */
-const NAMESPACE_PAGE = 1000;
-
-export interface NewEntry {
-  readonly text: string;
-  readonly kind?: string;
-  readonly metadata?: Record<string, unknown>;
-  /** The store item the entry holds: the service indexes it as keyed hashes (`entries.lookup`, `entries.namespaceEntries`). */
-  readonly item?: { readonly namespace: readonly string[]; readonly key: string };
-}
-
-export interface AppendResult {
-  readonly entryId: string;
-  readonly keyId: string;
-  readonly seq: number;
-  /** True when an `idempotencyKey` retry answered an earlier append's result (nothing stored). */
-  readonly replayed: boolean;
-}
+export { type AppendResult, Entries, type EntryPage, type EntryRead, type NewEntry } from './entries.js';
 
 export type { ItemSearchOptions, SearchMode, SearchOptions, SearchScope } from './search-options.js';
-import type { ItemSearchOptions, SearchOptions, SearchScope } from './search-options.js';
+import type { SearchOptions, SearchScope } from './search-options.js';
 
 /** A search hit and a search's answer (the wire types: src/wire/artifacts.ts). */
 export type { SearchHit, SearchResult };
@@ -141,117 +112,6 @@ export type { Backup };
 export interface BackupPage {
   readonly backups: Backup[];
   readonly nextCursor: string | null;
-}
-
-type ListOptions = Omit<PageOptions, 'cursor'>;
-const withCursor = <O extends object>(options: O, cursor: string | undefined): O & { cursor?: string } => ({
-  ...options,
-  ...(cursor !== undefined ? { cursor } : {}),
-});
-
-/** The episodic log: appends through the service (it seals), reads, lists. */
-export class Entries {
-  readonly #calls: RoleCalls;
-  readonly #retry: Required<RetryOptions>;
-
-  constructor(calls: RoleCalls, retry: RetryOptions = {}) {
-    this.#calls = calls;
-    this.#retry = retryPolicy(retry);
-  }
-
-  /**
-   * Appends through the service, which seals the entry under the subject's key. Every
-   * append carries an `Idempotency-Key` (`idempotencyKey`, else a fresh one) and is
-   * retried with it while the service refuses it for a moment (a retryable 409: a
-   * forget re-keying the subject; `retry` option of the facade): one success, one
-   * stored entry. A retry with the same key and entry stores nothing and answers the
-   * first result (`replayed`). An erased subject is refused at once (410
-   * `subject_erased`). To keep plaintext off the network, use `lethe.writer()` instead.
-   */
-  async append(subject: string, entry: NewEntry, options: { readonly idempotencyKey?: string } = {}): Promise<AppendResult> {
-    const key = options.idempotencyKey ?? newIdempotencyKey();
-    const res = await withRetries(this.#retry, () =>
-      this.#calls.request('writer', 'POST', `/v1/subjects/${seg(subject)}/entries`, { body: entry, headers: { 'idempotency-key': key } }),
-    );
-    const { entryId, keyId, seq } = (await res.json()) as AppendResult;
-    return { entryId, keyId, seq, replayed: res.headers.get('idempotent-replayed') === 'true' };
-  }
-
-  /**
-   * Updates a memory: `entry` is appended as the successor of `entryId` and the old one
-   * forgotten, in one transaction (the old version's erasure does not count the
-   * successor). Writer role: only entries this token wrote (eraser: any). Retried while
-   * the subject is re-keyed for a moment; 409 `conflict` when the entry was already
-   * forgotten or superseded — supersede its current version.
-   */
-  async supersede(subject: string, entryId: string, entry: NewEntry): Promise<Superseded> {
-    const res = await withRetries(this.#retry, () =>
-      this.#calls.request('writer', 'POST', `/v1/subjects/${seg(subject)}/entries/${seg(entryId)}/supersede`, { body: entry }),
-    );
-    return (await res.json()) as Superseded;
-  }
-
-  /** Updates a memory held in several entries: `entries` replace `entryIds` in one transaction, or nothing does. Retried like `supersede`. */
-  async supersedeAll(subject: string, entryIds: readonly string[], entries: readonly NewEntry[]): Promise<SupersededMany> {
-    const res = await withRetries(this.#retry, () =>
-      this.#calls.request('writer', 'POST', `/v1/subjects/${seg(subject)}/supersede`, { body: { entryIds, entries } }),
-    );
-    return (await res.json()) as SupersededMany;
-  }
-
-  /** Forgets an entry this writer token wrote (a records-scope erasure; `lethe.forget` takes any, with the eraser token). */
-  async forget(entryId: string): Promise<RequestedErasure> {
-    const res = await this.#calls.request('writer', 'DELETE', `/v1/entries/${seg(entryId)}`);
-    const accepted = (await res.json()) as { erasureId: string; status: RequestedErasure['status'] };
-    return { ...accepted, created: res.status === 202 };
-  }
-
-  /** One entry, with a read fence (410 key_destroyed or entry_forgotten once erased). */
-  get(entryId: string): Promise<EntryRead> {
-    return this.#calls.json<EntryRead>('writer', 'GET', `/v1/entries/${seg(entryId)}`);
-  }
-
-  /** One page of the subject's entries, in append order. */
-  page(subject: string, options: PageOptions = {}): Promise<EntryPage> {
-    return this.#calls.json<EntryPage>('writer', 'GET', `/v1/subjects/${seg(subject)}/entries${query({ limit: options.limit, cursor: options.cursor })}`);
-  }
-
-  /** Every page of the subject's entries, following `nextCursor` (each page with its read fence). */
-  pages(subject: string, options: ListOptions = {}): AsyncGenerator<EntryPage> {
-    return followPages((cursor) => this.page(subject, withCursor(options, cursor)));
-  }
-
-  /** A store item's live entries (those appended with that `item`), newest first: one lookup on the service, whatever the subject holds. */
-  async lookup(subject: string, namespace: readonly string[], key: string): Promise<Entry[]> {
-    return (await this.#calls.json<{ entries: Entry[] }>('writer', 'POST', `/v1/subjects/${seg(subject)}/items/lookup`, { body: { namespace, key } })).entries;
-  }
-
-  /** A subject's store items filtered and paged on the service: ranked by `query` (`score`: the best entry's), else newest first. */
-  async searchItems(subject: string, options: ItemSearchOptions = {}): Promise<Array<{ entries: Entry[]; score?: number }>> {
-    return (
-      await this.#calls.json<{ items: Array<{ entries: Entry[]; score?: number }> }>('writer', 'POST', `/v1/subjects/${seg(subject)}/items/search`, {
-        body: options,
-      })
-    ).items;
-  }
-
-  /** One live entry of each store namespace in use — of `subject`, or of every subject — page after page. */
-  async *namespaceEntries(options: { readonly subject?: string } = {}): AsyncGenerator<Entry> {
-    for (let offset = 0; ; offset += NAMESPACE_PAGE) {
-      const { entries } = await this.#calls.json<{ entries: Entry[] }>(
-        'writer',
-        'GET',
-        `/v1/items/namespaces${query({ subject: options.subject, limit: NAMESPACE_PAGE, offset })}`,
-      );
-      yield* entries;
-      if (entries.length < NAMESPACE_PAGE) return;
-    }
-  }
-
-  /** Every entry of the subject, page after page: `for await (const e of lethe.entries.list('user:42'))`. */
-  async *list(subject: string, options: ListOptions = {}): AsyncGenerator<Entry> {
-    for await (const page of this.pages(subject, options)) yield* page.entries;
-  }
 }
 
 /** Derived artifacts: they name their sources, and are regenerated when a source is erased. */

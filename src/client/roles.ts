@@ -128,6 +128,15 @@ export function query(params: Readonly<Record<string, string | number | undefine
   return s === '' ? '' : `?${s}`;
 }
 
+/** Page options of a call that follows every page. */
+export type ListOptions = Omit<PageOptions, 'cursor'>;
+
+/** `options` with the cursor of the page to fetch. */
+export const withCursor = <O extends object>(options: O, cursor: string | undefined): O & { cursor?: string } => ({
+  ...options,
+  ...(cursor !== undefined ? { cursor } : {}),
+});
+
 /**
  * Every page of a list, following `nextCursor` until it is null (or absent: a service
  * without pagination answers everything at once).

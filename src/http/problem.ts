@@ -34,6 +34,8 @@ export function statusOf(code: ErrorCode): ContentfulStatusCode {
     case 'near_copy':
     case 'not_a_match':
       return 422;
+    case 'item_exists':
+      return 412;
     case 'payload_too_large':
       return 413;
     case 'too_many_streams':
@@ -63,6 +65,7 @@ const TITLES: Record<ErrorCode, string> = {
   method_not_allowed: 'Method not allowed',
   conflict: 'Conflict',
   idempotency_key_reused: 'Idempotency key reused with another request',
+  item_exists: 'The item already has live entries',
   erasure_in_progress: 'Erasure in progress',
   illegal_transition: 'Illegal state transition',
   subject_erased: 'Subject erased',
@@ -104,7 +107,15 @@ export function problemBody(code: ErrorCode, detail: string, retryable = false):
 export const BEARER_CHALLENGE = 'Bearer realm="lethe"';
 
 export function problem(c: Context, code: ErrorCode, detail: string, headers?: Record<string, string>, retryable = false): Response {
-  const body = problemBody(code, detail, retryable);
+  return respond(problemBody(code, detail, retryable), headers);
+}
+
+/** A problem with members of its own besides the standard ones (RFC 9457 §3.2): what the client needs to go on without another call. */
+export function problemWith(code: ErrorCode, detail: string, members: Record<string, unknown>): Response {
+  return respond({ ...members, ...problemBody(code, detail) });
+}
+
+function respond(body: Problem, headers?: Record<string, string>): Response {
   return new Response(JSON.stringify(body), {
     status: body.status,
     headers: { 'content-type': 'application/problem+json', ...(body.status === 401 ? { 'www-authenticate': BEARER_CHALLENGE } : {}), ...headers },

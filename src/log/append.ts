@@ -16,8 +16,9 @@ import { MAX_KEY_MOVES } from '../vault/keys.js';
 import type { LogContext } from './context.js';
 import { sealEntry } from './frame.js';
 import { type AppendOnce, claimCte, IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE, type RecordedAppend } from './idempotency.js';
-import { type ItemHashes, itemHashes } from './items.js';
+import { type ItemHashes, itemHashes, lookupItem } from './items.js';
 import { MAX_ENTRY_TEXT_BYTES, type StoreItem } from './payload.js';
+import type { Entry } from './read.js';
 import { recordDigest, replayRecorded } from './replay.js';
 import { frameKey } from './segment.js';
 
@@ -87,12 +88,39 @@ export async function appendOnce(
   once: AppendOnce,
   origin: EntryOrigin = {},
 ): Promise<{ appended: RecordedAppend; replayed: boolean }> {
+  const earlier = await recordedFor(c, subject, input, once);
+  if (earlier) return { appended: earlier, replayed: true };
+  return acrossRekeys(c, subject, () => store(c, subject, input, actor, once, origin));
+}
+
+/** The recorded result of an earlier append with `once`'s key, if any (the key and text checked first). */
+async function recordedFor(c: LogContext, subject: string, input: AppendInput, once: AppendOnce): Promise<RecordedAppend | undefined> {
   if (!IDEMPOTENCY_KEY_PATTERN.test(once.key)) throw new LetheError('validation_failed', `Idempotency-Key must be ${IDEMPOTENCY_KEY_RULE}`);
   checkTextSize(input.text);
   await c.purge.maybe(c.db);
-  const subjectHash = c.keys.subjectHash(subject);
-  const earlier = await replayRecorded(c, subjectHash, once);
+  return replayRecorded(c, c.keys.subjectHash(subject), once);
+}
+
+/**
+ * The first version of an item (`If-None-Match: *`): when the item has live entries,
+ * nothing is stored and they are the answer (newest first), so a store's put is one
+ * call whether it creates or finds what to supersede. A retry of an append that
+ * stored answers it first (`once`). Checked before sealing, so as strong as a lookup
+ * then an append: two first versions racing may both land (a store reads the newer;
+ * its next put supersedes both).
+ */
+export async function appendItem(
+  c: LogContext,
+  subject: string,
+  input: AppendInput & { readonly item: StoreItem },
+  actor: string,
+  once: AppendOnce | undefined,
+  origin: EntryOrigin = {},
+): Promise<{ appended: RecordedAppend; replayed: boolean } | { existing: Entry[] }> {
+  const earlier = once ? await recordedFor(c, subject, input, once) : undefined;
   if (earlier) return { appended: earlier, replayed: true };
+  const existing = await lookupItem(c, subject, input.item);
+  if (existing.length > 0) return { existing };
   return acrossRekeys(c, subject, () => store(c, subject, input, actor, once, origin));
 }
 

@@ -13,6 +13,7 @@ import {
   acrossRekeys,
   append,
   type AppendInput,
+  appendItem,
   appendOnce,
   discardEntry,
   type EntryOrigin,
@@ -84,6 +85,9 @@ export class LogService {
     once: AppendOnce,
     origin?: EntryOrigin,
   ): Promise<{ appended: RecordedAppend; replayed: boolean }> => appendOnce(this.#c, subject, input, actor, once, origin);
+  /** An item's first version, or its live entries when it has some (`If-None-Match: *`): append.ts `appendItem`. */
+  appendItem = (subject: string, input: AppendInput & { readonly item: StoreItem }, actor: string, once: AppendOnce | undefined, origin?: EntryOrigin) =>
+    appendItem(this.#c, subject, input, actor, once, origin);
   /** An entry sealed and its frame stored, to be inserted in a transaction of the caller's (a supersession's): then settled, or discarded. */
   prepareEntry = (subject: string, input: AppendInput, actor: string): Promise<PreparedEntry> =>
     acrossRekeys(this.#c, subject, () => prepareEntry(this.#c, subject, input, actor));

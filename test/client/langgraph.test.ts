@@ -54,7 +54,7 @@ async function entriesOf(subject: string) {
 }
 
 describe('the LangGraph store contract', () => {
-  it("puts and gets of new keys are one lookup each: a subject's entries are read whole once, not per call", async () => {
+  it("a new key's put is one call and a get one lookup; a re-put is two (the item's entries come back with the refusal): a subject is read whole once", async () => {
     const calls: string[] = [];
     const counted = new Lethe({
       baseUrl: v.baseUrl,
@@ -71,7 +71,15 @@ describe('the LangGraph store contract', () => {
     expect(await store.get([subject, 'facts'], 'missing')).toBeNull();
     const wholeReads = calls.filter((c) => c === `GET /v1/subjects/${subject}/entries`);
     expect(wholeReads).toHaveLength(1);
-    expect(calls.filter((c) => c.endsWith('/items/lookup'))).toHaveLength(25);
+    // the first put looked the key up before the subject was read whole; every later put is an append alone
+    expect(calls.filter((c) => c.endsWith('/items/lookup'))).toHaveLength(1 + 13);
+    expect(calls.filter((c) => c === `POST /v1/subjects/${subject}/entries`)).toHaveLength(12);
+    calls.length = 0;
+    await store.put([subject, 'facts'], 'k3', { text: 'Mira fact number three, revised' });
+    expect(calls).toEqual([`POST /v1/subjects/${subject}/entries`, `POST /v1/subjects/${subject}/supersede`]);
+    expect((await store.get([subject, 'facts'], 'k3'))!.value).toEqual({ text: 'Mira fact number three, revised' });
+    // the old version is forgotten, not left live beside the new one
+    expect((await entriesOf(subject)).map((e) => e.text).filter((t) => /number (3|three)\b/.test(t))).toEqual(['Mira fact number three, revised']);
   });
 
   it('put then get: the item with its namespace, key, value and dates; an unknown key or subject is null', async () => {

@@ -73,6 +73,38 @@ describe('store items', () => {
     expect(Buffer.from(row!.namespace_hash).toString('latin1')).not.toContain('memories');
   });
 
+  it('If-None-Match: * appends an item only as its first version: with live entries it is 412 item_exists with them, and stores nothing', {
+    timeout: 120_000,
+  }, async () => {
+    const A = `user:items-create-${tag()}`;
+    const ns = ['memories', A];
+    const create = (text: string, key = 'profile', headers: Record<string, string> = {}) =>
+      t.call('POST', `/v1/subjects/${A}/entries`, { body: { text, item: { namespace: ns, key } }, headers: { 'if-none-match': '*', ...headers } });
+    const first = await ok<{ entryId: string }>(create(`likes ${tag()} tea`), 201);
+    const refused = await expectProblem(create(`likes ${tag()} coffee`), 412, 'item_exists');
+    expect((refused.problem as unknown as { entries: Listed[] }).entries.map((e) => e.entryId)).toEqual([first.entryId]);
+    expect((refused.problem as unknown as { readFence: string }).readFence).toEqual(expect.any(String));
+    expect((await lookup(A, ns, 'profile')).map((e) => e.entryId)).toEqual([first.entryId]);
+    const listed = await ok<{ entries: Listed[] }>(t.call('GET', `/v1/subjects/${A}/entries`), 200);
+    expect(listed.entries.map((e) => e.entryId)).toEqual([first.entryId]);
+    // a retry of the append that stored answers it, not the refusal
+    const once = { 'idempotency-key': `create-${tag()}` };
+    const stored = await ok<{ entryId: string }>(create('the other key', 'other', once), 201);
+    const again = await create('the other key', 'other', once);
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(((await again.json()) as { entryId: string }).entryId).toBe(stored.entryId);
+    // once the item's version is forgotten, it may be created again
+    await ok(t.call('DELETE', `/v1/entries/${first.entryId}`), 202);
+    await ok(create(`likes ${tag()} water`), 201);
+    await expectProblem(
+      t.call('POST', `/v1/subjects/${A}/entries`, { body: { text: 'no item' }, headers: { 'if-none-match': '*' } }),
+      400,
+      'validation_failed',
+    );
+    await expectProblem(create('a tag', 'profile', { 'if-none-match': '"v1"' }), 400, 'validation_failed');
+  });
+
   it('a lookup reads as many frames at 1,000 entries as at 12', { timeout: 300_000 }, async () => {
     const small = `user:items-small-${tag()}`;
     const large = `user:items-large-${tag()}`;

@@ -34,6 +34,7 @@ __all__ = [
     "MethodNotAllowedError",
     "ConflictError",
     "IdempotencyKeyReusedError",
+    "ItemExistsError",
     "ErasureInProgressError",
     "SourceErasedError",
     "IllegalTransitionError",
@@ -144,6 +145,10 @@ class ConflictError(ServiceError):
 
 class IdempotencyKeyReusedError(ConflictError):
     """409 ``idempotency_key_reused``: the Idempotency-Key was used with another body."""
+
+
+class ItemExistsError(ServiceError):
+    """412 ``item_exists``: an append with ``If-None-Match: *`` found the item's live entries."""
 
 
 class ErasureInProgressError(ConflictError):
@@ -277,6 +282,7 @@ _BY_CODE: Dict[str, Type[ServiceError]] = {
     "method_not_allowed": MethodNotAllowedError,
     "conflict": ConflictError,
     "idempotency_key_reused": IdempotencyKeyReusedError,
+    "item_exists": ItemExistsError,
     "erasure_in_progress": ErasureInProgressError,
     "source_erased": SourceErasedError,
     "illegal_transition": IllegalTransitionError,
