@@ -28,7 +28,12 @@ export interface FoundItem {
   readonly score?: number;
 }
 
-/** Items read per round while a metadata filter drops some, and at most this many a request (its work is bounded). */
+/**
+ * A filtered search reads rounds of items: the first as many as the page needs (FIRST_ROUND
+ * at least), each next one twice the last up to ROUND, so a filter most items pass opens
+ * little more than the page; at most MAX_SCANNED items a request (its work is bounded).
+ */
+const FIRST_ROUND = 16;
 const ROUND = 200;
 const MAX_SCANNED = 5_000;
 /** An item's live entries read at most (one per indexed field, and a racing put's), as a lookup reads. */
@@ -51,15 +56,16 @@ function namespaceFilter(c: LogContext, subjectHash: Uint8Array, s: ItemSearch) 
 
 /**
  * The subject's live items, newest first (by their newest entry), filtered and paged.
- * With a metadata filter, items are read a round at a time (keyset, by newest entry)
- * until the page fills or MAX_SCANNED items were read: the page may then be short.
+ * With a metadata filter, items are read a round at a time (keyset, by newest entry;
+ * rounds growing from the page's size) until the page fills or MAX_SCANNED items were
+ * read: the page may then be short.
  */
 export async function listItems(c: LogContext, subject: string, s: ItemSearch): Promise<FoundItem[]> {
   const subjectHash = c.keys.subjectHash(subject);
   const out: FoundItem[] = [];
   // without a metadata filter the page is the index's; with one, rounds of items until the page fills
   let skip = s.metadata ? s.offset : 0;
-  const round = s.metadata ? ROUND : s.limit;
+  let round = s.metadata ? Math.min(ROUND, Math.max(FIRST_ROUND, s.offset + s.limit)) : s.limit;
   let before: number | undefined;
   let scanned = 0;
   for (let look = 1; out.length < s.limit && scanned < MAX_SCANNED; ) {
@@ -92,6 +98,7 @@ export async function listItems(c: LogContext, subject: string, s: ItemSearch): 
     if (rows.length < round || !s.metadata) break;
     scanned += rows.length;
     before = Number(rows.at(-1)!.newest);
+    round = Math.min(ROUND, round * 2);
     look = 1;
   }
   return out;

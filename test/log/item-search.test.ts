@@ -5,8 +5,9 @@
  * metadata holds given fields; paged by items; forgotten versions and erased subjects
  * answer nothing; bad requests are 400.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { containsFields } from '../../src/log/item-search.js';
+import { SealedCache } from '../../src/storage/sealed-cache.js';
 import { minioEnv } from '../backups/support.js';
 import { awaitErasure, tag } from '../erasure/fixtures.js';
 import { expectProblem, ok } from '../support/http.js';
@@ -97,6 +98,30 @@ describe('store items searched on the service', () => {
     expect(keys(await search(A, { metadata: { color: 'gold' } }))).toEqual(['n0']);
     expect(keys(await search(A, { metadata: { color: 'grey' }, offset: 440, limit: 20 }))).toEqual(['n9', 'n8', 'n7', 'n6', 'n5', 'n4', 'n3', 'n2', 'n1']);
     expect(await search(A, { metadata: { color: 'none' } })).toEqual([]);
+  });
+
+  it('a filter most items pass opens little more than the page: 10 of 120 items every other one matches read at most 48 frames', {
+    timeout: 120_000,
+  }, async () => {
+    const A = `user:item-search-page-${tag()}`;
+    const ns = ['memories', 'halves'];
+    for (let i = 0; i < 120; i++) {
+      await t.app.log.append(
+        A,
+        { text: `note ${i}`, metadata: { key: `h${i}`, color: i % 2 === 0 ? 'even' : 'odd' }, item: { namespace: ns, key: `h${i}` } },
+        'writer',
+      );
+    }
+    // every frame read asks the cache of sealed frames first (appends fill it)
+    const reads = vi.spyOn(SealedCache.prototype, 'get');
+    try {
+      const found = await search(A, { metadata: { color: 'even' }, limit: 10 });
+      expect(keys(found)).toEqual(['h118', 'h116', 'h114', 'h112', 'h110', 'h108', 'h106', 'h104', 'h102', 'h100']);
+      // rounds of 16 then 32 items: 48 read, not all 120
+      expect(reads.mock.calls.length).toBeLessThanOrEqual(48);
+    } finally {
+      reads.mockRestore();
+    }
   });
 
   it('refuses bad requests with 400 naming the field', async () => {
