@@ -6,13 +6,14 @@
  * namespaces in use are one live entry each: the labels themselves are read back from
  * those entries' sealed frames (the caller put them there), and die with their keys.
  */
-import { sql } from 'drizzle-orm';
+import { and, desc, eq, isNull, sql } from 'drizzle-orm';
 import { type KeyedHasher, utf8 } from '../crypto/index.js';
-import { queryPrepared, queryRows } from '../db/client.js';
+import { preparedPer, queryRows } from '../db/client.js';
+import { logEntries } from '../db/schema.js';
 import { LetheError } from '../errors.js';
 import type { LogContext } from './context.js';
 import type { StoreItem } from './payload.js';
-import { type Entry, readMany } from './read.js';
+import { type Entry, readMany, readSelected, selectWithKeys } from './read.js';
 
 export interface ItemHashes {
   readonly itemHash: Uint8Array;
@@ -38,26 +39,34 @@ export async function lookupItem(c: LogContext, subject: string, item: StoreItem
   const subjectHash = c.keys.subjectHash(subject);
   const { itemHash } = itemHashes(c.items, subjectHash, item);
   for (let look = 1; ; look++) {
-    const rows = await queryPrepared<{ entry_id: string }>(
-      c.db,
-      'item-lookup',
-      sql`select entry_id from log_entries
-           where subject_hash = ${subjectHash} and item_hash = ${itemHash} and forgotten_by is null and refused is null
-           order by seq desc limit ${MAX_LIVE_VERSIONS}`,
-    );
-    const found = await readMany(
-      c,
-      rows.map((r) => r.entry_id),
-    );
+    // the entries with their keys in one statement (readSelected opens them without another)
+    const rows = await itemLookup(c.db).execute({ subjectHash: Buffer.from(subjectHash), itemHash: Buffer.from(itemHash) });
+    const found = await readSelected(c, rows);
     // a version superseded or forgotten between the two looks has a successor the first did not see (a supersession
     // is one transaction): look again, so that a live item never answers as absent
     if (found.size < rows.length && look < MAX_LOOKS) continue;
-    return rows.flatMap((r) => (found.has(r.entry_id) ? [found.get(r.entry_id)!] : []));
+    return rows.flatMap(({ row }) => (found.has(row.entryId) ? [found.get(row.entryId)!] : []));
   }
 }
 
 /** Live entries one item may hold at once (one per indexed field, and a racing put's): more are not read. */
 const MAX_LIVE_VERSIONS = 64;
+
+/** An item's live entries with their keys, newest first: prepared (parsed and planned once per connection). */
+const itemLookup = preparedPer((db) =>
+  selectWithKeys(db)
+    .where(
+      and(
+        eq(logEntries.subjectHash, sql.placeholder('subjectHash')),
+        eq(logEntries.itemHash, sql.placeholder('itemHash')),
+        isNull(logEntries.forgottenBy),
+        isNull(logEntries.refused),
+      ),
+    )
+    .orderBy(desc(logEntries.seq))
+    .limit(MAX_LIVE_VERSIONS)
+    .prepare('item-lookup-read'),
+);
 
 /**
  * One readable live entry of each namespace in use — of one subject, or of every

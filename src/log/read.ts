@@ -96,17 +96,35 @@ export async function read(
  * while we read (a re-key moved it to a new key) is read again under its new key,
  * not mistaken for an erased one.
  */
-export async function readMany(c: LogContext, ids: readonly string[], options: { forgottenBy?: string } = {}): Promise<Map<string, Entry>> {
+export function readMany(c: LogContext, ids: readonly string[], options: { forgottenBy?: string } = {}): Promise<Map<string, Entry>> {
+  return readJoined(c, [...new Set(ids)], undefined, options);
+}
+
+/** `readMany` of live entries the caller selected itself, with their keys (`selectWithKeys`): one statement fewer. */
+export function readSelected(c: LogContext, selected: readonly EntryWithKey[]): Promise<Map<string, Entry>> {
+  return readJoined(
+    c,
+    selected.map((s) => s.row.entryId),
+    selected,
+    {},
+  );
+}
+
+async function readJoined(
+  c: LogContext,
+  ids: readonly string[],
+  selected: readonly EntryWithKey[] | undefined,
+  options: { forgottenBy?: string },
+): Promise<Map<string, Entry>> {
   const out = new Map<string, Entry>();
-  let pending = [...new Set(ids)];
+  let pending = ids;
   let seenKeys = new Map<string, string>();
   const query = readManyQuery(c.db);
   for (let pass = 0; pass < 3 && pending.length > 0; pass++) {
     // a forgotten entry is read by no one but the erasure forgetting it (its fingerprints)
-    const joined = (await query.execute({ ids: pending, forgottenBy: options.forgottenBy ?? null })).filter(
-      // on a second pass, only rows that moved to another key are worth another try
-      ({ row }) => pass === 0 || seenKeys.get(row.entryId) !== row.keyId,
-    );
+    const rows = pass === 0 && selected ? selected : await query.execute({ ids: pending, forgottenBy: options.forgottenBy ?? null });
+    // on a second pass, only rows that moved to another key are worth another try
+    const joined = rows.filter(({ row }) => pass === 0 || seenKeys.get(row.entryId) !== row.keyId);
     const byKey = new Map<string, LogEntryRow[]>();
     for (const { row } of joined) byKey.set(row.keyId, [...(byKey.get(row.keyId) ?? []), row]);
     const retry: string[] = [];
@@ -141,14 +159,21 @@ export async function readMany(c: LogContext, ids: readonly string[], options: {
 /** readMany's query, prepared (parsed and planned once per connection): entries with their keys' wrapped DEKs. */
 const readManyQuery = preparedPer((db) => prepareReadMany(db));
 
-function prepareReadMany(db: Database) {
+/** Entries with their keys' wrapped DEKs (null: the key is gone): what readMany opens, selected by its callers' own prepared queries too. */
+export function selectWithKeys(db: Database) {
   return db
     .select({
       row: logEntries,
       key: { keyId: subjectKeys.keyId, subjectHash: subjectKeys.subjectHash, epoch: subjectKeys.epoch, wrappedDek: subjectKeys.wrappedDek },
     })
     .from(logEntries)
-    .leftJoin(subjectKeys, eq(subjectKeys.keyId, logEntries.keyId))
+    .leftJoin(subjectKeys, eq(subjectKeys.keyId, logEntries.keyId));
+}
+
+export type EntryWithKey = Awaited<ReturnType<ReturnType<typeof selectWithKeys>['execute']>>[number];
+
+function prepareReadMany(db: Database) {
+  return selectWithKeys(db)
     .where(
       and(
         sql`${logEntries.entryId} = any(${sql.placeholder('ids')})`,

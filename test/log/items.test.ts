@@ -4,7 +4,8 @@
  * frames read do not grow with the subject's entries: 12 vs 1,000), a superseded or
  * forgotten version is not; the namespaces in use are listed from their entries, of
  * one subject or of all, and an erased subject's are gone; the index holds keyed hashes,
- * never the labels; bad items are 400.
+ * never the labels; bad items are 400. An append with `If-None-Match: *` stores an item's first
+ * version only (412 `item_exists` with its live entries otherwise); both on the embedded default too.
  */
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -167,5 +168,34 @@ describe('store items', () => {
     await expectProblem(t.call('POST', `/v1/subjects/${A}/items/lookup`, { body: { namespace: 'memories', key: 'k' } }), 400, 'validation_failed');
     await expectProblem(t.call('GET', '/v1/items/namespaces?limit=0'), 400, 'validation_failed');
     await expectProblem(t.call('GET', '/v1/items/namespaces?subject=bad%20subject'), 400, 'validation_failed');
+  });
+});
+
+describe('store items on the embedded default (PGlite)', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await openTestApp({ embedded: true });
+  }, 120_000);
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('a lookup finds the live version, and If-None-Match: * answers it as item_exists', async () => {
+    const A = `user:items-embedded-${tag()}`;
+    const ns = ['memories', A];
+    const body = (text: string) => ({ text, item: { namespace: ns, key: 'profile' } });
+    const first = await ok<{ entryId: string }>(
+      t.call('POST', `/v1/subjects/${A}/entries`, { body: body('likes tea'), headers: { 'if-none-match': '*' } }),
+      201,
+    );
+    const found = await ok<{ entries: Listed[] }>(t.call('POST', `/v1/subjects/${A}/items/lookup`, { body: { namespace: ns, key: 'profile' } }), 200);
+    expect(found.entries.map((e) => e.entryId)).toEqual([first.entryId]);
+    const refused = await expectProblem(
+      t.call('POST', `/v1/subjects/${A}/entries`, { body: body('likes coffee'), headers: { 'if-none-match': '*' } }),
+      412,
+      'item_exists',
+    );
+    expect((refused.problem as unknown as { entries: Listed[] }).entries.map((e) => e.text)).toEqual(['likes tea']);
   });
 });
