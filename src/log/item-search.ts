@@ -29,9 +29,10 @@ export interface FoundItem {
 }
 
 /**
- * A filtered search reads rounds of items: the first as many as the page needs (FIRST_ROUND
- * at least), each next one twice the last up to ROUND, so a filter most items pass opens
- * little more than the page; at most MAX_SCANNED items a request (its work is bounded).
+ * A filtered search reads rounds of items: the first twice what the page needs (FIRST_ROUND
+ * at least: a filter half the items pass fills it), each next one twice the last up to
+ * ROUND, so a common filter opens little more than the page and a rare one takes few
+ * rounds; at most MAX_SCANNED items a request (its work is bounded).
  */
 const FIRST_ROUND = 16;
 const ROUND = 200;
@@ -65,7 +66,7 @@ export async function listItems(c: LogContext, subject: string, s: ItemSearch): 
   const out: FoundItem[] = [];
   // without a metadata filter the page is the index's; with one, rounds of items until the page fills
   let skip = s.metadata ? s.offset : 0;
-  let round = s.metadata ? Math.min(ROUND, Math.max(FIRST_ROUND, s.offset + s.limit)) : s.limit;
+  let round = s.metadata ? Math.min(ROUND, Math.max(FIRST_ROUND, 2 * (s.offset + s.limit))) : s.limit;
   let before: number | undefined;
   let scanned = 0;
   for (let look = 1; out.length < s.limit && scanned < MAX_SCANNED; ) {
