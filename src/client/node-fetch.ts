@@ -10,6 +10,8 @@ import http from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
 
+const utf8 = new TextDecoder();
+
 // below the service's keep-alive timeout (node's 5 s): an idle socket is closed here first
 const FREE_SOCKET_MS = 4_000;
 const AGENTS = {
@@ -72,7 +74,7 @@ export const nodeFetch = (url: string, init: RequestInit): Promise<Response> =>
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.once('end', () => {
         done();
-        resolve(new Response(Buffer.concat(chunks), meta));
+        resolve(new BufferedResponse(Buffer.concat(chunks), meta) as unknown as Response);
       });
       res.once('error', (e) => {
         done();
@@ -86,6 +88,72 @@ export const nodeFetch = (url: string, init: RequestInit): Promise<Response> =>
     });
     request.end(body);
   });
+
+// the DOM types declare a Response's body and methods as properties; they are accessors and methods on its prototype
+const ResponseBase = Response as unknown as new (
+  body: null,
+  init: ResponseInit,
+) => { readonly headers: Headers; readonly status: number; readonly statusText: string };
+
+/**
+ * A whole answer already read, as a `Response`: its body read from the buffer, with no
+ * web stream unless one is asked for (`body`). Wrapping each answer in a stream cost a
+ * `LetheStore` get about a quarter of the client's CPU (docs/performance.md).
+ */
+class BufferedResponse extends ResponseBase {
+  readonly #bytes: Buffer;
+  #used = false;
+  #stream: ReadableStream<Uint8Array> | undefined;
+
+  constructor(bytes: Buffer, init: ResponseInit) {
+    super(null, init);
+    this.#bytes = bytes;
+  }
+
+  /** The body as a stream, made on first ask; the body is then read through it. */
+  get body(): ReadableStream<Uint8Array> {
+    const bytes = this.#bytes;
+    this.#stream ??= new ReadableStream<Uint8Array>({
+      start(controller) {
+        if (bytes.length > 0) controller.enqueue(new Uint8Array(bytes));
+        controller.close();
+      },
+    });
+    return this.#stream;
+  }
+
+  get bodyUsed(): boolean {
+    return this.#used;
+  }
+
+  async text(): Promise<string> {
+    return utf8.decode(await this.#take());
+  }
+
+  async json(): Promise<unknown> {
+    return JSON.parse(await this.text());
+  }
+
+  async arrayBuffer(): Promise<ArrayBuffer> {
+    const bytes = await this.#take();
+    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+  }
+
+  async blob(): Promise<Blob> {
+    return new Blob([await this.#take()], { type: this.headers.get('content-type') ?? '' });
+  }
+
+  clone(): Response {
+    if (this.#used || this.#stream) throw new TypeError('an answer whose body was read or streamed cannot be cloned');
+    return new BufferedResponse(this.#bytes, { status: this.status, statusText: this.statusText, headers: this.headers }) as unknown as Response;
+  }
+
+  async #take(): Promise<Uint8Array> {
+    if (this.#used) throw new TypeError('the body of this answer was read already');
+    this.#used = true;
+    return this.#stream ? new Uint8Array(await new Response(this.#stream).arrayBuffer()) : this.#bytes;
+  }
+}
 
 function plainHeaders(init: RequestInit['headers']): Record<string, string> {
   if (init === undefined) return {};

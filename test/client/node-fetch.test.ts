@@ -49,6 +49,25 @@ describe('nodeFetch', () => {
     expect(await res.json()).toEqual({ body: '{"text":"é"}' });
   });
 
+  it('answers a whole body as a Response read once: text, bytes, a stream or a clone, as the fetch Response does', async () => {
+    routes.set('/whole', (_req, _body, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"text":"é"}'));
+    const res = await nodeFetch(`${base}/whole`, {});
+    expect(res).toBeInstanceOf(Response);
+    const copy = res.clone();
+    expect(res.bodyUsed).toBe(false);
+    expect(await res.text()).toBe('{"text":"é"}');
+    expect(res.bodyUsed).toBe(true);
+    await expect(res.text()).rejects.toThrow(TypeError);
+    expect(() => res.clone()).toThrow(TypeError);
+    expect(new TextDecoder().decode(await copy.arrayBuffer())).toBe('{"text":"é"}');
+    expect(await (await nodeFetch(`${base}/whole`, {})).blob()).toMatchObject({ size: 13, type: 'application/json' });
+    const streamed = await nodeFetch(`${base}/whole`, {});
+    expect(streamed.body).toBe(streamed.body); // one stream, however often it is asked for
+    expect(await streamed.json()).toEqual({ text: 'é' }); // read through that stream
+    const viaReader = await nodeFetch(`${base}/whole`, {});
+    expect(new TextDecoder().decode((await viaReader.body!.getReader().read()).value)).toBe('{"text":"é"}');
+  });
+
   it('answers 204 with no body, and error statuses as answers (not rejections)', async () => {
     routes.set('/none', (_req, _body, res) => res.writeHead(204).end());
     routes.set('/gone', (_req, _body, res) => res.writeHead(410, { 'content-type': 'application/problem+json' }).end('{"code":"key_destroyed"}'));
