@@ -230,8 +230,10 @@ export class LetheStore extends BaseStore {
       const entries = putEntries(op, op.value, { kind: this.#kind, fields: this.#fields });
       if (entries.length === 1) {
         const put = await this.#lethe.entries.appendItem(subject, entries[0]!);
-        cache.delete(subject);
-        if ('appended' in put) return;
+        if ('appended' in put) {
+          cache.delete(subject);
+          return;
+        }
         older = this.#versions(versionsIn([...put.existing].reverse()), op.namespace, op.key);
       }
     }

@@ -69,11 +69,11 @@ export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: Toke
     const key = headers['idempotency-key'];
     // the writing token's principal may forget and supersede the entry later
     const origin = { writtenBy: actor(c).principal };
+    // the digest is of the body as received (the validator cached its text)
+    const once = key === undefined ? undefined : { key, body: await c.req.text() };
     if (headers['if-none-match'] !== undefined) {
       const { item } = body;
       if (!item) throw new LetheError('validation_failed', 'If-None-Match: * appends the first version of an item: give the entry its item');
-      // the digest is of the body as received (the validator cached its text)
-      const once = key === undefined ? undefined : { key, body: await c.req.text() };
       const result = await services.log.appendItem(subject, { ...body, item }, c.get('role'), once, origin);
       if ('existing' in result) {
         return problemWith('item_exists', 'the item already has live entries (entries, newest first); nothing was stored', {
@@ -83,12 +83,11 @@ export function register(app: OpenAPIHono<AuthEnv>, services: Uses, tokens: Toke
       }
       return answer(c, result);
     }
-    if (key === undefined) {
+    if (once === undefined) {
       const { entryId, keyId, seq } = await services.log.append(subject, body, c.get('role'), origin);
       return c.json({ entryId, keyId, seq }, 201);
     }
-    // the digest is of the body as received (the validator cached its text)
-    return answer(c, await services.log.appendOnce(subject, body, c.get('role'), { key, body: await c.req.text() }, origin));
+    return answer(c, await services.log.appendOnce(subject, body, c.get('role'), once, origin));
   });
 }
 
