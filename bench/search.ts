@@ -896,7 +896,9 @@ async function measureOpening(vault: ScratchVault['vault'], workers: number): Pr
   try {
     const local = openers(0);
     await rate(local);
-    const localRate = Math.max(await rate(local), await rate(local));
+    // the best of five on this thread: the opening taken out of the one-thread rebuild is then at its largest, the projection at its most cautious
+    let localRate = 0;
+    for (let round = 0; round < 5; round++) localRate = Math.max(localRate, await rate(local));
     if (workers === 0) return { local: localRate, pooled: localRate, startSeconds: 0, rows: rows.length };
     const s0 = performance.now();
     const pool = openers(workers);
@@ -904,7 +906,8 @@ async function measureOpening(vault: ScratchVault['vault'], workers: number): Pr
       await pool.ready;
       const startSeconds = (performance.now() - s0) / 1000;
       await rate(pool);
-      const pooled = Math.max(await rate(pool), await rate(pool));
+      // the median of three warm rounds, not the best: the workers' opening is what the projection adds
+      const pooled = median([await rate(pool), await rate(pool), await rate(pool)]);
       return { local: localRate, pooled, startSeconds, rows: rows.length };
     } finally {
       await pool.close();
@@ -1041,7 +1044,15 @@ export async function runSearch(): Promise<SearchResult> {
   // searchable: the single-thread rebuild's seconds per vector at R (it opens and files; the graph comes after), its opening
   // replaced by the warm workers'; the graph: step 2's cost per vector at N on top
   const o = measured.opening;
-  const projectedSecondsPerMillion = 1e6 * (measured.single.medianSeconds / measured.records - 1 / o.local + 1 / o.workers);
+  // what the one-thread rebuild spends a row besides opening it (reading, filing); below zero the two measurements disagree
+  const filing = measured.single.medianSeconds / measured.records - 1 / o.local;
+  if (filing < 0) {
+    warnings.push(
+      `the one-thread rebuild (${fmtNum((measured.single.medianSeconds / measured.records) * 1e6, 0)} µs a row) measured faster than opening alone ` +
+        `(${fmtNum(1e6 / o.local, 0)} µs): the rebuild projection is not comparable`,
+    );
+  }
+  const projectedSecondsPerMillion = 1e6 * (Math.max(0, filing) + 1 / o.workers);
   const projectedGraphSecondsPerMillion = projectedSecondsPerMillion + (1e6 * index.buildSeconds) / index.vectors;
   const rebuild: RebuildRun = { ...measured, projectedSecondsPerMillion, projectedGraphSecondsPerMillion, projectedAt: index.vectors };
 
@@ -1054,7 +1065,7 @@ export async function runSearch(): Promise<SearchResult> {
       `rebuild until searchable, seconds per million (projected from ${fmtInt(rebuild.records)} rows) ÷ 30 s`,
       projectedSecondsPerMillion / 30,
       '<= 1',
-      projectedSecondsPerMillion <= 30,
+      filing >= 0 && projectedSecondsPerMillion <= 30,
     ),
   ];
   return {
