@@ -116,6 +116,7 @@ class BufferedResponse extends ResponseBase {
     this.#stream ??= new ReadableStream<Uint8Array>({
       start(controller) {
         if (bytes.length > 0) controller.enqueue(new Uint8Array(bytes));
+        bytes.fill(0); // the stream holds the copy its reader takes
         controller.close();
       },
     });
@@ -127,7 +128,7 @@ class BufferedResponse extends ResponseBase {
   }
 
   async text(): Promise<string> {
-    return utf8.decode(await this.#take());
+    return this.#consume((bytes) => utf8.decode(bytes));
   }
 
   async json(): Promise<unknown> {
@@ -135,23 +136,29 @@ class BufferedResponse extends ResponseBase {
   }
 
   async arrayBuffer(): Promise<ArrayBuffer> {
-    const bytes = await this.#take();
-    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+    return this.#consume((bytes) => bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer);
   }
 
   async blob(): Promise<Blob> {
-    return new Blob([await this.#take()], { type: this.headers.get('content-type') ?? '' });
+    return this.#consume((bytes) => new Blob([bytes], { type: this.headers.get('content-type') ?? '' }));
   }
 
   clone(): Response {
     if (this.#used || this.#stream) throw new TypeError('an answer whose body was read or streamed cannot be cloned');
-    return new BufferedResponse(this.#bytes, { status: this.status, statusText: this.statusText, headers: this.headers }) as unknown as Response;
+    const init = { status: this.status, statusText: this.statusText, headers: this.headers };
+    return new BufferedResponse(Buffer.from(this.#bytes), init) as unknown as Response;
   }
 
-  async #take(): Promise<Uint8Array> {
+  /** `read` of the body, once; the buffer is zeroed after (an answer may carry a key: a lease's DEK). */
+  async #consume<T>(read: (bytes: Uint8Array) => T): Promise<T> {
     if (this.#used) throw new TypeError('the body of this answer was read already');
     this.#used = true;
-    return this.#stream ? new Uint8Array(await new Response(this.#stream).arrayBuffer()) : this.#bytes;
+    const bytes = this.#stream ? new Uint8Array(await new Response(this.#stream).arrayBuffer()) : this.#bytes;
+    try {
+      return read(bytes);
+    } finally {
+      bytes.fill(0);
+    }
   }
 }
 

@@ -60,7 +60,9 @@ describe('nodeFetch', () => {
     await expect(res.text()).rejects.toThrow(TypeError);
     expect(() => res.clone()).toThrow(TypeError);
     expect(new TextDecoder().decode(await copy.arrayBuffer())).toBe('{"text":"é"}');
-    expect(await (await nodeFetch(`${base}/whole`, {})).blob()).toMatchObject({ size: 13, type: 'application/json' });
+    const blob = await (await nodeFetch(`${base}/whole`, {})).blob();
+    expect(blob).toMatchObject({ size: 13, type: 'application/json' });
+    expect(await blob.text()).toBe('{"text":"é"}'); // a copy: the answer's own buffer is zeroed once read
     const streamed = await nodeFetch(`${base}/whole`, {});
     expect(streamed.body).toBe(streamed.body); // one stream, however often it is asked for
     expect(await streamed.json()).toEqual({ text: 'é' }); // read through that stream
