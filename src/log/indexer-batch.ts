@@ -139,10 +139,11 @@ async function indexClaimed(c: IndexerContext, claim: string, rows: readonly Cla
   const started = performance.now();
   // this replica publishes what it commits: the records' own notifications, which may come back first, load nothing again
   // (by record and key: another replica's appends under the same keys, or these records re-keyed, still load)
-  const { inserted, marked, released } = await c.d.vectors.publishingRecords(
+  const publishing = c.d.vectors.publishingRecords(
     sealed.map((r) => ({ recordId: r.recordId, keyId: r.keyId })),
     async () => {
       const committed = await c.d.db.transaction((tx) => commitBatch(c, tx, claim, sealed, refused));
+      await c.o.afterCommit?.();
       const published = sealed.filter((r) => committed.inserted.has(r.recordId));
       for (let i = 0; i < published.length; i += YIELD_EVERY) {
         if (i > 0) await pace();
@@ -154,6 +155,9 @@ async function indexClaimed(c: IndexerContext, claim: string, rows: readonly Cla
       return committed;
     },
   );
+  // the queue reads drained from the commit on, this replica's index only once published: waitIndexed waits for both
+  c.publishing.add(publishing);
+  const { inserted, marked, released } = await publishing.finally(() => c.publishing.delete(publishing));
   for (const [entryId, { reason }] of refused) {
     if (!marked.has(entryId)) continue;
     c.d.metrics?.entriesRefused.inc({ reason: reason.startsWith('payload_refused') ? 'payload_refused' : reason });

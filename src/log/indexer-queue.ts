@@ -62,8 +62,8 @@ export async function queuedOf(c: IndexerContext, subjectHashes: readonly Uint8A
 
 /**
  * Waits until every entry queued up to `mark` (default: now; of the subject, when
- * given) is indexed or refused, at most `timeoutMs`; answers how many are left (0:
- * drained). `drain`: without a running worker here (a vault that does not listen),
+ * given) is indexed or refused — this replica's batches published to its index too —
+ * at most `timeoutMs`; answers how many are left (0: drained). `drain`: without a running worker here (a vault that does not listen),
  * index them itself; otherwise it only waits for the workers of the replicas.
  */
 export async function waitIndexed(
@@ -74,7 +74,12 @@ export async function waitIndexed(
   const deadline = Date.now() + (options.timeoutMs ?? 10_000);
   for (;;) {
     const left = upTo === 0 ? 0 : await pendingUpTo(c, upTo, options.subjectHash);
-    if (left === 0 || Date.now() >= deadline) return left;
+    if (left === 0) {
+      // a batch of this replica's that committed is indexed once its vectors are published
+      await Promise.allSettled([...c.publishing]);
+      return 0;
+    }
+    if (Date.now() >= deadline) return left;
     if (c.running || !options.drain) {
       poke(c);
       await sleep(20);

@@ -30,6 +30,8 @@ export interface IndexerOptions {
   readonly afterSeal?: () => void | Promise<void>;
   /** Tests: runs inside the commit's transaction after the embeddings' insert (throw: it rolls back). */
   readonly beforeCommit?: () => void | Promise<void>;
+  /** Tests: runs after a batch's commit, before this replica publishes its vectors. */
+  readonly afterCommit?: () => void | Promise<void>;
   /** LETHE_FAILPOINT (tests): `indexer-sealed`, `indexer-inserted` kill the process there. */
   readonly failpoint?: (name: string) => void;
 }
@@ -76,6 +78,8 @@ export interface IndexerContext {
   readonly wakers: Set<() => void>;
   woken: boolean;
   lastPassAt: Date | undefined;
+  /** Batches between their commit's start and their vectors published: what `waitIndexed` waits for once the queue reads drained. */
+  readonly publishing: Set<Promise<unknown>>;
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -72,6 +72,7 @@ export class Indexer {
       wakers: new Set(),
       woken: false,
       lastPassAt: undefined,
+      publishing: new Set(),
     };
   }
 

@@ -62,7 +62,8 @@ export class LogService {
 
   /**
    * Resolves once every entry queued now (of the subject, when given) is indexed or
-   * refused — indexing them itself when this replica's worker does not run;
+   * refused, and what this replica's worker committed is in its own index — indexing
+   * them itself when this replica's worker does not run;
    * `unavailable` after `timeoutMs` (default 10 s). What a caller that must search its
    * own writes at once waits for (tests, tools).
    */

@@ -191,6 +191,21 @@ describe('the indexer on PostgreSQL and MinIO', () => {
       for (const text of texts) expect((a.seen.get(text) ?? 0) + (b.seen.get(text) ?? 0), text).toBe(1);
     });
 
+    it('drained() resolves once this replica has published what its worker committed: its own index holds the entries', async () => {
+      // the window between a batch's commit (its queue rows gone) and its vectors published, held open
+      let hold: Promise<void> | undefined;
+      const vault = await tv.reopen({ indexWorker: false, indexing: { afterCommit: () => hold } });
+      const { ids } = await registerTexts(vault, `user:drained-${randomBytes(3).toString('hex')}`, ['published before drained() resolves']);
+      hold = new Promise((r) => setTimeout(r, 300));
+      vault.log.indexer.start();
+      try {
+        await vault.log.drained({ timeoutMs: 10_000 });
+        expect(ids.map((id) => vault.vectors.index.has(id))).toEqual([true]);
+      } finally {
+        await vault.log.indexer.stop();
+      }
+    });
+
     it('a batch that fails after sealing, or rolls back after its insert, leaves its entries queued; the next claim indexes each once', async () => {
       let failSeal = true;
       let failCommit = true;
