@@ -113,8 +113,11 @@ class BufferedResponse extends ResponseBase {
   /** The body as a stream, made on first ask; the body is then read through it. */
   get body(): ReadableStream<Uint8Array> {
     const bytes = this.#bytes;
+    const read = this.#used;
     this.#stream ??= new ReadableStream<Uint8Array>({
       start(controller) {
+        // read already: its buffer is zeroed, so the stream fails as a used fetch body does
+        if (read) return controller.error(new TypeError('the body of this answer was read already'));
         if (bytes.length > 0) controller.enqueue(new Uint8Array(bytes));
         bytes.fill(0); // the stream holds the copy its reader takes
         controller.close();

@@ -63,8 +63,9 @@ export async function queuedOf(c: IndexerContext, subjectHashes: readonly Uint8A
 /**
  * Waits until every entry queued up to `mark` (default: now; of the subject, when
  * given) is indexed or refused — this replica's batches published to its index too —
- * at most `timeoutMs`; answers how many are left (0: drained). `drain`: without a running worker here (a vault that does not listen),
- * index them itself; otherwise it only waits for the workers of the replicas.
+ * at most `timeoutMs`; answers how many are left (0: drained). `drain`: without a
+ * running worker here (a vault that does not listen), index them itself; otherwise it
+ * only waits for the workers of the replicas.
  */
 export async function waitIndexed(
   c: IndexerContext,

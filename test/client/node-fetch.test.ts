@@ -59,6 +59,7 @@ describe('nodeFetch', () => {
     expect(res.bodyUsed).toBe(true);
     await expect(res.text()).rejects.toThrow(TypeError);
     expect(() => res.clone()).toThrow(TypeError);
+    await expect(res.body!.getReader().read()).rejects.toThrow(TypeError); // not the zeroed buffer
     expect(new TextDecoder().decode(await copy.arrayBuffer())).toBe('{"text":"é"}');
     const blob = await (await nodeFetch(`${base}/whole`, {})).blob();
     expect(blob).toMatchObject({ size: 13, type: 'application/json' });
